@@ -1,0 +1,145 @@
+"""Small helpers shared by the generated decoders (``decoders/generated``).
+
+The generated code does the per-field work inline; this module holds what is rare (long varints,
+tagged fields, error annotation) or shared (record sets, UUID formatting).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable
+from typing import Any
+
+Reader = Callable[[bytes, int], tuple[Any, int]]
+
+#: Arrays whose elements can take zero bytes are bounded by this count instead of the bytes left.
+MAX_EMPTY_ELEMENTS = 1 << 16
+
+
+class DecodeError(Exception):
+    """Raised inside the generated decoders; caught by ``decoders.api`` and turned into a status."""
+
+    def __init__(self, reason: str, offset: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.offset = offset
+        self.path: list[str] = []
+
+    def describe(self) -> str:
+        where = ".".join(self.path) if self.path else "<message>"
+        return f"{self.reason} at {where} (offset {self.offset})"
+
+
+def short(n: int, available: int) -> DecodeError:
+    return DecodeError(f"truncated: length {n} exceeds the {available} bytes left")
+
+
+def short_count(n: int, available: int) -> DecodeError:
+    return DecodeError(f"truncated: count {n} cannot fit in the {available} bytes left")
+
+
+def too_many(n: int) -> DecodeError:
+    return DecodeError(f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
+
+
+def negative(n: int) -> DecodeError:
+    return DecodeError(f"invalid: negative length {n}")
+
+
+def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
+    """Continue an unsigned varint whose first byte ``first`` (>127) was read before ``p``."""
+    value = first & 0x7F
+    shift = 7
+    while True:
+        if shift > 28:
+            raise DecodeError("invalid: unsigned varint longer than 5 bytes", p)
+        byte = b[p]
+        p += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, p
+        shift += 7
+
+
+def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
+    first = b[p]
+    if first < 0x80:
+        return first, p + 1
+    return uvarint(b, p + 1, first)
+
+
+def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: dict[str, Any]) -> int:
+    """Read ``n`` tagged fields at ``p`` into ``out``: known tags by name, unknown ones kept raw."""
+    size_left = len(b) - p
+    if n * 2 > size_left:
+        raise short_count(n, size_left)
+    unknown: list[dict[str, Any]] | None = None
+    for _ in range(n):
+        tag, p = read_uvarint(b, p)
+        size, p = read_uvarint(b, p)
+        end = p + size
+        if end > len(b):
+            raise short(size, len(b) - p)
+        entry = table.get(tag)
+        if entry is None:
+            if unknown is None:
+                unknown = out.setdefault("_unknownTaggedFields", [])
+            unknown.append({"tag": tag, "data": b[p:end].hex()})
+        else:
+            name, reader = entry
+            try:
+                value, q = reader(b, p)
+            except DecodeError as err:
+                err.path.insert(0, name)
+                raise
+            if q != end:
+                mismatch = DecodeError(f"invalid: tagged field {tag} declared {size} bytes, decoded {q - p}", p)
+                mismatch.path.insert(0, name)
+                raise mismatch
+            out[name] = value
+        p = end
+    return p
+
+
+def annotate(exc: BaseException, lines: dict[int, tuple[str, str | None]], loc: dict[str, Any],
+             p: int) -> DecodeError:
+    """Turn ``exc`` into a DecodeError and prepend the field the current frame was decoding."""
+    if isinstance(exc, DecodeError):
+        err = exc
+        if err.offset is None:
+            err.offset = p
+    elif isinstance(exc, (struct.error, IndexError)):
+        err = DecodeError("truncated", p)
+    else:
+        err = DecodeError(f"invalid: {type(exc).__name__}: {exc}", p)
+    tb = exc.__traceback__
+    entry = lines.get(tb.tb_lineno) if tb is not None else None
+    if entry is not None:
+        name, index = entry
+        err.path.insert(0, f"{name}[{loc.get(index)}]" if index else name)
+    return err
+
+
+def uuid(raw: bytes) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def fixed_array(fmt: str, size: int, b: bytes, p: int, n: int) -> list[Any]:
+    if n * size > len(b) - p:
+        raise short_count(n, len(b) - p)
+    return list(struct.unpack_from(f">{n}{fmt}", b, p))
+
+
+def uuid_array(b: bytes, p: int, n: int) -> list[str]:
+    if n * 16 > len(b) - p:
+        raise short_count(n, len(b) - p)
+    return [uuid(b[p + 16 * i : p + 16 * (i + 1)]) for i in range(n)]
+
+
+def records(b: bytes, p: int, n: int) -> Any:
+    """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``)."""
+    from decoders.records import Records
+
+    return Records(memoryview(b)[p : p + n])

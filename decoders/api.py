@@ -1,0 +1,211 @@
+"""Decode one Kafka frame (the bytes after the 4-byte length prefix) into a message.
+
+Stateless: a request decodes from its own bytes; a response needs only the api key and version of
+its request. Bad input never raises: the result carries a ``status`` ("ok" or a reason naming the
+field path and byte offset) and whatever could be decoded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from decoders import _runtime as rt
+from decoders.generated import registry
+
+OK = "ok"
+_HEAD = struct.Struct(">hhi").unpack_from
+_CORR = struct.Struct(">i").unpack_from
+
+_modules: dict[str, ModuleType] = {}
+
+
+def _module(name: str) -> ModuleType:
+    mod = _modules.get(name)
+    if mod is None:
+        mod = importlib.import_module(f"decoders.generated.{name}")
+        _modules[name] = mod
+    return mod
+
+
+def api_name(api_key: int | None) -> str | None:
+    if api_key is None:
+        return None
+    return registry.API_NAMES.get(api_key)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedMessage:
+    """One decoded request or response."""
+
+    kind: str  # "request" | "response"
+    api_key: int | None
+    api_version: int | None
+    correlation_id: int | None
+    status: str  # "ok" or the reason decoding stopped
+    body: dict[str, Any] | None
+    size: int  # frame size in bytes (without the length prefix)
+    client_id: str | None = None
+    header_version: int | None = None
+    header: dict[str, Any] | None = None  # decoded header (tagged fields included)
+    body_version: int | None = None  # version the body was decoded at, when it differs
+    error_path: str | None = None
+    error_offset: int | None = None
+    notes: tuple[str, ...] = ()
+    inner: DecodedMessage | None = None  # the request/response an Envelope carried
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def api_name(self) -> str | None:
+        return api_name(self.api_key)
+
+
+class _Failure(Exception):
+    def __init__(self, status: str, path: str | None, offset: int | None) -> None:
+        super().__init__(status)
+        self.status, self.path, self.offset = status, path, offset
+
+
+def _run(reader: rt.Reader, b: bytes, p: int) -> tuple[dict[str, Any] | None, int, _Failure | None]:
+    try:
+        value, end = reader(b, p)
+    except rt.DecodeError as err:
+        return None, p, _Failure(err.describe(), ".".join(err.path) or None, err.offset)
+    except RecursionError:
+        return None, p, _Failure("invalid: nesting too deep", None, p)
+    return value, end, None
+
+
+def _header_module(name: str) -> ModuleType:
+    return _module(registry.DATA_MODULES[name])
+
+
+def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True) -> DecodedMessage:
+    """Decode a request frame: header (v0/v1/v2 by api key and version) and body."""
+    b = bytes(frame) if not isinstance(frame, bytes) else frame
+    size = len(b)
+    if size < 8:
+        return DecodedMessage("request", None, None, None,
+                              f"truncated: request header needs 8 bytes, frame has {size}", None, size)
+    api_key, version, corr = _HEAD(b, 0)
+    name = registry.API_NAMES.get(api_key)
+    if name is None:
+        return DecodedMessage("request", api_key, version, corr, f"unknown api key {api_key}", None, size,
+                              client_id=_best_effort_client_id(b))
+    header_version = registry.REQUEST_HEADER_VERSION.get((api_key, version))
+    if header_version is None:
+        lo, hi = registry.VERSION_RANGES[api_key]
+        return DecodedMessage("request", api_key, version, corr,
+                              f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
+                              client_id=_best_effort_client_id(b))
+    header_reader = _header_module("RequestHeader").VERSIONS[header_version]
+    header, p, fail = _run(header_reader, b, 0)
+    if fail is not None or header is None:
+        assert fail is not None
+        return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
+                              header_version=header_version, error_path=fail.path, error_offset=fail.offset)
+    client_id = header.get("ClientId")
+    reader = _module(registry.API_MODULES[api_key]).REQUEST[version]
+    body, end, fail = _run(reader, b, p)
+    msg = _finish("request", api_key, version, corr, b, body, end, fail, header_version, header, client_id)
+    if postprocess and body is not None:
+        msg = _postprocess(msg)
+    return msg
+
+
+def decode_response(
+    frame: bytes | bytearray | memoryview,
+    api_key: int,
+    api_version: int,
+    *,
+    inner: tuple[int, int] | None = None,
+    postprocess: bool = True,
+) -> DecodedMessage:
+    """Decode a response frame given its request's api key and version.
+
+    ``inner`` is the (api key, version) of the request an Envelope carried, when known, so that
+    the EnvelopeResponse's ResponseData can be decoded as that response.
+    """
+    b = bytes(frame) if not isinstance(frame, bytes) else frame
+    size = len(b)
+    if size < 4:
+        return DecodedMessage("response", api_key, api_version, None,
+                              f"truncated: response header needs 4 bytes, frame has {size}", None, size)
+    (corr,) = _CORR(b, 0)
+    name = registry.API_NAMES.get(api_key)
+    if name is None:
+        return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size)
+    header_version = registry.RESPONSE_HEADER_VERSION.get((api_key, api_version))
+    if header_version is None:
+        lo, hi = registry.VERSION_RANGES[api_key]
+        return DecodedMessage("response", api_key, api_version, corr,
+                              f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size)
+    header_reader = _header_module("ResponseHeader").VERSIONS[header_version]
+    header, p, fail = _run(header_reader, b, 0)
+    if fail is not None or header is None:
+        assert fail is not None
+        return DecodedMessage("response", api_key, api_version, corr, f"header {fail.status}", None, size,
+                              header_version=header_version, error_path=fail.path, error_offset=fail.offset)
+    module = _module(registry.API_MODULES[api_key])
+    body, end, fail = _run(module.RESPONSE[api_version], b, p)
+    msg = _finish("response", api_key, api_version, corr, b, body, end, fail, header_version, header, None)
+    if api_key == 18 and api_version > 0 and not msg.ok:
+        # A broker that does not support the requested ApiVersions version answers at v0 (the
+        # Java client retries the parse at v0 the same way).
+        body0, end0, fail0 = _run(module.RESPONSE[0], b, p)
+        if fail0 is None and end0 == size:
+            msg = _finish("response", api_key, api_version, corr, b, body0, end0, None, header_version,
+                          header, None, body_version=0,
+                          notes=(f"body did not parse at v{api_version} ({msg.status}); decoded at v0",))
+    if postprocess and msg.body is not None:
+        msg = _postprocess(msg, inner=inner)
+    return msg
+
+
+def _finish(
+    kind: str,
+    api_key: int,
+    version: int,
+    corr: int,
+    b: bytes,
+    body: dict[str, Any] | None,
+    end: int,
+    fail: _Failure | None,
+    header_version: int,
+    header: dict[str, Any],
+    client_id: str | None,
+    body_version: int | None = None,
+    notes: tuple[str, ...] = (),
+) -> DecodedMessage:
+    if fail is not None:
+        return DecodedMessage(kind, api_key, version, corr, fail.status, None, len(b), client_id,
+                              header_version, header, body_version, fail.path, fail.offset, notes)
+    status = OK
+    err_offset = None
+    if end != len(b):
+        status = f"trailing bytes: {len(b) - end} after the body (offset {end})"
+        err_offset = end
+    return DecodedMessage(kind, api_key, version, corr, status, body, len(b), client_id,
+                          header_version, header, body_version, None, err_offset, notes)
+
+
+def _best_effort_client_id(b: bytes) -> str | None:
+    """The v1 header's client id, when the bytes look like one (unknown key or version)."""
+    if len(b) < 10:
+        return None
+    (n,) = struct.unpack_from(">h", b, 8)
+    if n < 0 or 10 + n > len(b):
+        return None
+    return b[10 : 10 + n].decode("utf-8", "backslashreplace")
+
+
+def _postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:
+    from decoders.embedded import postprocess
+
+    return postprocess(msg, inner)

@@ -1,0 +1,205 @@
+"""Protocols carried inside Kafka messages, decoded statelessly from the message itself.
+
+* Group member metadata and assignments (JoinGroup, SyncGroup, DescribeGroups) are decoded by the
+  ProtocolType/ProtocolName the same message carries (KIP-559): "consumer" uses
+  ConsumerProtocolSubscription/Assignment, "connect" uses Kafka Connect's worker protocol. Where a
+  version does not carry the type, the consumer schema is tried and the result marked inferred.
+* Envelope requests (KIP-590) are unwrapped into the complete inner request, its principal and
+  client address; an EnvelopeResponse's ResponseData is decoded once the inner request is known.
+
+Decoded values are added next to the raw bytes as ``<Field>Decoded``; raw bytes are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from decoders import _runtime as rt
+from decoders.api import DecodedMessage, _module, decode_request, decode_response
+from decoders.generated import registry
+
+_I16 = struct.Struct(">h").unpack_from
+
+#: Embedded schema names by protocol type and role.
+SCHEMAS: dict[str, dict[str, str]] = {
+    "consumer": {"subscription": "ConsumerProtocolSubscription", "assignment": "ConsumerProtocolAssignment"},
+    "connect": {"subscription": "ConnectProtocolWorkerState", "assignment": "ConnectProtocolAssignment"},
+}
+
+
+def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
+    """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription."""
+    result: dict[str, Any] = {"schema": schema}
+    if len(raw) < 2:
+        result["status"] = f"truncated: {len(raw)} bytes, no version"
+        return result
+    (version,) = _I16(raw, 0)
+    result["version"] = version
+    versions: dict[int, rt.Reader] = _module(registry.DATA_MODULES[schema]).VERSIONS
+    if version < 0:
+        result["status"] = f"invalid: negative version {version}"
+        return result
+    known = max(versions)
+    # Like Kafka's deserializers, a newer version is read with the newest known layout.
+    use = version if version in versions else (known if version > known else None)
+    if use is None:
+        result["status"] = f"unknown version {version} of {schema}"
+        return result
+    try:
+        value, end = versions[use](raw, 2)
+    except rt.DecodeError as err:
+        result["status"] = err.describe()
+        return result
+    result["value"] = value
+    if end != len(raw) and version <= known:
+        result["status"] = f"trailing bytes: {len(raw) - end} after the body (offset {end})"
+    else:
+        result["status"] = "ok"
+    if schema == "ConnectProtocolWorkerState" and isinstance(value.get("Allocation"), bytes):
+        value["AllocationDecoded"] = decode_versioned("ConnectProtocolAllocation", value["Allocation"])
+    return result
+
+
+def decode_group_bytes(protocol_type: str | None, role: str, raw: bytes | None) -> dict[str, Any] | None:
+    """Decode member metadata (role "subscription") or an assignment by the declared protocol type."""
+    if raw is None:
+        return None
+    if protocol_type is None:
+        result: dict[str, Any] = (
+            decode_versioned(SCHEMAS["consumer"][role], raw) if raw else {"status": "empty"})
+        result["inferred"] = True
+        return result
+    schemas = SCHEMAS.get(protocol_type)
+    if schemas is None:
+        return {"status": f"not decoded: no embedded schema for protocol type {protocol_type!r}",
+                "protocolType": protocol_type}
+    if not raw:
+        return {"schema": schemas[role], "status": "empty", "inferred": False}
+    result = decode_versioned(schemas[role], raw)
+    result["inferred"] = False
+    return result
+
+
+def _join_group_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    ptype = body.get("ProtocolType")
+    for proto in body.get("Protocols") or ():
+        proto["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", proto.get("Metadata"))
+    return msg
+
+
+def _join_group_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    ptype = body.get("ProtocolType") if "ProtocolType" in body else None
+    for member in body.get("Members") or ():
+        member["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", member.get("Metadata"))
+    return msg
+
+
+def _sync_group_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    ptype = body.get("ProtocolType") if "ProtocolType" in body else None
+    for assignment in body.get("Assignments") or ():
+        assignment["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", assignment.get("Assignment"))
+    return msg
+
+
+def _sync_group_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    ptype = body.get("ProtocolType") if "ProtocolType" in body else None
+    if "Assignment" in body:
+        body["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", body.get("Assignment"))
+    return msg
+
+
+def _describe_groups_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    for group in (msg.body or {}).get("Groups") or ():
+        ptype = group.get("ProtocolType") or None
+        for member in group.get("Members") or ():
+            member["MemberMetadataDecoded"] = decode_group_bytes(
+                ptype, "subscription", member.get("MemberMetadata"))
+            member["MemberAssignmentDecoded"] = decode_group_bytes(
+                ptype, "assignment", member.get("MemberAssignment"))
+    return msg
+
+
+def message_dict(msg: DecodedMessage) -> dict[str, Any]:
+    """A decoded message as a plain dict (used for messages nested inside an Envelope)."""
+    out: dict[str, Any] = {
+        "apiKey": msg.api_key,
+        "apiName": msg.api_name,
+        "apiVersion": msg.api_version,
+        "correlationId": msg.correlation_id,
+        "status": msg.status,
+    }
+    if msg.kind == "request":
+        out["clientId"] = msg.client_id
+    out["header"] = msg.header
+    out["body"] = msg.body
+    return out
+
+
+def decode_principal(raw: bytes | None) -> dict[str, Any] | None:
+    """Envelope RequestPrincipal: a version-prefixed DefaultPrincipalData."""
+    if raw is None:
+        return None
+    return decode_versioned("DefaultPrincipalData", raw)
+
+
+def format_address(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    if len(raw) in (4, 16):
+        return str(ipaddress.ip_address(raw))
+    return None
+
+
+def _envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    data = body.get("RequestData")
+    inner_msg = decode_request(data) if isinstance(data, bytes) else None
+    if inner_msg is not None:
+        body["RequestDataDecoded"] = message_dict(inner_msg)
+    body["RequestPrincipalDecoded"] = decode_principal(body.get("RequestPrincipal"))
+    address = body.get("ClientHostAddress")
+    body["ClientHostAddressDecoded"] = format_address(address)
+    if isinstance(address, bytes) and body["ClientHostAddressDecoded"] is None:
+        body["ClientHostAddressDecoded"] = f"invalid address of {len(address)} bytes"
+    return dataclasses.replace(msg, inner=inner_msg)
+
+
+def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+    body = msg.body or {}
+    data = body.get("ResponseData")
+    if not isinstance(data, bytes):
+        return msg
+    if inner is None:
+        body["ResponseDataDecoded"] = None
+        return dataclasses.replace(msg, notes=msg.notes + ("inner request unknown: ResponseData kept raw",))
+    inner_msg = decode_response(data, inner[0], inner[1])
+    body["ResponseDataDecoded"] = message_dict(inner_msg)
+    return dataclasses.replace(msg, inner=inner_msg)
+
+
+_Post = Callable[[DecodedMessage, "tuple[int, int] | None"], DecodedMessage]
+
+POSTPROCESSORS: dict[tuple[str, int], _Post] = {
+    ("request", 11): _join_group_request,
+    ("response", 11): _join_group_response,
+    ("request", 14): _sync_group_request,
+    ("response", 14): _sync_group_response,
+    ("response", 15): _describe_groups_response,
+    ("request", 58): _envelope_request,
+    ("response", 58): _envelope_response,
+}
+
+
+def postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:
+    if msg.api_key is None:
+        return msg
+    handler = POSTPROCESSORS.get((msg.kind, msg.api_key))
+    return handler(msg, inner) if handler is not None else msg

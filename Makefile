@@ -1,0 +1,56 @@
+# Kafka Inspector — the two commands a newcomer needs:
+#   make demo   set up, then real captures in pcaps/ -> Parquet events -> Spark report
+#   make test   set up, then lint, type-check, generated-code check and the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+KAFKA_SPEC ?= ../shared/kafka-spec
+OUT ?= out
+
+.PHONY: setup system-deps test lint demo regen check-generated bench captures clean
+
+$(BIN)/kafka-inspector: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/kafka-inspector
+
+# tshark (cross-checks), tcpdump (captures, live tap) and a JRE (Spark) come from Debian.
+system-deps:
+	@missing=""; \
+	command -v tshark >/dev/null || missing="$$missing tshark"; \
+	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+check-generated: setup
+	$(BIN)/python -m decoders.codegen --check
+
+test: setup system-deps lint check-generated
+	$(BIN)/pytest
+
+demo: setup system-deps
+	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT)
+
+# Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
+regen: setup
+	$(BIN)/python -m decoders.spec $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
+
+captures: setup system-deps
+	$(BIN)/python pcaps/make_captures.py
+
+bench: setup system-deps
+	$(BIN)/python bench/bench_decode.py
+	$(BIN)/python bench/bench_read.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,317 @@
+"""``kafka-inspector``: the command line.
+
+Exit codes: 0 done (damage in the traffic is reported, not an error); 2 bad usage;
+3 a capture could not be read (missing, not a capture, damaged header); 4 the output could not be
+written; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from inspector.capture_file import CaptureError
+from inspector.events import EventTable, RecordsOptions
+from inspector.reader import ReadOptions, iter_capture, read_captures, write_connections
+from inspector.summary import Summary
+from inspector.writers import EventWriter, JsonLinesWriter, ParquetDatasetWriter
+
+EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"(\d+)\s*([kKmMgG]?)i?[bB]?", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def _add_decode_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, action="append", default=[],
+                   help="broker port: only connections to it are Kafka, and that side is the broker "
+                        "(repeatable; default: detect Kafka by content on any port)")
+    p.add_argument("--records", choices=("size", "headers", "records"), default="headers",
+                   help="how much of Produce/Fetch record data to decode (default: batch headers)")
+    p.add_argument("--decompress", action="store_true", help="decompress record batches (with --records records)")
+    p.add_argument("--max-decompressed", type=_size, default=64 << 20, metavar="SIZE",
+                   help="cap on decompressed bytes per records field (default 64MB)")
+    p.add_argument("--max-frame", type=_size, default=100 << 20, metavar="SIZE",
+                   help="largest Kafka frame accepted; larger length prefixes are reported and skipped")
+    p.add_argument("--max-buffered", type=_size, default=8 << 20, metavar="SIZE",
+                   help="out-of-order bytes buffered per TCP direction before a hole is declared a gap")
+    p.add_argument("--max-connections", type=int, default=100_000,
+                   help="TCP connections tracked at once (the oldest idle ones are evicted)")
+
+
+def _read_options(args: argparse.Namespace) -> ReadOptions:
+    return ReadOptions(
+        ports=frozenset(args.port),
+        records=RecordsOptions(args.records, args.decompress, args.max_decompressed),
+        max_frame=args.max_frame,
+        max_buffered=args.max_buffered,
+        max_connections=args.max_connections,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    read = sub.add_parser("read", help="decode captures into a Parquet (or JSON lines) events dataset")
+    read.add_argument("captures", nargs="+", help="pcap/pcapng files (gzip ok), or - for stdin")
+    read.add_argument("--output", "-o", required=True, type=Path, help="output directory")
+    read.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
+    read.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    read.add_argument("--jobs", "-j", type=int, default=1,
+                      help="decode this many capture files in parallel (0 = all cores)")
+    _add_decode_options(read)
+
+    show = sub.add_parser("show", help="print decoded messages for a person")
+    show.add_argument("capture", help="pcap/pcapng file, or - for stdin")
+    show.add_argument("--filter", "-f", action="append", default=[], metavar="EXPR",
+                      help="COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX on the event columns "
+                           "(api_name, api_key, direction, client_id, group_id, decode_status, ...); "
+                           "repeat to AND")
+    show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
+    show.add_argument("--limit", type=int, default=0, help="stop after N messages")
+    _add_decode_options(show)
+    return parser
+
+
+def _error(message: str) -> None:
+    """One line on stderr, never wrapped."""
+    print(f"kafka-inspector: error: {message}", file=sys.stderr)
+
+
+# -- read -------------------------------------------------------------------------------------
+
+
+def cmd_read(args: argparse.Namespace, console: Console) -> int:
+    options = _read_options(args)
+    out: Path = args.output
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        writer: EventWriter = (ParquetDatasetWriter(out) if args.format == "parquet" else JsonLinesWriter(out))
+    except OSError as exc:
+        _error(f"cannot write to {out}: {exc.strerror or exc}")
+        return EXIT_OUTPUT
+    for path in args.captures:
+        if path != "-" and not Path(path).is_file():
+            _error(f"{path}: no such file")
+            return EXIT_CAPTURE
+    started = time.perf_counter()
+    total = sum(Path(p).stat().st_size for p in args.captures if p != "-") or None
+    summary = Summary()
+    try:
+        if args.jobs != 1 and len(args.captures) > 1:
+            from inspector.parallel import read_parallel
+
+            summary = read_parallel(args.captures, out, args.format, options, args.jobs)
+        elif args.quiet:
+            read_captures(args.captures, writer, options, summary=summary)
+        else:
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                          TimeElapsedColumn(), console=console, transient=True) as bar:
+                task = bar.add_task("reading", total=total, info="")
+                done_before = [0]
+                current = [""]
+
+                def progress(name: str, nbytes: int, frames: int) -> None:
+                    if name != current[0]:
+                        if current[0]:
+                            done_before[0] = int(bar.tasks[0].completed)
+                        current[0] = name
+                    elapsed = max(time.perf_counter() - started, 1e-6)
+                    bar.update(task, completed=done_before[0] + nbytes, description=name,
+                               info=f"{(done_before[0] + nbytes) / 1e6:.1f} MB  {frames:,} frames  "
+                                    f"{frames / elapsed:,.0f} frames/s")
+
+                read_captures(args.captures, writer, options, progress, summary)
+    except CaptureError as exc:
+        writer.close()
+        _error(f"{exc}")
+        return EXIT_CAPTURE
+    except OSError as exc:
+        _error(f"{exc}")
+        return EXIT_OUTPUT
+    files = writer.close() if not (args.jobs != 1 and len(args.captures) > 1) else []
+    write_connections(summary, out)
+    (out / "summary.json").write_text(json.dumps(summary_dict(summary), indent=1) + "\n", encoding="utf-8")
+    if not args.quiet:
+        print_summary(console, summary, time.perf_counter() - started)
+        console.print(f"wrote {summary.messages:,} events to {out} "
+                      f"({len(files) or 'several'} file{'s' if len(files) != 1 else ''})")
+    return EXIT_OK
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    issues = summary.stream_issues
+    return {
+        "packets": summary.packets,
+        "packets_skipped": summary.packets_skipped,
+        "frames": summary.frames,
+        "messages": summary.messages,
+        "decode_failures": summary.decode_failures,
+        "stream_issue_bytes": issues,
+        "kafka_connections": len(summary.connections),
+        "non_kafka_connections": summary.non_kafka_connections,
+        "non_kafka_bytes": summary.non_kafka_bytes,
+        "apis": summary.rows(),
+        "warnings": summary.warnings,
+    }
+
+
+def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
+    table = Table(title=f"Kafka traffic: {summary.frames:,} frames in {elapsed:.2f}s", title_justify="left")
+    for col, justify in (("API", "left"), ("requests", "right"), ("responses", "right"), ("errors", "right"),
+                         ("p50 ms", "right"), ("p99 ms", "right"), ("decode failures", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in summary.rows():
+        table.add_row(
+            row["api"], f"{row['requests']:,}", f"{row['responses']:,}",
+            f"[red]{row['errors']:,}[/]" if row["errors"] else "0",
+            _ms(row["p50_ms"]), _ms(row["p99_ms"]),
+            f"[red]{row['decode_failures']:,}[/]" if row["decode_failures"] else "0",
+        )
+    console.print(table)
+    seen = sum(c["bytes_seen"] for c in summary.connections)
+    decoded = sum(c["bytes_decoded"] for c in summary.connections)
+    gap = sum(c["bytes_gap"] for c in summary.connections)
+    junk = sum(c["bytes_undecodable"] for c in summary.connections)
+    console.print(
+        f"{len(summary.connections)} Kafka connections: {seen:,} bytes seen, {decoded:,} decoded, "
+        f"{gap:,} lost in gaps, {junk:,} undecodable"
+        + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
+           if summary.non_kafka_connections else "")
+    )
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+# -- show -------------------------------------------------------------------------------------
+
+
+def _compile_filter(expr: str) -> Callable[[dict[str, Any]], bool]:
+    m = re.fullmatch(r"\s*(\w+)\s*(!=|=|~)\s*(.*?)\s*", expr)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: use COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX")
+    column, op, value = m.groups()
+    from inspector.events import COLUMNS
+
+    if column not in COLUMNS:
+        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: unknown column {column!r}")
+    if op == "~":
+        pattern = re.compile(value)
+        return lambda row: row.get(column) is not None and bool(pattern.search(str(row[column])))
+    if op == "=":
+        return lambda row: str(row.get(column)) == value
+    return lambda row: str(row.get(column)) != value
+
+
+def cmd_show(args: argparse.Namespace, console: Console) -> int:
+    try:
+        filters = [_compile_filter(f) for f in args.filter]
+    except argparse.ArgumentTypeError as exc:
+        _error(f"{exc}")
+        return EXIT_USAGE
+    options = _read_options(args)
+    if args.capture != "-" and not Path(args.capture).is_file():
+        _error(f"{args.capture}: no such file")
+        return EXIT_CAPTURE
+    summary = Summary()
+    table = EventTable(capture=Path(args.capture).name, records=options.records)
+    shown = 0
+    try:
+        for ev in iter_capture(args.capture, summary, options):
+            table.add(ev)
+            for row in table.take().to_pylist():
+                if all(f(row) for f in filters):
+                    _print_row(console, row, args.verbose)
+                    shown += 1
+            if args.limit and shown >= args.limit:
+                break
+    except CaptureError as exc:
+        _error(f"{exc}")
+        return EXIT_CAPTURE
+    console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]")
+    return EXIT_OK
+
+
+def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
+    ts = row["ts"].strftime("%H:%M:%S.%f")
+    arrow = "→" if row["direction"] == "request" else "←"
+    name = row["api_name"] or f"key {row['api_key']}"
+    head = (f"{ts} #{row['conn_id']} {row['client_ip']}:{row['client_port']} {arrow} "
+            f"{row['broker_ip']}:{row['broker_port']} [bold]{name}[/] v{row['api_version']} "
+            f"{row['direction']} corr={row['correlation_id']}")
+    if row["client_id"]:
+        head += f" client={row['client_id']}"
+    if row["latency_ms"] is not None:
+        head += f" {row['latency_ms']:.2f}ms"
+    if row["error_code"]:
+        head += f" [red]error={row['error_code']}[/]"
+    if row["envelope_correlation_id"] is not None:
+        head += f" (in Envelope corr={row['envelope_correlation_id']} principal={row['principal']})"
+    if row["request_missing"]:
+        head += f" [yellow](request missing; candidates {row['candidates']}, confidence {row['confidence']})[/]"
+    if row["decode_status"] != "ok":
+        head += f" [red]{row['decode_status']}[/]"
+    console.print(head, highlight=False, markup=True)
+    if verbose and row["body"]:
+        _print_tree(console, json.loads(row["body"]), "    ")
+
+
+def _print_tree(console: Console, value: Any, indent: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                console.print(f"{indent}{key}:", highlight=False, markup=False)
+                _print_tree(console, item, indent + "    ")
+            else:
+                console.print(f"{indent}{key}: {json.dumps(item, ensure_ascii=False)}", highlight=False,
+                              markup=False)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                console.print(f"{indent}[{i}]", highlight=False, markup=False)
+                _print_tree(console, item, indent + "    ")
+            else:
+                console.print(f"{indent}[{i}] {json.dumps(item, ensure_ascii=False)}", highlight=False,
+                              markup=False)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
+    "read": cmd_read,
+    "show": cmd_show,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(stderr=args.command == "read")
+    try:
+        return COMMANDS[args.command](args, console)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

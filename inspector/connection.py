@@ -1,0 +1,284 @@
+"""One TCP connection seen as Kafka: which side is the client, frames, and correlation (sans-I/O).
+
+The only state kept is what the protocol itself needs: the two framers, which side is the
+client, and the requests still waiting for their response (correlation id -> api key/version,
+client id, time). A response whose request was not captured is decoded by trying candidates.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from decoders import DecodedMessage, decode_request, decode_response
+from decoders.generated import registry
+from decoders.guess import guess_response
+from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
+
+_HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
+_CORR = struct.Struct(">ii").unpack_from  # length, correlation id
+
+#: Frames kept while it is not yet known which side is the client.
+MAX_UNDECIDED_FRAMES = 64
+#: Requests kept waiting for a response per connection before the oldest are given up.
+MAX_PENDING = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    ip: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    api_key: int
+    api_version: int
+    ts: float
+    client_id: str | None
+    inner: tuple[int, int] | None  # Envelope: the inner request's api key and version
+    inner_correlation_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaMessage:
+    """A decoded frame with its connection context: what becomes an event row."""
+
+    ts: float
+    conn_id: int
+    client: Endpoint
+    broker: Endpoint
+    direction: str  # "request" | "response"
+    frame_offset: int
+    message: DecodedMessage
+    client_id: str | None
+    latency_ms: float | None = None
+    request_missing: bool = False
+    candidates: tuple[tuple[int, int], ...] = ()
+    confidence: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamIssue:
+    """Bytes of a stream that did not become a frame (skipped, oversized, or lost in a gap)."""
+
+    ts: float
+    conn_id: int
+    side: int
+    offset: int
+    length: int
+    kind: str  # "skipped" | "oversized" | "gap"
+    reason: str
+
+
+ConnectionEvent = KafkaMessage | StreamIssue
+
+
+@dataclass
+class ConnectionStats:
+    bytes_seen: list[int] = field(default_factory=lambda: [0, 0])
+    bytes_framed: list[int] = field(default_factory=lambda: [0, 0])
+    bytes_gap: list[int] = field(default_factory=lambda: [0, 0])
+    bytes_skipped: list[int] = field(default_factory=lambda: [0, 0])
+    frames: list[int] = field(default_factory=lambda: [0, 0])
+    decode_failures: int = 0
+    requests_missing: int = 0
+    responses_missing: int = 0
+
+
+class KafkaConnection:
+    """Feed stream data and gaps per side (0 or 1); get KafkaMessage and StreamIssue events."""
+
+    def __init__(
+        self,
+        conn_id: int,
+        a: Endpoint,
+        b: Endpoint,
+        *,
+        client_side: int | None = None,
+        synced: bool = True,
+        max_frame: int = 100 * 1024 * 1024,
+    ) -> None:
+        self.conn_id = conn_id
+        self.endpoints = (a, b)
+        self.client_side = client_side
+        self.pending: dict[int, PendingRequest] = {}
+        self.seen_versions: set[tuple[int, int]] = set()
+        self.last_correlation_id: int | None = None
+        self.stats = ConnectionStats()
+        self.framers = (
+            Framer(self._plausible_for(0), self._confirm_for(0), max_frame=max_frame, synced=synced),
+            Framer(self._plausible_for(1), self._confirm_for(1), max_frame=max_frame, synced=synced),
+        )
+        self._undecided: list[tuple[int, Frame]] = []
+        self._request_failures = [0, 0]
+
+    # -- input -----------------------------------------------------------------------------
+
+    def data(self, side: int, ts: float, view: memoryview | bytes) -> list[ConnectionEvent]:
+        self.stats.bytes_seen[side] += len(view)
+        return self._handle(side, self.framers[side].data(ts, view))
+
+    def gap(self, side: int, ts: float, length: int, reason: str) -> list[ConnectionEvent]:
+        self.stats.bytes_gap[side] += length
+        out = self._handle(side, self.framers[side].gap(ts, length))
+        offset = self.framers[side].offset - length
+        out.append(StreamIssue(ts, self.conn_id, side, offset, length, "gap", reason))
+        return out
+
+    def finish(self, ts: float) -> list[ConnectionEvent]:
+        out: list[ConnectionEvent] = []
+        for side in (0, 1):
+            out.extend(self._handle(side, self.framers[side].finish(ts)))
+        if self._undecided:
+            self._decide_by_majority()
+            out.extend(self._flush_undecided())
+        self.stats.responses_missing += len(self.pending)
+        self.pending.clear()
+        return out
+
+    # -- role ------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Endpoint:
+        return self.endpoints[self.client_side or 0]
+
+    @property
+    def broker(self) -> Endpoint:
+        return self.endpoints[1 - (self.client_side or 0)]
+
+    def _handle(self, side: int, events: list[Frame | Skipped | Oversized]) -> list[ConnectionEvent]:
+        out: list[ConnectionEvent] = []
+        for ev in events:
+            if isinstance(ev, Frame):
+                self.stats.frames[side] += 1
+                self.stats.bytes_framed[side] += 4 + len(ev.data)
+                if self.client_side is None:
+                    self._undecided.append((side, ev))
+                    self._try_decide(side, ev)
+                    if self.client_side is not None or len(self._undecided) >= MAX_UNDECIDED_FRAMES:
+                        if self.client_side is None:
+                            self._decide_by_majority()
+                        out.extend(self._flush_undecided())
+                    continue
+                out.append(self._frame(side, ev))
+            elif isinstance(ev, Skipped):
+                self.stats.bytes_skipped[side] += ev.length
+                out.append(StreamIssue(ev.ts, self.conn_id, side, ev.offset, ev.length, "skipped", ev.reason))
+            else:
+                out.append(StreamIssue(ev.ts, self.conn_id, side, ev.offset, 4, "oversized",
+                                       f"frame length {ev.length} outside 0..{self.framers[side].max_frame}"))
+        return out
+
+    def _try_decide(self, side: int, frame: Frame) -> None:
+        if decode_request(frame.data, postprocess=False).ok:
+            # A side whose frames decode as requests is the client, unless the other side's do too.
+            self.client_side = side
+        else:
+            self._request_failures[side] += 1
+            if self._request_failures[side] >= 2:
+                self.client_side = 1 - side
+
+    def _decide_by_majority(self) -> None:
+        ok = [0, 0]
+        for side, frame in self._undecided:
+            if decode_request(frame.data, postprocess=False).ok:
+                ok[side] += 1
+        self.client_side = 0 if ok[0] >= ok[1] else 1
+
+    def _flush_undecided(self) -> list[ConnectionEvent]:
+        frames, self._undecided = self._undecided, []
+        return [self._frame(side, frame) for side, frame in frames]
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def _frame(self, side: int, frame: Frame) -> KafkaMessage:
+        if side == self.client_side:
+            return self._request(frame)
+        return self._response(frame)
+
+    def _request(self, frame: Frame) -> KafkaMessage:
+        msg = decode_request(frame.data)
+        if not msg.ok:
+            self.stats.decode_failures += 1
+        if msg.correlation_id is not None:
+            self.last_correlation_id = msg.correlation_id
+        if msg.api_key is not None and msg.api_version is not None and msg.header is not None:
+            self.seen_versions.add((msg.api_key, msg.api_version))
+            if not _expects_no_response(msg):
+                inner = msg.inner
+                self.pending[msg.correlation_id or 0] = PendingRequest(
+                    msg.api_key, msg.api_version, frame.ts, msg.client_id,
+                    (inner.api_key, inner.api_version)
+                    if inner is not None and inner.api_key is not None and inner.api_version is not None else None,
+                    inner.correlation_id if inner is not None else None,
+                )
+                if len(self.pending) > MAX_PENDING:
+                    oldest = next(iter(self.pending))
+                    del self.pending[oldest]
+                    self.stats.responses_missing += 1
+        return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "request", frame.offset, msg,
+                            msg.client_id)
+
+    def _response(self, frame: Frame) -> KafkaMessage:
+        data = frame.data
+        corr = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
+        req = self.pending.pop(corr, None) if corr is not None else None
+        if req is not None:
+            msg = decode_response(data, req.api_key, req.api_version, inner=req.inner)
+            if not msg.ok:
+                self.stats.decode_failures += 1
+            latency = round((frame.ts - req.ts) * 1000.0, 3)
+            return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,
+                                req.client_id, latency_ms=latency)
+        self.stats.requests_missing += 1
+        guess = guess_response(data, preferred=self.seen_versions)
+        if guess.message is not None:
+            msg = guess.message
+        else:
+            msg = DecodedMessage("response", None, None, corr,
+                                 "request missing: no api key/version decodes this response", None, len(data))
+            self.stats.decode_failures += 1
+        if corr is not None:
+            self.last_correlation_id = corr
+        return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg, None,
+                            request_missing=True, candidates=guess.candidates, confidence=guess.confidence)
+
+    # -- resynchronisation -----------------------------------------------------------------
+
+    def _plausible_for(self, side: int):  # type: ignore[no-untyped-def]
+        def plausible(buf: bytes, pos: int) -> int:
+            is_client = self.client_side == side if self.client_side is not None else None
+            at_start = self.framers[side].offset + pos == 0
+            if len(buf) - pos >= 12 and is_client is not False:
+                length, key, version, _ = _HEAD(buf, pos)
+                rng = registry.VERSION_RANGES.get(key)
+                if length >= 8 and rng is not None and rng[0] <= version <= rng[1]:
+                    return Verdict.MAYBE
+            if len(buf) - pos >= 8 and is_client is not True:
+                length, corr = _CORR(buf, pos)
+                if length >= 4 and corr in self.pending:
+                    return Verdict.YES
+                last = self.last_correlation_id
+                if length >= 4 and (at_start or (last is not None and abs(corr - last) <= 1000)):
+                    return Verdict.MAYBE
+            return Verdict.NO
+        return plausible
+
+    def _confirm_for(self, side: int):  # type: ignore[no-untyped-def]
+        def confirm(frame: bytes) -> bool:
+            is_client = self.client_side == side if self.client_side is not None else None
+            if is_client is not False and decode_request(frame, postprocess=False).ok:
+                return True
+            if is_client is not True:
+                return guess_response(frame, api_keys={k for k, _ in self.seen_versions} or None).message is not None
+            return False
+        return confirm
+
+
+def _expects_no_response(msg: DecodedMessage) -> bool:
+    """Produce with acks=0 gets no response."""
+    return msg.api_key == 0 and msg.body is not None and msg.body.get("Acks") == 0

@@ -1,0 +1,252 @@
+"""Split one direction of a TCP stream into Kafka's length-prefixed frames (sans-I/O).
+
+A Kafka frame is a 4-byte big-endian length followed by that many bytes. The framer takes stream
+bytes (memoryviews, no copies until a frame is complete: its pieces are joined once) and gaps,
+and returns events. After a gap, or when a capture starts mid-stream, it is *lost*: it scans for
+the next offset where a frame plausibly starts (the caller supplies the test, since what is
+plausible depends on whether this side sends requests or responses) and reports the bytes it
+skipped. Nothing is dropped silently: every byte ends up in a Frame, in Skipped, or in a gap.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_LEN = struct.Struct(">i").unpack_from
+
+#: A test of whether ``buf[pos:]`` starts a frame: returns a verdict.
+#: It receives the buffered bytes and a position with at least 4 bytes after it.
+Plausible = Callable[[bytes, int], int]
+
+
+class Verdict:
+    NO = 0  # not a frame start
+    MAYBE = 1  # need the whole frame to tell (confirm() will be called)
+    YES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    ts: float  # timestamp of the segment that completed the frame
+    first_ts: float  # timestamp of the segment that started it
+    offset: int  # stream offset of the length prefix
+    data: bytes  # the frame without its length prefix
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Bytes that are not part of any frame the framer could find."""
+
+    ts: float
+    offset: int
+    length: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A length prefix above the limit: the framer gives up on this position and resyncs."""
+
+    ts: float
+    offset: int
+    length: int
+
+
+FramerEvent = Frame | Skipped | Oversized
+
+
+class Framer:
+    """Frames one direction. Feed ``data()`` and ``gap()``; read the returned events."""
+
+    def __init__(
+        self,
+        plausible: Plausible | None = None,
+        confirm: Callable[[bytes], bool] | None = None,
+        *,
+        max_frame: int = 100 * 1024 * 1024,
+        max_scan: int = 4 * 1024 * 1024,
+        synced: bool = True,
+    ) -> None:
+        self.plausible = plausible
+        self.confirm = confirm
+        self.max_frame = max_frame
+        self.max_scan = max_scan
+        self.synced = synced
+        self.offset = 0  # stream offset of the first buffered byte
+        self._chunks: list[memoryview | bytes] = []
+        self._buffered = 0
+        self._need = 4  # bytes needed before the next step (length prefix, then frame)
+        self._length = -1  # current frame's length when its prefix was read
+        self._first_ts = 0.0
+        self.frames = 0
+        self.bytes_framed = 0
+        self.bytes_skipped = 0
+
+    @property
+    def buffered(self) -> int:
+        return self._buffered
+
+    # -- input -----------------------------------------------------------------------------
+
+    def data(self, ts: float, view: memoryview | bytes) -> list[FramerEvent]:
+        if not view:
+            return []
+        if self._buffered == 0:
+            self._first_ts = ts
+        self._chunks.append(view)
+        self._buffered += len(view)
+        out: list[FramerEvent] = []
+        if self.synced:
+            self._drain_synced(ts, out)
+        if not self.synced:
+            self._scan(ts, out)
+        return out
+
+    def gap(self, ts: float, length: int) -> list[FramerEvent]:
+        """``length`` bytes of the stream are missing here: drop the partial frame and resync."""
+        out: list[FramerEvent] = []
+        if self._buffered:
+            out.append(Skipped(ts, self.offset, self._buffered, "incomplete frame before a gap"
+                               if self.synced else "no frame found before a gap"))
+            self.bytes_skipped += self._buffered
+        self.offset += self._buffered + length
+        self._reset_buffer()
+        self.synced = False
+        return out
+
+    def finish(self, ts: float) -> list[FramerEvent]:
+        """End of stream: report whatever is buffered."""
+        if not self._buffered:
+            return []
+        reason = "incomplete frame at end of stream" if self.synced else "no frame found at end of stream"
+        if self.synced and self._length >= 0:
+            reason = f"incomplete frame at end of stream ({self._buffered - 4} of {self._length} bytes)"
+        out: list[FramerEvent] = [Skipped(ts, self.offset, self._buffered, reason)]
+        self.bytes_skipped += self._buffered
+        self.offset += self._buffered
+        self._reset_buffer()
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _reset_buffer(self) -> None:
+        self._chunks = []
+        self._buffered = 0
+        self._need = 4
+        self._length = -1
+
+    def _take(self, n: int) -> bytes:
+        """Remove and return the first ``n`` buffered bytes (joined once)."""
+        if n == 0:
+            return b""
+        chunks = self._chunks
+        first = chunks[0]
+        if len(first) >= n:
+            out = bytes(first[:n])
+            if len(first) == n:
+                chunks.pop(0)
+            else:
+                chunks[0] = first[n:]
+        else:
+            parts = []
+            got = 0
+            while got < n:
+                c = chunks[0]
+                want = n - got
+                if len(c) <= want:
+                    parts.append(c)
+                    got += len(c)
+                    chunks.pop(0)
+                else:
+                    parts.append(c[:want])
+                    chunks[0] = c[want:]
+                    got = n
+            out = b"".join(parts)
+        self._buffered -= n
+        self.offset += n
+        return out
+
+    def _peek_length(self) -> int:
+        first = self._chunks[0]
+        if len(first) >= 4:
+            return int(_LEN(first, 0)[0])
+        head = b""
+        for c in self._chunks:
+            head += bytes(c[: 4 - len(head)])
+            if len(head) == 4:
+                break
+        return int(_LEN(head, 0)[0])
+
+    def _drain_synced(self, ts: float, out: list[FramerEvent]) -> None:
+        while self._buffered >= self._need:
+            if self._length < 0:
+                length = self._peek_length()
+                if length < 0 or length > self.max_frame:
+                    out.append(Oversized(ts, self.offset, length))
+                    self.synced = False
+                    return
+                self._length = length
+                self._need = 4 + length
+                continue
+            start = self.offset
+            self._take(4)
+            data = self._take(self._length)
+            out.append(Frame(ts, self._first_ts, start, data))
+            self.frames += 1
+            self.bytes_framed += 4 + self._length
+            self._length = -1
+            self._need = 4
+            self._first_ts = ts
+
+    def _scan(self, ts: float, out: list[FramerEvent]) -> None:
+        """Lost: look for the next plausible frame start in the buffered bytes."""
+        buf = b"".join(bytes(c) for c in self._chunks)
+        n = len(buf)
+        pos = 0
+        while pos + 4 <= n:
+            verdict = self._test(buf, pos)
+            if verdict == Verdict.NO:
+                pos += 1
+                continue
+            (length,) = _LEN(buf, pos)
+            if pos + 4 + length > n:
+                # Plausible but incomplete: wait for more bytes (bounded by max_scan).
+                break
+            if verdict == Verdict.YES or (self.confirm is None or self.confirm(buf[pos + 4 : pos + 4 + length])):
+                self._resync(ts, buf, pos, out)
+                return
+            pos += 1
+        # Keep scanning state: everything before pos is not a frame start.
+        keep_from = pos
+        if n - keep_from > self.max_scan:
+            keep_from = n - 3
+        if keep_from > 0:
+            out.append(Skipped(ts, self.offset, keep_from, "no frame start found"))
+            self.bytes_skipped += keep_from
+            self.offset += keep_from
+        rest = buf[keep_from:]
+        self._chunks = [rest] if rest else []
+        self._buffered = len(rest)
+
+    def _test(self, buf: bytes, pos: int) -> int:
+        (length,) = _LEN(buf, pos)
+        if length < 0 or length > self.max_frame:
+            return Verdict.NO
+        if self.plausible is None:
+            return Verdict.YES
+        return self.plausible(buf, pos)
+
+    def _resync(self, ts: float, buf: bytes, pos: int, out: list[FramerEvent]) -> None:
+        if pos:
+            out.append(Skipped(ts, self.offset, pos, "no frame start found"))
+            self.bytes_skipped += pos
+        self.offset += pos
+        rest = buf[pos:]
+        self._chunks = [rest]
+        self._buffered = len(rest)
+        self._need = 4
+        self._length = -1
+        self.synced = True
+        self._drain_synced(ts, out)

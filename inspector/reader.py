@@ -1,0 +1,125 @@
+"""Capture files in, Kafka messages out: the offline edge that drives the sans-I/O pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from inspector.capture_file import open_capture
+from inspector.connection import KafkaMessage, StreamIssue
+from inspector.events import EventTable, RecordsOptions
+from inspector.packets import Segment, parse_packet
+from inspector.pipeline import Inspector
+from inspector.summary import Summary
+from inspector.writers import EventWriter
+
+#: Rows per Arrow batch handed to a writer.
+BATCH_ROWS = 8192
+
+Progress = Callable[[str, int, int], None]  # (capture, bytes read, frames so far)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    ports: frozenset[int] = frozenset()
+    records: RecordsOptions = RecordsOptions()
+    max_frame: int = 100 * 1024 * 1024
+    max_buffered: int = 8 * 1024 * 1024
+    max_connections: int = 100_000
+
+
+def iter_capture(
+    path: str,
+    summary: Summary,
+    options: ReadOptions = ReadOptions(),
+    conn_id_base: int = 0,
+    progress: Progress | None = None,
+) -> Iterator[KafkaMessage]:
+    """Yield every Kafka message of one capture file; totals go into ``summary``."""
+    inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
+                          max_buffered=options.max_buffered, max_connections=options.max_connections)
+    name = Path(path).name if path != "-" else "<stdin>"
+    last_ts = 0.0
+    with open_capture(path) as reader:
+        for count, pkt in enumerate(reader, 1):
+            seg = parse_packet(pkt)
+            summary.packets += 1
+            if not isinstance(seg, Segment):
+                summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
+                continue
+            last_ts = seg.ts
+            for ev in inspector.segment(seg):
+                if isinstance(ev, KafkaMessage):
+                    summary.message(ev)
+                    yield ev
+                else:
+                    summary.issue(ev)
+            if progress is not None and count % 4096 == 0:
+                progress(name, reader.bytes_read, summary.frames)
+        for ev in inspector.finish(last_ts):
+            if isinstance(ev, KafkaMessage):
+                summary.message(ev)
+                yield ev
+            elif isinstance(ev, StreamIssue):
+                summary.issue(ev)
+        summary.warnings.extend(f"{name}: {w}" for w in reader.warnings)
+        if progress is not None:
+            progress(name, reader.bytes_read, summary.frames)
+    for closed in inspector.closed:
+        if closed.kafka:
+            summary.connection_closed(closed.conn, name)
+        else:
+            summary.non_kafka_connections += 1
+            summary.non_kafka_bytes += closed.ignored_bytes
+    summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
+
+
+def read_captures(
+    paths: Iterable[str],
+    writer: EventWriter,
+    options: ReadOptions = ReadOptions(),
+    progress: Progress | None = None,
+    summary: Summary | None = None,
+) -> Summary:
+    """Decode every capture into ``writer``; returns the totals."""
+    summary = summary if summary is not None else Summary()
+    for path in paths:
+        name = Path(path).name if path != "-" else "<stdin>"
+        table = EventTable(capture=name, records=options.records)
+        for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress):
+            table.add(ev)
+            if len(table) >= BATCH_ROWS:
+                writer.write(table.take())
+        if len(table):
+            writer.write(table.take())
+    return summary
+
+
+CONNECTION_SCHEMA = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("conn_id", pa.int64()),
+        ("client", pa.string()),
+        ("broker", pa.string()),
+        ("bytes_seen", pa.int64()),
+        ("bytes_decoded", pa.int64()),
+        ("bytes_gap", pa.int64()),
+        ("bytes_undecodable", pa.int64()),
+        ("frames", pa.int64()),
+        ("decode_failures", pa.int64()),
+        ("requests_missing", pa.int64()),
+        ("responses_missing", pa.int64()),
+    ]
+)
+
+
+def write_connections(summary: Summary, out_dir: Path) -> Path:
+    """``DIR/connections.parquet``: the per-connection byte accounting."""
+    path = out_dir / "connections.parquet"
+    table = pa.Table.from_pylist(summary.connections, schema=CONNECTION_SCHEMA)
+    pq.write_table(table, path)
+    return path

@@ -1,0 +1,123 @@
+"""End to end: `kafka-inspector read` and `show` on real and generated captures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from inspector.cli import EXIT_CAPTURE, EXIT_OK, EXIT_USAGE, main
+from inspector.events import SCHEMA
+from tests.frames import frame, metadata_request_v0, metadata_response_v0
+from tests.pcapgen import conversation
+
+REQUIRED = [
+    "ts", "conn_id", "client_ip", "client_port", "broker_ip", "broker_port", "direction", "api_key", "api_name",
+    "api_version", "correlation_id", "client_id", "frame_size", "error_code", "latency_ms", "decode_status",
+    "body", "group_id", "member_id", "generation_id", "protocol_type", "protocol_name", "cluster_id", "node_id",
+    "envelope_correlation_id", "principal",
+]
+
+
+def _read(tmp_path: Path, *captures: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+    out = tmp_path / "out"
+    assert main(["read", *map(str, captures), "--output", str(out), "--quiet", *extra]) == EXIT_OK
+    return pq.read_table(out / "events").to_pylist()
+
+
+def test_events_schema_has_the_contract_columns() -> None:
+    assert set(REQUIRED) <= set(SCHEMA.names)
+    assert str(SCHEMA.field("ts").type) == "timestamp[us, tz=UTC]"
+
+
+def test_real_captures_decode_completely(tmp_path: Path, real_captures: list[Path]) -> None:
+    rows = _read(tmp_path, *real_captures)
+    assert rows, "no events"
+    assert [r for r in rows if r["decode_status"] != "ok"] == []
+    seen = {(r["api_name"], r["api_version"]) for r in rows if r["direction"] == "request"}
+    for expected in [("Produce", 2), ("Produce", 7), ("Produce", 9), ("Fetch", 12), ("Fetch", 13),
+                     ("JoinGroup", 7), ("SyncGroup", 5), ("LeaveGroup", 4), ("ApiVersions", 3),
+                     ("OffsetCommit", 8), ("Heartbeat", 4), ("Metadata", 0), ("Produce", 1)]:
+        assert expected in seen
+    # Every response found its request (the captures hold both).
+    responses = [r for r in rows if r["direction"] == "response"]
+    assert responses and all(r["latency_ms"] is not None and not r["request_missing"] for r in responses)
+    sync = next(r for r in rows if r["api_name"] == "SyncGroup" and r["direction"] == "request")
+    assert (sync["group_id"], sync["protocol_type"], sync["protocol_name"]) == ("zzzz12", "consumer", "range")
+    body = json.loads(sync["body"])
+    assigned = body["Assignments"][0]["AssignmentDecoded"]
+    assert assigned["value"]["AssignedPartitions"] == [{"Topic": "zqy-topic1", "Partitions": [0, 1, 2]}]
+    join = next(r for r in rows if r["api_name"] == "JoinGroup" and r["direction"] == "request")
+    assert join["protocol_type"] == "consumer" and join["protocol_name"]
+    accounting = pq.read_table(tmp_path / "out" / "connections.parquet").to_pylist()
+    for conn in accounting:
+        assert conn["bytes_seen"] == conn["bytes_decoded"] + conn["bytes_undecodable"]
+
+
+def test_generated_conversation_with_handshake(tmp_path: Path) -> None:
+    pcap = tmp_path / "conv.pcap"
+    big_topics = [f"topic-{i:04d}" for i in range(400)]  # spans several segments
+    conversation(pcap, [("c", frame(metadata_request_v0(1, big_topics))),
+                        ("b", frame(metadata_response_v0(1, [(3, "kafka-3", 9093)], big_topics)))])
+    rows = _read(tmp_path, pcap)
+    assert [(r["direction"], r["api_name"], r["correlation_id"]) for r in rows] == [
+        ("request", "Metadata", 1), ("response", "Metadata", 1)]
+    assert rows[0]["client_ip"] == "10.0.0.1" and rows[0]["broker_port"] == 9092
+    assert len(json.loads(rows[1]["body"])["Topics"]) == 400
+
+
+def test_gzip_and_jsonl_and_stdin(tmp_path: Path, real_captures: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    src = next(p for p in real_captures if "api-versions" in p.name)
+    gz = tmp_path / "capture.pcap.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    out = tmp_path / "j"
+    assert main(["read", str(gz), "--output", str(out), "--format", "jsonl", "--quiet"]) == EXIT_OK
+    lines = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    assert [x["api_name"] for x in lines] == ["ApiVersions", "ApiVersions"]
+    assert lines[0]["body"]["ClientSoftwareName"] == "apache-kafka-java"
+
+
+def test_port_option_limits_to_that_broker(tmp_path: Path, real_captures: list[Path]) -> None:
+    rows = _read(tmp_path, *real_captures, extra=("--port", "36333"))
+    assert rows and {r["broker_port"] for r in rows} == {36333}
+
+
+@pytest.mark.parametrize("content,needle", [
+    (None, "no such file"),
+    (b"", "empty"),
+    (b"GET / HTTP/1.1\r\n\r\n" * 4, "not a"),
+])
+def test_bad_files_give_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        content: bytes | None, needle: str) -> None:
+    path = tmp_path / "bad.pcap"
+    if content is not None:
+        path.write_bytes(content)
+    code = main(["read", str(path), "--output", str(tmp_path / "o"), "--quiet"])
+    assert code == EXIT_CAPTURE
+    err = capsys.readouterr()
+    text = (err.out + err.err).strip()
+    assert needle in text.lower() and "Traceback" not in text
+
+
+def test_truncated_file_gives_partial_result_and_warning(tmp_path: Path, real_captures: list[Path]) -> None:
+    src = next(p for p in real_captures if "api-versions" in p.name).read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(src[: len(src) - 10])
+    out = tmp_path / "o"
+    assert main(["read", str(cut), "--output", str(out), "--quiet"]) == EXIT_OK
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["warnings"] and "truncated" in summary["warnings"][0].lower()
+    rows = pq.read_table(out / "events").to_pylist()
+    assert rows and rows[0]["api_name"] == "ApiVersions"
+
+
+def test_show_filters_and_verbose(real_captures: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    src = next(p for p in real_captures if "sync-group" in p.name)
+    assert main(["show", str(src), "--filter", "direction=request", "-v"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "SyncGroup" in out and "AssignedPartitions" in out and "zqy-topic1" in out
+    assert "1 of 2 messages shown" in out
+    assert main(["show", str(src), "--filter", "nonsense"]) == EXIT_USAGE

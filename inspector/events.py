@@ -116,6 +116,16 @@ def _protocol_name(msg: DecodedMessage, body: dict[str, Any]) -> str | None:
     return _str(body.get("ProtocolName"))
 
 
+def _member_id(body: dict[str, Any]) -> str | None:
+    """``MemberId``, or the one member of a batched request (LeaveGroup v3+)."""
+    if "MemberId" in body:
+        return _str(body["MemberId"])
+    members = body.get("Members")
+    if isinstance(members, list) and len(members) == 1 and isinstance(members[0], dict):
+        return _str(members[0].get("MemberId"))
+    return None
+
+
 def _principal(body: dict[str, Any]) -> str | None:
     decoded = body.get("RequestPrincipalDecoded")
     if isinstance(decoded, dict) and isinstance(decoded.get("value"), dict):
@@ -170,7 +180,7 @@ class EventTable:
         c["body"].append(body_json(body, self.records))
         c["body_version"].append(msg.body_version if msg.body_version is not None else msg.api_version)
         c["group_id"].append(_str(b.get("GroupId")))
-        c["member_id"].append(_str(b.get("MemberId")))
+        c["member_id"].append(_member_id(b))
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
         c["generation_id"].append(_int(gen))
         c["protocol_type"].append(_str(b.get("ProtocolType")))

@@ -162,6 +162,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "frames": summary.frames,
         "messages": summary.messages,
         "decode_failures": summary.decode_failures,
+        "decode_warnings": summary.decode_warnings,
         "stream_issue_bytes": issues,
         "kafka_connections": len(summary.connections),
         "non_kafka_connections": summary.non_kafka_connections,
@@ -173,8 +174,9 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 
 def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
     table = Table(title=f"Kafka traffic: {summary.frames:,} frames in {elapsed:.2f}s", title_justify="left")
-    for col, justify in (("API", "left"), ("requests", "right"), ("responses", "right"), ("errors", "right"),
-                         ("p50 ms", "right"), ("p99 ms", "right"), ("decode failures", "right")):
+    for col, justify in (("API", "left"), ("req", "right"), ("resp", "right"), ("errors", "right"),
+                         ("p50 ms", "right"), ("p99 ms", "right"), ("undecoded", "right"),
+                         ("trailing", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for row in summary.rows():
         table.add_row(
@@ -182,6 +184,7 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
             f"[red]{row['errors']:,}[/]" if row["errors"] else "0",
             _ms(row["p50_ms"]), _ms(row["p99_ms"]),
             f"[red]{row['decode_failures']:,}[/]" if row["decode_failures"] else "0",
+            f"[yellow]{row['decode_warnings']:,}[/]" if row["decode_warnings"] else "0",
         )
     console.print(table)
     seen = sum(c["bytes_seen"] for c in summary.connections)

@@ -37,10 +37,12 @@ def merge(into: Summary, part: Summary) -> None:
         target.responses += stats.responses
         target.errors += stats.errors
         target.decode_failures += stats.decode_failures
+        target.decode_warnings += stats.decode_warnings
         target.latencies.extend(stats.latencies)
     into.frames += part.frames
     into.messages += part.messages
     into.decode_failures += part.decode_failures
+    into.decode_warnings += part.decode_warnings
     for kind, n in part.stream_issues.items():
         into.stream_issues[kind] = into.stream_issues.get(kind, 0) + n
     into.connections.extend(part.connections)

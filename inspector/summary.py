@@ -24,6 +24,7 @@ class ApiStats:
     responses: int = 0
     errors: int = 0
     decode_failures: int = 0
+    decode_warnings: int = 0  # decoded, with trailing bytes
     latencies: list[float] = field(default_factory=list)
 
 
@@ -32,7 +33,8 @@ class Summary:
     apis: dict[str, ApiStats] = field(default_factory=dict)
     frames: int = 0
     messages: int = 0
-    decode_failures: int = 0
+    decode_failures: int = 0  # frames whose body could not be decoded
+    decode_warnings: int = 0  # decoded, but with trailing bytes
     stream_issues: dict[str, int] = field(default_factory=dict)  # kind -> bytes
     connections: list[dict[str, Any]] = field(default_factory=list)
     non_kafka_connections: int = 0
@@ -60,8 +62,12 @@ class Summary:
             if ev.latency_ms is not None:
                 stats.latencies.append(ev.latency_ms)
         if not msg.ok:
-            stats.decode_failures += 1
-            self.decode_failures += 1
+            if msg.body is not None:
+                stats.decode_warnings += 1
+                self.decode_warnings += 1
+            else:
+                stats.decode_failures += 1
+                self.decode_failures += 1
 
     def issue(self, ev: StreamIssue) -> None:
         self.stream_issues[ev.kind] = self.stream_issues.get(ev.kind, 0) + ev.length
@@ -98,6 +104,7 @@ class Summary:
                     "p50_ms": percentile(s.latencies, 0.5),
                     "p99_ms": percentile(s.latencies, 0.99),
                     "decode_failures": s.decode_failures,
+                    "decode_warnings": s.decode_warnings,
                 }
             )
         return out

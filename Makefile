@@ -39,7 +39,7 @@ test: setup system-deps lint check-generated
 	$(BIN)/pytest
 
 demo: setup system-deps
-	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT)
+	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT) --overwrite
 
 # Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
 regen: setup

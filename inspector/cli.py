@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--output", "-o", required=True, type=Path, help="output directory")
     read.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     read.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    existing = read.add_mutually_exclusive_group()
+    existing.add_argument("--overwrite", action="store_true", help="replace events already in DIR")
+    existing.add_argument("--append", action="store_true", help="add to events already in DIR")
     read.add_argument("--jobs", "-j", type=int, default=1,
                       help="decode this many capture files in parallel (0 = all cores)")
     _add_decode_options(read)
@@ -99,7 +102,14 @@ def _error(message: str) -> None:
 def cmd_read(args: argparse.Namespace, console: Console) -> int:
     options = _read_options(args)
     out: Path = args.output
+    old = sorted((out / "events").glob("*.parquet")) + sorted(out.glob("events*.jsonl"))
+    if old and not (args.overwrite or args.append):
+        _error(f"{out} already holds events ({len(old)} files): use --overwrite to replace them or --append")
+        return EXIT_USAGE
     try:
+        if args.overwrite:
+            for path in old:
+                path.unlink()
         out.mkdir(parents=True, exist_ok=True)
         writer: EventWriter = (ParquetDatasetWriter(out) if args.format == "parquet" else JsonLinesWriter(out))
     except OSError as exc:

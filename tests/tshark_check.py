@@ -22,15 +22,18 @@ GROUP_FIELDS = {
 
 def tshark_pdus(pcap: Path, ports: set[int]) -> list[dict[str, Any]]:
     """Every Kafka PDU tshark finds, with its top-level fields and the expert messages it raised."""
-    cmd = ["tshark", "-n", "-r", str(pcap), "-Y", "kafka", "-T", "json", "--no-duplicate-keys", "-J", "kafka"]
+    cmd = ["tshark", "-n", "-r", str(pcap), "-Y", "kafka", "-T", "json", "--no-duplicate-keys", "-J", "tcp kafka"]
     for port in sorted(ports):
         cmd[4:4] = ["-d", f"tcp.port=={port},kafka"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout
     pdus = []
     for pkt in json.loads(out or "[]"):
-        layer = pkt["_source"]["layers"].get("kafka")
+        layers = pkt["_source"]["layers"]
+        tcp = layers.get("tcp", {})
+        ports = frozenset((_int(tcp.get("tcp.srcport")), _int(tcp.get("tcp.dstport"))))
+        layer = layers.get("kafka")
         for pdu in layer if isinstance(layer, list) else [layer]:
-            flat: dict[str, Any] = {}
+            flat: dict[str, Any] = {"ports": ports}
             _flatten(pdu, flat)
             pdus.append(flat)
     return pdus
@@ -67,7 +70,8 @@ def cross_check(pcap: Path, rows: list[dict[str, Any]]) -> dict[str, int]:
                        for r in rows if r["direction"] == "request" and r["envelope_correlation_id"] is None)
     ours_resp = Counter((r["api_key"], r["api_version"], r["correlation_id"])
                         for r in rows if r["direction"] == "response" and r["envelope_correlation_id"] is None)
-    by_id = {(r["direction"], r["api_key"], r["correlation_id"]): r for r in rows}
+    by_id = {(frozenset((r["client_port"], r["broker_port"])), r["direction"], r["api_key"], r["correlation_id"]): r
+             for r in rows}
     theirs_req: Counter[tuple[Any, ...]] = Counter()
     theirs_resp: Counter[tuple[Any, ...]] = Counter()
     compared_fields = 0
@@ -87,7 +91,7 @@ def cross_check(pcap: Path, rows: list[dict[str, Any]]) -> dict[str, int]:
             direction = "response"
         else:
             continue  # tshark: "Request missing"; we decode those by candidates
-        row = by_id.get((direction, key, corr))
+        row = by_id.get((pdu["ports"], direction, key, corr))
         if clean and row is not None:
             for field, column in GROUP_FIELDS.items():
                 value = pdu.get(field)

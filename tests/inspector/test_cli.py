@@ -121,3 +121,15 @@ def test_show_filters_and_verbose(real_captures: list[Path], capsys: pytest.Capt
     assert "SyncGroup" in out and "AssignedPartitions" in out and "zqy-topic1" in out
     assert "1 of 2 messages shown" in out
     assert main(["show", str(src), "--filter", "nonsense"]) == EXIT_USAGE
+
+
+def test_existing_output_is_not_mixed_in(tmp_path: Path, real_captures: list[Path]) -> None:
+    src = str(real_captures[0])
+    out = str(tmp_path / "o")
+    assert main(["read", src, "--output", out, "--quiet"]) == EXIT_OK
+    assert main(["read", src, "--output", out, "--quiet"]) == EXIT_USAGE
+    first = len(pq.read_table(Path(out) / "events"))
+    assert main(["read", src, "--output", out, "--quiet", "--append"]) == EXIT_OK
+    assert len(pq.read_table(Path(out) / "events")) == 2 * first
+    assert main(["read", src, "--output", out, "--quiet", "--overwrite"]) == EXIT_OK
+    assert len(pq.read_table(Path(out) / "events")) == first

@@ -37,9 +37,9 @@ def api_name(api_key: int | None) -> str | None:
     return registry.API_NAMES.get(api_key)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DecodedMessage:
-    """One decoded request or response."""
+    """One decoded request or response (treat as immutable; not frozen only for speed)."""
 
     kind: str  # "request" | "response"
     api_key: int | None
@@ -86,9 +86,53 @@ def _header_module(name: str) -> ModuleType:
     return _module(registry.DATA_MODULES[name])
 
 
+_Readers = tuple[rt.Reader, rt.Reader, int]
+_request_readers: dict[tuple[int, int], _Readers | None] = {}
+_response_readers: dict[tuple[int, int], _Readers | None] = {}
+
+
+def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
+    """(header reader, body reader, header version) of a known api key and version."""
+    table = _request_readers if kind == "request" else _response_readers
+    if (api_key, version) in table:
+        return table[(api_key, version)]
+    versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
+    header_version = versions.get((api_key, version))
+    entry: _Readers | None = None
+    if header_version is not None:
+        header = _header_module("RequestHeader" if kind == "request" else "ResponseHeader").VERSIONS[header_version]
+        module = _module(registry.API_MODULES[api_key])
+        body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
+        entry = (header, body, header_version)
+    table[(api_key, version)] = entry
+    return entry
+
+
 def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True) -> DecodedMessage:
     """Decode a request frame: header (v0/v1/v2 by api key and version) and body."""
-    b = bytes(frame) if not isinstance(frame, bytes) else frame
+    b = frame if type(frame) is bytes else bytes(frame)
+    size = len(b)
+    if size >= 8:
+        # Fast path: a known key and version that decodes exactly.
+        api_key, version, corr = _HEAD(b, 0)
+        entry = _request_readers.get((api_key, version)) or _readers(api_key, version, "request")
+        if entry is not None:
+            try:
+                header, p = entry[0](b, 0)
+                body, end = entry[1](b, p)
+            except rt.DecodeError:
+                pass
+            else:
+                if end == size:
+                    msg = DecodedMessage("request", api_key, version, corr, OK, body, size,
+                                         header.get("ClientId"), entry[2], header)
+                    if postprocess and ("request", api_key) in _post_keys():
+                        msg = _postprocess(msg)
+                    return msg
+    return _decode_request_slow(b, postprocess)
+
+
+def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
     size = len(b)
     if size < 8:
         return DecodedMessage("request", None, None, None,
@@ -132,8 +176,22 @@ def decode_response(
     ``inner`` is the (api key, version) of the request an Envelope carried, when known, so that
     the EnvelopeResponse's ResponseData can be decoded as that response.
     """
-    b = bytes(frame) if not isinstance(frame, bytes) else frame
+    b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
+    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
+    if entry is not None and size >= 4:
+        try:
+            header, p = entry[0](b, 0)
+            body, end = entry[1](b, p)
+        except rt.DecodeError:
+            pass
+        else:
+            if end == size:
+                msg = DecodedMessage("response", api_key, api_version, header["CorrelationId"], OK, body, size,
+                                     None, entry[2], header)
+                if postprocess and ("response", api_key) in _post_keys():
+                    msg = _postprocess(msg, inner=inner)
+                return msg
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
@@ -203,6 +261,18 @@ def _best_effort_client_id(b: bytes) -> str | None:
     if n < 0 or 10 + n > len(b):
         return None
     return b[10 : 10 + n].decode("utf-8", "backslashreplace")
+
+
+_POST_KEYS: frozenset[tuple[str, int]] | None = None
+
+
+def _post_keys() -> frozenset[tuple[str, int]]:
+    global _POST_KEYS
+    if _POST_KEYS is None:
+        from decoders.embedded import POSTPROCESSORS
+
+        _POST_KEYS = frozenset(POSTPROCESSORS)
+    return _POST_KEYS
 
 
 def _postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:

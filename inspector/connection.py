@@ -33,7 +33,7 @@ class Endpoint:
         return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PendingRequest:
     api_key: int
     api_version: int
@@ -43,7 +43,7 @@ class PendingRequest:
     inner_correlation_id: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KafkaMessage:
     """A decoded frame with its connection context: what becomes an event row."""
 

@@ -7,10 +7,11 @@ a few fields are promoted to columns for analysis. README.md documents each colu
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from decoders import DecodedMessage
@@ -66,35 +67,45 @@ class RecordsOptions:
     max_decompressed: int = 64 * 1024 * 1024
 
 
-def body_json(body: dict[str, Any] | None, records: RecordsOptions = RecordsOptions()) -> str | None:
-    if body is None:
-        return None
-
+def _json_default(records: RecordsOptions) -> Any:
     def default(value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value).hex()
         summary = getattr(value, "summary", None)
         if summary is not None:
-            return summary(records.level, decompress=records.decompress,
-                           max_decompressed=records.max_decompressed)
+            return summary(records.level, decompress=records.decompress, max_decompressed=records.max_decompressed)
         raise TypeError(f"cannot serialise {type(value).__name__}")
 
-    return json.dumps(body, default=default, ensure_ascii=False, separators=(",", ":"))
+    return default
 
 
-def _nested_errors(value: Any, out: set[int], depth: int = 0) -> None:
-    if depth > 32:
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "ErrorCode" and isinstance(item, int) and item and depth:
-                out.add(item)
-            elif isinstance(item, (dict, list)) and not key.endswith("Decoded"):
-                _nested_errors(item, out, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)):
-                _nested_errors(item, out, depth + 1)
+_DEFAULT_OPTIONS = RecordsOptions()
+_DEFAULT_JSON = _json_default(_DEFAULT_OPTIONS)
+
+
+def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OPTIONS) -> str | None:
+    """The decoded body as compact JSON: bytes as hex, record sets as their summary."""
+    if body is None:
+        return None
+    default = _DEFAULT_JSON if records is _DEFAULT_OPTIONS else _json_default(records)
+    return orjson.dumps(body, default=default).decode()
+
+
+_ERROR_CODE = re.compile(r'"ErrorCode":(-?\d+)')
+
+
+def nested_error_codes(body_text: str | None, top_level: int | None) -> list[int] | None:
+    """Distinct non-zero error codes below the top level, found in the body's JSON text."""
+    if body_text is None or '"ErrorCode"' not in body_text:
+        return None
+    counts: dict[int, int] = {}
+    for match in _ERROR_CODE.finditer(body_text):
+        code = int(match.group(1))
+        counts[code] = counts.get(code, 0) + 1
+    if top_level is not None:
+        counts[top_level] -= 1
+    codes = sorted(code for code, n in counts.items() if code and n > 0)
+    return codes or None
 
 
 def _str(value: Any) -> str | None:
@@ -137,65 +148,70 @@ def _principal(body: dict[str, Any]) -> str | None:
 class EventTable:
     """Accumulates rows column by column; ``take()`` returns them as an Arrow record batch."""
 
-    def __init__(self, capture: str | None = None, records: RecordsOptions = RecordsOptions()) -> None:
+    def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS) -> None:
         self.capture = capture
         self.records = records
-        self._cols: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self._default = _json_default(records)
+        self._rows: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
-        return len(self._cols["ts"])
+        return len(self._rows)
 
     def add(self, event: KafkaMessage) -> None:
-        self._row(event, event.message, envelope=None)
+        self._rows.append(self._row(event, event.message, None))
         inner = event.message.inner
         if inner is not None:
-            self._row(event, inner, envelope=event.message)
+            self._rows.append(self._row(event, inner, event.message))
 
-    def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> None:
-        c = self._cols
+    def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> tuple[Any, ...]:
         body = msg.body
         b = body if body is not None else {}
-        c["ts"].append(int(round(ev.ts * 1_000_000)))
-        c["capture"].append(self.capture)
-        c["conn_id"].append(ev.conn_id)
-        c["client_ip"].append(ev.client.ip)
-        c["client_port"].append(ev.client.port)
-        c["broker_ip"].append(ev.broker.ip)
-        c["broker_port"].append(ev.broker.port)
-        c["direction"].append(ev.direction)
-        c["api_key"].append(msg.api_key)
-        c["api_name"].append(msg.api_name)
-        c["api_version"].append(msg.api_version)
-        c["correlation_id"].append(msg.correlation_id)
-        c["client_id"].append(msg.client_id if envelope is not None else ev.client_id)
-        c["frame_offset"].append(ev.frame_offset)
-        c["frame_size"].append(msg.size)
-        c["error_code"].append(_int(b.get("ErrorCode")) if msg.kind == "response" else None)
-        nested: set[int] = set()
-        if msg.kind == "response" and body is not None:
-            _nested_errors(body, nested)
-        c["nested_error_codes"].append(sorted(nested) if nested else None)
-        c["latency_ms"].append(ev.latency_ms)
-        c["decode_status"].append(msg.status)
-        c["body"].append(body_json(body, self.records))
-        c["body_version"].append(msg.body_version if msg.body_version is not None else msg.api_version)
-        c["group_id"].append(_str(b.get("GroupId")))
-        c["member_id"].append(_member_id(b))
+        text = orjson.dumps(body, default=self._default).decode() if body is not None else None
+        response = msg.kind == "response"
+        error_code = _int(b.get("ErrorCode")) if response else None
+        client, broker = ev.client, ev.broker
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
-        c["generation_id"].append(_int(gen))
-        c["protocol_type"].append(_str(b.get("ProtocolType")))
-        c["protocol_name"].append(_protocol_name(msg, b))
-        c["cluster_id"].append(_str(b.get("ClusterId")))
-        c["node_id"].append(_int(b.get("NodeId")))
-        c["envelope_correlation_id"].append(envelope.correlation_id if envelope is not None else None)
-        c["principal"].append(_principal(envelope.body or {}) if envelope is not None else None)
-        c["request_missing"].append(ev.request_missing)
-        c["candidates"].append(",".join(f"{k}v{v}" for k, v in ev.candidates) if ev.candidates else None)
-        c["confidence"].append(ev.confidence)
-        c["notes"].append("; ".join(msg.notes) if msg.notes else None)
+        # In SCHEMA order.
+        return (
+            int(round(ev.ts * 1_000_000)),
+            self.capture,
+            ev.conn_id,
+            client.ip,
+            client.port,
+            broker.ip,
+            broker.port,
+            ev.direction,
+            msg.api_key,
+            msg.api_name,
+            msg.api_version,
+            msg.correlation_id,
+            msg.client_id if envelope is not None else ev.client_id,
+            ev.frame_offset,
+            msg.size,
+            error_code,
+            nested_error_codes(text, error_code) if response else None,
+            ev.latency_ms,
+            msg.status,
+            text,
+            msg.body_version if msg.body_version is not None else msg.api_version,
+            _str(b.get("GroupId")),
+            _member_id(b),
+            _int(gen),
+            _str(b.get("ProtocolType")),
+            _protocol_name(msg, b),
+            _str(b.get("ClusterId")),
+            _int(b.get("NodeId")),
+            envelope.correlation_id if envelope is not None else None,
+            _principal(envelope.body or {}) if envelope is not None else None,
+            ev.request_missing,
+            ",".join(f"{k}v{v}" for k, v in ev.candidates) if ev.candidates else None,
+            ev.confidence,
+            "; ".join(msg.notes) if msg.notes else None,
+        )
 
     def take(self) -> pa.RecordBatch:
         """Return the accumulated rows as one record batch and start afresh."""
-        cols, self._cols = self._cols, {name: [] for name in COLUMNS}
-        arrays = [pa.array(cols[f.name], type=f.type) for f in SCHEMA]
+        rows, self._rows = self._rows, []
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in SCHEMA]
+        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, SCHEMA, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)

@@ -27,7 +27,7 @@ class Verdict:
     YES = 2
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     ts: float  # timestamp of the segment that completed the frame
     first_ts: float  # timestamp of the segment that started it
@@ -95,6 +95,8 @@ class Framer:
             return []
         if self._buffered == 0:
             self._first_ts = ts
+            if self.synced:
+                return self._whole_frames(ts, view)
         self._chunks.append(view)
         self._buffered += len(view)
         out: list[FramerEvent] = []
@@ -130,6 +132,35 @@ class Framer:
         return out
 
     # -- internals -------------------------------------------------------------------------
+
+    def _whole_frames(self, ts: float, view: memoryview | bytes) -> list[FramerEvent]:
+        """Fast path with nothing buffered: slice complete frames straight out of ``view``."""
+        out: list[FramerEvent] = []
+        n = len(view)
+        pos = 0
+        max_frame = self.max_frame
+        while n - pos >= 4:
+            (length,) = _LEN(view, pos)
+            if length < 0 or length > max_frame:
+                break
+            end = pos + 4 + length
+            if end > n:
+                break
+            out.append(Frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
+            pos = end
+        if out:
+            framed = pos
+            self.frames += len(out)
+            self.bytes_framed += framed
+            self.offset += framed
+        if pos < n:
+            rest = view[pos:] if pos else view
+            self._chunks.append(rest)
+            self._buffered = n - pos
+            self._drain_synced(ts, out)
+            if not self.synced:
+                self._scan(ts, out)
+        return out
 
     def _reset_buffer(self) -> None:
         self._chunks = []

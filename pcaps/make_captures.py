@@ -1220,6 +1220,59 @@ def make_big(size_mb: int, output: Path, max_minutes: float) -> None:
                 log(f"big: capture now {part.stat().st_size / 1e6:.1f} MB")
 
 
+def make_big_frames(size_mb: int, output: Path, max_minutes: float) -> None:
+    """Frame-heavy capture: many small Produce/Fetch requests (one record each) from real clients."""
+    import random
+
+    from confluent_kafka import Producer
+
+    port = free_port()
+    target = size_mb * 1024 * 1024
+    rnd = random.Random(4321)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tansu_log = output.with_name(output.name + ".tansu.log")
+    with contextlib.ExitStack() as stack:
+        stack.callback(tansu_log.unlink, missing_ok=True)
+        bs = stack.enter_context(tansu_broker(port, tansu_log))
+        cfk_create_topics(bs, {f"frames-{i}": 2 for i in range(4)})
+        with tcpdump(output, [port]):
+            deadline = time.monotonic() + max_minutes * 60
+            part = output.with_name(output.name + ".part")
+            rnd_round = 0
+            while time.monotonic() < deadline and part.exists() and part.stat().st_size < target:
+                topic = f"frames-{rnd_round % 4}"
+                p = Producer(
+                    {
+                        "bootstrap.servers": bs,
+                        "client.id": "frames-producer",
+                        "linger.ms": 0,
+                        "batch.num.messages": 1,
+                        "max.in.flight.requests.per.connection": 5,
+                    }
+                )
+                n = 4000
+                for i in range(n):
+                    value = rnd.randbytes(rnd.randrange(200, 1200))
+                    while True:
+                        try:
+                            p.produce(topic, key=f"k{i % 13}".encode(), value=value)
+                            break
+                        except BufferError:
+                            p.poll(0.05)
+                    p.poll(0)
+                left = p.flush(60)
+                del p
+                log(f"big-frames: round {rnd_round} produced {n - left} records to {topic}")
+                try:
+                    got = kp_fetch(bs, topic, 2, n * (rnd_round // 4 + 1), 120.0, max_partition_fetch_bytes=2048,
+                                   fetch_max_bytes=4096)
+                    log(f"big-frames: fetched {got} records")
+                except Exception as exc:  # noqa: BLE001
+                    log(f"big-frames: fetch incomplete: {exc}")
+                rnd_round += 1
+                log(f"big-frames: capture now {part.stat().st_size / 1e6:.1f} MB")
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -1231,6 +1284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", type=int, metavar="SIZE_MB", help="write one large benchmark capture instead")
     ap.add_argument("--output", type=Path, default=DEFAULT_BIG_OUTPUT, help="output path for --big")
     ap.add_argument("--big-max-minutes", type=float, default=20.0, help="time bound for --big")
+    ap.add_argument("--big-profile", choices=("bytes", "frames"), default="bytes",
+                    help="bytes: few large produce/fetch requests; frames: many small ones (one record each)")
     ap.add_argument("--client", nargs=3, metavar=("NAME", "PART", "BOOTSTRAP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -1252,7 +1307,8 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in client_versions().items():
         log(f"{k}: {v}")
     if args.big:
-        make_big(args.big, args.output.resolve(), args.big_max_minutes)
+        make = make_big_frames if args.big_profile == "frames" else make_big
+        make(args.big, args.output.resolve(), args.big_max_minutes)
         return 0 if args.output.exists() else 1
 
     names = args.only or list(SCENARIOS)
@@ -1265,6 +1321,317 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {line}")
         failed += any(line.startswith("ABORTED") for line in r.notes)
     return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------------------------
+# scenarios for the Spark anomaly reports (pipelines/): protocol disagreements recorded for real
+# --------------------------------------------------------------------------------------------
+
+
+def _member_kafka_python_roundrobin(bootstrap: str, topic: str, group: str, stop: threading.Event, run: Run) -> None:
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    c = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        client_id="kafka-python-roundrobin-member",
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        partition_assignment_strategy=[RoundRobinPartitionAssignor],
+        session_timeout_ms=GROUP_TIMEOUTS["session_ms"],
+        heartbeat_interval_ms=GROUP_TIMEOUTS["heartbeat_ms"],
+        max_poll_interval_ms=GROUP_TIMEOUTS["rebalance_ms"],
+    )
+    consumed = 0
+    try:
+        while not stop.is_set():
+            consumed += sum(len(v) for v in c.poll(timeout_ms=500, max_records=20).values())
+        run.note(f"     kafka-python (roundrobin only) consumed {consumed}, assignment {sorted(c.assignment())}")
+    finally:
+        c.close()
+
+
+def _member_confluent_range(bootstrap: str, topic: str, group: str, stop: threading.Event, run: Run) -> None:
+    from confluent_kafka import Consumer
+
+    errors: list[str] = []
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "confluent-range-member",
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "range",
+            "session.timeout.ms": GROUP_TIMEOUTS["session_ms"],
+            "heartbeat.interval.ms": GROUP_TIMEOUTS["heartbeat_ms"],
+            "max.poll.interval.ms": GROUP_TIMEOUTS["rebalance_ms"],
+            "error_cb": lambda err: errors.append(str(err)),
+        }
+    )
+    consumed = 0
+    try:
+        c.subscribe([topic])
+        while not stop.is_set():
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                consumed += 1
+            elif m is not None:
+                errors.append(str(m.error()))
+        run.note(f"     confluent-kafka (range only) consumed {consumed}, assignment {c.assignment()}")
+        if errors:
+            run.note(f"     confluent-kafka errors: {sorted(set(errors))[:4]}")
+    finally:
+        c.close()
+
+
+def clients_group_no_common_assignor(run: Run, bs: str) -> None:
+    """kafka-python offers only roundrobin, confluent-kafka only range: no protocol all members support."""
+    stop = threading.Event()
+    timer = threading.Timer(18.0, stop.set)
+    timer.start()
+    try:
+        run_threads(
+            run,
+            [
+                ("kafka-python member (roundrobin only)",
+                 lambda: _member_kafka_python_roundrobin(bs, "mixed-orders", "mixed-assignors", stop, run)),
+                ("confluent-kafka member (range only)",
+                 lambda: _member_confluent_range(bs, "mixed-orders", "mixed-assignors", stop, run)),
+            ],
+            timeout=60,
+            stagger=5.0,
+        )
+    finally:
+        stop.set()
+        timer.cancel()
+
+
+# Hand-built Kafka requests (no client library): Metadata v4 to learn the broker's identity, then
+# ApiVersions v5 (KIP-1242) naming a cluster id / node id of our choice.
+
+
+def _kafka_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\xff\xff"
+    raw = s.encode()
+    return len(raw).to_bytes(2, "big") + raw
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _compact_string(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    raw = s.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _send_frame(sock: socket.socket, payload_bytes: bytes) -> bytes:
+    sock.sendall(len(payload_bytes).to_bytes(4, "big") + payload_bytes)
+    size = int.from_bytes(_recv_exact(sock, 4), "big")
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(buf)}/{n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def raw_metadata_v4(host: str, port: int, client_id: str) -> tuple[str | None, list[tuple[int, str, int]]]:
+    """Metadata v4 (no topics) over a fresh socket: (ClusterId, [(NodeId, Host, Port)])."""
+    header = (3).to_bytes(2, "big") + (4).to_bytes(2, "big") + (1).to_bytes(4, "big") + _kafka_string(client_id)
+    body = (0).to_bytes(4, "big", signed=True) + b"\x00"  # Topics: [] ; AllowAutoTopicCreation: false
+    with socket.create_connection((host, port), timeout=5) as sock:
+        resp = _send_frame(sock, header + body)
+    pos = 4 + 4  # correlation id, ThrottleTimeMs
+
+    def i32() -> int:
+        nonlocal pos
+        v = int.from_bytes(resp[pos : pos + 4], "big", signed=True)
+        pos += 4
+        return v
+
+    def string() -> str | None:
+        nonlocal pos
+        n = int.from_bytes(resp[pos : pos + 2], "big", signed=True)
+        pos += 2
+        if n < 0:
+            return None
+        s = resp[pos : pos + n].decode()
+        pos += n
+        return s
+
+    brokers = []
+    for _ in range(i32()):
+        node, bhost, bport = i32(), string() or "", i32()
+        string()  # Rack
+        brokers.append((node, bhost, bport))
+    return string(), brokers
+
+
+def raw_api_versions_v5(host: str, port: int, client_id: str, cluster_id: str | None, node_id: int) -> tuple[int, int]:
+    """ApiVersions v5 with ClusterId/NodeId over a fresh socket: (response size, top-level ErrorCode)."""
+    header = (
+        (18).to_bytes(2, "big") + (5).to_bytes(2, "big") + (7).to_bytes(4, "big") + _kafka_string(client_id) + b"\x00"
+    )
+    body = (
+        _compact_string("inspector-raw-client")
+        + _compact_string("0.1")
+        + _compact_string(cluster_id)
+        + node_id.to_bytes(4, "big", signed=True)
+        + b"\x00"
+    )
+    with socket.create_connection((host, port), timeout=5) as sock:
+        resp = _send_frame(sock, header + body)
+    # response header v0 (ApiVersions responses never use the flexible header), then ErrorCode
+    return len(resp), int.from_bytes(resp[4:6], "big", signed=True)
+
+
+def _raw_identity_probes(run: Run, bs: str, pick: Callable[[list[tuple[int, str, int]]], tuple[int, str, int]]) -> None:
+    first_host, first_port = bs.split(",")[0].rsplit(":", 1)
+    with run.step("raw Metadata v4 (learn ClusterId and brokers)"):
+        cluster_id, brokers = raw_metadata_v4(first_host, int(first_port), "raw-metadata")
+        run.note(f"     ClusterId={cluster_id!r} brokers={brokers}")
+    target_node, target_host, target_port = pick(brokers)
+    other_node = next((n for n, _, _ in brokers if n != target_node), target_node + 1000)
+    probes: list[tuple[str, str | None, int]] = [
+        ("matching ClusterId and NodeId", cluster_id, target_node),
+        (f"wrong NodeId {other_node} (ClusterId right)", cluster_id, other_node),
+        ("wrong ClusterId (NodeId right)", "not-this-cluster", target_node),
+        ("only ClusterId (NodeId -1)", cluster_id, -1),
+        ("only NodeId (ClusterId null)", None, target_node),
+    ]
+    for label, cid, nid in probes:
+        with run.step(f"raw ApiVersions v5 to node {target_node} at {target_host}:{target_port}: {label}"):
+            size, err = raw_api_versions_v5(target_host, target_port, "raw-apiversions-v5", cid, nid)
+            run.note(f"     response {size} bytes, ErrorCode {err}")
+
+
+def clients_raw_identity_single(run: Run, bs: str) -> None:
+    _raw_identity_probes(run, bs, lambda brokers: brokers[0])
+
+
+def clients_raw_identity_misrouted(run: Run, bs: str) -> None:
+    # connect to the last broker the cluster advertises and name the others in the probes
+    _raw_identity_probes(run, bs, lambda brokers: sorted(brokers)[-1])
+
+
+def clients_list_topics(run: Run, bs: str) -> None:
+    from kafka import KafkaAdminClient
+
+    with run.step("kafka-python list_topics + describe_cluster"):
+        k = KafkaAdminClient(bootstrap_servers=bs, client_id="kafka-python-restart-probe", request_timeout_ms=8000)
+        try:
+            run.note(f"     topics {sorted(k.list_topics())}; cluster {k.describe_cluster()}")
+        finally:
+            k.close()
+    with run.step("confluent-kafka list_topics"):
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient({"bootstrap.servers": bs, "client.id": "confluent-restart-probe"}).list_topics(timeout=8)
+        advertised = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+        run.note(f"     cluster_id={md.cluster_id} brokers={advertised}")
+
+
+@contextlib.contextmanager
+def tansu_broker_as(port: int, logfile: Path, cluster_id: str) -> Iterator[str]:
+    """``tansu broker`` like :func:`tansu_broker`, with ``--cluster-id`` (Tansu 0.6.0 has no node id option)."""
+    url = f"tcp://{HOST}:{port}"
+    cmd = [tansu_binary(), "broker", "--cluster-id", cluster_id, "--listener-url", url,
+           "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+    with logfile.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_port(port)
+        log(f"tansu (cluster {cluster_id}) up on {HOST}:{port} (pid {proc.pid})")
+        yield f"{HOST}:{port}"
+    finally:
+        kill_group(proc)
+        log(f"tansu (cluster {cluster_id}) on port {port} stopped")
+
+
+RESTART_CLUSTER_IDS = ("tansu_cluster", "tansu_cluster_reborn")
+
+
+def run_restart_scenario(name: str, outdir: Path) -> Run:
+    """One port, two Tansu lives: the second has another cluster id; clients connect to both."""
+    sc = SCENARIOS[name]
+    run = Run(name)
+    out = outdir / f"{name}.pcap"
+    log(f"=== {name}: {sc.what}")
+    port = free_port()
+    run.ports = [port]
+    logfile = outdir / f"{name}.tansu.log"
+    try:
+        with tcpdump(out, [port]):
+            for i, cluster_id in enumerate(RESTART_CLUSTER_IDS):
+                with tansu_broker_as(port, logfile, cluster_id) as bs:
+                    run.note(f"broker life {i + 1}: --cluster-id {cluster_id}")
+                    run_part(run, name, i, bs, sc.part_timeout)
+                time.sleep(1.0)
+    except Exception as exc:  # noqa: BLE001 - report and continue with the next scenario
+        run.note(f"ABORTED: {type(exc).__name__}: {exc}")
+    finally:
+        logfile.unlink(missing_ok=True)
+    if out.exists():
+        run.notes.append(f"size: {out.stat().st_size} bytes; tshark summary (ports {run.ports}):")
+        run.notes.extend("    " + line for line in tshark_summary(out, run.ports))
+    return run
+
+
+SCENARIOS.update(
+    {
+        "tansu-group-no-common-assignor": Scenario(
+            "tansu",
+            "kafka-python (roundrobin only) + confluent-kafka (range only) in one group: no common assignor",
+            (clients_group_no_common_assignor,),
+            topics={"mixed-orders": 4},
+            setup=preload_orders("mixed-orders"),
+        ),
+        "tansu-restart-new-cluster-id": Scenario(
+            "tansu-restart",
+            "Tansu restarted on the same port with another cluster id; clients ask for metadata in both lives",
+            (clients_list_topics, clients_list_topics),
+        ),
+        "tansu-apiversions-v5-identity": Scenario(
+            "tansu",
+            "hand-built Metadata v4, then ApiVersions v5 (KIP-1242) with right/wrong/one-sided ClusterId+NodeId",
+            (clients_raw_identity_single,),
+        ),
+        "mock-cluster-apiversions-v5-misrouted": Scenario(
+            "mock",
+            "hand-built ApiVersions v5 to broker 3 of the mock cluster naming node 1 (misrouted) and more",
+            (clients_raw_identity_misrouted,),
+        ),
+    }
+)
+
+_run_scenario_standard = run_scenario
+
+
+def run_scenario(name: str, outdir: Path) -> Run:  # type: ignore[no-redef]  # noqa: F811 - adds "tansu-restart"
+    if SCENARIOS[name].broker == "tansu-restart":
+        return run_restart_scenario(name, outdir)
+    return _run_scenario_standard(name, outdir)
+
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""pcap -> Parquet throughput of `kafka-inspector read`, next to tshark on the same capture.
+
+    .venv/bin/python bench/bench_read.py [CAPTURE ...] [--jobs N]
+
+Without arguments it uses the benchmark captures made by
+``pcaps/make_captures.py --big 100 [--big-profile frames]`` under bench/data/ (git-ignored).
+Each tool runs in its own process; wall time, frames/s, MB/s and peak RSS are printed.
+tshark runs as ``tshark -n -r FILE -d tcp.port==P,kafka -T fields -e kafka.api_key ...``
+(the brokers' ports are learned from our own output, since the captures use random ports).
+With several captures and ``--jobs N``, a last row shows ``read --jobs N`` over all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = [REPO / "bench" / "data" / "big-frames.pcap", REPO / "bench" / "data" / "big-produce-fetch.pcap"]
+CLI = [sys.executable, "-m", "inspector.cli"]
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+_last_cpu = [0.0]
+
+
+def _run(cmd: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, int, str]:
+    """Run ``cmd``; returns (seconds, peak RSS in KiB of that child, stdout); CPU seconds in _last_cpu."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cpu_before = _cpu()
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE,
+                          text=True, cwd=REPO, check=False)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    _last_cpu[0] = _cpu() - cpu_before
+    return seconds, max(peak, before), proc.stdout or ""
+
+
+def bench_ours(capture: Path, out: Path, extra: list[str] | None = None) -> dict[str, float]:
+    seconds, rss, _ = _run(CLI + ["read", str(capture), "--output", str(out), "--quiet", "--overwrite",
+                                  *(extra or [])])
+    summary = json.loads((out / "summary.json").read_text())
+    return {"seconds": seconds, "cpu": _last_cpu[0], "frames": summary["frames"], "rss_mb": rss / 1024}
+
+
+def bench_tshark(capture: Path, ports: set[int]) -> dict[str, float]:
+    cmd = ["tshark", "-n", "-r", str(capture)]
+    for port in sorted(ports):
+        cmd += ["-d", f"tcp.port=={port},kafka"]
+    cmd += ["-Y", "kafka", "-T", "fields", "-e", "kafka.api_key", "-e", "kafka.api_version",
+            "-e", "kafka.correlation_id", "-e", "kafka.client_id"]
+    seconds, rss, out = _run(cmd, stdout=None)
+    frames = sum(len(line.split("\t")[2].split(",")) for line in out.splitlines() if line.strip())
+    return {"seconds": seconds, "cpu": _last_cpu[0], "frames": frames, "rss_mb": rss / 1024}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("captures", nargs="*", type=Path)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    captures = args.captures or [p for p in DEFAULT if p.exists()]
+    if not captures:
+        print("no capture: run `.venv/bin/python pcaps/make_captures.py --big 100 --big-profile frames "
+              "--output bench/data/big-frames.pcap` first", file=sys.stderr)
+        return 1
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for capture in captures:
+            size_mb = capture.stat().st_size / 1e6
+            out = Path(tmp) / capture.stem
+            ours = bench_ours(capture, out)
+            ports = {int(p) for p in pq.read_table(out / "events", columns=["broker_port"]).column(0).to_pylist()
+                     if p is not None}
+            rows.append((capture.name, "kafka-inspector read", size_mb, ours))
+            if shutil.which("tshark"):
+                rows.append((capture.name, "tshark -T fields", size_mb, bench_tshark(capture, ports)))
+        if len(captures) > 1:
+            out = Path(tmp) / "all"
+            all_mb = sum(c.stat().st_size for c in captures) / 1e6
+            start = time.perf_counter()
+            _run(CLI + ["read", *map(str, captures), "--output", str(out), "--quiet", "--jobs", str(args.jobs)])
+            seconds = time.perf_counter() - start
+            frames = json.loads((out / "summary.json").read_text())["frames"]
+            rows.append(("all", f"kafka-inspector read --jobs {args.jobs}", all_mb,
+                         {"seconds": seconds, "cpu": _last_cpu[0], "frames": frames, "rss_mb": float("nan")}))
+    print(f"load average before: {os.getloadavg()[0]:.2f} (wall times suffer on a busy machine; CPU times less)")
+    print(f"{'capture':24} {'tool':32} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'frames':>9} {'frames/s':>9} "
+          f"{'frames/cpu-s':>12} {'MB/s':>6} {'peak RSS MB':>11}")
+    for name, tool, size_mb, r in rows:
+        print(f"{name[:24]:24} {tool:32} {size_mb:6.1f} {r['seconds']:7.2f} {r['cpu']:6.2f} {int(r['frames']):9,d} "
+              f"{r['frames'] / r['seconds']:9,.0f} {r['frames'] / max(r['cpu'], 1e-9):12,.0f} "
+              f"{size_mb / r['seconds']:6.1f} {r['rss_mb']:11.0f}")
+    by_capture: dict[str, dict[str, dict[str, float]]] = {}
+    for name, tool, _, r in rows:
+        by_capture.setdefault(name, {})[tool] = r
+    for name, tools in by_capture.items():
+        ours, theirs = tools.get("kafka-inspector read"), tools.get("tshark -T fields")
+        if ours and theirs:
+            ratio = (ours["frames"] / ours["seconds"]) / (theirs["frames"] / theirs["seconds"])
+            cpu_ratio = (ours["frames"] / ours["cpu"]) / (theirs["frames"] / theirs["cpu"])
+            print(f"{name}: kafka-inspector decodes {ratio:.2f}x tshark's frames/s wall, "
+                  f"{cpu_ratio:.2f}x per CPU second "
+                  f"(we decode every frame fully; tshark decoded {int(theirs['frames']):,} of our "
+                  f"{int(ours['frames']):,})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

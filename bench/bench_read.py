@@ -112,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, tool, _, r in rows:
         by_capture.setdefault(name, {})[tool] = r
     for name, tools in by_capture.items():
-        ours, theirs = tools.get("kafka-inspector read"), tools.get("tshark -T fields")
-        if ours and theirs:
+        ours_row, theirs_row = tools.get("kafka-inspector read"), tools.get("tshark -T fields")
+        if ours_row is not None and theirs_row is not None:
+            ours, theirs = ours_row, theirs_row
             ratio = (ours["frames"] / ours["seconds"]) / (theirs["frames"] / theirs["seconds"])
             cpu_ratio = (ours["frames"] / ours["cpu"]) / (theirs["frames"] / theirs["cpu"])
             print(f"{name}: kafka-inspector decodes {ratio:.2f}x tshark's frames/s wall, "

@@ -6,8 +6,10 @@ tagged fields, error annotation) or shared (record sets, UUID formatting).
 
 from __future__ import annotations
 
+import array
 import base64
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -126,9 +128,20 @@ def uuid(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
+#: Big-endian integer arrays are read with array.array (one C call) where its item sizes match.
+_ARRAY_CODES = {code: code for code in "bhiq" if array.array(code).itemsize == struct.calcsize(code)}
+_SWAP = sys.byteorder == "little"
+
+
 def fixed_array(fmt: str, size: int, b: bytes, p: int, n: int) -> list[Any]:
     if n * size > len(b) - p:
         raise short_count(n, len(b) - p)
+    code = _ARRAY_CODES.get(fmt)
+    if code is not None:
+        values = array.array(code, b[p : p + n * size])
+        if _SWAP and size > 1:
+            values.byteswap()
+        return values.tolist()
     return list(struct.unpack_from(f">{n}{fmt}", b, p))
 
 

@@ -60,7 +60,8 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     else:
         result["status"] = "ok"
     if schema == "ConnectProtocolWorkerState" and isinstance(value.get("Allocation"), bytes):
-        value["AllocationDecoded"] = decode_versioned("ConnectProtocolAllocation", value["Allocation"])
+        # The worker's previous assignment, serialised as a complete (version-prefixed) assignment.
+        value["AllocationDecoded"] = decode_versioned("ConnectProtocolAssignment", value["Allocation"])
     return result
 
 
@@ -161,7 +162,14 @@ def format_address(raw: bytes | None) -> str | None:
 def _envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
     body = msg.body or {}
     data = body.get("RequestData")
-    inner_msg = decode_request(data) if isinstance(data, bytes) else None
+    inner_msg = None
+    if isinstance(data, bytes):
+        # Kafka forwards a request once; an Envelope inside an Envelope is not unwrapped further
+        # (which also bounds the work a crafted frame can cause).
+        nested = len(data) >= 2 and data[:2] == b"\x00\x3a"
+        inner_msg = decode_request(data, postprocess=not nested)
+        if nested:
+            inner_msg.notes = inner_msg.notes + ("Envelope inside an Envelope: not unwrapped further",)
     if inner_msg is not None:
         body["RequestDataDecoded"] = message_dict(inner_msg)
     body["RequestPrincipalDecoded"] = decode_principal(body.get("RequestPrincipal"))

@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
     show.add_argument("--limit", type=int, default=0, help="stop after N messages")
     _add_decode_options(show)
+
+    from inspector import tap
+
+    tap.add_parser(sub)
     return parser
 
 
@@ -307,9 +311,16 @@ def _print_tree(console: Console, value: Any, indent: str) -> None:
                               markup=False)
 
 
+def cmd_tap(args: argparse.Namespace, console: Console) -> int:
+    from inspector import tap
+
+    return tap.run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "read": cmd_read,
     "show": cmd_show,
+    "tap": cmd_tap,
 }
 
 

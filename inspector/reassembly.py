@@ -1,0 +1,615 @@
+"""Sans-I/O TCP stream reassembly, one byte stream per direction of each connection.
+
+:class:`Reassembler` takes :class:`~inspector.packets.Segment` objects (with their capture timestamps)
+and returns events; it never opens files or sockets and never reads a clock: time only advances through
+the timestamps it is given. Bad or missing traffic never raises: it becomes a :class:`StreamGap`,
+:class:`SegmentTruncated` or :class:`ConnectionClosed` event with a reason.
+
+Stream model
+------------
+Each direction of a connection is a byte stream whose offset 0 is the byte after the SYN when the SYN
+was seen, else the first byte of the first segment seen carrying data (or a FIN) in that direction
+(captures that start mid-connection). Offsets are Python ints, unbounded: sequence numbers wrap modulo
+2**32, offsets do not. Every stream byte up to the direction's highest offset is reported exactly once,
+either delivered in a :class:`StreamData` (a zero-copy memoryview slice of the captured frame) or
+declared lost in a :class:`StreamGap`, so for each direction::
+
+    bytes_delivered + bytes_gap == highest_offset
+
+Data that arrives in order is delivered at once. Data beyond a hole is buffered until the hole is
+filled; the hole becomes a gap when an ACK from the other side shows that the receiver got bytes the
+capture never saw, when the direction's buffer exceeds ``max_buffered_per_direction``, or when the
+connection is closed (FIN/RST/idle/eviction/end of capture). Retransmitted and overlapping bytes are
+trimmed by slicing, never delivered twice. Data buffered out of order is delivered with the timestamp of
+the segment that made it contiguous (the moment a receiver could have read it), so event timestamps
+never go backwards within a direction.
+
+Connection identity is the 4-tuple plus a ``conn_id`` given on first sight; a SYN on a tuple whose
+connection closed (or that carries a different initial sequence number) starts a new ``conn_id``
+(port reuse). Side 0 is the side that sent the SYN (or received the SYN-ACK) if the handshake was seen,
+otherwise the side that sent the first packet seen; the reassembler does not know which side is the
+Kafka broker.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Final
+
+from inspector.capture_file import fast_frozen_init
+from inspector.packets import ACK, FIN, RST, SYN, Segment
+
+__all__ = [
+    "CLOSE_END",
+    "CLOSE_EVICTED",
+    "CLOSE_FIN",
+    "CLOSE_IDLE",
+    "CLOSE_PORT_REUSE",
+    "CLOSE_RST",
+    "GAP_ACKED",
+    "GAP_BUFFER",
+    "GAP_CLOSE",
+    "GAP_SNAPLEN",
+    "ConnStats",
+    "ConnectionClosed",
+    "ConnectionOpened",
+    "DirectionStats",
+    "Event",
+    "Reassembler",
+    "SegmentTruncated",
+    "StreamData",
+    "StreamGap",
+]
+
+Endpoint = tuple[str, int]
+_NO_ENDPOINT: Endpoint = ("", 0)
+
+# StreamGap reasons
+GAP_ACKED: Final = "acked but not captured"  # the receiver acknowledged bytes the capture missed
+GAP_BUFFER: Final = "buffer limit exceeded"  # too much data waited behind the hole
+GAP_SNAPLEN: Final = "snaplen truncated"  # the segment was cut by the capture's snap length
+GAP_CLOSE: Final = "missing at close"  # still missing when the connection was closed / capture ended
+
+# ConnectionClosed reasons
+CLOSE_FIN: Final = "fin"
+CLOSE_RST: Final = "rst"
+CLOSE_IDLE: Final = "idle"
+CLOSE_END: Final = "end of capture"
+CLOSE_EVICTED: Final = "evicted"
+CLOSE_PORT_REUSE: Final = "port reuse"  # a new handshake on the same 4-tuple replaced a connection still open
+
+_MASK = 0xFFFFFFFF
+_HALF = 0x80000000
+_WRAP = 0x100000000
+_ACK_WINDOW = 1 << 30  # an ACK further ahead than this (max scaled TCP window) is ignored as bogus
+_LATE_WINDOW = 1 << 24  # data this far behind a closed connection's end is a late retransmission
+
+
+# ----------------------------------------------------------------------------------------------------
+# Events
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class ConnectionOpened:
+    """First packet of a connection. Side 0 is ``a``, side 1 is ``b``.
+
+    ``saw_syn`` is True when that first packet was part of the handshake (SYN or SYN-ACK), so both
+    streams start at their beginning; False for a connection already running when the capture started.
+    """
+
+    conn_id: int
+    ts: float
+    a_ip: str
+    a_port: int
+    b_ip: str
+    b_port: int
+    saw_syn: bool
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    """Contiguous stream bytes ``[offset, offset + len(data))`` of one direction, delivered once.
+
+    ``data`` is a memoryview slice of the captured frame (no copy). ``src``/``dst`` are the (ip, port)
+    of the sending and receiving side of this direction.
+    """
+
+    conn_id: int
+    side: int
+    ts: float
+    offset: int
+    data: memoryview
+    src: Endpoint = _NO_ENDPOINT
+    dst: Endpoint = _NO_ENDPOINT
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """Stream bytes ``[offset, offset + length)`` of one direction that will never be delivered."""
+
+    conn_id: int
+    side: int
+    ts: float
+    offset: int
+    length: int
+    reason: str
+    src: Endpoint = _NO_ENDPOINT
+    dst: Endpoint = _NO_ENDPOINT
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class SegmentTruncated:
+    """A segment cut by the capture's snap length: ``captured`` bytes present, ``missing`` cut.
+
+    Its captured part is not delivered; the whole segment is reported as a :class:`StreamGap` with
+    reason ``"snaplen truncated"`` when the stream reaches it. ``offset`` is where the segment starts.
+    """
+
+    conn_id: int
+    side: int
+    ts: float
+    offset: int
+    captured: int
+    missing: int
+    src: Endpoint = _NO_ENDPOINT
+    dst: Endpoint = _NO_ENDPOINT
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class DirectionStats:
+    """Counters of one direction (bytes are TCP payload bytes)."""
+
+    bytes_seen: int  # payload of every segment seen, retransmissions and cut bytes included
+    bytes_delivered: int  # delivered in StreamData events
+    bytes_gap: int  # reported in StreamGap events
+    retransmitted_bytes: int  # bytes seen again for offsets already delivered, declared lost or buffered
+    out_of_order_segments: int  # segments that arrived beyond a hole
+    truncated_segments: int  # segments cut by the snap length
+    highest_offset: int  # stream offset reached: bytes_delivered + bytes_gap
+    buffered_bytes: int  # waiting behind a hole right now (0 once closed)
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class ConnStats:
+    """Counters of one connection; ``sides[0]`` is the direction sent by side 0."""
+
+    conn_id: int
+    sides: tuple[DirectionStats, DirectionStats]
+
+    @property
+    def bytes_seen(self) -> int:
+        return self.sides[0].bytes_seen + self.sides[1].bytes_seen
+
+    @property
+    def bytes_delivered(self) -> int:
+        return self.sides[0].bytes_delivered + self.sides[1].bytes_delivered
+
+    @property
+    def bytes_gap(self) -> int:
+        return self.sides[0].bytes_gap + self.sides[1].bytes_gap
+
+    @property
+    def retransmitted_bytes(self) -> int:
+        return self.sides[0].retransmitted_bytes + self.sides[1].retransmitted_bytes
+
+    @property
+    def out_of_order_segments(self) -> int:
+        return self.sides[0].out_of_order_segments + self.sides[1].out_of_order_segments
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed:
+    """The connection ended; ``reason`` is one of the ``CLOSE_*`` values. No event follows for it.
+
+    ``stats`` are the connection's final counters (always set by the reassembler).
+    """
+
+    conn_id: int
+    ts: float
+    reason: str
+    stats: ConnStats | None = None
+
+
+Event = ConnectionOpened | StreamData | StreamGap | SegmentTruncated | ConnectionClosed
+
+
+# ----------------------------------------------------------------------------------------------------
+# State
+
+
+class _Dir:
+    """One direction of a connection."""
+
+    __slots__ = ("base_set", "base_seq", "buf_bytes", "delivered", "dst", "fin_off", "gap", "heap", "nxt",
+                 "nxt_seq", "ooo", "retrans", "seen", "src", "trunc")
+
+    def __init__(self, src: Endpoint, dst: Endpoint) -> None:
+        self.src = src
+        self.dst = dst
+        self.base_set = False
+        self.base_seq = 0  # sequence number of stream offset 0
+        self.nxt = 0  # next stream offset to deliver (== highest offset reached)
+        self.nxt_seq = 0  # (base_seq + nxt) mod 2**32
+        # Segments waiting behind a hole: (offset, tiebreak, end, data or None for a snaplen-cut one).
+        self.heap: list[tuple[int, int, int, memoryview | None]] = []
+        self.buf_bytes = 0
+        self.fin_off: int | None = None
+        self.seen = 0
+        self.delivered = 0
+        self.gap = 0
+        self.retrans = 0
+        self.ooo = 0
+        self.trunc = 0
+
+    def set_base(self, seq: int) -> None:
+        self.base_set = True
+        self.base_seq = self.nxt_seq = seq & _MASK
+
+    def offset_of(self, seq: int) -> int:
+        """Stream offset of sequence number ``seq``: the one nearest to the next expected offset."""
+        delta = (seq - self.nxt_seq) & _MASK
+        if delta >= _HALF:
+            delta -= _WRAP
+        return self.nxt + delta
+
+    def end_offset(self) -> int:
+        return self.nxt if self.fin_off is None else max(self.nxt, self.fin_off)
+
+    def stats(self) -> DirectionStats:
+        return DirectionStats(self.seen, self.delivered, self.gap, self.retrans, self.ooo, self.trunc,
+                              self.nxt, self.buf_bytes)
+
+
+class _Conn:
+    __slots__ = ("closed", "conn_id", "dirs", "keys", "last_ts", "saw_syn")
+
+    def __init__(self, conn_id: int, a: Endpoint, b: Endpoint, ts: float, saw_syn: bool) -> None:
+        self.conn_id = conn_id
+        self.dirs = (_Dir(a, b), _Dir(b, a))
+        self.keys = ((a[0], a[1], b[0], b[1]), (b[0], b[1], a[0], a[1]))
+        self.last_ts = ts
+        self.closed = False
+        self.saw_syn = saw_syn
+
+    def has_data(self) -> bool:
+        return any(d.base_set for d in self.dirs)
+
+    def stats(self) -> ConnStats:
+        return ConnStats(self.conn_id, (self.dirs[0].stats(), self.dirs[1].stats()))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reassembler
+
+
+class Reassembler:
+    """Reassemble the TCP streams of any number of connections from segments in capture order.
+
+    Args:
+        max_buffered_per_direction: payload bytes a direction may hold behind a hole; beyond it the
+            hole is declared a gap (reason ``"buffer limit exceeded"``) and the data behind it delivered.
+        max_connections: connections tracked at once (closed ones remembered to recognise late packets
+            included); beyond it the least recently active are evicted (closed ones silently, open ones
+            with a ``ConnectionClosed(reason="evicted")``), one percent of the limit at a time.
+    """
+
+    def __init__(self, max_buffered_per_direction: int = 8 * 1024 * 1024, max_connections: int = 100_000) -> None:
+        if max_buffered_per_direction < 0 or max_connections < 1:
+            raise ValueError("max_buffered_per_direction must be >= 0 and max_connections >= 1")
+        self.max_buffered_per_direction = max_buffered_per_direction
+        self.max_connections = max_connections
+        self._flows: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
+        self._conns: dict[int, _Conn] = {}
+        self._next_id = 1
+        self._tiebreak = 0
+        self.ignored_segments = 0  # segments for no connection (stray RSTs, late packets after close)
+
+    # -- public API ------------------------------------------------------------------------------------
+
+    def feed(self, seg: Segment) -> list[Event]:
+        """Process one segment; return the events it causes, in order."""
+        out: list[Event] = []
+        flags = seg.flags
+        entry = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
+        if entry is None:
+            if flags & RST:
+                self.ignored_segments += 1
+                return out
+            conn, side = self._open(seg, out)
+        else:
+            conn, side = entry
+            if conn.closed or flags & SYN:
+                found = self._check_reuse(conn, side, seg, out)
+                if found is None:
+                    self.ignored_segments += 1
+                    return out
+                conn, side = found
+        ts = seg.ts
+        conn.last_ts = ts
+        d = conn.dirs[side]
+        if flags & (SYN | FIN | RST) or seg.truncated or not d.base_set:
+            self._slow(conn, side, d, seg, out)
+            return out
+        payload = seg.payload
+        n = len(payload)
+        if n:
+            if seg.seq == d.nxt_seq and not d.heap:  # the common case: next bytes, nothing waiting
+                out.append(StreamData(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
+                d.seen += n
+                d.delivered += n
+                d.nxt += n
+                d.nxt_seq = (d.nxt_seq + n) & _MASK
+                if d.fin_off is not None:
+                    self._maybe_finished(conn, ts, out)
+            else:
+                self._data(conn, side, d, d.offset_of(seg.seq), payload, n, ts, out)
+        if flags & ACK:
+            o = conn.dirs[1 - side]
+            if o.base_set:
+                delta = (seg.ack - o.nxt_seq) & _MASK
+                if 0 < delta < _ACK_WINDOW:
+                    self._acked(conn, 1 - side, o, o.nxt + delta, ts, out)
+        return out
+
+    def flush(self, ts: float) -> list[Event]:
+        """End of capture: report what is still buffered or missing and close every connection."""
+        out: list[Event] = []
+        for conn in list(self._conns.values()):
+            if not conn.closed:
+                self._close(conn, ts, CLOSE_END, out)
+            self._forget(conn)
+        return out
+
+    def close_idle(self, ts: float, idle_seconds: float) -> list[Event]:
+        """Close connections with no packet since ``ts - idle_seconds`` (reason ``"idle"``).
+
+        Call it now and then (for example once per second of capture time); it walks all connections.
+        Closed connections remembered to recognise late packets are forgotten silently.
+        """
+        out: list[Event] = []
+        limit = ts - idle_seconds
+        for conn in [c for c in self._conns.values() if c.last_ts < limit]:
+            if not conn.closed:
+                self._close(conn, ts, CLOSE_IDLE, out)
+            self._forget(conn)
+        return out
+
+    def stats(self) -> dict[int, ConnStats]:
+        """Counters of every open connection, by ``conn_id`` (closed ones: see ``ConnectionClosed.stats``)."""
+        return {cid: c.stats() for cid, c in self._conns.items() if not c.closed}
+
+    def endpoints(self, conn_id: int) -> tuple[Endpoint, Endpoint] | None:
+        """(side 0, side 1) endpoints of a connection still tracked, else None."""
+        conn = self._conns.get(conn_id)
+        return None if conn is None else (conn.dirs[0].src, conn.dirs[1].src)
+
+    @property
+    def open_connections(self) -> int:
+        return sum(1 for c in self._conns.values() if not c.closed)
+
+    # -- connection table ------------------------------------------------------------------------------
+
+    def _open(self, seg: Segment, out: list[Event]) -> tuple[_Conn, int]:
+        if len(self._conns) >= self.max_connections:
+            self._evict(seg.ts, out)
+        src: Endpoint = (seg.src_ip, seg.src_port)
+        dst: Endpoint = (seg.dst_ip, seg.dst_port)
+        flags = seg.flags
+        # A SYN-ACK's sender answered a SYN: it is side 1 even though the SYN itself was not seen.
+        side = 1 if flags & SYN and flags & ACK else 0
+        a, b = (src, dst) if side == 0 else (dst, src)
+        conn = _Conn(self._next_id, a, b, seg.ts, bool(flags & SYN))
+        self._next_id += 1
+        self._conns[conn.conn_id] = conn
+        self._flows[conn.keys[0]] = (conn, 0)
+        self._flows[conn.keys[1]] = (conn, 1)
+        out.append(ConnectionOpened(conn.conn_id, seg.ts, a[0], a[1], b[0], b[1], conn.saw_syn))
+        return conn, side
+
+    def _forget(self, conn: _Conn) -> None:
+        self._conns.pop(conn.conn_id, None)
+        for side, key in enumerate(conn.keys):
+            if self._flows.get(key) == (conn, side):
+                del self._flows[key]
+
+    def _evict(self, ts: float, out: list[Event]) -> None:
+        count = max(1, self.max_connections // 100)
+        victims = heapq.nsmallest(count, self._conns.values(), key=lambda c: (not c.closed, c.last_ts))
+        for conn in victims:
+            if not conn.closed:
+                self._close(conn, ts, CLOSE_EVICTED, out)
+            self._forget(conn)
+
+    def _check_reuse(self, conn: _Conn, side: int, seg: Segment, out: list[Event]) -> tuple[_Conn, int] | None:
+        """A SYN, or a packet for a closed connection: same connection, a new one, or ignore (None)."""
+        flags = seg.flags
+        d = conn.dirs[side]
+        if flags & SYN:
+            same_isn = d.base_set and (seg.seq + 1) & _MASK == d.base_seq
+            if same_isn:  # retransmitted SYN / SYN-ACK
+                return None if conn.closed else (conn, side)
+            if not conn.closed:
+                if not d.base_set and side == (1 if flags & ACK else 0):
+                    return conn, side  # the SYN-ACK answering the SYN seen (or a late SYN): same connection
+                self._close(conn, seg.ts, CLOSE_PORT_REUSE, out)
+            self._forget(conn)
+            return self._open(seg, out)
+        # a non-SYN packet for a closed connection
+        if flags & RST or (not seg.payload and not seg.truncated):
+            return None  # the end of the closing handshake, or a stray RST
+        if d.base_set:
+            off = d.offset_of(seg.seq)
+            end = d.end_offset()
+            if end - _LATE_WINDOW <= off <= end:
+                return None  # late retransmission of the closed connection's data
+        self._forget(conn)  # data from elsewhere in sequence space: a new connection whose SYN we missed
+        return self._open(seg, out)
+
+    # -- per-direction processing ----------------------------------------------------------------------
+
+    def _slow(self, conn: _Conn, side: int, d: _Dir, seg: Segment, out: list[Event]) -> None:
+        """Segments with SYN/FIN/RST flags, snaplen-cut segments and the first segment of a direction."""
+        flags = seg.flags
+        ts = seg.ts
+        if flags & RST:
+            self._close(conn, ts, CLOSE_RST, out)
+            return
+        seq = seg.seq
+        if flags & SYN:
+            seq = (seq + 1) & _MASK  # the SYN takes one sequence number; data (TCP Fast Open) follows
+            if not d.base_set:
+                d.set_base(seq)
+        payload = seg.payload
+        n = len(payload)
+        length = n + seg.missing
+        if not d.base_set and (length or flags & FIN):
+            d.set_base(seq)
+        if d.base_set:
+            off = d.offset_of(seq)
+            if flags & FIN and d.fin_off is None:
+                d.fin_off = off + length  # set first, so the data below can complete the direction
+            if seg.truncated:
+                self._truncated(conn, side, d, off, n, seg.missing, ts, out)
+            elif n:
+                self._data(conn, side, d, off, payload, n, ts, out)
+        if flags & ACK:
+            o = conn.dirs[1 - side]
+            if o.base_set:
+                delta = (seg.ack - o.nxt_seq) & _MASK
+                if 0 < delta < _ACK_WINDOW:
+                    self._acked(conn, 1 - side, o, o.nxt + delta, ts, out)
+        if not conn.closed and (conn.dirs[0].fin_off is not None or conn.dirs[1].fin_off is not None):
+            self._maybe_finished(conn, ts, out)
+
+    def _data(self, conn: _Conn, side: int, d: _Dir, off: int, payload: memoryview, n: int, ts: float,
+              out: list[Event]) -> None:
+        d.seen += n
+        nxt = d.nxt
+        end = off + n
+        if end <= nxt:  # all already delivered or declared lost
+            d.retrans += n
+            return
+        if off < nxt:  # overlaps what was delivered: keep only the new tail
+            d.retrans += nxt - off
+            payload = payload[nxt - off:]
+            off = nxt
+        if off == nxt:
+            out.append(StreamData(conn.conn_id, side, ts, off, payload, d.src, d.dst))
+            d.delivered += end - off
+            d.nxt = end
+            d.nxt_seq = (d.base_seq + end) & _MASK
+            if d.heap:
+                self._drain(conn, side, d, ts, out)
+        else:
+            d.ooo += 1
+            self._tiebreak += 1
+            heapq.heappush(d.heap, (off, self._tiebreak, end, payload))
+            d.buf_bytes += n
+            if d.buf_bytes > self.max_buffered_per_direction:
+                self._overflow(conn, side, d, ts, out)
+        if d.fin_off is not None and not conn.closed:
+            self._maybe_finished(conn, ts, out)
+
+    def _truncated(self, conn: _Conn, side: int, d: _Dir, off: int, captured: int, missing: int, ts: float,
+                   out: list[Event]) -> None:
+        length = captured + missing
+        d.seen += length
+        d.trunc += 1
+        out.append(SegmentTruncated(conn.conn_id, side, ts, off, captured, missing, d.src, d.dst))
+        nxt = d.nxt
+        end = off + length
+        if end <= nxt:
+            d.retrans += length
+            return
+        if off < nxt:
+            d.retrans += nxt - off
+            off = nxt
+        if off == nxt:
+            self._gap(conn, side, d, end - off, GAP_SNAPLEN, ts, out)
+            if d.heap:
+                self._drain(conn, side, d, ts, out)
+        else:
+            d.ooo += 1
+            self._tiebreak += 1
+            heapq.heappush(d.heap, (off, self._tiebreak, end, None))
+            d.buf_bytes += end - off
+            if d.buf_bytes > self.max_buffered_per_direction:
+                self._overflow(conn, side, d, ts, out)
+
+    def _gap(self, conn: _Conn, side: int, d: _Dir, length: int, reason: str, ts: float,
+             out: list[Event]) -> None:
+        out.append(StreamGap(conn.conn_id, side, ts, d.nxt, length, reason, d.src, d.dst))
+        d.gap += length
+        d.nxt += length
+        d.nxt_seq = (d.base_seq + d.nxt) & _MASK
+
+    def _drain(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+        """Deliver the buffered segments that the stream has reached."""
+        heap = d.heap
+        while heap and heap[0][0] <= d.nxt:
+            off, _, end, data = heapq.heappop(heap)
+            d.buf_bytes -= end - off
+            nxt = d.nxt
+            if end <= nxt:
+                d.retrans += end - off
+                continue
+            if off < nxt:
+                d.retrans += nxt - off
+            if data is None:
+                self._gap(conn, side, d, end - nxt, GAP_SNAPLEN, ts, out)
+                continue
+            out.append(StreamData(conn.conn_id, side, ts, nxt, data[nxt - off:] if off < nxt else data,
+                                  d.src, d.dst))
+            d.delivered += end - nxt
+            d.nxt = end
+            d.nxt_seq = (d.base_seq + end) & _MASK
+
+    def _overflow(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+        while d.heap and d.buf_bytes > self.max_buffered_per_direction:
+            self._gap(conn, side, d, d.heap[0][0] - d.nxt, GAP_BUFFER, ts, out)
+            self._drain(conn, side, d, ts, out)
+
+    def _acked(self, conn: _Conn, side: int, d: _Dir, ack_off: int, ts: float, out: list[Event]) -> None:
+        """The receiver of direction ``side`` acknowledged up to ``ack_off``: bytes below it that the
+        capture has not delivered will never come (the sender will not retransmit them)."""
+        if d.fin_off is not None and ack_off > d.fin_off:
+            ack_off = d.fin_off  # the FIN takes a sequence number but is not a stream byte
+        while d.nxt < ack_off:
+            limit = ack_off
+            if d.heap and d.heap[0][0] < limit:
+                limit = d.heap[0][0]
+            if limit > d.nxt:
+                self._gap(conn, side, d, limit - d.nxt, GAP_ACKED, ts, out)
+            self._drain(conn, side, d, ts, out)
+        if d.fin_off is not None and not conn.closed:
+            self._maybe_finished(conn, ts, out)
+
+    def _maybe_finished(self, conn: _Conn, ts: float, out: list[Event]) -> None:
+        """Close the connection once both directions sent a FIN and every byte before them is settled."""
+        d0, d1 = conn.dirs
+        if (d0.fin_off is not None and d1.fin_off is not None and not d0.heap and not d1.heap
+                and d0.nxt >= d0.fin_off and d1.nxt >= d1.fin_off):
+            self._close(conn, ts, CLOSE_FIN, out)
+
+    def _flush_dir(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+        while d.heap:
+            first = d.heap[0][0]
+            if first > d.nxt:
+                self._gap(conn, side, d, first - d.nxt, GAP_CLOSE, ts, out)
+            self._drain(conn, side, d, ts, out)
+        if d.fin_off is not None and d.fin_off > d.nxt:
+            self._gap(conn, side, d, d.fin_off - d.nxt, GAP_CLOSE, ts, out)
+
+    def _close(self, conn: _Conn, ts: float, reason: str, out: list[Event]) -> None:
+        for side, d in enumerate(conn.dirs):
+            self._flush_dir(conn, side, d, ts, out)
+        conn.closed = True
+        out.append(ConnectionClosed(conn.conn_id, ts, reason, conn.stats()))

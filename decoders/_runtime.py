@@ -145,6 +145,25 @@ def fixed_array(fmt: str, size: int, b: bytes, p: int, n: int) -> list[Any]:
     return list(struct.unpack_from(f">{n}{fmt}", b, p))
 
 
+#: Arrays up to this many elements are read with a precompiled struct per count.
+_SMALL_ARRAY = 32
+
+
+def array_reader(fmt: str) -> Callable[[bytes, int, int], list[Any]]:
+    """A reader of ``n`` big-endian values of struct format ``fmt``: ``read(b, p, n) -> list``."""
+    size = struct.calcsize(">" + fmt)
+    small = [struct.Struct(f">{n}{fmt}").unpack_from for n in range(_SMALL_ARRAY + 1)]
+
+    def read(b: bytes, p: int, n: int) -> list[Any]:
+        if n <= _SMALL_ARRAY:
+            if n * size > len(b) - p:
+                raise short_count(n, len(b) - p)
+            return list(small[n](b, p))
+        return fixed_array(fmt, size, b, p, n)
+
+    return read
+
+
 def uuid_array(b: bytes, p: int, n: int) -> list[str]:
     if n * 16 > len(b) - p:
         raise short_count(n, len(b) - p)

@@ -52,11 +52,18 @@ class ModuleBuilder:
     ordered: list[tuple[str, list[str], list[tuple[str, str | None] | None]]] = field(default_factory=list)
     formats: dict[str, str] = field(default_factory=dict)  # struct format -> constant name
     tables: dict[str, str] = field(default_factory=dict)  # table text -> constant name
+    arrays: dict[str, str] = field(default_factory=dict)  # struct format -> array reader constant
 
     def fmt(self, fmt: str) -> str:
         if fmt not in self.formats:
             self.formats[fmt] = f"_U{len(self.formats)}"
         return self.formats[fmt]
+
+    def array(self, fmt: str) -> str:
+        """Module constant holding the array reader of struct format ``fmt``."""
+        name = f"_A{fmt}" if fmt.isalpha() else f"_A{len(self.arrays)}"
+        self.arrays[fmt] = name
+        return name
 
     def table(self, text: str) -> str:
         if text not in self.tables:
@@ -120,12 +127,13 @@ class ModuleBuilder:
         fn.emit(1, f"return {var}, p")
         return self.add(fn)
 
-    def _fixed_group(self, fn: _Func, group: list[Field], names: list[tuple[str, str]]) -> None:
+    def _fixed_group(self, fn: _Func, group: list[Field], names: list[tuple[str, str]], ind: int = 2) -> None:
         fmt = "".join(FIXED[f.type_name][0] for f in group)
         size = sum(FIXED[f.type_name][1] for f in group)
-        fn.current = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
+        if fn.current is None or ind == 2:
+            fn.current = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
         vars_ = [fn.var() for _ in group]
-        fn.emit(2, f"{', '.join(vars_)}, = {self.fmt('>' + fmt)}(b, p); p += {size}")
+        fn.emit(ind, f"{', '.join(vars_)}, = {self.fmt('>' + fmt)}(b, p); p += {size}")
         for f, v in zip(group, vars_, strict=True):
             names.append((f.name, f"_rt.uuid({v})" if f.type_name == "uuid" else v))
 
@@ -196,7 +204,7 @@ class ModuleBuilder:
             if elem.type_name == "uuid":
                 fn.emit(ind + 1, f"{v} = _rt.uuid_array(b, p, {n}); p += {n} * 16")
             else:
-                fn.emit(ind + 1, f"{v} = _rt.fixed_array({fmt!r}, {size}, b, p, {n}); p += {n} * {size}")
+                fn.emit(ind + 1, f"{v} = {self.array(fmt)}(b, p, {n}); p += {n} * {size}")
         else:
             if elem.kind == "struct":
                 assert elem.struct is not None
@@ -214,7 +222,10 @@ class ModuleBuilder:
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
             fn.current = (f.name, i)
-            if elem.kind == "struct":
+            if elem.kind == "struct" and _inlinable(elem.struct):
+                assert elem.struct is not None
+                self._inline_fixed_struct(fn, elem.struct, v, ind + 2)
+            elif elem.kind == "struct":
                 x = fn.var("x")
                 fn.emit(ind + 2, f"{x}, p = {sub}(b, p)")
                 fn.emit(ind + 2, f"{v}.append({x})")
@@ -228,6 +239,26 @@ class ModuleBuilder:
         fn.emit(ind, "else:")
         fn.emit(ind + 1, f"raise _rt.negative({n})")
         return v
+
+    def _inline_fixed_struct(self, fn: _Func, st: Struct, target: str, ind: int) -> None:
+        """An array element made only of fixed-width fields, decoded in the loop (no call)."""
+        names: list[tuple[str, str]] = []
+        saved = fn.current
+        self._fixed_group(fn, list(st.fields), names, ind)
+        fn.current = saved
+        d = fn.var("d")
+        items = ", ".join(f"{json.dumps(n)}: {x}" for n, x in names)
+        fn.emit(ind, f"{d} = {{{items}}}")
+        if st.flexible:
+            table = self._tag_table(st)
+            fn.emit(ind, "t = b[p]; p += 1")
+            fn.emit(ind, "if t > 127: t, p = _rt.uvarint(b, p, t)")
+            fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {table}, {d})")
+        fn.emit(ind, f"{target}.append({d})")
+
+    def _tag_table(self, st: Struct) -> str:
+        entries = [f"{t.tag}: ({json.dumps(t.name)}, {self.value_fn(t)})" for t in st.tagged]
+        return self.table("{" + ", ".join(entries) + "}")
 
     def _tagged(self, fn: _Func, st: Struct, ind: int) -> None:
         entries = []
@@ -247,6 +278,8 @@ class ModuleBuilder:
                "from decoders import _runtime as _rt", ""]
         for fmt, name in self.formats.items():
             out.append(f"{name} = _struct.Struct({fmt!r}).unpack_from")
+        for fmt, name in self.arrays.items():
+            out.append(f"{name} = _rt.array_reader({fmt!r})")
         out.append("")
         line_table: dict[int, tuple[str, str | None]] = {}
         # Tables reference functions, so functions come first; they reference tables lazily.
@@ -266,6 +299,11 @@ class ModuleBuilder:
         out.append("")
         out.append(f"_LINES = {line_table!r}")
         return "\n".join(out) + "\n"
+
+
+def _inlinable(st: Struct | None) -> bool:
+    """Structs of fixed-width fields only (partitions, api key ranges, ...) are decoded inline."""
+    return st is not None and bool(st.fields) and all(f.kind == "fixed" for f in st.fields)
 
 
 def _versioned_table(builder: ModuleBuilder, variants: list[dict[str, Any]], root: str) -> dict[int, str]:

@@ -13,6 +13,7 @@ _U5 = _struct.Struct('>iiq').unpack_from
 _U6 = _struct.Struct('>ih').unpack_from
 _U7 = _struct.Struct('>ihqq').unpack_from
 _U8 = _struct.Struct('>ihqqi').unpack_from
+_Aq = _rt.array_reader('q')
 
 
 def _f0(b, p):
@@ -40,8 +41,9 @@ def _f1(b, p):
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U2(b, p); p += 16
+                d9 = {"PartitionIndex": v6, "Timestamp": v7, "MaxNumOffsets": v8}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -96,8 +98,9 @@ def _f4(b, p):
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                v6, v7, = _U3(b, p); p += 12
+                d8 = {"PartitionIndex": v6, "Timestamp": v7}
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -172,8 +175,9 @@ def _f8(b, p):
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f7(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U5(b, p); p += 16
+                d9 = {"PartitionIndex": v6, "CurrentLeaderEpoch": v7, "Timestamp": v8}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -235,8 +239,12 @@ def _f11(b, p):
             if n4 * 17 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U5(b, p); p += 16
+                d9 = {"PartitionIndex": v6, "CurrentLeaderEpoch": v7, "Timestamp": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -306,7 +314,7 @@ def _f14(b, p):
         v1, v2, = _U6(b, p); p += 6
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
-            v3 = _rt.fixed_array('q', 8, b, p, n4); p += n4 * 8
+            v3 = _Aq(b, p, n4); p += n4 * 8
         elif n4 == -1:
             v3 = None
         else:
@@ -387,8 +395,9 @@ def _f18(b, p):
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f17(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U7(b, p); p += 22
+                d10 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -462,8 +471,9 @@ def _f22(b, p):
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f21(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, v10, = _U8(b, p); p += 26
+                d11 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9, "LeaderEpoch": v10}
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -525,8 +535,12 @@ def _f25(b, p):
             if n4 * 27 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f24(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, v10, = _U8(b, p); p += 26
+                d11 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9, "LeaderEpoch": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -571,4 +585,4 @@ NAME = 'ListOffsets'
 REQUEST = {0: _f2, 1: _f5, 2: _f6, 3: _f6, 4: _f9, 5: _f9, 6: _f12, 7: _f12, 8: _f12, 9: _f12, 10: _f13, 11: _f13}
 RESPONSE = {0: _f16, 1: _f19, 2: _f20, 3: _f20, 4: _f23, 5: _f23, 6: _f26, 7: _f26, 8: _f26, 9: _f26, 10: _f26, 11: _f26}
 
-_LINES = {21: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', 'i5'), 44: ('Partitions', 'i5'), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 57: ('ReplicaId', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', 'i4'), 64: ('Topics', 'i4'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 77: ('PartitionIndex+Timestamp', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', 'i5'), 100: ('Partitions', 'i5'), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 113: ('ReplicaId', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', 'i4'), 120: ('Topics', 'i4'), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 133: ('ReplicaId+IsolationLevel', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', 'i5'), 140: ('Topics', 'i5'), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 153: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', 'i5'), 176: ('Partitions', 'i5'), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 189: ('ReplicaId+IsolationLevel', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', 'i5'), 196: ('Topics', 'i5'), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 209: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 211: ('_tagged', None), 212: ('_tagged', None), 213: ('_tagged', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', 'i5'), 239: ('Partitions', 'i5'), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('ReplicaId+IsolationLevel', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', 'i5'), 264: ('Topics', 'i5'), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ReplicaId+IsolationLevel', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', 'i5'), 289: ('Topics', 'i5'), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('TimeoutMs', None), 296: ('_tagged', None), 297: ('_tagged', None), 298: ('_tagged', None), 306: ('PartitionIndex+ErrorCode', None), 307: ('OldStyleOffsets', None), 308: ('OldStyleOffsets', None), 309: ('OldStyleOffsets', None), 310: ('OldStyleOffsets', None), 311: ('OldStyleOffsets', None), 312: ('OldStyleOffsets', None), 313: ('OldStyleOffsets', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions', 'i5'), 336: ('Partitions', 'i5'), 337: ('Partitions', None), 338: ('Partitions', None), 339: ('Partitions', None), 340: ('Partitions', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', 'i3'), 355: ('Topics', 'i3'), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 368: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 377: ('Name', None), 378: ('Name', None), 379: ('Name', None), 380: ('Name', None), 381: ('Name', None), 382: ('Name', None), 383: ('Name', None), 384: ('Name', None), 385: ('Partitions', None), 386: ('Partitions', None), 387: ('Partitions', None), 388: ('Partitions', None), 389: ('Partitions', None), 390: ('Partitions', 'i5'), 391: ('Partitions', 'i5'), 392: ('Partitions', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 404: ('Topics', None), 405: ('Topics', None), 406: ('Topics', None), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', 'i3'), 410: ('Topics', 'i3'), 411: ('Topics', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 423: ('ThrottleTimeMs', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', 'i4'), 430: ('Topics', 'i4'), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 443: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 452: ('Name', None), 453: ('Name', None), 454: ('Name', None), 455: ('Name', None), 456: ('Name', None), 457: ('Name', None), 458: ('Name', None), 459: ('Name', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions', None), 465: ('Partitions', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', None), 468: ('Partitions', None), 469: ('Partitions', None), 470: ('Partitions', None), 479: ('ThrottleTimeMs', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', 'i4'), 486: ('Topics', 'i4'), 487: ('Topics', None), 488: ('Topics', None), 489: ('Topics', None), 490: ('Topics', None), 499: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 501: ('_tagged', None), 502: ('_tagged', None), 503: ('_tagged', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Name', None), 516: ('Name', None), 517: ('Name', None), 518: ('Name', None), 519: ('Name', None), 520: ('Name', None), 521: ('Partitions', None), 522: ('Partitions', None), 523: ('Partitions', None), 524: ('Partitions', None), 525: ('Partitions', None), 526: ('Partitions', None), 527: ('Partitions', None), 528: ('Partitions', 'i5'), 529: ('Partitions', 'i5'), 530: ('Partitions', None), 531: ('Partitions', None), 532: ('Partitions', None), 533: ('Partitions', None), 535: ('_tagged', None), 536: ('_tagged', None), 537: ('_tagged', None), 545: ('ThrottleTimeMs', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', 'i4'), 554: ('Topics', 'i4'), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 560: ('_tagged', None), 561: ('_tagged', None), 562: ('_tagged', None)}
+_LINES = {22: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', 'i5'), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 59: ('ReplicaId', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i4'), 66: ('Topics', 'i4'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 79: ('PartitionIndex+Timestamp', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', 'i5'), 102: ('Partitions', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 116: ('ReplicaId', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', 'i4'), 123: ('Topics', 'i4'), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 136: ('ReplicaId+IsolationLevel', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', 'i5'), 143: ('Topics', 'i5'), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 156: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', 'i5'), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 193: ('ReplicaId+IsolationLevel', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', 'i5'), 200: ('Topics', 'i5'), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 213: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', 'i5'), 243: ('Partitions', 'i5'), 244: ('Partitions', 'i5'), 245: ('Partitions', 'i5'), 246: ('Partitions', 'i5'), 247: ('Partitions', 'i5'), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('ReplicaId+IsolationLevel', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', 'i5'), 272: ('Topics', 'i5'), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 278: ('_tagged', None), 279: ('_tagged', None), 280: ('_tagged', None), 288: ('ReplicaId+IsolationLevel', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', 'i5'), 297: ('Topics', 'i5'), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('TimeoutMs', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None), 314: ('PartitionIndex+ErrorCode', None), 315: ('OldStyleOffsets', None), 316: ('OldStyleOffsets', None), 317: ('OldStyleOffsets', None), 318: ('OldStyleOffsets', None), 319: ('OldStyleOffsets', None), 320: ('OldStyleOffsets', None), 321: ('OldStyleOffsets', None), 330: ('Name', None), 331: ('Name', None), 332: ('Name', None), 333: ('Name', None), 334: ('Name', None), 335: ('Name', None), 336: ('Name', None), 337: ('Name', None), 338: ('Partitions', None), 339: ('Partitions', None), 340: ('Partitions', None), 341: ('Partitions', None), 342: ('Partitions', None), 343: ('Partitions', 'i5'), 344: ('Partitions', 'i5'), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 360: ('Topics', None), 361: ('Topics', None), 362: ('Topics', 'i3'), 363: ('Topics', 'i3'), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 376: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 385: ('Name', None), 386: ('Name', None), 387: ('Name', None), 388: ('Name', None), 389: ('Name', None), 390: ('Name', None), 391: ('Name', None), 392: ('Name', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 396: ('Partitions', None), 397: ('Partitions', None), 398: ('Partitions', 'i5'), 399: ('Partitions', 'i5'), 400: ('Partitions', 'i5'), 401: ('Partitions', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 413: ('Topics', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', 'i3'), 419: ('Topics', 'i3'), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 432: ('ThrottleTimeMs', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', 'i4'), 439: ('Topics', 'i4'), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 452: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Partitions', None), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', 'i5'), 475: ('Partitions', 'i5'), 476: ('Partitions', 'i5'), 477: ('Partitions', None), 478: ('Partitions', None), 479: ('Partitions', None), 480: ('Partitions', None), 489: ('ThrottleTimeMs', None), 490: ('Topics', None), 491: ('Topics', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('Topics', None), 495: ('Topics', 'i4'), 496: ('Topics', 'i4'), 497: ('Topics', None), 498: ('Topics', None), 499: ('Topics', None), 500: ('Topics', None), 509: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 511: ('_tagged', None), 512: ('_tagged', None), 513: ('_tagged', None), 521: ('Name', None), 522: ('Name', None), 523: ('Name', None), 524: ('Name', None), 525: ('Name', None), 526: ('Name', None), 527: ('Name', None), 528: ('Name', None), 529: ('Name', None), 530: ('Name', None), 531: ('Partitions', None), 532: ('Partitions', None), 533: ('Partitions', None), 534: ('Partitions', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 538: ('Partitions', 'i5'), 539: ('Partitions', 'i5'), 540: ('Partitions', 'i5'), 541: ('Partitions', 'i5'), 542: ('Partitions', 'i5'), 543: ('Partitions', 'i5'), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 549: ('_tagged', None), 550: ('_tagged', None), 551: ('_tagged', None), 559: ('ThrottleTimeMs', None), 560: ('Topics', None), 561: ('Topics', None), 562: ('Topics', None), 563: ('Topics', None), 564: ('Topics', None), 565: ('Topics', None), 566: ('Topics', None), 567: ('Topics', 'i4'), 568: ('Topics', 'i4'), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 574: ('_tagged', None), 575: ('_tagged', None), 576: ('_tagged', None)}

@@ -111,8 +111,9 @@ def _f4(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, v6, v7, = _U2(b, p); p += 6
+                d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -131,14 +132,15 @@ def _f5(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, v6, v7, = _U2(b, p); p += 6
+                d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        v6, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v6}
+        v9, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -266,14 +268,18 @@ def _f13(b, p):
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                v5, v6, v7, = _U2(b, p); p += 6
+                d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        v6, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v6}
+        v9, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T1, d)
@@ -289,4 +295,4 @@ NAME = 'ApiVersions'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f2}
 RESPONSE = {0: _f4, 1: _f5, 2: _f5, 3: _f13, 4: _f13, 5: _f13}
 
-_LINES = {26: ('ClientSoftwareName', None), 27: ('ClientSoftwareName', None), 28: ('ClientSoftwareName', None), 29: ('ClientSoftwareName', None), 30: ('ClientSoftwareName', None), 31: ('ClientSoftwareName', None), 32: ('ClientSoftwareName', None), 33: ('ClientSoftwareName', None), 34: ('ClientSoftwareName', None), 35: ('ClientSoftwareName', None), 36: ('ClientSoftwareVersion', None), 37: ('ClientSoftwareVersion', None), 38: ('ClientSoftwareVersion', None), 39: ('ClientSoftwareVersion', None), 40: ('ClientSoftwareVersion', None), 41: ('ClientSoftwareVersion', None), 42: ('ClientSoftwareVersion', None), 43: ('ClientSoftwareVersion', None), 44: ('ClientSoftwareVersion', None), 45: ('ClientSoftwareVersion', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('ClientSoftwareName', None), 58: ('ClientSoftwareName', None), 59: ('ClientSoftwareName', None), 60: ('ClientSoftwareName', None), 61: ('ClientSoftwareName', None), 62: ('ClientSoftwareName', None), 63: ('ClientSoftwareName', None), 64: ('ClientSoftwareName', None), 65: ('ClientSoftwareName', None), 66: ('ClientSoftwareName', None), 67: ('ClientSoftwareVersion', None), 68: ('ClientSoftwareVersion', None), 69: ('ClientSoftwareVersion', None), 70: ('ClientSoftwareVersion', None), 71: ('ClientSoftwareVersion', None), 72: ('ClientSoftwareVersion', None), 73: ('ClientSoftwareVersion', None), 74: ('ClientSoftwareVersion', None), 75: ('ClientSoftwareVersion', None), 76: ('ClientSoftwareVersion', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('NodeId', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('ApiKey+MinVersion+MaxVersion', None), 108: ('ErrorCode', None), 109: ('ApiKeys', None), 110: ('ApiKeys', None), 111: ('ApiKeys', None), 112: ('ApiKeys', None), 113: ('ApiKeys', None), 114: ('ApiKeys', 'i4'), 115: ('ApiKeys', 'i4'), 116: ('ApiKeys', None), 117: ('ApiKeys', None), 118: ('ApiKeys', None), 119: ('ApiKeys', None), 128: ('ErrorCode', None), 129: ('ApiKeys', None), 130: ('ApiKeys', None), 131: ('ApiKeys', None), 132: ('ApiKeys', None), 133: ('ApiKeys', None), 134: ('ApiKeys', 'i4'), 135: ('ApiKeys', 'i4'), 136: ('ApiKeys', None), 137: ('ApiKeys', None), 138: ('ApiKeys', None), 139: ('ApiKeys', None), 140: ('ThrottleTimeMs', None), 149: ('ApiKey+MinVersion+MaxVersion', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('MinVersion+MaxVersion', None), 173: ('_tagged', None), 174: ('_tagged', None), 175: ('_tagged', None), 183: ('SupportedFeatures', None), 184: ('SupportedFeatures', None), 185: ('SupportedFeatures', None), 186: ('SupportedFeatures', None), 187: ('SupportedFeatures', None), 188: ('SupportedFeatures', None), 189: ('SupportedFeatures', None), 190: ('SupportedFeatures', 'i3'), 191: ('SupportedFeatures', 'i3'), 192: ('SupportedFeatures', None), 193: ('SupportedFeatures', None), 194: ('SupportedFeatures', None), 195: ('SupportedFeatures', None), 203: ('FinalizedFeaturesEpoch', None), 211: ('Name', None), 212: ('Name', None), 213: ('Name', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('MaxVersionLevel+MinVersionLevel', None), 223: ('_tagged', None), 224: ('_tagged', None), 225: ('_tagged', None), 233: ('FinalizedFeatures', None), 234: ('FinalizedFeatures', None), 235: ('FinalizedFeatures', None), 236: ('FinalizedFeatures', None), 237: ('FinalizedFeatures', None), 238: ('FinalizedFeatures', None), 239: ('FinalizedFeatures', None), 240: ('FinalizedFeatures', 'i3'), 241: ('FinalizedFeatures', 'i3'), 242: ('FinalizedFeatures', None), 243: ('FinalizedFeatures', None), 244: ('FinalizedFeatures', None), 245: ('FinalizedFeatures', None), 253: ('ZkMigrationReady', None), 261: ('ErrorCode', None), 262: ('ApiKeys', None), 263: ('ApiKeys', None), 264: ('ApiKeys', None), 265: ('ApiKeys', None), 266: ('ApiKeys', None), 267: ('ApiKeys', None), 268: ('ApiKeys', None), 269: ('ApiKeys', 'i4'), 270: ('ApiKeys', 'i4'), 271: ('ApiKeys', None), 272: ('ApiKeys', None), 273: ('ApiKeys', None), 274: ('ApiKeys', None), 275: ('ThrottleTimeMs', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None)}
+_LINES = {26: ('ClientSoftwareName', None), 27: ('ClientSoftwareName', None), 28: ('ClientSoftwareName', None), 29: ('ClientSoftwareName', None), 30: ('ClientSoftwareName', None), 31: ('ClientSoftwareName', None), 32: ('ClientSoftwareName', None), 33: ('ClientSoftwareName', None), 34: ('ClientSoftwareName', None), 35: ('ClientSoftwareName', None), 36: ('ClientSoftwareVersion', None), 37: ('ClientSoftwareVersion', None), 38: ('ClientSoftwareVersion', None), 39: ('ClientSoftwareVersion', None), 40: ('ClientSoftwareVersion', None), 41: ('ClientSoftwareVersion', None), 42: ('ClientSoftwareVersion', None), 43: ('ClientSoftwareVersion', None), 44: ('ClientSoftwareVersion', None), 45: ('ClientSoftwareVersion', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('ClientSoftwareName', None), 58: ('ClientSoftwareName', None), 59: ('ClientSoftwareName', None), 60: ('ClientSoftwareName', None), 61: ('ClientSoftwareName', None), 62: ('ClientSoftwareName', None), 63: ('ClientSoftwareName', None), 64: ('ClientSoftwareName', None), 65: ('ClientSoftwareName', None), 66: ('ClientSoftwareName', None), 67: ('ClientSoftwareVersion', None), 68: ('ClientSoftwareVersion', None), 69: ('ClientSoftwareVersion', None), 70: ('ClientSoftwareVersion', None), 71: ('ClientSoftwareVersion', None), 72: ('ClientSoftwareVersion', None), 73: ('ClientSoftwareVersion', None), 74: ('ClientSoftwareVersion', None), 75: ('ClientSoftwareVersion', None), 76: ('ClientSoftwareVersion', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('NodeId', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('ApiKey+MinVersion+MaxVersion', None), 108: ('ErrorCode', None), 109: ('ApiKeys', None), 110: ('ApiKeys', None), 111: ('ApiKeys', None), 112: ('ApiKeys', None), 113: ('ApiKeys', None), 114: ('ApiKeys', 'i4'), 115: ('ApiKeys', 'i4'), 116: ('ApiKeys', 'i4'), 117: ('ApiKeys', None), 118: ('ApiKeys', None), 119: ('ApiKeys', None), 120: ('ApiKeys', None), 129: ('ErrorCode', None), 130: ('ApiKeys', None), 131: ('ApiKeys', None), 132: ('ApiKeys', None), 133: ('ApiKeys', None), 134: ('ApiKeys', None), 135: ('ApiKeys', 'i4'), 136: ('ApiKeys', 'i4'), 137: ('ApiKeys', 'i4'), 138: ('ApiKeys', None), 139: ('ApiKeys', None), 140: ('ApiKeys', None), 141: ('ApiKeys', None), 142: ('ThrottleTimeMs', None), 151: ('ApiKey+MinVersion+MaxVersion', None), 153: ('_tagged', None), 154: ('_tagged', None), 155: ('_tagged', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('MinVersion+MaxVersion', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('SupportedFeatures', None), 186: ('SupportedFeatures', None), 187: ('SupportedFeatures', None), 188: ('SupportedFeatures', None), 189: ('SupportedFeatures', None), 190: ('SupportedFeatures', None), 191: ('SupportedFeatures', None), 192: ('SupportedFeatures', 'i3'), 193: ('SupportedFeatures', 'i3'), 194: ('SupportedFeatures', None), 195: ('SupportedFeatures', None), 196: ('SupportedFeatures', None), 197: ('SupportedFeatures', None), 205: ('FinalizedFeaturesEpoch', None), 213: ('Name', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('Name', None), 223: ('MaxVersionLevel+MinVersionLevel', None), 225: ('_tagged', None), 226: ('_tagged', None), 227: ('_tagged', None), 235: ('FinalizedFeatures', None), 236: ('FinalizedFeatures', None), 237: ('FinalizedFeatures', None), 238: ('FinalizedFeatures', None), 239: ('FinalizedFeatures', None), 240: ('FinalizedFeatures', None), 241: ('FinalizedFeatures', None), 242: ('FinalizedFeatures', 'i3'), 243: ('FinalizedFeatures', 'i3'), 244: ('FinalizedFeatures', None), 245: ('FinalizedFeatures', None), 246: ('FinalizedFeatures', None), 247: ('FinalizedFeatures', None), 255: ('ZkMigrationReady', None), 263: ('ErrorCode', None), 264: ('ApiKeys', None), 265: ('ApiKeys', None), 266: ('ApiKeys', None), 267: ('ApiKeys', None), 268: ('ApiKeys', None), 269: ('ApiKeys', None), 270: ('ApiKeys', None), 271: ('ApiKeys', 'i4'), 272: ('ApiKeys', 'i4'), 273: ('ApiKeys', 'i4'), 274: ('ApiKeys', 'i4'), 275: ('ApiKeys', 'i4'), 276: ('ApiKeys', 'i4'), 277: ('ApiKeys', None), 278: ('ApiKeys', None), 279: ('ApiKeys', None), 280: ('ApiKeys', None), 281: ('ThrottleTimeMs', None), 283: ('_tagged', None), 284: ('_tagged', None), 285: ('_tagged', None)}

@@ -35,8 +35,9 @@ def _f1(b, p):
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 12
+                d8 = {"PartitionIndex": v6, "Offset": v7}
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -98,8 +99,12 @@ def _f4(b, p):
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 12
+                d8 = {"PartitionIndex": v6, "Offset": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -162,8 +167,9 @@ def _f7(b, p):
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U3(b, p); p += 14
+                d9 = {"PartitionIndex": v6, "LowWatermark": v7, "ErrorCode": v8}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -225,8 +231,12 @@ def _f10(b, p):
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f9(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U3(b, p); p += 14
+                d9 = {"PartitionIndex": v6, "LowWatermark": v7, "ErrorCode": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -271,4 +281,4 @@ NAME = 'DeleteRecords'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {16: ('PartitionIndex+Offset', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', 'i5'), 39: ('Partitions', 'i5'), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', 'i3'), 58: ('Topics', 'i3'), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('TimeoutMs', None), 72: ('PartitionIndex+Offset', None), 74: ('_tagged', None), 75: ('_tagged', None), 76: ('_tagged', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', 'i5'), 102: ('Partitions', 'i5'), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('TimeoutMs', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('PartitionIndex+LowWatermark+ErrorCode', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', 'i5'), 166: ('Partitions', 'i5'), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 179: ('ThrottleTimeMs', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', 'i4'), 186: ('Topics', 'i4'), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 199: ('PartitionIndex+LowWatermark+ErrorCode', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('Name', None), 212: ('Name', None), 213: ('Name', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Partitions', None), 222: ('Partitions', None), 223: ('Partitions', None), 224: ('Partitions', None), 225: ('Partitions', None), 226: ('Partitions', None), 227: ('Partitions', None), 228: ('Partitions', 'i5'), 229: ('Partitions', 'i5'), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 235: ('_tagged', None), 236: ('_tagged', None), 237: ('_tagged', None), 245: ('ThrottleTimeMs', None), 246: ('Topics', None), 247: ('Topics', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', 'i4'), 254: ('Topics', 'i4'), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None)}
+_LINES = {16: ('PartitionIndex+Offset', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', 'i5'), 39: ('Partitions', 'i5'), 40: ('Partitions', 'i5'), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', 'i3'), 59: ('Topics', 'i3'), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('TimeoutMs', None), 73: ('PartitionIndex+Offset', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', 'i5'), 105: ('Partitions', 'i5'), 106: ('Partitions', 'i5'), 107: ('Partitions', 'i5'), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 113: ('_tagged', None), 114: ('_tagged', None), 115: ('_tagged', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', 'i3'), 131: ('Topics', 'i3'), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('TimeoutMs', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('PartitionIndex+LowWatermark+ErrorCode', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', 'i5'), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 185: ('ThrottleTimeMs', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i4'), 192: ('Topics', 'i4'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 205: ('PartitionIndex+LowWatermark+ErrorCode', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', 'i5'), 235: ('Partitions', 'i5'), 236: ('Partitions', 'i5'), 237: ('Partitions', 'i5'), 238: ('Partitions', 'i5'), 239: ('Partitions', 'i5'), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('ThrottleTimeMs', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', 'i4'), 264: ('Topics', 'i4'), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None)}

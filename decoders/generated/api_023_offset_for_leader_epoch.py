@@ -37,8 +37,9 @@ def _f1(b, p):
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 8
+                d8 = {"Partition": v6, "LeaderEpoch": v7}
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -92,8 +93,9 @@ def _f4(b, p):
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U3(b, p); p += 12
+                d9 = {"Partition": v6, "CurrentLeaderEpoch": v7, "LeaderEpoch": v8}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -174,8 +176,12 @@ def _f8(b, p):
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f7(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U3(b, p); p += 12
+                d9 = {"Partition": v6, "CurrentLeaderEpoch": v7, "LeaderEpoch": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -238,8 +244,9 @@ def _f11(b, p):
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U4(b, p); p += 14
+                d9 = {"ErrorCode": v6, "Partition": v7, "EndOffset": v8}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -293,8 +300,9 @@ def _f14(b, p):
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f13(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U5(b, p); p += 18
+                d10 = {"ErrorCode": v6, "Partition": v7, "LeaderEpoch": v8, "EndOffset": v9}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -375,8 +383,12 @@ def _f18(b, p):
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f17(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U5(b, p); p += 18
+                d10 = {"ErrorCode": v6, "Partition": v7, "LeaderEpoch": v8, "EndOffset": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -421,4 +433,4 @@ NAME = 'OffsetForLeaderEpoch'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f6, 4: _f9}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f16, 4: _f19}
 
-_LINES = {18: ('Partition+LeaderEpoch', None), 27: ('Topic', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Topic', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', 'i3'), 60: ('Topics', 'i3'), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 73: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 82: ('Topic', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', 'i5'), 96: ('Partitions', 'i5'), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', 'i3'), 115: ('Topics', 'i3'), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 128: ('ReplicaId', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', 'i4'), 135: ('Topics', 'i4'), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 148: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('Topic', None), 161: ('Topic', None), 162: ('Topic', None), 163: ('Topic', None), 164: ('Topic', None), 165: ('Topic', None), 166: ('Topic', None), 167: ('Topic', None), 168: ('Topic', None), 169: ('Topic', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', 'i5'), 178: ('Partitions', 'i5'), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions', None), 182: ('Partitions', None), 184: ('_tagged', None), 185: ('_tagged', None), 186: ('_tagged', None), 194: ('ReplicaId', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', 'i4'), 203: ('Topics', 'i4'), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 209: ('_tagged', None), 210: ('_tagged', None), 211: ('_tagged', None), 219: ('ErrorCode+Partition+EndOffset', None), 228: ('Topic', None), 229: ('Topic', None), 230: ('Topic', None), 231: ('Topic', None), 232: ('Topic', None), 233: ('Topic', None), 234: ('Topic', None), 235: ('Topic', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', 'i5'), 242: ('Partitions', 'i5'), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', 'i3'), 261: ('Topics', 'i3'), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 274: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 283: ('Topic', None), 284: ('Topic', None), 285: ('Topic', None), 286: ('Topic', None), 287: ('Topic', None), 288: ('Topic', None), 289: ('Topic', None), 290: ('Topic', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions', None), 294: ('Partitions', None), 295: ('Partitions', None), 296: ('Partitions', 'i5'), 297: ('Partitions', 'i5'), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', 'i3'), 316: ('Topics', 'i3'), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 329: ('ThrottleTimeMs', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', 'i4'), 336: ('Topics', 'i4'), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 349: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 351: ('_tagged', None), 352: ('_tagged', None), 353: ('_tagged', None), 361: ('Topic', None), 362: ('Topic', None), 363: ('Topic', None), 364: ('Topic', None), 365: ('Topic', None), 366: ('Topic', None), 367: ('Topic', None), 368: ('Topic', None), 369: ('Topic', None), 370: ('Topic', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 376: ('Partitions', None), 377: ('Partitions', None), 378: ('Partitions', 'i5'), 379: ('Partitions', 'i5'), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 385: ('_tagged', None), 386: ('_tagged', None), 387: ('_tagged', None), 395: ('ThrottleTimeMs', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', 'i4'), 404: ('Topics', 'i4'), 405: ('Topics', None), 406: ('Topics', None), 407: ('Topics', None), 408: ('Topics', None), 410: ('_tagged', None), 411: ('_tagged', None), 412: ('_tagged', None)}
+_LINES = {18: ('Partition+LeaderEpoch', None), 27: ('Topic', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Topic', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', 'i3'), 61: ('Topics', 'i3'), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 74: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', 'i5'), 97: ('Partitions', 'i5'), 98: ('Partitions', 'i5'), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', 'i3'), 117: ('Topics', 'i3'), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 130: ('ReplicaId', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', 'i4'), 137: ('Topics', 'i4'), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 150: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('Topic', None), 163: ('Topic', None), 164: ('Topic', None), 165: ('Topic', None), 166: ('Topic', None), 167: ('Topic', None), 168: ('Topic', None), 169: ('Topic', None), 170: ('Topic', None), 171: ('Topic', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', 'i5'), 184: ('Partitions', 'i5'), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('ReplicaId', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', 'i4'), 209: ('Topics', 'i4'), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ErrorCode+Partition+EndOffset', None), 234: ('Topic', None), 235: ('Topic', None), 236: ('Topic', None), 237: ('Topic', None), 238: ('Topic', None), 239: ('Topic', None), 240: ('Topic', None), 241: ('Topic', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', 'i5'), 248: ('Partitions', 'i5'), 249: ('Partitions', 'i5'), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', 'i3'), 268: ('Topics', 'i3'), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', None), 272: ('Topics', None), 281: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 290: ('Topic', None), 291: ('Topic', None), 292: ('Topic', None), 293: ('Topic', None), 294: ('Topic', None), 295: ('Topic', None), 296: ('Topic', None), 297: ('Topic', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', 'i5'), 304: ('Partitions', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', 'i3'), 324: ('Topics', 'i3'), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 337: ('ThrottleTimeMs', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', 'i4'), 344: ('Topics', 'i4'), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 357: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('Topic', None), 370: ('Topic', None), 371: ('Topic', None), 372: ('Topic', None), 373: ('Topic', None), 374: ('Topic', None), 375: ('Topic', None), 376: ('Topic', None), 377: ('Topic', None), 378: ('Topic', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions', 'i5'), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', 'i5'), 390: ('Partitions', 'i5'), 391: ('Partitions', 'i5'), 392: ('Partitions', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 397: ('_tagged', None), 398: ('_tagged', None), 399: ('_tagged', None), 407: ('ThrottleTimeMs', None), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 411: ('Topics', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 415: ('Topics', 'i4'), 416: ('Topics', 'i4'), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 422: ('_tagged', None), 423: ('_tagged', None), 424: ('_tagged', None)}

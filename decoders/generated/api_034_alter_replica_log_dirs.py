@@ -7,6 +7,7 @@ from decoders import _runtime as _rt
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
+_Ai = _rt.array_reader('i')
 
 
 def _f0(b, p):
@@ -22,7 +23,7 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
-            v3 = _rt.fixed_array('i', 4, b, p, n4); p += n4 * 4
+            v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
         else:
@@ -95,7 +96,7 @@ def _f3(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
-            v3 = _rt.fixed_array('i', 4, b, p, n4); p += n4 * 4
+            v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
         else:
@@ -191,8 +192,9 @@ def _f7(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 6
+                d8 = {"PartitionIndex": v6, "ErrorCode": v7}
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -254,8 +256,12 @@ def _f10(b, p):
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f9(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 6
+                d8 = {"PartitionIndex": v6, "ErrorCode": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -300,4 +306,4 @@ NAME = 'AlterReplicaLogDirs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 38: ('Path', None), 39: ('Path', None), 40: ('Path', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', 'i5'), 52: ('Topics', 'i5'), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 65: ('Dirs', None), 66: ('Dirs', None), 67: ('Dirs', None), 68: ('Dirs', None), 69: ('Dirs', None), 70: ('Dirs', 'i3'), 71: ('Dirs', 'i3'), 72: ('Dirs', None), 73: ('Dirs', None), 74: ('Dirs', None), 75: ('Dirs', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('Path', None), 115: ('Path', None), 116: ('Path', None), 117: ('Path', None), 118: ('Path', None), 119: ('Path', None), 120: ('Path', None), 121: ('Path', None), 122: ('Path', None), 123: ('Path', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', 'i5'), 132: ('Topics', 'i5'), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('Dirs', None), 149: ('Dirs', None), 150: ('Dirs', None), 151: ('Dirs', None), 152: ('Dirs', None), 153: ('Dirs', None), 154: ('Dirs', None), 155: ('Dirs', 'i3'), 156: ('Dirs', 'i3'), 157: ('Dirs', None), 158: ('Dirs', None), 159: ('Dirs', None), 160: ('Dirs', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None), 172: ('PartitionIndex+ErrorCode', None), 181: ('TopicName', None), 182: ('TopicName', None), 183: ('TopicName', None), 184: ('TopicName', None), 185: ('TopicName', None), 186: ('TopicName', None), 187: ('TopicName', None), 188: ('TopicName', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 208: ('ThrottleTimeMs', None), 209: ('Results', None), 210: ('Results', None), 211: ('Results', None), 212: ('Results', None), 213: ('Results', None), 214: ('Results', 'i4'), 215: ('Results', 'i4'), 216: ('Results', None), 217: ('Results', None), 218: ('Results', None), 219: ('Results', None), 228: ('PartitionIndex+ErrorCode', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('TopicName', None), 249: ('TopicName', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', 'i5'), 258: ('Partitions', 'i5'), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('ThrottleTimeMs', None), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', None), 279: ('Results', None), 280: ('Results', None), 281: ('Results', None), 282: ('Results', 'i4'), 283: ('Results', 'i4'), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 39: ('Path', None), 40: ('Path', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', 'i5'), 53: ('Topics', 'i5'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 66: ('Dirs', None), 67: ('Dirs', None), 68: ('Dirs', None), 69: ('Dirs', None), 70: ('Dirs', None), 71: ('Dirs', 'i3'), 72: ('Dirs', 'i3'), 73: ('Dirs', None), 74: ('Dirs', None), 75: ('Dirs', None), 76: ('Dirs', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('Path', None), 116: ('Path', None), 117: ('Path', None), 118: ('Path', None), 119: ('Path', None), 120: ('Path', None), 121: ('Path', None), 122: ('Path', None), 123: ('Path', None), 124: ('Path', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', 'i5'), 133: ('Topics', 'i5'), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Dirs', None), 150: ('Dirs', None), 151: ('Dirs', None), 152: ('Dirs', None), 153: ('Dirs', None), 154: ('Dirs', None), 155: ('Dirs', None), 156: ('Dirs', 'i3'), 157: ('Dirs', 'i3'), 158: ('Dirs', None), 159: ('Dirs', None), 160: ('Dirs', None), 161: ('Dirs', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('PartitionIndex+ErrorCode', None), 182: ('TopicName', None), 183: ('TopicName', None), 184: ('TopicName', None), 185: ('TopicName', None), 186: ('TopicName', None), 187: ('TopicName', None), 188: ('TopicName', None), 189: ('TopicName', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', 'i5'), 196: ('Partitions', 'i5'), 197: ('Partitions', 'i5'), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 210: ('ThrottleTimeMs', None), 211: ('Results', None), 212: ('Results', None), 213: ('Results', None), 214: ('Results', None), 215: ('Results', None), 216: ('Results', 'i4'), 217: ('Results', 'i4'), 218: ('Results', None), 219: ('Results', None), 220: ('Results', None), 221: ('Results', None), 230: ('PartitionIndex+ErrorCode', None), 232: ('_tagged', None), 233: ('_tagged', None), 234: ('_tagged', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('TopicName', None), 249: ('TopicName', None), 250: ('TopicName', None), 251: ('TopicName', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', 'i5'), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ThrottleTimeMs', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 288: ('Results', 'i4'), 289: ('Results', 'i4'), 290: ('Results', None), 291: ('Results', None), 292: ('Results', None), 293: ('Results', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None)}

@@ -6,6 +6,7 @@ from decoders import _runtime as _rt
 
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
+_Ai = _rt.array_reader('i')
 
 
 def _f0(b, p):
@@ -25,7 +26,7 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
-            v3 = _rt.fixed_array('i', 4, b, p, n4); p += n4 * 4
+            v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
         else:
@@ -71,7 +72,7 @@ def _f2(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
-            v2 = _rt.fixed_array('i', 4, b, p, n3); p += n3 * 4
+            v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
         else:
@@ -80,7 +81,7 @@ def _f2(b, p):
         if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
         n5 -= 1
         if n5 >= 0:
-            v4 = _rt.fixed_array('i', 4, b, p, n5); p += n5 * 4
+            v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
         else:
@@ -89,7 +90,7 @@ def _f2(b, p):
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
         n7 -= 1
         if n7 >= 0:
-            v6 = _rt.fixed_array('i', 4, b, p, n7); p += n7 * 4
+            v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
         else:
@@ -178,4 +179,4 @@ NAME = 'ListPartitionReassignments'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {14: ('Name', None), 15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('PartitionIndexes', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None), 44: ('TimeoutMs', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', 'i4'), 53: ('Topics', 'i4'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('PartitionIndex', None), 70: ('Replicas', None), 71: ('Replicas', None), 72: ('Replicas', None), 73: ('Replicas', None), 74: ('Replicas', None), 75: ('Replicas', None), 76: ('Replicas', None), 77: ('Replicas', None), 78: ('Replicas', None), 79: ('AddingReplicas', None), 80: ('AddingReplicas', None), 81: ('AddingReplicas', None), 82: ('AddingReplicas', None), 83: ('AddingReplicas', None), 84: ('AddingReplicas', None), 85: ('AddingReplicas', None), 86: ('AddingReplicas', None), 87: ('AddingReplicas', None), 88: ('RemovingReplicas', None), 89: ('RemovingReplicas', None), 90: ('RemovingReplicas', None), 91: ('RemovingReplicas', None), 92: ('RemovingReplicas', None), 93: ('RemovingReplicas', None), 94: ('RemovingReplicas', None), 95: ('RemovingReplicas', None), 96: ('RemovingReplicas', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', 'i5'), 126: ('Partitions', 'i5'), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 132: ('_tagged', None), 133: ('_tagged', None), 134: ('_tagged', None), 142: ('ThrottleTimeMs+ErrorCode', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', 'i7'), 161: ('Topics', 'i7'), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 167: ('_tagged', None), 168: ('_tagged', None), 169: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TimeoutMs', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', 'i4'), 54: ('Topics', 'i4'), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('PartitionIndex', None), 71: ('Replicas', None), 72: ('Replicas', None), 73: ('Replicas', None), 74: ('Replicas', None), 75: ('Replicas', None), 76: ('Replicas', None), 77: ('Replicas', None), 78: ('Replicas', None), 79: ('Replicas', None), 80: ('AddingReplicas', None), 81: ('AddingReplicas', None), 82: ('AddingReplicas', None), 83: ('AddingReplicas', None), 84: ('AddingReplicas', None), 85: ('AddingReplicas', None), 86: ('AddingReplicas', None), 87: ('AddingReplicas', None), 88: ('AddingReplicas', None), 89: ('RemovingReplicas', None), 90: ('RemovingReplicas', None), 91: ('RemovingReplicas', None), 92: ('RemovingReplicas', None), 93: ('RemovingReplicas', None), 94: ('RemovingReplicas', None), 95: ('RemovingReplicas', None), 96: ('RemovingReplicas', None), 97: ('RemovingReplicas', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', 'i5'), 127: ('Partitions', 'i5'), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('ThrottleTimeMs+ErrorCode', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', 'i7'), 162: ('Topics', 'i7'), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None)}

@@ -35,8 +35,9 @@ def _f1(b, p):
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, = _U1(b, p); p += 4
+                d7 = {"PartitionIndex": v6}
+                v3.append(d7)
         elif n4 == -1:
             v3 = None
         else:
@@ -98,8 +99,9 @@ def _f4(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                v6, v7, = _U3(b, p); p += 6
+                d8 = {"PartitionIndex": v6, "ErrorCode": v7}
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -135,4 +137,4 @@ NAME = 'OffsetDelete'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {16: ('PartitionIndex', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', 'i5'), 39: ('Partitions', 'i5'), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i5'), 66: ('Topics', 'i5'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 79: ('PartitionIndex+ErrorCode', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', 'i5'), 102: ('Partitions', 'i5'), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 115: ('ErrorCode+ThrottleTimeMs', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', 'i5'), 122: ('Topics', 'i5'), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None)}
+_LINES = {16: ('PartitionIndex', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', 'i5'), 39: ('Partitions', 'i5'), 40: ('Partitions', 'i5'), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', 'i5'), 67: ('Topics', 'i5'), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 80: ('PartitionIndex+ErrorCode', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', 'i5'), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 117: ('ErrorCode+ThrottleTimeMs', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', 'i5'), 124: ('Topics', 'i5'), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None)}

@@ -47,8 +47,12 @@ def _f1(b, p):
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, = _U0(b, p); p += 4
+                d7 = {"PartitionIndex": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v3.append(d7)
         elif n4 == -1:
             v3 = None
         else:
@@ -108,26 +112,34 @@ def _f4(b, p):
             if n7 * 13 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f3(b, p)
-                v6.append(x9)
+                v9, v10, = _U3(b, p); p += 12
+                d11 = {"ReplicaId": v9, "LogEndOffset": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v6.append(d11)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        n11 = b[p]; p += 1
-        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
-        n11 -= 1
-        if n11 >= 0:
-            if n11 * 13 > L - p: raise _rt.short_count(n11, L - p)
-            v10 = []
-            for i12 in range(n11):
-                x13, p = _f3(b, p)
-                v10.append(x13)
-        elif n11 == -1:
-            v10 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 * 13 > L - p: raise _rt.short_count(n13, L - p)
+            v12 = []
+            for i14 in range(n13):
+                v15, v16, = _U3(b, p); p += 12
+                d17 = {"ReplicaId": v15, "LogEndOffset": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v12.append(d17)
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n11)
-        d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v10}
+            raise _rt.negative(n13)
+        d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -217,26 +229,34 @@ def _f8(b, p):
             if n7 * 29 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f7(b, p)
-                v6.append(x9)
+                v9, v10, v11, v12, = _U4(b, p); p += 28
+                d13 = {"ReplicaId": v9, "LogEndOffset": v10, "LastFetchTimestamp": v11, "LastCaughtUpTimestamp": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v6.append(d13)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        n11 = b[p]; p += 1
-        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
-        n11 -= 1
-        if n11 >= 0:
-            if n11 * 29 > L - p: raise _rt.short_count(n11, L - p)
-            v10 = []
-            for i12 in range(n11):
-                x13, p = _f7(b, p)
-                v10.append(x13)
-        elif n11 == -1:
-            v10 = None
+        n15 = b[p]; p += 1
+        if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+        n15 -= 1
+        if n15 >= 0:
+            if n15 * 29 > L - p: raise _rt.short_count(n15, L - p)
+            v14 = []
+            for i16 in range(n15):
+                v17, v18, v19, v20, = _U4(b, p); p += 28
+                d21 = {"ReplicaId": v17, "LogEndOffset": v18, "LastFetchTimestamp": v19, "LastCaughtUpTimestamp": v20}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v14.append(d21)
+        elif n15 == -1:
+            v14 = None
         else:
-            raise _rt.negative(n11)
-        d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v10}
+            raise _rt.negative(n15)
+        d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -337,26 +357,34 @@ def _f12(b, p):
             if n9 * 45 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f11(b, p)
-                v8.append(x11)
+                v11, v12, v13, v14, v15, = _U7(b, p); p += 44
+                d16 = {"ReplicaId": v11, "ReplicaDirectoryId": _rt.uuid(v12), "LogEndOffset": v13, "LastFetchTimestamp": v14, "LastCaughtUpTimestamp": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v8.append(d16)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        n13 = b[p]; p += 1
-        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
-        n13 -= 1
-        if n13 >= 0:
-            if n13 * 45 > L - p: raise _rt.short_count(n13, L - p)
-            v12 = []
-            for i14 in range(n13):
-                x15, p = _f11(b, p)
-                v12.append(x15)
-        elif n13 == -1:
-            v12 = None
+        n18 = b[p]; p += 1
+        if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+        n18 -= 1
+        if n18 >= 0:
+            if n18 * 45 > L - p: raise _rt.short_count(n18, L - p)
+            v17 = []
+            for i19 in range(n18):
+                v20, v21, v22, v23, v24, = _U7(b, p); p += 44
+                d25 = {"ReplicaId": v20, "ReplicaDirectoryId": _rt.uuid(v21), "LogEndOffset": v22, "LastFetchTimestamp": v23, "LastCaughtUpTimestamp": v24}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d25)
+                v17.append(d25)
+        elif n18 == -1:
+            v17 = None
         else:
-            raise _rt.negative(n13)
-        d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "LeaderId": v5, "LeaderEpoch": v6, "HighWatermark": v7, "CurrentVoters": v8, "Observers": v12}
+            raise _rt.negative(n18)
+        d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "LeaderId": v5, "LeaderEpoch": v6, "HighWatermark": v7, "CurrentVoters": v8, "Observers": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -510,4 +538,4 @@ NAME = 'DescribeQuorum'
 REQUEST = {0: _f2, 1: _f2, 2: _f2}
 RESPONSE = {0: _f6, 1: _f10, 2: _f16}
 
-_LINES = {21: ('PartitionIndex', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 57: ('_tagged', None), 58: ('_tagged', None), 59: ('_tagged', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', 'i3'), 75: ('Topics', 'i3'), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 81: ('_tagged', None), 82: ('_tagged', None), 83: ('_tagged', None), 91: ('ReplicaId+LogEndOffset', None), 93: ('_tagged', None), 94: ('_tagged', None), 95: ('_tagged', None), 103: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 104: ('CurrentVoters', None), 105: ('CurrentVoters', None), 106: ('CurrentVoters', None), 107: ('CurrentVoters', None), 108: ('CurrentVoters', None), 109: ('CurrentVoters', None), 110: ('CurrentVoters', None), 111: ('CurrentVoters', 'i8'), 112: ('CurrentVoters', 'i8'), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters', None), 116: ('CurrentVoters', None), 117: ('Observers', None), 118: ('Observers', None), 119: ('Observers', None), 120: ('Observers', None), 121: ('Observers', None), 122: ('Observers', None), 123: ('Observers', None), 124: ('Observers', 'i12'), 125: ('Observers', 'i12'), 126: ('Observers', None), 127: ('Observers', None), 128: ('Observers', None), 129: ('Observers', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('TopicName', None), 148: ('TopicName', None), 149: ('TopicName', None), 150: ('TopicName', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', 'i5'), 159: ('Partitions', 'i5'), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None), 175: ('ErrorCode', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', 'i4'), 184: ('Topics', 'i4'), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 213: ('CurrentVoters', None), 214: ('CurrentVoters', None), 215: ('CurrentVoters', None), 216: ('CurrentVoters', None), 217: ('CurrentVoters', None), 218: ('CurrentVoters', None), 219: ('CurrentVoters', None), 220: ('CurrentVoters', 'i8'), 221: ('CurrentVoters', 'i8'), 222: ('CurrentVoters', None), 223: ('CurrentVoters', None), 224: ('CurrentVoters', None), 225: ('CurrentVoters', None), 226: ('Observers', None), 227: ('Observers', None), 228: ('Observers', None), 229: ('Observers', None), 230: ('Observers', None), 231: ('Observers', None), 232: ('Observers', None), 233: ('Observers', 'i12'), 234: ('Observers', 'i12'), 235: ('Observers', None), 236: ('Observers', None), 237: ('Observers', None), 238: ('Observers', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('TopicName', None), 251: ('TopicName', None), 252: ('TopicName', None), 253: ('TopicName', None), 254: ('TopicName', None), 255: ('TopicName', None), 256: ('TopicName', None), 257: ('TopicName', None), 258: ('TopicName', None), 259: ('TopicName', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', 'i5'), 268: ('Partitions', 'i5'), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('ErrorCode', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', 'i4'), 293: ('Topics', 'i4'), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 299: ('_tagged', None), 300: ('_tagged', None), 301: ('_tagged', None), 309: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None), 321: ('PartitionIndex+ErrorCode', None), 322: ('ErrorMessage', None), 323: ('ErrorMessage', None), 324: ('ErrorMessage', None), 325: ('ErrorMessage', None), 326: ('ErrorMessage', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('LeaderId+LeaderEpoch+HighWatermark', None), 333: ('CurrentVoters', None), 334: ('CurrentVoters', None), 335: ('CurrentVoters', None), 336: ('CurrentVoters', None), 337: ('CurrentVoters', None), 338: ('CurrentVoters', None), 339: ('CurrentVoters', None), 340: ('CurrentVoters', 'i10'), 341: ('CurrentVoters', 'i10'), 342: ('CurrentVoters', None), 343: ('CurrentVoters', None), 344: ('CurrentVoters', None), 345: ('CurrentVoters', None), 346: ('Observers', None), 347: ('Observers', None), 348: ('Observers', None), 349: ('Observers', None), 350: ('Observers', None), 351: ('Observers', None), 352: ('Observers', None), 353: ('Observers', 'i14'), 354: ('Observers', 'i14'), 355: ('Observers', None), 356: ('Observers', None), 357: ('Observers', None), 358: ('Observers', None), 360: ('_tagged', None), 361: ('_tagged', None), 362: ('_tagged', None), 370: ('TopicName', None), 371: ('TopicName', None), 372: ('TopicName', None), 373: ('TopicName', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('TopicName', None), 378: ('TopicName', None), 379: ('TopicName', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions', None), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', None), 390: ('Partitions', None), 391: ('Partitions', None), 392: ('Partitions', None), 394: ('_tagged', None), 395: ('_tagged', None), 396: ('_tagged', None), 404: ('Name', None), 405: ('Name', None), 406: ('Name', None), 407: ('Name', None), 408: ('Name', None), 409: ('Name', None), 410: ('Name', None), 411: ('Name', None), 412: ('Name', None), 413: ('Name', None), 414: ('Host', None), 415: ('Host', None), 416: ('Host', None), 417: ('Host', None), 418: ('Host', None), 419: ('Host', None), 420: ('Host', None), 421: ('Host', None), 422: ('Host', None), 423: ('Host', None), 424: ('Port', None), 426: ('_tagged', None), 427: ('_tagged', None), 428: ('_tagged', None), 436: ('NodeId', None), 437: ('Listeners', None), 438: ('Listeners', None), 439: ('Listeners', None), 440: ('Listeners', None), 441: ('Listeners', None), 442: ('Listeners', None), 443: ('Listeners', None), 444: ('Listeners', 'i4'), 445: ('Listeners', 'i4'), 446: ('Listeners', None), 447: ('Listeners', None), 448: ('Listeners', None), 449: ('Listeners', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None), 461: ('ErrorCode', None), 462: ('ErrorMessage', None), 463: ('ErrorMessage', None), 464: ('ErrorMessage', None), 465: ('ErrorMessage', None), 466: ('ErrorMessage', None), 467: ('ErrorMessage', None), 468: ('ErrorMessage', None), 469: ('ErrorMessage', None), 470: ('ErrorMessage', None), 471: ('ErrorMessage', None), 472: ('Topics', None), 473: ('Topics', None), 474: ('Topics', None), 475: ('Topics', None), 476: ('Topics', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', 'i6'), 480: ('Topics', 'i6'), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Nodes', None), 486: ('Nodes', None), 487: ('Nodes', None), 488: ('Nodes', None), 489: ('Nodes', None), 490: ('Nodes', None), 491: ('Nodes', None), 492: ('Nodes', 'i10'), 493: ('Nodes', 'i10'), 494: ('Nodes', None), 495: ('Nodes', None), 496: ('Nodes', None), 497: ('Nodes', None), 499: ('_tagged', None), 500: ('_tagged', None), 501: ('_tagged', None)}
+_LINES = {21: ('PartitionIndex', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('ReplicaId+LogEndOffset', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 108: ('CurrentVoters', None), 109: ('CurrentVoters', None), 110: ('CurrentVoters', None), 111: ('CurrentVoters', None), 112: ('CurrentVoters', None), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters', 'i8'), 116: ('CurrentVoters', 'i8'), 117: ('CurrentVoters', 'i8'), 118: ('CurrentVoters', 'i8'), 119: ('CurrentVoters', 'i8'), 120: ('CurrentVoters', 'i8'), 121: ('CurrentVoters', None), 122: ('CurrentVoters', None), 123: ('CurrentVoters', None), 124: ('CurrentVoters', None), 125: ('Observers', None), 126: ('Observers', None), 127: ('Observers', None), 128: ('Observers', None), 129: ('Observers', None), 130: ('Observers', None), 131: ('Observers', None), 132: ('Observers', 'i14'), 133: ('Observers', 'i14'), 134: ('Observers', 'i14'), 135: ('Observers', 'i14'), 136: ('Observers', 'i14'), 137: ('Observers', 'i14'), 138: ('Observers', None), 139: ('Observers', None), 140: ('Observers', None), 141: ('Observers', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('ErrorCode', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', 'i4'), 196: ('Topics', 'i4'), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 214: ('_tagged', None), 215: ('_tagged', None), 216: ('_tagged', None), 224: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 225: ('CurrentVoters', None), 226: ('CurrentVoters', None), 227: ('CurrentVoters', None), 228: ('CurrentVoters', None), 229: ('CurrentVoters', None), 230: ('CurrentVoters', None), 231: ('CurrentVoters', None), 232: ('CurrentVoters', 'i8'), 233: ('CurrentVoters', 'i8'), 234: ('CurrentVoters', 'i8'), 235: ('CurrentVoters', 'i8'), 236: ('CurrentVoters', 'i8'), 237: ('CurrentVoters', 'i8'), 238: ('CurrentVoters', None), 239: ('CurrentVoters', None), 240: ('CurrentVoters', None), 241: ('CurrentVoters', None), 242: ('Observers', None), 243: ('Observers', None), 244: ('Observers', None), 245: ('Observers', None), 246: ('Observers', None), 247: ('Observers', None), 248: ('Observers', None), 249: ('Observers', 'i16'), 250: ('Observers', 'i16'), 251: ('Observers', 'i16'), 252: ('Observers', 'i16'), 253: ('Observers', 'i16'), 254: ('Observers', 'i16'), 255: ('Observers', None), 256: ('Observers', None), 257: ('Observers', None), 258: ('Observers', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('TopicName', None), 271: ('TopicName', None), 272: ('TopicName', None), 273: ('TopicName', None), 274: ('TopicName', None), 275: ('TopicName', None), 276: ('TopicName', None), 277: ('TopicName', None), 278: ('TopicName', None), 279: ('TopicName', None), 280: ('Partitions', None), 281: ('Partitions', None), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', 'i5'), 288: ('Partitions', 'i5'), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('ErrorCode', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', 'i4'), 313: ('Topics', 'i4'), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None), 341: ('PartitionIndex+ErrorCode', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 348: ('ErrorMessage', None), 349: ('ErrorMessage', None), 350: ('ErrorMessage', None), 351: ('ErrorMessage', None), 352: ('LeaderId+LeaderEpoch+HighWatermark', None), 353: ('CurrentVoters', None), 354: ('CurrentVoters', None), 355: ('CurrentVoters', None), 356: ('CurrentVoters', None), 357: ('CurrentVoters', None), 358: ('CurrentVoters', None), 359: ('CurrentVoters', None), 360: ('CurrentVoters', 'i10'), 361: ('CurrentVoters', 'i10'), 362: ('CurrentVoters', 'i10'), 363: ('CurrentVoters', 'i10'), 364: ('CurrentVoters', 'i10'), 365: ('CurrentVoters', 'i10'), 366: ('CurrentVoters', None), 367: ('CurrentVoters', None), 368: ('CurrentVoters', None), 369: ('CurrentVoters', None), 370: ('Observers', None), 371: ('Observers', None), 372: ('Observers', None), 373: ('Observers', None), 374: ('Observers', None), 375: ('Observers', None), 376: ('Observers', None), 377: ('Observers', 'i19'), 378: ('Observers', 'i19'), 379: ('Observers', 'i19'), 380: ('Observers', 'i19'), 381: ('Observers', 'i19'), 382: ('Observers', 'i19'), 383: ('Observers', None), 384: ('Observers', None), 385: ('Observers', None), 386: ('Observers', None), 388: ('_tagged', None), 389: ('_tagged', None), 390: ('_tagged', None), 398: ('TopicName', None), 399: ('TopicName', None), 400: ('TopicName', None), 401: ('TopicName', None), 402: ('TopicName', None), 403: ('TopicName', None), 404: ('TopicName', None), 405: ('TopicName', None), 406: ('TopicName', None), 407: ('TopicName', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 413: ('Partitions', None), 414: ('Partitions', None), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 422: ('_tagged', None), 423: ('_tagged', None), 424: ('_tagged', None), 432: ('Name', None), 433: ('Name', None), 434: ('Name', None), 435: ('Name', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('Name', None), 440: ('Name', None), 441: ('Name', None), 442: ('Host', None), 443: ('Host', None), 444: ('Host', None), 445: ('Host', None), 446: ('Host', None), 447: ('Host', None), 448: ('Host', None), 449: ('Host', None), 450: ('Host', None), 451: ('Host', None), 452: ('Port', None), 454: ('_tagged', None), 455: ('_tagged', None), 456: ('_tagged', None), 464: ('NodeId', None), 465: ('Listeners', None), 466: ('Listeners', None), 467: ('Listeners', None), 468: ('Listeners', None), 469: ('Listeners', None), 470: ('Listeners', None), 471: ('Listeners', None), 472: ('Listeners', 'i4'), 473: ('Listeners', 'i4'), 474: ('Listeners', None), 475: ('Listeners', None), 476: ('Listeners', None), 477: ('Listeners', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None), 489: ('ErrorCode', None), 490: ('ErrorMessage', None), 491: ('ErrorMessage', None), 492: ('ErrorMessage', None), 493: ('ErrorMessage', None), 494: ('ErrorMessage', None), 495: ('ErrorMessage', None), 496: ('ErrorMessage', None), 497: ('ErrorMessage', None), 498: ('ErrorMessage', None), 499: ('ErrorMessage', None), 500: ('Topics', None), 501: ('Topics', None), 502: ('Topics', None), 503: ('Topics', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', 'i6'), 508: ('Topics', 'i6'), 509: ('Topics', None), 510: ('Topics', None), 511: ('Topics', None), 512: ('Topics', None), 513: ('Nodes', None), 514: ('Nodes', None), 515: ('Nodes', None), 516: ('Nodes', None), 517: ('Nodes', None), 518: ('Nodes', None), 519: ('Nodes', None), 520: ('Nodes', 'i10'), 521: ('Nodes', 'i10'), 522: ('Nodes', None), 523: ('Nodes', None), 524: ('Nodes', None), 525: ('Nodes', None), 527: ('_tagged', None), 528: ('_tagged', None), 529: ('_tagged', None)}

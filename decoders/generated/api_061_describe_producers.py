@@ -7,6 +7,7 @@ from decoders import _runtime as _rt
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _U2 = _struct.Struct('>qiiqiq').unpack_from
+_Ai = _rt.array_reader('i')
 
 
 def _f0(b, p):
@@ -26,7 +27,7 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
-            v3 = _rt.fixed_array('i', 4, b, p, n4); p += n4 * 4
+            v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
         else:
@@ -96,8 +97,12 @@ def _f3(b, p):
             if n6 * 37 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
-                v5.append(x8)
+                v8, v9, v10, v11, v12, v13, = _U2(b, p); p += 36
+                d14 = {"ProducerId": v8, "ProducerEpoch": v9, "LastSequence": v10, "LastTimestamp": v11, "CoordinatorEpoch": v12, "CurrentTxnStartOffset": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
@@ -176,4 +181,4 @@ NAME = 'DescribeProducers'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f5}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', 'i3'), 53: ('Topics', 'i3'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 71: ('_tagged', None), 72: ('_tagged', None), 73: ('_tagged', None), 81: ('PartitionIndex+ErrorCode', None), 82: ('ErrorMessage', None), 83: ('ErrorMessage', None), 84: ('ErrorMessage', None), 85: ('ErrorMessage', None), 86: ('ErrorMessage', None), 87: ('ErrorMessage', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ActiveProducers', None), 93: ('ActiveProducers', None), 94: ('ActiveProducers', None), 95: ('ActiveProducers', None), 96: ('ActiveProducers', None), 97: ('ActiveProducers', None), 98: ('ActiveProducers', None), 99: ('ActiveProducers', 'i7'), 100: ('ActiveProducers', 'i7'), 101: ('ActiveProducers', None), 102: ('ActiveProducers', None), 103: ('ActiveProducers', None), 104: ('ActiveProducers', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Name', None), 120: ('Name', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', 'i5'), 134: ('Partitions', 'i5'), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 140: ('_tagged', None), 141: ('_tagged', None), 142: ('_tagged', None), 150: ('ThrottleTimeMs', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', 'i4'), 159: ('Topics', 'i4'), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', 'i3'), 54: ('Topics', 'i3'), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('PartitionIndex+ErrorCode', None), 83: ('ErrorMessage', None), 84: ('ErrorMessage', None), 85: ('ErrorMessage', None), 86: ('ErrorMessage', None), 87: ('ErrorMessage', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ErrorMessage', None), 93: ('ActiveProducers', None), 94: ('ActiveProducers', None), 95: ('ActiveProducers', None), 96: ('ActiveProducers', None), 97: ('ActiveProducers', None), 98: ('ActiveProducers', None), 99: ('ActiveProducers', None), 100: ('ActiveProducers', 'i7'), 101: ('ActiveProducers', 'i7'), 102: ('ActiveProducers', 'i7'), 103: ('ActiveProducers', 'i7'), 104: ('ActiveProducers', 'i7'), 105: ('ActiveProducers', 'i7'), 106: ('ActiveProducers', None), 107: ('ActiveProducers', None), 108: ('ActiveProducers', None), 109: ('ActiveProducers', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', 'i5'), 139: ('Partitions', 'i5'), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('ThrottleTimeMs', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', 'i4'), 164: ('Topics', 'i4'), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None)}

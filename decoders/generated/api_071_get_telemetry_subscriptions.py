@@ -7,6 +7,7 @@ from decoders import _runtime as _rt
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ih16si').unpack_from
 _U2 = _struct.Struct('>ii?').unpack_from
+_Ab = _rt.array_reader('b')
 
 
 def _f0(b, p):
@@ -29,7 +30,7 @@ def _f1(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
-            v5 = _rt.fixed_array('b', 1, b, p, n6); p += n6 * 1
+            v5 = _Ab(b, p, n6); p += n6 * 1
         elif n6 == -1:
             v5 = None
         else:
@@ -72,4 +73,4 @@ NAME = 'GetTelemetrySubscriptions'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {15: ('ClientInstanceId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 28: ('AcceptedCompressionTypes', None), 29: ('AcceptedCompressionTypes', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 38: ('RequestedMetrics', None), 39: ('RequestedMetrics', None), 40: ('RequestedMetrics', None), 41: ('RequestedMetrics', None), 42: ('RequestedMetrics', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', 'i12'), 46: ('RequestedMetrics', 'i12'), 47: ('RequestedMetrics', 'i12'), 48: ('RequestedMetrics', 'i12'), 49: ('RequestedMetrics', 'i12'), 50: ('RequestedMetrics', 'i12'), 51: ('RequestedMetrics', 'i12'), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', None), 57: ('RequestedMetrics', None), 58: ('RequestedMetrics', None), 59: ('RequestedMetrics', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None)}
+_LINES = {16: ('ClientInstanceId', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 29: ('AcceptedCompressionTypes', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('AcceptedCompressionTypes', None), 38: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 39: ('RequestedMetrics', None), 40: ('RequestedMetrics', None), 41: ('RequestedMetrics', None), 42: ('RequestedMetrics', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', None), 46: ('RequestedMetrics', 'i12'), 47: ('RequestedMetrics', 'i12'), 48: ('RequestedMetrics', 'i12'), 49: ('RequestedMetrics', 'i12'), 50: ('RequestedMetrics', 'i12'), 51: ('RequestedMetrics', 'i12'), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', 'i12'), 57: ('RequestedMetrics', None), 58: ('RequestedMetrics', None), 59: ('RequestedMetrics', None), 60: ('RequestedMetrics', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None)}

@@ -33,8 +33,12 @@ def _f1(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f0(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 4
+                d6 = {"PartitionIndex": v5}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d6)
+                v2.append(d6)
         elif n3 == -1:
             v2 = None
         else:
@@ -120,8 +124,12 @@ def _f5(b, p):
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
-                v2.append(x5)
+                v5, v6, = _U3(b, p); p += 6
+                d7 = {"PartitionIndex": v5, "ErrorCode": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v2.append(d7)
         elif n3 == -1:
             v2 = None
         else:
@@ -191,4 +199,4 @@ NAME = 'AssignReplicasToDirs'
 REQUEST = {0: _f3}
 RESPONSE = {0: _f7}
 
-_LINES = {16: ('PartitionIndex', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', 'i4'), 37: ('Partitions', 'i4'), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('Id', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', 'i4'), 62: ('Topics', 'i4'), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None), 78: ('BrokerId+BrokerEpoch', None), 79: ('Directories', None), 80: ('Directories', None), 81: ('Directories', None), 82: ('Directories', None), 83: ('Directories', None), 84: ('Directories', None), 85: ('Directories', None), 86: ('Directories', 'i5'), 87: ('Directories', 'i5'), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', None), 91: ('Directories', None), 93: ('_tagged', None), 94: ('_tagged', None), 95: ('_tagged', None), 103: ('PartitionIndex+ErrorCode', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicId', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', 'i4'), 124: ('Partitions', 'i4'), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None), 140: ('Id', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', 'i4'), 149: ('Topics', 'i4'), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 155: ('_tagged', None), 156: ('_tagged', None), 157: ('_tagged', None), 165: ('ThrottleTimeMs+ErrorCode', None), 166: ('Directories', None), 167: ('Directories', None), 168: ('Directories', None), 169: ('Directories', None), 170: ('Directories', None), 171: ('Directories', None), 172: ('Directories', None), 173: ('Directories', 'i5'), 174: ('Directories', 'i5'), 175: ('Directories', None), 176: ('Directories', None), 177: ('Directories', None), 178: ('Directories', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None)}
+_LINES = {16: ('PartitionIndex', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', 'i4'), 37: ('Partitions', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('Id', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i4'), 66: ('Topics', 'i4'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('BrokerId+BrokerEpoch', None), 83: ('Directories', None), 84: ('Directories', None), 85: ('Directories', None), 86: ('Directories', None), 87: ('Directories', None), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', 'i5'), 91: ('Directories', 'i5'), 92: ('Directories', None), 93: ('Directories', None), 94: ('Directories', None), 95: ('Directories', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('PartitionIndex+ErrorCode', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('TopicId', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', 'i4'), 128: ('Partitions', 'i4'), 129: ('Partitions', 'i4'), 130: ('Partitions', 'i4'), 131: ('Partitions', 'i4'), 132: ('Partitions', 'i4'), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('Id', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', 'i4'), 157: ('Topics', 'i4'), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('ThrottleTimeMs+ErrorCode', None), 174: ('Directories', None), 175: ('Directories', None), 176: ('Directories', None), 177: ('Directories', None), 178: ('Directories', None), 179: ('Directories', None), 180: ('Directories', None), 181: ('Directories', 'i5'), 182: ('Directories', 'i5'), 183: ('Directories', None), 184: ('Directories', None), 185: ('Directories', None), 186: ('Directories', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None)}

@@ -9,6 +9,7 @@ _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 _U3 = _struct.Struct('>16s?').unpack_from
 _U4 = _struct.Struct('>hiii').unpack_from
+_Ai = _rt.array_reader('i')
 
 
 def _f0(b, p):
@@ -92,7 +93,7 @@ def _f3(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
-            v5 = _rt.fixed_array('i', 4, b, p, n6); p += n6 * 4
+            v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
         else:
@@ -101,7 +102,7 @@ def _f3(b, p):
         if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
         n8 -= 1
         if n8 >= 0:
-            v7 = _rt.fixed_array('i', 4, b, p, n8); p += n8 * 4
+            v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
         else:
@@ -110,7 +111,7 @@ def _f3(b, p):
         if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
         n10 -= 1
         if n10 >= 0:
-            v9 = _rt.fixed_array('i', 4, b, p, n10); p += n10 * 4
+            v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
         else:
@@ -119,7 +120,7 @@ def _f3(b, p):
         if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
         n12 -= 1
         if n12 >= 0:
-            v11 = _rt.fixed_array('i', 4, b, p, n12); p += n12 * 4
+            v11 = _Ai(b, p, n12); p += n12 * 4
         elif n12 == -1:
             v11 = None
         else:
@@ -128,7 +129,7 @@ def _f3(b, p):
         if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
         n14 -= 1
         if n14 >= 0:
-            v13 = _rt.fixed_array('i', 4, b, p, n14); p += n14 * 4
+            v13 = _Ai(b, p, n14); p += n14 * 4
         elif n14 == -1:
             v13 = None
         else:
@@ -215,4 +216,4 @@ NAME = 'DescribeTopicPartitions'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('PartitionIndex', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', 'i3'), 68: ('Topics', 'i3'), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('ResponsePartitionLimit', None), 74: ('Cursor', None), 75: ('Cursor', None), 76: ('Cursor', None), 77: ('Cursor', None), 78: ('Cursor', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 91: ('ReplicaNodes', None), 92: ('ReplicaNodes', None), 93: ('ReplicaNodes', None), 94: ('ReplicaNodes', None), 95: ('ReplicaNodes', None), 96: ('ReplicaNodes', None), 97: ('ReplicaNodes', None), 98: ('ReplicaNodes', None), 99: ('ReplicaNodes', None), 100: ('IsrNodes', None), 101: ('IsrNodes', None), 102: ('IsrNodes', None), 103: ('IsrNodes', None), 104: ('IsrNodes', None), 105: ('IsrNodes', None), 106: ('IsrNodes', None), 107: ('IsrNodes', None), 108: ('IsrNodes', None), 109: ('EligibleLeaderReplicas', None), 110: ('EligibleLeaderReplicas', None), 111: ('EligibleLeaderReplicas', None), 112: ('EligibleLeaderReplicas', None), 113: ('EligibleLeaderReplicas', None), 114: ('EligibleLeaderReplicas', None), 115: ('EligibleLeaderReplicas', None), 116: ('EligibleLeaderReplicas', None), 117: ('EligibleLeaderReplicas', None), 118: ('LastKnownElr', None), 119: ('LastKnownElr', None), 120: ('LastKnownElr', None), 121: ('LastKnownElr', None), 122: ('LastKnownElr', None), 123: ('LastKnownElr', None), 124: ('LastKnownElr', None), 125: ('LastKnownElr', None), 126: ('LastKnownElr', None), 127: ('OfflineReplicas', None), 128: ('OfflineReplicas', None), 129: ('OfflineReplicas', None), 130: ('OfflineReplicas', None), 131: ('OfflineReplicas', None), 132: ('OfflineReplicas', None), 133: ('OfflineReplicas', None), 134: ('OfflineReplicas', None), 135: ('OfflineReplicas', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('ErrorCode', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('TopicId+IsInternal', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', 'i8'), 167: ('Partitions', 'i8'), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('TopicAuthorizedOperations', None), 174: ('_tagged', None), 175: ('_tagged', None), 176: ('_tagged', None), 184: ('ThrottleTimeMs', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', 'i4'), 193: ('Topics', 'i4'), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('NextCursor', None), 199: ('NextCursor', None), 200: ('NextCursor', None), 201: ('NextCursor', None), 202: ('NextCursor', None), 204: ('_tagged', None), 205: ('_tagged', None), 206: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('PartitionIndex', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', 'i3'), 69: ('Topics', 'i3'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('ResponsePartitionLimit', None), 75: ('Cursor', None), 76: ('Cursor', None), 77: ('Cursor', None), 78: ('Cursor', None), 79: ('Cursor', None), 81: ('_tagged', None), 82: ('_tagged', None), 83: ('_tagged', None), 91: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 92: ('ReplicaNodes', None), 93: ('ReplicaNodes', None), 94: ('ReplicaNodes', None), 95: ('ReplicaNodes', None), 96: ('ReplicaNodes', None), 97: ('ReplicaNodes', None), 98: ('ReplicaNodes', None), 99: ('ReplicaNodes', None), 100: ('ReplicaNodes', None), 101: ('IsrNodes', None), 102: ('IsrNodes', None), 103: ('IsrNodes', None), 104: ('IsrNodes', None), 105: ('IsrNodes', None), 106: ('IsrNodes', None), 107: ('IsrNodes', None), 108: ('IsrNodes', None), 109: ('IsrNodes', None), 110: ('EligibleLeaderReplicas', None), 111: ('EligibleLeaderReplicas', None), 112: ('EligibleLeaderReplicas', None), 113: ('EligibleLeaderReplicas', None), 114: ('EligibleLeaderReplicas', None), 115: ('EligibleLeaderReplicas', None), 116: ('EligibleLeaderReplicas', None), 117: ('EligibleLeaderReplicas', None), 118: ('EligibleLeaderReplicas', None), 119: ('LastKnownElr', None), 120: ('LastKnownElr', None), 121: ('LastKnownElr', None), 122: ('LastKnownElr', None), 123: ('LastKnownElr', None), 124: ('LastKnownElr', None), 125: ('LastKnownElr', None), 126: ('LastKnownElr', None), 127: ('LastKnownElr', None), 128: ('OfflineReplicas', None), 129: ('OfflineReplicas', None), 130: ('OfflineReplicas', None), 131: ('OfflineReplicas', None), 132: ('OfflineReplicas', None), 133: ('OfflineReplicas', None), 134: ('OfflineReplicas', None), 135: ('OfflineReplicas', None), 136: ('OfflineReplicas', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('ErrorCode', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('TopicId+IsInternal', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', 'i8'), 168: ('Partitions', 'i8'), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('TopicAuthorizedOperations', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('ThrottleTimeMs', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i4'), 194: ('Topics', 'i4'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('NextCursor', None), 200: ('NextCursor', None), 201: ('NextCursor', None), 202: ('NextCursor', None), 203: ('NextCursor', None), 205: ('_tagged', None), 206: ('_tagged', None), 207: ('_tagged', None)}

@@ -6,6 +6,7 @@ from decoders import _runtime as _rt
 
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
+_Ai = _rt.array_reader('i')
 
 
 def _f0(b, p):
@@ -21,7 +22,7 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
-            v3 = _rt.fixed_array('i', 4, b, p, n4); p += n4 * 4
+            v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
         else:
@@ -62,4 +63,4 @@ def _f1(b, p):
 NAME = 'ConsumerProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f1, 2: _f1, 3: _f1}
 
-_LINES = {14: ('Topic', None), 15: ('Topic', None), 16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Partitions', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 37: ('AssignedPartitions', None), 38: ('AssignedPartitions', None), 39: ('AssignedPartitions', None), 40: ('AssignedPartitions', None), 41: ('AssignedPartitions', None), 42: ('AssignedPartitions', 'i3'), 43: ('AssignedPartitions', 'i3'), 44: ('AssignedPartitions', None), 45: ('AssignedPartitions', None), 46: ('AssignedPartitions', None), 47: ('AssignedPartitions', None), 48: ('UserData', None), 49: ('UserData', None), 50: ('UserData', None), 51: ('UserData', None), 52: ('UserData', None), 53: ('UserData', None), 54: ('UserData', None), 55: ('UserData', None)}
+_LINES = {15: ('Topic', None), 16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 38: ('AssignedPartitions', None), 39: ('AssignedPartitions', None), 40: ('AssignedPartitions', None), 41: ('AssignedPartitions', None), 42: ('AssignedPartitions', None), 43: ('AssignedPartitions', 'i3'), 44: ('AssignedPartitions', 'i3'), 45: ('AssignedPartitions', None), 46: ('AssignedPartitions', None), 47: ('AssignedPartitions', None), 48: ('AssignedPartitions', None), 49: ('UserData', None), 50: ('UserData', None), 51: ('UserData', None), 52: ('UserData', None), 53: ('UserData', None), 54: ('UserData', None), 55: ('UserData', None), 56: ('UserData', None)}

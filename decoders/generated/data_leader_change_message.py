@@ -32,26 +32,34 @@ def _f1(b, p):
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, = _U1(b, p); p += 4
+                d7 = {"VoterId": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v3.append(d7)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8 = b[p]; p += 1
-        if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
-        n8 -= 1
-        if n8 >= 0:
-            if n8 * 5 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f0(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n9 = b[p]; p += 1
+        if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+        n9 -= 1
+        if n9 >= 0:
+            if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
+            v8 = []
+            for i10 in range(n9):
+                v11, = _U1(b, p); p += 4
+                d12 = {"VoterId": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v8.append(d12)
+        elif n9 == -1:
+            v8 = None
         else:
-            raise _rt.negative(n8)
-        d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v7}
+            raise _rt.negative(n9)
+        d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -82,26 +90,34 @@ def _f3(b, p):
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
-                v3.append(x6)
+                v6, v7, = _U2(b, p); p += 20
+                d8 = {"VoterId": v6, "VoterDirectoryId": _rt.uuid(v7)}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8 = b[p]; p += 1
-        if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
-        n8 -= 1
-        if n8 >= 0:
-            if n8 * 21 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f2(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n10 = b[p]; p += 1
+        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+        n10 -= 1
+        if n10 >= 0:
+            if n10 * 21 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                v12, v13, = _U2(b, p); p += 20
+                d14 = {"VoterId": v12, "VoterDirectoryId": _rt.uuid(v13)}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v9.append(d14)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n8)
-        d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v7}
+            raise _rt.negative(n10)
+        d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -114,4 +130,4 @@ _T0 = {}
 NAME = 'LeaderChangeMessage'
 VERSIONS = {0: _f1, 1: _f3}
 
-_LINES = {15: ('VoterId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('Version+LeaderId', None), 28: ('Voters', None), 29: ('Voters', None), 30: ('Voters', None), 31: ('Voters', None), 32: ('Voters', None), 33: ('Voters', None), 34: ('Voters', None), 35: ('Voters', 'i5'), 36: ('Voters', 'i5'), 37: ('Voters', None), 38: ('Voters', None), 39: ('Voters', None), 40: ('Voters', None), 41: ('GrantingVoters', None), 42: ('GrantingVoters', None), 43: ('GrantingVoters', None), 44: ('GrantingVoters', None), 45: ('GrantingVoters', None), 46: ('GrantingVoters', None), 47: ('GrantingVoters', None), 48: ('GrantingVoters', 'i9'), 49: ('GrantingVoters', 'i9'), 50: ('GrantingVoters', None), 51: ('GrantingVoters', None), 52: ('GrantingVoters', None), 53: ('GrantingVoters', None), 55: ('_tagged', None), 56: ('_tagged', None), 57: ('_tagged', None), 65: ('VoterId+VoterDirectoryId', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None), 77: ('Version+LeaderId', None), 78: ('Voters', None), 79: ('Voters', None), 80: ('Voters', None), 81: ('Voters', None), 82: ('Voters', None), 83: ('Voters', None), 84: ('Voters', None), 85: ('Voters', 'i5'), 86: ('Voters', 'i5'), 87: ('Voters', None), 88: ('Voters', None), 89: ('Voters', None), 90: ('Voters', None), 91: ('GrantingVoters', None), 92: ('GrantingVoters', None), 93: ('GrantingVoters', None), 94: ('GrantingVoters', None), 95: ('GrantingVoters', None), 96: ('GrantingVoters', None), 97: ('GrantingVoters', None), 98: ('GrantingVoters', 'i9'), 99: ('GrantingVoters', 'i9'), 100: ('GrantingVoters', None), 101: ('GrantingVoters', None), 102: ('GrantingVoters', None), 103: ('GrantingVoters', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None)}
+_LINES = {15: ('VoterId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('Version+LeaderId', None), 28: ('Voters', None), 29: ('Voters', None), 30: ('Voters', None), 31: ('Voters', None), 32: ('Voters', None), 33: ('Voters', None), 34: ('Voters', None), 35: ('Voters', 'i5'), 36: ('Voters', 'i5'), 37: ('Voters', 'i5'), 38: ('Voters', 'i5'), 39: ('Voters', 'i5'), 40: ('Voters', 'i5'), 41: ('Voters', None), 42: ('Voters', None), 43: ('Voters', None), 44: ('Voters', None), 45: ('GrantingVoters', None), 46: ('GrantingVoters', None), 47: ('GrantingVoters', None), 48: ('GrantingVoters', None), 49: ('GrantingVoters', None), 50: ('GrantingVoters', None), 51: ('GrantingVoters', None), 52: ('GrantingVoters', 'i10'), 53: ('GrantingVoters', 'i10'), 54: ('GrantingVoters', 'i10'), 55: ('GrantingVoters', 'i10'), 56: ('GrantingVoters', 'i10'), 57: ('GrantingVoters', 'i10'), 58: ('GrantingVoters', None), 59: ('GrantingVoters', None), 60: ('GrantingVoters', None), 61: ('GrantingVoters', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('VoterId+VoterDirectoryId', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('Version+LeaderId', None), 86: ('Voters', None), 87: ('Voters', None), 88: ('Voters', None), 89: ('Voters', None), 90: ('Voters', None), 91: ('Voters', None), 92: ('Voters', None), 93: ('Voters', 'i5'), 94: ('Voters', 'i5'), 95: ('Voters', 'i5'), 96: ('Voters', 'i5'), 97: ('Voters', 'i5'), 98: ('Voters', 'i5'), 99: ('Voters', None), 100: ('Voters', None), 101: ('Voters', None), 102: ('Voters', None), 103: ('GrantingVoters', None), 104: ('GrantingVoters', None), 105: ('GrantingVoters', None), 106: ('GrantingVoters', None), 107: ('GrantingVoters', None), 108: ('GrantingVoters', None), 109: ('GrantingVoters', None), 110: ('GrantingVoters', 'i11'), 111: ('GrantingVoters', 'i11'), 112: ('GrantingVoters', 'i11'), 113: ('GrantingVoters', 'i11'), 114: ('GrantingVoters', 'i11'), 115: ('GrantingVoters', 'i11'), 116: ('GrantingVoters', None), 117: ('GrantingVoters', None), 118: ('GrantingVoters', None), 119: ('GrantingVoters', None), 121: ('_tagged', None), 122: ('_tagged', None), 123: ('_tagged', None)}

@@ -119,7 +119,11 @@ def annotate(exc: BaseException, lines: dict[int, tuple[str, str | None]], loc: 
     entry = lines.get(tb.tb_lineno) if tb is not None else None
     if entry is not None:
         name, index = entry
-        err.path.insert(0, f"{name}[{loc.get(index)}]" if index else name)
+        if "{}" in name:  # a field of an array element decoded inline: "Array[{}].Field"
+            name = name.replace("{}", str(loc.get(index)), 1)
+        elif index:
+            name = f"{name}[{loc.get(index)}]"
+        err.path.insert(0, name)
     return err
 
 

@@ -31,19 +31,27 @@ SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 
+_versions_cache: dict[str, tuple[dict[int, rt.Reader], int]] = {}
+
+
+def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int]:
+    entry = _versions_cache.get(schema)
+    if entry is None:
+        versions: dict[int, rt.Reader] = _module(registry.DATA_MODULES[schema]).VERSIONS
+        entry = _versions_cache[schema] = (versions, max(versions))
+    return entry
+
+
 def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription."""
-    result: dict[str, Any] = {"schema": schema}
     if len(raw) < 2:
-        result["status"] = f"truncated: {len(raw)} bytes, no version"
-        return result
+        return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
     (version,) = _I16(raw, 0)
-    result["version"] = version
-    versions: dict[int, rt.Reader] = _module(registry.DATA_MODULES[schema]).VERSIONS
+    result: dict[str, Any] = {"schema": schema, "version": version}
+    versions, known = _schema_versions(schema)
     if version < 0:
         result["status"] = f"invalid: negative version {version}"
         return result
-    known = max(versions)
     # Like Kafka's deserializers, a newer version is read with the newest known layout.
     use = version if version in versions else (known if version > known else None)
     if use is None:

@@ -130,8 +130,7 @@ class ModuleBuilder:
     def _fixed_group(self, fn: _Func, group: list[Field], names: list[tuple[str, str]], ind: int = 2) -> None:
         fmt = "".join(FIXED[f.type_name][0] for f in group)
         size = sum(FIXED[f.type_name][1] for f in group)
-        if fn.current is None or ind == 2:
-            fn.current = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
+        fn.current = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
         vars_ = [fn.var() for _ in group]
         fn.emit(ind, f"{', '.join(vars_)}, = {self.fmt('>' + fmt)}(b, p); p += {size}")
         for f, v in zip(group, vars_, strict=True):
@@ -224,7 +223,7 @@ class ModuleBuilder:
             fn.current = (f.name, i)
             if elem.kind == "struct" and _inlinable(elem.struct):
                 assert elem.struct is not None
-                self._inline_fixed_struct(fn, elem.struct, v, ind + 2)
+                self._inline_struct(fn, elem.struct, f.name, i, v, ind + 2)
             elif elem.kind == "struct":
                 x = fn.var("x")
                 fn.emit(ind + 2, f"{x}, p = {sub}(b, p)")
@@ -240,12 +239,32 @@ class ModuleBuilder:
         fn.emit(ind + 1, f"raise _rt.negative({n})")
         return v
 
-    def _inline_fixed_struct(self, fn: _Func, st: Struct, target: str, ind: int) -> None:
-        """An array element made only of fixed-width fields, decoded in the loop (no call)."""
+    def _inline_struct(self, fn: _Func, st: Struct, array: str, index: str, target: str, ind: int) -> None:
+        """Decode an array element in the loop itself (no call) when it holds no nested struct.
+
+        Its lines report failures as ``Array[i].Field``.
+        """
+        first_line = len(fn.lines)
         names: list[tuple[str, str]] = []
-        saved = fn.current
-        self._fixed_group(fn, list(st.fields), names, ind)
-        fn.current = saved
+        pending: list[Field] = []
+
+        def flush() -> None:
+            if pending:
+                fn.current = None
+                self._fixed_group(fn, list(pending), names, ind)
+                pending.clear()
+
+        for f in st.fields:
+            if f.kind == "fixed":
+                pending.append(f)
+                continue
+            flush()
+            names.append((f.name, self._field(fn, f, ind)))
+        flush()
+        for line in range(first_line, len(fn.lines)):
+            entry = fn.fields[line]
+            fn.fields[line] = (f"{array}[{{}}].{entry[0]}" if entry else f"{array}[{{}}]", index)
+        fn.current = (array, index)
         d = fn.var("d")
         items = ", ".join(f"{json.dumps(n)}: {x}" for n, x in names)
         fn.emit(ind, f"{d} = {{{items}}}")
@@ -302,8 +321,10 @@ class ModuleBuilder:
 
 
 def _inlinable(st: Struct | None) -> bool:
-    """Structs of fixed-width fields only (partitions, api key ranges, ...) are decoded inline."""
-    return st is not None and bool(st.fields) and all(f.kind == "fixed" for f in st.fields)
+    """Array elements without nested structs (partitions, api key ranges, ...) are decoded inline."""
+    return st is not None and bool(st.fields) and all(
+        f.kind != "struct" and (f.kind != "array" or (f.element is not None and f.element.kind != "struct"))
+        for f in st.fields)
 
 
 def _versioned_table(builder: ModuleBuilder, variants: list[dict[str, Any]], root: str) -> dict[int, str]:

@@ -47,8 +47,17 @@ def _f1(b, p):
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, = _U1(b, p); p += 4
+                n8, = _U1(b, p); p += 4
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = _rt.records(b, p, n8); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Index": v6, "Records": v7}
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -148,8 +157,22 @@ def _f5(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
-                v3.append(x6)
+                v6, = _U1(b, p); p += 4
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = _rt.records(b, p, n8); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Index": v6, "Records": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -208,8 +231,22 @@ def _f7(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
-                v2.append(x5)
+                v5, = _U1(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = _rt.records(b, p, n7); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"Index": v5, "Records": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -473,21 +510,30 @@ def _f20(b, p):
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f19(b, p)
-                v6.append(x9)
+                v9, = _U1(b, p); p += 4
+                n11, = _U2(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
+                v6.append(d12)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        n11, = _U2(b, p); p += 2
-        if n11 >= 0:
-            if n11 > L - p: raise _rt.short(n11, L - p)
-            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
-        elif n11 == -1:
-            v10 = None
+        n14, = _U2(b, p); p += 2
+        if n14 >= 0:
+            if n14 > L - p: raise _rt.short(n14, L - p)
+            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        elif n14 == -1:
+            v13 = None
         else:
-            raise _rt.negative(n11)
-        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v10}
+            raise _rt.negative(n14)
+        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -572,23 +618,37 @@ def _f24(b, p):
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f23(b, p)
-                v6.append(x9)
+                v9, = _U1(b, p); p += 4
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v6.append(d12)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        n11 = b[p]; p += 1
-        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
-        n11 -= 1
-        if n11 >= 0:
-            if n11 > L - p: raise _rt.short(n11, L - p)
-            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
-        elif n11 == -1:
-            v10 = None
+        n14 = b[p]; p += 1
+        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+        n14 -= 1
+        if n14 >= 0:
+            if n14 > L - p: raise _rt.short(n14, L - p)
+            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        elif n14 == -1:
+            v13 = None
         else:
-            raise _rt.negative(n11)
-        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v10}
+            raise _rt.negative(n14)
+        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -686,23 +746,37 @@ def _f29(b, p):
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f23(b, p)
-                v6.append(x9)
+                v9, = _U1(b, p); p += 4
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v6.append(d12)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        n11 = b[p]; p += 1
-        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
-        n11 -= 1
-        if n11 >= 0:
-            if n11 > L - p: raise _rt.short(n11, L - p)
-            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
-        elif n11 == -1:
-            v10 = None
+        n14 = b[p]; p += 1
+        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+        n14 -= 1
+        if n14 >= 0:
+            if n14 > L - p: raise _rt.short(n14, L - p)
+            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        elif n14 == -1:
+            v13 = None
         else:
-            raise _rt.negative(n11)
-        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v10}
+            raise _rt.negative(n14)
+        d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T1, d)
@@ -787,8 +861,33 @@ def _f32(b, p):
             if n2 * 11 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f31(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 4
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 4
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v1.append(d10)
         elif n2 == -1:
             v1 = None
         else:
@@ -881,4 +980,4 @@ NAME = 'Produce'
 REQUEST = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f3, 5: _f3, 6: _f3, 7: _f3, 8: _f3, 9: _f6, 10: _f6, 11: _f6, 12: _f6, 13: _f8}
 RESPONSE = {0: _f11, 1: _f12, 2: _f15, 3: _f15, 4: _f15, 5: _f18, 6: _f18, 7: _f18, 8: _f22, 9: _f26, 10: _f33, 11: _f33, 12: _f33, 13: _f35}
 
-_LINES = {20: ('Index', None), 21: ('Records', None), 22: ('Records', None), 23: ('Records', None), 24: ('Records', None), 25: ('Records', None), 26: ('Records', None), 27: ('Records', None), 28: ('Records', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('PartitionData', None), 46: ('PartitionData', None), 47: ('PartitionData', None), 48: ('PartitionData', None), 49: ('PartitionData', None), 50: ('PartitionData', 'i5'), 51: ('PartitionData', 'i5'), 52: ('PartitionData', None), 53: ('PartitionData', None), 54: ('PartitionData', None), 55: ('PartitionData', None), 64: ('Acks+TimeoutMs', None), 65: ('TopicData', None), 66: ('TopicData', None), 67: ('TopicData', None), 68: ('TopicData', None), 69: ('TopicData', None), 70: ('TopicData', 'i5'), 71: ('TopicData', 'i5'), 72: ('TopicData', None), 73: ('TopicData', None), 74: ('TopicData', None), 75: ('TopicData', None), 84: ('TransactionalId', None), 85: ('TransactionalId', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionalId', None), 91: ('TransactionalId', None), 92: ('Acks+TimeoutMs', None), 93: ('TopicData', None), 94: ('TopicData', None), 95: ('TopicData', None), 96: ('TopicData', None), 97: ('TopicData', None), 98: ('TopicData', 'i7'), 99: ('TopicData', 'i7'), 100: ('TopicData', None), 101: ('TopicData', None), 102: ('TopicData', None), 103: ('TopicData', None), 112: ('Index', None), 113: ('Records', None), 114: ('Records', None), 115: ('Records', None), 116: ('Records', None), 117: ('Records', None), 118: ('Records', None), 119: ('Records', None), 120: ('Records', None), 121: ('Records', None), 122: ('Records', None), 124: ('_tagged', None), 125: ('_tagged', None), 126: ('_tagged', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('PartitionData', None), 145: ('PartitionData', None), 146: ('PartitionData', None), 147: ('PartitionData', None), 148: ('PartitionData', None), 149: ('PartitionData', None), 150: ('PartitionData', None), 151: ('PartitionData', 'i5'), 152: ('PartitionData', 'i5'), 153: ('PartitionData', None), 154: ('PartitionData', None), 155: ('PartitionData', None), 156: ('PartitionData', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('TransactionalId', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('TransactionalId', None), 178: ('Acks+TimeoutMs', None), 179: ('TopicData', None), 180: ('TopicData', None), 181: ('TopicData', None), 182: ('TopicData', None), 183: ('TopicData', None), 184: ('TopicData', None), 185: ('TopicData', None), 186: ('TopicData', 'i7'), 187: ('TopicData', 'i7'), 188: ('TopicData', None), 189: ('TopicData', None), 190: ('TopicData', None), 191: ('TopicData', None), 193: ('_tagged', None), 194: ('_tagged', None), 195: ('_tagged', None), 203: ('TopicId', None), 204: ('PartitionData', None), 205: ('PartitionData', None), 206: ('PartitionData', None), 207: ('PartitionData', None), 208: ('PartitionData', None), 209: ('PartitionData', None), 210: ('PartitionData', None), 211: ('PartitionData', 'i4'), 212: ('PartitionData', 'i4'), 213: ('PartitionData', None), 214: ('PartitionData', None), 215: ('PartitionData', None), 216: ('PartitionData', None), 218: ('_tagged', None), 219: ('_tagged', None), 220: ('_tagged', None), 228: ('TransactionalId', None), 229: ('TransactionalId', None), 230: ('TransactionalId', None), 231: ('TransactionalId', None), 232: ('TransactionalId', None), 233: ('TransactionalId', None), 234: ('TransactionalId', None), 235: ('TransactionalId', None), 236: ('TransactionalId', None), 237: ('TransactionalId', None), 238: ('Acks+TimeoutMs', None), 239: ('TopicData', None), 240: ('TopicData', None), 241: ('TopicData', None), 242: ('TopicData', None), 243: ('TopicData', None), 244: ('TopicData', None), 245: ('TopicData', None), 246: ('TopicData', 'i7'), 247: ('TopicData', 'i7'), 248: ('TopicData', None), 249: ('TopicData', None), 250: ('TopicData', None), 251: ('TopicData', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('Index+ErrorCode+BaseOffset', None), 272: ('Name', None), 273: ('Name', None), 274: ('Name', None), 275: ('Name', None), 276: ('Name', None), 277: ('Name', None), 278: ('Name', None), 279: ('Name', None), 280: ('PartitionResponses', None), 281: ('PartitionResponses', None), 282: ('PartitionResponses', None), 283: ('PartitionResponses', None), 284: ('PartitionResponses', None), 285: ('PartitionResponses', 'i5'), 286: ('PartitionResponses', 'i5'), 287: ('PartitionResponses', 'i5'), 288: ('PartitionResponses', None), 289: ('PartitionResponses', None), 290: ('PartitionResponses', None), 291: ('PartitionResponses', None), 300: ('Responses', None), 301: ('Responses', None), 302: ('Responses', None), 303: ('Responses', None), 304: ('Responses', None), 305: ('Responses', 'i3'), 306: ('Responses', 'i3'), 307: ('Responses', None), 308: ('Responses', None), 309: ('Responses', None), 310: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', None), 324: ('Responses', 'i3'), 325: ('Responses', 'i3'), 326: ('Responses', None), 327: ('Responses', None), 328: ('Responses', None), 329: ('Responses', None), 330: ('ThrottleTimeMs', None), 339: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs', None), 348: ('Name', None), 349: ('Name', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('PartitionResponses', None), 357: ('PartitionResponses', None), 358: ('PartitionResponses', None), 359: ('PartitionResponses', None), 360: ('PartitionResponses', None), 361: ('PartitionResponses', 'i5'), 362: ('PartitionResponses', 'i5'), 363: ('PartitionResponses', 'i5'), 364: ('PartitionResponses', None), 365: ('PartitionResponses', None), 366: ('PartitionResponses', None), 367: ('PartitionResponses', None), 376: ('Responses', None), 377: ('Responses', None), 378: ('Responses', None), 379: ('Responses', None), 380: ('Responses', None), 381: ('Responses', 'i3'), 382: ('Responses', 'i3'), 383: ('Responses', None), 384: ('Responses', None), 385: ('Responses', None), 386: ('Responses', None), 387: ('ThrottleTimeMs', None), 396: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 405: ('Name', None), 406: ('Name', None), 407: ('Name', None), 408: ('Name', None), 409: ('Name', None), 410: ('Name', None), 411: ('Name', None), 412: ('Name', None), 413: ('PartitionResponses', None), 414: ('PartitionResponses', None), 415: ('PartitionResponses', None), 416: ('PartitionResponses', None), 417: ('PartitionResponses', None), 418: ('PartitionResponses', 'i5'), 419: ('PartitionResponses', 'i5'), 420: ('PartitionResponses', 'i5'), 421: ('PartitionResponses', None), 422: ('PartitionResponses', None), 423: ('PartitionResponses', None), 424: ('PartitionResponses', None), 433: ('Responses', None), 434: ('Responses', None), 435: ('Responses', None), 436: ('Responses', None), 437: ('Responses', None), 438: ('Responses', 'i3'), 439: ('Responses', 'i3'), 440: ('Responses', None), 441: ('Responses', None), 442: ('Responses', None), 443: ('Responses', None), 444: ('ThrottleTimeMs', None), 453: ('BatchIndex', None), 454: ('BatchIndexErrorMessage', None), 455: ('BatchIndexErrorMessage', None), 456: ('BatchIndexErrorMessage', None), 457: ('BatchIndexErrorMessage', None), 458: ('BatchIndexErrorMessage', None), 459: ('BatchIndexErrorMessage', None), 460: ('BatchIndexErrorMessage', None), 461: ('BatchIndexErrorMessage', None), 470: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 471: ('RecordErrors', None), 472: ('RecordErrors', None), 473: ('RecordErrors', None), 474: ('RecordErrors', None), 475: ('RecordErrors', None), 476: ('RecordErrors', 'i8'), 477: ('RecordErrors', 'i8'), 478: ('RecordErrors', None), 479: ('RecordErrors', None), 480: ('RecordErrors', None), 481: ('RecordErrors', None), 482: ('ErrorMessage', None), 483: ('ErrorMessage', None), 484: ('ErrorMessage', None), 485: ('ErrorMessage', None), 486: ('ErrorMessage', None), 487: ('ErrorMessage', None), 488: ('ErrorMessage', None), 489: ('ErrorMessage', None), 498: ('Name', None), 499: ('Name', None), 500: ('Name', None), 501: ('Name', None), 502: ('Name', None), 503: ('Name', None), 504: ('Name', None), 505: ('Name', None), 506: ('PartitionResponses', None), 507: ('PartitionResponses', None), 508: ('PartitionResponses', None), 509: ('PartitionResponses', None), 510: ('PartitionResponses', None), 511: ('PartitionResponses', 'i5'), 512: ('PartitionResponses', 'i5'), 513: ('PartitionResponses', None), 514: ('PartitionResponses', None), 515: ('PartitionResponses', None), 516: ('PartitionResponses', None), 525: ('Responses', None), 526: ('Responses', None), 527: ('Responses', None), 528: ('Responses', None), 529: ('Responses', None), 530: ('Responses', 'i3'), 531: ('Responses', 'i3'), 532: ('Responses', None), 533: ('Responses', None), 534: ('Responses', None), 535: ('Responses', None), 536: ('ThrottleTimeMs', None), 545: ('BatchIndex', None), 546: ('BatchIndexErrorMessage', None), 547: ('BatchIndexErrorMessage', None), 548: ('BatchIndexErrorMessage', None), 549: ('BatchIndexErrorMessage', None), 550: ('BatchIndexErrorMessage', None), 551: ('BatchIndexErrorMessage', None), 552: ('BatchIndexErrorMessage', None), 553: ('BatchIndexErrorMessage', None), 554: ('BatchIndexErrorMessage', None), 555: ('BatchIndexErrorMessage', None), 557: ('_tagged', None), 558: ('_tagged', None), 559: ('_tagged', None), 567: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 568: ('RecordErrors', None), 569: ('RecordErrors', None), 570: ('RecordErrors', None), 571: ('RecordErrors', None), 572: ('RecordErrors', None), 573: ('RecordErrors', None), 574: ('RecordErrors', None), 575: ('RecordErrors', 'i8'), 576: ('RecordErrors', 'i8'), 577: ('RecordErrors', None), 578: ('RecordErrors', None), 579: ('RecordErrors', None), 580: ('RecordErrors', None), 581: ('ErrorMessage', None), 582: ('ErrorMessage', None), 583: ('ErrorMessage', None), 584: ('ErrorMessage', None), 585: ('ErrorMessage', None), 586: ('ErrorMessage', None), 587: ('ErrorMessage', None), 588: ('ErrorMessage', None), 589: ('ErrorMessage', None), 590: ('ErrorMessage', None), 592: ('_tagged', None), 593: ('_tagged', None), 594: ('_tagged', None), 602: ('Name', None), 603: ('Name', None), 604: ('Name', None), 605: ('Name', None), 606: ('Name', None), 607: ('Name', None), 608: ('Name', None), 609: ('Name', None), 610: ('Name', None), 611: ('Name', None), 612: ('PartitionResponses', None), 613: ('PartitionResponses', None), 614: ('PartitionResponses', None), 615: ('PartitionResponses', None), 616: ('PartitionResponses', None), 617: ('PartitionResponses', None), 618: ('PartitionResponses', None), 619: ('PartitionResponses', 'i5'), 620: ('PartitionResponses', 'i5'), 621: ('PartitionResponses', None), 622: ('PartitionResponses', None), 623: ('PartitionResponses', None), 624: ('PartitionResponses', None), 626: ('_tagged', None), 627: ('_tagged', None), 628: ('_tagged', None), 636: ('Responses', None), 637: ('Responses', None), 638: ('Responses', None), 639: ('Responses', None), 640: ('Responses', None), 641: ('Responses', None), 642: ('Responses', None), 643: ('Responses', 'i3'), 644: ('Responses', 'i3'), 645: ('Responses', None), 646: ('Responses', None), 647: ('Responses', None), 648: ('Responses', None), 649: ('ThrottleTimeMs', None), 651: ('_tagged', None), 652: ('_tagged', None), 653: ('_tagged', None), 661: ('LeaderId+LeaderEpoch', None), 663: ('_tagged', None), 664: ('_tagged', None), 665: ('_tagged', None), 673: ('CurrentLeader', None), 681: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 682: ('RecordErrors', None), 683: ('RecordErrors', None), 684: ('RecordErrors', None), 685: ('RecordErrors', None), 686: ('RecordErrors', None), 687: ('RecordErrors', None), 688: ('RecordErrors', None), 689: ('RecordErrors', 'i8'), 690: ('RecordErrors', 'i8'), 691: ('RecordErrors', None), 692: ('RecordErrors', None), 693: ('RecordErrors', None), 694: ('RecordErrors', None), 695: ('ErrorMessage', None), 696: ('ErrorMessage', None), 697: ('ErrorMessage', None), 698: ('ErrorMessage', None), 699: ('ErrorMessage', None), 700: ('ErrorMessage', None), 701: ('ErrorMessage', None), 702: ('ErrorMessage', None), 703: ('ErrorMessage', None), 704: ('ErrorMessage', None), 706: ('_tagged', None), 707: ('_tagged', None), 708: ('_tagged', None), 716: ('Name', None), 717: ('Name', None), 718: ('Name', None), 719: ('Name', None), 720: ('Name', None), 721: ('Name', None), 722: ('Name', None), 723: ('Name', None), 724: ('Name', None), 725: ('Name', None), 726: ('PartitionResponses', None), 727: ('PartitionResponses', None), 728: ('PartitionResponses', None), 729: ('PartitionResponses', None), 730: ('PartitionResponses', None), 731: ('PartitionResponses', None), 732: ('PartitionResponses', None), 733: ('PartitionResponses', 'i5'), 734: ('PartitionResponses', 'i5'), 735: ('PartitionResponses', None), 736: ('PartitionResponses', None), 737: ('PartitionResponses', None), 738: ('PartitionResponses', None), 740: ('_tagged', None), 741: ('_tagged', None), 742: ('_tagged', None), 750: ('NodeId', None), 751: ('Host', None), 752: ('Host', None), 753: ('Host', None), 754: ('Host', None), 755: ('Host', None), 756: ('Host', None), 757: ('Host', None), 758: ('Host', None), 759: ('Host', None), 760: ('Host', None), 761: ('Port', None), 762: ('Rack', None), 763: ('Rack', None), 764: ('Rack', None), 765: ('Rack', None), 766: ('Rack', None), 767: ('Rack', None), 768: ('Rack', None), 769: ('Rack', None), 770: ('Rack', None), 771: ('Rack', None), 773: ('_tagged', None), 774: ('_tagged', None), 775: ('_tagged', None), 783: ('NodeEndpoints', None), 784: ('NodeEndpoints', None), 785: ('NodeEndpoints', None), 786: ('NodeEndpoints', None), 787: ('NodeEndpoints', None), 788: ('NodeEndpoints', None), 789: ('NodeEndpoints', None), 790: ('NodeEndpoints', 'i3'), 791: ('NodeEndpoints', 'i3'), 792: ('NodeEndpoints', None), 793: ('NodeEndpoints', None), 794: ('NodeEndpoints', None), 795: ('NodeEndpoints', None), 803: ('Responses', None), 804: ('Responses', None), 805: ('Responses', None), 806: ('Responses', None), 807: ('Responses', None), 808: ('Responses', None), 809: ('Responses', None), 810: ('Responses', 'i3'), 811: ('Responses', 'i3'), 812: ('Responses', None), 813: ('Responses', None), 814: ('Responses', None), 815: ('Responses', None), 816: ('ThrottleTimeMs', None), 818: ('_tagged', None), 819: ('_tagged', None), 820: ('_tagged', None), 828: ('TopicId', None), 829: ('PartitionResponses', None), 830: ('PartitionResponses', None), 831: ('PartitionResponses', None), 832: ('PartitionResponses', None), 833: ('PartitionResponses', None), 834: ('PartitionResponses', None), 835: ('PartitionResponses', None), 836: ('PartitionResponses', 'i4'), 837: ('PartitionResponses', 'i4'), 838: ('PartitionResponses', None), 839: ('PartitionResponses', None), 840: ('PartitionResponses', None), 841: ('PartitionResponses', None), 843: ('_tagged', None), 844: ('_tagged', None), 845: ('_tagged', None), 853: ('Responses', None), 854: ('Responses', None), 855: ('Responses', None), 856: ('Responses', None), 857: ('Responses', None), 858: ('Responses', None), 859: ('Responses', None), 860: ('Responses', 'i3'), 861: ('Responses', 'i3'), 862: ('Responses', None), 863: ('Responses', None), 864: ('Responses', None), 865: ('Responses', None), 866: ('ThrottleTimeMs', None), 868: ('_tagged', None), 869: ('_tagged', None), 870: ('_tagged', None)}
+_LINES = {20: ('Index', None), 21: ('Records', None), 22: ('Records', None), 23: ('Records', None), 24: ('Records', None), 25: ('Records', None), 26: ('Records', None), 27: ('Records', None), 28: ('Records', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('PartitionData', None), 46: ('PartitionData', None), 47: ('PartitionData', None), 48: ('PartitionData', None), 49: ('PartitionData', None), 50: ('PartitionData[{}].Index', 'i5'), 51: ('PartitionData[{}].Records', 'i5'), 52: ('PartitionData[{}].Records', 'i5'), 53: ('PartitionData[{}].Records', 'i5'), 54: ('PartitionData[{}].Records', 'i5'), 55: ('PartitionData[{}].Records', 'i5'), 56: ('PartitionData[{}].Records', 'i5'), 57: ('PartitionData[{}].Records', 'i5'), 58: ('PartitionData[{}].Records', 'i5'), 59: ('PartitionData', 'i5'), 60: ('PartitionData', 'i5'), 61: ('PartitionData', None), 62: ('PartitionData', None), 63: ('PartitionData', None), 64: ('PartitionData', None), 73: ('Acks+TimeoutMs', None), 74: ('TopicData', None), 75: ('TopicData', None), 76: ('TopicData', None), 77: ('TopicData', None), 78: ('TopicData', None), 79: ('TopicData', 'i5'), 80: ('TopicData', 'i5'), 81: ('TopicData', None), 82: ('TopicData', None), 83: ('TopicData', None), 84: ('TopicData', None), 93: ('TransactionalId', None), 94: ('TransactionalId', None), 95: ('TransactionalId', None), 96: ('TransactionalId', None), 97: ('TransactionalId', None), 98: ('TransactionalId', None), 99: ('TransactionalId', None), 100: ('TransactionalId', None), 101: ('Acks+TimeoutMs', None), 102: ('TopicData', None), 103: ('TopicData', None), 104: ('TopicData', None), 105: ('TopicData', None), 106: ('TopicData', None), 107: ('TopicData', 'i7'), 108: ('TopicData', 'i7'), 109: ('TopicData', None), 110: ('TopicData', None), 111: ('TopicData', None), 112: ('TopicData', None), 121: ('Index', None), 122: ('Records', None), 123: ('Records', None), 124: ('Records', None), 125: ('Records', None), 126: ('Records', None), 127: ('Records', None), 128: ('Records', None), 129: ('Records', None), 130: ('Records', None), 131: ('Records', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('PartitionData', None), 154: ('PartitionData', None), 155: ('PartitionData', None), 156: ('PartitionData', None), 157: ('PartitionData', None), 158: ('PartitionData', None), 159: ('PartitionData', None), 160: ('PartitionData[{}].Index', 'i5'), 161: ('PartitionData[{}].Records', 'i5'), 162: ('PartitionData[{}].Records', 'i5'), 163: ('PartitionData[{}].Records', 'i5'), 164: ('PartitionData[{}].Records', 'i5'), 165: ('PartitionData[{}].Records', 'i5'), 166: ('PartitionData[{}].Records', 'i5'), 167: ('PartitionData[{}].Records', 'i5'), 168: ('PartitionData[{}].Records', 'i5'), 169: ('PartitionData[{}].Records', 'i5'), 170: ('PartitionData[{}].Records', 'i5'), 171: ('PartitionData', 'i5'), 172: ('PartitionData', 'i5'), 173: ('PartitionData', 'i5'), 174: ('PartitionData', 'i5'), 175: ('PartitionData', 'i5'), 176: ('PartitionData', None), 177: ('PartitionData', None), 178: ('PartitionData', None), 179: ('PartitionData', None), 181: ('_tagged', None), 182: ('_tagged', None), 183: ('_tagged', None), 191: ('TransactionalId', None), 192: ('TransactionalId', None), 193: ('TransactionalId', None), 194: ('TransactionalId', None), 195: ('TransactionalId', None), 196: ('TransactionalId', None), 197: ('TransactionalId', None), 198: ('TransactionalId', None), 199: ('TransactionalId', None), 200: ('TransactionalId', None), 201: ('Acks+TimeoutMs', None), 202: ('TopicData', None), 203: ('TopicData', None), 204: ('TopicData', None), 205: ('TopicData', None), 206: ('TopicData', None), 207: ('TopicData', None), 208: ('TopicData', None), 209: ('TopicData', 'i7'), 210: ('TopicData', 'i7'), 211: ('TopicData', None), 212: ('TopicData', None), 213: ('TopicData', None), 214: ('TopicData', None), 216: ('_tagged', None), 217: ('_tagged', None), 218: ('_tagged', None), 226: ('TopicId', None), 227: ('PartitionData', None), 228: ('PartitionData', None), 229: ('PartitionData', None), 230: ('PartitionData', None), 231: ('PartitionData', None), 232: ('PartitionData', None), 233: ('PartitionData', None), 234: ('PartitionData[{}].Index', 'i4'), 235: ('PartitionData[{}].Records', 'i4'), 236: ('PartitionData[{}].Records', 'i4'), 237: ('PartitionData[{}].Records', 'i4'), 238: ('PartitionData[{}].Records', 'i4'), 239: ('PartitionData[{}].Records', 'i4'), 240: ('PartitionData[{}].Records', 'i4'), 241: ('PartitionData[{}].Records', 'i4'), 242: ('PartitionData[{}].Records', 'i4'), 243: ('PartitionData[{}].Records', 'i4'), 244: ('PartitionData[{}].Records', 'i4'), 245: ('PartitionData', 'i4'), 246: ('PartitionData', 'i4'), 247: ('PartitionData', 'i4'), 248: ('PartitionData', 'i4'), 249: ('PartitionData', 'i4'), 250: ('PartitionData', None), 251: ('PartitionData', None), 252: ('PartitionData', None), 253: ('PartitionData', None), 255: ('_tagged', None), 256: ('_tagged', None), 257: ('_tagged', None), 265: ('TransactionalId', None), 266: ('TransactionalId', None), 267: ('TransactionalId', None), 268: ('TransactionalId', None), 269: ('TransactionalId', None), 270: ('TransactionalId', None), 271: ('TransactionalId', None), 272: ('TransactionalId', None), 273: ('TransactionalId', None), 274: ('TransactionalId', None), 275: ('Acks+TimeoutMs', None), 276: ('TopicData', None), 277: ('TopicData', None), 278: ('TopicData', None), 279: ('TopicData', None), 280: ('TopicData', None), 281: ('TopicData', None), 282: ('TopicData', None), 283: ('TopicData', 'i7'), 284: ('TopicData', 'i7'), 285: ('TopicData', None), 286: ('TopicData', None), 287: ('TopicData', None), 288: ('TopicData', None), 290: ('_tagged', None), 291: ('_tagged', None), 292: ('_tagged', None), 300: ('Index+ErrorCode+BaseOffset', None), 309: ('Name', None), 310: ('Name', None), 311: ('Name', None), 312: ('Name', None), 313: ('Name', None), 314: ('Name', None), 315: ('Name', None), 316: ('Name', None), 317: ('PartitionResponses', None), 318: ('PartitionResponses', None), 319: ('PartitionResponses', None), 320: ('PartitionResponses', None), 321: ('PartitionResponses', None), 322: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset', 'i5'), 323: ('PartitionResponses', 'i5'), 324: ('PartitionResponses', 'i5'), 325: ('PartitionResponses', None), 326: ('PartitionResponses', None), 327: ('PartitionResponses', None), 328: ('PartitionResponses', None), 337: ('Responses', None), 338: ('Responses', None), 339: ('Responses', None), 340: ('Responses', None), 341: ('Responses', None), 342: ('Responses', 'i3'), 343: ('Responses', 'i3'), 344: ('Responses', None), 345: ('Responses', None), 346: ('Responses', None), 347: ('Responses', None), 356: ('Responses', None), 357: ('Responses', None), 358: ('Responses', None), 359: ('Responses', None), 360: ('Responses', None), 361: ('Responses', 'i3'), 362: ('Responses', 'i3'), 363: ('Responses', None), 364: ('Responses', None), 365: ('Responses', None), 366: ('Responses', None), 367: ('ThrottleTimeMs', None), 376: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs', None), 385: ('Name', None), 386: ('Name', None), 387: ('Name', None), 388: ('Name', None), 389: ('Name', None), 390: ('Name', None), 391: ('Name', None), 392: ('Name', None), 393: ('PartitionResponses', None), 394: ('PartitionResponses', None), 395: ('PartitionResponses', None), 396: ('PartitionResponses', None), 397: ('PartitionResponses', None), 398: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', 'i5'), 399: ('PartitionResponses', 'i5'), 400: ('PartitionResponses', 'i5'), 401: ('PartitionResponses', None), 402: ('PartitionResponses', None), 403: ('PartitionResponses', None), 404: ('PartitionResponses', None), 413: ('Responses', None), 414: ('Responses', None), 415: ('Responses', None), 416: ('Responses', None), 417: ('Responses', None), 418: ('Responses', 'i3'), 419: ('Responses', 'i3'), 420: ('Responses', None), 421: ('Responses', None), 422: ('Responses', None), 423: ('Responses', None), 424: ('ThrottleTimeMs', None), 433: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 442: ('Name', None), 443: ('Name', None), 444: ('Name', None), 445: ('Name', None), 446: ('Name', None), 447: ('Name', None), 448: ('Name', None), 449: ('Name', None), 450: ('PartitionResponses', None), 451: ('PartitionResponses', None), 452: ('PartitionResponses', None), 453: ('PartitionResponses', None), 454: ('PartitionResponses', None), 455: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', 'i5'), 456: ('PartitionResponses', 'i5'), 457: ('PartitionResponses', 'i5'), 458: ('PartitionResponses', None), 459: ('PartitionResponses', None), 460: ('PartitionResponses', None), 461: ('PartitionResponses', None), 470: ('Responses', None), 471: ('Responses', None), 472: ('Responses', None), 473: ('Responses', None), 474: ('Responses', None), 475: ('Responses', 'i3'), 476: ('Responses', 'i3'), 477: ('Responses', None), 478: ('Responses', None), 479: ('Responses', None), 480: ('Responses', None), 481: ('ThrottleTimeMs', None), 490: ('BatchIndex', None), 491: ('BatchIndexErrorMessage', None), 492: ('BatchIndexErrorMessage', None), 493: ('BatchIndexErrorMessage', None), 494: ('BatchIndexErrorMessage', None), 495: ('BatchIndexErrorMessage', None), 496: ('BatchIndexErrorMessage', None), 497: ('BatchIndexErrorMessage', None), 498: ('BatchIndexErrorMessage', None), 507: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 508: ('RecordErrors', None), 509: ('RecordErrors', None), 510: ('RecordErrors', None), 511: ('RecordErrors', None), 512: ('RecordErrors', None), 513: ('RecordErrors[{}].BatchIndex', 'i8'), 514: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 515: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 516: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 517: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 518: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 519: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 520: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 521: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 522: ('RecordErrors', 'i8'), 523: ('RecordErrors', 'i8'), 524: ('RecordErrors', None), 525: ('RecordErrors', None), 526: ('RecordErrors', None), 527: ('RecordErrors', None), 528: ('ErrorMessage', None), 529: ('ErrorMessage', None), 530: ('ErrorMessage', None), 531: ('ErrorMessage', None), 532: ('ErrorMessage', None), 533: ('ErrorMessage', None), 534: ('ErrorMessage', None), 535: ('ErrorMessage', None), 544: ('Name', None), 545: ('Name', None), 546: ('Name', None), 547: ('Name', None), 548: ('Name', None), 549: ('Name', None), 550: ('Name', None), 551: ('Name', None), 552: ('PartitionResponses', None), 553: ('PartitionResponses', None), 554: ('PartitionResponses', None), 555: ('PartitionResponses', None), 556: ('PartitionResponses', None), 557: ('PartitionResponses', 'i5'), 558: ('PartitionResponses', 'i5'), 559: ('PartitionResponses', None), 560: ('PartitionResponses', None), 561: ('PartitionResponses', None), 562: ('PartitionResponses', None), 571: ('Responses', None), 572: ('Responses', None), 573: ('Responses', None), 574: ('Responses', None), 575: ('Responses', None), 576: ('Responses', 'i3'), 577: ('Responses', 'i3'), 578: ('Responses', None), 579: ('Responses', None), 580: ('Responses', None), 581: ('Responses', None), 582: ('ThrottleTimeMs', None), 591: ('BatchIndex', None), 592: ('BatchIndexErrorMessage', None), 593: ('BatchIndexErrorMessage', None), 594: ('BatchIndexErrorMessage', None), 595: ('BatchIndexErrorMessage', None), 596: ('BatchIndexErrorMessage', None), 597: ('BatchIndexErrorMessage', None), 598: ('BatchIndexErrorMessage', None), 599: ('BatchIndexErrorMessage', None), 600: ('BatchIndexErrorMessage', None), 601: ('BatchIndexErrorMessage', None), 603: ('_tagged', None), 604: ('_tagged', None), 605: ('_tagged', None), 613: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 614: ('RecordErrors', None), 615: ('RecordErrors', None), 616: ('RecordErrors', None), 617: ('RecordErrors', None), 618: ('RecordErrors', None), 619: ('RecordErrors', None), 620: ('RecordErrors', None), 621: ('RecordErrors[{}].BatchIndex', 'i8'), 622: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 623: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 624: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 625: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 626: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 627: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 628: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 629: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 630: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 631: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 632: ('RecordErrors', 'i8'), 633: ('RecordErrors', 'i8'), 634: ('RecordErrors', 'i8'), 635: ('RecordErrors', 'i8'), 636: ('RecordErrors', 'i8'), 637: ('RecordErrors', None), 638: ('RecordErrors', None), 639: ('RecordErrors', None), 640: ('RecordErrors', None), 641: ('ErrorMessage', None), 642: ('ErrorMessage', None), 643: ('ErrorMessage', None), 644: ('ErrorMessage', None), 645: ('ErrorMessage', None), 646: ('ErrorMessage', None), 647: ('ErrorMessage', None), 648: ('ErrorMessage', None), 649: ('ErrorMessage', None), 650: ('ErrorMessage', None), 652: ('_tagged', None), 653: ('_tagged', None), 654: ('_tagged', None), 662: ('Name', None), 663: ('Name', None), 664: ('Name', None), 665: ('Name', None), 666: ('Name', None), 667: ('Name', None), 668: ('Name', None), 669: ('Name', None), 670: ('Name', None), 671: ('Name', None), 672: ('PartitionResponses', None), 673: ('PartitionResponses', None), 674: ('PartitionResponses', None), 675: ('PartitionResponses', None), 676: ('PartitionResponses', None), 677: ('PartitionResponses', None), 678: ('PartitionResponses', None), 679: ('PartitionResponses', 'i5'), 680: ('PartitionResponses', 'i5'), 681: ('PartitionResponses', None), 682: ('PartitionResponses', None), 683: ('PartitionResponses', None), 684: ('PartitionResponses', None), 686: ('_tagged', None), 687: ('_tagged', None), 688: ('_tagged', None), 696: ('Responses', None), 697: ('Responses', None), 698: ('Responses', None), 699: ('Responses', None), 700: ('Responses', None), 701: ('Responses', None), 702: ('Responses', None), 703: ('Responses', 'i3'), 704: ('Responses', 'i3'), 705: ('Responses', None), 706: ('Responses', None), 707: ('Responses', None), 708: ('Responses', None), 709: ('ThrottleTimeMs', None), 711: ('_tagged', None), 712: ('_tagged', None), 713: ('_tagged', None), 721: ('LeaderId+LeaderEpoch', None), 723: ('_tagged', None), 724: ('_tagged', None), 725: ('_tagged', None), 733: ('CurrentLeader', None), 741: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 742: ('RecordErrors', None), 743: ('RecordErrors', None), 744: ('RecordErrors', None), 745: ('RecordErrors', None), 746: ('RecordErrors', None), 747: ('RecordErrors', None), 748: ('RecordErrors', None), 749: ('RecordErrors[{}].BatchIndex', 'i8'), 750: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 751: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 752: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 753: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 754: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 755: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 756: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 757: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 758: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 759: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 760: ('RecordErrors', 'i8'), 761: ('RecordErrors', 'i8'), 762: ('RecordErrors', 'i8'), 763: ('RecordErrors', 'i8'), 764: ('RecordErrors', 'i8'), 765: ('RecordErrors', None), 766: ('RecordErrors', None), 767: ('RecordErrors', None), 768: ('RecordErrors', None), 769: ('ErrorMessage', None), 770: ('ErrorMessage', None), 771: ('ErrorMessage', None), 772: ('ErrorMessage', None), 773: ('ErrorMessage', None), 774: ('ErrorMessage', None), 775: ('ErrorMessage', None), 776: ('ErrorMessage', None), 777: ('ErrorMessage', None), 778: ('ErrorMessage', None), 780: ('_tagged', None), 781: ('_tagged', None), 782: ('_tagged', None), 790: ('Name', None), 791: ('Name', None), 792: ('Name', None), 793: ('Name', None), 794: ('Name', None), 795: ('Name', None), 796: ('Name', None), 797: ('Name', None), 798: ('Name', None), 799: ('Name', None), 800: ('PartitionResponses', None), 801: ('PartitionResponses', None), 802: ('PartitionResponses', None), 803: ('PartitionResponses', None), 804: ('PartitionResponses', None), 805: ('PartitionResponses', None), 806: ('PartitionResponses', None), 807: ('PartitionResponses', 'i5'), 808: ('PartitionResponses', 'i5'), 809: ('PartitionResponses', None), 810: ('PartitionResponses', None), 811: ('PartitionResponses', None), 812: ('PartitionResponses', None), 814: ('_tagged', None), 815: ('_tagged', None), 816: ('_tagged', None), 824: ('NodeId', None), 825: ('Host', None), 826: ('Host', None), 827: ('Host', None), 828: ('Host', None), 829: ('Host', None), 830: ('Host', None), 831: ('Host', None), 832: ('Host', None), 833: ('Host', None), 834: ('Host', None), 835: ('Port', None), 836: ('Rack', None), 837: ('Rack', None), 838: ('Rack', None), 839: ('Rack', None), 840: ('Rack', None), 841: ('Rack', None), 842: ('Rack', None), 843: ('Rack', None), 844: ('Rack', None), 845: ('Rack', None), 847: ('_tagged', None), 848: ('_tagged', None), 849: ('_tagged', None), 857: ('NodeEndpoints', None), 858: ('NodeEndpoints', None), 859: ('NodeEndpoints', None), 860: ('NodeEndpoints', None), 861: ('NodeEndpoints', None), 862: ('NodeEndpoints', None), 863: ('NodeEndpoints', None), 864: ('NodeEndpoints[{}].NodeId', 'i3'), 865: ('NodeEndpoints[{}].Host', 'i3'), 866: ('NodeEndpoints[{}].Host', 'i3'), 867: ('NodeEndpoints[{}].Host', 'i3'), 868: ('NodeEndpoints[{}].Host', 'i3'), 869: ('NodeEndpoints[{}].Host', 'i3'), 870: ('NodeEndpoints[{}].Host', 'i3'), 871: ('NodeEndpoints[{}].Host', 'i3'), 872: ('NodeEndpoints[{}].Host', 'i3'), 873: ('NodeEndpoints[{}].Host', 'i3'), 874: ('NodeEndpoints[{}].Host', 'i3'), 875: ('NodeEndpoints[{}].Port', 'i3'), 876: ('NodeEndpoints[{}].Rack', 'i3'), 877: ('NodeEndpoints[{}].Rack', 'i3'), 878: ('NodeEndpoints[{}].Rack', 'i3'), 879: ('NodeEndpoints[{}].Rack', 'i3'), 880: ('NodeEndpoints[{}].Rack', 'i3'), 881: ('NodeEndpoints[{}].Rack', 'i3'), 882: ('NodeEndpoints[{}].Rack', 'i3'), 883: ('NodeEndpoints[{}].Rack', 'i3'), 884: ('NodeEndpoints[{}].Rack', 'i3'), 885: ('NodeEndpoints[{}].Rack', 'i3'), 886: ('NodeEndpoints', 'i3'), 887: ('NodeEndpoints', 'i3'), 888: ('NodeEndpoints', 'i3'), 889: ('NodeEndpoints', 'i3'), 890: ('NodeEndpoints', 'i3'), 891: ('NodeEndpoints', None), 892: ('NodeEndpoints', None), 893: ('NodeEndpoints', None), 894: ('NodeEndpoints', None), 902: ('Responses', None), 903: ('Responses', None), 904: ('Responses', None), 905: ('Responses', None), 906: ('Responses', None), 907: ('Responses', None), 908: ('Responses', None), 909: ('Responses', 'i3'), 910: ('Responses', 'i3'), 911: ('Responses', None), 912: ('Responses', None), 913: ('Responses', None), 914: ('Responses', None), 915: ('ThrottleTimeMs', None), 917: ('_tagged', None), 918: ('_tagged', None), 919: ('_tagged', None), 927: ('TopicId', None), 928: ('PartitionResponses', None), 929: ('PartitionResponses', None), 930: ('PartitionResponses', None), 931: ('PartitionResponses', None), 932: ('PartitionResponses', None), 933: ('PartitionResponses', None), 934: ('PartitionResponses', None), 935: ('PartitionResponses', 'i4'), 936: ('PartitionResponses', 'i4'), 937: ('PartitionResponses', None), 938: ('PartitionResponses', None), 939: ('PartitionResponses', None), 940: ('PartitionResponses', None), 942: ('_tagged', None), 943: ('_tagged', None), 944: ('_tagged', None), 952: ('Responses', None), 953: ('Responses', None), 954: ('Responses', None), 955: ('Responses', None), 956: ('Responses', None), 957: ('Responses', None), 958: ('Responses', None), 959: ('Responses', 'i3'), 960: ('Responses', 'i3'), 961: ('Responses', None), 962: ('Responses', None), 963: ('Responses', None), 964: ('Responses', None), 965: ('ThrottleTimeMs', None), 967: ('_tagged', None), 968: ('_tagged', None), 969: ('_tagged', None)}

@@ -225,8 +225,23 @@ def _f9(b, p):
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f8(b, p)
-                v12.append(x15)
+                n16, = _U2(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Topic": v15, "Partitions": v17}
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
@@ -293,8 +308,23 @@ def _f12(b, p):
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f8(b, p)
-                v12.append(x15)
+                n16, = _U2(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Topic": v15, "Partitions": v17}
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
@@ -324,21 +354,36 @@ def _f13(b, p):
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f8(b, p)
-                v12.append(x15)
+                n16, = _U2(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Topic": v15, "Partitions": v17}
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
             raise _rt.negative(n13)
-        n17, = _U2(b, p); p += 2
-        if n17 >= 0:
-            if n17 > L - p: raise _rt.short(n17, L - p)
-            v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
-        elif n17 == -1:
-            v16 = None
+        n21, = _U2(b, p); p += 2
+        if n21 >= 0:
+            if n21 > L - p: raise _rt.short(n21, L - p)
+            v20 = b[p:p + n21].decode('utf-8', 'backslashreplace'); p += n21
+        elif n21 == -1:
+            v20 = None
         else:
-            raise _rt.negative(n17)
-        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v16}
+            raise _rt.negative(n21)
+        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v20}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -464,23 +509,45 @@ def _f18(b, p):
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f16(b, p)
-                v12.append(x15)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Topic": v15, "Partitions": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
             raise _rt.negative(n13)
-        n17 = b[p]; p += 1
-        if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
-        n17 -= 1
-        if n17 >= 0:
-            if n17 > L - p: raise _rt.short(n17, L - p)
-            v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
-        elif n17 == -1:
-            v16 = None
+        n21 = b[p]; p += 1
+        if n21 > 127: n21, p = _rt.uvarint(b, p, n21)
+        n21 -= 1
+        if n21 >= 0:
+            if n21 > L - p: raise _rt.short(n21, L - p)
+            v20 = b[p:p + n21].decode('utf-8', 'backslashreplace'); p += n21
+        elif n21 == -1:
+            v20 = None
         else:
-            raise _rt.negative(n17)
-        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v16}
+            raise _rt.negative(n21)
+        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T1, d)
@@ -562,23 +629,36 @@ def _f21(b, p):
             if n13 * 18 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f20(b, p)
-                v12.append(x15)
+                v15, = _U10(b, p); p += 16
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"TopicId": _rt.uuid(v15), "Partitions": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v12.append(d18)
         elif n13 == -1:
             v12 = None
         else:
             raise _rt.negative(n13)
-        n17 = b[p]; p += 1
-        if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
-        n17 -= 1
-        if n17 >= 0:
-            if n17 > L - p: raise _rt.short(n17, L - p)
-            v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
-        elif n17 == -1:
-            v16 = None
+        n20 = b[p]; p += 1
+        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+        n20 -= 1
+        if n20 >= 0:
+            if n20 > L - p: raise _rt.short(n20, L - p)
+            v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+        elif n20 == -1:
+            v19 = None
         else:
-            raise _rt.negative(n17)
-        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v16}
+            raise _rt.negative(n20)
+        d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T1, d)
@@ -630,23 +710,36 @@ def _f24(b, p):
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f20(b, p)
-                v11.append(x14)
+                v14, = _U10(b, p); p += 16
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v11.append(d17)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 > L - p: raise _rt.short(n16, L - p)
-            v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-        elif n16 == -1:
-            v15 = None
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 > L - p: raise _rt.short(n19, L - p)
+            v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n16)
-        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v15}
+            raise _rt.negative(n19)
+        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T2, d)
@@ -727,23 +820,36 @@ def _f28(b, p):
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f20(b, p)
-                v11.append(x14)
+                v14, = _U10(b, p); p += 16
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v11.append(d17)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 > L - p: raise _rt.short(n16, L - p)
-            v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-        elif n16 == -1:
-            v15 = None
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 > L - p: raise _rt.short(n19, L - p)
+            v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n16)
-        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v15}
+            raise _rt.negative(n19)
+        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T2, d)
@@ -824,23 +930,36 @@ def _f32(b, p):
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f20(b, p)
-                v11.append(x14)
+                v14, = _U10(b, p); p += 16
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v11.append(d17)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 > L - p: raise _rt.short(n16, L - p)
-            v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-        elif n16 == -1:
-            v15 = None
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 > L - p: raise _rt.short(n19, L - p)
+            v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n16)
-        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v15}
+            raise _rt.negative(n19)
+        d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T2, d)
@@ -881,8 +1000,17 @@ def _f34(b, p):
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f33(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U14(b, p); p += 14
+                n10, = _U1(b, p); p += 4
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = _rt.records(b, p, n10); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"PartitionIndex": v6, "ErrorCode": v7, "HighWatermark": v8, "Records": v9}
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -1453,8 +1581,33 @@ def _f61(b, p):
             if n2 * 11 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f60(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 4
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 4
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v1.append(d10)
         elif n2 == -1:
             v1 = None
         else:
@@ -1501,4 +1654,4 @@ NAME = 'Fetch'
 REQUEST = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f4, 5: _f7, 6: _f7, 7: _f9, 8: _f9, 9: _f12, 10: _f12, 11: _f13, 12: _f18, 13: _f21, 14: _f21, 15: _f24, 16: _f24, 17: _f28, 18: _f32}
 RESPONSE = {0: _f35, 1: _f36, 2: _f36, 3: _f36, 4: _f40, 5: _f43, 6: _f43, 7: _f44, 8: _f44, 9: _f44, 10: _f44, 11: _f47, 12: _f57, 13: _f59, 14: _f59, 15: _f59, 16: _f62, 17: _f62, 18: _f62}
 
-_LINES = {34: ('Partition+FetchOffset+PartitionMaxBytes', None), 43: ('Topic', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 71: ('ReplicaId+MaxWaitMs+MinBytes', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i6'), 78: ('Topics', 'i6'), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 91: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', 'i7'), 98: ('Topics', 'i7'), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 111: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', 'i8'), 118: ('Topics', 'i8'), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 131: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 140: ('Topic', None), 141: ('Topic', None), 142: ('Topic', None), 143: ('Topic', None), 144: ('Topic', None), 145: ('Topic', None), 146: ('Topic', None), 147: ('Topic', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', 'i5'), 154: ('Partitions', 'i5'), 155: ('Partitions', 'i5'), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 168: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', 'i8'), 175: ('Topics', 'i8'), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 188: ('Topic', None), 189: ('Topic', None), 190: ('Topic', None), 191: ('Topic', None), 192: ('Topic', None), 193: ('Topic', None), 194: ('Topic', None), 195: ('Topic', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 202: ('Partitions', None), 211: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', 'i10'), 218: ('Topics', 'i10'), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('ForgottenTopicsData', None), 224: ('ForgottenTopicsData', None), 225: ('ForgottenTopicsData', None), 226: ('ForgottenTopicsData', None), 227: ('ForgottenTopicsData', None), 228: ('ForgottenTopicsData', 'i14'), 229: ('ForgottenTopicsData', 'i14'), 230: ('ForgottenTopicsData', None), 231: ('ForgottenTopicsData', None), 232: ('ForgottenTopicsData', None), 233: ('ForgottenTopicsData', None), 242: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 251: ('Topic', None), 252: ('Topic', None), 253: ('Topic', None), 254: ('Topic', None), 255: ('Topic', None), 256: ('Topic', None), 257: ('Topic', None), 258: ('Topic', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', 'i5'), 265: ('Partitions', 'i5'), 266: ('Partitions', 'i5'), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 279: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', 'i10'), 286: ('Topics', 'i10'), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('ForgottenTopicsData', None), 292: ('ForgottenTopicsData', None), 293: ('ForgottenTopicsData', None), 294: ('ForgottenTopicsData', None), 295: ('ForgottenTopicsData', None), 296: ('ForgottenTopicsData', 'i14'), 297: ('ForgottenTopicsData', 'i14'), 298: ('ForgottenTopicsData', None), 299: ('ForgottenTopicsData', None), 300: ('ForgottenTopicsData', None), 301: ('ForgottenTopicsData', None), 310: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', 'i10'), 317: ('Topics', 'i10'), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('ForgottenTopicsData', None), 323: ('ForgottenTopicsData', None), 324: ('ForgottenTopicsData', None), 325: ('ForgottenTopicsData', None), 326: ('ForgottenTopicsData', None), 327: ('ForgottenTopicsData', 'i14'), 328: ('ForgottenTopicsData', 'i14'), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 332: ('ForgottenTopicsData', None), 333: ('RackId', None), 334: ('RackId', None), 335: ('RackId', None), 336: ('RackId', None), 337: ('RackId', None), 338: ('RackId', None), 339: ('RackId', None), 340: ('RackId', None), 349: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 351: ('_tagged', None), 352: ('_tagged', None), 353: ('_tagged', None), 361: ('Topic', None), 362: ('Topic', None), 363: ('Topic', None), 364: ('Topic', None), 365: ('Topic', None), 366: ('Topic', None), 367: ('Topic', None), 368: ('Topic', None), 369: ('Topic', None), 370: ('Topic', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 376: ('Partitions', None), 377: ('Partitions', None), 378: ('Partitions', 'i5'), 379: ('Partitions', 'i5'), 380: ('Partitions', 'i5'), 381: ('Partitions', 'i5'), 382: ('Partitions', 'i5'), 383: ('Partitions', 'i5'), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions', None), 387: ('Partitions', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None), 399: ('Topic', None), 400: ('Topic', None), 401: ('Topic', None), 402: ('Topic', None), 403: ('Topic', None), 404: ('Topic', None), 405: ('Topic', None), 406: ('Topic', None), 407: ('Topic', None), 408: ('Topic', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 413: ('Partitions', None), 414: ('Partitions', None), 415: ('Partitions', None), 416: ('Partitions', None), 417: ('Partitions', None), 419: ('_tagged', None), 420: ('_tagged', None), 421: ('_tagged', None), 429: ('ClusterId', None), 430: ('ClusterId', None), 431: ('ClusterId', None), 432: ('ClusterId', None), 433: ('ClusterId', None), 434: ('ClusterId', None), 435: ('ClusterId', None), 436: ('ClusterId', None), 437: ('ClusterId', None), 438: ('ClusterId', None), 446: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 451: ('Topics', None), 452: ('Topics', None), 453: ('Topics', None), 454: ('Topics', 'i10'), 455: ('Topics', 'i10'), 456: ('Topics', None), 457: ('Topics', None), 458: ('Topics', None), 459: ('Topics', None), 460: ('ForgottenTopicsData', None), 461: ('ForgottenTopicsData', None), 462: ('ForgottenTopicsData', None), 463: ('ForgottenTopicsData', None), 464: ('ForgottenTopicsData', None), 465: ('ForgottenTopicsData', None), 466: ('ForgottenTopicsData', None), 467: ('ForgottenTopicsData', 'i14'), 468: ('ForgottenTopicsData', 'i14'), 469: ('ForgottenTopicsData', None), 470: ('ForgottenTopicsData', None), 471: ('ForgottenTopicsData', None), 472: ('ForgottenTopicsData', None), 473: ('RackId', None), 474: ('RackId', None), 475: ('RackId', None), 476: ('RackId', None), 477: ('RackId', None), 478: ('RackId', None), 479: ('RackId', None), 480: ('RackId', None), 481: ('RackId', None), 482: ('RackId', None), 484: ('_tagged', None), 485: ('_tagged', None), 486: ('_tagged', None), 494: ('TopicId', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', 'i4'), 503: ('Partitions', 'i4'), 504: ('Partitions', 'i4'), 505: ('Partitions', 'i4'), 506: ('Partitions', 'i4'), 507: ('Partitions', 'i4'), 508: ('Partitions', None), 509: ('Partitions', None), 510: ('Partitions', None), 511: ('Partitions', None), 513: ('_tagged', None), 514: ('_tagged', None), 515: ('_tagged', None), 523: ('TopicId', None), 524: ('Partitions', None), 525: ('Partitions', None), 526: ('Partitions', None), 527: ('Partitions', None), 528: ('Partitions', None), 529: ('Partitions', None), 530: ('Partitions', None), 531: ('Partitions', None), 532: ('Partitions', None), 534: ('_tagged', None), 535: ('_tagged', None), 536: ('_tagged', None), 544: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', 'i10'), 553: ('Topics', 'i10'), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('ForgottenTopicsData', None), 559: ('ForgottenTopicsData', None), 560: ('ForgottenTopicsData', None), 561: ('ForgottenTopicsData', None), 562: ('ForgottenTopicsData', None), 563: ('ForgottenTopicsData', None), 564: ('ForgottenTopicsData', None), 565: ('ForgottenTopicsData', 'i14'), 566: ('ForgottenTopicsData', 'i14'), 567: ('ForgottenTopicsData', None), 568: ('ForgottenTopicsData', None), 569: ('ForgottenTopicsData', None), 570: ('ForgottenTopicsData', None), 571: ('RackId', None), 572: ('RackId', None), 573: ('RackId', None), 574: ('RackId', None), 575: ('RackId', None), 576: ('RackId', None), 577: ('RackId', None), 578: ('RackId', None), 579: ('RackId', None), 580: ('RackId', None), 582: ('_tagged', None), 583: ('_tagged', None), 584: ('_tagged', None), 592: ('ReplicaId+ReplicaEpoch', None), 594: ('_tagged', None), 595: ('_tagged', None), 596: ('_tagged', None), 604: ('ReplicaState', None), 612: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', 'i9'), 621: ('Topics', 'i9'), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', None), 626: ('ForgottenTopicsData', None), 627: ('ForgottenTopicsData', None), 628: ('ForgottenTopicsData', None), 629: ('ForgottenTopicsData', None), 630: ('ForgottenTopicsData', None), 631: ('ForgottenTopicsData', None), 632: ('ForgottenTopicsData', None), 633: ('ForgottenTopicsData', 'i13'), 634: ('ForgottenTopicsData', 'i13'), 635: ('ForgottenTopicsData', None), 636: ('ForgottenTopicsData', None), 637: ('ForgottenTopicsData', None), 638: ('ForgottenTopicsData', None), 639: ('RackId', None), 640: ('RackId', None), 641: ('RackId', None), 642: ('RackId', None), 643: ('RackId', None), 644: ('RackId', None), 645: ('RackId', None), 646: ('RackId', None), 647: ('RackId', None), 648: ('RackId', None), 650: ('_tagged', None), 651: ('_tagged', None), 652: ('_tagged', None), 660: ('ReplicaDirectoryId', None), 668: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 670: ('_tagged', None), 671: ('_tagged', None), 672: ('_tagged', None), 680: ('TopicId', None), 681: ('Partitions', None), 682: ('Partitions', None), 683: ('Partitions', None), 684: ('Partitions', None), 685: ('Partitions', None), 686: ('Partitions', None), 687: ('Partitions', None), 688: ('Partitions', 'i4'), 689: ('Partitions', 'i4'), 690: ('Partitions', 'i4'), 691: ('Partitions', 'i4'), 692: ('Partitions', 'i4'), 693: ('Partitions', 'i4'), 694: ('Partitions', None), 695: ('Partitions', None), 696: ('Partitions', None), 697: ('Partitions', None), 699: ('_tagged', None), 700: ('_tagged', None), 701: ('_tagged', None), 709: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 710: ('Topics', None), 711: ('Topics', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', 'i9'), 718: ('Topics', 'i9'), 719: ('Topics', None), 720: ('Topics', None), 721: ('Topics', None), 722: ('Topics', None), 723: ('ForgottenTopicsData', None), 724: ('ForgottenTopicsData', None), 725: ('ForgottenTopicsData', None), 726: ('ForgottenTopicsData', None), 727: ('ForgottenTopicsData', None), 728: ('ForgottenTopicsData', None), 729: ('ForgottenTopicsData', None), 730: ('ForgottenTopicsData', 'i13'), 731: ('ForgottenTopicsData', 'i13'), 732: ('ForgottenTopicsData', None), 733: ('ForgottenTopicsData', None), 734: ('ForgottenTopicsData', None), 735: ('ForgottenTopicsData', None), 736: ('RackId', None), 737: ('RackId', None), 738: ('RackId', None), 739: ('RackId', None), 740: ('RackId', None), 741: ('RackId', None), 742: ('RackId', None), 743: ('RackId', None), 744: ('RackId', None), 745: ('RackId', None), 747: ('_tagged', None), 748: ('_tagged', None), 749: ('_tagged', None), 757: ('HighWatermark', None), 765: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 767: ('_tagged', None), 768: ('_tagged', None), 769: ('_tagged', None), 777: ('TopicId', None), 778: ('Partitions', None), 779: ('Partitions', None), 780: ('Partitions', None), 781: ('Partitions', None), 782: ('Partitions', None), 783: ('Partitions', None), 784: ('Partitions', None), 785: ('Partitions', 'i4'), 786: ('Partitions', 'i4'), 787: ('Partitions', 'i4'), 788: ('Partitions', 'i4'), 789: ('Partitions', 'i4'), 790: ('Partitions', 'i4'), 791: ('Partitions', None), 792: ('Partitions', None), 793: ('Partitions', None), 794: ('Partitions', None), 796: ('_tagged', None), 797: ('_tagged', None), 798: ('_tagged', None), 806: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', None), 811: ('Topics', None), 812: ('Topics', None), 813: ('Topics', None), 814: ('Topics', 'i9'), 815: ('Topics', 'i9'), 816: ('Topics', None), 817: ('Topics', None), 818: ('Topics', None), 819: ('Topics', None), 820: ('ForgottenTopicsData', None), 821: ('ForgottenTopicsData', None), 822: ('ForgottenTopicsData', None), 823: ('ForgottenTopicsData', None), 824: ('ForgottenTopicsData', None), 825: ('ForgottenTopicsData', None), 826: ('ForgottenTopicsData', None), 827: ('ForgottenTopicsData', 'i13'), 828: ('ForgottenTopicsData', 'i13'), 829: ('ForgottenTopicsData', None), 830: ('ForgottenTopicsData', None), 831: ('ForgottenTopicsData', None), 832: ('ForgottenTopicsData', None), 833: ('RackId', None), 834: ('RackId', None), 835: ('RackId', None), 836: ('RackId', None), 837: ('RackId', None), 838: ('RackId', None), 839: ('RackId', None), 840: ('RackId', None), 841: ('RackId', None), 842: ('RackId', None), 844: ('_tagged', None), 845: ('_tagged', None), 846: ('_tagged', None), 854: ('PartitionIndex+ErrorCode+HighWatermark', None), 855: ('Records', None), 856: ('Records', None), 857: ('Records', None), 858: ('Records', None), 859: ('Records', None), 860: ('Records', None), 861: ('Records', None), 862: ('Records', None), 871: ('Topic', None), 872: ('Topic', None), 873: ('Topic', None), 874: ('Topic', None), 875: ('Topic', None), 876: ('Topic', None), 877: ('Topic', None), 878: ('Topic', None), 879: ('Partitions', None), 880: ('Partitions', None), 881: ('Partitions', None), 882: ('Partitions', None), 883: ('Partitions', None), 884: ('Partitions', 'i5'), 885: ('Partitions', 'i5'), 886: ('Partitions', None), 887: ('Partitions', None), 888: ('Partitions', None), 889: ('Partitions', None), 898: ('Responses', None), 899: ('Responses', None), 900: ('Responses', None), 901: ('Responses', None), 902: ('Responses', None), 903: ('Responses', 'i3'), 904: ('Responses', 'i3'), 905: ('Responses', None), 906: ('Responses', None), 907: ('Responses', None), 908: ('Responses', None), 917: ('ThrottleTimeMs', None), 918: ('Responses', None), 919: ('Responses', None), 920: ('Responses', None), 921: ('Responses', None), 922: ('Responses', None), 923: ('Responses', 'i4'), 924: ('Responses', 'i4'), 925: ('Responses', None), 926: ('Responses', None), 927: ('Responses', None), 928: ('Responses', None), 937: ('ProducerId+FirstOffset', None), 946: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 947: ('AbortedTransactions', None), 948: ('AbortedTransactions', None), 949: ('AbortedTransactions', None), 950: ('AbortedTransactions', None), 951: ('AbortedTransactions', None), 952: ('AbortedTransactions', 'i7'), 953: ('AbortedTransactions', 'i7'), 954: ('AbortedTransactions', 'i7'), 955: ('AbortedTransactions', None), 956: ('AbortedTransactions', None), 957: ('AbortedTransactions', None), 958: ('AbortedTransactions', None), 959: ('Records', None), 960: ('Records', None), 961: ('Records', None), 962: ('Records', None), 963: ('Records', None), 964: ('Records', None), 965: ('Records', None), 966: ('Records', None), 975: ('Topic', None), 976: ('Topic', None), 977: ('Topic', None), 978: ('Topic', None), 979: ('Topic', None), 980: ('Topic', None), 981: ('Topic', None), 982: ('Topic', None), 983: ('Partitions', None), 984: ('Partitions', None), 985: ('Partitions', None), 986: ('Partitions', None), 987: ('Partitions', None), 988: ('Partitions', 'i5'), 989: ('Partitions', 'i5'), 990: ('Partitions', None), 991: ('Partitions', None), 992: ('Partitions', None), 993: ('Partitions', None), 1002: ('ThrottleTimeMs', None), 1003: ('Responses', None), 1004: ('Responses', None), 1005: ('Responses', None), 1006: ('Responses', None), 1007: ('Responses', None), 1008: ('Responses', 'i4'), 1009: ('Responses', 'i4'), 1010: ('Responses', None), 1011: ('Responses', None), 1012: ('Responses', None), 1013: ('Responses', None), 1022: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1023: ('AbortedTransactions', None), 1024: ('AbortedTransactions', None), 1025: ('AbortedTransactions', None), 1026: ('AbortedTransactions', None), 1027: ('AbortedTransactions', None), 1028: ('AbortedTransactions', 'i8'), 1029: ('AbortedTransactions', 'i8'), 1030: ('AbortedTransactions', 'i8'), 1031: ('AbortedTransactions', None), 1032: ('AbortedTransactions', None), 1033: ('AbortedTransactions', None), 1034: ('AbortedTransactions', None), 1035: ('Records', None), 1036: ('Records', None), 1037: ('Records', None), 1038: ('Records', None), 1039: ('Records', None), 1040: ('Records', None), 1041: ('Records', None), 1042: ('Records', None), 1051: ('Topic', None), 1052: ('Topic', None), 1053: ('Topic', None), 1054: ('Topic', None), 1055: ('Topic', None), 1056: ('Topic', None), 1057: ('Topic', None), 1058: ('Topic', None), 1059: ('Partitions', None), 1060: ('Partitions', None), 1061: ('Partitions', None), 1062: ('Partitions', None), 1063: ('Partitions', None), 1064: ('Partitions', 'i5'), 1065: ('Partitions', 'i5'), 1066: ('Partitions', None), 1067: ('Partitions', None), 1068: ('Partitions', None), 1069: ('Partitions', None), 1078: ('ThrottleTimeMs', None), 1079: ('Responses', None), 1080: ('Responses', None), 1081: ('Responses', None), 1082: ('Responses', None), 1083: ('Responses', None), 1084: ('Responses', 'i4'), 1085: ('Responses', 'i4'), 1086: ('Responses', None), 1087: ('Responses', None), 1088: ('Responses', None), 1089: ('Responses', None), 1098: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1099: ('Responses', None), 1100: ('Responses', None), 1101: ('Responses', None), 1102: ('Responses', None), 1103: ('Responses', None), 1104: ('Responses', 'i6'), 1105: ('Responses', 'i6'), 1106: ('Responses', None), 1107: ('Responses', None), 1108: ('Responses', None), 1109: ('Responses', None), 1118: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1119: ('AbortedTransactions', None), 1120: ('AbortedTransactions', None), 1121: ('AbortedTransactions', None), 1122: ('AbortedTransactions', None), 1123: ('AbortedTransactions', None), 1124: ('AbortedTransactions', 'i8'), 1125: ('AbortedTransactions', 'i8'), 1126: ('AbortedTransactions', 'i8'), 1127: ('AbortedTransactions', None), 1128: ('AbortedTransactions', None), 1129: ('AbortedTransactions', None), 1130: ('AbortedTransactions', None), 1131: ('PreferredReadReplica', None), 1132: ('Records', None), 1133: ('Records', None), 1134: ('Records', None), 1135: ('Records', None), 1136: ('Records', None), 1137: ('Records', None), 1138: ('Records', None), 1139: ('Records', None), 1148: ('Topic', None), 1149: ('Topic', None), 1150: ('Topic', None), 1151: ('Topic', None), 1152: ('Topic', None), 1153: ('Topic', None), 1154: ('Topic', None), 1155: ('Topic', None), 1156: ('Partitions', None), 1157: ('Partitions', None), 1158: ('Partitions', None), 1159: ('Partitions', None), 1160: ('Partitions', None), 1161: ('Partitions', 'i5'), 1162: ('Partitions', 'i5'), 1163: ('Partitions', None), 1164: ('Partitions', None), 1165: ('Partitions', None), 1166: ('Partitions', None), 1175: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1176: ('Responses', None), 1177: ('Responses', None), 1178: ('Responses', None), 1179: ('Responses', None), 1180: ('Responses', None), 1181: ('Responses', 'i6'), 1182: ('Responses', 'i6'), 1183: ('Responses', None), 1184: ('Responses', None), 1185: ('Responses', None), 1186: ('Responses', None), 1195: ('ProducerId+FirstOffset', None), 1197: ('_tagged', None), 1198: ('_tagged', None), 1199: ('_tagged', None), 1207: ('Epoch+EndOffset', None), 1209: ('_tagged', None), 1210: ('_tagged', None), 1211: ('_tagged', None), 1219: ('DivergingEpoch', None), 1227: ('LeaderId+LeaderEpoch', None), 1229: ('_tagged', None), 1230: ('_tagged', None), 1231: ('_tagged', None), 1239: ('CurrentLeader', None), 1247: ('EndOffset+Epoch', None), 1249: ('_tagged', None), 1250: ('_tagged', None), 1251: ('_tagged', None), 1259: ('SnapshotId', None), 1267: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1268: ('AbortedTransactions', None), 1269: ('AbortedTransactions', None), 1270: ('AbortedTransactions', None), 1271: ('AbortedTransactions', None), 1272: ('AbortedTransactions', None), 1273: ('AbortedTransactions', None), 1274: ('AbortedTransactions', None), 1275: ('AbortedTransactions', 'i8'), 1276: ('AbortedTransactions', 'i8'), 1277: ('AbortedTransactions', 'i8'), 1278: ('AbortedTransactions', 'i8'), 1279: ('AbortedTransactions', 'i8'), 1280: ('AbortedTransactions', 'i8'), 1281: ('AbortedTransactions', None), 1282: ('AbortedTransactions', None), 1283: ('AbortedTransactions', None), 1284: ('AbortedTransactions', None), 1285: ('PreferredReadReplica', None), 1286: ('Records', None), 1287: ('Records', None), 1288: ('Records', None), 1289: ('Records', None), 1290: ('Records', None), 1291: ('Records', None), 1292: ('Records', None), 1293: ('Records', None), 1294: ('Records', None), 1295: ('Records', None), 1297: ('_tagged', None), 1298: ('_tagged', None), 1299: ('_tagged', None), 1307: ('Topic', None), 1308: ('Topic', None), 1309: ('Topic', None), 1310: ('Topic', None), 1311: ('Topic', None), 1312: ('Topic', None), 1313: ('Topic', None), 1314: ('Topic', None), 1315: ('Topic', None), 1316: ('Topic', None), 1317: ('Partitions', None), 1318: ('Partitions', None), 1319: ('Partitions', None), 1320: ('Partitions', None), 1321: ('Partitions', None), 1322: ('Partitions', None), 1323: ('Partitions', None), 1324: ('Partitions', 'i5'), 1325: ('Partitions', 'i5'), 1326: ('Partitions', None), 1327: ('Partitions', None), 1328: ('Partitions', None), 1329: ('Partitions', None), 1331: ('_tagged', None), 1332: ('_tagged', None), 1333: ('_tagged', None), 1341: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1342: ('Responses', None), 1343: ('Responses', None), 1344: ('Responses', None), 1345: ('Responses', None), 1346: ('Responses', None), 1347: ('Responses', None), 1348: ('Responses', None), 1349: ('Responses', 'i6'), 1350: ('Responses', 'i6'), 1351: ('Responses', None), 1352: ('Responses', None), 1353: ('Responses', None), 1354: ('Responses', None), 1356: ('_tagged', None), 1357: ('_tagged', None), 1358: ('_tagged', None), 1366: ('TopicId', None), 1367: ('Partitions', None), 1368: ('Partitions', None), 1369: ('Partitions', None), 1370: ('Partitions', None), 1371: ('Partitions', None), 1372: ('Partitions', None), 1373: ('Partitions', None), 1374: ('Partitions', 'i4'), 1375: ('Partitions', 'i4'), 1376: ('Partitions', None), 1377: ('Partitions', None), 1378: ('Partitions', None), 1379: ('Partitions', None), 1381: ('_tagged', None), 1382: ('_tagged', None), 1383: ('_tagged', None), 1391: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1392: ('Responses', None), 1393: ('Responses', None), 1394: ('Responses', None), 1395: ('Responses', None), 1396: ('Responses', None), 1397: ('Responses', None), 1398: ('Responses', None), 1399: ('Responses', 'i6'), 1400: ('Responses', 'i6'), 1401: ('Responses', None), 1402: ('Responses', None), 1403: ('Responses', None), 1404: ('Responses', None), 1406: ('_tagged', None), 1407: ('_tagged', None), 1408: ('_tagged', None), 1416: ('NodeId', None), 1417: ('Host', None), 1418: ('Host', None), 1419: ('Host', None), 1420: ('Host', None), 1421: ('Host', None), 1422: ('Host', None), 1423: ('Host', None), 1424: ('Host', None), 1425: ('Host', None), 1426: ('Host', None), 1427: ('Port', None), 1428: ('Rack', None), 1429: ('Rack', None), 1430: ('Rack', None), 1431: ('Rack', None), 1432: ('Rack', None), 1433: ('Rack', None), 1434: ('Rack', None), 1435: ('Rack', None), 1436: ('Rack', None), 1437: ('Rack', None), 1439: ('_tagged', None), 1440: ('_tagged', None), 1441: ('_tagged', None), 1449: ('NodeEndpoints', None), 1450: ('NodeEndpoints', None), 1451: ('NodeEndpoints', None), 1452: ('NodeEndpoints', None), 1453: ('NodeEndpoints', None), 1454: ('NodeEndpoints', None), 1455: ('NodeEndpoints', None), 1456: ('NodeEndpoints', 'i3'), 1457: ('NodeEndpoints', 'i3'), 1458: ('NodeEndpoints', None), 1459: ('NodeEndpoints', None), 1460: ('NodeEndpoints', None), 1461: ('NodeEndpoints', None), 1469: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1470: ('Responses', None), 1471: ('Responses', None), 1472: ('Responses', None), 1473: ('Responses', None), 1474: ('Responses', None), 1475: ('Responses', None), 1476: ('Responses', None), 1477: ('Responses', 'i6'), 1478: ('Responses', 'i6'), 1479: ('Responses', None), 1480: ('Responses', None), 1481: ('Responses', None), 1482: ('Responses', None), 1484: ('_tagged', None), 1485: ('_tagged', None), 1486: ('_tagged', None)}
+_LINES = {34: ('Partition+FetchOffset+PartitionMaxBytes', None), 43: ('Topic', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 71: ('ReplicaId+MaxWaitMs+MinBytes', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i6'), 78: ('Topics', 'i6'), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 91: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', 'i7'), 98: ('Topics', 'i7'), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 111: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', 'i8'), 118: ('Topics', 'i8'), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 131: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 140: ('Topic', None), 141: ('Topic', None), 142: ('Topic', None), 143: ('Topic', None), 144: ('Topic', None), 145: ('Topic', None), 146: ('Topic', None), 147: ('Topic', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 154: ('Partitions', 'i5'), 155: ('Partitions', 'i5'), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 168: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', 'i8'), 175: ('Topics', 'i8'), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 188: ('Topic', None), 189: ('Topic', None), 190: ('Topic', None), 191: ('Topic', None), 192: ('Topic', None), 193: ('Topic', None), 194: ('Topic', None), 195: ('Topic', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 202: ('Partitions', None), 211: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', 'i10'), 218: ('Topics', 'i10'), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('ForgottenTopicsData', None), 224: ('ForgottenTopicsData', None), 225: ('ForgottenTopicsData', None), 226: ('ForgottenTopicsData', None), 227: ('ForgottenTopicsData', None), 228: ('ForgottenTopicsData[{}].Topic', 'i14'), 229: ('ForgottenTopicsData[{}].Topic', 'i14'), 230: ('ForgottenTopicsData[{}].Topic', 'i14'), 231: ('ForgottenTopicsData[{}].Topic', 'i14'), 232: ('ForgottenTopicsData[{}].Topic', 'i14'), 233: ('ForgottenTopicsData[{}].Topic', 'i14'), 234: ('ForgottenTopicsData[{}].Topic', 'i14'), 235: ('ForgottenTopicsData[{}].Topic', 'i14'), 236: ('ForgottenTopicsData[{}].Partitions', 'i14'), 237: ('ForgottenTopicsData[{}].Partitions', 'i14'), 238: ('ForgottenTopicsData[{}].Partitions', 'i14'), 239: ('ForgottenTopicsData[{}].Partitions', 'i14'), 240: ('ForgottenTopicsData[{}].Partitions', 'i14'), 241: ('ForgottenTopicsData[{}].Partitions', 'i14'), 242: ('ForgottenTopicsData[{}].Partitions', 'i14'), 243: ('ForgottenTopicsData', 'i14'), 244: ('ForgottenTopicsData', 'i14'), 245: ('ForgottenTopicsData', None), 246: ('ForgottenTopicsData', None), 247: ('ForgottenTopicsData', None), 248: ('ForgottenTopicsData', None), 257: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 266: ('Topic', None), 267: ('Topic', None), 268: ('Topic', None), 269: ('Topic', None), 270: ('Topic', None), 271: ('Topic', None), 272: ('Topic', None), 273: ('Topic', None), 274: ('Partitions', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 280: ('Partitions', 'i5'), 281: ('Partitions', 'i5'), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 294: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', 'i10'), 301: ('Topics', 'i10'), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('ForgottenTopicsData', None), 307: ('ForgottenTopicsData', None), 308: ('ForgottenTopicsData', None), 309: ('ForgottenTopicsData', None), 310: ('ForgottenTopicsData', None), 311: ('ForgottenTopicsData[{}].Topic', 'i14'), 312: ('ForgottenTopicsData[{}].Topic', 'i14'), 313: ('ForgottenTopicsData[{}].Topic', 'i14'), 314: ('ForgottenTopicsData[{}].Topic', 'i14'), 315: ('ForgottenTopicsData[{}].Topic', 'i14'), 316: ('ForgottenTopicsData[{}].Topic', 'i14'), 317: ('ForgottenTopicsData[{}].Topic', 'i14'), 318: ('ForgottenTopicsData[{}].Topic', 'i14'), 319: ('ForgottenTopicsData[{}].Partitions', 'i14'), 320: ('ForgottenTopicsData[{}].Partitions', 'i14'), 321: ('ForgottenTopicsData[{}].Partitions', 'i14'), 322: ('ForgottenTopicsData[{}].Partitions', 'i14'), 323: ('ForgottenTopicsData[{}].Partitions', 'i14'), 324: ('ForgottenTopicsData[{}].Partitions', 'i14'), 325: ('ForgottenTopicsData[{}].Partitions', 'i14'), 326: ('ForgottenTopicsData', 'i14'), 327: ('ForgottenTopicsData', 'i14'), 328: ('ForgottenTopicsData', None), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 340: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i10'), 347: ('Topics', 'i10'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('ForgottenTopicsData', None), 353: ('ForgottenTopicsData', None), 354: ('ForgottenTopicsData', None), 355: ('ForgottenTopicsData', None), 356: ('ForgottenTopicsData', None), 357: ('ForgottenTopicsData[{}].Topic', 'i14'), 358: ('ForgottenTopicsData[{}].Topic', 'i14'), 359: ('ForgottenTopicsData[{}].Topic', 'i14'), 360: ('ForgottenTopicsData[{}].Topic', 'i14'), 361: ('ForgottenTopicsData[{}].Topic', 'i14'), 362: ('ForgottenTopicsData[{}].Topic', 'i14'), 363: ('ForgottenTopicsData[{}].Topic', 'i14'), 364: ('ForgottenTopicsData[{}].Topic', 'i14'), 365: ('ForgottenTopicsData[{}].Partitions', 'i14'), 366: ('ForgottenTopicsData[{}].Partitions', 'i14'), 367: ('ForgottenTopicsData[{}].Partitions', 'i14'), 368: ('ForgottenTopicsData[{}].Partitions', 'i14'), 369: ('ForgottenTopicsData[{}].Partitions', 'i14'), 370: ('ForgottenTopicsData[{}].Partitions', 'i14'), 371: ('ForgottenTopicsData[{}].Partitions', 'i14'), 372: ('ForgottenTopicsData', 'i14'), 373: ('ForgottenTopicsData', 'i14'), 374: ('ForgottenTopicsData', None), 375: ('ForgottenTopicsData', None), 376: ('ForgottenTopicsData', None), 377: ('ForgottenTopicsData', None), 378: ('RackId', None), 379: ('RackId', None), 380: ('RackId', None), 381: ('RackId', None), 382: ('RackId', None), 383: ('RackId', None), 384: ('RackId', None), 385: ('RackId', None), 394: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('Topic', None), 407: ('Topic', None), 408: ('Topic', None), 409: ('Topic', None), 410: ('Topic', None), 411: ('Topic', None), 412: ('Topic', None), 413: ('Topic', None), 414: ('Topic', None), 415: ('Topic', None), 416: ('Partitions', None), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 422: ('Partitions', None), 423: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i5'), 424: ('Partitions', 'i5'), 425: ('Partitions', 'i5'), 426: ('Partitions', 'i5'), 427: ('Partitions', 'i5'), 428: ('Partitions', 'i5'), 429: ('Partitions', None), 430: ('Partitions', None), 431: ('Partitions', None), 432: ('Partitions', None), 434: ('_tagged', None), 435: ('_tagged', None), 436: ('_tagged', None), 444: ('Topic', None), 445: ('Topic', None), 446: ('Topic', None), 447: ('Topic', None), 448: ('Topic', None), 449: ('Topic', None), 450: ('Topic', None), 451: ('Topic', None), 452: ('Topic', None), 453: ('Topic', None), 454: ('Partitions', None), 455: ('Partitions', None), 456: ('Partitions', None), 457: ('Partitions', None), 458: ('Partitions', None), 459: ('Partitions', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions', None), 464: ('_tagged', None), 465: ('_tagged', None), 466: ('_tagged', None), 474: ('ClusterId', None), 475: ('ClusterId', None), 476: ('ClusterId', None), 477: ('ClusterId', None), 478: ('ClusterId', None), 479: ('ClusterId', None), 480: ('ClusterId', None), 481: ('ClusterId', None), 482: ('ClusterId', None), 483: ('ClusterId', None), 491: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('Topics', None), 495: ('Topics', None), 496: ('Topics', None), 497: ('Topics', None), 498: ('Topics', None), 499: ('Topics', 'i10'), 500: ('Topics', 'i10'), 501: ('Topics', None), 502: ('Topics', None), 503: ('Topics', None), 504: ('Topics', None), 505: ('ForgottenTopicsData', None), 506: ('ForgottenTopicsData', None), 507: ('ForgottenTopicsData', None), 508: ('ForgottenTopicsData', None), 509: ('ForgottenTopicsData', None), 510: ('ForgottenTopicsData', None), 511: ('ForgottenTopicsData', None), 512: ('ForgottenTopicsData[{}].Topic', 'i14'), 513: ('ForgottenTopicsData[{}].Topic', 'i14'), 514: ('ForgottenTopicsData[{}].Topic', 'i14'), 515: ('ForgottenTopicsData[{}].Topic', 'i14'), 516: ('ForgottenTopicsData[{}].Topic', 'i14'), 517: ('ForgottenTopicsData[{}].Topic', 'i14'), 518: ('ForgottenTopicsData[{}].Topic', 'i14'), 519: ('ForgottenTopicsData[{}].Topic', 'i14'), 520: ('ForgottenTopicsData[{}].Topic', 'i14'), 521: ('ForgottenTopicsData[{}].Topic', 'i14'), 522: ('ForgottenTopicsData[{}].Partitions', 'i14'), 523: ('ForgottenTopicsData[{}].Partitions', 'i14'), 524: ('ForgottenTopicsData[{}].Partitions', 'i14'), 525: ('ForgottenTopicsData[{}].Partitions', 'i14'), 526: ('ForgottenTopicsData[{}].Partitions', 'i14'), 527: ('ForgottenTopicsData[{}].Partitions', 'i14'), 528: ('ForgottenTopicsData[{}].Partitions', 'i14'), 529: ('ForgottenTopicsData[{}].Partitions', 'i14'), 530: ('ForgottenTopicsData[{}].Partitions', 'i14'), 531: ('ForgottenTopicsData', 'i14'), 532: ('ForgottenTopicsData', 'i14'), 533: ('ForgottenTopicsData', 'i14'), 534: ('ForgottenTopicsData', 'i14'), 535: ('ForgottenTopicsData', 'i14'), 536: ('ForgottenTopicsData', None), 537: ('ForgottenTopicsData', None), 538: ('ForgottenTopicsData', None), 539: ('ForgottenTopicsData', None), 540: ('RackId', None), 541: ('RackId', None), 542: ('RackId', None), 543: ('RackId', None), 544: ('RackId', None), 545: ('RackId', None), 546: ('RackId', None), 547: ('RackId', None), 548: ('RackId', None), 549: ('RackId', None), 551: ('_tagged', None), 552: ('_tagged', None), 553: ('_tagged', None), 561: ('TopicId', None), 562: ('Partitions', None), 563: ('Partitions', None), 564: ('Partitions', None), 565: ('Partitions', None), 566: ('Partitions', None), 567: ('Partitions', None), 568: ('Partitions', None), 569: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 570: ('Partitions', 'i4'), 571: ('Partitions', 'i4'), 572: ('Partitions', 'i4'), 573: ('Partitions', 'i4'), 574: ('Partitions', 'i4'), 575: ('Partitions', None), 576: ('Partitions', None), 577: ('Partitions', None), 578: ('Partitions', None), 580: ('_tagged', None), 581: ('_tagged', None), 582: ('_tagged', None), 590: ('TopicId', None), 591: ('Partitions', None), 592: ('Partitions', None), 593: ('Partitions', None), 594: ('Partitions', None), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 599: ('Partitions', None), 601: ('_tagged', None), 602: ('_tagged', None), 603: ('_tagged', None), 611: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', 'i10'), 620: ('Topics', 'i10'), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('ForgottenTopicsData', None), 626: ('ForgottenTopicsData', None), 627: ('ForgottenTopicsData', None), 628: ('ForgottenTopicsData', None), 629: ('ForgottenTopicsData', None), 630: ('ForgottenTopicsData', None), 631: ('ForgottenTopicsData', None), 632: ('ForgottenTopicsData[{}].TopicId', 'i14'), 633: ('ForgottenTopicsData[{}].Partitions', 'i14'), 634: ('ForgottenTopicsData[{}].Partitions', 'i14'), 635: ('ForgottenTopicsData[{}].Partitions', 'i14'), 636: ('ForgottenTopicsData[{}].Partitions', 'i14'), 637: ('ForgottenTopicsData[{}].Partitions', 'i14'), 638: ('ForgottenTopicsData[{}].Partitions', 'i14'), 639: ('ForgottenTopicsData[{}].Partitions', 'i14'), 640: ('ForgottenTopicsData[{}].Partitions', 'i14'), 641: ('ForgottenTopicsData[{}].Partitions', 'i14'), 642: ('ForgottenTopicsData', 'i14'), 643: ('ForgottenTopicsData', 'i14'), 644: ('ForgottenTopicsData', 'i14'), 645: ('ForgottenTopicsData', 'i14'), 646: ('ForgottenTopicsData', 'i14'), 647: ('ForgottenTopicsData', None), 648: ('ForgottenTopicsData', None), 649: ('ForgottenTopicsData', None), 650: ('ForgottenTopicsData', None), 651: ('RackId', None), 652: ('RackId', None), 653: ('RackId', None), 654: ('RackId', None), 655: ('RackId', None), 656: ('RackId', None), 657: ('RackId', None), 658: ('RackId', None), 659: ('RackId', None), 660: ('RackId', None), 662: ('_tagged', None), 663: ('_tagged', None), 664: ('_tagged', None), 672: ('ReplicaId+ReplicaEpoch', None), 674: ('_tagged', None), 675: ('_tagged', None), 676: ('_tagged', None), 684: ('ReplicaState', None), 692: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 693: ('Topics', None), 694: ('Topics', None), 695: ('Topics', None), 696: ('Topics', None), 697: ('Topics', None), 698: ('Topics', None), 699: ('Topics', None), 700: ('Topics', 'i9'), 701: ('Topics', 'i9'), 702: ('Topics', None), 703: ('Topics', None), 704: ('Topics', None), 705: ('Topics', None), 706: ('ForgottenTopicsData', None), 707: ('ForgottenTopicsData', None), 708: ('ForgottenTopicsData', None), 709: ('ForgottenTopicsData', None), 710: ('ForgottenTopicsData', None), 711: ('ForgottenTopicsData', None), 712: ('ForgottenTopicsData', None), 713: ('ForgottenTopicsData[{}].TopicId', 'i13'), 714: ('ForgottenTopicsData[{}].Partitions', 'i13'), 715: ('ForgottenTopicsData[{}].Partitions', 'i13'), 716: ('ForgottenTopicsData[{}].Partitions', 'i13'), 717: ('ForgottenTopicsData[{}].Partitions', 'i13'), 718: ('ForgottenTopicsData[{}].Partitions', 'i13'), 719: ('ForgottenTopicsData[{}].Partitions', 'i13'), 720: ('ForgottenTopicsData[{}].Partitions', 'i13'), 721: ('ForgottenTopicsData[{}].Partitions', 'i13'), 722: ('ForgottenTopicsData[{}].Partitions', 'i13'), 723: ('ForgottenTopicsData', 'i13'), 724: ('ForgottenTopicsData', 'i13'), 725: ('ForgottenTopicsData', 'i13'), 726: ('ForgottenTopicsData', 'i13'), 727: ('ForgottenTopicsData', 'i13'), 728: ('ForgottenTopicsData', None), 729: ('ForgottenTopicsData', None), 730: ('ForgottenTopicsData', None), 731: ('ForgottenTopicsData', None), 732: ('RackId', None), 733: ('RackId', None), 734: ('RackId', None), 735: ('RackId', None), 736: ('RackId', None), 737: ('RackId', None), 738: ('RackId', None), 739: ('RackId', None), 740: ('RackId', None), 741: ('RackId', None), 743: ('_tagged', None), 744: ('_tagged', None), 745: ('_tagged', None), 753: ('ReplicaDirectoryId', None), 761: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 763: ('_tagged', None), 764: ('_tagged', None), 765: ('_tagged', None), 773: ('TopicId', None), 774: ('Partitions', None), 775: ('Partitions', None), 776: ('Partitions', None), 777: ('Partitions', None), 778: ('Partitions', None), 779: ('Partitions', None), 780: ('Partitions', None), 781: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 782: ('Partitions', 'i4'), 783: ('Partitions', 'i4'), 784: ('Partitions', 'i4'), 785: ('Partitions', 'i4'), 786: ('Partitions', 'i4'), 787: ('Partitions', None), 788: ('Partitions', None), 789: ('Partitions', None), 790: ('Partitions', None), 792: ('_tagged', None), 793: ('_tagged', None), 794: ('_tagged', None), 802: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 803: ('Topics', None), 804: ('Topics', None), 805: ('Topics', None), 806: ('Topics', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', 'i9'), 811: ('Topics', 'i9'), 812: ('Topics', None), 813: ('Topics', None), 814: ('Topics', None), 815: ('Topics', None), 816: ('ForgottenTopicsData', None), 817: ('ForgottenTopicsData', None), 818: ('ForgottenTopicsData', None), 819: ('ForgottenTopicsData', None), 820: ('ForgottenTopicsData', None), 821: ('ForgottenTopicsData', None), 822: ('ForgottenTopicsData', None), 823: ('ForgottenTopicsData[{}].TopicId', 'i13'), 824: ('ForgottenTopicsData[{}].Partitions', 'i13'), 825: ('ForgottenTopicsData[{}].Partitions', 'i13'), 826: ('ForgottenTopicsData[{}].Partitions', 'i13'), 827: ('ForgottenTopicsData[{}].Partitions', 'i13'), 828: ('ForgottenTopicsData[{}].Partitions', 'i13'), 829: ('ForgottenTopicsData[{}].Partitions', 'i13'), 830: ('ForgottenTopicsData[{}].Partitions', 'i13'), 831: ('ForgottenTopicsData[{}].Partitions', 'i13'), 832: ('ForgottenTopicsData[{}].Partitions', 'i13'), 833: ('ForgottenTopicsData', 'i13'), 834: ('ForgottenTopicsData', 'i13'), 835: ('ForgottenTopicsData', 'i13'), 836: ('ForgottenTopicsData', 'i13'), 837: ('ForgottenTopicsData', 'i13'), 838: ('ForgottenTopicsData', None), 839: ('ForgottenTopicsData', None), 840: ('ForgottenTopicsData', None), 841: ('ForgottenTopicsData', None), 842: ('RackId', None), 843: ('RackId', None), 844: ('RackId', None), 845: ('RackId', None), 846: ('RackId', None), 847: ('RackId', None), 848: ('RackId', None), 849: ('RackId', None), 850: ('RackId', None), 851: ('RackId', None), 853: ('_tagged', None), 854: ('_tagged', None), 855: ('_tagged', None), 863: ('HighWatermark', None), 871: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 873: ('_tagged', None), 874: ('_tagged', None), 875: ('_tagged', None), 883: ('TopicId', None), 884: ('Partitions', None), 885: ('Partitions', None), 886: ('Partitions', None), 887: ('Partitions', None), 888: ('Partitions', None), 889: ('Partitions', None), 890: ('Partitions', None), 891: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 892: ('Partitions', 'i4'), 893: ('Partitions', 'i4'), 894: ('Partitions', 'i4'), 895: ('Partitions', 'i4'), 896: ('Partitions', 'i4'), 897: ('Partitions', None), 898: ('Partitions', None), 899: ('Partitions', None), 900: ('Partitions', None), 902: ('_tagged', None), 903: ('_tagged', None), 904: ('_tagged', None), 912: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 913: ('Topics', None), 914: ('Topics', None), 915: ('Topics', None), 916: ('Topics', None), 917: ('Topics', None), 918: ('Topics', None), 919: ('Topics', None), 920: ('Topics', 'i9'), 921: ('Topics', 'i9'), 922: ('Topics', None), 923: ('Topics', None), 924: ('Topics', None), 925: ('Topics', None), 926: ('ForgottenTopicsData', None), 927: ('ForgottenTopicsData', None), 928: ('ForgottenTopicsData', None), 929: ('ForgottenTopicsData', None), 930: ('ForgottenTopicsData', None), 931: ('ForgottenTopicsData', None), 932: ('ForgottenTopicsData', None), 933: ('ForgottenTopicsData[{}].TopicId', 'i13'), 934: ('ForgottenTopicsData[{}].Partitions', 'i13'), 935: ('ForgottenTopicsData[{}].Partitions', 'i13'), 936: ('ForgottenTopicsData[{}].Partitions', 'i13'), 937: ('ForgottenTopicsData[{}].Partitions', 'i13'), 938: ('ForgottenTopicsData[{}].Partitions', 'i13'), 939: ('ForgottenTopicsData[{}].Partitions', 'i13'), 940: ('ForgottenTopicsData[{}].Partitions', 'i13'), 941: ('ForgottenTopicsData[{}].Partitions', 'i13'), 942: ('ForgottenTopicsData[{}].Partitions', 'i13'), 943: ('ForgottenTopicsData', 'i13'), 944: ('ForgottenTopicsData', 'i13'), 945: ('ForgottenTopicsData', 'i13'), 946: ('ForgottenTopicsData', 'i13'), 947: ('ForgottenTopicsData', 'i13'), 948: ('ForgottenTopicsData', None), 949: ('ForgottenTopicsData', None), 950: ('ForgottenTopicsData', None), 951: ('ForgottenTopicsData', None), 952: ('RackId', None), 953: ('RackId', None), 954: ('RackId', None), 955: ('RackId', None), 956: ('RackId', None), 957: ('RackId', None), 958: ('RackId', None), 959: ('RackId', None), 960: ('RackId', None), 961: ('RackId', None), 963: ('_tagged', None), 964: ('_tagged', None), 965: ('_tagged', None), 973: ('PartitionIndex+ErrorCode+HighWatermark', None), 974: ('Records', None), 975: ('Records', None), 976: ('Records', None), 977: ('Records', None), 978: ('Records', None), 979: ('Records', None), 980: ('Records', None), 981: ('Records', None), 990: ('Topic', None), 991: ('Topic', None), 992: ('Topic', None), 993: ('Topic', None), 994: ('Topic', None), 995: ('Topic', None), 996: ('Topic', None), 997: ('Topic', None), 998: ('Partitions', None), 999: ('Partitions', None), 1000: ('Partitions', None), 1001: ('Partitions', None), 1002: ('Partitions', None), 1003: ('Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', 'i5'), 1004: ('Partitions[{}].Records', 'i5'), 1005: ('Partitions[{}].Records', 'i5'), 1006: ('Partitions[{}].Records', 'i5'), 1007: ('Partitions[{}].Records', 'i5'), 1008: ('Partitions[{}].Records', 'i5'), 1009: ('Partitions[{}].Records', 'i5'), 1010: ('Partitions[{}].Records', 'i5'), 1011: ('Partitions[{}].Records', 'i5'), 1012: ('Partitions', 'i5'), 1013: ('Partitions', 'i5'), 1014: ('Partitions', None), 1015: ('Partitions', None), 1016: ('Partitions', None), 1017: ('Partitions', None), 1026: ('Responses', None), 1027: ('Responses', None), 1028: ('Responses', None), 1029: ('Responses', None), 1030: ('Responses', None), 1031: ('Responses', 'i3'), 1032: ('Responses', 'i3'), 1033: ('Responses', None), 1034: ('Responses', None), 1035: ('Responses', None), 1036: ('Responses', None), 1045: ('ThrottleTimeMs', None), 1046: ('Responses', None), 1047: ('Responses', None), 1048: ('Responses', None), 1049: ('Responses', None), 1050: ('Responses', None), 1051: ('Responses', 'i4'), 1052: ('Responses', 'i4'), 1053: ('Responses', None), 1054: ('Responses', None), 1055: ('Responses', None), 1056: ('Responses', None), 1065: ('ProducerId+FirstOffset', None), 1074: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 1075: ('AbortedTransactions', None), 1076: ('AbortedTransactions', None), 1077: ('AbortedTransactions', None), 1078: ('AbortedTransactions', None), 1079: ('AbortedTransactions', None), 1080: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i7'), 1081: ('AbortedTransactions', 'i7'), 1082: ('AbortedTransactions', 'i7'), 1083: ('AbortedTransactions', None), 1084: ('AbortedTransactions', None), 1085: ('AbortedTransactions', None), 1086: ('AbortedTransactions', None), 1087: ('Records', None), 1088: ('Records', None), 1089: ('Records', None), 1090: ('Records', None), 1091: ('Records', None), 1092: ('Records', None), 1093: ('Records', None), 1094: ('Records', None), 1103: ('Topic', None), 1104: ('Topic', None), 1105: ('Topic', None), 1106: ('Topic', None), 1107: ('Topic', None), 1108: ('Topic', None), 1109: ('Topic', None), 1110: ('Topic', None), 1111: ('Partitions', None), 1112: ('Partitions', None), 1113: ('Partitions', None), 1114: ('Partitions', None), 1115: ('Partitions', None), 1116: ('Partitions', 'i5'), 1117: ('Partitions', 'i5'), 1118: ('Partitions', None), 1119: ('Partitions', None), 1120: ('Partitions', None), 1121: ('Partitions', None), 1130: ('ThrottleTimeMs', None), 1131: ('Responses', None), 1132: ('Responses', None), 1133: ('Responses', None), 1134: ('Responses', None), 1135: ('Responses', None), 1136: ('Responses', 'i4'), 1137: ('Responses', 'i4'), 1138: ('Responses', None), 1139: ('Responses', None), 1140: ('Responses', None), 1141: ('Responses', None), 1150: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1151: ('AbortedTransactions', None), 1152: ('AbortedTransactions', None), 1153: ('AbortedTransactions', None), 1154: ('AbortedTransactions', None), 1155: ('AbortedTransactions', None), 1156: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1157: ('AbortedTransactions', 'i8'), 1158: ('AbortedTransactions', 'i8'), 1159: ('AbortedTransactions', None), 1160: ('AbortedTransactions', None), 1161: ('AbortedTransactions', None), 1162: ('AbortedTransactions', None), 1163: ('Records', None), 1164: ('Records', None), 1165: ('Records', None), 1166: ('Records', None), 1167: ('Records', None), 1168: ('Records', None), 1169: ('Records', None), 1170: ('Records', None), 1179: ('Topic', None), 1180: ('Topic', None), 1181: ('Topic', None), 1182: ('Topic', None), 1183: ('Topic', None), 1184: ('Topic', None), 1185: ('Topic', None), 1186: ('Topic', None), 1187: ('Partitions', None), 1188: ('Partitions', None), 1189: ('Partitions', None), 1190: ('Partitions', None), 1191: ('Partitions', None), 1192: ('Partitions', 'i5'), 1193: ('Partitions', 'i5'), 1194: ('Partitions', None), 1195: ('Partitions', None), 1196: ('Partitions', None), 1197: ('Partitions', None), 1206: ('ThrottleTimeMs', None), 1207: ('Responses', None), 1208: ('Responses', None), 1209: ('Responses', None), 1210: ('Responses', None), 1211: ('Responses', None), 1212: ('Responses', 'i4'), 1213: ('Responses', 'i4'), 1214: ('Responses', None), 1215: ('Responses', None), 1216: ('Responses', None), 1217: ('Responses', None), 1226: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1227: ('Responses', None), 1228: ('Responses', None), 1229: ('Responses', None), 1230: ('Responses', None), 1231: ('Responses', None), 1232: ('Responses', 'i6'), 1233: ('Responses', 'i6'), 1234: ('Responses', None), 1235: ('Responses', None), 1236: ('Responses', None), 1237: ('Responses', None), 1246: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1247: ('AbortedTransactions', None), 1248: ('AbortedTransactions', None), 1249: ('AbortedTransactions', None), 1250: ('AbortedTransactions', None), 1251: ('AbortedTransactions', None), 1252: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1253: ('AbortedTransactions', 'i8'), 1254: ('AbortedTransactions', 'i8'), 1255: ('AbortedTransactions', None), 1256: ('AbortedTransactions', None), 1257: ('AbortedTransactions', None), 1258: ('AbortedTransactions', None), 1259: ('PreferredReadReplica', None), 1260: ('Records', None), 1261: ('Records', None), 1262: ('Records', None), 1263: ('Records', None), 1264: ('Records', None), 1265: ('Records', None), 1266: ('Records', None), 1267: ('Records', None), 1276: ('Topic', None), 1277: ('Topic', None), 1278: ('Topic', None), 1279: ('Topic', None), 1280: ('Topic', None), 1281: ('Topic', None), 1282: ('Topic', None), 1283: ('Topic', None), 1284: ('Partitions', None), 1285: ('Partitions', None), 1286: ('Partitions', None), 1287: ('Partitions', None), 1288: ('Partitions', None), 1289: ('Partitions', 'i5'), 1290: ('Partitions', 'i5'), 1291: ('Partitions', None), 1292: ('Partitions', None), 1293: ('Partitions', None), 1294: ('Partitions', None), 1303: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1304: ('Responses', None), 1305: ('Responses', None), 1306: ('Responses', None), 1307: ('Responses', None), 1308: ('Responses', None), 1309: ('Responses', 'i6'), 1310: ('Responses', 'i6'), 1311: ('Responses', None), 1312: ('Responses', None), 1313: ('Responses', None), 1314: ('Responses', None), 1323: ('ProducerId+FirstOffset', None), 1325: ('_tagged', None), 1326: ('_tagged', None), 1327: ('_tagged', None), 1335: ('Epoch+EndOffset', None), 1337: ('_tagged', None), 1338: ('_tagged', None), 1339: ('_tagged', None), 1347: ('DivergingEpoch', None), 1355: ('LeaderId+LeaderEpoch', None), 1357: ('_tagged', None), 1358: ('_tagged', None), 1359: ('_tagged', None), 1367: ('CurrentLeader', None), 1375: ('EndOffset+Epoch', None), 1377: ('_tagged', None), 1378: ('_tagged', None), 1379: ('_tagged', None), 1387: ('SnapshotId', None), 1395: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1396: ('AbortedTransactions', None), 1397: ('AbortedTransactions', None), 1398: ('AbortedTransactions', None), 1399: ('AbortedTransactions', None), 1400: ('AbortedTransactions', None), 1401: ('AbortedTransactions', None), 1402: ('AbortedTransactions', None), 1403: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1404: ('AbortedTransactions', 'i8'), 1405: ('AbortedTransactions', 'i8'), 1406: ('AbortedTransactions', 'i8'), 1407: ('AbortedTransactions', 'i8'), 1408: ('AbortedTransactions', 'i8'), 1409: ('AbortedTransactions', None), 1410: ('AbortedTransactions', None), 1411: ('AbortedTransactions', None), 1412: ('AbortedTransactions', None), 1413: ('PreferredReadReplica', None), 1414: ('Records', None), 1415: ('Records', None), 1416: ('Records', None), 1417: ('Records', None), 1418: ('Records', None), 1419: ('Records', None), 1420: ('Records', None), 1421: ('Records', None), 1422: ('Records', None), 1423: ('Records', None), 1425: ('_tagged', None), 1426: ('_tagged', None), 1427: ('_tagged', None), 1435: ('Topic', None), 1436: ('Topic', None), 1437: ('Topic', None), 1438: ('Topic', None), 1439: ('Topic', None), 1440: ('Topic', None), 1441: ('Topic', None), 1442: ('Topic', None), 1443: ('Topic', None), 1444: ('Topic', None), 1445: ('Partitions', None), 1446: ('Partitions', None), 1447: ('Partitions', None), 1448: ('Partitions', None), 1449: ('Partitions', None), 1450: ('Partitions', None), 1451: ('Partitions', None), 1452: ('Partitions', 'i5'), 1453: ('Partitions', 'i5'), 1454: ('Partitions', None), 1455: ('Partitions', None), 1456: ('Partitions', None), 1457: ('Partitions', None), 1459: ('_tagged', None), 1460: ('_tagged', None), 1461: ('_tagged', None), 1469: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1470: ('Responses', None), 1471: ('Responses', None), 1472: ('Responses', None), 1473: ('Responses', None), 1474: ('Responses', None), 1475: ('Responses', None), 1476: ('Responses', None), 1477: ('Responses', 'i6'), 1478: ('Responses', 'i6'), 1479: ('Responses', None), 1480: ('Responses', None), 1481: ('Responses', None), 1482: ('Responses', None), 1484: ('_tagged', None), 1485: ('_tagged', None), 1486: ('_tagged', None), 1494: ('TopicId', None), 1495: ('Partitions', None), 1496: ('Partitions', None), 1497: ('Partitions', None), 1498: ('Partitions', None), 1499: ('Partitions', None), 1500: ('Partitions', None), 1501: ('Partitions', None), 1502: ('Partitions', 'i4'), 1503: ('Partitions', 'i4'), 1504: ('Partitions', None), 1505: ('Partitions', None), 1506: ('Partitions', None), 1507: ('Partitions', None), 1509: ('_tagged', None), 1510: ('_tagged', None), 1511: ('_tagged', None), 1519: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1520: ('Responses', None), 1521: ('Responses', None), 1522: ('Responses', None), 1523: ('Responses', None), 1524: ('Responses', None), 1525: ('Responses', None), 1526: ('Responses', None), 1527: ('Responses', 'i6'), 1528: ('Responses', 'i6'), 1529: ('Responses', None), 1530: ('Responses', None), 1531: ('Responses', None), 1532: ('Responses', None), 1534: ('_tagged', None), 1535: ('_tagged', None), 1536: ('_tagged', None), 1544: ('NodeId', None), 1545: ('Host', None), 1546: ('Host', None), 1547: ('Host', None), 1548: ('Host', None), 1549: ('Host', None), 1550: ('Host', None), 1551: ('Host', None), 1552: ('Host', None), 1553: ('Host', None), 1554: ('Host', None), 1555: ('Port', None), 1556: ('Rack', None), 1557: ('Rack', None), 1558: ('Rack', None), 1559: ('Rack', None), 1560: ('Rack', None), 1561: ('Rack', None), 1562: ('Rack', None), 1563: ('Rack', None), 1564: ('Rack', None), 1565: ('Rack', None), 1567: ('_tagged', None), 1568: ('_tagged', None), 1569: ('_tagged', None), 1577: ('NodeEndpoints', None), 1578: ('NodeEndpoints', None), 1579: ('NodeEndpoints', None), 1580: ('NodeEndpoints', None), 1581: ('NodeEndpoints', None), 1582: ('NodeEndpoints', None), 1583: ('NodeEndpoints', None), 1584: ('NodeEndpoints[{}].NodeId', 'i3'), 1585: ('NodeEndpoints[{}].Host', 'i3'), 1586: ('NodeEndpoints[{}].Host', 'i3'), 1587: ('NodeEndpoints[{}].Host', 'i3'), 1588: ('NodeEndpoints[{}].Host', 'i3'), 1589: ('NodeEndpoints[{}].Host', 'i3'), 1590: ('NodeEndpoints[{}].Host', 'i3'), 1591: ('NodeEndpoints[{}].Host', 'i3'), 1592: ('NodeEndpoints[{}].Host', 'i3'), 1593: ('NodeEndpoints[{}].Host', 'i3'), 1594: ('NodeEndpoints[{}].Host', 'i3'), 1595: ('NodeEndpoints[{}].Port', 'i3'), 1596: ('NodeEndpoints[{}].Rack', 'i3'), 1597: ('NodeEndpoints[{}].Rack', 'i3'), 1598: ('NodeEndpoints[{}].Rack', 'i3'), 1599: ('NodeEndpoints[{}].Rack', 'i3'), 1600: ('NodeEndpoints[{}].Rack', 'i3'), 1601: ('NodeEndpoints[{}].Rack', 'i3'), 1602: ('NodeEndpoints[{}].Rack', 'i3'), 1603: ('NodeEndpoints[{}].Rack', 'i3'), 1604: ('NodeEndpoints[{}].Rack', 'i3'), 1605: ('NodeEndpoints[{}].Rack', 'i3'), 1606: ('NodeEndpoints', 'i3'), 1607: ('NodeEndpoints', 'i3'), 1608: ('NodeEndpoints', 'i3'), 1609: ('NodeEndpoints', 'i3'), 1610: ('NodeEndpoints', 'i3'), 1611: ('NodeEndpoints', None), 1612: ('NodeEndpoints', None), 1613: ('NodeEndpoints', None), 1614: ('NodeEndpoints', None), 1622: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1623: ('Responses', None), 1624: ('Responses', None), 1625: ('Responses', None), 1626: ('Responses', None), 1627: ('Responses', None), 1628: ('Responses', None), 1629: ('Responses', None), 1630: ('Responses', 'i6'), 1631: ('Responses', 'i6'), 1632: ('Responses', None), 1633: ('Responses', None), 1634: ('Responses', None), 1635: ('Responses', None), 1637: ('_tagged', None), 1638: ('_tagged', None), 1639: ('_tagged', None)}

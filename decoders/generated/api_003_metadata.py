@@ -40,8 +40,16 @@ def _f1(b, p):
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                d6 = {"Name": v4}
+                v1.append(d6)
         elif n2 == -1:
             v1 = None
         else:
@@ -59,14 +67,22 @@ def _f2(b, p):
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                d6 = {"Name": v4}
+                v1.append(d6)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U2(b, p); p += 1
-        d = {"Topics": v1, "AllowAutoTopicCreation": v5}
+        v7, = _U2(b, p); p += 1
+        d = {"Topics": v1, "AllowAutoTopicCreation": v7}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -79,14 +95,22 @@ def _f3(b, p):
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                d6 = {"Name": v4}
+                v1.append(d6)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, v7, = _U3(b, p); p += 3
-        d = {"Topics": v1, "AllowAutoTopicCreation": v5, "IncludeClusterAuthorizedOperations": v6, "IncludeTopicAuthorizedOperations": v7}
+        v7, v8, v9, = _U3(b, p); p += 3
+        d = {"Topics": v1, "AllowAutoTopicCreation": v7, "IncludeClusterAuthorizedOperations": v8, "IncludeTopicAuthorizedOperations": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -122,14 +146,27 @@ def _f5(b, p):
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                d6 = {"Name": v4}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d6)
+                v1.append(d6)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, v7, = _U3(b, p); p += 3
-        d = {"Topics": v1, "AllowAutoTopicCreation": v5, "IncludeClusterAuthorizedOperations": v6, "IncludeTopicAuthorizedOperations": v7}
+        v7, v8, v9, = _U3(b, p); p += 3
+        d = {"Topics": v1, "AllowAutoTopicCreation": v7, "IncludeClusterAuthorizedOperations": v8, "IncludeTopicAuthorizedOperations": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -169,14 +206,28 @@ def _f7(b, p):
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f6(b, p)
-                v1.append(x4)
+                v4, = _U4(b, p); p += 16
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                d7 = {"TopicId": _rt.uuid(v4), "Name": v5}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, v7, = _U3(b, p); p += 3
-        d = {"Topics": v1, "AllowAutoTopicCreation": v5, "IncludeClusterAuthorizedOperations": v6, "IncludeTopicAuthorizedOperations": v7}
+        v8, v9, v10, = _U3(b, p); p += 3
+        d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeClusterAuthorizedOperations": v9, "IncludeTopicAuthorizedOperations": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -194,14 +245,28 @@ def _f8(b, p):
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f6(b, p)
-                v1.append(x4)
+                v4, = _U4(b, p); p += 16
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                d7 = {"TopicId": _rt.uuid(v4), "Name": v5}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, = _U5(b, p); p += 2
-        d = {"Topics": v1, "AllowAutoTopicCreation": v5, "IncludeTopicAuthorizedOperations": v6}
+        v8, v9, = _U5(b, p); p += 2
+        d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeTopicAuthorizedOperations": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -267,8 +332,23 @@ def _f11(b, p):
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f10(b, p)
-                v4.append(x7)
+                v7, v8, v9, = _U6(b, p); p += 10
+                n11, = _U0(b, p); p += 4
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                n13, = _U0(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                d14 = {"ErrorCode": v7, "PartitionIndex": v8, "LeaderId": v9, "ReplicaNodes": v10, "IsrNodes": v12}
+                v4.append(d14)
         elif n5 == -1:
             v4 = None
         else:
@@ -286,24 +366,34 @@ def _f12(b, p):
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f9(b, p)
-                v1.append(x4)
+                v4, = _U0(b, p); p += 4
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U0(b, p); p += 4
+                d8 = {"NodeId": v4, "Host": v5, "Port": v7}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6, = _U0(b, p); p += 4
-        if n6 >= 0:
-            if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f11(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n10, = _U0(b, p); p += 4
+        if n10 >= 0:
+            if n10 * 8 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                x12, p = _f11(b, p)
+                v9.append(x12)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Brokers": v1, "Topics": v5}
+            raise _rt.negative(n10)
+        d = {"Brokers": v1, "Topics": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -352,8 +442,23 @@ def _f14(b, p):
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f10(b, p)
-                v5.append(x8)
+                v8, v9, v10, = _U6(b, p); p += 10
+                n12, = _U0(b, p); p += 4
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U0(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13}
+                v5.append(d15)
         elif n6 == -1:
             v5 = None
         else:
@@ -371,25 +476,43 @@ def _f15(b, p):
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f13(b, p)
-                v1.append(x4)
+                v4, = _U0(b, p); p += 4
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U0(b, p); p += 4
+                n9, = _U1(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
+                v1.append(d10)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U0(b, p); p += 4
-        n7, = _U0(b, p); p += 4
-        if n7 >= 0:
-            if n7 * 9 > L - p: raise _rt.short_count(n7, L - p)
-            v6 = []
-            for i8 in range(n7):
-                x9, p = _f14(b, p)
-                v6.append(x9)
-        elif n7 == -1:
-            v6 = None
+        v11, = _U0(b, p); p += 4
+        n13, = _U0(b, p); p += 4
+        if n13 >= 0:
+            if n13 * 9 > L - p: raise _rt.short_count(n13, L - p)
+            v12 = []
+            for i14 in range(n13):
+                x15, p = _f14(b, p)
+                v12.append(x15)
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        d = {"Brokers": v1, "ControllerId": v5, "Topics": v6}
+            raise _rt.negative(n13)
+        d = {"Brokers": v1, "ControllerId": v11, "Topics": v12}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -402,33 +525,51 @@ def _f16(b, p):
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f13(b, p)
-                v1.append(x4)
+                v4, = _U0(b, p); p += 4
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U0(b, p); p += 4
+                n9, = _U1(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
+                v1.append(d10)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6, = _U1(b, p); p += 2
-        if n6 >= 0:
-            if n6 > L - p: raise _rt.short(n6, L - p)
-            v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
-        elif n6 == -1:
-            v5 = None
+        n12, = _U1(b, p); p += 2
+        if n12 >= 0:
+            if n12 > L - p: raise _rt.short(n12, L - p)
+            v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+        elif n12 == -1:
+            v11 = None
         else:
-            raise _rt.negative(n6)
-        v7, = _U0(b, p); p += 4
-        n9, = _U0(b, p); p += 4
-        if n9 >= 0:
-            if n9 * 9 > L - p: raise _rt.short_count(n9, L - p)
-            v8 = []
-            for i10 in range(n9):
-                x11, p = _f14(b, p)
-                v8.append(x11)
-        elif n9 == -1:
-            v8 = None
+            raise _rt.negative(n12)
+        v13, = _U0(b, p); p += 4
+        n15, = _U0(b, p); p += 4
+        if n15 >= 0:
+            if n15 * 9 > L - p: raise _rt.short_count(n15, L - p)
+            v14 = []
+            for i16 in range(n15):
+                x17, p = _f14(b, p)
+                v14.append(x17)
+        elif n15 == -1:
+            v14 = None
         else:
-            raise _rt.negative(n9)
-        d = {"Brokers": v1, "ClusterId": v5, "ControllerId": v7, "Topics": v8}
+            raise _rt.negative(n15)
+        d = {"Brokers": v1, "ClusterId": v11, "ControllerId": v13, "Topics": v14}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -442,33 +583,51 @@ def _f17(b, p):
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10, = _U1(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U1(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13, = _U1(b, p); p += 2
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10, = _U0(b, p); p += 4
-        if n10 >= 0:
-            if n10 * 9 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f14(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16, = _U0(b, p); p += 4
+        if n16 >= 0:
+            if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f14(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9}
+            raise _rt.negative(n16)
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -521,8 +680,30 @@ def _f19(b, p):
             if n6 * 22 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f18(b, p)
-                v5.append(x8)
+                v8, v9, v10, = _U6(b, p); p += 10
+                n12, = _U0(b, p); p += 4
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U0(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U0(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13, "OfflineReplicas": v15}
+                v5.append(d17)
         elif n6 == -1:
             v5 = None
         else:
@@ -541,33 +722,51 @@ def _f20(b, p):
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10, = _U1(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U1(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13, = _U1(b, p); p += 2
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10, = _U0(b, p); p += 4
-        if n10 >= 0:
-            if n10 * 9 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f19(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16, = _U0(b, p); p += 4
+        if n16 >= 0:
+            if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f19(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9}
+            raise _rt.negative(n16)
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -620,8 +819,30 @@ def _f22(b, p):
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f21(b, p)
-                v5.append(x8)
+                v8, v9, v10, v11, = _U7(b, p); p += 14
+                n13, = _U0(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15, = _U0(b, p); p += 4
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17, = _U0(b, p); p += 4
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
+                v5.append(d18)
         elif n6 == -1:
             v5 = None
         else:
@@ -640,33 +861,51 @@ def _f23(b, p):
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10, = _U1(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U1(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13, = _U1(b, p); p += 2
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10, = _U0(b, p); p += 4
-        if n10 >= 0:
-            if n10 * 9 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f22(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16, = _U0(b, p); p += 4
+        if n16 >= 0:
+            if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f22(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9}
+            raise _rt.negative(n16)
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -689,14 +928,36 @@ def _f24(b, p):
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f21(b, p)
-                v5.append(x8)
+                v8, v9, v10, v11, = _U7(b, p); p += 14
+                n13, = _U0(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15, = _U0(b, p); p += 4
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17, = _U0(b, p); p += 4
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
+                v5.append(d18)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        v9, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v9}
+        v19, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v19}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -710,34 +971,52 @@ def _f25(b, p):
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10, = _U1(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U1(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13, = _U1(b, p); p += 2
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10, = _U0(b, p); p += 4
-        if n10 >= 0:
-            if n10 * 13 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f24(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16, = _U0(b, p); p += 4
+        if n16 >= 0:
+            if n16 * 13 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f24(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        v13, = _U0(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9, "ClusterAuthorizedOperations": v13}
+            raise _rt.negative(n16)
+        v19, = _U0(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -836,14 +1115,45 @@ def _f28(b, p):
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f27(b, p)
-                v5.append(x8)
+                v8, v9, v10, v11, = _U7(b, p); p += 14
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v5.append(d18)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        v9, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v9}
+        v19, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -862,38 +1172,63 @@ def _f29(b, p):
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f26(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f28(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 10 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f28(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        v13, = _U0(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9, "ClusterAuthorizedOperations": v13}
+            raise _rt.negative(n16)
+        v19, = _U0(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -923,14 +1258,45 @@ def _f30(b, p):
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f27(b, p)
-                v6.append(x9)
+                v9, v10, v11, v12, = _U7(b, p); p += 14
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "OfflineReplicas": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v6.append(d19)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        v10, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v10}
+        v20, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -949,38 +1315,63 @@ def _f31(b, p):
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f26(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 26 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f30(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f30(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        v13, = _U0(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9, "ClusterAuthorizedOperations": v13}
+            raise _rt.negative(n16)
+        v19, = _U0(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -999,37 +1390,62 @@ def _f32(b, p):
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f26(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 26 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f30(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f30(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9}
+            raise _rt.negative(n16)
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -1048,38 +1464,63 @@ def _f33(b, p):
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f26(b, p)
-                v2.append(x5)
+                v5, = _U0(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U0(b, p); p += 4
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        v8, = _U0(b, p); p += 4
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 26 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f30(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+            raise _rt.negative(n13)
+        v14, = _U0(b, p); p += 4
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                x18, p = _f30(b, p)
+                v15.append(x18)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        v13, = _U1(b, p); p += 2
-        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v6, "ControllerId": v8, "Topics": v9, "ErrorCode": v13}
+            raise _rt.negative(n16)
+        v19, = _U1(b, p); p += 2
+        d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ErrorCode": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -1094,4 +1535,4 @@ NAME = 'Metadata'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f2, 5: _f2, 6: _f2, 7: _f2, 8: _f3, 9: _f5, 10: _f7, 11: _f8, 12: _f8, 13: _f8}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f17, 4: _f17, 5: _f20, 6: _f20, 7: _f23, 8: _f25, 9: _f29, 10: _f31, 11: _f32, 12: _f32, 13: _f33}
 
-_LINES = {22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 38: ('Topics', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics', 'i3'), 44: ('Topics', 'i3'), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', 'i3'), 63: ('Topics', 'i3'), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('AllowAutoTopicCreation', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('TopicId', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 155: ('_tagged', None), 156: ('_tagged', None), 157: ('_tagged', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', 'i3'), 173: ('Topics', 'i3'), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', 'i3'), 198: ('Topics', 'i3'), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 205: ('_tagged', None), 206: ('_tagged', None), 207: ('_tagged', None), 215: ('NodeId', None), 216: ('Host', None), 217: ('Host', None), 218: ('Host', None), 219: ('Host', None), 220: ('Host', None), 221: ('Host', None), 222: ('Host', None), 223: ('Host', None), 224: ('Port', None), 233: ('ErrorCode+PartitionIndex+LeaderId', None), 234: ('ReplicaNodes', None), 235: ('ReplicaNodes', None), 236: ('ReplicaNodes', None), 237: ('ReplicaNodes', None), 238: ('ReplicaNodes', None), 239: ('ReplicaNodes', None), 240: ('ReplicaNodes', None), 241: ('IsrNodes', None), 242: ('IsrNodes', None), 243: ('IsrNodes', None), 244: ('IsrNodes', None), 245: ('IsrNodes', None), 246: ('IsrNodes', None), 247: ('IsrNodes', None), 256: ('ErrorCode', None), 257: ('Name', None), 258: ('Name', None), 259: ('Name', None), 260: ('Name', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Name', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', 'i6'), 271: ('Partitions', 'i6'), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', None), 275: ('Partitions', None), 284: ('Brokers', None), 285: ('Brokers', None), 286: ('Brokers', None), 287: ('Brokers', None), 288: ('Brokers', None), 289: ('Brokers', 'i3'), 290: ('Brokers', 'i3'), 291: ('Brokers', None), 292: ('Brokers', None), 293: ('Brokers', None), 294: ('Brokers', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', 'i7'), 301: ('Topics', 'i7'), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 314: ('NodeId', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Host', None), 320: ('Host', None), 321: ('Host', None), 322: ('Host', None), 323: ('Port', None), 324: ('Rack', None), 325: ('Rack', None), 326: ('Rack', None), 327: ('Rack', None), 328: ('Rack', None), 329: ('Rack', None), 330: ('Rack', None), 331: ('Rack', None), 340: ('ErrorCode', None), 341: ('Name', None), 342: ('Name', None), 343: ('Name', None), 344: ('Name', None), 345: ('Name', None), 346: ('Name', None), 347: ('Name', None), 348: ('Name', None), 349: ('IsInternal', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', 'i7'), 356: ('Partitions', 'i7'), 357: ('Partitions', None), 358: ('Partitions', None), 359: ('Partitions', None), 360: ('Partitions', None), 369: ('Brokers', None), 370: ('Brokers', None), 371: ('Brokers', None), 372: ('Brokers', None), 373: ('Brokers', None), 374: ('Brokers', 'i3'), 375: ('Brokers', 'i3'), 376: ('Brokers', None), 377: ('Brokers', None), 378: ('Brokers', None), 379: ('Brokers', None), 380: ('ControllerId', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', 'i8'), 387: ('Topics', 'i8'), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', None), 391: ('Topics', None), 400: ('Brokers', None), 401: ('Brokers', None), 402: ('Brokers', None), 403: ('Brokers', None), 404: ('Brokers', None), 405: ('Brokers', 'i3'), 406: ('Brokers', 'i3'), 407: ('Brokers', None), 408: ('Brokers', None), 409: ('Brokers', None), 410: ('Brokers', None), 411: ('ClusterId', None), 412: ('ClusterId', None), 413: ('ClusterId', None), 414: ('ClusterId', None), 415: ('ClusterId', None), 416: ('ClusterId', None), 417: ('ClusterId', None), 418: ('ClusterId', None), 419: ('ControllerId', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', 'i10'), 426: ('Topics', 'i10'), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 439: ('ThrottleTimeMs', None), 440: ('Brokers', None), 441: ('Brokers', None), 442: ('Brokers', None), 443: ('Brokers', None), 444: ('Brokers', None), 445: ('Brokers', 'i4'), 446: ('Brokers', 'i4'), 447: ('Brokers', None), 448: ('Brokers', None), 449: ('Brokers', None), 450: ('Brokers', None), 451: ('ClusterId', None), 452: ('ClusterId', None), 453: ('ClusterId', None), 454: ('ClusterId', None), 455: ('ClusterId', None), 456: ('ClusterId', None), 457: ('ClusterId', None), 458: ('ClusterId', None), 459: ('ControllerId', None), 460: ('Topics', None), 461: ('Topics', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', 'i11'), 466: ('Topics', 'i11'), 467: ('Topics', None), 468: ('Topics', None), 469: ('Topics', None), 470: ('Topics', None), 479: ('ErrorCode+PartitionIndex+LeaderId', None), 480: ('ReplicaNodes', None), 481: ('ReplicaNodes', None), 482: ('ReplicaNodes', None), 483: ('ReplicaNodes', None), 484: ('ReplicaNodes', None), 485: ('ReplicaNodes', None), 486: ('ReplicaNodes', None), 487: ('IsrNodes', None), 488: ('IsrNodes', None), 489: ('IsrNodes', None), 490: ('IsrNodes', None), 491: ('IsrNodes', None), 492: ('IsrNodes', None), 493: ('IsrNodes', None), 494: ('OfflineReplicas', None), 495: ('OfflineReplicas', None), 496: ('OfflineReplicas', None), 497: ('OfflineReplicas', None), 498: ('OfflineReplicas', None), 499: ('OfflineReplicas', None), 500: ('OfflineReplicas', None), 509: ('ErrorCode', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Name', None), 516: ('Name', None), 517: ('Name', None), 518: ('IsInternal', None), 519: ('Partitions', None), 520: ('Partitions', None), 521: ('Partitions', None), 522: ('Partitions', None), 523: ('Partitions', None), 524: ('Partitions', 'i7'), 525: ('Partitions', 'i7'), 526: ('Partitions', None), 527: ('Partitions', None), 528: ('Partitions', None), 529: ('Partitions', None), 538: ('ThrottleTimeMs', None), 539: ('Brokers', None), 540: ('Brokers', None), 541: ('Brokers', None), 542: ('Brokers', None), 543: ('Brokers', None), 544: ('Brokers', 'i4'), 545: ('Brokers', 'i4'), 546: ('Brokers', None), 547: ('Brokers', None), 548: ('Brokers', None), 549: ('Brokers', None), 550: ('ClusterId', None), 551: ('ClusterId', None), 552: ('ClusterId', None), 553: ('ClusterId', None), 554: ('ClusterId', None), 555: ('ClusterId', None), 556: ('ClusterId', None), 557: ('ClusterId', None), 558: ('ControllerId', None), 559: ('Topics', None), 560: ('Topics', None), 561: ('Topics', None), 562: ('Topics', None), 563: ('Topics', None), 564: ('Topics', 'i11'), 565: ('Topics', 'i11'), 566: ('Topics', None), 567: ('Topics', None), 568: ('Topics', None), 569: ('Topics', None), 578: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 579: ('ReplicaNodes', None), 580: ('ReplicaNodes', None), 581: ('ReplicaNodes', None), 582: ('ReplicaNodes', None), 583: ('ReplicaNodes', None), 584: ('ReplicaNodes', None), 585: ('ReplicaNodes', None), 586: ('IsrNodes', None), 587: ('IsrNodes', None), 588: ('IsrNodes', None), 589: ('IsrNodes', None), 590: ('IsrNodes', None), 591: ('IsrNodes', None), 592: ('IsrNodes', None), 593: ('OfflineReplicas', None), 594: ('OfflineReplicas', None), 595: ('OfflineReplicas', None), 596: ('OfflineReplicas', None), 597: ('OfflineReplicas', None), 598: ('OfflineReplicas', None), 599: ('OfflineReplicas', None), 608: ('ErrorCode', None), 609: ('Name', None), 610: ('Name', None), 611: ('Name', None), 612: ('Name', None), 613: ('Name', None), 614: ('Name', None), 615: ('Name', None), 616: ('Name', None), 617: ('IsInternal', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions', None), 621: ('Partitions', None), 622: ('Partitions', None), 623: ('Partitions', 'i7'), 624: ('Partitions', 'i7'), 625: ('Partitions', None), 626: ('Partitions', None), 627: ('Partitions', None), 628: ('Partitions', None), 637: ('ThrottleTimeMs', None), 638: ('Brokers', None), 639: ('Brokers', None), 640: ('Brokers', None), 641: ('Brokers', None), 642: ('Brokers', None), 643: ('Brokers', 'i4'), 644: ('Brokers', 'i4'), 645: ('Brokers', None), 646: ('Brokers', None), 647: ('Brokers', None), 648: ('Brokers', None), 649: ('ClusterId', None), 650: ('ClusterId', None), 651: ('ClusterId', None), 652: ('ClusterId', None), 653: ('ClusterId', None), 654: ('ClusterId', None), 655: ('ClusterId', None), 656: ('ClusterId', None), 657: ('ControllerId', None), 658: ('Topics', None), 659: ('Topics', None), 660: ('Topics', None), 661: ('Topics', None), 662: ('Topics', None), 663: ('Topics', 'i11'), 664: ('Topics', 'i11'), 665: ('Topics', None), 666: ('Topics', None), 667: ('Topics', None), 668: ('Topics', None), 677: ('ErrorCode', None), 678: ('Name', None), 679: ('Name', None), 680: ('Name', None), 681: ('Name', None), 682: ('Name', None), 683: ('Name', None), 684: ('Name', None), 685: ('Name', None), 686: ('IsInternal', None), 687: ('Partitions', None), 688: ('Partitions', None), 689: ('Partitions', None), 690: ('Partitions', None), 691: ('Partitions', None), 692: ('Partitions', 'i7'), 693: ('Partitions', 'i7'), 694: ('Partitions', None), 695: ('Partitions', None), 696: ('Partitions', None), 697: ('Partitions', None), 698: ('TopicAuthorizedOperations', None), 707: ('ThrottleTimeMs', None), 708: ('Brokers', None), 709: ('Brokers', None), 710: ('Brokers', None), 711: ('Brokers', None), 712: ('Brokers', None), 713: ('Brokers', 'i4'), 714: ('Brokers', 'i4'), 715: ('Brokers', None), 716: ('Brokers', None), 717: ('Brokers', None), 718: ('Brokers', None), 719: ('ClusterId', None), 720: ('ClusterId', None), 721: ('ClusterId', None), 722: ('ClusterId', None), 723: ('ClusterId', None), 724: ('ClusterId', None), 725: ('ClusterId', None), 726: ('ClusterId', None), 727: ('ControllerId', None), 728: ('Topics', None), 729: ('Topics', None), 730: ('Topics', None), 731: ('Topics', None), 732: ('Topics', None), 733: ('Topics', 'i11'), 734: ('Topics', 'i11'), 735: ('Topics', None), 736: ('Topics', None), 737: ('Topics', None), 738: ('Topics', None), 739: ('ClusterAuthorizedOperations', None), 748: ('NodeId', None), 749: ('Host', None), 750: ('Host', None), 751: ('Host', None), 752: ('Host', None), 753: ('Host', None), 754: ('Host', None), 755: ('Host', None), 756: ('Host', None), 757: ('Host', None), 758: ('Host', None), 759: ('Port', None), 760: ('Rack', None), 761: ('Rack', None), 762: ('Rack', None), 763: ('Rack', None), 764: ('Rack', None), 765: ('Rack', None), 766: ('Rack', None), 767: ('Rack', None), 768: ('Rack', None), 769: ('Rack', None), 771: ('_tagged', None), 772: ('_tagged', None), 773: ('_tagged', None), 781: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 782: ('ReplicaNodes', None), 783: ('ReplicaNodes', None), 784: ('ReplicaNodes', None), 785: ('ReplicaNodes', None), 786: ('ReplicaNodes', None), 787: ('ReplicaNodes', None), 788: ('ReplicaNodes', None), 789: ('ReplicaNodes', None), 790: ('ReplicaNodes', None), 791: ('IsrNodes', None), 792: ('IsrNodes', None), 793: ('IsrNodes', None), 794: ('IsrNodes', None), 795: ('IsrNodes', None), 796: ('IsrNodes', None), 797: ('IsrNodes', None), 798: ('IsrNodes', None), 799: ('IsrNodes', None), 800: ('OfflineReplicas', None), 801: ('OfflineReplicas', None), 802: ('OfflineReplicas', None), 803: ('OfflineReplicas', None), 804: ('OfflineReplicas', None), 805: ('OfflineReplicas', None), 806: ('OfflineReplicas', None), 807: ('OfflineReplicas', None), 808: ('OfflineReplicas', None), 810: ('_tagged', None), 811: ('_tagged', None), 812: ('_tagged', None), 820: ('ErrorCode', None), 821: ('Name', None), 822: ('Name', None), 823: ('Name', None), 824: ('Name', None), 825: ('Name', None), 826: ('Name', None), 827: ('Name', None), 828: ('Name', None), 829: ('Name', None), 830: ('Name', None), 831: ('IsInternal', None), 832: ('Partitions', None), 833: ('Partitions', None), 834: ('Partitions', None), 835: ('Partitions', None), 836: ('Partitions', None), 837: ('Partitions', None), 838: ('Partitions', None), 839: ('Partitions', 'i7'), 840: ('Partitions', 'i7'), 841: ('Partitions', None), 842: ('Partitions', None), 843: ('Partitions', None), 844: ('Partitions', None), 845: ('TopicAuthorizedOperations', None), 847: ('_tagged', None), 848: ('_tagged', None), 849: ('_tagged', None), 857: ('ThrottleTimeMs', None), 858: ('Brokers', None), 859: ('Brokers', None), 860: ('Brokers', None), 861: ('Brokers', None), 862: ('Brokers', None), 863: ('Brokers', None), 864: ('Brokers', None), 865: ('Brokers', 'i4'), 866: ('Brokers', 'i4'), 867: ('Brokers', None), 868: ('Brokers', None), 869: ('Brokers', None), 870: ('Brokers', None), 871: ('ClusterId', None), 872: ('ClusterId', None), 873: ('ClusterId', None), 874: ('ClusterId', None), 875: ('ClusterId', None), 876: ('ClusterId', None), 877: ('ClusterId', None), 878: ('ClusterId', None), 879: ('ClusterId', None), 880: ('ClusterId', None), 881: ('ControllerId', None), 882: ('Topics', None), 883: ('Topics', None), 884: ('Topics', None), 885: ('Topics', None), 886: ('Topics', None), 887: ('Topics', None), 888: ('Topics', None), 889: ('Topics', 'i11'), 890: ('Topics', 'i11'), 891: ('Topics', None), 892: ('Topics', None), 893: ('Topics', None), 894: ('Topics', None), 895: ('ClusterAuthorizedOperations', None), 897: ('_tagged', None), 898: ('_tagged', None), 899: ('_tagged', None), 907: ('ErrorCode', None), 908: ('Name', None), 909: ('Name', None), 910: ('Name', None), 911: ('Name', None), 912: ('Name', None), 913: ('Name', None), 914: ('Name', None), 915: ('Name', None), 916: ('Name', None), 917: ('Name', None), 918: ('TopicId+IsInternal', None), 919: ('Partitions', None), 920: ('Partitions', None), 921: ('Partitions', None), 922: ('Partitions', None), 923: ('Partitions', None), 924: ('Partitions', None), 925: ('Partitions', None), 926: ('Partitions', 'i8'), 927: ('Partitions', 'i8'), 928: ('Partitions', None), 929: ('Partitions', None), 930: ('Partitions', None), 931: ('Partitions', None), 932: ('TopicAuthorizedOperations', None), 934: ('_tagged', None), 935: ('_tagged', None), 936: ('_tagged', None), 944: ('ThrottleTimeMs', None), 945: ('Brokers', None), 946: ('Brokers', None), 947: ('Brokers', None), 948: ('Brokers', None), 949: ('Brokers', None), 950: ('Brokers', None), 951: ('Brokers', None), 952: ('Brokers', 'i4'), 953: ('Brokers', 'i4'), 954: ('Brokers', None), 955: ('Brokers', None), 956: ('Brokers', None), 957: ('Brokers', None), 958: ('ClusterId', None), 959: ('ClusterId', None), 960: ('ClusterId', None), 961: ('ClusterId', None), 962: ('ClusterId', None), 963: ('ClusterId', None), 964: ('ClusterId', None), 965: ('ClusterId', None), 966: ('ClusterId', None), 967: ('ClusterId', None), 968: ('ControllerId', None), 969: ('Topics', None), 970: ('Topics', None), 971: ('Topics', None), 972: ('Topics', None), 973: ('Topics', None), 974: ('Topics', None), 975: ('Topics', None), 976: ('Topics', 'i11'), 977: ('Topics', 'i11'), 978: ('Topics', None), 979: ('Topics', None), 980: ('Topics', None), 981: ('Topics', None), 982: ('ClusterAuthorizedOperations', None), 984: ('_tagged', None), 985: ('_tagged', None), 986: ('_tagged', None), 994: ('ThrottleTimeMs', None), 995: ('Brokers', None), 996: ('Brokers', None), 997: ('Brokers', None), 998: ('Brokers', None), 999: ('Brokers', None), 1000: ('Brokers', None), 1001: ('Brokers', None), 1002: ('Brokers', 'i4'), 1003: ('Brokers', 'i4'), 1004: ('Brokers', None), 1005: ('Brokers', None), 1006: ('Brokers', None), 1007: ('Brokers', None), 1008: ('ClusterId', None), 1009: ('ClusterId', None), 1010: ('ClusterId', None), 1011: ('ClusterId', None), 1012: ('ClusterId', None), 1013: ('ClusterId', None), 1014: ('ClusterId', None), 1015: ('ClusterId', None), 1016: ('ClusterId', None), 1017: ('ClusterId', None), 1018: ('ControllerId', None), 1019: ('Topics', None), 1020: ('Topics', None), 1021: ('Topics', None), 1022: ('Topics', None), 1023: ('Topics', None), 1024: ('Topics', None), 1025: ('Topics', None), 1026: ('Topics', 'i11'), 1027: ('Topics', 'i11'), 1028: ('Topics', None), 1029: ('Topics', None), 1030: ('Topics', None), 1031: ('Topics', None), 1033: ('_tagged', None), 1034: ('_tagged', None), 1035: ('_tagged', None), 1043: ('ThrottleTimeMs', None), 1044: ('Brokers', None), 1045: ('Brokers', None), 1046: ('Brokers', None), 1047: ('Brokers', None), 1048: ('Brokers', None), 1049: ('Brokers', None), 1050: ('Brokers', None), 1051: ('Brokers', 'i4'), 1052: ('Brokers', 'i4'), 1053: ('Brokers', None), 1054: ('Brokers', None), 1055: ('Brokers', None), 1056: ('Brokers', None), 1057: ('ClusterId', None), 1058: ('ClusterId', None), 1059: ('ClusterId', None), 1060: ('ClusterId', None), 1061: ('ClusterId', None), 1062: ('ClusterId', None), 1063: ('ClusterId', None), 1064: ('ClusterId', None), 1065: ('ClusterId', None), 1066: ('ClusterId', None), 1067: ('ControllerId', None), 1068: ('Topics', None), 1069: ('Topics', None), 1070: ('Topics', None), 1071: ('Topics', None), 1072: ('Topics', None), 1073: ('Topics', None), 1074: ('Topics', None), 1075: ('Topics', 'i11'), 1076: ('Topics', 'i11'), 1077: ('Topics', None), 1078: ('Topics', None), 1079: ('Topics', None), 1080: ('Topics', None), 1081: ('ErrorCode', None), 1083: ('_tagged', None), 1084: ('_tagged', None), 1085: ('_tagged', None)}
+_LINES = {22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 38: ('Topics', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics[{}].Name', 'i3'), 44: ('Topics[{}].Name', 'i3'), 45: ('Topics[{}].Name', 'i3'), 46: ('Topics[{}].Name', 'i3'), 47: ('Topics[{}].Name', 'i3'), 48: ('Topics[{}].Name', 'i3'), 49: ('Topics[{}].Name', 'i3'), 50: ('Topics[{}].Name', 'i3'), 51: ('Topics', 'i3'), 52: ('Topics', 'i3'), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics[{}].Name', 'i3'), 71: ('Topics[{}].Name', 'i3'), 72: ('Topics[{}].Name', 'i3'), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('AllowAutoTopicCreation', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics[{}].Name', 'i3'), 99: ('Topics[{}].Name', 'i3'), 100: ('Topics[{}].Name', 'i3'), 101: ('Topics[{}].Name', 'i3'), 102: ('Topics[{}].Name', 'i3'), 103: ('Topics[{}].Name', 'i3'), 104: ('Topics[{}].Name', 'i3'), 105: ('Topics[{}].Name', 'i3'), 106: ('Topics', 'i3'), 107: ('Topics', 'i3'), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 132: ('_tagged', None), 133: ('_tagged', None), 134: ('_tagged', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics[{}].Name', 'i3'), 150: ('Topics[{}].Name', 'i3'), 151: ('Topics[{}].Name', 'i3'), 152: ('Topics[{}].Name', 'i3'), 153: ('Topics[{}].Name', 'i3'), 154: ('Topics[{}].Name', 'i3'), 155: ('Topics[{}].Name', 'i3'), 156: ('Topics[{}].Name', 'i3'), 157: ('Topics[{}].Name', 'i3'), 158: ('Topics[{}].Name', 'i3'), 159: ('Topics', 'i3'), 160: ('Topics', 'i3'), 161: ('Topics', 'i3'), 162: ('Topics', 'i3'), 163: ('Topics', 'i3'), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None), 180: ('TopicId', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics[{}].TopicId', 'i3'), 210: ('Topics[{}].Name', 'i3'), 211: ('Topics[{}].Name', 'i3'), 212: ('Topics[{}].Name', 'i3'), 213: ('Topics[{}].Name', 'i3'), 214: ('Topics[{}].Name', 'i3'), 215: ('Topics[{}].Name', 'i3'), 216: ('Topics[{}].Name', 'i3'), 217: ('Topics[{}].Name', 'i3'), 218: ('Topics[{}].Name', 'i3'), 219: ('Topics[{}].Name', 'i3'), 220: ('Topics', 'i3'), 221: ('Topics', 'i3'), 222: ('Topics', 'i3'), 223: ('Topics', 'i3'), 224: ('Topics', 'i3'), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 231: ('_tagged', None), 232: ('_tagged', None), 233: ('_tagged', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('Topics', None), 245: ('Topics', None), 246: ('Topics', None), 247: ('Topics', None), 248: ('Topics[{}].TopicId', 'i3'), 249: ('Topics[{}].Name', 'i3'), 250: ('Topics[{}].Name', 'i3'), 251: ('Topics[{}].Name', 'i3'), 252: ('Topics[{}].Name', 'i3'), 253: ('Topics[{}].Name', 'i3'), 254: ('Topics[{}].Name', 'i3'), 255: ('Topics[{}].Name', 'i3'), 256: ('Topics[{}].Name', 'i3'), 257: ('Topics[{}].Name', 'i3'), 258: ('Topics[{}].Name', 'i3'), 259: ('Topics', 'i3'), 260: ('Topics', 'i3'), 261: ('Topics', 'i3'), 262: ('Topics', 'i3'), 263: ('Topics', 'i3'), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('NodeId', None), 281: ('Host', None), 282: ('Host', None), 283: ('Host', None), 284: ('Host', None), 285: ('Host', None), 286: ('Host', None), 287: ('Host', None), 288: ('Host', None), 289: ('Port', None), 298: ('ErrorCode+PartitionIndex+LeaderId', None), 299: ('ReplicaNodes', None), 300: ('ReplicaNodes', None), 301: ('ReplicaNodes', None), 302: ('ReplicaNodes', None), 303: ('ReplicaNodes', None), 304: ('ReplicaNodes', None), 305: ('ReplicaNodes', None), 306: ('IsrNodes', None), 307: ('IsrNodes', None), 308: ('IsrNodes', None), 309: ('IsrNodes', None), 310: ('IsrNodes', None), 311: ('IsrNodes', None), 312: ('IsrNodes', None), 321: ('ErrorCode', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i6'), 336: ('Partitions[{}].ReplicaNodes', 'i6'), 337: ('Partitions[{}].ReplicaNodes', 'i6'), 338: ('Partitions[{}].ReplicaNodes', 'i6'), 339: ('Partitions[{}].ReplicaNodes', 'i6'), 340: ('Partitions[{}].ReplicaNodes', 'i6'), 341: ('Partitions[{}].ReplicaNodes', 'i6'), 342: ('Partitions[{}].ReplicaNodes', 'i6'), 343: ('Partitions[{}].IsrNodes', 'i6'), 344: ('Partitions[{}].IsrNodes', 'i6'), 345: ('Partitions[{}].IsrNodes', 'i6'), 346: ('Partitions[{}].IsrNodes', 'i6'), 347: ('Partitions[{}].IsrNodes', 'i6'), 348: ('Partitions[{}].IsrNodes', 'i6'), 349: ('Partitions[{}].IsrNodes', 'i6'), 350: ('Partitions', 'i6'), 351: ('Partitions', 'i6'), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 364: ('Brokers', None), 365: ('Brokers', None), 366: ('Brokers', None), 367: ('Brokers', None), 368: ('Brokers', None), 369: ('Brokers[{}].NodeId', 'i3'), 370: ('Brokers[{}].Host', 'i3'), 371: ('Brokers[{}].Host', 'i3'), 372: ('Brokers[{}].Host', 'i3'), 373: ('Brokers[{}].Host', 'i3'), 374: ('Brokers[{}].Host', 'i3'), 375: ('Brokers[{}].Host', 'i3'), 376: ('Brokers[{}].Host', 'i3'), 377: ('Brokers[{}].Host', 'i3'), 378: ('Brokers[{}].Port', 'i3'), 379: ('Brokers', 'i3'), 380: ('Brokers', 'i3'), 381: ('Brokers', None), 382: ('Brokers', None), 383: ('Brokers', None), 384: ('Brokers', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', 'i11'), 391: ('Topics', 'i11'), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 404: ('NodeId', None), 405: ('Host', None), 406: ('Host', None), 407: ('Host', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Port', None), 414: ('Rack', None), 415: ('Rack', None), 416: ('Rack', None), 417: ('Rack', None), 418: ('Rack', None), 419: ('Rack', None), 420: ('Rack', None), 421: ('Rack', None), 430: ('ErrorCode', None), 431: ('Name', None), 432: ('Name', None), 433: ('Name', None), 434: ('Name', None), 435: ('Name', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('IsInternal', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', None), 445: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 446: ('Partitions[{}].ReplicaNodes', 'i7'), 447: ('Partitions[{}].ReplicaNodes', 'i7'), 448: ('Partitions[{}].ReplicaNodes', 'i7'), 449: ('Partitions[{}].ReplicaNodes', 'i7'), 450: ('Partitions[{}].ReplicaNodes', 'i7'), 451: ('Partitions[{}].ReplicaNodes', 'i7'), 452: ('Partitions[{}].ReplicaNodes', 'i7'), 453: ('Partitions[{}].IsrNodes', 'i7'), 454: ('Partitions[{}].IsrNodes', 'i7'), 455: ('Partitions[{}].IsrNodes', 'i7'), 456: ('Partitions[{}].IsrNodes', 'i7'), 457: ('Partitions[{}].IsrNodes', 'i7'), 458: ('Partitions[{}].IsrNodes', 'i7'), 459: ('Partitions[{}].IsrNodes', 'i7'), 460: ('Partitions', 'i7'), 461: ('Partitions', 'i7'), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions', None), 465: ('Partitions', None), 474: ('Brokers', None), 475: ('Brokers', None), 476: ('Brokers', None), 477: ('Brokers', None), 478: ('Brokers', None), 479: ('Brokers[{}].NodeId', 'i3'), 480: ('Brokers[{}].Host', 'i3'), 481: ('Brokers[{}].Host', 'i3'), 482: ('Brokers[{}].Host', 'i3'), 483: ('Brokers[{}].Host', 'i3'), 484: ('Brokers[{}].Host', 'i3'), 485: ('Brokers[{}].Host', 'i3'), 486: ('Brokers[{}].Host', 'i3'), 487: ('Brokers[{}].Host', 'i3'), 488: ('Brokers[{}].Port', 'i3'), 489: ('Brokers[{}].Rack', 'i3'), 490: ('Brokers[{}].Rack', 'i3'), 491: ('Brokers[{}].Rack', 'i3'), 492: ('Brokers[{}].Rack', 'i3'), 493: ('Brokers[{}].Rack', 'i3'), 494: ('Brokers[{}].Rack', 'i3'), 495: ('Brokers[{}].Rack', 'i3'), 496: ('Brokers[{}].Rack', 'i3'), 497: ('Brokers', 'i3'), 498: ('Brokers', 'i3'), 499: ('Brokers', None), 500: ('Brokers', None), 501: ('Brokers', None), 502: ('Brokers', None), 503: ('ControllerId', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', None), 509: ('Topics', 'i14'), 510: ('Topics', 'i14'), 511: ('Topics', None), 512: ('Topics', None), 513: ('Topics', None), 514: ('Topics', None), 523: ('Brokers', None), 524: ('Brokers', None), 525: ('Brokers', None), 526: ('Brokers', None), 527: ('Brokers', None), 528: ('Brokers[{}].NodeId', 'i3'), 529: ('Brokers[{}].Host', 'i3'), 530: ('Brokers[{}].Host', 'i3'), 531: ('Brokers[{}].Host', 'i3'), 532: ('Brokers[{}].Host', 'i3'), 533: ('Brokers[{}].Host', 'i3'), 534: ('Brokers[{}].Host', 'i3'), 535: ('Brokers[{}].Host', 'i3'), 536: ('Brokers[{}].Host', 'i3'), 537: ('Brokers[{}].Port', 'i3'), 538: ('Brokers[{}].Rack', 'i3'), 539: ('Brokers[{}].Rack', 'i3'), 540: ('Brokers[{}].Rack', 'i3'), 541: ('Brokers[{}].Rack', 'i3'), 542: ('Brokers[{}].Rack', 'i3'), 543: ('Brokers[{}].Rack', 'i3'), 544: ('Brokers[{}].Rack', 'i3'), 545: ('Brokers[{}].Rack', 'i3'), 546: ('Brokers', 'i3'), 547: ('Brokers', 'i3'), 548: ('Brokers', None), 549: ('Brokers', None), 550: ('Brokers', None), 551: ('Brokers', None), 552: ('ClusterId', None), 553: ('ClusterId', None), 554: ('ClusterId', None), 555: ('ClusterId', None), 556: ('ClusterId', None), 557: ('ClusterId', None), 558: ('ClusterId', None), 559: ('ClusterId', None), 560: ('ControllerId', None), 561: ('Topics', None), 562: ('Topics', None), 563: ('Topics', None), 564: ('Topics', None), 565: ('Topics', None), 566: ('Topics', 'i16'), 567: ('Topics', 'i16'), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 580: ('ThrottleTimeMs', None), 581: ('Brokers', None), 582: ('Brokers', None), 583: ('Brokers', None), 584: ('Brokers', None), 585: ('Brokers', None), 586: ('Brokers[{}].NodeId', 'i4'), 587: ('Brokers[{}].Host', 'i4'), 588: ('Brokers[{}].Host', 'i4'), 589: ('Brokers[{}].Host', 'i4'), 590: ('Brokers[{}].Host', 'i4'), 591: ('Brokers[{}].Host', 'i4'), 592: ('Brokers[{}].Host', 'i4'), 593: ('Brokers[{}].Host', 'i4'), 594: ('Brokers[{}].Host', 'i4'), 595: ('Brokers[{}].Port', 'i4'), 596: ('Brokers[{}].Rack', 'i4'), 597: ('Brokers[{}].Rack', 'i4'), 598: ('Brokers[{}].Rack', 'i4'), 599: ('Brokers[{}].Rack', 'i4'), 600: ('Brokers[{}].Rack', 'i4'), 601: ('Brokers[{}].Rack', 'i4'), 602: ('Brokers[{}].Rack', 'i4'), 603: ('Brokers[{}].Rack', 'i4'), 604: ('Brokers', 'i4'), 605: ('Brokers', 'i4'), 606: ('Brokers', None), 607: ('Brokers', None), 608: ('Brokers', None), 609: ('Brokers', None), 610: ('ClusterId', None), 611: ('ClusterId', None), 612: ('ClusterId', None), 613: ('ClusterId', None), 614: ('ClusterId', None), 615: ('ClusterId', None), 616: ('ClusterId', None), 617: ('ClusterId', None), 618: ('ControllerId', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', 'i17'), 625: ('Topics', 'i17'), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 638: ('ErrorCode+PartitionIndex+LeaderId', None), 639: ('ReplicaNodes', None), 640: ('ReplicaNodes', None), 641: ('ReplicaNodes', None), 642: ('ReplicaNodes', None), 643: ('ReplicaNodes', None), 644: ('ReplicaNodes', None), 645: ('ReplicaNodes', None), 646: ('IsrNodes', None), 647: ('IsrNodes', None), 648: ('IsrNodes', None), 649: ('IsrNodes', None), 650: ('IsrNodes', None), 651: ('IsrNodes', None), 652: ('IsrNodes', None), 653: ('OfflineReplicas', None), 654: ('OfflineReplicas', None), 655: ('OfflineReplicas', None), 656: ('OfflineReplicas', None), 657: ('OfflineReplicas', None), 658: ('OfflineReplicas', None), 659: ('OfflineReplicas', None), 668: ('ErrorCode', None), 669: ('Name', None), 670: ('Name', None), 671: ('Name', None), 672: ('Name', None), 673: ('Name', None), 674: ('Name', None), 675: ('Name', None), 676: ('Name', None), 677: ('IsInternal', None), 678: ('Partitions', None), 679: ('Partitions', None), 680: ('Partitions', None), 681: ('Partitions', None), 682: ('Partitions', None), 683: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 684: ('Partitions[{}].ReplicaNodes', 'i7'), 685: ('Partitions[{}].ReplicaNodes', 'i7'), 686: ('Partitions[{}].ReplicaNodes', 'i7'), 687: ('Partitions[{}].ReplicaNodes', 'i7'), 688: ('Partitions[{}].ReplicaNodes', 'i7'), 689: ('Partitions[{}].ReplicaNodes', 'i7'), 690: ('Partitions[{}].ReplicaNodes', 'i7'), 691: ('Partitions[{}].IsrNodes', 'i7'), 692: ('Partitions[{}].IsrNodes', 'i7'), 693: ('Partitions[{}].IsrNodes', 'i7'), 694: ('Partitions[{}].IsrNodes', 'i7'), 695: ('Partitions[{}].IsrNodes', 'i7'), 696: ('Partitions[{}].IsrNodes', 'i7'), 697: ('Partitions[{}].IsrNodes', 'i7'), 698: ('Partitions[{}].OfflineReplicas', 'i7'), 699: ('Partitions[{}].OfflineReplicas', 'i7'), 700: ('Partitions[{}].OfflineReplicas', 'i7'), 701: ('Partitions[{}].OfflineReplicas', 'i7'), 702: ('Partitions[{}].OfflineReplicas', 'i7'), 703: ('Partitions[{}].OfflineReplicas', 'i7'), 704: ('Partitions[{}].OfflineReplicas', 'i7'), 705: ('Partitions', 'i7'), 706: ('Partitions', 'i7'), 707: ('Partitions', None), 708: ('Partitions', None), 709: ('Partitions', None), 710: ('Partitions', None), 719: ('ThrottleTimeMs', None), 720: ('Brokers', None), 721: ('Brokers', None), 722: ('Brokers', None), 723: ('Brokers', None), 724: ('Brokers', None), 725: ('Brokers[{}].NodeId', 'i4'), 726: ('Brokers[{}].Host', 'i4'), 727: ('Brokers[{}].Host', 'i4'), 728: ('Brokers[{}].Host', 'i4'), 729: ('Brokers[{}].Host', 'i4'), 730: ('Brokers[{}].Host', 'i4'), 731: ('Brokers[{}].Host', 'i4'), 732: ('Brokers[{}].Host', 'i4'), 733: ('Brokers[{}].Host', 'i4'), 734: ('Brokers[{}].Port', 'i4'), 735: ('Brokers[{}].Rack', 'i4'), 736: ('Brokers[{}].Rack', 'i4'), 737: ('Brokers[{}].Rack', 'i4'), 738: ('Brokers[{}].Rack', 'i4'), 739: ('Brokers[{}].Rack', 'i4'), 740: ('Brokers[{}].Rack', 'i4'), 741: ('Brokers[{}].Rack', 'i4'), 742: ('Brokers[{}].Rack', 'i4'), 743: ('Brokers', 'i4'), 744: ('Brokers', 'i4'), 745: ('Brokers', None), 746: ('Brokers', None), 747: ('Brokers', None), 748: ('Brokers', None), 749: ('ClusterId', None), 750: ('ClusterId', None), 751: ('ClusterId', None), 752: ('ClusterId', None), 753: ('ClusterId', None), 754: ('ClusterId', None), 755: ('ClusterId', None), 756: ('ClusterId', None), 757: ('ControllerId', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('Topics', None), 761: ('Topics', None), 762: ('Topics', None), 763: ('Topics', 'i17'), 764: ('Topics', 'i17'), 765: ('Topics', None), 766: ('Topics', None), 767: ('Topics', None), 768: ('Topics', None), 777: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 778: ('ReplicaNodes', None), 779: ('ReplicaNodes', None), 780: ('ReplicaNodes', None), 781: ('ReplicaNodes', None), 782: ('ReplicaNodes', None), 783: ('ReplicaNodes', None), 784: ('ReplicaNodes', None), 785: ('IsrNodes', None), 786: ('IsrNodes', None), 787: ('IsrNodes', None), 788: ('IsrNodes', None), 789: ('IsrNodes', None), 790: ('IsrNodes', None), 791: ('IsrNodes', None), 792: ('OfflineReplicas', None), 793: ('OfflineReplicas', None), 794: ('OfflineReplicas', None), 795: ('OfflineReplicas', None), 796: ('OfflineReplicas', None), 797: ('OfflineReplicas', None), 798: ('OfflineReplicas', None), 807: ('ErrorCode', None), 808: ('Name', None), 809: ('Name', None), 810: ('Name', None), 811: ('Name', None), 812: ('Name', None), 813: ('Name', None), 814: ('Name', None), 815: ('Name', None), 816: ('IsInternal', None), 817: ('Partitions', None), 818: ('Partitions', None), 819: ('Partitions', None), 820: ('Partitions', None), 821: ('Partitions', None), 822: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 823: ('Partitions[{}].ReplicaNodes', 'i7'), 824: ('Partitions[{}].ReplicaNodes', 'i7'), 825: ('Partitions[{}].ReplicaNodes', 'i7'), 826: ('Partitions[{}].ReplicaNodes', 'i7'), 827: ('Partitions[{}].ReplicaNodes', 'i7'), 828: ('Partitions[{}].ReplicaNodes', 'i7'), 829: ('Partitions[{}].ReplicaNodes', 'i7'), 830: ('Partitions[{}].IsrNodes', 'i7'), 831: ('Partitions[{}].IsrNodes', 'i7'), 832: ('Partitions[{}].IsrNodes', 'i7'), 833: ('Partitions[{}].IsrNodes', 'i7'), 834: ('Partitions[{}].IsrNodes', 'i7'), 835: ('Partitions[{}].IsrNodes', 'i7'), 836: ('Partitions[{}].IsrNodes', 'i7'), 837: ('Partitions[{}].OfflineReplicas', 'i7'), 838: ('Partitions[{}].OfflineReplicas', 'i7'), 839: ('Partitions[{}].OfflineReplicas', 'i7'), 840: ('Partitions[{}].OfflineReplicas', 'i7'), 841: ('Partitions[{}].OfflineReplicas', 'i7'), 842: ('Partitions[{}].OfflineReplicas', 'i7'), 843: ('Partitions[{}].OfflineReplicas', 'i7'), 844: ('Partitions', 'i7'), 845: ('Partitions', 'i7'), 846: ('Partitions', None), 847: ('Partitions', None), 848: ('Partitions', None), 849: ('Partitions', None), 858: ('ThrottleTimeMs', None), 859: ('Brokers', None), 860: ('Brokers', None), 861: ('Brokers', None), 862: ('Brokers', None), 863: ('Brokers', None), 864: ('Brokers[{}].NodeId', 'i4'), 865: ('Brokers[{}].Host', 'i4'), 866: ('Brokers[{}].Host', 'i4'), 867: ('Brokers[{}].Host', 'i4'), 868: ('Brokers[{}].Host', 'i4'), 869: ('Brokers[{}].Host', 'i4'), 870: ('Brokers[{}].Host', 'i4'), 871: ('Brokers[{}].Host', 'i4'), 872: ('Brokers[{}].Host', 'i4'), 873: ('Brokers[{}].Port', 'i4'), 874: ('Brokers[{}].Rack', 'i4'), 875: ('Brokers[{}].Rack', 'i4'), 876: ('Brokers[{}].Rack', 'i4'), 877: ('Brokers[{}].Rack', 'i4'), 878: ('Brokers[{}].Rack', 'i4'), 879: ('Brokers[{}].Rack', 'i4'), 880: ('Brokers[{}].Rack', 'i4'), 881: ('Brokers[{}].Rack', 'i4'), 882: ('Brokers', 'i4'), 883: ('Brokers', 'i4'), 884: ('Brokers', None), 885: ('Brokers', None), 886: ('Brokers', None), 887: ('Brokers', None), 888: ('ClusterId', None), 889: ('ClusterId', None), 890: ('ClusterId', None), 891: ('ClusterId', None), 892: ('ClusterId', None), 893: ('ClusterId', None), 894: ('ClusterId', None), 895: ('ClusterId', None), 896: ('ControllerId', None), 897: ('Topics', None), 898: ('Topics', None), 899: ('Topics', None), 900: ('Topics', None), 901: ('Topics', None), 902: ('Topics', 'i17'), 903: ('Topics', 'i17'), 904: ('Topics', None), 905: ('Topics', None), 906: ('Topics', None), 907: ('Topics', None), 916: ('ErrorCode', None), 917: ('Name', None), 918: ('Name', None), 919: ('Name', None), 920: ('Name', None), 921: ('Name', None), 922: ('Name', None), 923: ('Name', None), 924: ('Name', None), 925: ('IsInternal', None), 926: ('Partitions', None), 927: ('Partitions', None), 928: ('Partitions', None), 929: ('Partitions', None), 930: ('Partitions', None), 931: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 932: ('Partitions[{}].ReplicaNodes', 'i7'), 933: ('Partitions[{}].ReplicaNodes', 'i7'), 934: ('Partitions[{}].ReplicaNodes', 'i7'), 935: ('Partitions[{}].ReplicaNodes', 'i7'), 936: ('Partitions[{}].ReplicaNodes', 'i7'), 937: ('Partitions[{}].ReplicaNodes', 'i7'), 938: ('Partitions[{}].ReplicaNodes', 'i7'), 939: ('Partitions[{}].IsrNodes', 'i7'), 940: ('Partitions[{}].IsrNodes', 'i7'), 941: ('Partitions[{}].IsrNodes', 'i7'), 942: ('Partitions[{}].IsrNodes', 'i7'), 943: ('Partitions[{}].IsrNodes', 'i7'), 944: ('Partitions[{}].IsrNodes', 'i7'), 945: ('Partitions[{}].IsrNodes', 'i7'), 946: ('Partitions[{}].OfflineReplicas', 'i7'), 947: ('Partitions[{}].OfflineReplicas', 'i7'), 948: ('Partitions[{}].OfflineReplicas', 'i7'), 949: ('Partitions[{}].OfflineReplicas', 'i7'), 950: ('Partitions[{}].OfflineReplicas', 'i7'), 951: ('Partitions[{}].OfflineReplicas', 'i7'), 952: ('Partitions[{}].OfflineReplicas', 'i7'), 953: ('Partitions', 'i7'), 954: ('Partitions', 'i7'), 955: ('Partitions', None), 956: ('Partitions', None), 957: ('Partitions', None), 958: ('Partitions', None), 959: ('TopicAuthorizedOperations', None), 968: ('ThrottleTimeMs', None), 969: ('Brokers', None), 970: ('Brokers', None), 971: ('Brokers', None), 972: ('Brokers', None), 973: ('Brokers', None), 974: ('Brokers[{}].NodeId', 'i4'), 975: ('Brokers[{}].Host', 'i4'), 976: ('Brokers[{}].Host', 'i4'), 977: ('Brokers[{}].Host', 'i4'), 978: ('Brokers[{}].Host', 'i4'), 979: ('Brokers[{}].Host', 'i4'), 980: ('Brokers[{}].Host', 'i4'), 981: ('Brokers[{}].Host', 'i4'), 982: ('Brokers[{}].Host', 'i4'), 983: ('Brokers[{}].Port', 'i4'), 984: ('Brokers[{}].Rack', 'i4'), 985: ('Brokers[{}].Rack', 'i4'), 986: ('Brokers[{}].Rack', 'i4'), 987: ('Brokers[{}].Rack', 'i4'), 988: ('Brokers[{}].Rack', 'i4'), 989: ('Brokers[{}].Rack', 'i4'), 990: ('Brokers[{}].Rack', 'i4'), 991: ('Brokers[{}].Rack', 'i4'), 992: ('Brokers', 'i4'), 993: ('Brokers', 'i4'), 994: ('Brokers', None), 995: ('Brokers', None), 996: ('Brokers', None), 997: ('Brokers', None), 998: ('ClusterId', None), 999: ('ClusterId', None), 1000: ('ClusterId', None), 1001: ('ClusterId', None), 1002: ('ClusterId', None), 1003: ('ClusterId', None), 1004: ('ClusterId', None), 1005: ('ClusterId', None), 1006: ('ControllerId', None), 1007: ('Topics', None), 1008: ('Topics', None), 1009: ('Topics', None), 1010: ('Topics', None), 1011: ('Topics', None), 1012: ('Topics', 'i17'), 1013: ('Topics', 'i17'), 1014: ('Topics', None), 1015: ('Topics', None), 1016: ('Topics', None), 1017: ('Topics', None), 1018: ('ClusterAuthorizedOperations', None), 1027: ('NodeId', None), 1028: ('Host', None), 1029: ('Host', None), 1030: ('Host', None), 1031: ('Host', None), 1032: ('Host', None), 1033: ('Host', None), 1034: ('Host', None), 1035: ('Host', None), 1036: ('Host', None), 1037: ('Host', None), 1038: ('Port', None), 1039: ('Rack', None), 1040: ('Rack', None), 1041: ('Rack', None), 1042: ('Rack', None), 1043: ('Rack', None), 1044: ('Rack', None), 1045: ('Rack', None), 1046: ('Rack', None), 1047: ('Rack', None), 1048: ('Rack', None), 1050: ('_tagged', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1060: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 1061: ('ReplicaNodes', None), 1062: ('ReplicaNodes', None), 1063: ('ReplicaNodes', None), 1064: ('ReplicaNodes', None), 1065: ('ReplicaNodes', None), 1066: ('ReplicaNodes', None), 1067: ('ReplicaNodes', None), 1068: ('ReplicaNodes', None), 1069: ('ReplicaNodes', None), 1070: ('IsrNodes', None), 1071: ('IsrNodes', None), 1072: ('IsrNodes', None), 1073: ('IsrNodes', None), 1074: ('IsrNodes', None), 1075: ('IsrNodes', None), 1076: ('IsrNodes', None), 1077: ('IsrNodes', None), 1078: ('IsrNodes', None), 1079: ('OfflineReplicas', None), 1080: ('OfflineReplicas', None), 1081: ('OfflineReplicas', None), 1082: ('OfflineReplicas', None), 1083: ('OfflineReplicas', None), 1084: ('OfflineReplicas', None), 1085: ('OfflineReplicas', None), 1086: ('OfflineReplicas', None), 1087: ('OfflineReplicas', None), 1089: ('_tagged', None), 1090: ('_tagged', None), 1091: ('_tagged', None), 1099: ('ErrorCode', None), 1100: ('Name', None), 1101: ('Name', None), 1102: ('Name', None), 1103: ('Name', None), 1104: ('Name', None), 1105: ('Name', None), 1106: ('Name', None), 1107: ('Name', None), 1108: ('Name', None), 1109: ('Name', None), 1110: ('IsInternal', None), 1111: ('Partitions', None), 1112: ('Partitions', None), 1113: ('Partitions', None), 1114: ('Partitions', None), 1115: ('Partitions', None), 1116: ('Partitions', None), 1117: ('Partitions', None), 1118: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1119: ('Partitions[{}].ReplicaNodes', 'i7'), 1120: ('Partitions[{}].ReplicaNodes', 'i7'), 1121: ('Partitions[{}].ReplicaNodes', 'i7'), 1122: ('Partitions[{}].ReplicaNodes', 'i7'), 1123: ('Partitions[{}].ReplicaNodes', 'i7'), 1124: ('Partitions[{}].ReplicaNodes', 'i7'), 1125: ('Partitions[{}].ReplicaNodes', 'i7'), 1126: ('Partitions[{}].ReplicaNodes', 'i7'), 1127: ('Partitions[{}].ReplicaNodes', 'i7'), 1128: ('Partitions[{}].IsrNodes', 'i7'), 1129: ('Partitions[{}].IsrNodes', 'i7'), 1130: ('Partitions[{}].IsrNodes', 'i7'), 1131: ('Partitions[{}].IsrNodes', 'i7'), 1132: ('Partitions[{}].IsrNodes', 'i7'), 1133: ('Partitions[{}].IsrNodes', 'i7'), 1134: ('Partitions[{}].IsrNodes', 'i7'), 1135: ('Partitions[{}].IsrNodes', 'i7'), 1136: ('Partitions[{}].IsrNodes', 'i7'), 1137: ('Partitions[{}].OfflineReplicas', 'i7'), 1138: ('Partitions[{}].OfflineReplicas', 'i7'), 1139: ('Partitions[{}].OfflineReplicas', 'i7'), 1140: ('Partitions[{}].OfflineReplicas', 'i7'), 1141: ('Partitions[{}].OfflineReplicas', 'i7'), 1142: ('Partitions[{}].OfflineReplicas', 'i7'), 1143: ('Partitions[{}].OfflineReplicas', 'i7'), 1144: ('Partitions[{}].OfflineReplicas', 'i7'), 1145: ('Partitions[{}].OfflineReplicas', 'i7'), 1146: ('Partitions', 'i7'), 1147: ('Partitions', 'i7'), 1148: ('Partitions', 'i7'), 1149: ('Partitions', 'i7'), 1150: ('Partitions', 'i7'), 1151: ('Partitions', None), 1152: ('Partitions', None), 1153: ('Partitions', None), 1154: ('Partitions', None), 1155: ('TopicAuthorizedOperations', None), 1157: ('_tagged', None), 1158: ('_tagged', None), 1159: ('_tagged', None), 1167: ('ThrottleTimeMs', None), 1168: ('Brokers', None), 1169: ('Brokers', None), 1170: ('Brokers', None), 1171: ('Brokers', None), 1172: ('Brokers', None), 1173: ('Brokers', None), 1174: ('Brokers', None), 1175: ('Brokers[{}].NodeId', 'i4'), 1176: ('Brokers[{}].Host', 'i4'), 1177: ('Brokers[{}].Host', 'i4'), 1178: ('Brokers[{}].Host', 'i4'), 1179: ('Brokers[{}].Host', 'i4'), 1180: ('Brokers[{}].Host', 'i4'), 1181: ('Brokers[{}].Host', 'i4'), 1182: ('Brokers[{}].Host', 'i4'), 1183: ('Brokers[{}].Host', 'i4'), 1184: ('Brokers[{}].Host', 'i4'), 1185: ('Brokers[{}].Host', 'i4'), 1186: ('Brokers[{}].Port', 'i4'), 1187: ('Brokers[{}].Rack', 'i4'), 1188: ('Brokers[{}].Rack', 'i4'), 1189: ('Brokers[{}].Rack', 'i4'), 1190: ('Brokers[{}].Rack', 'i4'), 1191: ('Brokers[{}].Rack', 'i4'), 1192: ('Brokers[{}].Rack', 'i4'), 1193: ('Brokers[{}].Rack', 'i4'), 1194: ('Brokers[{}].Rack', 'i4'), 1195: ('Brokers[{}].Rack', 'i4'), 1196: ('Brokers[{}].Rack', 'i4'), 1197: ('Brokers', 'i4'), 1198: ('Brokers', 'i4'), 1199: ('Brokers', 'i4'), 1200: ('Brokers', 'i4'), 1201: ('Brokers', 'i4'), 1202: ('Brokers', None), 1203: ('Brokers', None), 1204: ('Brokers', None), 1205: ('Brokers', None), 1206: ('ClusterId', None), 1207: ('ClusterId', None), 1208: ('ClusterId', None), 1209: ('ClusterId', None), 1210: ('ClusterId', None), 1211: ('ClusterId', None), 1212: ('ClusterId', None), 1213: ('ClusterId', None), 1214: ('ClusterId', None), 1215: ('ClusterId', None), 1216: ('ControllerId', None), 1217: ('Topics', None), 1218: ('Topics', None), 1219: ('Topics', None), 1220: ('Topics', None), 1221: ('Topics', None), 1222: ('Topics', None), 1223: ('Topics', None), 1224: ('Topics', 'i17'), 1225: ('Topics', 'i17'), 1226: ('Topics', None), 1227: ('Topics', None), 1228: ('Topics', None), 1229: ('Topics', None), 1230: ('ClusterAuthorizedOperations', None), 1232: ('_tagged', None), 1233: ('_tagged', None), 1234: ('_tagged', None), 1242: ('ErrorCode', None), 1243: ('Name', None), 1244: ('Name', None), 1245: ('Name', None), 1246: ('Name', None), 1247: ('Name', None), 1248: ('Name', None), 1249: ('Name', None), 1250: ('Name', None), 1251: ('Name', None), 1252: ('Name', None), 1253: ('TopicId+IsInternal', None), 1254: ('Partitions', None), 1255: ('Partitions', None), 1256: ('Partitions', None), 1257: ('Partitions', None), 1258: ('Partitions', None), 1259: ('Partitions', None), 1260: ('Partitions', None), 1261: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 1262: ('Partitions[{}].ReplicaNodes', 'i8'), 1263: ('Partitions[{}].ReplicaNodes', 'i8'), 1264: ('Partitions[{}].ReplicaNodes', 'i8'), 1265: ('Partitions[{}].ReplicaNodes', 'i8'), 1266: ('Partitions[{}].ReplicaNodes', 'i8'), 1267: ('Partitions[{}].ReplicaNodes', 'i8'), 1268: ('Partitions[{}].ReplicaNodes', 'i8'), 1269: ('Partitions[{}].ReplicaNodes', 'i8'), 1270: ('Partitions[{}].ReplicaNodes', 'i8'), 1271: ('Partitions[{}].IsrNodes', 'i8'), 1272: ('Partitions[{}].IsrNodes', 'i8'), 1273: ('Partitions[{}].IsrNodes', 'i8'), 1274: ('Partitions[{}].IsrNodes', 'i8'), 1275: ('Partitions[{}].IsrNodes', 'i8'), 1276: ('Partitions[{}].IsrNodes', 'i8'), 1277: ('Partitions[{}].IsrNodes', 'i8'), 1278: ('Partitions[{}].IsrNodes', 'i8'), 1279: ('Partitions[{}].IsrNodes', 'i8'), 1280: ('Partitions[{}].OfflineReplicas', 'i8'), 1281: ('Partitions[{}].OfflineReplicas', 'i8'), 1282: ('Partitions[{}].OfflineReplicas', 'i8'), 1283: ('Partitions[{}].OfflineReplicas', 'i8'), 1284: ('Partitions[{}].OfflineReplicas', 'i8'), 1285: ('Partitions[{}].OfflineReplicas', 'i8'), 1286: ('Partitions[{}].OfflineReplicas', 'i8'), 1287: ('Partitions[{}].OfflineReplicas', 'i8'), 1288: ('Partitions[{}].OfflineReplicas', 'i8'), 1289: ('Partitions', 'i8'), 1290: ('Partitions', 'i8'), 1291: ('Partitions', 'i8'), 1292: ('Partitions', 'i8'), 1293: ('Partitions', 'i8'), 1294: ('Partitions', None), 1295: ('Partitions', None), 1296: ('Partitions', None), 1297: ('Partitions', None), 1298: ('TopicAuthorizedOperations', None), 1300: ('_tagged', None), 1301: ('_tagged', None), 1302: ('_tagged', None), 1310: ('ThrottleTimeMs', None), 1311: ('Brokers', None), 1312: ('Brokers', None), 1313: ('Brokers', None), 1314: ('Brokers', None), 1315: ('Brokers', None), 1316: ('Brokers', None), 1317: ('Brokers', None), 1318: ('Brokers[{}].NodeId', 'i4'), 1319: ('Brokers[{}].Host', 'i4'), 1320: ('Brokers[{}].Host', 'i4'), 1321: ('Brokers[{}].Host', 'i4'), 1322: ('Brokers[{}].Host', 'i4'), 1323: ('Brokers[{}].Host', 'i4'), 1324: ('Brokers[{}].Host', 'i4'), 1325: ('Brokers[{}].Host', 'i4'), 1326: ('Brokers[{}].Host', 'i4'), 1327: ('Brokers[{}].Host', 'i4'), 1328: ('Brokers[{}].Host', 'i4'), 1329: ('Brokers[{}].Port', 'i4'), 1330: ('Brokers[{}].Rack', 'i4'), 1331: ('Brokers[{}].Rack', 'i4'), 1332: ('Brokers[{}].Rack', 'i4'), 1333: ('Brokers[{}].Rack', 'i4'), 1334: ('Brokers[{}].Rack', 'i4'), 1335: ('Brokers[{}].Rack', 'i4'), 1336: ('Brokers[{}].Rack', 'i4'), 1337: ('Brokers[{}].Rack', 'i4'), 1338: ('Brokers[{}].Rack', 'i4'), 1339: ('Brokers[{}].Rack', 'i4'), 1340: ('Brokers', 'i4'), 1341: ('Brokers', 'i4'), 1342: ('Brokers', 'i4'), 1343: ('Brokers', 'i4'), 1344: ('Brokers', 'i4'), 1345: ('Brokers', None), 1346: ('Brokers', None), 1347: ('Brokers', None), 1348: ('Brokers', None), 1349: ('ClusterId', None), 1350: ('ClusterId', None), 1351: ('ClusterId', None), 1352: ('ClusterId', None), 1353: ('ClusterId', None), 1354: ('ClusterId', None), 1355: ('ClusterId', None), 1356: ('ClusterId', None), 1357: ('ClusterId', None), 1358: ('ClusterId', None), 1359: ('ControllerId', None), 1360: ('Topics', None), 1361: ('Topics', None), 1362: ('Topics', None), 1363: ('Topics', None), 1364: ('Topics', None), 1365: ('Topics', None), 1366: ('Topics', None), 1367: ('Topics', 'i17'), 1368: ('Topics', 'i17'), 1369: ('Topics', None), 1370: ('Topics', None), 1371: ('Topics', None), 1372: ('Topics', None), 1373: ('ClusterAuthorizedOperations', None), 1375: ('_tagged', None), 1376: ('_tagged', None), 1377: ('_tagged', None), 1385: ('ThrottleTimeMs', None), 1386: ('Brokers', None), 1387: ('Brokers', None), 1388: ('Brokers', None), 1389: ('Brokers', None), 1390: ('Brokers', None), 1391: ('Brokers', None), 1392: ('Brokers', None), 1393: ('Brokers[{}].NodeId', 'i4'), 1394: ('Brokers[{}].Host', 'i4'), 1395: ('Brokers[{}].Host', 'i4'), 1396: ('Brokers[{}].Host', 'i4'), 1397: ('Brokers[{}].Host', 'i4'), 1398: ('Brokers[{}].Host', 'i4'), 1399: ('Brokers[{}].Host', 'i4'), 1400: ('Brokers[{}].Host', 'i4'), 1401: ('Brokers[{}].Host', 'i4'), 1402: ('Brokers[{}].Host', 'i4'), 1403: ('Brokers[{}].Host', 'i4'), 1404: ('Brokers[{}].Port', 'i4'), 1405: ('Brokers[{}].Rack', 'i4'), 1406: ('Brokers[{}].Rack', 'i4'), 1407: ('Brokers[{}].Rack', 'i4'), 1408: ('Brokers[{}].Rack', 'i4'), 1409: ('Brokers[{}].Rack', 'i4'), 1410: ('Brokers[{}].Rack', 'i4'), 1411: ('Brokers[{}].Rack', 'i4'), 1412: ('Brokers[{}].Rack', 'i4'), 1413: ('Brokers[{}].Rack', 'i4'), 1414: ('Brokers[{}].Rack', 'i4'), 1415: ('Brokers', 'i4'), 1416: ('Brokers', 'i4'), 1417: ('Brokers', 'i4'), 1418: ('Brokers', 'i4'), 1419: ('Brokers', 'i4'), 1420: ('Brokers', None), 1421: ('Brokers', None), 1422: ('Brokers', None), 1423: ('Brokers', None), 1424: ('ClusterId', None), 1425: ('ClusterId', None), 1426: ('ClusterId', None), 1427: ('ClusterId', None), 1428: ('ClusterId', None), 1429: ('ClusterId', None), 1430: ('ClusterId', None), 1431: ('ClusterId', None), 1432: ('ClusterId', None), 1433: ('ClusterId', None), 1434: ('ControllerId', None), 1435: ('Topics', None), 1436: ('Topics', None), 1437: ('Topics', None), 1438: ('Topics', None), 1439: ('Topics', None), 1440: ('Topics', None), 1441: ('Topics', None), 1442: ('Topics', 'i17'), 1443: ('Topics', 'i17'), 1444: ('Topics', None), 1445: ('Topics', None), 1446: ('Topics', None), 1447: ('Topics', None), 1449: ('_tagged', None), 1450: ('_tagged', None), 1451: ('_tagged', None), 1459: ('ThrottleTimeMs', None), 1460: ('Brokers', None), 1461: ('Brokers', None), 1462: ('Brokers', None), 1463: ('Brokers', None), 1464: ('Brokers', None), 1465: ('Brokers', None), 1466: ('Brokers', None), 1467: ('Brokers[{}].NodeId', 'i4'), 1468: ('Brokers[{}].Host', 'i4'), 1469: ('Brokers[{}].Host', 'i4'), 1470: ('Brokers[{}].Host', 'i4'), 1471: ('Brokers[{}].Host', 'i4'), 1472: ('Brokers[{}].Host', 'i4'), 1473: ('Brokers[{}].Host', 'i4'), 1474: ('Brokers[{}].Host', 'i4'), 1475: ('Brokers[{}].Host', 'i4'), 1476: ('Brokers[{}].Host', 'i4'), 1477: ('Brokers[{}].Host', 'i4'), 1478: ('Brokers[{}].Port', 'i4'), 1479: ('Brokers[{}].Rack', 'i4'), 1480: ('Brokers[{}].Rack', 'i4'), 1481: ('Brokers[{}].Rack', 'i4'), 1482: ('Brokers[{}].Rack', 'i4'), 1483: ('Brokers[{}].Rack', 'i4'), 1484: ('Brokers[{}].Rack', 'i4'), 1485: ('Brokers[{}].Rack', 'i4'), 1486: ('Brokers[{}].Rack', 'i4'), 1487: ('Brokers[{}].Rack', 'i4'), 1488: ('Brokers[{}].Rack', 'i4'), 1489: ('Brokers', 'i4'), 1490: ('Brokers', 'i4'), 1491: ('Brokers', 'i4'), 1492: ('Brokers', 'i4'), 1493: ('Brokers', 'i4'), 1494: ('Brokers', None), 1495: ('Brokers', None), 1496: ('Brokers', None), 1497: ('Brokers', None), 1498: ('ClusterId', None), 1499: ('ClusterId', None), 1500: ('ClusterId', None), 1501: ('ClusterId', None), 1502: ('ClusterId', None), 1503: ('ClusterId', None), 1504: ('ClusterId', None), 1505: ('ClusterId', None), 1506: ('ClusterId', None), 1507: ('ClusterId', None), 1508: ('ControllerId', None), 1509: ('Topics', None), 1510: ('Topics', None), 1511: ('Topics', None), 1512: ('Topics', None), 1513: ('Topics', None), 1514: ('Topics', None), 1515: ('Topics', None), 1516: ('Topics', 'i17'), 1517: ('Topics', 'i17'), 1518: ('Topics', None), 1519: ('Topics', None), 1520: ('Topics', None), 1521: ('Topics', None), 1522: ('ErrorCode', None), 1524: ('_tagged', None), 1525: ('_tagged', None), 1526: ('_tagged', None)}

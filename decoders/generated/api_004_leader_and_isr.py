@@ -77,24 +77,58 @@ def _f2(b, p):
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "PartitionEpoch": v14, "Replicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f1(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n19, = _U1(b, p); p += 4
+        if n19 >= 0:
+            if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                v21, = _U1(b, p); p += 4
+                n23, = _U2(b, p); p += 2
+                if n23 >= 0:
+                    if n23 > L - p: raise _rt.short(n23, L - p)
+                    v22 = b[p:p + n23].decode('utf-8', 'backslashreplace'); p += n23
+                elif n23 == -1:
+                    v22 = None
+                else:
+                    raise _rt.negative(n23)
+                v24, = _U1(b, p); p += 4
+                d25 = {"BrokerId": v21, "HostName": v22, "Port": v24}
+                v18.append(d25)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveLeaders": v7}
+            raise _rt.negative(n19)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveLeaders": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -141,24 +175,59 @@ def _f4(b, p):
             if n4 * 31 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                v17, = _U4(b, p); p += 1
+                d18 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "PartitionEpoch": v14, "Replicas": v15, "IsNew": v17}
+                v3.append(d18)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f1(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n20, = _U1(b, p); p += 4
+        if n20 >= 0:
+            if n20 * 10 > L - p: raise _rt.short_count(n20, L - p)
+            v19 = []
+            for i21 in range(n20):
+                v22, = _U1(b, p); p += 4
+                n24, = _U2(b, p); p += 2
+                if n24 >= 0:
+                    if n24 > L - p: raise _rt.short(n24, L - p)
+                    v23 = b[p:p + n24].decode('utf-8', 'backslashreplace'); p += n24
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                v25, = _U1(b, p); p += 4
+                d26 = {"BrokerId": v22, "HostName": v23, "Port": v25}
+                v19.append(d26)
+        elif n20 == -1:
+            v19 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveLeaders": v7}
+            raise _rt.negative(n20)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveLeaders": v19}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -204,8 +273,25 @@ def _f6(b, p):
             if n4 * 29 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f5(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U3(b, p); p += 16
+                n11, = _U1(b, p); p += 4
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U1(b, p); p += 4
+                n14, = _U1(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U4(b, p); p += 1
+                d16 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12, "Replicas": v13, "IsNew": v15}
+                v3.append(d16)
         elif n4 == -1:
             v3 = None
         else:
@@ -235,8 +321,18 @@ def _f7(b, p):
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
+                v11, = _U1(b, p); p += 4
+                n13, = _U2(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                d15 = {"BrokerId": v11, "HostName": v12, "Port": v14}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -301,8 +397,39 @@ def _f9(b, p):
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f8(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U3(b, p); p += 16
+                n11, = _U1(b, p); p += 4
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U1(b, p); p += 4
+                n14, = _U1(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                v19, = _U4(b, p); p += 1
+                d20 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12, "Replicas": v13, "AddingReplicas": v15, "RemovingReplicas": v17, "IsNew": v19}
+                v3.append(d20)
         elif n4 == -1:
             v3 = None
         else:
@@ -332,8 +459,18 @@ def _f10(b, p):
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
+                v11, = _U1(b, p); p += 4
+                n13, = _U2(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                d15 = {"BrokerId": v11, "HostName": v12, "Port": v14}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -413,8 +550,50 @@ def _f12(b, p):
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U3(b, p); p += 16
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U1(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                v19, = _U4(b, p); p += 1
+                d20 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12, "Replicas": v13, "AddingReplicas": v15, "RemovingReplicas": v17, "IsNew": v19}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d20)
+                v3.append(d20)
         elif n4 == -1:
             v3 = None
         else:
@@ -474,8 +653,23 @@ def _f14(b, p):
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f13(b, p)
-                v8.append(x11)
+                v11, = _U1(b, p); p += 4
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                d15 = {"BrokerId": v11, "HostName": v12, "Port": v14}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d15)
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -509,8 +703,50 @@ def _f15(b, p):
             if n5 * 26 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f11(b, p)
-                v4.append(x7)
+                v7, v8, v9, v10, = _U3(b, p); p += 16
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 4
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    v18 = _Ai(b, p, n19); p += n19 * 4
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, = _U4(b, p); p += 1
+                d21 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "PartitionEpoch": v13, "Replicas": v14, "AddingReplicas": v16, "RemovingReplicas": v18, "IsNew": v20}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v4.append(d21)
         elif n5 == -1:
             v4 = None
         else:
@@ -547,8 +783,23 @@ def _f16(b, p):
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f13(b, p)
-                v9.append(x12)
+                v12, = _U1(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U1(b, p); p += 4
+                d16 = {"BrokerId": v12, "HostName": v13, "Port": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v9.append(d16)
         elif n10 == -1:
             v9 = None
         else:
@@ -632,8 +883,50 @@ def _f18(b, p):
             if n5 * 27 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f17(b, p)
-                v4.append(x7)
+                v7, v8, v9, v10, = _U3(b, p); p += 16
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 4
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    v18 = _Ai(b, p, n19); p += n19 * 4
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, v21, = _U8(b, p); p += 2
+                d22 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "PartitionEpoch": v13, "Replicas": v14, "AddingReplicas": v16, "RemovingReplicas": v18, "IsNew": v20, "LeaderRecoveryState": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v4.append(d22)
         elif n5 == -1:
             v4 = None
         else:
@@ -670,8 +963,23 @@ def _f19(b, p):
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f13(b, p)
-                v9.append(x12)
+                v12, = _U1(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U1(b, p); p += 4
+                d16 = {"BrokerId": v12, "HostName": v13, "Port": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v9.append(d16)
         elif n10 == -1:
             v9 = None
         else:
@@ -708,8 +1016,23 @@ def _f20(b, p):
             if n11 * 10 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f13(b, p)
-                v10.append(x13)
+                v13, = _U1(b, p); p += 4
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                v16, = _U1(b, p); p += 4
+                d17 = {"BrokerId": v13, "HostName": v14, "Port": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v10.append(d17)
         elif n11 == -1:
             v10 = None
         else:
@@ -748,8 +1071,17 @@ def _f22(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f21(b, p)
-                v2.append(x5)
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U10(b, p); p += 6
+                d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -792,8 +1124,22 @@ def _f24(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f23(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U10(b, p); p += 6
+                d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -879,4 +1225,4 @@ NAME = 'LeaderAndIsr'
 REQUEST = {0: _f2, 1: _f4, 2: _f7, 3: _f10, 4: _f14, 5: _f16, 6: _f19, 7: _f20}
 RESPONSE = {0: _f22, 1: _f22, 2: _f22, 3: _f22, 4: _f24, 5: _f27, 6: _f27, 7: _f27}
 
-_LINES = {24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('PartitionEpoch', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 56: ('BrokerId', None), 57: ('HostName', None), 58: ('HostName', None), 59: ('HostName', None), 60: ('HostName', None), 61: ('HostName', None), 62: ('HostName', None), 63: ('HostName', None), 64: ('HostName', None), 65: ('Port', None), 74: ('ControllerId+ControllerEpoch', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates', None), 78: ('UngroupedPartitionStates', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates', 'i5'), 81: ('UngroupedPartitionStates', 'i5'), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('LiveLeaders', None), 87: ('LiveLeaders', None), 88: ('LiveLeaders', None), 89: ('LiveLeaders', None), 90: ('LiveLeaders', None), 91: ('LiveLeaders', 'i9'), 92: ('LiveLeaders', 'i9'), 93: ('LiveLeaders', None), 94: ('LiveLeaders', None), 95: ('LiveLeaders', None), 96: ('LiveLeaders', None), 105: ('TopicName', None), 106: ('TopicName', None), 107: ('TopicName', None), 108: ('TopicName', None), 109: ('TopicName', None), 110: ('TopicName', None), 111: ('TopicName', None), 112: ('TopicName', None), 113: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 114: ('Isr', None), 115: ('Isr', None), 116: ('Isr', None), 117: ('Isr', None), 118: ('Isr', None), 119: ('Isr', None), 120: ('Isr', None), 121: ('PartitionEpoch', None), 122: ('Replicas', None), 123: ('Replicas', None), 124: ('Replicas', None), 125: ('Replicas', None), 126: ('Replicas', None), 127: ('Replicas', None), 128: ('Replicas', None), 129: ('IsNew', None), 138: ('ControllerId+ControllerEpoch', None), 139: ('UngroupedPartitionStates', None), 140: ('UngroupedPartitionStates', None), 141: ('UngroupedPartitionStates', None), 142: ('UngroupedPartitionStates', None), 143: ('UngroupedPartitionStates', None), 144: ('UngroupedPartitionStates', 'i5'), 145: ('UngroupedPartitionStates', 'i5'), 146: ('UngroupedPartitionStates', None), 147: ('UngroupedPartitionStates', None), 148: ('UngroupedPartitionStates', None), 149: ('UngroupedPartitionStates', None), 150: ('LiveLeaders', None), 151: ('LiveLeaders', None), 152: ('LiveLeaders', None), 153: ('LiveLeaders', None), 154: ('LiveLeaders', None), 155: ('LiveLeaders', 'i9'), 156: ('LiveLeaders', 'i9'), 157: ('LiveLeaders', None), 158: ('LiveLeaders', None), 159: ('LiveLeaders', None), 160: ('LiveLeaders', None), 169: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 170: ('Isr', None), 171: ('Isr', None), 172: ('Isr', None), 173: ('Isr', None), 174: ('Isr', None), 175: ('Isr', None), 176: ('Isr', None), 177: ('PartitionEpoch', None), 178: ('Replicas', None), 179: ('Replicas', None), 180: ('Replicas', None), 181: ('Replicas', None), 182: ('Replicas', None), 183: ('Replicas', None), 184: ('Replicas', None), 185: ('IsNew', None), 194: ('TopicName', None), 195: ('TopicName', None), 196: ('TopicName', None), 197: ('TopicName', None), 198: ('TopicName', None), 199: ('TopicName', None), 200: ('TopicName', None), 201: ('TopicName', None), 202: ('PartitionStates', None), 203: ('PartitionStates', None), 204: ('PartitionStates', None), 205: ('PartitionStates', None), 206: ('PartitionStates', None), 207: ('PartitionStates', 'i5'), 208: ('PartitionStates', 'i5'), 209: ('PartitionStates', None), 210: ('PartitionStates', None), 211: ('PartitionStates', None), 212: ('PartitionStates', None), 221: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 222: ('TopicStates', None), 223: ('TopicStates', None), 224: ('TopicStates', None), 225: ('TopicStates', None), 226: ('TopicStates', None), 227: ('TopicStates', 'i6'), 228: ('TopicStates', 'i6'), 229: ('TopicStates', None), 230: ('TopicStates', None), 231: ('TopicStates', None), 232: ('TopicStates', None), 233: ('LiveLeaders', None), 234: ('LiveLeaders', None), 235: ('LiveLeaders', None), 236: ('LiveLeaders', None), 237: ('LiveLeaders', None), 238: ('LiveLeaders', 'i10'), 239: ('LiveLeaders', 'i10'), 240: ('LiveLeaders', None), 241: ('LiveLeaders', None), 242: ('LiveLeaders', None), 243: ('LiveLeaders', None), 252: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 253: ('Isr', None), 254: ('Isr', None), 255: ('Isr', None), 256: ('Isr', None), 257: ('Isr', None), 258: ('Isr', None), 259: ('Isr', None), 260: ('PartitionEpoch', None), 261: ('Replicas', None), 262: ('Replicas', None), 263: ('Replicas', None), 264: ('Replicas', None), 265: ('Replicas', None), 266: ('Replicas', None), 267: ('Replicas', None), 268: ('AddingReplicas', None), 269: ('AddingReplicas', None), 270: ('AddingReplicas', None), 271: ('AddingReplicas', None), 272: ('AddingReplicas', None), 273: ('AddingReplicas', None), 274: ('AddingReplicas', None), 275: ('RemovingReplicas', None), 276: ('RemovingReplicas', None), 277: ('RemovingReplicas', None), 278: ('RemovingReplicas', None), 279: ('RemovingReplicas', None), 280: ('RemovingReplicas', None), 281: ('RemovingReplicas', None), 282: ('IsNew', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('TopicName', None), 296: ('TopicName', None), 297: ('TopicName', None), 298: ('TopicName', None), 299: ('PartitionStates', None), 300: ('PartitionStates', None), 301: ('PartitionStates', None), 302: ('PartitionStates', None), 303: ('PartitionStates', None), 304: ('PartitionStates', 'i5'), 305: ('PartitionStates', 'i5'), 306: ('PartitionStates', None), 307: ('PartitionStates', None), 308: ('PartitionStates', None), 309: ('PartitionStates', None), 318: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 319: ('TopicStates', None), 320: ('TopicStates', None), 321: ('TopicStates', None), 322: ('TopicStates', None), 323: ('TopicStates', None), 324: ('TopicStates', 'i6'), 325: ('TopicStates', 'i6'), 326: ('TopicStates', None), 327: ('TopicStates', None), 328: ('TopicStates', None), 329: ('TopicStates', None), 330: ('LiveLeaders', None), 331: ('LiveLeaders', None), 332: ('LiveLeaders', None), 333: ('LiveLeaders', None), 334: ('LiveLeaders', None), 335: ('LiveLeaders', 'i10'), 336: ('LiveLeaders', 'i10'), 337: ('LiveLeaders', None), 338: ('LiveLeaders', None), 339: ('LiveLeaders', None), 340: ('LiveLeaders', None), 349: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 350: ('Isr', None), 351: ('Isr', None), 352: ('Isr', None), 353: ('Isr', None), 354: ('Isr', None), 355: ('Isr', None), 356: ('Isr', None), 357: ('Isr', None), 358: ('Isr', None), 359: ('PartitionEpoch', None), 360: ('Replicas', None), 361: ('Replicas', None), 362: ('Replicas', None), 363: ('Replicas', None), 364: ('Replicas', None), 365: ('Replicas', None), 366: ('Replicas', None), 367: ('Replicas', None), 368: ('Replicas', None), 369: ('AddingReplicas', None), 370: ('AddingReplicas', None), 371: ('AddingReplicas', None), 372: ('AddingReplicas', None), 373: ('AddingReplicas', None), 374: ('AddingReplicas', None), 375: ('AddingReplicas', None), 376: ('AddingReplicas', None), 377: ('AddingReplicas', None), 378: ('RemovingReplicas', None), 379: ('RemovingReplicas', None), 380: ('RemovingReplicas', None), 381: ('RemovingReplicas', None), 382: ('RemovingReplicas', None), 383: ('RemovingReplicas', None), 384: ('RemovingReplicas', None), 385: ('RemovingReplicas', None), 386: ('RemovingReplicas', None), 387: ('IsNew', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None), 399: ('TopicName', None), 400: ('TopicName', None), 401: ('TopicName', None), 402: ('TopicName', None), 403: ('TopicName', None), 404: ('TopicName', None), 405: ('TopicName', None), 406: ('TopicName', None), 407: ('TopicName', None), 408: ('TopicName', None), 409: ('PartitionStates', None), 410: ('PartitionStates', None), 411: ('PartitionStates', None), 412: ('PartitionStates', None), 413: ('PartitionStates', None), 414: ('PartitionStates', None), 415: ('PartitionStates', None), 416: ('PartitionStates', 'i5'), 417: ('PartitionStates', 'i5'), 418: ('PartitionStates', None), 419: ('PartitionStates', None), 420: ('PartitionStates', None), 421: ('PartitionStates', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None), 433: ('BrokerId', None), 434: ('HostName', None), 435: ('HostName', None), 436: ('HostName', None), 437: ('HostName', None), 438: ('HostName', None), 439: ('HostName', None), 440: ('HostName', None), 441: ('HostName', None), 442: ('HostName', None), 443: ('HostName', None), 444: ('Port', None), 446: ('_tagged', None), 447: ('_tagged', None), 448: ('_tagged', None), 456: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 457: ('TopicStates', None), 458: ('TopicStates', None), 459: ('TopicStates', None), 460: ('TopicStates', None), 461: ('TopicStates', None), 462: ('TopicStates', None), 463: ('TopicStates', None), 464: ('TopicStates', 'i6'), 465: ('TopicStates', 'i6'), 466: ('TopicStates', None), 467: ('TopicStates', None), 468: ('TopicStates', None), 469: ('TopicStates', None), 470: ('LiveLeaders', None), 471: ('LiveLeaders', None), 472: ('LiveLeaders', None), 473: ('LiveLeaders', None), 474: ('LiveLeaders', None), 475: ('LiveLeaders', None), 476: ('LiveLeaders', None), 477: ('LiveLeaders', 'i10'), 478: ('LiveLeaders', 'i10'), 479: ('LiveLeaders', None), 480: ('LiveLeaders', None), 481: ('LiveLeaders', None), 482: ('LiveLeaders', None), 484: ('_tagged', None), 485: ('_tagged', None), 486: ('_tagged', None), 494: ('TopicName', None), 495: ('TopicName', None), 496: ('TopicName', None), 497: ('TopicName', None), 498: ('TopicName', None), 499: ('TopicName', None), 500: ('TopicName', None), 501: ('TopicName', None), 502: ('TopicName', None), 503: ('TopicName', None), 504: ('TopicId', None), 505: ('PartitionStates', None), 506: ('PartitionStates', None), 507: ('PartitionStates', None), 508: ('PartitionStates', None), 509: ('PartitionStates', None), 510: ('PartitionStates', None), 511: ('PartitionStates', None), 512: ('PartitionStates', 'i6'), 513: ('PartitionStates', 'i6'), 514: ('PartitionStates', None), 515: ('PartitionStates', None), 516: ('PartitionStates', None), 517: ('PartitionStates', None), 519: ('_tagged', None), 520: ('_tagged', None), 521: ('_tagged', None), 529: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 530: ('TopicStates', None), 531: ('TopicStates', None), 532: ('TopicStates', None), 533: ('TopicStates', None), 534: ('TopicStates', None), 535: ('TopicStates', None), 536: ('TopicStates', None), 537: ('TopicStates', 'i7'), 538: ('TopicStates', 'i7'), 539: ('TopicStates', None), 540: ('TopicStates', None), 541: ('TopicStates', None), 542: ('TopicStates', None), 543: ('LiveLeaders', None), 544: ('LiveLeaders', None), 545: ('LiveLeaders', None), 546: ('LiveLeaders', None), 547: ('LiveLeaders', None), 548: ('LiveLeaders', None), 549: ('LiveLeaders', None), 550: ('LiveLeaders', 'i11'), 551: ('LiveLeaders', 'i11'), 552: ('LiveLeaders', None), 553: ('LiveLeaders', None), 554: ('LiveLeaders', None), 555: ('LiveLeaders', None), 557: ('_tagged', None), 558: ('_tagged', None), 559: ('_tagged', None), 567: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 568: ('Isr', None), 569: ('Isr', None), 570: ('Isr', None), 571: ('Isr', None), 572: ('Isr', None), 573: ('Isr', None), 574: ('Isr', None), 575: ('Isr', None), 576: ('Isr', None), 577: ('PartitionEpoch', None), 578: ('Replicas', None), 579: ('Replicas', None), 580: ('Replicas', None), 581: ('Replicas', None), 582: ('Replicas', None), 583: ('Replicas', None), 584: ('Replicas', None), 585: ('Replicas', None), 586: ('Replicas', None), 587: ('AddingReplicas', None), 588: ('AddingReplicas', None), 589: ('AddingReplicas', None), 590: ('AddingReplicas', None), 591: ('AddingReplicas', None), 592: ('AddingReplicas', None), 593: ('AddingReplicas', None), 594: ('AddingReplicas', None), 595: ('AddingReplicas', None), 596: ('RemovingReplicas', None), 597: ('RemovingReplicas', None), 598: ('RemovingReplicas', None), 599: ('RemovingReplicas', None), 600: ('RemovingReplicas', None), 601: ('RemovingReplicas', None), 602: ('RemovingReplicas', None), 603: ('RemovingReplicas', None), 604: ('RemovingReplicas', None), 605: ('IsNew+LeaderRecoveryState', None), 607: ('_tagged', None), 608: ('_tagged', None), 609: ('_tagged', None), 617: ('TopicName', None), 618: ('TopicName', None), 619: ('TopicName', None), 620: ('TopicName', None), 621: ('TopicName', None), 622: ('TopicName', None), 623: ('TopicName', None), 624: ('TopicName', None), 625: ('TopicName', None), 626: ('TopicName', None), 627: ('TopicId', None), 628: ('PartitionStates', None), 629: ('PartitionStates', None), 630: ('PartitionStates', None), 631: ('PartitionStates', None), 632: ('PartitionStates', None), 633: ('PartitionStates', None), 634: ('PartitionStates', None), 635: ('PartitionStates', 'i6'), 636: ('PartitionStates', 'i6'), 637: ('PartitionStates', None), 638: ('PartitionStates', None), 639: ('PartitionStates', None), 640: ('PartitionStates', None), 642: ('_tagged', None), 643: ('_tagged', None), 644: ('_tagged', None), 652: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 653: ('TopicStates', None), 654: ('TopicStates', None), 655: ('TopicStates', None), 656: ('TopicStates', None), 657: ('TopicStates', None), 658: ('TopicStates', None), 659: ('TopicStates', None), 660: ('TopicStates', 'i7'), 661: ('TopicStates', 'i7'), 662: ('TopicStates', None), 663: ('TopicStates', None), 664: ('TopicStates', None), 665: ('TopicStates', None), 666: ('LiveLeaders', None), 667: ('LiveLeaders', None), 668: ('LiveLeaders', None), 669: ('LiveLeaders', None), 670: ('LiveLeaders', None), 671: ('LiveLeaders', None), 672: ('LiveLeaders', None), 673: ('LiveLeaders', 'i11'), 674: ('LiveLeaders', 'i11'), 675: ('LiveLeaders', None), 676: ('LiveLeaders', None), 677: ('LiveLeaders', None), 678: ('LiveLeaders', None), 680: ('_tagged', None), 681: ('_tagged', None), 682: ('_tagged', None), 690: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 691: ('TopicStates', None), 692: ('TopicStates', None), 693: ('TopicStates', None), 694: ('TopicStates', None), 695: ('TopicStates', None), 696: ('TopicStates', None), 697: ('TopicStates', None), 698: ('TopicStates', 'i8'), 699: ('TopicStates', 'i8'), 700: ('TopicStates', None), 701: ('TopicStates', None), 702: ('TopicStates', None), 703: ('TopicStates', None), 704: ('LiveLeaders', None), 705: ('LiveLeaders', None), 706: ('LiveLeaders', None), 707: ('LiveLeaders', None), 708: ('LiveLeaders', None), 709: ('LiveLeaders', None), 710: ('LiveLeaders', None), 711: ('LiveLeaders', 'i12'), 712: ('LiveLeaders', 'i12'), 713: ('LiveLeaders', None), 714: ('LiveLeaders', None), 715: ('LiveLeaders', None), 716: ('LiveLeaders', None), 718: ('_tagged', None), 719: ('_tagged', None), 720: ('_tagged', None), 728: ('TopicName', None), 729: ('TopicName', None), 730: ('TopicName', None), 731: ('TopicName', None), 732: ('TopicName', None), 733: ('TopicName', None), 734: ('TopicName', None), 735: ('TopicName', None), 736: ('PartitionIndex+ErrorCode', None), 745: ('ErrorCode', None), 746: ('PartitionErrors', None), 747: ('PartitionErrors', None), 748: ('PartitionErrors', None), 749: ('PartitionErrors', None), 750: ('PartitionErrors', None), 751: ('PartitionErrors', 'i4'), 752: ('PartitionErrors', 'i4'), 753: ('PartitionErrors', None), 754: ('PartitionErrors', None), 755: ('PartitionErrors', None), 756: ('PartitionErrors', None), 765: ('TopicName', None), 766: ('TopicName', None), 767: ('TopicName', None), 768: ('TopicName', None), 769: ('TopicName', None), 770: ('TopicName', None), 771: ('TopicName', None), 772: ('TopicName', None), 773: ('TopicName', None), 774: ('TopicName', None), 775: ('PartitionIndex+ErrorCode', None), 777: ('_tagged', None), 778: ('_tagged', None), 779: ('_tagged', None), 787: ('ErrorCode', None), 788: ('PartitionErrors', None), 789: ('PartitionErrors', None), 790: ('PartitionErrors', None), 791: ('PartitionErrors', None), 792: ('PartitionErrors', None), 793: ('PartitionErrors', None), 794: ('PartitionErrors', None), 795: ('PartitionErrors', 'i4'), 796: ('PartitionErrors', 'i4'), 797: ('PartitionErrors', None), 798: ('PartitionErrors', None), 799: ('PartitionErrors', None), 800: ('PartitionErrors', None), 802: ('_tagged', None), 803: ('_tagged', None), 804: ('_tagged', None), 812: ('PartitionIndex+ErrorCode', None), 814: ('_tagged', None), 815: ('_tagged', None), 816: ('_tagged', None), 824: ('TopicId', None), 825: ('PartitionErrors', None), 826: ('PartitionErrors', None), 827: ('PartitionErrors', None), 828: ('PartitionErrors', None), 829: ('PartitionErrors', None), 830: ('PartitionErrors', None), 831: ('PartitionErrors', None), 832: ('PartitionErrors', 'i4'), 833: ('PartitionErrors', 'i4'), 834: ('PartitionErrors', 'i4'), 835: ('PartitionErrors', 'i4'), 836: ('PartitionErrors', 'i4'), 837: ('PartitionErrors', 'i4'), 838: ('PartitionErrors', None), 839: ('PartitionErrors', None), 840: ('PartitionErrors', None), 841: ('PartitionErrors', None), 843: ('_tagged', None), 844: ('_tagged', None), 845: ('_tagged', None), 853: ('ErrorCode', None), 854: ('Topics', None), 855: ('Topics', None), 856: ('Topics', None), 857: ('Topics', None), 858: ('Topics', None), 859: ('Topics', None), 860: ('Topics', None), 861: ('Topics', 'i4'), 862: ('Topics', 'i4'), 863: ('Topics', None), 864: ('Topics', None), 865: ('Topics', None), 866: ('Topics', None), 868: ('_tagged', None), 869: ('_tagged', None), 870: ('_tagged', None)}
+_LINES = {24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('PartitionEpoch', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 56: ('BrokerId', None), 57: ('HostName', None), 58: ('HostName', None), 59: ('HostName', None), 60: ('HostName', None), 61: ('HostName', None), 62: ('HostName', None), 63: ('HostName', None), 64: ('HostName', None), 65: ('Port', None), 74: ('ControllerId+ControllerEpoch', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates', None), 78: ('UngroupedPartitionStates', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 81: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 82: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 83: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 84: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 85: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 86: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 89: ('UngroupedPartitionStates[{}].Isr', 'i5'), 90: ('UngroupedPartitionStates[{}].Isr', 'i5'), 91: ('UngroupedPartitionStates[{}].Isr', 'i5'), 92: ('UngroupedPartitionStates[{}].Isr', 'i5'), 93: ('UngroupedPartitionStates[{}].Isr', 'i5'), 94: ('UngroupedPartitionStates[{}].Isr', 'i5'), 95: ('UngroupedPartitionStates[{}].Isr', 'i5'), 96: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 97: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 98: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 99: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 100: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 101: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 102: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 103: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 104: ('UngroupedPartitionStates', 'i5'), 105: ('UngroupedPartitionStates', 'i5'), 106: ('UngroupedPartitionStates', None), 107: ('UngroupedPartitionStates', None), 108: ('UngroupedPartitionStates', None), 109: ('UngroupedPartitionStates', None), 110: ('LiveLeaders', None), 111: ('LiveLeaders', None), 112: ('LiveLeaders', None), 113: ('LiveLeaders', None), 114: ('LiveLeaders', None), 115: ('LiveLeaders[{}].BrokerId', 'i20'), 116: ('LiveLeaders[{}].HostName', 'i20'), 117: ('LiveLeaders[{}].HostName', 'i20'), 118: ('LiveLeaders[{}].HostName', 'i20'), 119: ('LiveLeaders[{}].HostName', 'i20'), 120: ('LiveLeaders[{}].HostName', 'i20'), 121: ('LiveLeaders[{}].HostName', 'i20'), 122: ('LiveLeaders[{}].HostName', 'i20'), 123: ('LiveLeaders[{}].HostName', 'i20'), 124: ('LiveLeaders[{}].Port', 'i20'), 125: ('LiveLeaders', 'i20'), 126: ('LiveLeaders', 'i20'), 127: ('LiveLeaders', None), 128: ('LiveLeaders', None), 129: ('LiveLeaders', None), 130: ('LiveLeaders', None), 139: ('TopicName', None), 140: ('TopicName', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 148: ('Isr', None), 149: ('Isr', None), 150: ('Isr', None), 151: ('Isr', None), 152: ('Isr', None), 153: ('Isr', None), 154: ('Isr', None), 155: ('PartitionEpoch', None), 156: ('Replicas', None), 157: ('Replicas', None), 158: ('Replicas', None), 159: ('Replicas', None), 160: ('Replicas', None), 161: ('Replicas', None), 162: ('Replicas', None), 163: ('IsNew', None), 172: ('ControllerId+ControllerEpoch', None), 173: ('UngroupedPartitionStates', None), 174: ('UngroupedPartitionStates', None), 175: ('UngroupedPartitionStates', None), 176: ('UngroupedPartitionStates', None), 177: ('UngroupedPartitionStates', None), 178: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 179: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 180: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 181: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 182: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 183: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 184: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 185: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 186: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 187: ('UngroupedPartitionStates[{}].Isr', 'i5'), 188: ('UngroupedPartitionStates[{}].Isr', 'i5'), 189: ('UngroupedPartitionStates[{}].Isr', 'i5'), 190: ('UngroupedPartitionStates[{}].Isr', 'i5'), 191: ('UngroupedPartitionStates[{}].Isr', 'i5'), 192: ('UngroupedPartitionStates[{}].Isr', 'i5'), 193: ('UngroupedPartitionStates[{}].Isr', 'i5'), 194: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 195: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 196: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 197: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 198: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 199: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 200: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 201: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 202: ('UngroupedPartitionStates[{}].IsNew', 'i5'), 203: ('UngroupedPartitionStates', 'i5'), 204: ('UngroupedPartitionStates', 'i5'), 205: ('UngroupedPartitionStates', None), 206: ('UngroupedPartitionStates', None), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('LiveLeaders', None), 210: ('LiveLeaders', None), 211: ('LiveLeaders', None), 212: ('LiveLeaders', None), 213: ('LiveLeaders', None), 214: ('LiveLeaders[{}].BrokerId', 'i21'), 215: ('LiveLeaders[{}].HostName', 'i21'), 216: ('LiveLeaders[{}].HostName', 'i21'), 217: ('LiveLeaders[{}].HostName', 'i21'), 218: ('LiveLeaders[{}].HostName', 'i21'), 219: ('LiveLeaders[{}].HostName', 'i21'), 220: ('LiveLeaders[{}].HostName', 'i21'), 221: ('LiveLeaders[{}].HostName', 'i21'), 222: ('LiveLeaders[{}].HostName', 'i21'), 223: ('LiveLeaders[{}].Port', 'i21'), 224: ('LiveLeaders', 'i21'), 225: ('LiveLeaders', 'i21'), 226: ('LiveLeaders', None), 227: ('LiveLeaders', None), 228: ('LiveLeaders', None), 229: ('LiveLeaders', None), 238: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 239: ('Isr', None), 240: ('Isr', None), 241: ('Isr', None), 242: ('Isr', None), 243: ('Isr', None), 244: ('Isr', None), 245: ('Isr', None), 246: ('PartitionEpoch', None), 247: ('Replicas', None), 248: ('Replicas', None), 249: ('Replicas', None), 250: ('Replicas', None), 251: ('Replicas', None), 252: ('Replicas', None), 253: ('Replicas', None), 254: ('IsNew', None), 263: ('TopicName', None), 264: ('TopicName', None), 265: ('TopicName', None), 266: ('TopicName', None), 267: ('TopicName', None), 268: ('TopicName', None), 269: ('TopicName', None), 270: ('TopicName', None), 271: ('PartitionStates', None), 272: ('PartitionStates', None), 273: ('PartitionStates', None), 274: ('PartitionStates', None), 275: ('PartitionStates', None), 276: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 277: ('PartitionStates[{}].Isr', 'i5'), 278: ('PartitionStates[{}].Isr', 'i5'), 279: ('PartitionStates[{}].Isr', 'i5'), 280: ('PartitionStates[{}].Isr', 'i5'), 281: ('PartitionStates[{}].Isr', 'i5'), 282: ('PartitionStates[{}].Isr', 'i5'), 283: ('PartitionStates[{}].Isr', 'i5'), 284: ('PartitionStates[{}].PartitionEpoch', 'i5'), 285: ('PartitionStates[{}].Replicas', 'i5'), 286: ('PartitionStates[{}].Replicas', 'i5'), 287: ('PartitionStates[{}].Replicas', 'i5'), 288: ('PartitionStates[{}].Replicas', 'i5'), 289: ('PartitionStates[{}].Replicas', 'i5'), 290: ('PartitionStates[{}].Replicas', 'i5'), 291: ('PartitionStates[{}].Replicas', 'i5'), 292: ('PartitionStates[{}].IsNew', 'i5'), 293: ('PartitionStates', 'i5'), 294: ('PartitionStates', 'i5'), 295: ('PartitionStates', None), 296: ('PartitionStates', None), 297: ('PartitionStates', None), 298: ('PartitionStates', None), 307: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 308: ('TopicStates', None), 309: ('TopicStates', None), 310: ('TopicStates', None), 311: ('TopicStates', None), 312: ('TopicStates', None), 313: ('TopicStates', 'i6'), 314: ('TopicStates', 'i6'), 315: ('TopicStates', None), 316: ('TopicStates', None), 317: ('TopicStates', None), 318: ('TopicStates', None), 319: ('LiveLeaders', None), 320: ('LiveLeaders', None), 321: ('LiveLeaders', None), 322: ('LiveLeaders', None), 323: ('LiveLeaders', None), 324: ('LiveLeaders[{}].BrokerId', 'i10'), 325: ('LiveLeaders[{}].HostName', 'i10'), 326: ('LiveLeaders[{}].HostName', 'i10'), 327: ('LiveLeaders[{}].HostName', 'i10'), 328: ('LiveLeaders[{}].HostName', 'i10'), 329: ('LiveLeaders[{}].HostName', 'i10'), 330: ('LiveLeaders[{}].HostName', 'i10'), 331: ('LiveLeaders[{}].HostName', 'i10'), 332: ('LiveLeaders[{}].HostName', 'i10'), 333: ('LiveLeaders[{}].Port', 'i10'), 334: ('LiveLeaders', 'i10'), 335: ('LiveLeaders', 'i10'), 336: ('LiveLeaders', None), 337: ('LiveLeaders', None), 338: ('LiveLeaders', None), 339: ('LiveLeaders', None), 348: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 349: ('Isr', None), 350: ('Isr', None), 351: ('Isr', None), 352: ('Isr', None), 353: ('Isr', None), 354: ('Isr', None), 355: ('Isr', None), 356: ('PartitionEpoch', None), 357: ('Replicas', None), 358: ('Replicas', None), 359: ('Replicas', None), 360: ('Replicas', None), 361: ('Replicas', None), 362: ('Replicas', None), 363: ('Replicas', None), 364: ('AddingReplicas', None), 365: ('AddingReplicas', None), 366: ('AddingReplicas', None), 367: ('AddingReplicas', None), 368: ('AddingReplicas', None), 369: ('AddingReplicas', None), 370: ('AddingReplicas', None), 371: ('RemovingReplicas', None), 372: ('RemovingReplicas', None), 373: ('RemovingReplicas', None), 374: ('RemovingReplicas', None), 375: ('RemovingReplicas', None), 376: ('RemovingReplicas', None), 377: ('RemovingReplicas', None), 378: ('IsNew', None), 387: ('TopicName', None), 388: ('TopicName', None), 389: ('TopicName', None), 390: ('TopicName', None), 391: ('TopicName', None), 392: ('TopicName', None), 393: ('TopicName', None), 394: ('TopicName', None), 395: ('PartitionStates', None), 396: ('PartitionStates', None), 397: ('PartitionStates', None), 398: ('PartitionStates', None), 399: ('PartitionStates', None), 400: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 401: ('PartitionStates[{}].Isr', 'i5'), 402: ('PartitionStates[{}].Isr', 'i5'), 403: ('PartitionStates[{}].Isr', 'i5'), 404: ('PartitionStates[{}].Isr', 'i5'), 405: ('PartitionStates[{}].Isr', 'i5'), 406: ('PartitionStates[{}].Isr', 'i5'), 407: ('PartitionStates[{}].Isr', 'i5'), 408: ('PartitionStates[{}].PartitionEpoch', 'i5'), 409: ('PartitionStates[{}].Replicas', 'i5'), 410: ('PartitionStates[{}].Replicas', 'i5'), 411: ('PartitionStates[{}].Replicas', 'i5'), 412: ('PartitionStates[{}].Replicas', 'i5'), 413: ('PartitionStates[{}].Replicas', 'i5'), 414: ('PartitionStates[{}].Replicas', 'i5'), 415: ('PartitionStates[{}].Replicas', 'i5'), 416: ('PartitionStates[{}].AddingReplicas', 'i5'), 417: ('PartitionStates[{}].AddingReplicas', 'i5'), 418: ('PartitionStates[{}].AddingReplicas', 'i5'), 419: ('PartitionStates[{}].AddingReplicas', 'i5'), 420: ('PartitionStates[{}].AddingReplicas', 'i5'), 421: ('PartitionStates[{}].AddingReplicas', 'i5'), 422: ('PartitionStates[{}].AddingReplicas', 'i5'), 423: ('PartitionStates[{}].RemovingReplicas', 'i5'), 424: ('PartitionStates[{}].RemovingReplicas', 'i5'), 425: ('PartitionStates[{}].RemovingReplicas', 'i5'), 426: ('PartitionStates[{}].RemovingReplicas', 'i5'), 427: ('PartitionStates[{}].RemovingReplicas', 'i5'), 428: ('PartitionStates[{}].RemovingReplicas', 'i5'), 429: ('PartitionStates[{}].RemovingReplicas', 'i5'), 430: ('PartitionStates[{}].IsNew', 'i5'), 431: ('PartitionStates', 'i5'), 432: ('PartitionStates', 'i5'), 433: ('PartitionStates', None), 434: ('PartitionStates', None), 435: ('PartitionStates', None), 436: ('PartitionStates', None), 445: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 446: ('TopicStates', None), 447: ('TopicStates', None), 448: ('TopicStates', None), 449: ('TopicStates', None), 450: ('TopicStates', None), 451: ('TopicStates', 'i6'), 452: ('TopicStates', 'i6'), 453: ('TopicStates', None), 454: ('TopicStates', None), 455: ('TopicStates', None), 456: ('TopicStates', None), 457: ('LiveLeaders', None), 458: ('LiveLeaders', None), 459: ('LiveLeaders', None), 460: ('LiveLeaders', None), 461: ('LiveLeaders', None), 462: ('LiveLeaders[{}].BrokerId', 'i10'), 463: ('LiveLeaders[{}].HostName', 'i10'), 464: ('LiveLeaders[{}].HostName', 'i10'), 465: ('LiveLeaders[{}].HostName', 'i10'), 466: ('LiveLeaders[{}].HostName', 'i10'), 467: ('LiveLeaders[{}].HostName', 'i10'), 468: ('LiveLeaders[{}].HostName', 'i10'), 469: ('LiveLeaders[{}].HostName', 'i10'), 470: ('LiveLeaders[{}].HostName', 'i10'), 471: ('LiveLeaders[{}].Port', 'i10'), 472: ('LiveLeaders', 'i10'), 473: ('LiveLeaders', 'i10'), 474: ('LiveLeaders', None), 475: ('LiveLeaders', None), 476: ('LiveLeaders', None), 477: ('LiveLeaders', None), 486: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 487: ('Isr', None), 488: ('Isr', None), 489: ('Isr', None), 490: ('Isr', None), 491: ('Isr', None), 492: ('Isr', None), 493: ('Isr', None), 494: ('Isr', None), 495: ('Isr', None), 496: ('PartitionEpoch', None), 497: ('Replicas', None), 498: ('Replicas', None), 499: ('Replicas', None), 500: ('Replicas', None), 501: ('Replicas', None), 502: ('Replicas', None), 503: ('Replicas', None), 504: ('Replicas', None), 505: ('Replicas', None), 506: ('AddingReplicas', None), 507: ('AddingReplicas', None), 508: ('AddingReplicas', None), 509: ('AddingReplicas', None), 510: ('AddingReplicas', None), 511: ('AddingReplicas', None), 512: ('AddingReplicas', None), 513: ('AddingReplicas', None), 514: ('AddingReplicas', None), 515: ('RemovingReplicas', None), 516: ('RemovingReplicas', None), 517: ('RemovingReplicas', None), 518: ('RemovingReplicas', None), 519: ('RemovingReplicas', None), 520: ('RemovingReplicas', None), 521: ('RemovingReplicas', None), 522: ('RemovingReplicas', None), 523: ('RemovingReplicas', None), 524: ('IsNew', None), 526: ('_tagged', None), 527: ('_tagged', None), 528: ('_tagged', None), 536: ('TopicName', None), 537: ('TopicName', None), 538: ('TopicName', None), 539: ('TopicName', None), 540: ('TopicName', None), 541: ('TopicName', None), 542: ('TopicName', None), 543: ('TopicName', None), 544: ('TopicName', None), 545: ('TopicName', None), 546: ('PartitionStates', None), 547: ('PartitionStates', None), 548: ('PartitionStates', None), 549: ('PartitionStates', None), 550: ('PartitionStates', None), 551: ('PartitionStates', None), 552: ('PartitionStates', None), 553: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 554: ('PartitionStates[{}].Isr', 'i5'), 555: ('PartitionStates[{}].Isr', 'i5'), 556: ('PartitionStates[{}].Isr', 'i5'), 557: ('PartitionStates[{}].Isr', 'i5'), 558: ('PartitionStates[{}].Isr', 'i5'), 559: ('PartitionStates[{}].Isr', 'i5'), 560: ('PartitionStates[{}].Isr', 'i5'), 561: ('PartitionStates[{}].Isr', 'i5'), 562: ('PartitionStates[{}].Isr', 'i5'), 563: ('PartitionStates[{}].PartitionEpoch', 'i5'), 564: ('PartitionStates[{}].Replicas', 'i5'), 565: ('PartitionStates[{}].Replicas', 'i5'), 566: ('PartitionStates[{}].Replicas', 'i5'), 567: ('PartitionStates[{}].Replicas', 'i5'), 568: ('PartitionStates[{}].Replicas', 'i5'), 569: ('PartitionStates[{}].Replicas', 'i5'), 570: ('PartitionStates[{}].Replicas', 'i5'), 571: ('PartitionStates[{}].Replicas', 'i5'), 572: ('PartitionStates[{}].Replicas', 'i5'), 573: ('PartitionStates[{}].AddingReplicas', 'i5'), 574: ('PartitionStates[{}].AddingReplicas', 'i5'), 575: ('PartitionStates[{}].AddingReplicas', 'i5'), 576: ('PartitionStates[{}].AddingReplicas', 'i5'), 577: ('PartitionStates[{}].AddingReplicas', 'i5'), 578: ('PartitionStates[{}].AddingReplicas', 'i5'), 579: ('PartitionStates[{}].AddingReplicas', 'i5'), 580: ('PartitionStates[{}].AddingReplicas', 'i5'), 581: ('PartitionStates[{}].AddingReplicas', 'i5'), 582: ('PartitionStates[{}].RemovingReplicas', 'i5'), 583: ('PartitionStates[{}].RemovingReplicas', 'i5'), 584: ('PartitionStates[{}].RemovingReplicas', 'i5'), 585: ('PartitionStates[{}].RemovingReplicas', 'i5'), 586: ('PartitionStates[{}].RemovingReplicas', 'i5'), 587: ('PartitionStates[{}].RemovingReplicas', 'i5'), 588: ('PartitionStates[{}].RemovingReplicas', 'i5'), 589: ('PartitionStates[{}].RemovingReplicas', 'i5'), 590: ('PartitionStates[{}].RemovingReplicas', 'i5'), 591: ('PartitionStates[{}].IsNew', 'i5'), 592: ('PartitionStates', 'i5'), 593: ('PartitionStates', 'i5'), 594: ('PartitionStates', 'i5'), 595: ('PartitionStates', 'i5'), 596: ('PartitionStates', 'i5'), 597: ('PartitionStates', None), 598: ('PartitionStates', None), 599: ('PartitionStates', None), 600: ('PartitionStates', None), 602: ('_tagged', None), 603: ('_tagged', None), 604: ('_tagged', None), 612: ('BrokerId', None), 613: ('HostName', None), 614: ('HostName', None), 615: ('HostName', None), 616: ('HostName', None), 617: ('HostName', None), 618: ('HostName', None), 619: ('HostName', None), 620: ('HostName', None), 621: ('HostName', None), 622: ('HostName', None), 623: ('Port', None), 625: ('_tagged', None), 626: ('_tagged', None), 627: ('_tagged', None), 635: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 636: ('TopicStates', None), 637: ('TopicStates', None), 638: ('TopicStates', None), 639: ('TopicStates', None), 640: ('TopicStates', None), 641: ('TopicStates', None), 642: ('TopicStates', None), 643: ('TopicStates', 'i6'), 644: ('TopicStates', 'i6'), 645: ('TopicStates', None), 646: ('TopicStates', None), 647: ('TopicStates', None), 648: ('TopicStates', None), 649: ('LiveLeaders', None), 650: ('LiveLeaders', None), 651: ('LiveLeaders', None), 652: ('LiveLeaders', None), 653: ('LiveLeaders', None), 654: ('LiveLeaders', None), 655: ('LiveLeaders', None), 656: ('LiveLeaders[{}].BrokerId', 'i10'), 657: ('LiveLeaders[{}].HostName', 'i10'), 658: ('LiveLeaders[{}].HostName', 'i10'), 659: ('LiveLeaders[{}].HostName', 'i10'), 660: ('LiveLeaders[{}].HostName', 'i10'), 661: ('LiveLeaders[{}].HostName', 'i10'), 662: ('LiveLeaders[{}].HostName', 'i10'), 663: ('LiveLeaders[{}].HostName', 'i10'), 664: ('LiveLeaders[{}].HostName', 'i10'), 665: ('LiveLeaders[{}].HostName', 'i10'), 666: ('LiveLeaders[{}].HostName', 'i10'), 667: ('LiveLeaders[{}].Port', 'i10'), 668: ('LiveLeaders', 'i10'), 669: ('LiveLeaders', 'i10'), 670: ('LiveLeaders', 'i10'), 671: ('LiveLeaders', 'i10'), 672: ('LiveLeaders', 'i10'), 673: ('LiveLeaders', None), 674: ('LiveLeaders', None), 675: ('LiveLeaders', None), 676: ('LiveLeaders', None), 678: ('_tagged', None), 679: ('_tagged', None), 680: ('_tagged', None), 688: ('TopicName', None), 689: ('TopicName', None), 690: ('TopicName', None), 691: ('TopicName', None), 692: ('TopicName', None), 693: ('TopicName', None), 694: ('TopicName', None), 695: ('TopicName', None), 696: ('TopicName', None), 697: ('TopicName', None), 698: ('TopicId', None), 699: ('PartitionStates', None), 700: ('PartitionStates', None), 701: ('PartitionStates', None), 702: ('PartitionStates', None), 703: ('PartitionStates', None), 704: ('PartitionStates', None), 705: ('PartitionStates', None), 706: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 707: ('PartitionStates[{}].Isr', 'i6'), 708: ('PartitionStates[{}].Isr', 'i6'), 709: ('PartitionStates[{}].Isr', 'i6'), 710: ('PartitionStates[{}].Isr', 'i6'), 711: ('PartitionStates[{}].Isr', 'i6'), 712: ('PartitionStates[{}].Isr', 'i6'), 713: ('PartitionStates[{}].Isr', 'i6'), 714: ('PartitionStates[{}].Isr', 'i6'), 715: ('PartitionStates[{}].Isr', 'i6'), 716: ('PartitionStates[{}].PartitionEpoch', 'i6'), 717: ('PartitionStates[{}].Replicas', 'i6'), 718: ('PartitionStates[{}].Replicas', 'i6'), 719: ('PartitionStates[{}].Replicas', 'i6'), 720: ('PartitionStates[{}].Replicas', 'i6'), 721: ('PartitionStates[{}].Replicas', 'i6'), 722: ('PartitionStates[{}].Replicas', 'i6'), 723: ('PartitionStates[{}].Replicas', 'i6'), 724: ('PartitionStates[{}].Replicas', 'i6'), 725: ('PartitionStates[{}].Replicas', 'i6'), 726: ('PartitionStates[{}].AddingReplicas', 'i6'), 727: ('PartitionStates[{}].AddingReplicas', 'i6'), 728: ('PartitionStates[{}].AddingReplicas', 'i6'), 729: ('PartitionStates[{}].AddingReplicas', 'i6'), 730: ('PartitionStates[{}].AddingReplicas', 'i6'), 731: ('PartitionStates[{}].AddingReplicas', 'i6'), 732: ('PartitionStates[{}].AddingReplicas', 'i6'), 733: ('PartitionStates[{}].AddingReplicas', 'i6'), 734: ('PartitionStates[{}].AddingReplicas', 'i6'), 735: ('PartitionStates[{}].RemovingReplicas', 'i6'), 736: ('PartitionStates[{}].RemovingReplicas', 'i6'), 737: ('PartitionStates[{}].RemovingReplicas', 'i6'), 738: ('PartitionStates[{}].RemovingReplicas', 'i6'), 739: ('PartitionStates[{}].RemovingReplicas', 'i6'), 740: ('PartitionStates[{}].RemovingReplicas', 'i6'), 741: ('PartitionStates[{}].RemovingReplicas', 'i6'), 742: ('PartitionStates[{}].RemovingReplicas', 'i6'), 743: ('PartitionStates[{}].RemovingReplicas', 'i6'), 744: ('PartitionStates[{}].IsNew', 'i6'), 745: ('PartitionStates', 'i6'), 746: ('PartitionStates', 'i6'), 747: ('PartitionStates', 'i6'), 748: ('PartitionStates', 'i6'), 749: ('PartitionStates', 'i6'), 750: ('PartitionStates', None), 751: ('PartitionStates', None), 752: ('PartitionStates', None), 753: ('PartitionStates', None), 755: ('_tagged', None), 756: ('_tagged', None), 757: ('_tagged', None), 765: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 766: ('TopicStates', None), 767: ('TopicStates', None), 768: ('TopicStates', None), 769: ('TopicStates', None), 770: ('TopicStates', None), 771: ('TopicStates', None), 772: ('TopicStates', None), 773: ('TopicStates', 'i7'), 774: ('TopicStates', 'i7'), 775: ('TopicStates', None), 776: ('TopicStates', None), 777: ('TopicStates', None), 778: ('TopicStates', None), 779: ('LiveLeaders', None), 780: ('LiveLeaders', None), 781: ('LiveLeaders', None), 782: ('LiveLeaders', None), 783: ('LiveLeaders', None), 784: ('LiveLeaders', None), 785: ('LiveLeaders', None), 786: ('LiveLeaders[{}].BrokerId', 'i11'), 787: ('LiveLeaders[{}].HostName', 'i11'), 788: ('LiveLeaders[{}].HostName', 'i11'), 789: ('LiveLeaders[{}].HostName', 'i11'), 790: ('LiveLeaders[{}].HostName', 'i11'), 791: ('LiveLeaders[{}].HostName', 'i11'), 792: ('LiveLeaders[{}].HostName', 'i11'), 793: ('LiveLeaders[{}].HostName', 'i11'), 794: ('LiveLeaders[{}].HostName', 'i11'), 795: ('LiveLeaders[{}].HostName', 'i11'), 796: ('LiveLeaders[{}].HostName', 'i11'), 797: ('LiveLeaders[{}].Port', 'i11'), 798: ('LiveLeaders', 'i11'), 799: ('LiveLeaders', 'i11'), 800: ('LiveLeaders', 'i11'), 801: ('LiveLeaders', 'i11'), 802: ('LiveLeaders', 'i11'), 803: ('LiveLeaders', None), 804: ('LiveLeaders', None), 805: ('LiveLeaders', None), 806: ('LiveLeaders', None), 808: ('_tagged', None), 809: ('_tagged', None), 810: ('_tagged', None), 818: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 819: ('Isr', None), 820: ('Isr', None), 821: ('Isr', None), 822: ('Isr', None), 823: ('Isr', None), 824: ('Isr', None), 825: ('Isr', None), 826: ('Isr', None), 827: ('Isr', None), 828: ('PartitionEpoch', None), 829: ('Replicas', None), 830: ('Replicas', None), 831: ('Replicas', None), 832: ('Replicas', None), 833: ('Replicas', None), 834: ('Replicas', None), 835: ('Replicas', None), 836: ('Replicas', None), 837: ('Replicas', None), 838: ('AddingReplicas', None), 839: ('AddingReplicas', None), 840: ('AddingReplicas', None), 841: ('AddingReplicas', None), 842: ('AddingReplicas', None), 843: ('AddingReplicas', None), 844: ('AddingReplicas', None), 845: ('AddingReplicas', None), 846: ('AddingReplicas', None), 847: ('RemovingReplicas', None), 848: ('RemovingReplicas', None), 849: ('RemovingReplicas', None), 850: ('RemovingReplicas', None), 851: ('RemovingReplicas', None), 852: ('RemovingReplicas', None), 853: ('RemovingReplicas', None), 854: ('RemovingReplicas', None), 855: ('RemovingReplicas', None), 856: ('IsNew+LeaderRecoveryState', None), 858: ('_tagged', None), 859: ('_tagged', None), 860: ('_tagged', None), 868: ('TopicName', None), 869: ('TopicName', None), 870: ('TopicName', None), 871: ('TopicName', None), 872: ('TopicName', None), 873: ('TopicName', None), 874: ('TopicName', None), 875: ('TopicName', None), 876: ('TopicName', None), 877: ('TopicName', None), 878: ('TopicId', None), 879: ('PartitionStates', None), 880: ('PartitionStates', None), 881: ('PartitionStates', None), 882: ('PartitionStates', None), 883: ('PartitionStates', None), 884: ('PartitionStates', None), 885: ('PartitionStates', None), 886: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 887: ('PartitionStates[{}].Isr', 'i6'), 888: ('PartitionStates[{}].Isr', 'i6'), 889: ('PartitionStates[{}].Isr', 'i6'), 890: ('PartitionStates[{}].Isr', 'i6'), 891: ('PartitionStates[{}].Isr', 'i6'), 892: ('PartitionStates[{}].Isr', 'i6'), 893: ('PartitionStates[{}].Isr', 'i6'), 894: ('PartitionStates[{}].Isr', 'i6'), 895: ('PartitionStates[{}].Isr', 'i6'), 896: ('PartitionStates[{}].PartitionEpoch', 'i6'), 897: ('PartitionStates[{}].Replicas', 'i6'), 898: ('PartitionStates[{}].Replicas', 'i6'), 899: ('PartitionStates[{}].Replicas', 'i6'), 900: ('PartitionStates[{}].Replicas', 'i6'), 901: ('PartitionStates[{}].Replicas', 'i6'), 902: ('PartitionStates[{}].Replicas', 'i6'), 903: ('PartitionStates[{}].Replicas', 'i6'), 904: ('PartitionStates[{}].Replicas', 'i6'), 905: ('PartitionStates[{}].Replicas', 'i6'), 906: ('PartitionStates[{}].AddingReplicas', 'i6'), 907: ('PartitionStates[{}].AddingReplicas', 'i6'), 908: ('PartitionStates[{}].AddingReplicas', 'i6'), 909: ('PartitionStates[{}].AddingReplicas', 'i6'), 910: ('PartitionStates[{}].AddingReplicas', 'i6'), 911: ('PartitionStates[{}].AddingReplicas', 'i6'), 912: ('PartitionStates[{}].AddingReplicas', 'i6'), 913: ('PartitionStates[{}].AddingReplicas', 'i6'), 914: ('PartitionStates[{}].AddingReplicas', 'i6'), 915: ('PartitionStates[{}].RemovingReplicas', 'i6'), 916: ('PartitionStates[{}].RemovingReplicas', 'i6'), 917: ('PartitionStates[{}].RemovingReplicas', 'i6'), 918: ('PartitionStates[{}].RemovingReplicas', 'i6'), 919: ('PartitionStates[{}].RemovingReplicas', 'i6'), 920: ('PartitionStates[{}].RemovingReplicas', 'i6'), 921: ('PartitionStates[{}].RemovingReplicas', 'i6'), 922: ('PartitionStates[{}].RemovingReplicas', 'i6'), 923: ('PartitionStates[{}].RemovingReplicas', 'i6'), 924: ('PartitionStates[{}].IsNew+LeaderRecoveryState', 'i6'), 925: ('PartitionStates', 'i6'), 926: ('PartitionStates', 'i6'), 927: ('PartitionStates', 'i6'), 928: ('PartitionStates', 'i6'), 929: ('PartitionStates', 'i6'), 930: ('PartitionStates', None), 931: ('PartitionStates', None), 932: ('PartitionStates', None), 933: ('PartitionStates', None), 935: ('_tagged', None), 936: ('_tagged', None), 937: ('_tagged', None), 945: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 946: ('TopicStates', None), 947: ('TopicStates', None), 948: ('TopicStates', None), 949: ('TopicStates', None), 950: ('TopicStates', None), 951: ('TopicStates', None), 952: ('TopicStates', None), 953: ('TopicStates', 'i7'), 954: ('TopicStates', 'i7'), 955: ('TopicStates', None), 956: ('TopicStates', None), 957: ('TopicStates', None), 958: ('TopicStates', None), 959: ('LiveLeaders', None), 960: ('LiveLeaders', None), 961: ('LiveLeaders', None), 962: ('LiveLeaders', None), 963: ('LiveLeaders', None), 964: ('LiveLeaders', None), 965: ('LiveLeaders', None), 966: ('LiveLeaders[{}].BrokerId', 'i11'), 967: ('LiveLeaders[{}].HostName', 'i11'), 968: ('LiveLeaders[{}].HostName', 'i11'), 969: ('LiveLeaders[{}].HostName', 'i11'), 970: ('LiveLeaders[{}].HostName', 'i11'), 971: ('LiveLeaders[{}].HostName', 'i11'), 972: ('LiveLeaders[{}].HostName', 'i11'), 973: ('LiveLeaders[{}].HostName', 'i11'), 974: ('LiveLeaders[{}].HostName', 'i11'), 975: ('LiveLeaders[{}].HostName', 'i11'), 976: ('LiveLeaders[{}].HostName', 'i11'), 977: ('LiveLeaders[{}].Port', 'i11'), 978: ('LiveLeaders', 'i11'), 979: ('LiveLeaders', 'i11'), 980: ('LiveLeaders', 'i11'), 981: ('LiveLeaders', 'i11'), 982: ('LiveLeaders', 'i11'), 983: ('LiveLeaders', None), 984: ('LiveLeaders', None), 985: ('LiveLeaders', None), 986: ('LiveLeaders', None), 988: ('_tagged', None), 989: ('_tagged', None), 990: ('_tagged', None), 998: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 999: ('TopicStates', None), 1000: ('TopicStates', None), 1001: ('TopicStates', None), 1002: ('TopicStates', None), 1003: ('TopicStates', None), 1004: ('TopicStates', None), 1005: ('TopicStates', None), 1006: ('TopicStates', 'i8'), 1007: ('TopicStates', 'i8'), 1008: ('TopicStates', None), 1009: ('TopicStates', None), 1010: ('TopicStates', None), 1011: ('TopicStates', None), 1012: ('LiveLeaders', None), 1013: ('LiveLeaders', None), 1014: ('LiveLeaders', None), 1015: ('LiveLeaders', None), 1016: ('LiveLeaders', None), 1017: ('LiveLeaders', None), 1018: ('LiveLeaders', None), 1019: ('LiveLeaders[{}].BrokerId', 'i12'), 1020: ('LiveLeaders[{}].HostName', 'i12'), 1021: ('LiveLeaders[{}].HostName', 'i12'), 1022: ('LiveLeaders[{}].HostName', 'i12'), 1023: ('LiveLeaders[{}].HostName', 'i12'), 1024: ('LiveLeaders[{}].HostName', 'i12'), 1025: ('LiveLeaders[{}].HostName', 'i12'), 1026: ('LiveLeaders[{}].HostName', 'i12'), 1027: ('LiveLeaders[{}].HostName', 'i12'), 1028: ('LiveLeaders[{}].HostName', 'i12'), 1029: ('LiveLeaders[{}].HostName', 'i12'), 1030: ('LiveLeaders[{}].Port', 'i12'), 1031: ('LiveLeaders', 'i12'), 1032: ('LiveLeaders', 'i12'), 1033: ('LiveLeaders', 'i12'), 1034: ('LiveLeaders', 'i12'), 1035: ('LiveLeaders', 'i12'), 1036: ('LiveLeaders', None), 1037: ('LiveLeaders', None), 1038: ('LiveLeaders', None), 1039: ('LiveLeaders', None), 1041: ('_tagged', None), 1042: ('_tagged', None), 1043: ('_tagged', None), 1051: ('TopicName', None), 1052: ('TopicName', None), 1053: ('TopicName', None), 1054: ('TopicName', None), 1055: ('TopicName', None), 1056: ('TopicName', None), 1057: ('TopicName', None), 1058: ('TopicName', None), 1059: ('PartitionIndex+ErrorCode', None), 1068: ('ErrorCode', None), 1069: ('PartitionErrors', None), 1070: ('PartitionErrors', None), 1071: ('PartitionErrors', None), 1072: ('PartitionErrors', None), 1073: ('PartitionErrors', None), 1074: ('PartitionErrors[{}].TopicName', 'i4'), 1075: ('PartitionErrors[{}].TopicName', 'i4'), 1076: ('PartitionErrors[{}].TopicName', 'i4'), 1077: ('PartitionErrors[{}].TopicName', 'i4'), 1078: ('PartitionErrors[{}].TopicName', 'i4'), 1079: ('PartitionErrors[{}].TopicName', 'i4'), 1080: ('PartitionErrors[{}].TopicName', 'i4'), 1081: ('PartitionErrors[{}].TopicName', 'i4'), 1082: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1083: ('PartitionErrors', 'i4'), 1084: ('PartitionErrors', 'i4'), 1085: ('PartitionErrors', None), 1086: ('PartitionErrors', None), 1087: ('PartitionErrors', None), 1088: ('PartitionErrors', None), 1097: ('TopicName', None), 1098: ('TopicName', None), 1099: ('TopicName', None), 1100: ('TopicName', None), 1101: ('TopicName', None), 1102: ('TopicName', None), 1103: ('TopicName', None), 1104: ('TopicName', None), 1105: ('TopicName', None), 1106: ('TopicName', None), 1107: ('PartitionIndex+ErrorCode', None), 1109: ('_tagged', None), 1110: ('_tagged', None), 1111: ('_tagged', None), 1119: ('ErrorCode', None), 1120: ('PartitionErrors', None), 1121: ('PartitionErrors', None), 1122: ('PartitionErrors', None), 1123: ('PartitionErrors', None), 1124: ('PartitionErrors', None), 1125: ('PartitionErrors', None), 1126: ('PartitionErrors', None), 1127: ('PartitionErrors[{}].TopicName', 'i4'), 1128: ('PartitionErrors[{}].TopicName', 'i4'), 1129: ('PartitionErrors[{}].TopicName', 'i4'), 1130: ('PartitionErrors[{}].TopicName', 'i4'), 1131: ('PartitionErrors[{}].TopicName', 'i4'), 1132: ('PartitionErrors[{}].TopicName', 'i4'), 1133: ('PartitionErrors[{}].TopicName', 'i4'), 1134: ('PartitionErrors[{}].TopicName', 'i4'), 1135: ('PartitionErrors[{}].TopicName', 'i4'), 1136: ('PartitionErrors[{}].TopicName', 'i4'), 1137: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1138: ('PartitionErrors', 'i4'), 1139: ('PartitionErrors', 'i4'), 1140: ('PartitionErrors', 'i4'), 1141: ('PartitionErrors', 'i4'), 1142: ('PartitionErrors', 'i4'), 1143: ('PartitionErrors', None), 1144: ('PartitionErrors', None), 1145: ('PartitionErrors', None), 1146: ('PartitionErrors', None), 1148: ('_tagged', None), 1149: ('_tagged', None), 1150: ('_tagged', None), 1158: ('PartitionIndex+ErrorCode', None), 1160: ('_tagged', None), 1161: ('_tagged', None), 1162: ('_tagged', None), 1170: ('TopicId', None), 1171: ('PartitionErrors', None), 1172: ('PartitionErrors', None), 1173: ('PartitionErrors', None), 1174: ('PartitionErrors', None), 1175: ('PartitionErrors', None), 1176: ('PartitionErrors', None), 1177: ('PartitionErrors', None), 1178: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1179: ('PartitionErrors', 'i4'), 1180: ('PartitionErrors', 'i4'), 1181: ('PartitionErrors', 'i4'), 1182: ('PartitionErrors', 'i4'), 1183: ('PartitionErrors', 'i4'), 1184: ('PartitionErrors', None), 1185: ('PartitionErrors', None), 1186: ('PartitionErrors', None), 1187: ('PartitionErrors', None), 1189: ('_tagged', None), 1190: ('_tagged', None), 1191: ('_tagged', None), 1199: ('ErrorCode', None), 1200: ('Topics', None), 1201: ('Topics', None), 1202: ('Topics', None), 1203: ('Topics', None), 1204: ('Topics', None), 1205: ('Topics', None), 1206: ('Topics', None), 1207: ('Topics', 'i4'), 1208: ('Topics', 'i4'), 1209: ('Topics', None), 1210: ('Topics', None), 1211: ('Topics', None), 1212: ('Topics', None), 1214: ('_tagged', None), 1215: ('_tagged', None), 1216: ('_tagged', None)}

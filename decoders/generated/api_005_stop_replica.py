@@ -40,8 +40,17 @@ def _f1(b, p):
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, = _U1(b, p); p += 4
+                d10 = {"TopicName": v7, "PartitionIndex": v9}
+                v4.append(d10)
         elif n5 == -1:
             v4 = None
         else:
@@ -83,8 +92,23 @@ def _f3(b, p):
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
-                v5.append(x8)
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11, = _U1(b, p); p += 4
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Name": v8, "PartitionIndexes": v10}
+                v5.append(d12)
         elif n6 == -1:
             v5 = None
         else:
@@ -135,8 +159,30 @@ def _f5(b, p):
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f4(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Name": v8, "PartitionIndexes": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v5.append(d12)
         elif n6 == -1:
             v5 = None
         else:
@@ -275,8 +321,17 @@ def _f11(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
-                v2.append(x5)
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U6(b, p); p += 6
+                d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -319,8 +374,22 @@ def _f13(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f12(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U6(b, p); p += 6
+                d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -340,4 +409,4 @@ NAME = 'StopReplica'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f8, 4: _f9}
 RESPONSE = {0: _f11, 1: _f11, 2: _f13, 3: _f13, 4: _f13}
 
-_LINES = {20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('PartitionIndex', None), 37: ('ControllerId+ControllerEpoch+DeletePartitions', None), 38: ('UngroupedPartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions', 'i6'), 44: ('UngroupedPartitions', 'i6'), 45: ('UngroupedPartitions', None), 46: ('UngroupedPartitions', None), 47: ('UngroupedPartitions', None), 48: ('UngroupedPartitions', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('PartitionIndexes', None), 66: ('PartitionIndexes', None), 67: ('PartitionIndexes', None), 68: ('PartitionIndexes', None), 69: ('PartitionIndexes', None), 70: ('PartitionIndexes', None), 71: ('PartitionIndexes', None), 80: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', 'i7'), 87: ('Topics', 'i7'), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 113: ('PartitionIndexes', None), 114: ('PartitionIndexes', None), 115: ('PartitionIndexes', None), 116: ('PartitionIndexes', None), 117: ('PartitionIndexes', None), 118: ('PartitionIndexes', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None), 130: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', 'i7'), 139: ('Topics', 'i7'), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('TopicName', None), 171: ('TopicName', None), 172: ('TopicName', None), 173: ('TopicName', None), 174: ('TopicName', None), 175: ('TopicName', None), 176: ('TopicName', None), 177: ('PartitionStates', None), 178: ('PartitionStates', None), 179: ('PartitionStates', None), 180: ('PartitionStates', None), 181: ('PartitionStates', None), 182: ('PartitionStates', None), 183: ('PartitionStates', None), 184: ('PartitionStates', 'i5'), 185: ('PartitionStates', 'i5'), 186: ('PartitionStates', 'i5'), 187: ('PartitionStates', 'i5'), 188: ('PartitionStates', 'i5'), 189: ('PartitionStates', 'i5'), 190: ('PartitionStates', None), 191: ('PartitionStates', None), 192: ('PartitionStates', None), 193: ('PartitionStates', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 206: ('TopicStates', None), 207: ('TopicStates', None), 208: ('TopicStates', None), 209: ('TopicStates', None), 210: ('TopicStates', None), 211: ('TopicStates', None), 212: ('TopicStates', None), 213: ('TopicStates', 'i6'), 214: ('TopicStates', 'i6'), 215: ('TopicStates', None), 216: ('TopicStates', None), 217: ('TopicStates', None), 218: ('TopicStates', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 231: ('TopicStates', None), 232: ('TopicStates', None), 233: ('TopicStates', None), 234: ('TopicStates', None), 235: ('TopicStates', None), 236: ('TopicStates', None), 237: ('TopicStates', None), 238: ('TopicStates', 'i7'), 239: ('TopicStates', 'i7'), 240: ('TopicStates', None), 241: ('TopicStates', None), 242: ('TopicStates', None), 243: ('TopicStates', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('TopicName', None), 256: ('TopicName', None), 257: ('TopicName', None), 258: ('TopicName', None), 259: ('TopicName', None), 260: ('TopicName', None), 261: ('TopicName', None), 262: ('TopicName', None), 263: ('PartitionIndex+ErrorCode', None), 272: ('ErrorCode', None), 273: ('PartitionErrors', None), 274: ('PartitionErrors', None), 275: ('PartitionErrors', None), 276: ('PartitionErrors', None), 277: ('PartitionErrors', None), 278: ('PartitionErrors', 'i4'), 279: ('PartitionErrors', 'i4'), 280: ('PartitionErrors', None), 281: ('PartitionErrors', None), 282: ('PartitionErrors', None), 283: ('PartitionErrors', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('TopicName', None), 296: ('TopicName', None), 297: ('TopicName', None), 298: ('TopicName', None), 299: ('TopicName', None), 300: ('TopicName', None), 301: ('TopicName', None), 302: ('PartitionIndex+ErrorCode', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None), 314: ('ErrorCode', None), 315: ('PartitionErrors', None), 316: ('PartitionErrors', None), 317: ('PartitionErrors', None), 318: ('PartitionErrors', None), 319: ('PartitionErrors', None), 320: ('PartitionErrors', None), 321: ('PartitionErrors', None), 322: ('PartitionErrors', 'i4'), 323: ('PartitionErrors', 'i4'), 324: ('PartitionErrors', None), 325: ('PartitionErrors', None), 326: ('PartitionErrors', None), 327: ('PartitionErrors', None), 329: ('_tagged', None), 330: ('_tagged', None), 331: ('_tagged', None)}
+_LINES = {20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('PartitionIndex', None), 37: ('ControllerId+ControllerEpoch+DeletePartitions', None), 38: ('UngroupedPartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions[{}].TopicName', 'i6'), 44: ('UngroupedPartitions[{}].TopicName', 'i6'), 45: ('UngroupedPartitions[{}].TopicName', 'i6'), 46: ('UngroupedPartitions[{}].TopicName', 'i6'), 47: ('UngroupedPartitions[{}].TopicName', 'i6'), 48: ('UngroupedPartitions[{}].TopicName', 'i6'), 49: ('UngroupedPartitions[{}].TopicName', 'i6'), 50: ('UngroupedPartitions[{}].TopicName', 'i6'), 51: ('UngroupedPartitions[{}].PartitionIndex', 'i6'), 52: ('UngroupedPartitions', 'i6'), 53: ('UngroupedPartitions', 'i6'), 54: ('UngroupedPartitions', None), 55: ('UngroupedPartitions', None), 56: ('UngroupedPartitions', None), 57: ('UngroupedPartitions', None), 66: ('Name', None), 67: ('Name', None), 68: ('Name', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('PartitionIndexes', None), 75: ('PartitionIndexes', None), 76: ('PartitionIndexes', None), 77: ('PartitionIndexes', None), 78: ('PartitionIndexes', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 89: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics[{}].Name', 'i7'), 96: ('Topics[{}].Name', 'i7'), 97: ('Topics[{}].Name', 'i7'), 98: ('Topics[{}].Name', 'i7'), 99: ('Topics[{}].Name', 'i7'), 100: ('Topics[{}].Name', 'i7'), 101: ('Topics[{}].Name', 'i7'), 102: ('Topics[{}].Name', 'i7'), 103: ('Topics[{}].PartitionIndexes', 'i7'), 104: ('Topics[{}].PartitionIndexes', 'i7'), 105: ('Topics[{}].PartitionIndexes', 'i7'), 106: ('Topics[{}].PartitionIndexes', 'i7'), 107: ('Topics[{}].PartitionIndexes', 'i7'), 108: ('Topics[{}].PartitionIndexes', 'i7'), 109: ('Topics[{}].PartitionIndexes', 'i7'), 110: ('Topics', 'i7'), 111: ('Topics', 'i7'), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('PartitionIndexes', None), 135: ('PartitionIndexes', None), 136: ('PartitionIndexes', None), 137: ('PartitionIndexes', None), 138: ('PartitionIndexes', None), 139: ('PartitionIndexes', None), 140: ('PartitionIndexes', None), 141: ('PartitionIndexes', None), 142: ('PartitionIndexes', None), 144: ('_tagged', None), 145: ('_tagged', None), 146: ('_tagged', None), 154: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics[{}].Name', 'i7'), 163: ('Topics[{}].Name', 'i7'), 164: ('Topics[{}].Name', 'i7'), 165: ('Topics[{}].Name', 'i7'), 166: ('Topics[{}].Name', 'i7'), 167: ('Topics[{}].Name', 'i7'), 168: ('Topics[{}].Name', 'i7'), 169: ('Topics[{}].Name', 'i7'), 170: ('Topics[{}].Name', 'i7'), 171: ('Topics[{}].Name', 'i7'), 172: ('Topics[{}].PartitionIndexes', 'i7'), 173: ('Topics[{}].PartitionIndexes', 'i7'), 174: ('Topics[{}].PartitionIndexes', 'i7'), 175: ('Topics[{}].PartitionIndexes', 'i7'), 176: ('Topics[{}].PartitionIndexes', 'i7'), 177: ('Topics[{}].PartitionIndexes', 'i7'), 178: ('Topics[{}].PartitionIndexes', 'i7'), 179: ('Topics[{}].PartitionIndexes', 'i7'), 180: ('Topics[{}].PartitionIndexes', 'i7'), 181: ('Topics', 'i7'), 182: ('Topics', 'i7'), 183: ('Topics', 'i7'), 184: ('Topics', 'i7'), 185: ('Topics', 'i7'), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 203: ('_tagged', None), 204: ('_tagged', None), 205: ('_tagged', None), 213: ('TopicName', None), 214: ('TopicName', None), 215: ('TopicName', None), 216: ('TopicName', None), 217: ('TopicName', None), 218: ('TopicName', None), 219: ('TopicName', None), 220: ('TopicName', None), 221: ('TopicName', None), 222: ('TopicName', None), 223: ('PartitionStates', None), 224: ('PartitionStates', None), 225: ('PartitionStates', None), 226: ('PartitionStates', None), 227: ('PartitionStates', None), 228: ('PartitionStates', None), 229: ('PartitionStates', None), 230: ('PartitionStates[{}].PartitionIndex+LeaderEpoch+DeletePartition', 'i5'), 231: ('PartitionStates', 'i5'), 232: ('PartitionStates', 'i5'), 233: ('PartitionStates', 'i5'), 234: ('PartitionStates', 'i5'), 235: ('PartitionStates', 'i5'), 236: ('PartitionStates', None), 237: ('PartitionStates', None), 238: ('PartitionStates', None), 239: ('PartitionStates', None), 241: ('_tagged', None), 242: ('_tagged', None), 243: ('_tagged', None), 251: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 252: ('TopicStates', None), 253: ('TopicStates', None), 254: ('TopicStates', None), 255: ('TopicStates', None), 256: ('TopicStates', None), 257: ('TopicStates', None), 258: ('TopicStates', None), 259: ('TopicStates', 'i6'), 260: ('TopicStates', 'i6'), 261: ('TopicStates', None), 262: ('TopicStates', None), 263: ('TopicStates', None), 264: ('TopicStates', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 277: ('TopicStates', None), 278: ('TopicStates', None), 279: ('TopicStates', None), 280: ('TopicStates', None), 281: ('TopicStates', None), 282: ('TopicStates', None), 283: ('TopicStates', None), 284: ('TopicStates', 'i7'), 285: ('TopicStates', 'i7'), 286: ('TopicStates', None), 287: ('TopicStates', None), 288: ('TopicStates', None), 289: ('TopicStates', None), 291: ('_tagged', None), 292: ('_tagged', None), 293: ('_tagged', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('PartitionIndex+ErrorCode', None), 318: ('ErrorCode', None), 319: ('PartitionErrors', None), 320: ('PartitionErrors', None), 321: ('PartitionErrors', None), 322: ('PartitionErrors', None), 323: ('PartitionErrors', None), 324: ('PartitionErrors[{}].TopicName', 'i4'), 325: ('PartitionErrors[{}].TopicName', 'i4'), 326: ('PartitionErrors[{}].TopicName', 'i4'), 327: ('PartitionErrors[{}].TopicName', 'i4'), 328: ('PartitionErrors[{}].TopicName', 'i4'), 329: ('PartitionErrors[{}].TopicName', 'i4'), 330: ('PartitionErrors[{}].TopicName', 'i4'), 331: ('PartitionErrors[{}].TopicName', 'i4'), 332: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 333: ('PartitionErrors', 'i4'), 334: ('PartitionErrors', 'i4'), 335: ('PartitionErrors', None), 336: ('PartitionErrors', None), 337: ('PartitionErrors', None), 338: ('PartitionErrors', None), 347: ('TopicName', None), 348: ('TopicName', None), 349: ('TopicName', None), 350: ('TopicName', None), 351: ('TopicName', None), 352: ('TopicName', None), 353: ('TopicName', None), 354: ('TopicName', None), 355: ('TopicName', None), 356: ('TopicName', None), 357: ('PartitionIndex+ErrorCode', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('ErrorCode', None), 370: ('PartitionErrors', None), 371: ('PartitionErrors', None), 372: ('PartitionErrors', None), 373: ('PartitionErrors', None), 374: ('PartitionErrors', None), 375: ('PartitionErrors', None), 376: ('PartitionErrors', None), 377: ('PartitionErrors[{}].TopicName', 'i4'), 378: ('PartitionErrors[{}].TopicName', 'i4'), 379: ('PartitionErrors[{}].TopicName', 'i4'), 380: ('PartitionErrors[{}].TopicName', 'i4'), 381: ('PartitionErrors[{}].TopicName', 'i4'), 382: ('PartitionErrors[{}].TopicName', 'i4'), 383: ('PartitionErrors[{}].TopicName', 'i4'), 384: ('PartitionErrors[{}].TopicName', 'i4'), 385: ('PartitionErrors[{}].TopicName', 'i4'), 386: ('PartitionErrors[{}].TopicName', 'i4'), 387: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 388: ('PartitionErrors', 'i4'), 389: ('PartitionErrors', 'i4'), 390: ('PartitionErrors', 'i4'), 391: ('PartitionErrors', 'i4'), 392: ('PartitionErrors', 'i4'), 393: ('PartitionErrors', None), 394: ('PartitionErrors', None), 395: ('PartitionErrors', None), 396: ('PartitionErrors', None), 398: ('_tagged', None), 399: ('_tagged', None), 400: ('_tagged', None)}

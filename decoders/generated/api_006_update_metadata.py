@@ -74,24 +74,58 @@ def _f2(b, p):
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "ZkVersion": v14, "Replicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f1(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n19, = _U1(b, p); p += 4
+        if n19 >= 0:
+            if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                v21, = _U1(b, p); p += 4
+                n23, = _U2(b, p); p += 2
+                if n23 >= 0:
+                    if n23 > L - p: raise _rt.short(n23, L - p)
+                    v22 = b[p:p + n23].decode('utf-8', 'backslashreplace'); p += n23
+                elif n23 == -1:
+                    v22 = None
+                else:
+                    raise _rt.negative(n23)
+                v24, = _U1(b, p); p += 4
+                d25 = {"Id": v21, "V0Host": v22, "V0Port": v24}
+                v18.append(d25)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v7}
+            raise _rt.negative(n19)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -123,8 +157,18 @@ def _f4(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, = _U1(b, p); p += 4
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U2(b, p); p += 2
+                d9 = {"Port": v5, "Host": v6, "SecurityProtocol": v8}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -143,24 +187,48 @@ def _f5(b, p):
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "ZkVersion": v14, "Replicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 8 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f4(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n19, = _U1(b, p); p += 4
+        if n19 >= 0:
+            if n19 * 8 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                x21, p = _f4(b, p)
+                v18.append(x21)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v7}
+            raise _rt.negative(n19)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -174,21 +242,31 @@ def _f6(b, p):
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, = _U1(b, p); p += 4
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U2(b, p); p += 2
+                d9 = {"Port": v5, "Host": v6, "SecurityProtocol": v8}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U2(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n11, = _U2(b, p); p += 2
+        if n11 >= 0:
+            if n11 > L - p: raise _rt.short(n11, L - p)
+            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+        elif n11 == -1:
+            v10 = None
         else:
-            raise _rt.negative(n7)
-        d = {"Id": v1, "Endpoints": v2, "Rack": v6}
+            raise _rt.negative(n11)
+        d = {"Id": v1, "Endpoints": v2, "Rack": v10}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -202,24 +280,48 @@ def _f7(b, p):
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "ZkVersion": v14, "Replicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f6(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n19, = _U1(b, p); p += 4
+        if n19 >= 0:
+            if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                x21, p = _f6(b, p)
+                v18.append(x21)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v7}
+            raise _rt.negative(n19)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -259,21 +361,39 @@ def _f9(b, p):
             if n3 * 10 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
-                v2.append(x5)
+                v5, = _U1(b, p); p += 4
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U2(b, p); p += 2
+                d11 = {"Port": v5, "Host": v6, "Listener": v8, "SecurityProtocol": v10}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7, = _U2(b, p); p += 2
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13, = _U2(b, p); p += 2
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        d = {"Id": v1, "Endpoints": v2, "Rack": v6}
+            raise _rt.negative(n13)
+        d = {"Id": v1, "Endpoints": v2, "Rack": v12}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -287,24 +407,48 @@ def _f10(b, p):
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "ZkVersion": v14, "Replicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f9(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n19, = _U1(b, p); p += 4
+        if n19 >= 0:
+            if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                x21, p = _f9(b, p)
+                v18.append(x21)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v7}
+            raise _rt.negative(n19)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -357,24 +501,55 @@ def _f12(b, p):
             if n4 * 34 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
-                v3.append(x6)
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, v9, v10, v11, = _U3(b, p); p += 16
+                n13, = _U1(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U1(b, p); p += 4
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"TopicName": v6, "PartitionIndex": v8, "ControllerEpoch": v9, "Leader": v10, "LeaderEpoch": v11, "Isr": v12, "ZkVersion": v14, "Replicas": v15, "OfflineReplicas": v17}
+                v3.append(d19)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        n8, = _U1(b, p); p += 4
-        if n8 >= 0:
-            if n8 * 10 > L - p: raise _rt.short_count(n8, L - p)
-            v7 = []
-            for i9 in range(n8):
-                x10, p = _f9(b, p)
-                v7.append(x10)
-        elif n8 == -1:
-            v7 = None
+        n21, = _U1(b, p); p += 4
+        if n21 >= 0:
+            if n21 * 10 > L - p: raise _rt.short_count(n21, L - p)
+            v20 = []
+            for i22 in range(n21):
+                x23, p = _f9(b, p)
+                v20.append(x23)
+        elif n21 == -1:
+            v20 = None
         else:
-            raise _rt.negative(n8)
-        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v7}
+            raise _rt.negative(n21)
+        d = {"ControllerId": v1, "ControllerEpoch": v2, "UngroupedPartitionStates": v3, "LiveBrokers": v20}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -426,8 +601,31 @@ def _f14(b, p):
             if n4 * 32 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f13(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U3(b, p); p += 16
+                n11, = _U1(b, p); p += 4
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U1(b, p); p += 4
+                n14, = _U1(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "ZkVersion": v12, "Replicas": v13, "OfflineReplicas": v15}
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
@@ -528,8 +726,40 @@ def _f17(b, p):
             if n4 * 24 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f16(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U3(b, p); p += 16
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U1(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "ZkVersion": v12, "Replicas": v13, "OfflineReplicas": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v3.append(d17)
         elif n4 == -1:
             v3 = None
         else:
@@ -586,23 +816,48 @@ def _f19(b, p):
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
-                v2.append(x5)
+                v5, = _U1(b, p); p += 4
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U2(b, p); p += 2
+                d11 = {"Port": v5, "Host": v6, "Listener": v8, "SecurityProtocol": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
-        elif n7 == -1:
-            v6 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 > L - p: raise _rt.short(n13, L - p)
+            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n7)
-        d = {"Id": v1, "Endpoints": v2, "Rack": v6}
+            raise _rt.negative(n13)
+        d = {"Id": v1, "Endpoints": v2, "Rack": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -669,8 +924,40 @@ def _f21(b, p):
             if n5 * 24 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f16(b, p)
-                v4.append(x7)
+                v7, v8, v9, v10, = _U3(b, p); p += 16
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 4
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    v16 = _Ai(b, p, n17); p += n17 * 4
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "ZkVersion": v13, "Replicas": v14, "OfflineReplicas": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v4.append(d18)
         elif n5 == -1:
             v4 = None
         else:
@@ -796,4 +1083,4 @@ NAME = 'UpdateMetadata'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f10, 4: _f12, 5: _f15, 6: _f20, 7: _f22, 8: _f24}
 RESPONSE = {0: _f25, 1: _f25, 2: _f25, 3: _f25, 4: _f25, 5: _f25, 6: _f26, 7: _f26, 8: _f26}
 
-_LINES = {21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 30: ('Isr', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('ZkVersion', None), 38: ('Replicas', None), 39: ('Replicas', None), 40: ('Replicas', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 53: ('Id', None), 54: ('V0Host', None), 55: ('V0Host', None), 56: ('V0Host', None), 57: ('V0Host', None), 58: ('V0Host', None), 59: ('V0Host', None), 60: ('V0Host', None), 61: ('V0Host', None), 62: ('V0Port', None), 71: ('ControllerId+ControllerEpoch', None), 72: ('UngroupedPartitionStates', None), 73: ('UngroupedPartitionStates', None), 74: ('UngroupedPartitionStates', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates', 'i5'), 78: ('UngroupedPartitionStates', 'i5'), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates', None), 81: ('UngroupedPartitionStates', None), 82: ('UngroupedPartitionStates', None), 83: ('LiveBrokers', None), 84: ('LiveBrokers', None), 85: ('LiveBrokers', None), 86: ('LiveBrokers', None), 87: ('LiveBrokers', None), 88: ('LiveBrokers', 'i9'), 89: ('LiveBrokers', 'i9'), 90: ('LiveBrokers', None), 91: ('LiveBrokers', None), 92: ('LiveBrokers', None), 93: ('LiveBrokers', None), 102: ('Port', None), 103: ('Host', None), 104: ('Host', None), 105: ('Host', None), 106: ('Host', None), 107: ('Host', None), 108: ('Host', None), 109: ('Host', None), 110: ('Host', None), 111: ('SecurityProtocol', None), 120: ('Id', None), 121: ('Endpoints', None), 122: ('Endpoints', None), 123: ('Endpoints', None), 124: ('Endpoints', None), 125: ('Endpoints', None), 126: ('Endpoints', 'i4'), 127: ('Endpoints', 'i4'), 128: ('Endpoints', None), 129: ('Endpoints', None), 130: ('Endpoints', None), 131: ('Endpoints', None), 140: ('ControllerId+ControllerEpoch', None), 141: ('UngroupedPartitionStates', None), 142: ('UngroupedPartitionStates', None), 143: ('UngroupedPartitionStates', None), 144: ('UngroupedPartitionStates', None), 145: ('UngroupedPartitionStates', None), 146: ('UngroupedPartitionStates', 'i5'), 147: ('UngroupedPartitionStates', 'i5'), 148: ('UngroupedPartitionStates', None), 149: ('UngroupedPartitionStates', None), 150: ('UngroupedPartitionStates', None), 151: ('UngroupedPartitionStates', None), 152: ('LiveBrokers', None), 153: ('LiveBrokers', None), 154: ('LiveBrokers', None), 155: ('LiveBrokers', None), 156: ('LiveBrokers', None), 157: ('LiveBrokers', 'i9'), 158: ('LiveBrokers', 'i9'), 159: ('LiveBrokers', None), 160: ('LiveBrokers', None), 161: ('LiveBrokers', None), 162: ('LiveBrokers', None), 171: ('Id', None), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 176: ('Endpoints', None), 177: ('Endpoints', 'i4'), 178: ('Endpoints', 'i4'), 179: ('Endpoints', None), 180: ('Endpoints', None), 181: ('Endpoints', None), 182: ('Endpoints', None), 183: ('Rack', None), 184: ('Rack', None), 185: ('Rack', None), 186: ('Rack', None), 187: ('Rack', None), 188: ('Rack', None), 189: ('Rack', None), 190: ('Rack', None), 199: ('ControllerId+ControllerEpoch', None), 200: ('UngroupedPartitionStates', None), 201: ('UngroupedPartitionStates', None), 202: ('UngroupedPartitionStates', None), 203: ('UngroupedPartitionStates', None), 204: ('UngroupedPartitionStates', None), 205: ('UngroupedPartitionStates', 'i5'), 206: ('UngroupedPartitionStates', 'i5'), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('UngroupedPartitionStates', None), 210: ('UngroupedPartitionStates', None), 211: ('LiveBrokers', None), 212: ('LiveBrokers', None), 213: ('LiveBrokers', None), 214: ('LiveBrokers', None), 215: ('LiveBrokers', None), 216: ('LiveBrokers', 'i9'), 217: ('LiveBrokers', 'i9'), 218: ('LiveBrokers', None), 219: ('LiveBrokers', None), 220: ('LiveBrokers', None), 221: ('LiveBrokers', None), 230: ('Port', None), 231: ('Host', None), 232: ('Host', None), 233: ('Host', None), 234: ('Host', None), 235: ('Host', None), 236: ('Host', None), 237: ('Host', None), 238: ('Host', None), 239: ('Listener', None), 240: ('Listener', None), 241: ('Listener', None), 242: ('Listener', None), 243: ('Listener', None), 244: ('Listener', None), 245: ('Listener', None), 246: ('Listener', None), 247: ('SecurityProtocol', None), 256: ('Id', None), 257: ('Endpoints', None), 258: ('Endpoints', None), 259: ('Endpoints', None), 260: ('Endpoints', None), 261: ('Endpoints', None), 262: ('Endpoints', 'i4'), 263: ('Endpoints', 'i4'), 264: ('Endpoints', None), 265: ('Endpoints', None), 266: ('Endpoints', None), 267: ('Endpoints', None), 268: ('Rack', None), 269: ('Rack', None), 270: ('Rack', None), 271: ('Rack', None), 272: ('Rack', None), 273: ('Rack', None), 274: ('Rack', None), 275: ('Rack', None), 284: ('ControllerId+ControllerEpoch', None), 285: ('UngroupedPartitionStates', None), 286: ('UngroupedPartitionStates', None), 287: ('UngroupedPartitionStates', None), 288: ('UngroupedPartitionStates', None), 289: ('UngroupedPartitionStates', None), 290: ('UngroupedPartitionStates', 'i5'), 291: ('UngroupedPartitionStates', 'i5'), 292: ('UngroupedPartitionStates', None), 293: ('UngroupedPartitionStates', None), 294: ('UngroupedPartitionStates', None), 295: ('UngroupedPartitionStates', None), 296: ('LiveBrokers', None), 297: ('LiveBrokers', None), 298: ('LiveBrokers', None), 299: ('LiveBrokers', None), 300: ('LiveBrokers', None), 301: ('LiveBrokers', 'i9'), 302: ('LiveBrokers', 'i9'), 303: ('LiveBrokers', None), 304: ('LiveBrokers', None), 305: ('LiveBrokers', None), 306: ('LiveBrokers', None), 315: ('TopicName', None), 316: ('TopicName', None), 317: ('TopicName', None), 318: ('TopicName', None), 319: ('TopicName', None), 320: ('TopicName', None), 321: ('TopicName', None), 322: ('TopicName', None), 323: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 324: ('Isr', None), 325: ('Isr', None), 326: ('Isr', None), 327: ('Isr', None), 328: ('Isr', None), 329: ('Isr', None), 330: ('Isr', None), 331: ('ZkVersion', None), 332: ('Replicas', None), 333: ('Replicas', None), 334: ('Replicas', None), 335: ('Replicas', None), 336: ('Replicas', None), 337: ('Replicas', None), 338: ('Replicas', None), 339: ('OfflineReplicas', None), 340: ('OfflineReplicas', None), 341: ('OfflineReplicas', None), 342: ('OfflineReplicas', None), 343: ('OfflineReplicas', None), 344: ('OfflineReplicas', None), 345: ('OfflineReplicas', None), 354: ('ControllerId+ControllerEpoch', None), 355: ('UngroupedPartitionStates', None), 356: ('UngroupedPartitionStates', None), 357: ('UngroupedPartitionStates', None), 358: ('UngroupedPartitionStates', None), 359: ('UngroupedPartitionStates', None), 360: ('UngroupedPartitionStates', 'i5'), 361: ('UngroupedPartitionStates', 'i5'), 362: ('UngroupedPartitionStates', None), 363: ('UngroupedPartitionStates', None), 364: ('UngroupedPartitionStates', None), 365: ('UngroupedPartitionStates', None), 366: ('LiveBrokers', None), 367: ('LiveBrokers', None), 368: ('LiveBrokers', None), 369: ('LiveBrokers', None), 370: ('LiveBrokers', None), 371: ('LiveBrokers', 'i9'), 372: ('LiveBrokers', 'i9'), 373: ('LiveBrokers', None), 374: ('LiveBrokers', None), 375: ('LiveBrokers', None), 376: ('LiveBrokers', None), 385: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 386: ('Isr', None), 387: ('Isr', None), 388: ('Isr', None), 389: ('Isr', None), 390: ('Isr', None), 391: ('Isr', None), 392: ('Isr', None), 393: ('ZkVersion', None), 394: ('Replicas', None), 395: ('Replicas', None), 396: ('Replicas', None), 397: ('Replicas', None), 398: ('Replicas', None), 399: ('Replicas', None), 400: ('Replicas', None), 401: ('OfflineReplicas', None), 402: ('OfflineReplicas', None), 403: ('OfflineReplicas', None), 404: ('OfflineReplicas', None), 405: ('OfflineReplicas', None), 406: ('OfflineReplicas', None), 407: ('OfflineReplicas', None), 416: ('TopicName', None), 417: ('TopicName', None), 418: ('TopicName', None), 419: ('TopicName', None), 420: ('TopicName', None), 421: ('TopicName', None), 422: ('TopicName', None), 423: ('TopicName', None), 424: ('PartitionStates', None), 425: ('PartitionStates', None), 426: ('PartitionStates', None), 427: ('PartitionStates', None), 428: ('PartitionStates', None), 429: ('PartitionStates', 'i5'), 430: ('PartitionStates', 'i5'), 431: ('PartitionStates', None), 432: ('PartitionStates', None), 433: ('PartitionStates', None), 434: ('PartitionStates', None), 443: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 444: ('TopicStates', None), 445: ('TopicStates', None), 446: ('TopicStates', None), 447: ('TopicStates', None), 448: ('TopicStates', None), 449: ('TopicStates', 'i6'), 450: ('TopicStates', 'i6'), 451: ('TopicStates', None), 452: ('TopicStates', None), 453: ('TopicStates', None), 454: ('TopicStates', None), 455: ('LiveBrokers', None), 456: ('LiveBrokers', None), 457: ('LiveBrokers', None), 458: ('LiveBrokers', None), 459: ('LiveBrokers', None), 460: ('LiveBrokers', 'i10'), 461: ('LiveBrokers', 'i10'), 462: ('LiveBrokers', None), 463: ('LiveBrokers', None), 464: ('LiveBrokers', None), 465: ('LiveBrokers', None), 474: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 475: ('Isr', None), 476: ('Isr', None), 477: ('Isr', None), 478: ('Isr', None), 479: ('Isr', None), 480: ('Isr', None), 481: ('Isr', None), 482: ('Isr', None), 483: ('Isr', None), 484: ('ZkVersion', None), 485: ('Replicas', None), 486: ('Replicas', None), 487: ('Replicas', None), 488: ('Replicas', None), 489: ('Replicas', None), 490: ('Replicas', None), 491: ('Replicas', None), 492: ('Replicas', None), 493: ('Replicas', None), 494: ('OfflineReplicas', None), 495: ('OfflineReplicas', None), 496: ('OfflineReplicas', None), 497: ('OfflineReplicas', None), 498: ('OfflineReplicas', None), 499: ('OfflineReplicas', None), 500: ('OfflineReplicas', None), 501: ('OfflineReplicas', None), 502: ('OfflineReplicas', None), 504: ('_tagged', None), 505: ('_tagged', None), 506: ('_tagged', None), 514: ('TopicName', None), 515: ('TopicName', None), 516: ('TopicName', None), 517: ('TopicName', None), 518: ('TopicName', None), 519: ('TopicName', None), 520: ('TopicName', None), 521: ('TopicName', None), 522: ('TopicName', None), 523: ('TopicName', None), 524: ('PartitionStates', None), 525: ('PartitionStates', None), 526: ('PartitionStates', None), 527: ('PartitionStates', None), 528: ('PartitionStates', None), 529: ('PartitionStates', None), 530: ('PartitionStates', None), 531: ('PartitionStates', 'i5'), 532: ('PartitionStates', 'i5'), 533: ('PartitionStates', None), 534: ('PartitionStates', None), 535: ('PartitionStates', None), 536: ('PartitionStates', None), 538: ('_tagged', None), 539: ('_tagged', None), 540: ('_tagged', None), 548: ('Port', None), 549: ('Host', None), 550: ('Host', None), 551: ('Host', None), 552: ('Host', None), 553: ('Host', None), 554: ('Host', None), 555: ('Host', None), 556: ('Host', None), 557: ('Host', None), 558: ('Host', None), 559: ('Listener', None), 560: ('Listener', None), 561: ('Listener', None), 562: ('Listener', None), 563: ('Listener', None), 564: ('Listener', None), 565: ('Listener', None), 566: ('Listener', None), 567: ('Listener', None), 568: ('Listener', None), 569: ('SecurityProtocol', None), 571: ('_tagged', None), 572: ('_tagged', None), 573: ('_tagged', None), 581: ('Id', None), 582: ('Endpoints', None), 583: ('Endpoints', None), 584: ('Endpoints', None), 585: ('Endpoints', None), 586: ('Endpoints', None), 587: ('Endpoints', None), 588: ('Endpoints', None), 589: ('Endpoints', 'i4'), 590: ('Endpoints', 'i4'), 591: ('Endpoints', None), 592: ('Endpoints', None), 593: ('Endpoints', None), 594: ('Endpoints', None), 595: ('Rack', None), 596: ('Rack', None), 597: ('Rack', None), 598: ('Rack', None), 599: ('Rack', None), 600: ('Rack', None), 601: ('Rack', None), 602: ('Rack', None), 603: ('Rack', None), 604: ('Rack', None), 606: ('_tagged', None), 607: ('_tagged', None), 608: ('_tagged', None), 616: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 617: ('TopicStates', None), 618: ('TopicStates', None), 619: ('TopicStates', None), 620: ('TopicStates', None), 621: ('TopicStates', None), 622: ('TopicStates', None), 623: ('TopicStates', None), 624: ('TopicStates', 'i6'), 625: ('TopicStates', 'i6'), 626: ('TopicStates', None), 627: ('TopicStates', None), 628: ('TopicStates', None), 629: ('TopicStates', None), 630: ('LiveBrokers', None), 631: ('LiveBrokers', None), 632: ('LiveBrokers', None), 633: ('LiveBrokers', None), 634: ('LiveBrokers', None), 635: ('LiveBrokers', None), 636: ('LiveBrokers', None), 637: ('LiveBrokers', 'i10'), 638: ('LiveBrokers', 'i10'), 639: ('LiveBrokers', None), 640: ('LiveBrokers', None), 641: ('LiveBrokers', None), 642: ('LiveBrokers', None), 644: ('_tagged', None), 645: ('_tagged', None), 646: ('_tagged', None), 654: ('TopicName', None), 655: ('TopicName', None), 656: ('TopicName', None), 657: ('TopicName', None), 658: ('TopicName', None), 659: ('TopicName', None), 660: ('TopicName', None), 661: ('TopicName', None), 662: ('TopicName', None), 663: ('TopicName', None), 664: ('TopicId', None), 665: ('PartitionStates', None), 666: ('PartitionStates', None), 667: ('PartitionStates', None), 668: ('PartitionStates', None), 669: ('PartitionStates', None), 670: ('PartitionStates', None), 671: ('PartitionStates', None), 672: ('PartitionStates', 'i6'), 673: ('PartitionStates', 'i6'), 674: ('PartitionStates', None), 675: ('PartitionStates', None), 676: ('PartitionStates', None), 677: ('PartitionStates', None), 679: ('_tagged', None), 680: ('_tagged', None), 681: ('_tagged', None), 689: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 690: ('TopicStates', None), 691: ('TopicStates', None), 692: ('TopicStates', None), 693: ('TopicStates', None), 694: ('TopicStates', None), 695: ('TopicStates', None), 696: ('TopicStates', None), 697: ('TopicStates', 'i6'), 698: ('TopicStates', 'i6'), 699: ('TopicStates', None), 700: ('TopicStates', None), 701: ('TopicStates', None), 702: ('TopicStates', None), 703: ('LiveBrokers', None), 704: ('LiveBrokers', None), 705: ('LiveBrokers', None), 706: ('LiveBrokers', None), 707: ('LiveBrokers', None), 708: ('LiveBrokers', None), 709: ('LiveBrokers', None), 710: ('LiveBrokers', 'i10'), 711: ('LiveBrokers', 'i10'), 712: ('LiveBrokers', None), 713: ('LiveBrokers', None), 714: ('LiveBrokers', None), 715: ('LiveBrokers', None), 717: ('_tagged', None), 718: ('_tagged', None), 719: ('_tagged', None), 727: ('Type', None), 735: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 736: ('TopicStates', None), 737: ('TopicStates', None), 738: ('TopicStates', None), 739: ('TopicStates', None), 740: ('TopicStates', None), 741: ('TopicStates', None), 742: ('TopicStates', None), 743: ('TopicStates', 'i7'), 744: ('TopicStates', 'i7'), 745: ('TopicStates', None), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('LiveBrokers', None), 750: ('LiveBrokers', None), 751: ('LiveBrokers', None), 752: ('LiveBrokers', None), 753: ('LiveBrokers', None), 754: ('LiveBrokers', None), 755: ('LiveBrokers', None), 756: ('LiveBrokers', 'i11'), 757: ('LiveBrokers', 'i11'), 758: ('LiveBrokers', None), 759: ('LiveBrokers', None), 760: ('LiveBrokers', None), 761: ('LiveBrokers', None), 763: ('_tagged', None), 764: ('_tagged', None), 765: ('_tagged', None), 773: ('ErrorCode', None), 782: ('ErrorCode', None), 784: ('_tagged', None), 785: ('_tagged', None), 786: ('_tagged', None)}
+_LINES = {21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 30: ('Isr', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('ZkVersion', None), 38: ('Replicas', None), 39: ('Replicas', None), 40: ('Replicas', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 53: ('Id', None), 54: ('V0Host', None), 55: ('V0Host', None), 56: ('V0Host', None), 57: ('V0Host', None), 58: ('V0Host', None), 59: ('V0Host', None), 60: ('V0Host', None), 61: ('V0Host', None), 62: ('V0Port', None), 71: ('ControllerId+ControllerEpoch', None), 72: ('UngroupedPartitionStates', None), 73: ('UngroupedPartitionStates', None), 74: ('UngroupedPartitionStates', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 78: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 79: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 80: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 81: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 82: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 83: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 84: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 85: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 86: ('UngroupedPartitionStates[{}].Isr', 'i5'), 87: ('UngroupedPartitionStates[{}].Isr', 'i5'), 88: ('UngroupedPartitionStates[{}].Isr', 'i5'), 89: ('UngroupedPartitionStates[{}].Isr', 'i5'), 90: ('UngroupedPartitionStates[{}].Isr', 'i5'), 91: ('UngroupedPartitionStates[{}].Isr', 'i5'), 92: ('UngroupedPartitionStates[{}].Isr', 'i5'), 93: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 94: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 95: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 96: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 97: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 98: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 99: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 100: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 101: ('UngroupedPartitionStates', 'i5'), 102: ('UngroupedPartitionStates', 'i5'), 103: ('UngroupedPartitionStates', None), 104: ('UngroupedPartitionStates', None), 105: ('UngroupedPartitionStates', None), 106: ('UngroupedPartitionStates', None), 107: ('LiveBrokers', None), 108: ('LiveBrokers', None), 109: ('LiveBrokers', None), 110: ('LiveBrokers', None), 111: ('LiveBrokers', None), 112: ('LiveBrokers[{}].Id', 'i20'), 113: ('LiveBrokers[{}].V0Host', 'i20'), 114: ('LiveBrokers[{}].V0Host', 'i20'), 115: ('LiveBrokers[{}].V0Host', 'i20'), 116: ('LiveBrokers[{}].V0Host', 'i20'), 117: ('LiveBrokers[{}].V0Host', 'i20'), 118: ('LiveBrokers[{}].V0Host', 'i20'), 119: ('LiveBrokers[{}].V0Host', 'i20'), 120: ('LiveBrokers[{}].V0Host', 'i20'), 121: ('LiveBrokers[{}].V0Port', 'i20'), 122: ('LiveBrokers', 'i20'), 123: ('LiveBrokers', 'i20'), 124: ('LiveBrokers', None), 125: ('LiveBrokers', None), 126: ('LiveBrokers', None), 127: ('LiveBrokers', None), 136: ('Port', None), 137: ('Host', None), 138: ('Host', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('SecurityProtocol', None), 154: ('Id', None), 155: ('Endpoints', None), 156: ('Endpoints', None), 157: ('Endpoints', None), 158: ('Endpoints', None), 159: ('Endpoints', None), 160: ('Endpoints[{}].Port', 'i4'), 161: ('Endpoints[{}].Host', 'i4'), 162: ('Endpoints[{}].Host', 'i4'), 163: ('Endpoints[{}].Host', 'i4'), 164: ('Endpoints[{}].Host', 'i4'), 165: ('Endpoints[{}].Host', 'i4'), 166: ('Endpoints[{}].Host', 'i4'), 167: ('Endpoints[{}].Host', 'i4'), 168: ('Endpoints[{}].Host', 'i4'), 169: ('Endpoints[{}].SecurityProtocol', 'i4'), 170: ('Endpoints', 'i4'), 171: ('Endpoints', 'i4'), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 184: ('ControllerId+ControllerEpoch', None), 185: ('UngroupedPartitionStates', None), 186: ('UngroupedPartitionStates', None), 187: ('UngroupedPartitionStates', None), 188: ('UngroupedPartitionStates', None), 189: ('UngroupedPartitionStates', None), 190: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 191: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 192: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 193: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 194: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 195: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 196: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 197: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 198: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 199: ('UngroupedPartitionStates[{}].Isr', 'i5'), 200: ('UngroupedPartitionStates[{}].Isr', 'i5'), 201: ('UngroupedPartitionStates[{}].Isr', 'i5'), 202: ('UngroupedPartitionStates[{}].Isr', 'i5'), 203: ('UngroupedPartitionStates[{}].Isr', 'i5'), 204: ('UngroupedPartitionStates[{}].Isr', 'i5'), 205: ('UngroupedPartitionStates[{}].Isr', 'i5'), 206: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 207: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 208: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 209: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 210: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 211: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 212: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 213: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 214: ('UngroupedPartitionStates', 'i5'), 215: ('UngroupedPartitionStates', 'i5'), 216: ('UngroupedPartitionStates', None), 217: ('UngroupedPartitionStates', None), 218: ('UngroupedPartitionStates', None), 219: ('UngroupedPartitionStates', None), 220: ('LiveBrokers', None), 221: ('LiveBrokers', None), 222: ('LiveBrokers', None), 223: ('LiveBrokers', None), 224: ('LiveBrokers', None), 225: ('LiveBrokers', 'i20'), 226: ('LiveBrokers', 'i20'), 227: ('LiveBrokers', None), 228: ('LiveBrokers', None), 229: ('LiveBrokers', None), 230: ('LiveBrokers', None), 239: ('Id', None), 240: ('Endpoints', None), 241: ('Endpoints', None), 242: ('Endpoints', None), 243: ('Endpoints', None), 244: ('Endpoints', None), 245: ('Endpoints[{}].Port', 'i4'), 246: ('Endpoints[{}].Host', 'i4'), 247: ('Endpoints[{}].Host', 'i4'), 248: ('Endpoints[{}].Host', 'i4'), 249: ('Endpoints[{}].Host', 'i4'), 250: ('Endpoints[{}].Host', 'i4'), 251: ('Endpoints[{}].Host', 'i4'), 252: ('Endpoints[{}].Host', 'i4'), 253: ('Endpoints[{}].Host', 'i4'), 254: ('Endpoints[{}].SecurityProtocol', 'i4'), 255: ('Endpoints', 'i4'), 256: ('Endpoints', 'i4'), 257: ('Endpoints', None), 258: ('Endpoints', None), 259: ('Endpoints', None), 260: ('Endpoints', None), 261: ('Rack', None), 262: ('Rack', None), 263: ('Rack', None), 264: ('Rack', None), 265: ('Rack', None), 266: ('Rack', None), 267: ('Rack', None), 268: ('Rack', None), 277: ('ControllerId+ControllerEpoch', None), 278: ('UngroupedPartitionStates', None), 279: ('UngroupedPartitionStates', None), 280: ('UngroupedPartitionStates', None), 281: ('UngroupedPartitionStates', None), 282: ('UngroupedPartitionStates', None), 283: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 284: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 285: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 286: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 287: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 288: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 289: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 290: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 291: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 292: ('UngroupedPartitionStates[{}].Isr', 'i5'), 293: ('UngroupedPartitionStates[{}].Isr', 'i5'), 294: ('UngroupedPartitionStates[{}].Isr', 'i5'), 295: ('UngroupedPartitionStates[{}].Isr', 'i5'), 296: ('UngroupedPartitionStates[{}].Isr', 'i5'), 297: ('UngroupedPartitionStates[{}].Isr', 'i5'), 298: ('UngroupedPartitionStates[{}].Isr', 'i5'), 299: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 300: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 301: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 302: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 303: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 304: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 305: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 306: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 307: ('UngroupedPartitionStates', 'i5'), 308: ('UngroupedPartitionStates', 'i5'), 309: ('UngroupedPartitionStates', None), 310: ('UngroupedPartitionStates', None), 311: ('UngroupedPartitionStates', None), 312: ('UngroupedPartitionStates', None), 313: ('LiveBrokers', None), 314: ('LiveBrokers', None), 315: ('LiveBrokers', None), 316: ('LiveBrokers', None), 317: ('LiveBrokers', None), 318: ('LiveBrokers', 'i20'), 319: ('LiveBrokers', 'i20'), 320: ('LiveBrokers', None), 321: ('LiveBrokers', None), 322: ('LiveBrokers', None), 323: ('LiveBrokers', None), 332: ('Port', None), 333: ('Host', None), 334: ('Host', None), 335: ('Host', None), 336: ('Host', None), 337: ('Host', None), 338: ('Host', None), 339: ('Host', None), 340: ('Host', None), 341: ('Listener', None), 342: ('Listener', None), 343: ('Listener', None), 344: ('Listener', None), 345: ('Listener', None), 346: ('Listener', None), 347: ('Listener', None), 348: ('Listener', None), 349: ('SecurityProtocol', None), 358: ('Id', None), 359: ('Endpoints', None), 360: ('Endpoints', None), 361: ('Endpoints', None), 362: ('Endpoints', None), 363: ('Endpoints', None), 364: ('Endpoints[{}].Port', 'i4'), 365: ('Endpoints[{}].Host', 'i4'), 366: ('Endpoints[{}].Host', 'i4'), 367: ('Endpoints[{}].Host', 'i4'), 368: ('Endpoints[{}].Host', 'i4'), 369: ('Endpoints[{}].Host', 'i4'), 370: ('Endpoints[{}].Host', 'i4'), 371: ('Endpoints[{}].Host', 'i4'), 372: ('Endpoints[{}].Host', 'i4'), 373: ('Endpoints[{}].Listener', 'i4'), 374: ('Endpoints[{}].Listener', 'i4'), 375: ('Endpoints[{}].Listener', 'i4'), 376: ('Endpoints[{}].Listener', 'i4'), 377: ('Endpoints[{}].Listener', 'i4'), 378: ('Endpoints[{}].Listener', 'i4'), 379: ('Endpoints[{}].Listener', 'i4'), 380: ('Endpoints[{}].Listener', 'i4'), 381: ('Endpoints[{}].SecurityProtocol', 'i4'), 382: ('Endpoints', 'i4'), 383: ('Endpoints', 'i4'), 384: ('Endpoints', None), 385: ('Endpoints', None), 386: ('Endpoints', None), 387: ('Endpoints', None), 388: ('Rack', None), 389: ('Rack', None), 390: ('Rack', None), 391: ('Rack', None), 392: ('Rack', None), 393: ('Rack', None), 394: ('Rack', None), 395: ('Rack', None), 404: ('ControllerId+ControllerEpoch', None), 405: ('UngroupedPartitionStates', None), 406: ('UngroupedPartitionStates', None), 407: ('UngroupedPartitionStates', None), 408: ('UngroupedPartitionStates', None), 409: ('UngroupedPartitionStates', None), 410: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 411: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 412: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 413: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 414: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 415: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 416: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 417: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 418: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 419: ('UngroupedPartitionStates[{}].Isr', 'i5'), 420: ('UngroupedPartitionStates[{}].Isr', 'i5'), 421: ('UngroupedPartitionStates[{}].Isr', 'i5'), 422: ('UngroupedPartitionStates[{}].Isr', 'i5'), 423: ('UngroupedPartitionStates[{}].Isr', 'i5'), 424: ('UngroupedPartitionStates[{}].Isr', 'i5'), 425: ('UngroupedPartitionStates[{}].Isr', 'i5'), 426: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 427: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 428: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 429: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 430: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 431: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 432: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 433: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 434: ('UngroupedPartitionStates', 'i5'), 435: ('UngroupedPartitionStates', 'i5'), 436: ('UngroupedPartitionStates', None), 437: ('UngroupedPartitionStates', None), 438: ('UngroupedPartitionStates', None), 439: ('UngroupedPartitionStates', None), 440: ('LiveBrokers', None), 441: ('LiveBrokers', None), 442: ('LiveBrokers', None), 443: ('LiveBrokers', None), 444: ('LiveBrokers', None), 445: ('LiveBrokers', 'i20'), 446: ('LiveBrokers', 'i20'), 447: ('LiveBrokers', None), 448: ('LiveBrokers', None), 449: ('LiveBrokers', None), 450: ('LiveBrokers', None), 459: ('TopicName', None), 460: ('TopicName', None), 461: ('TopicName', None), 462: ('TopicName', None), 463: ('TopicName', None), 464: ('TopicName', None), 465: ('TopicName', None), 466: ('TopicName', None), 467: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 468: ('Isr', None), 469: ('Isr', None), 470: ('Isr', None), 471: ('Isr', None), 472: ('Isr', None), 473: ('Isr', None), 474: ('Isr', None), 475: ('ZkVersion', None), 476: ('Replicas', None), 477: ('Replicas', None), 478: ('Replicas', None), 479: ('Replicas', None), 480: ('Replicas', None), 481: ('Replicas', None), 482: ('Replicas', None), 483: ('OfflineReplicas', None), 484: ('OfflineReplicas', None), 485: ('OfflineReplicas', None), 486: ('OfflineReplicas', None), 487: ('OfflineReplicas', None), 488: ('OfflineReplicas', None), 489: ('OfflineReplicas', None), 498: ('ControllerId+ControllerEpoch', None), 499: ('UngroupedPartitionStates', None), 500: ('UngroupedPartitionStates', None), 501: ('UngroupedPartitionStates', None), 502: ('UngroupedPartitionStates', None), 503: ('UngroupedPartitionStates', None), 504: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 505: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 506: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 507: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 508: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 509: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 510: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 511: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 512: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 513: ('UngroupedPartitionStates[{}].Isr', 'i5'), 514: ('UngroupedPartitionStates[{}].Isr', 'i5'), 515: ('UngroupedPartitionStates[{}].Isr', 'i5'), 516: ('UngroupedPartitionStates[{}].Isr', 'i5'), 517: ('UngroupedPartitionStates[{}].Isr', 'i5'), 518: ('UngroupedPartitionStates[{}].Isr', 'i5'), 519: ('UngroupedPartitionStates[{}].Isr', 'i5'), 520: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 521: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 522: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 523: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 524: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 525: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 526: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 527: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 528: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 529: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 530: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 531: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 532: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 533: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 534: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 535: ('UngroupedPartitionStates', 'i5'), 536: ('UngroupedPartitionStates', 'i5'), 537: ('UngroupedPartitionStates', None), 538: ('UngroupedPartitionStates', None), 539: ('UngroupedPartitionStates', None), 540: ('UngroupedPartitionStates', None), 541: ('LiveBrokers', None), 542: ('LiveBrokers', None), 543: ('LiveBrokers', None), 544: ('LiveBrokers', None), 545: ('LiveBrokers', None), 546: ('LiveBrokers', 'i22'), 547: ('LiveBrokers', 'i22'), 548: ('LiveBrokers', None), 549: ('LiveBrokers', None), 550: ('LiveBrokers', None), 551: ('LiveBrokers', None), 560: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 561: ('Isr', None), 562: ('Isr', None), 563: ('Isr', None), 564: ('Isr', None), 565: ('Isr', None), 566: ('Isr', None), 567: ('Isr', None), 568: ('ZkVersion', None), 569: ('Replicas', None), 570: ('Replicas', None), 571: ('Replicas', None), 572: ('Replicas', None), 573: ('Replicas', None), 574: ('Replicas', None), 575: ('Replicas', None), 576: ('OfflineReplicas', None), 577: ('OfflineReplicas', None), 578: ('OfflineReplicas', None), 579: ('OfflineReplicas', None), 580: ('OfflineReplicas', None), 581: ('OfflineReplicas', None), 582: ('OfflineReplicas', None), 591: ('TopicName', None), 592: ('TopicName', None), 593: ('TopicName', None), 594: ('TopicName', None), 595: ('TopicName', None), 596: ('TopicName', None), 597: ('TopicName', None), 598: ('TopicName', None), 599: ('PartitionStates', None), 600: ('PartitionStates', None), 601: ('PartitionStates', None), 602: ('PartitionStates', None), 603: ('PartitionStates', None), 604: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 605: ('PartitionStates[{}].Isr', 'i5'), 606: ('PartitionStates[{}].Isr', 'i5'), 607: ('PartitionStates[{}].Isr', 'i5'), 608: ('PartitionStates[{}].Isr', 'i5'), 609: ('PartitionStates[{}].Isr', 'i5'), 610: ('PartitionStates[{}].Isr', 'i5'), 611: ('PartitionStates[{}].Isr', 'i5'), 612: ('PartitionStates[{}].ZkVersion', 'i5'), 613: ('PartitionStates[{}].Replicas', 'i5'), 614: ('PartitionStates[{}].Replicas', 'i5'), 615: ('PartitionStates[{}].Replicas', 'i5'), 616: ('PartitionStates[{}].Replicas', 'i5'), 617: ('PartitionStates[{}].Replicas', 'i5'), 618: ('PartitionStates[{}].Replicas', 'i5'), 619: ('PartitionStates[{}].Replicas', 'i5'), 620: ('PartitionStates[{}].OfflineReplicas', 'i5'), 621: ('PartitionStates[{}].OfflineReplicas', 'i5'), 622: ('PartitionStates[{}].OfflineReplicas', 'i5'), 623: ('PartitionStates[{}].OfflineReplicas', 'i5'), 624: ('PartitionStates[{}].OfflineReplicas', 'i5'), 625: ('PartitionStates[{}].OfflineReplicas', 'i5'), 626: ('PartitionStates[{}].OfflineReplicas', 'i5'), 627: ('PartitionStates', 'i5'), 628: ('PartitionStates', 'i5'), 629: ('PartitionStates', None), 630: ('PartitionStates', None), 631: ('PartitionStates', None), 632: ('PartitionStates', None), 641: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 642: ('TopicStates', None), 643: ('TopicStates', None), 644: ('TopicStates', None), 645: ('TopicStates', None), 646: ('TopicStates', None), 647: ('TopicStates', 'i6'), 648: ('TopicStates', 'i6'), 649: ('TopicStates', None), 650: ('TopicStates', None), 651: ('TopicStates', None), 652: ('TopicStates', None), 653: ('LiveBrokers', None), 654: ('LiveBrokers', None), 655: ('LiveBrokers', None), 656: ('LiveBrokers', None), 657: ('LiveBrokers', None), 658: ('LiveBrokers', 'i10'), 659: ('LiveBrokers', 'i10'), 660: ('LiveBrokers', None), 661: ('LiveBrokers', None), 662: ('LiveBrokers', None), 663: ('LiveBrokers', None), 672: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 673: ('Isr', None), 674: ('Isr', None), 675: ('Isr', None), 676: ('Isr', None), 677: ('Isr', None), 678: ('Isr', None), 679: ('Isr', None), 680: ('Isr', None), 681: ('Isr', None), 682: ('ZkVersion', None), 683: ('Replicas', None), 684: ('Replicas', None), 685: ('Replicas', None), 686: ('Replicas', None), 687: ('Replicas', None), 688: ('Replicas', None), 689: ('Replicas', None), 690: ('Replicas', None), 691: ('Replicas', None), 692: ('OfflineReplicas', None), 693: ('OfflineReplicas', None), 694: ('OfflineReplicas', None), 695: ('OfflineReplicas', None), 696: ('OfflineReplicas', None), 697: ('OfflineReplicas', None), 698: ('OfflineReplicas', None), 699: ('OfflineReplicas', None), 700: ('OfflineReplicas', None), 702: ('_tagged', None), 703: ('_tagged', None), 704: ('_tagged', None), 712: ('TopicName', None), 713: ('TopicName', None), 714: ('TopicName', None), 715: ('TopicName', None), 716: ('TopicName', None), 717: ('TopicName', None), 718: ('TopicName', None), 719: ('TopicName', None), 720: ('TopicName', None), 721: ('TopicName', None), 722: ('PartitionStates', None), 723: ('PartitionStates', None), 724: ('PartitionStates', None), 725: ('PartitionStates', None), 726: ('PartitionStates', None), 727: ('PartitionStates', None), 728: ('PartitionStates', None), 729: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 730: ('PartitionStates[{}].Isr', 'i5'), 731: ('PartitionStates[{}].Isr', 'i5'), 732: ('PartitionStates[{}].Isr', 'i5'), 733: ('PartitionStates[{}].Isr', 'i5'), 734: ('PartitionStates[{}].Isr', 'i5'), 735: ('PartitionStates[{}].Isr', 'i5'), 736: ('PartitionStates[{}].Isr', 'i5'), 737: ('PartitionStates[{}].Isr', 'i5'), 738: ('PartitionStates[{}].Isr', 'i5'), 739: ('PartitionStates[{}].ZkVersion', 'i5'), 740: ('PartitionStates[{}].Replicas', 'i5'), 741: ('PartitionStates[{}].Replicas', 'i5'), 742: ('PartitionStates[{}].Replicas', 'i5'), 743: ('PartitionStates[{}].Replicas', 'i5'), 744: ('PartitionStates[{}].Replicas', 'i5'), 745: ('PartitionStates[{}].Replicas', 'i5'), 746: ('PartitionStates[{}].Replicas', 'i5'), 747: ('PartitionStates[{}].Replicas', 'i5'), 748: ('PartitionStates[{}].Replicas', 'i5'), 749: ('PartitionStates[{}].OfflineReplicas', 'i5'), 750: ('PartitionStates[{}].OfflineReplicas', 'i5'), 751: ('PartitionStates[{}].OfflineReplicas', 'i5'), 752: ('PartitionStates[{}].OfflineReplicas', 'i5'), 753: ('PartitionStates[{}].OfflineReplicas', 'i5'), 754: ('PartitionStates[{}].OfflineReplicas', 'i5'), 755: ('PartitionStates[{}].OfflineReplicas', 'i5'), 756: ('PartitionStates[{}].OfflineReplicas', 'i5'), 757: ('PartitionStates[{}].OfflineReplicas', 'i5'), 758: ('PartitionStates', 'i5'), 759: ('PartitionStates', 'i5'), 760: ('PartitionStates', 'i5'), 761: ('PartitionStates', 'i5'), 762: ('PartitionStates', 'i5'), 763: ('PartitionStates', None), 764: ('PartitionStates', None), 765: ('PartitionStates', None), 766: ('PartitionStates', None), 768: ('_tagged', None), 769: ('_tagged', None), 770: ('_tagged', None), 778: ('Port', None), 779: ('Host', None), 780: ('Host', None), 781: ('Host', None), 782: ('Host', None), 783: ('Host', None), 784: ('Host', None), 785: ('Host', None), 786: ('Host', None), 787: ('Host', None), 788: ('Host', None), 789: ('Listener', None), 790: ('Listener', None), 791: ('Listener', None), 792: ('Listener', None), 793: ('Listener', None), 794: ('Listener', None), 795: ('Listener', None), 796: ('Listener', None), 797: ('Listener', None), 798: ('Listener', None), 799: ('SecurityProtocol', None), 801: ('_tagged', None), 802: ('_tagged', None), 803: ('_tagged', None), 811: ('Id', None), 812: ('Endpoints', None), 813: ('Endpoints', None), 814: ('Endpoints', None), 815: ('Endpoints', None), 816: ('Endpoints', None), 817: ('Endpoints', None), 818: ('Endpoints', None), 819: ('Endpoints[{}].Port', 'i4'), 820: ('Endpoints[{}].Host', 'i4'), 821: ('Endpoints[{}].Host', 'i4'), 822: ('Endpoints[{}].Host', 'i4'), 823: ('Endpoints[{}].Host', 'i4'), 824: ('Endpoints[{}].Host', 'i4'), 825: ('Endpoints[{}].Host', 'i4'), 826: ('Endpoints[{}].Host', 'i4'), 827: ('Endpoints[{}].Host', 'i4'), 828: ('Endpoints[{}].Host', 'i4'), 829: ('Endpoints[{}].Host', 'i4'), 830: ('Endpoints[{}].Listener', 'i4'), 831: ('Endpoints[{}].Listener', 'i4'), 832: ('Endpoints[{}].Listener', 'i4'), 833: ('Endpoints[{}].Listener', 'i4'), 834: ('Endpoints[{}].Listener', 'i4'), 835: ('Endpoints[{}].Listener', 'i4'), 836: ('Endpoints[{}].Listener', 'i4'), 837: ('Endpoints[{}].Listener', 'i4'), 838: ('Endpoints[{}].Listener', 'i4'), 839: ('Endpoints[{}].Listener', 'i4'), 840: ('Endpoints[{}].SecurityProtocol', 'i4'), 841: ('Endpoints', 'i4'), 842: ('Endpoints', 'i4'), 843: ('Endpoints', 'i4'), 844: ('Endpoints', 'i4'), 845: ('Endpoints', 'i4'), 846: ('Endpoints', None), 847: ('Endpoints', None), 848: ('Endpoints', None), 849: ('Endpoints', None), 850: ('Rack', None), 851: ('Rack', None), 852: ('Rack', None), 853: ('Rack', None), 854: ('Rack', None), 855: ('Rack', None), 856: ('Rack', None), 857: ('Rack', None), 858: ('Rack', None), 859: ('Rack', None), 861: ('_tagged', None), 862: ('_tagged', None), 863: ('_tagged', None), 871: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 872: ('TopicStates', None), 873: ('TopicStates', None), 874: ('TopicStates', None), 875: ('TopicStates', None), 876: ('TopicStates', None), 877: ('TopicStates', None), 878: ('TopicStates', None), 879: ('TopicStates', 'i6'), 880: ('TopicStates', 'i6'), 881: ('TopicStates', None), 882: ('TopicStates', None), 883: ('TopicStates', None), 884: ('TopicStates', None), 885: ('LiveBrokers', None), 886: ('LiveBrokers', None), 887: ('LiveBrokers', None), 888: ('LiveBrokers', None), 889: ('LiveBrokers', None), 890: ('LiveBrokers', None), 891: ('LiveBrokers', None), 892: ('LiveBrokers', 'i10'), 893: ('LiveBrokers', 'i10'), 894: ('LiveBrokers', None), 895: ('LiveBrokers', None), 896: ('LiveBrokers', None), 897: ('LiveBrokers', None), 899: ('_tagged', None), 900: ('_tagged', None), 901: ('_tagged', None), 909: ('TopicName', None), 910: ('TopicName', None), 911: ('TopicName', None), 912: ('TopicName', None), 913: ('TopicName', None), 914: ('TopicName', None), 915: ('TopicName', None), 916: ('TopicName', None), 917: ('TopicName', None), 918: ('TopicName', None), 919: ('TopicId', None), 920: ('PartitionStates', None), 921: ('PartitionStates', None), 922: ('PartitionStates', None), 923: ('PartitionStates', None), 924: ('PartitionStates', None), 925: ('PartitionStates', None), 926: ('PartitionStates', None), 927: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 928: ('PartitionStates[{}].Isr', 'i6'), 929: ('PartitionStates[{}].Isr', 'i6'), 930: ('PartitionStates[{}].Isr', 'i6'), 931: ('PartitionStates[{}].Isr', 'i6'), 932: ('PartitionStates[{}].Isr', 'i6'), 933: ('PartitionStates[{}].Isr', 'i6'), 934: ('PartitionStates[{}].Isr', 'i6'), 935: ('PartitionStates[{}].Isr', 'i6'), 936: ('PartitionStates[{}].Isr', 'i6'), 937: ('PartitionStates[{}].ZkVersion', 'i6'), 938: ('PartitionStates[{}].Replicas', 'i6'), 939: ('PartitionStates[{}].Replicas', 'i6'), 940: ('PartitionStates[{}].Replicas', 'i6'), 941: ('PartitionStates[{}].Replicas', 'i6'), 942: ('PartitionStates[{}].Replicas', 'i6'), 943: ('PartitionStates[{}].Replicas', 'i6'), 944: ('PartitionStates[{}].Replicas', 'i6'), 945: ('PartitionStates[{}].Replicas', 'i6'), 946: ('PartitionStates[{}].Replicas', 'i6'), 947: ('PartitionStates[{}].OfflineReplicas', 'i6'), 948: ('PartitionStates[{}].OfflineReplicas', 'i6'), 949: ('PartitionStates[{}].OfflineReplicas', 'i6'), 950: ('PartitionStates[{}].OfflineReplicas', 'i6'), 951: ('PartitionStates[{}].OfflineReplicas', 'i6'), 952: ('PartitionStates[{}].OfflineReplicas', 'i6'), 953: ('PartitionStates[{}].OfflineReplicas', 'i6'), 954: ('PartitionStates[{}].OfflineReplicas', 'i6'), 955: ('PartitionStates[{}].OfflineReplicas', 'i6'), 956: ('PartitionStates', 'i6'), 957: ('PartitionStates', 'i6'), 958: ('PartitionStates', 'i6'), 959: ('PartitionStates', 'i6'), 960: ('PartitionStates', 'i6'), 961: ('PartitionStates', None), 962: ('PartitionStates', None), 963: ('PartitionStates', None), 964: ('PartitionStates', None), 966: ('_tagged', None), 967: ('_tagged', None), 968: ('_tagged', None), 976: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 977: ('TopicStates', None), 978: ('TopicStates', None), 979: ('TopicStates', None), 980: ('TopicStates', None), 981: ('TopicStates', None), 982: ('TopicStates', None), 983: ('TopicStates', None), 984: ('TopicStates', 'i6'), 985: ('TopicStates', 'i6'), 986: ('TopicStates', None), 987: ('TopicStates', None), 988: ('TopicStates', None), 989: ('TopicStates', None), 990: ('LiveBrokers', None), 991: ('LiveBrokers', None), 992: ('LiveBrokers', None), 993: ('LiveBrokers', None), 994: ('LiveBrokers', None), 995: ('LiveBrokers', None), 996: ('LiveBrokers', None), 997: ('LiveBrokers', 'i10'), 998: ('LiveBrokers', 'i10'), 999: ('LiveBrokers', None), 1000: ('LiveBrokers', None), 1001: ('LiveBrokers', None), 1002: ('LiveBrokers', None), 1004: ('_tagged', None), 1005: ('_tagged', None), 1006: ('_tagged', None), 1014: ('Type', None), 1022: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 1023: ('TopicStates', None), 1024: ('TopicStates', None), 1025: ('TopicStates', None), 1026: ('TopicStates', None), 1027: ('TopicStates', None), 1028: ('TopicStates', None), 1029: ('TopicStates', None), 1030: ('TopicStates', 'i7'), 1031: ('TopicStates', 'i7'), 1032: ('TopicStates', None), 1033: ('TopicStates', None), 1034: ('TopicStates', None), 1035: ('TopicStates', None), 1036: ('LiveBrokers', None), 1037: ('LiveBrokers', None), 1038: ('LiveBrokers', None), 1039: ('LiveBrokers', None), 1040: ('LiveBrokers', None), 1041: ('LiveBrokers', None), 1042: ('LiveBrokers', None), 1043: ('LiveBrokers', 'i11'), 1044: ('LiveBrokers', 'i11'), 1045: ('LiveBrokers', None), 1046: ('LiveBrokers', None), 1047: ('LiveBrokers', None), 1048: ('LiveBrokers', None), 1050: ('_tagged', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1060: ('ErrorCode', None), 1069: ('ErrorCode', None), 1071: ('_tagged', None), 1072: ('_tagged', None), 1073: ('_tagged', None)}

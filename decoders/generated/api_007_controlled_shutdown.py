@@ -65,8 +65,17 @@ def _f4(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U0(b, p); p += 4
+                d8 = {"TopicName": v5, "PartitionIndex": v7}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -109,8 +118,22 @@ def _f6(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f5(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U0(b, p); p += 4
+                d8 = {"TopicName": v5, "PartitionIndex": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -130,4 +153,4 @@ NAME = 'ControlledShutdown'
 REQUEST = {0: _f0, 1: _f0, 2: _f1, 3: _f2}
 RESPONSE = {0: _f4, 1: _f4, 2: _f4, 3: _f6}
 
-_LINES = {15: ('BrokerId', None), 24: ('BrokerId+BrokerEpoch', None), 33: ('BrokerId+BrokerEpoch', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('PartitionIndex', None), 62: ('ErrorCode', None), 63: ('RemainingPartitions', None), 64: ('RemainingPartitions', None), 65: ('RemainingPartitions', None), 66: ('RemainingPartitions', None), 67: ('RemainingPartitions', None), 68: ('RemainingPartitions', 'i4'), 69: ('RemainingPartitions', 'i4'), 70: ('RemainingPartitions', None), 71: ('RemainingPartitions', None), 72: ('RemainingPartitions', None), 73: ('RemainingPartitions', None), 82: ('TopicName', None), 83: ('TopicName', None), 84: ('TopicName', None), 85: ('TopicName', None), 86: ('TopicName', None), 87: ('TopicName', None), 88: ('TopicName', None), 89: ('TopicName', None), 90: ('TopicName', None), 91: ('TopicName', None), 92: ('PartitionIndex', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('ErrorCode', None), 105: ('RemainingPartitions', None), 106: ('RemainingPartitions', None), 107: ('RemainingPartitions', None), 108: ('RemainingPartitions', None), 109: ('RemainingPartitions', None), 110: ('RemainingPartitions', None), 111: ('RemainingPartitions', None), 112: ('RemainingPartitions', 'i4'), 113: ('RemainingPartitions', 'i4'), 114: ('RemainingPartitions', None), 115: ('RemainingPartitions', None), 116: ('RemainingPartitions', None), 117: ('RemainingPartitions', None), 119: ('_tagged', None), 120: ('_tagged', None), 121: ('_tagged', None)}
+_LINES = {15: ('BrokerId', None), 24: ('BrokerId+BrokerEpoch', None), 33: ('BrokerId+BrokerEpoch', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('PartitionIndex', None), 62: ('ErrorCode', None), 63: ('RemainingPartitions', None), 64: ('RemainingPartitions', None), 65: ('RemainingPartitions', None), 66: ('RemainingPartitions', None), 67: ('RemainingPartitions', None), 68: ('RemainingPartitions[{}].TopicName', 'i4'), 69: ('RemainingPartitions[{}].TopicName', 'i4'), 70: ('RemainingPartitions[{}].TopicName', 'i4'), 71: ('RemainingPartitions[{}].TopicName', 'i4'), 72: ('RemainingPartitions[{}].TopicName', 'i4'), 73: ('RemainingPartitions[{}].TopicName', 'i4'), 74: ('RemainingPartitions[{}].TopicName', 'i4'), 75: ('RemainingPartitions[{}].TopicName', 'i4'), 76: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 77: ('RemainingPartitions', 'i4'), 78: ('RemainingPartitions', 'i4'), 79: ('RemainingPartitions', None), 80: ('RemainingPartitions', None), 81: ('RemainingPartitions', None), 82: ('RemainingPartitions', None), 91: ('TopicName', None), 92: ('TopicName', None), 93: ('TopicName', None), 94: ('TopicName', None), 95: ('TopicName', None), 96: ('TopicName', None), 97: ('TopicName', None), 98: ('TopicName', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('PartitionIndex', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('ErrorCode', None), 114: ('RemainingPartitions', None), 115: ('RemainingPartitions', None), 116: ('RemainingPartitions', None), 117: ('RemainingPartitions', None), 118: ('RemainingPartitions', None), 119: ('RemainingPartitions', None), 120: ('RemainingPartitions', None), 121: ('RemainingPartitions[{}].TopicName', 'i4'), 122: ('RemainingPartitions[{}].TopicName', 'i4'), 123: ('RemainingPartitions[{}].TopicName', 'i4'), 124: ('RemainingPartitions[{}].TopicName', 'i4'), 125: ('RemainingPartitions[{}].TopicName', 'i4'), 126: ('RemainingPartitions[{}].TopicName', 'i4'), 127: ('RemainingPartitions[{}].TopicName', 'i4'), 128: ('RemainingPartitions[{}].TopicName', 'i4'), 129: ('RemainingPartitions[{}].TopicName', 'i4'), 130: ('RemainingPartitions[{}].TopicName', 'i4'), 131: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 132: ('RemainingPartitions', 'i4'), 133: ('RemainingPartitions', 'i4'), 134: ('RemainingPartitions', 'i4'), 135: ('RemainingPartitions', 'i4'), 136: ('RemainingPartitions', 'i4'), 137: ('RemainingPartitions', None), 138: ('RemainingPartitions', None), 139: ('RemainingPartitions', None), 140: ('RemainingPartitions', None), 142: ('_tagged', None), 143: ('_tagged', None), 144: ('_tagged', None)}

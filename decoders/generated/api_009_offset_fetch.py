@@ -52,8 +52,23 @@ def _f1(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U0(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U1(b, p); p += 4
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v6, "PartitionIndexes": v8}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -113,8 +128,30 @@ def _f3(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v6, "PartitionIndexes": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -147,14 +184,36 @@ def _f4(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v6, "PartitionIndexes": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        v7, = _U2(b, p); p += 1
-        d = {"GroupId": v1, "Topics": v3, "RequireStable": v7}
+        v11, = _U2(b, p); p += 1
+        d = {"GroupId": v1, "Topics": v3, "RequireStable": v11}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -218,8 +277,30 @@ def _f6(b, p):
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f2(b, p)
-                v6.append(x9)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                d13 = {"Name": v9, "PartitionIndexes": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v6.append(d13)
         elif n7 == -1:
             v6 = None
         else:
@@ -309,8 +390,21 @@ def _f9(b, p):
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f8(b, p)
-                v6.append(x9)
+                v9, = _U3(b, p); p += 16
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"TopicId": _rt.uuid(v9), "PartitionIndexes": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v6.append(d12)
         elif n7 == -1:
             v6 = None
         else:
@@ -382,8 +476,18 @@ def _f12(b, p):
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
-                v3.append(x6)
+                v6, v7, = _U4(b, p); p += 12
+                n9, = _U0(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U0(b, p); p += 2
+                d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "Metadata": v8, "ErrorCode": v10}
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -487,8 +591,18 @@ def _f17(b, p):
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f16(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U5(b, p); p += 16
+                n10, = _U0(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, = _U0(b, p); p += 2
+                d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
+                v3.append(d12)
         elif n4 == -1:
             v3 = None
         else:
@@ -562,8 +676,23 @@ def _f20(b, p):
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f19(b, p)
-                v3.append(x6)
+                v6, v7, v8, = _U5(b, p); p += 16
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, = _U0(b, p); p += 2
+                d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v3.append(d12)
         elif n4 == -1:
             v3 = None
         else:
@@ -673,8 +802,23 @@ def _f24(b, p):
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f19(b, p)
-                v2.append(x5)
+                v5, v6, v7, = _U5(b, p); p += 16
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U0(b, p); p += 2
+                d11 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "Metadata": v8, "ErrorCode": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -754,4 +898,4 @@ NAME = 'OffsetFetch'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f1, 5: _f1, 6: _f3, 7: _f4, 8: _f5, 9: _f7, 10: _f10}
 RESPONSE = {0: _f13, 1: _f13, 2: _f14, 3: _f15, 4: _f15, 5: _f18, 6: _f21, 7: _f21, 8: _f23, 9: _f23, 10: _f26}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', 'i5'), 56: ('Topics', 'i5'), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('Name', None), 75: ('Name', None), 76: ('Name', None), 77: ('Name', None), 78: ('Name', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 81: ('PartitionIndexes', None), 82: ('PartitionIndexes', None), 83: ('PartitionIndexes', None), 84: ('PartitionIndexes', None), 85: ('PartitionIndexes', None), 86: ('PartitionIndexes', None), 87: ('PartitionIndexes', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('GroupId', None), 100: ('GroupId', None), 101: ('GroupId', None), 102: ('GroupId', None), 103: ('GroupId', None), 104: ('GroupId', None), 105: ('GroupId', None), 106: ('GroupId', None), 107: ('GroupId', None), 108: ('GroupId', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', 'i5'), 117: ('Topics', 'i5'), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 123: ('_tagged', None), 124: ('_tagged', None), 125: ('_tagged', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('GroupId', None), 137: ('GroupId', None), 138: ('GroupId', None), 139: ('GroupId', None), 140: ('GroupId', None), 141: ('GroupId', None), 142: ('GroupId', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', 'i5'), 151: ('Topics', 'i5'), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('RequireStable', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('Groups', None), 169: ('Groups', None), 170: ('Groups', None), 171: ('Groups', None), 172: ('Groups', None), 173: ('Groups', None), 174: ('Groups', None), 175: ('Groups', 'i3'), 176: ('Groups', 'i3'), 177: ('Groups', None), 178: ('Groups', None), 179: ('Groups', None), 180: ('Groups', None), 181: ('RequireStable', None), 183: ('_tagged', None), 184: ('_tagged', None), 185: ('_tagged', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('GroupId', None), 198: ('GroupId', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('MemberId', None), 204: ('MemberId', None), 205: ('MemberId', None), 206: ('MemberId', None), 207: ('MemberId', None), 208: ('MemberId', None), 209: ('MemberId', None), 210: ('MemberId', None), 211: ('MemberId', None), 212: ('MemberId', None), 213: ('MemberEpoch', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', 'i8'), 222: ('Topics', 'i8'), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('Groups', None), 239: ('Groups', None), 240: ('Groups', None), 241: ('Groups', None), 242: ('Groups', None), 243: ('Groups', None), 244: ('Groups', None), 245: ('Groups', 'i3'), 246: ('Groups', 'i3'), 247: ('Groups', None), 248: ('Groups', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('RequireStable', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('TopicId', None), 264: ('PartitionIndexes', None), 265: ('PartitionIndexes', None), 266: ('PartitionIndexes', None), 267: ('PartitionIndexes', None), 268: ('PartitionIndexes', None), 269: ('PartitionIndexes', None), 270: ('PartitionIndexes', None), 271: ('PartitionIndexes', None), 272: ('PartitionIndexes', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('GroupId', None), 287: ('GroupId', None), 288: ('GroupId', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberId', None), 297: ('MemberId', None), 298: ('MemberId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberEpoch', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', 'i8'), 313: ('Topics', 'i8'), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('Groups', None), 330: ('Groups', None), 331: ('Groups', None), 332: ('Groups', None), 333: ('Groups', None), 334: ('Groups', None), 335: ('Groups', None), 336: ('Groups', 'i3'), 337: ('Groups', 'i3'), 338: ('Groups', None), 339: ('Groups', None), 340: ('Groups', None), 341: ('Groups', None), 342: ('RequireStable', None), 344: ('_tagged', None), 345: ('_tagged', None), 346: ('_tagged', None), 354: ('PartitionIndex+CommittedOffset', None), 355: ('Metadata', None), 356: ('Metadata', None), 357: ('Metadata', None), 358: ('Metadata', None), 359: ('Metadata', None), 360: ('Metadata', None), 361: ('Metadata', None), 362: ('Metadata', None), 363: ('ErrorCode', None), 372: ('Name', None), 373: ('Name', None), 374: ('Name', None), 375: ('Name', None), 376: ('Name', None), 377: ('Name', None), 378: ('Name', None), 379: ('Name', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', 'i5'), 386: ('Partitions', 'i5'), 387: ('Partitions', None), 388: ('Partitions', None), 389: ('Partitions', None), 390: ('Partitions', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', 'i3'), 405: ('Topics', 'i3'), 406: ('Topics', None), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', 'i3'), 424: ('Topics', 'i3'), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('ErrorCode', None), 438: ('ThrottleTimeMs', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', 'i4'), 445: ('Topics', 'i4'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 450: ('ErrorCode', None), 459: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 460: ('Metadata', None), 461: ('Metadata', None), 462: ('Metadata', None), 463: ('Metadata', None), 464: ('Metadata', None), 465: ('Metadata', None), 466: ('Metadata', None), 467: ('Metadata', None), 468: ('ErrorCode', None), 477: ('Name', None), 478: ('Name', None), 479: ('Name', None), 480: ('Name', None), 481: ('Name', None), 482: ('Name', None), 483: ('Name', None), 484: ('Name', None), 485: ('Partitions', None), 486: ('Partitions', None), 487: ('Partitions', None), 488: ('Partitions', None), 489: ('Partitions', None), 490: ('Partitions', 'i5'), 491: ('Partitions', 'i5'), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 504: ('ThrottleTimeMs', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', None), 509: ('Topics', None), 510: ('Topics', 'i4'), 511: ('Topics', 'i4'), 512: ('Topics', None), 513: ('Topics', None), 514: ('Topics', None), 515: ('Topics', None), 516: ('ErrorCode', None), 525: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 526: ('Metadata', None), 527: ('Metadata', None), 528: ('Metadata', None), 529: ('Metadata', None), 530: ('Metadata', None), 531: ('Metadata', None), 532: ('Metadata', None), 533: ('Metadata', None), 534: ('Metadata', None), 535: ('Metadata', None), 536: ('ErrorCode', None), 538: ('_tagged', None), 539: ('_tagged', None), 540: ('_tagged', None), 548: ('Name', None), 549: ('Name', None), 550: ('Name', None), 551: ('Name', None), 552: ('Name', None), 553: ('Name', None), 554: ('Name', None), 555: ('Name', None), 556: ('Name', None), 557: ('Name', None), 558: ('Partitions', None), 559: ('Partitions', None), 560: ('Partitions', None), 561: ('Partitions', None), 562: ('Partitions', None), 563: ('Partitions', None), 564: ('Partitions', None), 565: ('Partitions', 'i5'), 566: ('Partitions', 'i5'), 567: ('Partitions', None), 568: ('Partitions', None), 569: ('Partitions', None), 570: ('Partitions', None), 572: ('_tagged', None), 573: ('_tagged', None), 574: ('_tagged', None), 582: ('ThrottleTimeMs', None), 583: ('Topics', None), 584: ('Topics', None), 585: ('Topics', None), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 590: ('Topics', 'i4'), 591: ('Topics', 'i4'), 592: ('Topics', None), 593: ('Topics', None), 594: ('Topics', None), 595: ('Topics', None), 596: ('ErrorCode', None), 598: ('_tagged', None), 599: ('_tagged', None), 600: ('_tagged', None), 608: ('GroupId', None), 609: ('GroupId', None), 610: ('GroupId', None), 611: ('GroupId', None), 612: ('GroupId', None), 613: ('GroupId', None), 614: ('GroupId', None), 615: ('GroupId', None), 616: ('GroupId', None), 617: ('GroupId', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', 'i5'), 626: ('Topics', 'i5'), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 630: ('Topics', None), 631: ('ErrorCode', None), 633: ('_tagged', None), 634: ('_tagged', None), 635: ('_tagged', None), 643: ('ThrottleTimeMs', None), 644: ('Groups', None), 645: ('Groups', None), 646: ('Groups', None), 647: ('Groups', None), 648: ('Groups', None), 649: ('Groups', None), 650: ('Groups', None), 651: ('Groups', 'i4'), 652: ('Groups', 'i4'), 653: ('Groups', None), 654: ('Groups', None), 655: ('Groups', None), 656: ('Groups', None), 658: ('_tagged', None), 659: ('_tagged', None), 660: ('_tagged', None), 668: ('TopicId', None), 669: ('Partitions', None), 670: ('Partitions', None), 671: ('Partitions', None), 672: ('Partitions', None), 673: ('Partitions', None), 674: ('Partitions', None), 675: ('Partitions', None), 676: ('Partitions', 'i4'), 677: ('Partitions', 'i4'), 678: ('Partitions', None), 679: ('Partitions', None), 680: ('Partitions', None), 681: ('Partitions', None), 683: ('_tagged', None), 684: ('_tagged', None), 685: ('_tagged', None), 693: ('GroupId', None), 694: ('GroupId', None), 695: ('GroupId', None), 696: ('GroupId', None), 697: ('GroupId', None), 698: ('GroupId', None), 699: ('GroupId', None), 700: ('GroupId', None), 701: ('GroupId', None), 702: ('GroupId', None), 703: ('Topics', None), 704: ('Topics', None), 705: ('Topics', None), 706: ('Topics', None), 707: ('Topics', None), 708: ('Topics', None), 709: ('Topics', None), 710: ('Topics', 'i5'), 711: ('Topics', 'i5'), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('ErrorCode', None), 718: ('_tagged', None), 719: ('_tagged', None), 720: ('_tagged', None), 728: ('ThrottleTimeMs', None), 729: ('Groups', None), 730: ('Groups', None), 731: ('Groups', None), 732: ('Groups', None), 733: ('Groups', None), 734: ('Groups', None), 735: ('Groups', None), 736: ('Groups', 'i4'), 737: ('Groups', 'i4'), 738: ('Groups', None), 739: ('Groups', None), 740: ('Groups', None), 741: ('Groups', None), 743: ('_tagged', None), 744: ('_tagged', None), 745: ('_tagged', None)}
+_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics[{}].Name', 'i5'), 56: ('Topics[{}].Name', 'i5'), 57: ('Topics[{}].Name', 'i5'), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].PartitionIndexes', 'i5'), 64: ('Topics[{}].PartitionIndexes', 'i5'), 65: ('Topics[{}].PartitionIndexes', 'i5'), 66: ('Topics[{}].PartitionIndexes', 'i5'), 67: ('Topics[{}].PartitionIndexes', 'i5'), 68: ('Topics[{}].PartitionIndexes', 'i5'), 69: ('Topics[{}].PartitionIndexes', 'i5'), 70: ('Topics', 'i5'), 71: ('Topics', 'i5'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('PartitionIndexes', None), 95: ('PartitionIndexes', None), 96: ('PartitionIndexes', None), 97: ('PartitionIndexes', None), 98: ('PartitionIndexes', None), 99: ('PartitionIndexes', None), 100: ('PartitionIndexes', None), 101: ('PartitionIndexes', None), 102: ('PartitionIndexes', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('GroupId', None), 115: ('GroupId', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics[{}].Name', 'i5'), 132: ('Topics[{}].Name', 'i5'), 133: ('Topics[{}].Name', 'i5'), 134: ('Topics[{}].Name', 'i5'), 135: ('Topics[{}].Name', 'i5'), 136: ('Topics[{}].Name', 'i5'), 137: ('Topics[{}].Name', 'i5'), 138: ('Topics[{}].Name', 'i5'), 139: ('Topics[{}].Name', 'i5'), 140: ('Topics[{}].Name', 'i5'), 141: ('Topics[{}].PartitionIndexes', 'i5'), 142: ('Topics[{}].PartitionIndexes', 'i5'), 143: ('Topics[{}].PartitionIndexes', 'i5'), 144: ('Topics[{}].PartitionIndexes', 'i5'), 145: ('Topics[{}].PartitionIndexes', 'i5'), 146: ('Topics[{}].PartitionIndexes', 'i5'), 147: ('Topics[{}].PartitionIndexes', 'i5'), 148: ('Topics[{}].PartitionIndexes', 'i5'), 149: ('Topics[{}].PartitionIndexes', 'i5'), 150: ('Topics', 'i5'), 151: ('Topics', 'i5'), 152: ('Topics', 'i5'), 153: ('Topics', 'i5'), 154: ('Topics', 'i5'), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('GroupId', None), 171: ('GroupId', None), 172: ('GroupId', None), 173: ('GroupId', None), 174: ('GroupId', None), 175: ('GroupId', None), 176: ('GroupId', None), 177: ('GroupId', None), 178: ('GroupId', None), 179: ('GroupId', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics[{}].Name', 'i5'), 188: ('Topics[{}].Name', 'i5'), 189: ('Topics[{}].Name', 'i5'), 190: ('Topics[{}].Name', 'i5'), 191: ('Topics[{}].Name', 'i5'), 192: ('Topics[{}].Name', 'i5'), 193: ('Topics[{}].Name', 'i5'), 194: ('Topics[{}].Name', 'i5'), 195: ('Topics[{}].Name', 'i5'), 196: ('Topics[{}].Name', 'i5'), 197: ('Topics[{}].PartitionIndexes', 'i5'), 198: ('Topics[{}].PartitionIndexes', 'i5'), 199: ('Topics[{}].PartitionIndexes', 'i5'), 200: ('Topics[{}].PartitionIndexes', 'i5'), 201: ('Topics[{}].PartitionIndexes', 'i5'), 202: ('Topics[{}].PartitionIndexes', 'i5'), 203: ('Topics[{}].PartitionIndexes', 'i5'), 204: ('Topics[{}].PartitionIndexes', 'i5'), 205: ('Topics[{}].PartitionIndexes', 'i5'), 206: ('Topics', 'i5'), 207: ('Topics', 'i5'), 208: ('Topics', 'i5'), 209: ('Topics', 'i5'), 210: ('Topics', 'i5'), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('RequireStable', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('Groups', None), 228: ('Groups', None), 229: ('Groups', None), 230: ('Groups', None), 231: ('Groups', None), 232: ('Groups', None), 233: ('Groups', None), 234: ('Groups', 'i3'), 235: ('Groups', 'i3'), 236: ('Groups', None), 237: ('Groups', None), 238: ('Groups', None), 239: ('Groups', None), 240: ('RequireStable', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('GroupId', None), 253: ('GroupId', None), 254: ('GroupId', None), 255: ('GroupId', None), 256: ('GroupId', None), 257: ('GroupId', None), 258: ('GroupId', None), 259: ('GroupId', None), 260: ('GroupId', None), 261: ('GroupId', None), 262: ('MemberId', None), 263: ('MemberId', None), 264: ('MemberId', None), 265: ('MemberId', None), 266: ('MemberId', None), 267: ('MemberId', None), 268: ('MemberId', None), 269: ('MemberId', None), 270: ('MemberId', None), 271: ('MemberId', None), 272: ('MemberEpoch', None), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics[{}].Name', 'i8'), 281: ('Topics[{}].Name', 'i8'), 282: ('Topics[{}].Name', 'i8'), 283: ('Topics[{}].Name', 'i8'), 284: ('Topics[{}].Name', 'i8'), 285: ('Topics[{}].Name', 'i8'), 286: ('Topics[{}].Name', 'i8'), 287: ('Topics[{}].Name', 'i8'), 288: ('Topics[{}].Name', 'i8'), 289: ('Topics[{}].Name', 'i8'), 290: ('Topics[{}].PartitionIndexes', 'i8'), 291: ('Topics[{}].PartitionIndexes', 'i8'), 292: ('Topics[{}].PartitionIndexes', 'i8'), 293: ('Topics[{}].PartitionIndexes', 'i8'), 294: ('Topics[{}].PartitionIndexes', 'i8'), 295: ('Topics[{}].PartitionIndexes', 'i8'), 296: ('Topics[{}].PartitionIndexes', 'i8'), 297: ('Topics[{}].PartitionIndexes', 'i8'), 298: ('Topics[{}].PartitionIndexes', 'i8'), 299: ('Topics', 'i8'), 300: ('Topics', 'i8'), 301: ('Topics', 'i8'), 302: ('Topics', 'i8'), 303: ('Topics', 'i8'), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 309: ('_tagged', None), 310: ('_tagged', None), 311: ('_tagged', None), 319: ('Groups', None), 320: ('Groups', None), 321: ('Groups', None), 322: ('Groups', None), 323: ('Groups', None), 324: ('Groups', None), 325: ('Groups', None), 326: ('Groups', 'i3'), 327: ('Groups', 'i3'), 328: ('Groups', None), 329: ('Groups', None), 330: ('Groups', None), 331: ('Groups', None), 332: ('RequireStable', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('TopicId', None), 345: ('PartitionIndexes', None), 346: ('PartitionIndexes', None), 347: ('PartitionIndexes', None), 348: ('PartitionIndexes', None), 349: ('PartitionIndexes', None), 350: ('PartitionIndexes', None), 351: ('PartitionIndexes', None), 352: ('PartitionIndexes', None), 353: ('PartitionIndexes', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('MemberId', None), 376: ('MemberId', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberEpoch', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics[{}].TopicId', 'i8'), 394: ('Topics[{}].PartitionIndexes', 'i8'), 395: ('Topics[{}].PartitionIndexes', 'i8'), 396: ('Topics[{}].PartitionIndexes', 'i8'), 397: ('Topics[{}].PartitionIndexes', 'i8'), 398: ('Topics[{}].PartitionIndexes', 'i8'), 399: ('Topics[{}].PartitionIndexes', 'i8'), 400: ('Topics[{}].PartitionIndexes', 'i8'), 401: ('Topics[{}].PartitionIndexes', 'i8'), 402: ('Topics[{}].PartitionIndexes', 'i8'), 403: ('Topics', 'i8'), 404: ('Topics', 'i8'), 405: ('Topics', 'i8'), 406: ('Topics', 'i8'), 407: ('Topics', 'i8'), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 411: ('Topics', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('Groups', None), 424: ('Groups', None), 425: ('Groups', None), 426: ('Groups', None), 427: ('Groups', None), 428: ('Groups', None), 429: ('Groups', None), 430: ('Groups', 'i3'), 431: ('Groups', 'i3'), 432: ('Groups', None), 433: ('Groups', None), 434: ('Groups', None), 435: ('Groups', None), 436: ('RequireStable', None), 438: ('_tagged', None), 439: ('_tagged', None), 440: ('_tagged', None), 448: ('PartitionIndex+CommittedOffset', None), 449: ('Metadata', None), 450: ('Metadata', None), 451: ('Metadata', None), 452: ('Metadata', None), 453: ('Metadata', None), 454: ('Metadata', None), 455: ('Metadata', None), 456: ('Metadata', None), 457: ('ErrorCode', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions', None), 477: ('Partitions', None), 478: ('Partitions', None), 479: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 480: ('Partitions[{}].Metadata', 'i5'), 481: ('Partitions[{}].Metadata', 'i5'), 482: ('Partitions[{}].Metadata', 'i5'), 483: ('Partitions[{}].Metadata', 'i5'), 484: ('Partitions[{}].Metadata', 'i5'), 485: ('Partitions[{}].Metadata', 'i5'), 486: ('Partitions[{}].Metadata', 'i5'), 487: ('Partitions[{}].Metadata', 'i5'), 488: ('Partitions[{}].ErrorCode', 'i5'), 489: ('Partitions', 'i5'), 490: ('Partitions', 'i5'), 491: ('Partitions', None), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', None), 503: ('Topics', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', 'i3'), 509: ('Topics', 'i3'), 510: ('Topics', None), 511: ('Topics', None), 512: ('Topics', None), 513: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', None), 525: ('Topics', None), 526: ('Topics', None), 527: ('Topics', 'i3'), 528: ('Topics', 'i3'), 529: ('Topics', None), 530: ('Topics', None), 531: ('Topics', None), 532: ('Topics', None), 533: ('ErrorCode', None), 542: ('ThrottleTimeMs', None), 543: ('Topics', None), 544: ('Topics', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', 'i4'), 549: ('Topics', 'i4'), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', None), 554: ('ErrorCode', None), 563: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 564: ('Metadata', None), 565: ('Metadata', None), 566: ('Metadata', None), 567: ('Metadata', None), 568: ('Metadata', None), 569: ('Metadata', None), 570: ('Metadata', None), 571: ('Metadata', None), 572: ('ErrorCode', None), 581: ('Name', None), 582: ('Name', None), 583: ('Name', None), 584: ('Name', None), 585: ('Name', None), 586: ('Name', None), 587: ('Name', None), 588: ('Name', None), 589: ('Partitions', None), 590: ('Partitions', None), 591: ('Partitions', None), 592: ('Partitions', None), 593: ('Partitions', None), 594: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 595: ('Partitions[{}].Metadata', 'i5'), 596: ('Partitions[{}].Metadata', 'i5'), 597: ('Partitions[{}].Metadata', 'i5'), 598: ('Partitions[{}].Metadata', 'i5'), 599: ('Partitions[{}].Metadata', 'i5'), 600: ('Partitions[{}].Metadata', 'i5'), 601: ('Partitions[{}].Metadata', 'i5'), 602: ('Partitions[{}].Metadata', 'i5'), 603: ('Partitions[{}].ErrorCode', 'i5'), 604: ('Partitions', 'i5'), 605: ('Partitions', 'i5'), 606: ('Partitions', None), 607: ('Partitions', None), 608: ('Partitions', None), 609: ('Partitions', None), 618: ('ThrottleTimeMs', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', 'i4'), 625: ('Topics', 'i4'), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 630: ('ErrorCode', None), 639: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 640: ('Metadata', None), 641: ('Metadata', None), 642: ('Metadata', None), 643: ('Metadata', None), 644: ('Metadata', None), 645: ('Metadata', None), 646: ('Metadata', None), 647: ('Metadata', None), 648: ('Metadata', None), 649: ('Metadata', None), 650: ('ErrorCode', None), 652: ('_tagged', None), 653: ('_tagged', None), 654: ('_tagged', None), 662: ('Name', None), 663: ('Name', None), 664: ('Name', None), 665: ('Name', None), 666: ('Name', None), 667: ('Name', None), 668: ('Name', None), 669: ('Name', None), 670: ('Name', None), 671: ('Name', None), 672: ('Partitions', None), 673: ('Partitions', None), 674: ('Partitions', None), 675: ('Partitions', None), 676: ('Partitions', None), 677: ('Partitions', None), 678: ('Partitions', None), 679: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 680: ('Partitions[{}].Metadata', 'i5'), 681: ('Partitions[{}].Metadata', 'i5'), 682: ('Partitions[{}].Metadata', 'i5'), 683: ('Partitions[{}].Metadata', 'i5'), 684: ('Partitions[{}].Metadata', 'i5'), 685: ('Partitions[{}].Metadata', 'i5'), 686: ('Partitions[{}].Metadata', 'i5'), 687: ('Partitions[{}].Metadata', 'i5'), 688: ('Partitions[{}].Metadata', 'i5'), 689: ('Partitions[{}].Metadata', 'i5'), 690: ('Partitions[{}].ErrorCode', 'i5'), 691: ('Partitions', 'i5'), 692: ('Partitions', 'i5'), 693: ('Partitions', 'i5'), 694: ('Partitions', 'i5'), 695: ('Partitions', 'i5'), 696: ('Partitions', None), 697: ('Partitions', None), 698: ('Partitions', None), 699: ('Partitions', None), 701: ('_tagged', None), 702: ('_tagged', None), 703: ('_tagged', None), 711: ('ThrottleTimeMs', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', None), 718: ('Topics', None), 719: ('Topics', 'i4'), 720: ('Topics', 'i4'), 721: ('Topics', None), 722: ('Topics', None), 723: ('Topics', None), 724: ('Topics', None), 725: ('ErrorCode', None), 727: ('_tagged', None), 728: ('_tagged', None), 729: ('_tagged', None), 737: ('GroupId', None), 738: ('GroupId', None), 739: ('GroupId', None), 740: ('GroupId', None), 741: ('GroupId', None), 742: ('GroupId', None), 743: ('GroupId', None), 744: ('GroupId', None), 745: ('GroupId', None), 746: ('GroupId', None), 747: ('Topics', None), 748: ('Topics', None), 749: ('Topics', None), 750: ('Topics', None), 751: ('Topics', None), 752: ('Topics', None), 753: ('Topics', None), 754: ('Topics', 'i5'), 755: ('Topics', 'i5'), 756: ('Topics', None), 757: ('Topics', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('ErrorCode', None), 762: ('_tagged', None), 763: ('_tagged', None), 764: ('_tagged', None), 772: ('ThrottleTimeMs', None), 773: ('Groups', None), 774: ('Groups', None), 775: ('Groups', None), 776: ('Groups', None), 777: ('Groups', None), 778: ('Groups', None), 779: ('Groups', None), 780: ('Groups', 'i4'), 781: ('Groups', 'i4'), 782: ('Groups', None), 783: ('Groups', None), 784: ('Groups', None), 785: ('Groups', None), 787: ('_tagged', None), 788: ('_tagged', None), 789: ('_tagged', None), 797: ('TopicId', None), 798: ('Partitions', None), 799: ('Partitions', None), 800: ('Partitions', None), 801: ('Partitions', None), 802: ('Partitions', None), 803: ('Partitions', None), 804: ('Partitions', None), 805: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 806: ('Partitions[{}].Metadata', 'i4'), 807: ('Partitions[{}].Metadata', 'i4'), 808: ('Partitions[{}].Metadata', 'i4'), 809: ('Partitions[{}].Metadata', 'i4'), 810: ('Partitions[{}].Metadata', 'i4'), 811: ('Partitions[{}].Metadata', 'i4'), 812: ('Partitions[{}].Metadata', 'i4'), 813: ('Partitions[{}].Metadata', 'i4'), 814: ('Partitions[{}].Metadata', 'i4'), 815: ('Partitions[{}].Metadata', 'i4'), 816: ('Partitions[{}].ErrorCode', 'i4'), 817: ('Partitions', 'i4'), 818: ('Partitions', 'i4'), 819: ('Partitions', 'i4'), 820: ('Partitions', 'i4'), 821: ('Partitions', 'i4'), 822: ('Partitions', None), 823: ('Partitions', None), 824: ('Partitions', None), 825: ('Partitions', None), 827: ('_tagged', None), 828: ('_tagged', None), 829: ('_tagged', None), 837: ('GroupId', None), 838: ('GroupId', None), 839: ('GroupId', None), 840: ('GroupId', None), 841: ('GroupId', None), 842: ('GroupId', None), 843: ('GroupId', None), 844: ('GroupId', None), 845: ('GroupId', None), 846: ('GroupId', None), 847: ('Topics', None), 848: ('Topics', None), 849: ('Topics', None), 850: ('Topics', None), 851: ('Topics', None), 852: ('Topics', None), 853: ('Topics', None), 854: ('Topics', 'i5'), 855: ('Topics', 'i5'), 856: ('Topics', None), 857: ('Topics', None), 858: ('Topics', None), 859: ('Topics', None), 860: ('ErrorCode', None), 862: ('_tagged', None), 863: ('_tagged', None), 864: ('_tagged', None), 872: ('ThrottleTimeMs', None), 873: ('Groups', None), 874: ('Groups', None), 875: ('Groups', None), 876: ('Groups', None), 877: ('Groups', None), 878: ('Groups', None), 879: ('Groups', None), 880: ('Groups', 'i4'), 881: ('Groups', 'i4'), 882: ('Groups', None), 883: ('Groups', None), 884: ('Groups', None), 885: ('Groups', None), 887: ('_tagged', None), 888: ('_tagged', None), 889: ('_tagged', None)}

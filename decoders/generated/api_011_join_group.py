@@ -69,8 +69,24 @@ def _f1(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f0(b, p)
-                v8.append(x11)
+                n12, = _U0(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U1(b, p); p += 4
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14]; p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"Name": v11, "Metadata": v13}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -113,8 +129,24 @@ def _f2(b, p):
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f0(b, p)
-                v9.append(x12)
+                n13, = _U0(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15, = _U1(b, p); p += 4
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15]; p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                d16 = {"Name": v12, "Metadata": v14}
+                v9.append(d16)
         elif n10 == -1:
             v9 = None
         else:
@@ -165,8 +197,24 @@ def _f3(b, p):
             if n12 * 6 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f0(b, p)
-                v11.append(x14)
+                n15, = _U0(b, p); p += 2
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17, = _U1(b, p); p += 4
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17]; p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"Name": v14, "Metadata": v16}
+                v11.append(d18)
         elif n12 == -1:
             v11 = None
         else:
@@ -258,8 +306,31 @@ def _f5(b, p):
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f4(b, p)
-                v11.append(x14)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17]; p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"Name": v14, "Metadata": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v11.append(d18)
         elif n12 == -1:
             v11 = None
         else:
@@ -323,23 +394,46 @@ def _f6(b, p):
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f4(b, p)
-                v11.append(x14)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17]; p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"Name": v14, "Metadata": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v11.append(d18)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 > L - p: raise _rt.short(n16, L - p)
-            v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-        elif n16 == -1:
-            v15 = None
+        n20 = b[p]; p += 1
+        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+        n20 -= 1
+        if n20 >= 0:
+            if n20 > L - p: raise _rt.short(n20, L - p)
+            v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+        elif n20 == -1:
+            v19 = None
         else:
-            raise _rt.negative(n16)
-        d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v15}
+            raise _rt.negative(n20)
+        d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -404,8 +498,24 @@ def _f8(b, p):
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f7(b, p)
-                v9.append(x12)
+                n13, = _U0(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15, = _U1(b, p); p += 4
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15]; p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                d16 = {"MemberId": v12, "Metadata": v14}
+                v9.append(d16)
         elif n10 == -1:
             v9 = None
         else:
@@ -448,8 +558,24 @@ def _f9(b, p):
             if n11 * 6 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f7(b, p)
-                v10.append(x13)
+                n14, = _U0(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 4
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16]; p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"MemberId": v13, "Metadata": v15}
+                v10.append(d17)
         elif n11 == -1:
             v10 = None
         else:
@@ -524,8 +650,32 @@ def _f11(b, p):
             if n11 * 8 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f10(b, p)
-                v10.append(x13)
+                n14, = _U0(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U0(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 4
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18]; p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
+                v10.append(d19)
         elif n11 == -1:
             v10 = None
         else:
@@ -617,8 +767,41 @@ def _f13(b, p):
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f12(b, p)
-                v10.append(x13)
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18]; p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v10.append(d19)
         elif n11 == -1:
             v10 = None
         else:
@@ -682,8 +865,41 @@ def _f14(b, p):
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f12(b, p)
-                v12.append(x15)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20]; p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                d21 = {"MemberId": v15, "GroupInstanceId": v17, "Metadata": v19}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v12.append(d21)
         elif n13 == -1:
             v12 = None
         else:
@@ -748,8 +964,41 @@ def _f15(b, p):
             if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
             v13 = []
             for i15 in range(n14):
-                x16, p = _f12(b, p)
-                v13.append(x16)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                n21 = b[p]; p += 1
+                if n21 > 127: n21, p = _rt.uvarint(b, p, n21)
+                n21 -= 1
+                if n21 >= 0:
+                    if n21 > L - p: raise _rt.short(n21, L - p)
+                    v20 = b[p:p + n21]; p += n21
+                elif n21 == -1:
+                    v20 = None
+                else:
+                    raise _rt.negative(n21)
+                d22 = {"MemberId": v16, "GroupInstanceId": v18, "Metadata": v20}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v13.append(d22)
         elif n14 == -1:
             v13 = None
         else:
@@ -769,4 +1018,4 @@ NAME = 'JoinGroup'
 REQUEST = {0: _f1, 1: _f2, 2: _f2, 3: _f2, 4: _f2, 5: _f3, 6: _f5, 7: _f5, 8: _f6, 9: _f6}
 RESPONSE = {0: _f8, 1: _f8, 2: _f9, 3: _f9, 4: _f9, 5: _f11, 6: _f13, 7: _f14, 8: _f14, 9: _f15}
 
-_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Metadata', None), 27: ('Metadata', None), 28: ('Metadata', None), 29: ('Metadata', None), 30: ('Metadata', None), 31: ('Metadata', None), 32: ('Metadata', None), 33: ('Metadata', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('SessionTimeoutMs', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('MemberId', None), 59: ('ProtocolType', None), 60: ('ProtocolType', None), 61: ('ProtocolType', None), 62: ('ProtocolType', None), 63: ('ProtocolType', None), 64: ('ProtocolType', None), 65: ('ProtocolType', None), 66: ('ProtocolType', None), 67: ('Protocols', None), 68: ('Protocols', None), 69: ('Protocols', None), 70: ('Protocols', None), 71: ('Protocols', None), 72: ('Protocols', 'i10'), 73: ('Protocols', 'i10'), 74: ('Protocols', None), 75: ('Protocols', None), 76: ('Protocols', None), 77: ('Protocols', None), 86: ('GroupId', None), 87: ('GroupId', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 95: ('MemberId', None), 96: ('MemberId', None), 97: ('MemberId', None), 98: ('MemberId', None), 99: ('MemberId', None), 100: ('MemberId', None), 101: ('MemberId', None), 102: ('MemberId', None), 103: ('ProtocolType', None), 104: ('ProtocolType', None), 105: ('ProtocolType', None), 106: ('ProtocolType', None), 107: ('ProtocolType', None), 108: ('ProtocolType', None), 109: ('ProtocolType', None), 110: ('ProtocolType', None), 111: ('Protocols', None), 112: ('Protocols', None), 113: ('Protocols', None), 114: ('Protocols', None), 115: ('Protocols', None), 116: ('Protocols', 'i11'), 117: ('Protocols', 'i11'), 118: ('Protocols', None), 119: ('Protocols', None), 120: ('Protocols', None), 121: ('Protocols', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('GroupId', None), 137: ('GroupId', None), 138: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 139: ('MemberId', None), 140: ('MemberId', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('GroupInstanceId', None), 148: ('GroupInstanceId', None), 149: ('GroupInstanceId', None), 150: ('GroupInstanceId', None), 151: ('GroupInstanceId', None), 152: ('GroupInstanceId', None), 153: ('GroupInstanceId', None), 154: ('GroupInstanceId', None), 155: ('ProtocolType', None), 156: ('ProtocolType', None), 157: ('ProtocolType', None), 158: ('ProtocolType', None), 159: ('ProtocolType', None), 160: ('ProtocolType', None), 161: ('ProtocolType', None), 162: ('ProtocolType', None), 163: ('Protocols', None), 164: ('Protocols', None), 165: ('Protocols', None), 166: ('Protocols', None), 167: ('Protocols', None), 168: ('Protocols', 'i13'), 169: ('Protocols', 'i13'), 170: ('Protocols', None), 171: ('Protocols', None), 172: ('Protocols', None), 173: ('Protocols', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Metadata', None), 193: ('Metadata', None), 194: ('Metadata', None), 195: ('Metadata', None), 196: ('Metadata', None), 197: ('Metadata', None), 198: ('Metadata', None), 199: ('Metadata', None), 200: ('Metadata', None), 201: ('Metadata', None), 203: ('_tagged', None), 204: ('_tagged', None), 205: ('_tagged', None), 213: ('GroupId', None), 214: ('GroupId', None), 215: ('GroupId', None), 216: ('GroupId', None), 217: ('GroupId', None), 218: ('GroupId', None), 219: ('GroupId', None), 220: ('GroupId', None), 221: ('GroupId', None), 222: ('GroupId', None), 223: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 224: ('MemberId', None), 225: ('MemberId', None), 226: ('MemberId', None), 227: ('MemberId', None), 228: ('MemberId', None), 229: ('MemberId', None), 230: ('MemberId', None), 231: ('MemberId', None), 232: ('MemberId', None), 233: ('MemberId', None), 234: ('GroupInstanceId', None), 235: ('GroupInstanceId', None), 236: ('GroupInstanceId', None), 237: ('GroupInstanceId', None), 238: ('GroupInstanceId', None), 239: ('GroupInstanceId', None), 240: ('GroupInstanceId', None), 241: ('GroupInstanceId', None), 242: ('GroupInstanceId', None), 243: ('GroupInstanceId', None), 244: ('ProtocolType', None), 245: ('ProtocolType', None), 246: ('ProtocolType', None), 247: ('ProtocolType', None), 248: ('ProtocolType', None), 249: ('ProtocolType', None), 250: ('ProtocolType', None), 251: ('ProtocolType', None), 252: ('ProtocolType', None), 253: ('ProtocolType', None), 254: ('Protocols', None), 255: ('Protocols', None), 256: ('Protocols', None), 257: ('Protocols', None), 258: ('Protocols', None), 259: ('Protocols', None), 260: ('Protocols', None), 261: ('Protocols', 'i13'), 262: ('Protocols', 'i13'), 263: ('Protocols', None), 264: ('Protocols', None), 265: ('Protocols', None), 266: ('Protocols', None), 268: ('_tagged', None), 269: ('_tagged', None), 270: ('_tagged', None), 278: ('GroupId', None), 279: ('GroupId', None), 280: ('GroupId', None), 281: ('GroupId', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('GroupId', None), 287: ('GroupId', None), 288: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 289: ('MemberId', None), 290: ('MemberId', None), 291: ('MemberId', None), 292: ('MemberId', None), 293: ('MemberId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberId', None), 297: ('MemberId', None), 298: ('MemberId', None), 299: ('GroupInstanceId', None), 300: ('GroupInstanceId', None), 301: ('GroupInstanceId', None), 302: ('GroupInstanceId', None), 303: ('GroupInstanceId', None), 304: ('GroupInstanceId', None), 305: ('GroupInstanceId', None), 306: ('GroupInstanceId', None), 307: ('GroupInstanceId', None), 308: ('GroupInstanceId', None), 309: ('ProtocolType', None), 310: ('ProtocolType', None), 311: ('ProtocolType', None), 312: ('ProtocolType', None), 313: ('ProtocolType', None), 314: ('ProtocolType', None), 315: ('ProtocolType', None), 316: ('ProtocolType', None), 317: ('ProtocolType', None), 318: ('ProtocolType', None), 319: ('Protocols', None), 320: ('Protocols', None), 321: ('Protocols', None), 322: ('Protocols', None), 323: ('Protocols', None), 324: ('Protocols', None), 325: ('Protocols', None), 326: ('Protocols', 'i13'), 327: ('Protocols', 'i13'), 328: ('Protocols', None), 329: ('Protocols', None), 330: ('Protocols', None), 331: ('Protocols', None), 332: ('Reason', None), 333: ('Reason', None), 334: ('Reason', None), 335: ('Reason', None), 336: ('Reason', None), 337: ('Reason', None), 338: ('Reason', None), 339: ('Reason', None), 340: ('Reason', None), 341: ('Reason', None), 343: ('_tagged', None), 344: ('_tagged', None), 345: ('_tagged', None), 353: ('MemberId', None), 354: ('MemberId', None), 355: ('MemberId', None), 356: ('MemberId', None), 357: ('MemberId', None), 358: ('MemberId', None), 359: ('MemberId', None), 360: ('MemberId', None), 361: ('Metadata', None), 362: ('Metadata', None), 363: ('Metadata', None), 364: ('Metadata', None), 365: ('Metadata', None), 366: ('Metadata', None), 367: ('Metadata', None), 368: ('Metadata', None), 377: ('ErrorCode+GenerationId', None), 378: ('ProtocolName', None), 379: ('ProtocolName', None), 380: ('ProtocolName', None), 381: ('ProtocolName', None), 382: ('ProtocolName', None), 383: ('ProtocolName', None), 384: ('ProtocolName', None), 385: ('ProtocolName', None), 386: ('Leader', None), 387: ('Leader', None), 388: ('Leader', None), 389: ('Leader', None), 390: ('Leader', None), 391: ('Leader', None), 392: ('Leader', None), 393: ('Leader', None), 394: ('MemberId', None), 395: ('MemberId', None), 396: ('MemberId', None), 397: ('MemberId', None), 398: ('MemberId', None), 399: ('MemberId', None), 400: ('MemberId', None), 401: ('MemberId', None), 402: ('Members', None), 403: ('Members', None), 404: ('Members', None), 405: ('Members', None), 406: ('Members', None), 407: ('Members', 'i11'), 408: ('Members', 'i11'), 409: ('Members', None), 410: ('Members', None), 411: ('Members', None), 412: ('Members', None), 421: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 422: ('ProtocolName', None), 423: ('ProtocolName', None), 424: ('ProtocolName', None), 425: ('ProtocolName', None), 426: ('ProtocolName', None), 427: ('ProtocolName', None), 428: ('ProtocolName', None), 429: ('ProtocolName', None), 430: ('Leader', None), 431: ('Leader', None), 432: ('Leader', None), 433: ('Leader', None), 434: ('Leader', None), 435: ('Leader', None), 436: ('Leader', None), 437: ('Leader', None), 438: ('MemberId', None), 439: ('MemberId', None), 440: ('MemberId', None), 441: ('MemberId', None), 442: ('MemberId', None), 443: ('MemberId', None), 444: ('MemberId', None), 445: ('MemberId', None), 446: ('Members', None), 447: ('Members', None), 448: ('Members', None), 449: ('Members', None), 450: ('Members', None), 451: ('Members', 'i12'), 452: ('Members', 'i12'), 453: ('Members', None), 454: ('Members', None), 455: ('Members', None), 456: ('Members', None), 465: ('MemberId', None), 466: ('MemberId', None), 467: ('MemberId', None), 468: ('MemberId', None), 469: ('MemberId', None), 470: ('MemberId', None), 471: ('MemberId', None), 472: ('MemberId', None), 473: ('GroupInstanceId', None), 474: ('GroupInstanceId', None), 475: ('GroupInstanceId', None), 476: ('GroupInstanceId', None), 477: ('GroupInstanceId', None), 478: ('GroupInstanceId', None), 479: ('GroupInstanceId', None), 480: ('GroupInstanceId', None), 481: ('Metadata', None), 482: ('Metadata', None), 483: ('Metadata', None), 484: ('Metadata', None), 485: ('Metadata', None), 486: ('Metadata', None), 487: ('Metadata', None), 488: ('Metadata', None), 497: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 498: ('ProtocolName', None), 499: ('ProtocolName', None), 500: ('ProtocolName', None), 501: ('ProtocolName', None), 502: ('ProtocolName', None), 503: ('ProtocolName', None), 504: ('ProtocolName', None), 505: ('ProtocolName', None), 506: ('Leader', None), 507: ('Leader', None), 508: ('Leader', None), 509: ('Leader', None), 510: ('Leader', None), 511: ('Leader', None), 512: ('Leader', None), 513: ('Leader', None), 514: ('MemberId', None), 515: ('MemberId', None), 516: ('MemberId', None), 517: ('MemberId', None), 518: ('MemberId', None), 519: ('MemberId', None), 520: ('MemberId', None), 521: ('MemberId', None), 522: ('Members', None), 523: ('Members', None), 524: ('Members', None), 525: ('Members', None), 526: ('Members', None), 527: ('Members', 'i12'), 528: ('Members', 'i12'), 529: ('Members', None), 530: ('Members', None), 531: ('Members', None), 532: ('Members', None), 541: ('MemberId', None), 542: ('MemberId', None), 543: ('MemberId', None), 544: ('MemberId', None), 545: ('MemberId', None), 546: ('MemberId', None), 547: ('MemberId', None), 548: ('MemberId', None), 549: ('MemberId', None), 550: ('MemberId', None), 551: ('GroupInstanceId', None), 552: ('GroupInstanceId', None), 553: ('GroupInstanceId', None), 554: ('GroupInstanceId', None), 555: ('GroupInstanceId', None), 556: ('GroupInstanceId', None), 557: ('GroupInstanceId', None), 558: ('GroupInstanceId', None), 559: ('GroupInstanceId', None), 560: ('GroupInstanceId', None), 561: ('Metadata', None), 562: ('Metadata', None), 563: ('Metadata', None), 564: ('Metadata', None), 565: ('Metadata', None), 566: ('Metadata', None), 567: ('Metadata', None), 568: ('Metadata', None), 569: ('Metadata', None), 570: ('Metadata', None), 572: ('_tagged', None), 573: ('_tagged', None), 574: ('_tagged', None), 582: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 583: ('ProtocolName', None), 584: ('ProtocolName', None), 585: ('ProtocolName', None), 586: ('ProtocolName', None), 587: ('ProtocolName', None), 588: ('ProtocolName', None), 589: ('ProtocolName', None), 590: ('ProtocolName', None), 591: ('ProtocolName', None), 592: ('ProtocolName', None), 593: ('Leader', None), 594: ('Leader', None), 595: ('Leader', None), 596: ('Leader', None), 597: ('Leader', None), 598: ('Leader', None), 599: ('Leader', None), 600: ('Leader', None), 601: ('Leader', None), 602: ('Leader', None), 603: ('MemberId', None), 604: ('MemberId', None), 605: ('MemberId', None), 606: ('MemberId', None), 607: ('MemberId', None), 608: ('MemberId', None), 609: ('MemberId', None), 610: ('MemberId', None), 611: ('MemberId', None), 612: ('MemberId', None), 613: ('Members', None), 614: ('Members', None), 615: ('Members', None), 616: ('Members', None), 617: ('Members', None), 618: ('Members', None), 619: ('Members', None), 620: ('Members', 'i12'), 621: ('Members', 'i12'), 622: ('Members', None), 623: ('Members', None), 624: ('Members', None), 625: ('Members', None), 627: ('_tagged', None), 628: ('_tagged', None), 629: ('_tagged', None), 637: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 638: ('ProtocolType', None), 639: ('ProtocolType', None), 640: ('ProtocolType', None), 641: ('ProtocolType', None), 642: ('ProtocolType', None), 643: ('ProtocolType', None), 644: ('ProtocolType', None), 645: ('ProtocolType', None), 646: ('ProtocolType', None), 647: ('ProtocolType', None), 648: ('ProtocolName', None), 649: ('ProtocolName', None), 650: ('ProtocolName', None), 651: ('ProtocolName', None), 652: ('ProtocolName', None), 653: ('ProtocolName', None), 654: ('ProtocolName', None), 655: ('ProtocolName', None), 656: ('ProtocolName', None), 657: ('ProtocolName', None), 658: ('Leader', None), 659: ('Leader', None), 660: ('Leader', None), 661: ('Leader', None), 662: ('Leader', None), 663: ('Leader', None), 664: ('Leader', None), 665: ('Leader', None), 666: ('Leader', None), 667: ('Leader', None), 668: ('MemberId', None), 669: ('MemberId', None), 670: ('MemberId', None), 671: ('MemberId', None), 672: ('MemberId', None), 673: ('MemberId', None), 674: ('MemberId', None), 675: ('MemberId', None), 676: ('MemberId', None), 677: ('MemberId', None), 678: ('Members', None), 679: ('Members', None), 680: ('Members', None), 681: ('Members', None), 682: ('Members', None), 683: ('Members', None), 684: ('Members', None), 685: ('Members', 'i14'), 686: ('Members', 'i14'), 687: ('Members', None), 688: ('Members', None), 689: ('Members', None), 690: ('Members', None), 692: ('_tagged', None), 693: ('_tagged', None), 694: ('_tagged', None), 702: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 703: ('ProtocolType', None), 704: ('ProtocolType', None), 705: ('ProtocolType', None), 706: ('ProtocolType', None), 707: ('ProtocolType', None), 708: ('ProtocolType', None), 709: ('ProtocolType', None), 710: ('ProtocolType', None), 711: ('ProtocolType', None), 712: ('ProtocolType', None), 713: ('ProtocolName', None), 714: ('ProtocolName', None), 715: ('ProtocolName', None), 716: ('ProtocolName', None), 717: ('ProtocolName', None), 718: ('ProtocolName', None), 719: ('ProtocolName', None), 720: ('ProtocolName', None), 721: ('ProtocolName', None), 722: ('ProtocolName', None), 723: ('Leader', None), 724: ('Leader', None), 725: ('Leader', None), 726: ('Leader', None), 727: ('Leader', None), 728: ('Leader', None), 729: ('Leader', None), 730: ('Leader', None), 731: ('Leader', None), 732: ('Leader', None), 733: ('SkipAssignment', None), 734: ('MemberId', None), 735: ('MemberId', None), 736: ('MemberId', None), 737: ('MemberId', None), 738: ('MemberId', None), 739: ('MemberId', None), 740: ('MemberId', None), 741: ('MemberId', None), 742: ('MemberId', None), 743: ('MemberId', None), 744: ('Members', None), 745: ('Members', None), 746: ('Members', None), 747: ('Members', None), 748: ('Members', None), 749: ('Members', None), 750: ('Members', None), 751: ('Members', 'i15'), 752: ('Members', 'i15'), 753: ('Members', None), 754: ('Members', None), 755: ('Members', None), 756: ('Members', None), 758: ('_tagged', None), 759: ('_tagged', None), 760: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Metadata', None), 27: ('Metadata', None), 28: ('Metadata', None), 29: ('Metadata', None), 30: ('Metadata', None), 31: ('Metadata', None), 32: ('Metadata', None), 33: ('Metadata', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('SessionTimeoutMs', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('MemberId', None), 59: ('ProtocolType', None), 60: ('ProtocolType', None), 61: ('ProtocolType', None), 62: ('ProtocolType', None), 63: ('ProtocolType', None), 64: ('ProtocolType', None), 65: ('ProtocolType', None), 66: ('ProtocolType', None), 67: ('Protocols', None), 68: ('Protocols', None), 69: ('Protocols', None), 70: ('Protocols', None), 71: ('Protocols', None), 72: ('Protocols[{}].Name', 'i10'), 73: ('Protocols[{}].Name', 'i10'), 74: ('Protocols[{}].Name', 'i10'), 75: ('Protocols[{}].Name', 'i10'), 76: ('Protocols[{}].Name', 'i10'), 77: ('Protocols[{}].Name', 'i10'), 78: ('Protocols[{}].Name', 'i10'), 79: ('Protocols[{}].Name', 'i10'), 80: ('Protocols[{}].Metadata', 'i10'), 81: ('Protocols[{}].Metadata', 'i10'), 82: ('Protocols[{}].Metadata', 'i10'), 83: ('Protocols[{}].Metadata', 'i10'), 84: ('Protocols[{}].Metadata', 'i10'), 85: ('Protocols[{}].Metadata', 'i10'), 86: ('Protocols[{}].Metadata', 'i10'), 87: ('Protocols[{}].Metadata', 'i10'), 88: ('Protocols', 'i10'), 89: ('Protocols', 'i10'), 90: ('Protocols', None), 91: ('Protocols', None), 92: ('Protocols', None), 93: ('Protocols', None), 102: ('GroupId', None), 103: ('GroupId', None), 104: ('GroupId', None), 105: ('GroupId', None), 106: ('GroupId', None), 107: ('GroupId', None), 108: ('GroupId', None), 109: ('GroupId', None), 110: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('MemberId', None), 118: ('MemberId', None), 119: ('ProtocolType', None), 120: ('ProtocolType', None), 121: ('ProtocolType', None), 122: ('ProtocolType', None), 123: ('ProtocolType', None), 124: ('ProtocolType', None), 125: ('ProtocolType', None), 126: ('ProtocolType', None), 127: ('Protocols', None), 128: ('Protocols', None), 129: ('Protocols', None), 130: ('Protocols', None), 131: ('Protocols', None), 132: ('Protocols[{}].Name', 'i11'), 133: ('Protocols[{}].Name', 'i11'), 134: ('Protocols[{}].Name', 'i11'), 135: ('Protocols[{}].Name', 'i11'), 136: ('Protocols[{}].Name', 'i11'), 137: ('Protocols[{}].Name', 'i11'), 138: ('Protocols[{}].Name', 'i11'), 139: ('Protocols[{}].Name', 'i11'), 140: ('Protocols[{}].Metadata', 'i11'), 141: ('Protocols[{}].Metadata', 'i11'), 142: ('Protocols[{}].Metadata', 'i11'), 143: ('Protocols[{}].Metadata', 'i11'), 144: ('Protocols[{}].Metadata', 'i11'), 145: ('Protocols[{}].Metadata', 'i11'), 146: ('Protocols[{}].Metadata', 'i11'), 147: ('Protocols[{}].Metadata', 'i11'), 148: ('Protocols', 'i11'), 149: ('Protocols', 'i11'), 150: ('Protocols', None), 151: ('Protocols', None), 152: ('Protocols', None), 153: ('Protocols', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('GroupId', None), 170: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('GroupInstanceId', None), 180: ('GroupInstanceId', None), 181: ('GroupInstanceId', None), 182: ('GroupInstanceId', None), 183: ('GroupInstanceId', None), 184: ('GroupInstanceId', None), 185: ('GroupInstanceId', None), 186: ('GroupInstanceId', None), 187: ('ProtocolType', None), 188: ('ProtocolType', None), 189: ('ProtocolType', None), 190: ('ProtocolType', None), 191: ('ProtocolType', None), 192: ('ProtocolType', None), 193: ('ProtocolType', None), 194: ('ProtocolType', None), 195: ('Protocols', None), 196: ('Protocols', None), 197: ('Protocols', None), 198: ('Protocols', None), 199: ('Protocols', None), 200: ('Protocols[{}].Name', 'i13'), 201: ('Protocols[{}].Name', 'i13'), 202: ('Protocols[{}].Name', 'i13'), 203: ('Protocols[{}].Name', 'i13'), 204: ('Protocols[{}].Name', 'i13'), 205: ('Protocols[{}].Name', 'i13'), 206: ('Protocols[{}].Name', 'i13'), 207: ('Protocols[{}].Name', 'i13'), 208: ('Protocols[{}].Metadata', 'i13'), 209: ('Protocols[{}].Metadata', 'i13'), 210: ('Protocols[{}].Metadata', 'i13'), 211: ('Protocols[{}].Metadata', 'i13'), 212: ('Protocols[{}].Metadata', 'i13'), 213: ('Protocols[{}].Metadata', 'i13'), 214: ('Protocols[{}].Metadata', 'i13'), 215: ('Protocols[{}].Metadata', 'i13'), 216: ('Protocols', 'i13'), 217: ('Protocols', 'i13'), 218: ('Protocols', None), 219: ('Protocols', None), 220: ('Protocols', None), 221: ('Protocols', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Metadata', None), 241: ('Metadata', None), 242: ('Metadata', None), 243: ('Metadata', None), 244: ('Metadata', None), 245: ('Metadata', None), 246: ('Metadata', None), 247: ('Metadata', None), 248: ('Metadata', None), 249: ('Metadata', None), 251: ('_tagged', None), 252: ('_tagged', None), 253: ('_tagged', None), 261: ('GroupId', None), 262: ('GroupId', None), 263: ('GroupId', None), 264: ('GroupId', None), 265: ('GroupId', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 272: ('MemberId', None), 273: ('MemberId', None), 274: ('MemberId', None), 275: ('MemberId', None), 276: ('MemberId', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('GroupInstanceId', None), 283: ('GroupInstanceId', None), 284: ('GroupInstanceId', None), 285: ('GroupInstanceId', None), 286: ('GroupInstanceId', None), 287: ('GroupInstanceId', None), 288: ('GroupInstanceId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('GroupInstanceId', None), 292: ('ProtocolType', None), 293: ('ProtocolType', None), 294: ('ProtocolType', None), 295: ('ProtocolType', None), 296: ('ProtocolType', None), 297: ('ProtocolType', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('Protocols', None), 303: ('Protocols', None), 304: ('Protocols', None), 305: ('Protocols', None), 306: ('Protocols', None), 307: ('Protocols', None), 308: ('Protocols', None), 309: ('Protocols[{}].Name', 'i13'), 310: ('Protocols[{}].Name', 'i13'), 311: ('Protocols[{}].Name', 'i13'), 312: ('Protocols[{}].Name', 'i13'), 313: ('Protocols[{}].Name', 'i13'), 314: ('Protocols[{}].Name', 'i13'), 315: ('Protocols[{}].Name', 'i13'), 316: ('Protocols[{}].Name', 'i13'), 317: ('Protocols[{}].Name', 'i13'), 318: ('Protocols[{}].Name', 'i13'), 319: ('Protocols[{}].Metadata', 'i13'), 320: ('Protocols[{}].Metadata', 'i13'), 321: ('Protocols[{}].Metadata', 'i13'), 322: ('Protocols[{}].Metadata', 'i13'), 323: ('Protocols[{}].Metadata', 'i13'), 324: ('Protocols[{}].Metadata', 'i13'), 325: ('Protocols[{}].Metadata', 'i13'), 326: ('Protocols[{}].Metadata', 'i13'), 327: ('Protocols[{}].Metadata', 'i13'), 328: ('Protocols[{}].Metadata', 'i13'), 329: ('Protocols', 'i13'), 330: ('Protocols', 'i13'), 331: ('Protocols', 'i13'), 332: ('Protocols', 'i13'), 333: ('Protocols', 'i13'), 334: ('Protocols', None), 335: ('Protocols', None), 336: ('Protocols', None), 337: ('Protocols', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('GroupId', None), 350: ('GroupId', None), 351: ('GroupId', None), 352: ('GroupId', None), 353: ('GroupId', None), 354: ('GroupId', None), 355: ('GroupId', None), 356: ('GroupId', None), 357: ('GroupId', None), 358: ('GroupId', None), 359: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 360: ('MemberId', None), 361: ('MemberId', None), 362: ('MemberId', None), 363: ('MemberId', None), 364: ('MemberId', None), 365: ('MemberId', None), 366: ('MemberId', None), 367: ('MemberId', None), 368: ('MemberId', None), 369: ('MemberId', None), 370: ('GroupInstanceId', None), 371: ('GroupInstanceId', None), 372: ('GroupInstanceId', None), 373: ('GroupInstanceId', None), 374: ('GroupInstanceId', None), 375: ('GroupInstanceId', None), 376: ('GroupInstanceId', None), 377: ('GroupInstanceId', None), 378: ('GroupInstanceId', None), 379: ('GroupInstanceId', None), 380: ('ProtocolType', None), 381: ('ProtocolType', None), 382: ('ProtocolType', None), 383: ('ProtocolType', None), 384: ('ProtocolType', None), 385: ('ProtocolType', None), 386: ('ProtocolType', None), 387: ('ProtocolType', None), 388: ('ProtocolType', None), 389: ('ProtocolType', None), 390: ('Protocols', None), 391: ('Protocols', None), 392: ('Protocols', None), 393: ('Protocols', None), 394: ('Protocols', None), 395: ('Protocols', None), 396: ('Protocols', None), 397: ('Protocols[{}].Name', 'i13'), 398: ('Protocols[{}].Name', 'i13'), 399: ('Protocols[{}].Name', 'i13'), 400: ('Protocols[{}].Name', 'i13'), 401: ('Protocols[{}].Name', 'i13'), 402: ('Protocols[{}].Name', 'i13'), 403: ('Protocols[{}].Name', 'i13'), 404: ('Protocols[{}].Name', 'i13'), 405: ('Protocols[{}].Name', 'i13'), 406: ('Protocols[{}].Name', 'i13'), 407: ('Protocols[{}].Metadata', 'i13'), 408: ('Protocols[{}].Metadata', 'i13'), 409: ('Protocols[{}].Metadata', 'i13'), 410: ('Protocols[{}].Metadata', 'i13'), 411: ('Protocols[{}].Metadata', 'i13'), 412: ('Protocols[{}].Metadata', 'i13'), 413: ('Protocols[{}].Metadata', 'i13'), 414: ('Protocols[{}].Metadata', 'i13'), 415: ('Protocols[{}].Metadata', 'i13'), 416: ('Protocols[{}].Metadata', 'i13'), 417: ('Protocols', 'i13'), 418: ('Protocols', 'i13'), 419: ('Protocols', 'i13'), 420: ('Protocols', 'i13'), 421: ('Protocols', 'i13'), 422: ('Protocols', None), 423: ('Protocols', None), 424: ('Protocols', None), 425: ('Protocols', None), 426: ('Reason', None), 427: ('Reason', None), 428: ('Reason', None), 429: ('Reason', None), 430: ('Reason', None), 431: ('Reason', None), 432: ('Reason', None), 433: ('Reason', None), 434: ('Reason', None), 435: ('Reason', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None), 447: ('MemberId', None), 448: ('MemberId', None), 449: ('MemberId', None), 450: ('MemberId', None), 451: ('MemberId', None), 452: ('MemberId', None), 453: ('MemberId', None), 454: ('MemberId', None), 455: ('Metadata', None), 456: ('Metadata', None), 457: ('Metadata', None), 458: ('Metadata', None), 459: ('Metadata', None), 460: ('Metadata', None), 461: ('Metadata', None), 462: ('Metadata', None), 471: ('ErrorCode+GenerationId', None), 472: ('ProtocolName', None), 473: ('ProtocolName', None), 474: ('ProtocolName', None), 475: ('ProtocolName', None), 476: ('ProtocolName', None), 477: ('ProtocolName', None), 478: ('ProtocolName', None), 479: ('ProtocolName', None), 480: ('Leader', None), 481: ('Leader', None), 482: ('Leader', None), 483: ('Leader', None), 484: ('Leader', None), 485: ('Leader', None), 486: ('Leader', None), 487: ('Leader', None), 488: ('MemberId', None), 489: ('MemberId', None), 490: ('MemberId', None), 491: ('MemberId', None), 492: ('MemberId', None), 493: ('MemberId', None), 494: ('MemberId', None), 495: ('MemberId', None), 496: ('Members', None), 497: ('Members', None), 498: ('Members', None), 499: ('Members', None), 500: ('Members', None), 501: ('Members[{}].MemberId', 'i11'), 502: ('Members[{}].MemberId', 'i11'), 503: ('Members[{}].MemberId', 'i11'), 504: ('Members[{}].MemberId', 'i11'), 505: ('Members[{}].MemberId', 'i11'), 506: ('Members[{}].MemberId', 'i11'), 507: ('Members[{}].MemberId', 'i11'), 508: ('Members[{}].MemberId', 'i11'), 509: ('Members[{}].Metadata', 'i11'), 510: ('Members[{}].Metadata', 'i11'), 511: ('Members[{}].Metadata', 'i11'), 512: ('Members[{}].Metadata', 'i11'), 513: ('Members[{}].Metadata', 'i11'), 514: ('Members[{}].Metadata', 'i11'), 515: ('Members[{}].Metadata', 'i11'), 516: ('Members[{}].Metadata', 'i11'), 517: ('Members', 'i11'), 518: ('Members', 'i11'), 519: ('Members', None), 520: ('Members', None), 521: ('Members', None), 522: ('Members', None), 531: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 532: ('ProtocolName', None), 533: ('ProtocolName', None), 534: ('ProtocolName', None), 535: ('ProtocolName', None), 536: ('ProtocolName', None), 537: ('ProtocolName', None), 538: ('ProtocolName', None), 539: ('ProtocolName', None), 540: ('Leader', None), 541: ('Leader', None), 542: ('Leader', None), 543: ('Leader', None), 544: ('Leader', None), 545: ('Leader', None), 546: ('Leader', None), 547: ('Leader', None), 548: ('MemberId', None), 549: ('MemberId', None), 550: ('MemberId', None), 551: ('MemberId', None), 552: ('MemberId', None), 553: ('MemberId', None), 554: ('MemberId', None), 555: ('MemberId', None), 556: ('Members', None), 557: ('Members', None), 558: ('Members', None), 559: ('Members', None), 560: ('Members', None), 561: ('Members[{}].MemberId', 'i12'), 562: ('Members[{}].MemberId', 'i12'), 563: ('Members[{}].MemberId', 'i12'), 564: ('Members[{}].MemberId', 'i12'), 565: ('Members[{}].MemberId', 'i12'), 566: ('Members[{}].MemberId', 'i12'), 567: ('Members[{}].MemberId', 'i12'), 568: ('Members[{}].MemberId', 'i12'), 569: ('Members[{}].Metadata', 'i12'), 570: ('Members[{}].Metadata', 'i12'), 571: ('Members[{}].Metadata', 'i12'), 572: ('Members[{}].Metadata', 'i12'), 573: ('Members[{}].Metadata', 'i12'), 574: ('Members[{}].Metadata', 'i12'), 575: ('Members[{}].Metadata', 'i12'), 576: ('Members[{}].Metadata', 'i12'), 577: ('Members', 'i12'), 578: ('Members', 'i12'), 579: ('Members', None), 580: ('Members', None), 581: ('Members', None), 582: ('Members', None), 591: ('MemberId', None), 592: ('MemberId', None), 593: ('MemberId', None), 594: ('MemberId', None), 595: ('MemberId', None), 596: ('MemberId', None), 597: ('MemberId', None), 598: ('MemberId', None), 599: ('GroupInstanceId', None), 600: ('GroupInstanceId', None), 601: ('GroupInstanceId', None), 602: ('GroupInstanceId', None), 603: ('GroupInstanceId', None), 604: ('GroupInstanceId', None), 605: ('GroupInstanceId', None), 606: ('GroupInstanceId', None), 607: ('Metadata', None), 608: ('Metadata', None), 609: ('Metadata', None), 610: ('Metadata', None), 611: ('Metadata', None), 612: ('Metadata', None), 613: ('Metadata', None), 614: ('Metadata', None), 623: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 624: ('ProtocolName', None), 625: ('ProtocolName', None), 626: ('ProtocolName', None), 627: ('ProtocolName', None), 628: ('ProtocolName', None), 629: ('ProtocolName', None), 630: ('ProtocolName', None), 631: ('ProtocolName', None), 632: ('Leader', None), 633: ('Leader', None), 634: ('Leader', None), 635: ('Leader', None), 636: ('Leader', None), 637: ('Leader', None), 638: ('Leader', None), 639: ('Leader', None), 640: ('MemberId', None), 641: ('MemberId', None), 642: ('MemberId', None), 643: ('MemberId', None), 644: ('MemberId', None), 645: ('MemberId', None), 646: ('MemberId', None), 647: ('MemberId', None), 648: ('Members', None), 649: ('Members', None), 650: ('Members', None), 651: ('Members', None), 652: ('Members', None), 653: ('Members[{}].MemberId', 'i12'), 654: ('Members[{}].MemberId', 'i12'), 655: ('Members[{}].MemberId', 'i12'), 656: ('Members[{}].MemberId', 'i12'), 657: ('Members[{}].MemberId', 'i12'), 658: ('Members[{}].MemberId', 'i12'), 659: ('Members[{}].MemberId', 'i12'), 660: ('Members[{}].MemberId', 'i12'), 661: ('Members[{}].GroupInstanceId', 'i12'), 662: ('Members[{}].GroupInstanceId', 'i12'), 663: ('Members[{}].GroupInstanceId', 'i12'), 664: ('Members[{}].GroupInstanceId', 'i12'), 665: ('Members[{}].GroupInstanceId', 'i12'), 666: ('Members[{}].GroupInstanceId', 'i12'), 667: ('Members[{}].GroupInstanceId', 'i12'), 668: ('Members[{}].GroupInstanceId', 'i12'), 669: ('Members[{}].Metadata', 'i12'), 670: ('Members[{}].Metadata', 'i12'), 671: ('Members[{}].Metadata', 'i12'), 672: ('Members[{}].Metadata', 'i12'), 673: ('Members[{}].Metadata', 'i12'), 674: ('Members[{}].Metadata', 'i12'), 675: ('Members[{}].Metadata', 'i12'), 676: ('Members[{}].Metadata', 'i12'), 677: ('Members', 'i12'), 678: ('Members', 'i12'), 679: ('Members', None), 680: ('Members', None), 681: ('Members', None), 682: ('Members', None), 691: ('MemberId', None), 692: ('MemberId', None), 693: ('MemberId', None), 694: ('MemberId', None), 695: ('MemberId', None), 696: ('MemberId', None), 697: ('MemberId', None), 698: ('MemberId', None), 699: ('MemberId', None), 700: ('MemberId', None), 701: ('GroupInstanceId', None), 702: ('GroupInstanceId', None), 703: ('GroupInstanceId', None), 704: ('GroupInstanceId', None), 705: ('GroupInstanceId', None), 706: ('GroupInstanceId', None), 707: ('GroupInstanceId', None), 708: ('GroupInstanceId', None), 709: ('GroupInstanceId', None), 710: ('GroupInstanceId', None), 711: ('Metadata', None), 712: ('Metadata', None), 713: ('Metadata', None), 714: ('Metadata', None), 715: ('Metadata', None), 716: ('Metadata', None), 717: ('Metadata', None), 718: ('Metadata', None), 719: ('Metadata', None), 720: ('Metadata', None), 722: ('_tagged', None), 723: ('_tagged', None), 724: ('_tagged', None), 732: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 733: ('ProtocolName', None), 734: ('ProtocolName', None), 735: ('ProtocolName', None), 736: ('ProtocolName', None), 737: ('ProtocolName', None), 738: ('ProtocolName', None), 739: ('ProtocolName', None), 740: ('ProtocolName', None), 741: ('ProtocolName', None), 742: ('ProtocolName', None), 743: ('Leader', None), 744: ('Leader', None), 745: ('Leader', None), 746: ('Leader', None), 747: ('Leader', None), 748: ('Leader', None), 749: ('Leader', None), 750: ('Leader', None), 751: ('Leader', None), 752: ('Leader', None), 753: ('MemberId', None), 754: ('MemberId', None), 755: ('MemberId', None), 756: ('MemberId', None), 757: ('MemberId', None), 758: ('MemberId', None), 759: ('MemberId', None), 760: ('MemberId', None), 761: ('MemberId', None), 762: ('MemberId', None), 763: ('Members', None), 764: ('Members', None), 765: ('Members', None), 766: ('Members', None), 767: ('Members', None), 768: ('Members', None), 769: ('Members', None), 770: ('Members[{}].MemberId', 'i12'), 771: ('Members[{}].MemberId', 'i12'), 772: ('Members[{}].MemberId', 'i12'), 773: ('Members[{}].MemberId', 'i12'), 774: ('Members[{}].MemberId', 'i12'), 775: ('Members[{}].MemberId', 'i12'), 776: ('Members[{}].MemberId', 'i12'), 777: ('Members[{}].MemberId', 'i12'), 778: ('Members[{}].MemberId', 'i12'), 779: ('Members[{}].MemberId', 'i12'), 780: ('Members[{}].GroupInstanceId', 'i12'), 781: ('Members[{}].GroupInstanceId', 'i12'), 782: ('Members[{}].GroupInstanceId', 'i12'), 783: ('Members[{}].GroupInstanceId', 'i12'), 784: ('Members[{}].GroupInstanceId', 'i12'), 785: ('Members[{}].GroupInstanceId', 'i12'), 786: ('Members[{}].GroupInstanceId', 'i12'), 787: ('Members[{}].GroupInstanceId', 'i12'), 788: ('Members[{}].GroupInstanceId', 'i12'), 789: ('Members[{}].GroupInstanceId', 'i12'), 790: ('Members[{}].Metadata', 'i12'), 791: ('Members[{}].Metadata', 'i12'), 792: ('Members[{}].Metadata', 'i12'), 793: ('Members[{}].Metadata', 'i12'), 794: ('Members[{}].Metadata', 'i12'), 795: ('Members[{}].Metadata', 'i12'), 796: ('Members[{}].Metadata', 'i12'), 797: ('Members[{}].Metadata', 'i12'), 798: ('Members[{}].Metadata', 'i12'), 799: ('Members[{}].Metadata', 'i12'), 800: ('Members', 'i12'), 801: ('Members', 'i12'), 802: ('Members', 'i12'), 803: ('Members', 'i12'), 804: ('Members', 'i12'), 805: ('Members', None), 806: ('Members', None), 807: ('Members', None), 808: ('Members', None), 810: ('_tagged', None), 811: ('_tagged', None), 812: ('_tagged', None), 820: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 821: ('ProtocolType', None), 822: ('ProtocolType', None), 823: ('ProtocolType', None), 824: ('ProtocolType', None), 825: ('ProtocolType', None), 826: ('ProtocolType', None), 827: ('ProtocolType', None), 828: ('ProtocolType', None), 829: ('ProtocolType', None), 830: ('ProtocolType', None), 831: ('ProtocolName', None), 832: ('ProtocolName', None), 833: ('ProtocolName', None), 834: ('ProtocolName', None), 835: ('ProtocolName', None), 836: ('ProtocolName', None), 837: ('ProtocolName', None), 838: ('ProtocolName', None), 839: ('ProtocolName', None), 840: ('ProtocolName', None), 841: ('Leader', None), 842: ('Leader', None), 843: ('Leader', None), 844: ('Leader', None), 845: ('Leader', None), 846: ('Leader', None), 847: ('Leader', None), 848: ('Leader', None), 849: ('Leader', None), 850: ('Leader', None), 851: ('MemberId', None), 852: ('MemberId', None), 853: ('MemberId', None), 854: ('MemberId', None), 855: ('MemberId', None), 856: ('MemberId', None), 857: ('MemberId', None), 858: ('MemberId', None), 859: ('MemberId', None), 860: ('MemberId', None), 861: ('Members', None), 862: ('Members', None), 863: ('Members', None), 864: ('Members', None), 865: ('Members', None), 866: ('Members', None), 867: ('Members', None), 868: ('Members[{}].MemberId', 'i14'), 869: ('Members[{}].MemberId', 'i14'), 870: ('Members[{}].MemberId', 'i14'), 871: ('Members[{}].MemberId', 'i14'), 872: ('Members[{}].MemberId', 'i14'), 873: ('Members[{}].MemberId', 'i14'), 874: ('Members[{}].MemberId', 'i14'), 875: ('Members[{}].MemberId', 'i14'), 876: ('Members[{}].MemberId', 'i14'), 877: ('Members[{}].MemberId', 'i14'), 878: ('Members[{}].GroupInstanceId', 'i14'), 879: ('Members[{}].GroupInstanceId', 'i14'), 880: ('Members[{}].GroupInstanceId', 'i14'), 881: ('Members[{}].GroupInstanceId', 'i14'), 882: ('Members[{}].GroupInstanceId', 'i14'), 883: ('Members[{}].GroupInstanceId', 'i14'), 884: ('Members[{}].GroupInstanceId', 'i14'), 885: ('Members[{}].GroupInstanceId', 'i14'), 886: ('Members[{}].GroupInstanceId', 'i14'), 887: ('Members[{}].GroupInstanceId', 'i14'), 888: ('Members[{}].Metadata', 'i14'), 889: ('Members[{}].Metadata', 'i14'), 890: ('Members[{}].Metadata', 'i14'), 891: ('Members[{}].Metadata', 'i14'), 892: ('Members[{}].Metadata', 'i14'), 893: ('Members[{}].Metadata', 'i14'), 894: ('Members[{}].Metadata', 'i14'), 895: ('Members[{}].Metadata', 'i14'), 896: ('Members[{}].Metadata', 'i14'), 897: ('Members[{}].Metadata', 'i14'), 898: ('Members', 'i14'), 899: ('Members', 'i14'), 900: ('Members', 'i14'), 901: ('Members', 'i14'), 902: ('Members', 'i14'), 903: ('Members', None), 904: ('Members', None), 905: ('Members', None), 906: ('Members', None), 908: ('_tagged', None), 909: ('_tagged', None), 910: ('_tagged', None), 918: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 919: ('ProtocolType', None), 920: ('ProtocolType', None), 921: ('ProtocolType', None), 922: ('ProtocolType', None), 923: ('ProtocolType', None), 924: ('ProtocolType', None), 925: ('ProtocolType', None), 926: ('ProtocolType', None), 927: ('ProtocolType', None), 928: ('ProtocolType', None), 929: ('ProtocolName', None), 930: ('ProtocolName', None), 931: ('ProtocolName', None), 932: ('ProtocolName', None), 933: ('ProtocolName', None), 934: ('ProtocolName', None), 935: ('ProtocolName', None), 936: ('ProtocolName', None), 937: ('ProtocolName', None), 938: ('ProtocolName', None), 939: ('Leader', None), 940: ('Leader', None), 941: ('Leader', None), 942: ('Leader', None), 943: ('Leader', None), 944: ('Leader', None), 945: ('Leader', None), 946: ('Leader', None), 947: ('Leader', None), 948: ('Leader', None), 949: ('SkipAssignment', None), 950: ('MemberId', None), 951: ('MemberId', None), 952: ('MemberId', None), 953: ('MemberId', None), 954: ('MemberId', None), 955: ('MemberId', None), 956: ('MemberId', None), 957: ('MemberId', None), 958: ('MemberId', None), 959: ('MemberId', None), 960: ('Members', None), 961: ('Members', None), 962: ('Members', None), 963: ('Members', None), 964: ('Members', None), 965: ('Members', None), 966: ('Members', None), 967: ('Members[{}].MemberId', 'i15'), 968: ('Members[{}].MemberId', 'i15'), 969: ('Members[{}].MemberId', 'i15'), 970: ('Members[{}].MemberId', 'i15'), 971: ('Members[{}].MemberId', 'i15'), 972: ('Members[{}].MemberId', 'i15'), 973: ('Members[{}].MemberId', 'i15'), 974: ('Members[{}].MemberId', 'i15'), 975: ('Members[{}].MemberId', 'i15'), 976: ('Members[{}].MemberId', 'i15'), 977: ('Members[{}].GroupInstanceId', 'i15'), 978: ('Members[{}].GroupInstanceId', 'i15'), 979: ('Members[{}].GroupInstanceId', 'i15'), 980: ('Members[{}].GroupInstanceId', 'i15'), 981: ('Members[{}].GroupInstanceId', 'i15'), 982: ('Members[{}].GroupInstanceId', 'i15'), 983: ('Members[{}].GroupInstanceId', 'i15'), 984: ('Members[{}].GroupInstanceId', 'i15'), 985: ('Members[{}].GroupInstanceId', 'i15'), 986: ('Members[{}].GroupInstanceId', 'i15'), 987: ('Members[{}].Metadata', 'i15'), 988: ('Members[{}].Metadata', 'i15'), 989: ('Members[{}].Metadata', 'i15'), 990: ('Members[{}].Metadata', 'i15'), 991: ('Members[{}].Metadata', 'i15'), 992: ('Members[{}].Metadata', 'i15'), 993: ('Members[{}].Metadata', 'i15'), 994: ('Members[{}].Metadata', 'i15'), 995: ('Members[{}].Metadata', 'i15'), 996: ('Members[{}].Metadata', 'i15'), 997: ('Members', 'i15'), 998: ('Members', 'i15'), 999: ('Members', 'i15'), 1000: ('Members', 'i15'), 1001: ('Members', 'i15'), 1002: ('Members', None), 1003: ('Members', None), 1004: ('Members', None), 1005: ('Members', None), 1007: ('_tagged', None), 1008: ('_tagged', None), 1009: ('_tagged', None)}

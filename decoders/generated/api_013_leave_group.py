@@ -73,8 +73,24 @@ def _f2(b, p):
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
-                v3.append(x6)
+                n7, = _U0(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U0(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"MemberId": v6, "GroupInstanceId": v8}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -135,8 +151,31 @@ def _f4(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"MemberId": v6, "GroupInstanceId": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -210,8 +249,41 @@ def _f6(b, p):
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f5(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"MemberId": v6, "GroupInstanceId": v8, "Reason": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v3.append(d12)
         elif n4 == -1:
             v3 = None
         else:
@@ -276,8 +348,25 @@ def _f10(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f9(b, p)
-                v3.append(x6)
+                n7, = _U0(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U0(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U0(b, p); p += 2
+                d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -330,8 +419,32 @@ def _f12(b, p):
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U0(b, p); p += 2
+                d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -351,4 +464,4 @@ NAME = 'LeaveGroup'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f2, 4: _f4, 5: _f6}
 RESPONSE = {0: _f7, 1: _f8, 2: _f8, 3: _f10, 4: _f12, 5: _f12}
 
-_LINES = {15: ('GroupId', None), 16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('MemberId', None), 24: ('MemberId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 39: ('MemberId', None), 40: ('MemberId', None), 41: ('MemberId', None), 42: ('MemberId', None), 43: ('MemberId', None), 44: ('MemberId', None), 45: ('MemberId', None), 46: ('MemberId', None), 47: ('GroupInstanceId', None), 48: ('GroupInstanceId', None), 49: ('GroupInstanceId', None), 50: ('GroupInstanceId', None), 51: ('GroupInstanceId', None), 52: ('GroupInstanceId', None), 53: ('GroupInstanceId', None), 54: ('GroupInstanceId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Members', None), 72: ('Members', None), 73: ('Members', None), 74: ('Members', None), 75: ('Members', None), 76: ('Members', 'i5'), 77: ('Members', 'i5'), 78: ('Members', None), 79: ('Members', None), 80: ('Members', None), 81: ('Members', None), 90: ('MemberId', None), 91: ('MemberId', None), 92: ('MemberId', None), 93: ('MemberId', None), 94: ('MemberId', None), 95: ('MemberId', None), 96: ('MemberId', None), 97: ('MemberId', None), 98: ('MemberId', None), 99: ('MemberId', None), 100: ('GroupInstanceId', None), 101: ('GroupInstanceId', None), 102: ('GroupInstanceId', None), 103: ('GroupInstanceId', None), 104: ('GroupInstanceId', None), 105: ('GroupInstanceId', None), 106: ('GroupInstanceId', None), 107: ('GroupInstanceId', None), 108: ('GroupInstanceId', None), 109: ('GroupInstanceId', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('Members', None), 132: ('Members', None), 133: ('Members', None), 134: ('Members', None), 135: ('Members', None), 136: ('Members', None), 137: ('Members', None), 138: ('Members', 'i5'), 139: ('Members', 'i5'), 140: ('Members', None), 141: ('Members', None), 142: ('Members', None), 143: ('Members', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('MemberId', None), 165: ('GroupInstanceId', None), 166: ('GroupInstanceId', None), 167: ('GroupInstanceId', None), 168: ('GroupInstanceId', None), 169: ('GroupInstanceId', None), 170: ('GroupInstanceId', None), 171: ('GroupInstanceId', None), 172: ('GroupInstanceId', None), 173: ('GroupInstanceId', None), 174: ('GroupInstanceId', None), 175: ('Reason', None), 176: ('Reason', None), 177: ('Reason', None), 178: ('Reason', None), 179: ('Reason', None), 180: ('Reason', None), 181: ('Reason', None), 182: ('Reason', None), 183: ('Reason', None), 184: ('Reason', None), 186: ('_tagged', None), 187: ('_tagged', None), 188: ('_tagged', None), 196: ('GroupId', None), 197: ('GroupId', None), 198: ('GroupId', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('GroupId', None), 204: ('GroupId', None), 205: ('GroupId', None), 206: ('Members', None), 207: ('Members', None), 208: ('Members', None), 209: ('Members', None), 210: ('Members', None), 211: ('Members', None), 212: ('Members', None), 213: ('Members', 'i5'), 214: ('Members', 'i5'), 215: ('Members', None), 216: ('Members', None), 217: ('Members', None), 218: ('Members', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('ErrorCode', None), 239: ('ThrottleTimeMs+ErrorCode', None), 248: ('MemberId', None), 249: ('MemberId', None), 250: ('MemberId', None), 251: ('MemberId', None), 252: ('MemberId', None), 253: ('MemberId', None), 254: ('MemberId', None), 255: ('MemberId', None), 256: ('GroupInstanceId', None), 257: ('GroupInstanceId', None), 258: ('GroupInstanceId', None), 259: ('GroupInstanceId', None), 260: ('GroupInstanceId', None), 261: ('GroupInstanceId', None), 262: ('GroupInstanceId', None), 263: ('GroupInstanceId', None), 264: ('ErrorCode', None), 273: ('ThrottleTimeMs+ErrorCode', None), 274: ('Members', None), 275: ('Members', None), 276: ('Members', None), 277: ('Members', None), 278: ('Members', None), 279: ('Members', 'i5'), 280: ('Members', 'i5'), 281: ('Members', None), 282: ('Members', None), 283: ('Members', None), 284: ('Members', None), 293: ('MemberId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberId', None), 297: ('MemberId', None), 298: ('MemberId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('GroupInstanceId', None), 304: ('GroupInstanceId', None), 305: ('GroupInstanceId', None), 306: ('GroupInstanceId', None), 307: ('GroupInstanceId', None), 308: ('GroupInstanceId', None), 309: ('GroupInstanceId', None), 310: ('GroupInstanceId', None), 311: ('GroupInstanceId', None), 312: ('GroupInstanceId', None), 313: ('ErrorCode', None), 315: ('_tagged', None), 316: ('_tagged', None), 317: ('_tagged', None), 325: ('ThrottleTimeMs+ErrorCode', None), 326: ('Members', None), 327: ('Members', None), 328: ('Members', None), 329: ('Members', None), 330: ('Members', None), 331: ('Members', None), 332: ('Members', None), 333: ('Members', 'i5'), 334: ('Members', 'i5'), 335: ('Members', None), 336: ('Members', None), 337: ('Members', None), 338: ('Members', None), 340: ('_tagged', None), 341: ('_tagged', None), 342: ('_tagged', None)}
+_LINES = {15: ('GroupId', None), 16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('MemberId', None), 24: ('MemberId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 39: ('MemberId', None), 40: ('MemberId', None), 41: ('MemberId', None), 42: ('MemberId', None), 43: ('MemberId', None), 44: ('MemberId', None), 45: ('MemberId', None), 46: ('MemberId', None), 47: ('GroupInstanceId', None), 48: ('GroupInstanceId', None), 49: ('GroupInstanceId', None), 50: ('GroupInstanceId', None), 51: ('GroupInstanceId', None), 52: ('GroupInstanceId', None), 53: ('GroupInstanceId', None), 54: ('GroupInstanceId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Members', None), 72: ('Members', None), 73: ('Members', None), 74: ('Members', None), 75: ('Members', None), 76: ('Members[{}].MemberId', 'i5'), 77: ('Members[{}].MemberId', 'i5'), 78: ('Members[{}].MemberId', 'i5'), 79: ('Members[{}].MemberId', 'i5'), 80: ('Members[{}].MemberId', 'i5'), 81: ('Members[{}].MemberId', 'i5'), 82: ('Members[{}].MemberId', 'i5'), 83: ('Members[{}].MemberId', 'i5'), 84: ('Members[{}].GroupInstanceId', 'i5'), 85: ('Members[{}].GroupInstanceId', 'i5'), 86: ('Members[{}].GroupInstanceId', 'i5'), 87: ('Members[{}].GroupInstanceId', 'i5'), 88: ('Members[{}].GroupInstanceId', 'i5'), 89: ('Members[{}].GroupInstanceId', 'i5'), 90: ('Members[{}].GroupInstanceId', 'i5'), 91: ('Members[{}].GroupInstanceId', 'i5'), 92: ('Members', 'i5'), 93: ('Members', 'i5'), 94: ('Members', None), 95: ('Members', None), 96: ('Members', None), 97: ('Members', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('GroupInstanceId', None), 117: ('GroupInstanceId', None), 118: ('GroupInstanceId', None), 119: ('GroupInstanceId', None), 120: ('GroupInstanceId', None), 121: ('GroupInstanceId', None), 122: ('GroupInstanceId', None), 123: ('GroupInstanceId', None), 124: ('GroupInstanceId', None), 125: ('GroupInstanceId', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('GroupId', None), 138: ('GroupId', None), 139: ('GroupId', None), 140: ('GroupId', None), 141: ('GroupId', None), 142: ('GroupId', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('Members', None), 148: ('Members', None), 149: ('Members', None), 150: ('Members', None), 151: ('Members', None), 152: ('Members', None), 153: ('Members', None), 154: ('Members[{}].MemberId', 'i5'), 155: ('Members[{}].MemberId', 'i5'), 156: ('Members[{}].MemberId', 'i5'), 157: ('Members[{}].MemberId', 'i5'), 158: ('Members[{}].MemberId', 'i5'), 159: ('Members[{}].MemberId', 'i5'), 160: ('Members[{}].MemberId', 'i5'), 161: ('Members[{}].MemberId', 'i5'), 162: ('Members[{}].MemberId', 'i5'), 163: ('Members[{}].MemberId', 'i5'), 164: ('Members[{}].GroupInstanceId', 'i5'), 165: ('Members[{}].GroupInstanceId', 'i5'), 166: ('Members[{}].GroupInstanceId', 'i5'), 167: ('Members[{}].GroupInstanceId', 'i5'), 168: ('Members[{}].GroupInstanceId', 'i5'), 169: ('Members[{}].GroupInstanceId', 'i5'), 170: ('Members[{}].GroupInstanceId', 'i5'), 171: ('Members[{}].GroupInstanceId', 'i5'), 172: ('Members[{}].GroupInstanceId', 'i5'), 173: ('Members[{}].GroupInstanceId', 'i5'), 174: ('Members', 'i5'), 175: ('Members', 'i5'), 176: ('Members', 'i5'), 177: ('Members', 'i5'), 178: ('Members', 'i5'), 179: ('Members', None), 180: ('Members', None), 181: ('Members', None), 182: ('Members', None), 184: ('_tagged', None), 185: ('_tagged', None), 186: ('_tagged', None), 194: ('MemberId', None), 195: ('MemberId', None), 196: ('MemberId', None), 197: ('MemberId', None), 198: ('MemberId', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('MemberId', None), 204: ('GroupInstanceId', None), 205: ('GroupInstanceId', None), 206: ('GroupInstanceId', None), 207: ('GroupInstanceId', None), 208: ('GroupInstanceId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('GroupInstanceId', None), 214: ('Reason', None), 215: ('Reason', None), 216: ('Reason', None), 217: ('Reason', None), 218: ('Reason', None), 219: ('Reason', None), 220: ('Reason', None), 221: ('Reason', None), 222: ('Reason', None), 223: ('Reason', None), 225: ('_tagged', None), 226: ('_tagged', None), 227: ('_tagged', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('GroupId', None), 238: ('GroupId', None), 239: ('GroupId', None), 240: ('GroupId', None), 241: ('GroupId', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('Members', None), 246: ('Members', None), 247: ('Members', None), 248: ('Members', None), 249: ('Members', None), 250: ('Members', None), 251: ('Members', None), 252: ('Members[{}].MemberId', 'i5'), 253: ('Members[{}].MemberId', 'i5'), 254: ('Members[{}].MemberId', 'i5'), 255: ('Members[{}].MemberId', 'i5'), 256: ('Members[{}].MemberId', 'i5'), 257: ('Members[{}].MemberId', 'i5'), 258: ('Members[{}].MemberId', 'i5'), 259: ('Members[{}].MemberId', 'i5'), 260: ('Members[{}].MemberId', 'i5'), 261: ('Members[{}].MemberId', 'i5'), 262: ('Members[{}].GroupInstanceId', 'i5'), 263: ('Members[{}].GroupInstanceId', 'i5'), 264: ('Members[{}].GroupInstanceId', 'i5'), 265: ('Members[{}].GroupInstanceId', 'i5'), 266: ('Members[{}].GroupInstanceId', 'i5'), 267: ('Members[{}].GroupInstanceId', 'i5'), 268: ('Members[{}].GroupInstanceId', 'i5'), 269: ('Members[{}].GroupInstanceId', 'i5'), 270: ('Members[{}].GroupInstanceId', 'i5'), 271: ('Members[{}].GroupInstanceId', 'i5'), 272: ('Members[{}].Reason', 'i5'), 273: ('Members[{}].Reason', 'i5'), 274: ('Members[{}].Reason', 'i5'), 275: ('Members[{}].Reason', 'i5'), 276: ('Members[{}].Reason', 'i5'), 277: ('Members[{}].Reason', 'i5'), 278: ('Members[{}].Reason', 'i5'), 279: ('Members[{}].Reason', 'i5'), 280: ('Members[{}].Reason', 'i5'), 281: ('Members[{}].Reason', 'i5'), 282: ('Members', 'i5'), 283: ('Members', 'i5'), 284: ('Members', 'i5'), 285: ('Members', 'i5'), 286: ('Members', 'i5'), 287: ('Members', None), 288: ('Members', None), 289: ('Members', None), 290: ('Members', None), 292: ('_tagged', None), 293: ('_tagged', None), 294: ('_tagged', None), 302: ('ErrorCode', None), 311: ('ThrottleTimeMs+ErrorCode', None), 320: ('MemberId', None), 321: ('MemberId', None), 322: ('MemberId', None), 323: ('MemberId', None), 324: ('MemberId', None), 325: ('MemberId', None), 326: ('MemberId', None), 327: ('MemberId', None), 328: ('GroupInstanceId', None), 329: ('GroupInstanceId', None), 330: ('GroupInstanceId', None), 331: ('GroupInstanceId', None), 332: ('GroupInstanceId', None), 333: ('GroupInstanceId', None), 334: ('GroupInstanceId', None), 335: ('GroupInstanceId', None), 336: ('ErrorCode', None), 345: ('ThrottleTimeMs+ErrorCode', None), 346: ('Members', None), 347: ('Members', None), 348: ('Members', None), 349: ('Members', None), 350: ('Members', None), 351: ('Members[{}].MemberId', 'i5'), 352: ('Members[{}].MemberId', 'i5'), 353: ('Members[{}].MemberId', 'i5'), 354: ('Members[{}].MemberId', 'i5'), 355: ('Members[{}].MemberId', 'i5'), 356: ('Members[{}].MemberId', 'i5'), 357: ('Members[{}].MemberId', 'i5'), 358: ('Members[{}].MemberId', 'i5'), 359: ('Members[{}].GroupInstanceId', 'i5'), 360: ('Members[{}].GroupInstanceId', 'i5'), 361: ('Members[{}].GroupInstanceId', 'i5'), 362: ('Members[{}].GroupInstanceId', 'i5'), 363: ('Members[{}].GroupInstanceId', 'i5'), 364: ('Members[{}].GroupInstanceId', 'i5'), 365: ('Members[{}].GroupInstanceId', 'i5'), 366: ('Members[{}].GroupInstanceId', 'i5'), 367: ('Members[{}].ErrorCode', 'i5'), 368: ('Members', 'i5'), 369: ('Members', 'i5'), 370: ('Members', None), 371: ('Members', None), 372: ('Members', None), 373: ('Members', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberId', None), 386: ('MemberId', None), 387: ('MemberId', None), 388: ('MemberId', None), 389: ('MemberId', None), 390: ('MemberId', None), 391: ('MemberId', None), 392: ('GroupInstanceId', None), 393: ('GroupInstanceId', None), 394: ('GroupInstanceId', None), 395: ('GroupInstanceId', None), 396: ('GroupInstanceId', None), 397: ('GroupInstanceId', None), 398: ('GroupInstanceId', None), 399: ('GroupInstanceId', None), 400: ('GroupInstanceId', None), 401: ('GroupInstanceId', None), 402: ('ErrorCode', None), 404: ('_tagged', None), 405: ('_tagged', None), 406: ('_tagged', None), 414: ('ThrottleTimeMs+ErrorCode', None), 415: ('Members', None), 416: ('Members', None), 417: ('Members', None), 418: ('Members', None), 419: ('Members', None), 420: ('Members', None), 421: ('Members', None), 422: ('Members[{}].MemberId', 'i5'), 423: ('Members[{}].MemberId', 'i5'), 424: ('Members[{}].MemberId', 'i5'), 425: ('Members[{}].MemberId', 'i5'), 426: ('Members[{}].MemberId', 'i5'), 427: ('Members[{}].MemberId', 'i5'), 428: ('Members[{}].MemberId', 'i5'), 429: ('Members[{}].MemberId', 'i5'), 430: ('Members[{}].MemberId', 'i5'), 431: ('Members[{}].MemberId', 'i5'), 432: ('Members[{}].GroupInstanceId', 'i5'), 433: ('Members[{}].GroupInstanceId', 'i5'), 434: ('Members[{}].GroupInstanceId', 'i5'), 435: ('Members[{}].GroupInstanceId', 'i5'), 436: ('Members[{}].GroupInstanceId', 'i5'), 437: ('Members[{}].GroupInstanceId', 'i5'), 438: ('Members[{}].GroupInstanceId', 'i5'), 439: ('Members[{}].GroupInstanceId', 'i5'), 440: ('Members[{}].GroupInstanceId', 'i5'), 441: ('Members[{}].GroupInstanceId', 'i5'), 442: ('Members[{}].ErrorCode', 'i5'), 443: ('Members', 'i5'), 444: ('Members', 'i5'), 445: ('Members', 'i5'), 446: ('Members', 'i5'), 447: ('Members', 'i5'), 448: ('Members', None), 449: ('Members', None), 450: ('Members', None), 451: ('Members', None), 453: ('_tagged', None), 454: ('_tagged', None), 455: ('_tagged', None)}

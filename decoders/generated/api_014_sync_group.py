@@ -58,8 +58,24 @@ def _f1(b, p):
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f0(b, p)
-                v6.append(x9)
+                n10, = _U0(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12, = _U1(b, p); p += 4
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12]; p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                d13 = {"MemberId": v9, "Assignment": v11}
+                v6.append(d13)
         elif n7 == -1:
             v6 = None
         else:
@@ -102,8 +118,24 @@ def _f2(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f0(b, p)
-                v8.append(x11)
+                n12, = _U0(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U1(b, p); p += 4
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14]; p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"MemberId": v11, "Assignment": v13}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -185,8 +217,31 @@ def _f4(b, p):
             if n9 * 3 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f3(b, p)
-                v8.append(x11)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14]; p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"MemberId": v11, "Assignment": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d15)
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -260,8 +315,31 @@ def _f5(b, p):
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f3(b, p)
-                v12.append(x15)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18]; p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"MemberId": v15, "Assignment": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
@@ -379,4 +457,4 @@ NAME = 'SyncGroup'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f2, 4: _f4, 5: _f5}
 RESPONSE = {0: _f6, 1: _f7, 2: _f7, 3: _f7, 4: _f8, 5: _f9}
 
-_LINES = {15: ('MemberId', None), 16: ('MemberId', None), 17: ('MemberId', None), 18: ('MemberId', None), 19: ('MemberId', None), 20: ('MemberId', None), 21: ('MemberId', None), 22: ('MemberId', None), 23: ('Assignment', None), 24: ('Assignment', None), 25: ('Assignment', None), 26: ('Assignment', None), 27: ('Assignment', None), 28: ('Assignment', None), 29: ('Assignment', None), 30: ('Assignment', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GenerationId', None), 48: ('MemberId', None), 49: ('MemberId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('Assignments', None), 57: ('Assignments', None), 58: ('Assignments', None), 59: ('Assignments', None), 60: ('Assignments', None), 61: ('Assignments', 'i8'), 62: ('Assignments', 'i8'), 63: ('Assignments', None), 64: ('Assignments', None), 65: ('Assignments', None), 66: ('Assignments', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GroupId', None), 83: ('GenerationId', None), 84: ('MemberId', None), 85: ('MemberId', None), 86: ('MemberId', None), 87: ('MemberId', None), 88: ('MemberId', None), 89: ('MemberId', None), 90: ('MemberId', None), 91: ('MemberId', None), 92: ('GroupInstanceId', None), 93: ('GroupInstanceId', None), 94: ('GroupInstanceId', None), 95: ('GroupInstanceId', None), 96: ('GroupInstanceId', None), 97: ('GroupInstanceId', None), 98: ('GroupInstanceId', None), 99: ('GroupInstanceId', None), 100: ('Assignments', None), 101: ('Assignments', None), 102: ('Assignments', None), 103: ('Assignments', None), 104: ('Assignments', None), 105: ('Assignments', 'i10'), 106: ('Assignments', 'i10'), 107: ('Assignments', None), 108: ('Assignments', None), 109: ('Assignments', None), 110: ('Assignments', None), 119: ('MemberId', None), 120: ('MemberId', None), 121: ('MemberId', None), 122: ('MemberId', None), 123: ('MemberId', None), 124: ('MemberId', None), 125: ('MemberId', None), 126: ('MemberId', None), 127: ('MemberId', None), 128: ('MemberId', None), 129: ('Assignment', None), 130: ('Assignment', None), 131: ('Assignment', None), 132: ('Assignment', None), 133: ('Assignment', None), 134: ('Assignment', None), 135: ('Assignment', None), 136: ('Assignment', None), 137: ('Assignment', None), 138: ('Assignment', None), 140: ('_tagged', None), 141: ('_tagged', None), 142: ('_tagged', None), 150: ('GroupId', None), 151: ('GroupId', None), 152: ('GroupId', None), 153: ('GroupId', None), 154: ('GroupId', None), 155: ('GroupId', None), 156: ('GroupId', None), 157: ('GroupId', None), 158: ('GroupId', None), 159: ('GroupId', None), 160: ('GenerationId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('MemberId', None), 165: ('MemberId', None), 166: ('MemberId', None), 167: ('MemberId', None), 168: ('MemberId', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('GroupInstanceId', None), 172: ('GroupInstanceId', None), 173: ('GroupInstanceId', None), 174: ('GroupInstanceId', None), 175: ('GroupInstanceId', None), 176: ('GroupInstanceId', None), 177: ('GroupInstanceId', None), 178: ('GroupInstanceId', None), 179: ('GroupInstanceId', None), 180: ('GroupInstanceId', None), 181: ('Assignments', None), 182: ('Assignments', None), 183: ('Assignments', None), 184: ('Assignments', None), 185: ('Assignments', None), 186: ('Assignments', None), 187: ('Assignments', None), 188: ('Assignments', 'i10'), 189: ('Assignments', 'i10'), 190: ('Assignments', None), 191: ('Assignments', None), 192: ('Assignments', None), 193: ('Assignments', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('GroupId', None), 206: ('GroupId', None), 207: ('GroupId', None), 208: ('GroupId', None), 209: ('GroupId', None), 210: ('GroupId', None), 211: ('GroupId', None), 212: ('GroupId', None), 213: ('GroupId', None), 214: ('GroupId', None), 215: ('GenerationId', None), 216: ('MemberId', None), 217: ('MemberId', None), 218: ('MemberId', None), 219: ('MemberId', None), 220: ('MemberId', None), 221: ('MemberId', None), 222: ('MemberId', None), 223: ('MemberId', None), 224: ('MemberId', None), 225: ('MemberId', None), 226: ('GroupInstanceId', None), 227: ('GroupInstanceId', None), 228: ('GroupInstanceId', None), 229: ('GroupInstanceId', None), 230: ('GroupInstanceId', None), 231: ('GroupInstanceId', None), 232: ('GroupInstanceId', None), 233: ('GroupInstanceId', None), 234: ('GroupInstanceId', None), 235: ('GroupInstanceId', None), 236: ('ProtocolType', None), 237: ('ProtocolType', None), 238: ('ProtocolType', None), 239: ('ProtocolType', None), 240: ('ProtocolType', None), 241: ('ProtocolType', None), 242: ('ProtocolType', None), 243: ('ProtocolType', None), 244: ('ProtocolType', None), 245: ('ProtocolType', None), 246: ('ProtocolName', None), 247: ('ProtocolName', None), 248: ('ProtocolName', None), 249: ('ProtocolName', None), 250: ('ProtocolName', None), 251: ('ProtocolName', None), 252: ('ProtocolName', None), 253: ('ProtocolName', None), 254: ('ProtocolName', None), 255: ('ProtocolName', None), 256: ('Assignments', None), 257: ('Assignments', None), 258: ('Assignments', None), 259: ('Assignments', None), 260: ('Assignments', None), 261: ('Assignments', None), 262: ('Assignments', None), 263: ('Assignments', 'i14'), 264: ('Assignments', 'i14'), 265: ('Assignments', None), 266: ('Assignments', None), 267: ('Assignments', None), 268: ('Assignments', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ErrorCode', None), 281: ('Assignment', None), 282: ('Assignment', None), 283: ('Assignment', None), 284: ('Assignment', None), 285: ('Assignment', None), 286: ('Assignment', None), 287: ('Assignment', None), 288: ('Assignment', None), 297: ('ThrottleTimeMs+ErrorCode', None), 298: ('Assignment', None), 299: ('Assignment', None), 300: ('Assignment', None), 301: ('Assignment', None), 302: ('Assignment', None), 303: ('Assignment', None), 304: ('Assignment', None), 305: ('Assignment', None), 314: ('ThrottleTimeMs+ErrorCode', None), 315: ('Assignment', None), 316: ('Assignment', None), 317: ('Assignment', None), 318: ('Assignment', None), 319: ('Assignment', None), 320: ('Assignment', None), 321: ('Assignment', None), 322: ('Assignment', None), 323: ('Assignment', None), 324: ('Assignment', None), 326: ('_tagged', None), 327: ('_tagged', None), 328: ('_tagged', None), 336: ('ThrottleTimeMs+ErrorCode', None), 337: ('ProtocolType', None), 338: ('ProtocolType', None), 339: ('ProtocolType', None), 340: ('ProtocolType', None), 341: ('ProtocolType', None), 342: ('ProtocolType', None), 343: ('ProtocolType', None), 344: ('ProtocolType', None), 345: ('ProtocolType', None), 346: ('ProtocolType', None), 347: ('ProtocolName', None), 348: ('ProtocolName', None), 349: ('ProtocolName', None), 350: ('ProtocolName', None), 351: ('ProtocolName', None), 352: ('ProtocolName', None), 353: ('ProtocolName', None), 354: ('ProtocolName', None), 355: ('ProtocolName', None), 356: ('ProtocolName', None), 357: ('Assignment', None), 358: ('Assignment', None), 359: ('Assignment', None), 360: ('Assignment', None), 361: ('Assignment', None), 362: ('Assignment', None), 363: ('Assignment', None), 364: ('Assignment', None), 365: ('Assignment', None), 366: ('Assignment', None), 368: ('_tagged', None), 369: ('_tagged', None), 370: ('_tagged', None)}
+_LINES = {15: ('MemberId', None), 16: ('MemberId', None), 17: ('MemberId', None), 18: ('MemberId', None), 19: ('MemberId', None), 20: ('MemberId', None), 21: ('MemberId', None), 22: ('MemberId', None), 23: ('Assignment', None), 24: ('Assignment', None), 25: ('Assignment', None), 26: ('Assignment', None), 27: ('Assignment', None), 28: ('Assignment', None), 29: ('Assignment', None), 30: ('Assignment', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GenerationId', None), 48: ('MemberId', None), 49: ('MemberId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('Assignments', None), 57: ('Assignments', None), 58: ('Assignments', None), 59: ('Assignments', None), 60: ('Assignments', None), 61: ('Assignments[{}].MemberId', 'i8'), 62: ('Assignments[{}].MemberId', 'i8'), 63: ('Assignments[{}].MemberId', 'i8'), 64: ('Assignments[{}].MemberId', 'i8'), 65: ('Assignments[{}].MemberId', 'i8'), 66: ('Assignments[{}].MemberId', 'i8'), 67: ('Assignments[{}].MemberId', 'i8'), 68: ('Assignments[{}].MemberId', 'i8'), 69: ('Assignments[{}].Assignment', 'i8'), 70: ('Assignments[{}].Assignment', 'i8'), 71: ('Assignments[{}].Assignment', 'i8'), 72: ('Assignments[{}].Assignment', 'i8'), 73: ('Assignments[{}].Assignment', 'i8'), 74: ('Assignments[{}].Assignment', 'i8'), 75: ('Assignments[{}].Assignment', 'i8'), 76: ('Assignments[{}].Assignment', 'i8'), 77: ('Assignments', 'i8'), 78: ('Assignments', 'i8'), 79: ('Assignments', None), 80: ('Assignments', None), 81: ('Assignments', None), 82: ('Assignments', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('GroupId', None), 97: ('GroupId', None), 98: ('GroupId', None), 99: ('GenerationId', None), 100: ('MemberId', None), 101: ('MemberId', None), 102: ('MemberId', None), 103: ('MemberId', None), 104: ('MemberId', None), 105: ('MemberId', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('GroupInstanceId', None), 109: ('GroupInstanceId', None), 110: ('GroupInstanceId', None), 111: ('GroupInstanceId', None), 112: ('GroupInstanceId', None), 113: ('GroupInstanceId', None), 114: ('GroupInstanceId', None), 115: ('GroupInstanceId', None), 116: ('Assignments', None), 117: ('Assignments', None), 118: ('Assignments', None), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments[{}].MemberId', 'i10'), 122: ('Assignments[{}].MemberId', 'i10'), 123: ('Assignments[{}].MemberId', 'i10'), 124: ('Assignments[{}].MemberId', 'i10'), 125: ('Assignments[{}].MemberId', 'i10'), 126: ('Assignments[{}].MemberId', 'i10'), 127: ('Assignments[{}].MemberId', 'i10'), 128: ('Assignments[{}].MemberId', 'i10'), 129: ('Assignments[{}].Assignment', 'i10'), 130: ('Assignments[{}].Assignment', 'i10'), 131: ('Assignments[{}].Assignment', 'i10'), 132: ('Assignments[{}].Assignment', 'i10'), 133: ('Assignments[{}].Assignment', 'i10'), 134: ('Assignments[{}].Assignment', 'i10'), 135: ('Assignments[{}].Assignment', 'i10'), 136: ('Assignments[{}].Assignment', 'i10'), 137: ('Assignments', 'i10'), 138: ('Assignments', 'i10'), 139: ('Assignments', None), 140: ('Assignments', None), 141: ('Assignments', None), 142: ('Assignments', None), 151: ('MemberId', None), 152: ('MemberId', None), 153: ('MemberId', None), 154: ('MemberId', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('Assignment', None), 162: ('Assignment', None), 163: ('Assignment', None), 164: ('Assignment', None), 165: ('Assignment', None), 166: ('Assignment', None), 167: ('Assignment', None), 168: ('Assignment', None), 169: ('Assignment', None), 170: ('Assignment', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GenerationId', None), 193: ('MemberId', None), 194: ('MemberId', None), 195: ('MemberId', None), 196: ('MemberId', None), 197: ('MemberId', None), 198: ('MemberId', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('GroupInstanceId', None), 204: ('GroupInstanceId', None), 205: ('GroupInstanceId', None), 206: ('GroupInstanceId', None), 207: ('GroupInstanceId', None), 208: ('GroupInstanceId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('Assignments', None), 214: ('Assignments', None), 215: ('Assignments', None), 216: ('Assignments', None), 217: ('Assignments', None), 218: ('Assignments', None), 219: ('Assignments', None), 220: ('Assignments[{}].MemberId', 'i10'), 221: ('Assignments[{}].MemberId', 'i10'), 222: ('Assignments[{}].MemberId', 'i10'), 223: ('Assignments[{}].MemberId', 'i10'), 224: ('Assignments[{}].MemberId', 'i10'), 225: ('Assignments[{}].MemberId', 'i10'), 226: ('Assignments[{}].MemberId', 'i10'), 227: ('Assignments[{}].MemberId', 'i10'), 228: ('Assignments[{}].MemberId', 'i10'), 229: ('Assignments[{}].MemberId', 'i10'), 230: ('Assignments[{}].Assignment', 'i10'), 231: ('Assignments[{}].Assignment', 'i10'), 232: ('Assignments[{}].Assignment', 'i10'), 233: ('Assignments[{}].Assignment', 'i10'), 234: ('Assignments[{}].Assignment', 'i10'), 235: ('Assignments[{}].Assignment', 'i10'), 236: ('Assignments[{}].Assignment', 'i10'), 237: ('Assignments[{}].Assignment', 'i10'), 238: ('Assignments[{}].Assignment', 'i10'), 239: ('Assignments[{}].Assignment', 'i10'), 240: ('Assignments', 'i10'), 241: ('Assignments', 'i10'), 242: ('Assignments', 'i10'), 243: ('Assignments', 'i10'), 244: ('Assignments', 'i10'), 245: ('Assignments', None), 246: ('Assignments', None), 247: ('Assignments', None), 248: ('Assignments', None), 250: ('_tagged', None), 251: ('_tagged', None), 252: ('_tagged', None), 260: ('GroupId', None), 261: ('GroupId', None), 262: ('GroupId', None), 263: ('GroupId', None), 264: ('GroupId', None), 265: ('GroupId', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GenerationId', None), 271: ('MemberId', None), 272: ('MemberId', None), 273: ('MemberId', None), 274: ('MemberId', None), 275: ('MemberId', None), 276: ('MemberId', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('GroupInstanceId', None), 282: ('GroupInstanceId', None), 283: ('GroupInstanceId', None), 284: ('GroupInstanceId', None), 285: ('GroupInstanceId', None), 286: ('GroupInstanceId', None), 287: ('GroupInstanceId', None), 288: ('GroupInstanceId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('ProtocolType', None), 292: ('ProtocolType', None), 293: ('ProtocolType', None), 294: ('ProtocolType', None), 295: ('ProtocolType', None), 296: ('ProtocolType', None), 297: ('ProtocolType', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolName', None), 302: ('ProtocolName', None), 303: ('ProtocolName', None), 304: ('ProtocolName', None), 305: ('ProtocolName', None), 306: ('ProtocolName', None), 307: ('ProtocolName', None), 308: ('ProtocolName', None), 309: ('ProtocolName', None), 310: ('ProtocolName', None), 311: ('Assignments', None), 312: ('Assignments', None), 313: ('Assignments', None), 314: ('Assignments', None), 315: ('Assignments', None), 316: ('Assignments', None), 317: ('Assignments', None), 318: ('Assignments[{}].MemberId', 'i14'), 319: ('Assignments[{}].MemberId', 'i14'), 320: ('Assignments[{}].MemberId', 'i14'), 321: ('Assignments[{}].MemberId', 'i14'), 322: ('Assignments[{}].MemberId', 'i14'), 323: ('Assignments[{}].MemberId', 'i14'), 324: ('Assignments[{}].MemberId', 'i14'), 325: ('Assignments[{}].MemberId', 'i14'), 326: ('Assignments[{}].MemberId', 'i14'), 327: ('Assignments[{}].MemberId', 'i14'), 328: ('Assignments[{}].Assignment', 'i14'), 329: ('Assignments[{}].Assignment', 'i14'), 330: ('Assignments[{}].Assignment', 'i14'), 331: ('Assignments[{}].Assignment', 'i14'), 332: ('Assignments[{}].Assignment', 'i14'), 333: ('Assignments[{}].Assignment', 'i14'), 334: ('Assignments[{}].Assignment', 'i14'), 335: ('Assignments[{}].Assignment', 'i14'), 336: ('Assignments[{}].Assignment', 'i14'), 337: ('Assignments[{}].Assignment', 'i14'), 338: ('Assignments', 'i14'), 339: ('Assignments', 'i14'), 340: ('Assignments', 'i14'), 341: ('Assignments', 'i14'), 342: ('Assignments', 'i14'), 343: ('Assignments', None), 344: ('Assignments', None), 345: ('Assignments', None), 346: ('Assignments', None), 348: ('_tagged', None), 349: ('_tagged', None), 350: ('_tagged', None), 358: ('ErrorCode', None), 359: ('Assignment', None), 360: ('Assignment', None), 361: ('Assignment', None), 362: ('Assignment', None), 363: ('Assignment', None), 364: ('Assignment', None), 365: ('Assignment', None), 366: ('Assignment', None), 375: ('ThrottleTimeMs+ErrorCode', None), 376: ('Assignment', None), 377: ('Assignment', None), 378: ('Assignment', None), 379: ('Assignment', None), 380: ('Assignment', None), 381: ('Assignment', None), 382: ('Assignment', None), 383: ('Assignment', None), 392: ('ThrottleTimeMs+ErrorCode', None), 393: ('Assignment', None), 394: ('Assignment', None), 395: ('Assignment', None), 396: ('Assignment', None), 397: ('Assignment', None), 398: ('Assignment', None), 399: ('Assignment', None), 400: ('Assignment', None), 401: ('Assignment', None), 402: ('Assignment', None), 404: ('_tagged', None), 405: ('_tagged', None), 406: ('_tagged', None), 414: ('ThrottleTimeMs+ErrorCode', None), 415: ('ProtocolType', None), 416: ('ProtocolType', None), 417: ('ProtocolType', None), 418: ('ProtocolType', None), 419: ('ProtocolType', None), 420: ('ProtocolType', None), 421: ('ProtocolType', None), 422: ('ProtocolType', None), 423: ('ProtocolType', None), 424: ('ProtocolType', None), 425: ('ProtocolName', None), 426: ('ProtocolName', None), 427: ('ProtocolName', None), 428: ('ProtocolName', None), 429: ('ProtocolName', None), 430: ('ProtocolName', None), 431: ('ProtocolName', None), 432: ('ProtocolName', None), 433: ('ProtocolName', None), 434: ('ProtocolName', None), 435: ('Assignment', None), 436: ('Assignment', None), 437: ('Assignment', None), 438: ('Assignment', None), 439: ('Assignment', None), 440: ('Assignment', None), 441: ('Assignment', None), 442: ('Assignment', None), 443: ('Assignment', None), 444: ('Assignment', None), 446: ('_tagged', None), 447: ('_tagged', None), 448: ('_tagged', None)}

@@ -185,8 +185,48 @@ def _f4(b, p):
             if n11 * 14 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f3(b, p)
-                v10.append(x13)
+                n14, = _U1(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 2
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20, = _U0(b, p); p += 4
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20]; p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22, = _U0(b, p); p += 4
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22]; p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d23 = {"MemberId": v13, "ClientId": v15, "ClientHost": v17, "MemberMetadata": v19, "MemberAssignment": v21}
+                v10.append(d23)
         elif n11 == -1:
             v10 = None
         else:
@@ -276,14 +316,54 @@ def _f7(b, p):
             if n11 * 14 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f3(b, p)
-                v10.append(x13)
+                n14, = _U1(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 2
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20, = _U0(b, p); p += 4
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20]; p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22, = _U0(b, p); p += 4
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22]; p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d23 = {"MemberId": v13, "ClientId": v15, "ClientHost": v17, "MemberMetadata": v19, "MemberAssignment": v21}
+                v10.append(d23)
         elif n11 == -1:
             v10 = None
         else:
             raise _rt.negative(n11)
-        v14, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v14}
+        v24, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v24}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -405,14 +485,62 @@ def _f10(b, p):
             if n11 * 16 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f9(b, p)
-                v10.append(x13)
+                n14, = _U1(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U1(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 2
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20, = _U1(b, p); p += 2
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22, = _U0(b, p); p += 4
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22]; p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                n24, = _U0(b, p); p += 4
+                if n24 >= 0:
+                    if n24 > L - p: raise _rt.short(n24, L - p)
+                    v23 = b[p:p + n24]; p += n24
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                d25 = {"MemberId": v13, "GroupInstanceId": v15, "ClientId": v17, "ClientHost": v19, "MemberMetadata": v21, "MemberAssignment": v23}
+                v10.append(d25)
         elif n11 == -1:
             v10 = None
         else:
             raise _rt.negative(n11)
-        v14, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v14}
+        v26, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v26}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -559,14 +687,77 @@ def _f13(b, p):
             if n11 * 7 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f12(b, p)
-                v10.append(x13)
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22]; p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                n24 = b[p]; p += 1
+                if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+                n24 -= 1
+                if n24 >= 0:
+                    if n24 > L - p: raise _rt.short(n24, L - p)
+                    v23 = b[p:p + n24]; p += n24
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                d25 = {"MemberId": v13, "GroupInstanceId": v15, "ClientId": v17, "ClientHost": v19, "MemberMetadata": v21, "MemberAssignment": v23}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d25)
+                v10.append(d25)
         elif n11 == -1:
             v10 = None
         else:
             raise _rt.negative(n11)
-        v14, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v14}
+        v26, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v26}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -660,14 +851,77 @@ def _f15(b, p):
             if n13 * 7 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f12(b, p)
-                v12.append(x15)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                n24 = b[p]; p += 1
+                if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+                n24 -= 1
+                if n24 >= 0:
+                    if n24 > L - p: raise _rt.short(n24, L - p)
+                    v23 = b[p:p + n24]; p += n24
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                n26 = b[p]; p += 1
+                if n26 > 127: n26, p = _rt.uvarint(b, p, n26)
+                n26 -= 1
+                if n26 >= 0:
+                    if n26 > L - p: raise _rt.short(n26, L - p)
+                    v25 = b[p:p + n26]; p += n26
+                elif n26 == -1:
+                    v25 = None
+                else:
+                    raise _rt.negative(n26)
+                d27 = {"MemberId": v15, "GroupInstanceId": v17, "ClientId": v19, "ClientHost": v21, "MemberMetadata": v23, "MemberAssignment": v25}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d27)
+                v12.append(d27)
         elif n13 == -1:
             v12 = None
         else:
             raise _rt.negative(n13)
-        v16, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "ProtocolType": v8, "ProtocolData": v10, "Members": v12, "AuthorizedOperations": v16}
+        v28, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "ProtocolType": v8, "ProtocolData": v10, "Members": v12, "AuthorizedOperations": v28}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -707,4 +961,4 @@ NAME = 'DescribeGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f2, 6: _f2}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f8, 4: _f11, 5: _f14, 6: _f16}
 
-_LINES = {15: ('Groups', None), 16: ('Groups', None), 17: ('Groups', None), 18: ('Groups', None), 19: ('Groups', None), 20: ('Groups', 'i3'), 21: ('Groups', 'i3'), 22: ('Groups', 'i3'), 23: ('Groups', 'i3'), 24: ('Groups', 'i3'), 25: ('Groups', 'i3'), 26: ('Groups', 'i3'), 27: ('Groups', 'i3'), 28: ('Groups', 'i3'), 29: ('Groups', None), 30: ('Groups', None), 31: ('Groups', None), 32: ('Groups', None), 41: ('Groups', None), 42: ('Groups', None), 43: ('Groups', None), 44: ('Groups', None), 45: ('Groups', None), 46: ('Groups', 'i3'), 47: ('Groups', 'i3'), 48: ('Groups', 'i3'), 49: ('Groups', 'i3'), 50: ('Groups', 'i3'), 51: ('Groups', 'i3'), 52: ('Groups', 'i3'), 53: ('Groups', 'i3'), 54: ('Groups', 'i3'), 55: ('Groups', None), 56: ('Groups', None), 57: ('Groups', None), 58: ('Groups', None), 59: ('IncludeAuthorizedOperations', None), 68: ('Groups', None), 69: ('Groups', None), 70: ('Groups', None), 71: ('Groups', None), 72: ('Groups', None), 73: ('Groups', None), 74: ('Groups', None), 75: ('Groups', 'i3'), 76: ('Groups', 'i3'), 77: ('Groups', 'i3'), 78: ('Groups', 'i3'), 79: ('Groups', 'i3'), 80: ('Groups', 'i3'), 81: ('Groups', 'i3'), 82: ('Groups', 'i3'), 83: ('Groups', 'i3'), 84: ('Groups', 'i3'), 85: ('Groups', 'i3'), 86: ('Groups', None), 87: ('Groups', None), 88: ('Groups', None), 89: ('Groups', None), 90: ('IncludeAuthorizedOperations', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('MemberId', None), 103: ('MemberId', None), 104: ('MemberId', None), 105: ('MemberId', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('ClientId', None), 111: ('ClientId', None), 112: ('ClientId', None), 113: ('ClientId', None), 114: ('ClientId', None), 115: ('ClientId', None), 116: ('ClientId', None), 117: ('ClientId', None), 118: ('ClientHost', None), 119: ('ClientHost', None), 120: ('ClientHost', None), 121: ('ClientHost', None), 122: ('ClientHost', None), 123: ('ClientHost', None), 124: ('ClientHost', None), 125: ('ClientHost', None), 126: ('MemberMetadata', None), 127: ('MemberMetadata', None), 128: ('MemberMetadata', None), 129: ('MemberMetadata', None), 130: ('MemberMetadata', None), 131: ('MemberMetadata', None), 132: ('MemberMetadata', None), 133: ('MemberMetadata', None), 134: ('MemberAssignment', None), 135: ('MemberAssignment', None), 136: ('MemberAssignment', None), 137: ('MemberAssignment', None), 138: ('MemberAssignment', None), 139: ('MemberAssignment', None), 140: ('MemberAssignment', None), 141: ('MemberAssignment', None), 150: ('ErrorCode', None), 151: ('GroupId', None), 152: ('GroupId', None), 153: ('GroupId', None), 154: ('GroupId', None), 155: ('GroupId', None), 156: ('GroupId', None), 157: ('GroupId', None), 158: ('GroupId', None), 159: ('GroupState', None), 160: ('GroupState', None), 161: ('GroupState', None), 162: ('GroupState', None), 163: ('GroupState', None), 164: ('GroupState', None), 165: ('GroupState', None), 166: ('GroupState', None), 167: ('ProtocolType', None), 168: ('ProtocolType', None), 169: ('ProtocolType', None), 170: ('ProtocolType', None), 171: ('ProtocolType', None), 172: ('ProtocolType', None), 173: ('ProtocolType', None), 174: ('ProtocolType', None), 175: ('ProtocolData', None), 176: ('ProtocolData', None), 177: ('ProtocolData', None), 178: ('ProtocolData', None), 179: ('ProtocolData', None), 180: ('ProtocolData', None), 181: ('ProtocolData', None), 182: ('ProtocolData', None), 183: ('Members', None), 184: ('Members', None), 185: ('Members', None), 186: ('Members', None), 187: ('Members', None), 188: ('Members', 'i12'), 189: ('Members', 'i12'), 190: ('Members', None), 191: ('Members', None), 192: ('Members', None), 193: ('Members', None), 202: ('Groups', None), 203: ('Groups', None), 204: ('Groups', None), 205: ('Groups', None), 206: ('Groups', None), 207: ('Groups', 'i3'), 208: ('Groups', 'i3'), 209: ('Groups', None), 210: ('Groups', None), 211: ('Groups', None), 212: ('Groups', None), 221: ('ThrottleTimeMs', None), 222: ('Groups', None), 223: ('Groups', None), 224: ('Groups', None), 225: ('Groups', None), 226: ('Groups', None), 227: ('Groups', 'i4'), 228: ('Groups', 'i4'), 229: ('Groups', None), 230: ('Groups', None), 231: ('Groups', None), 232: ('Groups', None), 241: ('ErrorCode', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('GroupId', None), 246: ('GroupId', None), 247: ('GroupId', None), 248: ('GroupId', None), 249: ('GroupId', None), 250: ('GroupState', None), 251: ('GroupState', None), 252: ('GroupState', None), 253: ('GroupState', None), 254: ('GroupState', None), 255: ('GroupState', None), 256: ('GroupState', None), 257: ('GroupState', None), 258: ('ProtocolType', None), 259: ('ProtocolType', None), 260: ('ProtocolType', None), 261: ('ProtocolType', None), 262: ('ProtocolType', None), 263: ('ProtocolType', None), 264: ('ProtocolType', None), 265: ('ProtocolType', None), 266: ('ProtocolData', None), 267: ('ProtocolData', None), 268: ('ProtocolData', None), 269: ('ProtocolData', None), 270: ('ProtocolData', None), 271: ('ProtocolData', None), 272: ('ProtocolData', None), 273: ('ProtocolData', None), 274: ('Members', None), 275: ('Members', None), 276: ('Members', None), 277: ('Members', None), 278: ('Members', None), 279: ('Members', 'i12'), 280: ('Members', 'i12'), 281: ('Members', None), 282: ('Members', None), 283: ('Members', None), 284: ('Members', None), 285: ('AuthorizedOperations', None), 294: ('ThrottleTimeMs', None), 295: ('Groups', None), 296: ('Groups', None), 297: ('Groups', None), 298: ('Groups', None), 299: ('Groups', None), 300: ('Groups', 'i4'), 301: ('Groups', 'i4'), 302: ('Groups', None), 303: ('Groups', None), 304: ('Groups', None), 305: ('Groups', None), 314: ('MemberId', None), 315: ('MemberId', None), 316: ('MemberId', None), 317: ('MemberId', None), 318: ('MemberId', None), 319: ('MemberId', None), 320: ('MemberId', None), 321: ('MemberId', None), 322: ('GroupInstanceId', None), 323: ('GroupInstanceId', None), 324: ('GroupInstanceId', None), 325: ('GroupInstanceId', None), 326: ('GroupInstanceId', None), 327: ('GroupInstanceId', None), 328: ('GroupInstanceId', None), 329: ('GroupInstanceId', None), 330: ('ClientId', None), 331: ('ClientId', None), 332: ('ClientId', None), 333: ('ClientId', None), 334: ('ClientId', None), 335: ('ClientId', None), 336: ('ClientId', None), 337: ('ClientId', None), 338: ('ClientHost', None), 339: ('ClientHost', None), 340: ('ClientHost', None), 341: ('ClientHost', None), 342: ('ClientHost', None), 343: ('ClientHost', None), 344: ('ClientHost', None), 345: ('ClientHost', None), 346: ('MemberMetadata', None), 347: ('MemberMetadata', None), 348: ('MemberMetadata', None), 349: ('MemberMetadata', None), 350: ('MemberMetadata', None), 351: ('MemberMetadata', None), 352: ('MemberMetadata', None), 353: ('MemberMetadata', None), 354: ('MemberAssignment', None), 355: ('MemberAssignment', None), 356: ('MemberAssignment', None), 357: ('MemberAssignment', None), 358: ('MemberAssignment', None), 359: ('MemberAssignment', None), 360: ('MemberAssignment', None), 361: ('MemberAssignment', None), 370: ('ErrorCode', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('GroupId', None), 376: ('GroupId', None), 377: ('GroupId', None), 378: ('GroupId', None), 379: ('GroupState', None), 380: ('GroupState', None), 381: ('GroupState', None), 382: ('GroupState', None), 383: ('GroupState', None), 384: ('GroupState', None), 385: ('GroupState', None), 386: ('GroupState', None), 387: ('ProtocolType', None), 388: ('ProtocolType', None), 389: ('ProtocolType', None), 390: ('ProtocolType', None), 391: ('ProtocolType', None), 392: ('ProtocolType', None), 393: ('ProtocolType', None), 394: ('ProtocolType', None), 395: ('ProtocolData', None), 396: ('ProtocolData', None), 397: ('ProtocolData', None), 398: ('ProtocolData', None), 399: ('ProtocolData', None), 400: ('ProtocolData', None), 401: ('ProtocolData', None), 402: ('ProtocolData', None), 403: ('Members', None), 404: ('Members', None), 405: ('Members', None), 406: ('Members', None), 407: ('Members', None), 408: ('Members', 'i12'), 409: ('Members', 'i12'), 410: ('Members', None), 411: ('Members', None), 412: ('Members', None), 413: ('Members', None), 414: ('AuthorizedOperations', None), 423: ('ThrottleTimeMs', None), 424: ('Groups', None), 425: ('Groups', None), 426: ('Groups', None), 427: ('Groups', None), 428: ('Groups', None), 429: ('Groups', 'i4'), 430: ('Groups', 'i4'), 431: ('Groups', None), 432: ('Groups', None), 433: ('Groups', None), 434: ('Groups', None), 443: ('MemberId', None), 444: ('MemberId', None), 445: ('MemberId', None), 446: ('MemberId', None), 447: ('MemberId', None), 448: ('MemberId', None), 449: ('MemberId', None), 450: ('MemberId', None), 451: ('MemberId', None), 452: ('MemberId', None), 453: ('GroupInstanceId', None), 454: ('GroupInstanceId', None), 455: ('GroupInstanceId', None), 456: ('GroupInstanceId', None), 457: ('GroupInstanceId', None), 458: ('GroupInstanceId', None), 459: ('GroupInstanceId', None), 460: ('GroupInstanceId', None), 461: ('GroupInstanceId', None), 462: ('GroupInstanceId', None), 463: ('ClientId', None), 464: ('ClientId', None), 465: ('ClientId', None), 466: ('ClientId', None), 467: ('ClientId', None), 468: ('ClientId', None), 469: ('ClientId', None), 470: ('ClientId', None), 471: ('ClientId', None), 472: ('ClientId', None), 473: ('ClientHost', None), 474: ('ClientHost', None), 475: ('ClientHost', None), 476: ('ClientHost', None), 477: ('ClientHost', None), 478: ('ClientHost', None), 479: ('ClientHost', None), 480: ('ClientHost', None), 481: ('ClientHost', None), 482: ('ClientHost', None), 483: ('MemberMetadata', None), 484: ('MemberMetadata', None), 485: ('MemberMetadata', None), 486: ('MemberMetadata', None), 487: ('MemberMetadata', None), 488: ('MemberMetadata', None), 489: ('MemberMetadata', None), 490: ('MemberMetadata', None), 491: ('MemberMetadata', None), 492: ('MemberMetadata', None), 493: ('MemberAssignment', None), 494: ('MemberAssignment', None), 495: ('MemberAssignment', None), 496: ('MemberAssignment', None), 497: ('MemberAssignment', None), 498: ('MemberAssignment', None), 499: ('MemberAssignment', None), 500: ('MemberAssignment', None), 501: ('MemberAssignment', None), 502: ('MemberAssignment', None), 504: ('_tagged', None), 505: ('_tagged', None), 506: ('_tagged', None), 514: ('ErrorCode', None), 515: ('GroupId', None), 516: ('GroupId', None), 517: ('GroupId', None), 518: ('GroupId', None), 519: ('GroupId', None), 520: ('GroupId', None), 521: ('GroupId', None), 522: ('GroupId', None), 523: ('GroupId', None), 524: ('GroupId', None), 525: ('GroupState', None), 526: ('GroupState', None), 527: ('GroupState', None), 528: ('GroupState', None), 529: ('GroupState', None), 530: ('GroupState', None), 531: ('GroupState', None), 532: ('GroupState', None), 533: ('GroupState', None), 534: ('GroupState', None), 535: ('ProtocolType', None), 536: ('ProtocolType', None), 537: ('ProtocolType', None), 538: ('ProtocolType', None), 539: ('ProtocolType', None), 540: ('ProtocolType', None), 541: ('ProtocolType', None), 542: ('ProtocolType', None), 543: ('ProtocolType', None), 544: ('ProtocolType', None), 545: ('ProtocolData', None), 546: ('ProtocolData', None), 547: ('ProtocolData', None), 548: ('ProtocolData', None), 549: ('ProtocolData', None), 550: ('ProtocolData', None), 551: ('ProtocolData', None), 552: ('ProtocolData', None), 553: ('ProtocolData', None), 554: ('ProtocolData', None), 555: ('Members', None), 556: ('Members', None), 557: ('Members', None), 558: ('Members', None), 559: ('Members', None), 560: ('Members', None), 561: ('Members', None), 562: ('Members', 'i12'), 563: ('Members', 'i12'), 564: ('Members', None), 565: ('Members', None), 566: ('Members', None), 567: ('Members', None), 568: ('AuthorizedOperations', None), 570: ('_tagged', None), 571: ('_tagged', None), 572: ('_tagged', None), 580: ('ThrottleTimeMs', None), 581: ('Groups', None), 582: ('Groups', None), 583: ('Groups', None), 584: ('Groups', None), 585: ('Groups', None), 586: ('Groups', None), 587: ('Groups', None), 588: ('Groups', 'i4'), 589: ('Groups', 'i4'), 590: ('Groups', None), 591: ('Groups', None), 592: ('Groups', None), 593: ('Groups', None), 595: ('_tagged', None), 596: ('_tagged', None), 597: ('_tagged', None), 605: ('ErrorCode', None), 606: ('ErrorMessage', None), 607: ('ErrorMessage', None), 608: ('ErrorMessage', None), 609: ('ErrorMessage', None), 610: ('ErrorMessage', None), 611: ('ErrorMessage', None), 612: ('ErrorMessage', None), 613: ('ErrorMessage', None), 614: ('ErrorMessage', None), 615: ('ErrorMessage', None), 616: ('GroupId', None), 617: ('GroupId', None), 618: ('GroupId', None), 619: ('GroupId', None), 620: ('GroupId', None), 621: ('GroupId', None), 622: ('GroupId', None), 623: ('GroupId', None), 624: ('GroupId', None), 625: ('GroupId', None), 626: ('GroupState', None), 627: ('GroupState', None), 628: ('GroupState', None), 629: ('GroupState', None), 630: ('GroupState', None), 631: ('GroupState', None), 632: ('GroupState', None), 633: ('GroupState', None), 634: ('GroupState', None), 635: ('GroupState', None), 636: ('ProtocolType', None), 637: ('ProtocolType', None), 638: ('ProtocolType', None), 639: ('ProtocolType', None), 640: ('ProtocolType', None), 641: ('ProtocolType', None), 642: ('ProtocolType', None), 643: ('ProtocolType', None), 644: ('ProtocolType', None), 645: ('ProtocolType', None), 646: ('ProtocolData', None), 647: ('ProtocolData', None), 648: ('ProtocolData', None), 649: ('ProtocolData', None), 650: ('ProtocolData', None), 651: ('ProtocolData', None), 652: ('ProtocolData', None), 653: ('ProtocolData', None), 654: ('ProtocolData', None), 655: ('ProtocolData', None), 656: ('Members', None), 657: ('Members', None), 658: ('Members', None), 659: ('Members', None), 660: ('Members', None), 661: ('Members', None), 662: ('Members', None), 663: ('Members', 'i14'), 664: ('Members', 'i14'), 665: ('Members', None), 666: ('Members', None), 667: ('Members', None), 668: ('Members', None), 669: ('AuthorizedOperations', None), 671: ('_tagged', None), 672: ('_tagged', None), 673: ('_tagged', None), 681: ('ThrottleTimeMs', None), 682: ('Groups', None), 683: ('Groups', None), 684: ('Groups', None), 685: ('Groups', None), 686: ('Groups', None), 687: ('Groups', None), 688: ('Groups', None), 689: ('Groups', 'i4'), 690: ('Groups', 'i4'), 691: ('Groups', None), 692: ('Groups', None), 693: ('Groups', None), 694: ('Groups', None), 696: ('_tagged', None), 697: ('_tagged', None), 698: ('_tagged', None)}
+_LINES = {15: ('Groups', None), 16: ('Groups', None), 17: ('Groups', None), 18: ('Groups', None), 19: ('Groups', None), 20: ('Groups', 'i3'), 21: ('Groups', 'i3'), 22: ('Groups', 'i3'), 23: ('Groups', 'i3'), 24: ('Groups', 'i3'), 25: ('Groups', 'i3'), 26: ('Groups', 'i3'), 27: ('Groups', 'i3'), 28: ('Groups', 'i3'), 29: ('Groups', None), 30: ('Groups', None), 31: ('Groups', None), 32: ('Groups', None), 41: ('Groups', None), 42: ('Groups', None), 43: ('Groups', None), 44: ('Groups', None), 45: ('Groups', None), 46: ('Groups', 'i3'), 47: ('Groups', 'i3'), 48: ('Groups', 'i3'), 49: ('Groups', 'i3'), 50: ('Groups', 'i3'), 51: ('Groups', 'i3'), 52: ('Groups', 'i3'), 53: ('Groups', 'i3'), 54: ('Groups', 'i3'), 55: ('Groups', None), 56: ('Groups', None), 57: ('Groups', None), 58: ('Groups', None), 59: ('IncludeAuthorizedOperations', None), 68: ('Groups', None), 69: ('Groups', None), 70: ('Groups', None), 71: ('Groups', None), 72: ('Groups', None), 73: ('Groups', None), 74: ('Groups', None), 75: ('Groups', 'i3'), 76: ('Groups', 'i3'), 77: ('Groups', 'i3'), 78: ('Groups', 'i3'), 79: ('Groups', 'i3'), 80: ('Groups', 'i3'), 81: ('Groups', 'i3'), 82: ('Groups', 'i3'), 83: ('Groups', 'i3'), 84: ('Groups', 'i3'), 85: ('Groups', 'i3'), 86: ('Groups', None), 87: ('Groups', None), 88: ('Groups', None), 89: ('Groups', None), 90: ('IncludeAuthorizedOperations', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('MemberId', None), 103: ('MemberId', None), 104: ('MemberId', None), 105: ('MemberId', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('ClientId', None), 111: ('ClientId', None), 112: ('ClientId', None), 113: ('ClientId', None), 114: ('ClientId', None), 115: ('ClientId', None), 116: ('ClientId', None), 117: ('ClientId', None), 118: ('ClientHost', None), 119: ('ClientHost', None), 120: ('ClientHost', None), 121: ('ClientHost', None), 122: ('ClientHost', None), 123: ('ClientHost', None), 124: ('ClientHost', None), 125: ('ClientHost', None), 126: ('MemberMetadata', None), 127: ('MemberMetadata', None), 128: ('MemberMetadata', None), 129: ('MemberMetadata', None), 130: ('MemberMetadata', None), 131: ('MemberMetadata', None), 132: ('MemberMetadata', None), 133: ('MemberMetadata', None), 134: ('MemberAssignment', None), 135: ('MemberAssignment', None), 136: ('MemberAssignment', None), 137: ('MemberAssignment', None), 138: ('MemberAssignment', None), 139: ('MemberAssignment', None), 140: ('MemberAssignment', None), 141: ('MemberAssignment', None), 150: ('ErrorCode', None), 151: ('GroupId', None), 152: ('GroupId', None), 153: ('GroupId', None), 154: ('GroupId', None), 155: ('GroupId', None), 156: ('GroupId', None), 157: ('GroupId', None), 158: ('GroupId', None), 159: ('GroupState', None), 160: ('GroupState', None), 161: ('GroupState', None), 162: ('GroupState', None), 163: ('GroupState', None), 164: ('GroupState', None), 165: ('GroupState', None), 166: ('GroupState', None), 167: ('ProtocolType', None), 168: ('ProtocolType', None), 169: ('ProtocolType', None), 170: ('ProtocolType', None), 171: ('ProtocolType', None), 172: ('ProtocolType', None), 173: ('ProtocolType', None), 174: ('ProtocolType', None), 175: ('ProtocolData', None), 176: ('ProtocolData', None), 177: ('ProtocolData', None), 178: ('ProtocolData', None), 179: ('ProtocolData', None), 180: ('ProtocolData', None), 181: ('ProtocolData', None), 182: ('ProtocolData', None), 183: ('Members', None), 184: ('Members', None), 185: ('Members', None), 186: ('Members', None), 187: ('Members', None), 188: ('Members[{}].MemberId', 'i12'), 189: ('Members[{}].MemberId', 'i12'), 190: ('Members[{}].MemberId', 'i12'), 191: ('Members[{}].MemberId', 'i12'), 192: ('Members[{}].MemberId', 'i12'), 193: ('Members[{}].MemberId', 'i12'), 194: ('Members[{}].MemberId', 'i12'), 195: ('Members[{}].MemberId', 'i12'), 196: ('Members[{}].ClientId', 'i12'), 197: ('Members[{}].ClientId', 'i12'), 198: ('Members[{}].ClientId', 'i12'), 199: ('Members[{}].ClientId', 'i12'), 200: ('Members[{}].ClientId', 'i12'), 201: ('Members[{}].ClientId', 'i12'), 202: ('Members[{}].ClientId', 'i12'), 203: ('Members[{}].ClientId', 'i12'), 204: ('Members[{}].ClientHost', 'i12'), 205: ('Members[{}].ClientHost', 'i12'), 206: ('Members[{}].ClientHost', 'i12'), 207: ('Members[{}].ClientHost', 'i12'), 208: ('Members[{}].ClientHost', 'i12'), 209: ('Members[{}].ClientHost', 'i12'), 210: ('Members[{}].ClientHost', 'i12'), 211: ('Members[{}].ClientHost', 'i12'), 212: ('Members[{}].MemberMetadata', 'i12'), 213: ('Members[{}].MemberMetadata', 'i12'), 214: ('Members[{}].MemberMetadata', 'i12'), 215: ('Members[{}].MemberMetadata', 'i12'), 216: ('Members[{}].MemberMetadata', 'i12'), 217: ('Members[{}].MemberMetadata', 'i12'), 218: ('Members[{}].MemberMetadata', 'i12'), 219: ('Members[{}].MemberMetadata', 'i12'), 220: ('Members[{}].MemberAssignment', 'i12'), 221: ('Members[{}].MemberAssignment', 'i12'), 222: ('Members[{}].MemberAssignment', 'i12'), 223: ('Members[{}].MemberAssignment', 'i12'), 224: ('Members[{}].MemberAssignment', 'i12'), 225: ('Members[{}].MemberAssignment', 'i12'), 226: ('Members[{}].MemberAssignment', 'i12'), 227: ('Members[{}].MemberAssignment', 'i12'), 228: ('Members', 'i12'), 229: ('Members', 'i12'), 230: ('Members', None), 231: ('Members', None), 232: ('Members', None), 233: ('Members', None), 242: ('Groups', None), 243: ('Groups', None), 244: ('Groups', None), 245: ('Groups', None), 246: ('Groups', None), 247: ('Groups', 'i3'), 248: ('Groups', 'i3'), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 261: ('ThrottleTimeMs', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', 'i4'), 268: ('Groups', 'i4'), 269: ('Groups', None), 270: ('Groups', None), 271: ('Groups', None), 272: ('Groups', None), 281: ('ErrorCode', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('GroupId', None), 287: ('GroupId', None), 288: ('GroupId', None), 289: ('GroupId', None), 290: ('GroupState', None), 291: ('GroupState', None), 292: ('GroupState', None), 293: ('GroupState', None), 294: ('GroupState', None), 295: ('GroupState', None), 296: ('GroupState', None), 297: ('GroupState', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('ProtocolType', None), 303: ('ProtocolType', None), 304: ('ProtocolType', None), 305: ('ProtocolType', None), 306: ('ProtocolData', None), 307: ('ProtocolData', None), 308: ('ProtocolData', None), 309: ('ProtocolData', None), 310: ('ProtocolData', None), 311: ('ProtocolData', None), 312: ('ProtocolData', None), 313: ('ProtocolData', None), 314: ('Members', None), 315: ('Members', None), 316: ('Members', None), 317: ('Members', None), 318: ('Members', None), 319: ('Members[{}].MemberId', 'i12'), 320: ('Members[{}].MemberId', 'i12'), 321: ('Members[{}].MemberId', 'i12'), 322: ('Members[{}].MemberId', 'i12'), 323: ('Members[{}].MemberId', 'i12'), 324: ('Members[{}].MemberId', 'i12'), 325: ('Members[{}].MemberId', 'i12'), 326: ('Members[{}].MemberId', 'i12'), 327: ('Members[{}].ClientId', 'i12'), 328: ('Members[{}].ClientId', 'i12'), 329: ('Members[{}].ClientId', 'i12'), 330: ('Members[{}].ClientId', 'i12'), 331: ('Members[{}].ClientId', 'i12'), 332: ('Members[{}].ClientId', 'i12'), 333: ('Members[{}].ClientId', 'i12'), 334: ('Members[{}].ClientId', 'i12'), 335: ('Members[{}].ClientHost', 'i12'), 336: ('Members[{}].ClientHost', 'i12'), 337: ('Members[{}].ClientHost', 'i12'), 338: ('Members[{}].ClientHost', 'i12'), 339: ('Members[{}].ClientHost', 'i12'), 340: ('Members[{}].ClientHost', 'i12'), 341: ('Members[{}].ClientHost', 'i12'), 342: ('Members[{}].ClientHost', 'i12'), 343: ('Members[{}].MemberMetadata', 'i12'), 344: ('Members[{}].MemberMetadata', 'i12'), 345: ('Members[{}].MemberMetadata', 'i12'), 346: ('Members[{}].MemberMetadata', 'i12'), 347: ('Members[{}].MemberMetadata', 'i12'), 348: ('Members[{}].MemberMetadata', 'i12'), 349: ('Members[{}].MemberMetadata', 'i12'), 350: ('Members[{}].MemberMetadata', 'i12'), 351: ('Members[{}].MemberAssignment', 'i12'), 352: ('Members[{}].MemberAssignment', 'i12'), 353: ('Members[{}].MemberAssignment', 'i12'), 354: ('Members[{}].MemberAssignment', 'i12'), 355: ('Members[{}].MemberAssignment', 'i12'), 356: ('Members[{}].MemberAssignment', 'i12'), 357: ('Members[{}].MemberAssignment', 'i12'), 358: ('Members[{}].MemberAssignment', 'i12'), 359: ('Members', 'i12'), 360: ('Members', 'i12'), 361: ('Members', None), 362: ('Members', None), 363: ('Members', None), 364: ('Members', None), 365: ('AuthorizedOperations', None), 374: ('ThrottleTimeMs', None), 375: ('Groups', None), 376: ('Groups', None), 377: ('Groups', None), 378: ('Groups', None), 379: ('Groups', None), 380: ('Groups', 'i4'), 381: ('Groups', 'i4'), 382: ('Groups', None), 383: ('Groups', None), 384: ('Groups', None), 385: ('Groups', None), 394: ('MemberId', None), 395: ('MemberId', None), 396: ('MemberId', None), 397: ('MemberId', None), 398: ('MemberId', None), 399: ('MemberId', None), 400: ('MemberId', None), 401: ('MemberId', None), 402: ('GroupInstanceId', None), 403: ('GroupInstanceId', None), 404: ('GroupInstanceId', None), 405: ('GroupInstanceId', None), 406: ('GroupInstanceId', None), 407: ('GroupInstanceId', None), 408: ('GroupInstanceId', None), 409: ('GroupInstanceId', None), 410: ('ClientId', None), 411: ('ClientId', None), 412: ('ClientId', None), 413: ('ClientId', None), 414: ('ClientId', None), 415: ('ClientId', None), 416: ('ClientId', None), 417: ('ClientId', None), 418: ('ClientHost', None), 419: ('ClientHost', None), 420: ('ClientHost', None), 421: ('ClientHost', None), 422: ('ClientHost', None), 423: ('ClientHost', None), 424: ('ClientHost', None), 425: ('ClientHost', None), 426: ('MemberMetadata', None), 427: ('MemberMetadata', None), 428: ('MemberMetadata', None), 429: ('MemberMetadata', None), 430: ('MemberMetadata', None), 431: ('MemberMetadata', None), 432: ('MemberMetadata', None), 433: ('MemberMetadata', None), 434: ('MemberAssignment', None), 435: ('MemberAssignment', None), 436: ('MemberAssignment', None), 437: ('MemberAssignment', None), 438: ('MemberAssignment', None), 439: ('MemberAssignment', None), 440: ('MemberAssignment', None), 441: ('MemberAssignment', None), 450: ('ErrorCode', None), 451: ('GroupId', None), 452: ('GroupId', None), 453: ('GroupId', None), 454: ('GroupId', None), 455: ('GroupId', None), 456: ('GroupId', None), 457: ('GroupId', None), 458: ('GroupId', None), 459: ('GroupState', None), 460: ('GroupState', None), 461: ('GroupState', None), 462: ('GroupState', None), 463: ('GroupState', None), 464: ('GroupState', None), 465: ('GroupState', None), 466: ('GroupState', None), 467: ('ProtocolType', None), 468: ('ProtocolType', None), 469: ('ProtocolType', None), 470: ('ProtocolType', None), 471: ('ProtocolType', None), 472: ('ProtocolType', None), 473: ('ProtocolType', None), 474: ('ProtocolType', None), 475: ('ProtocolData', None), 476: ('ProtocolData', None), 477: ('ProtocolData', None), 478: ('ProtocolData', None), 479: ('ProtocolData', None), 480: ('ProtocolData', None), 481: ('ProtocolData', None), 482: ('ProtocolData', None), 483: ('Members', None), 484: ('Members', None), 485: ('Members', None), 486: ('Members', None), 487: ('Members', None), 488: ('Members[{}].MemberId', 'i12'), 489: ('Members[{}].MemberId', 'i12'), 490: ('Members[{}].MemberId', 'i12'), 491: ('Members[{}].MemberId', 'i12'), 492: ('Members[{}].MemberId', 'i12'), 493: ('Members[{}].MemberId', 'i12'), 494: ('Members[{}].MemberId', 'i12'), 495: ('Members[{}].MemberId', 'i12'), 496: ('Members[{}].GroupInstanceId', 'i12'), 497: ('Members[{}].GroupInstanceId', 'i12'), 498: ('Members[{}].GroupInstanceId', 'i12'), 499: ('Members[{}].GroupInstanceId', 'i12'), 500: ('Members[{}].GroupInstanceId', 'i12'), 501: ('Members[{}].GroupInstanceId', 'i12'), 502: ('Members[{}].GroupInstanceId', 'i12'), 503: ('Members[{}].GroupInstanceId', 'i12'), 504: ('Members[{}].ClientId', 'i12'), 505: ('Members[{}].ClientId', 'i12'), 506: ('Members[{}].ClientId', 'i12'), 507: ('Members[{}].ClientId', 'i12'), 508: ('Members[{}].ClientId', 'i12'), 509: ('Members[{}].ClientId', 'i12'), 510: ('Members[{}].ClientId', 'i12'), 511: ('Members[{}].ClientId', 'i12'), 512: ('Members[{}].ClientHost', 'i12'), 513: ('Members[{}].ClientHost', 'i12'), 514: ('Members[{}].ClientHost', 'i12'), 515: ('Members[{}].ClientHost', 'i12'), 516: ('Members[{}].ClientHost', 'i12'), 517: ('Members[{}].ClientHost', 'i12'), 518: ('Members[{}].ClientHost', 'i12'), 519: ('Members[{}].ClientHost', 'i12'), 520: ('Members[{}].MemberMetadata', 'i12'), 521: ('Members[{}].MemberMetadata', 'i12'), 522: ('Members[{}].MemberMetadata', 'i12'), 523: ('Members[{}].MemberMetadata', 'i12'), 524: ('Members[{}].MemberMetadata', 'i12'), 525: ('Members[{}].MemberMetadata', 'i12'), 526: ('Members[{}].MemberMetadata', 'i12'), 527: ('Members[{}].MemberMetadata', 'i12'), 528: ('Members[{}].MemberAssignment', 'i12'), 529: ('Members[{}].MemberAssignment', 'i12'), 530: ('Members[{}].MemberAssignment', 'i12'), 531: ('Members[{}].MemberAssignment', 'i12'), 532: ('Members[{}].MemberAssignment', 'i12'), 533: ('Members[{}].MemberAssignment', 'i12'), 534: ('Members[{}].MemberAssignment', 'i12'), 535: ('Members[{}].MemberAssignment', 'i12'), 536: ('Members', 'i12'), 537: ('Members', 'i12'), 538: ('Members', None), 539: ('Members', None), 540: ('Members', None), 541: ('Members', None), 542: ('AuthorizedOperations', None), 551: ('ThrottleTimeMs', None), 552: ('Groups', None), 553: ('Groups', None), 554: ('Groups', None), 555: ('Groups', None), 556: ('Groups', None), 557: ('Groups', 'i4'), 558: ('Groups', 'i4'), 559: ('Groups', None), 560: ('Groups', None), 561: ('Groups', None), 562: ('Groups', None), 571: ('MemberId', None), 572: ('MemberId', None), 573: ('MemberId', None), 574: ('MemberId', None), 575: ('MemberId', None), 576: ('MemberId', None), 577: ('MemberId', None), 578: ('MemberId', None), 579: ('MemberId', None), 580: ('MemberId', None), 581: ('GroupInstanceId', None), 582: ('GroupInstanceId', None), 583: ('GroupInstanceId', None), 584: ('GroupInstanceId', None), 585: ('GroupInstanceId', None), 586: ('GroupInstanceId', None), 587: ('GroupInstanceId', None), 588: ('GroupInstanceId', None), 589: ('GroupInstanceId', None), 590: ('GroupInstanceId', None), 591: ('ClientId', None), 592: ('ClientId', None), 593: ('ClientId', None), 594: ('ClientId', None), 595: ('ClientId', None), 596: ('ClientId', None), 597: ('ClientId', None), 598: ('ClientId', None), 599: ('ClientId', None), 600: ('ClientId', None), 601: ('ClientHost', None), 602: ('ClientHost', None), 603: ('ClientHost', None), 604: ('ClientHost', None), 605: ('ClientHost', None), 606: ('ClientHost', None), 607: ('ClientHost', None), 608: ('ClientHost', None), 609: ('ClientHost', None), 610: ('ClientHost', None), 611: ('MemberMetadata', None), 612: ('MemberMetadata', None), 613: ('MemberMetadata', None), 614: ('MemberMetadata', None), 615: ('MemberMetadata', None), 616: ('MemberMetadata', None), 617: ('MemberMetadata', None), 618: ('MemberMetadata', None), 619: ('MemberMetadata', None), 620: ('MemberMetadata', None), 621: ('MemberAssignment', None), 622: ('MemberAssignment', None), 623: ('MemberAssignment', None), 624: ('MemberAssignment', None), 625: ('MemberAssignment', None), 626: ('MemberAssignment', None), 627: ('MemberAssignment', None), 628: ('MemberAssignment', None), 629: ('MemberAssignment', None), 630: ('MemberAssignment', None), 632: ('_tagged', None), 633: ('_tagged', None), 634: ('_tagged', None), 642: ('ErrorCode', None), 643: ('GroupId', None), 644: ('GroupId', None), 645: ('GroupId', None), 646: ('GroupId', None), 647: ('GroupId', None), 648: ('GroupId', None), 649: ('GroupId', None), 650: ('GroupId', None), 651: ('GroupId', None), 652: ('GroupId', None), 653: ('GroupState', None), 654: ('GroupState', None), 655: ('GroupState', None), 656: ('GroupState', None), 657: ('GroupState', None), 658: ('GroupState', None), 659: ('GroupState', None), 660: ('GroupState', None), 661: ('GroupState', None), 662: ('GroupState', None), 663: ('ProtocolType', None), 664: ('ProtocolType', None), 665: ('ProtocolType', None), 666: ('ProtocolType', None), 667: ('ProtocolType', None), 668: ('ProtocolType', None), 669: ('ProtocolType', None), 670: ('ProtocolType', None), 671: ('ProtocolType', None), 672: ('ProtocolType', None), 673: ('ProtocolData', None), 674: ('ProtocolData', None), 675: ('ProtocolData', None), 676: ('ProtocolData', None), 677: ('ProtocolData', None), 678: ('ProtocolData', None), 679: ('ProtocolData', None), 680: ('ProtocolData', None), 681: ('ProtocolData', None), 682: ('ProtocolData', None), 683: ('Members', None), 684: ('Members', None), 685: ('Members', None), 686: ('Members', None), 687: ('Members', None), 688: ('Members', None), 689: ('Members', None), 690: ('Members[{}].MemberId', 'i12'), 691: ('Members[{}].MemberId', 'i12'), 692: ('Members[{}].MemberId', 'i12'), 693: ('Members[{}].MemberId', 'i12'), 694: ('Members[{}].MemberId', 'i12'), 695: ('Members[{}].MemberId', 'i12'), 696: ('Members[{}].MemberId', 'i12'), 697: ('Members[{}].MemberId', 'i12'), 698: ('Members[{}].MemberId', 'i12'), 699: ('Members[{}].MemberId', 'i12'), 700: ('Members[{}].GroupInstanceId', 'i12'), 701: ('Members[{}].GroupInstanceId', 'i12'), 702: ('Members[{}].GroupInstanceId', 'i12'), 703: ('Members[{}].GroupInstanceId', 'i12'), 704: ('Members[{}].GroupInstanceId', 'i12'), 705: ('Members[{}].GroupInstanceId', 'i12'), 706: ('Members[{}].GroupInstanceId', 'i12'), 707: ('Members[{}].GroupInstanceId', 'i12'), 708: ('Members[{}].GroupInstanceId', 'i12'), 709: ('Members[{}].GroupInstanceId', 'i12'), 710: ('Members[{}].ClientId', 'i12'), 711: ('Members[{}].ClientId', 'i12'), 712: ('Members[{}].ClientId', 'i12'), 713: ('Members[{}].ClientId', 'i12'), 714: ('Members[{}].ClientId', 'i12'), 715: ('Members[{}].ClientId', 'i12'), 716: ('Members[{}].ClientId', 'i12'), 717: ('Members[{}].ClientId', 'i12'), 718: ('Members[{}].ClientId', 'i12'), 719: ('Members[{}].ClientId', 'i12'), 720: ('Members[{}].ClientHost', 'i12'), 721: ('Members[{}].ClientHost', 'i12'), 722: ('Members[{}].ClientHost', 'i12'), 723: ('Members[{}].ClientHost', 'i12'), 724: ('Members[{}].ClientHost', 'i12'), 725: ('Members[{}].ClientHost', 'i12'), 726: ('Members[{}].ClientHost', 'i12'), 727: ('Members[{}].ClientHost', 'i12'), 728: ('Members[{}].ClientHost', 'i12'), 729: ('Members[{}].ClientHost', 'i12'), 730: ('Members[{}].MemberMetadata', 'i12'), 731: ('Members[{}].MemberMetadata', 'i12'), 732: ('Members[{}].MemberMetadata', 'i12'), 733: ('Members[{}].MemberMetadata', 'i12'), 734: ('Members[{}].MemberMetadata', 'i12'), 735: ('Members[{}].MemberMetadata', 'i12'), 736: ('Members[{}].MemberMetadata', 'i12'), 737: ('Members[{}].MemberMetadata', 'i12'), 738: ('Members[{}].MemberMetadata', 'i12'), 739: ('Members[{}].MemberMetadata', 'i12'), 740: ('Members[{}].MemberAssignment', 'i12'), 741: ('Members[{}].MemberAssignment', 'i12'), 742: ('Members[{}].MemberAssignment', 'i12'), 743: ('Members[{}].MemberAssignment', 'i12'), 744: ('Members[{}].MemberAssignment', 'i12'), 745: ('Members[{}].MemberAssignment', 'i12'), 746: ('Members[{}].MemberAssignment', 'i12'), 747: ('Members[{}].MemberAssignment', 'i12'), 748: ('Members[{}].MemberAssignment', 'i12'), 749: ('Members[{}].MemberAssignment', 'i12'), 750: ('Members', 'i12'), 751: ('Members', 'i12'), 752: ('Members', 'i12'), 753: ('Members', 'i12'), 754: ('Members', 'i12'), 755: ('Members', None), 756: ('Members', None), 757: ('Members', None), 758: ('Members', None), 759: ('AuthorizedOperations', None), 761: ('_tagged', None), 762: ('_tagged', None), 763: ('_tagged', None), 771: ('ThrottleTimeMs', None), 772: ('Groups', None), 773: ('Groups', None), 774: ('Groups', None), 775: ('Groups', None), 776: ('Groups', None), 777: ('Groups', None), 778: ('Groups', None), 779: ('Groups', 'i4'), 780: ('Groups', 'i4'), 781: ('Groups', None), 782: ('Groups', None), 783: ('Groups', None), 784: ('Groups', None), 786: ('_tagged', None), 787: ('_tagged', None), 788: ('_tagged', None), 796: ('ErrorCode', None), 797: ('ErrorMessage', None), 798: ('ErrorMessage', None), 799: ('ErrorMessage', None), 800: ('ErrorMessage', None), 801: ('ErrorMessage', None), 802: ('ErrorMessage', None), 803: ('ErrorMessage', None), 804: ('ErrorMessage', None), 805: ('ErrorMessage', None), 806: ('ErrorMessage', None), 807: ('GroupId', None), 808: ('GroupId', None), 809: ('GroupId', None), 810: ('GroupId', None), 811: ('GroupId', None), 812: ('GroupId', None), 813: ('GroupId', None), 814: ('GroupId', None), 815: ('GroupId', None), 816: ('GroupId', None), 817: ('GroupState', None), 818: ('GroupState', None), 819: ('GroupState', None), 820: ('GroupState', None), 821: ('GroupState', None), 822: ('GroupState', None), 823: ('GroupState', None), 824: ('GroupState', None), 825: ('GroupState', None), 826: ('GroupState', None), 827: ('ProtocolType', None), 828: ('ProtocolType', None), 829: ('ProtocolType', None), 830: ('ProtocolType', None), 831: ('ProtocolType', None), 832: ('ProtocolType', None), 833: ('ProtocolType', None), 834: ('ProtocolType', None), 835: ('ProtocolType', None), 836: ('ProtocolType', None), 837: ('ProtocolData', None), 838: ('ProtocolData', None), 839: ('ProtocolData', None), 840: ('ProtocolData', None), 841: ('ProtocolData', None), 842: ('ProtocolData', None), 843: ('ProtocolData', None), 844: ('ProtocolData', None), 845: ('ProtocolData', None), 846: ('ProtocolData', None), 847: ('Members', None), 848: ('Members', None), 849: ('Members', None), 850: ('Members', None), 851: ('Members', None), 852: ('Members', None), 853: ('Members', None), 854: ('Members[{}].MemberId', 'i14'), 855: ('Members[{}].MemberId', 'i14'), 856: ('Members[{}].MemberId', 'i14'), 857: ('Members[{}].MemberId', 'i14'), 858: ('Members[{}].MemberId', 'i14'), 859: ('Members[{}].MemberId', 'i14'), 860: ('Members[{}].MemberId', 'i14'), 861: ('Members[{}].MemberId', 'i14'), 862: ('Members[{}].MemberId', 'i14'), 863: ('Members[{}].MemberId', 'i14'), 864: ('Members[{}].GroupInstanceId', 'i14'), 865: ('Members[{}].GroupInstanceId', 'i14'), 866: ('Members[{}].GroupInstanceId', 'i14'), 867: ('Members[{}].GroupInstanceId', 'i14'), 868: ('Members[{}].GroupInstanceId', 'i14'), 869: ('Members[{}].GroupInstanceId', 'i14'), 870: ('Members[{}].GroupInstanceId', 'i14'), 871: ('Members[{}].GroupInstanceId', 'i14'), 872: ('Members[{}].GroupInstanceId', 'i14'), 873: ('Members[{}].GroupInstanceId', 'i14'), 874: ('Members[{}].ClientId', 'i14'), 875: ('Members[{}].ClientId', 'i14'), 876: ('Members[{}].ClientId', 'i14'), 877: ('Members[{}].ClientId', 'i14'), 878: ('Members[{}].ClientId', 'i14'), 879: ('Members[{}].ClientId', 'i14'), 880: ('Members[{}].ClientId', 'i14'), 881: ('Members[{}].ClientId', 'i14'), 882: ('Members[{}].ClientId', 'i14'), 883: ('Members[{}].ClientId', 'i14'), 884: ('Members[{}].ClientHost', 'i14'), 885: ('Members[{}].ClientHost', 'i14'), 886: ('Members[{}].ClientHost', 'i14'), 887: ('Members[{}].ClientHost', 'i14'), 888: ('Members[{}].ClientHost', 'i14'), 889: ('Members[{}].ClientHost', 'i14'), 890: ('Members[{}].ClientHost', 'i14'), 891: ('Members[{}].ClientHost', 'i14'), 892: ('Members[{}].ClientHost', 'i14'), 893: ('Members[{}].ClientHost', 'i14'), 894: ('Members[{}].MemberMetadata', 'i14'), 895: ('Members[{}].MemberMetadata', 'i14'), 896: ('Members[{}].MemberMetadata', 'i14'), 897: ('Members[{}].MemberMetadata', 'i14'), 898: ('Members[{}].MemberMetadata', 'i14'), 899: ('Members[{}].MemberMetadata', 'i14'), 900: ('Members[{}].MemberMetadata', 'i14'), 901: ('Members[{}].MemberMetadata', 'i14'), 902: ('Members[{}].MemberMetadata', 'i14'), 903: ('Members[{}].MemberMetadata', 'i14'), 904: ('Members[{}].MemberAssignment', 'i14'), 905: ('Members[{}].MemberAssignment', 'i14'), 906: ('Members[{}].MemberAssignment', 'i14'), 907: ('Members[{}].MemberAssignment', 'i14'), 908: ('Members[{}].MemberAssignment', 'i14'), 909: ('Members[{}].MemberAssignment', 'i14'), 910: ('Members[{}].MemberAssignment', 'i14'), 911: ('Members[{}].MemberAssignment', 'i14'), 912: ('Members[{}].MemberAssignment', 'i14'), 913: ('Members[{}].MemberAssignment', 'i14'), 914: ('Members', 'i14'), 915: ('Members', 'i14'), 916: ('Members', 'i14'), 917: ('Members', 'i14'), 918: ('Members', 'i14'), 919: ('Members', None), 920: ('Members', None), 921: ('Members', None), 922: ('Members', None), 923: ('AuthorizedOperations', None), 925: ('_tagged', None), 926: ('_tagged', None), 927: ('_tagged', None), 935: ('ThrottleTimeMs', None), 936: ('Groups', None), 937: ('Groups', None), 938: ('Groups', None), 939: ('Groups', None), 940: ('Groups', None), 941: ('Groups', None), 942: ('Groups', None), 943: ('Groups', 'i4'), 944: ('Groups', 'i4'), 945: ('Groups', None), 946: ('Groups', None), 947: ('Groups', None), 948: ('Groups', None), 950: ('_tagged', None), 951: ('_tagged', None), 952: ('_tagged', None)}

@@ -149,8 +149,24 @@ def _f5(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
-                v2.append(x5)
+                n6, = _U0(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U0(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"GroupId": v5, "ProtocolType": v7}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -169,8 +185,24 @@ def _f6(b, p):
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
-                v3.append(x6)
+                n7, = _U0(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U0(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"GroupId": v6, "ProtocolType": v8}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -222,8 +254,31 @@ def _f8(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f7(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"GroupId": v6, "ProtocolType": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -288,8 +343,41 @@ def _f10(b, p):
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f9(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"GroupId": v6, "ProtocolType": v8, "GroupState": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v3.append(d12)
         elif n4 == -1:
             v3 = None
         else:
@@ -364,8 +452,51 @@ def _f12(b, p):
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                d14 = {"GroupId": v6, "ProtocolType": v8, "GroupState": v10, "GroupType": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v3.append(d14)
         elif n4 == -1:
             v3 = None
         else:
@@ -385,4 +516,4 @@ NAME = 'ListGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f2, 5: _f3}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f8, 4: _f10, 5: _f12}
 
-_LINES = {24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None), 34: ('StatesFilter', None), 35: ('StatesFilter', None), 36: ('StatesFilter', None), 37: ('StatesFilter', None), 38: ('StatesFilter', None), 39: ('StatesFilter', None), 40: ('StatesFilter', None), 41: ('StatesFilter', 'i3'), 42: ('StatesFilter', 'i3'), 43: ('StatesFilter', 'i3'), 44: ('StatesFilter', 'i3'), 45: ('StatesFilter', 'i3'), 46: ('StatesFilter', 'i3'), 47: ('StatesFilter', 'i3'), 48: ('StatesFilter', 'i3'), 49: ('StatesFilter', 'i3'), 50: ('StatesFilter', 'i3'), 51: ('StatesFilter', 'i3'), 52: ('StatesFilter', None), 53: ('StatesFilter', None), 54: ('StatesFilter', None), 55: ('StatesFilter', None), 57: ('_tagged', None), 58: ('_tagged', None), 59: ('_tagged', None), 67: ('StatesFilter', None), 68: ('StatesFilter', None), 69: ('StatesFilter', None), 70: ('StatesFilter', None), 71: ('StatesFilter', None), 72: ('StatesFilter', None), 73: ('StatesFilter', None), 74: ('StatesFilter', 'i3'), 75: ('StatesFilter', 'i3'), 76: ('StatesFilter', 'i3'), 77: ('StatesFilter', 'i3'), 78: ('StatesFilter', 'i3'), 79: ('StatesFilter', 'i3'), 80: ('StatesFilter', 'i3'), 81: ('StatesFilter', 'i3'), 82: ('StatesFilter', 'i3'), 83: ('StatesFilter', 'i3'), 84: ('StatesFilter', 'i3'), 85: ('StatesFilter', None), 86: ('StatesFilter', None), 87: ('StatesFilter', None), 88: ('StatesFilter', None), 89: ('TypesFilter', None), 90: ('TypesFilter', None), 91: ('TypesFilter', None), 92: ('TypesFilter', None), 93: ('TypesFilter', None), 94: ('TypesFilter', None), 95: ('TypesFilter', None), 96: ('TypesFilter', 'i8'), 97: ('TypesFilter', 'i8'), 98: ('TypesFilter', 'i8'), 99: ('TypesFilter', 'i8'), 100: ('TypesFilter', 'i8'), 101: ('TypesFilter', 'i8'), 102: ('TypesFilter', 'i8'), 103: ('TypesFilter', 'i8'), 104: ('TypesFilter', 'i8'), 105: ('TypesFilter', 'i8'), 106: ('TypesFilter', 'i8'), 107: ('TypesFilter', None), 108: ('TypesFilter', None), 109: ('TypesFilter', None), 110: ('TypesFilter', None), 112: ('_tagged', None), 113: ('_tagged', None), 114: ('_tagged', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('ProtocolType', None), 131: ('ProtocolType', None), 132: ('ProtocolType', None), 133: ('ProtocolType', None), 134: ('ProtocolType', None), 135: ('ProtocolType', None), 136: ('ProtocolType', None), 137: ('ProtocolType', None), 146: ('ErrorCode', None), 147: ('Groups', None), 148: ('Groups', None), 149: ('Groups', None), 150: ('Groups', None), 151: ('Groups', None), 152: ('Groups', 'i4'), 153: ('Groups', 'i4'), 154: ('Groups', None), 155: ('Groups', None), 156: ('Groups', None), 157: ('Groups', None), 166: ('ThrottleTimeMs+ErrorCode', None), 167: ('Groups', None), 168: ('Groups', None), 169: ('Groups', None), 170: ('Groups', None), 171: ('Groups', None), 172: ('Groups', 'i5'), 173: ('Groups', 'i5'), 174: ('Groups', None), 175: ('Groups', None), 176: ('Groups', None), 177: ('Groups', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('ProtocolType', None), 197: ('ProtocolType', None), 198: ('ProtocolType', None), 199: ('ProtocolType', None), 200: ('ProtocolType', None), 201: ('ProtocolType', None), 202: ('ProtocolType', None), 203: ('ProtocolType', None), 204: ('ProtocolType', None), 205: ('ProtocolType', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None), 217: ('ThrottleTimeMs+ErrorCode', None), 218: ('Groups', None), 219: ('Groups', None), 220: ('Groups', None), 221: ('Groups', None), 222: ('Groups', None), 223: ('Groups', None), 224: ('Groups', None), 225: ('Groups', 'i5'), 226: ('Groups', 'i5'), 227: ('Groups', None), 228: ('Groups', None), 229: ('Groups', None), 230: ('Groups', None), 232: ('_tagged', None), 233: ('_tagged', None), 234: ('_tagged', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('GroupId', None), 246: ('GroupId', None), 247: ('GroupId', None), 248: ('GroupId', None), 249: ('GroupId', None), 250: ('GroupId', None), 251: ('GroupId', None), 252: ('ProtocolType', None), 253: ('ProtocolType', None), 254: ('ProtocolType', None), 255: ('ProtocolType', None), 256: ('ProtocolType', None), 257: ('ProtocolType', None), 258: ('ProtocolType', None), 259: ('ProtocolType', None), 260: ('ProtocolType', None), 261: ('ProtocolType', None), 262: ('GroupState', None), 263: ('GroupState', None), 264: ('GroupState', None), 265: ('GroupState', None), 266: ('GroupState', None), 267: ('GroupState', None), 268: ('GroupState', None), 269: ('GroupState', None), 270: ('GroupState', None), 271: ('GroupState', None), 273: ('_tagged', None), 274: ('_tagged', None), 275: ('_tagged', None), 283: ('ThrottleTimeMs+ErrorCode', None), 284: ('Groups', None), 285: ('Groups', None), 286: ('Groups', None), 287: ('Groups', None), 288: ('Groups', None), 289: ('Groups', None), 290: ('Groups', None), 291: ('Groups', 'i5'), 292: ('Groups', 'i5'), 293: ('Groups', None), 294: ('Groups', None), 295: ('Groups', None), 296: ('Groups', None), 298: ('_tagged', None), 299: ('_tagged', None), 300: ('_tagged', None), 308: ('GroupId', None), 309: ('GroupId', None), 310: ('GroupId', None), 311: ('GroupId', None), 312: ('GroupId', None), 313: ('GroupId', None), 314: ('GroupId', None), 315: ('GroupId', None), 316: ('GroupId', None), 317: ('GroupId', None), 318: ('ProtocolType', None), 319: ('ProtocolType', None), 320: ('ProtocolType', None), 321: ('ProtocolType', None), 322: ('ProtocolType', None), 323: ('ProtocolType', None), 324: ('ProtocolType', None), 325: ('ProtocolType', None), 326: ('ProtocolType', None), 327: ('ProtocolType', None), 328: ('GroupState', None), 329: ('GroupState', None), 330: ('GroupState', None), 331: ('GroupState', None), 332: ('GroupState', None), 333: ('GroupState', None), 334: ('GroupState', None), 335: ('GroupState', None), 336: ('GroupState', None), 337: ('GroupState', None), 338: ('GroupType', None), 339: ('GroupType', None), 340: ('GroupType', None), 341: ('GroupType', None), 342: ('GroupType', None), 343: ('GroupType', None), 344: ('GroupType', None), 345: ('GroupType', None), 346: ('GroupType', None), 347: ('GroupType', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('ThrottleTimeMs+ErrorCode', None), 360: ('Groups', None), 361: ('Groups', None), 362: ('Groups', None), 363: ('Groups', None), 364: ('Groups', None), 365: ('Groups', None), 366: ('Groups', None), 367: ('Groups', 'i5'), 368: ('Groups', 'i5'), 369: ('Groups', None), 370: ('Groups', None), 371: ('Groups', None), 372: ('Groups', None), 374: ('_tagged', None), 375: ('_tagged', None), 376: ('_tagged', None)}
+_LINES = {24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None), 34: ('StatesFilter', None), 35: ('StatesFilter', None), 36: ('StatesFilter', None), 37: ('StatesFilter', None), 38: ('StatesFilter', None), 39: ('StatesFilter', None), 40: ('StatesFilter', None), 41: ('StatesFilter', 'i3'), 42: ('StatesFilter', 'i3'), 43: ('StatesFilter', 'i3'), 44: ('StatesFilter', 'i3'), 45: ('StatesFilter', 'i3'), 46: ('StatesFilter', 'i3'), 47: ('StatesFilter', 'i3'), 48: ('StatesFilter', 'i3'), 49: ('StatesFilter', 'i3'), 50: ('StatesFilter', 'i3'), 51: ('StatesFilter', 'i3'), 52: ('StatesFilter', None), 53: ('StatesFilter', None), 54: ('StatesFilter', None), 55: ('StatesFilter', None), 57: ('_tagged', None), 58: ('_tagged', None), 59: ('_tagged', None), 67: ('StatesFilter', None), 68: ('StatesFilter', None), 69: ('StatesFilter', None), 70: ('StatesFilter', None), 71: ('StatesFilter', None), 72: ('StatesFilter', None), 73: ('StatesFilter', None), 74: ('StatesFilter', 'i3'), 75: ('StatesFilter', 'i3'), 76: ('StatesFilter', 'i3'), 77: ('StatesFilter', 'i3'), 78: ('StatesFilter', 'i3'), 79: ('StatesFilter', 'i3'), 80: ('StatesFilter', 'i3'), 81: ('StatesFilter', 'i3'), 82: ('StatesFilter', 'i3'), 83: ('StatesFilter', 'i3'), 84: ('StatesFilter', 'i3'), 85: ('StatesFilter', None), 86: ('StatesFilter', None), 87: ('StatesFilter', None), 88: ('StatesFilter', None), 89: ('TypesFilter', None), 90: ('TypesFilter', None), 91: ('TypesFilter', None), 92: ('TypesFilter', None), 93: ('TypesFilter', None), 94: ('TypesFilter', None), 95: ('TypesFilter', None), 96: ('TypesFilter', 'i8'), 97: ('TypesFilter', 'i8'), 98: ('TypesFilter', 'i8'), 99: ('TypesFilter', 'i8'), 100: ('TypesFilter', 'i8'), 101: ('TypesFilter', 'i8'), 102: ('TypesFilter', 'i8'), 103: ('TypesFilter', 'i8'), 104: ('TypesFilter', 'i8'), 105: ('TypesFilter', 'i8'), 106: ('TypesFilter', 'i8'), 107: ('TypesFilter', None), 108: ('TypesFilter', None), 109: ('TypesFilter', None), 110: ('TypesFilter', None), 112: ('_tagged', None), 113: ('_tagged', None), 114: ('_tagged', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('ProtocolType', None), 131: ('ProtocolType', None), 132: ('ProtocolType', None), 133: ('ProtocolType', None), 134: ('ProtocolType', None), 135: ('ProtocolType', None), 136: ('ProtocolType', None), 137: ('ProtocolType', None), 146: ('ErrorCode', None), 147: ('Groups', None), 148: ('Groups', None), 149: ('Groups', None), 150: ('Groups', None), 151: ('Groups', None), 152: ('Groups[{}].GroupId', 'i4'), 153: ('Groups[{}].GroupId', 'i4'), 154: ('Groups[{}].GroupId', 'i4'), 155: ('Groups[{}].GroupId', 'i4'), 156: ('Groups[{}].GroupId', 'i4'), 157: ('Groups[{}].GroupId', 'i4'), 158: ('Groups[{}].GroupId', 'i4'), 159: ('Groups[{}].GroupId', 'i4'), 160: ('Groups[{}].ProtocolType', 'i4'), 161: ('Groups[{}].ProtocolType', 'i4'), 162: ('Groups[{}].ProtocolType', 'i4'), 163: ('Groups[{}].ProtocolType', 'i4'), 164: ('Groups[{}].ProtocolType', 'i4'), 165: ('Groups[{}].ProtocolType', 'i4'), 166: ('Groups[{}].ProtocolType', 'i4'), 167: ('Groups[{}].ProtocolType', 'i4'), 168: ('Groups', 'i4'), 169: ('Groups', 'i4'), 170: ('Groups', None), 171: ('Groups', None), 172: ('Groups', None), 173: ('Groups', None), 182: ('ThrottleTimeMs+ErrorCode', None), 183: ('Groups', None), 184: ('Groups', None), 185: ('Groups', None), 186: ('Groups', None), 187: ('Groups', None), 188: ('Groups[{}].GroupId', 'i5'), 189: ('Groups[{}].GroupId', 'i5'), 190: ('Groups[{}].GroupId', 'i5'), 191: ('Groups[{}].GroupId', 'i5'), 192: ('Groups[{}].GroupId', 'i5'), 193: ('Groups[{}].GroupId', 'i5'), 194: ('Groups[{}].GroupId', 'i5'), 195: ('Groups[{}].GroupId', 'i5'), 196: ('Groups[{}].ProtocolType', 'i5'), 197: ('Groups[{}].ProtocolType', 'i5'), 198: ('Groups[{}].ProtocolType', 'i5'), 199: ('Groups[{}].ProtocolType', 'i5'), 200: ('Groups[{}].ProtocolType', 'i5'), 201: ('Groups[{}].ProtocolType', 'i5'), 202: ('Groups[{}].ProtocolType', 'i5'), 203: ('Groups[{}].ProtocolType', 'i5'), 204: ('Groups', 'i5'), 205: ('Groups', 'i5'), 206: ('Groups', None), 207: ('Groups', None), 208: ('Groups', None), 209: ('Groups', None), 218: ('GroupId', None), 219: ('GroupId', None), 220: ('GroupId', None), 221: ('GroupId', None), 222: ('GroupId', None), 223: ('GroupId', None), 224: ('GroupId', None), 225: ('GroupId', None), 226: ('GroupId', None), 227: ('GroupId', None), 228: ('ProtocolType', None), 229: ('ProtocolType', None), 230: ('ProtocolType', None), 231: ('ProtocolType', None), 232: ('ProtocolType', None), 233: ('ProtocolType', None), 234: ('ProtocolType', None), 235: ('ProtocolType', None), 236: ('ProtocolType', None), 237: ('ProtocolType', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('ThrottleTimeMs+ErrorCode', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', None), 257: ('Groups[{}].GroupId', 'i5'), 258: ('Groups[{}].GroupId', 'i5'), 259: ('Groups[{}].GroupId', 'i5'), 260: ('Groups[{}].GroupId', 'i5'), 261: ('Groups[{}].GroupId', 'i5'), 262: ('Groups[{}].GroupId', 'i5'), 263: ('Groups[{}].GroupId', 'i5'), 264: ('Groups[{}].GroupId', 'i5'), 265: ('Groups[{}].GroupId', 'i5'), 266: ('Groups[{}].GroupId', 'i5'), 267: ('Groups[{}].ProtocolType', 'i5'), 268: ('Groups[{}].ProtocolType', 'i5'), 269: ('Groups[{}].ProtocolType', 'i5'), 270: ('Groups[{}].ProtocolType', 'i5'), 271: ('Groups[{}].ProtocolType', 'i5'), 272: ('Groups[{}].ProtocolType', 'i5'), 273: ('Groups[{}].ProtocolType', 'i5'), 274: ('Groups[{}].ProtocolType', 'i5'), 275: ('Groups[{}].ProtocolType', 'i5'), 276: ('Groups[{}].ProtocolType', 'i5'), 277: ('Groups', 'i5'), 278: ('Groups', 'i5'), 279: ('Groups', 'i5'), 280: ('Groups', 'i5'), 281: ('Groups', 'i5'), 282: ('Groups', None), 283: ('Groups', None), 284: ('Groups', None), 285: ('Groups', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('GroupId', None), 300: ('GroupId', None), 301: ('GroupId', None), 302: ('GroupId', None), 303: ('GroupId', None), 304: ('GroupId', None), 305: ('GroupId', None), 306: ('GroupId', None), 307: ('ProtocolType', None), 308: ('ProtocolType', None), 309: ('ProtocolType', None), 310: ('ProtocolType', None), 311: ('ProtocolType', None), 312: ('ProtocolType', None), 313: ('ProtocolType', None), 314: ('ProtocolType', None), 315: ('ProtocolType', None), 316: ('ProtocolType', None), 317: ('GroupState', None), 318: ('GroupState', None), 319: ('GroupState', None), 320: ('GroupState', None), 321: ('GroupState', None), 322: ('GroupState', None), 323: ('GroupState', None), 324: ('GroupState', None), 325: ('GroupState', None), 326: ('GroupState', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('ThrottleTimeMs+ErrorCode', None), 339: ('Groups', None), 340: ('Groups', None), 341: ('Groups', None), 342: ('Groups', None), 343: ('Groups', None), 344: ('Groups', None), 345: ('Groups', None), 346: ('Groups[{}].GroupId', 'i5'), 347: ('Groups[{}].GroupId', 'i5'), 348: ('Groups[{}].GroupId', 'i5'), 349: ('Groups[{}].GroupId', 'i5'), 350: ('Groups[{}].GroupId', 'i5'), 351: ('Groups[{}].GroupId', 'i5'), 352: ('Groups[{}].GroupId', 'i5'), 353: ('Groups[{}].GroupId', 'i5'), 354: ('Groups[{}].GroupId', 'i5'), 355: ('Groups[{}].GroupId', 'i5'), 356: ('Groups[{}].ProtocolType', 'i5'), 357: ('Groups[{}].ProtocolType', 'i5'), 358: ('Groups[{}].ProtocolType', 'i5'), 359: ('Groups[{}].ProtocolType', 'i5'), 360: ('Groups[{}].ProtocolType', 'i5'), 361: ('Groups[{}].ProtocolType', 'i5'), 362: ('Groups[{}].ProtocolType', 'i5'), 363: ('Groups[{}].ProtocolType', 'i5'), 364: ('Groups[{}].ProtocolType', 'i5'), 365: ('Groups[{}].ProtocolType', 'i5'), 366: ('Groups[{}].GroupState', 'i5'), 367: ('Groups[{}].GroupState', 'i5'), 368: ('Groups[{}].GroupState', 'i5'), 369: ('Groups[{}].GroupState', 'i5'), 370: ('Groups[{}].GroupState', 'i5'), 371: ('Groups[{}].GroupState', 'i5'), 372: ('Groups[{}].GroupState', 'i5'), 373: ('Groups[{}].GroupState', 'i5'), 374: ('Groups[{}].GroupState', 'i5'), 375: ('Groups[{}].GroupState', 'i5'), 376: ('Groups', 'i5'), 377: ('Groups', 'i5'), 378: ('Groups', 'i5'), 379: ('Groups', 'i5'), 380: ('Groups', 'i5'), 381: ('Groups', None), 382: ('Groups', None), 383: ('Groups', None), 384: ('Groups', None), 386: ('_tagged', None), 387: ('_tagged', None), 388: ('_tagged', None), 396: ('GroupId', None), 397: ('GroupId', None), 398: ('GroupId', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('GroupId', None), 406: ('ProtocolType', None), 407: ('ProtocolType', None), 408: ('ProtocolType', None), 409: ('ProtocolType', None), 410: ('ProtocolType', None), 411: ('ProtocolType', None), 412: ('ProtocolType', None), 413: ('ProtocolType', None), 414: ('ProtocolType', None), 415: ('ProtocolType', None), 416: ('GroupState', None), 417: ('GroupState', None), 418: ('GroupState', None), 419: ('GroupState', None), 420: ('GroupState', None), 421: ('GroupState', None), 422: ('GroupState', None), 423: ('GroupState', None), 424: ('GroupState', None), 425: ('GroupState', None), 426: ('GroupType', None), 427: ('GroupType', None), 428: ('GroupType', None), 429: ('GroupType', None), 430: ('GroupType', None), 431: ('GroupType', None), 432: ('GroupType', None), 433: ('GroupType', None), 434: ('GroupType', None), 435: ('GroupType', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None), 447: ('ThrottleTimeMs+ErrorCode', None), 448: ('Groups', None), 449: ('Groups', None), 450: ('Groups', None), 451: ('Groups', None), 452: ('Groups', None), 453: ('Groups', None), 454: ('Groups', None), 455: ('Groups[{}].GroupId', 'i5'), 456: ('Groups[{}].GroupId', 'i5'), 457: ('Groups[{}].GroupId', 'i5'), 458: ('Groups[{}].GroupId', 'i5'), 459: ('Groups[{}].GroupId', 'i5'), 460: ('Groups[{}].GroupId', 'i5'), 461: ('Groups[{}].GroupId', 'i5'), 462: ('Groups[{}].GroupId', 'i5'), 463: ('Groups[{}].GroupId', 'i5'), 464: ('Groups[{}].GroupId', 'i5'), 465: ('Groups[{}].ProtocolType', 'i5'), 466: ('Groups[{}].ProtocolType', 'i5'), 467: ('Groups[{}].ProtocolType', 'i5'), 468: ('Groups[{}].ProtocolType', 'i5'), 469: ('Groups[{}].ProtocolType', 'i5'), 470: ('Groups[{}].ProtocolType', 'i5'), 471: ('Groups[{}].ProtocolType', 'i5'), 472: ('Groups[{}].ProtocolType', 'i5'), 473: ('Groups[{}].ProtocolType', 'i5'), 474: ('Groups[{}].ProtocolType', 'i5'), 475: ('Groups[{}].GroupState', 'i5'), 476: ('Groups[{}].GroupState', 'i5'), 477: ('Groups[{}].GroupState', 'i5'), 478: ('Groups[{}].GroupState', 'i5'), 479: ('Groups[{}].GroupState', 'i5'), 480: ('Groups[{}].GroupState', 'i5'), 481: ('Groups[{}].GroupState', 'i5'), 482: ('Groups[{}].GroupState', 'i5'), 483: ('Groups[{}].GroupState', 'i5'), 484: ('Groups[{}].GroupState', 'i5'), 485: ('Groups[{}].GroupType', 'i5'), 486: ('Groups[{}].GroupType', 'i5'), 487: ('Groups[{}].GroupType', 'i5'), 488: ('Groups[{}].GroupType', 'i5'), 489: ('Groups[{}].GroupType', 'i5'), 490: ('Groups[{}].GroupType', 'i5'), 491: ('Groups[{}].GroupType', 'i5'), 492: ('Groups[{}].GroupType', 'i5'), 493: ('Groups[{}].GroupType', 'i5'), 494: ('Groups[{}].GroupType', 'i5'), 495: ('Groups', 'i5'), 496: ('Groups', 'i5'), 497: ('Groups', 'i5'), 498: ('Groups', 'i5'), 499: ('Groups', 'i5'), 500: ('Groups', None), 501: ('Groups', None), 502: ('Groups', None), 503: ('Groups', None), 505: ('_tagged', None), 506: ('_tagged', None), 507: ('_tagged', None)}

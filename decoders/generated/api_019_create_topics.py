@@ -70,24 +70,48 @@ def _f2(b, p):
             if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                v8, = _U0(b, p); p += 4
+                n10, = _U0(b, p); p += 4
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"PartitionIndex": v8, "BrokerIds": v9}
+                v5.append(d11)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10, = _U0(b, p); p += 4
-        if n10 >= 0:
-            if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f1(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n13, = _U0(b, p); p += 4
+        if n13 >= 0:
+            if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            v12 = []
+            for i14 in range(n13):
+                n16, = _U1(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 2
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Name": v15, "Value": v17}
+                v12.append(d19)
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n10)
-        d = {"Name": v1, "NumPartitions": v3, "ReplicationFactor": v4, "Assignments": v5, "Configs": v9}
+            raise _rt.negative(n13)
+        d = {"Name": v1, "NumPartitions": v3, "ReplicationFactor": v4, "Assignments": v5, "Configs": v12}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -205,26 +229,62 @@ def _f7(b, p):
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f5(b, p)
-                v5.append(x8)
+                v8, = _U0(b, p); p += 4
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"PartitionIndex": v8, "BrokerIds": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v5.append(d11)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 3 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f6(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n13 = b[p]; p += 1
+        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+        n13 -= 1
+        if n13 >= 0:
+            if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
+            v12 = []
+            for i14 in range(n13):
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Name": v15, "Value": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v12.append(d19)
+        elif n13 == -1:
+            v12 = None
         else:
-            raise _rt.negative(n10)
-        d = {"Name": v1, "NumPartitions": v3, "ReplicationFactor": v4, "Assignments": v5, "Configs": v9}
+            raise _rt.negative(n13)
+        d = {"Name": v1, "NumPartitions": v3, "ReplicationFactor": v4, "Assignments": v5, "Configs": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -282,8 +342,17 @@ def _f10(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f9(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U1(b, p); p += 2
+                d7 = {"Name": v4, "ErrorCode": v6}
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
@@ -326,8 +395,25 @@ def _f12(b, p):
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f11(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U1(b, p); p += 2
+                n8, = _U1(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Name": v4, "ErrorCode": v6, "ErrorMessage": v7}
+                v1.append(d9)
         elif n2 == -1:
             v1 = None
         else:
@@ -346,8 +432,25 @@ def _f13(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
-                v2.append(x5)
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                n9, = _U1(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -429,8 +532,32 @@ def _f16(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f14(b, p)
-                v8.append(x11)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, v16, v17, = _U4(b, p); p += 3
+                d18 = {"Name": v11, "Value": v13, "ReadOnly": v15, "ConfigSource": v16, "IsSensitive": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v8.append(d18)
         elif n9 == -1:
             v8 = None
         else:
@@ -500,8 +627,32 @@ def _f18(b, p):
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f14(b, p)
-                v9.append(x12)
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                v16, v17, v18, = _U4(b, p); p += 3
+                d19 = {"Name": v12, "Value": v14, "ReadOnly": v16, "ConfigSource": v17, "IsSensitive": v18}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v9.append(d19)
         elif n10 == -1:
             v9 = None
         else:
@@ -547,4 +698,4 @@ NAME = 'CreateTopics'
 REQUEST = {0: _f3, 1: _f4, 2: _f4, 3: _f4, 4: _f4, 5: _f8, 6: _f8, 7: _f8}
 RESPONSE = {0: _f10, 1: _f12, 2: _f13, 3: _f13, 4: _f13, 5: _f17, 6: _f17, 7: _f19}
 
-_LINES = {19: ('PartitionIndex', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Value', None), 44: ('Value', None), 45: ('Value', None), 46: ('Value', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('NumPartitions+ReplicationFactor', None), 68: ('Assignments', None), 69: ('Assignments', None), 70: ('Assignments', None), 71: ('Assignments', None), 72: ('Assignments', None), 73: ('Assignments', 'i7'), 74: ('Assignments', 'i7'), 75: ('Assignments', None), 76: ('Assignments', None), 77: ('Assignments', None), 78: ('Assignments', None), 79: ('Configs', None), 80: ('Configs', None), 81: ('Configs', None), 82: ('Configs', None), 83: ('Configs', None), 84: ('Configs', 'i11'), 85: ('Configs', 'i11'), 86: ('Configs', None), 87: ('Configs', None), 88: ('Configs', None), 89: ('Configs', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', 'i3'), 104: ('Topics', 'i3'), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('timeoutMs', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', 'i3'), 124: ('Topics', 'i3'), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('timeoutMs+validateOnly', None), 138: ('PartitionIndex', None), 139: ('BrokerIds', None), 140: ('BrokerIds', None), 141: ('BrokerIds', None), 142: ('BrokerIds', None), 143: ('BrokerIds', None), 144: ('BrokerIds', None), 145: ('BrokerIds', None), 146: ('BrokerIds', None), 147: ('BrokerIds', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Value', None), 170: ('Value', None), 171: ('Value', None), 172: ('Value', None), 173: ('Value', None), 174: ('Value', None), 175: ('Value', None), 176: ('Value', None), 177: ('Value', None), 178: ('Value', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Name', None), 198: ('Name', None), 199: ('Name', None), 200: ('NumPartitions+ReplicationFactor', None), 201: ('Assignments', None), 202: ('Assignments', None), 203: ('Assignments', None), 204: ('Assignments', None), 205: ('Assignments', None), 206: ('Assignments', None), 207: ('Assignments', None), 208: ('Assignments', 'i7'), 209: ('Assignments', 'i7'), 210: ('Assignments', None), 211: ('Assignments', None), 212: ('Assignments', None), 213: ('Assignments', None), 214: ('Configs', None), 215: ('Configs', None), 216: ('Configs', None), 217: ('Configs', None), 218: ('Configs', None), 219: ('Configs', None), 220: ('Configs', None), 221: ('Configs', 'i11'), 222: ('Configs', 'i11'), 223: ('Configs', None), 224: ('Configs', None), 225: ('Configs', None), 226: ('Configs', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('Topics', None), 245: ('Topics', 'i3'), 246: ('Topics', 'i3'), 247: ('Topics', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 251: ('timeoutMs+validateOnly', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('Name', None), 270: ('Name', None), 271: ('ErrorCode', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', 'i3'), 286: ('Topics', 'i3'), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 299: ('Name', None), 300: ('Name', None), 301: ('Name', None), 302: ('Name', None), 303: ('Name', None), 304: ('Name', None), 305: ('Name', None), 306: ('Name', None), 307: ('ErrorCode', None), 308: ('ErrorMessage', None), 309: ('ErrorMessage', None), 310: ('ErrorMessage', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('ErrorMessage', None), 315: ('ErrorMessage', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', 'i3'), 330: ('Topics', 'i3'), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 343: ('ThrottleTimeMs', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', 'i4'), 350: ('Topics', 'i4'), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', None), 363: ('Name', None), 364: ('Name', None), 365: ('Name', None), 366: ('Name', None), 367: ('Name', None), 368: ('Name', None), 369: ('Name', None), 370: ('Name', None), 371: ('Name', None), 372: ('Name', None), 373: ('Value', None), 374: ('Value', None), 375: ('Value', None), 376: ('Value', None), 377: ('Value', None), 378: ('Value', None), 379: ('Value', None), 380: ('Value', None), 381: ('Value', None), 382: ('Value', None), 383: ('ReadOnly+ConfigSource+IsSensitive', None), 385: ('_tagged', None), 386: ('_tagged', None), 387: ('_tagged', None), 395: ('TopicConfigErrorCode', None), 403: ('Name', None), 404: ('Name', None), 405: ('Name', None), 406: ('Name', None), 407: ('Name', None), 408: ('Name', None), 409: ('Name', None), 410: ('Name', None), 411: ('Name', None), 412: ('Name', None), 413: ('ErrorCode', None), 414: ('ErrorMessage', None), 415: ('ErrorMessage', None), 416: ('ErrorMessage', None), 417: ('ErrorMessage', None), 418: ('ErrorMessage', None), 419: ('ErrorMessage', None), 420: ('ErrorMessage', None), 421: ('ErrorMessage', None), 422: ('ErrorMessage', None), 423: ('ErrorMessage', None), 424: ('NumPartitions+ReplicationFactor', None), 425: ('Configs', None), 426: ('Configs', None), 427: ('Configs', None), 428: ('Configs', None), 429: ('Configs', None), 430: ('Configs', None), 431: ('Configs', None), 432: ('Configs', 'i10'), 433: ('Configs', 'i10'), 434: ('Configs', None), 435: ('Configs', None), 436: ('Configs', None), 437: ('Configs', None), 439: ('_tagged', None), 440: ('_tagged', None), 441: ('_tagged', None), 449: ('ThrottleTimeMs', None), 450: ('Topics', None), 451: ('Topics', None), 452: ('Topics', None), 453: ('Topics', None), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', 'i4'), 458: ('Topics', 'i4'), 459: ('Topics', None), 460: ('Topics', None), 461: ('Topics', None), 462: ('Topics', None), 464: ('_tagged', None), 465: ('_tagged', None), 466: ('_tagged', None), 474: ('Name', None), 475: ('Name', None), 476: ('Name', None), 477: ('Name', None), 478: ('Name', None), 479: ('Name', None), 480: ('Name', None), 481: ('Name', None), 482: ('Name', None), 483: ('Name', None), 484: ('TopicId+ErrorCode', None), 485: ('ErrorMessage', None), 486: ('ErrorMessage', None), 487: ('ErrorMessage', None), 488: ('ErrorMessage', None), 489: ('ErrorMessage', None), 490: ('ErrorMessage', None), 491: ('ErrorMessage', None), 492: ('ErrorMessage', None), 493: ('ErrorMessage', None), 494: ('ErrorMessage', None), 495: ('NumPartitions+ReplicationFactor', None), 496: ('Configs', None), 497: ('Configs', None), 498: ('Configs', None), 499: ('Configs', None), 500: ('Configs', None), 501: ('Configs', None), 502: ('Configs', None), 503: ('Configs', 'i11'), 504: ('Configs', 'i11'), 505: ('Configs', None), 506: ('Configs', None), 507: ('Configs', None), 508: ('Configs', None), 510: ('_tagged', None), 511: ('_tagged', None), 512: ('_tagged', None), 520: ('ThrottleTimeMs', None), 521: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', None), 525: ('Topics', None), 526: ('Topics', None), 527: ('Topics', None), 528: ('Topics', 'i4'), 529: ('Topics', 'i4'), 530: ('Topics', None), 531: ('Topics', None), 532: ('Topics', None), 533: ('Topics', None), 535: ('_tagged', None), 536: ('_tagged', None), 537: ('_tagged', None)}
+_LINES = {19: ('PartitionIndex', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Value', None), 44: ('Value', None), 45: ('Value', None), 46: ('Value', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('NumPartitions+ReplicationFactor', None), 68: ('Assignments', None), 69: ('Assignments', None), 70: ('Assignments', None), 71: ('Assignments', None), 72: ('Assignments', None), 73: ('Assignments[{}].PartitionIndex', 'i7'), 74: ('Assignments[{}].BrokerIds', 'i7'), 75: ('Assignments[{}].BrokerIds', 'i7'), 76: ('Assignments[{}].BrokerIds', 'i7'), 77: ('Assignments[{}].BrokerIds', 'i7'), 78: ('Assignments[{}].BrokerIds', 'i7'), 79: ('Assignments[{}].BrokerIds', 'i7'), 80: ('Assignments[{}].BrokerIds', 'i7'), 81: ('Assignments', 'i7'), 82: ('Assignments', 'i7'), 83: ('Assignments', None), 84: ('Assignments', None), 85: ('Assignments', None), 86: ('Assignments', None), 87: ('Configs', None), 88: ('Configs', None), 89: ('Configs', None), 90: ('Configs', None), 91: ('Configs', None), 92: ('Configs[{}].Name', 'i14'), 93: ('Configs[{}].Name', 'i14'), 94: ('Configs[{}].Name', 'i14'), 95: ('Configs[{}].Name', 'i14'), 96: ('Configs[{}].Name', 'i14'), 97: ('Configs[{}].Name', 'i14'), 98: ('Configs[{}].Name', 'i14'), 99: ('Configs[{}].Name', 'i14'), 100: ('Configs[{}].Value', 'i14'), 101: ('Configs[{}].Value', 'i14'), 102: ('Configs[{}].Value', 'i14'), 103: ('Configs[{}].Value', 'i14'), 104: ('Configs[{}].Value', 'i14'), 105: ('Configs[{}].Value', 'i14'), 106: ('Configs[{}].Value', 'i14'), 107: ('Configs[{}].Value', 'i14'), 108: ('Configs', 'i14'), 109: ('Configs', 'i14'), 110: ('Configs', None), 111: ('Configs', None), 112: ('Configs', None), 113: ('Configs', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', 'i3'), 128: ('Topics', 'i3'), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('timeoutMs', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', 'i3'), 148: ('Topics', 'i3'), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('timeoutMs+validateOnly', None), 162: ('PartitionIndex', None), 163: ('BrokerIds', None), 164: ('BrokerIds', None), 165: ('BrokerIds', None), 166: ('BrokerIds', None), 167: ('BrokerIds', None), 168: ('BrokerIds', None), 169: ('BrokerIds', None), 170: ('BrokerIds', None), 171: ('BrokerIds', None), 173: ('_tagged', None), 174: ('_tagged', None), 175: ('_tagged', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Value', None), 194: ('Value', None), 195: ('Value', None), 196: ('Value', None), 197: ('Value', None), 198: ('Value', None), 199: ('Value', None), 200: ('Value', None), 201: ('Value', None), 202: ('Value', None), 204: ('_tagged', None), 205: ('_tagged', None), 206: ('_tagged', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('NumPartitions+ReplicationFactor', None), 225: ('Assignments', None), 226: ('Assignments', None), 227: ('Assignments', None), 228: ('Assignments', None), 229: ('Assignments', None), 230: ('Assignments', None), 231: ('Assignments', None), 232: ('Assignments[{}].PartitionIndex', 'i7'), 233: ('Assignments[{}].BrokerIds', 'i7'), 234: ('Assignments[{}].BrokerIds', 'i7'), 235: ('Assignments[{}].BrokerIds', 'i7'), 236: ('Assignments[{}].BrokerIds', 'i7'), 237: ('Assignments[{}].BrokerIds', 'i7'), 238: ('Assignments[{}].BrokerIds', 'i7'), 239: ('Assignments[{}].BrokerIds', 'i7'), 240: ('Assignments[{}].BrokerIds', 'i7'), 241: ('Assignments[{}].BrokerIds', 'i7'), 242: ('Assignments', 'i7'), 243: ('Assignments', 'i7'), 244: ('Assignments', 'i7'), 245: ('Assignments', 'i7'), 246: ('Assignments', 'i7'), 247: ('Assignments', None), 248: ('Assignments', None), 249: ('Assignments', None), 250: ('Assignments', None), 251: ('Configs', None), 252: ('Configs', None), 253: ('Configs', None), 254: ('Configs', None), 255: ('Configs', None), 256: ('Configs', None), 257: ('Configs', None), 258: ('Configs[{}].Name', 'i14'), 259: ('Configs[{}].Name', 'i14'), 260: ('Configs[{}].Name', 'i14'), 261: ('Configs[{}].Name', 'i14'), 262: ('Configs[{}].Name', 'i14'), 263: ('Configs[{}].Name', 'i14'), 264: ('Configs[{}].Name', 'i14'), 265: ('Configs[{}].Name', 'i14'), 266: ('Configs[{}].Name', 'i14'), 267: ('Configs[{}].Name', 'i14'), 268: ('Configs[{}].Value', 'i14'), 269: ('Configs[{}].Value', 'i14'), 270: ('Configs[{}].Value', 'i14'), 271: ('Configs[{}].Value', 'i14'), 272: ('Configs[{}].Value', 'i14'), 273: ('Configs[{}].Value', 'i14'), 274: ('Configs[{}].Value', 'i14'), 275: ('Configs[{}].Value', 'i14'), 276: ('Configs[{}].Value', 'i14'), 277: ('Configs[{}].Value', 'i14'), 278: ('Configs', 'i14'), 279: ('Configs', 'i14'), 280: ('Configs', 'i14'), 281: ('Configs', 'i14'), 282: ('Configs', 'i14'), 283: ('Configs', None), 284: ('Configs', None), 285: ('Configs', None), 286: ('Configs', None), 288: ('_tagged', None), 289: ('_tagged', None), 290: ('_tagged', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', 'i3'), 306: ('Topics', 'i3'), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('timeoutMs+validateOnly', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Name', None), 331: ('ErrorCode', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics[{}].Name', 'i3'), 346: ('Topics[{}].Name', 'i3'), 347: ('Topics[{}].Name', 'i3'), 348: ('Topics[{}].Name', 'i3'), 349: ('Topics[{}].Name', 'i3'), 350: ('Topics[{}].Name', 'i3'), 351: ('Topics[{}].Name', 'i3'), 352: ('Topics[{}].Name', 'i3'), 353: ('Topics[{}].ErrorCode', 'i3'), 354: ('Topics', 'i3'), 355: ('Topics', 'i3'), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 368: ('Name', None), 369: ('Name', None), 370: ('Name', None), 371: ('Name', None), 372: ('Name', None), 373: ('Name', None), 374: ('Name', None), 375: ('Name', None), 376: ('ErrorCode', None), 377: ('ErrorMessage', None), 378: ('ErrorMessage', None), 379: ('ErrorMessage', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics[{}].Name', 'i3'), 399: ('Topics[{}].Name', 'i3'), 400: ('Topics[{}].Name', 'i3'), 401: ('Topics[{}].Name', 'i3'), 402: ('Topics[{}].Name', 'i3'), 403: ('Topics[{}].Name', 'i3'), 404: ('Topics[{}].Name', 'i3'), 405: ('Topics[{}].Name', 'i3'), 406: ('Topics[{}].ErrorCode', 'i3'), 407: ('Topics[{}].ErrorMessage', 'i3'), 408: ('Topics[{}].ErrorMessage', 'i3'), 409: ('Topics[{}].ErrorMessage', 'i3'), 410: ('Topics[{}].ErrorMessage', 'i3'), 411: ('Topics[{}].ErrorMessage', 'i3'), 412: ('Topics[{}].ErrorMessage', 'i3'), 413: ('Topics[{}].ErrorMessage', 'i3'), 414: ('Topics[{}].ErrorMessage', 'i3'), 415: ('Topics', 'i3'), 416: ('Topics', 'i3'), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 429: ('ThrottleTimeMs', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics[{}].Name', 'i4'), 436: ('Topics[{}].Name', 'i4'), 437: ('Topics[{}].Name', 'i4'), 438: ('Topics[{}].Name', 'i4'), 439: ('Topics[{}].Name', 'i4'), 440: ('Topics[{}].Name', 'i4'), 441: ('Topics[{}].Name', 'i4'), 442: ('Topics[{}].Name', 'i4'), 443: ('Topics[{}].ErrorCode', 'i4'), 444: ('Topics[{}].ErrorMessage', 'i4'), 445: ('Topics[{}].ErrorMessage', 'i4'), 446: ('Topics[{}].ErrorMessage', 'i4'), 447: ('Topics[{}].ErrorMessage', 'i4'), 448: ('Topics[{}].ErrorMessage', 'i4'), 449: ('Topics[{}].ErrorMessage', 'i4'), 450: ('Topics[{}].ErrorMessage', 'i4'), 451: ('Topics[{}].ErrorMessage', 'i4'), 452: ('Topics', 'i4'), 453: ('Topics', 'i4'), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Name', None), 475: ('Name', None), 476: ('Value', None), 477: ('Value', None), 478: ('Value', None), 479: ('Value', None), 480: ('Value', None), 481: ('Value', None), 482: ('Value', None), 483: ('Value', None), 484: ('Value', None), 485: ('Value', None), 486: ('ReadOnly+ConfigSource+IsSensitive', None), 488: ('_tagged', None), 489: ('_tagged', None), 490: ('_tagged', None), 498: ('TopicConfigErrorCode', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Name', None), 516: ('ErrorCode', None), 517: ('ErrorMessage', None), 518: ('ErrorMessage', None), 519: ('ErrorMessage', None), 520: ('ErrorMessage', None), 521: ('ErrorMessage', None), 522: ('ErrorMessage', None), 523: ('ErrorMessage', None), 524: ('ErrorMessage', None), 525: ('ErrorMessage', None), 526: ('ErrorMessage', None), 527: ('NumPartitions+ReplicationFactor', None), 528: ('Configs', None), 529: ('Configs', None), 530: ('Configs', None), 531: ('Configs', None), 532: ('Configs', None), 533: ('Configs', None), 534: ('Configs', None), 535: ('Configs[{}].Name', 'i10'), 536: ('Configs[{}].Name', 'i10'), 537: ('Configs[{}].Name', 'i10'), 538: ('Configs[{}].Name', 'i10'), 539: ('Configs[{}].Name', 'i10'), 540: ('Configs[{}].Name', 'i10'), 541: ('Configs[{}].Name', 'i10'), 542: ('Configs[{}].Name', 'i10'), 543: ('Configs[{}].Name', 'i10'), 544: ('Configs[{}].Name', 'i10'), 545: ('Configs[{}].Value', 'i10'), 546: ('Configs[{}].Value', 'i10'), 547: ('Configs[{}].Value', 'i10'), 548: ('Configs[{}].Value', 'i10'), 549: ('Configs[{}].Value', 'i10'), 550: ('Configs[{}].Value', 'i10'), 551: ('Configs[{}].Value', 'i10'), 552: ('Configs[{}].Value', 'i10'), 553: ('Configs[{}].Value', 'i10'), 554: ('Configs[{}].Value', 'i10'), 555: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i10'), 556: ('Configs', 'i10'), 557: ('Configs', 'i10'), 558: ('Configs', 'i10'), 559: ('Configs', 'i10'), 560: ('Configs', 'i10'), 561: ('Configs', None), 562: ('Configs', None), 563: ('Configs', None), 564: ('Configs', None), 566: ('_tagged', None), 567: ('_tagged', None), 568: ('_tagged', None), 576: ('ThrottleTimeMs', None), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('Topics', None), 581: ('Topics', None), 582: ('Topics', None), 583: ('Topics', None), 584: ('Topics', 'i4'), 585: ('Topics', 'i4'), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 591: ('_tagged', None), 592: ('_tagged', None), 593: ('_tagged', None), 601: ('Name', None), 602: ('Name', None), 603: ('Name', None), 604: ('Name', None), 605: ('Name', None), 606: ('Name', None), 607: ('Name', None), 608: ('Name', None), 609: ('Name', None), 610: ('Name', None), 611: ('TopicId+ErrorCode', None), 612: ('ErrorMessage', None), 613: ('ErrorMessage', None), 614: ('ErrorMessage', None), 615: ('ErrorMessage', None), 616: ('ErrorMessage', None), 617: ('ErrorMessage', None), 618: ('ErrorMessage', None), 619: ('ErrorMessage', None), 620: ('ErrorMessage', None), 621: ('ErrorMessage', None), 622: ('NumPartitions+ReplicationFactor', None), 623: ('Configs', None), 624: ('Configs', None), 625: ('Configs', None), 626: ('Configs', None), 627: ('Configs', None), 628: ('Configs', None), 629: ('Configs', None), 630: ('Configs[{}].Name', 'i11'), 631: ('Configs[{}].Name', 'i11'), 632: ('Configs[{}].Name', 'i11'), 633: ('Configs[{}].Name', 'i11'), 634: ('Configs[{}].Name', 'i11'), 635: ('Configs[{}].Name', 'i11'), 636: ('Configs[{}].Name', 'i11'), 637: ('Configs[{}].Name', 'i11'), 638: ('Configs[{}].Name', 'i11'), 639: ('Configs[{}].Name', 'i11'), 640: ('Configs[{}].Value', 'i11'), 641: ('Configs[{}].Value', 'i11'), 642: ('Configs[{}].Value', 'i11'), 643: ('Configs[{}].Value', 'i11'), 644: ('Configs[{}].Value', 'i11'), 645: ('Configs[{}].Value', 'i11'), 646: ('Configs[{}].Value', 'i11'), 647: ('Configs[{}].Value', 'i11'), 648: ('Configs[{}].Value', 'i11'), 649: ('Configs[{}].Value', 'i11'), 650: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i11'), 651: ('Configs', 'i11'), 652: ('Configs', 'i11'), 653: ('Configs', 'i11'), 654: ('Configs', 'i11'), 655: ('Configs', 'i11'), 656: ('Configs', None), 657: ('Configs', None), 658: ('Configs', None), 659: ('Configs', None), 661: ('_tagged', None), 662: ('_tagged', None), 663: ('_tagged', None), 671: ('ThrottleTimeMs', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', 'i4'), 680: ('Topics', 'i4'), 681: ('Topics', None), 682: ('Topics', None), 683: ('Topics', None), 684: ('Topics', None), 686: ('_tagged', None), 687: ('_tagged', None), 688: ('_tagged', None)}

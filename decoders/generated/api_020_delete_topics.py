@@ -103,14 +103,28 @@ def _f3(b, p):
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U2(b, p); p += 16
+                d7 = {"Name": v4, "TopicId": _rt.uuid(v6)}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U0(b, p); p += 4
-        d = {"Topics": v1, "TimeoutMs": v5}
+        v8, = _U0(b, p); p += 4
+        d = {"Topics": v1, "TimeoutMs": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -143,8 +157,17 @@ def _f5(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U1(b, p); p += 2
+                d7 = {"Name": v4, "ErrorCode": v6}
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
@@ -163,8 +186,17 @@ def _f6(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
-                v2.append(x5)
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                d8 = {"Name": v5, "ErrorCode": v7}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -207,8 +239,22 @@ def _f8(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                d8 = {"Name": v5, "ErrorCode": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -264,8 +310,32 @@ def _f10(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -321,8 +391,32 @@ def _f12(b, p):
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U3(b, p); p += 18
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v5, "TopicId": _rt.uuid(v7), "ErrorCode": v8, "ErrorMessage": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -342,4 +436,4 @@ NAME = 'DeleteTopics'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f0, 4: _f1, 5: _f1, 6: _f3}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f6, 4: _f8, 5: _f10, 6: _f12}
 
-_LINES = {16: ('TopicNames', None), 17: ('TopicNames', None), 18: ('TopicNames', None), 19: ('TopicNames', None), 20: ('TopicNames', None), 21: ('TopicNames', 'i3'), 22: ('TopicNames', 'i3'), 23: ('TopicNames', 'i3'), 24: ('TopicNames', 'i3'), 25: ('TopicNames', 'i3'), 26: ('TopicNames', 'i3'), 27: ('TopicNames', 'i3'), 28: ('TopicNames', 'i3'), 29: ('TopicNames', 'i3'), 30: ('TopicNames', None), 31: ('TopicNames', None), 32: ('TopicNames', None), 33: ('TopicNames', None), 34: ('TimeoutMs', None), 43: ('TopicNames', None), 44: ('TopicNames', None), 45: ('TopicNames', None), 46: ('TopicNames', None), 47: ('TopicNames', None), 48: ('TopicNames', None), 49: ('TopicNames', None), 50: ('TopicNames', 'i3'), 51: ('TopicNames', 'i3'), 52: ('TopicNames', 'i3'), 53: ('TopicNames', 'i3'), 54: ('TopicNames', 'i3'), 55: ('TopicNames', 'i3'), 56: ('TopicNames', 'i3'), 57: ('TopicNames', 'i3'), 58: ('TopicNames', 'i3'), 59: ('TopicNames', 'i3'), 60: ('TopicNames', 'i3'), 61: ('TopicNames', None), 62: ('TopicNames', None), 63: ('TopicNames', None), 64: ('TopicNames', None), 65: ('TimeoutMs', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None), 77: ('Name', None), 78: ('Name', None), 79: ('Name', None), 80: ('Name', None), 81: ('Name', None), 82: ('Name', None), 83: ('Name', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('TopicId', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', 'i3'), 107: ('Topics', 'i3'), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('TimeoutMs', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('ErrorCode', None), 141: ('Responses', None), 142: ('Responses', None), 143: ('Responses', None), 144: ('Responses', None), 145: ('Responses', None), 146: ('Responses', 'i3'), 147: ('Responses', 'i3'), 148: ('Responses', None), 149: ('Responses', None), 150: ('Responses', None), 151: ('Responses', None), 160: ('ThrottleTimeMs', None), 161: ('Responses', None), 162: ('Responses', None), 163: ('Responses', None), 164: ('Responses', None), 165: ('Responses', None), 166: ('Responses', 'i4'), 167: ('Responses', 'i4'), 168: ('Responses', None), 169: ('Responses', None), 170: ('Responses', None), 171: ('Responses', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('ErrorCode', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('ThrottleTimeMs', None), 203: ('Responses', None), 204: ('Responses', None), 205: ('Responses', None), 206: ('Responses', None), 207: ('Responses', None), 208: ('Responses', None), 209: ('Responses', None), 210: ('Responses', 'i4'), 211: ('Responses', 'i4'), 212: ('Responses', None), 213: ('Responses', None), 214: ('Responses', None), 215: ('Responses', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('ErrorCode', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 249: ('_tagged', None), 250: ('_tagged', None), 251: ('_tagged', None), 259: ('ThrottleTimeMs', None), 260: ('Responses', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses', None), 264: ('Responses', None), 265: ('Responses', None), 266: ('Responses', None), 267: ('Responses', 'i4'), 268: ('Responses', 'i4'), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('Name', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('Name', None), 294: ('TopicId+ErrorCode', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('ThrottleTimeMs', None), 317: ('Responses', None), 318: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', None), 324: ('Responses', 'i4'), 325: ('Responses', 'i4'), 326: ('Responses', None), 327: ('Responses', None), 328: ('Responses', None), 329: ('Responses', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None)}
+_LINES = {16: ('TopicNames', None), 17: ('TopicNames', None), 18: ('TopicNames', None), 19: ('TopicNames', None), 20: ('TopicNames', None), 21: ('TopicNames', 'i3'), 22: ('TopicNames', 'i3'), 23: ('TopicNames', 'i3'), 24: ('TopicNames', 'i3'), 25: ('TopicNames', 'i3'), 26: ('TopicNames', 'i3'), 27: ('TopicNames', 'i3'), 28: ('TopicNames', 'i3'), 29: ('TopicNames', 'i3'), 30: ('TopicNames', None), 31: ('TopicNames', None), 32: ('TopicNames', None), 33: ('TopicNames', None), 34: ('TimeoutMs', None), 43: ('TopicNames', None), 44: ('TopicNames', None), 45: ('TopicNames', None), 46: ('TopicNames', None), 47: ('TopicNames', None), 48: ('TopicNames', None), 49: ('TopicNames', None), 50: ('TopicNames', 'i3'), 51: ('TopicNames', 'i3'), 52: ('TopicNames', 'i3'), 53: ('TopicNames', 'i3'), 54: ('TopicNames', 'i3'), 55: ('TopicNames', 'i3'), 56: ('TopicNames', 'i3'), 57: ('TopicNames', 'i3'), 58: ('TopicNames', 'i3'), 59: ('TopicNames', 'i3'), 60: ('TopicNames', 'i3'), 61: ('TopicNames', None), 62: ('TopicNames', None), 63: ('TopicNames', None), 64: ('TopicNames', None), 65: ('TimeoutMs', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None), 77: ('Name', None), 78: ('Name', None), 79: ('Name', None), 80: ('Name', None), 81: ('Name', None), 82: ('Name', None), 83: ('Name', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('TopicId', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics[{}].Name', 'i3'), 107: ('Topics[{}].Name', 'i3'), 108: ('Topics[{}].Name', 'i3'), 109: ('Topics[{}].Name', 'i3'), 110: ('Topics[{}].Name', 'i3'), 111: ('Topics[{}].Name', 'i3'), 112: ('Topics[{}].Name', 'i3'), 113: ('Topics[{}].Name', 'i3'), 114: ('Topics[{}].Name', 'i3'), 115: ('Topics[{}].Name', 'i3'), 116: ('Topics[{}].TopicId', 'i3'), 117: ('Topics', 'i3'), 118: ('Topics', 'i3'), 119: ('Topics', 'i3'), 120: ('Topics', 'i3'), 121: ('Topics', 'i3'), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('TimeoutMs', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('ErrorCode', None), 155: ('Responses', None), 156: ('Responses', None), 157: ('Responses', None), 158: ('Responses', None), 159: ('Responses', None), 160: ('Responses[{}].Name', 'i3'), 161: ('Responses[{}].Name', 'i3'), 162: ('Responses[{}].Name', 'i3'), 163: ('Responses[{}].Name', 'i3'), 164: ('Responses[{}].Name', 'i3'), 165: ('Responses[{}].Name', 'i3'), 166: ('Responses[{}].Name', 'i3'), 167: ('Responses[{}].Name', 'i3'), 168: ('Responses[{}].ErrorCode', 'i3'), 169: ('Responses', 'i3'), 170: ('Responses', 'i3'), 171: ('Responses', None), 172: ('Responses', None), 173: ('Responses', None), 174: ('Responses', None), 183: ('ThrottleTimeMs', None), 184: ('Responses', None), 185: ('Responses', None), 186: ('Responses', None), 187: ('Responses', None), 188: ('Responses', None), 189: ('Responses[{}].Name', 'i4'), 190: ('Responses[{}].Name', 'i4'), 191: ('Responses[{}].Name', 'i4'), 192: ('Responses[{}].Name', 'i4'), 193: ('Responses[{}].Name', 'i4'), 194: ('Responses[{}].Name', 'i4'), 195: ('Responses[{}].Name', 'i4'), 196: ('Responses[{}].Name', 'i4'), 197: ('Responses[{}].ErrorCode', 'i4'), 198: ('Responses', 'i4'), 199: ('Responses', 'i4'), 200: ('Responses', None), 201: ('Responses', None), 202: ('Responses', None), 203: ('Responses', None), 212: ('Name', None), 213: ('Name', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('ErrorCode', None), 224: ('_tagged', None), 225: ('_tagged', None), 226: ('_tagged', None), 234: ('ThrottleTimeMs', None), 235: ('Responses', None), 236: ('Responses', None), 237: ('Responses', None), 238: ('Responses', None), 239: ('Responses', None), 240: ('Responses', None), 241: ('Responses', None), 242: ('Responses[{}].Name', 'i4'), 243: ('Responses[{}].Name', 'i4'), 244: ('Responses[{}].Name', 'i4'), 245: ('Responses[{}].Name', 'i4'), 246: ('Responses[{}].Name', 'i4'), 247: ('Responses[{}].Name', 'i4'), 248: ('Responses[{}].Name', 'i4'), 249: ('Responses[{}].Name', 'i4'), 250: ('Responses[{}].Name', 'i4'), 251: ('Responses[{}].Name', 'i4'), 252: ('Responses[{}].ErrorCode', 'i4'), 253: ('Responses', 'i4'), 254: ('Responses', 'i4'), 255: ('Responses', 'i4'), 256: ('Responses', 'i4'), 257: ('Responses', 'i4'), 258: ('Responses', None), 259: ('Responses', None), 260: ('Responses', None), 261: ('Responses', None), 263: ('_tagged', None), 264: ('_tagged', None), 265: ('_tagged', None), 273: ('Name', None), 274: ('Name', None), 275: ('Name', None), 276: ('Name', None), 277: ('Name', None), 278: ('Name', None), 279: ('Name', None), 280: ('Name', None), 281: ('Name', None), 282: ('Name', None), 283: ('ErrorCode', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None), 305: ('ThrottleTimeMs', None), 306: ('Responses', None), 307: ('Responses', None), 308: ('Responses', None), 309: ('Responses', None), 310: ('Responses', None), 311: ('Responses', None), 312: ('Responses', None), 313: ('Responses[{}].Name', 'i4'), 314: ('Responses[{}].Name', 'i4'), 315: ('Responses[{}].Name', 'i4'), 316: ('Responses[{}].Name', 'i4'), 317: ('Responses[{}].Name', 'i4'), 318: ('Responses[{}].Name', 'i4'), 319: ('Responses[{}].Name', 'i4'), 320: ('Responses[{}].Name', 'i4'), 321: ('Responses[{}].Name', 'i4'), 322: ('Responses[{}].Name', 'i4'), 323: ('Responses[{}].ErrorCode', 'i4'), 324: ('Responses[{}].ErrorMessage', 'i4'), 325: ('Responses[{}].ErrorMessage', 'i4'), 326: ('Responses[{}].ErrorMessage', 'i4'), 327: ('Responses[{}].ErrorMessage', 'i4'), 328: ('Responses[{}].ErrorMessage', 'i4'), 329: ('Responses[{}].ErrorMessage', 'i4'), 330: ('Responses[{}].ErrorMessage', 'i4'), 331: ('Responses[{}].ErrorMessage', 'i4'), 332: ('Responses[{}].ErrorMessage', 'i4'), 333: ('Responses[{}].ErrorMessage', 'i4'), 334: ('Responses', 'i4'), 335: ('Responses', 'i4'), 336: ('Responses', 'i4'), 337: ('Responses', 'i4'), 338: ('Responses', 'i4'), 339: ('Responses', None), 340: ('Responses', None), 341: ('Responses', None), 342: ('Responses', None), 344: ('_tagged', None), 345: ('_tagged', None), 346: ('_tagged', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('Name', None), 360: ('Name', None), 361: ('Name', None), 362: ('Name', None), 363: ('Name', None), 364: ('TopicId+ErrorCode', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('ErrorMessage', None), 374: ('ErrorMessage', None), 376: ('_tagged', None), 377: ('_tagged', None), 378: ('_tagged', None), 386: ('ThrottleTimeMs', None), 387: ('Responses', None), 388: ('Responses', None), 389: ('Responses', None), 390: ('Responses', None), 391: ('Responses', None), 392: ('Responses', None), 393: ('Responses', None), 394: ('Responses[{}].Name', 'i4'), 395: ('Responses[{}].Name', 'i4'), 396: ('Responses[{}].Name', 'i4'), 397: ('Responses[{}].Name', 'i4'), 398: ('Responses[{}].Name', 'i4'), 399: ('Responses[{}].Name', 'i4'), 400: ('Responses[{}].Name', 'i4'), 401: ('Responses[{}].Name', 'i4'), 402: ('Responses[{}].Name', 'i4'), 403: ('Responses[{}].Name', 'i4'), 404: ('Responses[{}].TopicId+ErrorCode', 'i4'), 405: ('Responses[{}].ErrorMessage', 'i4'), 406: ('Responses[{}].ErrorMessage', 'i4'), 407: ('Responses[{}].ErrorMessage', 'i4'), 408: ('Responses[{}].ErrorMessage', 'i4'), 409: ('Responses[{}].ErrorMessage', 'i4'), 410: ('Responses[{}].ErrorMessage', 'i4'), 411: ('Responses[{}].ErrorMessage', 'i4'), 412: ('Responses[{}].ErrorMessage', 'i4'), 413: ('Responses[{}].ErrorMessage', 'i4'), 414: ('Responses[{}].ErrorMessage', 'i4'), 415: ('Responses', 'i4'), 416: ('Responses', 'i4'), 417: ('Responses', 'i4'), 418: ('Responses', 'i4'), 419: ('Responses', 'i4'), 420: ('Responses', None), 421: ('Responses', None), 422: ('Responses', None), 423: ('Responses', None), 425: ('_tagged', None), 426: ('_tagged', None), 427: ('_tagged', None)}

@@ -45,14 +45,29 @@ def _f1(b, p):
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10, = _U0(b, p); p += 4
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v7, "PartitionIndexes": v9}
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
             raise _rt.negative(n5)
-        v8, = _U0(b, p); p += 4
-        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v8}
+        v12, = _U0(b, p); p += 4
+        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v12}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -117,14 +132,36 @@ def _f4(b, p):
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f3(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v7, "PartitionIndexes": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
             raise _rt.negative(n5)
-        v8, = _U0(b, p); p += 4
-        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v8}
+        v12, = _U0(b, p); p += 4
+        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -167,14 +204,36 @@ def _f6(b, p):
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f3(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v7, "PartitionIndexes": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
             raise _rt.negative(n5)
-        v8, v9, = _U3(b, p); p += 5
-        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v8, "TransactionVersion": v9}
+        v12, v13, = _U3(b, p); p += 5
+        d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v12, "TransactionVersion": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -388,4 +447,4 @@ NAME = 'WriteTxnMarkers'
 REQUEST = {0: _f2, 1: _f5, 2: _f7}
 RESPONSE = {0: _f11, 1: _f15, 2: _f15}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('ProducerId+ProducerEpoch+TransactionResult', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', 'i6'), 49: ('Topics', 'i6'), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('CoordinatorEpoch', None), 63: ('Markers', None), 64: ('Markers', None), 65: ('Markers', None), 66: ('Markers', None), 67: ('Markers', None), 68: ('Markers', 'i3'), 69: ('Markers', 'i3'), 70: ('Markers', None), 71: ('Markers', None), 72: ('Markers', None), 73: ('Markers', None), 82: ('Name', None), 83: ('Name', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('PartitionIndexes', None), 93: ('PartitionIndexes', None), 94: ('PartitionIndexes', None), 95: ('PartitionIndexes', None), 96: ('PartitionIndexes', None), 97: ('PartitionIndexes', None), 98: ('PartitionIndexes', None), 99: ('PartitionIndexes', None), 100: ('PartitionIndexes', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('ProducerId+ProducerEpoch+TransactionResult', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', 'i6'), 121: ('Topics', 'i6'), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('CoordinatorEpoch', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('Markers', None), 139: ('Markers', None), 140: ('Markers', None), 141: ('Markers', None), 142: ('Markers', None), 143: ('Markers', None), 144: ('Markers', None), 145: ('Markers', 'i3'), 146: ('Markers', 'i3'), 147: ('Markers', None), 148: ('Markers', None), 149: ('Markers', None), 150: ('Markers', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('ProducerId+ProducerEpoch+TransactionResult', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', 'i6'), 171: ('Topics', 'i6'), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('CoordinatorEpoch+TransactionVersion', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('Markers', None), 189: ('Markers', None), 190: ('Markers', None), 191: ('Markers', None), 192: ('Markers', None), 193: ('Markers', None), 194: ('Markers', None), 195: ('Markers', 'i3'), 196: ('Markers', 'i3'), 197: ('Markers', None), 198: ('Markers', None), 199: ('Markers', None), 200: ('Markers', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('PartitionIndex+ErrorCode', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', 'i5'), 235: ('Partitions', 'i5'), 236: ('Partitions', 'i5'), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 249: ('ProducerId', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', 'i4'), 256: ('Topics', 'i4'), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 269: ('Markers', None), 270: ('Markers', None), 271: ('Markers', None), 272: ('Markers', None), 273: ('Markers', None), 274: ('Markers', 'i3'), 275: ('Markers', 'i3'), 276: ('Markers', None), 277: ('Markers', None), 278: ('Markers', None), 279: ('Markers', None), 288: ('PartitionIndex+ErrorCode', None), 290: ('_tagged', None), 291: ('_tagged', None), 292: ('_tagged', None), 300: ('Name', None), 301: ('Name', None), 302: ('Name', None), 303: ('Name', None), 304: ('Name', None), 305: ('Name', None), 306: ('Name', None), 307: ('Name', None), 308: ('Name', None), 309: ('Name', None), 310: ('Partitions', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', 'i5'), 318: ('Partitions', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', 'i5'), 322: ('Partitions', 'i5'), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('ProducerId', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i4'), 347: ('Topics', 'i4'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 353: ('_tagged', None), 354: ('_tagged', None), 355: ('_tagged', None), 363: ('Markers', None), 364: ('Markers', None), 365: ('Markers', None), 366: ('Markers', None), 367: ('Markers', None), 368: ('Markers', None), 369: ('Markers', None), 370: ('Markers', 'i3'), 371: ('Markers', 'i3'), 372: ('Markers', None), 373: ('Markers', None), 374: ('Markers', None), 375: ('Markers', None), 377: ('_tagged', None), 378: ('_tagged', None), 379: ('_tagged', None)}
+_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('ProducerId+ProducerEpoch+TransactionResult', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics[{}].Name', 'i6'), 49: ('Topics[{}].Name', 'i6'), 50: ('Topics[{}].Name', 'i6'), 51: ('Topics[{}].Name', 'i6'), 52: ('Topics[{}].Name', 'i6'), 53: ('Topics[{}].Name', 'i6'), 54: ('Topics[{}].Name', 'i6'), 55: ('Topics[{}].Name', 'i6'), 56: ('Topics[{}].PartitionIndexes', 'i6'), 57: ('Topics[{}].PartitionIndexes', 'i6'), 58: ('Topics[{}].PartitionIndexes', 'i6'), 59: ('Topics[{}].PartitionIndexes', 'i6'), 60: ('Topics[{}].PartitionIndexes', 'i6'), 61: ('Topics[{}].PartitionIndexes', 'i6'), 62: ('Topics[{}].PartitionIndexes', 'i6'), 63: ('Topics', 'i6'), 64: ('Topics', 'i6'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('CoordinatorEpoch', None), 78: ('Markers', None), 79: ('Markers', None), 80: ('Markers', None), 81: ('Markers', None), 82: ('Markers', None), 83: ('Markers', 'i3'), 84: ('Markers', 'i3'), 85: ('Markers', None), 86: ('Markers', None), 87: ('Markers', None), 88: ('Markers', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('PartitionIndexes', None), 108: ('PartitionIndexes', None), 109: ('PartitionIndexes', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 113: ('PartitionIndexes', None), 114: ('PartitionIndexes', None), 115: ('PartitionIndexes', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('ProducerId+ProducerEpoch+TransactionResult', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics[{}].Name', 'i6'), 136: ('Topics[{}].Name', 'i6'), 137: ('Topics[{}].Name', 'i6'), 138: ('Topics[{}].Name', 'i6'), 139: ('Topics[{}].Name', 'i6'), 140: ('Topics[{}].Name', 'i6'), 141: ('Topics[{}].Name', 'i6'), 142: ('Topics[{}].Name', 'i6'), 143: ('Topics[{}].Name', 'i6'), 144: ('Topics[{}].Name', 'i6'), 145: ('Topics[{}].PartitionIndexes', 'i6'), 146: ('Topics[{}].PartitionIndexes', 'i6'), 147: ('Topics[{}].PartitionIndexes', 'i6'), 148: ('Topics[{}].PartitionIndexes', 'i6'), 149: ('Topics[{}].PartitionIndexes', 'i6'), 150: ('Topics[{}].PartitionIndexes', 'i6'), 151: ('Topics[{}].PartitionIndexes', 'i6'), 152: ('Topics[{}].PartitionIndexes', 'i6'), 153: ('Topics[{}].PartitionIndexes', 'i6'), 154: ('Topics', 'i6'), 155: ('Topics', 'i6'), 156: ('Topics', 'i6'), 157: ('Topics', 'i6'), 158: ('Topics', 'i6'), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('CoordinatorEpoch', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None), 175: ('Markers', None), 176: ('Markers', None), 177: ('Markers', None), 178: ('Markers', None), 179: ('Markers', None), 180: ('Markers', None), 181: ('Markers', None), 182: ('Markers', 'i3'), 183: ('Markers', 'i3'), 184: ('Markers', None), 185: ('Markers', None), 186: ('Markers', None), 187: ('Markers', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('ProducerId+ProducerEpoch+TransactionResult', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics[{}].Name', 'i6'), 208: ('Topics[{}].Name', 'i6'), 209: ('Topics[{}].Name', 'i6'), 210: ('Topics[{}].Name', 'i6'), 211: ('Topics[{}].Name', 'i6'), 212: ('Topics[{}].Name', 'i6'), 213: ('Topics[{}].Name', 'i6'), 214: ('Topics[{}].Name', 'i6'), 215: ('Topics[{}].Name', 'i6'), 216: ('Topics[{}].Name', 'i6'), 217: ('Topics[{}].PartitionIndexes', 'i6'), 218: ('Topics[{}].PartitionIndexes', 'i6'), 219: ('Topics[{}].PartitionIndexes', 'i6'), 220: ('Topics[{}].PartitionIndexes', 'i6'), 221: ('Topics[{}].PartitionIndexes', 'i6'), 222: ('Topics[{}].PartitionIndexes', 'i6'), 223: ('Topics[{}].PartitionIndexes', 'i6'), 224: ('Topics[{}].PartitionIndexes', 'i6'), 225: ('Topics[{}].PartitionIndexes', 'i6'), 226: ('Topics', 'i6'), 227: ('Topics', 'i6'), 228: ('Topics', 'i6'), 229: ('Topics', 'i6'), 230: ('Topics', 'i6'), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('CoordinatorEpoch+TransactionVersion', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('Markers', None), 248: ('Markers', None), 249: ('Markers', None), 250: ('Markers', None), 251: ('Markers', None), 252: ('Markers', None), 253: ('Markers', None), 254: ('Markers', 'i3'), 255: ('Markers', 'i3'), 256: ('Markers', None), 257: ('Markers', None), 258: ('Markers', None), 259: ('Markers', None), 261: ('_tagged', None), 262: ('_tagged', None), 263: ('_tagged', None), 271: ('PartitionIndex+ErrorCode', None), 280: ('Name', None), 281: ('Name', None), 282: ('Name', None), 283: ('Name', None), 284: ('Name', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Partitions', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 294: ('Partitions', 'i5'), 295: ('Partitions', 'i5'), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 308: ('ProducerId', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', 'i4'), 315: ('Topics', 'i4'), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 328: ('Markers', None), 329: ('Markers', None), 330: ('Markers', None), 331: ('Markers', None), 332: ('Markers', None), 333: ('Markers', 'i3'), 334: ('Markers', 'i3'), 335: ('Markers', None), 336: ('Markers', None), 337: ('Markers', None), 338: ('Markers', None), 347: ('PartitionIndex+ErrorCode', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('Name', None), 360: ('Name', None), 361: ('Name', None), 362: ('Name', None), 363: ('Name', None), 364: ('Name', None), 365: ('Name', None), 366: ('Name', None), 367: ('Name', None), 368: ('Name', None), 369: ('Partitions', None), 370: ('Partitions', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 376: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 377: ('Partitions', 'i5'), 378: ('Partitions', 'i5'), 379: ('Partitions', 'i5'), 380: ('Partitions', 'i5'), 381: ('Partitions', 'i5'), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 387: ('_tagged', None), 388: ('_tagged', None), 389: ('_tagged', None), 397: ('ProducerId', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', 'i4'), 406: ('Topics', 'i4'), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 412: ('_tagged', None), 413: ('_tagged', None), 414: ('_tagged', None), 422: ('Markers', None), 423: ('Markers', None), 424: ('Markers', None), 425: ('Markers', None), 426: ('Markers', None), 427: ('Markers', None), 428: ('Markers', None), 429: ('Markers', 'i3'), 430: ('Markers', 'i3'), 431: ('Markers', None), 432: ('Markers', None), 433: ('Markers', None), 434: ('Markers', None), 436: ('_tagged', None), 437: ('_tagged', None), 438: ('_tagged', None)}

@@ -52,8 +52,34 @@ def _f1(b, p):
             if n2 * 9 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10, = _U2(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, v12, = _U3(b, p); p += 2
+                d13 = {"ResourceType": v4, "ResourceName": v5, "Principal": v7, "Host": v9, "Operation": v11, "PermissionType": v12}
+                v1.append(d13)
         elif n2 == -1:
             v1 = None
         else:
@@ -106,8 +132,35 @@ def _f3(b, p):
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 1
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11, = _U2(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U3(b, p); p += 2
+                d14 = {"ResourceType": v4, "ResourceName": v5, "ResourcePatternType": v7, "Principal": v8, "Host": v10, "Operation": v12, "PermissionType": v13}
+                v1.append(d14)
         elif n2 == -1:
             v1 = None
         else:
@@ -171,8 +224,44 @@ def _f5(b, p):
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 1
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U3(b, p); p += 2
+                d14 = {"ResourceType": v4, "ResourceName": v5, "ResourcePatternType": v7, "Principal": v8, "Host": v10, "Operation": v12, "PermissionType": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v1.append(d14)
         elif n2 == -1:
             v1 = None
         else:
@@ -211,8 +300,17 @@ def _f7(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"ErrorCode": v5, "ErrorMessage": v6}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -255,8 +353,22 @@ def _f9(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"ErrorCode": v5, "ErrorMessage": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -276,4 +388,4 @@ NAME = 'CreateAcls'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9, 3: _f9}
 
-_LINES = {16: ('ResourceType', None), 17: ('ResourceName', None), 18: ('ResourceName', None), 19: ('ResourceName', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('Principal', None), 26: ('Principal', None), 27: ('Principal', None), 28: ('Principal', None), 29: ('Principal', None), 30: ('Principal', None), 31: ('Principal', None), 32: ('Principal', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Host', None), 40: ('Host', None), 41: ('Operation+PermissionType', None), 50: ('Creations', None), 51: ('Creations', None), 52: ('Creations', None), 53: ('Creations', None), 54: ('Creations', None), 55: ('Creations', 'i3'), 56: ('Creations', 'i3'), 57: ('Creations', None), 58: ('Creations', None), 59: ('Creations', None), 60: ('Creations', None), 69: ('ResourceType', None), 70: ('ResourceName', None), 71: ('ResourceName', None), 72: ('ResourceName', None), 73: ('ResourceName', None), 74: ('ResourceName', None), 75: ('ResourceName', None), 76: ('ResourceName', None), 77: ('ResourceName', None), 78: ('ResourcePatternType', None), 79: ('Principal', None), 80: ('Principal', None), 81: ('Principal', None), 82: ('Principal', None), 83: ('Principal', None), 84: ('Principal', None), 85: ('Principal', None), 86: ('Principal', None), 87: ('Host', None), 88: ('Host', None), 89: ('Host', None), 90: ('Host', None), 91: ('Host', None), 92: ('Host', None), 93: ('Host', None), 94: ('Host', None), 95: ('Operation+PermissionType', None), 104: ('Creations', None), 105: ('Creations', None), 106: ('Creations', None), 107: ('Creations', None), 108: ('Creations', None), 109: ('Creations', 'i3'), 110: ('Creations', 'i3'), 111: ('Creations', None), 112: ('Creations', None), 113: ('Creations', None), 114: ('Creations', None), 123: ('ResourceType', None), 124: ('ResourceName', None), 125: ('ResourceName', None), 126: ('ResourceName', None), 127: ('ResourceName', None), 128: ('ResourceName', None), 129: ('ResourceName', None), 130: ('ResourceName', None), 131: ('ResourceName', None), 132: ('ResourceName', None), 133: ('ResourceName', None), 134: ('ResourcePatternType', None), 135: ('Principal', None), 136: ('Principal', None), 137: ('Principal', None), 138: ('Principal', None), 139: ('Principal', None), 140: ('Principal', None), 141: ('Principal', None), 142: ('Principal', None), 143: ('Principal', None), 144: ('Principal', None), 145: ('Host', None), 146: ('Host', None), 147: ('Host', None), 148: ('Host', None), 149: ('Host', None), 150: ('Host', None), 151: ('Host', None), 152: ('Host', None), 153: ('Host', None), 154: ('Host', None), 155: ('Operation+PermissionType', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('Creations', None), 168: ('Creations', None), 169: ('Creations', None), 170: ('Creations', None), 171: ('Creations', None), 172: ('Creations', None), 173: ('Creations', None), 174: ('Creations', 'i3'), 175: ('Creations', 'i3'), 176: ('Creations', None), 177: ('Creations', None), 178: ('Creations', None), 179: ('Creations', None), 181: ('_tagged', None), 182: ('_tagged', None), 183: ('_tagged', None), 191: ('ErrorCode', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 208: ('ThrottleTimeMs', None), 209: ('Results', None), 210: ('Results', None), 211: ('Results', None), 212: ('Results', None), 213: ('Results', None), 214: ('Results', 'i4'), 215: ('Results', 'i4'), 216: ('Results', None), 217: ('Results', None), 218: ('Results', None), 219: ('Results', None), 228: ('ErrorCode', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('ThrottleTimeMs', None), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', 'i4'), 259: ('Results', 'i4'), 260: ('Results', None), 261: ('Results', None), 262: ('Results', None), 263: ('Results', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None)}
+_LINES = {16: ('ResourceType', None), 17: ('ResourceName', None), 18: ('ResourceName', None), 19: ('ResourceName', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('Principal', None), 26: ('Principal', None), 27: ('Principal', None), 28: ('Principal', None), 29: ('Principal', None), 30: ('Principal', None), 31: ('Principal', None), 32: ('Principal', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Host', None), 40: ('Host', None), 41: ('Operation+PermissionType', None), 50: ('Creations', None), 51: ('Creations', None), 52: ('Creations', None), 53: ('Creations', None), 54: ('Creations', None), 55: ('Creations[{}].ResourceType', 'i3'), 56: ('Creations[{}].ResourceName', 'i3'), 57: ('Creations[{}].ResourceName', 'i3'), 58: ('Creations[{}].ResourceName', 'i3'), 59: ('Creations[{}].ResourceName', 'i3'), 60: ('Creations[{}].ResourceName', 'i3'), 61: ('Creations[{}].ResourceName', 'i3'), 62: ('Creations[{}].ResourceName', 'i3'), 63: ('Creations[{}].ResourceName', 'i3'), 64: ('Creations[{}].Principal', 'i3'), 65: ('Creations[{}].Principal', 'i3'), 66: ('Creations[{}].Principal', 'i3'), 67: ('Creations[{}].Principal', 'i3'), 68: ('Creations[{}].Principal', 'i3'), 69: ('Creations[{}].Principal', 'i3'), 70: ('Creations[{}].Principal', 'i3'), 71: ('Creations[{}].Principal', 'i3'), 72: ('Creations[{}].Host', 'i3'), 73: ('Creations[{}].Host', 'i3'), 74: ('Creations[{}].Host', 'i3'), 75: ('Creations[{}].Host', 'i3'), 76: ('Creations[{}].Host', 'i3'), 77: ('Creations[{}].Host', 'i3'), 78: ('Creations[{}].Host', 'i3'), 79: ('Creations[{}].Host', 'i3'), 80: ('Creations[{}].Operation+PermissionType', 'i3'), 81: ('Creations', 'i3'), 82: ('Creations', 'i3'), 83: ('Creations', None), 84: ('Creations', None), 85: ('Creations', None), 86: ('Creations', None), 95: ('ResourceType', None), 96: ('ResourceName', None), 97: ('ResourceName', None), 98: ('ResourceName', None), 99: ('ResourceName', None), 100: ('ResourceName', None), 101: ('ResourceName', None), 102: ('ResourceName', None), 103: ('ResourceName', None), 104: ('ResourcePatternType', None), 105: ('Principal', None), 106: ('Principal', None), 107: ('Principal', None), 108: ('Principal', None), 109: ('Principal', None), 110: ('Principal', None), 111: ('Principal', None), 112: ('Principal', None), 113: ('Host', None), 114: ('Host', None), 115: ('Host', None), 116: ('Host', None), 117: ('Host', None), 118: ('Host', None), 119: ('Host', None), 120: ('Host', None), 121: ('Operation+PermissionType', None), 130: ('Creations', None), 131: ('Creations', None), 132: ('Creations', None), 133: ('Creations', None), 134: ('Creations', None), 135: ('Creations[{}].ResourceType', 'i3'), 136: ('Creations[{}].ResourceName', 'i3'), 137: ('Creations[{}].ResourceName', 'i3'), 138: ('Creations[{}].ResourceName', 'i3'), 139: ('Creations[{}].ResourceName', 'i3'), 140: ('Creations[{}].ResourceName', 'i3'), 141: ('Creations[{}].ResourceName', 'i3'), 142: ('Creations[{}].ResourceName', 'i3'), 143: ('Creations[{}].ResourceName', 'i3'), 144: ('Creations[{}].ResourcePatternType', 'i3'), 145: ('Creations[{}].Principal', 'i3'), 146: ('Creations[{}].Principal', 'i3'), 147: ('Creations[{}].Principal', 'i3'), 148: ('Creations[{}].Principal', 'i3'), 149: ('Creations[{}].Principal', 'i3'), 150: ('Creations[{}].Principal', 'i3'), 151: ('Creations[{}].Principal', 'i3'), 152: ('Creations[{}].Principal', 'i3'), 153: ('Creations[{}].Host', 'i3'), 154: ('Creations[{}].Host', 'i3'), 155: ('Creations[{}].Host', 'i3'), 156: ('Creations[{}].Host', 'i3'), 157: ('Creations[{}].Host', 'i3'), 158: ('Creations[{}].Host', 'i3'), 159: ('Creations[{}].Host', 'i3'), 160: ('Creations[{}].Host', 'i3'), 161: ('Creations[{}].Operation+PermissionType', 'i3'), 162: ('Creations', 'i3'), 163: ('Creations', 'i3'), 164: ('Creations', None), 165: ('Creations', None), 166: ('Creations', None), 167: ('Creations', None), 176: ('ResourceType', None), 177: ('ResourceName', None), 178: ('ResourceName', None), 179: ('ResourceName', None), 180: ('ResourceName', None), 181: ('ResourceName', None), 182: ('ResourceName', None), 183: ('ResourceName', None), 184: ('ResourceName', None), 185: ('ResourceName', None), 186: ('ResourceName', None), 187: ('ResourcePatternType', None), 188: ('Principal', None), 189: ('Principal', None), 190: ('Principal', None), 191: ('Principal', None), 192: ('Principal', None), 193: ('Principal', None), 194: ('Principal', None), 195: ('Principal', None), 196: ('Principal', None), 197: ('Principal', None), 198: ('Host', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Host', None), 208: ('Operation+PermissionType', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('Creations', None), 221: ('Creations', None), 222: ('Creations', None), 223: ('Creations', None), 224: ('Creations', None), 225: ('Creations', None), 226: ('Creations', None), 227: ('Creations[{}].ResourceType', 'i3'), 228: ('Creations[{}].ResourceName', 'i3'), 229: ('Creations[{}].ResourceName', 'i3'), 230: ('Creations[{}].ResourceName', 'i3'), 231: ('Creations[{}].ResourceName', 'i3'), 232: ('Creations[{}].ResourceName', 'i3'), 233: ('Creations[{}].ResourceName', 'i3'), 234: ('Creations[{}].ResourceName', 'i3'), 235: ('Creations[{}].ResourceName', 'i3'), 236: ('Creations[{}].ResourceName', 'i3'), 237: ('Creations[{}].ResourceName', 'i3'), 238: ('Creations[{}].ResourcePatternType', 'i3'), 239: ('Creations[{}].Principal', 'i3'), 240: ('Creations[{}].Principal', 'i3'), 241: ('Creations[{}].Principal', 'i3'), 242: ('Creations[{}].Principal', 'i3'), 243: ('Creations[{}].Principal', 'i3'), 244: ('Creations[{}].Principal', 'i3'), 245: ('Creations[{}].Principal', 'i3'), 246: ('Creations[{}].Principal', 'i3'), 247: ('Creations[{}].Principal', 'i3'), 248: ('Creations[{}].Principal', 'i3'), 249: ('Creations[{}].Host', 'i3'), 250: ('Creations[{}].Host', 'i3'), 251: ('Creations[{}].Host', 'i3'), 252: ('Creations[{}].Host', 'i3'), 253: ('Creations[{}].Host', 'i3'), 254: ('Creations[{}].Host', 'i3'), 255: ('Creations[{}].Host', 'i3'), 256: ('Creations[{}].Host', 'i3'), 257: ('Creations[{}].Host', 'i3'), 258: ('Creations[{}].Host', 'i3'), 259: ('Creations[{}].Operation+PermissionType', 'i3'), 260: ('Creations', 'i3'), 261: ('Creations', 'i3'), 262: ('Creations', 'i3'), 263: ('Creations', 'i3'), 264: ('Creations', 'i3'), 265: ('Creations', None), 266: ('Creations', None), 267: ('Creations', None), 268: ('Creations', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ErrorCode', None), 281: ('ErrorMessage', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 297: ('ThrottleTimeMs', None), 298: ('Results', None), 299: ('Results', None), 300: ('Results', None), 301: ('Results', None), 302: ('Results', None), 303: ('Results[{}].ErrorCode', 'i4'), 304: ('Results[{}].ErrorMessage', 'i4'), 305: ('Results[{}].ErrorMessage', 'i4'), 306: ('Results[{}].ErrorMessage', 'i4'), 307: ('Results[{}].ErrorMessage', 'i4'), 308: ('Results[{}].ErrorMessage', 'i4'), 309: ('Results[{}].ErrorMessage', 'i4'), 310: ('Results[{}].ErrorMessage', 'i4'), 311: ('Results[{}].ErrorMessage', 'i4'), 312: ('Results', 'i4'), 313: ('Results', 'i4'), 314: ('Results', None), 315: ('Results', None), 316: ('Results', None), 317: ('Results', None), 326: ('ErrorCode', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('ThrottleTimeMs', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', None), 355: ('Results', None), 356: ('Results[{}].ErrorCode', 'i4'), 357: ('Results[{}].ErrorMessage', 'i4'), 358: ('Results[{}].ErrorMessage', 'i4'), 359: ('Results[{}].ErrorMessage', 'i4'), 360: ('Results[{}].ErrorMessage', 'i4'), 361: ('Results[{}].ErrorMessage', 'i4'), 362: ('Results[{}].ErrorMessage', 'i4'), 363: ('Results[{}].ErrorMessage', 'i4'), 364: ('Results[{}].ErrorMessage', 'i4'), 365: ('Results[{}].ErrorMessage', 'i4'), 366: ('Results[{}].ErrorMessage', 'i4'), 367: ('Results', 'i4'), 368: ('Results', 'i4'), 369: ('Results', 'i4'), 370: ('Results', 'i4'), 371: ('Results', 'i4'), 372: ('Results', None), 373: ('Results', None), 374: ('Results', None), 375: ('Results', None), 377: ('_tagged', None), 378: ('_tagged', None), 379: ('_tagged', None)}

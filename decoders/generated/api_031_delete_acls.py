@@ -52,8 +52,34 @@ def _f1(b, p):
             if n2 * 9 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10, = _U2(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, v12, = _U3(b, p); p += 2
+                d13 = {"ResourceTypeFilter": v4, "ResourceNameFilter": v5, "PrincipalFilter": v7, "HostFilter": v9, "Operation": v11, "PermissionType": v12}
+                v1.append(d13)
         elif n2 == -1:
             v1 = None
         else:
@@ -106,8 +132,35 @@ def _f3(b, p):
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 1
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11, = _U2(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U3(b, p); p += 2
+                d14 = {"ResourceTypeFilter": v4, "ResourceNameFilter": v5, "PatternTypeFilter": v7, "PrincipalFilter": v8, "HostFilter": v10, "Operation": v12, "PermissionType": v13}
+                v1.append(d14)
         elif n2 == -1:
             v1 = None
         else:
@@ -171,8 +224,44 @@ def _f5(b, p):
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 1
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U3(b, p); p += 2
+                d14 = {"ResourceTypeFilter": v4, "ResourceNameFilter": v5, "PatternTypeFilter": v7, "PrincipalFilter": v8, "HostFilter": v10, "Operation": v12, "PermissionType": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v1.append(d14)
         elif n2 == -1:
             v1 = None
         else:
@@ -245,8 +334,43 @@ def _f7(b, p):
             if n5 * 13 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f6(b, p)
-                v4.append(x7)
+                v7, = _U2(b, p); p += 2
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U1(b, p); p += 1
+                n12, = _U2(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U2(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16, = _U2(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                v17, v18, = _U3(b, p); p += 2
+                d19 = {"ErrorCode": v7, "ErrorMessage": v8, "ResourceType": v10, "ResourceName": v11, "Principal": v13, "Host": v15, "Operation": v17, "PermissionType": v18}
+                v4.append(d19)
         elif n5 == -1:
             v4 = None
         else:
@@ -337,8 +461,44 @@ def _f10(b, p):
             if n5 * 14 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f9(b, p)
-                v4.append(x7)
+                v7, = _U2(b, p); p += 2
+                n9, = _U2(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U1(b, p); p += 1
+                n12, = _U2(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 1
+                n15, = _U2(b, p); p += 2
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17, = _U2(b, p); p += 2
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                v18, v19, = _U3(b, p); p += 2
+                d20 = {"ErrorCode": v7, "ErrorMessage": v8, "ResourceType": v10, "ResourceName": v11, "PatternType": v13, "Principal": v14, "Host": v16, "Operation": v18, "PermissionType": v19}
+                v4.append(d20)
         elif n5 == -1:
             v4 = None
         else:
@@ -444,8 +604,55 @@ def _f13(b, p):
             if n5 * 11 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f12(b, p)
-                v4.append(x7)
+                v7, = _U2(b, p); p += 2
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U1(b, p); p += 1
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 1
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                v18, v19, = _U3(b, p); p += 2
+                d20 = {"ErrorCode": v7, "ErrorMessage": v8, "ResourceType": v10, "ResourceName": v11, "PatternType": v13, "Principal": v14, "Host": v16, "Operation": v18, "PermissionType": v19}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d20)
+                v4.append(d20)
         elif n5 == -1:
             v4 = None
         else:
@@ -490,4 +697,4 @@ NAME = 'DeleteAcls'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f5}
 RESPONSE = {0: _f8, 1: _f11, 2: _f14, 3: _f14}
 
-_LINES = {16: ('ResourceTypeFilter', None), 17: ('ResourceNameFilter', None), 18: ('ResourceNameFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('ResourceNameFilter', None), 25: ('PrincipalFilter', None), 26: ('PrincipalFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('PrincipalFilter', None), 33: ('HostFilter', None), 34: ('HostFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('HostFilter', None), 41: ('Operation+PermissionType', None), 50: ('Filters', None), 51: ('Filters', None), 52: ('Filters', None), 53: ('Filters', None), 54: ('Filters', None), 55: ('Filters', 'i3'), 56: ('Filters', 'i3'), 57: ('Filters', None), 58: ('Filters', None), 59: ('Filters', None), 60: ('Filters', None), 69: ('ResourceTypeFilter', None), 70: ('ResourceNameFilter', None), 71: ('ResourceNameFilter', None), 72: ('ResourceNameFilter', None), 73: ('ResourceNameFilter', None), 74: ('ResourceNameFilter', None), 75: ('ResourceNameFilter', None), 76: ('ResourceNameFilter', None), 77: ('ResourceNameFilter', None), 78: ('PatternTypeFilter', None), 79: ('PrincipalFilter', None), 80: ('PrincipalFilter', None), 81: ('PrincipalFilter', None), 82: ('PrincipalFilter', None), 83: ('PrincipalFilter', None), 84: ('PrincipalFilter', None), 85: ('PrincipalFilter', None), 86: ('PrincipalFilter', None), 87: ('HostFilter', None), 88: ('HostFilter', None), 89: ('HostFilter', None), 90: ('HostFilter', None), 91: ('HostFilter', None), 92: ('HostFilter', None), 93: ('HostFilter', None), 94: ('HostFilter', None), 95: ('Operation+PermissionType', None), 104: ('Filters', None), 105: ('Filters', None), 106: ('Filters', None), 107: ('Filters', None), 108: ('Filters', None), 109: ('Filters', 'i3'), 110: ('Filters', 'i3'), 111: ('Filters', None), 112: ('Filters', None), 113: ('Filters', None), 114: ('Filters', None), 123: ('ResourceTypeFilter', None), 124: ('ResourceNameFilter', None), 125: ('ResourceNameFilter', None), 126: ('ResourceNameFilter', None), 127: ('ResourceNameFilter', None), 128: ('ResourceNameFilter', None), 129: ('ResourceNameFilter', None), 130: ('ResourceNameFilter', None), 131: ('ResourceNameFilter', None), 132: ('ResourceNameFilter', None), 133: ('ResourceNameFilter', None), 134: ('PatternTypeFilter', None), 135: ('PrincipalFilter', None), 136: ('PrincipalFilter', None), 137: ('PrincipalFilter', None), 138: ('PrincipalFilter', None), 139: ('PrincipalFilter', None), 140: ('PrincipalFilter', None), 141: ('PrincipalFilter', None), 142: ('PrincipalFilter', None), 143: ('PrincipalFilter', None), 144: ('PrincipalFilter', None), 145: ('HostFilter', None), 146: ('HostFilter', None), 147: ('HostFilter', None), 148: ('HostFilter', None), 149: ('HostFilter', None), 150: ('HostFilter', None), 151: ('HostFilter', None), 152: ('HostFilter', None), 153: ('HostFilter', None), 154: ('HostFilter', None), 155: ('Operation+PermissionType', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('Filters', None), 168: ('Filters', None), 169: ('Filters', None), 170: ('Filters', None), 171: ('Filters', None), 172: ('Filters', None), 173: ('Filters', None), 174: ('Filters', 'i3'), 175: ('Filters', 'i3'), 176: ('Filters', None), 177: ('Filters', None), 178: ('Filters', None), 179: ('Filters', None), 181: ('_tagged', None), 182: ('_tagged', None), 183: ('_tagged', None), 191: ('ErrorCode', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('ResourceType', None), 201: ('ResourceName', None), 202: ('ResourceName', None), 203: ('ResourceName', None), 204: ('ResourceName', None), 205: ('ResourceName', None), 206: ('ResourceName', None), 207: ('ResourceName', None), 208: ('ResourceName', None), 209: ('Principal', None), 210: ('Principal', None), 211: ('Principal', None), 212: ('Principal', None), 213: ('Principal', None), 214: ('Principal', None), 215: ('Principal', None), 216: ('Principal', None), 217: ('Host', None), 218: ('Host', None), 219: ('Host', None), 220: ('Host', None), 221: ('Host', None), 222: ('Host', None), 223: ('Host', None), 224: ('Host', None), 225: ('Operation+PermissionType', None), 234: ('ErrorCode', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('MatchingAcls', None), 244: ('MatchingAcls', None), 245: ('MatchingAcls', None), 246: ('MatchingAcls', None), 247: ('MatchingAcls', None), 248: ('MatchingAcls', 'i6'), 249: ('MatchingAcls', 'i6'), 250: ('MatchingAcls', None), 251: ('MatchingAcls', None), 252: ('MatchingAcls', None), 253: ('MatchingAcls', None), 262: ('ThrottleTimeMs', None), 263: ('FilterResults', None), 264: ('FilterResults', None), 265: ('FilterResults', None), 266: ('FilterResults', None), 267: ('FilterResults', None), 268: ('FilterResults', 'i4'), 269: ('FilterResults', 'i4'), 270: ('FilterResults', None), 271: ('FilterResults', None), 272: ('FilterResults', None), 273: ('FilterResults', None), 282: ('ErrorCode', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ResourceType', None), 292: ('ResourceName', None), 293: ('ResourceName', None), 294: ('ResourceName', None), 295: ('ResourceName', None), 296: ('ResourceName', None), 297: ('ResourceName', None), 298: ('ResourceName', None), 299: ('ResourceName', None), 300: ('PatternType', None), 301: ('Principal', None), 302: ('Principal', None), 303: ('Principal', None), 304: ('Principal', None), 305: ('Principal', None), 306: ('Principal', None), 307: ('Principal', None), 308: ('Principal', None), 309: ('Host', None), 310: ('Host', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Operation+PermissionType', None), 326: ('ErrorCode', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('MatchingAcls', None), 336: ('MatchingAcls', None), 337: ('MatchingAcls', None), 338: ('MatchingAcls', None), 339: ('MatchingAcls', None), 340: ('MatchingAcls', 'i6'), 341: ('MatchingAcls', 'i6'), 342: ('MatchingAcls', None), 343: ('MatchingAcls', None), 344: ('MatchingAcls', None), 345: ('MatchingAcls', None), 354: ('ThrottleTimeMs', None), 355: ('FilterResults', None), 356: ('FilterResults', None), 357: ('FilterResults', None), 358: ('FilterResults', None), 359: ('FilterResults', None), 360: ('FilterResults', 'i4'), 361: ('FilterResults', 'i4'), 362: ('FilterResults', None), 363: ('FilterResults', None), 364: ('FilterResults', None), 365: ('FilterResults', None), 374: ('ErrorCode', None), 375: ('ErrorMessage', None), 376: ('ErrorMessage', None), 377: ('ErrorMessage', None), 378: ('ErrorMessage', None), 379: ('ErrorMessage', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ResourceType', None), 386: ('ResourceName', None), 387: ('ResourceName', None), 388: ('ResourceName', None), 389: ('ResourceName', None), 390: ('ResourceName', None), 391: ('ResourceName', None), 392: ('ResourceName', None), 393: ('ResourceName', None), 394: ('ResourceName', None), 395: ('ResourceName', None), 396: ('PatternType', None), 397: ('Principal', None), 398: ('Principal', None), 399: ('Principal', None), 400: ('Principal', None), 401: ('Principal', None), 402: ('Principal', None), 403: ('Principal', None), 404: ('Principal', None), 405: ('Principal', None), 406: ('Principal', None), 407: ('Host', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Host', None), 414: ('Host', None), 415: ('Host', None), 416: ('Host', None), 417: ('Operation+PermissionType', None), 419: ('_tagged', None), 420: ('_tagged', None), 421: ('_tagged', None), 429: ('ErrorCode', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('ErrorMessage', None), 439: ('ErrorMessage', None), 440: ('MatchingAcls', None), 441: ('MatchingAcls', None), 442: ('MatchingAcls', None), 443: ('MatchingAcls', None), 444: ('MatchingAcls', None), 445: ('MatchingAcls', None), 446: ('MatchingAcls', None), 447: ('MatchingAcls', 'i6'), 448: ('MatchingAcls', 'i6'), 449: ('MatchingAcls', None), 450: ('MatchingAcls', None), 451: ('MatchingAcls', None), 452: ('MatchingAcls', None), 454: ('_tagged', None), 455: ('_tagged', None), 456: ('_tagged', None), 464: ('ThrottleTimeMs', None), 465: ('FilterResults', None), 466: ('FilterResults', None), 467: ('FilterResults', None), 468: ('FilterResults', None), 469: ('FilterResults', None), 470: ('FilterResults', None), 471: ('FilterResults', None), 472: ('FilterResults', 'i4'), 473: ('FilterResults', 'i4'), 474: ('FilterResults', None), 475: ('FilterResults', None), 476: ('FilterResults', None), 477: ('FilterResults', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None)}
+_LINES = {16: ('ResourceTypeFilter', None), 17: ('ResourceNameFilter', None), 18: ('ResourceNameFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('ResourceNameFilter', None), 25: ('PrincipalFilter', None), 26: ('PrincipalFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('PrincipalFilter', None), 33: ('HostFilter', None), 34: ('HostFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('HostFilter', None), 41: ('Operation+PermissionType', None), 50: ('Filters', None), 51: ('Filters', None), 52: ('Filters', None), 53: ('Filters', None), 54: ('Filters', None), 55: ('Filters[{}].ResourceTypeFilter', 'i3'), 56: ('Filters[{}].ResourceNameFilter', 'i3'), 57: ('Filters[{}].ResourceNameFilter', 'i3'), 58: ('Filters[{}].ResourceNameFilter', 'i3'), 59: ('Filters[{}].ResourceNameFilter', 'i3'), 60: ('Filters[{}].ResourceNameFilter', 'i3'), 61: ('Filters[{}].ResourceNameFilter', 'i3'), 62: ('Filters[{}].ResourceNameFilter', 'i3'), 63: ('Filters[{}].ResourceNameFilter', 'i3'), 64: ('Filters[{}].PrincipalFilter', 'i3'), 65: ('Filters[{}].PrincipalFilter', 'i3'), 66: ('Filters[{}].PrincipalFilter', 'i3'), 67: ('Filters[{}].PrincipalFilter', 'i3'), 68: ('Filters[{}].PrincipalFilter', 'i3'), 69: ('Filters[{}].PrincipalFilter', 'i3'), 70: ('Filters[{}].PrincipalFilter', 'i3'), 71: ('Filters[{}].PrincipalFilter', 'i3'), 72: ('Filters[{}].HostFilter', 'i3'), 73: ('Filters[{}].HostFilter', 'i3'), 74: ('Filters[{}].HostFilter', 'i3'), 75: ('Filters[{}].HostFilter', 'i3'), 76: ('Filters[{}].HostFilter', 'i3'), 77: ('Filters[{}].HostFilter', 'i3'), 78: ('Filters[{}].HostFilter', 'i3'), 79: ('Filters[{}].HostFilter', 'i3'), 80: ('Filters[{}].Operation+PermissionType', 'i3'), 81: ('Filters', 'i3'), 82: ('Filters', 'i3'), 83: ('Filters', None), 84: ('Filters', None), 85: ('Filters', None), 86: ('Filters', None), 95: ('ResourceTypeFilter', None), 96: ('ResourceNameFilter', None), 97: ('ResourceNameFilter', None), 98: ('ResourceNameFilter', None), 99: ('ResourceNameFilter', None), 100: ('ResourceNameFilter', None), 101: ('ResourceNameFilter', None), 102: ('ResourceNameFilter', None), 103: ('ResourceNameFilter', None), 104: ('PatternTypeFilter', None), 105: ('PrincipalFilter', None), 106: ('PrincipalFilter', None), 107: ('PrincipalFilter', None), 108: ('PrincipalFilter', None), 109: ('PrincipalFilter', None), 110: ('PrincipalFilter', None), 111: ('PrincipalFilter', None), 112: ('PrincipalFilter', None), 113: ('HostFilter', None), 114: ('HostFilter', None), 115: ('HostFilter', None), 116: ('HostFilter', None), 117: ('HostFilter', None), 118: ('HostFilter', None), 119: ('HostFilter', None), 120: ('HostFilter', None), 121: ('Operation+PermissionType', None), 130: ('Filters', None), 131: ('Filters', None), 132: ('Filters', None), 133: ('Filters', None), 134: ('Filters', None), 135: ('Filters[{}].ResourceTypeFilter', 'i3'), 136: ('Filters[{}].ResourceNameFilter', 'i3'), 137: ('Filters[{}].ResourceNameFilter', 'i3'), 138: ('Filters[{}].ResourceNameFilter', 'i3'), 139: ('Filters[{}].ResourceNameFilter', 'i3'), 140: ('Filters[{}].ResourceNameFilter', 'i3'), 141: ('Filters[{}].ResourceNameFilter', 'i3'), 142: ('Filters[{}].ResourceNameFilter', 'i3'), 143: ('Filters[{}].ResourceNameFilter', 'i3'), 144: ('Filters[{}].PatternTypeFilter', 'i3'), 145: ('Filters[{}].PrincipalFilter', 'i3'), 146: ('Filters[{}].PrincipalFilter', 'i3'), 147: ('Filters[{}].PrincipalFilter', 'i3'), 148: ('Filters[{}].PrincipalFilter', 'i3'), 149: ('Filters[{}].PrincipalFilter', 'i3'), 150: ('Filters[{}].PrincipalFilter', 'i3'), 151: ('Filters[{}].PrincipalFilter', 'i3'), 152: ('Filters[{}].PrincipalFilter', 'i3'), 153: ('Filters[{}].HostFilter', 'i3'), 154: ('Filters[{}].HostFilter', 'i3'), 155: ('Filters[{}].HostFilter', 'i3'), 156: ('Filters[{}].HostFilter', 'i3'), 157: ('Filters[{}].HostFilter', 'i3'), 158: ('Filters[{}].HostFilter', 'i3'), 159: ('Filters[{}].HostFilter', 'i3'), 160: ('Filters[{}].HostFilter', 'i3'), 161: ('Filters[{}].Operation+PermissionType', 'i3'), 162: ('Filters', 'i3'), 163: ('Filters', 'i3'), 164: ('Filters', None), 165: ('Filters', None), 166: ('Filters', None), 167: ('Filters', None), 176: ('ResourceTypeFilter', None), 177: ('ResourceNameFilter', None), 178: ('ResourceNameFilter', None), 179: ('ResourceNameFilter', None), 180: ('ResourceNameFilter', None), 181: ('ResourceNameFilter', None), 182: ('ResourceNameFilter', None), 183: ('ResourceNameFilter', None), 184: ('ResourceNameFilter', None), 185: ('ResourceNameFilter', None), 186: ('ResourceNameFilter', None), 187: ('PatternTypeFilter', None), 188: ('PrincipalFilter', None), 189: ('PrincipalFilter', None), 190: ('PrincipalFilter', None), 191: ('PrincipalFilter', None), 192: ('PrincipalFilter', None), 193: ('PrincipalFilter', None), 194: ('PrincipalFilter', None), 195: ('PrincipalFilter', None), 196: ('PrincipalFilter', None), 197: ('PrincipalFilter', None), 198: ('HostFilter', None), 199: ('HostFilter', None), 200: ('HostFilter', None), 201: ('HostFilter', None), 202: ('HostFilter', None), 203: ('HostFilter', None), 204: ('HostFilter', None), 205: ('HostFilter', None), 206: ('HostFilter', None), 207: ('HostFilter', None), 208: ('Operation+PermissionType', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('Filters', None), 221: ('Filters', None), 222: ('Filters', None), 223: ('Filters', None), 224: ('Filters', None), 225: ('Filters', None), 226: ('Filters', None), 227: ('Filters[{}].ResourceTypeFilter', 'i3'), 228: ('Filters[{}].ResourceNameFilter', 'i3'), 229: ('Filters[{}].ResourceNameFilter', 'i3'), 230: ('Filters[{}].ResourceNameFilter', 'i3'), 231: ('Filters[{}].ResourceNameFilter', 'i3'), 232: ('Filters[{}].ResourceNameFilter', 'i3'), 233: ('Filters[{}].ResourceNameFilter', 'i3'), 234: ('Filters[{}].ResourceNameFilter', 'i3'), 235: ('Filters[{}].ResourceNameFilter', 'i3'), 236: ('Filters[{}].ResourceNameFilter', 'i3'), 237: ('Filters[{}].ResourceNameFilter', 'i3'), 238: ('Filters[{}].PatternTypeFilter', 'i3'), 239: ('Filters[{}].PrincipalFilter', 'i3'), 240: ('Filters[{}].PrincipalFilter', 'i3'), 241: ('Filters[{}].PrincipalFilter', 'i3'), 242: ('Filters[{}].PrincipalFilter', 'i3'), 243: ('Filters[{}].PrincipalFilter', 'i3'), 244: ('Filters[{}].PrincipalFilter', 'i3'), 245: ('Filters[{}].PrincipalFilter', 'i3'), 246: ('Filters[{}].PrincipalFilter', 'i3'), 247: ('Filters[{}].PrincipalFilter', 'i3'), 248: ('Filters[{}].PrincipalFilter', 'i3'), 249: ('Filters[{}].HostFilter', 'i3'), 250: ('Filters[{}].HostFilter', 'i3'), 251: ('Filters[{}].HostFilter', 'i3'), 252: ('Filters[{}].HostFilter', 'i3'), 253: ('Filters[{}].HostFilter', 'i3'), 254: ('Filters[{}].HostFilter', 'i3'), 255: ('Filters[{}].HostFilter', 'i3'), 256: ('Filters[{}].HostFilter', 'i3'), 257: ('Filters[{}].HostFilter', 'i3'), 258: ('Filters[{}].HostFilter', 'i3'), 259: ('Filters[{}].Operation+PermissionType', 'i3'), 260: ('Filters', 'i3'), 261: ('Filters', 'i3'), 262: ('Filters', 'i3'), 263: ('Filters', 'i3'), 264: ('Filters', 'i3'), 265: ('Filters', None), 266: ('Filters', None), 267: ('Filters', None), 268: ('Filters', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ErrorCode', None), 281: ('ErrorMessage', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ResourceType', None), 290: ('ResourceName', None), 291: ('ResourceName', None), 292: ('ResourceName', None), 293: ('ResourceName', None), 294: ('ResourceName', None), 295: ('ResourceName', None), 296: ('ResourceName', None), 297: ('ResourceName', None), 298: ('Principal', None), 299: ('Principal', None), 300: ('Principal', None), 301: ('Principal', None), 302: ('Principal', None), 303: ('Principal', None), 304: ('Principal', None), 305: ('Principal', None), 306: ('Host', None), 307: ('Host', None), 308: ('Host', None), 309: ('Host', None), 310: ('Host', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Operation+PermissionType', None), 323: ('ErrorCode', None), 324: ('ErrorMessage', None), 325: ('ErrorMessage', None), 326: ('ErrorMessage', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('MatchingAcls', None), 333: ('MatchingAcls', None), 334: ('MatchingAcls', None), 335: ('MatchingAcls', None), 336: ('MatchingAcls', None), 337: ('MatchingAcls[{}].ErrorCode', 'i6'), 338: ('MatchingAcls[{}].ErrorMessage', 'i6'), 339: ('MatchingAcls[{}].ErrorMessage', 'i6'), 340: ('MatchingAcls[{}].ErrorMessage', 'i6'), 341: ('MatchingAcls[{}].ErrorMessage', 'i6'), 342: ('MatchingAcls[{}].ErrorMessage', 'i6'), 343: ('MatchingAcls[{}].ErrorMessage', 'i6'), 344: ('MatchingAcls[{}].ErrorMessage', 'i6'), 345: ('MatchingAcls[{}].ErrorMessage', 'i6'), 346: ('MatchingAcls[{}].ResourceType', 'i6'), 347: ('MatchingAcls[{}].ResourceName', 'i6'), 348: ('MatchingAcls[{}].ResourceName', 'i6'), 349: ('MatchingAcls[{}].ResourceName', 'i6'), 350: ('MatchingAcls[{}].ResourceName', 'i6'), 351: ('MatchingAcls[{}].ResourceName', 'i6'), 352: ('MatchingAcls[{}].ResourceName', 'i6'), 353: ('MatchingAcls[{}].ResourceName', 'i6'), 354: ('MatchingAcls[{}].ResourceName', 'i6'), 355: ('MatchingAcls[{}].Principal', 'i6'), 356: ('MatchingAcls[{}].Principal', 'i6'), 357: ('MatchingAcls[{}].Principal', 'i6'), 358: ('MatchingAcls[{}].Principal', 'i6'), 359: ('MatchingAcls[{}].Principal', 'i6'), 360: ('MatchingAcls[{}].Principal', 'i6'), 361: ('MatchingAcls[{}].Principal', 'i6'), 362: ('MatchingAcls[{}].Principal', 'i6'), 363: ('MatchingAcls[{}].Host', 'i6'), 364: ('MatchingAcls[{}].Host', 'i6'), 365: ('MatchingAcls[{}].Host', 'i6'), 366: ('MatchingAcls[{}].Host', 'i6'), 367: ('MatchingAcls[{}].Host', 'i6'), 368: ('MatchingAcls[{}].Host', 'i6'), 369: ('MatchingAcls[{}].Host', 'i6'), 370: ('MatchingAcls[{}].Host', 'i6'), 371: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 372: ('MatchingAcls', 'i6'), 373: ('MatchingAcls', 'i6'), 374: ('MatchingAcls', None), 375: ('MatchingAcls', None), 376: ('MatchingAcls', None), 377: ('MatchingAcls', None), 386: ('ThrottleTimeMs', None), 387: ('FilterResults', None), 388: ('FilterResults', None), 389: ('FilterResults', None), 390: ('FilterResults', None), 391: ('FilterResults', None), 392: ('FilterResults', 'i4'), 393: ('FilterResults', 'i4'), 394: ('FilterResults', None), 395: ('FilterResults', None), 396: ('FilterResults', None), 397: ('FilterResults', None), 406: ('ErrorCode', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 412: ('ErrorMessage', None), 413: ('ErrorMessage', None), 414: ('ErrorMessage', None), 415: ('ResourceType', None), 416: ('ResourceName', None), 417: ('ResourceName', None), 418: ('ResourceName', None), 419: ('ResourceName', None), 420: ('ResourceName', None), 421: ('ResourceName', None), 422: ('ResourceName', None), 423: ('ResourceName', None), 424: ('PatternType', None), 425: ('Principal', None), 426: ('Principal', None), 427: ('Principal', None), 428: ('Principal', None), 429: ('Principal', None), 430: ('Principal', None), 431: ('Principal', None), 432: ('Principal', None), 433: ('Host', None), 434: ('Host', None), 435: ('Host', None), 436: ('Host', None), 437: ('Host', None), 438: ('Host', None), 439: ('Host', None), 440: ('Host', None), 441: ('Operation+PermissionType', None), 450: ('ErrorCode', None), 451: ('ErrorMessage', None), 452: ('ErrorMessage', None), 453: ('ErrorMessage', None), 454: ('ErrorMessage', None), 455: ('ErrorMessage', None), 456: ('ErrorMessage', None), 457: ('ErrorMessage', None), 458: ('ErrorMessage', None), 459: ('MatchingAcls', None), 460: ('MatchingAcls', None), 461: ('MatchingAcls', None), 462: ('MatchingAcls', None), 463: ('MatchingAcls', None), 464: ('MatchingAcls[{}].ErrorCode', 'i6'), 465: ('MatchingAcls[{}].ErrorMessage', 'i6'), 466: ('MatchingAcls[{}].ErrorMessage', 'i6'), 467: ('MatchingAcls[{}].ErrorMessage', 'i6'), 468: ('MatchingAcls[{}].ErrorMessage', 'i6'), 469: ('MatchingAcls[{}].ErrorMessage', 'i6'), 470: ('MatchingAcls[{}].ErrorMessage', 'i6'), 471: ('MatchingAcls[{}].ErrorMessage', 'i6'), 472: ('MatchingAcls[{}].ErrorMessage', 'i6'), 473: ('MatchingAcls[{}].ResourceType', 'i6'), 474: ('MatchingAcls[{}].ResourceName', 'i6'), 475: ('MatchingAcls[{}].ResourceName', 'i6'), 476: ('MatchingAcls[{}].ResourceName', 'i6'), 477: ('MatchingAcls[{}].ResourceName', 'i6'), 478: ('MatchingAcls[{}].ResourceName', 'i6'), 479: ('MatchingAcls[{}].ResourceName', 'i6'), 480: ('MatchingAcls[{}].ResourceName', 'i6'), 481: ('MatchingAcls[{}].ResourceName', 'i6'), 482: ('MatchingAcls[{}].PatternType', 'i6'), 483: ('MatchingAcls[{}].Principal', 'i6'), 484: ('MatchingAcls[{}].Principal', 'i6'), 485: ('MatchingAcls[{}].Principal', 'i6'), 486: ('MatchingAcls[{}].Principal', 'i6'), 487: ('MatchingAcls[{}].Principal', 'i6'), 488: ('MatchingAcls[{}].Principal', 'i6'), 489: ('MatchingAcls[{}].Principal', 'i6'), 490: ('MatchingAcls[{}].Principal', 'i6'), 491: ('MatchingAcls[{}].Host', 'i6'), 492: ('MatchingAcls[{}].Host', 'i6'), 493: ('MatchingAcls[{}].Host', 'i6'), 494: ('MatchingAcls[{}].Host', 'i6'), 495: ('MatchingAcls[{}].Host', 'i6'), 496: ('MatchingAcls[{}].Host', 'i6'), 497: ('MatchingAcls[{}].Host', 'i6'), 498: ('MatchingAcls[{}].Host', 'i6'), 499: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 500: ('MatchingAcls', 'i6'), 501: ('MatchingAcls', 'i6'), 502: ('MatchingAcls', None), 503: ('MatchingAcls', None), 504: ('MatchingAcls', None), 505: ('MatchingAcls', None), 514: ('ThrottleTimeMs', None), 515: ('FilterResults', None), 516: ('FilterResults', None), 517: ('FilterResults', None), 518: ('FilterResults', None), 519: ('FilterResults', None), 520: ('FilterResults', 'i4'), 521: ('FilterResults', 'i4'), 522: ('FilterResults', None), 523: ('FilterResults', None), 524: ('FilterResults', None), 525: ('FilterResults', None), 534: ('ErrorCode', None), 535: ('ErrorMessage', None), 536: ('ErrorMessage', None), 537: ('ErrorMessage', None), 538: ('ErrorMessage', None), 539: ('ErrorMessage', None), 540: ('ErrorMessage', None), 541: ('ErrorMessage', None), 542: ('ErrorMessage', None), 543: ('ErrorMessage', None), 544: ('ErrorMessage', None), 545: ('ResourceType', None), 546: ('ResourceName', None), 547: ('ResourceName', None), 548: ('ResourceName', None), 549: ('ResourceName', None), 550: ('ResourceName', None), 551: ('ResourceName', None), 552: ('ResourceName', None), 553: ('ResourceName', None), 554: ('ResourceName', None), 555: ('ResourceName', None), 556: ('PatternType', None), 557: ('Principal', None), 558: ('Principal', None), 559: ('Principal', None), 560: ('Principal', None), 561: ('Principal', None), 562: ('Principal', None), 563: ('Principal', None), 564: ('Principal', None), 565: ('Principal', None), 566: ('Principal', None), 567: ('Host', None), 568: ('Host', None), 569: ('Host', None), 570: ('Host', None), 571: ('Host', None), 572: ('Host', None), 573: ('Host', None), 574: ('Host', None), 575: ('Host', None), 576: ('Host', None), 577: ('Operation+PermissionType', None), 579: ('_tagged', None), 580: ('_tagged', None), 581: ('_tagged', None), 589: ('ErrorCode', None), 590: ('ErrorMessage', None), 591: ('ErrorMessage', None), 592: ('ErrorMessage', None), 593: ('ErrorMessage', None), 594: ('ErrorMessage', None), 595: ('ErrorMessage', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('MatchingAcls', None), 601: ('MatchingAcls', None), 602: ('MatchingAcls', None), 603: ('MatchingAcls', None), 604: ('MatchingAcls', None), 605: ('MatchingAcls', None), 606: ('MatchingAcls', None), 607: ('MatchingAcls[{}].ErrorCode', 'i6'), 608: ('MatchingAcls[{}].ErrorMessage', 'i6'), 609: ('MatchingAcls[{}].ErrorMessage', 'i6'), 610: ('MatchingAcls[{}].ErrorMessage', 'i6'), 611: ('MatchingAcls[{}].ErrorMessage', 'i6'), 612: ('MatchingAcls[{}].ErrorMessage', 'i6'), 613: ('MatchingAcls[{}].ErrorMessage', 'i6'), 614: ('MatchingAcls[{}].ErrorMessage', 'i6'), 615: ('MatchingAcls[{}].ErrorMessage', 'i6'), 616: ('MatchingAcls[{}].ErrorMessage', 'i6'), 617: ('MatchingAcls[{}].ErrorMessage', 'i6'), 618: ('MatchingAcls[{}].ResourceType', 'i6'), 619: ('MatchingAcls[{}].ResourceName', 'i6'), 620: ('MatchingAcls[{}].ResourceName', 'i6'), 621: ('MatchingAcls[{}].ResourceName', 'i6'), 622: ('MatchingAcls[{}].ResourceName', 'i6'), 623: ('MatchingAcls[{}].ResourceName', 'i6'), 624: ('MatchingAcls[{}].ResourceName', 'i6'), 625: ('MatchingAcls[{}].ResourceName', 'i6'), 626: ('MatchingAcls[{}].ResourceName', 'i6'), 627: ('MatchingAcls[{}].ResourceName', 'i6'), 628: ('MatchingAcls[{}].ResourceName', 'i6'), 629: ('MatchingAcls[{}].PatternType', 'i6'), 630: ('MatchingAcls[{}].Principal', 'i6'), 631: ('MatchingAcls[{}].Principal', 'i6'), 632: ('MatchingAcls[{}].Principal', 'i6'), 633: ('MatchingAcls[{}].Principal', 'i6'), 634: ('MatchingAcls[{}].Principal', 'i6'), 635: ('MatchingAcls[{}].Principal', 'i6'), 636: ('MatchingAcls[{}].Principal', 'i6'), 637: ('MatchingAcls[{}].Principal', 'i6'), 638: ('MatchingAcls[{}].Principal', 'i6'), 639: ('MatchingAcls[{}].Principal', 'i6'), 640: ('MatchingAcls[{}].Host', 'i6'), 641: ('MatchingAcls[{}].Host', 'i6'), 642: ('MatchingAcls[{}].Host', 'i6'), 643: ('MatchingAcls[{}].Host', 'i6'), 644: ('MatchingAcls[{}].Host', 'i6'), 645: ('MatchingAcls[{}].Host', 'i6'), 646: ('MatchingAcls[{}].Host', 'i6'), 647: ('MatchingAcls[{}].Host', 'i6'), 648: ('MatchingAcls[{}].Host', 'i6'), 649: ('MatchingAcls[{}].Host', 'i6'), 650: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 651: ('MatchingAcls', 'i6'), 652: ('MatchingAcls', 'i6'), 653: ('MatchingAcls', 'i6'), 654: ('MatchingAcls', 'i6'), 655: ('MatchingAcls', 'i6'), 656: ('MatchingAcls', None), 657: ('MatchingAcls', None), 658: ('MatchingAcls', None), 659: ('MatchingAcls', None), 661: ('_tagged', None), 662: ('_tagged', None), 663: ('_tagged', None), 671: ('ThrottleTimeMs', None), 672: ('FilterResults', None), 673: ('FilterResults', None), 674: ('FilterResults', None), 675: ('FilterResults', None), 676: ('FilterResults', None), 677: ('FilterResults', None), 678: ('FilterResults', None), 679: ('FilterResults', 'i4'), 680: ('FilterResults', 'i4'), 681: ('FilterResults', None), 682: ('FilterResults', None), 683: ('FilterResults', None), 684: ('FilterResults', None), 686: ('_tagged', None), 687: ('_tagged', None), 688: ('_tagged', None)}

@@ -56,8 +56,35 @@ def _f1(b, p):
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U0(b, p); p += 4
+                if n8 >= 0:
+                    if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
+                    v7 = []
+                    for i9 in range(n8):
+                        n11, = _U2(b, p); p += 2
+                        if n11 >= 0:
+                            if n11 > L - p: raise _rt.short(n11, L - p)
+                            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                        elif n11 == -1:
+                            v10 = None
+                        else:
+                            raise _rt.negative(n11)
+                        v7.append(v10)
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d12 = {"ResourceType": v4, "ResourceName": v5, "ConfigurationKeys": v7}
+                v1.append(d12)
         elif n2 == -1:
             v1 = None
         else:
@@ -75,14 +102,41 @@ def _f2(b, p):
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U0(b, p); p += 4
+                if n8 >= 0:
+                    if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
+                    v7 = []
+                    for i9 in range(n8):
+                        n11, = _U2(b, p); p += 2
+                        if n11 >= 0:
+                            if n11 > L - p: raise _rt.short(n11, L - p)
+                            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                        elif n11 == -1:
+                            v10 = None
+                        else:
+                            raise _rt.negative(n11)
+                        v7.append(v10)
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d12 = {"ResourceType": v4, "ResourceName": v5, "ConfigurationKeys": v7}
+                v1.append(d12)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U3(b, p); p += 1
-        d = {"Resources": v1, "IncludeSynonyms": v5}
+        v13, = _U3(b, p); p += 1
+        d = {"Resources": v1, "IncludeSynonyms": v13}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -95,14 +149,41 @@ def _f3(b, p):
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6, = _U2(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U0(b, p); p += 4
+                if n8 >= 0:
+                    if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
+                    v7 = []
+                    for i9 in range(n8):
+                        n11, = _U2(b, p); p += 2
+                        if n11 >= 0:
+                            if n11 > L - p: raise _rt.short(n11, L - p)
+                            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                        elif n11 == -1:
+                            v10 = None
+                        else:
+                            raise _rt.negative(n11)
+                        v7.append(v10)
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d12 = {"ResourceType": v4, "ResourceName": v5, "ConfigurationKeys": v7}
+                v1.append(d12)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, = _U4(b, p); p += 2
-        d = {"Resources": v1, "IncludeSynonyms": v5, "IncludeDocumentation": v6}
+        v13, v14, = _U4(b, p); p += 2
+        d = {"Resources": v1, "IncludeSynonyms": v13, "IncludeDocumentation": v14}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -161,14 +242,50 @@ def _f5(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                v4, = _U1(b, p); p += 1
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 * 1 > L - p: raise _rt.short_count(n8, L - p)
+                    v7 = []
+                    for i9 in range(n8):
+                        n11 = b[p]; p += 1
+                        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                        n11 -= 1
+                        if n11 >= 0:
+                            if n11 > L - p: raise _rt.short(n11, L - p)
+                            v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                        elif n11 == -1:
+                            v10 = None
+                        else:
+                            raise _rt.negative(n11)
+                        v7.append(v10)
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d12 = {"ResourceType": v4, "ResourceName": v5, "ConfigurationKeys": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v1.append(d12)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, v6, = _U4(b, p); p += 2
-        d = {"Resources": v1, "IncludeSynonyms": v5, "IncludeDocumentation": v6}
+        v13, v14, = _U4(b, p); p += 2
+        d = {"Resources": v1, "IncludeSynonyms": v13, "IncludeDocumentation": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -227,8 +344,25 @@ def _f7(b, p):
             if n8 * 7 > L - p: raise _rt.short_count(n8, L - p)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f6(b, p)
-                v7.append(x10)
+                n11, = _U2(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                n13, = _U2(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, v15, v16, = _U5(b, p); p += 3
+                d17 = {"Name": v10, "Value": v12, "ReadOnly": v14, "IsDefault": v15, "IsSensitive": v16}
+                v7.append(d17)
         elif n8 == -1:
             v7 = None
         else:
@@ -308,8 +442,25 @@ def _f10(b, p):
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f9(b, p)
-                v8.append(x11)
+                n12, = _U2(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U2(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U1(b, p); p += 1
+                d16 = {"Name": v11, "Value": v13, "Source": v15}
+                v8.append(d16)
         elif n9 == -1:
             v8 = None
         else:
@@ -401,22 +552,39 @@ def _f13(b, p):
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f9(b, p)
-                v8.append(x11)
+                n12, = _U2(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U2(b, p); p += 2
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U1(b, p); p += 1
+                d16 = {"Name": v11, "Value": v13, "Source": v15}
+                v8.append(d16)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        v12, = _U1(b, p); p += 1
-        n14, = _U2(b, p); p += 2
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+        v17, = _U1(b, p); p += 1
+        n19, = _U2(b, p); p += 2
+        if n19 >= 0:
+            if n19 > L - p: raise _rt.short(n19, L - p)
+            v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n14)
-        d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7, "Synonyms": v8, "ConfigType": v12, "Documentation": v13}
+            raise _rt.negative(n19)
+        d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7, "Synonyms": v8, "ConfigType": v17, "Documentation": v18}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -541,24 +709,48 @@ def _f17(b, p):
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f16(b, p)
-                v8.append(x11)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U1(b, p); p += 1
+                d16 = {"Name": v11, "Value": v13, "Source": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v8.append(d16)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        v12, = _U1(b, p); p += 1
-        n14 = b[p]; p += 1
-        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
-        n14 -= 1
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+        v17, = _U1(b, p); p += 1
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 > L - p: raise _rt.short(n19, L - p)
+            v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n14)
-        d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7, "Synonyms": v8, "ConfigType": v12, "Documentation": v13}
+            raise _rt.negative(n19)
+        d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7, "Synonyms": v8, "ConfigType": v17, "Documentation": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -644,4 +836,4 @@ NAME = 'DescribeConfigs'
 REQUEST = {0: _f1, 1: _f2, 2: _f2, 3: _f3, 4: _f5}
 RESPONSE = {0: _f8, 1: _f12, 2: _f12, 3: _f15, 4: _f19}
 
-_LINES = {19: ('ResourceType', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('ResourceName', None), 26: ('ResourceName', None), 27: ('ResourceName', None), 28: ('ConfigurationKeys', None), 29: ('ConfigurationKeys', None), 30: ('ConfigurationKeys', None), 31: ('ConfigurationKeys', None), 32: ('ConfigurationKeys', None), 33: ('ConfigurationKeys', 'i6'), 34: ('ConfigurationKeys', 'i6'), 35: ('ConfigurationKeys', 'i6'), 36: ('ConfigurationKeys', 'i6'), 37: ('ConfigurationKeys', 'i6'), 38: ('ConfigurationKeys', 'i6'), 39: ('ConfigurationKeys', 'i6'), 40: ('ConfigurationKeys', 'i6'), 41: ('ConfigurationKeys', 'i6'), 42: ('ConfigurationKeys', None), 43: ('ConfigurationKeys', None), 44: ('ConfigurationKeys', None), 45: ('ConfigurationKeys', None), 54: ('Resources', None), 55: ('Resources', None), 56: ('Resources', None), 57: ('Resources', None), 58: ('Resources', None), 59: ('Resources', 'i3'), 60: ('Resources', 'i3'), 61: ('Resources', None), 62: ('Resources', None), 63: ('Resources', None), 64: ('Resources', None), 73: ('Resources', None), 74: ('Resources', None), 75: ('Resources', None), 76: ('Resources', None), 77: ('Resources', None), 78: ('Resources', 'i3'), 79: ('Resources', 'i3'), 80: ('Resources', None), 81: ('Resources', None), 82: ('Resources', None), 83: ('Resources', None), 84: ('IncludeSynonyms', None), 93: ('Resources', None), 94: ('Resources', None), 95: ('Resources', None), 96: ('Resources', None), 97: ('Resources', None), 98: ('Resources', 'i3'), 99: ('Resources', 'i3'), 100: ('Resources', None), 101: ('Resources', None), 102: ('Resources', None), 103: ('Resources', None), 104: ('IncludeSynonyms+IncludeDocumentation', None), 113: ('ResourceType', None), 114: ('ResourceName', None), 115: ('ResourceName', None), 116: ('ResourceName', None), 117: ('ResourceName', None), 118: ('ResourceName', None), 119: ('ResourceName', None), 120: ('ResourceName', None), 121: ('ResourceName', None), 122: ('ResourceName', None), 123: ('ResourceName', None), 124: ('ConfigurationKeys', None), 125: ('ConfigurationKeys', None), 126: ('ConfigurationKeys', None), 127: ('ConfigurationKeys', None), 128: ('ConfigurationKeys', None), 129: ('ConfigurationKeys', None), 130: ('ConfigurationKeys', None), 131: ('ConfigurationKeys', 'i6'), 132: ('ConfigurationKeys', 'i6'), 133: ('ConfigurationKeys', 'i6'), 134: ('ConfigurationKeys', 'i6'), 135: ('ConfigurationKeys', 'i6'), 136: ('ConfigurationKeys', 'i6'), 137: ('ConfigurationKeys', 'i6'), 138: ('ConfigurationKeys', 'i6'), 139: ('ConfigurationKeys', 'i6'), 140: ('ConfigurationKeys', 'i6'), 141: ('ConfigurationKeys', 'i6'), 142: ('ConfigurationKeys', None), 143: ('ConfigurationKeys', None), 144: ('ConfigurationKeys', None), 145: ('ConfigurationKeys', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('Resources', None), 158: ('Resources', None), 159: ('Resources', None), 160: ('Resources', None), 161: ('Resources', None), 162: ('Resources', None), 163: ('Resources', None), 164: ('Resources', 'i3'), 165: ('Resources', 'i3'), 166: ('Resources', None), 167: ('Resources', None), 168: ('Resources', None), 169: ('Resources', None), 170: ('IncludeSynonyms+IncludeDocumentation', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Value', None), 191: ('Value', None), 192: ('Value', None), 193: ('Value', None), 194: ('Value', None), 195: ('Value', None), 196: ('Value', None), 197: ('Value', None), 198: ('ReadOnly+IsDefault+IsSensitive', None), 207: ('ErrorCode', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ResourceType', None), 217: ('ResourceName', None), 218: ('ResourceName', None), 219: ('ResourceName', None), 220: ('ResourceName', None), 221: ('ResourceName', None), 222: ('ResourceName', None), 223: ('ResourceName', None), 224: ('ResourceName', None), 225: ('Configs', None), 226: ('Configs', None), 227: ('Configs', None), 228: ('Configs', None), 229: ('Configs', None), 230: ('Configs', 'i9'), 231: ('Configs', 'i9'), 232: ('Configs', None), 233: ('Configs', None), 234: ('Configs', None), 235: ('Configs', None), 244: ('ThrottleTimeMs', None), 245: ('Results', None), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', None), 250: ('Results', 'i4'), 251: ('Results', 'i4'), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 255: ('Results', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('Name', None), 270: ('Name', None), 271: ('Name', None), 272: ('Value', None), 273: ('Value', None), 274: ('Value', None), 275: ('Value', None), 276: ('Value', None), 277: ('Value', None), 278: ('Value', None), 279: ('Value', None), 280: ('Source', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('Name', None), 294: ('Name', None), 295: ('Name', None), 296: ('Name', None), 297: ('Value', None), 298: ('Value', None), 299: ('Value', None), 300: ('Value', None), 301: ('Value', None), 302: ('Value', None), 303: ('Value', None), 304: ('Value', None), 305: ('ReadOnly+ConfigSource+IsSensitive', None), 306: ('Synonyms', None), 307: ('Synonyms', None), 308: ('Synonyms', None), 309: ('Synonyms', None), 310: ('Synonyms', None), 311: ('Synonyms', 'i10'), 312: ('Synonyms', 'i10'), 313: ('Synonyms', None), 314: ('Synonyms', None), 315: ('Synonyms', None), 316: ('Synonyms', None), 325: ('ErrorCode', None), 326: ('ErrorMessage', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ResourceType', None), 335: ('ResourceName', None), 336: ('ResourceName', None), 337: ('ResourceName', None), 338: ('ResourceName', None), 339: ('ResourceName', None), 340: ('ResourceName', None), 341: ('ResourceName', None), 342: ('ResourceName', None), 343: ('Configs', None), 344: ('Configs', None), 345: ('Configs', None), 346: ('Configs', None), 347: ('Configs', None), 348: ('Configs', 'i9'), 349: ('Configs', 'i9'), 350: ('Configs', None), 351: ('Configs', None), 352: ('Configs', None), 353: ('Configs', None), 362: ('ThrottleTimeMs', None), 363: ('Results', None), 364: ('Results', None), 365: ('Results', None), 366: ('Results', None), 367: ('Results', None), 368: ('Results', 'i4'), 369: ('Results', 'i4'), 370: ('Results', None), 371: ('Results', None), 372: ('Results', None), 373: ('Results', None), 382: ('Name', None), 383: ('Name', None), 384: ('Name', None), 385: ('Name', None), 386: ('Name', None), 387: ('Name', None), 388: ('Name', None), 389: ('Name', None), 390: ('Value', None), 391: ('Value', None), 392: ('Value', None), 393: ('Value', None), 394: ('Value', None), 395: ('Value', None), 396: ('Value', None), 397: ('Value', None), 398: ('ReadOnly+ConfigSource+IsSensitive', None), 399: ('Synonyms', None), 400: ('Synonyms', None), 401: ('Synonyms', None), 402: ('Synonyms', None), 403: ('Synonyms', None), 404: ('Synonyms', 'i10'), 405: ('Synonyms', 'i10'), 406: ('Synonyms', None), 407: ('Synonyms', None), 408: ('Synonyms', None), 409: ('Synonyms', None), 410: ('ConfigType', None), 411: ('Documentation', None), 412: ('Documentation', None), 413: ('Documentation', None), 414: ('Documentation', None), 415: ('Documentation', None), 416: ('Documentation', None), 417: ('Documentation', None), 418: ('Documentation', None), 427: ('ErrorCode', None), 428: ('ErrorMessage', None), 429: ('ErrorMessage', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ResourceType', None), 437: ('ResourceName', None), 438: ('ResourceName', None), 439: ('ResourceName', None), 440: ('ResourceName', None), 441: ('ResourceName', None), 442: ('ResourceName', None), 443: ('ResourceName', None), 444: ('ResourceName', None), 445: ('Configs', None), 446: ('Configs', None), 447: ('Configs', None), 448: ('Configs', None), 449: ('Configs', None), 450: ('Configs', 'i9'), 451: ('Configs', 'i9'), 452: ('Configs', None), 453: ('Configs', None), 454: ('Configs', None), 455: ('Configs', None), 464: ('ThrottleTimeMs', None), 465: ('Results', None), 466: ('Results', None), 467: ('Results', None), 468: ('Results', None), 469: ('Results', None), 470: ('Results', 'i4'), 471: ('Results', 'i4'), 472: ('Results', None), 473: ('Results', None), 474: ('Results', None), 475: ('Results', None), 484: ('Name', None), 485: ('Name', None), 486: ('Name', None), 487: ('Name', None), 488: ('Name', None), 489: ('Name', None), 490: ('Name', None), 491: ('Name', None), 492: ('Name', None), 493: ('Name', None), 494: ('Value', None), 495: ('Value', None), 496: ('Value', None), 497: ('Value', None), 498: ('Value', None), 499: ('Value', None), 500: ('Value', None), 501: ('Value', None), 502: ('Value', None), 503: ('Value', None), 504: ('Source', None), 506: ('_tagged', None), 507: ('_tagged', None), 508: ('_tagged', None), 516: ('Name', None), 517: ('Name', None), 518: ('Name', None), 519: ('Name', None), 520: ('Name', None), 521: ('Name', None), 522: ('Name', None), 523: ('Name', None), 524: ('Name', None), 525: ('Name', None), 526: ('Value', None), 527: ('Value', None), 528: ('Value', None), 529: ('Value', None), 530: ('Value', None), 531: ('Value', None), 532: ('Value', None), 533: ('Value', None), 534: ('Value', None), 535: ('Value', None), 536: ('ReadOnly+ConfigSource+IsSensitive', None), 537: ('Synonyms', None), 538: ('Synonyms', None), 539: ('Synonyms', None), 540: ('Synonyms', None), 541: ('Synonyms', None), 542: ('Synonyms', None), 543: ('Synonyms', None), 544: ('Synonyms', 'i10'), 545: ('Synonyms', 'i10'), 546: ('Synonyms', None), 547: ('Synonyms', None), 548: ('Synonyms', None), 549: ('Synonyms', None), 550: ('ConfigType', None), 551: ('Documentation', None), 552: ('Documentation', None), 553: ('Documentation', None), 554: ('Documentation', None), 555: ('Documentation', None), 556: ('Documentation', None), 557: ('Documentation', None), 558: ('Documentation', None), 559: ('Documentation', None), 560: ('Documentation', None), 562: ('_tagged', None), 563: ('_tagged', None), 564: ('_tagged', None), 572: ('ErrorCode', None), 573: ('ErrorMessage', None), 574: ('ErrorMessage', None), 575: ('ErrorMessage', None), 576: ('ErrorMessage', None), 577: ('ErrorMessage', None), 578: ('ErrorMessage', None), 579: ('ErrorMessage', None), 580: ('ErrorMessage', None), 581: ('ErrorMessage', None), 582: ('ErrorMessage', None), 583: ('ResourceType', None), 584: ('ResourceName', None), 585: ('ResourceName', None), 586: ('ResourceName', None), 587: ('ResourceName', None), 588: ('ResourceName', None), 589: ('ResourceName', None), 590: ('ResourceName', None), 591: ('ResourceName', None), 592: ('ResourceName', None), 593: ('ResourceName', None), 594: ('Configs', None), 595: ('Configs', None), 596: ('Configs', None), 597: ('Configs', None), 598: ('Configs', None), 599: ('Configs', None), 600: ('Configs', None), 601: ('Configs', 'i9'), 602: ('Configs', 'i9'), 603: ('Configs', None), 604: ('Configs', None), 605: ('Configs', None), 606: ('Configs', None), 608: ('_tagged', None), 609: ('_tagged', None), 610: ('_tagged', None), 618: ('ThrottleTimeMs', None), 619: ('Results', None), 620: ('Results', None), 621: ('Results', None), 622: ('Results', None), 623: ('Results', None), 624: ('Results', None), 625: ('Results', None), 626: ('Results', 'i4'), 627: ('Results', 'i4'), 628: ('Results', None), 629: ('Results', None), 630: ('Results', None), 631: ('Results', None), 633: ('_tagged', None), 634: ('_tagged', None), 635: ('_tagged', None)}
+_LINES = {19: ('ResourceType', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('ResourceName', None), 26: ('ResourceName', None), 27: ('ResourceName', None), 28: ('ConfigurationKeys', None), 29: ('ConfigurationKeys', None), 30: ('ConfigurationKeys', None), 31: ('ConfigurationKeys', None), 32: ('ConfigurationKeys', None), 33: ('ConfigurationKeys', 'i6'), 34: ('ConfigurationKeys', 'i6'), 35: ('ConfigurationKeys', 'i6'), 36: ('ConfigurationKeys', 'i6'), 37: ('ConfigurationKeys', 'i6'), 38: ('ConfigurationKeys', 'i6'), 39: ('ConfigurationKeys', 'i6'), 40: ('ConfigurationKeys', 'i6'), 41: ('ConfigurationKeys', 'i6'), 42: ('ConfigurationKeys', None), 43: ('ConfigurationKeys', None), 44: ('ConfigurationKeys', None), 45: ('ConfigurationKeys', None), 54: ('Resources', None), 55: ('Resources', None), 56: ('Resources', None), 57: ('Resources', None), 58: ('Resources', None), 59: ('Resources[{}].ResourceType', 'i3'), 60: ('Resources[{}].ResourceName', 'i3'), 61: ('Resources[{}].ResourceName', 'i3'), 62: ('Resources[{}].ResourceName', 'i3'), 63: ('Resources[{}].ResourceName', 'i3'), 64: ('Resources[{}].ResourceName', 'i3'), 65: ('Resources[{}].ResourceName', 'i3'), 66: ('Resources[{}].ResourceName', 'i3'), 67: ('Resources[{}].ResourceName', 'i3'), 68: ('Resources[{}].ConfigurationKeys', 'i3'), 69: ('Resources[{}].ConfigurationKeys', 'i3'), 70: ('Resources[{}].ConfigurationKeys', 'i3'), 71: ('Resources[{}].ConfigurationKeys', 'i3'), 72: ('Resources[{}].ConfigurationKeys', 'i3'), 73: ('Resources[{}].ConfigurationKeys', 'i3'), 74: ('Resources[{}].ConfigurationKeys', 'i3'), 75: ('Resources[{}].ConfigurationKeys', 'i3'), 76: ('Resources[{}].ConfigurationKeys', 'i3'), 77: ('Resources[{}].ConfigurationKeys', 'i3'), 78: ('Resources[{}].ConfigurationKeys', 'i3'), 79: ('Resources[{}].ConfigurationKeys', 'i3'), 80: ('Resources[{}].ConfigurationKeys', 'i3'), 81: ('Resources[{}].ConfigurationKeys', 'i3'), 82: ('Resources[{}].ConfigurationKeys', 'i3'), 83: ('Resources[{}].ConfigurationKeys', 'i3'), 84: ('Resources[{}].ConfigurationKeys', 'i3'), 85: ('Resources[{}].ConfigurationKeys', 'i3'), 86: ('Resources', 'i3'), 87: ('Resources', 'i3'), 88: ('Resources', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', None), 100: ('Resources', None), 101: ('Resources', None), 102: ('Resources', None), 103: ('Resources', None), 104: ('Resources', None), 105: ('Resources[{}].ResourceType', 'i3'), 106: ('Resources[{}].ResourceName', 'i3'), 107: ('Resources[{}].ResourceName', 'i3'), 108: ('Resources[{}].ResourceName', 'i3'), 109: ('Resources[{}].ResourceName', 'i3'), 110: ('Resources[{}].ResourceName', 'i3'), 111: ('Resources[{}].ResourceName', 'i3'), 112: ('Resources[{}].ResourceName', 'i3'), 113: ('Resources[{}].ResourceName', 'i3'), 114: ('Resources[{}].ConfigurationKeys', 'i3'), 115: ('Resources[{}].ConfigurationKeys', 'i3'), 116: ('Resources[{}].ConfigurationKeys', 'i3'), 117: ('Resources[{}].ConfigurationKeys', 'i3'), 118: ('Resources[{}].ConfigurationKeys', 'i3'), 119: ('Resources[{}].ConfigurationKeys', 'i3'), 120: ('Resources[{}].ConfigurationKeys', 'i3'), 121: ('Resources[{}].ConfigurationKeys', 'i3'), 122: ('Resources[{}].ConfigurationKeys', 'i3'), 123: ('Resources[{}].ConfigurationKeys', 'i3'), 124: ('Resources[{}].ConfigurationKeys', 'i3'), 125: ('Resources[{}].ConfigurationKeys', 'i3'), 126: ('Resources[{}].ConfigurationKeys', 'i3'), 127: ('Resources[{}].ConfigurationKeys', 'i3'), 128: ('Resources[{}].ConfigurationKeys', 'i3'), 129: ('Resources[{}].ConfigurationKeys', 'i3'), 130: ('Resources[{}].ConfigurationKeys', 'i3'), 131: ('Resources[{}].ConfigurationKeys', 'i3'), 132: ('Resources', 'i3'), 133: ('Resources', 'i3'), 134: ('Resources', None), 135: ('Resources', None), 136: ('Resources', None), 137: ('Resources', None), 138: ('IncludeSynonyms', None), 147: ('Resources', None), 148: ('Resources', None), 149: ('Resources', None), 150: ('Resources', None), 151: ('Resources', None), 152: ('Resources[{}].ResourceType', 'i3'), 153: ('Resources[{}].ResourceName', 'i3'), 154: ('Resources[{}].ResourceName', 'i3'), 155: ('Resources[{}].ResourceName', 'i3'), 156: ('Resources[{}].ResourceName', 'i3'), 157: ('Resources[{}].ResourceName', 'i3'), 158: ('Resources[{}].ResourceName', 'i3'), 159: ('Resources[{}].ResourceName', 'i3'), 160: ('Resources[{}].ResourceName', 'i3'), 161: ('Resources[{}].ConfigurationKeys', 'i3'), 162: ('Resources[{}].ConfigurationKeys', 'i3'), 163: ('Resources[{}].ConfigurationKeys', 'i3'), 164: ('Resources[{}].ConfigurationKeys', 'i3'), 165: ('Resources[{}].ConfigurationKeys', 'i3'), 166: ('Resources[{}].ConfigurationKeys', 'i3'), 167: ('Resources[{}].ConfigurationKeys', 'i3'), 168: ('Resources[{}].ConfigurationKeys', 'i3'), 169: ('Resources[{}].ConfigurationKeys', 'i3'), 170: ('Resources[{}].ConfigurationKeys', 'i3'), 171: ('Resources[{}].ConfigurationKeys', 'i3'), 172: ('Resources[{}].ConfigurationKeys', 'i3'), 173: ('Resources[{}].ConfigurationKeys', 'i3'), 174: ('Resources[{}].ConfigurationKeys', 'i3'), 175: ('Resources[{}].ConfigurationKeys', 'i3'), 176: ('Resources[{}].ConfigurationKeys', 'i3'), 177: ('Resources[{}].ConfigurationKeys', 'i3'), 178: ('Resources[{}].ConfigurationKeys', 'i3'), 179: ('Resources', 'i3'), 180: ('Resources', 'i3'), 181: ('Resources', None), 182: ('Resources', None), 183: ('Resources', None), 184: ('Resources', None), 185: ('IncludeSynonyms+IncludeDocumentation', None), 194: ('ResourceType', None), 195: ('ResourceName', None), 196: ('ResourceName', None), 197: ('ResourceName', None), 198: ('ResourceName', None), 199: ('ResourceName', None), 200: ('ResourceName', None), 201: ('ResourceName', None), 202: ('ResourceName', None), 203: ('ResourceName', None), 204: ('ResourceName', None), 205: ('ConfigurationKeys', None), 206: ('ConfigurationKeys', None), 207: ('ConfigurationKeys', None), 208: ('ConfigurationKeys', None), 209: ('ConfigurationKeys', None), 210: ('ConfigurationKeys', None), 211: ('ConfigurationKeys', None), 212: ('ConfigurationKeys', 'i6'), 213: ('ConfigurationKeys', 'i6'), 214: ('ConfigurationKeys', 'i6'), 215: ('ConfigurationKeys', 'i6'), 216: ('ConfigurationKeys', 'i6'), 217: ('ConfigurationKeys', 'i6'), 218: ('ConfigurationKeys', 'i6'), 219: ('ConfigurationKeys', 'i6'), 220: ('ConfigurationKeys', 'i6'), 221: ('ConfigurationKeys', 'i6'), 222: ('ConfigurationKeys', 'i6'), 223: ('ConfigurationKeys', None), 224: ('ConfigurationKeys', None), 225: ('ConfigurationKeys', None), 226: ('ConfigurationKeys', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('Resources', None), 239: ('Resources', None), 240: ('Resources', None), 241: ('Resources', None), 242: ('Resources', None), 243: ('Resources', None), 244: ('Resources', None), 245: ('Resources[{}].ResourceType', 'i3'), 246: ('Resources[{}].ResourceName', 'i3'), 247: ('Resources[{}].ResourceName', 'i3'), 248: ('Resources[{}].ResourceName', 'i3'), 249: ('Resources[{}].ResourceName', 'i3'), 250: ('Resources[{}].ResourceName', 'i3'), 251: ('Resources[{}].ResourceName', 'i3'), 252: ('Resources[{}].ResourceName', 'i3'), 253: ('Resources[{}].ResourceName', 'i3'), 254: ('Resources[{}].ResourceName', 'i3'), 255: ('Resources[{}].ResourceName', 'i3'), 256: ('Resources[{}].ConfigurationKeys', 'i3'), 257: ('Resources[{}].ConfigurationKeys', 'i3'), 258: ('Resources[{}].ConfigurationKeys', 'i3'), 259: ('Resources[{}].ConfigurationKeys', 'i3'), 260: ('Resources[{}].ConfigurationKeys', 'i3'), 261: ('Resources[{}].ConfigurationKeys', 'i3'), 262: ('Resources[{}].ConfigurationKeys', 'i3'), 263: ('Resources[{}].ConfigurationKeys', 'i3'), 264: ('Resources[{}].ConfigurationKeys', 'i3'), 265: ('Resources[{}].ConfigurationKeys', 'i3'), 266: ('Resources[{}].ConfigurationKeys', 'i3'), 267: ('Resources[{}].ConfigurationKeys', 'i3'), 268: ('Resources[{}].ConfigurationKeys', 'i3'), 269: ('Resources[{}].ConfigurationKeys', 'i3'), 270: ('Resources[{}].ConfigurationKeys', 'i3'), 271: ('Resources[{}].ConfigurationKeys', 'i3'), 272: ('Resources[{}].ConfigurationKeys', 'i3'), 273: ('Resources[{}].ConfigurationKeys', 'i3'), 274: ('Resources[{}].ConfigurationKeys', 'i3'), 275: ('Resources[{}].ConfigurationKeys', 'i3'), 276: ('Resources[{}].ConfigurationKeys', 'i3'), 277: ('Resources[{}].ConfigurationKeys', 'i3'), 278: ('Resources', 'i3'), 279: ('Resources', 'i3'), 280: ('Resources', 'i3'), 281: ('Resources', 'i3'), 282: ('Resources', 'i3'), 283: ('Resources', None), 284: ('Resources', None), 285: ('Resources', None), 286: ('Resources', None), 287: ('IncludeSynonyms+IncludeDocumentation', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('Name', None), 300: ('Name', None), 301: ('Name', None), 302: ('Name', None), 303: ('Name', None), 304: ('Name', None), 305: ('Name', None), 306: ('Name', None), 307: ('Value', None), 308: ('Value', None), 309: ('Value', None), 310: ('Value', None), 311: ('Value', None), 312: ('Value', None), 313: ('Value', None), 314: ('Value', None), 315: ('ReadOnly+IsDefault+IsSensitive', None), 324: ('ErrorCode', None), 325: ('ErrorMessage', None), 326: ('ErrorMessage', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ResourceType', None), 334: ('ResourceName', None), 335: ('ResourceName', None), 336: ('ResourceName', None), 337: ('ResourceName', None), 338: ('ResourceName', None), 339: ('ResourceName', None), 340: ('ResourceName', None), 341: ('ResourceName', None), 342: ('Configs', None), 343: ('Configs', None), 344: ('Configs', None), 345: ('Configs', None), 346: ('Configs', None), 347: ('Configs[{}].Name', 'i9'), 348: ('Configs[{}].Name', 'i9'), 349: ('Configs[{}].Name', 'i9'), 350: ('Configs[{}].Name', 'i9'), 351: ('Configs[{}].Name', 'i9'), 352: ('Configs[{}].Name', 'i9'), 353: ('Configs[{}].Name', 'i9'), 354: ('Configs[{}].Name', 'i9'), 355: ('Configs[{}].Value', 'i9'), 356: ('Configs[{}].Value', 'i9'), 357: ('Configs[{}].Value', 'i9'), 358: ('Configs[{}].Value', 'i9'), 359: ('Configs[{}].Value', 'i9'), 360: ('Configs[{}].Value', 'i9'), 361: ('Configs[{}].Value', 'i9'), 362: ('Configs[{}].Value', 'i9'), 363: ('Configs[{}].ReadOnly+IsDefault+IsSensitive', 'i9'), 364: ('Configs', 'i9'), 365: ('Configs', 'i9'), 366: ('Configs', None), 367: ('Configs', None), 368: ('Configs', None), 369: ('Configs', None), 378: ('ThrottleTimeMs', None), 379: ('Results', None), 380: ('Results', None), 381: ('Results', None), 382: ('Results', None), 383: ('Results', None), 384: ('Results', 'i4'), 385: ('Results', 'i4'), 386: ('Results', None), 387: ('Results', None), 388: ('Results', None), 389: ('Results', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('Name', None), 404: ('Name', None), 405: ('Name', None), 406: ('Value', None), 407: ('Value', None), 408: ('Value', None), 409: ('Value', None), 410: ('Value', None), 411: ('Value', None), 412: ('Value', None), 413: ('Value', None), 414: ('Source', None), 423: ('Name', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Name', None), 430: ('Name', None), 431: ('Value', None), 432: ('Value', None), 433: ('Value', None), 434: ('Value', None), 435: ('Value', None), 436: ('Value', None), 437: ('Value', None), 438: ('Value', None), 439: ('ReadOnly+ConfigSource+IsSensitive', None), 440: ('Synonyms', None), 441: ('Synonyms', None), 442: ('Synonyms', None), 443: ('Synonyms', None), 444: ('Synonyms', None), 445: ('Synonyms[{}].Name', 'i10'), 446: ('Synonyms[{}].Name', 'i10'), 447: ('Synonyms[{}].Name', 'i10'), 448: ('Synonyms[{}].Name', 'i10'), 449: ('Synonyms[{}].Name', 'i10'), 450: ('Synonyms[{}].Name', 'i10'), 451: ('Synonyms[{}].Name', 'i10'), 452: ('Synonyms[{}].Name', 'i10'), 453: ('Synonyms[{}].Value', 'i10'), 454: ('Synonyms[{}].Value', 'i10'), 455: ('Synonyms[{}].Value', 'i10'), 456: ('Synonyms[{}].Value', 'i10'), 457: ('Synonyms[{}].Value', 'i10'), 458: ('Synonyms[{}].Value', 'i10'), 459: ('Synonyms[{}].Value', 'i10'), 460: ('Synonyms[{}].Value', 'i10'), 461: ('Synonyms[{}].Source', 'i10'), 462: ('Synonyms', 'i10'), 463: ('Synonyms', 'i10'), 464: ('Synonyms', None), 465: ('Synonyms', None), 466: ('Synonyms', None), 467: ('Synonyms', None), 476: ('ErrorCode', None), 477: ('ErrorMessage', None), 478: ('ErrorMessage', None), 479: ('ErrorMessage', None), 480: ('ErrorMessage', None), 481: ('ErrorMessage', None), 482: ('ErrorMessage', None), 483: ('ErrorMessage', None), 484: ('ErrorMessage', None), 485: ('ResourceType', None), 486: ('ResourceName', None), 487: ('ResourceName', None), 488: ('ResourceName', None), 489: ('ResourceName', None), 490: ('ResourceName', None), 491: ('ResourceName', None), 492: ('ResourceName', None), 493: ('ResourceName', None), 494: ('Configs', None), 495: ('Configs', None), 496: ('Configs', None), 497: ('Configs', None), 498: ('Configs', None), 499: ('Configs', 'i9'), 500: ('Configs', 'i9'), 501: ('Configs', None), 502: ('Configs', None), 503: ('Configs', None), 504: ('Configs', None), 513: ('ThrottleTimeMs', None), 514: ('Results', None), 515: ('Results', None), 516: ('Results', None), 517: ('Results', None), 518: ('Results', None), 519: ('Results', 'i4'), 520: ('Results', 'i4'), 521: ('Results', None), 522: ('Results', None), 523: ('Results', None), 524: ('Results', None), 533: ('Name', None), 534: ('Name', None), 535: ('Name', None), 536: ('Name', None), 537: ('Name', None), 538: ('Name', None), 539: ('Name', None), 540: ('Name', None), 541: ('Value', None), 542: ('Value', None), 543: ('Value', None), 544: ('Value', None), 545: ('Value', None), 546: ('Value', None), 547: ('Value', None), 548: ('Value', None), 549: ('ReadOnly+ConfigSource+IsSensitive', None), 550: ('Synonyms', None), 551: ('Synonyms', None), 552: ('Synonyms', None), 553: ('Synonyms', None), 554: ('Synonyms', None), 555: ('Synonyms[{}].Name', 'i10'), 556: ('Synonyms[{}].Name', 'i10'), 557: ('Synonyms[{}].Name', 'i10'), 558: ('Synonyms[{}].Name', 'i10'), 559: ('Synonyms[{}].Name', 'i10'), 560: ('Synonyms[{}].Name', 'i10'), 561: ('Synonyms[{}].Name', 'i10'), 562: ('Synonyms[{}].Name', 'i10'), 563: ('Synonyms[{}].Value', 'i10'), 564: ('Synonyms[{}].Value', 'i10'), 565: ('Synonyms[{}].Value', 'i10'), 566: ('Synonyms[{}].Value', 'i10'), 567: ('Synonyms[{}].Value', 'i10'), 568: ('Synonyms[{}].Value', 'i10'), 569: ('Synonyms[{}].Value', 'i10'), 570: ('Synonyms[{}].Value', 'i10'), 571: ('Synonyms[{}].Source', 'i10'), 572: ('Synonyms', 'i10'), 573: ('Synonyms', 'i10'), 574: ('Synonyms', None), 575: ('Synonyms', None), 576: ('Synonyms', None), 577: ('Synonyms', None), 578: ('ConfigType', None), 579: ('Documentation', None), 580: ('Documentation', None), 581: ('Documentation', None), 582: ('Documentation', None), 583: ('Documentation', None), 584: ('Documentation', None), 585: ('Documentation', None), 586: ('Documentation', None), 595: ('ErrorCode', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('ErrorMessage', None), 601: ('ErrorMessage', None), 602: ('ErrorMessage', None), 603: ('ErrorMessage', None), 604: ('ResourceType', None), 605: ('ResourceName', None), 606: ('ResourceName', None), 607: ('ResourceName', None), 608: ('ResourceName', None), 609: ('ResourceName', None), 610: ('ResourceName', None), 611: ('ResourceName', None), 612: ('ResourceName', None), 613: ('Configs', None), 614: ('Configs', None), 615: ('Configs', None), 616: ('Configs', None), 617: ('Configs', None), 618: ('Configs', 'i9'), 619: ('Configs', 'i9'), 620: ('Configs', None), 621: ('Configs', None), 622: ('Configs', None), 623: ('Configs', None), 632: ('ThrottleTimeMs', None), 633: ('Results', None), 634: ('Results', None), 635: ('Results', None), 636: ('Results', None), 637: ('Results', None), 638: ('Results', 'i4'), 639: ('Results', 'i4'), 640: ('Results', None), 641: ('Results', None), 642: ('Results', None), 643: ('Results', None), 652: ('Name', None), 653: ('Name', None), 654: ('Name', None), 655: ('Name', None), 656: ('Name', None), 657: ('Name', None), 658: ('Name', None), 659: ('Name', None), 660: ('Name', None), 661: ('Name', None), 662: ('Value', None), 663: ('Value', None), 664: ('Value', None), 665: ('Value', None), 666: ('Value', None), 667: ('Value', None), 668: ('Value', None), 669: ('Value', None), 670: ('Value', None), 671: ('Value', None), 672: ('Source', None), 674: ('_tagged', None), 675: ('_tagged', None), 676: ('_tagged', None), 684: ('Name', None), 685: ('Name', None), 686: ('Name', None), 687: ('Name', None), 688: ('Name', None), 689: ('Name', None), 690: ('Name', None), 691: ('Name', None), 692: ('Name', None), 693: ('Name', None), 694: ('Value', None), 695: ('Value', None), 696: ('Value', None), 697: ('Value', None), 698: ('Value', None), 699: ('Value', None), 700: ('Value', None), 701: ('Value', None), 702: ('Value', None), 703: ('Value', None), 704: ('ReadOnly+ConfigSource+IsSensitive', None), 705: ('Synonyms', None), 706: ('Synonyms', None), 707: ('Synonyms', None), 708: ('Synonyms', None), 709: ('Synonyms', None), 710: ('Synonyms', None), 711: ('Synonyms', None), 712: ('Synonyms[{}].Name', 'i10'), 713: ('Synonyms[{}].Name', 'i10'), 714: ('Synonyms[{}].Name', 'i10'), 715: ('Synonyms[{}].Name', 'i10'), 716: ('Synonyms[{}].Name', 'i10'), 717: ('Synonyms[{}].Name', 'i10'), 718: ('Synonyms[{}].Name', 'i10'), 719: ('Synonyms[{}].Name', 'i10'), 720: ('Synonyms[{}].Name', 'i10'), 721: ('Synonyms[{}].Name', 'i10'), 722: ('Synonyms[{}].Value', 'i10'), 723: ('Synonyms[{}].Value', 'i10'), 724: ('Synonyms[{}].Value', 'i10'), 725: ('Synonyms[{}].Value', 'i10'), 726: ('Synonyms[{}].Value', 'i10'), 727: ('Synonyms[{}].Value', 'i10'), 728: ('Synonyms[{}].Value', 'i10'), 729: ('Synonyms[{}].Value', 'i10'), 730: ('Synonyms[{}].Value', 'i10'), 731: ('Synonyms[{}].Value', 'i10'), 732: ('Synonyms[{}].Source', 'i10'), 733: ('Synonyms', 'i10'), 734: ('Synonyms', 'i10'), 735: ('Synonyms', 'i10'), 736: ('Synonyms', 'i10'), 737: ('Synonyms', 'i10'), 738: ('Synonyms', None), 739: ('Synonyms', None), 740: ('Synonyms', None), 741: ('Synonyms', None), 742: ('ConfigType', None), 743: ('Documentation', None), 744: ('Documentation', None), 745: ('Documentation', None), 746: ('Documentation', None), 747: ('Documentation', None), 748: ('Documentation', None), 749: ('Documentation', None), 750: ('Documentation', None), 751: ('Documentation', None), 752: ('Documentation', None), 754: ('_tagged', None), 755: ('_tagged', None), 756: ('_tagged', None), 764: ('ErrorCode', None), 765: ('ErrorMessage', None), 766: ('ErrorMessage', None), 767: ('ErrorMessage', None), 768: ('ErrorMessage', None), 769: ('ErrorMessage', None), 770: ('ErrorMessage', None), 771: ('ErrorMessage', None), 772: ('ErrorMessage', None), 773: ('ErrorMessage', None), 774: ('ErrorMessage', None), 775: ('ResourceType', None), 776: ('ResourceName', None), 777: ('ResourceName', None), 778: ('ResourceName', None), 779: ('ResourceName', None), 780: ('ResourceName', None), 781: ('ResourceName', None), 782: ('ResourceName', None), 783: ('ResourceName', None), 784: ('ResourceName', None), 785: ('ResourceName', None), 786: ('Configs', None), 787: ('Configs', None), 788: ('Configs', None), 789: ('Configs', None), 790: ('Configs', None), 791: ('Configs', None), 792: ('Configs', None), 793: ('Configs', 'i9'), 794: ('Configs', 'i9'), 795: ('Configs', None), 796: ('Configs', None), 797: ('Configs', None), 798: ('Configs', None), 800: ('_tagged', None), 801: ('_tagged', None), 802: ('_tagged', None), 810: ('ThrottleTimeMs', None), 811: ('Results', None), 812: ('Results', None), 813: ('Results', None), 814: ('Results', None), 815: ('Results', None), 816: ('Results', None), 817: ('Results', None), 818: ('Results', 'i4'), 819: ('Results', 'i4'), 820: ('Results', None), 821: ('Results', None), 822: ('Results', None), 823: ('Results', None), 825: ('_tagged', None), 826: ('_tagged', None), 827: ('_tagged', None)}

@@ -51,8 +51,24 @@ def _f1(b, p):
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10, = _U2(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v7, "Value": v9}
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
@@ -134,8 +150,31 @@ def _f4(b, p):
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f3(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"Name": v7, "Value": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
@@ -208,8 +247,26 @@ def _f7(b, p):
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                n10, = _U2(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -263,8 +320,33 @@ def _f9(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -284,4 +366,4 @@ NAME = 'AlterConfigs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Value', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 40: ('ResourceType', None), 41: ('ResourceName', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('Configs', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', 'i6'), 55: ('Configs', 'i6'), 56: ('Configs', None), 57: ('Configs', None), 58: ('Configs', None), 59: ('Configs', None), 68: ('Resources', None), 69: ('Resources', None), 70: ('Resources', None), 71: ('Resources', None), 72: ('Resources', None), 73: ('Resources', 'i3'), 74: ('Resources', 'i3'), 75: ('Resources', None), 76: ('Resources', None), 77: ('Resources', None), 78: ('Resources', None), 79: ('ValidateOnly', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Value', None), 99: ('Value', None), 100: ('Value', None), 101: ('Value', None), 102: ('Value', None), 103: ('Value', None), 104: ('Value', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('ResourceType', None), 120: ('ResourceName', None), 121: ('ResourceName', None), 122: ('ResourceName', None), 123: ('ResourceName', None), 124: ('ResourceName', None), 125: ('ResourceName', None), 126: ('ResourceName', None), 127: ('ResourceName', None), 128: ('ResourceName', None), 129: ('ResourceName', None), 130: ('Configs', None), 131: ('Configs', None), 132: ('Configs', None), 133: ('Configs', None), 134: ('Configs', None), 135: ('Configs', None), 136: ('Configs', None), 137: ('Configs', 'i6'), 138: ('Configs', 'i6'), 139: ('Configs', None), 140: ('Configs', None), 141: ('Configs', None), 142: ('Configs', None), 144: ('_tagged', None), 145: ('_tagged', None), 146: ('_tagged', None), 154: ('Resources', None), 155: ('Resources', None), 156: ('Resources', None), 157: ('Resources', None), 158: ('Resources', None), 159: ('Resources', None), 160: ('Resources', None), 161: ('Resources', 'i3'), 162: ('Resources', 'i3'), 163: ('Resources', None), 164: ('Resources', None), 165: ('Resources', None), 166: ('Resources', None), 167: ('ValidateOnly', None), 169: ('_tagged', None), 170: ('_tagged', None), 171: ('_tagged', None), 179: ('ErrorCode', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ResourceType', None), 189: ('ResourceName', None), 190: ('ResourceName', None), 191: ('ResourceName', None), 192: ('ResourceName', None), 193: ('ResourceName', None), 194: ('ResourceName', None), 195: ('ResourceName', None), 196: ('ResourceName', None), 205: ('ThrottleTimeMs', None), 206: ('Responses', None), 207: ('Responses', None), 208: ('Responses', None), 209: ('Responses', None), 210: ('Responses', None), 211: ('Responses', 'i4'), 212: ('Responses', 'i4'), 213: ('Responses', None), 214: ('Responses', None), 215: ('Responses', None), 216: ('Responses', None), 225: ('ErrorCode', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ResourceType', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 243: ('ResourceName', None), 244: ('ResourceName', None), 245: ('ResourceName', None), 246: ('ResourceName', None), 248: ('_tagged', None), 249: ('_tagged', None), 250: ('_tagged', None), 258: ('ThrottleTimeMs', None), 259: ('Responses', None), 260: ('Responses', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses', None), 264: ('Responses', None), 265: ('Responses', None), 266: ('Responses', 'i4'), 267: ('Responses', 'i4'), 268: ('Responses', None), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 273: ('_tagged', None), 274: ('_tagged', None), 275: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Value', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 40: ('ResourceType', None), 41: ('ResourceName', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('Configs', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs[{}].Name', 'i6'), 55: ('Configs[{}].Name', 'i6'), 56: ('Configs[{}].Name', 'i6'), 57: ('Configs[{}].Name', 'i6'), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Value', 'i6'), 63: ('Configs[{}].Value', 'i6'), 64: ('Configs[{}].Value', 'i6'), 65: ('Configs[{}].Value', 'i6'), 66: ('Configs[{}].Value', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs', 'i6'), 71: ('Configs', 'i6'), 72: ('Configs', None), 73: ('Configs', None), 74: ('Configs', None), 75: ('Configs', None), 84: ('Resources', None), 85: ('Resources', None), 86: ('Resources', None), 87: ('Resources', None), 88: ('Resources', None), 89: ('Resources', 'i3'), 90: ('Resources', 'i3'), 91: ('Resources', None), 92: ('Resources', None), 93: ('Resources', None), 94: ('Resources', None), 95: ('ValidateOnly', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Value', None), 115: ('Value', None), 116: ('Value', None), 117: ('Value', None), 118: ('Value', None), 119: ('Value', None), 120: ('Value', None), 121: ('Value', None), 122: ('Value', None), 123: ('Value', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None), 135: ('ResourceType', None), 136: ('ResourceName', None), 137: ('ResourceName', None), 138: ('ResourceName', None), 139: ('ResourceName', None), 140: ('ResourceName', None), 141: ('ResourceName', None), 142: ('ResourceName', None), 143: ('ResourceName', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('Configs', None), 147: ('Configs', None), 148: ('Configs', None), 149: ('Configs', None), 150: ('Configs', None), 151: ('Configs', None), 152: ('Configs', None), 153: ('Configs[{}].Name', 'i6'), 154: ('Configs[{}].Name', 'i6'), 155: ('Configs[{}].Name', 'i6'), 156: ('Configs[{}].Name', 'i6'), 157: ('Configs[{}].Name', 'i6'), 158: ('Configs[{}].Name', 'i6'), 159: ('Configs[{}].Name', 'i6'), 160: ('Configs[{}].Name', 'i6'), 161: ('Configs[{}].Name', 'i6'), 162: ('Configs[{}].Name', 'i6'), 163: ('Configs[{}].Value', 'i6'), 164: ('Configs[{}].Value', 'i6'), 165: ('Configs[{}].Value', 'i6'), 166: ('Configs[{}].Value', 'i6'), 167: ('Configs[{}].Value', 'i6'), 168: ('Configs[{}].Value', 'i6'), 169: ('Configs[{}].Value', 'i6'), 170: ('Configs[{}].Value', 'i6'), 171: ('Configs[{}].Value', 'i6'), 172: ('Configs[{}].Value', 'i6'), 173: ('Configs', 'i6'), 174: ('Configs', 'i6'), 175: ('Configs', 'i6'), 176: ('Configs', 'i6'), 177: ('Configs', 'i6'), 178: ('Configs', None), 179: ('Configs', None), 180: ('Configs', None), 181: ('Configs', None), 183: ('_tagged', None), 184: ('_tagged', None), 185: ('_tagged', None), 193: ('Resources', None), 194: ('Resources', None), 195: ('Resources', None), 196: ('Resources', None), 197: ('Resources', None), 198: ('Resources', None), 199: ('Resources', None), 200: ('Resources', 'i3'), 201: ('Resources', 'i3'), 202: ('Resources', None), 203: ('Resources', None), 204: ('Resources', None), 205: ('Resources', None), 206: ('ValidateOnly', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ResourceType', None), 228: ('ResourceName', None), 229: ('ResourceName', None), 230: ('ResourceName', None), 231: ('ResourceName', None), 232: ('ResourceName', None), 233: ('ResourceName', None), 234: ('ResourceName', None), 235: ('ResourceName', None), 244: ('ThrottleTimeMs', None), 245: ('Responses', None), 246: ('Responses', None), 247: ('Responses', None), 248: ('Responses', None), 249: ('Responses', None), 250: ('Responses[{}].ErrorCode', 'i4'), 251: ('Responses[{}].ErrorMessage', 'i4'), 252: ('Responses[{}].ErrorMessage', 'i4'), 253: ('Responses[{}].ErrorMessage', 'i4'), 254: ('Responses[{}].ErrorMessage', 'i4'), 255: ('Responses[{}].ErrorMessage', 'i4'), 256: ('Responses[{}].ErrorMessage', 'i4'), 257: ('Responses[{}].ErrorMessage', 'i4'), 258: ('Responses[{}].ErrorMessage', 'i4'), 259: ('Responses[{}].ResourceType', 'i4'), 260: ('Responses[{}].ResourceName', 'i4'), 261: ('Responses[{}].ResourceName', 'i4'), 262: ('Responses[{}].ResourceName', 'i4'), 263: ('Responses[{}].ResourceName', 'i4'), 264: ('Responses[{}].ResourceName', 'i4'), 265: ('Responses[{}].ResourceName', 'i4'), 266: ('Responses[{}].ResourceName', 'i4'), 267: ('Responses[{}].ResourceName', 'i4'), 268: ('Responses', 'i4'), 269: ('Responses', 'i4'), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 282: ('ErrorCode', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ResourceType', None), 294: ('ResourceName', None), 295: ('ResourceName', None), 296: ('ResourceName', None), 297: ('ResourceName', None), 298: ('ResourceName', None), 299: ('ResourceName', None), 300: ('ResourceName', None), 301: ('ResourceName', None), 302: ('ResourceName', None), 303: ('ResourceName', None), 305: ('_tagged', None), 306: ('_tagged', None), 307: ('_tagged', None), 315: ('ThrottleTimeMs', None), 316: ('Responses', None), 317: ('Responses', None), 318: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses[{}].ErrorCode', 'i4'), 324: ('Responses[{}].ErrorMessage', 'i4'), 325: ('Responses[{}].ErrorMessage', 'i4'), 326: ('Responses[{}].ErrorMessage', 'i4'), 327: ('Responses[{}].ErrorMessage', 'i4'), 328: ('Responses[{}].ErrorMessage', 'i4'), 329: ('Responses[{}].ErrorMessage', 'i4'), 330: ('Responses[{}].ErrorMessage', 'i4'), 331: ('Responses[{}].ErrorMessage', 'i4'), 332: ('Responses[{}].ErrorMessage', 'i4'), 333: ('Responses[{}].ErrorMessage', 'i4'), 334: ('Responses[{}].ResourceType', 'i4'), 335: ('Responses[{}].ResourceName', 'i4'), 336: ('Responses[{}].ResourceName', 'i4'), 337: ('Responses[{}].ResourceName', 'i4'), 338: ('Responses[{}].ResourceName', 'i4'), 339: ('Responses[{}].ResourceName', 'i4'), 340: ('Responses[{}].ResourceName', 'i4'), 341: ('Responses[{}].ResourceName', 'i4'), 342: ('Responses[{}].ResourceName', 'i4'), 343: ('Responses[{}].ResourceName', 'i4'), 344: ('Responses[{}].ResourceName', 'i4'), 345: ('Responses', 'i4'), 346: ('Responses', 'i4'), 347: ('Responses', 'i4'), 348: ('Responses', 'i4'), 349: ('Responses', 'i4'), 350: ('Responses', None), 351: ('Responses', None), 352: ('Responses', None), 353: ('Responses', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None)}

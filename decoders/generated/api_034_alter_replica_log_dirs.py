@@ -49,8 +49,23 @@ def _f1(b, p):
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9, = _U0(b, p); p += 4
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v6, "Partitions": v8}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -129,8 +144,30 @@ def _f4(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v6, "Partitions": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -306,4 +343,4 @@ NAME = 'AlterReplicaLogDirs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 39: ('Path', None), 40: ('Path', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', 'i5'), 53: ('Topics', 'i5'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 66: ('Dirs', None), 67: ('Dirs', None), 68: ('Dirs', None), 69: ('Dirs', None), 70: ('Dirs', None), 71: ('Dirs', 'i3'), 72: ('Dirs', 'i3'), 73: ('Dirs', None), 74: ('Dirs', None), 75: ('Dirs', None), 76: ('Dirs', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('Path', None), 116: ('Path', None), 117: ('Path', None), 118: ('Path', None), 119: ('Path', None), 120: ('Path', None), 121: ('Path', None), 122: ('Path', None), 123: ('Path', None), 124: ('Path', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', 'i5'), 133: ('Topics', 'i5'), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Dirs', None), 150: ('Dirs', None), 151: ('Dirs', None), 152: ('Dirs', None), 153: ('Dirs', None), 154: ('Dirs', None), 155: ('Dirs', None), 156: ('Dirs', 'i3'), 157: ('Dirs', 'i3'), 158: ('Dirs', None), 159: ('Dirs', None), 160: ('Dirs', None), 161: ('Dirs', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('PartitionIndex+ErrorCode', None), 182: ('TopicName', None), 183: ('TopicName', None), 184: ('TopicName', None), 185: ('TopicName', None), 186: ('TopicName', None), 187: ('TopicName', None), 188: ('TopicName', None), 189: ('TopicName', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', 'i5'), 196: ('Partitions', 'i5'), 197: ('Partitions', 'i5'), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 210: ('ThrottleTimeMs', None), 211: ('Results', None), 212: ('Results', None), 213: ('Results', None), 214: ('Results', None), 215: ('Results', None), 216: ('Results', 'i4'), 217: ('Results', 'i4'), 218: ('Results', None), 219: ('Results', None), 220: ('Results', None), 221: ('Results', None), 230: ('PartitionIndex+ErrorCode', None), 232: ('_tagged', None), 233: ('_tagged', None), 234: ('_tagged', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('TopicName', None), 249: ('TopicName', None), 250: ('TopicName', None), 251: ('TopicName', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', 'i5'), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ThrottleTimeMs', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 288: ('Results', 'i4'), 289: ('Results', 'i4'), 290: ('Results', None), 291: ('Results', None), 292: ('Results', None), 293: ('Results', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 39: ('Path', None), 40: ('Path', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics[{}].Name', 'i5'), 53: ('Topics[{}].Name', 'i5'), 54: ('Topics[{}].Name', 'i5'), 55: ('Topics[{}].Name', 'i5'), 56: ('Topics[{}].Name', 'i5'), 57: ('Topics[{}].Name', 'i5'), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Partitions', 'i5'), 61: ('Topics[{}].Partitions', 'i5'), 62: ('Topics[{}].Partitions', 'i5'), 63: ('Topics[{}].Partitions', 'i5'), 64: ('Topics[{}].Partitions', 'i5'), 65: ('Topics[{}].Partitions', 'i5'), 66: ('Topics[{}].Partitions', 'i5'), 67: ('Topics', 'i5'), 68: ('Topics', 'i5'), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 81: ('Dirs', None), 82: ('Dirs', None), 83: ('Dirs', None), 84: ('Dirs', None), 85: ('Dirs', None), 86: ('Dirs', 'i3'), 87: ('Dirs', 'i3'), 88: ('Dirs', None), 89: ('Dirs', None), 90: ('Dirs', None), 91: ('Dirs', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None), 130: ('Path', None), 131: ('Path', None), 132: ('Path', None), 133: ('Path', None), 134: ('Path', None), 135: ('Path', None), 136: ('Path', None), 137: ('Path', None), 138: ('Path', None), 139: ('Path', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics[{}].Name', 'i5'), 148: ('Topics[{}].Name', 'i5'), 149: ('Topics[{}].Name', 'i5'), 150: ('Topics[{}].Name', 'i5'), 151: ('Topics[{}].Name', 'i5'), 152: ('Topics[{}].Name', 'i5'), 153: ('Topics[{}].Name', 'i5'), 154: ('Topics[{}].Name', 'i5'), 155: ('Topics[{}].Name', 'i5'), 156: ('Topics[{}].Name', 'i5'), 157: ('Topics[{}].Partitions', 'i5'), 158: ('Topics[{}].Partitions', 'i5'), 159: ('Topics[{}].Partitions', 'i5'), 160: ('Topics[{}].Partitions', 'i5'), 161: ('Topics[{}].Partitions', 'i5'), 162: ('Topics[{}].Partitions', 'i5'), 163: ('Topics[{}].Partitions', 'i5'), 164: ('Topics[{}].Partitions', 'i5'), 165: ('Topics[{}].Partitions', 'i5'), 166: ('Topics', 'i5'), 167: ('Topics', 'i5'), 168: ('Topics', 'i5'), 169: ('Topics', 'i5'), 170: ('Topics', 'i5'), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('Dirs', None), 187: ('Dirs', None), 188: ('Dirs', None), 189: ('Dirs', None), 190: ('Dirs', None), 191: ('Dirs', None), 192: ('Dirs', None), 193: ('Dirs', 'i3'), 194: ('Dirs', 'i3'), 195: ('Dirs', None), 196: ('Dirs', None), 197: ('Dirs', None), 198: ('Dirs', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('PartitionIndex+ErrorCode', None), 219: ('TopicName', None), 220: ('TopicName', None), 221: ('TopicName', None), 222: ('TopicName', None), 223: ('TopicName', None), 224: ('TopicName', None), 225: ('TopicName', None), 226: ('TopicName', None), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 233: ('Partitions', 'i5'), 234: ('Partitions', 'i5'), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 247: ('ThrottleTimeMs', None), 248: ('Results', None), 249: ('Results', None), 250: ('Results', None), 251: ('Results', None), 252: ('Results', None), 253: ('Results', 'i4'), 254: ('Results', 'i4'), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 267: ('PartitionIndex+ErrorCode', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None), 279: ('TopicName', None), 280: ('TopicName', None), 281: ('TopicName', None), 282: ('TopicName', None), 283: ('TopicName', None), 284: ('TopicName', None), 285: ('TopicName', None), 286: ('TopicName', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions', None), 294: ('Partitions', None), 295: ('Partitions', None), 296: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 297: ('Partitions', 'i5'), 298: ('Partitions', 'i5'), 299: ('Partitions', 'i5'), 300: ('Partitions', 'i5'), 301: ('Partitions', 'i5'), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 307: ('_tagged', None), 308: ('_tagged', None), 309: ('_tagged', None), 317: ('ThrottleTimeMs', None), 318: ('Results', None), 319: ('Results', None), 320: ('Results', None), 321: ('Results', None), 322: ('Results', None), 323: ('Results', None), 324: ('Results', None), 325: ('Results', 'i4'), 326: ('Results', 'i4'), 327: ('Results', None), 328: ('Results', None), 329: ('Results', None), 330: ('Results', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None)}

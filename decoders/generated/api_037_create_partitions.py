@@ -42,8 +42,15 @@ def _f1(b, p):
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U0(b, p); p += 4
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"BrokerIds": v7}
+                v4.append(d9)
         elif n5 == -1:
             v4 = None
         else:
@@ -114,8 +121,20 @@ def _f4(b, p):
             if n5 * 2 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f3(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"BrokerIds": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v4.append(d9)
         elif n5 == -1:
             v4 = None
         else:
@@ -187,8 +206,25 @@ def _f7(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                n9, = _U1(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -241,8 +277,32 @@ def _f9(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -262,4 +322,4 @@ NAME = 'CreatePartitions'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9, 3: _f9}
 
-_LINES = {16: ('BrokerIds', None), 17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Count', None), 40: ('Assignments', None), 41: ('Assignments', None), 42: ('Assignments', None), 43: ('Assignments', None), 44: ('Assignments', None), 45: ('Assignments', 'i6'), 46: ('Assignments', 'i6'), 47: ('Assignments', None), 48: ('Assignments', None), 49: ('Assignments', None), 50: ('Assignments', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', 'i3'), 65: ('Topics', 'i3'), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('TimeoutMs+ValidateOnly', None), 79: ('BrokerIds', None), 80: ('BrokerIds', None), 81: ('BrokerIds', None), 82: ('BrokerIds', None), 83: ('BrokerIds', None), 84: ('BrokerIds', None), 85: ('BrokerIds', None), 86: ('BrokerIds', None), 87: ('BrokerIds', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Count', None), 110: ('Assignments', None), 111: ('Assignments', None), 112: ('Assignments', None), 113: ('Assignments', None), 114: ('Assignments', None), 115: ('Assignments', None), 116: ('Assignments', None), 117: ('Assignments', 'i6'), 118: ('Assignments', 'i6'), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments', None), 122: ('Assignments', None), 124: ('_tagged', None), 125: ('_tagged', None), 126: ('_tagged', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', 'i3'), 142: ('Topics', 'i3'), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('TimeoutMs+ValidateOnly', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('ErrorCode', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 184: ('ThrottleTimeMs', None), 185: ('Results', None), 186: ('Results', None), 187: ('Results', None), 188: ('Results', None), 189: ('Results', None), 190: ('Results', 'i4'), 191: ('Results', 'i4'), 192: ('Results', None), 193: ('Results', None), 194: ('Results', None), 195: ('Results', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('Name', None), 208: ('Name', None), 209: ('Name', None), 210: ('Name', None), 211: ('Name', None), 212: ('Name', None), 213: ('Name', None), 214: ('ErrorCode', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 226: ('_tagged', None), 227: ('_tagged', None), 228: ('_tagged', None), 236: ('ThrottleTimeMs', None), 237: ('Results', None), 238: ('Results', None), 239: ('Results', None), 240: ('Results', None), 241: ('Results', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', 'i4'), 245: ('Results', 'i4'), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', None), 251: ('_tagged', None), 252: ('_tagged', None), 253: ('_tagged', None)}
+_LINES = {16: ('BrokerIds', None), 17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Count', None), 40: ('Assignments', None), 41: ('Assignments', None), 42: ('Assignments', None), 43: ('Assignments', None), 44: ('Assignments', None), 45: ('Assignments[{}].BrokerIds', 'i6'), 46: ('Assignments[{}].BrokerIds', 'i6'), 47: ('Assignments[{}].BrokerIds', 'i6'), 48: ('Assignments[{}].BrokerIds', 'i6'), 49: ('Assignments[{}].BrokerIds', 'i6'), 50: ('Assignments[{}].BrokerIds', 'i6'), 51: ('Assignments[{}].BrokerIds', 'i6'), 52: ('Assignments', 'i6'), 53: ('Assignments', 'i6'), 54: ('Assignments', None), 55: ('Assignments', None), 56: ('Assignments', None), 57: ('Assignments', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', 'i3'), 72: ('Topics', 'i3'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('TimeoutMs+ValidateOnly', None), 86: ('BrokerIds', None), 87: ('BrokerIds', None), 88: ('BrokerIds', None), 89: ('BrokerIds', None), 90: ('BrokerIds', None), 91: ('BrokerIds', None), 92: ('BrokerIds', None), 93: ('BrokerIds', None), 94: ('BrokerIds', None), 96: ('_tagged', None), 97: ('_tagged', None), 98: ('_tagged', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Count', None), 117: ('Assignments', None), 118: ('Assignments', None), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments', None), 122: ('Assignments', None), 123: ('Assignments', None), 124: ('Assignments[{}].BrokerIds', 'i6'), 125: ('Assignments[{}].BrokerIds', 'i6'), 126: ('Assignments[{}].BrokerIds', 'i6'), 127: ('Assignments[{}].BrokerIds', 'i6'), 128: ('Assignments[{}].BrokerIds', 'i6'), 129: ('Assignments[{}].BrokerIds', 'i6'), 130: ('Assignments[{}].BrokerIds', 'i6'), 131: ('Assignments[{}].BrokerIds', 'i6'), 132: ('Assignments[{}].BrokerIds', 'i6'), 133: ('Assignments', 'i6'), 134: ('Assignments', 'i6'), 135: ('Assignments', 'i6'), 136: ('Assignments', 'i6'), 137: ('Assignments', 'i6'), 138: ('Assignments', None), 139: ('Assignments', None), 140: ('Assignments', None), 141: ('Assignments', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', 'i3'), 161: ('Topics', 'i3'), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('TimeoutMs+ValidateOnly', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('ErrorCode', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 203: ('ThrottleTimeMs', None), 204: ('Results', None), 205: ('Results', None), 206: ('Results', None), 207: ('Results', None), 208: ('Results', None), 209: ('Results[{}].Name', 'i4'), 210: ('Results[{}].Name', 'i4'), 211: ('Results[{}].Name', 'i4'), 212: ('Results[{}].Name', 'i4'), 213: ('Results[{}].Name', 'i4'), 214: ('Results[{}].Name', 'i4'), 215: ('Results[{}].Name', 'i4'), 216: ('Results[{}].Name', 'i4'), 217: ('Results[{}].ErrorCode', 'i4'), 218: ('Results[{}].ErrorMessage', 'i4'), 219: ('Results[{}].ErrorMessage', 'i4'), 220: ('Results[{}].ErrorMessage', 'i4'), 221: ('Results[{}].ErrorMessage', 'i4'), 222: ('Results[{}].ErrorMessage', 'i4'), 223: ('Results[{}].ErrorMessage', 'i4'), 224: ('Results[{}].ErrorMessage', 'i4'), 225: ('Results[{}].ErrorMessage', 'i4'), 226: ('Results', 'i4'), 227: ('Results', 'i4'), 228: ('Results', None), 229: ('Results', None), 230: ('Results', None), 231: ('Results', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Name', None), 248: ('Name', None), 249: ('Name', None), 250: ('ErrorCode', None), 251: ('ErrorMessage', None), 252: ('ErrorMessage', None), 253: ('ErrorMessage', None), 254: ('ErrorMessage', None), 255: ('ErrorMessage', None), 256: ('ErrorMessage', None), 257: ('ErrorMessage', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('ThrottleTimeMs', None), 273: ('Results', None), 274: ('Results', None), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', None), 279: ('Results', None), 280: ('Results[{}].Name', 'i4'), 281: ('Results[{}].Name', 'i4'), 282: ('Results[{}].Name', 'i4'), 283: ('Results[{}].Name', 'i4'), 284: ('Results[{}].Name', 'i4'), 285: ('Results[{}].Name', 'i4'), 286: ('Results[{}].Name', 'i4'), 287: ('Results[{}].Name', 'i4'), 288: ('Results[{}].Name', 'i4'), 289: ('Results[{}].Name', 'i4'), 290: ('Results[{}].ErrorCode', 'i4'), 291: ('Results[{}].ErrorMessage', 'i4'), 292: ('Results[{}].ErrorMessage', 'i4'), 293: ('Results[{}].ErrorMessage', 'i4'), 294: ('Results[{}].ErrorMessage', 'i4'), 295: ('Results[{}].ErrorMessage', 'i4'), 296: ('Results[{}].ErrorMessage', 'i4'), 297: ('Results[{}].ErrorMessage', 'i4'), 298: ('Results[{}].ErrorMessage', 'i4'), 299: ('Results[{}].ErrorMessage', 'i4'), 300: ('Results[{}].ErrorMessage', 'i4'), 301: ('Results', 'i4'), 302: ('Results', 'i4'), 303: ('Results', 'i4'), 304: ('Results', 'i4'), 305: ('Results', 'i4'), 306: ('Results', None), 307: ('Results', None), 308: ('Results', None), 309: ('Results', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None)}

@@ -42,14 +42,30 @@ def _f1(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"PrincipalType": v4, "PrincipalName": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U2(b, p); p += 8
-        d = {"Renewers": v1, "MaxLifetimeMs": v5}
+        v9, = _U2(b, p); p += 8
+        d = {"Renewers": v1, "MaxLifetimeMs": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -95,14 +111,37 @@ def _f3(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"PrincipalType": v4, "PrincipalName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U2(b, p); p += 8
-        d = {"Renewers": v1, "MaxLifetimeMs": v5}
+        v9, = _U2(b, p); p += 8
+        d = {"Renewers": v1, "MaxLifetimeMs": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -140,14 +179,37 @@ def _f4(b, p):
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"PrincipalType": v8, "PrincipalName": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v5.append(d12)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        v9, = _U2(b, p); p += 8
-        d = {"OwnerPrincipalType": v1, "OwnerPrincipalName": v3, "Renewers": v5, "MaxLifetimeMs": v9}
+        v13, = _U2(b, p); p += 8
+        d = {"OwnerPrincipalType": v1, "OwnerPrincipalName": v3, "Renewers": v5, "MaxLifetimeMs": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -333,4 +395,4 @@ NAME = 'CreateDelegationToken'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f4}
 RESPONSE = {0: _f5, 1: _f5, 2: _f6, 3: _f7}
 
-_LINES = {16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalType', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 31: ('PrincipalName', None), 40: ('Renewers', None), 41: ('Renewers', None), 42: ('Renewers', None), 43: ('Renewers', None), 44: ('Renewers', None), 45: ('Renewers', 'i3'), 46: ('Renewers', 'i3'), 47: ('Renewers', None), 48: ('Renewers', None), 49: ('Renewers', None), 50: ('Renewers', None), 51: ('MaxLifetimeMs', None), 60: ('PrincipalType', None), 61: ('PrincipalType', None), 62: ('PrincipalType', None), 63: ('PrincipalType', None), 64: ('PrincipalType', None), 65: ('PrincipalType', None), 66: ('PrincipalType', None), 67: ('PrincipalType', None), 68: ('PrincipalType', None), 69: ('PrincipalType', None), 70: ('PrincipalName', None), 71: ('PrincipalName', None), 72: ('PrincipalName', None), 73: ('PrincipalName', None), 74: ('PrincipalName', None), 75: ('PrincipalName', None), 76: ('PrincipalName', None), 77: ('PrincipalName', None), 78: ('PrincipalName', None), 79: ('PrincipalName', None), 81: ('_tagged', None), 82: ('_tagged', None), 83: ('_tagged', None), 91: ('Renewers', None), 92: ('Renewers', None), 93: ('Renewers', None), 94: ('Renewers', None), 95: ('Renewers', None), 96: ('Renewers', None), 97: ('Renewers', None), 98: ('Renewers', 'i3'), 99: ('Renewers', 'i3'), 100: ('Renewers', None), 101: ('Renewers', None), 102: ('Renewers', None), 103: ('Renewers', None), 104: ('MaxLifetimeMs', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('OwnerPrincipalType', None), 117: ('OwnerPrincipalType', None), 118: ('OwnerPrincipalType', None), 119: ('OwnerPrincipalType', None), 120: ('OwnerPrincipalType', None), 121: ('OwnerPrincipalType', None), 122: ('OwnerPrincipalType', None), 123: ('OwnerPrincipalType', None), 124: ('OwnerPrincipalType', None), 125: ('OwnerPrincipalType', None), 126: ('OwnerPrincipalName', None), 127: ('OwnerPrincipalName', None), 128: ('OwnerPrincipalName', None), 129: ('OwnerPrincipalName', None), 130: ('OwnerPrincipalName', None), 131: ('OwnerPrincipalName', None), 132: ('OwnerPrincipalName', None), 133: ('OwnerPrincipalName', None), 134: ('OwnerPrincipalName', None), 135: ('OwnerPrincipalName', None), 136: ('Renewers', None), 137: ('Renewers', None), 138: ('Renewers', None), 139: ('Renewers', None), 140: ('Renewers', None), 141: ('Renewers', None), 142: ('Renewers', None), 143: ('Renewers', 'i7'), 144: ('Renewers', 'i7'), 145: ('Renewers', None), 146: ('Renewers', None), 147: ('Renewers', None), 148: ('Renewers', None), 149: ('MaxLifetimeMs', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('ErrorCode', None), 162: ('PrincipalType', None), 163: ('PrincipalType', None), 164: ('PrincipalType', None), 165: ('PrincipalType', None), 166: ('PrincipalType', None), 167: ('PrincipalType', None), 168: ('PrincipalType', None), 169: ('PrincipalType', None), 170: ('PrincipalName', None), 171: ('PrincipalName', None), 172: ('PrincipalName', None), 173: ('PrincipalName', None), 174: ('PrincipalName', None), 175: ('PrincipalName', None), 176: ('PrincipalName', None), 177: ('PrincipalName', None), 178: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 179: ('TokenId', None), 180: ('TokenId', None), 181: ('TokenId', None), 182: ('TokenId', None), 183: ('TokenId', None), 184: ('TokenId', None), 185: ('TokenId', None), 186: ('TokenId', None), 187: ('Hmac', None), 188: ('Hmac', None), 189: ('Hmac', None), 190: ('Hmac', None), 191: ('Hmac', None), 192: ('Hmac', None), 193: ('Hmac', None), 194: ('Hmac', None), 195: ('ThrottleTimeMs', None), 204: ('ErrorCode', None), 205: ('PrincipalType', None), 206: ('PrincipalType', None), 207: ('PrincipalType', None), 208: ('PrincipalType', None), 209: ('PrincipalType', None), 210: ('PrincipalType', None), 211: ('PrincipalType', None), 212: ('PrincipalType', None), 213: ('PrincipalType', None), 214: ('PrincipalType', None), 215: ('PrincipalName', None), 216: ('PrincipalName', None), 217: ('PrincipalName', None), 218: ('PrincipalName', None), 219: ('PrincipalName', None), 220: ('PrincipalName', None), 221: ('PrincipalName', None), 222: ('PrincipalName', None), 223: ('PrincipalName', None), 224: ('PrincipalName', None), 225: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 226: ('TokenId', None), 227: ('TokenId', None), 228: ('TokenId', None), 229: ('TokenId', None), 230: ('TokenId', None), 231: ('TokenId', None), 232: ('TokenId', None), 233: ('TokenId', None), 234: ('TokenId', None), 235: ('TokenId', None), 236: ('Hmac', None), 237: ('Hmac', None), 238: ('Hmac', None), 239: ('Hmac', None), 240: ('Hmac', None), 241: ('Hmac', None), 242: ('Hmac', None), 243: ('Hmac', None), 244: ('Hmac', None), 245: ('Hmac', None), 246: ('ThrottleTimeMs', None), 248: ('_tagged', None), 249: ('_tagged', None), 250: ('_tagged', None), 258: ('ErrorCode', None), 259: ('PrincipalType', None), 260: ('PrincipalType', None), 261: ('PrincipalType', None), 262: ('PrincipalType', None), 263: ('PrincipalType', None), 264: ('PrincipalType', None), 265: ('PrincipalType', None), 266: ('PrincipalType', None), 267: ('PrincipalType', None), 268: ('PrincipalType', None), 269: ('PrincipalName', None), 270: ('PrincipalName', None), 271: ('PrincipalName', None), 272: ('PrincipalName', None), 273: ('PrincipalName', None), 274: ('PrincipalName', None), 275: ('PrincipalName', None), 276: ('PrincipalName', None), 277: ('PrincipalName', None), 278: ('PrincipalName', None), 279: ('TokenRequesterPrincipalType', None), 280: ('TokenRequesterPrincipalType', None), 281: ('TokenRequesterPrincipalType', None), 282: ('TokenRequesterPrincipalType', None), 283: ('TokenRequesterPrincipalType', None), 284: ('TokenRequesterPrincipalType', None), 285: ('TokenRequesterPrincipalType', None), 286: ('TokenRequesterPrincipalType', None), 287: ('TokenRequesterPrincipalType', None), 288: ('TokenRequesterPrincipalType', None), 289: ('TokenRequesterPrincipalName', None), 290: ('TokenRequesterPrincipalName', None), 291: ('TokenRequesterPrincipalName', None), 292: ('TokenRequesterPrincipalName', None), 293: ('TokenRequesterPrincipalName', None), 294: ('TokenRequesterPrincipalName', None), 295: ('TokenRequesterPrincipalName', None), 296: ('TokenRequesterPrincipalName', None), 297: ('TokenRequesterPrincipalName', None), 298: ('TokenRequesterPrincipalName', None), 299: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 300: ('TokenId', None), 301: ('TokenId', None), 302: ('TokenId', None), 303: ('TokenId', None), 304: ('TokenId', None), 305: ('TokenId', None), 306: ('TokenId', None), 307: ('TokenId', None), 308: ('TokenId', None), 309: ('TokenId', None), 310: ('Hmac', None), 311: ('Hmac', None), 312: ('Hmac', None), 313: ('Hmac', None), 314: ('Hmac', None), 315: ('Hmac', None), 316: ('Hmac', None), 317: ('Hmac', None), 318: ('Hmac', None), 319: ('Hmac', None), 320: ('ThrottleTimeMs', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None)}
+_LINES = {16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalType', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 31: ('PrincipalName', None), 40: ('Renewers', None), 41: ('Renewers', None), 42: ('Renewers', None), 43: ('Renewers', None), 44: ('Renewers', None), 45: ('Renewers[{}].PrincipalType', 'i3'), 46: ('Renewers[{}].PrincipalType', 'i3'), 47: ('Renewers[{}].PrincipalType', 'i3'), 48: ('Renewers[{}].PrincipalType', 'i3'), 49: ('Renewers[{}].PrincipalType', 'i3'), 50: ('Renewers[{}].PrincipalType', 'i3'), 51: ('Renewers[{}].PrincipalType', 'i3'), 52: ('Renewers[{}].PrincipalType', 'i3'), 53: ('Renewers[{}].PrincipalName', 'i3'), 54: ('Renewers[{}].PrincipalName', 'i3'), 55: ('Renewers[{}].PrincipalName', 'i3'), 56: ('Renewers[{}].PrincipalName', 'i3'), 57: ('Renewers[{}].PrincipalName', 'i3'), 58: ('Renewers[{}].PrincipalName', 'i3'), 59: ('Renewers[{}].PrincipalName', 'i3'), 60: ('Renewers[{}].PrincipalName', 'i3'), 61: ('Renewers', 'i3'), 62: ('Renewers', 'i3'), 63: ('Renewers', None), 64: ('Renewers', None), 65: ('Renewers', None), 66: ('Renewers', None), 67: ('MaxLifetimeMs', None), 76: ('PrincipalType', None), 77: ('PrincipalType', None), 78: ('PrincipalType', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalType', None), 85: ('PrincipalType', None), 86: ('PrincipalName', None), 87: ('PrincipalName', None), 88: ('PrincipalName', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 94: ('PrincipalName', None), 95: ('PrincipalName', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('Renewers', None), 108: ('Renewers', None), 109: ('Renewers', None), 110: ('Renewers', None), 111: ('Renewers', None), 112: ('Renewers', None), 113: ('Renewers', None), 114: ('Renewers[{}].PrincipalType', 'i3'), 115: ('Renewers[{}].PrincipalType', 'i3'), 116: ('Renewers[{}].PrincipalType', 'i3'), 117: ('Renewers[{}].PrincipalType', 'i3'), 118: ('Renewers[{}].PrincipalType', 'i3'), 119: ('Renewers[{}].PrincipalType', 'i3'), 120: ('Renewers[{}].PrincipalType', 'i3'), 121: ('Renewers[{}].PrincipalType', 'i3'), 122: ('Renewers[{}].PrincipalType', 'i3'), 123: ('Renewers[{}].PrincipalType', 'i3'), 124: ('Renewers[{}].PrincipalName', 'i3'), 125: ('Renewers[{}].PrincipalName', 'i3'), 126: ('Renewers[{}].PrincipalName', 'i3'), 127: ('Renewers[{}].PrincipalName', 'i3'), 128: ('Renewers[{}].PrincipalName', 'i3'), 129: ('Renewers[{}].PrincipalName', 'i3'), 130: ('Renewers[{}].PrincipalName', 'i3'), 131: ('Renewers[{}].PrincipalName', 'i3'), 132: ('Renewers[{}].PrincipalName', 'i3'), 133: ('Renewers[{}].PrincipalName', 'i3'), 134: ('Renewers', 'i3'), 135: ('Renewers', 'i3'), 136: ('Renewers', 'i3'), 137: ('Renewers', 'i3'), 138: ('Renewers', 'i3'), 139: ('Renewers', None), 140: ('Renewers', None), 141: ('Renewers', None), 142: ('Renewers', None), 143: ('MaxLifetimeMs', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('OwnerPrincipalType', None), 156: ('OwnerPrincipalType', None), 157: ('OwnerPrincipalType', None), 158: ('OwnerPrincipalType', None), 159: ('OwnerPrincipalType', None), 160: ('OwnerPrincipalType', None), 161: ('OwnerPrincipalType', None), 162: ('OwnerPrincipalType', None), 163: ('OwnerPrincipalType', None), 164: ('OwnerPrincipalType', None), 165: ('OwnerPrincipalName', None), 166: ('OwnerPrincipalName', None), 167: ('OwnerPrincipalName', None), 168: ('OwnerPrincipalName', None), 169: ('OwnerPrincipalName', None), 170: ('OwnerPrincipalName', None), 171: ('OwnerPrincipalName', None), 172: ('OwnerPrincipalName', None), 173: ('OwnerPrincipalName', None), 174: ('OwnerPrincipalName', None), 175: ('Renewers', None), 176: ('Renewers', None), 177: ('Renewers', None), 178: ('Renewers', None), 179: ('Renewers', None), 180: ('Renewers', None), 181: ('Renewers', None), 182: ('Renewers[{}].PrincipalType', 'i7'), 183: ('Renewers[{}].PrincipalType', 'i7'), 184: ('Renewers[{}].PrincipalType', 'i7'), 185: ('Renewers[{}].PrincipalType', 'i7'), 186: ('Renewers[{}].PrincipalType', 'i7'), 187: ('Renewers[{}].PrincipalType', 'i7'), 188: ('Renewers[{}].PrincipalType', 'i7'), 189: ('Renewers[{}].PrincipalType', 'i7'), 190: ('Renewers[{}].PrincipalType', 'i7'), 191: ('Renewers[{}].PrincipalType', 'i7'), 192: ('Renewers[{}].PrincipalName', 'i7'), 193: ('Renewers[{}].PrincipalName', 'i7'), 194: ('Renewers[{}].PrincipalName', 'i7'), 195: ('Renewers[{}].PrincipalName', 'i7'), 196: ('Renewers[{}].PrincipalName', 'i7'), 197: ('Renewers[{}].PrincipalName', 'i7'), 198: ('Renewers[{}].PrincipalName', 'i7'), 199: ('Renewers[{}].PrincipalName', 'i7'), 200: ('Renewers[{}].PrincipalName', 'i7'), 201: ('Renewers[{}].PrincipalName', 'i7'), 202: ('Renewers', 'i7'), 203: ('Renewers', 'i7'), 204: ('Renewers', 'i7'), 205: ('Renewers', 'i7'), 206: ('Renewers', 'i7'), 207: ('Renewers', None), 208: ('Renewers', None), 209: ('Renewers', None), 210: ('Renewers', None), 211: ('MaxLifetimeMs', None), 213: ('_tagged', None), 214: ('_tagged', None), 215: ('_tagged', None), 223: ('ErrorCode', None), 224: ('PrincipalType', None), 225: ('PrincipalType', None), 226: ('PrincipalType', None), 227: ('PrincipalType', None), 228: ('PrincipalType', None), 229: ('PrincipalType', None), 230: ('PrincipalType', None), 231: ('PrincipalType', None), 232: ('PrincipalName', None), 233: ('PrincipalName', None), 234: ('PrincipalName', None), 235: ('PrincipalName', None), 236: ('PrincipalName', None), 237: ('PrincipalName', None), 238: ('PrincipalName', None), 239: ('PrincipalName', None), 240: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 241: ('TokenId', None), 242: ('TokenId', None), 243: ('TokenId', None), 244: ('TokenId', None), 245: ('TokenId', None), 246: ('TokenId', None), 247: ('TokenId', None), 248: ('TokenId', None), 249: ('Hmac', None), 250: ('Hmac', None), 251: ('Hmac', None), 252: ('Hmac', None), 253: ('Hmac', None), 254: ('Hmac', None), 255: ('Hmac', None), 256: ('Hmac', None), 257: ('ThrottleTimeMs', None), 266: ('ErrorCode', None), 267: ('PrincipalType', None), 268: ('PrincipalType', None), 269: ('PrincipalType', None), 270: ('PrincipalType', None), 271: ('PrincipalType', None), 272: ('PrincipalType', None), 273: ('PrincipalType', None), 274: ('PrincipalType', None), 275: ('PrincipalType', None), 276: ('PrincipalType', None), 277: ('PrincipalName', None), 278: ('PrincipalName', None), 279: ('PrincipalName', None), 280: ('PrincipalName', None), 281: ('PrincipalName', None), 282: ('PrincipalName', None), 283: ('PrincipalName', None), 284: ('PrincipalName', None), 285: ('PrincipalName', None), 286: ('PrincipalName', None), 287: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 288: ('TokenId', None), 289: ('TokenId', None), 290: ('TokenId', None), 291: ('TokenId', None), 292: ('TokenId', None), 293: ('TokenId', None), 294: ('TokenId', None), 295: ('TokenId', None), 296: ('TokenId', None), 297: ('TokenId', None), 298: ('Hmac', None), 299: ('Hmac', None), 300: ('Hmac', None), 301: ('Hmac', None), 302: ('Hmac', None), 303: ('Hmac', None), 304: ('Hmac', None), 305: ('Hmac', None), 306: ('Hmac', None), 307: ('Hmac', None), 308: ('ThrottleTimeMs', None), 310: ('_tagged', None), 311: ('_tagged', None), 312: ('_tagged', None), 320: ('ErrorCode', None), 321: ('PrincipalType', None), 322: ('PrincipalType', None), 323: ('PrincipalType', None), 324: ('PrincipalType', None), 325: ('PrincipalType', None), 326: ('PrincipalType', None), 327: ('PrincipalType', None), 328: ('PrincipalType', None), 329: ('PrincipalType', None), 330: ('PrincipalType', None), 331: ('PrincipalName', None), 332: ('PrincipalName', None), 333: ('PrincipalName', None), 334: ('PrincipalName', None), 335: ('PrincipalName', None), 336: ('PrincipalName', None), 337: ('PrincipalName', None), 338: ('PrincipalName', None), 339: ('PrincipalName', None), 340: ('PrincipalName', None), 341: ('TokenRequesterPrincipalType', None), 342: ('TokenRequesterPrincipalType', None), 343: ('TokenRequesterPrincipalType', None), 344: ('TokenRequesterPrincipalType', None), 345: ('TokenRequesterPrincipalType', None), 346: ('TokenRequesterPrincipalType', None), 347: ('TokenRequesterPrincipalType', None), 348: ('TokenRequesterPrincipalType', None), 349: ('TokenRequesterPrincipalType', None), 350: ('TokenRequesterPrincipalType', None), 351: ('TokenRequesterPrincipalName', None), 352: ('TokenRequesterPrincipalName', None), 353: ('TokenRequesterPrincipalName', None), 354: ('TokenRequesterPrincipalName', None), 355: ('TokenRequesterPrincipalName', None), 356: ('TokenRequesterPrincipalName', None), 357: ('TokenRequesterPrincipalName', None), 358: ('TokenRequesterPrincipalName', None), 359: ('TokenRequesterPrincipalName', None), 360: ('TokenRequesterPrincipalName', None), 361: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 362: ('TokenId', None), 363: ('TokenId', None), 364: ('TokenId', None), 365: ('TokenId', None), 366: ('TokenId', None), 367: ('TokenId', None), 368: ('TokenId', None), 369: ('TokenId', None), 370: ('TokenId', None), 371: ('TokenId', None), 372: ('Hmac', None), 373: ('Hmac', None), 374: ('Hmac', None), 375: ('Hmac', None), 376: ('Hmac', None), 377: ('Hmac', None), 378: ('Hmac', None), 379: ('Hmac', None), 380: ('Hmac', None), 381: ('Hmac', None), 382: ('ThrottleTimeMs', None), 384: ('_tagged', None), 385: ('_tagged', None), 386: ('_tagged', None)}

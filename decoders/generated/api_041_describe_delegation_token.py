@@ -41,8 +41,24 @@ def _f1(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"PrincipalType": v4, "PrincipalName": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
@@ -93,8 +109,31 @@ def _f3(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"PrincipalType": v4, "PrincipalName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
@@ -148,8 +187,24 @@ def _f4(b, p):
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f0(b, p)
-                v12.append(x15)
+                n16, = _U1(b, p); p += 2
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18, = _U1(b, p); p += 2
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"PrincipalType": v15, "PrincipalName": v17}
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
@@ -231,8 +286,31 @@ def _f6(b, p):
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f2(b, p)
-                v12.append(x15)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"PrincipalType": v15, "PrincipalName": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v12.append(d19)
         elif n13 == -1:
             v12 = None
         else:
@@ -342,8 +420,31 @@ def _f8(b, p):
             if n17 * 3 > L - p: raise _rt.short_count(n17, L - p)
             v16 = []
             for i18 in range(n17):
-                x19, p = _f2(b, p)
-                v16.append(x19)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    if n20 > L - p: raise _rt.short(n20, L - p)
+                    v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d23 = {"PrincipalType": v19, "PrincipalName": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d23)
+                v16.append(d23)
         elif n17 == -1:
             v16 = None
         else:
@@ -389,4 +490,4 @@ NAME = 'DescribeDelegationToken'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f3}
 RESPONSE = {0: _f5, 1: _f5, 2: _f7, 3: _f9}
 
-_LINES = {15: ('PrincipalType', None), 16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalName', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 39: ('Owners', None), 40: ('Owners', None), 41: ('Owners', None), 42: ('Owners', None), 43: ('Owners', None), 44: ('Owners', 'i3'), 45: ('Owners', 'i3'), 46: ('Owners', None), 47: ('Owners', None), 48: ('Owners', None), 49: ('Owners', None), 58: ('PrincipalType', None), 59: ('PrincipalType', None), 60: ('PrincipalType', None), 61: ('PrincipalType', None), 62: ('PrincipalType', None), 63: ('PrincipalType', None), 64: ('PrincipalType', None), 65: ('PrincipalType', None), 66: ('PrincipalType', None), 67: ('PrincipalType', None), 68: ('PrincipalName', None), 69: ('PrincipalName', None), 70: ('PrincipalName', None), 71: ('PrincipalName', None), 72: ('PrincipalName', None), 73: ('PrincipalName', None), 74: ('PrincipalName', None), 75: ('PrincipalName', None), 76: ('PrincipalName', None), 77: ('PrincipalName', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None), 89: ('Owners', None), 90: ('Owners', None), 91: ('Owners', None), 92: ('Owners', None), 93: ('Owners', None), 94: ('Owners', None), 95: ('Owners', None), 96: ('Owners', 'i3'), 97: ('Owners', 'i3'), 98: ('Owners', None), 99: ('Owners', None), 100: ('Owners', None), 101: ('Owners', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('PrincipalType', None), 114: ('PrincipalType', None), 115: ('PrincipalType', None), 116: ('PrincipalType', None), 117: ('PrincipalType', None), 118: ('PrincipalType', None), 119: ('PrincipalType', None), 120: ('PrincipalType', None), 121: ('PrincipalName', None), 122: ('PrincipalName', None), 123: ('PrincipalName', None), 124: ('PrincipalName', None), 125: ('PrincipalName', None), 126: ('PrincipalName', None), 127: ('PrincipalName', None), 128: ('PrincipalName', None), 129: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 130: ('TokenId', None), 131: ('TokenId', None), 132: ('TokenId', None), 133: ('TokenId', None), 134: ('TokenId', None), 135: ('TokenId', None), 136: ('TokenId', None), 137: ('TokenId', None), 138: ('Hmac', None), 139: ('Hmac', None), 140: ('Hmac', None), 141: ('Hmac', None), 142: ('Hmac', None), 143: ('Hmac', None), 144: ('Hmac', None), 145: ('Hmac', None), 146: ('Renewers', None), 147: ('Renewers', None), 148: ('Renewers', None), 149: ('Renewers', None), 150: ('Renewers', None), 151: ('Renewers', 'i14'), 152: ('Renewers', 'i14'), 153: ('Renewers', None), 154: ('Renewers', None), 155: ('Renewers', None), 156: ('Renewers', None), 165: ('ErrorCode', None), 166: ('Tokens', None), 167: ('Tokens', None), 168: ('Tokens', None), 169: ('Tokens', None), 170: ('Tokens', None), 171: ('Tokens', 'i4'), 172: ('Tokens', 'i4'), 173: ('Tokens', None), 174: ('Tokens', None), 175: ('Tokens', None), 176: ('Tokens', None), 177: ('ThrottleTimeMs', None), 186: ('PrincipalType', None), 187: ('PrincipalType', None), 188: ('PrincipalType', None), 189: ('PrincipalType', None), 190: ('PrincipalType', None), 191: ('PrincipalType', None), 192: ('PrincipalType', None), 193: ('PrincipalType', None), 194: ('PrincipalType', None), 195: ('PrincipalType', None), 196: ('PrincipalName', None), 197: ('PrincipalName', None), 198: ('PrincipalName', None), 199: ('PrincipalName', None), 200: ('PrincipalName', None), 201: ('PrincipalName', None), 202: ('PrincipalName', None), 203: ('PrincipalName', None), 204: ('PrincipalName', None), 205: ('PrincipalName', None), 206: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 207: ('TokenId', None), 208: ('TokenId', None), 209: ('TokenId', None), 210: ('TokenId', None), 211: ('TokenId', None), 212: ('TokenId', None), 213: ('TokenId', None), 214: ('TokenId', None), 215: ('TokenId', None), 216: ('TokenId', None), 217: ('Hmac', None), 218: ('Hmac', None), 219: ('Hmac', None), 220: ('Hmac', None), 221: ('Hmac', None), 222: ('Hmac', None), 223: ('Hmac', None), 224: ('Hmac', None), 225: ('Hmac', None), 226: ('Hmac', None), 227: ('Renewers', None), 228: ('Renewers', None), 229: ('Renewers', None), 230: ('Renewers', None), 231: ('Renewers', None), 232: ('Renewers', None), 233: ('Renewers', None), 234: ('Renewers', 'i14'), 235: ('Renewers', 'i14'), 236: ('Renewers', None), 237: ('Renewers', None), 238: ('Renewers', None), 239: ('Renewers', None), 241: ('_tagged', None), 242: ('_tagged', None), 243: ('_tagged', None), 251: ('ErrorCode', None), 252: ('Tokens', None), 253: ('Tokens', None), 254: ('Tokens', None), 255: ('Tokens', None), 256: ('Tokens', None), 257: ('Tokens', None), 258: ('Tokens', None), 259: ('Tokens', 'i4'), 260: ('Tokens', 'i4'), 261: ('Tokens', None), 262: ('Tokens', None), 263: ('Tokens', None), 264: ('Tokens', None), 265: ('ThrottleTimeMs', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None), 277: ('PrincipalType', None), 278: ('PrincipalType', None), 279: ('PrincipalType', None), 280: ('PrincipalType', None), 281: ('PrincipalType', None), 282: ('PrincipalType', None), 283: ('PrincipalType', None), 284: ('PrincipalType', None), 285: ('PrincipalType', None), 286: ('PrincipalType', None), 287: ('PrincipalName', None), 288: ('PrincipalName', None), 289: ('PrincipalName', None), 290: ('PrincipalName', None), 291: ('PrincipalName', None), 292: ('PrincipalName', None), 293: ('PrincipalName', None), 294: ('PrincipalName', None), 295: ('PrincipalName', None), 296: ('PrincipalName', None), 297: ('TokenRequesterPrincipalType', None), 298: ('TokenRequesterPrincipalType', None), 299: ('TokenRequesterPrincipalType', None), 300: ('TokenRequesterPrincipalType', None), 301: ('TokenRequesterPrincipalType', None), 302: ('TokenRequesterPrincipalType', None), 303: ('TokenRequesterPrincipalType', None), 304: ('TokenRequesterPrincipalType', None), 305: ('TokenRequesterPrincipalType', None), 306: ('TokenRequesterPrincipalType', None), 307: ('TokenRequesterPrincipalName', None), 308: ('TokenRequesterPrincipalName', None), 309: ('TokenRequesterPrincipalName', None), 310: ('TokenRequesterPrincipalName', None), 311: ('TokenRequesterPrincipalName', None), 312: ('TokenRequesterPrincipalName', None), 313: ('TokenRequesterPrincipalName', None), 314: ('TokenRequesterPrincipalName', None), 315: ('TokenRequesterPrincipalName', None), 316: ('TokenRequesterPrincipalName', None), 317: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 318: ('TokenId', None), 319: ('TokenId', None), 320: ('TokenId', None), 321: ('TokenId', None), 322: ('TokenId', None), 323: ('TokenId', None), 324: ('TokenId', None), 325: ('TokenId', None), 326: ('TokenId', None), 327: ('TokenId', None), 328: ('Hmac', None), 329: ('Hmac', None), 330: ('Hmac', None), 331: ('Hmac', None), 332: ('Hmac', None), 333: ('Hmac', None), 334: ('Hmac', None), 335: ('Hmac', None), 336: ('Hmac', None), 337: ('Hmac', None), 338: ('Renewers', None), 339: ('Renewers', None), 340: ('Renewers', None), 341: ('Renewers', None), 342: ('Renewers', None), 343: ('Renewers', None), 344: ('Renewers', None), 345: ('Renewers', 'i18'), 346: ('Renewers', 'i18'), 347: ('Renewers', None), 348: ('Renewers', None), 349: ('Renewers', None), 350: ('Renewers', None), 352: ('_tagged', None), 353: ('_tagged', None), 354: ('_tagged', None), 362: ('ErrorCode', None), 363: ('Tokens', None), 364: ('Tokens', None), 365: ('Tokens', None), 366: ('Tokens', None), 367: ('Tokens', None), 368: ('Tokens', None), 369: ('Tokens', None), 370: ('Tokens', 'i4'), 371: ('Tokens', 'i4'), 372: ('Tokens', None), 373: ('Tokens', None), 374: ('Tokens', None), 375: ('Tokens', None), 376: ('ThrottleTimeMs', None), 378: ('_tagged', None), 379: ('_tagged', None), 380: ('_tagged', None)}
+_LINES = {15: ('PrincipalType', None), 16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalName', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 39: ('Owners', None), 40: ('Owners', None), 41: ('Owners', None), 42: ('Owners', None), 43: ('Owners', None), 44: ('Owners[{}].PrincipalType', 'i3'), 45: ('Owners[{}].PrincipalType', 'i3'), 46: ('Owners[{}].PrincipalType', 'i3'), 47: ('Owners[{}].PrincipalType', 'i3'), 48: ('Owners[{}].PrincipalType', 'i3'), 49: ('Owners[{}].PrincipalType', 'i3'), 50: ('Owners[{}].PrincipalType', 'i3'), 51: ('Owners[{}].PrincipalType', 'i3'), 52: ('Owners[{}].PrincipalName', 'i3'), 53: ('Owners[{}].PrincipalName', 'i3'), 54: ('Owners[{}].PrincipalName', 'i3'), 55: ('Owners[{}].PrincipalName', 'i3'), 56: ('Owners[{}].PrincipalName', 'i3'), 57: ('Owners[{}].PrincipalName', 'i3'), 58: ('Owners[{}].PrincipalName', 'i3'), 59: ('Owners[{}].PrincipalName', 'i3'), 60: ('Owners', 'i3'), 61: ('Owners', 'i3'), 62: ('Owners', None), 63: ('Owners', None), 64: ('Owners', None), 65: ('Owners', None), 74: ('PrincipalType', None), 75: ('PrincipalType', None), 76: ('PrincipalType', None), 77: ('PrincipalType', None), 78: ('PrincipalType', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalName', None), 85: ('PrincipalName', None), 86: ('PrincipalName', None), 87: ('PrincipalName', None), 88: ('PrincipalName', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 95: ('_tagged', None), 96: ('_tagged', None), 97: ('_tagged', None), 105: ('Owners', None), 106: ('Owners', None), 107: ('Owners', None), 108: ('Owners', None), 109: ('Owners', None), 110: ('Owners', None), 111: ('Owners', None), 112: ('Owners[{}].PrincipalType', 'i3'), 113: ('Owners[{}].PrincipalType', 'i3'), 114: ('Owners[{}].PrincipalType', 'i3'), 115: ('Owners[{}].PrincipalType', 'i3'), 116: ('Owners[{}].PrincipalType', 'i3'), 117: ('Owners[{}].PrincipalType', 'i3'), 118: ('Owners[{}].PrincipalType', 'i3'), 119: ('Owners[{}].PrincipalType', 'i3'), 120: ('Owners[{}].PrincipalType', 'i3'), 121: ('Owners[{}].PrincipalType', 'i3'), 122: ('Owners[{}].PrincipalName', 'i3'), 123: ('Owners[{}].PrincipalName', 'i3'), 124: ('Owners[{}].PrincipalName', 'i3'), 125: ('Owners[{}].PrincipalName', 'i3'), 126: ('Owners[{}].PrincipalName', 'i3'), 127: ('Owners[{}].PrincipalName', 'i3'), 128: ('Owners[{}].PrincipalName', 'i3'), 129: ('Owners[{}].PrincipalName', 'i3'), 130: ('Owners[{}].PrincipalName', 'i3'), 131: ('Owners[{}].PrincipalName', 'i3'), 132: ('Owners', 'i3'), 133: ('Owners', 'i3'), 134: ('Owners', 'i3'), 135: ('Owners', 'i3'), 136: ('Owners', 'i3'), 137: ('Owners', None), 138: ('Owners', None), 139: ('Owners', None), 140: ('Owners', None), 142: ('_tagged', None), 143: ('_tagged', None), 144: ('_tagged', None), 152: ('PrincipalType', None), 153: ('PrincipalType', None), 154: ('PrincipalType', None), 155: ('PrincipalType', None), 156: ('PrincipalType', None), 157: ('PrincipalType', None), 158: ('PrincipalType', None), 159: ('PrincipalType', None), 160: ('PrincipalName', None), 161: ('PrincipalName', None), 162: ('PrincipalName', None), 163: ('PrincipalName', None), 164: ('PrincipalName', None), 165: ('PrincipalName', None), 166: ('PrincipalName', None), 167: ('PrincipalName', None), 168: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 169: ('TokenId', None), 170: ('TokenId', None), 171: ('TokenId', None), 172: ('TokenId', None), 173: ('TokenId', None), 174: ('TokenId', None), 175: ('TokenId', None), 176: ('TokenId', None), 177: ('Hmac', None), 178: ('Hmac', None), 179: ('Hmac', None), 180: ('Hmac', None), 181: ('Hmac', None), 182: ('Hmac', None), 183: ('Hmac', None), 184: ('Hmac', None), 185: ('Renewers', None), 186: ('Renewers', None), 187: ('Renewers', None), 188: ('Renewers', None), 189: ('Renewers', None), 190: ('Renewers[{}].PrincipalType', 'i14'), 191: ('Renewers[{}].PrincipalType', 'i14'), 192: ('Renewers[{}].PrincipalType', 'i14'), 193: ('Renewers[{}].PrincipalType', 'i14'), 194: ('Renewers[{}].PrincipalType', 'i14'), 195: ('Renewers[{}].PrincipalType', 'i14'), 196: ('Renewers[{}].PrincipalType', 'i14'), 197: ('Renewers[{}].PrincipalType', 'i14'), 198: ('Renewers[{}].PrincipalName', 'i14'), 199: ('Renewers[{}].PrincipalName', 'i14'), 200: ('Renewers[{}].PrincipalName', 'i14'), 201: ('Renewers[{}].PrincipalName', 'i14'), 202: ('Renewers[{}].PrincipalName', 'i14'), 203: ('Renewers[{}].PrincipalName', 'i14'), 204: ('Renewers[{}].PrincipalName', 'i14'), 205: ('Renewers[{}].PrincipalName', 'i14'), 206: ('Renewers', 'i14'), 207: ('Renewers', 'i14'), 208: ('Renewers', None), 209: ('Renewers', None), 210: ('Renewers', None), 211: ('Renewers', None), 220: ('ErrorCode', None), 221: ('Tokens', None), 222: ('Tokens', None), 223: ('Tokens', None), 224: ('Tokens', None), 225: ('Tokens', None), 226: ('Tokens', 'i4'), 227: ('Tokens', 'i4'), 228: ('Tokens', None), 229: ('Tokens', None), 230: ('Tokens', None), 231: ('Tokens', None), 232: ('ThrottleTimeMs', None), 241: ('PrincipalType', None), 242: ('PrincipalType', None), 243: ('PrincipalType', None), 244: ('PrincipalType', None), 245: ('PrincipalType', None), 246: ('PrincipalType', None), 247: ('PrincipalType', None), 248: ('PrincipalType', None), 249: ('PrincipalType', None), 250: ('PrincipalType', None), 251: ('PrincipalName', None), 252: ('PrincipalName', None), 253: ('PrincipalName', None), 254: ('PrincipalName', None), 255: ('PrincipalName', None), 256: ('PrincipalName', None), 257: ('PrincipalName', None), 258: ('PrincipalName', None), 259: ('PrincipalName', None), 260: ('PrincipalName', None), 261: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 262: ('TokenId', None), 263: ('TokenId', None), 264: ('TokenId', None), 265: ('TokenId', None), 266: ('TokenId', None), 267: ('TokenId', None), 268: ('TokenId', None), 269: ('TokenId', None), 270: ('TokenId', None), 271: ('TokenId', None), 272: ('Hmac', None), 273: ('Hmac', None), 274: ('Hmac', None), 275: ('Hmac', None), 276: ('Hmac', None), 277: ('Hmac', None), 278: ('Hmac', None), 279: ('Hmac', None), 280: ('Hmac', None), 281: ('Hmac', None), 282: ('Renewers', None), 283: ('Renewers', None), 284: ('Renewers', None), 285: ('Renewers', None), 286: ('Renewers', None), 287: ('Renewers', None), 288: ('Renewers', None), 289: ('Renewers[{}].PrincipalType', 'i14'), 290: ('Renewers[{}].PrincipalType', 'i14'), 291: ('Renewers[{}].PrincipalType', 'i14'), 292: ('Renewers[{}].PrincipalType', 'i14'), 293: ('Renewers[{}].PrincipalType', 'i14'), 294: ('Renewers[{}].PrincipalType', 'i14'), 295: ('Renewers[{}].PrincipalType', 'i14'), 296: ('Renewers[{}].PrincipalType', 'i14'), 297: ('Renewers[{}].PrincipalType', 'i14'), 298: ('Renewers[{}].PrincipalType', 'i14'), 299: ('Renewers[{}].PrincipalName', 'i14'), 300: ('Renewers[{}].PrincipalName', 'i14'), 301: ('Renewers[{}].PrincipalName', 'i14'), 302: ('Renewers[{}].PrincipalName', 'i14'), 303: ('Renewers[{}].PrincipalName', 'i14'), 304: ('Renewers[{}].PrincipalName', 'i14'), 305: ('Renewers[{}].PrincipalName', 'i14'), 306: ('Renewers[{}].PrincipalName', 'i14'), 307: ('Renewers[{}].PrincipalName', 'i14'), 308: ('Renewers[{}].PrincipalName', 'i14'), 309: ('Renewers', 'i14'), 310: ('Renewers', 'i14'), 311: ('Renewers', 'i14'), 312: ('Renewers', 'i14'), 313: ('Renewers', 'i14'), 314: ('Renewers', None), 315: ('Renewers', None), 316: ('Renewers', None), 317: ('Renewers', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('ErrorCode', None), 330: ('Tokens', None), 331: ('Tokens', None), 332: ('Tokens', None), 333: ('Tokens', None), 334: ('Tokens', None), 335: ('Tokens', None), 336: ('Tokens', None), 337: ('Tokens', 'i4'), 338: ('Tokens', 'i4'), 339: ('Tokens', None), 340: ('Tokens', None), 341: ('Tokens', None), 342: ('Tokens', None), 343: ('ThrottleTimeMs', None), 345: ('_tagged', None), 346: ('_tagged', None), 347: ('_tagged', None), 355: ('PrincipalType', None), 356: ('PrincipalType', None), 357: ('PrincipalType', None), 358: ('PrincipalType', None), 359: ('PrincipalType', None), 360: ('PrincipalType', None), 361: ('PrincipalType', None), 362: ('PrincipalType', None), 363: ('PrincipalType', None), 364: ('PrincipalType', None), 365: ('PrincipalName', None), 366: ('PrincipalName', None), 367: ('PrincipalName', None), 368: ('PrincipalName', None), 369: ('PrincipalName', None), 370: ('PrincipalName', None), 371: ('PrincipalName', None), 372: ('PrincipalName', None), 373: ('PrincipalName', None), 374: ('PrincipalName', None), 375: ('TokenRequesterPrincipalType', None), 376: ('TokenRequesterPrincipalType', None), 377: ('TokenRequesterPrincipalType', None), 378: ('TokenRequesterPrincipalType', None), 379: ('TokenRequesterPrincipalType', None), 380: ('TokenRequesterPrincipalType', None), 381: ('TokenRequesterPrincipalType', None), 382: ('TokenRequesterPrincipalType', None), 383: ('TokenRequesterPrincipalType', None), 384: ('TokenRequesterPrincipalType', None), 385: ('TokenRequesterPrincipalName', None), 386: ('TokenRequesterPrincipalName', None), 387: ('TokenRequesterPrincipalName', None), 388: ('TokenRequesterPrincipalName', None), 389: ('TokenRequesterPrincipalName', None), 390: ('TokenRequesterPrincipalName', None), 391: ('TokenRequesterPrincipalName', None), 392: ('TokenRequesterPrincipalName', None), 393: ('TokenRequesterPrincipalName', None), 394: ('TokenRequesterPrincipalName', None), 395: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 396: ('TokenId', None), 397: ('TokenId', None), 398: ('TokenId', None), 399: ('TokenId', None), 400: ('TokenId', None), 401: ('TokenId', None), 402: ('TokenId', None), 403: ('TokenId', None), 404: ('TokenId', None), 405: ('TokenId', None), 406: ('Hmac', None), 407: ('Hmac', None), 408: ('Hmac', None), 409: ('Hmac', None), 410: ('Hmac', None), 411: ('Hmac', None), 412: ('Hmac', None), 413: ('Hmac', None), 414: ('Hmac', None), 415: ('Hmac', None), 416: ('Renewers', None), 417: ('Renewers', None), 418: ('Renewers', None), 419: ('Renewers', None), 420: ('Renewers', None), 421: ('Renewers', None), 422: ('Renewers', None), 423: ('Renewers[{}].PrincipalType', 'i18'), 424: ('Renewers[{}].PrincipalType', 'i18'), 425: ('Renewers[{}].PrincipalType', 'i18'), 426: ('Renewers[{}].PrincipalType', 'i18'), 427: ('Renewers[{}].PrincipalType', 'i18'), 428: ('Renewers[{}].PrincipalType', 'i18'), 429: ('Renewers[{}].PrincipalType', 'i18'), 430: ('Renewers[{}].PrincipalType', 'i18'), 431: ('Renewers[{}].PrincipalType', 'i18'), 432: ('Renewers[{}].PrincipalType', 'i18'), 433: ('Renewers[{}].PrincipalName', 'i18'), 434: ('Renewers[{}].PrincipalName', 'i18'), 435: ('Renewers[{}].PrincipalName', 'i18'), 436: ('Renewers[{}].PrincipalName', 'i18'), 437: ('Renewers[{}].PrincipalName', 'i18'), 438: ('Renewers[{}].PrincipalName', 'i18'), 439: ('Renewers[{}].PrincipalName', 'i18'), 440: ('Renewers[{}].PrincipalName', 'i18'), 441: ('Renewers[{}].PrincipalName', 'i18'), 442: ('Renewers[{}].PrincipalName', 'i18'), 443: ('Renewers', 'i18'), 444: ('Renewers', 'i18'), 445: ('Renewers', 'i18'), 446: ('Renewers', 'i18'), 447: ('Renewers', 'i18'), 448: ('Renewers', None), 449: ('Renewers', None), 450: ('Renewers', None), 451: ('Renewers', None), 453: ('_tagged', None), 454: ('_tagged', None), 455: ('_tagged', None), 463: ('ErrorCode', None), 464: ('Tokens', None), 465: ('Tokens', None), 466: ('Tokens', None), 467: ('Tokens', None), 468: ('Tokens', None), 469: ('Tokens', None), 470: ('Tokens', None), 471: ('Tokens', 'i4'), 472: ('Tokens', 'i4'), 473: ('Tokens', None), 474: ('Tokens', None), 475: ('Tokens', None), 476: ('Tokens', None), 477: ('ThrottleTimeMs', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None)}

@@ -93,8 +93,17 @@ def _f3(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f2(b, p)
-                v2.append(x5)
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                d8 = {"GroupId": v5, "ErrorCode": v7}
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -137,8 +146,22 @@ def _f5(b, p):
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                d8 = {"GroupId": v5, "ErrorCode": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v2.append(d8)
         elif n3 == -1:
             v2 = None
         else:
@@ -194,8 +217,32 @@ def _f7(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U1(b, p); p += 2
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"GroupId": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -215,4 +262,4 @@ NAME = 'DeleteGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f1, 3: _f1}
 RESPONSE = {0: _f3, 1: _f3, 2: _f5, 3: _f7}
 
-_LINES = {14: ('GroupsNames', None), 15: ('GroupsNames', None), 16: ('GroupsNames', None), 17: ('GroupsNames', None), 18: ('GroupsNames', None), 19: ('GroupsNames', 'i3'), 20: ('GroupsNames', 'i3'), 21: ('GroupsNames', 'i3'), 22: ('GroupsNames', 'i3'), 23: ('GroupsNames', 'i3'), 24: ('GroupsNames', 'i3'), 25: ('GroupsNames', 'i3'), 26: ('GroupsNames', 'i3'), 27: ('GroupsNames', 'i3'), 28: ('GroupsNames', None), 29: ('GroupsNames', None), 30: ('GroupsNames', None), 31: ('GroupsNames', None), 40: ('GroupsNames', None), 41: ('GroupsNames', None), 42: ('GroupsNames', None), 43: ('GroupsNames', None), 44: ('GroupsNames', None), 45: ('GroupsNames', None), 46: ('GroupsNames', None), 47: ('GroupsNames', 'i3'), 48: ('GroupsNames', 'i3'), 49: ('GroupsNames', 'i3'), 50: ('GroupsNames', 'i3'), 51: ('GroupsNames', 'i3'), 52: ('GroupsNames', 'i3'), 53: ('GroupsNames', 'i3'), 54: ('GroupsNames', 'i3'), 55: ('GroupsNames', 'i3'), 56: ('GroupsNames', 'i3'), 57: ('GroupsNames', 'i3'), 58: ('GroupsNames', None), 59: ('GroupsNames', None), 60: ('GroupsNames', None), 61: ('GroupsNames', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('GroupId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('ErrorCode', None), 90: ('ThrottleTimeMs', None), 91: ('Results', None), 92: ('Results', None), 93: ('Results', None), 94: ('Results', None), 95: ('Results', None), 96: ('Results', 'i4'), 97: ('Results', 'i4'), 98: ('Results', None), 99: ('Results', None), 100: ('Results', None), 101: ('Results', None), 110: ('GroupId', None), 111: ('GroupId', None), 112: ('GroupId', None), 113: ('GroupId', None), 114: ('GroupId', None), 115: ('GroupId', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('ErrorCode', None), 122: ('_tagged', None), 123: ('_tagged', None), 124: ('_tagged', None), 132: ('ThrottleTimeMs', None), 133: ('Results', None), 134: ('Results', None), 135: ('Results', None), 136: ('Results', None), 137: ('Results', None), 138: ('Results', None), 139: ('Results', None), 140: ('Results', 'i4'), 141: ('Results', 'i4'), 142: ('Results', None), 143: ('Results', None), 144: ('Results', None), 145: ('Results', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('GroupId', None), 158: ('GroupId', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('ErrorCode', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('ThrottleTimeMs', None), 190: ('Results', None), 191: ('Results', None), 192: ('Results', None), 193: ('Results', None), 194: ('Results', None), 195: ('Results', None), 196: ('Results', None), 197: ('Results', 'i4'), 198: ('Results', 'i4'), 199: ('Results', None), 200: ('Results', None), 201: ('Results', None), 202: ('Results', None), 204: ('_tagged', None), 205: ('_tagged', None), 206: ('_tagged', None)}
+_LINES = {14: ('GroupsNames', None), 15: ('GroupsNames', None), 16: ('GroupsNames', None), 17: ('GroupsNames', None), 18: ('GroupsNames', None), 19: ('GroupsNames', 'i3'), 20: ('GroupsNames', 'i3'), 21: ('GroupsNames', 'i3'), 22: ('GroupsNames', 'i3'), 23: ('GroupsNames', 'i3'), 24: ('GroupsNames', 'i3'), 25: ('GroupsNames', 'i3'), 26: ('GroupsNames', 'i3'), 27: ('GroupsNames', 'i3'), 28: ('GroupsNames', None), 29: ('GroupsNames', None), 30: ('GroupsNames', None), 31: ('GroupsNames', None), 40: ('GroupsNames', None), 41: ('GroupsNames', None), 42: ('GroupsNames', None), 43: ('GroupsNames', None), 44: ('GroupsNames', None), 45: ('GroupsNames', None), 46: ('GroupsNames', None), 47: ('GroupsNames', 'i3'), 48: ('GroupsNames', 'i3'), 49: ('GroupsNames', 'i3'), 50: ('GroupsNames', 'i3'), 51: ('GroupsNames', 'i3'), 52: ('GroupsNames', 'i3'), 53: ('GroupsNames', 'i3'), 54: ('GroupsNames', 'i3'), 55: ('GroupsNames', 'i3'), 56: ('GroupsNames', 'i3'), 57: ('GroupsNames', 'i3'), 58: ('GroupsNames', None), 59: ('GroupsNames', None), 60: ('GroupsNames', None), 61: ('GroupsNames', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('GroupId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('ErrorCode', None), 90: ('ThrottleTimeMs', None), 91: ('Results', None), 92: ('Results', None), 93: ('Results', None), 94: ('Results', None), 95: ('Results', None), 96: ('Results[{}].GroupId', 'i4'), 97: ('Results[{}].GroupId', 'i4'), 98: ('Results[{}].GroupId', 'i4'), 99: ('Results[{}].GroupId', 'i4'), 100: ('Results[{}].GroupId', 'i4'), 101: ('Results[{}].GroupId', 'i4'), 102: ('Results[{}].GroupId', 'i4'), 103: ('Results[{}].GroupId', 'i4'), 104: ('Results[{}].ErrorCode', 'i4'), 105: ('Results', 'i4'), 106: ('Results', 'i4'), 107: ('Results', None), 108: ('Results', None), 109: ('Results', None), 110: ('Results', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('ErrorCode', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ThrottleTimeMs', None), 142: ('Results', None), 143: ('Results', None), 144: ('Results', None), 145: ('Results', None), 146: ('Results', None), 147: ('Results', None), 148: ('Results', None), 149: ('Results[{}].GroupId', 'i4'), 150: ('Results[{}].GroupId', 'i4'), 151: ('Results[{}].GroupId', 'i4'), 152: ('Results[{}].GroupId', 'i4'), 153: ('Results[{}].GroupId', 'i4'), 154: ('Results[{}].GroupId', 'i4'), 155: ('Results[{}].GroupId', 'i4'), 156: ('Results[{}].GroupId', 'i4'), 157: ('Results[{}].GroupId', 'i4'), 158: ('Results[{}].GroupId', 'i4'), 159: ('Results[{}].ErrorCode', 'i4'), 160: ('Results', 'i4'), 161: ('Results', 'i4'), 162: ('Results', 'i4'), 163: ('Results', 'i4'), 164: ('Results', 'i4'), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 168: ('Results', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None), 180: ('GroupId', None), 181: ('GroupId', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('ErrorCode', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('ErrorMessage', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('ThrottleTimeMs', None), 213: ('Results', None), 214: ('Results', None), 215: ('Results', None), 216: ('Results', None), 217: ('Results', None), 218: ('Results', None), 219: ('Results', None), 220: ('Results[{}].GroupId', 'i4'), 221: ('Results[{}].GroupId', 'i4'), 222: ('Results[{}].GroupId', 'i4'), 223: ('Results[{}].GroupId', 'i4'), 224: ('Results[{}].GroupId', 'i4'), 225: ('Results[{}].GroupId', 'i4'), 226: ('Results[{}].GroupId', 'i4'), 227: ('Results[{}].GroupId', 'i4'), 228: ('Results[{}].GroupId', 'i4'), 229: ('Results[{}].GroupId', 'i4'), 230: ('Results[{}].ErrorCode', 'i4'), 231: ('Results[{}].ErrorMessage', 'i4'), 232: ('Results[{}].ErrorMessage', 'i4'), 233: ('Results[{}].ErrorMessage', 'i4'), 234: ('Results[{}].ErrorMessage', 'i4'), 235: ('Results[{}].ErrorMessage', 'i4'), 236: ('Results[{}].ErrorMessage', 'i4'), 237: ('Results[{}].ErrorMessage', 'i4'), 238: ('Results[{}].ErrorMessage', 'i4'), 239: ('Results[{}].ErrorMessage', 'i4'), 240: ('Results[{}].ErrorMessage', 'i4'), 241: ('Results', 'i4'), 242: ('Results', 'i4'), 243: ('Results', 'i4'), 244: ('Results', 'i4'), 245: ('Results', 'i4'), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', None), 251: ('_tagged', None), 252: ('_tagged', None), 253: ('_tagged', None)}

@@ -42,14 +42,29 @@ def _f1(b, p):
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U0(b, p); p += 4
+                if n7 >= 0:
+                    v6 = _Ai(b, p, n7); p += n7 * 4
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"Topic": v4, "Partitions": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U0(b, p); p += 4
-        d = {"TopicPartitions": v1, "TimeoutMs": v5}
+        v9, = _U0(b, p); p += 4
+        d = {"TopicPartitions": v1, "TimeoutMs": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -63,14 +78,29 @@ def _f2(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f0(b, p)
-                v2.append(x5)
+                n6, = _U1(b, p); p += 2
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8, = _U0(b, p); p += 4
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Topic": v5, "Partitions": v7}
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        v6, = _U0(b, p); p += 4
-        d = {"ElectionType": v1, "TopicPartitions": v2, "TimeoutMs": v6}
+        v10, = _U0(b, p); p += 4
+        d = {"ElectionType": v1, "TopicPartitions": v2, "TimeoutMs": v10}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -116,14 +146,36 @@ def _f4(b, p):
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Topic": v5, "Partitions": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        v6, = _U0(b, p); p += 4
-        d = {"ElectionType": v1, "TopicPartitions": v2, "TimeoutMs": v6}
+        v10, = _U0(b, p); p += 4
+        d = {"ElectionType": v1, "TopicPartitions": v2, "TimeoutMs": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -164,8 +216,17 @@ def _f6(b, p):
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f5(b, p)
-                v3.append(x6)
+                v6, v7, = _U3(b, p); p += 6
+                n9, = _U1(b, p); p += 2
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"PartitionId": v6, "ErrorCode": v7, "ErrorMessage": v8}
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -257,8 +318,22 @@ def _f10(b, p):
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f9(b, p)
-                v3.append(x6)
+                v6, v7, = _U3(b, p); p += 6
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"PartitionId": v6, "ErrorCode": v7, "ErrorMessage": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -303,4 +378,4 @@ NAME = 'ElectLeaders'
 REQUEST = {0: _f1, 1: _f2, 2: _f4}
 RESPONSE = {0: _f7, 1: _f8, 2: _f11}
 
-_LINES = {17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 40: ('TopicPartitions', None), 41: ('TopicPartitions', None), 42: ('TopicPartitions', None), 43: ('TopicPartitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions', 'i3'), 46: ('TopicPartitions', 'i3'), 47: ('TopicPartitions', None), 48: ('TopicPartitions', None), 49: ('TopicPartitions', None), 50: ('TopicPartitions', None), 51: ('TimeoutMs', None), 60: ('ElectionType', None), 61: ('TopicPartitions', None), 62: ('TopicPartitions', None), 63: ('TopicPartitions', None), 64: ('TopicPartitions', None), 65: ('TopicPartitions', None), 66: ('TopicPartitions', 'i4'), 67: ('TopicPartitions', 'i4'), 68: ('TopicPartitions', None), 69: ('TopicPartitions', None), 70: ('TopicPartitions', None), 71: ('TopicPartitions', None), 72: ('TimeoutMs', None), 81: ('Topic', None), 82: ('Topic', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('ElectionType', None), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TopicPartitions', None), 115: ('TopicPartitions', None), 116: ('TopicPartitions', None), 117: ('TopicPartitions', None), 118: ('TopicPartitions', None), 119: ('TopicPartitions', 'i4'), 120: ('TopicPartitions', 'i4'), 121: ('TopicPartitions', None), 122: ('TopicPartitions', None), 123: ('TopicPartitions', None), 124: ('TopicPartitions', None), 125: ('TimeoutMs', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('PartitionId+ErrorCode', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 154: ('Topic', None), 155: ('Topic', None), 156: ('Topic', None), 157: ('Topic', None), 158: ('Topic', None), 159: ('Topic', None), 160: ('Topic', None), 161: ('Topic', None), 162: ('PartitionResult', None), 163: ('PartitionResult', None), 164: ('PartitionResult', None), 165: ('PartitionResult', None), 166: ('PartitionResult', None), 167: ('PartitionResult', 'i5'), 168: ('PartitionResult', 'i5'), 169: ('PartitionResult', None), 170: ('PartitionResult', None), 171: ('PartitionResult', None), 172: ('PartitionResult', None), 181: ('ThrottleTimeMs', None), 182: ('ReplicaElectionResults', None), 183: ('ReplicaElectionResults', None), 184: ('ReplicaElectionResults', None), 185: ('ReplicaElectionResults', None), 186: ('ReplicaElectionResults', None), 187: ('ReplicaElectionResults', 'i4'), 188: ('ReplicaElectionResults', 'i4'), 189: ('ReplicaElectionResults', None), 190: ('ReplicaElectionResults', None), 191: ('ReplicaElectionResults', None), 192: ('ReplicaElectionResults', None), 201: ('ThrottleTimeMs+ErrorCode', None), 202: ('ReplicaElectionResults', None), 203: ('ReplicaElectionResults', None), 204: ('ReplicaElectionResults', None), 205: ('ReplicaElectionResults', None), 206: ('ReplicaElectionResults', None), 207: ('ReplicaElectionResults', 'i5'), 208: ('ReplicaElectionResults', 'i5'), 209: ('ReplicaElectionResults', None), 210: ('ReplicaElectionResults', None), 211: ('ReplicaElectionResults', None), 212: ('ReplicaElectionResults', None), 221: ('PartitionId+ErrorCode', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 233: ('_tagged', None), 234: ('_tagged', None), 235: ('_tagged', None), 243: ('Topic', None), 244: ('Topic', None), 245: ('Topic', None), 246: ('Topic', None), 247: ('Topic', None), 248: ('Topic', None), 249: ('Topic', None), 250: ('Topic', None), 251: ('Topic', None), 252: ('Topic', None), 253: ('PartitionResult', None), 254: ('PartitionResult', None), 255: ('PartitionResult', None), 256: ('PartitionResult', None), 257: ('PartitionResult', None), 258: ('PartitionResult', None), 259: ('PartitionResult', None), 260: ('PartitionResult', 'i5'), 261: ('PartitionResult', 'i5'), 262: ('PartitionResult', None), 263: ('PartitionResult', None), 264: ('PartitionResult', None), 265: ('PartitionResult', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None), 277: ('ThrottleTimeMs+ErrorCode', None), 278: ('ReplicaElectionResults', None), 279: ('ReplicaElectionResults', None), 280: ('ReplicaElectionResults', None), 281: ('ReplicaElectionResults', None), 282: ('ReplicaElectionResults', None), 283: ('ReplicaElectionResults', None), 284: ('ReplicaElectionResults', None), 285: ('ReplicaElectionResults', 'i5'), 286: ('ReplicaElectionResults', 'i5'), 287: ('ReplicaElectionResults', None), 288: ('ReplicaElectionResults', None), 289: ('ReplicaElectionResults', None), 290: ('ReplicaElectionResults', None), 292: ('_tagged', None), 293: ('_tagged', None), 294: ('_tagged', None)}
+_LINES = {17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 40: ('TopicPartitions', None), 41: ('TopicPartitions', None), 42: ('TopicPartitions', None), 43: ('TopicPartitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions[{}].Topic', 'i3'), 46: ('TopicPartitions[{}].Topic', 'i3'), 47: ('TopicPartitions[{}].Topic', 'i3'), 48: ('TopicPartitions[{}].Topic', 'i3'), 49: ('TopicPartitions[{}].Topic', 'i3'), 50: ('TopicPartitions[{}].Topic', 'i3'), 51: ('TopicPartitions[{}].Topic', 'i3'), 52: ('TopicPartitions[{}].Topic', 'i3'), 53: ('TopicPartitions[{}].Partitions', 'i3'), 54: ('TopicPartitions[{}].Partitions', 'i3'), 55: ('TopicPartitions[{}].Partitions', 'i3'), 56: ('TopicPartitions[{}].Partitions', 'i3'), 57: ('TopicPartitions[{}].Partitions', 'i3'), 58: ('TopicPartitions[{}].Partitions', 'i3'), 59: ('TopicPartitions[{}].Partitions', 'i3'), 60: ('TopicPartitions', 'i3'), 61: ('TopicPartitions', 'i3'), 62: ('TopicPartitions', None), 63: ('TopicPartitions', None), 64: ('TopicPartitions', None), 65: ('TopicPartitions', None), 66: ('TimeoutMs', None), 75: ('ElectionType', None), 76: ('TopicPartitions', None), 77: ('TopicPartitions', None), 78: ('TopicPartitions', None), 79: ('TopicPartitions', None), 80: ('TopicPartitions', None), 81: ('TopicPartitions[{}].Topic', 'i4'), 82: ('TopicPartitions[{}].Topic', 'i4'), 83: ('TopicPartitions[{}].Topic', 'i4'), 84: ('TopicPartitions[{}].Topic', 'i4'), 85: ('TopicPartitions[{}].Topic', 'i4'), 86: ('TopicPartitions[{}].Topic', 'i4'), 87: ('TopicPartitions[{}].Topic', 'i4'), 88: ('TopicPartitions[{}].Topic', 'i4'), 89: ('TopicPartitions[{}].Partitions', 'i4'), 90: ('TopicPartitions[{}].Partitions', 'i4'), 91: ('TopicPartitions[{}].Partitions', 'i4'), 92: ('TopicPartitions[{}].Partitions', 'i4'), 93: ('TopicPartitions[{}].Partitions', 'i4'), 94: ('TopicPartitions[{}].Partitions', 'i4'), 95: ('TopicPartitions[{}].Partitions', 'i4'), 96: ('TopicPartitions', 'i4'), 97: ('TopicPartitions', 'i4'), 98: ('TopicPartitions', None), 99: ('TopicPartitions', None), 100: ('TopicPartitions', None), 101: ('TopicPartitions', None), 102: ('TimeoutMs', None), 111: ('Topic', None), 112: ('Topic', None), 113: ('Topic', None), 114: ('Topic', None), 115: ('Topic', None), 116: ('Topic', None), 117: ('Topic', None), 118: ('Topic', None), 119: ('Topic', None), 120: ('Topic', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ElectionType', None), 142: ('TopicPartitions', None), 143: ('TopicPartitions', None), 144: ('TopicPartitions', None), 145: ('TopicPartitions', None), 146: ('TopicPartitions', None), 147: ('TopicPartitions', None), 148: ('TopicPartitions', None), 149: ('TopicPartitions[{}].Topic', 'i4'), 150: ('TopicPartitions[{}].Topic', 'i4'), 151: ('TopicPartitions[{}].Topic', 'i4'), 152: ('TopicPartitions[{}].Topic', 'i4'), 153: ('TopicPartitions[{}].Topic', 'i4'), 154: ('TopicPartitions[{}].Topic', 'i4'), 155: ('TopicPartitions[{}].Topic', 'i4'), 156: ('TopicPartitions[{}].Topic', 'i4'), 157: ('TopicPartitions[{}].Topic', 'i4'), 158: ('TopicPartitions[{}].Topic', 'i4'), 159: ('TopicPartitions[{}].Partitions', 'i4'), 160: ('TopicPartitions[{}].Partitions', 'i4'), 161: ('TopicPartitions[{}].Partitions', 'i4'), 162: ('TopicPartitions[{}].Partitions', 'i4'), 163: ('TopicPartitions[{}].Partitions', 'i4'), 164: ('TopicPartitions[{}].Partitions', 'i4'), 165: ('TopicPartitions[{}].Partitions', 'i4'), 166: ('TopicPartitions[{}].Partitions', 'i4'), 167: ('TopicPartitions[{}].Partitions', 'i4'), 168: ('TopicPartitions', 'i4'), 169: ('TopicPartitions', 'i4'), 170: ('TopicPartitions', 'i4'), 171: ('TopicPartitions', 'i4'), 172: ('TopicPartitions', 'i4'), 173: ('TopicPartitions', None), 174: ('TopicPartitions', None), 175: ('TopicPartitions', None), 176: ('TopicPartitions', None), 177: ('TimeoutMs', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('PartitionId+ErrorCode', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 206: ('Topic', None), 207: ('Topic', None), 208: ('Topic', None), 209: ('Topic', None), 210: ('Topic', None), 211: ('Topic', None), 212: ('Topic', None), 213: ('Topic', None), 214: ('PartitionResult', None), 215: ('PartitionResult', None), 216: ('PartitionResult', None), 217: ('PartitionResult', None), 218: ('PartitionResult', None), 219: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 220: ('PartitionResult[{}].ErrorMessage', 'i5'), 221: ('PartitionResult[{}].ErrorMessage', 'i5'), 222: ('PartitionResult[{}].ErrorMessage', 'i5'), 223: ('PartitionResult[{}].ErrorMessage', 'i5'), 224: ('PartitionResult[{}].ErrorMessage', 'i5'), 225: ('PartitionResult[{}].ErrorMessage', 'i5'), 226: ('PartitionResult[{}].ErrorMessage', 'i5'), 227: ('PartitionResult[{}].ErrorMessage', 'i5'), 228: ('PartitionResult', 'i5'), 229: ('PartitionResult', 'i5'), 230: ('PartitionResult', None), 231: ('PartitionResult', None), 232: ('PartitionResult', None), 233: ('PartitionResult', None), 242: ('ThrottleTimeMs', None), 243: ('ReplicaElectionResults', None), 244: ('ReplicaElectionResults', None), 245: ('ReplicaElectionResults', None), 246: ('ReplicaElectionResults', None), 247: ('ReplicaElectionResults', None), 248: ('ReplicaElectionResults', 'i4'), 249: ('ReplicaElectionResults', 'i4'), 250: ('ReplicaElectionResults', None), 251: ('ReplicaElectionResults', None), 252: ('ReplicaElectionResults', None), 253: ('ReplicaElectionResults', None), 262: ('ThrottleTimeMs+ErrorCode', None), 263: ('ReplicaElectionResults', None), 264: ('ReplicaElectionResults', None), 265: ('ReplicaElectionResults', None), 266: ('ReplicaElectionResults', None), 267: ('ReplicaElectionResults', None), 268: ('ReplicaElectionResults', 'i5'), 269: ('ReplicaElectionResults', 'i5'), 270: ('ReplicaElectionResults', None), 271: ('ReplicaElectionResults', None), 272: ('ReplicaElectionResults', None), 273: ('ReplicaElectionResults', None), 282: ('PartitionId+ErrorCode', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('Topic', None), 305: ('Topic', None), 306: ('Topic', None), 307: ('Topic', None), 308: ('Topic', None), 309: ('Topic', None), 310: ('Topic', None), 311: ('Topic', None), 312: ('Topic', None), 313: ('Topic', None), 314: ('PartitionResult', None), 315: ('PartitionResult', None), 316: ('PartitionResult', None), 317: ('PartitionResult', None), 318: ('PartitionResult', None), 319: ('PartitionResult', None), 320: ('PartitionResult', None), 321: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 322: ('PartitionResult[{}].ErrorMessage', 'i5'), 323: ('PartitionResult[{}].ErrorMessage', 'i5'), 324: ('PartitionResult[{}].ErrorMessage', 'i5'), 325: ('PartitionResult[{}].ErrorMessage', 'i5'), 326: ('PartitionResult[{}].ErrorMessage', 'i5'), 327: ('PartitionResult[{}].ErrorMessage', 'i5'), 328: ('PartitionResult[{}].ErrorMessage', 'i5'), 329: ('PartitionResult[{}].ErrorMessage', 'i5'), 330: ('PartitionResult[{}].ErrorMessage', 'i5'), 331: ('PartitionResult[{}].ErrorMessage', 'i5'), 332: ('PartitionResult', 'i5'), 333: ('PartitionResult', 'i5'), 334: ('PartitionResult', 'i5'), 335: ('PartitionResult', 'i5'), 336: ('PartitionResult', 'i5'), 337: ('PartitionResult', None), 338: ('PartitionResult', None), 339: ('PartitionResult', None), 340: ('PartitionResult', None), 342: ('_tagged', None), 343: ('_tagged', None), 344: ('_tagged', None), 352: ('ThrottleTimeMs+ErrorCode', None), 353: ('ReplicaElectionResults', None), 354: ('ReplicaElectionResults', None), 355: ('ReplicaElectionResults', None), 356: ('ReplicaElectionResults', None), 357: ('ReplicaElectionResults', None), 358: ('ReplicaElectionResults', None), 359: ('ReplicaElectionResults', None), 360: ('ReplicaElectionResults', 'i5'), 361: ('ReplicaElectionResults', 'i5'), 362: ('ReplicaElectionResults', None), 363: ('ReplicaElectionResults', None), 364: ('ReplicaElectionResults', None), 365: ('ReplicaElectionResults', None), 367: ('_tagged', None), 368: ('_tagged', None), 369: ('_tagged', None)}

@@ -52,8 +52,25 @@ def _f1(b, p):
             if n5 * 5 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U2(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, = _U1(b, p); p += 1
+                n11, = _U2(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Name": v7, "ConfigOperation": v9, "Value": v10}
+                v4.append(d12)
         elif n5 == -1:
             v4 = None
         else:
@@ -136,8 +153,32 @@ def _f4(b, p):
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f3(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, = _U1(b, p); p += 1
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Name": v7, "ConfigOperation": v9, "Value": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v4.append(d12)
         elif n5 == -1:
             v4 = None
         else:
@@ -210,8 +251,26 @@ def _f7(b, p):
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7, = _U2(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                n10, = _U2(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -265,8 +324,33 @@ def _f9(b, p):
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
-                v2.append(x5)
+                v5, = _U2(b, p); p += 2
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -286,4 +370,4 @@ NAME = 'IncrementalAlterConfigs'
 REQUEST = {0: _f2, 1: _f5}
 RESPONSE = {0: _f7, 1: _f9}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('ConfigOperation', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 32: ('Value', None), 41: ('ResourceType', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs', 'i6'), 56: ('Configs', 'i6'), 57: ('Configs', None), 58: ('Configs', None), 59: ('Configs', None), 60: ('Configs', None), 69: ('Resources', None), 70: ('Resources', None), 71: ('Resources', None), 72: ('Resources', None), 73: ('Resources', None), 74: ('Resources', 'i3'), 75: ('Resources', 'i3'), 76: ('Resources', None), 77: ('Resources', None), 78: ('Resources', None), 79: ('Resources', None), 80: ('ValidateOnly', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('ConfigOperation', None), 100: ('Value', None), 101: ('Value', None), 102: ('Value', None), 103: ('Value', None), 104: ('Value', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 108: ('Value', None), 109: ('Value', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('ResourceType', None), 122: ('ResourceName', None), 123: ('ResourceName', None), 124: ('ResourceName', None), 125: ('ResourceName', None), 126: ('ResourceName', None), 127: ('ResourceName', None), 128: ('ResourceName', None), 129: ('ResourceName', None), 130: ('ResourceName', None), 131: ('ResourceName', None), 132: ('Configs', None), 133: ('Configs', None), 134: ('Configs', None), 135: ('Configs', None), 136: ('Configs', None), 137: ('Configs', None), 138: ('Configs', None), 139: ('Configs', 'i6'), 140: ('Configs', 'i6'), 141: ('Configs', None), 142: ('Configs', None), 143: ('Configs', None), 144: ('Configs', None), 146: ('_tagged', None), 147: ('_tagged', None), 148: ('_tagged', None), 156: ('Resources', None), 157: ('Resources', None), 158: ('Resources', None), 159: ('Resources', None), 160: ('Resources', None), 161: ('Resources', None), 162: ('Resources', None), 163: ('Resources', 'i3'), 164: ('Resources', 'i3'), 165: ('Resources', None), 166: ('Resources', None), 167: ('Resources', None), 168: ('Resources', None), 169: ('ValidateOnly', None), 171: ('_tagged', None), 172: ('_tagged', None), 173: ('_tagged', None), 181: ('ErrorCode', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ResourceType', None), 191: ('ResourceName', None), 192: ('ResourceName', None), 193: ('ResourceName', None), 194: ('ResourceName', None), 195: ('ResourceName', None), 196: ('ResourceName', None), 197: ('ResourceName', None), 198: ('ResourceName', None), 207: ('ThrottleTimeMs', None), 208: ('Responses', None), 209: ('Responses', None), 210: ('Responses', None), 211: ('Responses', None), 212: ('Responses', None), 213: ('Responses', 'i4'), 214: ('Responses', 'i4'), 215: ('Responses', None), 216: ('Responses', None), 217: ('Responses', None), 218: ('Responses', None), 227: ('ErrorCode', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ResourceType', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 243: ('ResourceName', None), 244: ('ResourceName', None), 245: ('ResourceName', None), 246: ('ResourceName', None), 247: ('ResourceName', None), 248: ('ResourceName', None), 250: ('_tagged', None), 251: ('_tagged', None), 252: ('_tagged', None), 260: ('ThrottleTimeMs', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses', None), 264: ('Responses', None), 265: ('Responses', None), 266: ('Responses', None), 267: ('Responses', None), 268: ('Responses', 'i4'), 269: ('Responses', 'i4'), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('ConfigOperation', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 32: ('Value', None), 41: ('ResourceType', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs[{}].Name', 'i6'), 56: ('Configs[{}].Name', 'i6'), 57: ('Configs[{}].Name', 'i6'), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Name', 'i6'), 63: ('Configs[{}].ConfigOperation', 'i6'), 64: ('Configs[{}].Value', 'i6'), 65: ('Configs[{}].Value', 'i6'), 66: ('Configs[{}].Value', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs[{}].Value', 'i6'), 71: ('Configs[{}].Value', 'i6'), 72: ('Configs', 'i6'), 73: ('Configs', 'i6'), 74: ('Configs', None), 75: ('Configs', None), 76: ('Configs', None), 77: ('Configs', None), 86: ('Resources', None), 87: ('Resources', None), 88: ('Resources', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', 'i3'), 92: ('Resources', 'i3'), 93: ('Resources', None), 94: ('Resources', None), 95: ('Resources', None), 96: ('Resources', None), 97: ('ValidateOnly', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('ConfigOperation', None), 117: ('Value', None), 118: ('Value', None), 119: ('Value', None), 120: ('Value', None), 121: ('Value', None), 122: ('Value', None), 123: ('Value', None), 124: ('Value', None), 125: ('Value', None), 126: ('Value', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('ResourceType', None), 139: ('ResourceName', None), 140: ('ResourceName', None), 141: ('ResourceName', None), 142: ('ResourceName', None), 143: ('ResourceName', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('ResourceName', None), 147: ('ResourceName', None), 148: ('ResourceName', None), 149: ('Configs', None), 150: ('Configs', None), 151: ('Configs', None), 152: ('Configs', None), 153: ('Configs', None), 154: ('Configs', None), 155: ('Configs', None), 156: ('Configs[{}].Name', 'i6'), 157: ('Configs[{}].Name', 'i6'), 158: ('Configs[{}].Name', 'i6'), 159: ('Configs[{}].Name', 'i6'), 160: ('Configs[{}].Name', 'i6'), 161: ('Configs[{}].Name', 'i6'), 162: ('Configs[{}].Name', 'i6'), 163: ('Configs[{}].Name', 'i6'), 164: ('Configs[{}].Name', 'i6'), 165: ('Configs[{}].Name', 'i6'), 166: ('Configs[{}].ConfigOperation', 'i6'), 167: ('Configs[{}].Value', 'i6'), 168: ('Configs[{}].Value', 'i6'), 169: ('Configs[{}].Value', 'i6'), 170: ('Configs[{}].Value', 'i6'), 171: ('Configs[{}].Value', 'i6'), 172: ('Configs[{}].Value', 'i6'), 173: ('Configs[{}].Value', 'i6'), 174: ('Configs[{}].Value', 'i6'), 175: ('Configs[{}].Value', 'i6'), 176: ('Configs[{}].Value', 'i6'), 177: ('Configs', 'i6'), 178: ('Configs', 'i6'), 179: ('Configs', 'i6'), 180: ('Configs', 'i6'), 181: ('Configs', 'i6'), 182: ('Configs', None), 183: ('Configs', None), 184: ('Configs', None), 185: ('Configs', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('Resources', None), 198: ('Resources', None), 199: ('Resources', None), 200: ('Resources', None), 201: ('Resources', None), 202: ('Resources', None), 203: ('Resources', None), 204: ('Resources', 'i3'), 205: ('Resources', 'i3'), 206: ('Resources', None), 207: ('Resources', None), 208: ('Resources', None), 209: ('Resources', None), 210: ('ValidateOnly', None), 212: ('_tagged', None), 213: ('_tagged', None), 214: ('_tagged', None), 222: ('ErrorCode', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ResourceType', None), 232: ('ResourceName', None), 233: ('ResourceName', None), 234: ('ResourceName', None), 235: ('ResourceName', None), 236: ('ResourceName', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 248: ('ThrottleTimeMs', None), 249: ('Responses', None), 250: ('Responses', None), 251: ('Responses', None), 252: ('Responses', None), 253: ('Responses', None), 254: ('Responses[{}].ErrorCode', 'i4'), 255: ('Responses[{}].ErrorMessage', 'i4'), 256: ('Responses[{}].ErrorMessage', 'i4'), 257: ('Responses[{}].ErrorMessage', 'i4'), 258: ('Responses[{}].ErrorMessage', 'i4'), 259: ('Responses[{}].ErrorMessage', 'i4'), 260: ('Responses[{}].ErrorMessage', 'i4'), 261: ('Responses[{}].ErrorMessage', 'i4'), 262: ('Responses[{}].ErrorMessage', 'i4'), 263: ('Responses[{}].ResourceType', 'i4'), 264: ('Responses[{}].ResourceName', 'i4'), 265: ('Responses[{}].ResourceName', 'i4'), 266: ('Responses[{}].ResourceName', 'i4'), 267: ('Responses[{}].ResourceName', 'i4'), 268: ('Responses[{}].ResourceName', 'i4'), 269: ('Responses[{}].ResourceName', 'i4'), 270: ('Responses[{}].ResourceName', 'i4'), 271: ('Responses[{}].ResourceName', 'i4'), 272: ('Responses', 'i4'), 273: ('Responses', 'i4'), 274: ('Responses', None), 275: ('Responses', None), 276: ('Responses', None), 277: ('Responses', None), 286: ('ErrorCode', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 297: ('ResourceType', None), 298: ('ResourceName', None), 299: ('ResourceName', None), 300: ('ResourceName', None), 301: ('ResourceName', None), 302: ('ResourceName', None), 303: ('ResourceName', None), 304: ('ResourceName', None), 305: ('ResourceName', None), 306: ('ResourceName', None), 307: ('ResourceName', None), 309: ('_tagged', None), 310: ('_tagged', None), 311: ('_tagged', None), 319: ('ThrottleTimeMs', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', None), 324: ('Responses', None), 325: ('Responses', None), 326: ('Responses', None), 327: ('Responses[{}].ErrorCode', 'i4'), 328: ('Responses[{}].ErrorMessage', 'i4'), 329: ('Responses[{}].ErrorMessage', 'i4'), 330: ('Responses[{}].ErrorMessage', 'i4'), 331: ('Responses[{}].ErrorMessage', 'i4'), 332: ('Responses[{}].ErrorMessage', 'i4'), 333: ('Responses[{}].ErrorMessage', 'i4'), 334: ('Responses[{}].ErrorMessage', 'i4'), 335: ('Responses[{}].ErrorMessage', 'i4'), 336: ('Responses[{}].ErrorMessage', 'i4'), 337: ('Responses[{}].ErrorMessage', 'i4'), 338: ('Responses[{}].ResourceType', 'i4'), 339: ('Responses[{}].ResourceName', 'i4'), 340: ('Responses[{}].ResourceName', 'i4'), 341: ('Responses[{}].ResourceName', 'i4'), 342: ('Responses[{}].ResourceName', 'i4'), 343: ('Responses[{}].ResourceName', 'i4'), 344: ('Responses[{}].ResourceName', 'i4'), 345: ('Responses[{}].ResourceName', 'i4'), 346: ('Responses[{}].ResourceName', 'i4'), 347: ('Responses[{}].ResourceName', 'i4'), 348: ('Responses[{}].ResourceName', 'i4'), 349: ('Responses', 'i4'), 350: ('Responses', 'i4'), 351: ('Responses', 'i4'), 352: ('Responses', 'i4'), 353: ('Responses', 'i4'), 354: ('Responses', None), 355: ('Responses', None), 356: ('Responses', None), 357: ('Responses', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None)}

@@ -50,8 +50,30 @@ def _f1(b, p):
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f0(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Name": v5, "PartitionIndexes": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -123,8 +145,39 @@ def _f3(b, p):
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
-                v3.append(x6)
+                v6, = _U0(b, p); p += 4
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    v11 = _Ai(b, p, n12); p += n12 * 4
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                d13 = {"PartitionIndex": v6, "Replicas": v7, "AddingReplicas": v9, "RemovingReplicas": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v3.append(d13)
         elif n4 == -1:
             v3 = None
         else:
@@ -179,4 +232,4 @@ NAME = 'ListPartitionReassignments'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TimeoutMs', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', 'i4'), 54: ('Topics', 'i4'), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('PartitionIndex', None), 71: ('Replicas', None), 72: ('Replicas', None), 73: ('Replicas', None), 74: ('Replicas', None), 75: ('Replicas', None), 76: ('Replicas', None), 77: ('Replicas', None), 78: ('Replicas', None), 79: ('Replicas', None), 80: ('AddingReplicas', None), 81: ('AddingReplicas', None), 82: ('AddingReplicas', None), 83: ('AddingReplicas', None), 84: ('AddingReplicas', None), 85: ('AddingReplicas', None), 86: ('AddingReplicas', None), 87: ('AddingReplicas', None), 88: ('AddingReplicas', None), 89: ('RemovingReplicas', None), 90: ('RemovingReplicas', None), 91: ('RemovingReplicas', None), 92: ('RemovingReplicas', None), 93: ('RemovingReplicas', None), 94: ('RemovingReplicas', None), 95: ('RemovingReplicas', None), 96: ('RemovingReplicas', None), 97: ('RemovingReplicas', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', 'i5'), 127: ('Partitions', 'i5'), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('ThrottleTimeMs+ErrorCode', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', 'i7'), 162: ('Topics', 'i7'), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TimeoutMs', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].Name', 'i4'), 54: ('Topics[{}].Name', 'i4'), 55: ('Topics[{}].Name', 'i4'), 56: ('Topics[{}].Name', 'i4'), 57: ('Topics[{}].Name', 'i4'), 58: ('Topics[{}].Name', 'i4'), 59: ('Topics[{}].Name', 'i4'), 60: ('Topics[{}].Name', 'i4'), 61: ('Topics[{}].Name', 'i4'), 62: ('Topics[{}].Name', 'i4'), 63: ('Topics[{}].PartitionIndexes', 'i4'), 64: ('Topics[{}].PartitionIndexes', 'i4'), 65: ('Topics[{}].PartitionIndexes', 'i4'), 66: ('Topics[{}].PartitionIndexes', 'i4'), 67: ('Topics[{}].PartitionIndexes', 'i4'), 68: ('Topics[{}].PartitionIndexes', 'i4'), 69: ('Topics[{}].PartitionIndexes', 'i4'), 70: ('Topics[{}].PartitionIndexes', 'i4'), 71: ('Topics[{}].PartitionIndexes', 'i4'), 72: ('Topics', 'i4'), 73: ('Topics', 'i4'), 74: ('Topics', 'i4'), 75: ('Topics', 'i4'), 76: ('Topics', 'i4'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('PartitionIndex', None), 93: ('Replicas', None), 94: ('Replicas', None), 95: ('Replicas', None), 96: ('Replicas', None), 97: ('Replicas', None), 98: ('Replicas', None), 99: ('Replicas', None), 100: ('Replicas', None), 101: ('Replicas', None), 102: ('AddingReplicas', None), 103: ('AddingReplicas', None), 104: ('AddingReplicas', None), 105: ('AddingReplicas', None), 106: ('AddingReplicas', None), 107: ('AddingReplicas', None), 108: ('AddingReplicas', None), 109: ('AddingReplicas', None), 110: ('AddingReplicas', None), 111: ('RemovingReplicas', None), 112: ('RemovingReplicas', None), 113: ('RemovingReplicas', None), 114: ('RemovingReplicas', None), 115: ('RemovingReplicas', None), 116: ('RemovingReplicas', None), 117: ('RemovingReplicas', None), 118: ('RemovingReplicas', None), 119: ('RemovingReplicas', None), 121: ('_tagged', None), 122: ('_tagged', None), 123: ('_tagged', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions[{}].PartitionIndex', 'i5'), 149: ('Partitions[{}].Replicas', 'i5'), 150: ('Partitions[{}].Replicas', 'i5'), 151: ('Partitions[{}].Replicas', 'i5'), 152: ('Partitions[{}].Replicas', 'i5'), 153: ('Partitions[{}].Replicas', 'i5'), 154: ('Partitions[{}].Replicas', 'i5'), 155: ('Partitions[{}].Replicas', 'i5'), 156: ('Partitions[{}].Replicas', 'i5'), 157: ('Partitions[{}].Replicas', 'i5'), 158: ('Partitions[{}].AddingReplicas', 'i5'), 159: ('Partitions[{}].AddingReplicas', 'i5'), 160: ('Partitions[{}].AddingReplicas', 'i5'), 161: ('Partitions[{}].AddingReplicas', 'i5'), 162: ('Partitions[{}].AddingReplicas', 'i5'), 163: ('Partitions[{}].AddingReplicas', 'i5'), 164: ('Partitions[{}].AddingReplicas', 'i5'), 165: ('Partitions[{}].AddingReplicas', 'i5'), 166: ('Partitions[{}].AddingReplicas', 'i5'), 167: ('Partitions[{}].RemovingReplicas', 'i5'), 168: ('Partitions[{}].RemovingReplicas', 'i5'), 169: ('Partitions[{}].RemovingReplicas', 'i5'), 170: ('Partitions[{}].RemovingReplicas', 'i5'), 171: ('Partitions[{}].RemovingReplicas', 'i5'), 172: ('Partitions[{}].RemovingReplicas', 'i5'), 173: ('Partitions[{}].RemovingReplicas', 'i5'), 174: ('Partitions[{}].RemovingReplicas', 'i5'), 175: ('Partitions[{}].RemovingReplicas', 'i5'), 176: ('Partitions', 'i5'), 177: ('Partitions', 'i5'), 178: ('Partitions', 'i5'), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 186: ('_tagged', None), 187: ('_tagged', None), 188: ('_tagged', None), 196: ('ThrottleTimeMs+ErrorCode', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('ErrorMessage', None), 201: ('ErrorMessage', None), 202: ('ErrorMessage', None), 203: ('ErrorMessage', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i7'), 215: ('Topics', 'i7'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None)}

@@ -45,14 +45,31 @@ def _f1(b, p):
             if n2 * 5 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U2(b, p); p += 1
+                n8, = _U1(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"EntityType": v4, "MatchType": v6, "Match": v7}
+                v1.append(d9)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U3(b, p); p += 1
-        d = {"Components": v1, "Strict": v5}
+        v10, = _U3(b, p); p += 1
+        d = {"Components": v1, "Strict": v10}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -99,14 +116,38 @@ def _f3(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U2(b, p); p += 1
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"EntityType": v4, "MatchType": v6, "Match": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v1.append(d9)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U3(b, p); p += 1
-        d = {"Components": v1, "Strict": v5}
+        v10, = _U3(b, p); p += 1
+        d = {"Components": v1, "Strict": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -163,24 +204,49 @@ def _f6(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"EntityType": v4, "EntityName": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6, = _U0(b, p); p += 4
-        if n6 >= 0:
-            if n6 * 10 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f5(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n10, = _U0(b, p); p += 4
+        if n10 >= 0:
+            if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                n13, = _U1(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U5(b, p); p += 8
+                d15 = {"Key": v12, "Value": v14}
+                v9.append(d15)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Entity": v1, "Values": v5}
+            raise _rt.negative(n10)
+        d = {"Entity": v1, "Values": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -276,26 +342,63 @@ def _f10(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f8(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"EntityType": v4, "EntityName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6 = b[p]; p += 1
-        if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
-        n6 -= 1
-        if n6 >= 0:
-            if n6 * 10 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f9(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n10 = b[p]; p += 1
+        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+        n10 -= 1
+        if n10 >= 0:
+            if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U5(b, p); p += 8
+                d15 = {"Key": v12, "Value": v14}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d15)
+                v9.append(d15)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Entity": v1, "Values": v5}
+            raise _rt.negative(n10)
+        d = {"Entity": v1, "Values": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -345,4 +448,4 @@ NAME = 'DescribeClientQuotas'
 REQUEST = {0: _f1, 1: _f3}
 RESPONSE = {0: _f7, 1: _f11}
 
-_LINES = {18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityType', None), 25: ('EntityType', None), 26: ('MatchType', None), 27: ('Match', None), 28: ('Match', None), 29: ('Match', None), 30: ('Match', None), 31: ('Match', None), 32: ('Match', None), 33: ('Match', None), 34: ('Match', None), 43: ('Components', None), 44: ('Components', None), 45: ('Components', None), 46: ('Components', None), 47: ('Components', None), 48: ('Components', 'i3'), 49: ('Components', 'i3'), 50: ('Components', None), 51: ('Components', None), 52: ('Components', None), 53: ('Components', None), 54: ('Strict', None), 63: ('EntityType', None), 64: ('EntityType', None), 65: ('EntityType', None), 66: ('EntityType', None), 67: ('EntityType', None), 68: ('EntityType', None), 69: ('EntityType', None), 70: ('EntityType', None), 71: ('EntityType', None), 72: ('EntityType', None), 73: ('MatchType', None), 74: ('Match', None), 75: ('Match', None), 76: ('Match', None), 77: ('Match', None), 78: ('Match', None), 79: ('Match', None), 80: ('Match', None), 81: ('Match', None), 82: ('Match', None), 83: ('Match', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('Components', None), 96: ('Components', None), 97: ('Components', None), 98: ('Components', None), 99: ('Components', None), 100: ('Components', None), 101: ('Components', None), 102: ('Components', 'i3'), 103: ('Components', 'i3'), 104: ('Components', None), 105: ('Components', None), 106: ('Components', None), 107: ('Components', None), 108: ('Strict', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('EntityType', None), 121: ('EntityType', None), 122: ('EntityType', None), 123: ('EntityType', None), 124: ('EntityType', None), 125: ('EntityType', None), 126: ('EntityType', None), 127: ('EntityType', None), 128: ('EntityName', None), 129: ('EntityName', None), 130: ('EntityName', None), 131: ('EntityName', None), 132: ('EntityName', None), 133: ('EntityName', None), 134: ('EntityName', None), 135: ('EntityName', None), 144: ('Key', None), 145: ('Key', None), 146: ('Key', None), 147: ('Key', None), 148: ('Key', None), 149: ('Key', None), 150: ('Key', None), 151: ('Key', None), 152: ('Value', None), 161: ('Entity', None), 162: ('Entity', None), 163: ('Entity', None), 164: ('Entity', None), 165: ('Entity', None), 166: ('Entity', 'i3'), 167: ('Entity', 'i3'), 168: ('Entity', None), 169: ('Entity', None), 170: ('Entity', None), 171: ('Entity', None), 172: ('Values', None), 173: ('Values', None), 174: ('Values', None), 175: ('Values', None), 176: ('Values', None), 177: ('Values', 'i7'), 178: ('Values', 'i7'), 179: ('Values', None), 180: ('Values', None), 181: ('Values', None), 182: ('Values', None), 191: ('ThrottleTimeMs+ErrorCode', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('Entries', None), 201: ('Entries', None), 202: ('Entries', None), 203: ('Entries', None), 204: ('Entries', None), 205: ('Entries', 'i7'), 206: ('Entries', 'i7'), 207: ('Entries', None), 208: ('Entries', None), 209: ('Entries', None), 210: ('Entries', None), 219: ('EntityType', None), 220: ('EntityType', None), 221: ('EntityType', None), 222: ('EntityType', None), 223: ('EntityType', None), 224: ('EntityType', None), 225: ('EntityType', None), 226: ('EntityType', None), 227: ('EntityType', None), 228: ('EntityType', None), 229: ('EntityName', None), 230: ('EntityName', None), 231: ('EntityName', None), 232: ('EntityName', None), 233: ('EntityName', None), 234: ('EntityName', None), 235: ('EntityName', None), 236: ('EntityName', None), 237: ('EntityName', None), 238: ('EntityName', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Key', None), 251: ('Key', None), 252: ('Key', None), 253: ('Key', None), 254: ('Key', None), 255: ('Key', None), 256: ('Key', None), 257: ('Key', None), 258: ('Key', None), 259: ('Key', None), 260: ('Value', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('Entity', None), 273: ('Entity', None), 274: ('Entity', None), 275: ('Entity', None), 276: ('Entity', None), 277: ('Entity', None), 278: ('Entity', None), 279: ('Entity', 'i3'), 280: ('Entity', 'i3'), 281: ('Entity', None), 282: ('Entity', None), 283: ('Entity', None), 284: ('Entity', None), 285: ('Values', None), 286: ('Values', None), 287: ('Values', None), 288: ('Values', None), 289: ('Values', None), 290: ('Values', None), 291: ('Values', None), 292: ('Values', 'i7'), 293: ('Values', 'i7'), 294: ('Values', None), 295: ('Values', None), 296: ('Values', None), 297: ('Values', None), 299: ('_tagged', None), 300: ('_tagged', None), 301: ('_tagged', None), 309: ('ThrottleTimeMs+ErrorCode', None), 310: ('ErrorMessage', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('ErrorMessage', None), 315: ('ErrorMessage', None), 316: ('ErrorMessage', None), 317: ('ErrorMessage', None), 318: ('ErrorMessage', None), 319: ('ErrorMessage', None), 320: ('Entries', None), 321: ('Entries', None), 322: ('Entries', None), 323: ('Entries', None), 324: ('Entries', None), 325: ('Entries', None), 326: ('Entries', None), 327: ('Entries', 'i7'), 328: ('Entries', 'i7'), 329: ('Entries', None), 330: ('Entries', None), 331: ('Entries', None), 332: ('Entries', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None)}
+_LINES = {18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityType', None), 25: ('EntityType', None), 26: ('MatchType', None), 27: ('Match', None), 28: ('Match', None), 29: ('Match', None), 30: ('Match', None), 31: ('Match', None), 32: ('Match', None), 33: ('Match', None), 34: ('Match', None), 43: ('Components', None), 44: ('Components', None), 45: ('Components', None), 46: ('Components', None), 47: ('Components', None), 48: ('Components[{}].EntityType', 'i3'), 49: ('Components[{}].EntityType', 'i3'), 50: ('Components[{}].EntityType', 'i3'), 51: ('Components[{}].EntityType', 'i3'), 52: ('Components[{}].EntityType', 'i3'), 53: ('Components[{}].EntityType', 'i3'), 54: ('Components[{}].EntityType', 'i3'), 55: ('Components[{}].EntityType', 'i3'), 56: ('Components[{}].MatchType', 'i3'), 57: ('Components[{}].Match', 'i3'), 58: ('Components[{}].Match', 'i3'), 59: ('Components[{}].Match', 'i3'), 60: ('Components[{}].Match', 'i3'), 61: ('Components[{}].Match', 'i3'), 62: ('Components[{}].Match', 'i3'), 63: ('Components[{}].Match', 'i3'), 64: ('Components[{}].Match', 'i3'), 65: ('Components', 'i3'), 66: ('Components', 'i3'), 67: ('Components', None), 68: ('Components', None), 69: ('Components', None), 70: ('Components', None), 71: ('Strict', None), 80: ('EntityType', None), 81: ('EntityType', None), 82: ('EntityType', None), 83: ('EntityType', None), 84: ('EntityType', None), 85: ('EntityType', None), 86: ('EntityType', None), 87: ('EntityType', None), 88: ('EntityType', None), 89: ('EntityType', None), 90: ('MatchType', None), 91: ('Match', None), 92: ('Match', None), 93: ('Match', None), 94: ('Match', None), 95: ('Match', None), 96: ('Match', None), 97: ('Match', None), 98: ('Match', None), 99: ('Match', None), 100: ('Match', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('Components', None), 113: ('Components', None), 114: ('Components', None), 115: ('Components', None), 116: ('Components', None), 117: ('Components', None), 118: ('Components', None), 119: ('Components[{}].EntityType', 'i3'), 120: ('Components[{}].EntityType', 'i3'), 121: ('Components[{}].EntityType', 'i3'), 122: ('Components[{}].EntityType', 'i3'), 123: ('Components[{}].EntityType', 'i3'), 124: ('Components[{}].EntityType', 'i3'), 125: ('Components[{}].EntityType', 'i3'), 126: ('Components[{}].EntityType', 'i3'), 127: ('Components[{}].EntityType', 'i3'), 128: ('Components[{}].EntityType', 'i3'), 129: ('Components[{}].MatchType', 'i3'), 130: ('Components[{}].Match', 'i3'), 131: ('Components[{}].Match', 'i3'), 132: ('Components[{}].Match', 'i3'), 133: ('Components[{}].Match', 'i3'), 134: ('Components[{}].Match', 'i3'), 135: ('Components[{}].Match', 'i3'), 136: ('Components[{}].Match', 'i3'), 137: ('Components[{}].Match', 'i3'), 138: ('Components[{}].Match', 'i3'), 139: ('Components[{}].Match', 'i3'), 140: ('Components', 'i3'), 141: ('Components', 'i3'), 142: ('Components', 'i3'), 143: ('Components', 'i3'), 144: ('Components', 'i3'), 145: ('Components', None), 146: ('Components', None), 147: ('Components', None), 148: ('Components', None), 149: ('Strict', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('EntityType', None), 162: ('EntityType', None), 163: ('EntityType', None), 164: ('EntityType', None), 165: ('EntityType', None), 166: ('EntityType', None), 167: ('EntityType', None), 168: ('EntityType', None), 169: ('EntityName', None), 170: ('EntityName', None), 171: ('EntityName', None), 172: ('EntityName', None), 173: ('EntityName', None), 174: ('EntityName', None), 175: ('EntityName', None), 176: ('EntityName', None), 185: ('Key', None), 186: ('Key', None), 187: ('Key', None), 188: ('Key', None), 189: ('Key', None), 190: ('Key', None), 191: ('Key', None), 192: ('Key', None), 193: ('Value', None), 202: ('Entity', None), 203: ('Entity', None), 204: ('Entity', None), 205: ('Entity', None), 206: ('Entity', None), 207: ('Entity[{}].EntityType', 'i3'), 208: ('Entity[{}].EntityType', 'i3'), 209: ('Entity[{}].EntityType', 'i3'), 210: ('Entity[{}].EntityType', 'i3'), 211: ('Entity[{}].EntityType', 'i3'), 212: ('Entity[{}].EntityType', 'i3'), 213: ('Entity[{}].EntityType', 'i3'), 214: ('Entity[{}].EntityType', 'i3'), 215: ('Entity[{}].EntityName', 'i3'), 216: ('Entity[{}].EntityName', 'i3'), 217: ('Entity[{}].EntityName', 'i3'), 218: ('Entity[{}].EntityName', 'i3'), 219: ('Entity[{}].EntityName', 'i3'), 220: ('Entity[{}].EntityName', 'i3'), 221: ('Entity[{}].EntityName', 'i3'), 222: ('Entity[{}].EntityName', 'i3'), 223: ('Entity', 'i3'), 224: ('Entity', 'i3'), 225: ('Entity', None), 226: ('Entity', None), 227: ('Entity', None), 228: ('Entity', None), 229: ('Values', None), 230: ('Values', None), 231: ('Values', None), 232: ('Values', None), 233: ('Values', None), 234: ('Values[{}].Key', 'i11'), 235: ('Values[{}].Key', 'i11'), 236: ('Values[{}].Key', 'i11'), 237: ('Values[{}].Key', 'i11'), 238: ('Values[{}].Key', 'i11'), 239: ('Values[{}].Key', 'i11'), 240: ('Values[{}].Key', 'i11'), 241: ('Values[{}].Key', 'i11'), 242: ('Values[{}].Value', 'i11'), 243: ('Values', 'i11'), 244: ('Values', 'i11'), 245: ('Values', None), 246: ('Values', None), 247: ('Values', None), 248: ('Values', None), 257: ('ThrottleTimeMs+ErrorCode', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 261: ('ErrorMessage', None), 262: ('ErrorMessage', None), 263: ('ErrorMessage', None), 264: ('ErrorMessage', None), 265: ('ErrorMessage', None), 266: ('Entries', None), 267: ('Entries', None), 268: ('Entries', None), 269: ('Entries', None), 270: ('Entries', None), 271: ('Entries', 'i7'), 272: ('Entries', 'i7'), 273: ('Entries', None), 274: ('Entries', None), 275: ('Entries', None), 276: ('Entries', None), 285: ('EntityType', None), 286: ('EntityType', None), 287: ('EntityType', None), 288: ('EntityType', None), 289: ('EntityType', None), 290: ('EntityType', None), 291: ('EntityType', None), 292: ('EntityType', None), 293: ('EntityType', None), 294: ('EntityType', None), 295: ('EntityName', None), 296: ('EntityName', None), 297: ('EntityName', None), 298: ('EntityName', None), 299: ('EntityName', None), 300: ('EntityName', None), 301: ('EntityName', None), 302: ('EntityName', None), 303: ('EntityName', None), 304: ('EntityName', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('Key', None), 317: ('Key', None), 318: ('Key', None), 319: ('Key', None), 320: ('Key', None), 321: ('Key', None), 322: ('Key', None), 323: ('Key', None), 324: ('Key', None), 325: ('Key', None), 326: ('Value', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('Entity', None), 339: ('Entity', None), 340: ('Entity', None), 341: ('Entity', None), 342: ('Entity', None), 343: ('Entity', None), 344: ('Entity', None), 345: ('Entity[{}].EntityType', 'i3'), 346: ('Entity[{}].EntityType', 'i3'), 347: ('Entity[{}].EntityType', 'i3'), 348: ('Entity[{}].EntityType', 'i3'), 349: ('Entity[{}].EntityType', 'i3'), 350: ('Entity[{}].EntityType', 'i3'), 351: ('Entity[{}].EntityType', 'i3'), 352: ('Entity[{}].EntityType', 'i3'), 353: ('Entity[{}].EntityType', 'i3'), 354: ('Entity[{}].EntityType', 'i3'), 355: ('Entity[{}].EntityName', 'i3'), 356: ('Entity[{}].EntityName', 'i3'), 357: ('Entity[{}].EntityName', 'i3'), 358: ('Entity[{}].EntityName', 'i3'), 359: ('Entity[{}].EntityName', 'i3'), 360: ('Entity[{}].EntityName', 'i3'), 361: ('Entity[{}].EntityName', 'i3'), 362: ('Entity[{}].EntityName', 'i3'), 363: ('Entity[{}].EntityName', 'i3'), 364: ('Entity[{}].EntityName', 'i3'), 365: ('Entity', 'i3'), 366: ('Entity', 'i3'), 367: ('Entity', 'i3'), 368: ('Entity', 'i3'), 369: ('Entity', 'i3'), 370: ('Entity', None), 371: ('Entity', None), 372: ('Entity', None), 373: ('Entity', None), 374: ('Values', None), 375: ('Values', None), 376: ('Values', None), 377: ('Values', None), 378: ('Values', None), 379: ('Values', None), 380: ('Values', None), 381: ('Values[{}].Key', 'i11'), 382: ('Values[{}].Key', 'i11'), 383: ('Values[{}].Key', 'i11'), 384: ('Values[{}].Key', 'i11'), 385: ('Values[{}].Key', 'i11'), 386: ('Values[{}].Key', 'i11'), 387: ('Values[{}].Key', 'i11'), 388: ('Values[{}].Key', 'i11'), 389: ('Values[{}].Key', 'i11'), 390: ('Values[{}].Key', 'i11'), 391: ('Values[{}].Value', 'i11'), 392: ('Values', 'i11'), 393: ('Values', 'i11'), 394: ('Values', 'i11'), 395: ('Values', 'i11'), 396: ('Values', 'i11'), 397: ('Values', None), 398: ('Values', None), 399: ('Values', None), 400: ('Values', None), 402: ('_tagged', None), 403: ('_tagged', None), 404: ('_tagged', None), 412: ('ThrottleTimeMs+ErrorCode', None), 413: ('ErrorMessage', None), 414: ('ErrorMessage', None), 415: ('ErrorMessage', None), 416: ('ErrorMessage', None), 417: ('ErrorMessage', None), 418: ('ErrorMessage', None), 419: ('ErrorMessage', None), 420: ('ErrorMessage', None), 421: ('ErrorMessage', None), 422: ('ErrorMessage', None), 423: ('Entries', None), 424: ('Entries', None), 425: ('Entries', None), 426: ('Entries', None), 427: ('Entries', None), 428: ('Entries', None), 429: ('Entries', None), 430: ('Entries', 'i7'), 431: ('Entries', 'i7'), 432: ('Entries', None), 433: ('Entries', None), 434: ('Entries', None), 435: ('Entries', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None)}

@@ -59,24 +59,49 @@ def _f2(b, p):
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U1(b, p); p += 2
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"EntityType": v4, "EntityName": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6, = _U0(b, p); p += 4
-        if n6 >= 0:
-            if n6 * 11 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f1(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n10, = _U0(b, p); p += 4
+        if n10 >= 0:
+            if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                n13, = _U1(b, p); p += 2
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, v15, = _U2(b, p); p += 9
+                d16 = {"Key": v12, "Value": v14, "Remove": v15}
+                v9.append(d16)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Entity": v1, "Ops": v5}
+            raise _rt.negative(n10)
+        d = {"Entity": v1, "Ops": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -164,26 +189,63 @@ def _f6(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"EntityType": v4, "EntityName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6 = b[p]; p += 1
-        if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
-        n6 -= 1
-        if n6 >= 0:
-            if n6 * 11 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f5(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n10 = b[p]; p += 1
+        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+        n10 -= 1
+        if n10 >= 0:
+            if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
+            v9 = []
+            for i11 in range(n10):
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, v15, = _U2(b, p); p += 9
+                d16 = {"Key": v12, "Value": v14, "Remove": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v9.append(d16)
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Entity": v1, "Ops": v5}
+            raise _rt.negative(n10)
+        d = {"Entity": v1, "Ops": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -233,8 +295,24 @@ def _f8(b, p):
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8, = _U1(b, p); p += 2
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10, = _U1(b, p); p += 2
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"EntityType": v7, "EntityName": v9}
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
@@ -285,8 +363,31 @@ def _f10(b, p):
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f4(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                d11 = {"EntityType": v7, "EntityName": v9}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v4.append(d11)
         elif n5 == -1:
             v4 = None
         else:
@@ -331,4 +432,4 @@ NAME = 'AlterClientQuotas'
 REQUEST = {0: _f3, 1: _f7}
 RESPONSE = {0: _f9, 1: _f11}
 
-_LINES = {16: ('EntityType', None), 17: ('EntityType', None), 18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityName', None), 25: ('EntityName', None), 26: ('EntityName', None), 27: ('EntityName', None), 28: ('EntityName', None), 29: ('EntityName', None), 30: ('EntityName', None), 31: ('EntityName', None), 40: ('Key', None), 41: ('Key', None), 42: ('Key', None), 43: ('Key', None), 44: ('Key', None), 45: ('Key', None), 46: ('Key', None), 47: ('Key', None), 48: ('Value+Remove', None), 57: ('Entity', None), 58: ('Entity', None), 59: ('Entity', None), 60: ('Entity', None), 61: ('Entity', None), 62: ('Entity', 'i3'), 63: ('Entity', 'i3'), 64: ('Entity', None), 65: ('Entity', None), 66: ('Entity', None), 67: ('Entity', None), 68: ('Ops', None), 69: ('Ops', None), 70: ('Ops', None), 71: ('Ops', None), 72: ('Ops', None), 73: ('Ops', 'i7'), 74: ('Ops', 'i7'), 75: ('Ops', None), 76: ('Ops', None), 77: ('Ops', None), 78: ('Ops', None), 87: ('Entries', None), 88: ('Entries', None), 89: ('Entries', None), 90: ('Entries', None), 91: ('Entries', None), 92: ('Entries', 'i3'), 93: ('Entries', 'i3'), 94: ('Entries', None), 95: ('Entries', None), 96: ('Entries', None), 97: ('Entries', None), 98: ('ValidateOnly', None), 107: ('EntityType', None), 108: ('EntityType', None), 109: ('EntityType', None), 110: ('EntityType', None), 111: ('EntityType', None), 112: ('EntityType', None), 113: ('EntityType', None), 114: ('EntityType', None), 115: ('EntityType', None), 116: ('EntityType', None), 117: ('EntityName', None), 118: ('EntityName', None), 119: ('EntityName', None), 120: ('EntityName', None), 121: ('EntityName', None), 122: ('EntityName', None), 123: ('EntityName', None), 124: ('EntityName', None), 125: ('EntityName', None), 126: ('EntityName', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('Key', None), 139: ('Key', None), 140: ('Key', None), 141: ('Key', None), 142: ('Key', None), 143: ('Key', None), 144: ('Key', None), 145: ('Key', None), 146: ('Key', None), 147: ('Key', None), 148: ('Value+Remove', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('Entity', None), 161: ('Entity', None), 162: ('Entity', None), 163: ('Entity', None), 164: ('Entity', None), 165: ('Entity', None), 166: ('Entity', None), 167: ('Entity', 'i3'), 168: ('Entity', 'i3'), 169: ('Entity', None), 170: ('Entity', None), 171: ('Entity', None), 172: ('Entity', None), 173: ('Ops', None), 174: ('Ops', None), 175: ('Ops', None), 176: ('Ops', None), 177: ('Ops', None), 178: ('Ops', None), 179: ('Ops', None), 180: ('Ops', 'i7'), 181: ('Ops', 'i7'), 182: ('Ops', None), 183: ('Ops', None), 184: ('Ops', None), 185: ('Ops', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('Entries', None), 198: ('Entries', None), 199: ('Entries', None), 200: ('Entries', None), 201: ('Entries', None), 202: ('Entries', None), 203: ('Entries', None), 204: ('Entries', 'i3'), 205: ('Entries', 'i3'), 206: ('Entries', None), 207: ('Entries', None), 208: ('Entries', None), 209: ('Entries', None), 210: ('ValidateOnly', None), 212: ('_tagged', None), 213: ('_tagged', None), 214: ('_tagged', None), 222: ('ErrorCode', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('Entity', None), 232: ('Entity', None), 233: ('Entity', None), 234: ('Entity', None), 235: ('Entity', None), 236: ('Entity', 'i6'), 237: ('Entity', 'i6'), 238: ('Entity', None), 239: ('Entity', None), 240: ('Entity', None), 241: ('Entity', None), 250: ('ThrottleTimeMs', None), 251: ('Entries', None), 252: ('Entries', None), 253: ('Entries', None), 254: ('Entries', None), 255: ('Entries', None), 256: ('Entries', 'i4'), 257: ('Entries', 'i4'), 258: ('Entries', None), 259: ('Entries', None), 260: ('Entries', None), 261: ('Entries', None), 270: ('ErrorCode', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('ErrorMessage', None), 281: ('Entity', None), 282: ('Entity', None), 283: ('Entity', None), 284: ('Entity', None), 285: ('Entity', None), 286: ('Entity', None), 287: ('Entity', None), 288: ('Entity', 'i6'), 289: ('Entity', 'i6'), 290: ('Entity', None), 291: ('Entity', None), 292: ('Entity', None), 293: ('Entity', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None), 305: ('ThrottleTimeMs', None), 306: ('Entries', None), 307: ('Entries', None), 308: ('Entries', None), 309: ('Entries', None), 310: ('Entries', None), 311: ('Entries', None), 312: ('Entries', None), 313: ('Entries', 'i4'), 314: ('Entries', 'i4'), 315: ('Entries', None), 316: ('Entries', None), 317: ('Entries', None), 318: ('Entries', None), 320: ('_tagged', None), 321: ('_tagged', None), 322: ('_tagged', None)}
+_LINES = {16: ('EntityType', None), 17: ('EntityType', None), 18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityName', None), 25: ('EntityName', None), 26: ('EntityName', None), 27: ('EntityName', None), 28: ('EntityName', None), 29: ('EntityName', None), 30: ('EntityName', None), 31: ('EntityName', None), 40: ('Key', None), 41: ('Key', None), 42: ('Key', None), 43: ('Key', None), 44: ('Key', None), 45: ('Key', None), 46: ('Key', None), 47: ('Key', None), 48: ('Value+Remove', None), 57: ('Entity', None), 58: ('Entity', None), 59: ('Entity', None), 60: ('Entity', None), 61: ('Entity', None), 62: ('Entity[{}].EntityType', 'i3'), 63: ('Entity[{}].EntityType', 'i3'), 64: ('Entity[{}].EntityType', 'i3'), 65: ('Entity[{}].EntityType', 'i3'), 66: ('Entity[{}].EntityType', 'i3'), 67: ('Entity[{}].EntityType', 'i3'), 68: ('Entity[{}].EntityType', 'i3'), 69: ('Entity[{}].EntityType', 'i3'), 70: ('Entity[{}].EntityName', 'i3'), 71: ('Entity[{}].EntityName', 'i3'), 72: ('Entity[{}].EntityName', 'i3'), 73: ('Entity[{}].EntityName', 'i3'), 74: ('Entity[{}].EntityName', 'i3'), 75: ('Entity[{}].EntityName', 'i3'), 76: ('Entity[{}].EntityName', 'i3'), 77: ('Entity[{}].EntityName', 'i3'), 78: ('Entity', 'i3'), 79: ('Entity', 'i3'), 80: ('Entity', None), 81: ('Entity', None), 82: ('Entity', None), 83: ('Entity', None), 84: ('Ops', None), 85: ('Ops', None), 86: ('Ops', None), 87: ('Ops', None), 88: ('Ops', None), 89: ('Ops[{}].Key', 'i11'), 90: ('Ops[{}].Key', 'i11'), 91: ('Ops[{}].Key', 'i11'), 92: ('Ops[{}].Key', 'i11'), 93: ('Ops[{}].Key', 'i11'), 94: ('Ops[{}].Key', 'i11'), 95: ('Ops[{}].Key', 'i11'), 96: ('Ops[{}].Key', 'i11'), 97: ('Ops[{}].Value+Remove', 'i11'), 98: ('Ops', 'i11'), 99: ('Ops', 'i11'), 100: ('Ops', None), 101: ('Ops', None), 102: ('Ops', None), 103: ('Ops', None), 112: ('Entries', None), 113: ('Entries', None), 114: ('Entries', None), 115: ('Entries', None), 116: ('Entries', None), 117: ('Entries', 'i3'), 118: ('Entries', 'i3'), 119: ('Entries', None), 120: ('Entries', None), 121: ('Entries', None), 122: ('Entries', None), 123: ('ValidateOnly', None), 132: ('EntityType', None), 133: ('EntityType', None), 134: ('EntityType', None), 135: ('EntityType', None), 136: ('EntityType', None), 137: ('EntityType', None), 138: ('EntityType', None), 139: ('EntityType', None), 140: ('EntityType', None), 141: ('EntityType', None), 142: ('EntityName', None), 143: ('EntityName', None), 144: ('EntityName', None), 145: ('EntityName', None), 146: ('EntityName', None), 147: ('EntityName', None), 148: ('EntityName', None), 149: ('EntityName', None), 150: ('EntityName', None), 151: ('EntityName', None), 153: ('_tagged', None), 154: ('_tagged', None), 155: ('_tagged', None), 163: ('Key', None), 164: ('Key', None), 165: ('Key', None), 166: ('Key', None), 167: ('Key', None), 168: ('Key', None), 169: ('Key', None), 170: ('Key', None), 171: ('Key', None), 172: ('Key', None), 173: ('Value+Remove', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('Entity', None), 186: ('Entity', None), 187: ('Entity', None), 188: ('Entity', None), 189: ('Entity', None), 190: ('Entity', None), 191: ('Entity', None), 192: ('Entity[{}].EntityType', 'i3'), 193: ('Entity[{}].EntityType', 'i3'), 194: ('Entity[{}].EntityType', 'i3'), 195: ('Entity[{}].EntityType', 'i3'), 196: ('Entity[{}].EntityType', 'i3'), 197: ('Entity[{}].EntityType', 'i3'), 198: ('Entity[{}].EntityType', 'i3'), 199: ('Entity[{}].EntityType', 'i3'), 200: ('Entity[{}].EntityType', 'i3'), 201: ('Entity[{}].EntityType', 'i3'), 202: ('Entity[{}].EntityName', 'i3'), 203: ('Entity[{}].EntityName', 'i3'), 204: ('Entity[{}].EntityName', 'i3'), 205: ('Entity[{}].EntityName', 'i3'), 206: ('Entity[{}].EntityName', 'i3'), 207: ('Entity[{}].EntityName', 'i3'), 208: ('Entity[{}].EntityName', 'i3'), 209: ('Entity[{}].EntityName', 'i3'), 210: ('Entity[{}].EntityName', 'i3'), 211: ('Entity[{}].EntityName', 'i3'), 212: ('Entity', 'i3'), 213: ('Entity', 'i3'), 214: ('Entity', 'i3'), 215: ('Entity', 'i3'), 216: ('Entity', 'i3'), 217: ('Entity', None), 218: ('Entity', None), 219: ('Entity', None), 220: ('Entity', None), 221: ('Ops', None), 222: ('Ops', None), 223: ('Ops', None), 224: ('Ops', None), 225: ('Ops', None), 226: ('Ops', None), 227: ('Ops', None), 228: ('Ops[{}].Key', 'i11'), 229: ('Ops[{}].Key', 'i11'), 230: ('Ops[{}].Key', 'i11'), 231: ('Ops[{}].Key', 'i11'), 232: ('Ops[{}].Key', 'i11'), 233: ('Ops[{}].Key', 'i11'), 234: ('Ops[{}].Key', 'i11'), 235: ('Ops[{}].Key', 'i11'), 236: ('Ops[{}].Key', 'i11'), 237: ('Ops[{}].Key', 'i11'), 238: ('Ops[{}].Value+Remove', 'i11'), 239: ('Ops', 'i11'), 240: ('Ops', 'i11'), 241: ('Ops', 'i11'), 242: ('Ops', 'i11'), 243: ('Ops', 'i11'), 244: ('Ops', None), 245: ('Ops', None), 246: ('Ops', None), 247: ('Ops', None), 249: ('_tagged', None), 250: ('_tagged', None), 251: ('_tagged', None), 259: ('Entries', None), 260: ('Entries', None), 261: ('Entries', None), 262: ('Entries', None), 263: ('Entries', None), 264: ('Entries', None), 265: ('Entries', None), 266: ('Entries', 'i3'), 267: ('Entries', 'i3'), 268: ('Entries', None), 269: ('Entries', None), 270: ('Entries', None), 271: ('Entries', None), 272: ('ValidateOnly', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('ErrorCode', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('Entity', None), 294: ('Entity', None), 295: ('Entity', None), 296: ('Entity', None), 297: ('Entity', None), 298: ('Entity[{}].EntityType', 'i6'), 299: ('Entity[{}].EntityType', 'i6'), 300: ('Entity[{}].EntityType', 'i6'), 301: ('Entity[{}].EntityType', 'i6'), 302: ('Entity[{}].EntityType', 'i6'), 303: ('Entity[{}].EntityType', 'i6'), 304: ('Entity[{}].EntityType', 'i6'), 305: ('Entity[{}].EntityType', 'i6'), 306: ('Entity[{}].EntityName', 'i6'), 307: ('Entity[{}].EntityName', 'i6'), 308: ('Entity[{}].EntityName', 'i6'), 309: ('Entity[{}].EntityName', 'i6'), 310: ('Entity[{}].EntityName', 'i6'), 311: ('Entity[{}].EntityName', 'i6'), 312: ('Entity[{}].EntityName', 'i6'), 313: ('Entity[{}].EntityName', 'i6'), 314: ('Entity', 'i6'), 315: ('Entity', 'i6'), 316: ('Entity', None), 317: ('Entity', None), 318: ('Entity', None), 319: ('Entity', None), 328: ('ThrottleTimeMs', None), 329: ('Entries', None), 330: ('Entries', None), 331: ('Entries', None), 332: ('Entries', None), 333: ('Entries', None), 334: ('Entries', 'i4'), 335: ('Entries', 'i4'), 336: ('Entries', None), 337: ('Entries', None), 338: ('Entries', None), 339: ('Entries', None), 348: ('ErrorCode', None), 349: ('ErrorMessage', None), 350: ('ErrorMessage', None), 351: ('ErrorMessage', None), 352: ('ErrorMessage', None), 353: ('ErrorMessage', None), 354: ('ErrorMessage', None), 355: ('ErrorMessage', None), 356: ('ErrorMessage', None), 357: ('ErrorMessage', None), 358: ('ErrorMessage', None), 359: ('Entity', None), 360: ('Entity', None), 361: ('Entity', None), 362: ('Entity', None), 363: ('Entity', None), 364: ('Entity', None), 365: ('Entity', None), 366: ('Entity[{}].EntityType', 'i6'), 367: ('Entity[{}].EntityType', 'i6'), 368: ('Entity[{}].EntityType', 'i6'), 369: ('Entity[{}].EntityType', 'i6'), 370: ('Entity[{}].EntityType', 'i6'), 371: ('Entity[{}].EntityType', 'i6'), 372: ('Entity[{}].EntityType', 'i6'), 373: ('Entity[{}].EntityType', 'i6'), 374: ('Entity[{}].EntityType', 'i6'), 375: ('Entity[{}].EntityType', 'i6'), 376: ('Entity[{}].EntityName', 'i6'), 377: ('Entity[{}].EntityName', 'i6'), 378: ('Entity[{}].EntityName', 'i6'), 379: ('Entity[{}].EntityName', 'i6'), 380: ('Entity[{}].EntityName', 'i6'), 381: ('Entity[{}].EntityName', 'i6'), 382: ('Entity[{}].EntityName', 'i6'), 383: ('Entity[{}].EntityName', 'i6'), 384: ('Entity[{}].EntityName', 'i6'), 385: ('Entity[{}].EntityName', 'i6'), 386: ('Entity', 'i6'), 387: ('Entity', 'i6'), 388: ('Entity', 'i6'), 389: ('Entity', 'i6'), 390: ('Entity', 'i6'), 391: ('Entity', None), 392: ('Entity', None), 393: ('Entity', None), 394: ('Entity', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('ThrottleTimeMs', None), 407: ('Entries', None), 408: ('Entries', None), 409: ('Entries', None), 410: ('Entries', None), 411: ('Entries', None), 412: ('Entries', None), 413: ('Entries', None), 414: ('Entries', 'i4'), 415: ('Entries', 'i4'), 416: ('Entries', None), 417: ('Entries', None), 418: ('Entries', None), 419: ('Entries', None), 421: ('_tagged', None), 422: ('_tagged', None), 423: ('_tagged', None)}

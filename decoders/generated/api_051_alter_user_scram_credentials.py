@@ -84,26 +84,74 @@ def _f2(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                v6, = _U0(b, p); p += 1
+                d7 = {"Name": v4, "Mechanism": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d7)
+                v1.append(d7)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6 = b[p]; p += 1
-        if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
-        n6 -= 1
-        if n6 >= 0:
-            if n6 * 9 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f1(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
+        n9 = b[p]; p += 1
+        if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+        n9 -= 1
+        if n9 >= 0:
+            if n9 * 9 > L - p: raise _rt.short_count(n9, L - p)
+            v8 = []
+            for i10 in range(n9):
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, v14, = _U1(b, p); p += 5
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16]; p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18]; p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"Name": v11, "Mechanism": v13, "Iterations": v14, "Salt": v15, "SaltedPassword": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v8.append(d19)
+        elif n9 == -1:
+            v8 = None
         else:
-            raise _rt.negative(n6)
-        d = {"Deletions": v1, "Upsertions": v5}
+            raise _rt.negative(n9)
+        d = {"Deletions": v1, "Upsertions": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -154,8 +202,32 @@ def _f4(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, = _U3(b, p); p += 2
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"User": v5, "ErrorCode": v7, "ErrorMessage": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v2.append(d10)
         elif n3 == -1:
             v2 = None
         else:
@@ -175,4 +247,4 @@ NAME = 'AlterUserScramCredentials'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f4}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Mechanism', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Mechanism+Iterations', None), 49: ('Salt', None), 50: ('Salt', None), 51: ('Salt', None), 52: ('Salt', None), 53: ('Salt', None), 54: ('Salt', None), 55: ('Salt', None), 56: ('Salt', None), 57: ('Salt', None), 58: ('Salt', None), 59: ('SaltedPassword', None), 60: ('SaltedPassword', None), 61: ('SaltedPassword', None), 62: ('SaltedPassword', None), 63: ('SaltedPassword', None), 64: ('SaltedPassword', None), 65: ('SaltedPassword', None), 66: ('SaltedPassword', None), 67: ('SaltedPassword', None), 68: ('SaltedPassword', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('Deletions', None), 81: ('Deletions', None), 82: ('Deletions', None), 83: ('Deletions', None), 84: ('Deletions', None), 85: ('Deletions', None), 86: ('Deletions', None), 87: ('Deletions', 'i3'), 88: ('Deletions', 'i3'), 89: ('Deletions', None), 90: ('Deletions', None), 91: ('Deletions', None), 92: ('Deletions', None), 93: ('Upsertions', None), 94: ('Upsertions', None), 95: ('Upsertions', None), 96: ('Upsertions', None), 97: ('Upsertions', None), 98: ('Upsertions', None), 99: ('Upsertions', None), 100: ('Upsertions', 'i7'), 101: ('Upsertions', 'i7'), 102: ('Upsertions', None), 103: ('Upsertions', None), 104: ('Upsertions', None), 105: ('Upsertions', None), 107: ('_tagged', None), 108: ('_tagged', None), 109: ('_tagged', None), 117: ('User', None), 118: ('User', None), 119: ('User', None), 120: ('User', None), 121: ('User', None), 122: ('User', None), 123: ('User', None), 124: ('User', None), 125: ('User', None), 126: ('User', None), 127: ('ErrorCode', None), 128: ('ErrorMessage', None), 129: ('ErrorMessage', None), 130: ('ErrorMessage', None), 131: ('ErrorMessage', None), 132: ('ErrorMessage', None), 133: ('ErrorMessage', None), 134: ('ErrorMessage', None), 135: ('ErrorMessage', None), 136: ('ErrorMessage', None), 137: ('ErrorMessage', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('ThrottleTimeMs', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', 'i4'), 158: ('Results', 'i4'), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 164: ('_tagged', None), 165: ('_tagged', None), 166: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Mechanism', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Mechanism+Iterations', None), 49: ('Salt', None), 50: ('Salt', None), 51: ('Salt', None), 52: ('Salt', None), 53: ('Salt', None), 54: ('Salt', None), 55: ('Salt', None), 56: ('Salt', None), 57: ('Salt', None), 58: ('Salt', None), 59: ('SaltedPassword', None), 60: ('SaltedPassword', None), 61: ('SaltedPassword', None), 62: ('SaltedPassword', None), 63: ('SaltedPassword', None), 64: ('SaltedPassword', None), 65: ('SaltedPassword', None), 66: ('SaltedPassword', None), 67: ('SaltedPassword', None), 68: ('SaltedPassword', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('Deletions', None), 81: ('Deletions', None), 82: ('Deletions', None), 83: ('Deletions', None), 84: ('Deletions', None), 85: ('Deletions', None), 86: ('Deletions', None), 87: ('Deletions[{}].Name', 'i3'), 88: ('Deletions[{}].Name', 'i3'), 89: ('Deletions[{}].Name', 'i3'), 90: ('Deletions[{}].Name', 'i3'), 91: ('Deletions[{}].Name', 'i3'), 92: ('Deletions[{}].Name', 'i3'), 93: ('Deletions[{}].Name', 'i3'), 94: ('Deletions[{}].Name', 'i3'), 95: ('Deletions[{}].Name', 'i3'), 96: ('Deletions[{}].Name', 'i3'), 97: ('Deletions[{}].Mechanism', 'i3'), 98: ('Deletions', 'i3'), 99: ('Deletions', 'i3'), 100: ('Deletions', 'i3'), 101: ('Deletions', 'i3'), 102: ('Deletions', 'i3'), 103: ('Deletions', None), 104: ('Deletions', None), 105: ('Deletions', None), 106: ('Deletions', None), 107: ('Upsertions', None), 108: ('Upsertions', None), 109: ('Upsertions', None), 110: ('Upsertions', None), 111: ('Upsertions', None), 112: ('Upsertions', None), 113: ('Upsertions', None), 114: ('Upsertions[{}].Name', 'i10'), 115: ('Upsertions[{}].Name', 'i10'), 116: ('Upsertions[{}].Name', 'i10'), 117: ('Upsertions[{}].Name', 'i10'), 118: ('Upsertions[{}].Name', 'i10'), 119: ('Upsertions[{}].Name', 'i10'), 120: ('Upsertions[{}].Name', 'i10'), 121: ('Upsertions[{}].Name', 'i10'), 122: ('Upsertions[{}].Name', 'i10'), 123: ('Upsertions[{}].Name', 'i10'), 124: ('Upsertions[{}].Mechanism+Iterations', 'i10'), 125: ('Upsertions[{}].Salt', 'i10'), 126: ('Upsertions[{}].Salt', 'i10'), 127: ('Upsertions[{}].Salt', 'i10'), 128: ('Upsertions[{}].Salt', 'i10'), 129: ('Upsertions[{}].Salt', 'i10'), 130: ('Upsertions[{}].Salt', 'i10'), 131: ('Upsertions[{}].Salt', 'i10'), 132: ('Upsertions[{}].Salt', 'i10'), 133: ('Upsertions[{}].Salt', 'i10'), 134: ('Upsertions[{}].Salt', 'i10'), 135: ('Upsertions[{}].SaltedPassword', 'i10'), 136: ('Upsertions[{}].SaltedPassword', 'i10'), 137: ('Upsertions[{}].SaltedPassword', 'i10'), 138: ('Upsertions[{}].SaltedPassword', 'i10'), 139: ('Upsertions[{}].SaltedPassword', 'i10'), 140: ('Upsertions[{}].SaltedPassword', 'i10'), 141: ('Upsertions[{}].SaltedPassword', 'i10'), 142: ('Upsertions[{}].SaltedPassword', 'i10'), 143: ('Upsertions[{}].SaltedPassword', 'i10'), 144: ('Upsertions[{}].SaltedPassword', 'i10'), 145: ('Upsertions', 'i10'), 146: ('Upsertions', 'i10'), 147: ('Upsertions', 'i10'), 148: ('Upsertions', 'i10'), 149: ('Upsertions', 'i10'), 150: ('Upsertions', None), 151: ('Upsertions', None), 152: ('Upsertions', None), 153: ('Upsertions', None), 155: ('_tagged', None), 156: ('_tagged', None), 157: ('_tagged', None), 165: ('User', None), 166: ('User', None), 167: ('User', None), 168: ('User', None), 169: ('User', None), 170: ('User', None), 171: ('User', None), 172: ('User', None), 173: ('User', None), 174: ('User', None), 175: ('ErrorCode', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('ThrottleTimeMs', None), 198: ('Results', None), 199: ('Results', None), 200: ('Results', None), 201: ('Results', None), 202: ('Results', None), 203: ('Results', None), 204: ('Results', None), 205: ('Results[{}].User', 'i4'), 206: ('Results[{}].User', 'i4'), 207: ('Results[{}].User', 'i4'), 208: ('Results[{}].User', 'i4'), 209: ('Results[{}].User', 'i4'), 210: ('Results[{}].User', 'i4'), 211: ('Results[{}].User', 'i4'), 212: ('Results[{}].User', 'i4'), 213: ('Results[{}].User', 'i4'), 214: ('Results[{}].User', 'i4'), 215: ('Results[{}].ErrorCode', 'i4'), 216: ('Results[{}].ErrorMessage', 'i4'), 217: ('Results[{}].ErrorMessage', 'i4'), 218: ('Results[{}].ErrorMessage', 'i4'), 219: ('Results[{}].ErrorMessage', 'i4'), 220: ('Results[{}].ErrorMessage', 'i4'), 221: ('Results[{}].ErrorMessage', 'i4'), 222: ('Results[{}].ErrorMessage', 'i4'), 223: ('Results[{}].ErrorMessage', 'i4'), 224: ('Results[{}].ErrorMessage', 'i4'), 225: ('Results[{}].ErrorMessage', 'i4'), 226: ('Results', 'i4'), 227: ('Results', 'i4'), 228: ('Results', 'i4'), 229: ('Results', 'i4'), 230: ('Results', 'i4'), 231: ('Results', None), 232: ('Results', None), 233: ('Results', None), 234: ('Results', None), 236: ('_tagged', None), 237: ('_tagged', None), 238: ('_tagged', None)}

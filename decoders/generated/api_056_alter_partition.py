@@ -56,8 +56,22 @@ def _f1(b, p):
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, v7, = _U1(b, p); p += 8
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U2(b, p); p += 4
+                d11 = {"PartitionIndex": v6, "LeaderEpoch": v7, "NewIsr": v8, "PartitionEpoch": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
@@ -137,8 +151,22 @@ def _f4(b, p):
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
-                v3.append(x6)
+                v6, v7, = _U1(b, p); p += 8
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ai(b, p, n9); p += n9 * 4
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, v11, = _U3(b, p); p += 5
+                d12 = {"PartitionIndex": v6, "LeaderEpoch": v7, "NewIsr": v8, "LeaderRecoveryState": v10, "PartitionEpoch": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v3.append(d12)
         elif n4 == -1:
             v3 = None
         else:
@@ -187,8 +215,22 @@ def _f6(b, p):
             if n3 * 15 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, v6, = _U1(b, p); p += 8
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, v10, = _U3(b, p); p += 5
+                d11 = {"PartitionIndex": v5, "LeaderEpoch": v6, "NewIsr": v7, "LeaderRecoveryState": v9, "PartitionEpoch": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v2.append(d11)
         elif n3 == -1:
             v2 = None
         else:
@@ -360,8 +402,22 @@ def _f13(b, p):
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f12(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U6(b, p); p += 14
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, = _U2(b, p); p += 4
+                d13 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v3.append(d13)
         elif n4 == -1:
             v3 = None
         else:
@@ -441,8 +497,22 @@ def _f16(b, p):
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f15(b, p)
-                v3.append(x6)
+                v6, v7, v8, v9, = _U6(b, p); p += 14
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    v10 = _Ai(b, p, n11); p += n11 * 4
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U3(b, p); p += 5
+                d14 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9, "Isr": v10, "LeaderRecoveryState": v12, "PartitionEpoch": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v3.append(d14)
         elif n4 == -1:
             v3 = None
         else:
@@ -491,8 +561,22 @@ def _f18(b, p):
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f15(b, p)
-                v2.append(x5)
+                v5, v6, v7, v8, = _U6(b, p); p += 14
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    v9 = _Ai(b, p, n10); p += n10 * 4
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, v12, = _U3(b, p); p += 5
+                d13 = {"PartitionIndex": v5, "ErrorCode": v6, "LeaderId": v7, "LeaderEpoch": v8, "Isr": v9, "LeaderRecoveryState": v11, "PartitionEpoch": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v2.append(d13)
         elif n3 == -1:
             v2 = None
         else:
@@ -537,4 +621,4 @@ NAME = 'AlterPartition'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f11}
 RESPONSE = {0: _f14, 1: _f17, 2: _f19, 3: _f19}
 
-_LINES = {20: ('PartitionIndex+LeaderEpoch', None), 21: ('NewIsr', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('PartitionEpoch', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', 'i5'), 60: ('Partitions', 'i5'), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('BrokerId+BrokerEpoch', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', 'i5'), 85: ('Topics', 'i5'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('PartitionIndex+LeaderEpoch', None), 102: ('NewIsr', None), 103: ('NewIsr', None), 104: ('NewIsr', None), 105: ('NewIsr', None), 106: ('NewIsr', None), 107: ('NewIsr', None), 108: ('NewIsr', None), 109: ('NewIsr', None), 110: ('NewIsr', None), 111: ('LeaderRecoveryState+PartitionEpoch', None), 113: ('_tagged', None), 114: ('_tagged', None), 115: ('_tagged', None), 123: ('TopicName', None), 124: ('TopicName', None), 125: ('TopicName', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('TopicName', None), 129: ('TopicName', None), 130: ('TopicName', None), 131: ('TopicName', None), 132: ('TopicName', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', 'i5'), 141: ('Partitions', 'i5'), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('BrokerId+BrokerEpoch', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', 'i5'), 166: ('Topics', 'i5'), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('TopicId', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', 'i4'), 191: ('Partitions', 'i4'), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', None), 197: ('_tagged', None), 198: ('_tagged', None), 199: ('_tagged', None), 207: ('BrokerId+BrokerEpoch', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', 'i5'), 216: ('Topics', 'i5'), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('BrokerId+BrokerEpoch', None), 234: ('_tagged', None), 235: ('_tagged', None), 236: ('_tagged', None), 244: ('PartitionIndex+LeaderEpoch', None), 245: ('NewIsrWithEpochs', None), 246: ('NewIsrWithEpochs', None), 247: ('NewIsrWithEpochs', None), 248: ('NewIsrWithEpochs', None), 249: ('NewIsrWithEpochs', None), 250: ('NewIsrWithEpochs', None), 251: ('NewIsrWithEpochs', None), 252: ('NewIsrWithEpochs', 'i5'), 253: ('NewIsrWithEpochs', 'i5'), 254: ('NewIsrWithEpochs', 'i5'), 255: ('NewIsrWithEpochs', 'i5'), 256: ('NewIsrWithEpochs', 'i5'), 257: ('NewIsrWithEpochs', 'i5'), 258: ('NewIsrWithEpochs', None), 259: ('NewIsrWithEpochs', None), 260: ('NewIsrWithEpochs', None), 261: ('NewIsrWithEpochs', None), 262: ('LeaderRecoveryState+PartitionEpoch', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('TopicId', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions', None), 280: ('Partitions', None), 281: ('Partitions', None), 282: ('Partitions', 'i4'), 283: ('Partitions', 'i4'), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('BrokerId+BrokerEpoch', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', 'i5'), 308: ('Topics', 'i5'), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 314: ('_tagged', None), 315: ('_tagged', None), 316: ('_tagged', None), 324: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 325: ('Isr', None), 326: ('Isr', None), 327: ('Isr', None), 328: ('Isr', None), 329: ('Isr', None), 330: ('Isr', None), 331: ('Isr', None), 332: ('Isr', None), 333: ('Isr', None), 334: ('PartitionEpoch', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('TopicName', None), 347: ('TopicName', None), 348: ('TopicName', None), 349: ('TopicName', None), 350: ('TopicName', None), 351: ('TopicName', None), 352: ('TopicName', None), 353: ('TopicName', None), 354: ('TopicName', None), 355: ('TopicName', None), 356: ('Partitions', None), 357: ('Partitions', None), 358: ('Partitions', None), 359: ('Partitions', None), 360: ('Partitions', None), 361: ('Partitions', None), 362: ('Partitions', None), 363: ('Partitions', 'i5'), 364: ('Partitions', 'i5'), 365: ('Partitions', None), 366: ('Partitions', None), 367: ('Partitions', None), 368: ('Partitions', None), 370: ('_tagged', None), 371: ('_tagged', None), 372: ('_tagged', None), 380: ('ThrottleTimeMs+ErrorCode', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', 'i5'), 389: ('Topics', 'i5'), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('Isr', None), 411: ('Isr', None), 412: ('Isr', None), 413: ('Isr', None), 414: ('Isr', None), 415: ('LeaderRecoveryState+PartitionEpoch', None), 417: ('_tagged', None), 418: ('_tagged', None), 419: ('_tagged', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('TopicName', None), 434: ('TopicName', None), 435: ('TopicName', None), 436: ('TopicName', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', 'i5'), 445: ('Partitions', 'i5'), 446: ('Partitions', None), 447: ('Partitions', None), 448: ('Partitions', None), 449: ('Partitions', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None), 461: ('ThrottleTimeMs+ErrorCode', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics', None), 467: ('Topics', None), 468: ('Topics', None), 469: ('Topics', 'i5'), 470: ('Topics', 'i5'), 471: ('Topics', None), 472: ('Topics', None), 473: ('Topics', None), 474: ('Topics', None), 476: ('_tagged', None), 477: ('_tagged', None), 478: ('_tagged', None), 486: ('TopicId', None), 487: ('Partitions', None), 488: ('Partitions', None), 489: ('Partitions', None), 490: ('Partitions', None), 491: ('Partitions', None), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', 'i4'), 495: ('Partitions', 'i4'), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 501: ('_tagged', None), 502: ('_tagged', None), 503: ('_tagged', None), 511: ('ThrottleTimeMs+ErrorCode', None), 512: ('Topics', None), 513: ('Topics', None), 514: ('Topics', None), 515: ('Topics', None), 516: ('Topics', None), 517: ('Topics', None), 518: ('Topics', None), 519: ('Topics', 'i5'), 520: ('Topics', 'i5'), 521: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', None), 526: ('_tagged', None), 527: ('_tagged', None), 528: ('_tagged', None)}
+_LINES = {20: ('PartitionIndex+LeaderEpoch', None), 21: ('NewIsr', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('PartitionEpoch', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 60: ('Partitions[{}].NewIsr', 'i5'), 61: ('Partitions[{}].NewIsr', 'i5'), 62: ('Partitions[{}].NewIsr', 'i5'), 63: ('Partitions[{}].NewIsr', 'i5'), 64: ('Partitions[{}].NewIsr', 'i5'), 65: ('Partitions[{}].NewIsr', 'i5'), 66: ('Partitions[{}].NewIsr', 'i5'), 67: ('Partitions[{}].NewIsr', 'i5'), 68: ('Partitions[{}].NewIsr', 'i5'), 69: ('Partitions[{}].PartitionEpoch', 'i5'), 70: ('Partitions', 'i5'), 71: ('Partitions', 'i5'), 72: ('Partitions', 'i5'), 73: ('Partitions', 'i5'), 74: ('Partitions', 'i5'), 75: ('Partitions', None), 76: ('Partitions', None), 77: ('Partitions', None), 78: ('Partitions', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('BrokerId+BrokerEpoch', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', 'i5'), 99: ('Topics', 'i5'), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('PartitionIndex+LeaderEpoch', None), 116: ('NewIsr', None), 117: ('NewIsr', None), 118: ('NewIsr', None), 119: ('NewIsr', None), 120: ('NewIsr', None), 121: ('NewIsr', None), 122: ('NewIsr', None), 123: ('NewIsr', None), 124: ('NewIsr', None), 125: ('LeaderRecoveryState+PartitionEpoch', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('TopicName', None), 138: ('TopicName', None), 139: ('TopicName', None), 140: ('TopicName', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 155: ('Partitions[{}].NewIsr', 'i5'), 156: ('Partitions[{}].NewIsr', 'i5'), 157: ('Partitions[{}].NewIsr', 'i5'), 158: ('Partitions[{}].NewIsr', 'i5'), 159: ('Partitions[{}].NewIsr', 'i5'), 160: ('Partitions[{}].NewIsr', 'i5'), 161: ('Partitions[{}].NewIsr', 'i5'), 162: ('Partitions[{}].NewIsr', 'i5'), 163: ('Partitions[{}].NewIsr', 'i5'), 164: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 165: ('Partitions', 'i5'), 166: ('Partitions', 'i5'), 167: ('Partitions', 'i5'), 168: ('Partitions', 'i5'), 169: ('Partitions', 'i5'), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('BrokerId+BrokerEpoch', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i5'), 194: ('Topics', 'i5'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('TopicId', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i4'), 219: ('Partitions[{}].NewIsr', 'i4'), 220: ('Partitions[{}].NewIsr', 'i4'), 221: ('Partitions[{}].NewIsr', 'i4'), 222: ('Partitions[{}].NewIsr', 'i4'), 223: ('Partitions[{}].NewIsr', 'i4'), 224: ('Partitions[{}].NewIsr', 'i4'), 225: ('Partitions[{}].NewIsr', 'i4'), 226: ('Partitions[{}].NewIsr', 'i4'), 227: ('Partitions[{}].NewIsr', 'i4'), 228: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 229: ('Partitions', 'i4'), 230: ('Partitions', 'i4'), 231: ('Partitions', 'i4'), 232: ('Partitions', 'i4'), 233: ('Partitions', 'i4'), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('BrokerId+BrokerEpoch', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', 'i5'), 258: ('Topics', 'i5'), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('BrokerId+BrokerEpoch', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+LeaderEpoch', None), 287: ('NewIsrWithEpochs', None), 288: ('NewIsrWithEpochs', None), 289: ('NewIsrWithEpochs', None), 290: ('NewIsrWithEpochs', None), 291: ('NewIsrWithEpochs', None), 292: ('NewIsrWithEpochs', None), 293: ('NewIsrWithEpochs', None), 294: ('NewIsrWithEpochs[{}].BrokerId+BrokerEpoch', 'i5'), 295: ('NewIsrWithEpochs', 'i5'), 296: ('NewIsrWithEpochs', 'i5'), 297: ('NewIsrWithEpochs', 'i5'), 298: ('NewIsrWithEpochs', 'i5'), 299: ('NewIsrWithEpochs', 'i5'), 300: ('NewIsrWithEpochs', None), 301: ('NewIsrWithEpochs', None), 302: ('NewIsrWithEpochs', None), 303: ('NewIsrWithEpochs', None), 304: ('LeaderRecoveryState+PartitionEpoch', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('TopicId', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', 'i4'), 325: ('Partitions', 'i4'), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None), 341: ('BrokerId+BrokerEpoch', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', 'i5'), 350: ('Topics', 'i5'), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', None), 356: ('_tagged', None), 357: ('_tagged', None), 358: ('_tagged', None), 366: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 367: ('Isr', None), 368: ('Isr', None), 369: ('Isr', None), 370: ('Isr', None), 371: ('Isr', None), 372: ('Isr', None), 373: ('Isr', None), 374: ('Isr', None), 375: ('Isr', None), 376: ('PartitionEpoch', None), 378: ('_tagged', None), 379: ('_tagged', None), 380: ('_tagged', None), 388: ('TopicName', None), 389: ('TopicName', None), 390: ('TopicName', None), 391: ('TopicName', None), 392: ('TopicName', None), 393: ('TopicName', None), 394: ('TopicName', None), 395: ('TopicName', None), 396: ('TopicName', None), 397: ('TopicName', None), 398: ('Partitions', None), 399: ('Partitions', None), 400: ('Partitions', None), 401: ('Partitions', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 406: ('Partitions[{}].Isr', 'i5'), 407: ('Partitions[{}].Isr', 'i5'), 408: ('Partitions[{}].Isr', 'i5'), 409: ('Partitions[{}].Isr', 'i5'), 410: ('Partitions[{}].Isr', 'i5'), 411: ('Partitions[{}].Isr', 'i5'), 412: ('Partitions[{}].Isr', 'i5'), 413: ('Partitions[{}].Isr', 'i5'), 414: ('Partitions[{}].Isr', 'i5'), 415: ('Partitions[{}].PartitionEpoch', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', 'i5'), 419: ('Partitions', 'i5'), 420: ('Partitions', 'i5'), 421: ('Partitions', None), 422: ('Partitions', None), 423: ('Partitions', None), 424: ('Partitions', None), 426: ('_tagged', None), 427: ('_tagged', None), 428: ('_tagged', None), 436: ('ThrottleTimeMs+ErrorCode', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', 'i5'), 445: ('Topics', 'i5'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None), 461: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 462: ('Isr', None), 463: ('Isr', None), 464: ('Isr', None), 465: ('Isr', None), 466: ('Isr', None), 467: ('Isr', None), 468: ('Isr', None), 469: ('Isr', None), 470: ('Isr', None), 471: ('LeaderRecoveryState+PartitionEpoch', None), 473: ('_tagged', None), 474: ('_tagged', None), 475: ('_tagged', None), 483: ('TopicName', None), 484: ('TopicName', None), 485: ('TopicName', None), 486: ('TopicName', None), 487: ('TopicName', None), 488: ('TopicName', None), 489: ('TopicName', None), 490: ('TopicName', None), 491: ('TopicName', None), 492: ('TopicName', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 501: ('Partitions[{}].Isr', 'i5'), 502: ('Partitions[{}].Isr', 'i5'), 503: ('Partitions[{}].Isr', 'i5'), 504: ('Partitions[{}].Isr', 'i5'), 505: ('Partitions[{}].Isr', 'i5'), 506: ('Partitions[{}].Isr', 'i5'), 507: ('Partitions[{}].Isr', 'i5'), 508: ('Partitions[{}].Isr', 'i5'), 509: ('Partitions[{}].Isr', 'i5'), 510: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 511: ('Partitions', 'i5'), 512: ('Partitions', 'i5'), 513: ('Partitions', 'i5'), 514: ('Partitions', 'i5'), 515: ('Partitions', 'i5'), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None), 531: ('ThrottleTimeMs+ErrorCode', None), 532: ('Topics', None), 533: ('Topics', None), 534: ('Topics', None), 535: ('Topics', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', 'i5'), 540: ('Topics', 'i5'), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', None), 546: ('_tagged', None), 547: ('_tagged', None), 548: ('_tagged', None), 556: ('TopicId', None), 557: ('Partitions', None), 558: ('Partitions', None), 559: ('Partitions', None), 560: ('Partitions', None), 561: ('Partitions', None), 562: ('Partitions', None), 563: ('Partitions', None), 564: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i4'), 565: ('Partitions[{}].Isr', 'i4'), 566: ('Partitions[{}].Isr', 'i4'), 567: ('Partitions[{}].Isr', 'i4'), 568: ('Partitions[{}].Isr', 'i4'), 569: ('Partitions[{}].Isr', 'i4'), 570: ('Partitions[{}].Isr', 'i4'), 571: ('Partitions[{}].Isr', 'i4'), 572: ('Partitions[{}].Isr', 'i4'), 573: ('Partitions[{}].Isr', 'i4'), 574: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 575: ('Partitions', 'i4'), 576: ('Partitions', 'i4'), 577: ('Partitions', 'i4'), 578: ('Partitions', 'i4'), 579: ('Partitions', 'i4'), 580: ('Partitions', None), 581: ('Partitions', None), 582: ('Partitions', None), 583: ('Partitions', None), 585: ('_tagged', None), 586: ('_tagged', None), 587: ('_tagged', None), 595: ('ThrottleTimeMs+ErrorCode', None), 596: ('Topics', None), 597: ('Topics', None), 598: ('Topics', None), 599: ('Topics', None), 600: ('Topics', None), 601: ('Topics', None), 602: ('Topics', None), 603: ('Topics', 'i5'), 604: ('Topics', 'i5'), 605: ('Topics', None), 606: ('Topics', None), 607: ('Topics', None), 608: ('Topics', None), 610: ('_tagged', None), 611: ('_tagged', None), 612: ('_tagged', None)}

@@ -45,8 +45,22 @@ def _f1(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f0(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U1(b, p); p += 3
+                d9 = {"Feature": v5, "MaxVersionLevel": v7, "AllowDowngrade": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -92,14 +106,28 @@ def _f3(b, p):
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f2(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                v7, v8, = _U2(b, p); p += 3
+                d9 = {"Feature": v5, "MaxVersionLevel": v7, "UpgradeType": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        v6, = _U3(b, p); p += 1
-        d = {"timeoutMs": v1, "FeatureUpdates": v2, "ValidateOnly": v6}
+        v10, = _U3(b, p); p += 1
+        d = {"timeoutMs": v1, "FeatureUpdates": v2, "ValidateOnly": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -160,8 +188,32 @@ def _f5(b, p):
             if n6 * 5 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f4(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U5(b, p); p += 2
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                d13 = {"Feature": v8, "ErrorCode": v10, "ErrorMessage": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v5.append(d13)
         elif n6 == -1:
             v5 = None
         else:
@@ -203,4 +255,4 @@ NAME = 'UpdateFeatures'
 REQUEST = {0: _f1, 1: _f3, 2: _f3}
 RESPONSE = {0: _f5, 1: _f5, 2: _f6}
 
-_LINES = {18: ('Feature', None), 19: ('Feature', None), 20: ('Feature', None), 21: ('Feature', None), 22: ('Feature', None), 23: ('Feature', None), 24: ('Feature', None), 25: ('Feature', None), 26: ('Feature', None), 27: ('Feature', None), 28: ('MaxVersionLevel+AllowDowngrade', None), 30: ('_tagged', None), 31: ('_tagged', None), 32: ('_tagged', None), 40: ('timeoutMs', None), 41: ('FeatureUpdates', None), 42: ('FeatureUpdates', None), 43: ('FeatureUpdates', None), 44: ('FeatureUpdates', None), 45: ('FeatureUpdates', None), 46: ('FeatureUpdates', None), 47: ('FeatureUpdates', None), 48: ('FeatureUpdates', 'i4'), 49: ('FeatureUpdates', 'i4'), 50: ('FeatureUpdates', None), 51: ('FeatureUpdates', None), 52: ('FeatureUpdates', None), 53: ('FeatureUpdates', None), 55: ('_tagged', None), 56: ('_tagged', None), 57: ('_tagged', None), 65: ('Feature', None), 66: ('Feature', None), 67: ('Feature', None), 68: ('Feature', None), 69: ('Feature', None), 70: ('Feature', None), 71: ('Feature', None), 72: ('Feature', None), 73: ('Feature', None), 74: ('Feature', None), 75: ('MaxVersionLevel+UpgradeType', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('timeoutMs', None), 88: ('FeatureUpdates', None), 89: ('FeatureUpdates', None), 90: ('FeatureUpdates', None), 91: ('FeatureUpdates', None), 92: ('FeatureUpdates', None), 93: ('FeatureUpdates', None), 94: ('FeatureUpdates', None), 95: ('FeatureUpdates', 'i4'), 96: ('FeatureUpdates', 'i4'), 97: ('FeatureUpdates', None), 98: ('FeatureUpdates', None), 99: ('FeatureUpdates', None), 100: ('FeatureUpdates', None), 101: ('ValidateOnly', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Feature', None), 114: ('Feature', None), 115: ('Feature', None), 116: ('Feature', None), 117: ('Feature', None), 118: ('Feature', None), 119: ('Feature', None), 120: ('Feature', None), 121: ('Feature', None), 122: ('Feature', None), 123: ('ErrorCode', None), 124: ('ErrorMessage', None), 125: ('ErrorMessage', None), 126: ('ErrorMessage', None), 127: ('ErrorMessage', None), 128: ('ErrorMessage', None), 129: ('ErrorMessage', None), 130: ('ErrorMessage', None), 131: ('ErrorMessage', None), 132: ('ErrorMessage', None), 133: ('ErrorMessage', None), 135: ('_tagged', None), 136: ('_tagged', None), 137: ('_tagged', None), 145: ('ThrottleTimeMs+ErrorCode', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 163: ('Results', 'i7'), 164: ('Results', 'i7'), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 168: ('Results', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None), 180: ('ThrottleTimeMs+ErrorCode', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None)}
+_LINES = {18: ('Feature', None), 19: ('Feature', None), 20: ('Feature', None), 21: ('Feature', None), 22: ('Feature', None), 23: ('Feature', None), 24: ('Feature', None), 25: ('Feature', None), 26: ('Feature', None), 27: ('Feature', None), 28: ('MaxVersionLevel+AllowDowngrade', None), 30: ('_tagged', None), 31: ('_tagged', None), 32: ('_tagged', None), 40: ('timeoutMs', None), 41: ('FeatureUpdates', None), 42: ('FeatureUpdates', None), 43: ('FeatureUpdates', None), 44: ('FeatureUpdates', None), 45: ('FeatureUpdates', None), 46: ('FeatureUpdates', None), 47: ('FeatureUpdates', None), 48: ('FeatureUpdates[{}].Feature', 'i4'), 49: ('FeatureUpdates[{}].Feature', 'i4'), 50: ('FeatureUpdates[{}].Feature', 'i4'), 51: ('FeatureUpdates[{}].Feature', 'i4'), 52: ('FeatureUpdates[{}].Feature', 'i4'), 53: ('FeatureUpdates[{}].Feature', 'i4'), 54: ('FeatureUpdates[{}].Feature', 'i4'), 55: ('FeatureUpdates[{}].Feature', 'i4'), 56: ('FeatureUpdates[{}].Feature', 'i4'), 57: ('FeatureUpdates[{}].Feature', 'i4'), 58: ('FeatureUpdates[{}].MaxVersionLevel+AllowDowngrade', 'i4'), 59: ('FeatureUpdates', 'i4'), 60: ('FeatureUpdates', 'i4'), 61: ('FeatureUpdates', 'i4'), 62: ('FeatureUpdates', 'i4'), 63: ('FeatureUpdates', 'i4'), 64: ('FeatureUpdates', None), 65: ('FeatureUpdates', None), 66: ('FeatureUpdates', None), 67: ('FeatureUpdates', None), 69: ('_tagged', None), 70: ('_tagged', None), 71: ('_tagged', None), 79: ('Feature', None), 80: ('Feature', None), 81: ('Feature', None), 82: ('Feature', None), 83: ('Feature', None), 84: ('Feature', None), 85: ('Feature', None), 86: ('Feature', None), 87: ('Feature', None), 88: ('Feature', None), 89: ('MaxVersionLevel+UpgradeType', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('timeoutMs', None), 102: ('FeatureUpdates', None), 103: ('FeatureUpdates', None), 104: ('FeatureUpdates', None), 105: ('FeatureUpdates', None), 106: ('FeatureUpdates', None), 107: ('FeatureUpdates', None), 108: ('FeatureUpdates', None), 109: ('FeatureUpdates[{}].Feature', 'i4'), 110: ('FeatureUpdates[{}].Feature', 'i4'), 111: ('FeatureUpdates[{}].Feature', 'i4'), 112: ('FeatureUpdates[{}].Feature', 'i4'), 113: ('FeatureUpdates[{}].Feature', 'i4'), 114: ('FeatureUpdates[{}].Feature', 'i4'), 115: ('FeatureUpdates[{}].Feature', 'i4'), 116: ('FeatureUpdates[{}].Feature', 'i4'), 117: ('FeatureUpdates[{}].Feature', 'i4'), 118: ('FeatureUpdates[{}].Feature', 'i4'), 119: ('FeatureUpdates[{}].MaxVersionLevel+UpgradeType', 'i4'), 120: ('FeatureUpdates', 'i4'), 121: ('FeatureUpdates', 'i4'), 122: ('FeatureUpdates', 'i4'), 123: ('FeatureUpdates', 'i4'), 124: ('FeatureUpdates', 'i4'), 125: ('FeatureUpdates', None), 126: ('FeatureUpdates', None), 127: ('FeatureUpdates', None), 128: ('FeatureUpdates', None), 129: ('ValidateOnly', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('Feature', None), 142: ('Feature', None), 143: ('Feature', None), 144: ('Feature', None), 145: ('Feature', None), 146: ('Feature', None), 147: ('Feature', None), 148: ('Feature', None), 149: ('Feature', None), 150: ('Feature', None), 151: ('ErrorCode', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('ThrottleTimeMs+ErrorCode', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('Results', None), 185: ('Results', None), 186: ('Results', None), 187: ('Results', None), 188: ('Results', None), 189: ('Results', None), 190: ('Results', None), 191: ('Results[{}].Feature', 'i7'), 192: ('Results[{}].Feature', 'i7'), 193: ('Results[{}].Feature', 'i7'), 194: ('Results[{}].Feature', 'i7'), 195: ('Results[{}].Feature', 'i7'), 196: ('Results[{}].Feature', 'i7'), 197: ('Results[{}].Feature', 'i7'), 198: ('Results[{}].Feature', 'i7'), 199: ('Results[{}].Feature', 'i7'), 200: ('Results[{}].Feature', 'i7'), 201: ('Results[{}].ErrorCode', 'i7'), 202: ('Results[{}].ErrorMessage', 'i7'), 203: ('Results[{}].ErrorMessage', 'i7'), 204: ('Results[{}].ErrorMessage', 'i7'), 205: ('Results[{}].ErrorMessage', 'i7'), 206: ('Results[{}].ErrorMessage', 'i7'), 207: ('Results[{}].ErrorMessage', 'i7'), 208: ('Results[{}].ErrorMessage', 'i7'), 209: ('Results[{}].ErrorMessage', 'i7'), 210: ('Results[{}].ErrorMessage', 'i7'), 211: ('Results[{}].ErrorMessage', 'i7'), 212: ('Results', 'i7'), 213: ('Results', 'i7'), 214: ('Results', 'i7'), 215: ('Results', 'i7'), 216: ('Results', 'i7'), 217: ('Results', None), 218: ('Results', None), 219: ('Results', None), 220: ('Results', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('ThrottleTimeMs+ErrorCode', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 244: ('_tagged', None), 245: ('_tagged', None), 246: ('_tagged', None)}

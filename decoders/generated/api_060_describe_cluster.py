@@ -113,14 +113,39 @@ def _f4(b, p):
             if n9 * 11 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f3(b, p)
-                v8.append(x11)
+                v11, = _U4(b, p); p += 4
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                v14, = _U4(b, p); p += 4
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"BrokerId": v11, "Host": v12, "Port": v14, "Rack": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v8.append(d17)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        v12, = _U4(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "ClusterId": v5, "ControllerId": v7, "Brokers": v8, "ClusterAuthorizedOperations": v12}
+        v18, = _U4(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "ClusterId": v5, "ControllerId": v7, "Brokers": v8, "ClusterAuthorizedOperations": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -161,14 +186,39 @@ def _f5(b, p):
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f3(b, p)
-                v9.append(x12)
+                v12, = _U4(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U4(b, p); p += 4
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"BrokerId": v12, "Host": v13, "Port": v15, "Rack": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v9.append(d18)
         elif n10 == -1:
             v9 = None
         else:
             raise _rt.negative(n10)
-        v13, = _U4(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v13}
+        v19, = _U4(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -243,14 +293,40 @@ def _f7(b, p):
             if n10 * 12 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f6(b, p)
-                v9.append(x12)
+                v12, = _U4(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U4(b, p); p += 4
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                v18, = _U0(b, p); p += 1
+                d19 = {"BrokerId": v12, "Host": v13, "Port": v15, "Rack": v16, "IsFenced": v18}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v9.append(d19)
         elif n10 == -1:
             v9 = None
         else:
             raise _rt.negative(n10)
-        v13, = _U4(b, p); p += 4
-        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v13}
+        v20, = _U4(b, p); p += 4
+        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -265,4 +341,4 @@ NAME = 'DescribeCluster'
 REQUEST = {0: _f0, 1: _f1, 2: _f2}
 RESPONSE = {0: _f4, 1: _f5, 2: _f7}
 
-_LINES = {18: ('IncludeClusterAuthorizedOperations', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('IncludeClusterAuthorizedOperations+EndpointType', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('IncludeClusterAuthorizedOperations+EndpointType+IncludeFencedBrokers', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('BrokerId', None), 55: ('Host', None), 56: ('Host', None), 57: ('Host', None), 58: ('Host', None), 59: ('Host', None), 60: ('Host', None), 61: ('Host', None), 62: ('Host', None), 63: ('Host', None), 64: ('Host', None), 65: ('Port', None), 66: ('Rack', None), 67: ('Rack', None), 68: ('Rack', None), 69: ('Rack', None), 70: ('Rack', None), 71: ('Rack', None), 72: ('Rack', None), 73: ('Rack', None), 74: ('Rack', None), 75: ('Rack', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('ThrottleTimeMs+ErrorCode', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ErrorMessage', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ClusterId', None), 99: ('ClusterId', None), 100: ('ClusterId', None), 101: ('ClusterId', None), 102: ('ClusterId', None), 103: ('ClusterId', None), 104: ('ClusterId', None), 105: ('ClusterId', None), 106: ('ClusterId', None), 107: ('ClusterId', None), 108: ('ControllerId', None), 109: ('Brokers', None), 110: ('Brokers', None), 111: ('Brokers', None), 112: ('Brokers', None), 113: ('Brokers', None), 114: ('Brokers', None), 115: ('Brokers', None), 116: ('Brokers', 'i10'), 117: ('Brokers', 'i10'), 118: ('Brokers', None), 119: ('Brokers', None), 120: ('Brokers', None), 121: ('Brokers', None), 122: ('ClusterAuthorizedOperations', None), 124: ('_tagged', None), 125: ('_tagged', None), 126: ('_tagged', None), 134: ('ThrottleTimeMs+ErrorCode', None), 135: ('ErrorMessage', None), 136: ('ErrorMessage', None), 137: ('ErrorMessage', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('EndpointType', None), 146: ('ClusterId', None), 147: ('ClusterId', None), 148: ('ClusterId', None), 149: ('ClusterId', None), 150: ('ClusterId', None), 151: ('ClusterId', None), 152: ('ClusterId', None), 153: ('ClusterId', None), 154: ('ClusterId', None), 155: ('ClusterId', None), 156: ('ControllerId', None), 157: ('Brokers', None), 158: ('Brokers', None), 159: ('Brokers', None), 160: ('Brokers', None), 161: ('Brokers', None), 162: ('Brokers', None), 163: ('Brokers', None), 164: ('Brokers', 'i11'), 165: ('Brokers', 'i11'), 166: ('Brokers', None), 167: ('Brokers', None), 168: ('Brokers', None), 169: ('Brokers', None), 170: ('ClusterAuthorizedOperations', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('BrokerId', None), 183: ('Host', None), 184: ('Host', None), 185: ('Host', None), 186: ('Host', None), 187: ('Host', None), 188: ('Host', None), 189: ('Host', None), 190: ('Host', None), 191: ('Host', None), 192: ('Host', None), 193: ('Port', None), 194: ('Rack', None), 195: ('Rack', None), 196: ('Rack', None), 197: ('Rack', None), 198: ('Rack', None), 199: ('Rack', None), 200: ('Rack', None), 201: ('Rack', None), 202: ('Rack', None), 203: ('Rack', None), 204: ('IsFenced', None), 206: ('_tagged', None), 207: ('_tagged', None), 208: ('_tagged', None), 216: ('ThrottleTimeMs+ErrorCode', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('EndpointType', None), 228: ('ClusterId', None), 229: ('ClusterId', None), 230: ('ClusterId', None), 231: ('ClusterId', None), 232: ('ClusterId', None), 233: ('ClusterId', None), 234: ('ClusterId', None), 235: ('ClusterId', None), 236: ('ClusterId', None), 237: ('ClusterId', None), 238: ('ControllerId', None), 239: ('Brokers', None), 240: ('Brokers', None), 241: ('Brokers', None), 242: ('Brokers', None), 243: ('Brokers', None), 244: ('Brokers', None), 245: ('Brokers', None), 246: ('Brokers', 'i11'), 247: ('Brokers', 'i11'), 248: ('Brokers', None), 249: ('Brokers', None), 250: ('Brokers', None), 251: ('Brokers', None), 252: ('ClusterAuthorizedOperations', None), 254: ('_tagged', None), 255: ('_tagged', None), 256: ('_tagged', None)}
+_LINES = {18: ('IncludeClusterAuthorizedOperations', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('IncludeClusterAuthorizedOperations+EndpointType', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('IncludeClusterAuthorizedOperations+EndpointType+IncludeFencedBrokers', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('BrokerId', None), 55: ('Host', None), 56: ('Host', None), 57: ('Host', None), 58: ('Host', None), 59: ('Host', None), 60: ('Host', None), 61: ('Host', None), 62: ('Host', None), 63: ('Host', None), 64: ('Host', None), 65: ('Port', None), 66: ('Rack', None), 67: ('Rack', None), 68: ('Rack', None), 69: ('Rack', None), 70: ('Rack', None), 71: ('Rack', None), 72: ('Rack', None), 73: ('Rack', None), 74: ('Rack', None), 75: ('Rack', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('ThrottleTimeMs+ErrorCode', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ErrorMessage', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ClusterId', None), 99: ('ClusterId', None), 100: ('ClusterId', None), 101: ('ClusterId', None), 102: ('ClusterId', None), 103: ('ClusterId', None), 104: ('ClusterId', None), 105: ('ClusterId', None), 106: ('ClusterId', None), 107: ('ClusterId', None), 108: ('ControllerId', None), 109: ('Brokers', None), 110: ('Brokers', None), 111: ('Brokers', None), 112: ('Brokers', None), 113: ('Brokers', None), 114: ('Brokers', None), 115: ('Brokers', None), 116: ('Brokers[{}].BrokerId', 'i10'), 117: ('Brokers[{}].Host', 'i10'), 118: ('Brokers[{}].Host', 'i10'), 119: ('Brokers[{}].Host', 'i10'), 120: ('Brokers[{}].Host', 'i10'), 121: ('Brokers[{}].Host', 'i10'), 122: ('Brokers[{}].Host', 'i10'), 123: ('Brokers[{}].Host', 'i10'), 124: ('Brokers[{}].Host', 'i10'), 125: ('Brokers[{}].Host', 'i10'), 126: ('Brokers[{}].Host', 'i10'), 127: ('Brokers[{}].Port', 'i10'), 128: ('Brokers[{}].Rack', 'i10'), 129: ('Brokers[{}].Rack', 'i10'), 130: ('Brokers[{}].Rack', 'i10'), 131: ('Brokers[{}].Rack', 'i10'), 132: ('Brokers[{}].Rack', 'i10'), 133: ('Brokers[{}].Rack', 'i10'), 134: ('Brokers[{}].Rack', 'i10'), 135: ('Brokers[{}].Rack', 'i10'), 136: ('Brokers[{}].Rack', 'i10'), 137: ('Brokers[{}].Rack', 'i10'), 138: ('Brokers', 'i10'), 139: ('Brokers', 'i10'), 140: ('Brokers', 'i10'), 141: ('Brokers', 'i10'), 142: ('Brokers', 'i10'), 143: ('Brokers', None), 144: ('Brokers', None), 145: ('Brokers', None), 146: ('Brokers', None), 147: ('ClusterAuthorizedOperations', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('ThrottleTimeMs+ErrorCode', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 165: ('ErrorMessage', None), 166: ('ErrorMessage', None), 167: ('ErrorMessage', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('EndpointType', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('ControllerId', None), 182: ('Brokers', None), 183: ('Brokers', None), 184: ('Brokers', None), 185: ('Brokers', None), 186: ('Brokers', None), 187: ('Brokers', None), 188: ('Brokers', None), 189: ('Brokers[{}].BrokerId', 'i11'), 190: ('Brokers[{}].Host', 'i11'), 191: ('Brokers[{}].Host', 'i11'), 192: ('Brokers[{}].Host', 'i11'), 193: ('Brokers[{}].Host', 'i11'), 194: ('Brokers[{}].Host', 'i11'), 195: ('Brokers[{}].Host', 'i11'), 196: ('Brokers[{}].Host', 'i11'), 197: ('Brokers[{}].Host', 'i11'), 198: ('Brokers[{}].Host', 'i11'), 199: ('Brokers[{}].Host', 'i11'), 200: ('Brokers[{}].Port', 'i11'), 201: ('Brokers[{}].Rack', 'i11'), 202: ('Brokers[{}].Rack', 'i11'), 203: ('Brokers[{}].Rack', 'i11'), 204: ('Brokers[{}].Rack', 'i11'), 205: ('Brokers[{}].Rack', 'i11'), 206: ('Brokers[{}].Rack', 'i11'), 207: ('Brokers[{}].Rack', 'i11'), 208: ('Brokers[{}].Rack', 'i11'), 209: ('Brokers[{}].Rack', 'i11'), 210: ('Brokers[{}].Rack', 'i11'), 211: ('Brokers', 'i11'), 212: ('Brokers', 'i11'), 213: ('Brokers', 'i11'), 214: ('Brokers', 'i11'), 215: ('Brokers', 'i11'), 216: ('Brokers', None), 217: ('Brokers', None), 218: ('Brokers', None), 219: ('Brokers', None), 220: ('ClusterAuthorizedOperations', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('BrokerId', None), 233: ('Host', None), 234: ('Host', None), 235: ('Host', None), 236: ('Host', None), 237: ('Host', None), 238: ('Host', None), 239: ('Host', None), 240: ('Host', None), 241: ('Host', None), 242: ('Host', None), 243: ('Port', None), 244: ('Rack', None), 245: ('Rack', None), 246: ('Rack', None), 247: ('Rack', None), 248: ('Rack', None), 249: ('Rack', None), 250: ('Rack', None), 251: ('Rack', None), 252: ('Rack', None), 253: ('Rack', None), 254: ('IsFenced', None), 256: ('_tagged', None), 257: ('_tagged', None), 258: ('_tagged', None), 266: ('ThrottleTimeMs+ErrorCode', None), 267: ('ErrorMessage', None), 268: ('ErrorMessage', None), 269: ('ErrorMessage', None), 270: ('ErrorMessage', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('EndpointType', None), 278: ('ClusterId', None), 279: ('ClusterId', None), 280: ('ClusterId', None), 281: ('ClusterId', None), 282: ('ClusterId', None), 283: ('ClusterId', None), 284: ('ClusterId', None), 285: ('ClusterId', None), 286: ('ClusterId', None), 287: ('ClusterId', None), 288: ('ControllerId', None), 289: ('Brokers', None), 290: ('Brokers', None), 291: ('Brokers', None), 292: ('Brokers', None), 293: ('Brokers', None), 294: ('Brokers', None), 295: ('Brokers', None), 296: ('Brokers[{}].BrokerId', 'i11'), 297: ('Brokers[{}].Host', 'i11'), 298: ('Brokers[{}].Host', 'i11'), 299: ('Brokers[{}].Host', 'i11'), 300: ('Brokers[{}].Host', 'i11'), 301: ('Brokers[{}].Host', 'i11'), 302: ('Brokers[{}].Host', 'i11'), 303: ('Brokers[{}].Host', 'i11'), 304: ('Brokers[{}].Host', 'i11'), 305: ('Brokers[{}].Host', 'i11'), 306: ('Brokers[{}].Host', 'i11'), 307: ('Brokers[{}].Port', 'i11'), 308: ('Brokers[{}].Rack', 'i11'), 309: ('Brokers[{}].Rack', 'i11'), 310: ('Brokers[{}].Rack', 'i11'), 311: ('Brokers[{}].Rack', 'i11'), 312: ('Brokers[{}].Rack', 'i11'), 313: ('Brokers[{}].Rack', 'i11'), 314: ('Brokers[{}].Rack', 'i11'), 315: ('Brokers[{}].Rack', 'i11'), 316: ('Brokers[{}].Rack', 'i11'), 317: ('Brokers[{}].Rack', 'i11'), 318: ('Brokers[{}].IsFenced', 'i11'), 319: ('Brokers', 'i11'), 320: ('Brokers', 'i11'), 321: ('Brokers', 'i11'), 322: ('Brokers', 'i11'), 323: ('Brokers', 'i11'), 324: ('Brokers', None), 325: ('Brokers', None), 326: ('Brokers', None), 327: ('Brokers', None), 328: ('ClusterAuthorizedOperations', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None)}

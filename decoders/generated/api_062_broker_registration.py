@@ -89,36 +89,74 @@ def _f2(b, p):
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U2(b, p); p += 4
+                d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f1(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, v21, = _U3(b, p); p += 4
+                d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v15.append(d22)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        n14 = b[p]; p += 1
-        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
-        n14 -= 1
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+            raise _rt.negative(n16)
+        n24 = b[p]; p += 1
+        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+        n24 -= 1
+        if n24 >= 0:
+            if n24 > L - p: raise _rt.short(n24, L - p)
+            v23 = b[p:p + n24].decode('utf-8', 'backslashreplace'); p += n24
+        elif n24 == -1:
+            v23 = None
         else:
-            raise _rt.negative(n14)
-        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v9, "Rack": v13}
+            raise _rt.negative(n24)
+        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -148,37 +186,75 @@ def _f3(b, p):
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U2(b, p); p += 4
+                d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f1(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, v21, = _U3(b, p); p += 4
+                d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v15.append(d22)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        n14 = b[p]; p += 1
-        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
-        n14 -= 1
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+            raise _rt.negative(n16)
+        n24 = b[p]; p += 1
+        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+        n24 -= 1
+        if n24 >= 0:
+            if n24 > L - p: raise _rt.short(n24, L - p)
+            v23 = b[p:p + n24].decode('utf-8', 'backslashreplace'); p += n24
+        elif n24 == -1:
+            v23 = None
         else:
-            raise _rt.negative(n14)
-        v15, = _U4(b, p); p += 1
-        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v9, "Rack": v13, "IsMigratingZkBroker": v15}
+            raise _rt.negative(n24)
+        v25, = _U4(b, p); p += 1
+        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -208,46 +284,84 @@ def _f4(b, p):
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U2(b, p); p += 4
+                d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f1(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, v21, = _U3(b, p); p += 4
+                d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v15.append(d22)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        n14 = b[p]; p += 1
-        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
-        n14 -= 1
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+            raise _rt.negative(n16)
+        n24 = b[p]; p += 1
+        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+        n24 -= 1
+        if n24 >= 0:
+            if n24 > L - p: raise _rt.short(n24, L - p)
+            v23 = b[p:p + n24].decode('utf-8', 'backslashreplace'); p += n24
+        elif n24 == -1:
+            v23 = None
         else:
-            raise _rt.negative(n14)
-        v15, = _U4(b, p); p += 1
-        n17 = b[p]; p += 1
-        if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
-        n17 -= 1
-        if n17 >= 0:
-            v16 = _rt.uuid_array(b, p, n17); p += n17 * 16
-        elif n17 == -1:
-            v16 = None
+            raise _rt.negative(n24)
+        v25, = _U4(b, p); p += 1
+        n27 = b[p]; p += 1
+        if n27 > 127: n27, p = _rt.uvarint(b, p, n27)
+        n27 -= 1
+        if n27 >= 0:
+            v26 = _rt.uuid_array(b, p, n27); p += n27 * 16
+        elif n27 == -1:
+            v26 = None
         else:
-            raise _rt.negative(n17)
-        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v9, "Rack": v13, "IsMigratingZkBroker": v15, "LogDirs": v16}
+            raise _rt.negative(n27)
+        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25, "LogDirs": v26}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -277,47 +391,85 @@ def _f5(b, p):
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                v12, v13, = _U2(b, p); p += 4
+                d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
             raise _rt.negative(n6)
-        n10 = b[p]; p += 1
-        if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
-        n10 -= 1
-        if n10 >= 0:
-            if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            v9 = []
-            for i11 in range(n10):
-                x12, p = _f1(b, p)
-                v9.append(x12)
-        elif n10 == -1:
-            v9 = None
+        n16 = b[p]; p += 1
+        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+        n16 -= 1
+        if n16 >= 0:
+            if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                n19 = b[p]; p += 1
+                if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+                n19 -= 1
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                v20, v21, = _U3(b, p); p += 4
+                d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d22)
+                v15.append(d22)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n10)
-        n14 = b[p]; p += 1
-        if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
-        n14 -= 1
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+            raise _rt.negative(n16)
+        n24 = b[p]; p += 1
+        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+        n24 -= 1
+        if n24 >= 0:
+            if n24 > L - p: raise _rt.short(n24, L - p)
+            v23 = b[p:p + n24].decode('utf-8', 'backslashreplace'); p += n24
+        elif n24 == -1:
+            v23 = None
         else:
-            raise _rt.negative(n14)
-        v15, = _U4(b, p); p += 1
-        n17 = b[p]; p += 1
-        if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
-        n17 -= 1
-        if n17 >= 0:
-            v16 = _rt.uuid_array(b, p, n17); p += n17 * 16
-        elif n17 == -1:
-            v16 = None
+            raise _rt.negative(n24)
+        v25, = _U4(b, p); p += 1
+        n27 = b[p]; p += 1
+        if n27 > 127: n27, p = _rt.uvarint(b, p, n27)
+        n27 -= 1
+        if n27 >= 0:
+            v26 = _rt.uuid_array(b, p, n27); p += n27 * 16
+        elif n27 == -1:
+            v26 = None
         else:
-            raise _rt.negative(n17)
-        v18, = _U5(b, p); p += 8
-        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v9, "Rack": v13, "IsMigratingZkBroker": v15, "LogDirs": v16, "PreviousBrokerEpoch": v18}
+            raise _rt.negative(n27)
+        v28, = _U5(b, p); p += 8
+        d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25, "LogDirs": v26, "PreviousBrokerEpoch": v28}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -344,4 +496,4 @@ NAME = 'BrokerRegistration'
 REQUEST = {0: _f2, 1: _f3, 2: _f4, 3: _f5, 4: _f5}
 RESPONSE = {0: _f6, 1: _f6, 2: _f6, 3: _f6, 4: _f6}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Port+SecurityProtocol', None), 41: ('_tagged', None), 42: ('_tagged', None), 43: ('_tagged', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('MinSupportedVersion+MaxSupportedVersion', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('BrokerId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('IncarnationId', None), 85: ('Listeners', None), 86: ('Listeners', None), 87: ('Listeners', None), 88: ('Listeners', None), 89: ('Listeners', None), 90: ('Listeners', None), 91: ('Listeners', None), 92: ('Listeners', 'i7'), 93: ('Listeners', 'i7'), 94: ('Listeners', None), 95: ('Listeners', None), 96: ('Listeners', None), 97: ('Listeners', None), 98: ('Features', None), 99: ('Features', None), 100: ('Features', None), 101: ('Features', None), 102: ('Features', None), 103: ('Features', None), 104: ('Features', None), 105: ('Features', 'i11'), 106: ('Features', 'i11'), 107: ('Features', None), 108: ('Features', None), 109: ('Features', None), 110: ('Features', None), 111: ('Rack', None), 112: ('Rack', None), 113: ('Rack', None), 114: ('Rack', None), 115: ('Rack', None), 116: ('Rack', None), 117: ('Rack', None), 118: ('Rack', None), 119: ('Rack', None), 120: ('Rack', None), 122: ('_tagged', None), 123: ('_tagged', None), 124: ('_tagged', None), 132: ('BrokerId', None), 133: ('ClusterId', None), 134: ('ClusterId', None), 135: ('ClusterId', None), 136: ('ClusterId', None), 137: ('ClusterId', None), 138: ('ClusterId', None), 139: ('ClusterId', None), 140: ('ClusterId', None), 141: ('ClusterId', None), 142: ('ClusterId', None), 143: ('IncarnationId', None), 144: ('Listeners', None), 145: ('Listeners', None), 146: ('Listeners', None), 147: ('Listeners', None), 148: ('Listeners', None), 149: ('Listeners', None), 150: ('Listeners', None), 151: ('Listeners', 'i7'), 152: ('Listeners', 'i7'), 153: ('Listeners', None), 154: ('Listeners', None), 155: ('Listeners', None), 156: ('Listeners', None), 157: ('Features', None), 158: ('Features', None), 159: ('Features', None), 160: ('Features', None), 161: ('Features', None), 162: ('Features', None), 163: ('Features', None), 164: ('Features', 'i11'), 165: ('Features', 'i11'), 166: ('Features', None), 167: ('Features', None), 168: ('Features', None), 169: ('Features', None), 170: ('Rack', None), 171: ('Rack', None), 172: ('Rack', None), 173: ('Rack', None), 174: ('Rack', None), 175: ('Rack', None), 176: ('Rack', None), 177: ('Rack', None), 178: ('Rack', None), 179: ('Rack', None), 180: ('IsMigratingZkBroker', None), 182: ('_tagged', None), 183: ('_tagged', None), 184: ('_tagged', None), 192: ('BrokerId', None), 193: ('ClusterId', None), 194: ('ClusterId', None), 195: ('ClusterId', None), 196: ('ClusterId', None), 197: ('ClusterId', None), 198: ('ClusterId', None), 199: ('ClusterId', None), 200: ('ClusterId', None), 201: ('ClusterId', None), 202: ('ClusterId', None), 203: ('IncarnationId', None), 204: ('Listeners', None), 205: ('Listeners', None), 206: ('Listeners', None), 207: ('Listeners', None), 208: ('Listeners', None), 209: ('Listeners', None), 210: ('Listeners', None), 211: ('Listeners', 'i7'), 212: ('Listeners', 'i7'), 213: ('Listeners', None), 214: ('Listeners', None), 215: ('Listeners', None), 216: ('Listeners', None), 217: ('Features', None), 218: ('Features', None), 219: ('Features', None), 220: ('Features', None), 221: ('Features', None), 222: ('Features', None), 223: ('Features', None), 224: ('Features', 'i11'), 225: ('Features', 'i11'), 226: ('Features', None), 227: ('Features', None), 228: ('Features', None), 229: ('Features', None), 230: ('Rack', None), 231: ('Rack', None), 232: ('Rack', None), 233: ('Rack', None), 234: ('Rack', None), 235: ('Rack', None), 236: ('Rack', None), 237: ('Rack', None), 238: ('Rack', None), 239: ('Rack', None), 240: ('IsMigratingZkBroker', None), 241: ('LogDirs', None), 242: ('LogDirs', None), 243: ('LogDirs', None), 244: ('LogDirs', None), 245: ('LogDirs', None), 246: ('LogDirs', None), 247: ('LogDirs', None), 248: ('LogDirs', None), 249: ('LogDirs', None), 251: ('_tagged', None), 252: ('_tagged', None), 253: ('_tagged', None), 261: ('BrokerId', None), 262: ('ClusterId', None), 263: ('ClusterId', None), 264: ('ClusterId', None), 265: ('ClusterId', None), 266: ('ClusterId', None), 267: ('ClusterId', None), 268: ('ClusterId', None), 269: ('ClusterId', None), 270: ('ClusterId', None), 271: ('ClusterId', None), 272: ('IncarnationId', None), 273: ('Listeners', None), 274: ('Listeners', None), 275: ('Listeners', None), 276: ('Listeners', None), 277: ('Listeners', None), 278: ('Listeners', None), 279: ('Listeners', None), 280: ('Listeners', 'i7'), 281: ('Listeners', 'i7'), 282: ('Listeners', None), 283: ('Listeners', None), 284: ('Listeners', None), 285: ('Listeners', None), 286: ('Features', None), 287: ('Features', None), 288: ('Features', None), 289: ('Features', None), 290: ('Features', None), 291: ('Features', None), 292: ('Features', None), 293: ('Features', 'i11'), 294: ('Features', 'i11'), 295: ('Features', None), 296: ('Features', None), 297: ('Features', None), 298: ('Features', None), 299: ('Rack', None), 300: ('Rack', None), 301: ('Rack', None), 302: ('Rack', None), 303: ('Rack', None), 304: ('Rack', None), 305: ('Rack', None), 306: ('Rack', None), 307: ('Rack', None), 308: ('Rack', None), 309: ('IsMigratingZkBroker', None), 310: ('LogDirs', None), 311: ('LogDirs', None), 312: ('LogDirs', None), 313: ('LogDirs', None), 314: ('LogDirs', None), 315: ('LogDirs', None), 316: ('LogDirs', None), 317: ('LogDirs', None), 318: ('LogDirs', None), 319: ('PreviousBrokerEpoch', None), 321: ('_tagged', None), 322: ('_tagged', None), 323: ('_tagged', None), 331: ('ThrottleTimeMs+ErrorCode+BrokerEpoch', None), 333: ('_tagged', None), 334: ('_tagged', None), 335: ('_tagged', None)}
+_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Port+SecurityProtocol', None), 41: ('_tagged', None), 42: ('_tagged', None), 43: ('_tagged', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('MinSupportedVersion+MaxSupportedVersion', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('BrokerId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('IncarnationId', None), 85: ('Listeners', None), 86: ('Listeners', None), 87: ('Listeners', None), 88: ('Listeners', None), 89: ('Listeners', None), 90: ('Listeners', None), 91: ('Listeners', None), 92: ('Listeners[{}].Name', 'i7'), 93: ('Listeners[{}].Name', 'i7'), 94: ('Listeners[{}].Name', 'i7'), 95: ('Listeners[{}].Name', 'i7'), 96: ('Listeners[{}].Name', 'i7'), 97: ('Listeners[{}].Name', 'i7'), 98: ('Listeners[{}].Name', 'i7'), 99: ('Listeners[{}].Name', 'i7'), 100: ('Listeners[{}].Name', 'i7'), 101: ('Listeners[{}].Name', 'i7'), 102: ('Listeners[{}].Host', 'i7'), 103: ('Listeners[{}].Host', 'i7'), 104: ('Listeners[{}].Host', 'i7'), 105: ('Listeners[{}].Host', 'i7'), 106: ('Listeners[{}].Host', 'i7'), 107: ('Listeners[{}].Host', 'i7'), 108: ('Listeners[{}].Host', 'i7'), 109: ('Listeners[{}].Host', 'i7'), 110: ('Listeners[{}].Host', 'i7'), 111: ('Listeners[{}].Host', 'i7'), 112: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 113: ('Listeners', 'i7'), 114: ('Listeners', 'i7'), 115: ('Listeners', 'i7'), 116: ('Listeners', 'i7'), 117: ('Listeners', 'i7'), 118: ('Listeners', None), 119: ('Listeners', None), 120: ('Listeners', None), 121: ('Listeners', None), 122: ('Features', None), 123: ('Features', None), 124: ('Features', None), 125: ('Features', None), 126: ('Features', None), 127: ('Features', None), 128: ('Features', None), 129: ('Features[{}].Name', 'i17'), 130: ('Features[{}].Name', 'i17'), 131: ('Features[{}].Name', 'i17'), 132: ('Features[{}].Name', 'i17'), 133: ('Features[{}].Name', 'i17'), 134: ('Features[{}].Name', 'i17'), 135: ('Features[{}].Name', 'i17'), 136: ('Features[{}].Name', 'i17'), 137: ('Features[{}].Name', 'i17'), 138: ('Features[{}].Name', 'i17'), 139: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 140: ('Features', 'i17'), 141: ('Features', 'i17'), 142: ('Features', 'i17'), 143: ('Features', 'i17'), 144: ('Features', 'i17'), 145: ('Features', None), 146: ('Features', None), 147: ('Features', None), 148: ('Features', None), 149: ('Rack', None), 150: ('Rack', None), 151: ('Rack', None), 152: ('Rack', None), 153: ('Rack', None), 154: ('Rack', None), 155: ('Rack', None), 156: ('Rack', None), 157: ('Rack', None), 158: ('Rack', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('BrokerId', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('IncarnationId', None), 182: ('Listeners', None), 183: ('Listeners', None), 184: ('Listeners', None), 185: ('Listeners', None), 186: ('Listeners', None), 187: ('Listeners', None), 188: ('Listeners', None), 189: ('Listeners[{}].Name', 'i7'), 190: ('Listeners[{}].Name', 'i7'), 191: ('Listeners[{}].Name', 'i7'), 192: ('Listeners[{}].Name', 'i7'), 193: ('Listeners[{}].Name', 'i7'), 194: ('Listeners[{}].Name', 'i7'), 195: ('Listeners[{}].Name', 'i7'), 196: ('Listeners[{}].Name', 'i7'), 197: ('Listeners[{}].Name', 'i7'), 198: ('Listeners[{}].Name', 'i7'), 199: ('Listeners[{}].Host', 'i7'), 200: ('Listeners[{}].Host', 'i7'), 201: ('Listeners[{}].Host', 'i7'), 202: ('Listeners[{}].Host', 'i7'), 203: ('Listeners[{}].Host', 'i7'), 204: ('Listeners[{}].Host', 'i7'), 205: ('Listeners[{}].Host', 'i7'), 206: ('Listeners[{}].Host', 'i7'), 207: ('Listeners[{}].Host', 'i7'), 208: ('Listeners[{}].Host', 'i7'), 209: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 210: ('Listeners', 'i7'), 211: ('Listeners', 'i7'), 212: ('Listeners', 'i7'), 213: ('Listeners', 'i7'), 214: ('Listeners', 'i7'), 215: ('Listeners', None), 216: ('Listeners', None), 217: ('Listeners', None), 218: ('Listeners', None), 219: ('Features', None), 220: ('Features', None), 221: ('Features', None), 222: ('Features', None), 223: ('Features', None), 224: ('Features', None), 225: ('Features', None), 226: ('Features[{}].Name', 'i17'), 227: ('Features[{}].Name', 'i17'), 228: ('Features[{}].Name', 'i17'), 229: ('Features[{}].Name', 'i17'), 230: ('Features[{}].Name', 'i17'), 231: ('Features[{}].Name', 'i17'), 232: ('Features[{}].Name', 'i17'), 233: ('Features[{}].Name', 'i17'), 234: ('Features[{}].Name', 'i17'), 235: ('Features[{}].Name', 'i17'), 236: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 237: ('Features', 'i17'), 238: ('Features', 'i17'), 239: ('Features', 'i17'), 240: ('Features', 'i17'), 241: ('Features', 'i17'), 242: ('Features', None), 243: ('Features', None), 244: ('Features', None), 245: ('Features', None), 246: ('Rack', None), 247: ('Rack', None), 248: ('Rack', None), 249: ('Rack', None), 250: ('Rack', None), 251: ('Rack', None), 252: ('Rack', None), 253: ('Rack', None), 254: ('Rack', None), 255: ('Rack', None), 256: ('IsMigratingZkBroker', None), 258: ('_tagged', None), 259: ('_tagged', None), 260: ('_tagged', None), 268: ('BrokerId', None), 269: ('ClusterId', None), 270: ('ClusterId', None), 271: ('ClusterId', None), 272: ('ClusterId', None), 273: ('ClusterId', None), 274: ('ClusterId', None), 275: ('ClusterId', None), 276: ('ClusterId', None), 277: ('ClusterId', None), 278: ('ClusterId', None), 279: ('IncarnationId', None), 280: ('Listeners', None), 281: ('Listeners', None), 282: ('Listeners', None), 283: ('Listeners', None), 284: ('Listeners', None), 285: ('Listeners', None), 286: ('Listeners', None), 287: ('Listeners[{}].Name', 'i7'), 288: ('Listeners[{}].Name', 'i7'), 289: ('Listeners[{}].Name', 'i7'), 290: ('Listeners[{}].Name', 'i7'), 291: ('Listeners[{}].Name', 'i7'), 292: ('Listeners[{}].Name', 'i7'), 293: ('Listeners[{}].Name', 'i7'), 294: ('Listeners[{}].Name', 'i7'), 295: ('Listeners[{}].Name', 'i7'), 296: ('Listeners[{}].Name', 'i7'), 297: ('Listeners[{}].Host', 'i7'), 298: ('Listeners[{}].Host', 'i7'), 299: ('Listeners[{}].Host', 'i7'), 300: ('Listeners[{}].Host', 'i7'), 301: ('Listeners[{}].Host', 'i7'), 302: ('Listeners[{}].Host', 'i7'), 303: ('Listeners[{}].Host', 'i7'), 304: ('Listeners[{}].Host', 'i7'), 305: ('Listeners[{}].Host', 'i7'), 306: ('Listeners[{}].Host', 'i7'), 307: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 308: ('Listeners', 'i7'), 309: ('Listeners', 'i7'), 310: ('Listeners', 'i7'), 311: ('Listeners', 'i7'), 312: ('Listeners', 'i7'), 313: ('Listeners', None), 314: ('Listeners', None), 315: ('Listeners', None), 316: ('Listeners', None), 317: ('Features', None), 318: ('Features', None), 319: ('Features', None), 320: ('Features', None), 321: ('Features', None), 322: ('Features', None), 323: ('Features', None), 324: ('Features[{}].Name', 'i17'), 325: ('Features[{}].Name', 'i17'), 326: ('Features[{}].Name', 'i17'), 327: ('Features[{}].Name', 'i17'), 328: ('Features[{}].Name', 'i17'), 329: ('Features[{}].Name', 'i17'), 330: ('Features[{}].Name', 'i17'), 331: ('Features[{}].Name', 'i17'), 332: ('Features[{}].Name', 'i17'), 333: ('Features[{}].Name', 'i17'), 334: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 335: ('Features', 'i17'), 336: ('Features', 'i17'), 337: ('Features', 'i17'), 338: ('Features', 'i17'), 339: ('Features', 'i17'), 340: ('Features', None), 341: ('Features', None), 342: ('Features', None), 343: ('Features', None), 344: ('Rack', None), 345: ('Rack', None), 346: ('Rack', None), 347: ('Rack', None), 348: ('Rack', None), 349: ('Rack', None), 350: ('Rack', None), 351: ('Rack', None), 352: ('Rack', None), 353: ('Rack', None), 354: ('IsMigratingZkBroker', None), 355: ('LogDirs', None), 356: ('LogDirs', None), 357: ('LogDirs', None), 358: ('LogDirs', None), 359: ('LogDirs', None), 360: ('LogDirs', None), 361: ('LogDirs', None), 362: ('LogDirs', None), 363: ('LogDirs', None), 365: ('_tagged', None), 366: ('_tagged', None), 367: ('_tagged', None), 375: ('BrokerId', None), 376: ('ClusterId', None), 377: ('ClusterId', None), 378: ('ClusterId', None), 379: ('ClusterId', None), 380: ('ClusterId', None), 381: ('ClusterId', None), 382: ('ClusterId', None), 383: ('ClusterId', None), 384: ('ClusterId', None), 385: ('ClusterId', None), 386: ('IncarnationId', None), 387: ('Listeners', None), 388: ('Listeners', None), 389: ('Listeners', None), 390: ('Listeners', None), 391: ('Listeners', None), 392: ('Listeners', None), 393: ('Listeners', None), 394: ('Listeners[{}].Name', 'i7'), 395: ('Listeners[{}].Name', 'i7'), 396: ('Listeners[{}].Name', 'i7'), 397: ('Listeners[{}].Name', 'i7'), 398: ('Listeners[{}].Name', 'i7'), 399: ('Listeners[{}].Name', 'i7'), 400: ('Listeners[{}].Name', 'i7'), 401: ('Listeners[{}].Name', 'i7'), 402: ('Listeners[{}].Name', 'i7'), 403: ('Listeners[{}].Name', 'i7'), 404: ('Listeners[{}].Host', 'i7'), 405: ('Listeners[{}].Host', 'i7'), 406: ('Listeners[{}].Host', 'i7'), 407: ('Listeners[{}].Host', 'i7'), 408: ('Listeners[{}].Host', 'i7'), 409: ('Listeners[{}].Host', 'i7'), 410: ('Listeners[{}].Host', 'i7'), 411: ('Listeners[{}].Host', 'i7'), 412: ('Listeners[{}].Host', 'i7'), 413: ('Listeners[{}].Host', 'i7'), 414: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 415: ('Listeners', 'i7'), 416: ('Listeners', 'i7'), 417: ('Listeners', 'i7'), 418: ('Listeners', 'i7'), 419: ('Listeners', 'i7'), 420: ('Listeners', None), 421: ('Listeners', None), 422: ('Listeners', None), 423: ('Listeners', None), 424: ('Features', None), 425: ('Features', None), 426: ('Features', None), 427: ('Features', None), 428: ('Features', None), 429: ('Features', None), 430: ('Features', None), 431: ('Features[{}].Name', 'i17'), 432: ('Features[{}].Name', 'i17'), 433: ('Features[{}].Name', 'i17'), 434: ('Features[{}].Name', 'i17'), 435: ('Features[{}].Name', 'i17'), 436: ('Features[{}].Name', 'i17'), 437: ('Features[{}].Name', 'i17'), 438: ('Features[{}].Name', 'i17'), 439: ('Features[{}].Name', 'i17'), 440: ('Features[{}].Name', 'i17'), 441: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 442: ('Features', 'i17'), 443: ('Features', 'i17'), 444: ('Features', 'i17'), 445: ('Features', 'i17'), 446: ('Features', 'i17'), 447: ('Features', None), 448: ('Features', None), 449: ('Features', None), 450: ('Features', None), 451: ('Rack', None), 452: ('Rack', None), 453: ('Rack', None), 454: ('Rack', None), 455: ('Rack', None), 456: ('Rack', None), 457: ('Rack', None), 458: ('Rack', None), 459: ('Rack', None), 460: ('Rack', None), 461: ('IsMigratingZkBroker', None), 462: ('LogDirs', None), 463: ('LogDirs', None), 464: ('LogDirs', None), 465: ('LogDirs', None), 466: ('LogDirs', None), 467: ('LogDirs', None), 468: ('LogDirs', None), 469: ('LogDirs', None), 470: ('LogDirs', None), 471: ('PreviousBrokerEpoch', None), 473: ('_tagged', None), 474: ('_tagged', None), 475: ('_tagged', None), 483: ('ThrottleTimeMs+ErrorCode+BrokerEpoch', None), 485: ('_tagged', None), 486: ('_tagged', None), 487: ('_tagged', None)}

@@ -75,26 +75,64 @@ def _f2(b, p):
             if n5 * 7 > L - p: raise _rt.short_count(n5, L - p)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f0(b, p)
-                v4.append(x7)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                v11, v12, = _U1(b, p); p += 4
+                d13 = {"Name": v7, "Host": v9, "Port": v11, "SecurityProtocol": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v4.append(d13)
         elif n5 == -1:
             v4 = None
         else:
             raise _rt.negative(n5)
-        n9 = b[p]; p += 1
-        if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
-        n9 -= 1
-        if n9 >= 0:
-            if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            v8 = []
-            for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
-        elif n9 == -1:
-            v8 = None
+        n15 = b[p]; p += 1
+        if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+        n15 -= 1
+        if n15 >= 0:
+            if n15 * 6 > L - p: raise _rt.short_count(n15, L - p)
+            v14 = []
+            for i16 in range(n15):
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                v19, v20, = _U2(b, p); p += 4
+                d21 = {"Name": v17, "MinSupportedVersion": v19, "MaxSupportedVersion": v20}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v14.append(d21)
+        elif n15 == -1:
+            v14 = None
         else:
-            raise _rt.negative(n9)
-        d = {"ControllerId": v1, "IncarnationId": _rt.uuid(v2), "ZkMigrationReady": v3, "Listeners": v4, "Features": v8}
+            raise _rt.negative(n15)
+        d = {"ControllerId": v1, "IncarnationId": _rt.uuid(v2), "ZkMigrationReady": v3, "Listeners": v4, "Features": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -131,4 +169,4 @@ NAME = 'ControllerRegistration'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f3}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port+SecurityProtocol', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('MinSupportedVersion+MaxSupportedVersion', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('ControllerId+IncarnationId+ZkMigrationReady', None), 71: ('Listeners', None), 72: ('Listeners', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', 'i6'), 79: ('Listeners', 'i6'), 80: ('Listeners', None), 81: ('Listeners', None), 82: ('Listeners', None), 83: ('Listeners', None), 84: ('Features', None), 85: ('Features', None), 86: ('Features', None), 87: ('Features', None), 88: ('Features', None), 89: ('Features', None), 90: ('Features', None), 91: ('Features', 'i10'), 92: ('Features', 'i10'), 93: ('Features', None), 94: ('Features', None), 95: ('Features', None), 96: ('Features', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('ThrottleTimeMs+ErrorCode', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port+SecurityProtocol', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('MinSupportedVersion+MaxSupportedVersion', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('ControllerId+IncarnationId+ZkMigrationReady', None), 71: ('Listeners', None), 72: ('Listeners', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners[{}].Name', 'i6'), 79: ('Listeners[{}].Name', 'i6'), 80: ('Listeners[{}].Name', 'i6'), 81: ('Listeners[{}].Name', 'i6'), 82: ('Listeners[{}].Name', 'i6'), 83: ('Listeners[{}].Name', 'i6'), 84: ('Listeners[{}].Name', 'i6'), 85: ('Listeners[{}].Name', 'i6'), 86: ('Listeners[{}].Name', 'i6'), 87: ('Listeners[{}].Name', 'i6'), 88: ('Listeners[{}].Host', 'i6'), 89: ('Listeners[{}].Host', 'i6'), 90: ('Listeners[{}].Host', 'i6'), 91: ('Listeners[{}].Host', 'i6'), 92: ('Listeners[{}].Host', 'i6'), 93: ('Listeners[{}].Host', 'i6'), 94: ('Listeners[{}].Host', 'i6'), 95: ('Listeners[{}].Host', 'i6'), 96: ('Listeners[{}].Host', 'i6'), 97: ('Listeners[{}].Host', 'i6'), 98: ('Listeners[{}].Port+SecurityProtocol', 'i6'), 99: ('Listeners', 'i6'), 100: ('Listeners', 'i6'), 101: ('Listeners', 'i6'), 102: ('Listeners', 'i6'), 103: ('Listeners', 'i6'), 104: ('Listeners', None), 105: ('Listeners', None), 106: ('Listeners', None), 107: ('Listeners', None), 108: ('Features', None), 109: ('Features', None), 110: ('Features', None), 111: ('Features', None), 112: ('Features', None), 113: ('Features', None), 114: ('Features', None), 115: ('Features[{}].Name', 'i16'), 116: ('Features[{}].Name', 'i16'), 117: ('Features[{}].Name', 'i16'), 118: ('Features[{}].Name', 'i16'), 119: ('Features[{}].Name', 'i16'), 120: ('Features[{}].Name', 'i16'), 121: ('Features[{}].Name', 'i16'), 122: ('Features[{}].Name', 'i16'), 123: ('Features[{}].Name', 'i16'), 124: ('Features[{}].Name', 'i16'), 125: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i16'), 126: ('Features', 'i16'), 127: ('Features', 'i16'), 128: ('Features', 'i16'), 129: ('Features', 'i16'), 130: ('Features', 'i16'), 131: ('Features', None), 132: ('Features', None), 133: ('Features', None), 134: ('Features', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('ThrottleTimeMs+ErrorCode', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None)}

@@ -72,8 +72,21 @@ def _f3(b, p):
             if n4 * 2 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"ResourceName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -119,8 +132,22 @@ def _f5(b, p):
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                d9 = {"ResourceName": v6, "ResourceType": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v3.append(d9)
         elif n4 == -1:
             v3 = None
         else:
@@ -140,4 +167,4 @@ NAME = 'ListConfigResources'
 REQUEST = {0: _f0, 1: _f1}
 RESPONSE = {0: _f3, 1: _f5}
 
-_LINES = {16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('ResourceTypes', None), 27: ('ResourceTypes', None), 28: ('ResourceTypes', None), 29: ('ResourceTypes', None), 30: ('ResourceTypes', None), 31: ('ResourceTypes', None), 32: ('ResourceTypes', None), 33: ('ResourceTypes', None), 34: ('ResourceTypes', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('ResourceName', None), 51: ('ResourceName', None), 52: ('ResourceName', None), 53: ('ResourceName', None), 54: ('ResourceName', None), 55: ('ResourceName', None), 57: ('_tagged', None), 58: ('_tagged', None), 59: ('_tagged', None), 67: ('ThrottleTimeMs+ErrorCode', None), 68: ('ConfigResources', None), 69: ('ConfigResources', None), 70: ('ConfigResources', None), 71: ('ConfigResources', None), 72: ('ConfigResources', None), 73: ('ConfigResources', None), 74: ('ConfigResources', None), 75: ('ConfigResources', 'i5'), 76: ('ConfigResources', 'i5'), 77: ('ConfigResources', None), 78: ('ConfigResources', None), 79: ('ConfigResources', None), 80: ('ConfigResources', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('ResourceName', None), 93: ('ResourceName', None), 94: ('ResourceName', None), 95: ('ResourceName', None), 96: ('ResourceName', None), 97: ('ResourceName', None), 98: ('ResourceName', None), 99: ('ResourceName', None), 100: ('ResourceName', None), 101: ('ResourceName', None), 102: ('ResourceType', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('ThrottleTimeMs+ErrorCode', None), 115: ('ConfigResources', None), 116: ('ConfigResources', None), 117: ('ConfigResources', None), 118: ('ConfigResources', None), 119: ('ConfigResources', None), 120: ('ConfigResources', None), 121: ('ConfigResources', None), 122: ('ConfigResources', 'i5'), 123: ('ConfigResources', 'i5'), 124: ('ConfigResources', None), 125: ('ConfigResources', None), 126: ('ConfigResources', None), 127: ('ConfigResources', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None)}
+_LINES = {16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('ResourceTypes', None), 27: ('ResourceTypes', None), 28: ('ResourceTypes', None), 29: ('ResourceTypes', None), 30: ('ResourceTypes', None), 31: ('ResourceTypes', None), 32: ('ResourceTypes', None), 33: ('ResourceTypes', None), 34: ('ResourceTypes', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('ResourceName', None), 51: ('ResourceName', None), 52: ('ResourceName', None), 53: ('ResourceName', None), 54: ('ResourceName', None), 55: ('ResourceName', None), 57: ('_tagged', None), 58: ('_tagged', None), 59: ('_tagged', None), 67: ('ThrottleTimeMs+ErrorCode', None), 68: ('ConfigResources', None), 69: ('ConfigResources', None), 70: ('ConfigResources', None), 71: ('ConfigResources', None), 72: ('ConfigResources', None), 73: ('ConfigResources', None), 74: ('ConfigResources', None), 75: ('ConfigResources[{}].ResourceName', 'i5'), 76: ('ConfigResources[{}].ResourceName', 'i5'), 77: ('ConfigResources[{}].ResourceName', 'i5'), 78: ('ConfigResources[{}].ResourceName', 'i5'), 79: ('ConfigResources[{}].ResourceName', 'i5'), 80: ('ConfigResources[{}].ResourceName', 'i5'), 81: ('ConfigResources[{}].ResourceName', 'i5'), 82: ('ConfigResources[{}].ResourceName', 'i5'), 83: ('ConfigResources[{}].ResourceName', 'i5'), 84: ('ConfigResources[{}].ResourceName', 'i5'), 85: ('ConfigResources', 'i5'), 86: ('ConfigResources', 'i5'), 87: ('ConfigResources', 'i5'), 88: ('ConfigResources', 'i5'), 89: ('ConfigResources', 'i5'), 90: ('ConfigResources', None), 91: ('ConfigResources', None), 92: ('ConfigResources', None), 93: ('ConfigResources', None), 95: ('_tagged', None), 96: ('_tagged', None), 97: ('_tagged', None), 105: ('ResourceName', None), 106: ('ResourceName', None), 107: ('ResourceName', None), 108: ('ResourceName', None), 109: ('ResourceName', None), 110: ('ResourceName', None), 111: ('ResourceName', None), 112: ('ResourceName', None), 113: ('ResourceName', None), 114: ('ResourceName', None), 115: ('ResourceType', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('ThrottleTimeMs+ErrorCode', None), 128: ('ConfigResources', None), 129: ('ConfigResources', None), 130: ('ConfigResources', None), 131: ('ConfigResources', None), 132: ('ConfigResources', None), 133: ('ConfigResources', None), 134: ('ConfigResources', None), 135: ('ConfigResources[{}].ResourceName', 'i5'), 136: ('ConfigResources[{}].ResourceName', 'i5'), 137: ('ConfigResources[{}].ResourceName', 'i5'), 138: ('ConfigResources[{}].ResourceName', 'i5'), 139: ('ConfigResources[{}].ResourceName', 'i5'), 140: ('ConfigResources[{}].ResourceName', 'i5'), 141: ('ConfigResources[{}].ResourceName', 'i5'), 142: ('ConfigResources[{}].ResourceName', 'i5'), 143: ('ConfigResources[{}].ResourceName', 'i5'), 144: ('ConfigResources[{}].ResourceName', 'i5'), 145: ('ConfigResources[{}].ResourceType', 'i5'), 146: ('ConfigResources', 'i5'), 147: ('ConfigResources', 'i5'), 148: ('ConfigResources', 'i5'), 149: ('ConfigResources', 'i5'), 150: ('ConfigResources', 'i5'), 151: ('ConfigResources', None), 152: ('ConfigResources', None), 153: ('ConfigResources', None), 154: ('ConfigResources', None), 156: ('_tagged', None), 157: ('_tagged', None), 158: ('_tagged', None)}

@@ -65,19 +65,32 @@ def _f2(b, p):
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                d6 = {"Name": v4}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d6)
+                v1.append(d6)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        v5, = _U0(b, p); p += 4
-        m7, = _U1(b, p); p += 1
-        if m7 < 0:
-            v6 = None
+        v7, = _U0(b, p); p += 4
+        m9, = _U1(b, p); p += 1
+        if m9 < 0:
+            v8 = None
         else:
-            v6, p = _f1(b, p)
-        d = {"Topics": v1, "ResponsePartitionLimit": v5, "Cursor": v6}
+            v8, p = _f1(b, p)
+        d = {"Topics": v1, "ResponsePartitionLimit": v7, "Cursor": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -164,14 +177,63 @@ def _f4(b, p):
             if n7 * 20 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f3(b, p)
-                v6.append(x9)
+                v9, v10, v11, v12, = _U4(b, p); p += 14
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    v19 = _Ai(b, p, n20); p += n20 * 4
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    v21 = _Ai(b, p, n22); p += n22 * 4
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d23 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "EligibleLeaderReplicas": v17, "LastKnownElr": v19, "OfflineReplicas": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d23)
+                v6.append(d23)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        v10, = _U0(b, p); p += 4
-        d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v10}
+        v24, = _U0(b, p); p += 4
+        d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v24}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -216,4 +278,4 @@ NAME = 'DescribeTopicPartitions'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('PartitionIndex', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', 'i3'), 69: ('Topics', 'i3'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('ResponsePartitionLimit', None), 75: ('Cursor', None), 76: ('Cursor', None), 77: ('Cursor', None), 78: ('Cursor', None), 79: ('Cursor', None), 81: ('_tagged', None), 82: ('_tagged', None), 83: ('_tagged', None), 91: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 92: ('ReplicaNodes', None), 93: ('ReplicaNodes', None), 94: ('ReplicaNodes', None), 95: ('ReplicaNodes', None), 96: ('ReplicaNodes', None), 97: ('ReplicaNodes', None), 98: ('ReplicaNodes', None), 99: ('ReplicaNodes', None), 100: ('ReplicaNodes', None), 101: ('IsrNodes', None), 102: ('IsrNodes', None), 103: ('IsrNodes', None), 104: ('IsrNodes', None), 105: ('IsrNodes', None), 106: ('IsrNodes', None), 107: ('IsrNodes', None), 108: ('IsrNodes', None), 109: ('IsrNodes', None), 110: ('EligibleLeaderReplicas', None), 111: ('EligibleLeaderReplicas', None), 112: ('EligibleLeaderReplicas', None), 113: ('EligibleLeaderReplicas', None), 114: ('EligibleLeaderReplicas', None), 115: ('EligibleLeaderReplicas', None), 116: ('EligibleLeaderReplicas', None), 117: ('EligibleLeaderReplicas', None), 118: ('EligibleLeaderReplicas', None), 119: ('LastKnownElr', None), 120: ('LastKnownElr', None), 121: ('LastKnownElr', None), 122: ('LastKnownElr', None), 123: ('LastKnownElr', None), 124: ('LastKnownElr', None), 125: ('LastKnownElr', None), 126: ('LastKnownElr', None), 127: ('LastKnownElr', None), 128: ('OfflineReplicas', None), 129: ('OfflineReplicas', None), 130: ('OfflineReplicas', None), 131: ('OfflineReplicas', None), 132: ('OfflineReplicas', None), 133: ('OfflineReplicas', None), 134: ('OfflineReplicas', None), 135: ('OfflineReplicas', None), 136: ('OfflineReplicas', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('ErrorCode', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('TopicId+IsInternal', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', 'i8'), 168: ('Partitions', 'i8'), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('TopicAuthorizedOperations', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('ThrottleTimeMs', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i4'), 194: ('Topics', 'i4'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('NextCursor', None), 200: ('NextCursor', None), 201: ('NextCursor', None), 202: ('NextCursor', None), 203: ('NextCursor', None), 205: ('_tagged', None), 206: ('_tagged', None), 207: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('PartitionIndex', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics[{}].Name', 'i3'), 69: ('Topics[{}].Name', 'i3'), 70: ('Topics[{}].Name', 'i3'), 71: ('Topics[{}].Name', 'i3'), 72: ('Topics[{}].Name', 'i3'), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('ResponsePartitionLimit', None), 88: ('Cursor', None), 89: ('Cursor', None), 90: ('Cursor', None), 91: ('Cursor', None), 92: ('Cursor', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 105: ('ReplicaNodes', None), 106: ('ReplicaNodes', None), 107: ('ReplicaNodes', None), 108: ('ReplicaNodes', None), 109: ('ReplicaNodes', None), 110: ('ReplicaNodes', None), 111: ('ReplicaNodes', None), 112: ('ReplicaNodes', None), 113: ('ReplicaNodes', None), 114: ('IsrNodes', None), 115: ('IsrNodes', None), 116: ('IsrNodes', None), 117: ('IsrNodes', None), 118: ('IsrNodes', None), 119: ('IsrNodes', None), 120: ('IsrNodes', None), 121: ('IsrNodes', None), 122: ('IsrNodes', None), 123: ('EligibleLeaderReplicas', None), 124: ('EligibleLeaderReplicas', None), 125: ('EligibleLeaderReplicas', None), 126: ('EligibleLeaderReplicas', None), 127: ('EligibleLeaderReplicas', None), 128: ('EligibleLeaderReplicas', None), 129: ('EligibleLeaderReplicas', None), 130: ('EligibleLeaderReplicas', None), 131: ('EligibleLeaderReplicas', None), 132: ('LastKnownElr', None), 133: ('LastKnownElr', None), 134: ('LastKnownElr', None), 135: ('LastKnownElr', None), 136: ('LastKnownElr', None), 137: ('LastKnownElr', None), 138: ('LastKnownElr', None), 139: ('LastKnownElr', None), 140: ('LastKnownElr', None), 141: ('OfflineReplicas', None), 142: ('OfflineReplicas', None), 143: ('OfflineReplicas', None), 144: ('OfflineReplicas', None), 145: ('OfflineReplicas', None), 146: ('OfflineReplicas', None), 147: ('OfflineReplicas', None), 148: ('OfflineReplicas', None), 149: ('OfflineReplicas', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('ErrorCode', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('TopicId+IsInternal', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 181: ('Partitions[{}].ReplicaNodes', 'i8'), 182: ('Partitions[{}].ReplicaNodes', 'i8'), 183: ('Partitions[{}].ReplicaNodes', 'i8'), 184: ('Partitions[{}].ReplicaNodes', 'i8'), 185: ('Partitions[{}].ReplicaNodes', 'i8'), 186: ('Partitions[{}].ReplicaNodes', 'i8'), 187: ('Partitions[{}].ReplicaNodes', 'i8'), 188: ('Partitions[{}].ReplicaNodes', 'i8'), 189: ('Partitions[{}].ReplicaNodes', 'i8'), 190: ('Partitions[{}].IsrNodes', 'i8'), 191: ('Partitions[{}].IsrNodes', 'i8'), 192: ('Partitions[{}].IsrNodes', 'i8'), 193: ('Partitions[{}].IsrNodes', 'i8'), 194: ('Partitions[{}].IsrNodes', 'i8'), 195: ('Partitions[{}].IsrNodes', 'i8'), 196: ('Partitions[{}].IsrNodes', 'i8'), 197: ('Partitions[{}].IsrNodes', 'i8'), 198: ('Partitions[{}].IsrNodes', 'i8'), 199: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 200: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 201: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 202: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 203: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 204: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 205: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 206: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 207: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 208: ('Partitions[{}].LastKnownElr', 'i8'), 209: ('Partitions[{}].LastKnownElr', 'i8'), 210: ('Partitions[{}].LastKnownElr', 'i8'), 211: ('Partitions[{}].LastKnownElr', 'i8'), 212: ('Partitions[{}].LastKnownElr', 'i8'), 213: ('Partitions[{}].LastKnownElr', 'i8'), 214: ('Partitions[{}].LastKnownElr', 'i8'), 215: ('Partitions[{}].LastKnownElr', 'i8'), 216: ('Partitions[{}].LastKnownElr', 'i8'), 217: ('Partitions[{}].OfflineReplicas', 'i8'), 218: ('Partitions[{}].OfflineReplicas', 'i8'), 219: ('Partitions[{}].OfflineReplicas', 'i8'), 220: ('Partitions[{}].OfflineReplicas', 'i8'), 221: ('Partitions[{}].OfflineReplicas', 'i8'), 222: ('Partitions[{}].OfflineReplicas', 'i8'), 223: ('Partitions[{}].OfflineReplicas', 'i8'), 224: ('Partitions[{}].OfflineReplicas', 'i8'), 225: ('Partitions[{}].OfflineReplicas', 'i8'), 226: ('Partitions', 'i8'), 227: ('Partitions', 'i8'), 228: ('Partitions', 'i8'), 229: ('Partitions', 'i8'), 230: ('Partitions', 'i8'), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('TopicAuthorizedOperations', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('ThrottleTimeMs', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', 'i4'), 256: ('Topics', 'i4'), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('NextCursor', None), 262: ('NextCursor', None), 263: ('NextCursor', None), 264: ('NextCursor', None), 265: ('NextCursor', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None)}

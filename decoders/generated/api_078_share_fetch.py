@@ -50,8 +50,21 @@ def _f1(b, p):
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                v6, v7, = _U3(b, p); p += 16
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    v8 = _Ab(b, p, n9); p += n9 * 1
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                d10 = {"FirstOffset": v6, "LastOffset": v7, "AcknowledgeTypes": v8}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d10)
+                v3.append(d10)
         elif n4 == -1:
             v3 = None
         else:
@@ -154,8 +167,21 @@ def _f4(b, p):
             if n14 * 18 > L - p: raise _rt.short_count(n14, L - p)
             v13 = []
             for i15 in range(n14):
-                x16, p = _f3(b, p)
-                v13.append(x16)
+                v16, = _U1(b, p); p += 16
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    v17 = _Ai(b, p, n18); p += n18 * 4
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"TopicId": _rt.uuid(v16), "Partitions": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v13.append(d19)
         elif n14 == -1:
             v13 = None
         else:
@@ -179,8 +205,21 @@ def _f5(b, p):
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f0(b, p)
-                v2.append(x5)
+                v5, v6, = _U3(b, p); p += 16
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ab(b, p, n8); p += n8 * 1
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"FirstOffset": v5, "LastOffset": v6, "AcknowledgeTypes": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
@@ -262,8 +301,21 @@ def _f7(b, p):
             if n16 * 18 > L - p: raise _rt.short_count(n16, L - p)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f3(b, p)
-                v15.append(x18)
+                v18, = _U1(b, p); p += 16
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    v19 = _Ai(b, p, n20); p += n20 * 4
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                d21 = {"TopicId": _rt.uuid(v18), "Partitions": v19}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v15.append(d21)
         elif n16 == -1:
             v15 = None
         else:
@@ -320,8 +372,21 @@ def _f8(b, p):
             if n18 * 18 > L - p: raise _rt.short_count(n18, L - p)
             v17 = []
             for i19 in range(n18):
-                x20, p = _f3(b, p)
-                v17.append(x20)
+                v20, = _U1(b, p); p += 16
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    v21 = _Ai(b, p, n22); p += n22 * 4
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d23 = {"TopicId": _rt.uuid(v20), "Partitions": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d23)
+                v17.append(d23)
         elif n18 == -1:
             v17 = None
         else:
@@ -511,8 +576,33 @@ def _f14(b, p):
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f13(b, p)
-                v9.append(x12)
+                v12, = _U5(b, p); p += 4
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                v15, = _U5(b, p); p += 4
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 > L - p: raise _rt.short(n17, L - p)
+                    v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                d18 = {"NodeId": v12, "Host": v13, "Port": v15, "Rack": v16}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d18)
+                v9.append(d18)
         elif n10 == -1:
             v9 = None
         else:
@@ -560,8 +650,33 @@ def _f15(b, p):
             if n11 * 11 > L - p: raise _rt.short_count(n11, L - p)
             v10 = []
             for i12 in range(n11):
-                x13, p = _f13(b, p)
-                v10.append(x13)
+                v13, = _U5(b, p); p += 4
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                v16, = _U5(b, p); p += 4
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                d19 = {"NodeId": v13, "Host": v14, "Port": v16, "Rack": v17}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d19)
+                v10.append(d19)
         elif n11 == -1:
             v10 = None
         else:
@@ -581,4 +696,4 @@ NAME = 'ShareFetch'
 REQUEST = {0: _f4, 1: _f7, 2: _f8}
 RESPONSE = {0: _f14, 1: _f15, 2: _f15}
 
-_LINES = {24: ('FirstOffset+LastOffset', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('PartitionIndex+PartitionMaxBytes', None), 46: ('AcknowledgementBatches', None), 47: ('AcknowledgementBatches', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches', 'i5'), 54: ('AcknowledgementBatches', 'i5'), 55: ('AcknowledgementBatches', None), 56: ('AcknowledgementBatches', None), 57: ('AcknowledgementBatches', None), 58: ('AcknowledgementBatches', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('TopicId', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 77: ('Partitions', None), 78: ('Partitions', 'i4'), 79: ('Partitions', 'i4'), 80: ('Partitions', None), 81: ('Partitions', None), 82: ('Partitions', None), 83: ('Partitions', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('TopicId', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('MemberId', None), 127: ('MemberId', None), 128: ('MemberId', None), 129: ('MemberId', None), 130: ('MemberId', None), 131: ('MemberId', None), 132: ('MemberId', None), 133: ('MemberId', None), 134: ('MemberId', None), 135: ('MemberId', None), 136: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', 'i11'), 145: ('Topics', 'i11'), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('ForgottenTopicsData', None), 151: ('ForgottenTopicsData', None), 152: ('ForgottenTopicsData', None), 153: ('ForgottenTopicsData', None), 154: ('ForgottenTopicsData', None), 155: ('ForgottenTopicsData', None), 156: ('ForgottenTopicsData', None), 157: ('ForgottenTopicsData', 'i15'), 158: ('ForgottenTopicsData', 'i15'), 159: ('ForgottenTopicsData', None), 160: ('ForgottenTopicsData', None), 161: ('ForgottenTopicsData', None), 162: ('ForgottenTopicsData', None), 164: ('_tagged', None), 165: ('_tagged', None), 166: ('_tagged', None), 174: ('PartitionIndex', None), 175: ('AcknowledgementBatches', None), 176: ('AcknowledgementBatches', None), 177: ('AcknowledgementBatches', None), 178: ('AcknowledgementBatches', None), 179: ('AcknowledgementBatches', None), 180: ('AcknowledgementBatches', None), 181: ('AcknowledgementBatches', None), 182: ('AcknowledgementBatches', 'i4'), 183: ('AcknowledgementBatches', 'i4'), 184: ('AcknowledgementBatches', None), 185: ('AcknowledgementBatches', None), 186: ('AcknowledgementBatches', None), 187: ('AcknowledgementBatches', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('TopicId', None), 200: ('Partitions', None), 201: ('Partitions', None), 202: ('Partitions', None), 203: ('Partitions', None), 204: ('Partitions', None), 205: ('Partitions', None), 206: ('Partitions', None), 207: ('Partitions', 'i4'), 208: ('Partitions', 'i4'), 209: ('Partitions', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 214: ('_tagged', None), 215: ('_tagged', None), 216: ('_tagged', None), 224: ('GroupId', None), 225: ('GroupId', None), 226: ('GroupId', None), 227: ('GroupId', None), 228: ('GroupId', None), 229: ('GroupId', None), 230: ('GroupId', None), 231: ('GroupId', None), 232: ('GroupId', None), 233: ('GroupId', None), 234: ('MemberId', None), 235: ('MemberId', None), 236: ('MemberId', None), 237: ('MemberId', None), 238: ('MemberId', None), 239: ('MemberId', None), 240: ('MemberId', None), 241: ('MemberId', None), 242: ('MemberId', None), 243: ('MemberId', None), 244: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 245: ('Topics', None), 246: ('Topics', None), 247: ('Topics', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', 'i13'), 253: ('Topics', 'i13'), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('ForgottenTopicsData', None), 259: ('ForgottenTopicsData', None), 260: ('ForgottenTopicsData', None), 261: ('ForgottenTopicsData', None), 262: ('ForgottenTopicsData', None), 263: ('ForgottenTopicsData', None), 264: ('ForgottenTopicsData', None), 265: ('ForgottenTopicsData', 'i17'), 266: ('ForgottenTopicsData', 'i17'), 267: ('ForgottenTopicsData', None), 268: ('ForgottenTopicsData', None), 269: ('ForgottenTopicsData', None), 270: ('ForgottenTopicsData', None), 272: ('_tagged', None), 273: ('_tagged', None), 274: ('_tagged', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('GroupId', None), 287: ('GroupId', None), 288: ('GroupId', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('MemberId', None), 293: ('MemberId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberId', None), 297: ('MemberId', None), 298: ('MemberId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', 'i15'), 311: ('Topics', 'i15'), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('ForgottenTopicsData', None), 317: ('ForgottenTopicsData', None), 318: ('ForgottenTopicsData', None), 319: ('ForgottenTopicsData', None), 320: ('ForgottenTopicsData', None), 321: ('ForgottenTopicsData', None), 322: ('ForgottenTopicsData', None), 323: ('ForgottenTopicsData', 'i19'), 324: ('ForgottenTopicsData', 'i19'), 325: ('ForgottenTopicsData', None), 326: ('ForgottenTopicsData', None), 327: ('ForgottenTopicsData', None), 328: ('ForgottenTopicsData', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None), 340: ('LeaderId+LeaderEpoch', None), 342: ('_tagged', None), 343: ('_tagged', None), 344: ('_tagged', None), 352: ('FirstOffset+LastOffset+DeliveryCount', None), 354: ('_tagged', None), 355: ('_tagged', None), 356: ('_tagged', None), 364: ('PartitionIndex+ErrorCode', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('ErrorMessage', None), 374: ('ErrorMessage', None), 375: ('AcknowledgeErrorCode', None), 376: ('AcknowledgeErrorMessage', None), 377: ('AcknowledgeErrorMessage', None), 378: ('AcknowledgeErrorMessage', None), 379: ('AcknowledgeErrorMessage', None), 380: ('AcknowledgeErrorMessage', None), 381: ('AcknowledgeErrorMessage', None), 382: ('AcknowledgeErrorMessage', None), 383: ('AcknowledgeErrorMessage', None), 384: ('AcknowledgeErrorMessage', None), 385: ('AcknowledgeErrorMessage', None), 386: ('CurrentLeader', None), 387: ('Records', None), 388: ('Records', None), 389: ('Records', None), 390: ('Records', None), 391: ('Records', None), 392: ('Records', None), 393: ('Records', None), 394: ('Records', None), 395: ('Records', None), 396: ('Records', None), 397: ('AcquiredRecords', None), 398: ('AcquiredRecords', None), 399: ('AcquiredRecords', None), 400: ('AcquiredRecords', None), 401: ('AcquiredRecords', None), 402: ('AcquiredRecords', None), 403: ('AcquiredRecords', None), 404: ('AcquiredRecords', 'i13'), 405: ('AcquiredRecords', 'i13'), 406: ('AcquiredRecords', 'i13'), 407: ('AcquiredRecords', 'i13'), 408: ('AcquiredRecords', 'i13'), 409: ('AcquiredRecords', 'i13'), 410: ('AcquiredRecords', None), 411: ('AcquiredRecords', None), 412: ('AcquiredRecords', None), 413: ('AcquiredRecords', None), 415: ('_tagged', None), 416: ('_tagged', None), 417: ('_tagged', None), 425: ('TopicId', None), 426: ('Partitions', None), 427: ('Partitions', None), 428: ('Partitions', None), 429: ('Partitions', None), 430: ('Partitions', None), 431: ('Partitions', None), 432: ('Partitions', None), 433: ('Partitions', 'i4'), 434: ('Partitions', 'i4'), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 440: ('_tagged', None), 441: ('_tagged', None), 442: ('_tagged', None), 450: ('NodeId', None), 451: ('Host', None), 452: ('Host', None), 453: ('Host', None), 454: ('Host', None), 455: ('Host', None), 456: ('Host', None), 457: ('Host', None), 458: ('Host', None), 459: ('Host', None), 460: ('Host', None), 461: ('Port', None), 462: ('Rack', None), 463: ('Rack', None), 464: ('Rack', None), 465: ('Rack', None), 466: ('Rack', None), 467: ('Rack', None), 468: ('Rack', None), 469: ('Rack', None), 470: ('Rack', None), 471: ('Rack', None), 473: ('_tagged', None), 474: ('_tagged', None), 475: ('_tagged', None), 483: ('ThrottleTimeMs+ErrorCode', None), 484: ('ErrorMessage', None), 485: ('ErrorMessage', None), 486: ('ErrorMessage', None), 487: ('ErrorMessage', None), 488: ('ErrorMessage', None), 489: ('ErrorMessage', None), 490: ('ErrorMessage', None), 491: ('ErrorMessage', None), 492: ('ErrorMessage', None), 493: ('ErrorMessage', None), 494: ('Responses', None), 495: ('Responses', None), 496: ('Responses', None), 497: ('Responses', None), 498: ('Responses', None), 499: ('Responses', None), 500: ('Responses', None), 501: ('Responses', 'i7'), 502: ('Responses', 'i7'), 503: ('Responses', None), 504: ('Responses', None), 505: ('Responses', None), 506: ('Responses', None), 507: ('NodeEndpoints', None), 508: ('NodeEndpoints', None), 509: ('NodeEndpoints', None), 510: ('NodeEndpoints', None), 511: ('NodeEndpoints', None), 512: ('NodeEndpoints', None), 513: ('NodeEndpoints', None), 514: ('NodeEndpoints', 'i11'), 515: ('NodeEndpoints', 'i11'), 516: ('NodeEndpoints', None), 517: ('NodeEndpoints', None), 518: ('NodeEndpoints', None), 519: ('NodeEndpoints', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None), 531: ('ThrottleTimeMs+ErrorCode', None), 532: ('ErrorMessage', None), 533: ('ErrorMessage', None), 534: ('ErrorMessage', None), 535: ('ErrorMessage', None), 536: ('ErrorMessage', None), 537: ('ErrorMessage', None), 538: ('ErrorMessage', None), 539: ('ErrorMessage', None), 540: ('ErrorMessage', None), 541: ('ErrorMessage', None), 542: ('AcquisitionLockTimeoutMs', None), 543: ('Responses', None), 544: ('Responses', None), 545: ('Responses', None), 546: ('Responses', None), 547: ('Responses', None), 548: ('Responses', None), 549: ('Responses', None), 550: ('Responses', 'i8'), 551: ('Responses', 'i8'), 552: ('Responses', None), 553: ('Responses', None), 554: ('Responses', None), 555: ('Responses', None), 556: ('NodeEndpoints', None), 557: ('NodeEndpoints', None), 558: ('NodeEndpoints', None), 559: ('NodeEndpoints', None), 560: ('NodeEndpoints', None), 561: ('NodeEndpoints', None), 562: ('NodeEndpoints', None), 563: ('NodeEndpoints', 'i12'), 564: ('NodeEndpoints', 'i12'), 565: ('NodeEndpoints', None), 566: ('NodeEndpoints', None), 567: ('NodeEndpoints', None), 568: ('NodeEndpoints', None), 570: ('_tagged', None), 571: ('_tagged', None), 572: ('_tagged', None)}
+_LINES = {24: ('FirstOffset+LastOffset', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('PartitionIndex+PartitionMaxBytes', None), 46: ('AcknowledgementBatches', None), 47: ('AcknowledgementBatches', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i5'), 54: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 55: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 56: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 57: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 58: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 59: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 63: ('AcknowledgementBatches', 'i5'), 64: ('AcknowledgementBatches', 'i5'), 65: ('AcknowledgementBatches', 'i5'), 66: ('AcknowledgementBatches', 'i5'), 67: ('AcknowledgementBatches', 'i5'), 68: ('AcknowledgementBatches', None), 69: ('AcknowledgementBatches', None), 70: ('AcknowledgementBatches', None), 71: ('AcknowledgementBatches', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('TopicId', None), 84: ('Partitions', None), 85: ('Partitions', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', 'i4'), 92: ('Partitions', 'i4'), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('TopicId', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 119: ('_tagged', None), 120: ('_tagged', None), 121: ('_tagged', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('GroupId', None), 137: ('GroupId', None), 138: ('GroupId', None), 139: ('MemberId', None), 140: ('MemberId', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', 'i11'), 158: ('Topics', 'i11'), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('ForgottenTopicsData', None), 164: ('ForgottenTopicsData', None), 165: ('ForgottenTopicsData', None), 166: ('ForgottenTopicsData', None), 167: ('ForgottenTopicsData', None), 168: ('ForgottenTopicsData', None), 169: ('ForgottenTopicsData', None), 170: ('ForgottenTopicsData[{}].TopicId', 'i15'), 171: ('ForgottenTopicsData[{}].Partitions', 'i15'), 172: ('ForgottenTopicsData[{}].Partitions', 'i15'), 173: ('ForgottenTopicsData[{}].Partitions', 'i15'), 174: ('ForgottenTopicsData[{}].Partitions', 'i15'), 175: ('ForgottenTopicsData[{}].Partitions', 'i15'), 176: ('ForgottenTopicsData[{}].Partitions', 'i15'), 177: ('ForgottenTopicsData[{}].Partitions', 'i15'), 178: ('ForgottenTopicsData[{}].Partitions', 'i15'), 179: ('ForgottenTopicsData[{}].Partitions', 'i15'), 180: ('ForgottenTopicsData', 'i15'), 181: ('ForgottenTopicsData', 'i15'), 182: ('ForgottenTopicsData', 'i15'), 183: ('ForgottenTopicsData', 'i15'), 184: ('ForgottenTopicsData', 'i15'), 185: ('ForgottenTopicsData', None), 186: ('ForgottenTopicsData', None), 187: ('ForgottenTopicsData', None), 188: ('ForgottenTopicsData', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('PartitionIndex', None), 201: ('AcknowledgementBatches', None), 202: ('AcknowledgementBatches', None), 203: ('AcknowledgementBatches', None), 204: ('AcknowledgementBatches', None), 205: ('AcknowledgementBatches', None), 206: ('AcknowledgementBatches', None), 207: ('AcknowledgementBatches', None), 208: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 209: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 210: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 211: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 212: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 213: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 214: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 215: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 216: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 217: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 218: ('AcknowledgementBatches', 'i4'), 219: ('AcknowledgementBatches', 'i4'), 220: ('AcknowledgementBatches', 'i4'), 221: ('AcknowledgementBatches', 'i4'), 222: ('AcknowledgementBatches', 'i4'), 223: ('AcknowledgementBatches', None), 224: ('AcknowledgementBatches', None), 225: ('AcknowledgementBatches', None), 226: ('AcknowledgementBatches', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('TopicId', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', 'i4'), 247: ('Partitions', 'i4'), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('GroupId', None), 264: ('GroupId', None), 265: ('GroupId', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('MemberId', None), 274: ('MemberId', None), 275: ('MemberId', None), 276: ('MemberId', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', 'i13'), 292: ('Topics', 'i13'), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('ForgottenTopicsData', None), 298: ('ForgottenTopicsData', None), 299: ('ForgottenTopicsData', None), 300: ('ForgottenTopicsData', None), 301: ('ForgottenTopicsData', None), 302: ('ForgottenTopicsData', None), 303: ('ForgottenTopicsData', None), 304: ('ForgottenTopicsData[{}].TopicId', 'i17'), 305: ('ForgottenTopicsData[{}].Partitions', 'i17'), 306: ('ForgottenTopicsData[{}].Partitions', 'i17'), 307: ('ForgottenTopicsData[{}].Partitions', 'i17'), 308: ('ForgottenTopicsData[{}].Partitions', 'i17'), 309: ('ForgottenTopicsData[{}].Partitions', 'i17'), 310: ('ForgottenTopicsData[{}].Partitions', 'i17'), 311: ('ForgottenTopicsData[{}].Partitions', 'i17'), 312: ('ForgottenTopicsData[{}].Partitions', 'i17'), 313: ('ForgottenTopicsData[{}].Partitions', 'i17'), 314: ('ForgottenTopicsData', 'i17'), 315: ('ForgottenTopicsData', 'i17'), 316: ('ForgottenTopicsData', 'i17'), 317: ('ForgottenTopicsData', 'i17'), 318: ('ForgottenTopicsData', 'i17'), 319: ('ForgottenTopicsData', None), 320: ('ForgottenTopicsData', None), 321: ('ForgottenTopicsData', None), 322: ('ForgottenTopicsData', None), 324: ('_tagged', None), 325: ('_tagged', None), 326: ('_tagged', None), 334: ('GroupId', None), 335: ('GroupId', None), 336: ('GroupId', None), 337: ('GroupId', None), 338: ('GroupId', None), 339: ('GroupId', None), 340: ('GroupId', None), 341: ('GroupId', None), 342: ('GroupId', None), 343: ('GroupId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('MemberId', None), 347: ('MemberId', None), 348: ('MemberId', None), 349: ('MemberId', None), 350: ('MemberId', None), 351: ('MemberId', None), 352: ('MemberId', None), 353: ('MemberId', None), 354: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 355: ('Topics', None), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 360: ('Topics', None), 361: ('Topics', None), 362: ('Topics', 'i15'), 363: ('Topics', 'i15'), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('ForgottenTopicsData', None), 369: ('ForgottenTopicsData', None), 370: ('ForgottenTopicsData', None), 371: ('ForgottenTopicsData', None), 372: ('ForgottenTopicsData', None), 373: ('ForgottenTopicsData', None), 374: ('ForgottenTopicsData', None), 375: ('ForgottenTopicsData[{}].TopicId', 'i19'), 376: ('ForgottenTopicsData[{}].Partitions', 'i19'), 377: ('ForgottenTopicsData[{}].Partitions', 'i19'), 378: ('ForgottenTopicsData[{}].Partitions', 'i19'), 379: ('ForgottenTopicsData[{}].Partitions', 'i19'), 380: ('ForgottenTopicsData[{}].Partitions', 'i19'), 381: ('ForgottenTopicsData[{}].Partitions', 'i19'), 382: ('ForgottenTopicsData[{}].Partitions', 'i19'), 383: ('ForgottenTopicsData[{}].Partitions', 'i19'), 384: ('ForgottenTopicsData[{}].Partitions', 'i19'), 385: ('ForgottenTopicsData', 'i19'), 386: ('ForgottenTopicsData', 'i19'), 387: ('ForgottenTopicsData', 'i19'), 388: ('ForgottenTopicsData', 'i19'), 389: ('ForgottenTopicsData', 'i19'), 390: ('ForgottenTopicsData', None), 391: ('ForgottenTopicsData', None), 392: ('ForgottenTopicsData', None), 393: ('ForgottenTopicsData', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('LeaderId+LeaderEpoch', None), 407: ('_tagged', None), 408: ('_tagged', None), 409: ('_tagged', None), 417: ('FirstOffset+LastOffset+DeliveryCount', None), 419: ('_tagged', None), 420: ('_tagged', None), 421: ('_tagged', None), 429: ('PartitionIndex+ErrorCode', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('ErrorMessage', None), 439: ('ErrorMessage', None), 440: ('AcknowledgeErrorCode', None), 441: ('AcknowledgeErrorMessage', None), 442: ('AcknowledgeErrorMessage', None), 443: ('AcknowledgeErrorMessage', None), 444: ('AcknowledgeErrorMessage', None), 445: ('AcknowledgeErrorMessage', None), 446: ('AcknowledgeErrorMessage', None), 447: ('AcknowledgeErrorMessage', None), 448: ('AcknowledgeErrorMessage', None), 449: ('AcknowledgeErrorMessage', None), 450: ('AcknowledgeErrorMessage', None), 451: ('CurrentLeader', None), 452: ('Records', None), 453: ('Records', None), 454: ('Records', None), 455: ('Records', None), 456: ('Records', None), 457: ('Records', None), 458: ('Records', None), 459: ('Records', None), 460: ('Records', None), 461: ('Records', None), 462: ('AcquiredRecords', None), 463: ('AcquiredRecords', None), 464: ('AcquiredRecords', None), 465: ('AcquiredRecords', None), 466: ('AcquiredRecords', None), 467: ('AcquiredRecords', None), 468: ('AcquiredRecords', None), 469: ('AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', 'i13'), 470: ('AcquiredRecords', 'i13'), 471: ('AcquiredRecords', 'i13'), 472: ('AcquiredRecords', 'i13'), 473: ('AcquiredRecords', 'i13'), 474: ('AcquiredRecords', 'i13'), 475: ('AcquiredRecords', None), 476: ('AcquiredRecords', None), 477: ('AcquiredRecords', None), 478: ('AcquiredRecords', None), 480: ('_tagged', None), 481: ('_tagged', None), 482: ('_tagged', None), 490: ('TopicId', None), 491: ('Partitions', None), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', 'i4'), 499: ('Partitions', 'i4'), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 505: ('_tagged', None), 506: ('_tagged', None), 507: ('_tagged', None), 515: ('NodeId', None), 516: ('Host', None), 517: ('Host', None), 518: ('Host', None), 519: ('Host', None), 520: ('Host', None), 521: ('Host', None), 522: ('Host', None), 523: ('Host', None), 524: ('Host', None), 525: ('Host', None), 526: ('Port', None), 527: ('Rack', None), 528: ('Rack', None), 529: ('Rack', None), 530: ('Rack', None), 531: ('Rack', None), 532: ('Rack', None), 533: ('Rack', None), 534: ('Rack', None), 535: ('Rack', None), 536: ('Rack', None), 538: ('_tagged', None), 539: ('_tagged', None), 540: ('_tagged', None), 548: ('ThrottleTimeMs+ErrorCode', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('Responses', None), 560: ('Responses', None), 561: ('Responses', None), 562: ('Responses', None), 563: ('Responses', None), 564: ('Responses', None), 565: ('Responses', None), 566: ('Responses', 'i7'), 567: ('Responses', 'i7'), 568: ('Responses', None), 569: ('Responses', None), 570: ('Responses', None), 571: ('Responses', None), 572: ('NodeEndpoints', None), 573: ('NodeEndpoints', None), 574: ('NodeEndpoints', None), 575: ('NodeEndpoints', None), 576: ('NodeEndpoints', None), 577: ('NodeEndpoints', None), 578: ('NodeEndpoints', None), 579: ('NodeEndpoints[{}].NodeId', 'i11'), 580: ('NodeEndpoints[{}].Host', 'i11'), 581: ('NodeEndpoints[{}].Host', 'i11'), 582: ('NodeEndpoints[{}].Host', 'i11'), 583: ('NodeEndpoints[{}].Host', 'i11'), 584: ('NodeEndpoints[{}].Host', 'i11'), 585: ('NodeEndpoints[{}].Host', 'i11'), 586: ('NodeEndpoints[{}].Host', 'i11'), 587: ('NodeEndpoints[{}].Host', 'i11'), 588: ('NodeEndpoints[{}].Host', 'i11'), 589: ('NodeEndpoints[{}].Host', 'i11'), 590: ('NodeEndpoints[{}].Port', 'i11'), 591: ('NodeEndpoints[{}].Rack', 'i11'), 592: ('NodeEndpoints[{}].Rack', 'i11'), 593: ('NodeEndpoints[{}].Rack', 'i11'), 594: ('NodeEndpoints[{}].Rack', 'i11'), 595: ('NodeEndpoints[{}].Rack', 'i11'), 596: ('NodeEndpoints[{}].Rack', 'i11'), 597: ('NodeEndpoints[{}].Rack', 'i11'), 598: ('NodeEndpoints[{}].Rack', 'i11'), 599: ('NodeEndpoints[{}].Rack', 'i11'), 600: ('NodeEndpoints[{}].Rack', 'i11'), 601: ('NodeEndpoints', 'i11'), 602: ('NodeEndpoints', 'i11'), 603: ('NodeEndpoints', 'i11'), 604: ('NodeEndpoints', 'i11'), 605: ('NodeEndpoints', 'i11'), 606: ('NodeEndpoints', None), 607: ('NodeEndpoints', None), 608: ('NodeEndpoints', None), 609: ('NodeEndpoints', None), 611: ('_tagged', None), 612: ('_tagged', None), 613: ('_tagged', None), 621: ('ThrottleTimeMs+ErrorCode', None), 622: ('ErrorMessage', None), 623: ('ErrorMessage', None), 624: ('ErrorMessage', None), 625: ('ErrorMessage', None), 626: ('ErrorMessage', None), 627: ('ErrorMessage', None), 628: ('ErrorMessage', None), 629: ('ErrorMessage', None), 630: ('ErrorMessage', None), 631: ('ErrorMessage', None), 632: ('AcquisitionLockTimeoutMs', None), 633: ('Responses', None), 634: ('Responses', None), 635: ('Responses', None), 636: ('Responses', None), 637: ('Responses', None), 638: ('Responses', None), 639: ('Responses', None), 640: ('Responses', 'i8'), 641: ('Responses', 'i8'), 642: ('Responses', None), 643: ('Responses', None), 644: ('Responses', None), 645: ('Responses', None), 646: ('NodeEndpoints', None), 647: ('NodeEndpoints', None), 648: ('NodeEndpoints', None), 649: ('NodeEndpoints', None), 650: ('NodeEndpoints', None), 651: ('NodeEndpoints', None), 652: ('NodeEndpoints', None), 653: ('NodeEndpoints[{}].NodeId', 'i12'), 654: ('NodeEndpoints[{}].Host', 'i12'), 655: ('NodeEndpoints[{}].Host', 'i12'), 656: ('NodeEndpoints[{}].Host', 'i12'), 657: ('NodeEndpoints[{}].Host', 'i12'), 658: ('NodeEndpoints[{}].Host', 'i12'), 659: ('NodeEndpoints[{}].Host', 'i12'), 660: ('NodeEndpoints[{}].Host', 'i12'), 661: ('NodeEndpoints[{}].Host', 'i12'), 662: ('NodeEndpoints[{}].Host', 'i12'), 663: ('NodeEndpoints[{}].Host', 'i12'), 664: ('NodeEndpoints[{}].Port', 'i12'), 665: ('NodeEndpoints[{}].Rack', 'i12'), 666: ('NodeEndpoints[{}].Rack', 'i12'), 667: ('NodeEndpoints[{}].Rack', 'i12'), 668: ('NodeEndpoints[{}].Rack', 'i12'), 669: ('NodeEndpoints[{}].Rack', 'i12'), 670: ('NodeEndpoints[{}].Rack', 'i12'), 671: ('NodeEndpoints[{}].Rack', 'i12'), 672: ('NodeEndpoints[{}].Rack', 'i12'), 673: ('NodeEndpoints[{}].Rack', 'i12'), 674: ('NodeEndpoints[{}].Rack', 'i12'), 675: ('NodeEndpoints', 'i12'), 676: ('NodeEndpoints', 'i12'), 677: ('NodeEndpoints', 'i12'), 678: ('NodeEndpoints', 'i12'), 679: ('NodeEndpoints', 'i12'), 680: ('NodeEndpoints', None), 681: ('NodeEndpoints', None), 682: ('NodeEndpoints', None), 683: ('NodeEndpoints', None), 685: ('_tagged', None), 686: ('_tagged', None), 687: ('_tagged', None)}

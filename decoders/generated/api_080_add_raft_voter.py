@@ -63,8 +63,32 @@ def _f1(b, p):
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f0(b, p)
-                v6.append(x9)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 2
+                d14 = {"Name": v9, "Host": v11, "Port": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v6.append(d14)
         elif n7 == -1:
             v6 = None
         else:
@@ -98,14 +122,38 @@ def _f2(b, p):
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f0(b, p)
-                v6.append(x9)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 2
+                d14 = {"Name": v9, "Host": v11, "Port": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v6.append(d14)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        v10, = _U2(b, p); p += 1
-        d = {"ClusterId": v1, "TimeoutMs": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "AckWhenCommitted": v10}
+        v15, = _U2(b, p); p += 1
+        d = {"ClusterId": v1, "TimeoutMs": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "AckWhenCommitted": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -142,4 +190,4 @@ NAME = 'AddRaftVoter'
 REQUEST = {0: _f1, 1: _f2}
 RESPONSE = {0: _f3, 1: _f3}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('ClusterId', None), 49: ('ClusterId', None), 50: ('ClusterId', None), 51: ('ClusterId', None), 52: ('ClusterId', None), 53: ('ClusterId', None), 54: ('ClusterId', None), 55: ('ClusterId', None), 56: ('ClusterId', None), 57: ('ClusterId', None), 58: ('TimeoutMs+VoterId+VoterDirectoryId', None), 59: ('Listeners', None), 60: ('Listeners', None), 61: ('Listeners', None), 62: ('Listeners', None), 63: ('Listeners', None), 64: ('Listeners', None), 65: ('Listeners', None), 66: ('Listeners', 'i8'), 67: ('Listeners', 'i8'), 68: ('Listeners', None), 69: ('Listeners', None), 70: ('Listeners', None), 71: ('Listeners', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('ClusterId', None), 89: ('ClusterId', None), 90: ('ClusterId', None), 91: ('ClusterId', None), 92: ('ClusterId', None), 93: ('TimeoutMs+VoterId+VoterDirectoryId', None), 94: ('Listeners', None), 95: ('Listeners', None), 96: ('Listeners', None), 97: ('Listeners', None), 98: ('Listeners', None), 99: ('Listeners', None), 100: ('Listeners', None), 101: ('Listeners', 'i8'), 102: ('Listeners', 'i8'), 103: ('Listeners', None), 104: ('Listeners', None), 105: ('Listeners', None), 106: ('Listeners', None), 107: ('AckWhenCommitted', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('ThrottleTimeMs+ErrorCode', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ErrorMessage', None), 125: ('ErrorMessage', None), 126: ('ErrorMessage', None), 127: ('ErrorMessage', None), 128: ('ErrorMessage', None), 129: ('ErrorMessage', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('ClusterId', None), 49: ('ClusterId', None), 50: ('ClusterId', None), 51: ('ClusterId', None), 52: ('ClusterId', None), 53: ('ClusterId', None), 54: ('ClusterId', None), 55: ('ClusterId', None), 56: ('ClusterId', None), 57: ('ClusterId', None), 58: ('TimeoutMs+VoterId+VoterDirectoryId', None), 59: ('Listeners', None), 60: ('Listeners', None), 61: ('Listeners', None), 62: ('Listeners', None), 63: ('Listeners', None), 64: ('Listeners', None), 65: ('Listeners', None), 66: ('Listeners[{}].Name', 'i8'), 67: ('Listeners[{}].Name', 'i8'), 68: ('Listeners[{}].Name', 'i8'), 69: ('Listeners[{}].Name', 'i8'), 70: ('Listeners[{}].Name', 'i8'), 71: ('Listeners[{}].Name', 'i8'), 72: ('Listeners[{}].Name', 'i8'), 73: ('Listeners[{}].Name', 'i8'), 74: ('Listeners[{}].Name', 'i8'), 75: ('Listeners[{}].Name', 'i8'), 76: ('Listeners[{}].Host', 'i8'), 77: ('Listeners[{}].Host', 'i8'), 78: ('Listeners[{}].Host', 'i8'), 79: ('Listeners[{}].Host', 'i8'), 80: ('Listeners[{}].Host', 'i8'), 81: ('Listeners[{}].Host', 'i8'), 82: ('Listeners[{}].Host', 'i8'), 83: ('Listeners[{}].Host', 'i8'), 84: ('Listeners[{}].Host', 'i8'), 85: ('Listeners[{}].Host', 'i8'), 86: ('Listeners[{}].Port', 'i8'), 87: ('Listeners', 'i8'), 88: ('Listeners', 'i8'), 89: ('Listeners', 'i8'), 90: ('Listeners', 'i8'), 91: ('Listeners', 'i8'), 92: ('Listeners', None), 93: ('Listeners', None), 94: ('Listeners', None), 95: ('Listeners', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('ClusterId', None), 108: ('ClusterId', None), 109: ('ClusterId', None), 110: ('ClusterId', None), 111: ('ClusterId', None), 112: ('ClusterId', None), 113: ('ClusterId', None), 114: ('ClusterId', None), 115: ('ClusterId', None), 116: ('ClusterId', None), 117: ('TimeoutMs+VoterId+VoterDirectoryId', None), 118: ('Listeners', None), 119: ('Listeners', None), 120: ('Listeners', None), 121: ('Listeners', None), 122: ('Listeners', None), 123: ('Listeners', None), 124: ('Listeners', None), 125: ('Listeners[{}].Name', 'i8'), 126: ('Listeners[{}].Name', 'i8'), 127: ('Listeners[{}].Name', 'i8'), 128: ('Listeners[{}].Name', 'i8'), 129: ('Listeners[{}].Name', 'i8'), 130: ('Listeners[{}].Name', 'i8'), 131: ('Listeners[{}].Name', 'i8'), 132: ('Listeners[{}].Name', 'i8'), 133: ('Listeners[{}].Name', 'i8'), 134: ('Listeners[{}].Name', 'i8'), 135: ('Listeners[{}].Host', 'i8'), 136: ('Listeners[{}].Host', 'i8'), 137: ('Listeners[{}].Host', 'i8'), 138: ('Listeners[{}].Host', 'i8'), 139: ('Listeners[{}].Host', 'i8'), 140: ('Listeners[{}].Host', 'i8'), 141: ('Listeners[{}].Host', 'i8'), 142: ('Listeners[{}].Host', 'i8'), 143: ('Listeners[{}].Host', 'i8'), 144: ('Listeners[{}].Host', 'i8'), 145: ('Listeners[{}].Port', 'i8'), 146: ('Listeners', 'i8'), 147: ('Listeners', 'i8'), 148: ('Listeners', 'i8'), 149: ('Listeners', 'i8'), 150: ('Listeners', 'i8'), 151: ('Listeners', None), 152: ('Listeners', None), 153: ('Listeners', None), 154: ('Listeners', None), 155: ('AckWhenCommitted', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('ThrottleTimeMs+ErrorCode', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None)}

@@ -77,14 +77,38 @@ def _f2(b, p):
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f0(b, p)
-                v6.append(x9)
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 > L - p: raise _rt.short(n10, L - p)
+                    v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n12 = b[p]; p += 1
+                if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
+                n12 -= 1
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                v13, = _U1(b, p); p += 2
+                d14 = {"Name": v9, "Host": v11, "Port": v13}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v6.append(d14)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        v10, p = _f1(b, p)
-        d = {"ClusterId": v1, "CurrentLeaderEpoch": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "KRaftVersionFeature": v10}
+        v15, p = _f1(b, p)
+        d = {"ClusterId": v1, "CurrentLeaderEpoch": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "KRaftVersionFeature": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -143,4 +167,4 @@ NAME = 'UpdateRaftVoter'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Port', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('MinSupportedVersion+MaxSupportedVersion', None), 52: ('_tagged', None), 53: ('_tagged', None), 54: ('_tagged', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('ClusterId', None), 67: ('ClusterId', None), 68: ('ClusterId', None), 69: ('ClusterId', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('CurrentLeaderEpoch+VoterId+VoterDirectoryId', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners', None), 80: ('Listeners', 'i8'), 81: ('Listeners', 'i8'), 82: ('Listeners', None), 83: ('Listeners', None), 84: ('Listeners', None), 85: ('Listeners', None), 86: ('KRaftVersionFeature', None), 88: ('_tagged', None), 89: ('_tagged', None), 90: ('_tagged', None), 98: ('LeaderId+LeaderEpoch', None), 99: ('Host', None), 100: ('Host', None), 101: ('Host', None), 102: ('Host', None), 103: ('Host', None), 104: ('Host', None), 105: ('Host', None), 106: ('Host', None), 107: ('Host', None), 108: ('Host', None), 109: ('Port', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('CurrentLeader', None), 129: ('ThrottleTimeMs+ErrorCode', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Port', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('MinSupportedVersion+MaxSupportedVersion', None), 52: ('_tagged', None), 53: ('_tagged', None), 54: ('_tagged', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('ClusterId', None), 67: ('ClusterId', None), 68: ('ClusterId', None), 69: ('ClusterId', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('CurrentLeaderEpoch+VoterId+VoterDirectoryId', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners', None), 80: ('Listeners[{}].Name', 'i8'), 81: ('Listeners[{}].Name', 'i8'), 82: ('Listeners[{}].Name', 'i8'), 83: ('Listeners[{}].Name', 'i8'), 84: ('Listeners[{}].Name', 'i8'), 85: ('Listeners[{}].Name', 'i8'), 86: ('Listeners[{}].Name', 'i8'), 87: ('Listeners[{}].Name', 'i8'), 88: ('Listeners[{}].Name', 'i8'), 89: ('Listeners[{}].Name', 'i8'), 90: ('Listeners[{}].Host', 'i8'), 91: ('Listeners[{}].Host', 'i8'), 92: ('Listeners[{}].Host', 'i8'), 93: ('Listeners[{}].Host', 'i8'), 94: ('Listeners[{}].Host', 'i8'), 95: ('Listeners[{}].Host', 'i8'), 96: ('Listeners[{}].Host', 'i8'), 97: ('Listeners[{}].Host', 'i8'), 98: ('Listeners[{}].Host', 'i8'), 99: ('Listeners[{}].Host', 'i8'), 100: ('Listeners[{}].Port', 'i8'), 101: ('Listeners', 'i8'), 102: ('Listeners', 'i8'), 103: ('Listeners', 'i8'), 104: ('Listeners', 'i8'), 105: ('Listeners', 'i8'), 106: ('Listeners', None), 107: ('Listeners', None), 108: ('Listeners', None), 109: ('Listeners', None), 110: ('KRaftVersionFeature', None), 112: ('_tagged', None), 113: ('_tagged', None), 114: ('_tagged', None), 122: ('LeaderId+LeaderEpoch', None), 123: ('Host', None), 124: ('Host', None), 125: ('Host', None), 126: ('Host', None), 127: ('Host', None), 128: ('Host', None), 129: ('Host', None), 130: ('Host', None), 131: ('Host', None), 132: ('Host', None), 133: ('Port', None), 135: ('_tagged', None), 136: ('_tagged', None), 137: ('_tagged', None), 145: ('CurrentLeader', None), 153: ('ThrottleTimeMs+ErrorCode', None), 155: ('_tagged', None), 156: ('_tagged', None), 157: ('_tagged', None)}

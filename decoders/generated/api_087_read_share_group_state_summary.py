@@ -120,8 +120,23 @@ def _f4(b, p):
             if n3 * 24 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
-                v2.append(x5)
+                v5, v6, = _U2(b, p); p += 6
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, v10, v11, = _U3(b, p); p += 16
+                d12 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7, "StateEpoch": v9, "LeaderEpoch": v10, "StartOffset": v11}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v2.append(d12)
         elif n3 == -1:
             v2 = None
         else:
@@ -192,8 +207,23 @@ def _f7(b, p):
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
-                v2.append(x5)
+                v5, v6, = _U2(b, p); p += 6
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    if n8 > L - p: raise _rt.short(n8, L - p)
+                    v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                v9, v10, v11, v12, = _U4(b, p); p += 20
+                d13 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7, "StateEpoch": v9, "LeaderEpoch": v10, "StartOffset": v11, "DeliveryCompleteCount": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d13)
+                v2.append(d13)
         elif n3 == -1:
             v2 = None
         else:
@@ -237,4 +267,4 @@ NAME = 'ReadShareGroupStateSummary'
 REQUEST = {0: _f2, 1: _f2}
 RESPONSE = {0: _f5, 1: _f8}
 
-_LINES = {17: ('Partition+LeaderEpoch', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('Partition+ErrorCode', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('StateEpoch+LeaderEpoch+StartOffset', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicId', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', 'i4'), 124: ('Partitions', 'i4'), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None), 140: ('Results', None), 141: ('Results', None), 142: ('Results', None), 143: ('Results', None), 144: ('Results', None), 145: ('Results', None), 146: ('Results', None), 147: ('Results', 'i3'), 148: ('Results', 'i3'), 149: ('Results', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 154: ('_tagged', None), 155: ('_tagged', None), 156: ('_tagged', None), 164: ('Partition+ErrorCode', None), 165: ('ErrorMessage', None), 166: ('ErrorMessage', None), 167: ('ErrorMessage', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('TopicId', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', 'i4'), 196: ('Partitions', 'i4'), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('Results', None), 213: ('Results', None), 214: ('Results', None), 215: ('Results', None), 216: ('Results', None), 217: ('Results', None), 218: ('Results', None), 219: ('Results', 'i3'), 220: ('Results', 'i3'), 221: ('Results', None), 222: ('Results', None), 223: ('Results', None), 224: ('Results', None), 226: ('_tagged', None), 227: ('_tagged', None), 228: ('_tagged', None)}
+_LINES = {17: ('Partition+LeaderEpoch', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('Partition+ErrorCode', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('StateEpoch+LeaderEpoch+StartOffset', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicId', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions[{}].Partition+ErrorCode', 'i4'), 124: ('Partitions[{}].ErrorMessage', 'i4'), 125: ('Partitions[{}].ErrorMessage', 'i4'), 126: ('Partitions[{}].ErrorMessage', 'i4'), 127: ('Partitions[{}].ErrorMessage', 'i4'), 128: ('Partitions[{}].ErrorMessage', 'i4'), 129: ('Partitions[{}].ErrorMessage', 'i4'), 130: ('Partitions[{}].ErrorMessage', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset', 'i4'), 135: ('Partitions', 'i4'), 136: ('Partitions', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', 'i3'), 163: ('Results', 'i3'), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 169: ('_tagged', None), 170: ('_tagged', None), 171: ('_tagged', None), 179: ('Partition+ErrorCode', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('TopicId', None), 203: ('Partitions', None), 204: ('Partitions', None), 205: ('Partitions', None), 206: ('Partitions', None), 207: ('Partitions', None), 208: ('Partitions', None), 209: ('Partitions', None), 210: ('Partitions[{}].Partition+ErrorCode', 'i4'), 211: ('Partitions[{}].ErrorMessage', 'i4'), 212: ('Partitions[{}].ErrorMessage', 'i4'), 213: ('Partitions[{}].ErrorMessage', 'i4'), 214: ('Partitions[{}].ErrorMessage', 'i4'), 215: ('Partitions[{}].ErrorMessage', 'i4'), 216: ('Partitions[{}].ErrorMessage', 'i4'), 217: ('Partitions[{}].ErrorMessage', 'i4'), 218: ('Partitions[{}].ErrorMessage', 'i4'), 219: ('Partitions[{}].ErrorMessage', 'i4'), 220: ('Partitions[{}].ErrorMessage', 'i4'), 221: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', 'i4'), 222: ('Partitions', 'i4'), 223: ('Partitions', 'i4'), 224: ('Partitions', 'i4'), 225: ('Partitions', 'i4'), 226: ('Partitions', 'i4'), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 232: ('_tagged', None), 233: ('_tagged', None), 234: ('_tagged', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', None), 245: ('Results', None), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', 'i3'), 250: ('Results', 'i3'), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 256: ('_tagged', None), 257: ('_tagged', None), 258: ('_tagged', None)}

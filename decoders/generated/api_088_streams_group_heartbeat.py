@@ -70,8 +70,31 @@ def _f1(b, p):
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f0(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Key": v8, "Value": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v5.append(d12)
         elif n6 == -1:
             v5 = None
         else:
@@ -234,8 +257,38 @@ def _f3(b, p):
             if n27 * 4 > L - p: raise _rt.short_count(n27, L - p)
             v26 = []
             for i28 in range(n27):
-                x29, p = _f2(b, p)
-                v26.append(x29)
+                n30 = b[p]; p += 1
+                if n30 > 127: n30, p = _rt.uvarint(b, p, n30)
+                n30 -= 1
+                if n30 >= 0:
+                    v29 = _Ah(b, p, n30); p += n30 * 2
+                elif n30 == -1:
+                    v29 = None
+                else:
+                    raise _rt.negative(n30)
+                n32 = b[p]; p += 1
+                if n32 > 127: n32, p = _rt.uvarint(b, p, n32)
+                n32 -= 1
+                if n32 >= 0:
+                    v31 = _Ah(b, p, n32); p += n32 * 2
+                elif n32 == -1:
+                    v31 = None
+                else:
+                    raise _rt.negative(n32)
+                n34 = b[p]; p += 1
+                if n34 > 127: n34, p = _rt.uvarint(b, p, n34)
+                n34 -= 1
+                if n34 >= 0:
+                    v33 = _Ah(b, p, n34); p += n34 * 2
+                elif n34 == -1:
+                    v33 = None
+                else:
+                    raise _rt.negative(n34)
+                d35 = {"SourceTopics": v29, "SourceTopicRegex": v31, "RepartitionSourceTopics": v33}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d35)
+                v26.append(d35)
         elif n27 == -1:
             v26 = None
         else:
@@ -404,25 +457,34 @@ def _f8(b, p):
             if n15 * 3 > L - p: raise _rt.short_count(n15, L - p)
             v14 = []
             for i16 in range(n15):
-                x17, p = _f5(b, p)
-                v14.append(x17)
+                n18 = b[p]; p += 1
+                if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+                n18 -= 1
+                if n18 >= 0:
+                    if n18 > L - p: raise _rt.short(n18, L - p)
+                    v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                elif n18 == -1:
+                    v17 = None
+                else:
+                    raise _rt.negative(n18)
+                n20 = b[p]; p += 1
+                if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                n20 -= 1
+                if n20 >= 0:
+                    v19 = _Ai(b, p, n20); p += n20 * 4
+                elif n20 == -1:
+                    v19 = None
+                else:
+                    raise _rt.negative(n20)
+                d21 = {"SubtopologyId": v17, "Partitions": v19}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d21)
+                v14.append(d21)
         elif n15 == -1:
             v14 = None
         else:
             raise _rt.negative(n15)
-        n19 = b[p]; p += 1
-        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
-        n19 -= 1
-        if n19 >= 0:
-            if n19 * 3 > L - p: raise _rt.short_count(n19, L - p)
-            v18 = []
-            for i20 in range(n19):
-                x21, p = _f5(b, p)
-                v18.append(x21)
-        elif n19 == -1:
-            v18 = None
-        else:
-            raise _rt.negative(n19)
         n23 = b[p]; p += 1
         if n23 > 127: n23, p = _rt.uvarint(b, p, n23)
         n23 -= 1
@@ -430,27 +492,34 @@ def _f8(b, p):
             if n23 * 3 > L - p: raise _rt.short_count(n23, L - p)
             v22 = []
             for i24 in range(n23):
-                x25, p = _f5(b, p)
-                v22.append(x25)
+                n26 = b[p]; p += 1
+                if n26 > 127: n26, p = _rt.uvarint(b, p, n26)
+                n26 -= 1
+                if n26 >= 0:
+                    if n26 > L - p: raise _rt.short(n26, L - p)
+                    v25 = b[p:p + n26].decode('utf-8', 'backslashreplace'); p += n26
+                elif n26 == -1:
+                    v25 = None
+                else:
+                    raise _rt.negative(n26)
+                n28 = b[p]; p += 1
+                if n28 > 127: n28, p = _rt.uvarint(b, p, n28)
+                n28 -= 1
+                if n28 >= 0:
+                    v27 = _Ai(b, p, n28); p += n28 * 4
+                elif n28 == -1:
+                    v27 = None
+                else:
+                    raise _rt.negative(n28)
+                d29 = {"SubtopologyId": v25, "Partitions": v27}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d29)
+                v22.append(d29)
         elif n23 == -1:
             v22 = None
         else:
             raise _rt.negative(n23)
-        n27 = b[p]; p += 1
-        if n27 > 127: n27, p = _rt.uvarint(b, p, n27)
-        n27 -= 1
-        if n27 >= 0:
-            if n27 > L - p: raise _rt.short(n27, L - p)
-            v26 = b[p:p + n27].decode('utf-8', 'backslashreplace'); p += n27
-        elif n27 == -1:
-            v26 = None
-        else:
-            raise _rt.negative(n27)
-        m29, = _U3(b, p); p += 1
-        if m29 < 0:
-            v28 = None
-        else:
-            v28, p = _f6(b, p)
         n31 = b[p]; p += 1
         if n31 > 127: n31, p = _rt.uvarint(b, p, n31)
         n31 -= 1
@@ -458,40 +527,141 @@ def _f8(b, p):
             if n31 * 3 > L - p: raise _rt.short_count(n31, L - p)
             v30 = []
             for i32 in range(n31):
-                x33, p = _f0(b, p)
-                v30.append(x33)
+                n34 = b[p]; p += 1
+                if n34 > 127: n34, p = _rt.uvarint(b, p, n34)
+                n34 -= 1
+                if n34 >= 0:
+                    if n34 > L - p: raise _rt.short(n34, L - p)
+                    v33 = b[p:p + n34].decode('utf-8', 'backslashreplace'); p += n34
+                elif n34 == -1:
+                    v33 = None
+                else:
+                    raise _rt.negative(n34)
+                n36 = b[p]; p += 1
+                if n36 > 127: n36, p = _rt.uvarint(b, p, n36)
+                n36 -= 1
+                if n36 >= 0:
+                    v35 = _Ai(b, p, n36); p += n36 * 4
+                elif n36 == -1:
+                    v35 = None
+                else:
+                    raise _rt.negative(n36)
+                d37 = {"SubtopologyId": v33, "Partitions": v35}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d37)
+                v30.append(d37)
         elif n31 == -1:
             v30 = None
         else:
             raise _rt.negative(n31)
-        n35 = b[p]; p += 1
-        if n35 > 127: n35, p = _rt.uvarint(b, p, n35)
-        n35 -= 1
-        if n35 >= 0:
-            if n35 * 14 > L - p: raise _rt.short_count(n35, L - p)
-            v34 = []
-            for i36 in range(n35):
-                x37, p = _f7(b, p)
-                v34.append(x37)
-        elif n35 == -1:
-            v34 = None
-        else:
-            raise _rt.negative(n35)
         n39 = b[p]; p += 1
         if n39 > 127: n39, p = _rt.uvarint(b, p, n39)
         n39 -= 1
         if n39 >= 0:
-            if n39 * 14 > L - p: raise _rt.short_count(n39, L - p)
-            v38 = []
-            for i40 in range(n39):
-                x41, p = _f7(b, p)
-                v38.append(x41)
+            if n39 > L - p: raise _rt.short(n39, L - p)
+            v38 = b[p:p + n39].decode('utf-8', 'backslashreplace'); p += n39
         elif n39 == -1:
             v38 = None
         else:
             raise _rt.negative(n39)
-        v42, = _U6(b, p); p += 1
-        d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "EndpointInformationEpoch": v6, "InstanceId": v7, "RackId": v9, "RebalanceTimeoutMs": v11, "Topology": v12, "ActiveTasks": v14, "StandbyTasks": v18, "WarmupTasks": v22, "ProcessId": v26, "UserEndpoint": v28, "ClientTags": v30, "TaskOffsets": v34, "TaskEndOffsets": v38, "ShutdownApplication": v42}
+        m41, = _U3(b, p); p += 1
+        if m41 < 0:
+            v40 = None
+        else:
+            v40, p = _f6(b, p)
+        n43 = b[p]; p += 1
+        if n43 > 127: n43, p = _rt.uvarint(b, p, n43)
+        n43 -= 1
+        if n43 >= 0:
+            if n43 * 3 > L - p: raise _rt.short_count(n43, L - p)
+            v42 = []
+            for i44 in range(n43):
+                n46 = b[p]; p += 1
+                if n46 > 127: n46, p = _rt.uvarint(b, p, n46)
+                n46 -= 1
+                if n46 >= 0:
+                    if n46 > L - p: raise _rt.short(n46, L - p)
+                    v45 = b[p:p + n46].decode('utf-8', 'backslashreplace'); p += n46
+                elif n46 == -1:
+                    v45 = None
+                else:
+                    raise _rt.negative(n46)
+                n48 = b[p]; p += 1
+                if n48 > 127: n48, p = _rt.uvarint(b, p, n48)
+                n48 -= 1
+                if n48 >= 0:
+                    if n48 > L - p: raise _rt.short(n48, L - p)
+                    v47 = b[p:p + n48].decode('utf-8', 'backslashreplace'); p += n48
+                elif n48 == -1:
+                    v47 = None
+                else:
+                    raise _rt.negative(n48)
+                d49 = {"Key": v45, "Value": v47}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d49)
+                v42.append(d49)
+        elif n43 == -1:
+            v42 = None
+        else:
+            raise _rt.negative(n43)
+        n51 = b[p]; p += 1
+        if n51 > 127: n51, p = _rt.uvarint(b, p, n51)
+        n51 -= 1
+        if n51 >= 0:
+            if n51 * 14 > L - p: raise _rt.short_count(n51, L - p)
+            v50 = []
+            for i52 in range(n51):
+                n54 = b[p]; p += 1
+                if n54 > 127: n54, p = _rt.uvarint(b, p, n54)
+                n54 -= 1
+                if n54 >= 0:
+                    if n54 > L - p: raise _rt.short(n54, L - p)
+                    v53 = b[p:p + n54].decode('utf-8', 'backslashreplace'); p += n54
+                elif n54 == -1:
+                    v53 = None
+                else:
+                    raise _rt.negative(n54)
+                v55, v56, = _U5(b, p); p += 12
+                d57 = {"SubtopologyId": v53, "Partition": v55, "Offset": v56}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d57)
+                v50.append(d57)
+        elif n51 == -1:
+            v50 = None
+        else:
+            raise _rt.negative(n51)
+        n59 = b[p]; p += 1
+        if n59 > 127: n59, p = _rt.uvarint(b, p, n59)
+        n59 -= 1
+        if n59 >= 0:
+            if n59 * 14 > L - p: raise _rt.short_count(n59, L - p)
+            v58 = []
+            for i60 in range(n59):
+                n62 = b[p]; p += 1
+                if n62 > 127: n62, p = _rt.uvarint(b, p, n62)
+                n62 -= 1
+                if n62 >= 0:
+                    if n62 > L - p: raise _rt.short(n62, L - p)
+                    v61 = b[p:p + n62].decode('utf-8', 'backslashreplace'); p += n62
+                elif n62 == -1:
+                    v61 = None
+                else:
+                    raise _rt.negative(n62)
+                v63, v64, = _U5(b, p); p += 12
+                d65 = {"SubtopologyId": v61, "Partition": v63, "Offset": v64}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d65)
+                v58.append(d65)
+        elif n59 == -1:
+            v58 = None
+        else:
+            raise _rt.negative(n59)
+        v66, = _U6(b, p); p += 1
+        d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "EndpointInformationEpoch": v6, "InstanceId": v7, "RackId": v9, "RebalanceTimeoutMs": v11, "Topology": v12, "ActiveTasks": v14, "StandbyTasks": v22, "WarmupTasks": v30, "ProcessId": v38, "UserEndpoint": v40, "ClientTags": v42, "TaskOffsets": v50, "TaskEndOffsets": v58, "ShutdownApplication": v66}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -562,26 +732,70 @@ def _f11(b, p):
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
-                v2.append(x5)
+                n6 = b[p]; p += 1
+                if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
+                n6 -= 1
+                if n6 >= 0:
+                    if n6 > L - p: raise _rt.short(n6, L - p)
+                    v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                elif n6 == -1:
+                    v5 = None
+                else:
+                    raise _rt.negative(n6)
+                n8 = b[p]; p += 1
+                if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
+                n8 -= 1
+                if n8 >= 0:
+                    v7 = _Ai(b, p, n8); p += n8 * 4
+                elif n8 == -1:
+                    v7 = None
+                else:
+                    raise _rt.negative(n8)
+                d9 = {"Topic": v5, "Partitions": v7}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d9)
+                v2.append(d9)
         elif n3 == -1:
             v2 = None
         else:
             raise _rt.negative(n3)
-        n7 = b[p]; p += 1
-        if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
-        n7 -= 1
-        if n7 >= 0:
-            if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
-            v6 = []
-            for i8 in range(n7):
-                x9, p = _f10(b, p)
-                v6.append(x9)
-        elif n7 == -1:
-            v6 = None
+        n11 = b[p]; p += 1
+        if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+        n11 -= 1
+        if n11 >= 0:
+            if n11 * 3 > L - p: raise _rt.short_count(n11, L - p)
+            v10 = []
+            for i12 in range(n11):
+                n14 = b[p]; p += 1
+                if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
+                n14 -= 1
+                if n14 >= 0:
+                    if n14 > L - p: raise _rt.short(n14, L - p)
+                    v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    v15 = _Ai(b, p, n16); p += n16 * 4
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"Topic": v13, "Partitions": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v10.append(d17)
+        elif n11 == -1:
+            v10 = None
         else:
-            raise _rt.negative(n7)
-        d = {"UserEndpoint": v1, "ActivePartitions": v2, "StandbyPartitions": v6}
+            raise _rt.negative(n11)
+        d = {"UserEndpoint": v1, "ActivePartitions": v2, "StandbyPartitions": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -621,66 +835,146 @@ def _f12(b, p):
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f9(b, p)
-                v11.append(x14)
+                v14, = _U3(b, p); p += 1
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"StatusCode": v14, "StatusDetail": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v11.append(d17)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 * 3 > L - p: raise _rt.short_count(n16, L - p)
-            v15 = []
-            for i17 in range(n16):
-                x18, p = _f5(b, p)
-                v15.append(x18)
-        elif n16 == -1:
-            v15 = None
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 * 3 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                n24 = b[p]; p += 1
+                if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+                n24 -= 1
+                if n24 >= 0:
+                    v23 = _Ai(b, p, n24); p += n24 * 4
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                d25 = {"SubtopologyId": v21, "Partitions": v23}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d25)
+                v18.append(d25)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n16)
-        n20 = b[p]; p += 1
-        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
-        n20 -= 1
-        if n20 >= 0:
-            if n20 * 3 > L - p: raise _rt.short_count(n20, L - p)
-            v19 = []
-            for i21 in range(n20):
-                x22, p = _f5(b, p)
-                v19.append(x22)
-        elif n20 == -1:
-            v19 = None
+            raise _rt.negative(n19)
+        n27 = b[p]; p += 1
+        if n27 > 127: n27, p = _rt.uvarint(b, p, n27)
+        n27 -= 1
+        if n27 >= 0:
+            if n27 * 3 > L - p: raise _rt.short_count(n27, L - p)
+            v26 = []
+            for i28 in range(n27):
+                n30 = b[p]; p += 1
+                if n30 > 127: n30, p = _rt.uvarint(b, p, n30)
+                n30 -= 1
+                if n30 >= 0:
+                    if n30 > L - p: raise _rt.short(n30, L - p)
+                    v29 = b[p:p + n30].decode('utf-8', 'backslashreplace'); p += n30
+                elif n30 == -1:
+                    v29 = None
+                else:
+                    raise _rt.negative(n30)
+                n32 = b[p]; p += 1
+                if n32 > 127: n32, p = _rt.uvarint(b, p, n32)
+                n32 -= 1
+                if n32 >= 0:
+                    v31 = _Ai(b, p, n32); p += n32 * 4
+                elif n32 == -1:
+                    v31 = None
+                else:
+                    raise _rt.negative(n32)
+                d33 = {"SubtopologyId": v29, "Partitions": v31}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d33)
+                v26.append(d33)
+        elif n27 == -1:
+            v26 = None
         else:
-            raise _rt.negative(n20)
-        n24 = b[p]; p += 1
-        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
-        n24 -= 1
-        if n24 >= 0:
-            if n24 * 3 > L - p: raise _rt.short_count(n24, L - p)
-            v23 = []
-            for i25 in range(n24):
-                x26, p = _f5(b, p)
-                v23.append(x26)
-        elif n24 == -1:
-            v23 = None
+            raise _rt.negative(n27)
+        n35 = b[p]; p += 1
+        if n35 > 127: n35, p = _rt.uvarint(b, p, n35)
+        n35 -= 1
+        if n35 >= 0:
+            if n35 * 3 > L - p: raise _rt.short_count(n35, L - p)
+            v34 = []
+            for i36 in range(n35):
+                n38 = b[p]; p += 1
+                if n38 > 127: n38, p = _rt.uvarint(b, p, n38)
+                n38 -= 1
+                if n38 >= 0:
+                    if n38 > L - p: raise _rt.short(n38, L - p)
+                    v37 = b[p:p + n38].decode('utf-8', 'backslashreplace'); p += n38
+                elif n38 == -1:
+                    v37 = None
+                else:
+                    raise _rt.negative(n38)
+                n40 = b[p]; p += 1
+                if n40 > 127: n40, p = _rt.uvarint(b, p, n40)
+                n40 -= 1
+                if n40 >= 0:
+                    v39 = _Ai(b, p, n40); p += n40 * 4
+                elif n40 == -1:
+                    v39 = None
+                else:
+                    raise _rt.negative(n40)
+                d41 = {"SubtopologyId": v37, "Partitions": v39}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d41)
+                v34.append(d41)
+        elif n35 == -1:
+            v34 = None
         else:
-            raise _rt.negative(n24)
-        v27, = _U1(b, p); p += 4
-        n29 = b[p]; p += 1
-        if n29 > 127: n29, p = _rt.uvarint(b, p, n29)
-        n29 -= 1
-        if n29 >= 0:
-            if n29 * 7 > L - p: raise _rt.short_count(n29, L - p)
-            v28 = []
-            for i30 in range(n29):
-                x31, p = _f11(b, p)
-                v28.append(x31)
-        elif n29 == -1:
-            v28 = None
+            raise _rt.negative(n35)
+        v42, = _U1(b, p); p += 4
+        n44 = b[p]; p += 1
+        if n44 > 127: n44, p = _rt.uvarint(b, p, n44)
+        n44 -= 1
+        if n44 >= 0:
+            if n44 * 7 > L - p: raise _rt.short_count(n44, L - p)
+            v43 = []
+            for i45 in range(n44):
+                x46, p = _f11(b, p)
+                v43.append(x46)
+        elif n44 == -1:
+            v43 = None
         else:
-            raise _rt.negative(n29)
-        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "AcceptableRecoveryLagLegacy": v9, "TaskOffsetIntervalMs": v10, "Status": v11, "ActiveTasks": v15, "StandbyTasks": v19, "WarmupTasks": v23, "EndpointInformationEpoch": v27, "PartitionsByUserEndpoint": v28}
+            raise _rt.negative(n44)
+        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "AcceptableRecoveryLagLegacy": v9, "TaskOffsetIntervalMs": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "EndpointInformationEpoch": v42, "PartitionsByUserEndpoint": v43}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -720,66 +1014,146 @@ def _f13(b, p):
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f9(b, p)
-                v11.append(x14)
+                v14, = _U3(b, p); p += 1
+                n16 = b[p]; p += 1
+                if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
+                n16 -= 1
+                if n16 >= 0:
+                    if n16 > L - p: raise _rt.short(n16, L - p)
+                    v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                elif n16 == -1:
+                    v15 = None
+                else:
+                    raise _rt.negative(n16)
+                d17 = {"StatusCode": v14, "StatusDetail": v15}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d17)
+                v11.append(d17)
         elif n12 == -1:
             v11 = None
         else:
             raise _rt.negative(n12)
-        n16 = b[p]; p += 1
-        if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
-        n16 -= 1
-        if n16 >= 0:
-            if n16 * 3 > L - p: raise _rt.short_count(n16, L - p)
-            v15 = []
-            for i17 in range(n16):
-                x18, p = _f5(b, p)
-                v15.append(x18)
-        elif n16 == -1:
-            v15 = None
+        n19 = b[p]; p += 1
+        if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
+        n19 -= 1
+        if n19 >= 0:
+            if n19 * 3 > L - p: raise _rt.short_count(n19, L - p)
+            v18 = []
+            for i20 in range(n19):
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 > L - p: raise _rt.short(n22, L - p)
+                    v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                n24 = b[p]; p += 1
+                if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
+                n24 -= 1
+                if n24 >= 0:
+                    v23 = _Ai(b, p, n24); p += n24 * 4
+                elif n24 == -1:
+                    v23 = None
+                else:
+                    raise _rt.negative(n24)
+                d25 = {"SubtopologyId": v21, "Partitions": v23}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d25)
+                v18.append(d25)
+        elif n19 == -1:
+            v18 = None
         else:
-            raise _rt.negative(n16)
-        n20 = b[p]; p += 1
-        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
-        n20 -= 1
-        if n20 >= 0:
-            if n20 * 3 > L - p: raise _rt.short_count(n20, L - p)
-            v19 = []
-            for i21 in range(n20):
-                x22, p = _f5(b, p)
-                v19.append(x22)
-        elif n20 == -1:
-            v19 = None
+            raise _rt.negative(n19)
+        n27 = b[p]; p += 1
+        if n27 > 127: n27, p = _rt.uvarint(b, p, n27)
+        n27 -= 1
+        if n27 >= 0:
+            if n27 * 3 > L - p: raise _rt.short_count(n27, L - p)
+            v26 = []
+            for i28 in range(n27):
+                n30 = b[p]; p += 1
+                if n30 > 127: n30, p = _rt.uvarint(b, p, n30)
+                n30 -= 1
+                if n30 >= 0:
+                    if n30 > L - p: raise _rt.short(n30, L - p)
+                    v29 = b[p:p + n30].decode('utf-8', 'backslashreplace'); p += n30
+                elif n30 == -1:
+                    v29 = None
+                else:
+                    raise _rt.negative(n30)
+                n32 = b[p]; p += 1
+                if n32 > 127: n32, p = _rt.uvarint(b, p, n32)
+                n32 -= 1
+                if n32 >= 0:
+                    v31 = _Ai(b, p, n32); p += n32 * 4
+                elif n32 == -1:
+                    v31 = None
+                else:
+                    raise _rt.negative(n32)
+                d33 = {"SubtopologyId": v29, "Partitions": v31}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d33)
+                v26.append(d33)
+        elif n27 == -1:
+            v26 = None
         else:
-            raise _rt.negative(n20)
-        n24 = b[p]; p += 1
-        if n24 > 127: n24, p = _rt.uvarint(b, p, n24)
-        n24 -= 1
-        if n24 >= 0:
-            if n24 * 3 > L - p: raise _rt.short_count(n24, L - p)
-            v23 = []
-            for i25 in range(n24):
-                x26, p = _f5(b, p)
-                v23.append(x26)
-        elif n24 == -1:
-            v23 = None
+            raise _rt.negative(n27)
+        n35 = b[p]; p += 1
+        if n35 > 127: n35, p = _rt.uvarint(b, p, n35)
+        n35 -= 1
+        if n35 >= 0:
+            if n35 * 3 > L - p: raise _rt.short_count(n35, L - p)
+            v34 = []
+            for i36 in range(n35):
+                n38 = b[p]; p += 1
+                if n38 > 127: n38, p = _rt.uvarint(b, p, n38)
+                n38 -= 1
+                if n38 >= 0:
+                    if n38 > L - p: raise _rt.short(n38, L - p)
+                    v37 = b[p:p + n38].decode('utf-8', 'backslashreplace'); p += n38
+                elif n38 == -1:
+                    v37 = None
+                else:
+                    raise _rt.negative(n38)
+                n40 = b[p]; p += 1
+                if n40 > 127: n40, p = _rt.uvarint(b, p, n40)
+                n40 -= 1
+                if n40 >= 0:
+                    v39 = _Ai(b, p, n40); p += n40 * 4
+                elif n40 == -1:
+                    v39 = None
+                else:
+                    raise _rt.negative(n40)
+                d41 = {"SubtopologyId": v37, "Partitions": v39}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d41)
+                v34.append(d41)
+        elif n35 == -1:
+            v34 = None
         else:
-            raise _rt.negative(n24)
-        v27, v28, = _U9(b, p); p += 5
-        n30 = b[p]; p += 1
-        if n30 > 127: n30, p = _rt.uvarint(b, p, n30)
-        n30 -= 1
-        if n30 >= 0:
-            if n30 * 7 > L - p: raise _rt.short_count(n30, L - p)
-            v29 = []
-            for i31 in range(n30):
-                x32, p = _f11(b, p)
-                v29.append(x32)
-        elif n30 == -1:
-            v29 = None
+            raise _rt.negative(n35)
+        v42, v43, = _U9(b, p); p += 5
+        n45 = b[p]; p += 1
+        if n45 > 127: n45, p = _rt.uvarint(b, p, n45)
+        n45 -= 1
+        if n45 >= 0:
+            if n45 * 7 > L - p: raise _rt.short_count(n45, L - p)
+            v44 = []
+            for i46 in range(n45):
+                x47, p = _f11(b, p)
+                v44.append(x47)
+        elif n45 == -1:
+            v44 = None
         else:
-            raise _rt.negative(n30)
-        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "TaskOffsetIntervalMs": v9, "AcceptableRecoveryLag": v10, "Status": v11, "ActiveTasks": v15, "StandbyTasks": v19, "WarmupTasks": v23, "TopologyDescriptionRequired": v27, "EndpointInformationEpoch": v28, "PartitionsByUserEndpoint": v29}
+            raise _rt.negative(n45)
+        d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "TaskOffsetIntervalMs": v9, "AcceptableRecoveryLag": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "TopologyDescriptionRequired": v42, "EndpointInformationEpoch": v43, "PartitionsByUserEndpoint": v44}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -794,4 +1168,4 @@ NAME = 'StreamsGroupHeartbeat'
 REQUEST = {0: _f8, 1: _f8}
 RESPONSE = {0: _f12, 1: _f13}
 
-_LINES = {24: ('Key', None), 25: ('Key', None), 26: ('Key', None), 27: ('Key', None), 28: ('Key', None), 29: ('Key', None), 30: ('Key', None), 31: ('Key', None), 32: ('Key', None), 33: ('Key', None), 34: ('Value', None), 35: ('Value', None), 36: ('Value', None), 37: ('Value', None), 38: ('Value', None), 39: ('Value', None), 40: ('Value', None), 41: ('Value', None), 42: ('Value', None), 43: ('Value', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Partitions+ReplicationFactor', None), 66: ('TopicConfigs', None), 67: ('TopicConfigs', None), 68: ('TopicConfigs', None), 69: ('TopicConfigs', None), 70: ('TopicConfigs', None), 71: ('TopicConfigs', None), 72: ('TopicConfigs', None), 73: ('TopicConfigs', 'i7'), 74: ('TopicConfigs', 'i7'), 75: ('TopicConfigs', None), 76: ('TopicConfigs', None), 77: ('TopicConfigs', None), 78: ('TopicConfigs', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('SourceTopics', None), 91: ('SourceTopics', None), 92: ('SourceTopics', None), 93: ('SourceTopics', None), 94: ('SourceTopics', None), 95: ('SourceTopics', None), 96: ('SourceTopics', None), 97: ('SourceTopics', None), 98: ('SourceTopics', None), 99: ('SourceTopicRegex', None), 100: ('SourceTopicRegex', None), 101: ('SourceTopicRegex', None), 102: ('SourceTopicRegex', None), 103: ('SourceTopicRegex', None), 104: ('SourceTopicRegex', None), 105: ('SourceTopicRegex', None), 106: ('SourceTopicRegex', None), 107: ('SourceTopicRegex', None), 108: ('RepartitionSourceTopics', None), 109: ('RepartitionSourceTopics', None), 110: ('RepartitionSourceTopics', None), 111: ('RepartitionSourceTopics', None), 112: ('RepartitionSourceTopics', None), 113: ('RepartitionSourceTopics', None), 114: ('RepartitionSourceTopics', None), 115: ('RepartitionSourceTopics', None), 116: ('RepartitionSourceTopics', None), 118: ('_tagged', None), 119: ('_tagged', None), 120: ('_tagged', None), 128: ('SubtopologyId', None), 129: ('SubtopologyId', None), 130: ('SubtopologyId', None), 131: ('SubtopologyId', None), 132: ('SubtopologyId', None), 133: ('SubtopologyId', None), 134: ('SubtopologyId', None), 135: ('SubtopologyId', None), 136: ('SubtopologyId', None), 137: ('SubtopologyId', None), 138: ('SourceTopics', None), 139: ('SourceTopics', None), 140: ('SourceTopics', None), 141: ('SourceTopics', None), 142: ('SourceTopics', None), 143: ('SourceTopics', None), 144: ('SourceTopics', None), 145: ('SourceTopics', 'i5'), 146: ('SourceTopics', 'i5'), 147: ('SourceTopics', 'i5'), 148: ('SourceTopics', 'i5'), 149: ('SourceTopics', 'i5'), 150: ('SourceTopics', 'i5'), 151: ('SourceTopics', 'i5'), 152: ('SourceTopics', 'i5'), 153: ('SourceTopics', 'i5'), 154: ('SourceTopics', 'i5'), 155: ('SourceTopics', 'i5'), 156: ('SourceTopics', None), 157: ('SourceTopics', None), 158: ('SourceTopics', None), 159: ('SourceTopics', None), 160: ('SourceTopicRegex', None), 161: ('SourceTopicRegex', None), 162: ('SourceTopicRegex', None), 163: ('SourceTopicRegex', None), 164: ('SourceTopicRegex', None), 165: ('SourceTopicRegex', None), 166: ('SourceTopicRegex', None), 167: ('SourceTopicRegex', 'i10'), 168: ('SourceTopicRegex', 'i10'), 169: ('SourceTopicRegex', 'i10'), 170: ('SourceTopicRegex', 'i10'), 171: ('SourceTopicRegex', 'i10'), 172: ('SourceTopicRegex', 'i10'), 173: ('SourceTopicRegex', 'i10'), 174: ('SourceTopicRegex', 'i10'), 175: ('SourceTopicRegex', 'i10'), 176: ('SourceTopicRegex', 'i10'), 177: ('SourceTopicRegex', 'i10'), 178: ('SourceTopicRegex', None), 179: ('SourceTopicRegex', None), 180: ('SourceTopicRegex', None), 181: ('SourceTopicRegex', None), 182: ('StateChangelogTopics', None), 183: ('StateChangelogTopics', None), 184: ('StateChangelogTopics', None), 185: ('StateChangelogTopics', None), 186: ('StateChangelogTopics', None), 187: ('StateChangelogTopics', None), 188: ('StateChangelogTopics', None), 189: ('StateChangelogTopics', 'i15'), 190: ('StateChangelogTopics', 'i15'), 191: ('StateChangelogTopics', None), 192: ('StateChangelogTopics', None), 193: ('StateChangelogTopics', None), 194: ('StateChangelogTopics', None), 195: ('RepartitionSinkTopics', None), 196: ('RepartitionSinkTopics', None), 197: ('RepartitionSinkTopics', None), 198: ('RepartitionSinkTopics', None), 199: ('RepartitionSinkTopics', None), 200: ('RepartitionSinkTopics', None), 201: ('RepartitionSinkTopics', None), 202: ('RepartitionSinkTopics', 'i19'), 203: ('RepartitionSinkTopics', 'i19'), 204: ('RepartitionSinkTopics', 'i19'), 205: ('RepartitionSinkTopics', 'i19'), 206: ('RepartitionSinkTopics', 'i19'), 207: ('RepartitionSinkTopics', 'i19'), 208: ('RepartitionSinkTopics', 'i19'), 209: ('RepartitionSinkTopics', 'i19'), 210: ('RepartitionSinkTopics', 'i19'), 211: ('RepartitionSinkTopics', 'i19'), 212: ('RepartitionSinkTopics', 'i19'), 213: ('RepartitionSinkTopics', None), 214: ('RepartitionSinkTopics', None), 215: ('RepartitionSinkTopics', None), 216: ('RepartitionSinkTopics', None), 217: ('RepartitionSourceTopics', None), 218: ('RepartitionSourceTopics', None), 219: ('RepartitionSourceTopics', None), 220: ('RepartitionSourceTopics', None), 221: ('RepartitionSourceTopics', None), 222: ('RepartitionSourceTopics', None), 223: ('RepartitionSourceTopics', None), 224: ('RepartitionSourceTopics', 'i24'), 225: ('RepartitionSourceTopics', 'i24'), 226: ('RepartitionSourceTopics', None), 227: ('RepartitionSourceTopics', None), 228: ('RepartitionSourceTopics', None), 229: ('RepartitionSourceTopics', None), 230: ('CopartitionGroups', None), 231: ('CopartitionGroups', None), 232: ('CopartitionGroups', None), 233: ('CopartitionGroups', None), 234: ('CopartitionGroups', None), 235: ('CopartitionGroups', None), 236: ('CopartitionGroups', None), 237: ('CopartitionGroups', 'i28'), 238: ('CopartitionGroups', 'i28'), 239: ('CopartitionGroups', None), 240: ('CopartitionGroups', None), 241: ('CopartitionGroups', None), 242: ('CopartitionGroups', None), 244: ('_tagged', None), 245: ('_tagged', None), 246: ('_tagged', None), 254: ('Epoch', None), 255: ('Subtopologies', None), 256: ('Subtopologies', None), 257: ('Subtopologies', None), 258: ('Subtopologies', None), 259: ('Subtopologies', None), 260: ('Subtopologies', None), 261: ('Subtopologies', None), 262: ('Subtopologies', 'i4'), 263: ('Subtopologies', 'i4'), 264: ('Subtopologies', None), 265: ('Subtopologies', None), 266: ('Subtopologies', None), 267: ('Subtopologies', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None), 279: ('SubtopologyId', None), 280: ('SubtopologyId', None), 281: ('SubtopologyId', None), 282: ('SubtopologyId', None), 283: ('SubtopologyId', None), 284: ('SubtopologyId', None), 285: ('SubtopologyId', None), 286: ('SubtopologyId', None), 287: ('SubtopologyId', None), 288: ('SubtopologyId', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions', None), 294: ('Partitions', None), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions', None), 299: ('_tagged', None), 300: ('_tagged', None), 301: ('_tagged', None), 309: ('Host', None), 310: ('Host', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Port', None), 321: ('_tagged', None), 322: ('_tagged', None), 323: ('_tagged', None), 331: ('SubtopologyId', None), 332: ('SubtopologyId', None), 333: ('SubtopologyId', None), 334: ('SubtopologyId', None), 335: ('SubtopologyId', None), 336: ('SubtopologyId', None), 337: ('SubtopologyId', None), 338: ('SubtopologyId', None), 339: ('SubtopologyId', None), 340: ('SubtopologyId', None), 341: ('Partition+Offset', None), 343: ('_tagged', None), 344: ('_tagged', None), 345: ('_tagged', None), 353: ('GroupId', None), 354: ('GroupId', None), 355: ('GroupId', None), 356: ('GroupId', None), 357: ('GroupId', None), 358: ('GroupId', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('MemberId', None), 364: ('MemberId', None), 365: ('MemberId', None), 366: ('MemberId', None), 367: ('MemberId', None), 368: ('MemberId', None), 369: ('MemberId', None), 370: ('MemberId', None), 371: ('MemberId', None), 372: ('MemberId', None), 373: ('MemberEpoch+EndpointInformationEpoch', None), 374: ('InstanceId', None), 375: ('InstanceId', None), 376: ('InstanceId', None), 377: ('InstanceId', None), 378: ('InstanceId', None), 379: ('InstanceId', None), 380: ('InstanceId', None), 381: ('InstanceId', None), 382: ('InstanceId', None), 383: ('InstanceId', None), 384: ('RackId', None), 385: ('RackId', None), 386: ('RackId', None), 387: ('RackId', None), 388: ('RackId', None), 389: ('RackId', None), 390: ('RackId', None), 391: ('RackId', None), 392: ('RackId', None), 393: ('RackId', None), 394: ('RebalanceTimeoutMs', None), 395: ('Topology', None), 396: ('Topology', None), 397: ('Topology', None), 398: ('Topology', None), 399: ('Topology', None), 400: ('ActiveTasks', None), 401: ('ActiveTasks', None), 402: ('ActiveTasks', None), 403: ('ActiveTasks', None), 404: ('ActiveTasks', None), 405: ('ActiveTasks', None), 406: ('ActiveTasks', None), 407: ('ActiveTasks', 'i16'), 408: ('ActiveTasks', 'i16'), 409: ('ActiveTasks', None), 410: ('ActiveTasks', None), 411: ('ActiveTasks', None), 412: ('ActiveTasks', None), 413: ('StandbyTasks', None), 414: ('StandbyTasks', None), 415: ('StandbyTasks', None), 416: ('StandbyTasks', None), 417: ('StandbyTasks', None), 418: ('StandbyTasks', None), 419: ('StandbyTasks', None), 420: ('StandbyTasks', 'i20'), 421: ('StandbyTasks', 'i20'), 422: ('StandbyTasks', None), 423: ('StandbyTasks', None), 424: ('StandbyTasks', None), 425: ('StandbyTasks', None), 426: ('WarmupTasks', None), 427: ('WarmupTasks', None), 428: ('WarmupTasks', None), 429: ('WarmupTasks', None), 430: ('WarmupTasks', None), 431: ('WarmupTasks', None), 432: ('WarmupTasks', None), 433: ('WarmupTasks', 'i24'), 434: ('WarmupTasks', 'i24'), 435: ('WarmupTasks', None), 436: ('WarmupTasks', None), 437: ('WarmupTasks', None), 438: ('WarmupTasks', None), 439: ('ProcessId', None), 440: ('ProcessId', None), 441: ('ProcessId', None), 442: ('ProcessId', None), 443: ('ProcessId', None), 444: ('ProcessId', None), 445: ('ProcessId', None), 446: ('ProcessId', None), 447: ('ProcessId', None), 448: ('ProcessId', None), 449: ('UserEndpoint', None), 450: ('UserEndpoint', None), 451: ('UserEndpoint', None), 452: ('UserEndpoint', None), 453: ('UserEndpoint', None), 454: ('ClientTags', None), 455: ('ClientTags', None), 456: ('ClientTags', None), 457: ('ClientTags', None), 458: ('ClientTags', None), 459: ('ClientTags', None), 460: ('ClientTags', None), 461: ('ClientTags', 'i32'), 462: ('ClientTags', 'i32'), 463: ('ClientTags', None), 464: ('ClientTags', None), 465: ('ClientTags', None), 466: ('ClientTags', None), 467: ('TaskOffsets', None), 468: ('TaskOffsets', None), 469: ('TaskOffsets', None), 470: ('TaskOffsets', None), 471: ('TaskOffsets', None), 472: ('TaskOffsets', None), 473: ('TaskOffsets', None), 474: ('TaskOffsets', 'i36'), 475: ('TaskOffsets', 'i36'), 476: ('TaskOffsets', None), 477: ('TaskOffsets', None), 478: ('TaskOffsets', None), 479: ('TaskOffsets', None), 480: ('TaskEndOffsets', None), 481: ('TaskEndOffsets', None), 482: ('TaskEndOffsets', None), 483: ('TaskEndOffsets', None), 484: ('TaskEndOffsets', None), 485: ('TaskEndOffsets', None), 486: ('TaskEndOffsets', None), 487: ('TaskEndOffsets', 'i40'), 488: ('TaskEndOffsets', 'i40'), 489: ('TaskEndOffsets', None), 490: ('TaskEndOffsets', None), 491: ('TaskEndOffsets', None), 492: ('TaskEndOffsets', None), 493: ('ShutdownApplication', None), 495: ('_tagged', None), 496: ('_tagged', None), 497: ('_tagged', None), 505: ('StatusCode', None), 506: ('StatusDetail', None), 507: ('StatusDetail', None), 508: ('StatusDetail', None), 509: ('StatusDetail', None), 510: ('StatusDetail', None), 511: ('StatusDetail', None), 512: ('StatusDetail', None), 513: ('StatusDetail', None), 514: ('StatusDetail', None), 515: ('StatusDetail', None), 517: ('_tagged', None), 518: ('_tagged', None), 519: ('_tagged', None), 527: ('Topic', None), 528: ('Topic', None), 529: ('Topic', None), 530: ('Topic', None), 531: ('Topic', None), 532: ('Topic', None), 533: ('Topic', None), 534: ('Topic', None), 535: ('Topic', None), 536: ('Topic', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 547: ('_tagged', None), 548: ('_tagged', None), 549: ('_tagged', None), 557: ('UserEndpoint', None), 558: ('ActivePartitions', None), 559: ('ActivePartitions', None), 560: ('ActivePartitions', None), 561: ('ActivePartitions', None), 562: ('ActivePartitions', None), 563: ('ActivePartitions', None), 564: ('ActivePartitions', None), 565: ('ActivePartitions', 'i4'), 566: ('ActivePartitions', 'i4'), 567: ('ActivePartitions', None), 568: ('ActivePartitions', None), 569: ('ActivePartitions', None), 570: ('ActivePartitions', None), 571: ('StandbyPartitions', None), 572: ('StandbyPartitions', None), 573: ('StandbyPartitions', None), 574: ('StandbyPartitions', None), 575: ('StandbyPartitions', None), 576: ('StandbyPartitions', None), 577: ('StandbyPartitions', None), 578: ('StandbyPartitions', 'i8'), 579: ('StandbyPartitions', 'i8'), 580: ('StandbyPartitions', None), 581: ('StandbyPartitions', None), 582: ('StandbyPartitions', None), 583: ('StandbyPartitions', None), 585: ('_tagged', None), 586: ('_tagged', None), 587: ('_tagged', None), 595: ('ThrottleTimeMs+ErrorCode', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('ErrorMessage', None), 601: ('ErrorMessage', None), 602: ('ErrorMessage', None), 603: ('ErrorMessage', None), 604: ('ErrorMessage', None), 605: ('ErrorMessage', None), 606: ('MemberId', None), 607: ('MemberId', None), 608: ('MemberId', None), 609: ('MemberId', None), 610: ('MemberId', None), 611: ('MemberId', None), 612: ('MemberId', None), 613: ('MemberId', None), 614: ('MemberId', None), 615: ('MemberId', None), 616: ('MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', None), 617: ('Status', None), 618: ('Status', None), 619: ('Status', None), 620: ('Status', None), 621: ('Status', None), 622: ('Status', None), 623: ('Status', None), 624: ('Status', 'i13'), 625: ('Status', 'i13'), 626: ('Status', None), 627: ('Status', None), 628: ('Status', None), 629: ('Status', None), 630: ('ActiveTasks', None), 631: ('ActiveTasks', None), 632: ('ActiveTasks', None), 633: ('ActiveTasks', None), 634: ('ActiveTasks', None), 635: ('ActiveTasks', None), 636: ('ActiveTasks', None), 637: ('ActiveTasks', 'i17'), 638: ('ActiveTasks', 'i17'), 639: ('ActiveTasks', None), 640: ('ActiveTasks', None), 641: ('ActiveTasks', None), 642: ('ActiveTasks', None), 643: ('StandbyTasks', None), 644: ('StandbyTasks', None), 645: ('StandbyTasks', None), 646: ('StandbyTasks', None), 647: ('StandbyTasks', None), 648: ('StandbyTasks', None), 649: ('StandbyTasks', None), 650: ('StandbyTasks', 'i21'), 651: ('StandbyTasks', 'i21'), 652: ('StandbyTasks', None), 653: ('StandbyTasks', None), 654: ('StandbyTasks', None), 655: ('StandbyTasks', None), 656: ('WarmupTasks', None), 657: ('WarmupTasks', None), 658: ('WarmupTasks', None), 659: ('WarmupTasks', None), 660: ('WarmupTasks', None), 661: ('WarmupTasks', None), 662: ('WarmupTasks', None), 663: ('WarmupTasks', 'i25'), 664: ('WarmupTasks', 'i25'), 665: ('WarmupTasks', None), 666: ('WarmupTasks', None), 667: ('WarmupTasks', None), 668: ('WarmupTasks', None), 669: ('EndpointInformationEpoch', None), 670: ('PartitionsByUserEndpoint', None), 671: ('PartitionsByUserEndpoint', None), 672: ('PartitionsByUserEndpoint', None), 673: ('PartitionsByUserEndpoint', None), 674: ('PartitionsByUserEndpoint', None), 675: ('PartitionsByUserEndpoint', None), 676: ('PartitionsByUserEndpoint', None), 677: ('PartitionsByUserEndpoint', 'i30'), 678: ('PartitionsByUserEndpoint', 'i30'), 679: ('PartitionsByUserEndpoint', None), 680: ('PartitionsByUserEndpoint', None), 681: ('PartitionsByUserEndpoint', None), 682: ('PartitionsByUserEndpoint', None), 684: ('_tagged', None), 685: ('_tagged', None), 686: ('_tagged', None), 694: ('ThrottleTimeMs+ErrorCode', None), 695: ('ErrorMessage', None), 696: ('ErrorMessage', None), 697: ('ErrorMessage', None), 698: ('ErrorMessage', None), 699: ('ErrorMessage', None), 700: ('ErrorMessage', None), 701: ('ErrorMessage', None), 702: ('ErrorMessage', None), 703: ('ErrorMessage', None), 704: ('ErrorMessage', None), 705: ('MemberId', None), 706: ('MemberId', None), 707: ('MemberId', None), 708: ('MemberId', None), 709: ('MemberId', None), 710: ('MemberId', None), 711: ('MemberId', None), 712: ('MemberId', None), 713: ('MemberId', None), 714: ('MemberId', None), 715: ('MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', None), 716: ('Status', None), 717: ('Status', None), 718: ('Status', None), 719: ('Status', None), 720: ('Status', None), 721: ('Status', None), 722: ('Status', None), 723: ('Status', 'i13'), 724: ('Status', 'i13'), 725: ('Status', None), 726: ('Status', None), 727: ('Status', None), 728: ('Status', None), 729: ('ActiveTasks', None), 730: ('ActiveTasks', None), 731: ('ActiveTasks', None), 732: ('ActiveTasks', None), 733: ('ActiveTasks', None), 734: ('ActiveTasks', None), 735: ('ActiveTasks', None), 736: ('ActiveTasks', 'i17'), 737: ('ActiveTasks', 'i17'), 738: ('ActiveTasks', None), 739: ('ActiveTasks', None), 740: ('ActiveTasks', None), 741: ('ActiveTasks', None), 742: ('StandbyTasks', None), 743: ('StandbyTasks', None), 744: ('StandbyTasks', None), 745: ('StandbyTasks', None), 746: ('StandbyTasks', None), 747: ('StandbyTasks', None), 748: ('StandbyTasks', None), 749: ('StandbyTasks', 'i21'), 750: ('StandbyTasks', 'i21'), 751: ('StandbyTasks', None), 752: ('StandbyTasks', None), 753: ('StandbyTasks', None), 754: ('StandbyTasks', None), 755: ('WarmupTasks', None), 756: ('WarmupTasks', None), 757: ('WarmupTasks', None), 758: ('WarmupTasks', None), 759: ('WarmupTasks', None), 760: ('WarmupTasks', None), 761: ('WarmupTasks', None), 762: ('WarmupTasks', 'i25'), 763: ('WarmupTasks', 'i25'), 764: ('WarmupTasks', None), 765: ('WarmupTasks', None), 766: ('WarmupTasks', None), 767: ('WarmupTasks', None), 768: ('TopologyDescriptionRequired+EndpointInformationEpoch', None), 769: ('PartitionsByUserEndpoint', None), 770: ('PartitionsByUserEndpoint', None), 771: ('PartitionsByUserEndpoint', None), 772: ('PartitionsByUserEndpoint', None), 773: ('PartitionsByUserEndpoint', None), 774: ('PartitionsByUserEndpoint', None), 775: ('PartitionsByUserEndpoint', None), 776: ('PartitionsByUserEndpoint', 'i31'), 777: ('PartitionsByUserEndpoint', 'i31'), 778: ('PartitionsByUserEndpoint', None), 779: ('PartitionsByUserEndpoint', None), 780: ('PartitionsByUserEndpoint', None), 781: ('PartitionsByUserEndpoint', None), 783: ('_tagged', None), 784: ('_tagged', None), 785: ('_tagged', None)}
+_LINES = {24: ('Key', None), 25: ('Key', None), 26: ('Key', None), 27: ('Key', None), 28: ('Key', None), 29: ('Key', None), 30: ('Key', None), 31: ('Key', None), 32: ('Key', None), 33: ('Key', None), 34: ('Value', None), 35: ('Value', None), 36: ('Value', None), 37: ('Value', None), 38: ('Value', None), 39: ('Value', None), 40: ('Value', None), 41: ('Value', None), 42: ('Value', None), 43: ('Value', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Partitions+ReplicationFactor', None), 66: ('TopicConfigs', None), 67: ('TopicConfigs', None), 68: ('TopicConfigs', None), 69: ('TopicConfigs', None), 70: ('TopicConfigs', None), 71: ('TopicConfigs', None), 72: ('TopicConfigs', None), 73: ('TopicConfigs[{}].Key', 'i7'), 74: ('TopicConfigs[{}].Key', 'i7'), 75: ('TopicConfigs[{}].Key', 'i7'), 76: ('TopicConfigs[{}].Key', 'i7'), 77: ('TopicConfigs[{}].Key', 'i7'), 78: ('TopicConfigs[{}].Key', 'i7'), 79: ('TopicConfigs[{}].Key', 'i7'), 80: ('TopicConfigs[{}].Key', 'i7'), 81: ('TopicConfigs[{}].Key', 'i7'), 82: ('TopicConfigs[{}].Key', 'i7'), 83: ('TopicConfigs[{}].Value', 'i7'), 84: ('TopicConfigs[{}].Value', 'i7'), 85: ('TopicConfigs[{}].Value', 'i7'), 86: ('TopicConfigs[{}].Value', 'i7'), 87: ('TopicConfigs[{}].Value', 'i7'), 88: ('TopicConfigs[{}].Value', 'i7'), 89: ('TopicConfigs[{}].Value', 'i7'), 90: ('TopicConfigs[{}].Value', 'i7'), 91: ('TopicConfigs[{}].Value', 'i7'), 92: ('TopicConfigs[{}].Value', 'i7'), 93: ('TopicConfigs', 'i7'), 94: ('TopicConfigs', 'i7'), 95: ('TopicConfigs', 'i7'), 96: ('TopicConfigs', 'i7'), 97: ('TopicConfigs', 'i7'), 98: ('TopicConfigs', None), 99: ('TopicConfigs', None), 100: ('TopicConfigs', None), 101: ('TopicConfigs', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('SourceTopics', None), 114: ('SourceTopics', None), 115: ('SourceTopics', None), 116: ('SourceTopics', None), 117: ('SourceTopics', None), 118: ('SourceTopics', None), 119: ('SourceTopics', None), 120: ('SourceTopics', None), 121: ('SourceTopics', None), 122: ('SourceTopicRegex', None), 123: ('SourceTopicRegex', None), 124: ('SourceTopicRegex', None), 125: ('SourceTopicRegex', None), 126: ('SourceTopicRegex', None), 127: ('SourceTopicRegex', None), 128: ('SourceTopicRegex', None), 129: ('SourceTopicRegex', None), 130: ('SourceTopicRegex', None), 131: ('RepartitionSourceTopics', None), 132: ('RepartitionSourceTopics', None), 133: ('RepartitionSourceTopics', None), 134: ('RepartitionSourceTopics', None), 135: ('RepartitionSourceTopics', None), 136: ('RepartitionSourceTopics', None), 137: ('RepartitionSourceTopics', None), 138: ('RepartitionSourceTopics', None), 139: ('RepartitionSourceTopics', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('SubtopologyId', None), 152: ('SubtopologyId', None), 153: ('SubtopologyId', None), 154: ('SubtopologyId', None), 155: ('SubtopologyId', None), 156: ('SubtopologyId', None), 157: ('SubtopologyId', None), 158: ('SubtopologyId', None), 159: ('SubtopologyId', None), 160: ('SubtopologyId', None), 161: ('SourceTopics', None), 162: ('SourceTopics', None), 163: ('SourceTopics', None), 164: ('SourceTopics', None), 165: ('SourceTopics', None), 166: ('SourceTopics', None), 167: ('SourceTopics', None), 168: ('SourceTopics', 'i5'), 169: ('SourceTopics', 'i5'), 170: ('SourceTopics', 'i5'), 171: ('SourceTopics', 'i5'), 172: ('SourceTopics', 'i5'), 173: ('SourceTopics', 'i5'), 174: ('SourceTopics', 'i5'), 175: ('SourceTopics', 'i5'), 176: ('SourceTopics', 'i5'), 177: ('SourceTopics', 'i5'), 178: ('SourceTopics', 'i5'), 179: ('SourceTopics', None), 180: ('SourceTopics', None), 181: ('SourceTopics', None), 182: ('SourceTopics', None), 183: ('SourceTopicRegex', None), 184: ('SourceTopicRegex', None), 185: ('SourceTopicRegex', None), 186: ('SourceTopicRegex', None), 187: ('SourceTopicRegex', None), 188: ('SourceTopicRegex', None), 189: ('SourceTopicRegex', None), 190: ('SourceTopicRegex', 'i10'), 191: ('SourceTopicRegex', 'i10'), 192: ('SourceTopicRegex', 'i10'), 193: ('SourceTopicRegex', 'i10'), 194: ('SourceTopicRegex', 'i10'), 195: ('SourceTopicRegex', 'i10'), 196: ('SourceTopicRegex', 'i10'), 197: ('SourceTopicRegex', 'i10'), 198: ('SourceTopicRegex', 'i10'), 199: ('SourceTopicRegex', 'i10'), 200: ('SourceTopicRegex', 'i10'), 201: ('SourceTopicRegex', None), 202: ('SourceTopicRegex', None), 203: ('SourceTopicRegex', None), 204: ('SourceTopicRegex', None), 205: ('StateChangelogTopics', None), 206: ('StateChangelogTopics', None), 207: ('StateChangelogTopics', None), 208: ('StateChangelogTopics', None), 209: ('StateChangelogTopics', None), 210: ('StateChangelogTopics', None), 211: ('StateChangelogTopics', None), 212: ('StateChangelogTopics', 'i15'), 213: ('StateChangelogTopics', 'i15'), 214: ('StateChangelogTopics', None), 215: ('StateChangelogTopics', None), 216: ('StateChangelogTopics', None), 217: ('StateChangelogTopics', None), 218: ('RepartitionSinkTopics', None), 219: ('RepartitionSinkTopics', None), 220: ('RepartitionSinkTopics', None), 221: ('RepartitionSinkTopics', None), 222: ('RepartitionSinkTopics', None), 223: ('RepartitionSinkTopics', None), 224: ('RepartitionSinkTopics', None), 225: ('RepartitionSinkTopics', 'i19'), 226: ('RepartitionSinkTopics', 'i19'), 227: ('RepartitionSinkTopics', 'i19'), 228: ('RepartitionSinkTopics', 'i19'), 229: ('RepartitionSinkTopics', 'i19'), 230: ('RepartitionSinkTopics', 'i19'), 231: ('RepartitionSinkTopics', 'i19'), 232: ('RepartitionSinkTopics', 'i19'), 233: ('RepartitionSinkTopics', 'i19'), 234: ('RepartitionSinkTopics', 'i19'), 235: ('RepartitionSinkTopics', 'i19'), 236: ('RepartitionSinkTopics', None), 237: ('RepartitionSinkTopics', None), 238: ('RepartitionSinkTopics', None), 239: ('RepartitionSinkTopics', None), 240: ('RepartitionSourceTopics', None), 241: ('RepartitionSourceTopics', None), 242: ('RepartitionSourceTopics', None), 243: ('RepartitionSourceTopics', None), 244: ('RepartitionSourceTopics', None), 245: ('RepartitionSourceTopics', None), 246: ('RepartitionSourceTopics', None), 247: ('RepartitionSourceTopics', 'i24'), 248: ('RepartitionSourceTopics', 'i24'), 249: ('RepartitionSourceTopics', None), 250: ('RepartitionSourceTopics', None), 251: ('RepartitionSourceTopics', None), 252: ('RepartitionSourceTopics', None), 253: ('CopartitionGroups', None), 254: ('CopartitionGroups', None), 255: ('CopartitionGroups', None), 256: ('CopartitionGroups', None), 257: ('CopartitionGroups', None), 258: ('CopartitionGroups', None), 259: ('CopartitionGroups', None), 260: ('CopartitionGroups[{}].SourceTopics', 'i28'), 261: ('CopartitionGroups[{}].SourceTopics', 'i28'), 262: ('CopartitionGroups[{}].SourceTopics', 'i28'), 263: ('CopartitionGroups[{}].SourceTopics', 'i28'), 264: ('CopartitionGroups[{}].SourceTopics', 'i28'), 265: ('CopartitionGroups[{}].SourceTopics', 'i28'), 266: ('CopartitionGroups[{}].SourceTopics', 'i28'), 267: ('CopartitionGroups[{}].SourceTopics', 'i28'), 268: ('CopartitionGroups[{}].SourceTopics', 'i28'), 269: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 270: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 271: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 272: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 273: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 274: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 275: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 276: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 277: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 278: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 279: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 280: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 281: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 282: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 283: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 284: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 285: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 286: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 287: ('CopartitionGroups', 'i28'), 288: ('CopartitionGroups', 'i28'), 289: ('CopartitionGroups', 'i28'), 290: ('CopartitionGroups', 'i28'), 291: ('CopartitionGroups', 'i28'), 292: ('CopartitionGroups', None), 293: ('CopartitionGroups', None), 294: ('CopartitionGroups', None), 295: ('CopartitionGroups', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None), 307: ('Epoch', None), 308: ('Subtopologies', None), 309: ('Subtopologies', None), 310: ('Subtopologies', None), 311: ('Subtopologies', None), 312: ('Subtopologies', None), 313: ('Subtopologies', None), 314: ('Subtopologies', None), 315: ('Subtopologies', 'i4'), 316: ('Subtopologies', 'i4'), 317: ('Subtopologies', None), 318: ('Subtopologies', None), 319: ('Subtopologies', None), 320: ('Subtopologies', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None), 332: ('SubtopologyId', None), 333: ('SubtopologyId', None), 334: ('SubtopologyId', None), 335: ('SubtopologyId', None), 336: ('SubtopologyId', None), 337: ('SubtopologyId', None), 338: ('SubtopologyId', None), 339: ('SubtopologyId', None), 340: ('SubtopologyId', None), 341: ('SubtopologyId', None), 342: ('Partitions', None), 343: ('Partitions', None), 344: ('Partitions', None), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 352: ('_tagged', None), 353: ('_tagged', None), 354: ('_tagged', None), 362: ('Host', None), 363: ('Host', None), 364: ('Host', None), 365: ('Host', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Host', None), 372: ('Port', None), 374: ('_tagged', None), 375: ('_tagged', None), 376: ('_tagged', None), 384: ('SubtopologyId', None), 385: ('SubtopologyId', None), 386: ('SubtopologyId', None), 387: ('SubtopologyId', None), 388: ('SubtopologyId', None), 389: ('SubtopologyId', None), 390: ('SubtopologyId', None), 391: ('SubtopologyId', None), 392: ('SubtopologyId', None), 393: ('SubtopologyId', None), 394: ('Partition+Offset', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('GroupId', None), 407: ('GroupId', None), 408: ('GroupId', None), 409: ('GroupId', None), 410: ('GroupId', None), 411: ('GroupId', None), 412: ('GroupId', None), 413: ('GroupId', None), 414: ('GroupId', None), 415: ('GroupId', None), 416: ('MemberId', None), 417: ('MemberId', None), 418: ('MemberId', None), 419: ('MemberId', None), 420: ('MemberId', None), 421: ('MemberId', None), 422: ('MemberId', None), 423: ('MemberId', None), 424: ('MemberId', None), 425: ('MemberId', None), 426: ('MemberEpoch+EndpointInformationEpoch', None), 427: ('InstanceId', None), 428: ('InstanceId', None), 429: ('InstanceId', None), 430: ('InstanceId', None), 431: ('InstanceId', None), 432: ('InstanceId', None), 433: ('InstanceId', None), 434: ('InstanceId', None), 435: ('InstanceId', None), 436: ('InstanceId', None), 437: ('RackId', None), 438: ('RackId', None), 439: ('RackId', None), 440: ('RackId', None), 441: ('RackId', None), 442: ('RackId', None), 443: ('RackId', None), 444: ('RackId', None), 445: ('RackId', None), 446: ('RackId', None), 447: ('RebalanceTimeoutMs', None), 448: ('Topology', None), 449: ('Topology', None), 450: ('Topology', None), 451: ('Topology', None), 452: ('Topology', None), 453: ('ActiveTasks', None), 454: ('ActiveTasks', None), 455: ('ActiveTasks', None), 456: ('ActiveTasks', None), 457: ('ActiveTasks', None), 458: ('ActiveTasks', None), 459: ('ActiveTasks', None), 460: ('ActiveTasks[{}].SubtopologyId', 'i16'), 461: ('ActiveTasks[{}].SubtopologyId', 'i16'), 462: ('ActiveTasks[{}].SubtopologyId', 'i16'), 463: ('ActiveTasks[{}].SubtopologyId', 'i16'), 464: ('ActiveTasks[{}].SubtopologyId', 'i16'), 465: ('ActiveTasks[{}].SubtopologyId', 'i16'), 466: ('ActiveTasks[{}].SubtopologyId', 'i16'), 467: ('ActiveTasks[{}].SubtopologyId', 'i16'), 468: ('ActiveTasks[{}].SubtopologyId', 'i16'), 469: ('ActiveTasks[{}].SubtopologyId', 'i16'), 470: ('ActiveTasks[{}].Partitions', 'i16'), 471: ('ActiveTasks[{}].Partitions', 'i16'), 472: ('ActiveTasks[{}].Partitions', 'i16'), 473: ('ActiveTasks[{}].Partitions', 'i16'), 474: ('ActiveTasks[{}].Partitions', 'i16'), 475: ('ActiveTasks[{}].Partitions', 'i16'), 476: ('ActiveTasks[{}].Partitions', 'i16'), 477: ('ActiveTasks[{}].Partitions', 'i16'), 478: ('ActiveTasks[{}].Partitions', 'i16'), 479: ('ActiveTasks', 'i16'), 480: ('ActiveTasks', 'i16'), 481: ('ActiveTasks', 'i16'), 482: ('ActiveTasks', 'i16'), 483: ('ActiveTasks', 'i16'), 484: ('ActiveTasks', None), 485: ('ActiveTasks', None), 486: ('ActiveTasks', None), 487: ('ActiveTasks', None), 488: ('StandbyTasks', None), 489: ('StandbyTasks', None), 490: ('StandbyTasks', None), 491: ('StandbyTasks', None), 492: ('StandbyTasks', None), 493: ('StandbyTasks', None), 494: ('StandbyTasks', None), 495: ('StandbyTasks[{}].SubtopologyId', 'i24'), 496: ('StandbyTasks[{}].SubtopologyId', 'i24'), 497: ('StandbyTasks[{}].SubtopologyId', 'i24'), 498: ('StandbyTasks[{}].SubtopologyId', 'i24'), 499: ('StandbyTasks[{}].SubtopologyId', 'i24'), 500: ('StandbyTasks[{}].SubtopologyId', 'i24'), 501: ('StandbyTasks[{}].SubtopologyId', 'i24'), 502: ('StandbyTasks[{}].SubtopologyId', 'i24'), 503: ('StandbyTasks[{}].SubtopologyId', 'i24'), 504: ('StandbyTasks[{}].SubtopologyId', 'i24'), 505: ('StandbyTasks[{}].Partitions', 'i24'), 506: ('StandbyTasks[{}].Partitions', 'i24'), 507: ('StandbyTasks[{}].Partitions', 'i24'), 508: ('StandbyTasks[{}].Partitions', 'i24'), 509: ('StandbyTasks[{}].Partitions', 'i24'), 510: ('StandbyTasks[{}].Partitions', 'i24'), 511: ('StandbyTasks[{}].Partitions', 'i24'), 512: ('StandbyTasks[{}].Partitions', 'i24'), 513: ('StandbyTasks[{}].Partitions', 'i24'), 514: ('StandbyTasks', 'i24'), 515: ('StandbyTasks', 'i24'), 516: ('StandbyTasks', 'i24'), 517: ('StandbyTasks', 'i24'), 518: ('StandbyTasks', 'i24'), 519: ('StandbyTasks', None), 520: ('StandbyTasks', None), 521: ('StandbyTasks', None), 522: ('StandbyTasks', None), 523: ('WarmupTasks', None), 524: ('WarmupTasks', None), 525: ('WarmupTasks', None), 526: ('WarmupTasks', None), 527: ('WarmupTasks', None), 528: ('WarmupTasks', None), 529: ('WarmupTasks', None), 530: ('WarmupTasks[{}].SubtopologyId', 'i32'), 531: ('WarmupTasks[{}].SubtopologyId', 'i32'), 532: ('WarmupTasks[{}].SubtopologyId', 'i32'), 533: ('WarmupTasks[{}].SubtopologyId', 'i32'), 534: ('WarmupTasks[{}].SubtopologyId', 'i32'), 535: ('WarmupTasks[{}].SubtopologyId', 'i32'), 536: ('WarmupTasks[{}].SubtopologyId', 'i32'), 537: ('WarmupTasks[{}].SubtopologyId', 'i32'), 538: ('WarmupTasks[{}].SubtopologyId', 'i32'), 539: ('WarmupTasks[{}].SubtopologyId', 'i32'), 540: ('WarmupTasks[{}].Partitions', 'i32'), 541: ('WarmupTasks[{}].Partitions', 'i32'), 542: ('WarmupTasks[{}].Partitions', 'i32'), 543: ('WarmupTasks[{}].Partitions', 'i32'), 544: ('WarmupTasks[{}].Partitions', 'i32'), 545: ('WarmupTasks[{}].Partitions', 'i32'), 546: ('WarmupTasks[{}].Partitions', 'i32'), 547: ('WarmupTasks[{}].Partitions', 'i32'), 548: ('WarmupTasks[{}].Partitions', 'i32'), 549: ('WarmupTasks', 'i32'), 550: ('WarmupTasks', 'i32'), 551: ('WarmupTasks', 'i32'), 552: ('WarmupTasks', 'i32'), 553: ('WarmupTasks', 'i32'), 554: ('WarmupTasks', None), 555: ('WarmupTasks', None), 556: ('WarmupTasks', None), 557: ('WarmupTasks', None), 558: ('ProcessId', None), 559: ('ProcessId', None), 560: ('ProcessId', None), 561: ('ProcessId', None), 562: ('ProcessId', None), 563: ('ProcessId', None), 564: ('ProcessId', None), 565: ('ProcessId', None), 566: ('ProcessId', None), 567: ('ProcessId', None), 568: ('UserEndpoint', None), 569: ('UserEndpoint', None), 570: ('UserEndpoint', None), 571: ('UserEndpoint', None), 572: ('UserEndpoint', None), 573: ('ClientTags', None), 574: ('ClientTags', None), 575: ('ClientTags', None), 576: ('ClientTags', None), 577: ('ClientTags', None), 578: ('ClientTags', None), 579: ('ClientTags', None), 580: ('ClientTags[{}].Key', 'i44'), 581: ('ClientTags[{}].Key', 'i44'), 582: ('ClientTags[{}].Key', 'i44'), 583: ('ClientTags[{}].Key', 'i44'), 584: ('ClientTags[{}].Key', 'i44'), 585: ('ClientTags[{}].Key', 'i44'), 586: ('ClientTags[{}].Key', 'i44'), 587: ('ClientTags[{}].Key', 'i44'), 588: ('ClientTags[{}].Key', 'i44'), 589: ('ClientTags[{}].Key', 'i44'), 590: ('ClientTags[{}].Value', 'i44'), 591: ('ClientTags[{}].Value', 'i44'), 592: ('ClientTags[{}].Value', 'i44'), 593: ('ClientTags[{}].Value', 'i44'), 594: ('ClientTags[{}].Value', 'i44'), 595: ('ClientTags[{}].Value', 'i44'), 596: ('ClientTags[{}].Value', 'i44'), 597: ('ClientTags[{}].Value', 'i44'), 598: ('ClientTags[{}].Value', 'i44'), 599: ('ClientTags[{}].Value', 'i44'), 600: ('ClientTags', 'i44'), 601: ('ClientTags', 'i44'), 602: ('ClientTags', 'i44'), 603: ('ClientTags', 'i44'), 604: ('ClientTags', 'i44'), 605: ('ClientTags', None), 606: ('ClientTags', None), 607: ('ClientTags', None), 608: ('ClientTags', None), 609: ('TaskOffsets', None), 610: ('TaskOffsets', None), 611: ('TaskOffsets', None), 612: ('TaskOffsets', None), 613: ('TaskOffsets', None), 614: ('TaskOffsets', None), 615: ('TaskOffsets', None), 616: ('TaskOffsets[{}].SubtopologyId', 'i52'), 617: ('TaskOffsets[{}].SubtopologyId', 'i52'), 618: ('TaskOffsets[{}].SubtopologyId', 'i52'), 619: ('TaskOffsets[{}].SubtopologyId', 'i52'), 620: ('TaskOffsets[{}].SubtopologyId', 'i52'), 621: ('TaskOffsets[{}].SubtopologyId', 'i52'), 622: ('TaskOffsets[{}].SubtopologyId', 'i52'), 623: ('TaskOffsets[{}].SubtopologyId', 'i52'), 624: ('TaskOffsets[{}].SubtopologyId', 'i52'), 625: ('TaskOffsets[{}].SubtopologyId', 'i52'), 626: ('TaskOffsets[{}].Partition+Offset', 'i52'), 627: ('TaskOffsets', 'i52'), 628: ('TaskOffsets', 'i52'), 629: ('TaskOffsets', 'i52'), 630: ('TaskOffsets', 'i52'), 631: ('TaskOffsets', 'i52'), 632: ('TaskOffsets', None), 633: ('TaskOffsets', None), 634: ('TaskOffsets', None), 635: ('TaskOffsets', None), 636: ('TaskEndOffsets', None), 637: ('TaskEndOffsets', None), 638: ('TaskEndOffsets', None), 639: ('TaskEndOffsets', None), 640: ('TaskEndOffsets', None), 641: ('TaskEndOffsets', None), 642: ('TaskEndOffsets', None), 643: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 644: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 645: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 646: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 647: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 648: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 649: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 650: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 651: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 652: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 653: ('TaskEndOffsets[{}].Partition+Offset', 'i60'), 654: ('TaskEndOffsets', 'i60'), 655: ('TaskEndOffsets', 'i60'), 656: ('TaskEndOffsets', 'i60'), 657: ('TaskEndOffsets', 'i60'), 658: ('TaskEndOffsets', 'i60'), 659: ('TaskEndOffsets', None), 660: ('TaskEndOffsets', None), 661: ('TaskEndOffsets', None), 662: ('TaskEndOffsets', None), 663: ('ShutdownApplication', None), 665: ('_tagged', None), 666: ('_tagged', None), 667: ('_tagged', None), 675: ('StatusCode', None), 676: ('StatusDetail', None), 677: ('StatusDetail', None), 678: ('StatusDetail', None), 679: ('StatusDetail', None), 680: ('StatusDetail', None), 681: ('StatusDetail', None), 682: ('StatusDetail', None), 683: ('StatusDetail', None), 684: ('StatusDetail', None), 685: ('StatusDetail', None), 687: ('_tagged', None), 688: ('_tagged', None), 689: ('_tagged', None), 697: ('Topic', None), 698: ('Topic', None), 699: ('Topic', None), 700: ('Topic', None), 701: ('Topic', None), 702: ('Topic', None), 703: ('Topic', None), 704: ('Topic', None), 705: ('Topic', None), 706: ('Topic', None), 707: ('Partitions', None), 708: ('Partitions', None), 709: ('Partitions', None), 710: ('Partitions', None), 711: ('Partitions', None), 712: ('Partitions', None), 713: ('Partitions', None), 714: ('Partitions', None), 715: ('Partitions', None), 717: ('_tagged', None), 718: ('_tagged', None), 719: ('_tagged', None), 727: ('UserEndpoint', None), 728: ('ActivePartitions', None), 729: ('ActivePartitions', None), 730: ('ActivePartitions', None), 731: ('ActivePartitions', None), 732: ('ActivePartitions', None), 733: ('ActivePartitions', None), 734: ('ActivePartitions', None), 735: ('ActivePartitions[{}].Topic', 'i4'), 736: ('ActivePartitions[{}].Topic', 'i4'), 737: ('ActivePartitions[{}].Topic', 'i4'), 738: ('ActivePartitions[{}].Topic', 'i4'), 739: ('ActivePartitions[{}].Topic', 'i4'), 740: ('ActivePartitions[{}].Topic', 'i4'), 741: ('ActivePartitions[{}].Topic', 'i4'), 742: ('ActivePartitions[{}].Topic', 'i4'), 743: ('ActivePartitions[{}].Topic', 'i4'), 744: ('ActivePartitions[{}].Topic', 'i4'), 745: ('ActivePartitions[{}].Partitions', 'i4'), 746: ('ActivePartitions[{}].Partitions', 'i4'), 747: ('ActivePartitions[{}].Partitions', 'i4'), 748: ('ActivePartitions[{}].Partitions', 'i4'), 749: ('ActivePartitions[{}].Partitions', 'i4'), 750: ('ActivePartitions[{}].Partitions', 'i4'), 751: ('ActivePartitions[{}].Partitions', 'i4'), 752: ('ActivePartitions[{}].Partitions', 'i4'), 753: ('ActivePartitions[{}].Partitions', 'i4'), 754: ('ActivePartitions', 'i4'), 755: ('ActivePartitions', 'i4'), 756: ('ActivePartitions', 'i4'), 757: ('ActivePartitions', 'i4'), 758: ('ActivePartitions', 'i4'), 759: ('ActivePartitions', None), 760: ('ActivePartitions', None), 761: ('ActivePartitions', None), 762: ('ActivePartitions', None), 763: ('StandbyPartitions', None), 764: ('StandbyPartitions', None), 765: ('StandbyPartitions', None), 766: ('StandbyPartitions', None), 767: ('StandbyPartitions', None), 768: ('StandbyPartitions', None), 769: ('StandbyPartitions', None), 770: ('StandbyPartitions[{}].Topic', 'i12'), 771: ('StandbyPartitions[{}].Topic', 'i12'), 772: ('StandbyPartitions[{}].Topic', 'i12'), 773: ('StandbyPartitions[{}].Topic', 'i12'), 774: ('StandbyPartitions[{}].Topic', 'i12'), 775: ('StandbyPartitions[{}].Topic', 'i12'), 776: ('StandbyPartitions[{}].Topic', 'i12'), 777: ('StandbyPartitions[{}].Topic', 'i12'), 778: ('StandbyPartitions[{}].Topic', 'i12'), 779: ('StandbyPartitions[{}].Topic', 'i12'), 780: ('StandbyPartitions[{}].Partitions', 'i12'), 781: ('StandbyPartitions[{}].Partitions', 'i12'), 782: ('StandbyPartitions[{}].Partitions', 'i12'), 783: ('StandbyPartitions[{}].Partitions', 'i12'), 784: ('StandbyPartitions[{}].Partitions', 'i12'), 785: ('StandbyPartitions[{}].Partitions', 'i12'), 786: ('StandbyPartitions[{}].Partitions', 'i12'), 787: ('StandbyPartitions[{}].Partitions', 'i12'), 788: ('StandbyPartitions[{}].Partitions', 'i12'), 789: ('StandbyPartitions', 'i12'), 790: ('StandbyPartitions', 'i12'), 791: ('StandbyPartitions', 'i12'), 792: ('StandbyPartitions', 'i12'), 793: ('StandbyPartitions', 'i12'), 794: ('StandbyPartitions', None), 795: ('StandbyPartitions', None), 796: ('StandbyPartitions', None), 797: ('StandbyPartitions', None), 799: ('_tagged', None), 800: ('_tagged', None), 801: ('_tagged', None), 809: ('ThrottleTimeMs+ErrorCode', None), 810: ('ErrorMessage', None), 811: ('ErrorMessage', None), 812: ('ErrorMessage', None), 813: ('ErrorMessage', None), 814: ('ErrorMessage', None), 815: ('ErrorMessage', None), 816: ('ErrorMessage', None), 817: ('ErrorMessage', None), 818: ('ErrorMessage', None), 819: ('ErrorMessage', None), 820: ('MemberId', None), 821: ('MemberId', None), 822: ('MemberId', None), 823: ('MemberId', None), 824: ('MemberId', None), 825: ('MemberId', None), 826: ('MemberId', None), 827: ('MemberId', None), 828: ('MemberId', None), 829: ('MemberId', None), 830: ('MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', None), 831: ('Status', None), 832: ('Status', None), 833: ('Status', None), 834: ('Status', None), 835: ('Status', None), 836: ('Status', None), 837: ('Status', None), 838: ('Status[{}].StatusCode', 'i13'), 839: ('Status[{}].StatusDetail', 'i13'), 840: ('Status[{}].StatusDetail', 'i13'), 841: ('Status[{}].StatusDetail', 'i13'), 842: ('Status[{}].StatusDetail', 'i13'), 843: ('Status[{}].StatusDetail', 'i13'), 844: ('Status[{}].StatusDetail', 'i13'), 845: ('Status[{}].StatusDetail', 'i13'), 846: ('Status[{}].StatusDetail', 'i13'), 847: ('Status[{}].StatusDetail', 'i13'), 848: ('Status[{}].StatusDetail', 'i13'), 849: ('Status', 'i13'), 850: ('Status', 'i13'), 851: ('Status', 'i13'), 852: ('Status', 'i13'), 853: ('Status', 'i13'), 854: ('Status', None), 855: ('Status', None), 856: ('Status', None), 857: ('Status', None), 858: ('ActiveTasks', None), 859: ('ActiveTasks', None), 860: ('ActiveTasks', None), 861: ('ActiveTasks', None), 862: ('ActiveTasks', None), 863: ('ActiveTasks', None), 864: ('ActiveTasks', None), 865: ('ActiveTasks[{}].SubtopologyId', 'i20'), 866: ('ActiveTasks[{}].SubtopologyId', 'i20'), 867: ('ActiveTasks[{}].SubtopologyId', 'i20'), 868: ('ActiveTasks[{}].SubtopologyId', 'i20'), 869: ('ActiveTasks[{}].SubtopologyId', 'i20'), 870: ('ActiveTasks[{}].SubtopologyId', 'i20'), 871: ('ActiveTasks[{}].SubtopologyId', 'i20'), 872: ('ActiveTasks[{}].SubtopologyId', 'i20'), 873: ('ActiveTasks[{}].SubtopologyId', 'i20'), 874: ('ActiveTasks[{}].SubtopologyId', 'i20'), 875: ('ActiveTasks[{}].Partitions', 'i20'), 876: ('ActiveTasks[{}].Partitions', 'i20'), 877: ('ActiveTasks[{}].Partitions', 'i20'), 878: ('ActiveTasks[{}].Partitions', 'i20'), 879: ('ActiveTasks[{}].Partitions', 'i20'), 880: ('ActiveTasks[{}].Partitions', 'i20'), 881: ('ActiveTasks[{}].Partitions', 'i20'), 882: ('ActiveTasks[{}].Partitions', 'i20'), 883: ('ActiveTasks[{}].Partitions', 'i20'), 884: ('ActiveTasks', 'i20'), 885: ('ActiveTasks', 'i20'), 886: ('ActiveTasks', 'i20'), 887: ('ActiveTasks', 'i20'), 888: ('ActiveTasks', 'i20'), 889: ('ActiveTasks', None), 890: ('ActiveTasks', None), 891: ('ActiveTasks', None), 892: ('ActiveTasks', None), 893: ('StandbyTasks', None), 894: ('StandbyTasks', None), 895: ('StandbyTasks', None), 896: ('StandbyTasks', None), 897: ('StandbyTasks', None), 898: ('StandbyTasks', None), 899: ('StandbyTasks', None), 900: ('StandbyTasks[{}].SubtopologyId', 'i28'), 901: ('StandbyTasks[{}].SubtopologyId', 'i28'), 902: ('StandbyTasks[{}].SubtopologyId', 'i28'), 903: ('StandbyTasks[{}].SubtopologyId', 'i28'), 904: ('StandbyTasks[{}].SubtopologyId', 'i28'), 905: ('StandbyTasks[{}].SubtopologyId', 'i28'), 906: ('StandbyTasks[{}].SubtopologyId', 'i28'), 907: ('StandbyTasks[{}].SubtopologyId', 'i28'), 908: ('StandbyTasks[{}].SubtopologyId', 'i28'), 909: ('StandbyTasks[{}].SubtopologyId', 'i28'), 910: ('StandbyTasks[{}].Partitions', 'i28'), 911: ('StandbyTasks[{}].Partitions', 'i28'), 912: ('StandbyTasks[{}].Partitions', 'i28'), 913: ('StandbyTasks[{}].Partitions', 'i28'), 914: ('StandbyTasks[{}].Partitions', 'i28'), 915: ('StandbyTasks[{}].Partitions', 'i28'), 916: ('StandbyTasks[{}].Partitions', 'i28'), 917: ('StandbyTasks[{}].Partitions', 'i28'), 918: ('StandbyTasks[{}].Partitions', 'i28'), 919: ('StandbyTasks', 'i28'), 920: ('StandbyTasks', 'i28'), 921: ('StandbyTasks', 'i28'), 922: ('StandbyTasks', 'i28'), 923: ('StandbyTasks', 'i28'), 924: ('StandbyTasks', None), 925: ('StandbyTasks', None), 926: ('StandbyTasks', None), 927: ('StandbyTasks', None), 928: ('WarmupTasks', None), 929: ('WarmupTasks', None), 930: ('WarmupTasks', None), 931: ('WarmupTasks', None), 932: ('WarmupTasks', None), 933: ('WarmupTasks', None), 934: ('WarmupTasks', None), 935: ('WarmupTasks[{}].SubtopologyId', 'i36'), 936: ('WarmupTasks[{}].SubtopologyId', 'i36'), 937: ('WarmupTasks[{}].SubtopologyId', 'i36'), 938: ('WarmupTasks[{}].SubtopologyId', 'i36'), 939: ('WarmupTasks[{}].SubtopologyId', 'i36'), 940: ('WarmupTasks[{}].SubtopologyId', 'i36'), 941: ('WarmupTasks[{}].SubtopologyId', 'i36'), 942: ('WarmupTasks[{}].SubtopologyId', 'i36'), 943: ('WarmupTasks[{}].SubtopologyId', 'i36'), 944: ('WarmupTasks[{}].SubtopologyId', 'i36'), 945: ('WarmupTasks[{}].Partitions', 'i36'), 946: ('WarmupTasks[{}].Partitions', 'i36'), 947: ('WarmupTasks[{}].Partitions', 'i36'), 948: ('WarmupTasks[{}].Partitions', 'i36'), 949: ('WarmupTasks[{}].Partitions', 'i36'), 950: ('WarmupTasks[{}].Partitions', 'i36'), 951: ('WarmupTasks[{}].Partitions', 'i36'), 952: ('WarmupTasks[{}].Partitions', 'i36'), 953: ('WarmupTasks[{}].Partitions', 'i36'), 954: ('WarmupTasks', 'i36'), 955: ('WarmupTasks', 'i36'), 956: ('WarmupTasks', 'i36'), 957: ('WarmupTasks', 'i36'), 958: ('WarmupTasks', 'i36'), 959: ('WarmupTasks', None), 960: ('WarmupTasks', None), 961: ('WarmupTasks', None), 962: ('WarmupTasks', None), 963: ('EndpointInformationEpoch', None), 964: ('PartitionsByUserEndpoint', None), 965: ('PartitionsByUserEndpoint', None), 966: ('PartitionsByUserEndpoint', None), 967: ('PartitionsByUserEndpoint', None), 968: ('PartitionsByUserEndpoint', None), 969: ('PartitionsByUserEndpoint', None), 970: ('PartitionsByUserEndpoint', None), 971: ('PartitionsByUserEndpoint', 'i45'), 972: ('PartitionsByUserEndpoint', 'i45'), 973: ('PartitionsByUserEndpoint', None), 974: ('PartitionsByUserEndpoint', None), 975: ('PartitionsByUserEndpoint', None), 976: ('PartitionsByUserEndpoint', None), 978: ('_tagged', None), 979: ('_tagged', None), 980: ('_tagged', None), 988: ('ThrottleTimeMs+ErrorCode', None), 989: ('ErrorMessage', None), 990: ('ErrorMessage', None), 991: ('ErrorMessage', None), 992: ('ErrorMessage', None), 993: ('ErrorMessage', None), 994: ('ErrorMessage', None), 995: ('ErrorMessage', None), 996: ('ErrorMessage', None), 997: ('ErrorMessage', None), 998: ('ErrorMessage', None), 999: ('MemberId', None), 1000: ('MemberId', None), 1001: ('MemberId', None), 1002: ('MemberId', None), 1003: ('MemberId', None), 1004: ('MemberId', None), 1005: ('MemberId', None), 1006: ('MemberId', None), 1007: ('MemberId', None), 1008: ('MemberId', None), 1009: ('MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', None), 1010: ('Status', None), 1011: ('Status', None), 1012: ('Status', None), 1013: ('Status', None), 1014: ('Status', None), 1015: ('Status', None), 1016: ('Status', None), 1017: ('Status[{}].StatusCode', 'i13'), 1018: ('Status[{}].StatusDetail', 'i13'), 1019: ('Status[{}].StatusDetail', 'i13'), 1020: ('Status[{}].StatusDetail', 'i13'), 1021: ('Status[{}].StatusDetail', 'i13'), 1022: ('Status[{}].StatusDetail', 'i13'), 1023: ('Status[{}].StatusDetail', 'i13'), 1024: ('Status[{}].StatusDetail', 'i13'), 1025: ('Status[{}].StatusDetail', 'i13'), 1026: ('Status[{}].StatusDetail', 'i13'), 1027: ('Status[{}].StatusDetail', 'i13'), 1028: ('Status', 'i13'), 1029: ('Status', 'i13'), 1030: ('Status', 'i13'), 1031: ('Status', 'i13'), 1032: ('Status', 'i13'), 1033: ('Status', None), 1034: ('Status', None), 1035: ('Status', None), 1036: ('Status', None), 1037: ('ActiveTasks', None), 1038: ('ActiveTasks', None), 1039: ('ActiveTasks', None), 1040: ('ActiveTasks', None), 1041: ('ActiveTasks', None), 1042: ('ActiveTasks', None), 1043: ('ActiveTasks', None), 1044: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1045: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1046: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1047: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1048: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1049: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1050: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1051: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1052: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1053: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1054: ('ActiveTasks[{}].Partitions', 'i20'), 1055: ('ActiveTasks[{}].Partitions', 'i20'), 1056: ('ActiveTasks[{}].Partitions', 'i20'), 1057: ('ActiveTasks[{}].Partitions', 'i20'), 1058: ('ActiveTasks[{}].Partitions', 'i20'), 1059: ('ActiveTasks[{}].Partitions', 'i20'), 1060: ('ActiveTasks[{}].Partitions', 'i20'), 1061: ('ActiveTasks[{}].Partitions', 'i20'), 1062: ('ActiveTasks[{}].Partitions', 'i20'), 1063: ('ActiveTasks', 'i20'), 1064: ('ActiveTasks', 'i20'), 1065: ('ActiveTasks', 'i20'), 1066: ('ActiveTasks', 'i20'), 1067: ('ActiveTasks', 'i20'), 1068: ('ActiveTasks', None), 1069: ('ActiveTasks', None), 1070: ('ActiveTasks', None), 1071: ('ActiveTasks', None), 1072: ('StandbyTasks', None), 1073: ('StandbyTasks', None), 1074: ('StandbyTasks', None), 1075: ('StandbyTasks', None), 1076: ('StandbyTasks', None), 1077: ('StandbyTasks', None), 1078: ('StandbyTasks', None), 1079: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1080: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1081: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1082: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1083: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1084: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1085: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1086: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1087: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1088: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1089: ('StandbyTasks[{}].Partitions', 'i28'), 1090: ('StandbyTasks[{}].Partitions', 'i28'), 1091: ('StandbyTasks[{}].Partitions', 'i28'), 1092: ('StandbyTasks[{}].Partitions', 'i28'), 1093: ('StandbyTasks[{}].Partitions', 'i28'), 1094: ('StandbyTasks[{}].Partitions', 'i28'), 1095: ('StandbyTasks[{}].Partitions', 'i28'), 1096: ('StandbyTasks[{}].Partitions', 'i28'), 1097: ('StandbyTasks[{}].Partitions', 'i28'), 1098: ('StandbyTasks', 'i28'), 1099: ('StandbyTasks', 'i28'), 1100: ('StandbyTasks', 'i28'), 1101: ('StandbyTasks', 'i28'), 1102: ('StandbyTasks', 'i28'), 1103: ('StandbyTasks', None), 1104: ('StandbyTasks', None), 1105: ('StandbyTasks', None), 1106: ('StandbyTasks', None), 1107: ('WarmupTasks', None), 1108: ('WarmupTasks', None), 1109: ('WarmupTasks', None), 1110: ('WarmupTasks', None), 1111: ('WarmupTasks', None), 1112: ('WarmupTasks', None), 1113: ('WarmupTasks', None), 1114: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1115: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1116: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1117: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1118: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1119: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1120: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1121: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1122: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1123: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1124: ('WarmupTasks[{}].Partitions', 'i36'), 1125: ('WarmupTasks[{}].Partitions', 'i36'), 1126: ('WarmupTasks[{}].Partitions', 'i36'), 1127: ('WarmupTasks[{}].Partitions', 'i36'), 1128: ('WarmupTasks[{}].Partitions', 'i36'), 1129: ('WarmupTasks[{}].Partitions', 'i36'), 1130: ('WarmupTasks[{}].Partitions', 'i36'), 1131: ('WarmupTasks[{}].Partitions', 'i36'), 1132: ('WarmupTasks[{}].Partitions', 'i36'), 1133: ('WarmupTasks', 'i36'), 1134: ('WarmupTasks', 'i36'), 1135: ('WarmupTasks', 'i36'), 1136: ('WarmupTasks', 'i36'), 1137: ('WarmupTasks', 'i36'), 1138: ('WarmupTasks', None), 1139: ('WarmupTasks', None), 1140: ('WarmupTasks', None), 1141: ('WarmupTasks', None), 1142: ('TopologyDescriptionRequired+EndpointInformationEpoch', None), 1143: ('PartitionsByUserEndpoint', None), 1144: ('PartitionsByUserEndpoint', None), 1145: ('PartitionsByUserEndpoint', None), 1146: ('PartitionsByUserEndpoint', None), 1147: ('PartitionsByUserEndpoint', None), 1148: ('PartitionsByUserEndpoint', None), 1149: ('PartitionsByUserEndpoint', None), 1150: ('PartitionsByUserEndpoint', 'i46'), 1151: ('PartitionsByUserEndpoint', 'i46'), 1152: ('PartitionsByUserEndpoint', None), 1153: ('PartitionsByUserEndpoint', None), 1154: ('PartitionsByUserEndpoint', None), 1155: ('PartitionsByUserEndpoint', None), 1157: ('_tagged', None), 1158: ('_tagged', None), 1159: ('_tagged', None)}

@@ -136,8 +136,31 @@ def _f3(b, p):
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                n11 = b[p]; p += 1
+                if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
+                n11 -= 1
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                d12 = {"Key": v8, "Value": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d12)
+                v5.append(d12)
         elif n6 == -1:
             v5 = None
         else:
@@ -350,25 +373,34 @@ def _f9(b, p):
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f8(b, p)
-                v1.append(x4)
+                n5 = b[p]; p += 1
+                if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
+                n5 -= 1
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    v6 = _Ai(b, p, n7); p += n7 * 4
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"SubtopologyId": v4, "Partitions": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6 = b[p]; p += 1
-        if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
-        n6 -= 1
-        if n6 >= 0:
-            if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            v5 = []
-            for i7 in range(n6):
-                x8, p = _f8(b, p)
-                v5.append(x8)
-        elif n6 == -1:
-            v5 = None
-        else:
-            raise _rt.negative(n6)
         n10 = b[p]; p += 1
         if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
         n10 -= 1
@@ -376,13 +408,70 @@ def _f9(b, p):
             if n10 * 3 > L - p: raise _rt.short_count(n10, L - p)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f8(b, p)
-                v9.append(x12)
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    v14 = _Ai(b, p, n15); p += n15 * 4
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                d16 = {"SubtopologyId": v12, "Partitions": v14}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d16)
+                v9.append(d16)
         elif n10 == -1:
             v9 = None
         else:
             raise _rt.negative(n10)
-        d = {"ActiveTasks": v1, "StandbyTasks": v5, "WarmupTasks": v9}
+        n18 = b[p]; p += 1
+        if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
+        n18 -= 1
+        if n18 >= 0:
+            if n18 * 3 > L - p: raise _rt.short_count(n18, L - p)
+            v17 = []
+            for i19 in range(n18):
+                n21 = b[p]; p += 1
+                if n21 > 127: n21, p = _rt.uvarint(b, p, n21)
+                n21 -= 1
+                if n21 >= 0:
+                    if n21 > L - p: raise _rt.short(n21, L - p)
+                    v20 = b[p:p + n21].decode('utf-8', 'backslashreplace'); p += n21
+                elif n21 == -1:
+                    v20 = None
+                else:
+                    raise _rt.negative(n21)
+                n23 = b[p]; p += 1
+                if n23 > 127: n23, p = _rt.uvarint(b, p, n23)
+                n23 -= 1
+                if n23 >= 0:
+                    v22 = _Ai(b, p, n23); p += n23 * 4
+                elif n23 == -1:
+                    v22 = None
+                else:
+                    raise _rt.negative(n23)
+                d24 = {"SubtopologyId": v20, "Partitions": v22}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d24)
+                v17.append(d24)
+        elif n18 == -1:
+            v17 = None
+        else:
+            raise _rt.negative(n18)
+        d = {"ActiveTasks": v1, "StandbyTasks": v9, "WarmupTasks": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -467,25 +556,35 @@ def _f10(b, p):
             if n18 * 3 > L - p: raise _rt.short_count(n18, L - p)
             v17 = []
             for i19 in range(n18):
-                x20, p = _f2(b, p)
-                v17.append(x20)
+                n21 = b[p]; p += 1
+                if n21 > 127: n21, p = _rt.uvarint(b, p, n21)
+                n21 -= 1
+                if n21 >= 0:
+                    if n21 > L - p: raise _rt.short(n21, L - p)
+                    v20 = b[p:p + n21].decode('utf-8', 'backslashreplace'); p += n21
+                elif n21 == -1:
+                    v20 = None
+                else:
+                    raise _rt.negative(n21)
+                n23 = b[p]; p += 1
+                if n23 > 127: n23, p = _rt.uvarint(b, p, n23)
+                n23 -= 1
+                if n23 >= 0:
+                    if n23 > L - p: raise _rt.short(n23, L - p)
+                    v22 = b[p:p + n23].decode('utf-8', 'backslashreplace'); p += n23
+                elif n23 == -1:
+                    v22 = None
+                else:
+                    raise _rt.negative(n23)
+                d24 = {"Key": v20, "Value": v22}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d24)
+                v17.append(d24)
         elif n18 == -1:
             v17 = None
         else:
             raise _rt.negative(n18)
-        n22 = b[p]; p += 1
-        if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
-        n22 -= 1
-        if n22 >= 0:
-            if n22 * 14 > L - p: raise _rt.short_count(n22, L - p)
-            v21 = []
-            for i23 in range(n22):
-                x24, p = _f7(b, p)
-                v21.append(x24)
-        elif n22 == -1:
-            v21 = None
-        else:
-            raise _rt.negative(n22)
         n26 = b[p]; p += 1
         if n26 > 127: n26, p = _rt.uvarint(b, p, n26)
         n26 -= 1
@@ -493,16 +592,57 @@ def _f10(b, p):
             if n26 * 14 > L - p: raise _rt.short_count(n26, L - p)
             v25 = []
             for i27 in range(n26):
-                x28, p = _f7(b, p)
-                v25.append(x28)
+                n29 = b[p]; p += 1
+                if n29 > 127: n29, p = _rt.uvarint(b, p, n29)
+                n29 -= 1
+                if n29 >= 0:
+                    if n29 > L - p: raise _rt.short(n29, L - p)
+                    v28 = b[p:p + n29].decode('utf-8', 'backslashreplace'); p += n29
+                elif n29 == -1:
+                    v28 = None
+                else:
+                    raise _rt.negative(n29)
+                v30, v31, = _U8(b, p); p += 12
+                d32 = {"SubtopologyId": v28, "Partition": v30, "Offset": v31}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d32)
+                v25.append(d32)
         elif n26 == -1:
             v25 = None
         else:
             raise _rt.negative(n26)
-        v29, p = _f9(b, p)
-        v30, p = _f9(b, p)
-        v31, = _U0(b, p); p += 1
-        d = {"MemberId": v1, "MemberEpoch": v3, "InstanceId": v4, "RackId": v6, "ClientId": v8, "ClientHost": v10, "TopologyEpoch": v12, "ProcessId": v13, "UserEndpoint": v15, "ClientTags": v17, "TaskOffsets": v21, "TaskEndOffsets": v25, "Assignment": v29, "TargetAssignment": v30, "IsClassic": v31}
+        n34 = b[p]; p += 1
+        if n34 > 127: n34, p = _rt.uvarint(b, p, n34)
+        n34 -= 1
+        if n34 >= 0:
+            if n34 * 14 > L - p: raise _rt.short_count(n34, L - p)
+            v33 = []
+            for i35 in range(n34):
+                n37 = b[p]; p += 1
+                if n37 > 127: n37, p = _rt.uvarint(b, p, n37)
+                n37 -= 1
+                if n37 >= 0:
+                    if n37 > L - p: raise _rt.short(n37, L - p)
+                    v36 = b[p:p + n37].decode('utf-8', 'backslashreplace'); p += n37
+                elif n37 == -1:
+                    v36 = None
+                else:
+                    raise _rt.negative(n37)
+                v38, v39, = _U8(b, p); p += 12
+                d40 = {"SubtopologyId": v36, "Partition": v38, "Offset": v39}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d40)
+                v33.append(d40)
+        elif n34 == -1:
+            v33 = None
+        else:
+            raise _rt.negative(n34)
+        v41, p = _f9(b, p)
+        v42, p = _f9(b, p)
+        v43, = _U0(b, p); p += 1
+        d = {"MemberId": v1, "MemberEpoch": v3, "InstanceId": v4, "RackId": v6, "ClientId": v8, "ClientHost": v10, "TopologyEpoch": v12, "ProcessId": v13, "UserEndpoint": v15, "ClientTags": v17, "TaskOffsets": v25, "TaskEndOffsets": v33, "Assignment": v41, "TargetAssignment": v42, "IsClassic": v43}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -715,8 +855,98 @@ def _f14(b, p):
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f13(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U6(b, p); p += 1
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 * 1 > L - p: raise _rt.short_count(n10, L - p)
+                    v9 = []
+                    for i11 in range(n10):
+                        n13 = b[p]; p += 1
+                        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                        n13 -= 1
+                        if n13 >= 0:
+                            if n13 > L - p: raise _rt.short(n13, L - p)
+                            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                        elif n13 == -1:
+                            v12 = None
+                        else:
+                            raise _rt.negative(n13)
+                        v9.append(v12)
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
+                    v16 = []
+                    for i18 in range(n17):
+                        n20 = b[p]; p += 1
+                        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                        n20 -= 1
+                        if n20 >= 0:
+                            if n20 > L - p: raise _rt.short(n20, L - p)
+                            v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                        elif n20 == -1:
+                            v19 = None
+                        else:
+                            raise _rt.negative(n20)
+                        v16.append(v19)
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 * 1 > L - p: raise _rt.short_count(n22, L - p)
+                    v21 = []
+                    for i23 in range(n22):
+                        n25 = b[p]; p += 1
+                        if n25 > 127: n25, p = _rt.uvarint(b, p, n25)
+                        n25 -= 1
+                        if n25 >= 0:
+                            if n25 > L - p: raise _rt.short(n25, L - p)
+                            v24 = b[p:p + n25].decode('utf-8', 'backslashreplace'); p += n25
+                        elif n25 == -1:
+                            v24 = None
+                        else:
+                            raise _rt.negative(n25)
+                        v21.append(v24)
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d26 = {"Name": v6, "NodeType": v8, "SourceTopics": v9, "SinkTopic": v14, "Stores": v16, "Successors": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d26)
+                v3.append(d26)
         elif n4 == -1:
             v3 = None
         else:
@@ -879,4 +1109,4 @@ NAME = 'StreamsGroupDescribe'
 REQUEST = {0: _f0, 1: _f1}
 RESPONSE = {0: _f12, 1: _f18}
 
-_LINES = {22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', None), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', 'i3'), 40: ('GroupIds', None), 41: ('GroupIds', None), 42: ('GroupIds', None), 43: ('GroupIds', None), 44: ('IncludeAuthorizedOperations', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('GroupIds', None), 57: ('GroupIds', None), 58: ('GroupIds', None), 59: ('GroupIds', None), 60: ('GroupIds', None), 61: ('GroupIds', None), 62: ('GroupIds', None), 63: ('GroupIds', 'i3'), 64: ('GroupIds', 'i3'), 65: ('GroupIds', 'i3'), 66: ('GroupIds', 'i3'), 67: ('GroupIds', 'i3'), 68: ('GroupIds', 'i3'), 69: ('GroupIds', 'i3'), 70: ('GroupIds', 'i3'), 71: ('GroupIds', 'i3'), 72: ('GroupIds', 'i3'), 73: ('GroupIds', 'i3'), 74: ('GroupIds', None), 75: ('GroupIds', None), 76: ('GroupIds', None), 77: ('GroupIds', None), 78: ('IncludeAuthorizedOperations+IncludeTopologyDescription', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('Key', None), 91: ('Key', None), 92: ('Key', None), 93: ('Key', None), 94: ('Key', None), 95: ('Key', None), 96: ('Key', None), 97: ('Key', None), 98: ('Key', None), 99: ('Key', None), 100: ('Value', None), 101: ('Value', None), 102: ('Value', None), 103: ('Value', None), 104: ('Value', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 108: ('Value', None), 109: ('Value', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Partitions+ReplicationFactor', None), 132: ('TopicConfigs', None), 133: ('TopicConfigs', None), 134: ('TopicConfigs', None), 135: ('TopicConfigs', None), 136: ('TopicConfigs', None), 137: ('TopicConfigs', None), 138: ('TopicConfigs', None), 139: ('TopicConfigs', 'i7'), 140: ('TopicConfigs', 'i7'), 141: ('TopicConfigs', None), 142: ('TopicConfigs', None), 143: ('TopicConfigs', None), 144: ('TopicConfigs', None), 146: ('_tagged', None), 147: ('_tagged', None), 148: ('_tagged', None), 156: ('SubtopologyId', None), 157: ('SubtopologyId', None), 158: ('SubtopologyId', None), 159: ('SubtopologyId', None), 160: ('SubtopologyId', None), 161: ('SubtopologyId', None), 162: ('SubtopologyId', None), 163: ('SubtopologyId', None), 164: ('SubtopologyId', None), 165: ('SubtopologyId', None), 166: ('SourceTopics', None), 167: ('SourceTopics', None), 168: ('SourceTopics', None), 169: ('SourceTopics', None), 170: ('SourceTopics', None), 171: ('SourceTopics', None), 172: ('SourceTopics', None), 173: ('SourceTopics', 'i5'), 174: ('SourceTopics', 'i5'), 175: ('SourceTopics', 'i5'), 176: ('SourceTopics', 'i5'), 177: ('SourceTopics', 'i5'), 178: ('SourceTopics', 'i5'), 179: ('SourceTopics', 'i5'), 180: ('SourceTopics', 'i5'), 181: ('SourceTopics', 'i5'), 182: ('SourceTopics', 'i5'), 183: ('SourceTopics', 'i5'), 184: ('SourceTopics', None), 185: ('SourceTopics', None), 186: ('SourceTopics', None), 187: ('SourceTopics', None), 188: ('RepartitionSinkTopics', None), 189: ('RepartitionSinkTopics', None), 190: ('RepartitionSinkTopics', None), 191: ('RepartitionSinkTopics', None), 192: ('RepartitionSinkTopics', None), 193: ('RepartitionSinkTopics', None), 194: ('RepartitionSinkTopics', None), 195: ('RepartitionSinkTopics', 'i10'), 196: ('RepartitionSinkTopics', 'i10'), 197: ('RepartitionSinkTopics', 'i10'), 198: ('RepartitionSinkTopics', 'i10'), 199: ('RepartitionSinkTopics', 'i10'), 200: ('RepartitionSinkTopics', 'i10'), 201: ('RepartitionSinkTopics', 'i10'), 202: ('RepartitionSinkTopics', 'i10'), 203: ('RepartitionSinkTopics', 'i10'), 204: ('RepartitionSinkTopics', 'i10'), 205: ('RepartitionSinkTopics', 'i10'), 206: ('RepartitionSinkTopics', None), 207: ('RepartitionSinkTopics', None), 208: ('RepartitionSinkTopics', None), 209: ('RepartitionSinkTopics', None), 210: ('StateChangelogTopics', None), 211: ('StateChangelogTopics', None), 212: ('StateChangelogTopics', None), 213: ('StateChangelogTopics', None), 214: ('StateChangelogTopics', None), 215: ('StateChangelogTopics', None), 216: ('StateChangelogTopics', None), 217: ('StateChangelogTopics', 'i15'), 218: ('StateChangelogTopics', 'i15'), 219: ('StateChangelogTopics', None), 220: ('StateChangelogTopics', None), 221: ('StateChangelogTopics', None), 222: ('StateChangelogTopics', None), 223: ('RepartitionSourceTopics', None), 224: ('RepartitionSourceTopics', None), 225: ('RepartitionSourceTopics', None), 226: ('RepartitionSourceTopics', None), 227: ('RepartitionSourceTopics', None), 228: ('RepartitionSourceTopics', None), 229: ('RepartitionSourceTopics', None), 230: ('RepartitionSourceTopics', 'i19'), 231: ('RepartitionSourceTopics', 'i19'), 232: ('RepartitionSourceTopics', None), 233: ('RepartitionSourceTopics', None), 234: ('RepartitionSourceTopics', None), 235: ('RepartitionSourceTopics', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('Epoch', None), 248: ('Subtopologies', None), 249: ('Subtopologies', None), 250: ('Subtopologies', None), 251: ('Subtopologies', None), 252: ('Subtopologies', None), 253: ('Subtopologies', None), 254: ('Subtopologies', None), 255: ('Subtopologies', 'i4'), 256: ('Subtopologies', 'i4'), 257: ('Subtopologies', None), 258: ('Subtopologies', None), 259: ('Subtopologies', None), 260: ('Subtopologies', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('Host', None), 273: ('Host', None), 274: ('Host', None), 275: ('Host', None), 276: ('Host', None), 277: ('Host', None), 278: ('Host', None), 279: ('Host', None), 280: ('Host', None), 281: ('Host', None), 282: ('Port', None), 284: ('_tagged', None), 285: ('_tagged', None), 286: ('_tagged', None), 294: ('SubtopologyId', None), 295: ('SubtopologyId', None), 296: ('SubtopologyId', None), 297: ('SubtopologyId', None), 298: ('SubtopologyId', None), 299: ('SubtopologyId', None), 300: ('SubtopologyId', None), 301: ('SubtopologyId', None), 302: ('SubtopologyId', None), 303: ('SubtopologyId', None), 304: ('Partition+Offset', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('SubtopologyId', None), 317: ('SubtopologyId', None), 318: ('SubtopologyId', None), 319: ('SubtopologyId', None), 320: ('SubtopologyId', None), 321: ('SubtopologyId', None), 322: ('SubtopologyId', None), 323: ('SubtopologyId', None), 324: ('SubtopologyId', None), 325: ('SubtopologyId', None), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('ActiveTasks', None), 347: ('ActiveTasks', None), 348: ('ActiveTasks', None), 349: ('ActiveTasks', None), 350: ('ActiveTasks', None), 351: ('ActiveTasks', None), 352: ('ActiveTasks', None), 353: ('ActiveTasks', 'i3'), 354: ('ActiveTasks', 'i3'), 355: ('ActiveTasks', None), 356: ('ActiveTasks', None), 357: ('ActiveTasks', None), 358: ('ActiveTasks', None), 359: ('StandbyTasks', None), 360: ('StandbyTasks', None), 361: ('StandbyTasks', None), 362: ('StandbyTasks', None), 363: ('StandbyTasks', None), 364: ('StandbyTasks', None), 365: ('StandbyTasks', None), 366: ('StandbyTasks', 'i7'), 367: ('StandbyTasks', 'i7'), 368: ('StandbyTasks', None), 369: ('StandbyTasks', None), 370: ('StandbyTasks', None), 371: ('StandbyTasks', None), 372: ('WarmupTasks', None), 373: ('WarmupTasks', None), 374: ('WarmupTasks', None), 375: ('WarmupTasks', None), 376: ('WarmupTasks', None), 377: ('WarmupTasks', None), 378: ('WarmupTasks', None), 379: ('WarmupTasks', 'i11'), 380: ('WarmupTasks', 'i11'), 381: ('WarmupTasks', None), 382: ('WarmupTasks', None), 383: ('WarmupTasks', None), 384: ('WarmupTasks', None), 386: ('_tagged', None), 387: ('_tagged', None), 388: ('_tagged', None), 396: ('MemberId', None), 397: ('MemberId', None), 398: ('MemberId', None), 399: ('MemberId', None), 400: ('MemberId', None), 401: ('MemberId', None), 402: ('MemberId', None), 403: ('MemberId', None), 404: ('MemberId', None), 405: ('MemberId', None), 406: ('MemberEpoch', None), 407: ('InstanceId', None), 408: ('InstanceId', None), 409: ('InstanceId', None), 410: ('InstanceId', None), 411: ('InstanceId', None), 412: ('InstanceId', None), 413: ('InstanceId', None), 414: ('InstanceId', None), 415: ('InstanceId', None), 416: ('InstanceId', None), 417: ('RackId', None), 418: ('RackId', None), 419: ('RackId', None), 420: ('RackId', None), 421: ('RackId', None), 422: ('RackId', None), 423: ('RackId', None), 424: ('RackId', None), 425: ('RackId', None), 426: ('RackId', None), 427: ('ClientId', None), 428: ('ClientId', None), 429: ('ClientId', None), 430: ('ClientId', None), 431: ('ClientId', None), 432: ('ClientId', None), 433: ('ClientId', None), 434: ('ClientId', None), 435: ('ClientId', None), 436: ('ClientId', None), 437: ('ClientHost', None), 438: ('ClientHost', None), 439: ('ClientHost', None), 440: ('ClientHost', None), 441: ('ClientHost', None), 442: ('ClientHost', None), 443: ('ClientHost', None), 444: ('ClientHost', None), 445: ('ClientHost', None), 446: ('ClientHost', None), 447: ('TopologyEpoch', None), 448: ('ProcessId', None), 449: ('ProcessId', None), 450: ('ProcessId', None), 451: ('ProcessId', None), 452: ('ProcessId', None), 453: ('ProcessId', None), 454: ('ProcessId', None), 455: ('ProcessId', None), 456: ('ProcessId', None), 457: ('ProcessId', None), 458: ('UserEndpoint', None), 459: ('UserEndpoint', None), 460: ('UserEndpoint', None), 461: ('UserEndpoint', None), 462: ('UserEndpoint', None), 463: ('ClientTags', None), 464: ('ClientTags', None), 465: ('ClientTags', None), 466: ('ClientTags', None), 467: ('ClientTags', None), 468: ('ClientTags', None), 469: ('ClientTags', None), 470: ('ClientTags', 'i19'), 471: ('ClientTags', 'i19'), 472: ('ClientTags', None), 473: ('ClientTags', None), 474: ('ClientTags', None), 475: ('ClientTags', None), 476: ('TaskOffsets', None), 477: ('TaskOffsets', None), 478: ('TaskOffsets', None), 479: ('TaskOffsets', None), 480: ('TaskOffsets', None), 481: ('TaskOffsets', None), 482: ('TaskOffsets', None), 483: ('TaskOffsets', 'i23'), 484: ('TaskOffsets', 'i23'), 485: ('TaskOffsets', None), 486: ('TaskOffsets', None), 487: ('TaskOffsets', None), 488: ('TaskOffsets', None), 489: ('TaskEndOffsets', None), 490: ('TaskEndOffsets', None), 491: ('TaskEndOffsets', None), 492: ('TaskEndOffsets', None), 493: ('TaskEndOffsets', None), 494: ('TaskEndOffsets', None), 495: ('TaskEndOffsets', None), 496: ('TaskEndOffsets', 'i27'), 497: ('TaskEndOffsets', 'i27'), 498: ('TaskEndOffsets', None), 499: ('TaskEndOffsets', None), 500: ('TaskEndOffsets', None), 501: ('TaskEndOffsets', None), 502: ('Assignment', None), 503: ('TargetAssignment', None), 504: ('IsClassic', None), 506: ('_tagged', None), 507: ('_tagged', None), 508: ('_tagged', None), 516: ('ErrorCode', None), 517: ('ErrorMessage', None), 518: ('ErrorMessage', None), 519: ('ErrorMessage', None), 520: ('ErrorMessage', None), 521: ('ErrorMessage', None), 522: ('ErrorMessage', None), 523: ('ErrorMessage', None), 524: ('ErrorMessage', None), 525: ('ErrorMessage', None), 526: ('ErrorMessage', None), 527: ('GroupId', None), 528: ('GroupId', None), 529: ('GroupId', None), 530: ('GroupId', None), 531: ('GroupId', None), 532: ('GroupId', None), 533: ('GroupId', None), 534: ('GroupId', None), 535: ('GroupId', None), 536: ('GroupId', None), 537: ('GroupState', None), 538: ('GroupState', None), 539: ('GroupState', None), 540: ('GroupState', None), 541: ('GroupState', None), 542: ('GroupState', None), 543: ('GroupState', None), 544: ('GroupState', None), 545: ('GroupState', None), 546: ('GroupState', None), 547: ('GroupEpoch+AssignmentEpoch', None), 548: ('Topology', None), 549: ('Topology', None), 550: ('Topology', None), 551: ('Topology', None), 552: ('Topology', None), 553: ('Members', None), 554: ('Members', None), 555: ('Members', None), 556: ('Members', None), 557: ('Members', None), 558: ('Members', None), 559: ('Members', None), 560: ('Members', 'i14'), 561: ('Members', 'i14'), 562: ('Members', None), 563: ('Members', None), 564: ('Members', None), 565: ('Members', None), 566: ('AuthorizedOperations', None), 568: ('_tagged', None), 569: ('_tagged', None), 570: ('_tagged', None), 578: ('ThrottleTimeMs', None), 579: ('Groups', None), 580: ('Groups', None), 581: ('Groups', None), 582: ('Groups', None), 583: ('Groups', None), 584: ('Groups', None), 585: ('Groups', None), 586: ('Groups', 'i4'), 587: ('Groups', 'i4'), 588: ('Groups', None), 589: ('Groups', None), 590: ('Groups', None), 591: ('Groups', None), 593: ('_tagged', None), 594: ('_tagged', None), 595: ('_tagged', None), 603: ('Name', None), 604: ('Name', None), 605: ('Name', None), 606: ('Name', None), 607: ('Name', None), 608: ('Name', None), 609: ('Name', None), 610: ('Name', None), 611: ('Name', None), 612: ('Name', None), 613: ('NodeType', None), 614: ('SourceTopics', None), 615: ('SourceTopics', None), 616: ('SourceTopics', None), 617: ('SourceTopics', None), 618: ('SourceTopics', None), 619: ('SourceTopics', None), 620: ('SourceTopics', None), 621: ('SourceTopics', 'i6'), 622: ('SourceTopics', 'i6'), 623: ('SourceTopics', 'i6'), 624: ('SourceTopics', 'i6'), 625: ('SourceTopics', 'i6'), 626: ('SourceTopics', 'i6'), 627: ('SourceTopics', 'i6'), 628: ('SourceTopics', 'i6'), 629: ('SourceTopics', 'i6'), 630: ('SourceTopics', 'i6'), 631: ('SourceTopics', 'i6'), 632: ('SourceTopics', None), 633: ('SourceTopics', None), 634: ('SourceTopics', None), 635: ('SourceTopics', None), 636: ('SinkTopic', None), 637: ('SinkTopic', None), 638: ('SinkTopic', None), 639: ('SinkTopic', None), 640: ('SinkTopic', None), 641: ('SinkTopic', None), 642: ('SinkTopic', None), 643: ('SinkTopic', None), 644: ('SinkTopic', None), 645: ('SinkTopic', None), 646: ('Stores', None), 647: ('Stores', None), 648: ('Stores', None), 649: ('Stores', None), 650: ('Stores', None), 651: ('Stores', None), 652: ('Stores', None), 653: ('Stores', 'i13'), 654: ('Stores', 'i13'), 655: ('Stores', 'i13'), 656: ('Stores', 'i13'), 657: ('Stores', 'i13'), 658: ('Stores', 'i13'), 659: ('Stores', 'i13'), 660: ('Stores', 'i13'), 661: ('Stores', 'i13'), 662: ('Stores', 'i13'), 663: ('Stores', 'i13'), 664: ('Stores', None), 665: ('Stores', None), 666: ('Stores', None), 667: ('Stores', None), 668: ('Successors', None), 669: ('Successors', None), 670: ('Successors', None), 671: ('Successors', None), 672: ('Successors', None), 673: ('Successors', None), 674: ('Successors', None), 675: ('Successors', 'i18'), 676: ('Successors', 'i18'), 677: ('Successors', 'i18'), 678: ('Successors', 'i18'), 679: ('Successors', 'i18'), 680: ('Successors', 'i18'), 681: ('Successors', 'i18'), 682: ('Successors', 'i18'), 683: ('Successors', 'i18'), 684: ('Successors', 'i18'), 685: ('Successors', 'i18'), 686: ('Successors', None), 687: ('Successors', None), 688: ('Successors', None), 689: ('Successors', None), 691: ('_tagged', None), 692: ('_tagged', None), 693: ('_tagged', None), 701: ('SubtopologyId', None), 702: ('SubtopologyId', None), 703: ('SubtopologyId', None), 704: ('SubtopologyId', None), 705: ('SubtopologyId', None), 706: ('SubtopologyId', None), 707: ('SubtopologyId', None), 708: ('SubtopologyId', None), 709: ('SubtopologyId', None), 710: ('SubtopologyId', None), 711: ('Nodes', None), 712: ('Nodes', None), 713: ('Nodes', None), 714: ('Nodes', None), 715: ('Nodes', None), 716: ('Nodes', None), 717: ('Nodes', None), 718: ('Nodes', 'i5'), 719: ('Nodes', 'i5'), 720: ('Nodes', None), 721: ('Nodes', None), 722: ('Nodes', None), 723: ('Nodes', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None), 735: ('Source', None), 736: ('Processor', None), 738: ('_tagged', None), 739: ('_tagged', None), 740: ('_tagged', None), 748: ('Subtopologies', None), 749: ('Subtopologies', None), 750: ('Subtopologies', None), 751: ('Subtopologies', None), 752: ('Subtopologies', None), 753: ('Subtopologies', None), 754: ('Subtopologies', None), 755: ('Subtopologies', 'i3'), 756: ('Subtopologies', 'i3'), 757: ('Subtopologies', None), 758: ('Subtopologies', None), 759: ('Subtopologies', None), 760: ('Subtopologies', None), 761: ('GlobalStores', None), 762: ('GlobalStores', None), 763: ('GlobalStores', None), 764: ('GlobalStores', None), 765: ('GlobalStores', None), 766: ('GlobalStores', None), 767: ('GlobalStores', None), 768: ('GlobalStores', 'i7'), 769: ('GlobalStores', 'i7'), 770: ('GlobalStores', None), 771: ('GlobalStores', None), 772: ('GlobalStores', None), 773: ('GlobalStores', None), 775: ('_tagged', None), 776: ('_tagged', None), 777: ('_tagged', None), 785: ('ErrorCode', None), 786: ('ErrorMessage', None), 787: ('ErrorMessage', None), 788: ('ErrorMessage', None), 789: ('ErrorMessage', None), 790: ('ErrorMessage', None), 791: ('ErrorMessage', None), 792: ('ErrorMessage', None), 793: ('ErrorMessage', None), 794: ('ErrorMessage', None), 795: ('ErrorMessage', None), 796: ('GroupId', None), 797: ('GroupId', None), 798: ('GroupId', None), 799: ('GroupId', None), 800: ('GroupId', None), 801: ('GroupId', None), 802: ('GroupId', None), 803: ('GroupId', None), 804: ('GroupId', None), 805: ('GroupId', None), 806: ('GroupState', None), 807: ('GroupState', None), 808: ('GroupState', None), 809: ('GroupState', None), 810: ('GroupState', None), 811: ('GroupState', None), 812: ('GroupState', None), 813: ('GroupState', None), 814: ('GroupState', None), 815: ('GroupState', None), 816: ('GroupEpoch+AssignmentEpoch', None), 817: ('Topology', None), 818: ('Topology', None), 819: ('Topology', None), 820: ('Topology', None), 821: ('Topology', None), 822: ('Members', None), 823: ('Members', None), 824: ('Members', None), 825: ('Members', None), 826: ('Members', None), 827: ('Members', None), 828: ('Members', None), 829: ('Members', 'i14'), 830: ('Members', 'i14'), 831: ('Members', None), 832: ('Members', None), 833: ('Members', None), 834: ('Members', None), 835: ('AuthorizedOperations', None), 836: ('TopologyDescription', None), 837: ('TopologyDescription', None), 838: ('TopologyDescription', None), 839: ('TopologyDescription', None), 840: ('TopologyDescription', None), 841: ('TopologyDescriptionStatus', None), 843: ('_tagged', None), 844: ('_tagged', None), 845: ('_tagged', None), 853: ('ThrottleTimeMs', None), 854: ('Groups', None), 855: ('Groups', None), 856: ('Groups', None), 857: ('Groups', None), 858: ('Groups', None), 859: ('Groups', None), 860: ('Groups', None), 861: ('Groups', 'i4'), 862: ('Groups', 'i4'), 863: ('Groups', None), 864: ('Groups', None), 865: ('Groups', None), 866: ('Groups', None), 868: ('_tagged', None), 869: ('_tagged', None), 870: ('_tagged', None)}
+_LINES = {22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', None), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', 'i3'), 40: ('GroupIds', None), 41: ('GroupIds', None), 42: ('GroupIds', None), 43: ('GroupIds', None), 44: ('IncludeAuthorizedOperations', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('GroupIds', None), 57: ('GroupIds', None), 58: ('GroupIds', None), 59: ('GroupIds', None), 60: ('GroupIds', None), 61: ('GroupIds', None), 62: ('GroupIds', None), 63: ('GroupIds', 'i3'), 64: ('GroupIds', 'i3'), 65: ('GroupIds', 'i3'), 66: ('GroupIds', 'i3'), 67: ('GroupIds', 'i3'), 68: ('GroupIds', 'i3'), 69: ('GroupIds', 'i3'), 70: ('GroupIds', 'i3'), 71: ('GroupIds', 'i3'), 72: ('GroupIds', 'i3'), 73: ('GroupIds', 'i3'), 74: ('GroupIds', None), 75: ('GroupIds', None), 76: ('GroupIds', None), 77: ('GroupIds', None), 78: ('IncludeAuthorizedOperations+IncludeTopologyDescription', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('Key', None), 91: ('Key', None), 92: ('Key', None), 93: ('Key', None), 94: ('Key', None), 95: ('Key', None), 96: ('Key', None), 97: ('Key', None), 98: ('Key', None), 99: ('Key', None), 100: ('Value', None), 101: ('Value', None), 102: ('Value', None), 103: ('Value', None), 104: ('Value', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 108: ('Value', None), 109: ('Value', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Partitions+ReplicationFactor', None), 132: ('TopicConfigs', None), 133: ('TopicConfigs', None), 134: ('TopicConfigs', None), 135: ('TopicConfigs', None), 136: ('TopicConfigs', None), 137: ('TopicConfigs', None), 138: ('TopicConfigs', None), 139: ('TopicConfigs[{}].Key', 'i7'), 140: ('TopicConfigs[{}].Key', 'i7'), 141: ('TopicConfigs[{}].Key', 'i7'), 142: ('TopicConfigs[{}].Key', 'i7'), 143: ('TopicConfigs[{}].Key', 'i7'), 144: ('TopicConfigs[{}].Key', 'i7'), 145: ('TopicConfigs[{}].Key', 'i7'), 146: ('TopicConfigs[{}].Key', 'i7'), 147: ('TopicConfigs[{}].Key', 'i7'), 148: ('TopicConfigs[{}].Key', 'i7'), 149: ('TopicConfigs[{}].Value', 'i7'), 150: ('TopicConfigs[{}].Value', 'i7'), 151: ('TopicConfigs[{}].Value', 'i7'), 152: ('TopicConfigs[{}].Value', 'i7'), 153: ('TopicConfigs[{}].Value', 'i7'), 154: ('TopicConfigs[{}].Value', 'i7'), 155: ('TopicConfigs[{}].Value', 'i7'), 156: ('TopicConfigs[{}].Value', 'i7'), 157: ('TopicConfigs[{}].Value', 'i7'), 158: ('TopicConfigs[{}].Value', 'i7'), 159: ('TopicConfigs', 'i7'), 160: ('TopicConfigs', 'i7'), 161: ('TopicConfigs', 'i7'), 162: ('TopicConfigs', 'i7'), 163: ('TopicConfigs', 'i7'), 164: ('TopicConfigs', None), 165: ('TopicConfigs', None), 166: ('TopicConfigs', None), 167: ('TopicConfigs', None), 169: ('_tagged', None), 170: ('_tagged', None), 171: ('_tagged', None), 179: ('SubtopologyId', None), 180: ('SubtopologyId', None), 181: ('SubtopologyId', None), 182: ('SubtopologyId', None), 183: ('SubtopologyId', None), 184: ('SubtopologyId', None), 185: ('SubtopologyId', None), 186: ('SubtopologyId', None), 187: ('SubtopologyId', None), 188: ('SubtopologyId', None), 189: ('SourceTopics', None), 190: ('SourceTopics', None), 191: ('SourceTopics', None), 192: ('SourceTopics', None), 193: ('SourceTopics', None), 194: ('SourceTopics', None), 195: ('SourceTopics', None), 196: ('SourceTopics', 'i5'), 197: ('SourceTopics', 'i5'), 198: ('SourceTopics', 'i5'), 199: ('SourceTopics', 'i5'), 200: ('SourceTopics', 'i5'), 201: ('SourceTopics', 'i5'), 202: ('SourceTopics', 'i5'), 203: ('SourceTopics', 'i5'), 204: ('SourceTopics', 'i5'), 205: ('SourceTopics', 'i5'), 206: ('SourceTopics', 'i5'), 207: ('SourceTopics', None), 208: ('SourceTopics', None), 209: ('SourceTopics', None), 210: ('SourceTopics', None), 211: ('RepartitionSinkTopics', None), 212: ('RepartitionSinkTopics', None), 213: ('RepartitionSinkTopics', None), 214: ('RepartitionSinkTopics', None), 215: ('RepartitionSinkTopics', None), 216: ('RepartitionSinkTopics', None), 217: ('RepartitionSinkTopics', None), 218: ('RepartitionSinkTopics', 'i10'), 219: ('RepartitionSinkTopics', 'i10'), 220: ('RepartitionSinkTopics', 'i10'), 221: ('RepartitionSinkTopics', 'i10'), 222: ('RepartitionSinkTopics', 'i10'), 223: ('RepartitionSinkTopics', 'i10'), 224: ('RepartitionSinkTopics', 'i10'), 225: ('RepartitionSinkTopics', 'i10'), 226: ('RepartitionSinkTopics', 'i10'), 227: ('RepartitionSinkTopics', 'i10'), 228: ('RepartitionSinkTopics', 'i10'), 229: ('RepartitionSinkTopics', None), 230: ('RepartitionSinkTopics', None), 231: ('RepartitionSinkTopics', None), 232: ('RepartitionSinkTopics', None), 233: ('StateChangelogTopics', None), 234: ('StateChangelogTopics', None), 235: ('StateChangelogTopics', None), 236: ('StateChangelogTopics', None), 237: ('StateChangelogTopics', None), 238: ('StateChangelogTopics', None), 239: ('StateChangelogTopics', None), 240: ('StateChangelogTopics', 'i15'), 241: ('StateChangelogTopics', 'i15'), 242: ('StateChangelogTopics', None), 243: ('StateChangelogTopics', None), 244: ('StateChangelogTopics', None), 245: ('StateChangelogTopics', None), 246: ('RepartitionSourceTopics', None), 247: ('RepartitionSourceTopics', None), 248: ('RepartitionSourceTopics', None), 249: ('RepartitionSourceTopics', None), 250: ('RepartitionSourceTopics', None), 251: ('RepartitionSourceTopics', None), 252: ('RepartitionSourceTopics', None), 253: ('RepartitionSourceTopics', 'i19'), 254: ('RepartitionSourceTopics', 'i19'), 255: ('RepartitionSourceTopics', None), 256: ('RepartitionSourceTopics', None), 257: ('RepartitionSourceTopics', None), 258: ('RepartitionSourceTopics', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('Epoch', None), 271: ('Subtopologies', None), 272: ('Subtopologies', None), 273: ('Subtopologies', None), 274: ('Subtopologies', None), 275: ('Subtopologies', None), 276: ('Subtopologies', None), 277: ('Subtopologies', None), 278: ('Subtopologies', 'i4'), 279: ('Subtopologies', 'i4'), 280: ('Subtopologies', None), 281: ('Subtopologies', None), 282: ('Subtopologies', None), 283: ('Subtopologies', None), 285: ('_tagged', None), 286: ('_tagged', None), 287: ('_tagged', None), 295: ('Host', None), 296: ('Host', None), 297: ('Host', None), 298: ('Host', None), 299: ('Host', None), 300: ('Host', None), 301: ('Host', None), 302: ('Host', None), 303: ('Host', None), 304: ('Host', None), 305: ('Port', None), 307: ('_tagged', None), 308: ('_tagged', None), 309: ('_tagged', None), 317: ('SubtopologyId', None), 318: ('SubtopologyId', None), 319: ('SubtopologyId', None), 320: ('SubtopologyId', None), 321: ('SubtopologyId', None), 322: ('SubtopologyId', None), 323: ('SubtopologyId', None), 324: ('SubtopologyId', None), 325: ('SubtopologyId', None), 326: ('SubtopologyId', None), 327: ('Partition+Offset', None), 329: ('_tagged', None), 330: ('_tagged', None), 331: ('_tagged', None), 339: ('SubtopologyId', None), 340: ('SubtopologyId', None), 341: ('SubtopologyId', None), 342: ('SubtopologyId', None), 343: ('SubtopologyId', None), 344: ('SubtopologyId', None), 345: ('SubtopologyId', None), 346: ('SubtopologyId', None), 347: ('SubtopologyId', None), 348: ('SubtopologyId', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions', None), 357: ('Partitions', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('ActiveTasks', None), 370: ('ActiveTasks', None), 371: ('ActiveTasks', None), 372: ('ActiveTasks', None), 373: ('ActiveTasks', None), 374: ('ActiveTasks', None), 375: ('ActiveTasks', None), 376: ('ActiveTasks[{}].SubtopologyId', 'i3'), 377: ('ActiveTasks[{}].SubtopologyId', 'i3'), 378: ('ActiveTasks[{}].SubtopologyId', 'i3'), 379: ('ActiveTasks[{}].SubtopologyId', 'i3'), 380: ('ActiveTasks[{}].SubtopologyId', 'i3'), 381: ('ActiveTasks[{}].SubtopologyId', 'i3'), 382: ('ActiveTasks[{}].SubtopologyId', 'i3'), 383: ('ActiveTasks[{}].SubtopologyId', 'i3'), 384: ('ActiveTasks[{}].SubtopologyId', 'i3'), 385: ('ActiveTasks[{}].SubtopologyId', 'i3'), 386: ('ActiveTasks[{}].Partitions', 'i3'), 387: ('ActiveTasks[{}].Partitions', 'i3'), 388: ('ActiveTasks[{}].Partitions', 'i3'), 389: ('ActiveTasks[{}].Partitions', 'i3'), 390: ('ActiveTasks[{}].Partitions', 'i3'), 391: ('ActiveTasks[{}].Partitions', 'i3'), 392: ('ActiveTasks[{}].Partitions', 'i3'), 393: ('ActiveTasks[{}].Partitions', 'i3'), 394: ('ActiveTasks[{}].Partitions', 'i3'), 395: ('ActiveTasks', 'i3'), 396: ('ActiveTasks', 'i3'), 397: ('ActiveTasks', 'i3'), 398: ('ActiveTasks', 'i3'), 399: ('ActiveTasks', 'i3'), 400: ('ActiveTasks', None), 401: ('ActiveTasks', None), 402: ('ActiveTasks', None), 403: ('ActiveTasks', None), 404: ('StandbyTasks', None), 405: ('StandbyTasks', None), 406: ('StandbyTasks', None), 407: ('StandbyTasks', None), 408: ('StandbyTasks', None), 409: ('StandbyTasks', None), 410: ('StandbyTasks', None), 411: ('StandbyTasks[{}].SubtopologyId', 'i11'), 412: ('StandbyTasks[{}].SubtopologyId', 'i11'), 413: ('StandbyTasks[{}].SubtopologyId', 'i11'), 414: ('StandbyTasks[{}].SubtopologyId', 'i11'), 415: ('StandbyTasks[{}].SubtopologyId', 'i11'), 416: ('StandbyTasks[{}].SubtopologyId', 'i11'), 417: ('StandbyTasks[{}].SubtopologyId', 'i11'), 418: ('StandbyTasks[{}].SubtopologyId', 'i11'), 419: ('StandbyTasks[{}].SubtopologyId', 'i11'), 420: ('StandbyTasks[{}].SubtopologyId', 'i11'), 421: ('StandbyTasks[{}].Partitions', 'i11'), 422: ('StandbyTasks[{}].Partitions', 'i11'), 423: ('StandbyTasks[{}].Partitions', 'i11'), 424: ('StandbyTasks[{}].Partitions', 'i11'), 425: ('StandbyTasks[{}].Partitions', 'i11'), 426: ('StandbyTasks[{}].Partitions', 'i11'), 427: ('StandbyTasks[{}].Partitions', 'i11'), 428: ('StandbyTasks[{}].Partitions', 'i11'), 429: ('StandbyTasks[{}].Partitions', 'i11'), 430: ('StandbyTasks', 'i11'), 431: ('StandbyTasks', 'i11'), 432: ('StandbyTasks', 'i11'), 433: ('StandbyTasks', 'i11'), 434: ('StandbyTasks', 'i11'), 435: ('StandbyTasks', None), 436: ('StandbyTasks', None), 437: ('StandbyTasks', None), 438: ('StandbyTasks', None), 439: ('WarmupTasks', None), 440: ('WarmupTasks', None), 441: ('WarmupTasks', None), 442: ('WarmupTasks', None), 443: ('WarmupTasks', None), 444: ('WarmupTasks', None), 445: ('WarmupTasks', None), 446: ('WarmupTasks[{}].SubtopologyId', 'i19'), 447: ('WarmupTasks[{}].SubtopologyId', 'i19'), 448: ('WarmupTasks[{}].SubtopologyId', 'i19'), 449: ('WarmupTasks[{}].SubtopologyId', 'i19'), 450: ('WarmupTasks[{}].SubtopologyId', 'i19'), 451: ('WarmupTasks[{}].SubtopologyId', 'i19'), 452: ('WarmupTasks[{}].SubtopologyId', 'i19'), 453: ('WarmupTasks[{}].SubtopologyId', 'i19'), 454: ('WarmupTasks[{}].SubtopologyId', 'i19'), 455: ('WarmupTasks[{}].SubtopologyId', 'i19'), 456: ('WarmupTasks[{}].Partitions', 'i19'), 457: ('WarmupTasks[{}].Partitions', 'i19'), 458: ('WarmupTasks[{}].Partitions', 'i19'), 459: ('WarmupTasks[{}].Partitions', 'i19'), 460: ('WarmupTasks[{}].Partitions', 'i19'), 461: ('WarmupTasks[{}].Partitions', 'i19'), 462: ('WarmupTasks[{}].Partitions', 'i19'), 463: ('WarmupTasks[{}].Partitions', 'i19'), 464: ('WarmupTasks[{}].Partitions', 'i19'), 465: ('WarmupTasks', 'i19'), 466: ('WarmupTasks', 'i19'), 467: ('WarmupTasks', 'i19'), 468: ('WarmupTasks', 'i19'), 469: ('WarmupTasks', 'i19'), 470: ('WarmupTasks', None), 471: ('WarmupTasks', None), 472: ('WarmupTasks', None), 473: ('WarmupTasks', None), 475: ('_tagged', None), 476: ('_tagged', None), 477: ('_tagged', None), 485: ('MemberId', None), 486: ('MemberId', None), 487: ('MemberId', None), 488: ('MemberId', None), 489: ('MemberId', None), 490: ('MemberId', None), 491: ('MemberId', None), 492: ('MemberId', None), 493: ('MemberId', None), 494: ('MemberId', None), 495: ('MemberEpoch', None), 496: ('InstanceId', None), 497: ('InstanceId', None), 498: ('InstanceId', None), 499: ('InstanceId', None), 500: ('InstanceId', None), 501: ('InstanceId', None), 502: ('InstanceId', None), 503: ('InstanceId', None), 504: ('InstanceId', None), 505: ('InstanceId', None), 506: ('RackId', None), 507: ('RackId', None), 508: ('RackId', None), 509: ('RackId', None), 510: ('RackId', None), 511: ('RackId', None), 512: ('RackId', None), 513: ('RackId', None), 514: ('RackId', None), 515: ('RackId', None), 516: ('ClientId', None), 517: ('ClientId', None), 518: ('ClientId', None), 519: ('ClientId', None), 520: ('ClientId', None), 521: ('ClientId', None), 522: ('ClientId', None), 523: ('ClientId', None), 524: ('ClientId', None), 525: ('ClientId', None), 526: ('ClientHost', None), 527: ('ClientHost', None), 528: ('ClientHost', None), 529: ('ClientHost', None), 530: ('ClientHost', None), 531: ('ClientHost', None), 532: ('ClientHost', None), 533: ('ClientHost', None), 534: ('ClientHost', None), 535: ('ClientHost', None), 536: ('TopologyEpoch', None), 537: ('ProcessId', None), 538: ('ProcessId', None), 539: ('ProcessId', None), 540: ('ProcessId', None), 541: ('ProcessId', None), 542: ('ProcessId', None), 543: ('ProcessId', None), 544: ('ProcessId', None), 545: ('ProcessId', None), 546: ('ProcessId', None), 547: ('UserEndpoint', None), 548: ('UserEndpoint', None), 549: ('UserEndpoint', None), 550: ('UserEndpoint', None), 551: ('UserEndpoint', None), 552: ('ClientTags', None), 553: ('ClientTags', None), 554: ('ClientTags', None), 555: ('ClientTags', None), 556: ('ClientTags', None), 557: ('ClientTags', None), 558: ('ClientTags', None), 559: ('ClientTags[{}].Key', 'i19'), 560: ('ClientTags[{}].Key', 'i19'), 561: ('ClientTags[{}].Key', 'i19'), 562: ('ClientTags[{}].Key', 'i19'), 563: ('ClientTags[{}].Key', 'i19'), 564: ('ClientTags[{}].Key', 'i19'), 565: ('ClientTags[{}].Key', 'i19'), 566: ('ClientTags[{}].Key', 'i19'), 567: ('ClientTags[{}].Key', 'i19'), 568: ('ClientTags[{}].Key', 'i19'), 569: ('ClientTags[{}].Value', 'i19'), 570: ('ClientTags[{}].Value', 'i19'), 571: ('ClientTags[{}].Value', 'i19'), 572: ('ClientTags[{}].Value', 'i19'), 573: ('ClientTags[{}].Value', 'i19'), 574: ('ClientTags[{}].Value', 'i19'), 575: ('ClientTags[{}].Value', 'i19'), 576: ('ClientTags[{}].Value', 'i19'), 577: ('ClientTags[{}].Value', 'i19'), 578: ('ClientTags[{}].Value', 'i19'), 579: ('ClientTags', 'i19'), 580: ('ClientTags', 'i19'), 581: ('ClientTags', 'i19'), 582: ('ClientTags', 'i19'), 583: ('ClientTags', 'i19'), 584: ('ClientTags', None), 585: ('ClientTags', None), 586: ('ClientTags', None), 587: ('ClientTags', None), 588: ('TaskOffsets', None), 589: ('TaskOffsets', None), 590: ('TaskOffsets', None), 591: ('TaskOffsets', None), 592: ('TaskOffsets', None), 593: ('TaskOffsets', None), 594: ('TaskOffsets', None), 595: ('TaskOffsets[{}].SubtopologyId', 'i27'), 596: ('TaskOffsets[{}].SubtopologyId', 'i27'), 597: ('TaskOffsets[{}].SubtopologyId', 'i27'), 598: ('TaskOffsets[{}].SubtopologyId', 'i27'), 599: ('TaskOffsets[{}].SubtopologyId', 'i27'), 600: ('TaskOffsets[{}].SubtopologyId', 'i27'), 601: ('TaskOffsets[{}].SubtopologyId', 'i27'), 602: ('TaskOffsets[{}].SubtopologyId', 'i27'), 603: ('TaskOffsets[{}].SubtopologyId', 'i27'), 604: ('TaskOffsets[{}].SubtopologyId', 'i27'), 605: ('TaskOffsets[{}].Partition+Offset', 'i27'), 606: ('TaskOffsets', 'i27'), 607: ('TaskOffsets', 'i27'), 608: ('TaskOffsets', 'i27'), 609: ('TaskOffsets', 'i27'), 610: ('TaskOffsets', 'i27'), 611: ('TaskOffsets', None), 612: ('TaskOffsets', None), 613: ('TaskOffsets', None), 614: ('TaskOffsets', None), 615: ('TaskEndOffsets', None), 616: ('TaskEndOffsets', None), 617: ('TaskEndOffsets', None), 618: ('TaskEndOffsets', None), 619: ('TaskEndOffsets', None), 620: ('TaskEndOffsets', None), 621: ('TaskEndOffsets', None), 622: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 623: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 624: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 625: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 626: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 627: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 628: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 629: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 630: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 631: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 632: ('TaskEndOffsets[{}].Partition+Offset', 'i35'), 633: ('TaskEndOffsets', 'i35'), 634: ('TaskEndOffsets', 'i35'), 635: ('TaskEndOffsets', 'i35'), 636: ('TaskEndOffsets', 'i35'), 637: ('TaskEndOffsets', 'i35'), 638: ('TaskEndOffsets', None), 639: ('TaskEndOffsets', None), 640: ('TaskEndOffsets', None), 641: ('TaskEndOffsets', None), 642: ('Assignment', None), 643: ('TargetAssignment', None), 644: ('IsClassic', None), 646: ('_tagged', None), 647: ('_tagged', None), 648: ('_tagged', None), 656: ('ErrorCode', None), 657: ('ErrorMessage', None), 658: ('ErrorMessage', None), 659: ('ErrorMessage', None), 660: ('ErrorMessage', None), 661: ('ErrorMessage', None), 662: ('ErrorMessage', None), 663: ('ErrorMessage', None), 664: ('ErrorMessage', None), 665: ('ErrorMessage', None), 666: ('ErrorMessage', None), 667: ('GroupId', None), 668: ('GroupId', None), 669: ('GroupId', None), 670: ('GroupId', None), 671: ('GroupId', None), 672: ('GroupId', None), 673: ('GroupId', None), 674: ('GroupId', None), 675: ('GroupId', None), 676: ('GroupId', None), 677: ('GroupState', None), 678: ('GroupState', None), 679: ('GroupState', None), 680: ('GroupState', None), 681: ('GroupState', None), 682: ('GroupState', None), 683: ('GroupState', None), 684: ('GroupState', None), 685: ('GroupState', None), 686: ('GroupState', None), 687: ('GroupEpoch+AssignmentEpoch', None), 688: ('Topology', None), 689: ('Topology', None), 690: ('Topology', None), 691: ('Topology', None), 692: ('Topology', None), 693: ('Members', None), 694: ('Members', None), 695: ('Members', None), 696: ('Members', None), 697: ('Members', None), 698: ('Members', None), 699: ('Members', None), 700: ('Members', 'i14'), 701: ('Members', 'i14'), 702: ('Members', None), 703: ('Members', None), 704: ('Members', None), 705: ('Members', None), 706: ('AuthorizedOperations', None), 708: ('_tagged', None), 709: ('_tagged', None), 710: ('_tagged', None), 718: ('ThrottleTimeMs', None), 719: ('Groups', None), 720: ('Groups', None), 721: ('Groups', None), 722: ('Groups', None), 723: ('Groups', None), 724: ('Groups', None), 725: ('Groups', None), 726: ('Groups', 'i4'), 727: ('Groups', 'i4'), 728: ('Groups', None), 729: ('Groups', None), 730: ('Groups', None), 731: ('Groups', None), 733: ('_tagged', None), 734: ('_tagged', None), 735: ('_tagged', None), 743: ('Name', None), 744: ('Name', None), 745: ('Name', None), 746: ('Name', None), 747: ('Name', None), 748: ('Name', None), 749: ('Name', None), 750: ('Name', None), 751: ('Name', None), 752: ('Name', None), 753: ('NodeType', None), 754: ('SourceTopics', None), 755: ('SourceTopics', None), 756: ('SourceTopics', None), 757: ('SourceTopics', None), 758: ('SourceTopics', None), 759: ('SourceTopics', None), 760: ('SourceTopics', None), 761: ('SourceTopics', 'i6'), 762: ('SourceTopics', 'i6'), 763: ('SourceTopics', 'i6'), 764: ('SourceTopics', 'i6'), 765: ('SourceTopics', 'i6'), 766: ('SourceTopics', 'i6'), 767: ('SourceTopics', 'i6'), 768: ('SourceTopics', 'i6'), 769: ('SourceTopics', 'i6'), 770: ('SourceTopics', 'i6'), 771: ('SourceTopics', 'i6'), 772: ('SourceTopics', None), 773: ('SourceTopics', None), 774: ('SourceTopics', None), 775: ('SourceTopics', None), 776: ('SinkTopic', None), 777: ('SinkTopic', None), 778: ('SinkTopic', None), 779: ('SinkTopic', None), 780: ('SinkTopic', None), 781: ('SinkTopic', None), 782: ('SinkTopic', None), 783: ('SinkTopic', None), 784: ('SinkTopic', None), 785: ('SinkTopic', None), 786: ('Stores', None), 787: ('Stores', None), 788: ('Stores', None), 789: ('Stores', None), 790: ('Stores', None), 791: ('Stores', None), 792: ('Stores', None), 793: ('Stores', 'i13'), 794: ('Stores', 'i13'), 795: ('Stores', 'i13'), 796: ('Stores', 'i13'), 797: ('Stores', 'i13'), 798: ('Stores', 'i13'), 799: ('Stores', 'i13'), 800: ('Stores', 'i13'), 801: ('Stores', 'i13'), 802: ('Stores', 'i13'), 803: ('Stores', 'i13'), 804: ('Stores', None), 805: ('Stores', None), 806: ('Stores', None), 807: ('Stores', None), 808: ('Successors', None), 809: ('Successors', None), 810: ('Successors', None), 811: ('Successors', None), 812: ('Successors', None), 813: ('Successors', None), 814: ('Successors', None), 815: ('Successors', 'i18'), 816: ('Successors', 'i18'), 817: ('Successors', 'i18'), 818: ('Successors', 'i18'), 819: ('Successors', 'i18'), 820: ('Successors', 'i18'), 821: ('Successors', 'i18'), 822: ('Successors', 'i18'), 823: ('Successors', 'i18'), 824: ('Successors', 'i18'), 825: ('Successors', 'i18'), 826: ('Successors', None), 827: ('Successors', None), 828: ('Successors', None), 829: ('Successors', None), 831: ('_tagged', None), 832: ('_tagged', None), 833: ('_tagged', None), 841: ('SubtopologyId', None), 842: ('SubtopologyId', None), 843: ('SubtopologyId', None), 844: ('SubtopologyId', None), 845: ('SubtopologyId', None), 846: ('SubtopologyId', None), 847: ('SubtopologyId', None), 848: ('SubtopologyId', None), 849: ('SubtopologyId', None), 850: ('SubtopologyId', None), 851: ('Nodes', None), 852: ('Nodes', None), 853: ('Nodes', None), 854: ('Nodes', None), 855: ('Nodes', None), 856: ('Nodes', None), 857: ('Nodes', None), 858: ('Nodes[{}].Name', 'i5'), 859: ('Nodes[{}].Name', 'i5'), 860: ('Nodes[{}].Name', 'i5'), 861: ('Nodes[{}].Name', 'i5'), 862: ('Nodes[{}].Name', 'i5'), 863: ('Nodes[{}].Name', 'i5'), 864: ('Nodes[{}].Name', 'i5'), 865: ('Nodes[{}].Name', 'i5'), 866: ('Nodes[{}].Name', 'i5'), 867: ('Nodes[{}].Name', 'i5'), 868: ('Nodes[{}].NodeType', 'i5'), 869: ('Nodes[{}].SourceTopics', 'i5'), 870: ('Nodes[{}].SourceTopics', 'i5'), 871: ('Nodes[{}].SourceTopics', 'i5'), 872: ('Nodes[{}].SourceTopics', 'i5'), 873: ('Nodes[{}].SourceTopics', 'i5'), 874: ('Nodes[{}].SourceTopics', 'i5'), 875: ('Nodes[{}].SourceTopics', 'i5'), 876: ('Nodes[{}].SourceTopics', 'i5'), 877: ('Nodes[{}].SourceTopics', 'i5'), 878: ('Nodes[{}].SourceTopics', 'i5'), 879: ('Nodes[{}].SourceTopics', 'i5'), 880: ('Nodes[{}].SourceTopics', 'i5'), 881: ('Nodes[{}].SourceTopics', 'i5'), 882: ('Nodes[{}].SourceTopics', 'i5'), 883: ('Nodes[{}].SourceTopics', 'i5'), 884: ('Nodes[{}].SourceTopics', 'i5'), 885: ('Nodes[{}].SourceTopics', 'i5'), 886: ('Nodes[{}].SourceTopics', 'i5'), 887: ('Nodes[{}].SourceTopics', 'i5'), 888: ('Nodes[{}].SourceTopics', 'i5'), 889: ('Nodes[{}].SourceTopics', 'i5'), 890: ('Nodes[{}].SourceTopics', 'i5'), 891: ('Nodes[{}].SinkTopic', 'i5'), 892: ('Nodes[{}].SinkTopic', 'i5'), 893: ('Nodes[{}].SinkTopic', 'i5'), 894: ('Nodes[{}].SinkTopic', 'i5'), 895: ('Nodes[{}].SinkTopic', 'i5'), 896: ('Nodes[{}].SinkTopic', 'i5'), 897: ('Nodes[{}].SinkTopic', 'i5'), 898: ('Nodes[{}].SinkTopic', 'i5'), 899: ('Nodes[{}].SinkTopic', 'i5'), 900: ('Nodes[{}].SinkTopic', 'i5'), 901: ('Nodes[{}].Stores', 'i5'), 902: ('Nodes[{}].Stores', 'i5'), 903: ('Nodes[{}].Stores', 'i5'), 904: ('Nodes[{}].Stores', 'i5'), 905: ('Nodes[{}].Stores', 'i5'), 906: ('Nodes[{}].Stores', 'i5'), 907: ('Nodes[{}].Stores', 'i5'), 908: ('Nodes[{}].Stores', 'i5'), 909: ('Nodes[{}].Stores', 'i5'), 910: ('Nodes[{}].Stores', 'i5'), 911: ('Nodes[{}].Stores', 'i5'), 912: ('Nodes[{}].Stores', 'i5'), 913: ('Nodes[{}].Stores', 'i5'), 914: ('Nodes[{}].Stores', 'i5'), 915: ('Nodes[{}].Stores', 'i5'), 916: ('Nodes[{}].Stores', 'i5'), 917: ('Nodes[{}].Stores', 'i5'), 918: ('Nodes[{}].Stores', 'i5'), 919: ('Nodes[{}].Stores', 'i5'), 920: ('Nodes[{}].Stores', 'i5'), 921: ('Nodes[{}].Stores', 'i5'), 922: ('Nodes[{}].Stores', 'i5'), 923: ('Nodes[{}].Successors', 'i5'), 924: ('Nodes[{}].Successors', 'i5'), 925: ('Nodes[{}].Successors', 'i5'), 926: ('Nodes[{}].Successors', 'i5'), 927: ('Nodes[{}].Successors', 'i5'), 928: ('Nodes[{}].Successors', 'i5'), 929: ('Nodes[{}].Successors', 'i5'), 930: ('Nodes[{}].Successors', 'i5'), 931: ('Nodes[{}].Successors', 'i5'), 932: ('Nodes[{}].Successors', 'i5'), 933: ('Nodes[{}].Successors', 'i5'), 934: ('Nodes[{}].Successors', 'i5'), 935: ('Nodes[{}].Successors', 'i5'), 936: ('Nodes[{}].Successors', 'i5'), 937: ('Nodes[{}].Successors', 'i5'), 938: ('Nodes[{}].Successors', 'i5'), 939: ('Nodes[{}].Successors', 'i5'), 940: ('Nodes[{}].Successors', 'i5'), 941: ('Nodes[{}].Successors', 'i5'), 942: ('Nodes[{}].Successors', 'i5'), 943: ('Nodes[{}].Successors', 'i5'), 944: ('Nodes[{}].Successors', 'i5'), 945: ('Nodes', 'i5'), 946: ('Nodes', 'i5'), 947: ('Nodes', 'i5'), 948: ('Nodes', 'i5'), 949: ('Nodes', 'i5'), 950: ('Nodes', None), 951: ('Nodes', None), 952: ('Nodes', None), 953: ('Nodes', None), 955: ('_tagged', None), 956: ('_tagged', None), 957: ('_tagged', None), 965: ('Source', None), 966: ('Processor', None), 968: ('_tagged', None), 969: ('_tagged', None), 970: ('_tagged', None), 978: ('Subtopologies', None), 979: ('Subtopologies', None), 980: ('Subtopologies', None), 981: ('Subtopologies', None), 982: ('Subtopologies', None), 983: ('Subtopologies', None), 984: ('Subtopologies', None), 985: ('Subtopologies', 'i3'), 986: ('Subtopologies', 'i3'), 987: ('Subtopologies', None), 988: ('Subtopologies', None), 989: ('Subtopologies', None), 990: ('Subtopologies', None), 991: ('GlobalStores', None), 992: ('GlobalStores', None), 993: ('GlobalStores', None), 994: ('GlobalStores', None), 995: ('GlobalStores', None), 996: ('GlobalStores', None), 997: ('GlobalStores', None), 998: ('GlobalStores', 'i7'), 999: ('GlobalStores', 'i7'), 1000: ('GlobalStores', None), 1001: ('GlobalStores', None), 1002: ('GlobalStores', None), 1003: ('GlobalStores', None), 1005: ('_tagged', None), 1006: ('_tagged', None), 1007: ('_tagged', None), 1015: ('ErrorCode', None), 1016: ('ErrorMessage', None), 1017: ('ErrorMessage', None), 1018: ('ErrorMessage', None), 1019: ('ErrorMessage', None), 1020: ('ErrorMessage', None), 1021: ('ErrorMessage', None), 1022: ('ErrorMessage', None), 1023: ('ErrorMessage', None), 1024: ('ErrorMessage', None), 1025: ('ErrorMessage', None), 1026: ('GroupId', None), 1027: ('GroupId', None), 1028: ('GroupId', None), 1029: ('GroupId', None), 1030: ('GroupId', None), 1031: ('GroupId', None), 1032: ('GroupId', None), 1033: ('GroupId', None), 1034: ('GroupId', None), 1035: ('GroupId', None), 1036: ('GroupState', None), 1037: ('GroupState', None), 1038: ('GroupState', None), 1039: ('GroupState', None), 1040: ('GroupState', None), 1041: ('GroupState', None), 1042: ('GroupState', None), 1043: ('GroupState', None), 1044: ('GroupState', None), 1045: ('GroupState', None), 1046: ('GroupEpoch+AssignmentEpoch', None), 1047: ('Topology', None), 1048: ('Topology', None), 1049: ('Topology', None), 1050: ('Topology', None), 1051: ('Topology', None), 1052: ('Members', None), 1053: ('Members', None), 1054: ('Members', None), 1055: ('Members', None), 1056: ('Members', None), 1057: ('Members', None), 1058: ('Members', None), 1059: ('Members', 'i14'), 1060: ('Members', 'i14'), 1061: ('Members', None), 1062: ('Members', None), 1063: ('Members', None), 1064: ('Members', None), 1065: ('AuthorizedOperations', None), 1066: ('TopologyDescription', None), 1067: ('TopologyDescription', None), 1068: ('TopologyDescription', None), 1069: ('TopologyDescription', None), 1070: ('TopologyDescription', None), 1071: ('TopologyDescriptionStatus', None), 1073: ('_tagged', None), 1074: ('_tagged', None), 1075: ('_tagged', None), 1083: ('ThrottleTimeMs', None), 1084: ('Groups', None), 1085: ('Groups', None), 1086: ('Groups', None), 1087: ('Groups', None), 1088: ('Groups', None), 1089: ('Groups', None), 1090: ('Groups', None), 1091: ('Groups', 'i4'), 1092: ('Groups', 'i4'), 1093: ('Groups', None), 1094: ('Groups', None), 1095: ('Groups', None), 1096: ('Groups', None), 1098: ('_tagged', None), 1099: ('_tagged', None), 1100: ('_tagged', None)}

@@ -49,8 +49,21 @@ def _f1(b, p):
             if n4 * 2 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"TopicName": v6}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d8)
+                v3.append(d8)
         elif n4 == -1:
             v3 = None
         else:
@@ -116,8 +129,32 @@ def _f3(b, p):
             if n6 * 21 > L - p: raise _rt.short_count(n6, L - p)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
-                v5.append(x8)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, v11, = _U1(b, p); p += 18
+                n13 = b[p]; p += 1
+                if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                n13 -= 1
+                if n13 >= 0:
+                    if n13 > L - p: raise _rt.short(n13, L - p)
+                    v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                d14 = {"TopicName": v8, "TopicId": _rt.uuid(v10), "ErrorCode": v11, "ErrorMessage": v12}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d14)
+                v5.append(d14)
         elif n6 == -1:
             v5 = None
         else:
@@ -137,4 +174,4 @@ NAME = 'DeleteShareGroupOffsets'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f3}
 
-_LINES = {14: ('TopicName', None), 15: ('TopicName', None), 16: ('TopicName', None), 17: ('TopicName', None), 18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('GroupId', None), 36: ('GroupId', None), 37: ('GroupId', None), 38: ('GroupId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', 'i5'), 53: ('Topics', 'i5'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('TopicName', None), 70: ('TopicName', None), 71: ('TopicName', None), 72: ('TopicName', None), 73: ('TopicName', None), 74: ('TopicName', None), 75: ('TopicName', None), 76: ('TopicName', None), 77: ('TopicName', None), 78: ('TopicName', None), 79: ('TopicId+ErrorCode', None), 80: ('ErrorMessage', None), 81: ('ErrorMessage', None), 82: ('ErrorMessage', None), 83: ('ErrorMessage', None), 84: ('ErrorMessage', None), 85: ('ErrorMessage', None), 86: ('ErrorMessage', None), 87: ('ErrorMessage', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('ThrottleTimeMs+ErrorCode', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('Responses', None), 113: ('Responses', None), 114: ('Responses', None), 115: ('Responses', None), 116: ('Responses', None), 117: ('Responses', None), 118: ('Responses', None), 119: ('Responses', 'i7'), 120: ('Responses', 'i7'), 121: ('Responses', None), 122: ('Responses', None), 123: ('Responses', None), 124: ('Responses', None), 126: ('_tagged', None), 127: ('_tagged', None), 128: ('_tagged', None)}
+_LINES = {14: ('TopicName', None), 15: ('TopicName', None), 16: ('TopicName', None), 17: ('TopicName', None), 18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('GroupId', None), 36: ('GroupId', None), 37: ('GroupId', None), 38: ('GroupId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics[{}].TopicName', 'i5'), 53: ('Topics[{}].TopicName', 'i5'), 54: ('Topics[{}].TopicName', 'i5'), 55: ('Topics[{}].TopicName', 'i5'), 56: ('Topics[{}].TopicName', 'i5'), 57: ('Topics[{}].TopicName', 'i5'), 58: ('Topics[{}].TopicName', 'i5'), 59: ('Topics[{}].TopicName', 'i5'), 60: ('Topics[{}].TopicName', 'i5'), 61: ('Topics[{}].TopicName', 'i5'), 62: ('Topics', 'i5'), 63: ('Topics', 'i5'), 64: ('Topics', 'i5'), 65: ('Topics', 'i5'), 66: ('Topics', 'i5'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('TopicName', None), 83: ('TopicName', None), 84: ('TopicName', None), 85: ('TopicName', None), 86: ('TopicName', None), 87: ('TopicName', None), 88: ('TopicName', None), 89: ('TopicName', None), 90: ('TopicName', None), 91: ('TopicName', None), 92: ('TopicId+ErrorCode', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('ThrottleTimeMs+ErrorCode', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ErrorMessage', None), 125: ('Responses', None), 126: ('Responses', None), 127: ('Responses', None), 128: ('Responses', None), 129: ('Responses', None), 130: ('Responses', None), 131: ('Responses', None), 132: ('Responses[{}].TopicName', 'i7'), 133: ('Responses[{}].TopicName', 'i7'), 134: ('Responses[{}].TopicName', 'i7'), 135: ('Responses[{}].TopicName', 'i7'), 136: ('Responses[{}].TopicName', 'i7'), 137: ('Responses[{}].TopicName', 'i7'), 138: ('Responses[{}].TopicName', 'i7'), 139: ('Responses[{}].TopicName', 'i7'), 140: ('Responses[{}].TopicName', 'i7'), 141: ('Responses[{}].TopicName', 'i7'), 142: ('Responses[{}].TopicId+ErrorCode', 'i7'), 143: ('Responses[{}].ErrorMessage', 'i7'), 144: ('Responses[{}].ErrorMessage', 'i7'), 145: ('Responses[{}].ErrorMessage', 'i7'), 146: ('Responses[{}].ErrorMessage', 'i7'), 147: ('Responses[{}].ErrorMessage', 'i7'), 148: ('Responses[{}].ErrorMessage', 'i7'), 149: ('Responses[{}].ErrorMessage', 'i7'), 150: ('Responses[{}].ErrorMessage', 'i7'), 151: ('Responses[{}].ErrorMessage', 'i7'), 152: ('Responses[{}].ErrorMessage', 'i7'), 153: ('Responses', 'i7'), 154: ('Responses', 'i7'), 155: ('Responses', 'i7'), 156: ('Responses', 'i7'), 157: ('Responses', 'i7'), 158: ('Responses', None), 159: ('Responses', None), 160: ('Responses', None), 161: ('Responses', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None)}

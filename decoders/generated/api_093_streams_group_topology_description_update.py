@@ -127,8 +127,98 @@ def _f1(b, p):
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                v8, = _U1(b, p); p += 1
+                n10 = b[p]; p += 1
+                if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
+                n10 -= 1
+                if n10 >= 0:
+                    if n10 * 1 > L - p: raise _rt.short_count(n10, L - p)
+                    v9 = []
+                    for i11 in range(n10):
+                        n13 = b[p]; p += 1
+                        if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
+                        n13 -= 1
+                        if n13 >= 0:
+                            if n13 > L - p: raise _rt.short(n13, L - p)
+                            v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                        elif n13 == -1:
+                            v12 = None
+                        else:
+                            raise _rt.negative(n13)
+                        v9.append(v12)
+                elif n10 == -1:
+                    v9 = None
+                else:
+                    raise _rt.negative(n10)
+                n15 = b[p]; p += 1
+                if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
+                n15 -= 1
+                if n15 >= 0:
+                    if n15 > L - p: raise _rt.short(n15, L - p)
+                    v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                elif n15 == -1:
+                    v14 = None
+                else:
+                    raise _rt.negative(n15)
+                n17 = b[p]; p += 1
+                if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
+                n17 -= 1
+                if n17 >= 0:
+                    if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
+                    v16 = []
+                    for i18 in range(n17):
+                        n20 = b[p]; p += 1
+                        if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
+                        n20 -= 1
+                        if n20 >= 0:
+                            if n20 > L - p: raise _rt.short(n20, L - p)
+                            v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+                        elif n20 == -1:
+                            v19 = None
+                        else:
+                            raise _rt.negative(n20)
+                        v16.append(v19)
+                elif n17 == -1:
+                    v16 = None
+                else:
+                    raise _rt.negative(n17)
+                n22 = b[p]; p += 1
+                if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
+                n22 -= 1
+                if n22 >= 0:
+                    if n22 * 1 > L - p: raise _rt.short_count(n22, L - p)
+                    v21 = []
+                    for i23 in range(n22):
+                        n25 = b[p]; p += 1
+                        if n25 > 127: n25, p = _rt.uvarint(b, p, n25)
+                        n25 -= 1
+                        if n25 >= 0:
+                            if n25 > L - p: raise _rt.short(n25, L - p)
+                            v24 = b[p:p + n25].decode('utf-8', 'backslashreplace'); p += n25
+                        elif n25 == -1:
+                            v24 = None
+                        else:
+                            raise _rt.negative(n25)
+                        v21.append(v24)
+                elif n22 == -1:
+                    v21 = None
+                else:
+                    raise _rt.negative(n22)
+                d26 = {"Name": v6, "NodeType": v8, "SourceTopics": v9, "SinkTopic": v14, "Stores": v16, "Successors": v21}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d26)
+                v3.append(d26)
         elif n4 == -1:
             v3 = None
         else:
@@ -253,4 +343,4 @@ NAME = 'StreamsGroupTopologyDescriptionUpdate'
 REQUEST = {0: _f4}
 RESPONSE = {0: _f5}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('NodeType', None), 26: ('SourceTopics', None), 27: ('SourceTopics', None), 28: ('SourceTopics', None), 29: ('SourceTopics', None), 30: ('SourceTopics', None), 31: ('SourceTopics', None), 32: ('SourceTopics', None), 33: ('SourceTopics', 'i6'), 34: ('SourceTopics', 'i6'), 35: ('SourceTopics', 'i6'), 36: ('SourceTopics', 'i6'), 37: ('SourceTopics', 'i6'), 38: ('SourceTopics', 'i6'), 39: ('SourceTopics', 'i6'), 40: ('SourceTopics', 'i6'), 41: ('SourceTopics', 'i6'), 42: ('SourceTopics', 'i6'), 43: ('SourceTopics', 'i6'), 44: ('SourceTopics', None), 45: ('SourceTopics', None), 46: ('SourceTopics', None), 47: ('SourceTopics', None), 48: ('SinkTopic', None), 49: ('SinkTopic', None), 50: ('SinkTopic', None), 51: ('SinkTopic', None), 52: ('SinkTopic', None), 53: ('SinkTopic', None), 54: ('SinkTopic', None), 55: ('SinkTopic', None), 56: ('SinkTopic', None), 57: ('SinkTopic', None), 58: ('Stores', None), 59: ('Stores', None), 60: ('Stores', None), 61: ('Stores', None), 62: ('Stores', None), 63: ('Stores', None), 64: ('Stores', None), 65: ('Stores', 'i13'), 66: ('Stores', 'i13'), 67: ('Stores', 'i13'), 68: ('Stores', 'i13'), 69: ('Stores', 'i13'), 70: ('Stores', 'i13'), 71: ('Stores', 'i13'), 72: ('Stores', 'i13'), 73: ('Stores', 'i13'), 74: ('Stores', 'i13'), 75: ('Stores', 'i13'), 76: ('Stores', None), 77: ('Stores', None), 78: ('Stores', None), 79: ('Stores', None), 80: ('Successors', None), 81: ('Successors', None), 82: ('Successors', None), 83: ('Successors', None), 84: ('Successors', None), 85: ('Successors', None), 86: ('Successors', None), 87: ('Successors', 'i18'), 88: ('Successors', 'i18'), 89: ('Successors', 'i18'), 90: ('Successors', 'i18'), 91: ('Successors', 'i18'), 92: ('Successors', 'i18'), 93: ('Successors', 'i18'), 94: ('Successors', 'i18'), 95: ('Successors', 'i18'), 96: ('Successors', 'i18'), 97: ('Successors', 'i18'), 98: ('Successors', None), 99: ('Successors', None), 100: ('Successors', None), 101: ('Successors', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('SubtopologyId', None), 114: ('SubtopologyId', None), 115: ('SubtopologyId', None), 116: ('SubtopologyId', None), 117: ('SubtopologyId', None), 118: ('SubtopologyId', None), 119: ('SubtopologyId', None), 120: ('SubtopologyId', None), 121: ('SubtopologyId', None), 122: ('SubtopologyId', None), 123: ('Nodes', None), 124: ('Nodes', None), 125: ('Nodes', None), 126: ('Nodes', None), 127: ('Nodes', None), 128: ('Nodes', None), 129: ('Nodes', None), 130: ('Nodes', 'i5'), 131: ('Nodes', 'i5'), 132: ('Nodes', None), 133: ('Nodes', None), 134: ('Nodes', None), 135: ('Nodes', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('Source', None), 148: ('Processor', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('Subtopologies', None), 161: ('Subtopologies', None), 162: ('Subtopologies', None), 163: ('Subtopologies', None), 164: ('Subtopologies', None), 165: ('Subtopologies', None), 166: ('Subtopologies', None), 167: ('Subtopologies', 'i3'), 168: ('Subtopologies', 'i3'), 169: ('Subtopologies', None), 170: ('Subtopologies', None), 171: ('Subtopologies', None), 172: ('Subtopologies', None), 173: ('GlobalStores', None), 174: ('GlobalStores', None), 175: ('GlobalStores', None), 176: ('GlobalStores', None), 177: ('GlobalStores', None), 178: ('GlobalStores', None), 179: ('GlobalStores', None), 180: ('GlobalStores', 'i7'), 181: ('GlobalStores', 'i7'), 182: ('GlobalStores', None), 183: ('GlobalStores', None), 184: ('GlobalStores', None), 185: ('GlobalStores', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('GroupId', None), 198: ('GroupId', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('GroupId', None), 204: ('GroupId', None), 205: ('GroupId', None), 206: ('GroupId', None), 207: ('MemberId', None), 208: ('MemberId', None), 209: ('MemberId', None), 210: ('MemberId', None), 211: ('MemberId', None), 212: ('MemberId', None), 213: ('MemberId', None), 214: ('MemberId', None), 215: ('MemberId', None), 216: ('MemberId', None), 217: ('TopologyEpoch', None), 218: ('TopologyDescription', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('ThrottleTimeMs+ErrorCode', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('NodeType', None), 26: ('SourceTopics', None), 27: ('SourceTopics', None), 28: ('SourceTopics', None), 29: ('SourceTopics', None), 30: ('SourceTopics', None), 31: ('SourceTopics', None), 32: ('SourceTopics', None), 33: ('SourceTopics', 'i6'), 34: ('SourceTopics', 'i6'), 35: ('SourceTopics', 'i6'), 36: ('SourceTopics', 'i6'), 37: ('SourceTopics', 'i6'), 38: ('SourceTopics', 'i6'), 39: ('SourceTopics', 'i6'), 40: ('SourceTopics', 'i6'), 41: ('SourceTopics', 'i6'), 42: ('SourceTopics', 'i6'), 43: ('SourceTopics', 'i6'), 44: ('SourceTopics', None), 45: ('SourceTopics', None), 46: ('SourceTopics', None), 47: ('SourceTopics', None), 48: ('SinkTopic', None), 49: ('SinkTopic', None), 50: ('SinkTopic', None), 51: ('SinkTopic', None), 52: ('SinkTopic', None), 53: ('SinkTopic', None), 54: ('SinkTopic', None), 55: ('SinkTopic', None), 56: ('SinkTopic', None), 57: ('SinkTopic', None), 58: ('Stores', None), 59: ('Stores', None), 60: ('Stores', None), 61: ('Stores', None), 62: ('Stores', None), 63: ('Stores', None), 64: ('Stores', None), 65: ('Stores', 'i13'), 66: ('Stores', 'i13'), 67: ('Stores', 'i13'), 68: ('Stores', 'i13'), 69: ('Stores', 'i13'), 70: ('Stores', 'i13'), 71: ('Stores', 'i13'), 72: ('Stores', 'i13'), 73: ('Stores', 'i13'), 74: ('Stores', 'i13'), 75: ('Stores', 'i13'), 76: ('Stores', None), 77: ('Stores', None), 78: ('Stores', None), 79: ('Stores', None), 80: ('Successors', None), 81: ('Successors', None), 82: ('Successors', None), 83: ('Successors', None), 84: ('Successors', None), 85: ('Successors', None), 86: ('Successors', None), 87: ('Successors', 'i18'), 88: ('Successors', 'i18'), 89: ('Successors', 'i18'), 90: ('Successors', 'i18'), 91: ('Successors', 'i18'), 92: ('Successors', 'i18'), 93: ('Successors', 'i18'), 94: ('Successors', 'i18'), 95: ('Successors', 'i18'), 96: ('Successors', 'i18'), 97: ('Successors', 'i18'), 98: ('Successors', None), 99: ('Successors', None), 100: ('Successors', None), 101: ('Successors', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('SubtopologyId', None), 114: ('SubtopologyId', None), 115: ('SubtopologyId', None), 116: ('SubtopologyId', None), 117: ('SubtopologyId', None), 118: ('SubtopologyId', None), 119: ('SubtopologyId', None), 120: ('SubtopologyId', None), 121: ('SubtopologyId', None), 122: ('SubtopologyId', None), 123: ('Nodes', None), 124: ('Nodes', None), 125: ('Nodes', None), 126: ('Nodes', None), 127: ('Nodes', None), 128: ('Nodes', None), 129: ('Nodes', None), 130: ('Nodes[{}].Name', 'i5'), 131: ('Nodes[{}].Name', 'i5'), 132: ('Nodes[{}].Name', 'i5'), 133: ('Nodes[{}].Name', 'i5'), 134: ('Nodes[{}].Name', 'i5'), 135: ('Nodes[{}].Name', 'i5'), 136: ('Nodes[{}].Name', 'i5'), 137: ('Nodes[{}].Name', 'i5'), 138: ('Nodes[{}].Name', 'i5'), 139: ('Nodes[{}].Name', 'i5'), 140: ('Nodes[{}].NodeType', 'i5'), 141: ('Nodes[{}].SourceTopics', 'i5'), 142: ('Nodes[{}].SourceTopics', 'i5'), 143: ('Nodes[{}].SourceTopics', 'i5'), 144: ('Nodes[{}].SourceTopics', 'i5'), 145: ('Nodes[{}].SourceTopics', 'i5'), 146: ('Nodes[{}].SourceTopics', 'i5'), 147: ('Nodes[{}].SourceTopics', 'i5'), 148: ('Nodes[{}].SourceTopics', 'i5'), 149: ('Nodes[{}].SourceTopics', 'i5'), 150: ('Nodes[{}].SourceTopics', 'i5'), 151: ('Nodes[{}].SourceTopics', 'i5'), 152: ('Nodes[{}].SourceTopics', 'i5'), 153: ('Nodes[{}].SourceTopics', 'i5'), 154: ('Nodes[{}].SourceTopics', 'i5'), 155: ('Nodes[{}].SourceTopics', 'i5'), 156: ('Nodes[{}].SourceTopics', 'i5'), 157: ('Nodes[{}].SourceTopics', 'i5'), 158: ('Nodes[{}].SourceTopics', 'i5'), 159: ('Nodes[{}].SourceTopics', 'i5'), 160: ('Nodes[{}].SourceTopics', 'i5'), 161: ('Nodes[{}].SourceTopics', 'i5'), 162: ('Nodes[{}].SourceTopics', 'i5'), 163: ('Nodes[{}].SinkTopic', 'i5'), 164: ('Nodes[{}].SinkTopic', 'i5'), 165: ('Nodes[{}].SinkTopic', 'i5'), 166: ('Nodes[{}].SinkTopic', 'i5'), 167: ('Nodes[{}].SinkTopic', 'i5'), 168: ('Nodes[{}].SinkTopic', 'i5'), 169: ('Nodes[{}].SinkTopic', 'i5'), 170: ('Nodes[{}].SinkTopic', 'i5'), 171: ('Nodes[{}].SinkTopic', 'i5'), 172: ('Nodes[{}].SinkTopic', 'i5'), 173: ('Nodes[{}].Stores', 'i5'), 174: ('Nodes[{}].Stores', 'i5'), 175: ('Nodes[{}].Stores', 'i5'), 176: ('Nodes[{}].Stores', 'i5'), 177: ('Nodes[{}].Stores', 'i5'), 178: ('Nodes[{}].Stores', 'i5'), 179: ('Nodes[{}].Stores', 'i5'), 180: ('Nodes[{}].Stores', 'i5'), 181: ('Nodes[{}].Stores', 'i5'), 182: ('Nodes[{}].Stores', 'i5'), 183: ('Nodes[{}].Stores', 'i5'), 184: ('Nodes[{}].Stores', 'i5'), 185: ('Nodes[{}].Stores', 'i5'), 186: ('Nodes[{}].Stores', 'i5'), 187: ('Nodes[{}].Stores', 'i5'), 188: ('Nodes[{}].Stores', 'i5'), 189: ('Nodes[{}].Stores', 'i5'), 190: ('Nodes[{}].Stores', 'i5'), 191: ('Nodes[{}].Stores', 'i5'), 192: ('Nodes[{}].Stores', 'i5'), 193: ('Nodes[{}].Stores', 'i5'), 194: ('Nodes[{}].Stores', 'i5'), 195: ('Nodes[{}].Successors', 'i5'), 196: ('Nodes[{}].Successors', 'i5'), 197: ('Nodes[{}].Successors', 'i5'), 198: ('Nodes[{}].Successors', 'i5'), 199: ('Nodes[{}].Successors', 'i5'), 200: ('Nodes[{}].Successors', 'i5'), 201: ('Nodes[{}].Successors', 'i5'), 202: ('Nodes[{}].Successors', 'i5'), 203: ('Nodes[{}].Successors', 'i5'), 204: ('Nodes[{}].Successors', 'i5'), 205: ('Nodes[{}].Successors', 'i5'), 206: ('Nodes[{}].Successors', 'i5'), 207: ('Nodes[{}].Successors', 'i5'), 208: ('Nodes[{}].Successors', 'i5'), 209: ('Nodes[{}].Successors', 'i5'), 210: ('Nodes[{}].Successors', 'i5'), 211: ('Nodes[{}].Successors', 'i5'), 212: ('Nodes[{}].Successors', 'i5'), 213: ('Nodes[{}].Successors', 'i5'), 214: ('Nodes[{}].Successors', 'i5'), 215: ('Nodes[{}].Successors', 'i5'), 216: ('Nodes[{}].Successors', 'i5'), 217: ('Nodes', 'i5'), 218: ('Nodes', 'i5'), 219: ('Nodes', 'i5'), 220: ('Nodes', 'i5'), 221: ('Nodes', 'i5'), 222: ('Nodes', None), 223: ('Nodes', None), 224: ('Nodes', None), 225: ('Nodes', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('Source', None), 238: ('Processor', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Subtopologies', None), 251: ('Subtopologies', None), 252: ('Subtopologies', None), 253: ('Subtopologies', None), 254: ('Subtopologies', None), 255: ('Subtopologies', None), 256: ('Subtopologies', None), 257: ('Subtopologies', 'i3'), 258: ('Subtopologies', 'i3'), 259: ('Subtopologies', None), 260: ('Subtopologies', None), 261: ('Subtopologies', None), 262: ('Subtopologies', None), 263: ('GlobalStores', None), 264: ('GlobalStores', None), 265: ('GlobalStores', None), 266: ('GlobalStores', None), 267: ('GlobalStores', None), 268: ('GlobalStores', None), 269: ('GlobalStores', None), 270: ('GlobalStores', 'i7'), 271: ('GlobalStores', 'i7'), 272: ('GlobalStores', None), 273: ('GlobalStores', None), 274: ('GlobalStores', None), 275: ('GlobalStores', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('GroupId', None), 288: ('GroupId', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('MemberId', None), 298: ('MemberId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('TopologyEpoch', None), 308: ('TopologyDescription', None), 310: ('_tagged', None), 311: ('_tagged', None), 312: ('_tagged', None), 320: ('ThrottleTimeMs+ErrorCode', None), 321: ('ErrorMessage', None), 322: ('ErrorMessage', None), 323: ('ErrorMessage', None), 324: ('ErrorMessage', None), 325: ('ErrorMessage', None), 326: ('ErrorMessage', None), 327: ('ErrorMessage', None), 328: ('ErrorMessage', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None)}

@@ -59,8 +59,23 @@ def _f1(b, p):
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f0(b, p)
-                v7.append(x10)
+                n11, = _U0(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                n13, = _U2(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                d14 = {"Connector": v10, "Tasks": v12}
+                v7.append(d14)
         elif n8 == -1:
             v7 = None
         else:
@@ -96,25 +111,55 @@ def _f2(b, p):
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f0(b, p)
-                v7.append(x10)
+                n11, = _U0(b, p); p += 2
+                if n11 >= 0:
+                    if n11 > L - p: raise _rt.short(n11, L - p)
+                    v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                elif n11 == -1:
+                    v10 = None
+                else:
+                    raise _rt.negative(n11)
+                n13, = _U2(b, p); p += 4
+                if n13 >= 0:
+                    v12 = _Ai(b, p, n13); p += n13 * 4
+                elif n13 == -1:
+                    v12 = None
+                else:
+                    raise _rt.negative(n13)
+                d14 = {"Connector": v10, "Tasks": v12}
+                v7.append(d14)
         elif n8 == -1:
             v7 = None
         else:
             raise _rt.negative(n8)
-        n12, = _U2(b, p); p += 4
-        if n12 >= 0:
-            if n12 * 6 > L - p: raise _rt.short_count(n12, L - p)
-            v11 = []
-            for i13 in range(n12):
-                x14, p = _f0(b, p)
-                v11.append(x14)
-        elif n12 == -1:
-            v11 = None
+        n16, = _U2(b, p); p += 4
+        if n16 >= 0:
+            if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            v15 = []
+            for i17 in range(n16):
+                n19, = _U0(b, p); p += 2
+                if n19 >= 0:
+                    if n19 > L - p: raise _rt.short(n19, L - p)
+                    v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                elif n19 == -1:
+                    v18 = None
+                else:
+                    raise _rt.negative(n19)
+                n21, = _U2(b, p); p += 4
+                if n21 >= 0:
+                    v20 = _Ai(b, p, n21); p += n21 * 4
+                elif n21 == -1:
+                    v20 = None
+                else:
+                    raise _rt.negative(n21)
+                d22 = {"Connector": v18, "Tasks": v20}
+                v15.append(d22)
+        elif n16 == -1:
+            v15 = None
         else:
-            raise _rt.negative(n12)
-        v15, = _U2(b, p); p += 4
-        d = {"Error": v1, "Leader": v2, "LeaderUrl": v4, "ConfigOffset": v6, "Assignment": v7, "Revoked": v11, "Delay": v15}
+            raise _rt.negative(n16)
+        v23, = _U2(b, p); p += 4
+        d = {"Error": v1, "Leader": v2, "LeaderUrl": v4, "ConfigOffset": v6, "Assignment": v7, "Revoked": v15, "Delay": v23}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -123,4 +168,4 @@ def _f2(b, p):
 NAME = 'ConnectProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f2, 2: _f2}
 
-_LINES = {16: ('Connector', None), 17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Connector', None), 24: ('Tasks', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 39: ('Error', None), 40: ('Leader', None), 41: ('Leader', None), 42: ('Leader', None), 43: ('Leader', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('LeaderUrl', None), 49: ('LeaderUrl', None), 50: ('LeaderUrl', None), 51: ('LeaderUrl', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('ConfigOffset', None), 57: ('Assignment', None), 58: ('Assignment', None), 59: ('Assignment', None), 60: ('Assignment', None), 61: ('Assignment', None), 62: ('Assignment', 'i9'), 63: ('Assignment', 'i9'), 64: ('Assignment', None), 65: ('Assignment', None), 66: ('Assignment', None), 67: ('Assignment', None), 76: ('Error', None), 77: ('Leader', None), 78: ('Leader', None), 79: ('Leader', None), 80: ('Leader', None), 81: ('Leader', None), 82: ('Leader', None), 83: ('Leader', None), 84: ('Leader', None), 85: ('LeaderUrl', None), 86: ('LeaderUrl', None), 87: ('LeaderUrl', None), 88: ('LeaderUrl', None), 89: ('LeaderUrl', None), 90: ('LeaderUrl', None), 91: ('LeaderUrl', None), 92: ('LeaderUrl', None), 93: ('ConfigOffset', None), 94: ('Assignment', None), 95: ('Assignment', None), 96: ('Assignment', None), 97: ('Assignment', None), 98: ('Assignment', None), 99: ('Assignment', 'i9'), 100: ('Assignment', 'i9'), 101: ('Assignment', None), 102: ('Assignment', None), 103: ('Assignment', None), 104: ('Assignment', None), 105: ('Revoked', None), 106: ('Revoked', None), 107: ('Revoked', None), 108: ('Revoked', None), 109: ('Revoked', None), 110: ('Revoked', 'i13'), 111: ('Revoked', 'i13'), 112: ('Revoked', None), 113: ('Revoked', None), 114: ('Revoked', None), 115: ('Revoked', None), 116: ('Delay', None)}
+_LINES = {16: ('Connector', None), 17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Connector', None), 24: ('Tasks', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 39: ('Error', None), 40: ('Leader', None), 41: ('Leader', None), 42: ('Leader', None), 43: ('Leader', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('LeaderUrl', None), 49: ('LeaderUrl', None), 50: ('LeaderUrl', None), 51: ('LeaderUrl', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('ConfigOffset', None), 57: ('Assignment', None), 58: ('Assignment', None), 59: ('Assignment', None), 60: ('Assignment', None), 61: ('Assignment', None), 62: ('Assignment[{}].Connector', 'i9'), 63: ('Assignment[{}].Connector', 'i9'), 64: ('Assignment[{}].Connector', 'i9'), 65: ('Assignment[{}].Connector', 'i9'), 66: ('Assignment[{}].Connector', 'i9'), 67: ('Assignment[{}].Connector', 'i9'), 68: ('Assignment[{}].Connector', 'i9'), 69: ('Assignment[{}].Connector', 'i9'), 70: ('Assignment[{}].Tasks', 'i9'), 71: ('Assignment[{}].Tasks', 'i9'), 72: ('Assignment[{}].Tasks', 'i9'), 73: ('Assignment[{}].Tasks', 'i9'), 74: ('Assignment[{}].Tasks', 'i9'), 75: ('Assignment[{}].Tasks', 'i9'), 76: ('Assignment[{}].Tasks', 'i9'), 77: ('Assignment', 'i9'), 78: ('Assignment', 'i9'), 79: ('Assignment', None), 80: ('Assignment', None), 81: ('Assignment', None), 82: ('Assignment', None), 91: ('Error', None), 92: ('Leader', None), 93: ('Leader', None), 94: ('Leader', None), 95: ('Leader', None), 96: ('Leader', None), 97: ('Leader', None), 98: ('Leader', None), 99: ('Leader', None), 100: ('LeaderUrl', None), 101: ('LeaderUrl', None), 102: ('LeaderUrl', None), 103: ('LeaderUrl', None), 104: ('LeaderUrl', None), 105: ('LeaderUrl', None), 106: ('LeaderUrl', None), 107: ('LeaderUrl', None), 108: ('ConfigOffset', None), 109: ('Assignment', None), 110: ('Assignment', None), 111: ('Assignment', None), 112: ('Assignment', None), 113: ('Assignment', None), 114: ('Assignment[{}].Connector', 'i9'), 115: ('Assignment[{}].Connector', 'i9'), 116: ('Assignment[{}].Connector', 'i9'), 117: ('Assignment[{}].Connector', 'i9'), 118: ('Assignment[{}].Connector', 'i9'), 119: ('Assignment[{}].Connector', 'i9'), 120: ('Assignment[{}].Connector', 'i9'), 121: ('Assignment[{}].Connector', 'i9'), 122: ('Assignment[{}].Tasks', 'i9'), 123: ('Assignment[{}].Tasks', 'i9'), 124: ('Assignment[{}].Tasks', 'i9'), 125: ('Assignment[{}].Tasks', 'i9'), 126: ('Assignment[{}].Tasks', 'i9'), 127: ('Assignment[{}].Tasks', 'i9'), 128: ('Assignment[{}].Tasks', 'i9'), 129: ('Assignment', 'i9'), 130: ('Assignment', 'i9'), 131: ('Assignment', None), 132: ('Assignment', None), 133: ('Assignment', None), 134: ('Assignment', None), 135: ('Revoked', None), 136: ('Revoked', None), 137: ('Revoked', None), 138: ('Revoked', None), 139: ('Revoked', None), 140: ('Revoked[{}].Connector', 'i17'), 141: ('Revoked[{}].Connector', 'i17'), 142: ('Revoked[{}].Connector', 'i17'), 143: ('Revoked[{}].Connector', 'i17'), 144: ('Revoked[{}].Connector', 'i17'), 145: ('Revoked[{}].Connector', 'i17'), 146: ('Revoked[{}].Connector', 'i17'), 147: ('Revoked[{}].Connector', 'i17'), 148: ('Revoked[{}].Tasks', 'i17'), 149: ('Revoked[{}].Tasks', 'i17'), 150: ('Revoked[{}].Tasks', 'i17'), 151: ('Revoked[{}].Tasks', 'i17'), 152: ('Revoked[{}].Tasks', 'i17'), 153: ('Revoked[{}].Tasks', 'i17'), 154: ('Revoked[{}].Tasks', 'i17'), 155: ('Revoked', 'i17'), 156: ('Revoked', 'i17'), 157: ('Revoked', None), 158: ('Revoked', None), 159: ('Revoked', None), 160: ('Revoked', None), 161: ('Delay', None)}

@@ -40,21 +40,36 @@ def _f1(b, p):
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f0(b, p)
-                v1.append(x4)
+                n5, = _U1(b, p); p += 2
+                if n5 >= 0:
+                    if n5 > L - p: raise _rt.short(n5, L - p)
+                    v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                elif n5 == -1:
+                    v4 = None
+                else:
+                    raise _rt.negative(n5)
+                n7, = _U0(b, p); p += 4
+                if n7 >= 0:
+                    v6 = _Ai(b, p, n7); p += n7 * 4
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                d8 = {"Topic": v4, "Partitions": v6}
+                v1.append(d8)
         elif n2 == -1:
             v1 = None
         else:
             raise _rt.negative(n2)
-        n6, = _U0(b, p); p += 4
-        if n6 >= 0:
-            if n6 > L - p: raise _rt.short(n6, L - p)
-            v5 = b[p:p + n6]; p += n6
-        elif n6 == -1:
-            v5 = None
+        n10, = _U0(b, p); p += 4
+        if n10 >= 0:
+            if n10 > L - p: raise _rt.short(n10, L - p)
+            v9 = b[p:p + n10]; p += n10
+        elif n10 == -1:
+            v9 = None
         else:
-            raise _rt.negative(n6)
-        d = {"AssignedPartitions": v1, "UserData": v5}
+            raise _rt.negative(n10)
+        d = {"AssignedPartitions": v1, "UserData": v9}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -63,4 +78,4 @@ def _f1(b, p):
 NAME = 'ConsumerProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f1, 2: _f1, 3: _f1}
 
-_LINES = {15: ('Topic', None), 16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 38: ('AssignedPartitions', None), 39: ('AssignedPartitions', None), 40: ('AssignedPartitions', None), 41: ('AssignedPartitions', None), 42: ('AssignedPartitions', None), 43: ('AssignedPartitions', 'i3'), 44: ('AssignedPartitions', 'i3'), 45: ('AssignedPartitions', None), 46: ('AssignedPartitions', None), 47: ('AssignedPartitions', None), 48: ('AssignedPartitions', None), 49: ('UserData', None), 50: ('UserData', None), 51: ('UserData', None), 52: ('UserData', None), 53: ('UserData', None), 54: ('UserData', None), 55: ('UserData', None), 56: ('UserData', None)}
+_LINES = {15: ('Topic', None), 16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 38: ('AssignedPartitions', None), 39: ('AssignedPartitions', None), 40: ('AssignedPartitions', None), 41: ('AssignedPartitions', None), 42: ('AssignedPartitions', None), 43: ('AssignedPartitions[{}].Topic', 'i3'), 44: ('AssignedPartitions[{}].Topic', 'i3'), 45: ('AssignedPartitions[{}].Topic', 'i3'), 46: ('AssignedPartitions[{}].Topic', 'i3'), 47: ('AssignedPartitions[{}].Topic', 'i3'), 48: ('AssignedPartitions[{}].Topic', 'i3'), 49: ('AssignedPartitions[{}].Topic', 'i3'), 50: ('AssignedPartitions[{}].Topic', 'i3'), 51: ('AssignedPartitions[{}].Partitions', 'i3'), 52: ('AssignedPartitions[{}].Partitions', 'i3'), 53: ('AssignedPartitions[{}].Partitions', 'i3'), 54: ('AssignedPartitions[{}].Partitions', 'i3'), 55: ('AssignedPartitions[{}].Partitions', 'i3'), 56: ('AssignedPartitions[{}].Partitions', 'i3'), 57: ('AssignedPartitions[{}].Partitions', 'i3'), 58: ('AssignedPartitions', 'i3'), 59: ('AssignedPartitions', 'i3'), 60: ('AssignedPartitions', None), 61: ('AssignedPartitions', None), 62: ('AssignedPartitions', None), 63: ('AssignedPartitions', None), 64: ('UserData', None), 65: ('UserData', None), 66: ('UserData', None), 67: ('UserData', None), 68: ('UserData', None), 69: ('UserData', None), 70: ('UserData', None), 71: ('UserData', None)}

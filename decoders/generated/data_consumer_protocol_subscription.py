@@ -100,8 +100,23 @@ def _f2(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
+                n12, = _U1(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U0(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"Topic": v11, "Partitions": v13}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
@@ -145,14 +160,29 @@ def _f3(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
+                n12, = _U1(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U0(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"Topic": v11, "Partitions": v13}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        v12, = _U0(b, p); p += 4
-        d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v12}
+        v16, = _U0(b, p); p += 4
+        d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v16}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -191,22 +221,37 @@ def _f4(b, p):
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f1(b, p)
-                v8.append(x11)
+                n12, = _U1(b, p); p += 2
+                if n12 >= 0:
+                    if n12 > L - p: raise _rt.short(n12, L - p)
+                    v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                elif n12 == -1:
+                    v11 = None
+                else:
+                    raise _rt.negative(n12)
+                n14, = _U0(b, p); p += 4
+                if n14 >= 0:
+                    v13 = _Ai(b, p, n14); p += n14 * 4
+                elif n14 == -1:
+                    v13 = None
+                else:
+                    raise _rt.negative(n14)
+                d15 = {"Topic": v11, "Partitions": v13}
+                v8.append(d15)
         elif n9 == -1:
             v8 = None
         else:
             raise _rt.negative(n9)
-        v12, = _U0(b, p); p += 4
-        n14, = _U1(b, p); p += 2
-        if n14 >= 0:
-            if n14 > L - p: raise _rt.short(n14, L - p)
-            v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
-        elif n14 == -1:
-            v13 = None
+        v16, = _U0(b, p); p += 4
+        n18, = _U1(b, p); p += 2
+        if n18 >= 0:
+            if n18 > L - p: raise _rt.short(n18, L - p)
+            v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+        elif n18 == -1:
+            v17 = None
         else:
-            raise _rt.negative(n14)
-        d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v12, "RackId": v13}
+            raise _rt.negative(n18)
+        d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v16, "RackId": v17}
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -215,4 +260,4 @@ def _f4(b, p):
 NAME = 'ConsumerProtocolSubscription'
 VERSIONS = {0: _f0, 1: _f2, 2: _f3, 3: _f4}
 
-_LINES = {15: ('Topics', None), 16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', 'i3'), 21: ('Topics', 'i3'), 22: ('Topics', 'i3'), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', None), 30: ('Topics', None), 31: ('Topics', None), 32: ('Topics', None), 33: ('UserData', None), 34: ('UserData', None), 35: ('UserData', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('UserData', None), 91: ('UserData', None), 92: ('UserData', None), 93: ('UserData', None), 94: ('UserData', None), 95: ('UserData', None), 96: ('UserData', None), 97: ('UserData', None), 98: ('OwnedPartitions', None), 99: ('OwnedPartitions', None), 100: ('OwnedPartitions', None), 101: ('OwnedPartitions', None), 102: ('OwnedPartitions', None), 103: ('OwnedPartitions', 'i10'), 104: ('OwnedPartitions', 'i10'), 105: ('OwnedPartitions', None), 106: ('OwnedPartitions', None), 107: ('OwnedPartitions', None), 108: ('OwnedPartitions', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', 'i3'), 123: ('Topics', 'i3'), 124: ('Topics', 'i3'), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', 'i3'), 128: ('Topics', 'i3'), 129: ('Topics', 'i3'), 130: ('Topics', 'i3'), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('UserData', None), 136: ('UserData', None), 137: ('UserData', None), 138: ('UserData', None), 139: ('UserData', None), 140: ('UserData', None), 141: ('UserData', None), 142: ('UserData', None), 143: ('OwnedPartitions', None), 144: ('OwnedPartitions', None), 145: ('OwnedPartitions', None), 146: ('OwnedPartitions', None), 147: ('OwnedPartitions', None), 148: ('OwnedPartitions', 'i10'), 149: ('OwnedPartitions', 'i10'), 150: ('OwnedPartitions', None), 151: ('OwnedPartitions', None), 152: ('OwnedPartitions', None), 153: ('OwnedPartitions', None), 154: ('GenerationId', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', 'i3'), 169: ('Topics', 'i3'), 170: ('Topics', 'i3'), 171: ('Topics', 'i3'), 172: ('Topics', 'i3'), 173: ('Topics', 'i3'), 174: ('Topics', 'i3'), 175: ('Topics', 'i3'), 176: ('Topics', 'i3'), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('UserData', None), 182: ('UserData', None), 183: ('UserData', None), 184: ('UserData', None), 185: ('UserData', None), 186: ('UserData', None), 187: ('UserData', None), 188: ('UserData', None), 189: ('OwnedPartitions', None), 190: ('OwnedPartitions', None), 191: ('OwnedPartitions', None), 192: ('OwnedPartitions', None), 193: ('OwnedPartitions', None), 194: ('OwnedPartitions', 'i10'), 195: ('OwnedPartitions', 'i10'), 196: ('OwnedPartitions', None), 197: ('OwnedPartitions', None), 198: ('OwnedPartitions', None), 199: ('OwnedPartitions', None), 200: ('GenerationId', None), 201: ('RackId', None), 202: ('RackId', None), 203: ('RackId', None), 204: ('RackId', None), 205: ('RackId', None), 206: ('RackId', None), 207: ('RackId', None), 208: ('RackId', None)}
+_LINES = {15: ('Topics', None), 16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', 'i3'), 21: ('Topics', 'i3'), 22: ('Topics', 'i3'), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', None), 30: ('Topics', None), 31: ('Topics', None), 32: ('Topics', None), 33: ('UserData', None), 34: ('UserData', None), 35: ('UserData', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('UserData', None), 91: ('UserData', None), 92: ('UserData', None), 93: ('UserData', None), 94: ('UserData', None), 95: ('UserData', None), 96: ('UserData', None), 97: ('UserData', None), 98: ('OwnedPartitions', None), 99: ('OwnedPartitions', None), 100: ('OwnedPartitions', None), 101: ('OwnedPartitions', None), 102: ('OwnedPartitions', None), 103: ('OwnedPartitions[{}].Topic', 'i10'), 104: ('OwnedPartitions[{}].Topic', 'i10'), 105: ('OwnedPartitions[{}].Topic', 'i10'), 106: ('OwnedPartitions[{}].Topic', 'i10'), 107: ('OwnedPartitions[{}].Topic', 'i10'), 108: ('OwnedPartitions[{}].Topic', 'i10'), 109: ('OwnedPartitions[{}].Topic', 'i10'), 110: ('OwnedPartitions[{}].Topic', 'i10'), 111: ('OwnedPartitions[{}].Partitions', 'i10'), 112: ('OwnedPartitions[{}].Partitions', 'i10'), 113: ('OwnedPartitions[{}].Partitions', 'i10'), 114: ('OwnedPartitions[{}].Partitions', 'i10'), 115: ('OwnedPartitions[{}].Partitions', 'i10'), 116: ('OwnedPartitions[{}].Partitions', 'i10'), 117: ('OwnedPartitions[{}].Partitions', 'i10'), 118: ('OwnedPartitions', 'i10'), 119: ('OwnedPartitions', 'i10'), 120: ('OwnedPartitions', None), 121: ('OwnedPartitions', None), 122: ('OwnedPartitions', None), 123: ('OwnedPartitions', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', 'i3'), 138: ('Topics', 'i3'), 139: ('Topics', 'i3'), 140: ('Topics', 'i3'), 141: ('Topics', 'i3'), 142: ('Topics', 'i3'), 143: ('Topics', 'i3'), 144: ('Topics', 'i3'), 145: ('Topics', 'i3'), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('UserData', None), 151: ('UserData', None), 152: ('UserData', None), 153: ('UserData', None), 154: ('UserData', None), 155: ('UserData', None), 156: ('UserData', None), 157: ('UserData', None), 158: ('OwnedPartitions', None), 159: ('OwnedPartitions', None), 160: ('OwnedPartitions', None), 161: ('OwnedPartitions', None), 162: ('OwnedPartitions', None), 163: ('OwnedPartitions[{}].Topic', 'i10'), 164: ('OwnedPartitions[{}].Topic', 'i10'), 165: ('OwnedPartitions[{}].Topic', 'i10'), 166: ('OwnedPartitions[{}].Topic', 'i10'), 167: ('OwnedPartitions[{}].Topic', 'i10'), 168: ('OwnedPartitions[{}].Topic', 'i10'), 169: ('OwnedPartitions[{}].Topic', 'i10'), 170: ('OwnedPartitions[{}].Topic', 'i10'), 171: ('OwnedPartitions[{}].Partitions', 'i10'), 172: ('OwnedPartitions[{}].Partitions', 'i10'), 173: ('OwnedPartitions[{}].Partitions', 'i10'), 174: ('OwnedPartitions[{}].Partitions', 'i10'), 175: ('OwnedPartitions[{}].Partitions', 'i10'), 176: ('OwnedPartitions[{}].Partitions', 'i10'), 177: ('OwnedPartitions[{}].Partitions', 'i10'), 178: ('OwnedPartitions', 'i10'), 179: ('OwnedPartitions', 'i10'), 180: ('OwnedPartitions', None), 181: ('OwnedPartitions', None), 182: ('OwnedPartitions', None), 183: ('OwnedPartitions', None), 184: ('GenerationId', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', 'i3'), 199: ('Topics', 'i3'), 200: ('Topics', 'i3'), 201: ('Topics', 'i3'), 202: ('Topics', 'i3'), 203: ('Topics', 'i3'), 204: ('Topics', 'i3'), 205: ('Topics', 'i3'), 206: ('Topics', 'i3'), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('UserData', None), 212: ('UserData', None), 213: ('UserData', None), 214: ('UserData', None), 215: ('UserData', None), 216: ('UserData', None), 217: ('UserData', None), 218: ('UserData', None), 219: ('OwnedPartitions', None), 220: ('OwnedPartitions', None), 221: ('OwnedPartitions', None), 222: ('OwnedPartitions', None), 223: ('OwnedPartitions', None), 224: ('OwnedPartitions[{}].Topic', 'i10'), 225: ('OwnedPartitions[{}].Topic', 'i10'), 226: ('OwnedPartitions[{}].Topic', 'i10'), 227: ('OwnedPartitions[{}].Topic', 'i10'), 228: ('OwnedPartitions[{}].Topic', 'i10'), 229: ('OwnedPartitions[{}].Topic', 'i10'), 230: ('OwnedPartitions[{}].Topic', 'i10'), 231: ('OwnedPartitions[{}].Topic', 'i10'), 232: ('OwnedPartitions[{}].Partitions', 'i10'), 233: ('OwnedPartitions[{}].Partitions', 'i10'), 234: ('OwnedPartitions[{}].Partitions', 'i10'), 235: ('OwnedPartitions[{}].Partitions', 'i10'), 236: ('OwnedPartitions[{}].Partitions', 'i10'), 237: ('OwnedPartitions[{}].Partitions', 'i10'), 238: ('OwnedPartitions[{}].Partitions', 'i10'), 239: ('OwnedPartitions', 'i10'), 240: ('OwnedPartitions', 'i10'), 241: ('OwnedPartitions', None), 242: ('OwnedPartitions', None), 243: ('OwnedPartitions', None), 244: ('OwnedPartitions', None), 245: ('GenerationId', None), 246: ('RackId', None), 247: ('RackId', None), 248: ('RackId', None), 249: ('RackId', None), 250: ('RackId', None), 251: ('RackId', None), 252: ('RackId', None), 253: ('RackId', None)}

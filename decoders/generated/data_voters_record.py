@@ -65,14 +65,38 @@ def _f2(b, p):
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f0(b, p)
-                v3.append(x6)
+                n7 = b[p]; p += 1
+                if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
+                n7 -= 1
+                if n7 >= 0:
+                    if n7 > L - p: raise _rt.short(n7, L - p)
+                    v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                elif n7 == -1:
+                    v6 = None
+                else:
+                    raise _rt.negative(n7)
+                n9 = b[p]; p += 1
+                if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
+                n9 -= 1
+                if n9 >= 0:
+                    if n9 > L - p: raise _rt.short(n9, L - p)
+                    v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                elif n9 == -1:
+                    v8 = None
+                else:
+                    raise _rt.negative(n9)
+                v10, = _U2(b, p); p += 2
+                d11 = {"Name": v6, "Host": v8, "Port": v10}
+                t = b[p]; p += 1
+                if t > 127: t, p = _rt.uvarint(b, p, t)
+                if t: p = _rt.tags(b, p, t, _T0, d11)
+                v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        v7, p = _f1(b, p)
-        d = {"VoterId": v1, "VoterDirectoryId": _rt.uuid(v2), "Endpoints": v3, "KRaftVersionFeature": v7}
+        v12, p = _f1(b, p)
+        d = {"VoterId": v1, "VoterDirectoryId": _rt.uuid(v2), "Endpoints": v3, "KRaftVersionFeature": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
         if t: p = _rt.tags(b, p, t, _T0, d)
@@ -110,4 +134,4 @@ _T0 = {}
 NAME = 'VotersRecord'
 VERSIONS = {0: _f3}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('MinSupportedVersion+MaxSupportedVersion', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('VoterId+VoterDirectoryId', None), 61: ('Endpoints', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints', 'i5'), 69: ('Endpoints', 'i5'), 70: ('Endpoints', None), 71: ('Endpoints', None), 72: ('Endpoints', None), 73: ('Endpoints', None), 74: ('KRaftVersionFeature', None), 76: ('_tagged', None), 77: ('_tagged', None), 78: ('_tagged', None), 86: ('Version', None), 87: ('Voters', None), 88: ('Voters', None), 89: ('Voters', None), 90: ('Voters', None), 91: ('Voters', None), 92: ('Voters', None), 93: ('Voters', None), 94: ('Voters', 'i4'), 95: ('Voters', 'i4'), 96: ('Voters', None), 97: ('Voters', None), 98: ('Voters', None), 99: ('Voters', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None)}
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('MinSupportedVersion+MaxSupportedVersion', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('VoterId+VoterDirectoryId', None), 61: ('Endpoints', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints[{}].Name', 'i5'), 69: ('Endpoints[{}].Name', 'i5'), 70: ('Endpoints[{}].Name', 'i5'), 71: ('Endpoints[{}].Name', 'i5'), 72: ('Endpoints[{}].Name', 'i5'), 73: ('Endpoints[{}].Name', 'i5'), 74: ('Endpoints[{}].Name', 'i5'), 75: ('Endpoints[{}].Name', 'i5'), 76: ('Endpoints[{}].Name', 'i5'), 77: ('Endpoints[{}].Name', 'i5'), 78: ('Endpoints[{}].Host', 'i5'), 79: ('Endpoints[{}].Host', 'i5'), 80: ('Endpoints[{}].Host', 'i5'), 81: ('Endpoints[{}].Host', 'i5'), 82: ('Endpoints[{}].Host', 'i5'), 83: ('Endpoints[{}].Host', 'i5'), 84: ('Endpoints[{}].Host', 'i5'), 85: ('Endpoints[{}].Host', 'i5'), 86: ('Endpoints[{}].Host', 'i5'), 87: ('Endpoints[{}].Host', 'i5'), 88: ('Endpoints[{}].Port', 'i5'), 89: ('Endpoints', 'i5'), 90: ('Endpoints', 'i5'), 91: ('Endpoints', 'i5'), 92: ('Endpoints', 'i5'), 93: ('Endpoints', 'i5'), 94: ('Endpoints', None), 95: ('Endpoints', None), 96: ('Endpoints', None), 97: ('Endpoints', None), 98: ('KRaftVersionFeature', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('Version', None), 111: ('Voters', None), 112: ('Voters', None), 113: ('Voters', None), 114: ('Voters', None), 115: ('Voters', None), 116: ('Voters', None), 117: ('Voters', None), 118: ('Voters', 'i4'), 119: ('Voters', 'i4'), 120: ('Voters', None), 121: ('Voters', None), 122: ('Voters', None), 123: ('Voters', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None)}

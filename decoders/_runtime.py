@@ -119,7 +119,7 @@ def annotate(exc: BaseException, lines: dict[int, tuple[str, str | None]], loc: 
     entry = lines.get(tb.tb_lineno) if tb is not None else None
     if entry is not None:
         name, index = entry
-        if "{}" in name:  # a field of an array element decoded inline: "Array[{}].Field"
+        if "{}" in name and index:  # a field of an array element decoded inline: "Array[{}].Field"
             name = name.replace("{}", str(loc.get(index)), 1)
         elif index:
             name = f"{name}[{loc.get(index)}]"

@@ -45,15 +45,30 @@ def _plausible(value: Any, depth: int = 0) -> bool:
     return True
 
 
-def _score(msg: DecodedMessage) -> int:
-    """More decoded structure is more evidence: count the fields that carried something."""
-    def walk(value: Any) -> int:
+#: APIs that make up nearly all traffic: a small prior when the bytes fit several layouts.
+COMMON_APIS = frozenset({0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 22, 32})
+
+
+def _score(msg: DecodedMessage) -> float:
+    """How much the decode looks like real data: readable strings count for, garbled ones against."""
+    total = 0.0
+
+    def walk(value: Any) -> None:
+        nonlocal total
         if isinstance(value, dict):
-            return sum(1 + walk(v) for v in value.values())
-        if isinstance(value, list):
-            return sum(walk(v) for v in value)
-        return 0
-    return walk(msg.body)
+            for item in value.values():
+                total += 0.01
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and value:
+            total += 3.0 if value.isprintable() and "\\x" not in value else -5.0
+
+    walk(msg.body)
+    if msg.api_key in COMMON_APIS:
+        total += 1.0
+    return total
 
 
 def guess_response(
@@ -62,7 +77,7 @@ def guess_response(
     """Try every known (api key, version); ``preferred`` ones (seen on the connection) rank first."""
     preferred_set = set(preferred)
     keys = sorted(registry.API_NAMES) if api_keys is None else sorted(api_keys)
-    found: list[tuple[int, int, int, DecodedMessage]] = []
+    found: list[tuple[int, float, int, DecodedMessage]] = []
     for key in keys:
         lo, hi = registry.VERSION_RANGES[key]
         for version in range(lo, hi + 1):
@@ -79,12 +94,21 @@ def guess_response(
     assert best.api_key is not None and best.api_version is not None
     best = decode_response(frame, best.api_key, best.api_version)
     candidates = tuple((m.api_key or 0, m.api_version or 0) for _, _, _, m in found)
-    top_rank = [f for f in found if f[0] == found[0][0]]
-    confidence = 1.0 / len(top_rank)
-    if found[0][0] == 0:
-        confidence = min(1.0, confidence * 1.5)
-    elif len(found) > 1:
-        # Several wire-compatible layouts; they usually differ only in versions of one API.
-        same_api = {m.api_key for _, _, _, m in found}
-        confidence = 1.0 / (len(same_api) + 1) if len(same_api) > 1 else 0.5
-    return Guess(best, candidates, round(confidence, 3))
+    return Guess(best, candidates, _confidence(found))
+
+
+def _confidence(found: list[tuple[int, float, int, DecodedMessage]]) -> float:
+    """1.0 for a single layout; less the more other APIs fit about as well as the best one.
+
+    Versions of the same API that decode alike do not lower it much: the API is what matters.
+    """
+    best_rank, best_neg_score, best_key, _ = found[0]
+    rivals = {key for rank, neg_score, key, _ in found
+              if key != best_key and rank == best_rank and (neg_score - best_neg_score) < 3.0}
+    same_api_versions = sum(1 for _, _, key, _ in found if key == best_key)
+    confidence = 1.0 / (1 + len(rivals))
+    if same_api_versions > 1:
+        confidence *= 0.9
+    if best_rank == 0:  # the connection already used this api key and version
+        confidence = min(1.0, confidence + 0.25)
+    return round(confidence, 3)

@@ -133,3 +133,40 @@ def test_existing_output_is_not_mixed_in(tmp_path: Path, real_captures: list[Pat
     assert len(pq.read_table(Path(out) / "events")) == 2 * first
     assert main(["read", src, "--output", out, "--quiet", "--overwrite"]) == EXIT_OK
     assert len(pq.read_table(Path(out) / "events")) == first
+
+
+def test_capture_starting_mid_connection_decodes_orphan_response(tmp_path: Path) -> None:
+    from tests.frames import api_versions_request_v0, api_versions_response_v0
+
+    pcap = tmp_path / "mid.pcap"
+    # No handshake, and the first request's packet is not in the capture.
+    conversation(pcap, [("c", frame(metadata_request_v0(1, ["orders"]))),
+                        ("b", frame(metadata_response_v0(1, [(2, "kafka-2", 9092)], ["orders"]))),
+                        ("c", frame(api_versions_request_v0(2))),
+                        ("b", frame(api_versions_response_v0(2, [(18, 0, 3), (3, 0, 12)])))],
+                 handshake=False, drop={0})
+    rows = _read(tmp_path, pcap)
+    orphan = rows[0]
+    assert orphan["direction"] == "response" and orphan["request_missing"]
+    assert orphan["api_name"] == "Metadata" and orphan["decode_status"] == "ok"
+    assert "3v0" in orphan["candidates"].split(",") and 0 < orphan["confidence"] <= 1
+    assert json.loads(orphan["body"])["Brokers"][0]["Host"] == "kafka-2"
+    # The broker side was recognised from content, and the next pair is matched normally.
+    assert (rows[1]["api_name"], rows[1]["direction"], rows[2]["latency_ms"] is not None) == (
+        "ApiVersions", "request", True)
+    assert rows[1]["client_ip"] == "10.0.0.1"
+
+
+def test_jobs_gives_the_same_rows_as_one_process(tmp_path: Path, real_captures: list[Path]) -> None:
+    cols = ["capture", "direction", "api_key", "api_version", "correlation_id", "client_id", "decode_status", "body"]
+    one = tmp_path / "one"
+    many = tmp_path / "many"
+    assert main(["read", *map(str, real_captures), "--output", str(one), "--quiet"]) == EXIT_OK
+    assert main(["read", *map(str, real_captures), "--output", str(many), "--quiet", "--jobs", "2"]) == EXIT_OK
+    a = sorted(tuple(str(r[c]) for c in cols) for r in pq.read_table(one / "events").to_pylist())
+    b = sorted(tuple(str(r[c]) for c in cols) for r in pq.read_table(many / "events").to_pylist())
+    assert a == b and a
+    assert len({r["conn_id"] for r in pq.read_table(many / "events").to_pylist()}) == len(
+        {r["conn_id"] for r in pq.read_table(one / "events").to_pylist()})
+    summary = json.loads((many / "summary.json").read_text())
+    assert summary["frames"] == len(a)

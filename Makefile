@@ -17,12 +17,14 @@ $(BIN)/kafka-inspector: pyproject.toml
 
 setup: $(BIN)/kafka-inspector
 
-# tshark (cross-checks), tcpdump (captures, live tap) and a JRE (Spark) come from Debian.
+# tshark (cross-checks), tcpdump (captures, live tap), a JRE (Spark) and chromium (the report page
+# test) come from Debian.
 system-deps:
 	@missing=""; \
 	command -v tshark >/dev/null || missing="$$missing tshark"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -40,6 +42,7 @@ test: setup system-deps lint check-generated
 
 demo: setup system-deps
 	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT) --overwrite
+	$(BIN)/kafka-inspector report $(OUT) --output $(OUT)/report
 
 # Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
 regen: setup

@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     from inspector import tap
 
     tap.add_parser(sub)
+    try:
+        from pipelines import report
+    except ImportError:  # installed without the pipelines package
+        pass
+    else:
+        report.add_parser(sub)
     return parser
 
 
@@ -317,10 +323,17 @@ def cmd_tap(args: argparse.Namespace, console: Console) -> int:
     return tap.run(args)
 
 
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from pipelines import report
+
+    return report.run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "read": cmd_read,
     "show": cmd_show,
     "tap": cmd_tap,
+    "report": cmd_report,
 }
 
 

@@ -170,3 +170,13 @@ def test_jobs_gives_the_same_rows_as_one_process(tmp_path: Path, real_captures: 
         {r["conn_id"] for r in pq.read_table(one / "events").to_pylist()})
     summary = json.loads((many / "summary.json").read_text())
     assert summary["frames"] == len(a)
+
+
+def test_non_kafka_tcp_is_counted_not_decoded(tmp_path: Path) -> None:
+    http = Path(__file__).parent / "fixtures" / "loopback-http.pcap"
+    out = tmp_path / "o"
+    assert main(["read", str(http), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert pq.read_table(out / "events").num_rows == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["non_kafka_connections"] >= 1 and summary["non_kafka_bytes"] > 0
+    assert summary["kafka_connections"] == 0

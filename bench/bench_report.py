@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Time the Spark anomaly report on about a million synthetic events.
+
+The events are real ones, repeated: ``kafka-inspector read pcaps/*.pcap`` (or ``--events DIR`` of your
+own), copied until the target count is reached, each copy with its own connection ids (conn_id + copy x
+2**32) and shifted in time by the span of the original, so the timeline, the connections and the groups'
+generations grow as in a long capture. Nothing is committed: the data goes to a temporary directory
+(``--keep DIR`` keeps it).
+
+    .venv/bin/python bench/bench_report.py                       # 1,000,000 events, local[2]
+    .venv/bin/python bench/bench_report.py --rows 200000 --master 'local[*]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def base_events(events: str | None, workdir: Path) -> pa.Table:
+    if events:
+        src = Path(events)
+        return pq.read_table(src / "events" if (src / "events").is_dir() else src)
+    out = workdir / "base"
+    captures = sorted(str(p) for p in (REPO / "pcaps").glob("*.pcap"))
+    exe = Path(sys.executable).parent / "kafka-inspector"
+    subprocess.run([str(exe), "read", *captures, "--output", str(out), "--quiet"], check=True)
+    return pq.read_table(out / "events")
+
+
+def synthesize(base: pa.Table, rows: int, out: Path) -> int:
+    """Write ``rows`` events (copies of ``base``) to ``out/events/part-0.parquet``; returns the count."""
+    ts = base.column("ts").cast(pa.int64())
+    span = pc.max(ts).as_py() - pc.min(ts).as_py() + 1_000_000  # one second between copies
+    copies = -(-rows // base.num_rows)
+    (out / "events").mkdir(parents=True, exist_ok=True)
+    written = 0
+    with pq.ParquetWriter(out / "events" / "part-0.parquet", base.schema) as w:
+        for i in range(copies):
+            t = base.slice(0, min(base.num_rows, rows - written))
+            shifted = pc.add(t.column("ts").cast(pa.int64()), i * span).cast(base.schema.field("ts").type)
+            conns = pc.add(t.column("conn_id"), i * 2**32)
+            t = t.set_column(t.schema.get_field_index("ts"), base.schema.field("ts"), shifted)
+            t = t.set_column(t.schema.get_field_index("conn_id"), base.schema.field("conn_id"), conns)
+            w.write_table(t, row_group_size=128 * 1024)
+            written += t.num_rows
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="synthetic events (default 1,000,000)")
+    ap.add_argument("--events", help="use this events directory as the base instead of pcaps/")
+    ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    ap.add_argument("--shuffle-partitions", default="8")
+    ap.add_argument("--keep", help="write the synthetic events and the report here and keep them")
+    args = ap.parse_args(argv)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from pipelines import report_job
+
+    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-report-"))
+    try:
+        t0 = time.perf_counter()
+        base = base_events(args.events, workdir)
+        n = synthesize(base, args.rows, workdir / "synthetic")
+        size = sum(f.stat().st_size for f in (workdir / "synthetic" / "events").glob("*.parquet"))
+        print(f"{n:,} events from {base.num_rows:,} real ones ({size / 1e6:.0f} MB Parquet) in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+        spark = (SparkSession.builder.master(args.master).appName("bench-report")
+                 .config("spark.sql.shuffle.partitions", args.shuffle_partitions)
+                 .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            t1 = time.perf_counter()
+            result = report_job.run(spark, str(workdir / "synthetic"), str(workdir / "report"))
+            elapsed = time.perf_counter() - t1
+        finally:
+            spark.stop()
+        kinds: dict[str, int] = {}
+        for f in result.findings:
+            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+        print(f"report on {n:,} events with {args.master}: {elapsed:.1f} s ({n / elapsed:,.0f} events/s); "
+              f"{len(result.findings):,} findings {dict(sorted(kinds.items()))}; {result.audit_rows:,} admin writes")
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

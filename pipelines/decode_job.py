@@ -1,0 +1,125 @@
+"""Decode many capture files in parallel into the events dataset, so a cluster can take over from ``read``.
+
+One Spark task per capture file: the task runs the inspector's own reader (``inspector.reader.iter_capture``
++ ``inspector.events.EventTable``) and hands Arrow record batches with ``inspector.events.SCHEMA`` to Spark
+through ``mapInArrow`` (or as rows through ``mapPartitions`` where pandas, which PySpark's
+``mapInArrow`` needs, is not installed); Spark writes them as ``OUTPUT/events/*.parquet``. The rows are
+those ``kafka-inspector read`` writes, except ``conn_id``: file *i* numbers its connections from
+``i * 2**32 + 1`` (``read`` numbers them consecutively across files), which keeps ids unique without
+the tasks talking to each other.
+
+This is the one pipelines module that imports ``inspector`` (the decoder runs inside the tasks); the
+executors need the ``inspector`` and ``decoders`` packages and their dependencies (see pipelines/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from pipelines.events import EVENTS_SCHEMA
+
+#: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1.
+CONN_ID_STRIDE = 2**32
+
+FILES_SCHEMA = StructType([StructField("index", IntegerType(), False), StructField("path", StringType(), False)])
+
+
+def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = ()) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` function: (index, path) rows in, event record batches out."""
+    from inspector.events import EventTable
+    from inspector.reader import BATCH_ROWS, ReadOptions, iter_capture
+    from inspector.summary import Summary
+
+    options = ReadOptions(ports=frozenset(ports))
+    for batch in batches:
+        for index, path in zip(batch.column("index").to_pylist(), batch.column("path").to_pylist(), strict=True):
+            summary = Summary()
+            table = EventTable(capture=Path(path).name, records=options.records)
+            for ev in iter_capture(path, summary, options, conn_id_base=index * CONN_ID_STRIDE + 1):
+                table.add(ev)
+                if len(table) >= BATCH_ROWS:
+                    yield table.take()
+            if len(table):
+                yield table.take()
+
+
+def files_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """One row per capture file, one partition per file (each file is one task)."""
+    rows = [(i, p) for i, p in enumerate(paths)]
+    rdd = spark.sparkContext.parallelize(rows, max(1, len(rows)))
+    return spark.createDataFrame(rdd, FILES_SCHEMA)
+
+
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[object, ...]]:
+    for batch in batches:
+        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        yield from zip(*columns, strict=True)
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (), arrow: bool | None = None
+           ) -> DataFrame:
+    """The events of ``paths`` as a DataFrame (``EVENTS_SCHEMA``), decoded by the executors.
+
+    With ``arrow`` (default: when pandas is installed, which PySpark's ``mapInArrow`` requires) the batches
+    go to Spark as Arrow; otherwise through ``mapPartitions`` as rows (slower, no extra dependency).
+    """
+    port_list = list(ports)
+    files = files_frame(spark, paths)
+    if arrow if arrow is not None else _has_pandas():
+
+        def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            return decode_files(batches, port_list)
+
+        return files.mapInArrow(fn, EVENTS_SCHEMA)
+
+    def rows(part: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
+        items = list(part)
+        batch = pa.RecordBatch.from_pydict({"index": [r[0] for r in items], "path": [r[1] for r in items]})
+        return _rows(decode_files(iter([batch]), port_list))
+
+    return spark.createDataFrame(files.rdd.mapPartitions(rows), EVENTS_SCHEMA)
+
+
+def run(spark: SparkSession, input: Sequence[str], output: str, ports: Sequence[int] = ()) -> int:
+    """Decode the capture files ``input`` into ``OUTPUT/events``; returns the number of events written."""
+    # the contract's ts is timestamp(us, UTC), not Spark's INT96 default
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    events = decode(spark, input, ports)
+    path = output.rstrip("/") + "/events"
+    events.write.mode("overwrite").parquet(path)
+    return spark.read.parquet(path).count()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Decode capture files into the events dataset with Spark")
+    ap.add_argument("captures", nargs="+", help="capture files, as paths every executor can read")
+    ap.add_argument("--output", required=True, help="output directory (events go to OUTPUT/events)")
+    ap.add_argument("--port", type=int, action="append", default=[], help="only this broker port is Kafka")
+    args = ap.parse_args(argv)
+    spark = SparkSession.builder.appName("kafka-inspector-decode").getOrCreate()
+    try:
+        n = run(spark, args.captures, args.output, args.port)
+    finally:
+        spark.stop()
+    print(f"wrote {n} events to {args.output}/events")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""The events dataset as Spark sees it: schema, loading, and the joins every detector shares.
+
+This module knows only the Parquet contract that ``kafka-inspector read`` writes (README.md, "The
+events contract"); it never imports the decoder. Field names inside ``body`` are the Kafka spec's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+#: The events contract as a Spark schema (same names, types and order as the Arrow schema).
+EVENTS_SCHEMA = StructType(
+    [
+        StructField("ts", TimestampType(), False),
+        StructField("capture", StringType()),
+        StructField("conn_id", LongType(), False),
+        StructField("client_ip", StringType()),
+        StructField("client_port", IntegerType()),
+        StructField("broker_ip", StringType()),
+        StructField("broker_port", IntegerType()),
+        StructField("direction", StringType(), False),
+        StructField("api_key", ShortType()),
+        StructField("api_name", StringType()),
+        StructField("api_version", ShortType()),
+        StructField("correlation_id", IntegerType()),
+        StructField("client_id", StringType()),
+        StructField("frame_offset", LongType()),
+        StructField("frame_size", IntegerType()),
+        StructField("error_code", ShortType()),
+        StructField("nested_error_codes", ArrayType(ShortType())),
+        StructField("latency_ms", DoubleType()),
+        StructField("decode_status", StringType(), False),
+        StructField("body", StringType()),
+        StructField("body_version", ShortType()),
+        StructField("group_id", StringType()),
+        StructField("member_id", StringType()),
+        StructField("generation_id", IntegerType()),
+        StructField("protocol_type", StringType()),
+        StructField("protocol_name", StringType()),
+        StructField("cluster_id", StringType()),
+        StructField("node_id", IntegerType()),
+        StructField("envelope_correlation_id", IntegerType()),
+        StructField("principal", StringType()),
+        StructField("request_missing", BooleanType()),
+        StructField("candidates", StringType()),
+        StructField("confidence", DoubleType()),
+        StructField("notes", StringType()),
+    ]
+)
+
+#: One request/response exchange inside one connection (an Envelope's inner message has its own
+#: correlation id and carries the outer one in ``envelope_correlation_id``).
+EXCHANGE_KEY = ("capture", "conn_id", "correlation_id", "api_key")
+
+EVIDENCE_LIMIT = 50
+
+
+def events_path(path: str) -> str:
+    """``DIR`` written by ``read`` or its ``DIR/events``: the Parquet directory to load."""
+    if "://" not in path and os.path.isdir(os.path.join(path, "events")):
+        return os.path.join(path, "events")
+    return path
+
+
+def load_events(spark: SparkSession, path: str) -> DataFrame:
+    """The events dataset under the contract's schema (columns a file lacks read as null)."""
+    return spark.read.schema(EVENTS_SCHEMA).parquet(events_path(path))
+
+
+def endpoint(ip: Column | str, port: Column | str) -> Column:
+    """``ip:port`` (IPv6 in brackets), null when the ip is null."""
+    ip_c = F.col(ip) if isinstance(ip, str) else ip
+    port_c = F.col(port) if isinstance(port, str) else port
+    host = F.when(F.instr(ip_c, ":") > 0, F.concat(F.lit("["), ip_c, F.lit("]"))).otherwise(ip_c)
+    return F.when(ip_c.isNull(), F.lit(None).cast("string")).otherwise(
+        F.concat(host, F.lit(":"), F.coalesce(port_c.cast("string"), F.lit("?")))
+    )
+
+
+def with_endpoints(df: DataFrame) -> DataFrame:
+    return df.withColumn("client", endpoint("client_ip", "client_port")).withColumn(
+        "broker", endpoint("broker_ip", "broker_port")
+    )
+
+
+def parse_body(df: DataFrame, ddl: str, name: str = "b") -> DataFrame:
+    """Add column ``name``: ``body`` parsed with a partial schema (only the fields a detector reads)."""
+    return df.withColumn(name, F.from_json(F.col("body"), ddl))
+
+
+def requests(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
+    return events.where((F.col("direction") == "request") & F.col("api_key").isin(list(api_keys)))
+
+
+def responses(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
+    return events.where((F.col("direction") == "response") & F.col("api_key").isin(list(api_keys)))
+
+
+_EXCHANGES: dict[tuple[int, tuple[int, ...], str | None, str | None], DataFrame] | None = None
+
+
+@contextmanager
+def shared_exchanges() -> Iterator[None]:
+    """Within this block, ``exchanges`` of the same events, APIs and schemas is computed once and cached
+    (the report runs a dozen detectors over the same JoinGroup/SyncGroup/... exchanges)."""
+    global _EXCHANGES
+    _EXCHANGES = {}
+    try:
+        yield
+    finally:
+        for df in _EXCHANGES.values():
+            df.unpersist()
+        _EXCHANGES = None
+
+
+def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | None, response_ddl: str | None
+              ) -> DataFrame:
+    """Requests joined with their responses (left join: a request may go unanswered).
+
+    Request columns keep their names; response columns come as ``r_*`` (``r_ts``, ``r_error_code``,
+    ``r_body``, ...), parsed bodies as ``qb`` and ``rb``. A response has no row here when its request
+    is not in the capture.
+    """
+    q = requests(events, api_keys)
+    if request_ddl:
+        q = parse_body(q, request_ddl, "qb")
+    r = responses(events, api_keys).select(
+        *[F.col(k).alias(f"_k_{k}") for k in EXCHANGE_KEY],
+        F.col("envelope_correlation_id").alias("_k_env"),
+        *[F.col(c).alias(f"r_{c}") for c in ("ts", "error_code", "nested_error_codes", "latency_ms",
+                                            "decode_status", "body", "body_version", "generation_id",
+                                            "member_id", "protocol_type", "protocol_name", "cluster_id",
+                                            "node_id")],
+    )
+    if response_ddl:
+        r = r.withColumn("rb", F.from_json(F.col("r_body"), response_ddl))
+    cond = [q[k] == r[f"_k_{k}"] for k in EXCHANGE_KEY] + [q["envelope_correlation_id"].eqNullSafe(r["_k_env"])]
+    joined = q.join(r, cond, "left").drop(*[f"_k_{k}" for k in EXCHANGE_KEY], "_k_env")
+    if _EXCHANGES is not None:
+        key = (id(events), tuple(api_keys), request_ddl, response_ddl)
+        if key not in _EXCHANGES:
+            _EXCHANGES[key] = joined.cache()
+        return _EXCHANGES[key]
+    return joined
+
+
+def evidence(conn_id: Column | str = "conn_id", correlation_id: Column | str = "correlation_id") -> Column:
+    """One evidence entry: the message that shows the finding."""
+    c = F.col(conn_id) if isinstance(conn_id, str) else conn_id
+    k = F.col(correlation_id) if isinstance(correlation_id, str) else correlation_id
+    return F.struct(c.cast("long").alias("conn_id"), k.cast("int").alias("correlation_id"))
+
+
+def collect_evidence(entry: Column) -> Column:
+    """Aggregate: distinct evidence entries, sorted, at most ``EVIDENCE_LIMIT``."""
+    return F.slice(F.array_sort(F.collect_set(entry)), 1, EVIDENCE_LIMIT)
+
+
+def asof(
+    left: DataFrame,
+    right: DataFrame,
+    by: Sequence[str],
+    value: str,
+    out: str,
+    ts: str = "ts",
+    fallback_next: bool = True,
+) -> DataFrame:
+    """Add ``out`` to ``left``: ``right.value`` at the latest ``right.ts`` <= ``left.ts`` with the same ``by``
+    columns (or, with ``fallback_next``, the earliest one after when there is none before).
+
+    Done as one sort per key (union + window), not a range join. ``value`` may be a struct column.
+    """
+    tag = "_asof_tag"
+    rv = "_asof_value"
+    lcols = left.columns
+    r = right.select(*[F.col(c) for c in by], F.col(ts).alias("_asof_ts"), F.col(value).alias(rv),
+                     F.lit(0).alias(tag))
+    rv_type = r.schema[rv].dataType
+    l_ = left.select(*[F.col(c) for c in lcols], *[F.col(c).alias(f"_asof_by_{c}") for c in by],
+                     F.col(ts).alias("_asof_ts"), F.lit(None).cast(rv_type).alias(rv), F.lit(1).alias(tag))
+    r_full = r.select(
+        *[F.lit(None).cast(left.schema[c].dataType).alias(c) for c in lcols],
+        *[F.col(c).alias(f"_asof_by_{c}") for c in by],
+        "_asof_ts", rv, tag,
+    )
+    u = l_.unionByName(r_full)
+    keys = [f"_asof_by_{c}" for c in by]
+    w_prev = Window.partitionBy(*keys).orderBy("_asof_ts", tag).rowsBetween(Window.unboundedPreceding, 0)
+    found = F.last(rv, ignorenulls=True).over(w_prev)
+    if fallback_next:
+        # the first value at or after the row: a running "last" in descending order (an unbounded-following
+        # frame would be recomputed per row)
+        w_next = Window.partitionBy(*keys).orderBy(F.col("_asof_ts").desc(), F.col(tag).desc()).rowsBetween(
+            Window.unboundedPreceding, 0)
+        found = F.coalesce(found, F.last(rv, ignorenulls=True).over(w_next))
+    return u.withColumn(out, found).where(F.col(tag) == 1).select(*lcols, out)
+
+
+def severity_rank(col: Column) -> Column:
+    return (
+        F.when(col == "critical", 4).when(col == "error", 3).when(col == "warning", 2).when(col == "info", 1)
+        .otherwise(0)
+    )

@@ -1,0 +1,179 @@
+"""The report page: one self-contained HTML file (inline CSS and SVG, no scripts, no external URLs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from pipelines.kafka import SEVERITIES
+from pipelines.plots import PlotData
+from pipelines.svg import bar_chart, line_chart
+
+MAX_FINDING_ROWS = 1000
+MAX_AUDIT_ROWS = 1000
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;
+background:#fafbfc;font-size:14px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}
+.meta{color:#555;margin-bottom:12px}.stats{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
+.stat{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:8px 12px;min-width:110px}
+.stat b{display:block;font-size:18px}.stat span{color:#666;font-size:12px}
+table{border-collapse:collapse;background:#fff;width:100%;margin:6px 0}
+th,td{border:1px solid #d8dde6;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#eef1f6;font-weight:600;position:sticky;top:0}
+td.detail{max-width:640px}td.mono,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}
+.sev{display:inline-block;border-radius:4px;padding:1px 6px;color:#fff;font-size:12px;font-weight:600}
+.sev-critical{background:#7b1fa2}.sev-error{background:#c62828}.sev-warning{background:#ef6c00}
+.sev-info{background:#1565c0}.none{color:#2e7d32;font-weight:600}.note{color:#666;font-size:12px}
+svg.chart{background:#fff;border:1px solid #d8dde6;border-radius:6px;margin:8px 0;max-width:100%;height:auto}
+svg .title{font-size:14px;font-weight:600;fill:#1d2330}svg .grid{stroke:#e3e7ee}svg .axis{stroke:#888}
+svg .plot{fill:#fff;stroke:#c9cfd9}svg text{font-family:inherit;font-size:11px;fill:#333}
+svg .xtick{text-anchor:middle}svg .ytick{text-anchor:end}svg .ylab{text-anchor:end;dominant-baseline:middle}
+svg .ylabel{text-anchor:middle}svg .lg{font-size:12px}svg .pl{font-size:10px;fill:#555}svg .bl{font-size:10px}
+svg .empty{text-anchor:middle;fill:#999}
+nav a{margin-right:14px}
+"""
+
+
+def _ts(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        v = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return escape(str(value))
+
+
+def _epoch(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _evidence(ev: Sequence[Any] | None) -> str:
+    if not ev:
+        return ""
+    items = [f"conn {e['conn_id']} / corr {e['correlation_id']}" for e in ev[:5]]
+    more = f"<br><span class='note'>+{len(ev) - 5} more</span>" if len(ev) > 5 else ""
+    return "<br>".join(escape(i) for i in items) + more
+
+
+def _severity(sev: str) -> str:
+    return f'<span class="sev sev-{escape(sev)}">{escape(sev)}</span>'
+
+
+def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
+    if not findings:
+        return '<p class="none" id="no-findings">No findings: nothing in this traffic matched a detector.</p>'
+    rows = []
+    for f in findings[:MAX_FINDING_ROWS]:
+        rows.append(
+            "<tr>"
+            f"<td>{_severity(f['severity'])}</td><td class='mono'>{escape(f['kind'])}</td>"
+            f"<td class='mono'>{_ts(f['ts_first'])}<br>{_ts(f['ts_last'])}</td>"
+            f"<td class='mono'>{escape(f['client'] or '')}</td><td class='mono'>{escape(f['broker'] or '')}</td>"
+            f"<td class='mono'>{escape(f['group_id'] or '')}</td><td class='detail'>{escape(f['detail'])}</td>"
+            f"<td class='mono'>{_evidence(f['evidence'])}</td></tr>"
+        )
+    more = (f"<p class='note'>{len(findings) - MAX_FINDING_ROWS} more findings are in findings.parquet.</p>"
+            if len(findings) > MAX_FINDING_ROWS else "")
+    return ("<table id='findings'><thead><tr><th>severity</th><th>kind</th><th>first / last (UTC)</th>"
+            "<th>client</th><th>broker</th><th>group</th><th>detail</th><th>evidence (conn / correlation)</th>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more)
+
+
+def summary_table(findings: Sequence[Mapping[str, Any]]) -> str:
+    counts = Counter((f["kind"], f["severity"]) for f in findings)
+    if not counts:
+        return ""
+    kinds = sorted({k for k, _ in counts})
+    sevs = [s for s in reversed(SEVERITIES) if any(counts[(k, s)] for k in kinds)]
+    head = "".join(f"<th>{_severity(s)}</th>" for s in sevs)
+    body = "".join(
+        f"<tr><td class='mono'>{escape(k)}</td>" + "".join(f"<td>{counts[(k, s)] or ''}</td>" for s in sevs)
+        + f"<td><b>{sum(counts[(k, s)] for s in sevs)}</b></td></tr>" for k in kinds)
+    return (f"<table id='summary' style='width:auto'><thead><tr><th>kind</th>{head}<th>total</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def audit_table(audit: Sequence[Mapping[str, Any]]) -> str:
+    if not audit:
+        return "<p class='note'>No admin writes (KIP-4 APIs) in this traffic.</p>"
+    rows = []
+    for a in audit[:MAX_AUDIT_ROWS]:
+        who = a["principal"] or ""
+        outcome = escape(a["outcome"] or "")
+        if a["outcome"] != "ok":
+            outcome = f"<b>{outcome}</b>"
+        rows.append(
+            f"<tr><td class='mono'>{_ts(a['ts'])}</td><td class='mono'>{escape(a['client'] or '')}</td>"
+            f"<td class='mono'>{escape(a['client_id'] or '')}</td><td class='mono'>{escape(who)}"
+            f"{' (forwarded)' if a['forwarded'] else ''}</td><td class='mono'>{escape(a['broker'] or '')}</td>"
+            f"<td>{escape(a['api_name'] or '')} v{a['api_version']}"
+            f"{' <i>validate only</i>' if a['validate_only'] else ''}</td>"
+            f"<td class='detail'>{escape(a['targets'] or '')}</td><td>{outcome}</td></tr>")
+    more = (f"<p class='note'>{len(audit) - MAX_AUDIT_ROWS} more rows are in admin_audit.parquet.</p>"
+            if len(audit) > MAX_AUDIT_ROWS else "")
+    return ("<table id='admin-audit'><thead><tr><th>time (UTC)</th><th>client</th><th>client id</th>"
+            "<th>principal</th><th>broker</th><th>API</th><th>targets</th><th>outcome</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>" + more)
+
+
+def plots_section(p: PlotData) -> str:
+    unit = f"per {p.bucket_s} s"
+    span = (p.ts_min // p.bucket_s * p.bucket_s, p.ts_max) if p.ts_min is not None and p.ts_max is not None else None
+    parts = [
+        "<h2 id='traffic'>Traffic and errors over time</h2>",
+        line_chart(p.traffic, f"Requests per API ({unit})", "requests", x_range=span),
+        line_chart(p.errors, f"Responses with errors per API ({unit})", "responses", x_range=span),
+        "<h2 id='latency'>Latency per API and broker</h2>",
+        bar_chart([(f"{api} @ {broker} (n={n})", [p50, p99]) for api, broker, n, p50, p99 in p.latency],
+                  ["p50", "p99"], "Response latency, slowest p99 first", "ms"),
+        "<h2 id='groups'>Consumer groups: generations and membership</h2>",
+        line_chart(p.generations, "Generation id per group (JoinGroup responses)", "generation", step=True,
+                   point_labels=p.generation_labels),
+        line_chart(p.members, "Members per generation", "members", step=True),
+    ]
+    return "\n".join(parts)
+
+
+def render(
+    findings: Sequence[Mapping[str, Any]],
+    audit: Sequence[Mapping[str, Any]],
+    plots: PlotData,
+    source: str,
+    generated: datetime | None = None,
+) -> str:
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    by_sev = Counter(f["severity"] for f in findings)
+    stats = [
+        (f"{plots.events:,}", "events"), (f"{plots.requests:,}", "requests"), (f"{plots.responses:,}", "responses"),
+        (f"{plots.connections:,}", "connections"), (f"{len(findings):,}", "findings"),
+    ] + [(f"{by_sev[s]:,}", s) for s in reversed(SEVERITIES) if by_sev[s]]
+    stat_html = "".join(f"<div class='stat'><b>{escape(v)}</b><span>{escape(k)}</span></div>" for v, k in stats)
+    captures = ", ".join(plots.captures[:20]) + (f" and {len(plots.captures) - 20} more"
+                                                if len(plots.captures) > 20 else "")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Kafka Inspector report</title><style>{CSS}</style></head>
+<body>
+<h1>Kafka Inspector: anomaly report</h1>
+<div class="meta">Events: <span class="mono">{escape(source)}</span> &middot; traffic from {_epoch(plots.ts_min)}
+to {_epoch(plots.ts_max)} &middot; captures: {escape(captures) or '-'} &middot; generated {when}</div>
+<div class="stats">{stat_html}</div>
+<nav><a href="#findings-section">Findings</a><a href="#audit">Admin audit</a><a href="#traffic">Traffic</a>
+<a href="#latency">Latency</a><a href="#groups">Groups</a></nav>
+<h2 id="findings-section">Findings</h2>
+{summary_table(findings)}
+{findings_table(findings)}
+<h2 id="audit">Admin writes (audit)</h2>
+{audit_table(audit)}
+{plots_section(plots)}
+<p class="note">Evidence names messages by connection id and correlation id: find them with
+<span class="mono">kafka-inspector show CAPTURE --filter conn_id=N --filter correlation_id=M -v</span>.</p>
+</body></html>
+"""

@@ -1,0 +1,136 @@
+"""``kafka-inspector report EVENTS_DIR --output DIR [--master URL] [--hosts FILE]``.
+
+The CLI face of :mod:`pipelines.report_job`: builds a Spark session (``local[*]`` unless ``--master``),
+runs every detector, prints a summary, and writes ``DIR/findings.parquet``, ``DIR/admin_audit.parquet``
+and ``DIR/report.html``. Wiring: ``report.add_parser(subparsers)`` adds the subcommand (its
+``func`` default is :func:`run`); ``run(args)`` returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pipelines.kafka import SEVERITIES
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_OUTPUT = 4
+
+_STYLE = {"critical": "bold magenta", "error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``report`` subcommand to an ``argparse`` subparsers object."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "report", help="run the Spark anomaly detectors on an events dataset; write findings and an HTML page")
+    p.add_argument("events", metavar="EVENTS_DIR", help="directory written by `read` (DIR or DIR/events)")
+    p.add_argument("--output", "-o", required=True, help="output directory for findings.parquet, "
+                   "admin_audit.parquet and report.html")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    p.add_argument("--hosts", metavar="FILE", help='"name ip" lines resolving advertised broker host names')
+    p.add_argument("--html", metavar="PATH", help="write the page here instead of OUTPUT/report.html")
+    p.set_defaults(func=run)
+    return p
+
+
+def _error(message: str) -> None:
+    print(f"kafka-inspector: error: {message}", file=sys.stderr)
+
+
+def _check_input(path: str) -> str | None:
+    if "://" in path:
+        return None
+    if not os.path.exists(path):
+        return f"{path} does not exist"
+    events = os.path.join(path, "events") if os.path.isdir(os.path.join(path, "events")) else path
+    if not any(name.endswith(".parquet") for _, _, files in os.walk(events) for name in files):
+        return f"{path} holds no Parquet events (write them with `kafka-inspector read CAPTURE... --output DIR`)"
+    return None
+
+
+def print_summary(console: Console, findings: Sequence[dict[str, Any]], result: Any, elapsed: float) -> None:
+    counts = Counter((f["kind"], f["severity"]) for f in findings)
+    p = result.plots
+    console.print(f"[bold]{p.events:,}[/] events ({p.requests:,} requests, {p.responses:,} responses, "
+                  f"{p.connections:,} connections) from {len(p.captures)} capture(s)", highlight=False)
+    if not findings:
+        console.print("[green]no findings[/]")
+    else:
+        sevs = [s for s in reversed(SEVERITIES) if any(sv == s for _, sv in counts)]
+        table = Table(title=f"{len(findings)} findings", title_justify="left")
+        table.add_column("kind")
+        for s in sevs:
+            table.add_column(s, justify="right", style=_STYLE.get(s, ""))
+        for kind in sorted({k for k, _ in counts}):
+            table.add_row(kind, *[str(counts[(kind, s)] or "") for s in sevs])
+        console.print(table)
+        top = Table(title="most severe", title_justify="left", show_lines=False)
+        top.add_column("severity")
+        top.add_column("kind")
+        top.add_column("detail", overflow="fold")
+        for f in findings[:10]:
+            top.add_row(f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]", f["kind"], f["detail"])
+        console.print(top)
+    console.print(f"findings -> {result.findings_path}\nadmin audit ({result.audit_rows} writes) -> "
+                  f"{result.audit_path}\npage -> {result.html_path}\n({elapsed:.1f} s)", highlight=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = _check_input(args.events)
+    if problem:
+        _error(problem)
+        return EXIT_INPUT
+    if "://" not in args.output:
+        try:
+            os.makedirs(args.output, exist_ok=True)
+        except OSError as exc:
+            _error(f"cannot create {args.output}: {exc.strerror}")
+            return EXIT_OUTPUT
+    if args.hosts and not os.path.isfile(args.hosts):
+        _error(f"hosts file {args.hosts} does not exist")
+        return EXIT_USAGE
+
+    from pyspark.sql import SparkSession
+
+    from pipelines import report_job  # pyspark loads only for this command
+
+    console = Console()
+    started = time.monotonic()
+    active = SparkSession.getActiveSession()  # a caller's session (tests, notebooks): use it, leave it running
+    spark = active if active is not None else report_job.build_session(args.master)
+    try:
+        result = report_job.run(spark, args.events, args.output, args.hosts, args.html)
+    except OSError as exc:
+        _error(f"cannot write the report: {exc}")
+        return EXIT_OUTPUT
+    finally:
+        if active is None:
+            spark.stop()
+    print_summary(console, result.findings, result, time.monotonic() - started)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m pipelines.report``) until the lead wires it into ``kafka-inspector``."""
+    parser = argparse.ArgumentParser(prog="kafka-inspector")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

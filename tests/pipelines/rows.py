@@ -1,0 +1,104 @@
+"""Hand-built event rows for the detector tests (the events contract's columns, defaults filled in)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.events import EVENTS_SCHEMA
+
+T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+CLIENT = "192.0.2.10"
+B1, B2, B3 = "198.51.100.1", "198.51.100.2", "198.51.100.3"
+
+API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 10: "FindCoordinator", 11: "JoinGroup",
+             12: "Heartbeat", 14: "SyncGroup", 15: "DescribeGroups", 18: "ApiVersions", 19: "CreateTopics",
+             20: "DeleteTopics", 30: "CreateAcls", 33: "AlterConfigs", 44: "IncrementalAlterConfigs",
+             58: "Envelope", 60: "DescribeCluster"}
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def row(**cols: Any) -> dict[str, Any]:
+    """One event with every contract column (unset ones null)."""
+    out: dict[str, Any] = {f.name: None for f in EVENTS_SCHEMA}
+    out.update(capture="test.pcap", conn_id=1, client_ip=CLIENT, client_port=50000, broker_ip=B1, broker_port=9092,
+               direction="request", decode_status="ok", request_missing=False, ts=T0)
+    body = cols.pop("body", None)
+    out.update(cols)
+    if out["api_key"] is not None and out["api_name"] is None:
+        out["api_name"] = API_NAMES.get(out["api_key"], f"key{out['api_key']}")
+    if body is not None:
+        out["body"] = body if isinstance(body, str) else json.dumps(body)
+    return out
+
+
+def exchange(
+    api_key: int,
+    version: int,
+    request: dict[str, Any] | None,
+    response: dict[str, Any] | None,
+    *,
+    t: float = 0.0,
+    conn: int = 1,
+    corr: int = 1,
+    broker: str = B1,
+    port: int = 9092,
+    client_port: int = 50000,
+    latency_ms: float = 1.0,
+    req_cols: dict[str, Any] | None = None,
+    resp_cols: dict[str, Any] | None = None,
+    answered: bool = True,
+) -> list[dict[str, Any]]:
+    """A request and (unless ``answered`` is false) its response; the response's ErrorCode is promoted."""
+    common = dict(conn_id=conn, correlation_id=corr, broker_ip=broker, broker_port=port, client_port=client_port,
+                  api_key=api_key, api_version=version, client_id="test-client")
+    out = [row(direction="request", ts=at(t), body=request, **common, **(req_cols or {}))]
+    if answered:
+        rc: dict[str, Any] = dict(direction="response", ts=at(t + latency_ms / 1000), latency_ms=latency_ms,
+                                  body=response, **common)
+        if response is not None and isinstance(response.get("ErrorCode"), int):
+            rc["error_code"] = response["ErrorCode"]
+        rc.update(resp_cols or {})
+        out.append(row(**rc))
+    return out
+
+
+def events(spark: SparkSession, *groups: list[dict[str, Any]]) -> DataFrame:
+    rows = [r for g in groups for r in g]
+    return spark.createDataFrame(rows, EVENTS_SCHEMA)
+
+
+def ev(*pairs: tuple[int, int]) -> list[dict[str, int]]:
+    """Evidence list literal: (conn_id, correlation_id) pairs."""
+    return [{"conn_id": c, "correlation_id": k} for c, k in pairs]
+
+
+def frame(spark: SparkSession, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
+    return spark.createDataFrame(rows, ddl)
+
+
+__all__ = ["at", "row", "exchange", "events", "ev", "frame", "project", "expected", "details"]
+
+FINDING_DDL = (
+    "kind string, severity string, client string, broker string, group_id string, "
+    "evidence array<struct<conn_id:bigint,correlation_id:int>>"
+)
+
+
+def project(findings: DataFrame) -> DataFrame:
+    """The columns a detector test compares exactly (``detail`` is checked by its words)."""
+    return findings.select("kind", "severity", "client", "broker", "group_id", "evidence")
+
+
+def expected(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
+    return spark.createDataFrame(rows, FINDING_DDL)
+
+
+def details(findings: DataFrame) -> list[str]:
+    return sorted(r["detail"] for r in findings.collect())

@@ -1,0 +1,187 @@
+"""The report on real captures (pcaps/): the recorded protocol disagreements are found, normal traffic is quiet,
+the page renders in a real browser, and the Spark decode job writes what ``kafka-inspector read`` writes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines import decode_job, report
+
+PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
+KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
+
+#: captures recorded to show a protocol disagreement, and the kinds each must produce
+SCENARIOS = {
+    "tansu-group-no-common-assignor.pcap": {"inconsistent_group_protocol"},
+    "tansu-restart-new-cluster-id.pcap": {"endpoint_identity_changed"},
+    "tansu-apiversions-v5-identity.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
+    "mock-cluster-apiversions-v5-misrouted.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
+}
+#: kinds that must never come out of ordinary traffic
+PROTOCOL_KINDS = {
+    "inconsistent_group_protocol", "group_protocol_not_offered", "group_protocol_mismatch",
+    "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
+    "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
+    "envelope_forwarding_failed", "endpoint_type_mismatch",
+}
+
+
+def read_captures(paths: list[Path], out: Path) -> Path:
+    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, paths), "--output", str(out), "--quiet"], check=True,
+                   timeout=300)
+    return out
+
+
+@pytest.fixture(scope="module")
+def events_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    captures = sorted(PCAPS.glob("*.pcap"))
+    assert set(SCENARIOS) <= {p.name for p in captures}
+    return read_captures(captures, tmp_path_factory.mktemp("events"))
+
+
+@pytest.fixture(scope="module")
+def report_dir(spark: SparkSession, events_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    code = report.main(["report", str(events_dir), "--output", str(out), "--master", "local[2]"])
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def findings(report_dir: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = pq.read_table(report_dir / "findings.parquet").to_pylist()
+    return rows
+
+
+@pytest.fixture(scope="module")
+def conn_capture(events_dir: Path) -> dict[int, str]:
+    t = pq.read_table(events_dir / "events", columns=["conn_id", "capture"]).to_pylist()
+    return {r["conn_id"]: r["capture"] for r in t}
+
+
+def by_capture(findings: list[dict[str, Any]], conn_capture: dict[int, str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in findings:
+        for cap in {conn_capture[e["conn_id"]] for e in f["evidence"] or ()}:
+            out[cap].append(f)
+    return out
+
+
+def test_report_writes_its_outputs(report_dir: Path) -> None:
+    assert (report_dir / "report.html").stat().st_size > 10_000
+    audit = pq.read_table(report_dir / "admin_audit.parquet").to_pylist()
+    apis = {(a["api_name"], a["client_id"]) for a in audit}
+    assert ("CreateTopics", "confluent-admin") in apis and ("DeleteTopics", "kafka-python-admin") in apis
+    acl = [a for a in audit if a["api_name"] == "CreateAcls"]
+    assert acl and all(a["outcome"].startswith("response undecodable") for a in acl)  # Tansu's truncated answer
+
+
+def test_each_recorded_scenario_yields_its_findings(findings: list[dict[str, Any]],
+                                                    conn_capture: dict[int, str]) -> None:
+    per = by_capture(findings, conn_capture)
+    for capture, kinds in SCENARIOS.items():
+        assert kinds <= {f["kind"] for f in per[capture]}, capture
+
+
+def test_real_inconsistent_group_protocol_from_tansu(findings: list[dict[str, Any]],
+                                                     conn_capture: dict[int, str]) -> None:
+    (f,) = [f for f in by_capture(findings, conn_capture)["tansu-group-no-common-assignor.pcap"]
+            if f["kind"] == "inconsistent_group_protocol"]
+    assert f["group_id"] == "mixed-assignors"
+    assert "INCONSISTENT_GROUP_PROTOCOL (23)" in f["detail"]
+    assert "offering [range]" in f["detail"] and "members run [roundrobin]" in f["detail"]
+
+
+def test_restart_under_another_cluster_id(findings: list[dict[str, Any]], conn_capture: dict[int, str]) -> None:
+    changed = [f for f in by_capture(findings, conn_capture)["tansu-restart-new-cluster-id.pcap"]
+               if f["kind"] == "endpoint_identity_changed"]
+    assert len(changed) == 1
+    assert "it was cluster id tansu_cluster " in changed[0]["detail"]
+    assert "then cluster id tansu_cluster_reborn" in changed[0]["detail"]
+
+
+def test_kip_1242_probes(findings: list[dict[str, Any]], conn_capture: dict[int, str]) -> None:
+    per = by_capture(findings, conn_capture)
+    tansu = [f for f in per["tansu-apiversions-v5-identity.pcap"] if f["kind"] == "misrouted_api_versions"]
+    assert sorted("node 1111 of cluster tansu_cluster" in f["detail"] for f in tansu) == [False, True]
+    assert all("is node 111 of cluster tansu_cluster" in f["detail"] for f in tansu)
+    mock = [f for f in per["mock-cluster-apiversions-v5-misrouted.pcap"] if f["kind"] == "misrouted_api_versions"]
+    assert any("asks for node 1 of cluster mockCluster" in f["detail"] and " is node 3 of " in f["detail"]
+               and "UNSUPPORTED_VERSION (35)" in f["detail"] for f in mock)
+    one_sided = [f for f in per["tansu-apiversions-v5-identity.pcap"]
+                 if f["kind"] == "api_versions_one_sided_identity"]
+    # Tansu 0.6.0 closes the connection on a v5 request with a ClusterId and answers NONE (0) without one
+    assert sorted(("did not answer" in f["detail"], "answered NONE (0)" in f["detail"]) for f in one_sided) == [
+        (False, True), (True, False)]
+
+
+def test_normal_captures_yield_no_protocol_findings(findings: list[dict[str, Any]],
+                                                    conn_capture: dict[int, str]) -> None:
+    per = by_capture(findings, conn_capture)
+    for capture in sorted(set(conn_capture.values()) - set(SCENARIOS)):
+        assert not [f["kind"] for f in per[capture] if f["kind"] in PROTOCOL_KINDS], capture
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[str, Any]], tmp_path: Path) -> None:
+    page = (report_dir / "report.html").resolve()
+    html = page.read_text()
+    assert "http://" not in html and "https://" not in html  # self-contained
+    dom = chromium(["--dump-dom", page.as_uri()], tmp_path / "profile").stdout
+    assert "<table id=\"findings\">" in dom or "<table id='findings'>" in dom
+    assert dom.count("<tr><td><span class=\"sev") == len(findings)
+    for title in ("Requests per API", "Responses with errors per API", "Response latency",
+                  "Generation id per group", "Members per generation"):
+        assert f'aria-label="{title}' in dom, title
+    assert dom.count("<svg") == 5 and dom.count("<polyline") >= 5
+    shot = tmp_path / "report.png"
+    chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
+             tmp_path / "profile")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_decode_job_writes_what_read_writes(spark: SparkSession, events_dir: Path, tmp_path: Path) -> None:
+    captures = sorted(PCAPS.glob("*.pcap"))
+    n = decode_job.run(spark, [str(p) for p in captures], str(tmp_path))
+    spark_events = pq.read_table(tmp_path / "events")
+    read_events = pq.read_table(events_dir / "events")
+    assert spark_events.schema.equals(read_events.schema)
+    assert n == read_events.num_rows
+
+    def canonical(rows: list[dict[str, Any]]) -> list[str]:
+        # conn_id numbering differs (per-file ranges vs consecutive); a connection is its capture + endpoints
+        return sorted(repr(sorted((k, v) for k, v in r.items() if k != "conn_id")) for r in rows)
+
+    assert canonical(spark_events.to_pylist()) == canonical(read_events.to_pylist())
+    # connections stay distinct: one conn_id per (capture, client endpoint, broker endpoint)
+    keys = {(r["capture"], r["client_ip"], r["client_port"], r["broker_ip"], r["broker_port"], r["conn_id"])
+            for r in spark_events.to_pylist()}
+    assert len(keys) == len({k[:5] for k in keys}) == len({k[5] for k in keys})
+
+
+def test_report_cli_rejects_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert report.main(["report", str(tmp_path / "nope"), "--output", str(tmp_path / "out")]) == 3
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert report.main(["report", str(tmp_path / "empty"), "--output", str(tmp_path / "out")]) == 3
+
+

@@ -1,0 +1,56 @@
+"""The report page and its charts, without Spark."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pipelines import html, svg
+from pipelines.plots import PlotData, bucket_seconds
+
+
+def finding(kind: str, severity: str, detail: str) -> dict[str, object]:
+    t = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    return {"kind": kind, "severity": severity, "ts_first": t, "ts_last": t, "client": "192.0.2.1:5000",
+            "broker": "198.51.100.1:9092", "group_id": None, "detail": detail,
+            "evidence": [{"conn_id": 3, "correlation_id": i} for i in range(7)]}
+
+
+def plot_data() -> PlotData:
+    return PlotData(events=10, requests=5, responses=5, connections=2, captures=["a.pcap"], ts_min=1.7e9,
+                    ts_max=1.7e9 + 60, bucket_s=1, traffic={"Fetch": [(1.7e9, 3.0), (1.7e9 + 1, 4.0)]},
+                    errors={}, latency=[("Fetch", "198.51.100.1:9092", 5, 0.5, 500.0)],
+                    generations={"g": [(1.7e9, 1.0), (1.7e9 + 30, 2.0)]},
+                    generation_labels={"g": ["gen 1: 1 member(s)", "gen 2: 2 member(s)"]},
+                    members={"g": [(1.7e9, 1.0), (1.7e9 + 30, 2.0)]})
+
+
+def test_page_escapes_and_summarises() -> None:
+    page = html.render([finding("misrouted_api_versions", "error", "<script>alert(1)</script> & more"),
+                        finding("latency_hotspot", "warning", "slow")], [], plot_data(), source="/tmp/ev")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
+    assert "http://" not in page and "https://" not in page
+    assert page.count("<tr><td><span class=\"sev") == 2
+    assert "id='summary'" in page and "+2 more" in page  # 7 evidence entries, 5 shown
+    assert page.count("<svg") == 5 and "no data" in page  # no errors series
+
+
+def test_page_without_findings_says_so() -> None:
+    page = html.render([], [], PlotData(), source="x")
+    assert "id=\"no-findings\"" in page and "No admin writes" in page
+
+
+def test_line_chart_draws_one_polyline_per_series() -> None:
+    chart = svg.line_chart({"a": [(0, 1), (10, 5)], "b": [(0, 2), (5, 2), (10, 0)]}, "t", "n")
+    assert chart.startswith("<svg") and chart.count("<polyline") == 2 and chart.count("<circle") == 5
+
+
+def test_bar_chart_log_scale_handles_wide_ranges() -> None:
+    chart = svg.bar_chart([("x", [0.05, 9000.0]), ("y", [1.0, 2.0])], ["p50", "p99"], "lat", "ms")
+    assert chart.count("<rect") == 4 + 2  # bars + legend swatches
+    assert "(log scale)" in chart
+
+
+def test_bucket_seconds_keeps_about_a_hundred_points() -> None:
+    assert bucket_seconds(30) == 1
+    assert bucket_seconds(600) == 10
+    assert bucket_seconds(86400) == 900

@@ -71,16 +71,14 @@ from struct import Struct
 from types import FrameType
 from typing import IO, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from inspector.capture_file import CaptureError, RawPacket
 from inspector.connection import KafkaMessage, StreamIssue
-from inspector.events import SCHEMA, EventTable
+from inspector.events import EventTable
 from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import Inspector
 from inspector.summary import Summary
+from inspector.writers import ParquetDatasetWriter
 
 EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = 0, 2, 3, 4
 
@@ -424,99 +422,6 @@ def _is_stats_line(line: str) -> bool:
 # -- output -------------------------------------------------------------------------------------------
 
 
-class RotatingParquetWriter:
-    """``DIR/events/part-NNNNN.parquet`` files, rotated by age and size, renamed into place when complete.
-
-    The open file is ``DIR/events/.part-NNNNN.parquet.inprogress`` (dot-prefixed: dataset readers skip
-    it). Numbering continues after the files already in the directory. ``on_file(path, rows, bytes)`` is
-    called for each completed file.
-    """
-
-    def __init__(self, out_dir: Path, *, rotate_seconds: float = 60.0, rotate_bytes: int = 128 << 20,
-                 compression: str = "zstd", prefix: str = "part",
-                 on_file: Callable[[Path, int, int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.dir = out_dir / "events"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.rotate_seconds = rotate_seconds
-        self.rotate_bytes = rotate_bytes
-        self.compression = compression
-        self.prefix = prefix
-        self.on_file = on_file
-        self.clock = clock
-        self.files: list[Path] = []
-        self.rows = 0
-        self.rows_in_file = 0
-        self._writer: pq.ParquetWriter | None = None
-        self._tmp: Path | None = None
-        self._final: Path | None = None
-        self._opened_at = 0.0
-        self._index = self._next_index()
-
-    def _next_index(self) -> int:
-        best = -1
-        for path in self.dir.glob(f"{self.prefix}-*.parquet"):
-            with contextlib.suppress(ValueError):
-                best = max(best, int(path.stem.rsplit("-", 1)[1]))
-        return best + 1
-
-    @property
-    def open_file(self) -> Path | None:
-        return self._final if self._writer is not None else None
-
-    def _open(self) -> pq.ParquetWriter:
-        self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
-        self._tmp = self.dir / f".{self._final.name}.inprogress"
-        self._index += 1
-        self.rows_in_file = 0
-        self._opened_at = self.clock()
-        return pq.ParquetWriter(self._tmp, SCHEMA, compression=self.compression)
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
-        if self._writer is None:
-            self._writer = self._open()
-        self._writer.write_batch(batch)
-        self.rows_in_file += batch.num_rows
-        self.rows += batch.num_rows
-        if self.rotate_bytes and self._tmp is not None and self._tmp.stat().st_size >= self.rotate_bytes:
-            self.rotate()
-
-    def due(self, now: float | None = None) -> bool:
-        """True when the open file is older than ``rotate_seconds``."""
-        now = self.clock() if now is None else now
-        return bool(self._writer is not None and self.rotate_seconds and now - self._opened_at >= self.rotate_seconds)
-
-    def maybe_rotate(self, now: float | None = None) -> Path | None:
-        return self.rotate() if self.due(now) else None
-
-    def rotate(self) -> Path | None:
-        """Complete the open file (if any) and rename it into place; the next batch opens a new one."""
-        if self._writer is None:
-            return None
-        writer, self._writer = self._writer, None
-        writer.close()
-        assert self._tmp is not None and self._final is not None
-        size = self._tmp.stat().st_size
-        os.replace(self._tmp, self._final)
-        self.files.append(self._final)
-        if self.on_file is not None:
-            self.on_file(self._final, self.rows_in_file, size)
-        return self._final
-
-    def close(self) -> list[Path]:
-        self.rotate()
-        if not self.files:
-            # An empty dataset still has its schema, so readers see the columns.
-            self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
-            self._tmp = self.dir / f".{self._final.name}.inprogress"
-            pq.write_table(SCHEMA.empty_table(), self._tmp, compression=self.compression)
-            os.replace(self._tmp, self._final)
-            self.files.append(self._final)
-        return list(self.files)
-
-
 # -- the tap ------------------------------------------------------------------------------------------
 
 
@@ -569,7 +474,7 @@ class Tap:
         self.reservoir = _Reservoir()
         self.console = console
         self.view: LiveView | None = None
-        self.writer: RotatingParquetWriter | None = None
+        self.writer: ParquetDatasetWriter | None = None
         self.tcpdump: Tcpdump | None = None
         self.stream = PcapStream(f"tcpdump -i {args.interface}")
         self.stream_ts = 0.0  # timestamp of the last packet read from tcpdump
@@ -620,7 +525,8 @@ class Tap:
             return EXIT_CAPTURE
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.writer = RotatingParquetWriter(self.out, rotate_seconds=args.rotate, rotate_bytes=args.rotate_size,
+            self.writer = ParquetDatasetWriter(self.out, rows_per_file=0, rotate_seconds=args.rotate,
+                                                rotate_bytes=args.rotate_size,
                                                 on_file=self._file_done)
         except OSError as exc:
             _error(f"cannot write to {self.out}: {exc.strerror or exc}")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -18,39 +22,55 @@ class EventWriter(Protocol):
 
 
 class ParquetDatasetWriter:
-    """Writes ``DIR/events/part-NNNNN.parquet`` files, a new file every ``rows_per_file`` rows.
+    """``DIR/events/part-NNNNN.parquet`` files, each renamed into place only when complete.
 
-    Each file is complete and readable once closed; ``close()`` returns the files written.
+    The open file is ``DIR/events/.part-NNNNN.parquet.inprogress`` (dot-prefixed: dataset readers skip
+    it). A new file is started after ``rows_per_file`` rows, when the open one reaches ``rotate_bytes``
+    or, through :meth:`maybe_rotate`, is older than ``rotate_seconds`` (0 turns a limit off).
+    Numbering continues after the files already in the directory. ``on_file(path, rows, bytes)`` is
+    called for each completed file; ``close()`` returns every file written.
     """
 
-    def __init__(self, out_dir: Path, *, rows_per_file: int = 1_000_000, compression: str = "zstd",
-                 prefix: str = "part") -> None:
+    def __init__(self, out_dir: Path, *, rows_per_file: int = 1_000_000, rotate_seconds: float = 0.0,
+                 rotate_bytes: int = 0, compression: str = "zstd", prefix: str = "part",
+                 on_file: Callable[[Path, int, int], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.dir = out_dir / "events"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rows_per_file = rows_per_file
+        self.rotate_seconds = rotate_seconds
+        self.rotate_bytes = rotate_bytes
         self.compression = compression
         self.prefix = prefix
-        self._writer: pq.ParquetWriter | None = None
-        self._rows_in_file = 0
-        self._index = self._next_index()
+        self.on_file = on_file
+        self.clock = clock
         self.files: list[Path] = []
         self.rows = 0
+        self.rows_in_file = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._tmp: Path | None = None
+        self._final: Path | None = None
+        self._opened_at = 0.0
+        self._index = self._next_index()
 
     def _next_index(self) -> int:
-        existing = sorted(self.dir.glob(f"{self.prefix}-*.parquet"))
-        if not existing:
-            return 0
-        try:
-            return int(existing[-1].stem.rsplit("-", 1)[1]) + 1
-        except ValueError:
-            return len(existing)
+        best = -1
+        for path in self.dir.glob(f"{self.prefix}-*.parquet"):
+            with contextlib.suppress(ValueError):
+                best = max(best, int(path.stem.rsplit("-", 1)[1]))
+        return best + 1
+
+    @property
+    def open_file(self) -> Path | None:
+        return self._final if self._writer is not None else None
 
     def _open(self) -> pq.ParquetWriter:
-        path = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
+        self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
+        self._tmp = self.dir / f".{self._final.name}.inprogress"
         self._index += 1
-        self.files.append(path)
-        self._rows_in_file = 0
-        return pq.ParquetWriter(path, SCHEMA, compression=self.compression)
+        self.rows_in_file = 0
+        self._opened_at = self.clock()
+        return pq.ParquetWriter(self._tmp, SCHEMA, compression=self.compression)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -58,26 +78,43 @@ class ParquetDatasetWriter:
         if self._writer is None:
             self._writer = self._open()
         self._writer.write_batch(batch)
-        self._rows_in_file += batch.num_rows
+        self.rows_in_file += batch.num_rows
         self.rows += batch.num_rows
-        if self._rows_in_file >= self.rows_per_file:
+        if (self.rows_per_file and self.rows_in_file >= self.rows_per_file) or (
+                self.rotate_bytes and self._tmp is not None and self._tmp.stat().st_size >= self.rotate_bytes):
             self.rotate()
 
+    def due(self, now: float | None = None) -> bool:
+        """True when the open file is older than ``rotate_seconds``."""
+        now = self.clock() if now is None else now
+        return bool(self._writer is not None and self.rotate_seconds and now - self._opened_at >= self.rotate_seconds)
+
+    def maybe_rotate(self, now: float | None = None) -> Path | None:
+        return self.rotate() if self.due(now) else None
+
     def rotate(self) -> Path | None:
-        """Close the current file (if any); the next batch opens a new one."""
+        """Complete the open file (if any) and rename it into place; the next batch opens a new one."""
         if self._writer is None:
             return None
-        self._writer.close()
-        self._writer = None
-        return self.files[-1]
+        writer, self._writer = self._writer, None
+        writer.close()
+        assert self._tmp is not None and self._final is not None
+        size = self._tmp.stat().st_size
+        os.replace(self._tmp, self._final)
+        self.files.append(self._final)
+        if self.on_file is not None:
+            self.on_file(self._final, self.rows_in_file, size)
+        return self._final
 
     def close(self) -> list[Path]:
         self.rotate()
         if not self.files:
             # An empty dataset still has its schema, so readers see the columns.
-            path = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
-            pq.write_table(SCHEMA.empty_table(), path, compression=self.compression)
-            self.files.append(path)
+            self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
+            self._tmp = self.dir / f".{self._final.name}.inprogress"
+            pq.write_table(SCHEMA.empty_table(), self._tmp, compression=self.compression)
+            os.replace(self._tmp, self._final)
+            self.files.append(self._final)
         return list(self.files)
 
 

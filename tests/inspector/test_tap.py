@@ -40,13 +40,13 @@ from inspector.tap import (
     CAP_FIX,
     EXIT_CAPTURE,
     PcapStream,
-    RotatingParquetWriter,
     add_parser,
     build_filter,
     parse_duration,
     parse_size,
     run,
 )
+from inspector.writers import ParquetDatasetWriter
 
 REPO = Path(__file__).resolve().parents[2]
 PCAPS = REPO / "pcaps"
@@ -102,7 +102,7 @@ def _batches(n: int) -> list:
 def test_rotating_writer_publishes_complete_files_only(tmp_path: Path) -> None:
     now = [0.0]
     done: list[tuple[str, int]] = []
-    w = RotatingParquetWriter(tmp_path, rotate_seconds=10, rotate_bytes=0, clock=lambda: now[0],
+    w = ParquetDatasetWriter(tmp_path, rotate_seconds=10, rotate_bytes=0, clock=lambda: now[0],
                               on_file=lambda p, rows, size: done.append((p.name, rows)))
     b1, b2, b3 = _batches(3)
     w.write(b1)
@@ -120,13 +120,13 @@ def test_rotating_writer_publishes_complete_files_only(tmp_path: Path) -> None:
     assert done == [("part-00000.parquet", b1.num_rows + b2.num_rows), ("part-00001.parquet", b3.num_rows)]
     assert sorted(p.name for p in (tmp_path / "events").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
     # A new writer on the same directory continues the numbering; size rotation closes after each batch here.
-    w2 = RotatingParquetWriter(tmp_path, rotate_seconds=0, rotate_bytes=1)
+    w2 = ParquetDatasetWriter(tmp_path, rotate_seconds=0, rotate_bytes=1)
     w2.write(b1)
     w2.write(b2)
     assert [p.name for p in w2.close()] == ["part-00002.parquet", "part-00003.parquet"]
     assert pq.read_table(tmp_path / "events").num_rows == 2 * (b1.num_rows + b2.num_rows) + b3.num_rows
     # No events at all: one empty file with the schema.
-    empty = RotatingParquetWriter(tmp_path / "empty")
+    empty = ParquetDatasetWriter(tmp_path / "empty")
     [only] = empty.close()
     assert pq.read_schema(only).names == SCHEMA.names
 

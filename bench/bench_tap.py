@@ -171,14 +171,15 @@ def scapy_tap(port: int, out: str) -> dict[str, Any]:
     from scapy.config import conf
 
     from inspector.capture_file import RawPacket
-    from inspector.tap import RotatingParquetWriter, Tap, add_parser
+    from inspector.tap import Tap, add_parser
+    from inspector.writers import ParquetDatasetWriter
 
     conf.bufsize = 128 << 20
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["tap", "-i", "lo", "--port", str(port), "-o", out, "--quiet"])
     tap = Tap(args)
-    tap.writer = RotatingParquetWriter(Path(out), rotate_seconds=0, rotate_bytes=0)
+    tap.writer = ParquetDatasetWriter(Path(out), rows_per_file=0)
     stop: list[float] = []
     signal.signal(signal.SIGINT, lambda *_: stop.append(time.monotonic()))
     sock = L2ListenSocket(iface="lo", filter=f"tcp port {port}")

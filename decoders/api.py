@@ -226,6 +226,21 @@ def decode_response(
     return msg
 
 
+def decodes_exactly(frame: bytes, api_key: int, api_version: int) -> bool:
+    """Whether a response frame decodes exactly (header and body, no trailing bytes) at this api key and
+    version: the cheap test behind guessing, without the error detail a failed decode_response builds."""
+    frame = frame if type(frame) is bytes else bytes(frame)
+    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
+    if entry is None or len(frame) < 4:
+        return False
+    try:
+        _, p = entry[0](frame, 0)
+        _, end = entry[1](frame, p)
+    except (rt.DecodeError, RecursionError):
+        return False
+    return bool(end == len(frame))
+
+
 def _finish(
     kind: str,
     api_key: int,

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from decoders.api import DecodedMessage, decode_response
+from decoders.api import DecodedMessage, decode_response, decodes_exactly
 from decoders.generated import registry
 
 #: Kafka's error codes run from -1 (UNKNOWN_SERVER_ERROR) upward; leave room for new ones.
@@ -82,6 +82,8 @@ def guess_response(
         lo, hi = registry.VERSION_RANGES[key]
         for version in range(lo, hi + 1):
             if (key, version) not in registry.RESPONSE_HEADER_VERSION:
+                continue
+            if not decodes_exactly(frame, key, version):  # most layouts fail: skip building their errors
                 continue
             msg = decode_response(frame, key, version, postprocess=False)
             if msg.ok and msg.body_version is None and _plausible(msg.body):

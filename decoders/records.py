@@ -60,7 +60,7 @@ from typing import Any, Final
 
 import cramjam
 
-__all__ = ["Records", "decode_records", "crc32c", "xxh32"]
+__all__ = ["Budget", "Records", "decode_records", "crc32c", "xxh32"]
 
 LEVELS: Final = ("size", "headers", "records")
 
@@ -209,12 +209,33 @@ class _Bad(Exception):
         self.pos = pos
 
 
+class Budget:
+    """Limits shared by several ``records`` fields, e.g. all those of one message.
+
+    Pass the same object to each :func:`decode_records` call: decompressed bytes and materialised
+    records/headers are then capped for the calls together (each call is still capped by its own
+    ``max_decompressed`` / ``max_records``). Without it, a message carrying a thousand partitions,
+    each with a small compression bomb, would inflate a thousand times ``max_decompressed``.
+    """
+
+    __slots__ = ("decompressed", "headers", "records")
+
+    def __init__(self, decompressed: int = MAX_DECOMPRESSED_DEFAULT, records: int = MAX_RECORDS_DEFAULT) -> None:
+        self.decompressed = decompressed
+        self.records = records
+        self.headers = records
+
+    def __repr__(self) -> str:
+        return f"Budget(decompressed={self.decompressed}, records={self.records}, headers={self.headers})"
+
+
 class _Ctx:
     """Per-call state: options, remaining budgets and the first problem seen."""
 
     __slots__ = ("records", "decompress", "cap", "budget", "max_records", "records_left", "headers_left", "status")
 
-    def __init__(self, records: bool, decompress: bool, max_decompressed: int, max_records: int) -> None:
+    def __init__(self, records: bool, decompress: bool, max_decompressed: int, max_records: int,
+                 shared: Budget | None = None) -> None:
         self.records = records
         self.decompress = decompress
         self.cap = max_decompressed
@@ -222,7 +243,17 @@ class _Ctx:
         self.max_records = max_records
         self.records_left = max(0, max_records)
         self.headers_left = max(0, max_records)
+        if shared is not None:
+            self.budget = min(self.budget, max(0, shared.decompressed))
+            self.records_left = min(self.records_left, max(0, shared.records))
+            self.headers_left = min(self.headers_left, max(0, shared.headers))
         self.status = "ok"
+
+    def settle(self, shared: Budget, start: tuple[int, int, int]) -> None:
+        """Charge what this call used to the shared budget."""
+        shared.decompressed -= start[0] - self.budget
+        shared.records -= start[1] - self.records_left
+        shared.headers -= start[2] - self.headers_left
 
     def fail(self, reason: str) -> None:
         if self.status == "ok":
@@ -789,8 +820,12 @@ def decode_records(
     decompress: bool = False,
     max_decompressed: int = MAX_DECOMPRESSED_DEFAULT,
     max_records: int = MAX_RECORDS_DEFAULT,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Decode one ``records`` field.  Never raises on bad input; see the module docstring."""
+    """Decode one ``records`` field.  Never raises on bad input; see the module docstring.
+
+    ``budget``, when given, is shared with other calls (see :class:`Budget`) and charged for this one.
+    """
     try:
         mv = _as_view(data)
     except (TypeError, ValueError, BufferError) as exc:
@@ -800,7 +835,8 @@ def decode_records(
         return {"size": n}
     if level not in LEVELS:
         return _empty(n, f"unknown level {level!r}")
-    ctx = _Ctx(level == "records", decompress, max_decompressed, max_records)
+    ctx = _Ctx(level == "records", decompress, max_decompressed, max_records, budget)
+    start = (ctx.budget, ctx.records_left, ctx.headers_left)
     records_level = ctx.records
     batches: list[dict[str, Any]] = []
     append = batches.append
@@ -891,6 +927,8 @@ def decode_records(
             pos = end
     except Exception as exc:  # last line of defence: a decoder bug must not kill a pipeline
         ctx.fail(f"internal decoder error at byte {pos}: {type(exc).__name__}: {exc}")
+    if budget is not None:
+        ctx.settle(budget, start)
     return {"size": n, "status": ctx.status, "batches": batches, "partial_tail": partial}
 
 
@@ -927,8 +965,10 @@ class Records:
         decompress: bool = False,
         max_decompressed: int = MAX_DECOMPRESSED_DEFAULT,
         max_records: int = MAX_RECORDS_DEFAULT,
+        budget: Budget | None = None,
     ) -> dict[str, Any]:
         """Decode the field; same arguments and result as :func:`decode_records`."""
         return decode_records(
-            self._data, level, decompress=decompress, max_decompressed=max_decompressed, max_records=max_records
+            self._data, level, decompress=decompress, max_decompressed=max_decompressed, max_records=max_records,
+            budget=budget,
         )

@@ -21,9 +21,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from inspector.capture_file import CaptureError
+from inspector.connection import MAX_PENDING
 from inspector.events import EventTable, RecordsOptions
 from inspector.reader import ReadOptions, iter_capture, read_captures, write_connections
-from inspector.summary import Summary
+from inspector.summary import LIMITS, Summary
 from inspector.writers import EventWriter, JsonLinesWriter, ParquetDatasetWriter
 
 EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
@@ -44,13 +45,17 @@ def _add_decode_options(p: argparse.ArgumentParser) -> None:
                    help="how much of Produce/Fetch record data to decode (default: batch headers)")
     p.add_argument("--decompress", action="store_true", help="decompress record batches (with --records records)")
     p.add_argument("--max-decompressed", type=_size, default=64 << 20, metavar="SIZE",
-                   help="cap on decompressed bytes per records field (default 64MB)")
+                   help="cap on decompressed record data per message, all its records fields together "
+                        "(default 64MB)")
     p.add_argument("--max-frame", type=_size, default=100 << 20, metavar="SIZE",
                    help="largest Kafka frame accepted; larger length prefixes are reported and skipped")
     p.add_argument("--max-buffered", type=_size, default=8 << 20, metavar="SIZE",
                    help="out-of-order bytes buffered per TCP direction before a hole is declared a gap")
     p.add_argument("--max-connections", type=int, default=100_000,
                    help="TCP connections tracked at once (the oldest idle ones are evicted)")
+    p.add_argument("--max-pending", type=int, default=MAX_PENDING, metavar="N",
+                   help=f"requests per connection kept waiting for their response; beyond it the oldest is "
+                        f"given up and counted as a missing response (default {MAX_PENDING:,})")
 
 
 def _read_options(args: argparse.Namespace) -> ReadOptions:
@@ -60,6 +65,7 @@ def _read_options(args: argparse.Namespace) -> ReadOptions:
         max_frame=args.max_frame,
         max_buffered=args.max_buffered,
         max_connections=args.max_connections,
+        max_pending=args.max_pending,
     )
 
 
@@ -184,10 +190,14 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "decode_failures": summary.decode_failures,
         "decode_warnings": summary.decode_warnings,
         "stream_issue_bytes": issues,
-        "kafka_connections": len(summary.connections),
+        "kafka_connections": len(summary.connections) + summary.empty_connections,
+        "kafka_connections_without_data": summary.empty_connections,
         "non_kafka_connections": summary.non_kafka_connections,
         "non_kafka_bytes": summary.non_kafka_bytes,
         "apis": summary.rows(),
+        "accounting": summary.accounting(),
+        "limits": {name: {"hits": hits, "meaning": LIMITS.get(name, "")}
+                   for name, hits in sorted(summary.limits.items())},
         "warnings": summary.warnings,
     }
 
@@ -212,13 +222,16 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
     gap = sum(c["bytes_gap"] for c in summary.connections)
     junk = sum(c["bytes_undecodable"] for c in summary.connections)
     console.print(
-        f"{len(summary.connections)} Kafka connections: {seen:,} bytes seen, {decoded:,} decoded, "
+        f"{len(summary.connections) + summary.empty_connections} Kafka connections: {seen:,} bytes seen, "
+        f"{decoded:,} decoded, "
         f"{gap:,} lost in gaps, {junk:,} undecodable"
         + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
            if summary.non_kafka_connections else "")
     )
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    for name, hits in sorted(summary.limits.items()):
+        console.print(f"[yellow]limit {name}:[/] {hits:,} {LIMITS.get(name, 'hits')}", highlight=False)
 
 
 def _ms(value: float | None) -> str:

@@ -79,14 +79,20 @@ ConnectionEvent = KafkaMessage | StreamIssue
 
 @dataclass
 class ConnectionStats:
+    """Per side (0, 1): ``bytes_seen`` is stream data delivered (gaps are in ``bytes_gap``); once finished
+    every delivered byte was framed or skipped: ``bytes_seen == bytes_framed + bytes_skipped``.
+    ``bytes_retransmitted`` (duplicate TCP payload, delivered once) is set from the reassembler at close."""
+
     bytes_seen: list[int] = field(default_factory=lambda: [0, 0])
     bytes_framed: list[int] = field(default_factory=lambda: [0, 0])
     bytes_gap: list[int] = field(default_factory=lambda: [0, 0])
     bytes_skipped: list[int] = field(default_factory=lambda: [0, 0])
+    bytes_retransmitted: list[int] = field(default_factory=lambda: [0, 0])
     frames: list[int] = field(default_factory=lambda: [0, 0])
     decode_failures: int = 0
     requests_missing: int = 0
     responses_missing: int = 0
+    pending_dropped: int = 0  # requests given up (and counted in responses_missing) beyond max_pending
 
 
 class KafkaConnection:
@@ -101,8 +107,10 @@ class KafkaConnection:
         client_side: int | None = None,
         synced: bool = True,
         max_frame: int = 100 * 1024 * 1024,
+        max_pending: int = MAX_PENDING,
     ) -> None:
         self.conn_id = conn_id
+        self.max_pending = max_pending
         self.endpoints = (a, b)
         self.client_side = client_side
         self.pending: dict[int, PendingRequest] = {}
@@ -110,8 +118,12 @@ class KafkaConnection:
         self.last_correlation_id: int | None = None
         self.stats = ConnectionStats()
         self.framers = (
-            Framer(self._plausible_for(0), self._confirm_for(0), max_frame=max_frame, synced=synced),
-            Framer(self._plausible_for(1), self._confirm_for(1), max_frame=max_frame, synced=synced),
+            # min_frame: a response holds at least its correlation id (a request header is longer);
+            # scan_window: plausible() judges a position by the 12 bytes from it
+            Framer(self._plausible_for(0), self._confirm_for(0), max_frame=max_frame, synced=synced, min_frame=4,
+                   scan_window=12),
+            Framer(self._plausible_for(1), self._confirm_for(1), max_frame=max_frame, synced=synced, min_frame=4,
+                   scan_window=12),
         )
         self._undecided: list[tuple[int, Frame]] = []
         self._request_failures = [0, 0]
@@ -216,10 +228,11 @@ class KafkaConnection:
                     if inner is not None and inner.api_key is not None and inner.api_version is not None else None,
                     inner.correlation_id if inner is not None else None,
                 )
-                if len(self.pending) > MAX_PENDING:
+                if len(self.pending) > self.max_pending:
                     oldest = next(iter(self.pending))
                     del self.pending[oldest]
                     self.stats.responses_missing += 1
+                    self.stats.pending_dropped += 1
         return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "request", frame.offset, msg,
                             msg.client_id)
 

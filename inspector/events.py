@@ -15,6 +15,7 @@ import orjson
 import pyarrow as pa
 
 from decoders import DecodedMessage
+from decoders.records import MAX_RECORDS_DEFAULT, Budget
 from inspector.connection import KafkaMessage
 
 SCHEMA = pa.schema(
@@ -67,28 +68,50 @@ class RecordsOptions:
     max_decompressed: int = 64 * 1024 * 1024
 
 
-def _json_default(records: RecordsOptions) -> Any:
-    def default(value: Any) -> Any:
+class _BodyEncoder:
+    """orjson ``default`` for bodies: bytes as hex, record sets as their summary.
+
+    Record sets of one message share one decompression/record budget (``reset()`` before each
+    message), and the problems their summaries report are kept for the row's notes.
+    """
+
+    __slots__ = ("budget", "problems", "records")
+
+    def __init__(self, records: RecordsOptions) -> None:
+        self.records = records
+        self.budget = Budget(records.max_decompressed)
+        self.problems: list[str] = []
+
+    def reset(self) -> None:
+        budget = self.budget
+        budget.decompressed = self.records.max_decompressed
+        budget.records = budget.headers = MAX_RECORDS_DEFAULT
+        if self.problems:
+            self.problems = []
+
+    def __call__(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value).hex()
         summary = getattr(value, "summary", None)
         if summary is not None:
-            return summary(records.level, decompress=records.decompress, max_decompressed=records.max_decompressed)
+            records = self.records
+            result = summary(records.level, decompress=records.decompress, max_decompressed=records.max_decompressed,
+                             budget=self.budget)
+            status = result.get("status", "ok")
+            if status != "ok" and status not in self.problems:
+                self.problems.append(status)
+            return result
         raise TypeError(f"cannot serialise {type(value).__name__}")
-
-    return default
 
 
 _DEFAULT_OPTIONS = RecordsOptions()
-_DEFAULT_JSON = _json_default(_DEFAULT_OPTIONS)
 
 
 def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OPTIONS) -> str | None:
     """The decoded body as compact JSON: bytes as hex, record sets as their summary."""
     if body is None:
         return None
-    default = _DEFAULT_JSON if records is _DEFAULT_OPTIONS else _json_default(records)
-    return orjson.dumps(body, default=default).decode()
+    return orjson.dumps(body, default=_BodyEncoder(records)).decode()
 
 
 _ERROR_CODE = re.compile(r'"ErrorCode":(-?\d+)')
@@ -151,7 +174,8 @@ class EventTable:
     def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS) -> None:
         self.capture = capture
         self.records = records
-        self._default = _json_default(records)
+        self._default = _BodyEncoder(records)
+        self.limit_hits: dict[str, int] = {}  # record-data limits hit (Summary.LIMITS names), by message
         self._rows: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
@@ -166,7 +190,16 @@ class EventTable:
     def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> tuple[Any, ...]:
         body = msg.body
         b = body if body is not None else {}
-        text = orjson.dumps(body, default=self._default).decode() if body is not None else None
+        encoder = self._default
+        encoder.reset()
+        text = orjson.dumps(body, default=encoder).decode() if body is not None else None
+        notes = msg.notes
+        if encoder.problems:  # limits hit and damage found in record data (the body has the details)
+            notes = notes + tuple(f"records: {p}" for p in encoder.problems)
+            for limit, needle in (("--max-decompressed", "decompression limit exceeded"),
+                                  ("max_records", "record limit reached")):
+                if any(needle in p for p in encoder.problems):
+                    self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1
         response = msg.kind == "response"
         error_code = _int(b.get("ErrorCode")) if response else None
         client, broker = ev.client, ev.broker
@@ -206,7 +239,7 @@ class EventTable:
             ev.request_missing,
             ",".join(f"{k}v{v}" for k, v in ev.candidates) if ev.candidates else None,
             ev.confidence,
-            "; ".join(msg.notes) if msg.notes else None,
+            "; ".join(notes) if notes else None,
         )
 
     def take(self) -> pa.RecordBatch:

@@ -10,6 +10,7 @@ skipped. Nothing is dropped silently: every byte ends up in a Frame, in Skipped,
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +57,20 @@ class Oversized:
 
 FramerEvent = Frame | Skipped | Oversized
 
+_patterns: dict[tuple[int, int], re.Pattern[bytes]] = {}
+
+
+def _start_pattern(top: int, min_frame: int) -> re.Pattern[bytes]:
+    """Positions whose 4 bytes may be a length prefix in ``min_frame..(top << 24 | 0xFFFFFF)``."""
+    key = (top, min_frame)
+    pattern = _patterns.get(key)
+    if pattern is None:
+        regex = b"[\\x00-" + re.escape(bytes([top])) + b"]"
+        if 0 < min_frame <= 256:
+            regex += b"(?!\\x00\\x00\\x00[\\x00-" + re.escape(bytes([min_frame - 1])) + b"])"
+        pattern = _patterns[key] = re.compile(regex)
+    return pattern
+
 
 class Framer:
     """Frames one direction. Feed ``data()`` and ``gap()``; read the returned events."""
@@ -68,6 +83,8 @@ class Framer:
         max_frame: int = 100 * 1024 * 1024,
         max_scan: int = 4 * 1024 * 1024,
         synced: bool = True,
+        min_frame: int = 0,
+        scan_window: int = 4,
     ) -> None:
         self.plausible = plausible
         self.confirm = confirm
@@ -80,6 +97,17 @@ class Framer:
         self._need = 4  # bytes needed before the next step (length prefix, then frame)
         self._length = -1  # current frame's length when its prefix was read
         self._first_ts = 0.0
+        self._scan_need = 0  # lost: bytes the buffer needs before a rescan can decide anything new
+        # Lost: a frame can only start where the length prefix is in min_frame..max_frame (``min_frame``:
+        # the shortest frame the scan takes as a start), so its first byte is at most max_frame >> 24 and
+        # it is not a tiny length like the ones in runs of zeros; the scan jumps over other positions
+        # with one regex search instead of a Python test per byte.
+        self.min_frame = min_frame
+        # Bytes ``plausible`` needs after a position to judge it: a candidate closer to the end of the
+        # buffered bytes waits for more data (else a frame start cut by a segment boundary is skipped).
+        self.scan_window = max(4, scan_window)
+        self._top = top = min(max_frame >> 24, 0x7F)
+        self._maybe_start = _start_pattern(top, min_frame).search
         self.frames = 0
         self.bytes_framed = 0
         self.bytes_skipped = 0
@@ -102,13 +130,14 @@ class Framer:
         out: list[FramerEvent] = []
         if self.synced:
             self._drain_synced(ts, out)
-        if not self.synced:
+        if not self.synced and (self._buffered >= self._scan_need or self._buffered > self.max_scan):
             self._scan(ts, out)
         return out
 
     def gap(self, ts: float, length: int) -> list[FramerEvent]:
         """``length`` bytes of the stream are missing here: drop the partial frame and resync."""
         out: list[FramerEvent] = []
+        self._final_scan(ts, out)
         if self._buffered:
             out.append(Skipped(ts, self.offset, self._buffered, "incomplete frame before a gap"
                                if self.synced else "no frame found before a gap"))
@@ -120,12 +149,14 @@ class Framer:
 
     def finish(self, ts: float) -> list[FramerEvent]:
         """End of stream: report whatever is buffered."""
+        out: list[FramerEvent] = []
+        self._final_scan(ts, out)
         if not self._buffered:
-            return []
+            return out
         reason = "incomplete frame at end of stream" if self.synced else "no frame found at end of stream"
         if self.synced and self._length >= 0:
             reason = f"incomplete frame at end of stream ({self._buffered - 4} of {self._length} bytes)"
-        out: list[FramerEvent] = [Skipped(ts, self.offset, self._buffered, reason)]
+        out.append(Skipped(ts, self.offset, self._buffered, reason))
         self.bytes_skipped += self._buffered
         self.offset += self._buffered
         self._reset_buffer()
@@ -165,6 +196,7 @@ class Framer:
     def _reset_buffer(self) -> None:
         self._chunks = []
         self._buffered = 0
+        self._scan_need = 0
         self._need = 4
         self._length = -1
 
@@ -231,28 +263,56 @@ class Framer:
             self._need = 4
             self._first_ts = ts
 
-    def _scan(self, ts: float, out: list[FramerEvent]) -> None:
-        """Lost: look for the next plausible frame start in the buffered bytes."""
+    def _final_scan(self, ts: float, out: list[FramerEvent]) -> None:
+        """No more bytes will come (end of stream or a gap): frame starts that wait for bytes are not
+        frame starts after all, so look for complete frames behind them before giving up."""
+        while not self.synced and self._buffered >= 4:
+            offset = self.offset
+            self._scan(ts, out, final=True)
+            if self.offset == offset and not self.synced:
+                break
+
+    def _scan(self, ts: float, out: list[FramerEvent], final: bool = False) -> None:
+        """Lost: look for the next plausible frame start in the buffered bytes.
+
+        A plausible start whose frame is not complete yet makes the scan wait for more bytes, unless
+        the stream has ended (``final``) or the bytes behind it already exceed ``max_scan``: then it is
+        not taken as a frame start and the scan goes on behind it.
+        """
         buf = b"".join(bytes(c) for c in self._chunks)
         n = len(buf)
         pos = 0
-        while pos + 4 <= n:
+        need = 0
+        top = self._top
+        maybe_start = self._maybe_start
+        last = n - 4 if final else n - self.scan_window  # the last position that can be judged now
+        while pos <= last:
+            if buf[pos] > top or buf[pos] == 0:
+                m = maybe_start(buf, pos)
+                if m is None or m.start() > last:
+                    pos = max(pos, last + 1)
+                    break
+                pos = m.start()
             verdict = self._test(buf, pos)
             if verdict == Verdict.NO:
                 pos += 1
                 continue
             (length,) = _LEN(buf, pos)
             if pos + 4 + length > n:
-                # Plausible but incomplete: wait for more bytes (bounded by max_scan).
+                if final or n - pos > self.max_scan:
+                    pos += 1
+                    continue
+                # Plausible but incomplete: wait for more bytes (bounded by max_scan), without rescanning
+                # (and re-joining) the buffer for every segment until the candidate frame is complete.
+                need = 4 + length
                 break
             if verdict == Verdict.YES or (self.confirm is None or self.confirm(buf[pos + 4 : pos + 4 + length])):
                 self._resync(ts, buf, pos, out)
                 return
             pos += 1
-        # Keep scanning state: everything before pos is not a frame start.
+        # Keep scanning state: everything before pos is not a frame start (what is kept is at most a
+        # candidate frame within max_scan, or the last scan_window - 1 bytes).
         keep_from = pos
-        if n - keep_from > self.max_scan:
-            keep_from = n - 3
         if keep_from > 0:
             out.append(Skipped(ts, self.offset, keep_from, "no frame start found"))
             self.bytes_skipped += keep_from
@@ -260,10 +320,11 @@ class Framer:
         rest = buf[keep_from:]
         self._chunks = [rest] if rest else []
         self._buffered = len(rest)
+        self._scan_need = need
 
     def _test(self, buf: bytes, pos: int) -> int:
         (length,) = _LEN(buf, pos)
-        if length < 0 or length > self.max_frame:
+        if length < self.min_frame or length > self.max_frame or length < 0:
             return Verdict.NO
         if self.plausible is None:
             return Verdict.YES
@@ -279,5 +340,6 @@ class Framer:
         self._buffered = len(rest)
         self._need = 4
         self._length = -1
+        self._scan_need = 0
         self.synced = True
         self._drain_synced(ts, out)

@@ -46,12 +46,15 @@ def merge(into: Summary, part: Summary) -> None:
     for kind, n in part.stream_issues.items():
         into.stream_issues[kind] = into.stream_issues.get(kind, 0) + n
     into.connections.extend(part.connections)
+    into.empty_connections += part.empty_connections
     into.non_kafka_connections += part.non_kafka_connections
     into.non_kafka_bytes += part.non_kafka_bytes
     into.packets += part.packets
     for reason, n in part.packets_skipped.items():
         into.packets_skipped[reason] = into.packets_skipped.get(reason, 0) + n
     into.warnings.extend(part.warnings)
+    for limit, hits in part.limits.items():
+        into.limit_hit(limit, hits)
     into.max_conn_id = max(into.max_conn_id, part.max_conn_id)
 
 

@@ -8,9 +8,9 @@ names its broker port); other TCP traffic is counted, not decoded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from inspector.connection import (
+    MAX_PENDING,
     ConnectionEvent,
     Endpoint,
     KafkaConnection,
@@ -18,8 +18,10 @@ from inspector.connection import (
 )
 from inspector.packets import Segment
 from inspector.reassembly import (
+    CLOSE_EVICTED,
     ConnectionClosed,
     ConnectionOpened,
+    ConnStats,
     Event,
     Reassembler,
     StreamData,
@@ -32,30 +34,72 @@ DETECT_MAX_EVENTS = 16
 DETECT_MAX_BYTES = 256 * 1024
 
 
-@dataclass
 class _Tracked:
-    conn: KafkaConnection
-    kafka: bool | None  # None while undecided
-    held: list[ConnectionEvent] = field(default_factory=list)
-    ignored_bytes: int = 0
+    """A connection being inspected. Its :class:`KafkaConnection` is only made when the first stream
+    bytes (or gap) arrive, so a connection that never carries data (SYN floods, half-open connections)
+    costs little memory and garbage-collector time."""
+
+    __slots__ = ("_conn", "_spec", "held", "ignored_bytes", "kafka")
+
+    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int], kafka: bool | None) -> None:
+        self._spec = spec  # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending
+        self._conn: KafkaConnection | None = None
+        self.kafka = kafka  # None while undecided
+        self.held: list[ConnectionEvent] = []
+        self.ignored_bytes = 0
+
+    @property
+    def conn(self) -> KafkaConnection:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self.new_conn()
+        return conn
+
+    def new_conn(self) -> KafkaConnection:
+        conn_id, a, b, client_side, synced, max_frame, max_pending = self._spec
+        return KafkaConnection(conn_id, a, b, client_side=client_side, synced=synced, max_frame=max_frame,
+                               max_pending=max_pending)
+
+    @property
+    def has_conn(self) -> bool:
+        return self._conn is not None
+
+    @property
+    def bytes_seen(self) -> int:
+        return 0 if self._conn is None else sum(self._conn.stats.bytes_seen)
 
 
-@dataclass
 class Closed:
     """A connection ended; ``kafka`` says whether it was Kafka traffic."""
 
-    conn: KafkaConnection
-    kafka: bool
-    ignored_bytes: int
+    __slots__ = ("_tracked", "ignored_bytes", "kafka")
+
+    def __init__(self, tracked: _Tracked, kafka: bool, ignored_bytes: int) -> None:
+        self._tracked = tracked
+        self.kafka = kafka
+        self.ignored_bytes = ignored_bytes
+
+    @property
+    def carried_data(self) -> bool:
+        """False when no stream byte (nor gap) ever reached the connection: a SYN alone, a handshake only."""
+        return self._tracked.has_conn
+
+    @property
+    def conn(self) -> KafkaConnection:
+        """The connection's state; for one that never carried data a fresh, empty one (not kept)."""
+        tracked = self._tracked
+        return tracked.conn if tracked.has_conn else tracked.new_conn()
 
 
 class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
                  max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
-                 max_connections: int = 100_000) -> None:
+                 max_connections: int = 100_000, max_pending: int = MAX_PENDING) -> None:
         self.ports = ports or set()
         self.conn_id_base = conn_id_base
         self.max_frame = max_frame
+        self.max_pending = max_pending
+        self.evicted = 0  # connections closed because more than max_connections were open
         self.reassembler = Reassembler(max_buffered_per_direction=max_buffered, max_connections=max_connections)
         self.conns: dict[int, _Tracked] = {}
         self.closed: list[Closed] = []
@@ -89,7 +133,9 @@ class Inspector:
             elif isinstance(ev, ConnectionOpened):
                 self._open(ev)
             elif isinstance(ev, ConnectionClosed):
-                out.extend(self._close(ev.conn_id, ev.ts))
+                if ev.reason == CLOSE_EVICTED:
+                    self.evicted += 1
+                out.extend(self._close(ev.conn_id, ev.ts, ev.stats))
         return out
 
     def _open(self, ev: ConnectionOpened) -> None:
@@ -106,9 +152,8 @@ class Inspector:
                 kafka = False
         conn_id = self.conn_id_base + ev.conn_id
         self.max_conn_id = max(self.max_conn_id, conn_id)
-        conn = KafkaConnection(conn_id, a, b, client_side=client_side, synced=ev.saw_syn,
-                               max_frame=self.max_frame)
-        self.conns[ev.conn_id] = _Tracked(conn, kafka)
+        self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending),
+                                          kafka)
 
     def _emit(self, tracked: _Tracked, events: list[ConnectionEvent], out: list[ConnectionEvent]) -> None:
         if tracked.kafka:
@@ -119,25 +164,30 @@ class Inspector:
             tracked.kafka = True
             out.extend(tracked.held)
             tracked.held = []
-        elif len(tracked.held) > DETECT_MAX_EVENTS or sum(tracked.conn.stats.bytes_seen) > DETECT_MAX_BYTES:
+        elif len(tracked.held) > DETECT_MAX_EVENTS or tracked.bytes_seen > DETECT_MAX_BYTES:
             tracked.kafka = False
-            tracked.ignored_bytes += sum(tracked.conn.stats.bytes_seen)
+            tracked.ignored_bytes += tracked.bytes_seen
             tracked.held = []
 
-    def _close(self, conn_id: int, ts: float) -> list[ConnectionEvent]:
+    def _close(self, conn_id: int, ts: float, stats: ConnStats | None = None) -> list[ConnectionEvent]:
         tracked = self.conns.pop(conn_id, None)
         if tracked is None:
             return []
         out: list[ConnectionEvent] = []
         if tracked.kafka is not False:
-            self._emit(tracked, tracked.conn.finish(ts), out)
+            if tracked.has_conn:
+                self._emit(tracked, tracked.conn.finish(ts), out)
             if tracked.kafka is None:
                 # Never decoded a single message: not Kafka (or nothing to show).
                 tracked.kafka = bool(tracked.held) and any(isinstance(e, KafkaMessage) for e in tracked.held)
                 if tracked.kafka:
                     out.extend(tracked.held)
                 else:
-                    tracked.ignored_bytes += sum(tracked.conn.stats.bytes_seen)
+                    tracked.ignored_bytes += tracked.bytes_seen
                 tracked.held = []
-        self.closed.append(Closed(tracked.conn, bool(tracked.kafka), tracked.ignored_bytes))
+        if stats is not None and tracked.kafka and tracked.has_conn:
+            retransmitted = tracked.conn.stats.bytes_retransmitted
+            retransmitted[0] = stats.sides[0].retransmitted_bytes
+            retransmitted[1] = stats.sides[1].retransmitted_bytes
+        self.closed.append(Closed(tracked, bool(tracked.kafka), tracked.ignored_bytes))
         return out

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from inspector.capture_file import open_capture
-from inspector.connection import KafkaMessage, StreamIssue
+from inspector.connection import MAX_PENDING, KafkaMessage, StreamIssue
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import Inspector
@@ -30,6 +30,7 @@ class ReadOptions:
     max_frame: int = 100 * 1024 * 1024
     max_buffered: int = 8 * 1024 * 1024
     max_connections: int = 100_000
+    max_pending: int = MAX_PENDING
 
 
 def iter_capture(
@@ -41,7 +42,8 @@ def iter_capture(
 ) -> Iterator[KafkaMessage]:
     """Yield every Kafka message of one capture file; totals go into ``summary``."""
     inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
-                          max_buffered=options.max_buffered, max_connections=options.max_connections)
+                          max_buffered=options.max_buffered, max_connections=options.max_connections,
+                          max_pending=options.max_pending)
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     with open_capture(path) as reader:
@@ -58,6 +60,8 @@ def iter_capture(
                     yield ev
                 else:
                     summary.issue(ev)
+            if inspector.closed:  # account closed connections as they go: memory stays bounded
+                _drain_closed(inspector, summary, name)
             if progress is not None and count % 4096 == 0:
                 progress(name, reader.bytes_read, summary.frames)
         for ev in inspector.finish(last_ts):
@@ -69,13 +73,21 @@ def iter_capture(
         summary.warnings.extend(f"{name}: {w}" for w in reader.warnings)
         if progress is not None:
             progress(name, reader.bytes_read, summary.frames)
-    for closed in inspector.closed:
-        if closed.kafka:
-            summary.connection_closed(closed.conn, name)
+    _drain_closed(inspector, summary, name)
+    summary.limit_hit("--max-connections", inspector.evicted)
+    summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
+
+
+def _drain_closed(inspector: Inspector, summary: Summary, name: str) -> None:
+    closed, inspector.closed = inspector.closed, []
+    for c in closed:
+        if c.kafka and not c.carried_data:
+            summary.empty_connections += 1  # no row: a flood of half-open connections stays cheap
+        elif c.kafka:
+            summary.connection_closed(c.conn, name)
         else:
             summary.non_kafka_connections += 1
-            summary.non_kafka_bytes += closed.ignored_bytes
-    summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
+            summary.non_kafka_bytes += c.ignored_bytes
 
 
 def read_captures(
@@ -96,6 +108,8 @@ def read_captures(
                 writer.write(table.take())
         if len(table):
             writer.write(table.take())
+        for limit, hits in table.limit_hits.items():
+            summary.limit_hit(limit, hits)
     return summary
 
 
@@ -109,10 +123,13 @@ CONNECTION_SCHEMA = pa.schema(
         ("bytes_decoded", pa.int64()),
         ("bytes_gap", pa.int64()),
         ("bytes_undecodable", pa.int64()),
+        ("bytes_retransmitted", pa.int64()),
         ("frames", pa.int64()),
         ("decode_failures", pa.int64()),
         ("requests_missing", pa.int64()),
         ("responses_missing", pa.int64()),
+        *((f"{who}_bytes_{what}", pa.int64()) for who in ("client", "broker")
+          for what in ("seen", "decoded", "gap", "undecodable", "retransmitted")),
     ]
 )
 

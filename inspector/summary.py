@@ -6,6 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue
+from inspector.reassembly import GAP_BUFFER
+
+#: Limits (named by their command-line option) and what a hit means; ``Summary.limits`` counts hits.
+LIMITS: dict[str, str] = {
+    "--max-frame": "length prefixes above the limit (or negative): not framed, the stream was resynchronised",
+    "--max-buffered": "holes declared lost because too much data waited behind them",
+    "--max-connections": "connections evicted (the least recently active) to stay under the limit",
+    "--max-pending": "requests given up while waiting for their response",
+    "--max-decompressed": "messages whose record data hit the decompression limit (records not all decoded)",
+    "max_records": "messages whose records hit the per-message record limit",
+}
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -37,12 +48,18 @@ class Summary:
     decode_warnings: int = 0  # decoded, but with trailing bytes
     stream_issues: dict[str, int] = field(default_factory=dict)  # kind -> bytes
     connections: list[dict[str, Any]] = field(default_factory=list)
+    empty_connections: int = 0  # Kafka connections (by --port) that never carried a byte: not in `connections`
     non_kafka_connections: int = 0
     non_kafka_bytes: int = 0
     packets: int = 0
     packets_skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     max_conn_id: int = 0
+    limits: dict[str, int] = field(default_factory=dict)  # LIMITS key -> hits
+
+    def limit_hit(self, name: str, count: int = 1) -> None:
+        if count:
+            self.limits[name] = self.limits.get(name, 0) + count
 
     def message(self, ev: KafkaMessage) -> None:
         msg = ev.message
@@ -71,25 +88,52 @@ class Summary:
 
     def issue(self, ev: StreamIssue) -> None:
         self.stream_issues[ev.kind] = self.stream_issues.get(ev.kind, 0) + ev.length
+        if ev.kind == "oversized":
+            self.limit_hit("--max-frame")
+        elif ev.kind == "gap" and ev.reason == GAP_BUFFER:
+            self.limit_hit("--max-buffered")
 
     def connection_closed(self, conn: KafkaConnection, capture: str | None) -> None:
+        """Record a closed connection's accounting. Per direction, every byte of the TCP stream (up to the
+        highest offset reached) is counted once: ``bytes_seen == bytes_decoded + bytes_gap +
+        bytes_undecodable``; retransmitted duplicates are not in ``bytes_seen`` but in ``bytes_retransmitted``."""
         st = conn.stats
-        self.connections.append(
-            {
-                "capture": capture,
-                "conn_id": conn.conn_id,
-                "client": str(conn.client),
-                "broker": str(conn.broker),
-                "bytes_seen": sum(st.bytes_seen),
-                "bytes_decoded": sum(st.bytes_framed),
-                "bytes_gap": sum(st.bytes_gap),
-                "bytes_undecodable": sum(st.bytes_skipped),
-                "frames": sum(st.frames),
-                "decode_failures": st.decode_failures,
-                "requests_missing": st.requests_missing,
-                "responses_missing": st.responses_missing,
-            }
-        )
+        c = conn.client_side or 0
+        row: dict[str, Any] = {
+            "capture": capture,
+            "conn_id": conn.conn_id,
+            "client": str(conn.client),
+            "broker": str(conn.broker),
+            "bytes_seen": sum(st.bytes_seen) + sum(st.bytes_gap),
+            "bytes_decoded": sum(st.bytes_framed),
+            "bytes_gap": sum(st.bytes_gap),
+            "bytes_undecodable": sum(st.bytes_skipped),
+            "bytes_retransmitted": sum(st.bytes_retransmitted),
+            "frames": sum(st.frames),
+            "decode_failures": st.decode_failures,
+            "requests_missing": st.requests_missing,
+            "responses_missing": st.responses_missing,
+        }
+        for prefix, side in (("client", c), ("broker", 1 - c)):
+            row[f"{prefix}_bytes_seen"] = st.bytes_seen[side] + st.bytes_gap[side]
+            row[f"{prefix}_bytes_decoded"] = st.bytes_framed[side]
+            row[f"{prefix}_bytes_gap"] = st.bytes_gap[side]
+            row[f"{prefix}_bytes_undecodable"] = st.bytes_skipped[side]
+            row[f"{prefix}_bytes_retransmitted"] = st.bytes_retransmitted[side]
+        self.connections.append(row)
+        self.limit_hit("--max-pending", st.pending_dropped)
+
+    def accounting(self) -> dict[str, dict[str, int]]:
+        """Byte accounting of the Kafka connections per capture, and in total (``"*"``)."""
+        keys = ("bytes_seen", "bytes_decoded", "bytes_gap", "bytes_undecodable", "bytes_retransmitted")
+        out: dict[str, dict[str, int]] = {}
+        for row in self.connections:
+            for name in (str(row["capture"]), "*"):
+                acc = out.setdefault(name, dict.fromkeys(("connections", *keys), 0))
+                acc["connections"] += 1
+                for key in keys:
+                    acc[key] += row.get(key) or 0
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         out = []

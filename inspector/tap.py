@@ -468,7 +468,8 @@ class Tap:
         self.table = EventTable(capture=self.capture_name, records=self.options.records)
         self.inspector = Inspector(ports=set(self.options.ports), max_frame=self.options.max_frame,
                                    max_buffered=self.options.max_buffered,
-                                   max_connections=self.options.max_connections)
+                                   max_connections=self.options.max_connections,
+                                   max_pending=self.options.max_pending)
         self.live_stats = LiveStats()
         self.counters = TapCounters()
         self.reservoir = _Reservoir()

@@ -1,6 +1,6 @@
 """Seed the fuzz corpora from real captures: ``python fuzz/make_corpus.py [--out fuzz/corpus] [CAPTURE...]``.
 
-Default captures: ``pcaps/*.pcap*``, ``/work/shared/real-captures/*.pcap`` (the directory beside the
+Default captures: ``pcaps/*.pcap*``, ``../shared/real-captures/*.pcap`` (the directory beside the
 repository) and the small captures under ``tests/inspector/fixtures``. For each target it writes
 inputs in the target's format (see ``fuzz/targets.py``) to ``OUT/TARGET/<sha1>``:
 

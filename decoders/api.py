@@ -108,6 +108,16 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
     return entry
 
 
+def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(header, body) when ``b`` decodes exactly with these readers, else None (no error detail)."""
+    try:
+        header, p = entry[0](b, 0)
+        body, end = entry[1](b, p)
+    except (rt.DecodeError, RecursionError):
+        return None
+    return (header, body) if end == len(b) else None
+
+
 def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True) -> DecodedMessage:
     """Decode a request frame: header (v0/v1/v2 by api key and version) and body."""
     b = frame if type(frame) is bytes else bytes(frame)
@@ -116,19 +126,15 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
         # Fast path: a known key and version that decodes exactly.
         api_key, version, corr = _HEAD(b, 0)
         entry = _request_readers.get((api_key, version)) or _readers(api_key, version, "request")
-        if entry is not None:
-            try:
-                header, p = entry[0](b, 0)
-                body, end = entry[1](b, p)
-            except rt.DecodeError:
-                pass
-            else:
-                if end == size:
-                    msg = DecodedMessage("request", api_key, version, corr, OK, body, size,
-                                         header.get("ClientId"), entry[2], header)
-                    if postprocess and ("request", api_key) in _post_keys():
-                        msg = _postprocess(msg)
-                    return msg
+        decoded = _exact(entry, b) if entry is not None else None
+        if decoded is not None:
+            assert entry is not None
+            header, body = decoded
+            msg = DecodedMessage("request", api_key, version, corr, OK, body, size,
+                                 header.get("ClientId"), entry[2], header)
+            if postprocess and ("request", api_key) in _post_keys():
+                msg = _postprocess(msg)
+            return msg
     return _decode_request_slow(b, postprocess)
 
 
@@ -142,20 +148,19 @@ def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
     if name is None:
         return DecodedMessage("request", api_key, version, corr, f"unknown api key {api_key}", None, size,
                               client_id=_best_effort_client_id(b))
-    header_version = registry.REQUEST_HEADER_VERSION.get((api_key, version))
-    if header_version is None:
+    entry = _readers(api_key, version, "request")
+    if entry is None:
         lo, hi = registry.VERSION_RANGES[api_key]
         return DecodedMessage("request", api_key, version, corr,
                               f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
                               client_id=_best_effort_client_id(b))
-    header_reader = _header_module("RequestHeader").VERSIONS[header_version]
+    header_reader, reader, header_version = entry
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
                               header_version=header_version, error_path=fail.path, error_offset=fail.offset)
     client_id = header.get("ClientId")
-    reader = _module(registry.API_MODULES[api_key]).REQUEST[version]
     body, end, fail = _run(reader, b, p)
     msg = _finish("request", api_key, version, corr, b, body, end, fail, header_version, header, client_id)
     if postprocess and body is not None:
@@ -179,19 +184,14 @@ def decode_response(
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
-    if entry is not None and size >= 4:
-        try:
-            header, p = entry[0](b, 0)
-            body, end = entry[1](b, p)
-        except rt.DecodeError:
-            pass
-        else:
-            if end == size:
-                msg = DecodedMessage("response", api_key, api_version, header["CorrelationId"], OK, body, size,
-                                     None, entry[2], header)
-                if postprocess and ("response", api_key) in _post_keys():
-                    msg = _postprocess(msg, inner=inner)
-                return msg
+    decoded = _exact(entry, b) if entry is not None and size >= 4 else None
+    if decoded is not None:
+        assert entry is not None
+        msg = DecodedMessage("response", api_key, api_version, decoded[0]["CorrelationId"], OK, decoded[1], size,
+                             None, entry[2], decoded[0])
+        if postprocess and ("response", api_key) in _post_keys():
+            msg = _postprocess(msg, inner=inner)
+        return msg
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
@@ -199,19 +199,18 @@ def decode_response(
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size)
-    header_version = registry.RESPONSE_HEADER_VERSION.get((api_key, api_version))
-    if header_version is None:
+    if entry is None:
         lo, hi = registry.VERSION_RANGES[api_key]
         return DecodedMessage("response", api_key, api_version, corr,
                               f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size)
-    header_reader = _header_module("ResponseHeader").VERSIONS[header_version]
+    header_reader, reader, header_version = entry
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("response", api_key, api_version, corr, f"header {fail.status}", None, size,
                               header_version=header_version, error_path=fail.path, error_offset=fail.offset)
     module = _module(registry.API_MODULES[api_key])
-    body, end, fail = _run(module.RESPONSE[api_version], b, p)
+    body, end, fail = _run(reader, b, p)
     msg = _finish("response", api_key, api_version, corr, b, body, end, fail, header_version, header, None)
     if api_key == 18 and api_version > 0 and not msg.ok:
         # A broker that does not support the requested ApiVersions version answers at v0 (the
@@ -231,14 +230,7 @@ def decodes_exactly(frame: bytes, api_key: int, api_version: int) -> bool:
     version: the cheap test behind guessing, without the error detail a failed decode_response builds."""
     frame = frame if type(frame) is bytes else bytes(frame)
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
-    if entry is None or len(frame) < 4:
-        return False
-    try:
-        _, p = entry[0](frame, 0)
-        _, end = entry[1](frame, p)
-    except (rt.DecodeError, RecursionError):
-        return False
-    return bool(end == len(frame))
+    return entry is not None and len(frame) >= 4 and _exact(entry, frame) is not None
 
 
 def _finish(

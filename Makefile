@@ -9,13 +9,20 @@ OUT ?= out
 
 .PHONY: setup system-deps test lint demo regen check-generated bench captures clean
 
-$(BIN)/kafka-inspector: pyproject.toml
+$(BIN)/kafka-inspector: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-setup: $(BIN)/kafka-inspector
+# The compiled decoders (decoders/accel/*.pyx, generated) are built by the install above; this
+# rebuilds the ones whose sources changed since (after `make regen`), in place.
+ACCEL_STAMP := decoders/accel/.built
+$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) decoders/accel/_cy.pxd
+	$(BIN)/python setup.py -q build_ext --inplace
+	touch $@
+
+setup: $(BIN)/kafka-inspector $(ACCEL_STAMP)
 
 # tshark (cross-checks), tcpdump (captures, live tap), a JRE (Spark) and chromium (the report page
 # test) come from Debian.
@@ -47,6 +54,7 @@ demo: setup system-deps
 # Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
 regen: setup
 	$(BIN)/python -m decoders.spec $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
+	$(BIN)/python setup.py -q build_ext --inplace
 
 captures: setup system-deps
 	$(BIN)/python pcaps/make_captures.py
@@ -56,4 +64,4 @@ bench: setup system-deps
 	$(BIN)/python bench/bench_read.py
 
 clean:
-	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build decoders/accel/*.c decoders/accel/*.so $(ACCEL_STAMP)

@@ -174,8 +174,13 @@ def uuid_array(b: bytes, p: int, n: int) -> list[str]:
     return [uuid(b[p + 16 * i : p + 16 * (i + 1)]) for i in range(n)]
 
 
+_records_view: list[Callable[[memoryview], Any]] = []
+
+
 def records(b: bytes, p: int, n: int) -> Any:
     """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``)."""
-    from decoders.records import Records
+    if not _records_view:
+        from decoders.records import Records  # imported late: decoders.records imports this module
 
-    return Records(memoryview(b)[p : p + n])
+        _records_view.append(Records)
+    return _records_view[0](memoryview(b)[p : p + n])

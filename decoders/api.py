@@ -8,6 +8,7 @@ field path and byte offset) and whatever could be decoded.
 from __future__ import annotations
 
 import importlib
+import os
 import struct
 from dataclasses import dataclass
 from types import ModuleType
@@ -29,6 +30,32 @@ def _module(name: str) -> ModuleType:
         mod = importlib.import_module(f"decoders.generated.{name}")
         _modules[name] = mod
     return mod
+
+
+_PURE = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
+_accel_modules: dict[str, ModuleType | None] = {}
+
+
+def accel_module(name: str) -> ModuleType | None:
+    """The compiled twin of generated module ``name`` (decoders/accel), or None when it is not built,
+    was built from other sources (a stale build), or ``KAFKA_INSPECTOR_PURE=1`` is set."""
+    if name in _accel_modules:
+        return _accel_modules[name]
+    mod: ModuleType | None = None
+    if not _PURE:
+        try:
+            mod = importlib.import_module(f"decoders.accel.{name}")
+        except ImportError:
+            mod = None
+        if mod is not None and getattr(mod, "BUILD_HASH", None) != getattr(_module(name), "BUILD_HASH", ""):
+            mod = None
+    _accel_modules[name] = mod
+    return mod
+
+
+def accelerated() -> bool:
+    """Whether the compiled decoders are in use (built, current, and not disabled)."""
+    return accel_module(registry.API_MODULES[3]) is not None
 
 
 def api_name(api_key: int | None) -> str | None:
@@ -86,7 +113,9 @@ def _header_module(name: str) -> ModuleType:
     return _module(registry.DATA_MODULES[name])
 
 
-_Readers = tuple[rt.Reader, rt.Reader, int]
+# (header reader, body reader, header version, fast header reader, fast body reader): the fast ones
+# are the compiled twins when built (else the same pure readers); they only serve exact decodes.
+_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader]
 _request_readers: dict[tuple[int, int], _Readers | None] = {}
 _response_readers: dict[tuple[int, int], _Readers | None] = {}
 
@@ -100,10 +129,17 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
     header_version = versions.get((api_key, version))
     entry: _Readers | None = None
     if header_version is not None:
-        header = _header_module("RequestHeader" if kind == "request" else "ResponseHeader").VERSIONS[header_version]
+        header_name = registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
+        header = _module(header_name).VERSIONS[header_version]
         module = _module(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
-        entry = (header, body, header_version)
+        fast_header, fast_body = header, body
+        fast_header_module = accel_module(header_name)
+        fast_module = accel_module(registry.API_MODULES[api_key])
+        if fast_header_module is not None and fast_module is not None:
+            fast_header = fast_header_module.VERSIONS[header_version]
+            fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
+        entry = (header, body, header_version, fast_header, fast_body)
     table[(api_key, version)] = entry
     return entry
 
@@ -111,9 +147,9 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
 def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(header, body) when ``b`` decodes exactly with these readers, else None (no error detail)."""
     try:
-        header, p = entry[0](b, 0)
-        body, end = entry[1](b, p)
-    except (rt.DecodeError, RecursionError):
+        header, p = entry[3](b, 0)
+        body, end = entry[4](b, p)
+    except Exception:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return None
     return (header, body) if end == len(b) else None
 
@@ -132,8 +168,10 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
             header, body = decoded
             msg = DecodedMessage("request", api_key, version, corr, OK, body, size,
                                  header.get("ClientId"), entry[2], header)
-            if postprocess and ("request", api_key) in _post_keys():
-                msg = _postprocess(msg)
+            if postprocess:
+                handler = (_POST or _postprocessors()).get(("request", api_key))
+                if handler is not None:
+                    msg = handler(msg, None)
             return msg
     return _decode_request_slow(b, postprocess)
 
@@ -154,7 +192,7 @@ def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
         return DecodedMessage("request", api_key, version, corr,
                               f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
                               client_id=_best_effort_client_id(b))
-    header_reader, reader, header_version = entry
+    header_reader, reader, header_version = entry[:3]
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
@@ -189,8 +227,10 @@ def decode_response(
         assert entry is not None
         msg = DecodedMessage("response", api_key, api_version, decoded[0]["CorrelationId"], OK, decoded[1], size,
                              None, entry[2], decoded[0])
-        if postprocess and ("response", api_key) in _post_keys():
-            msg = _postprocess(msg, inner=inner)
+        if postprocess:
+            handler = (_POST or _postprocessors()).get(("response", api_key))
+            if handler is not None:
+                msg = handler(msg, inner)
         return msg
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
@@ -203,7 +243,7 @@ def decode_response(
         lo, hi = registry.VERSION_RANGES[api_key]
         return DecodedMessage("response", api_key, api_version, corr,
                               f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size)
-    header_reader, reader, header_version = entry
+    header_reader, reader, header_version = entry[:3]
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
@@ -270,19 +310,20 @@ def _best_effort_client_id(b: bytes) -> str | None:
     return b[10 : 10 + n].decode("utf-8", "backslashreplace")
 
 
-_POST_KEYS: frozenset[tuple[str, int]] | None = None
+_POST: dict[tuple[str, int], Any] = {}
 
 
-def _post_keys() -> frozenset[tuple[str, int]]:
-    global _POST_KEYS
-    if _POST_KEYS is None:
+def _postprocessors() -> dict[tuple[str, int], Any]:
+    """decoders.embedded.POSTPROCESSORS, imported on first use (it imports this module)."""
+    if not _POST:
         from decoders.embedded import POSTPROCESSORS
 
-        _POST_KEYS = frozenset(POSTPROCESSORS)
-    return _POST_KEYS
+        _POST.update(POSTPROCESSORS)
+    return _POST
 
 
 def _postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:
-    from decoders.embedded import postprocess
-
-    return postprocess(msg, inner)
+    if msg.api_key is None:
+        return msg
+    handler = (_POST or _postprocessors()).get((msg.kind, msg.api_key))
+    return handler(msg, inner) if handler is not None else msg

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from decoders import _runtime as rt
-from decoders.api import DecodedMessage, _module, decode_request, decode_response
+from decoders.api import DecodedMessage, _module, accel_module, decode_request, decode_response
 from decoders.generated import registry
 
 _I16 = struct.Struct(">h").unpack_from
@@ -31,24 +31,38 @@ SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 
-_versions_cache: dict[str, tuple[dict[int, rt.Reader], int]] = {}
+# schema -> (pure readers by version, newest version, fast readers by version: compiled when built)
+_versions_cache: dict[str, tuple[dict[int, rt.Reader], int, dict[int, rt.Reader]]] = {}
 
 
-def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int]:
+def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, rt.Reader]]:
     entry = _versions_cache.get(schema)
     if entry is None:
-        versions: dict[int, rt.Reader] = _module(registry.DATA_MODULES[schema]).VERSIONS
-        entry = _versions_cache[schema] = (versions, max(versions))
+        name = registry.DATA_MODULES[schema]
+        versions: dict[int, rt.Reader] = _module(name).VERSIONS
+        fast = accel_module(name)
+        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS if fast is not None else versions)
     return entry
 
 
 def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription."""
+    if len(raw) >= 2 and schema != "ConnectProtocolWorkerState":
+        # Fast path: a known version that decodes exactly.
+        (version,) = _I16(raw, 0)
+        reader = (_versions_cache.get(schema) or _schema_versions(schema))[2].get(version)
+        if reader is not None:
+            try:
+                value, end = reader(raw, 2)
+            except Exception:  # noqa: BLE001 - the slow path below decodes again and says why
+                end = -1
+            if end == len(raw):
+                return {"schema": schema, "version": version, "value": value, "status": "ok"}
     if len(raw) < 2:
         return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
     (version,) = _I16(raw, 0)
     result: dict[str, Any] = {"schema": schema, "version": version}
-    versions, known = _schema_versions(schema)
+    versions, known, fast = _schema_versions(schema)
     if version < 0:
         result["status"] = f"invalid: negative version {version}"
         return result
@@ -58,10 +72,13 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
         result["status"] = f"unknown version {version} of {schema}"
         return result
     try:
-        value, end = versions[use](raw, 2)
-    except rt.DecodeError as err:
-        result["status"] = err.describe()
-        return result
+        value, end = fast[use](raw, 2)
+    except Exception:  # noqa: BLE001 - the compiled reader says nothing: decode again to say why
+        try:
+            value, end = versions[use](raw, 2)
+        except rt.DecodeError as err:
+            result["status"] = err.describe()
+            return result
     result["value"] = value
     if end != len(raw) and version <= known:
         result["status"] = f"trailing bytes: {len(raw) - end} after the body (offset {end})"

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from decoders.codegen.render import GENERATED_DIR, generate_all
+from decoders.codegen.render_cy import ACCEL_DIR
 from decoders.spec.convert import SCHEMA_DIR
 
 
@@ -24,16 +25,21 @@ def main(argv: list[str] | None = None) -> int:
         written = generate_all(SCHEMA_DIR)
         print(f"generated {len(written)} decoder modules")
         return 0
+    stale: list[str] = []
+    count = 0
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_all(SCHEMA_DIR, Path(tmp))
-        names = {p.name for p in fresh}
-        committed = {p.name for p in GENERATED_DIR.glob("*.py")}
-        stale = sorted(names ^ committed)
-        stale += sorted(n for n in names & committed if not filecmp.cmp(Path(tmp) / n, GENERATED_DIR / n, False))
+        fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel")
+        for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx")):
+            made = {p.name for p in fresh if p.parent.name == folder.name}
+            committed = {p.name for p in folder.glob(pattern)}
+            count += len(made)
+            stale += sorted(f"{folder.name}/{n}" for n in made ^ committed)
+            stale += sorted(f"{folder.name}/{n}" for n in made & committed
+                            if not filecmp.cmp(Path(tmp) / folder.name / n, folder / n, False))
     if stale:
-        print("decoders/generated is out of date; run `python -m decoders.codegen`: " + ", ".join(stale))
+        print("generated decoders are out of date; run `python -m decoders.codegen`: " + ", ".join(stale))
         return 1
-    print(f"decoders/generated is up to date ({len(names)} modules)")
+    print(f"decoders/generated and decoders/accel are up to date ({count} modules)")
     return 0
 
 

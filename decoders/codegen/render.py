@@ -9,6 +9,7 @@ a failure is reported with its field path at no cost on the success path.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 import re
@@ -410,8 +411,14 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
     return "\n".join(lines) + "\n"
 
 
-def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR) -> list[Path]:
-    """Regenerate every decoder module from the schema; returns the files written."""
+def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Path | None = None) -> list[Path]:
+    """Regenerate every decoder module from the schema; returns the files written.
+
+    The pure-Python decoders go to ``out_dir``, their compiled (Cython) twins to ``accel_dir``
+    (``decoders/accel`` by default).
+    """
+    from decoders.codegen.render_cy import ACCEL_DIR, accel_files
+
     docs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(schema_dir.glob("*.json"))]
     apis = [d for d in docs if "apiKey" in d]
     data_docs = [d for d in docs if d.get("type") in ("header", "data")]
@@ -427,7 +434,22 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR) -> list[Path]:
         files[module_name(doc) + ".py"] = render_data(doc, extra)
     files["registry.py"] = _registry(apis, data_docs)
     files["__init__.py"] = HEADER + '"""Decoders generated from the project schema."""\n'
-    for old in out_dir.glob("*.py"):
+    accel = accel_files(apis, data_docs)
+    for name, text in accel.items():
+        # Both twins carry one hash of both texts: a compiled module built from other sources than
+        # the pure module beside it (a stale build) is recognised and not used.
+        py = name[:-4] + ".py"
+        line = f"BUILD_HASH = {hashlib.sha256((files[py] + text).encode()).hexdigest()[:16]!r}\n"
+        files[py] += line
+        accel[name] = text + line
+    written = _write(out_dir, "*.py", files)
+    written += _write(accel_dir or ACCEL_DIR, "*.pyx", accel)
+    return written
+
+
+def _write(out_dir: Path, pattern: str, files: dict[str, str]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob(pattern):
         if old.name not in files:
             old.unlink()
     written = []

@@ -58,3 +58,4 @@ REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f1, 1: _f1}
 
 _LINES = {14: ('Mechanism', None), 15: ('Mechanism', None), 16: ('Mechanism', None), 17: ('Mechanism', None), 18: ('Mechanism', None), 19: ('Mechanism', None), 20: ('Mechanism', None), 21: ('Mechanism', None), 30: ('ErrorCode', None), 31: ('Mechanisms', None), 32: ('Mechanisms', None), 33: ('Mechanisms', None), 34: ('Mechanisms', None), 35: ('Mechanisms', None), 36: ('Mechanisms', 'i4'), 37: ('Mechanisms', 'i4'), 38: ('Mechanisms', 'i4'), 39: ('Mechanisms', 'i4'), 40: ('Mechanisms', 'i4'), 41: ('Mechanisms', 'i4'), 42: ('Mechanisms', 'i4'), 43: ('Mechanisms', 'i4'), 44: ('Mechanisms', 'i4'), 45: ('Mechanisms', None), 46: ('Mechanisms', None), 47: ('Mechanisms', None), 48: ('Mechanisms', None)}
+BUILD_HASH = '427601bc8d1368ab'

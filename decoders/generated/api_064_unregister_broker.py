@@ -50,3 +50,4 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {14: ('BrokerId', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('ThrottleTimeMs+ErrorCode', None), 27: ('ErrorMessage', None), 28: ('ErrorMessage', None), 29: ('ErrorMessage', None), 30: ('ErrorMessage', None), 31: ('ErrorMessage', None), 32: ('ErrorMessage', None), 33: ('ErrorMessage', None), 34: ('ErrorMessage', None), 35: ('ErrorMessage', None), 36: ('ErrorMessage', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None)}
+BUILD_HASH = '07560d8ad11d1f68'

@@ -40,3 +40,4 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {14: ('BrokerId+BrokerEpoch', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None)}
+BUILD_HASH = 'cd0d6a9b9e98899c'

@@ -50,3 +50,4 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {14: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 15: ('Metrics', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 24: ('Metrics', None), 26: ('_tagged', None), 27: ('_tagged', None), 28: ('_tagged', None), 36: ('ThrottleTimeMs+ErrorCode', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None)}
+BUILD_HASH = 'ede27ddca97d113c'

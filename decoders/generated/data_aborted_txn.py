@@ -21,3 +21,4 @@ NAME = 'AbortedTxn'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
+BUILD_HASH = '13c04cde2bf80be2'

@@ -21,3 +21,4 @@ NAME = 'ControlRecordTypeSchema'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('Type', None)}
+BUILD_HASH = 'a77ec5af189b0ca8'

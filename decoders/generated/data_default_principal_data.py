@@ -45,3 +45,4 @@ NAME = 'DefaultPrincipalData'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('Type', None), 14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Type', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('TokenAuthenticated', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None)}
+BUILD_HASH = 'ef3e9d9fd268e253'

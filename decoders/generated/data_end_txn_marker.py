@@ -21,3 +21,4 @@ NAME = 'EndTxnMarker'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('CoordinatorEpoch', None)}
+BUILD_HASH = '6ab2e0d986b23d55'

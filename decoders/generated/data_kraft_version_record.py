@@ -25,3 +25,4 @@ NAME = 'KRaftVersionRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('Version+KRaftVersion', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
+BUILD_HASH = 'b9bdd8a674b84bac'

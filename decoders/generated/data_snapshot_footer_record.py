@@ -25,3 +25,4 @@ NAME = 'SnapshotFooterRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('Version', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
+BUILD_HASH = 'e01fc4e2267fa6d6'

@@ -25,3 +25,4 @@ NAME = 'SnapshotHeaderRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {13: ('Version+LastContainedLogTimestamp', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
+BUILD_HASH = '7f8a7ef2629482ea'

@@ -60,3 +60,4 @@ NAME = 'RequestHeader'
 VERSIONS = {0: _f0, 1: _f1, 2: _f2}
 
 _LINES = {14: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 23: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 24: ('ClientId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 31: ('ClientId', None), 40: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 41: ('ClientId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 48: ('ClientId', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None)}
+BUILD_HASH = '9897e63da9d39005'

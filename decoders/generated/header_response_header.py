@@ -34,3 +34,4 @@ NAME = 'ResponseHeader'
 VERSIONS = {0: _f0, 1: _f1}
 
 _LINES = {13: ('CorrelationId', None), 22: ('CorrelationId', None), 24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None)}
+BUILD_HASH = '9d241b6531bf4b09'

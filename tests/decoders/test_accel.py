@@ -1,0 +1,142 @@
+"""The compiled decoders (decoders/accel) against the pure-Python ones they are generated beside.
+
+The compiled readers are ``decoders.api``'s fast path; the pure readers are the reference and give
+the error detail. On every input both must agree: the same value and end offset, or both fail.
+Inputs: the independent encoders' round-trip vectors whole, cut at many points and with trailing
+garbage; frames from the real captures; random bytes after valid headers; the embedded and header
+structures with random bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decoders import api
+from decoders.generated import registry
+from decoders.records import Records
+from tests.decoders import vectors as V
+
+PURE = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
+pytestmark = pytest.mark.skipif(PURE, reason="KAFKA_INSPECTOR_PURE=1: the compiled decoders are disabled")
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_compiled_decoders_are_built_and_current() -> None:
+    """`make setup` builds them; a missing or stale build would silently cost the speed."""
+    assert api.accelerated(), ("decoders/accel is not built (or was built from other sources): "
+                               "run `pip install -e .` (needs Cython and a C compiler)")
+    for name in list(registry.API_MODULES.values()) + list(registry.DATA_MODULES.values()):
+        assert api.accel_module(name) is not None, name
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, Records):
+        return ("records", bytes(value.data))
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def outcome(header: Any, body: Any, frame: bytes) -> tuple[Any, ...]:
+    try:
+        h, p = header(frame, 0)
+        v, end = body(frame, p)
+    except Exception:  # noqa: BLE001 - failing is one of the two outcomes compared
+        return ("fails",)
+    return (plain(h), plain(v), end)
+
+
+def assert_same(kind: str, api_key: int, version: int, frame: bytes) -> None:
+    entry = api._readers(api_key, version, kind)
+    assert entry is not None and entry[4] is not entry[1]
+    pure = outcome(entry[0], entry[1], frame)
+    fast = outcome(entry[3], entry[4], frame)
+    assert fast == pure, (kind, api_key, version, frame.hex())
+
+
+@cache
+def vectors() -> list[V.Vector]:
+    return V.all_vectors()
+
+
+def test_vectors_whole_cut_and_with_trailing_bytes() -> None:
+    rng = random.Random(7)
+    checked = 0
+    for vec in vectors():
+        frame = vec.frame
+        cuts = range(len(frame)) if len(frame) <= 160 else sorted(rng.sample(range(len(frame)), 160))
+        for cut in [len(frame), *cuts]:
+            assert_same(vec.kind, vec.api_key, vec.version, frame[:cut])
+        assert_same(vec.kind, vec.api_key, vec.version, frame + b"\x00\x01\xff")
+        checked += 1
+    assert checked > 1000
+
+
+def test_vectors_with_corrupted_bytes() -> None:
+    rng = random.Random(11)
+    for vec in vectors():
+        frame = bytearray(vec.frame)
+        for _ in range(8):
+            if len(frame) <= 8:
+                break
+            mutated = bytearray(frame)
+            pos = rng.randrange(8, len(frame))
+            mutated[pos] = rng.choice((0x00, 0x7F, 0x80, 0xFF, rng.randrange(256)))
+            assert_same(vec.kind, vec.api_key, vec.version, bytes(mutated))
+
+
+KNOWN = sorted((kind, key, v) for kind, table in (("request", registry.REQUEST_HEADER_VERSION),
+                                                  ("response", registry.RESPONSE_HEADER_VERSION))
+               for (key, v) in table)
+
+
+@SETTINGS
+@given(case=st.sampled_from(KNOWN), tail=st.binary(max_size=300))
+def test_random_bytes_after_a_valid_header(case: tuple[str, int, int], tail: bytes) -> None:
+    kind, key, version = case
+    if kind == "request":
+        header_version = registry.REQUEST_HEADER_VERSION[(key, version)]
+        head = key.to_bytes(2, "big") + version.to_bytes(2, "big") + b"\x00\x00\x00\x07"
+        if header_version >= 1:
+            head += b"\x00\x02id"
+        if header_version >= 2:
+            head += b"\x00"
+    else:
+        head = b"\x00\x00\x00\x07" + (b"\x00" if registry.RESPONSE_HEADER_VERSION[(key, version)] >= 1 else b"")
+    assert_same(kind, key, version, head + tail)
+
+
+DATA = sorted((name, v) for name, module in registry.DATA_MODULES.items()
+              for v in api._module(module).VERSIONS)
+
+
+@SETTINGS
+@given(case=st.sampled_from(DATA), raw=st.binary(max_size=200))
+def test_embedded_and_header_structures(case: tuple[str, int], raw: bytes) -> None:
+    name, version = case
+    module = registry.DATA_MODULES[name]
+    pure = api._module(module).VERSIONS[version]
+    fast = api.accel_module(module).VERSIONS[version]  # type: ignore[union-attr]
+    assert outcome(lambda b, p: ({}, 0), fast, raw) == outcome(lambda b, p: ({}, 0), pure, raw)
+
+
+def test_real_capture_frames() -> None:
+    """Every frame of the bundled captures and the shared real captures, through both readers."""
+    from tests.inspector.capture_frames import capture_frames
+
+    seen = 0
+    for kind, api_key, version, frame in capture_frames():
+        if api.registry.REQUEST_HEADER_VERSION.get((api_key, version)) is None:
+            continue
+        assert_same(kind, api_key, version, frame)
+        seen += 1
+    assert seen > 1000

@@ -2,13 +2,16 @@
 
 Exit codes: 0 done (damage in the traffic is reported, not an error); 2 bad usage;
 3 a capture could not be read (missing, not a capture, damaged header); 4 the output could not be
-written; 130 interrupted.
+written (disk full, quota, I/O error: one line names the directory and the errno; completed files
+stay, the file in progress is removed, never renamed into place); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import sys
 import time
@@ -23,9 +26,17 @@ from rich.table import Table
 from inspector.capture_file import CaptureError
 from inspector.connection import MAX_PENDING
 from inspector.events import EventTable, RecordsOptions
+from inspector.pipeline import MAX_HELD
 from inspector.reader import ReadOptions, iter_capture, read_captures, write_connections
 from inspector.summary import LIMITS, Summary
-from inspector.writers import EventWriter, JsonLinesWriter, ParquetDatasetWriter
+from inspector.writers import (
+    EventWriter,
+    JsonLinesWriter,
+    OutputError,
+    ParquetDatasetWriter,
+    output_error,
+    remove_quietly,
+)
 
 EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
@@ -56,6 +67,9 @@ def _add_decode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-pending", type=int, default=MAX_PENDING, metavar="N",
                    help=f"requests per connection kept waiting for their response; beyond it the oldest is "
                         f"given up and counted as a missing response (default {MAX_PENDING:,})")
+    p.add_argument("--max-held", type=_size, default=MAX_HELD, metavar="SIZE",
+                   help=f"bytes held in incomplete frames and behind holes, all connections together; beyond it "
+                        f"the connections holding the most are released and resync (default {MAX_HELD >> 20}MB)")
 
 
 def _read_options(args: argparse.Namespace) -> ReadOptions:
@@ -66,6 +80,7 @@ def _read_options(args: argparse.Namespace) -> ReadOptions:
         max_buffered=args.max_buffered,
         max_connections=args.max_connections,
         max_pending=args.max_pending,
+        max_held=args.max_held,
     )
 
 
@@ -164,20 +179,48 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
 
                 read_captures(args.captures, writer, options, progress, summary)
     except CaptureError as exc:
-        writer.close()
+        try:
+            writer.close()
+        except OSError as failed:
+            _error(f"{exc}; and {failed}")
+            return EXIT_OUTPUT
         _error(f"{exc}")
         return EXIT_CAPTURE
-    except OSError as exc:
+    except OSError as exc:  # a write failure is an OutputError: the file in progress is already removed
+        if not isinstance(exc, OutputError):
+            with contextlib.suppress(OSError):
+                writer.close()
         _error(f"{exc}")
         return EXIT_OUTPUT
-    files = writer.close() if not (args.jobs != 1 and len(args.captures) > 1) else []
-    write_connections(summary, out)
-    (out / "summary.json").write_text(json.dumps(summary_dict(summary), indent=1) + "\n", encoding="utf-8")
+    try:
+        files = writer.close() if not (args.jobs != 1 and len(args.captures) > 1) else []
+        _write_totals(summary, out)
+    except OSError as exc:
+        _error(str(output_error(out, exc)))
+        return EXIT_OUTPUT
     if not args.quiet:
         print_summary(console, summary, time.perf_counter() - started)
         console.print(f"wrote {summary.messages:,} events to {out} "
                       f"({len(files) or 'several'} file{'s' if len(files) != 1 else ''})")
     return EXIT_OK
+
+
+def _write_totals(summary: Summary, out: Path) -> None:
+    """``connections.parquet`` and ``summary.json``; a failure leaves neither half-written (OutputError)."""
+    try:
+        write_connections(summary, out)
+    except OSError as exc:
+        remove_quietly(out / "connections.parquet")
+        raise output_error(out, exc, "the event files are complete; connections.parquet and summary.json "
+                                     "not written") from exc
+    tmp = out / ".summary.json.inprogress"
+    try:
+        tmp.write_text(json.dumps(summary_dict(summary), indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, out / "summary.json")
+    except OSError as exc:
+        remove_quietly(tmp)
+        raise output_error(out, exc, "the event files and connections.parquet are complete; summary.json "
+                                     "not written") from exc
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:

@@ -141,6 +141,20 @@ class KafkaConnection:
         out.append(StreamIssue(ts, self.conn_id, side, offset, length, "gap", reason))
         return out
 
+    def release(self, ts: float, reason: str) -> list[ConnectionEvent]:
+        """Free the bytes both framers hold (incomplete frames): reported as skipped with ``reason``; each
+        side resyncs at the next plausible frame start."""
+        out: list[ConnectionEvent] = []
+        for side in (0, 1):
+            if self.framers[side].buffered:
+                out.extend(self._handle(side, self.framers[side].release(ts, reason)))
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held by both framers (incomplete frames, bytes still being scanned)."""
+        return self.framers[0].buffered + self.framers[1].buffered
+
     def finish(self, ts: float) -> list[ConnectionEvent]:
         out: list[ConnectionEvent] = []
         for side in (0, 1):

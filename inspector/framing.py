@@ -16,6 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 _LEN = struct.Struct(">i").unpack_from
+#: Buffered segments are joined into one bytes object this many at a time, so an incomplete frame costs
+#: about its own size in memory (not a captured packet plus a memoryview per segment) and taking it out
+#: of the buffer does not shift a list of one entry per segment.
+COMPACT_CHUNKS = 32
 
 #: A test of whether ``buf[pos:]`` starts a frame: returns a verdict.
 #: It receives the buffered bytes and a position with at least 4 bytes after it.
@@ -93,7 +97,8 @@ class Framer:
         self.synced = synced
         self.offset = 0  # stream offset of the first buffered byte
         self._chunks: list[memoryview | bytes] = []
-        self._buffered = 0
+        self._loose = 0  # chunks appended since the last compaction (at the end of _chunks)
+        self.buffered = 0  # bytes held: an incomplete frame, or (lost) bytes not yet judged by the scan
         self._need = 4  # bytes needed before the next step (length prefix, then frame)
         self._length = -1  # current frame's length when its prefix was read
         self._first_ts = 0.0
@@ -112,53 +117,66 @@ class Framer:
         self.bytes_framed = 0
         self.bytes_skipped = 0
 
-    @property
-    def buffered(self) -> int:
-        return self._buffered
-
     # -- input -----------------------------------------------------------------------------
 
     def data(self, ts: float, view: memoryview | bytes) -> list[FramerEvent]:
         if not view:
             return []
-        if self._buffered == 0:
+        if self.buffered == 0:
             self._first_ts = ts
             if self.synced:
                 return self._whole_frames(ts, view)
         self._chunks.append(view)
-        self._buffered += len(view)
+        self.buffered += len(view)
+        self._loose += 1
         out: list[FramerEvent] = []
         if self.synced:
             self._drain_synced(ts, out)
-        if not self.synced and (self._buffered >= self._scan_need or self._buffered > self.max_scan):
+        if not self.synced and (self.buffered >= self._scan_need or self.buffered > self.max_scan):
             self._scan(ts, out)
+        if self._loose >= COMPACT_CHUNKS:
+            self._compact()
         return out
 
     def gap(self, ts: float, length: int) -> list[FramerEvent]:
         """``length`` bytes of the stream are missing here: drop the partial frame and resync."""
         out: list[FramerEvent] = []
         self._final_scan(ts, out)
-        if self._buffered:
-            out.append(Skipped(ts, self.offset, self._buffered, "incomplete frame before a gap"
+        if self.buffered:
+            out.append(Skipped(ts, self.offset, self.buffered, "incomplete frame before a gap"
                                if self.synced else "no frame found before a gap"))
-            self.bytes_skipped += self._buffered
-        self.offset += self._buffered + length
+            self.bytes_skipped += self.buffered
+        self.offset += self.buffered + length
         self._reset_buffer()
         self.synced = False
+        return out
+
+    def release(self, ts: float, reason: str) -> list[FramerEvent]:
+        """Give up the buffered bytes (an incomplete frame, or bytes a lost framer still scans) to free
+        memory: frames complete in the buffer are still framed, the rest is reported as Skipped with
+        ``reason``, and the framer resyncs at the next plausible frame start of the bytes that follow."""
+        out: list[FramerEvent] = []
+        self._final_scan(ts, out)
+        if self.buffered:
+            out.append(Skipped(ts, self.offset, self.buffered, reason))
+            self.bytes_skipped += self.buffered
+            self.offset += self.buffered
+            self._reset_buffer()
+            self.synced = False
         return out
 
     def finish(self, ts: float) -> list[FramerEvent]:
         """End of stream: report whatever is buffered."""
         out: list[FramerEvent] = []
         self._final_scan(ts, out)
-        if not self._buffered:
+        if not self.buffered:
             return out
         reason = "incomplete frame at end of stream" if self.synced else "no frame found at end of stream"
         if self.synced and self._length >= 0:
-            reason = f"incomplete frame at end of stream ({self._buffered - 4} of {self._length} bytes)"
-        out.append(Skipped(ts, self.offset, self._buffered, reason))
-        self.bytes_skipped += self._buffered
-        self.offset += self._buffered
+            reason = f"incomplete frame at end of stream ({self.buffered - 4} of {self._length} bytes)"
+        out.append(Skipped(ts, self.offset, self.buffered, reason))
+        self.bytes_skipped += self.buffered
+        self.offset += self.buffered
         self._reset_buffer()
         return out
 
@@ -187,15 +205,25 @@ class Framer:
         if pos < n:
             rest = view[pos:] if pos else view
             self._chunks.append(rest)
-            self._buffered = n - pos
+            self._loose = 1
+            self.buffered = n - pos
             self._drain_synced(ts, out)
             if not self.synced:
                 self._scan(ts, out)
         return out
 
+    def _compact(self) -> None:
+        """Join the chunks appended since the last compaction (those still buffered) into one."""
+        chunks = self._chunks
+        k = min(self._loose, len(chunks))
+        if k > 1:
+            chunks[-k:] = [b"".join(chunks[-k:])]
+        self._loose = 0
+
     def _reset_buffer(self) -> None:
         self._chunks = []
-        self._buffered = 0
+        self._loose = 0
+        self.buffered = 0
         self._scan_need = 0
         self._need = 4
         self._length = -1
@@ -227,7 +255,7 @@ class Framer:
                     chunks[0] = c[want:]
                     got = n
             out = b"".join(parts)
-        self._buffered -= n
+        self.buffered -= n
         self.offset += n
         return out
 
@@ -243,7 +271,7 @@ class Framer:
         return int(_LEN(head, 0)[0])
 
     def _drain_synced(self, ts: float, out: list[FramerEvent]) -> None:
-        while self._buffered >= self._need:
+        while self.buffered >= self._need:
             if self._length < 0:
                 length = self._peek_length()
                 if length < 0 or length > self.max_frame:
@@ -266,7 +294,7 @@ class Framer:
     def _final_scan(self, ts: float, out: list[FramerEvent]) -> None:
         """No more bytes will come (end of stream or a gap): frame starts that wait for bytes are not
         frame starts after all, so look for complete frames behind them before giving up."""
-        while not self.synced and self._buffered >= 4:
+        while not self.synced and self.buffered >= 4:
             offset = self.offset
             self._scan(ts, out, final=True)
             if self.offset == offset and not self.synced:
@@ -319,7 +347,8 @@ class Framer:
             self.offset += keep_from
         rest = buf[keep_from:]
         self._chunks = [rest] if rest else []
-        self._buffered = len(rest)
+        self._loose = 0
+        self.buffered = len(rest)
         self._scan_need = need
 
     def _test(self, buf: bytes, pos: int) -> int:
@@ -337,7 +366,8 @@ class Framer:
         self.offset += pos
         rest = buf[pos:]
         self._chunks = [rest]
-        self._buffered = len(rest)
+        self._loose = 0
+        self.buffered = len(rest)
         self._need = 4
         self._length = -1
         self._scan_need = 0

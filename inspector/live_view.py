@@ -5,7 +5,8 @@ Two parts, both free of I/O except :meth:`LiveView.start`/:meth:`LiveView.stop`:
 * :class:`LiveStats` aggregates the event batches the tap writes (about one a second): requests and
   responses per API, error codes, recent latencies per API, consumer groups seen;
 * :class:`LiveView` renders those together with the tap's counters (:class:`TapCounters`: packets,
-  bytes, Kafka frames, kernel drops, decode failures, gaps, files) and computes rates between two
+  bytes, Kafka frames, kernel drops, decode failures, gaps, files, interface outages) and its ``state``
+  (``capturing``, ``INTERFACE DOWN ...: waiting``, ``stopping ...``), and computes rates between two
   refreshes. It is refreshed by the caller (``auto_refresh=False``): no thread of its own.
 """
 
@@ -121,6 +122,8 @@ class TapCounters:
     last_file: str = ""
     events_in_current_file: int = 0
     open_connections: int = 0
+    outages: int = 0  # times the capture interface went down or disappeared
+    outage_seconds: float = 0.0
 
 
 def _si(value: float, unit: str = "") -> str:
@@ -186,7 +189,8 @@ class LiveView:
         r = self._rates
         head = Text.assemble(
             ("Kafka tap ", "bold"), (self.interface, "bold cyan"), f"  filter: {self.bpf}  → {self.output}  ",
-            (f"{elapsed // 3600:02d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}", "dim"), f"  {self.state}",
+            (f"{elapsed // 3600:02d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}", "dim"), "  ",
+            (self.state, "bold red" if self.state.startswith("INTERFACE DOWN") else ""),
         )
         drops: Text
         if c.kernel_dropped is None:
@@ -210,6 +214,8 @@ class LiveView:
         )
         line3 = Text(f"files written {c.files_written:,}" + (f" (last {c.last_file})" if c.last_file else "")
                      + f"   events {c.messages:,} ({c.events_in_current_file:,} in the open file)", style="dim")
+        if c.outages:
+            line3.append(f"   interface outages {c.outages:,} ({c.outage_seconds:.0f}s down)", style="yellow")
 
         apis = Table(title="top APIs", title_justify="left", expand=False, pad_edge=False)
         for col, justify in (("API", "left"), ("req/s", "right"), ("requests", "right"), ("responses", "right"),

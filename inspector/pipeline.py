@@ -3,11 +3,17 @@
 ``Inspector`` is sans-I/O: it takes parsed TCP segments (with their timestamps) and returns
 connection events. A connection is Kafka when its frames decode as Kafka (or when ``ports``
 names its broker port); other TCP traffic is counted, not decoded.
+
+Memory held across connections is bounded: the bytes of incomplete frames (framers) and of data waiting
+behind holes (reassembler) are counted per connection as they change, and when all connections together
+hold more than ``max_held`` the connections holding the most are released (:meth:`Inspector._release`):
+their holes become gaps, their incomplete frames skipped bytes, both with reason :data:`HELD_REASON`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterable, Sequence
 
 from inspector.connection import (
     MAX_PENDING,
@@ -19,6 +25,7 @@ from inspector.connection import (
 from inspector.packets import Segment
 from inspector.reassembly import (
     CLOSE_EVICTED,
+    GAP_HELD,
     ConnectionClosed,
     ConnectionOpened,
     ConnStats,
@@ -32,6 +39,11 @@ from inspector.reassembly import (
 #: decodes is not Kafka.
 DETECT_MAX_EVENTS = 16
 DETECT_MAX_BYTES = 256 * 1024
+#: Bytes held in incomplete frames and behind holes, all connections together, before the connections
+#: holding the most are released (``--max-held``).
+MAX_HELD = 256 * 1024 * 1024
+#: Why released bytes were skipped (StreamIssue reason): names the option to raise.
+HELD_REASON = GAP_HELD
 
 
 class _Tracked:
@@ -39,7 +51,7 @@ class _Tracked:
     bytes (or gap) arrive, so a connection that never carries data (SYN floods, half-open connections)
     costs little memory and garbage-collector time."""
 
-    __slots__ = ("_conn", "_spec", "held", "ignored_bytes", "kafka")
+    __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes")
 
     def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int], kafka: bool | None) -> None:
         self._spec = spec  # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending
@@ -47,6 +59,9 @@ class _Tracked:
         self.kafka = kafka  # None while undecided
         self.held: list[ConnectionEvent] = []
         self.ignored_bytes = 0
+        # What the connection holds, as last counted (Inspector.held_bytes is their sum over connections):
+        self.framer_bytes = 0  # in its framers (incomplete frames)
+        self.reasm_bytes = 0  # in the reassembler, behind holes
 
     @property
     def conn(self) -> KafkaConnection:
@@ -94,24 +109,47 @@ class Closed:
 class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
                  max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
-                 max_connections: int = 100_000, max_pending: int = MAX_PENDING) -> None:
+                 max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD) -> None:
+        if max_held < 0:
+            raise ValueError("max_held must be >= 0")
         self.ports = ports or set()
         self.conn_id_base = conn_id_base
         self.max_frame = max_frame
         self.max_pending = max_pending
+        self.max_held = max_held
         self.evicted = 0  # connections closed because more than max_connections were open
+        self.released = 0  # connections whose held bytes were released because more than max_held were held
+        self.held_bytes = 0  # bytes held in framers and behind holes, all open connections together
         self.reassembler = Reassembler(max_buffered_per_direction=max_buffered, max_connections=max_connections)
         self.conns: dict[int, _Tracked] = {}
         self.closed: list[Closed] = []
         self.max_conn_id = conn_id_base
+        # The connections holding bytes, largest first, lazily: an entry (-bytes, key) is pushed whenever a
+        # connection's held bytes grow, so each holder has an entry at least as large as what it holds now;
+        # entries that no longer match are dropped (or pushed again, smaller) when they reach the top.
+        # Only kept from the first time the limit is exceeded until the connections hold little again
+        # (None meanwhile): normal traffic pays for counting, not for the heap.
+        self._holders: list[tuple[int, int]] | None = None
+        self._holders_max = 0  # entries allowed before stale ones are compacted away
+        self._reasm_held = 0  # the part of held_bytes behind holes: equals reassembler.buffered once counted
 
     def segment(self, seg: Segment) -> list[ConnectionEvent]:
-        return self._dispatch(self.reassembler.feed(seg))
+        reassembler = self.reassembler
+        out = self._dispatch(reassembler.feed(seg))
+        if reassembler.buffered != self._reasm_held:
+            # Out-of-order data was buffered or drained: of the connections still open, only seg's changed.
+            key = reassembler.conn_id_for(seg)
+            if key is not None and (tracked := self.conns.get(key)) is not None:
+                self._set_held(key, tracked, tracked.framer_bytes, reassembler.buffered_for(key))
+        if self.held_bytes > self.max_held:
+            self._release(seg.ts, out)
+        return out
 
     def finish(self, ts: float) -> list[ConnectionEvent]:
         out = self._dispatch(self.reassembler.flush(ts))
         for conn_id in list(self.conns):
             out.extend(self._close(conn_id, ts))
+        self._holders = None
         return out
 
     def _dispatch(self, events: Sequence[Event]) -> list[ConnectionEvent]:
@@ -124,12 +162,24 @@ class Inspector:
                 if tracked.kafka is False:
                     tracked.ignored_bytes += len(ev.data)
                     continue
-                self._emit(tracked, tracked.conn.data(ev.side, ev.ts, ev.data), out)
+                conn = tracked.conn
+                framer = conn.framers[ev.side]
+                before = framer.buffered
+                self._emit(tracked, conn.data(ev.side, ev.ts, ev.data), out)
+                grown = framer.buffered - before
+                if grown:  # an incomplete frame grew or completed: count it (inline, once per segment)
+                    tracked.framer_bytes += grown
+                    self.held_bytes += grown
+                    if self._holders is not None:
+                        self._changed(ev.conn_id, tracked, grown > 0)
             elif isinstance(ev, StreamGap):
                 tracked = self.conns.get(ev.conn_id)
                 if tracked is None or tracked.kafka is False:
                     continue
-                self._emit(tracked, tracked.conn.gap(ev.side, ev.ts, ev.length, ev.reason), out)
+                conn = tracked.conn
+                self._emit(tracked, conn.gap(ev.side, ev.ts, ev.length, ev.reason), out)
+                if tracked.framer_bytes:
+                    self._set_held(ev.conn_id, tracked, conn.buffered, tracked.reasm_bytes)
             elif isinstance(ev, ConnectionOpened):
                 self._open(ev)
             elif isinstance(ev, ConnectionClosed):
@@ -137,6 +187,87 @@ class Inspector:
                     self.evicted += 1
                 out.extend(self._close(ev.conn_id, ev.ts, ev.stats))
         return out
+
+    # -- memory held across connections ------------------------------------------------------------
+
+    def _set_held(self, key: int, tracked: _Tracked, framer_bytes: int, reasm_bytes: int) -> None:
+        """Count what connection ``key`` holds now."""
+        old = tracked.framer_bytes + tracked.reasm_bytes
+        new = framer_bytes + reasm_bytes
+        self.held_bytes += new - old
+        self._reasm_held += reasm_bytes - tracked.reasm_bytes
+        tracked.framer_bytes = framer_bytes
+        tracked.reasm_bytes = reasm_bytes
+        if self._holders is not None and new != old:
+            self._changed(key, tracked, new > old)
+
+    def _changed(self, key: int, tracked: _Tracked, grew: bool) -> None:
+        """While the heap is kept: a connection's held bytes grew (push an entry) or shrank."""
+        holders = self._holders
+        assert holders is not None
+        if grew:
+            heapq.heappush(holders, (-(tracked.framer_bytes + tracked.reasm_bytes), key))
+            if len(holders) > self._holders_max:
+                self._build_holders(holders)
+        elif self.held_bytes <= self.max_held >> 2:
+            self._holders = None  # little held again: stop keeping the heap
+
+    def _build_holders(self, keys: Iterable[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+        """One entry per connection holding bytes: of the keys in the old entries (the stale ones dropped),
+        or of every connection."""
+        conns = self.conns
+        entries = []
+        for key in conns if keys is None else {key for _, key in keys}:
+            tracked = conns.get(key)
+            if tracked is not None and (held := tracked.framer_bytes + tracked.reasm_bytes):
+                entries.append((-held, key))
+        heapq.heapify(entries)
+        self._holders = entries
+        self._holders_max = 2 * len(entries) + 4096
+        return entries
+
+    def _largest_holder(self) -> int | None:
+        """Key of the connection holding the most bytes (the oldest one of equals); its entry is taken."""
+        holders = self._holders if self._holders is not None else self._build_holders()
+        conns = self.conns
+        while holders:
+            neg, key = holders[0]
+            tracked = conns.get(key)
+            held = tracked.framer_bytes + tracked.reasm_bytes if tracked is not None else 0
+            if held == -neg:
+                heapq.heappop(holders)
+                return key
+            if held:
+                heapq.heapreplace(holders, (-held, key))  # it holds less than when the entry was made
+            else:
+                heapq.heappop(holders)
+        return None
+
+    def _release(self, ts: float, out: list[ConnectionEvent]) -> None:
+        """Release the connections holding the most until all together hold at most ``max_held``."""
+        while self.held_bytes > self.max_held:
+            key = self._largest_holder()
+            if key is None:
+                break
+            self._release_one(key, ts, out)
+
+    def _release_one(self, key: int, ts: float, out: list[ConnectionEvent]) -> None:
+        """Holes become gaps and the data behind them is delivered; then the incomplete frames are skipped
+        and the framers resync at the next plausible frame start. Every byte is reported, with HELD_REASON."""
+        self.released += 1
+        reassembler = self.reassembler
+        tracked = self.conns[key]
+        if tracked.reasm_bytes:
+            out.extend(self._dispatch(reassembler.release(key, ts, HELD_REASON)))
+            if self.conns.get(key) is not tracked:  # both FINs settled: it closed (and held nothing more)
+                return
+            self._set_held(key, tracked, tracked.framer_bytes, 0)
+        if tracked.has_conn:
+            conn = tracked.conn
+            events = conn.release(ts, HELD_REASON)
+            if tracked.kafka is not False:
+                self._emit(tracked, events, out)
+            self._set_held(key, tracked, conn.buffered, 0)
 
     def _open(self, ev: ConnectionOpened) -> None:
         a = Endpoint(ev.a_ip, ev.a_port)
@@ -173,6 +304,9 @@ class Inspector:
         tracked = self.conns.pop(conn_id, None)
         if tracked is None:
             return []
+        self.held_bytes -= tracked.framer_bytes + tracked.reasm_bytes  # its framers and holes are settled here
+        self._reasm_held -= tracked.reasm_bytes
+        tracked.framer_bytes = tracked.reasm_bytes = 0
         out: list[ConnectionEvent] = []
         if tracked.kafka is not False:
             if tracked.has_conn:

@@ -13,7 +13,7 @@ from inspector.capture_file import open_capture
 from inspector.connection import MAX_PENDING, KafkaMessage, StreamIssue
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, parse_packet
-from inspector.pipeline import Inspector
+from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
 
@@ -31,6 +31,7 @@ class ReadOptions:
     max_buffered: int = 8 * 1024 * 1024
     max_connections: int = 100_000
     max_pending: int = MAX_PENDING
+    max_held: int = MAX_HELD
 
 
 def iter_capture(
@@ -43,7 +44,7 @@ def iter_capture(
     """Yield every Kafka message of one capture file; totals go into ``summary``."""
     inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
                           max_buffered=options.max_buffered, max_connections=options.max_connections,
-                          max_pending=options.max_pending)
+                          max_pending=options.max_pending, max_held=options.max_held)
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     with open_capture(path) as reader:
@@ -75,6 +76,7 @@ def iter_capture(
             progress(name, reader.bytes_read, summary.frames)
     _drain_closed(inspector, summary, name)
     summary.limit_hit("--max-connections", inspector.evicted)
+    summary.limit_hit("--max-held", inspector.released)
     summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
 
 

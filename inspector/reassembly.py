@@ -18,11 +18,12 @@ declared lost in a :class:`StreamGap`, so for each direction::
 
 Data that arrives in order is delivered at once. Data beyond a hole is buffered until the hole is
 filled; the hole becomes a gap when an ACK from the other side shows that the receiver got bytes the
-capture never saw, when the direction's buffer exceeds ``max_buffered_per_direction``, or when the
-connection is closed (FIN/RST/idle/eviction/end of capture). Retransmitted and overlapping bytes are
-trimmed by slicing, never delivered twice. Data buffered out of order is delivered with the timestamp of
-the segment that made it contiguous (the moment a receiver could have read it), so event timestamps
-never go backwards within a direction.
+capture never saw, when the direction's buffer exceeds ``max_buffered_per_direction``, when the caller
+releases the connection's buffers (:meth:`Reassembler.release`, to bound the memory held across
+connections), or when the connection is closed (FIN/RST/idle/eviction/end of capture). Retransmitted and
+overlapping bytes are trimmed by slicing, never delivered twice. Data buffered out of order is delivered
+with the timestamp of the segment that made it contiguous (the moment a receiver could have read it), so
+event timestamps never go backwards within a direction.
 
 Connection identity is the 4-tuple plus a ``conn_id`` given on first sight; a SYN on a tuple whose
 connection closed (or that carries a different initial sequence number) starts a new ``conn_id``
@@ -50,6 +51,7 @@ __all__ = [
     "GAP_ACKED",
     "GAP_BUFFER",
     "GAP_CLOSE",
+    "GAP_HELD",
     "GAP_SNAPLEN",
     "ConnStats",
     "ConnectionClosed",
@@ -70,6 +72,7 @@ GAP_ACKED: Final = "acked but not captured"  # the receiver acknowledged bytes t
 GAP_BUFFER: Final = "buffer limit exceeded"  # too much data waited behind the hole
 GAP_SNAPLEN: Final = "snaplen truncated"  # the segment was cut by the capture's snap length
 GAP_CLOSE: Final = "missing at close"  # still missing when the connection was closed / capture ended
+GAP_HELD: Final = "held bytes limit exceeded (--max-held)"  # released by release(): all connections held too much
 
 # ConnectionClosed reasons
 CLOSE_FIN: Final = "fin"
@@ -310,6 +313,7 @@ class Reassembler:
         self._conns: dict[int, _Conn] = {}
         self._next_id = 1
         self._tiebreak = 0
+        self.buffered = 0  # bytes waiting behind holes, all connections together
         self.ignored_segments = 0  # segments for no connection (stray RSTs, late packets after close)
 
     # -- public API ------------------------------------------------------------------------------------
@@ -390,6 +394,34 @@ class Reassembler:
         """(side 0, side 1) endpoints of a connection still tracked, else None."""
         conn = self._conns.get(conn_id)
         return None if conn is None else (conn.dirs[0].src, conn.dirs[1].src)
+
+    def conn_id_for(self, seg: Segment) -> int | None:
+        """``conn_id`` of the open connection ``seg``'s 4-tuple belongs to now (after ``feed(seg)``), else None."""
+        entry = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
+        return None if entry is None or entry[0].closed else entry[0].conn_id
+
+    def buffered_for(self, conn_id: int) -> int:
+        """Bytes waiting behind holes in both directions of a connection (0 when not tracked)."""
+        conn = self._conns.get(conn_id)
+        return 0 if conn is None else conn.dirs[0].buf_bytes + conn.dirs[1].buf_bytes
+
+    def release(self, conn_id: int, ts: float, reason: str = GAP_HELD) -> list[Event]:
+        """Free what an open connection buffers: its holes become gaps with ``reason`` and the data waiting
+        behind them is delivered (the connection stays open). For a caller that limits the memory held
+        across connections; the connection may close here if both FINs are now settled."""
+        out: list[Event] = []
+        conn = self._conns.get(conn_id)
+        if conn is None or conn.closed:
+            return out
+        for side, d in enumerate(conn.dirs):
+            while d.heap:
+                first = d.heap[0][0]
+                if first > d.nxt:
+                    self._gap(conn, side, d, first - d.nxt, reason, ts, out)
+                self._drain(conn, side, d, ts, out)
+        if conn.dirs[0].fin_off is not None or conn.dirs[1].fin_off is not None:
+            self._maybe_finished(conn, ts, out)
+        return out
 
     @property
     def open_connections(self) -> int:
@@ -513,6 +545,7 @@ class Reassembler:
             self._tiebreak += 1
             heapq.heappush(d.heap, (off, self._tiebreak, end, payload))
             d.buf_bytes += n
+            self.buffered += n
             if d.buf_bytes > self.max_buffered_per_direction:
                 self._overflow(conn, side, d, ts, out)
         if d.fin_off is not None and not conn.closed:
@@ -541,6 +574,7 @@ class Reassembler:
             self._tiebreak += 1
             heapq.heappush(d.heap, (off, self._tiebreak, end, None))
             d.buf_bytes += end - off
+            self.buffered += end - off
             if d.buf_bytes > self.max_buffered_per_direction:
                 self._overflow(conn, side, d, ts, out)
 
@@ -557,6 +591,7 @@ class Reassembler:
         while heap and heap[0][0] <= d.nxt:
             off, _, end, data = heapq.heappop(heap)
             d.buf_bytes -= end - off
+            self.buffered -= end - off
             nxt = d.nxt
             if end <= nxt:
                 d.retrans += end - off

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue
@@ -13,6 +13,8 @@ LIMITS: dict[str, str] = {
     "--max-frame": "length prefixes above the limit (or negative): not framed, the stream was resynchronised",
     "--max-buffered": "holes declared lost because too much data waited behind them",
     "--max-connections": "connections evicted (the least recently active) to stay under the limit",
+    "--max-held": "connections whose incomplete frames and data behind holes were released (reported as "
+                  "undecodable bytes and gaps) because all connections together held more than the limit",
     "--max-pending": "requests given up while waiting for their response",
     "--max-decompressed": "messages whose record data hit the decompression limit (records not all decoded)",
     "max_records": "messages whose records hit the per-message record limit",
@@ -29,6 +31,36 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+def _merge_fields(into: Any, other: Any) -> None:
+    """Add ``other``'s totals to ``into`` (instances of the same dataclass), field by field: numbers are
+    added (or combined by the field's ``metadata["merge"]``), lists extended, dicts merged by key
+    (values the same way). A field of another type is an error, so none can be forgotten."""
+    for f in fields(into):
+        mine, theirs = getattr(into, f.name), getattr(other, f.name)
+        how = f.metadata.get("merge")
+        if how is not None:
+            setattr(into, f.name, how(mine, theirs))
+        else:
+            setattr(into, f.name, _merged(mine, theirs, f"{type(into).__name__}.{f.name}"))
+
+
+def _merged(mine: Any, theirs: Any, name: str) -> Any:
+    if isinstance(mine, int | float) and not isinstance(mine, bool):
+        return mine + theirs
+    if isinstance(mine, list):
+        mine.extend(theirs)
+        return mine
+    if isinstance(mine, dict):
+        for key, value in theirs.items():
+            # A key only ``theirs`` has gets a fresh value (type(value)() is 0, [], {} or an empty dataclass).
+            mine[key] = _merged(mine[key] if key in mine else type(value)(), value, f"{name}[{key!r}]")
+        return mine
+    if hasattr(mine, "merge"):
+        mine.merge(theirs)
+        return mine
+    raise TypeError(f"{name}: cannot merge a {type(mine).__name__}")
+
+
 @dataclass
 class ApiStats:
     requests: int = 0
@@ -37,6 +69,9 @@ class ApiStats:
     decode_failures: int = 0
     decode_warnings: int = 0  # decoded, with trailing bytes
     latencies: list[float] = field(default_factory=list)
+
+    def merge(self, other: ApiStats) -> None:
+        _merge_fields(self, other)
 
 
 @dataclass
@@ -54,8 +89,12 @@ class Summary:
     packets: int = 0
     packets_skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    max_conn_id: int = 0
+    max_conn_id: int = field(default=0, metadata={"merge": max})
     limits: dict[str, int] = field(default_factory=dict)  # LIMITS key -> hits
+
+    def merge(self, other: Summary) -> None:
+        """Add the totals of ``other`` (e.g. another process's capture) to these."""
+        _merge_fields(self, other)
 
     def limit_hit(self, name: str, count: int = 1) -> None:
         if count:

@@ -43,9 +43,41 @@ complete files. Event batches go to the open file at least once a second. On exi
 the open connections are finished, the last file is closed, then ``DIR/connections.parquet`` and
 ``DIR/summary.json`` are written as ``read`` writes them (``summary.json`` gets a ``tap`` section).
 
+Interface outages
+-----------------
+The capture interface may go down or disappear while the tap runs (``ip link set IFACE down``, a cable
+pulled, a VPN or container interface re-created). The tap never exits for that. Two cases:
+
+* the interface goes down (administratively or without carrier) but stays: current kernels keep
+  tcpdump's packet socket bound, and it captures again once the interface is up. The tap watches
+  ``/sys/class/net/IFACE`` once a second to notice and report it;
+* the interface disappears (or an older kernel reports ``ENETDOWN``): tcpdump exits with "The interface
+  disappeared" / "The interface went down". The tap keeps its decoding state and output open and starts
+  tcpdump again after 0.5 s, 1 s, 2 s, 4 s, then every 5 s, while tcpdump says "No such device" or "not
+  up"; once it listens again capture resumes (a new pcap stream, the same connections).
+
+Either way one line says the interface is down and the tap is waiting, and one more that it is back.
+Connections open across an outage keep their state; the bytes they exchanged meanwhile were not captured,
+which the reassembler reports as gaps from the TCP sequence numbers (an ACK for missed bytes, the
+out-of-order buffer limit, or the connection's end) and the framer resynchronises after, as for any
+other loss: bytes before and after an outage are never joined. ``summary.json`` counts the outages
+(``tap.interface_outages``, ``tap.interface_down_seconds``, ``tap.outages``: start, seconds, reason,
+whether tcpdump exited and had to be started again, connections open) and a warning names them. ``--max-outage``
+bounds the wait (default 0: wait for ever, as a capture service should; a supervisor restarting the tap
+would lose the connections' state): beyond it the tap stops as on SIGTERM and exits with 3. SIGINT and
+SIGTERM stop a waiting tap at once, as usual.
+
+Full disk
+---------
+When writing fails (``ENOSPC``, ``EDQUOT``, ``EIO``, any ``OSError`` on write, close or rename) the tap stops
+tcpdump and writes nothing more: the file in progress is deleted (never renamed into place), the files
+completed before stay, ``connections.parquet`` and ``summary.json`` are not written, and one line names the
+directory and the errno (``cannot write to DIR/events: No space left on device (ENOSPC); the file in progress
+was removed, the 3 files completed before it are kept``). Exit code 4.
+
 Exit codes: 0 done (also when stopped by a signal: that is how a tap ends); 2 bad usage (bad filter,
-bad option); 3 capture problem (no tcpdump, no interface, no permission, tcpdump died); 4 the output
-could not be written.
+bad option); 3 capture problem (no tcpdump, no interface, no permission, tcpdump died for another reason
+than an interface outage, an outage longer than ``--max-outage``); 4 the output could not be written.
 """
 
 from __future__ import annotations
@@ -78,7 +110,7 @@ from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import Inspector
 from inspector.summary import Summary
-from inspector.writers import ParquetDatasetWriter
+from inspector.writers import OutputError, ParquetDatasetWriter, output_error, remove_quietly
 
 EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = 0, 2, 3, 4
 
@@ -98,6 +130,9 @@ CATCH_UP_SECONDS = 30.0
 BLOCK_TIMEOUT = 1.0
 #: tcpdump gets this long to open the interface.
 START_TIMEOUT = 15.0
+#: While the interface is gone, tcpdump is started again after this long, doubling up to RETRY_MAX (seconds).
+RETRY_FIRST = 0.5
+RETRY_MAX = 5.0
 #: Latencies kept per API for the p50/p99 of summary.json (a uniform reservoir sample beyond this).
 LATENCY_RESERVOIR = 100_000
 READ_CHUNK = 1 << 20
@@ -173,6 +208,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="tcpdump --immediate-mode: packets reach the tap at once instead of within 1 s, but each "
                         "one takes a ring slot of the interface's largest frame (64 KiB on lo and on NICs with "
                         "offloads): kernel drops start at a much lower rate (see bench/bench_tap.py)")
+    p.add_argument("--max-outage", type=parse_duration, default=0.0, metavar="DURATION",
+                   help="when the interface goes down or disappears, wait at most this long for it to come back, "
+                        "then stop with exit code 3 (default 0: wait for ever, retrying every 0.5-5 s)")
     p.add_argument("--tcpdump", default="tcpdump", metavar="PATH", help="tcpdump binary (default: from PATH)")
     _add_decode_options(p)
     p.set_defaults(func=run)
@@ -281,11 +319,25 @@ class CaptureStats:
             self.reports += 1
         return found
 
+    def add(self, other: CaptureStats) -> None:
+        """Add the final counters of another tcpdump run (the capture was reopened after an outage)."""
+        for name in _STAT_RES:
+            value = getattr(other, name)
+            if value is not None:
+                setattr(self, name, (getattr(self, name) or 0) + value)
+        self.reports += other.reports
+
+    def plus(self, other: CaptureStats) -> CaptureStats:
+        total = CaptureStats(self.captured, self.received, self.kernel_dropped, self.interface_dropped, self.reports)
+        total.add(other)
+        return total
+
 
 class TcpdumpError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_CAPTURE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.interface_down: str | None = None  # tcpdump's words when the interface is (still) down or gone
 
 
 def available_interfaces() -> list[str]:
@@ -311,6 +363,45 @@ def explain_tcpdump_failure(lines: list[str], interface: str, bpf: str) -> Tcpdu
     return TcpdumpError(f"tcpdump failed: {last.removeprefix('tcpdump: ')}")
 
 
+# libpcap's words for an interface that went down or away: "The interface went down" (ENETDOWN while
+# capturing), "The interface disappeared", and on opening "That device is not up", "No such device exists",
+# "SIOCGIFINDEX: No such device", "Network is down", "No such device or address".
+_OUTAGE_RE = re.compile(r"interface went down|interface disappeared|no such device|device is not up|"
+                        r"network is down|\benetdown\b|\benodev\b|\benxio\b", re.IGNORECASE)
+
+
+def interface_outage(lines: list[str]) -> str | None:
+    """tcpdump's message when its stderr says the interface went down or disappeared, else None."""
+    for line in lines:
+        if _OUTAGE_RE.search(line):
+            return line.strip().removeprefix("tcpdump: ").removeprefix("pcap_loop: ")
+    return None
+
+
+_IFF_UP = 0x1
+
+
+def interface_state(name: str) -> str | None:
+    """``up``, ``down`` (administratively), ``no carrier``, ``gone`` (not in ``/sys/class/net``), or None
+    where the kernel does not say (``any``, an interface number, non-network capture devices)."""
+    if not name or name == "any" or "/" in name or name.startswith("."):
+        return None
+    base = Path("/sys/class/net") / name
+    try:
+        flags = int((base / "flags").read_text().strip(), 16)
+    except FileNotFoundError:
+        return "gone"
+    except (OSError, ValueError):
+        return None
+    if not flags & _IFF_UP:
+        return "down"
+    try:
+        oper = (base / "operstate").read_text().strip()
+    except OSError:
+        return "up"
+    return "no carrier" if oper in ("down", "lowerlayerdown", "notpresent") else "up"
+
+
 class Tcpdump:
     """The tcpdump child: start, wait until it listens, ask for counters, stop gracefully."""
 
@@ -330,11 +421,14 @@ class Tcpdump:
         self.ready = threading.Event()
         self.stop_sent_at: float | None = None
         self.killed = False
+        self.accounted = False  # its counters were added to the tap's totals
         self._stderr_thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def start(self, timeout: float = START_TIMEOUT) -> int:
-        """Start tcpdump and wait until it captures; return the read end of its pcap pipe."""
+    def start(self, timeout: float = START_TIMEOUT, cancel: threading.Event | None = None) -> int:
+        """Start tcpdump and wait until it captures; return the read end of its pcap pipe.
+
+        ``cancel`` (set by a stop request) gives up waiting: tcpdump is killed and ``TcpdumpError`` raised."""
         # tcpdump runs in its own session, so a Ctrl-C in the terminal reaches only the tap, which stops it
         # in order. Should the tap be killed outright, tcpdump ends on EPIPE at its next packet (a
         # parent-death signal would not help: the kernel clears it when tcpdump drops root or execs with
@@ -357,9 +451,12 @@ class Tcpdump:
         self._stderr_thread.start()
         deadline = time.monotonic() + timeout
         while not self.ready.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+            cancelled = cancel is not None and cancel.is_set()
+            if self.proc.poll() is not None or time.monotonic() > deadline or cancelled:
                 self.kill()
                 self._stderr_thread.join(2)
+                if cancelled:
+                    raise TcpdumpError("stopped while tcpdump was starting")
                 raise explain_tcpdump_failure(self.stderr_lines, self.interface, self.bpf)
         return fd
 
@@ -450,6 +547,31 @@ class _Reservoir:
             stats.latencies[j] = newest
 
 
+@dataclass
+class Outage:
+    """One period with the capture interface down or gone."""
+
+    reason: str
+    started: float  # wall clock
+    started_mono: float
+    open_connections: int  # connections open when it began (their streams may have gaps after it)
+    tcpdump_exited: bool = False  # tcpdump exited with it (the interface disappeared): started again once back
+    ended_mono: float | None = None
+    ended_by: str = ""  # "back", "stopped" (SIGINT/SIGTERM/--duration while down), "max-outage"
+    attempts: int = 0  # tcpdump starts that failed while waiting
+    last_error: str = ""
+
+    def seconds(self, now: float | None = None) -> float:
+        end = self.ended_mono if self.ended_mono is not None else (time.monotonic() if now is None else now)
+        return max(0.0, end - self.started_mono)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"started": self.started, "seconds": round(self.seconds(), 3), "reason": self.reason,
+                "tcpdump_exited": self.tcpdump_exited, "open_connections": self.open_connections,
+                "ended_by": self.ended_by or "running", "failed_starts": self.attempts,
+                "last_start_error": self.last_error or None}
+
+
 class Tap:
     """One capture session: tcpdump pipe → Inspector → Parquet, with the live view or quiet lines."""
 
@@ -469,14 +591,15 @@ class Tap:
         self.inspector = Inspector(ports=set(self.options.ports), max_frame=self.options.max_frame,
                                    max_buffered=self.options.max_buffered,
                                    max_connections=self.options.max_connections,
-                                   max_pending=self.options.max_pending)
+                                   max_pending=self.options.max_pending, max_held=self.options.max_held)
         self.live_stats = LiveStats()
         self.counters = TapCounters()
         self.reservoir = _Reservoir()
         self.console = console
         self.view: LiveView | None = None
         self.writer: ParquetDatasetWriter | None = None
-        self.tcpdump: Tcpdump | None = None
+        self.tcpdump: Tcpdump | None = None  # the running (or last) tcpdump
+        self.binary = args.tcpdump
         self.stream = PcapStream(f"tcpdump -i {args.interface}")
         self.stream_ts = 0.0  # timestamp of the last packet read from tcpdump
         self.started_wall = time.time()
@@ -485,6 +608,14 @@ class Tap:
         self.catch_up_seconds: float | None = None  # stop request -> tcpdump stopped (reading its backlog)
         # Without --immediate-mode a packet reaches the pipe at most BLOCK_TIMEOUT after its capture.
         self.ring_delay = 0.0 if args.immediate_mode else BLOCK_TIMEOUT + 0.2
+        # Interface outages, and the totals of the tcpdump runs that ended before the current one.
+        self.outages: list[Outage] = []
+        self.outage: Outage | None = None
+        self.watch_interface = False  # /sys/class/net says whether the interface is up
+        self.earlier_stats = CaptureStats()
+        self.earlier_packets = 0
+        self.earlier_bytes = 0
+        self.output_failed: OutputError | None = None
 
     # -- signals --------------------------------------------------------------------------------------
 
@@ -496,6 +627,38 @@ class Tap:
         if self.signals >= 2 and self.tcpdump is not None:
             self.tcpdump.kill()  # impatient: stop now, still drain what the pipe holds
 
+    # -- totals over tcpdump runs ---------------------------------------------------------------------
+
+    @property
+    def capture_stats(self) -> CaptureStats:
+        """tcpdump's counters summed over every run (the capture is reopened after an interface outage)."""
+        current = self.tcpdump
+        if current is None or current.accounted:
+            return self.earlier_stats.plus(CaptureStats())
+        return self.earlier_stats.plus(current.stats)
+
+    @property
+    def packets_read(self) -> int:
+        return self.earlier_packets + self.stream.packets
+
+    @property
+    def bytes_read(self) -> int:
+        return self.earlier_bytes + self.stream.bytes_fed
+
+    def _retire(self, tcpdump: Tcpdump) -> int:
+        """Wait for a tcpdump that ended (or was stopped) and add its counters to the totals; its exit code."""
+        rc = tcpdump.wait()
+        if not tcpdump.accounted:
+            tcpdump.accounted = True
+            self.earlier_stats.add(tcpdump.stats)
+            if self.stream.pending:
+                self.summary.warnings.append(f"{self.capture_name}: the pcap stream ended inside a record "
+                                             f"({self.stream.pending} bytes dropped)")
+            self.earlier_packets += self.stream.packets
+            self.earlier_bytes += self.stream.bytes_fed
+            self.stream = PcapStream(self.stream.name)  # a new tcpdump writes a new pcap header
+        return rc
+
     # -- output callbacks -----------------------------------------------------------------------------
 
     def _file_done(self, path: Path, rows: int, size: int) -> None:
@@ -505,11 +668,82 @@ class Tap:
             shown = path.relative_to(Path.cwd())
         except ValueError:
             shown = path
-        drops = self.tcpdump.stats.kernel_dropped if self.tcpdump is not None else None
+        drops = self.capture_stats.kernel_dropped
         line = (f"kafka-inspector tap: wrote {shown} ({rows:,} events, {size:,} bytes; "
                 f"kernel drops so far: {drops if drops is not None else '?'})")
         if self.args.quiet:
             print(line, file=sys.stderr, flush=True)
+
+    def _notice(self, message: str) -> None:
+        """One line for a person: on stderr in quiet mode, above the live view otherwise."""
+        if self.console is not None and not self.args.quiet:
+            self.console.print(f"kafka-inspector tap: {message}", highlight=False, markup=False, soft_wrap=True)
+        else:
+            print(f"kafka-inspector tap: {message}", file=sys.stderr, flush=True)
+
+    # -- interface outages ----------------------------------------------------------------------------
+
+    def _begin_outage(self, reason: str, capture_lost: bool) -> None:
+        iface = self.args.interface
+        if self.outage is not None:  # already down (seen in /sys/class/net); now tcpdump exited too
+            if capture_lost and not self.outage.tcpdump_exited:
+                self.outage.tcpdump_exited = True
+                self.outage.reason = reason
+            return
+        self.outage = Outage(reason, time.time(), time.monotonic(), len(self.inspector.conns),
+                             tcpdump_exited=capture_lost)
+        self.outages.append(self.outage)
+        limit = f"; giving up after {self.args.max_outage:g}s (--max-outage)" if self.args.max_outage else ""
+        how = (f"restarting tcpdump every {RETRY_FIRST:g}-{RETRY_MAX:g}s until it listens again" if capture_lost
+               else "capture kept open")
+        self._notice(f"interface {iface} is down ({reason}): waiting for it to come back ({how}{limit}); "
+                     f"everything captured so far is kept")
+        self._show_outage()
+
+    def _end_outage(self, ended_by: str) -> None:
+        outage = self.outage
+        if outage is None:
+            return
+        outage.ended_mono = time.monotonic()
+        outage.ended_by = outage.ended_by or ended_by  # "max-outage" stays, even if it came back while stopping
+        self.outage = None
+        self.counters.outage_seconds = sum(o.seconds() for o in self.outages)
+        if outage.ended_by == "back":
+            n = outage.open_connections
+            gaps = (f"; {n} connection{'s' if n != 1 else ''} open across it may show gaps for the bytes missed"
+                    if n and outage.tcpdump_exited else "")
+            self._notice(f"interface {self.args.interface} is back after {outage.seconds():.1f}s: capturing again"
+                         + (" (tcpdump restarted)" if outage.tcpdump_exited else "") + gaps)
+            if self.view is not None:
+                self.view.state = "capturing"
+
+    def _show_outage(self, next_retry: float | None = None) -> None:
+        outage = self.outage
+        if outage is None:
+            return
+        self.counters.outages = len(self.outages)
+        self.counters.outage_seconds = sum(o.seconds() for o in self.outages)
+        if self.view is not None:
+            retry = (f", next try in {max(0.0, next_retry - time.monotonic()):.1f}s" if next_retry is not None
+                     else "")
+            self.view.state = f"INTERFACE DOWN for {outage.seconds():.0f}s: waiting{retry}"
+
+    def _reopen(self) -> int:
+        """Start tcpdump again after the interface disappeared; its pipe's fd. Raises TcpdumpError."""
+        count = 0
+        if self.args.count_packets:
+            count = max(1, self.args.count_packets - self.packets_read)
+        tcpdump = Tcpdump(self.binary, self.args.interface, self.bpf, buffer_bytes=self.args.buffer, count=count,
+                          immediate=self.args.immediate_mode)
+        try:
+            fd = tcpdump.start(cancel=self.stop_event)
+        except TcpdumpError as exc:
+            if tcpdump.proc is not None:
+                tcpdump.wait(2)  # reap it and close its pipes: retries may go on for hours
+            exc.interface_down = interface_outage(tcpdump.stderr_lines)
+            raise
+        self.tcpdump = tcpdump
+        return fd
 
     # -- main loop ------------------------------------------------------------------------------------
 
@@ -519,6 +753,7 @@ class Tap:
         if binary is None:
             _error(TCPDUMP_FIX)
             return EXIT_CAPTURE
+        self.binary = binary
         iface = args.interface
         names = available_interfaces()
         if iface != "any" and not iface.isdigit() and names and iface not in names:
@@ -530,7 +765,7 @@ class Tap:
                                                 rotate_bytes=args.rotate_size,
                                                 on_file=self._file_done)
         except OSError as exc:
-            _error(f"cannot write to {self.out}: {exc.strerror or exc}")
+            _error(str(output_error(self.out, exc)))
             return EXIT_OUTPUT
 
         self.tcpdump = Tcpdump(binary, iface, self.bpf, buffer_bytes=args.buffer, count=args.count_packets,
@@ -540,12 +775,14 @@ class Tap:
         if in_main:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, self._on_signal)
+        error: str | None = None
         try:
             try:
                 fd = self.tcpdump.start()
             except TcpdumpError as exc:
                 _error(str(exc))
                 return exc.exit_code
+            self.watch_interface = interface_state(iface) == "up"
             if not args.quiet:
                 from rich.console import Console
 
@@ -554,93 +791,172 @@ class Tap:
                                    f"(filter: {self.bpf}) → {self.out}", highlight=False)
                 self.view = LiveView(self.console, interface=iface, bpf=self.bpf, output=self.out)
                 self.view.start()
-            code = self._loop(fd)
+            code, error = self._loop(fd)
         finally:
             if self.view is not None:
                 self.view.stop()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-            if self.tcpdump.proc is not None and self.tcpdump.proc.poll() is None:
-                self.tcpdump.kill()
-                self.tcpdump.wait()
+            tcpdump = self.tcpdump
+            if tcpdump is not None and tcpdump.proc is not None and tcpdump.proc.poll() is None:
+                tcpdump.kill()
+                tcpdump.wait()
+        if error:
+            _error(error)  # after the live view stopped: one line, not torn by a refresh
         return code
 
-    def _loop(self, fd: int) -> int:
+    def _loop(self, first_fd: int) -> tuple[int, str | None]:
+        """Capture until stopped; returns the exit code and the error line (if any)."""
         assert self.tcpdump is not None and self.writer is not None
-        tcpdump = self.tcpdump
+        args = self.args
+        fd: int | None = first_fd  # None while the interface is gone (no tcpdump running)
         poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        deadline = self.started + self.args.duration if self.args.duration else None
+        poller.register(first_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        deadline = self.started + args.duration if args.duration else None
         last_flush = last_stats = last_data = time.monotonic()
         stop_wall: float | None = None
         stop_mono = 0.0
+        backoff = RETRY_FIRST
+        next_retry = 0.0
         error: str | None = None
         code = EXIT_OK
         try:
             while True:
+                tcpdump = self.tcpdump
                 now = time.monotonic()
                 if deadline is not None and now >= deadline and not self.stop_event.is_set():
                     self.stop_reason = self.stop_reason or "duration"
                     self.stop_event.set()
-                if self.stop_event.is_set() and stop_wall is None:
-                    # Packets captured before this moment may still wait in tcpdump's kernel ring (tcpdump
-                    # blocks on the pipe while we decode), and tcpdump drops the ring when it gets SIGINT:
-                    # read on until a packet from this moment on arrives or the pipe stays quiet.
-                    stop_wall, stop_mono = time.time(), now
-                    self.stop_reason = self.stop_reason or "stop requested"
-                    if self.view is not None:
-                        self.view.state = f"stopping ({self.stop_reason or 'requested'}): catching up"
-                if stop_wall is not None and tcpdump.stop_sent_at is None and (
-                        self.stream_ts >= stop_wall
-                        or (now - stop_mono >= self.ring_delay and now - last_data >= QUIET_SECONDS)
-                        or now - stop_mono >= CATCH_UP_SECONDS or self.signals >= 2):
-                    if now - stop_mono >= CATCH_UP_SECONDS and self.stream_ts < stop_wall:
-                        self.summary.warnings.append(
-                            f"{self.capture_name}: still {stop_wall - self.stream_ts:.1f}s behind the capture "
-                            f"{CATCH_UP_SECONDS:.0f}s after the stop request; packets still in tcpdump's buffer "
-                            "were not decoded")
-                    tcpdump.stop()
-                    self.catch_up_seconds = now - stop_mono
-                    if self.view is not None:
-                        self.view.state = f"stopping ({self.stop_reason or 'requested'}): draining"
-                if tcpdump.stop_sent_at is not None and now - tcpdump.stop_sent_at > STOP_GRACE:
-                    tcpdump.kill()
-                if poller.poll(50 if stop_wall is not None else 200):
-                    data = os.read(fd, READ_CHUNK)
-                    if not data:
+                outage = self.outage
+                if (outage is not None and args.max_outage and outage.seconds(now) >= args.max_outage
+                        and not self.stop_event.is_set()):
+                    # Stop as on SIGTERM (a tcpdump still running on a down interface is drained as usual).
+                    outage.ended_by = self.stop_reason = "max-outage"
+                    error, code = (f"interface {args.interface} down for more than {args.max_outage:g}s "
+                                   f"(--max-outage; {outage.reason}): stopped, what was captured is saved",
+                                   EXIT_CAPTURE)
+                    self.stop_event.set()
+                if fd is None:
+                    # The interface is gone and tcpdump with it: retry, keep flushing and rotating meanwhile.
+                    assert outage is not None
+                    if self.stop_event.is_set():
+                        self.stop_reason = self.stop_reason or "stop requested"
                         break
-                    last_data = time.monotonic()
-                    self._packets(self.stream.feed(data))
+                    if now >= next_retry:
+                        try:
+                            fd = self._reopen()
+                        except TcpdumpError as exc:
+                            if self.stop_event.is_set():
+                                continue
+                            if exc.interface_down is None:  # e.g. permission, filter: waiting will not help
+                                error, code = f"reopening the capture after an interface outage: {exc}", exc.exit_code
+                                break
+                            outage.attempts += 1
+                            outage.last_error = exc.interface_down
+                            backoff = min(backoff * 2, RETRY_MAX)
+                            next_retry = time.monotonic() + backoff
+                        else:
+                            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+                            last_data = time.monotonic()
+                            if not self.watch_interface or interface_state(args.interface) == "up":
+                                self._end_outage("back")
+                            continue
+                    else:
+                        self.stop_event.wait(min(0.2, max(0.0, next_retry - now)))
+                    self._show_outage(next_retry)
+                else:
+                    assert tcpdump is not None
+                    if self.stop_event.is_set() and stop_wall is None:
+                        # Packets captured before this moment may still wait in tcpdump's kernel ring (tcpdump
+                        # blocks on the pipe while we decode), and tcpdump drops the ring when it gets SIGINT:
+                        # read on until a packet from this moment on arrives or the pipe stays quiet.
+                        stop_wall, stop_mono = time.time(), now
+                        self.stop_reason = self.stop_reason or "stop requested"
+                        if self.view is not None:
+                            self.view.state = f"stopping ({self.stop_reason or 'requested'}): catching up"
+                    if stop_wall is not None and tcpdump.stop_sent_at is None and (
+                            self.stream_ts >= stop_wall
+                            or (now - stop_mono >= self.ring_delay and now - last_data >= QUIET_SECONDS)
+                            or now - stop_mono >= CATCH_UP_SECONDS or self.signals >= 2):
+                        if now - stop_mono >= CATCH_UP_SECONDS and self.stream_ts < stop_wall:
+                            self.summary.warnings.append(
+                                f"{self.capture_name}: still {stop_wall - self.stream_ts:.1f}s behind the capture "
+                                f"{CATCH_UP_SECONDS:.0f}s after the stop request; packets still in tcpdump's buffer "
+                                "were not decoded")
+                        tcpdump.stop()
+                        self.catch_up_seconds = now - stop_mono
+                        if self.view is not None:
+                            self.view.state = f"stopping ({self.stop_reason or 'requested'}): draining"
+                    if tcpdump.stop_sent_at is not None and now - tcpdump.stop_sent_at > STOP_GRACE:
+                        tcpdump.kill()
+                    if poller.poll(50 if stop_wall is not None else 200):
+                        data = os.read(fd, READ_CHUNK)
+                        if data:
+                            last_data = time.monotonic()
+                            self._packets(self.stream.feed(data))
+                        else:  # tcpdump ended
+                            poller.unregister(fd)
+                            fd = None
+                            rc = self._retire(tcpdump)
+                            if tcpdump.stop_sent_at is not None or tcpdump.killed:
+                                break
+                            lost = interface_outage(tcpdump.stderr_lines)
+                            if lost is None:
+                                if rc != 0:
+                                    how = (f"killed by {signal.Signals(-rc).name}" if rc < 0
+                                           else f"exit {rc}: {tcpdump.last_error()}")
+                                    error, code = (f"tcpdump stopped unexpectedly ({how}); what it captured is saved",
+                                                   EXIT_CAPTURE)
+                                break  # -c N packets captured
+                            self._begin_outage(lost, capture_lost=True)
+                            backoff = RETRY_FIRST
+                            next_retry = time.monotonic() + backoff
                 now = time.monotonic()
                 if len(self.table) >= BATCH_ROWS or (now - last_flush >= FLUSH_SECONDS):
                     self.writer.maybe_rotate(now)  # before writing: a file spans `--rotate` seconds of flushes
                     self._flush()
                     last_flush = now
                 if now - last_stats >= STATS_SECONDS:
-                    tcpdump.request_stats()
+                    if fd is not None and self.tcpdump is not None:
+                        self.tcpdump.request_stats()
+                        self._watch_interface()
                     self._drain_closed()
                     self._refresh()
                     last_stats = now
         except CaptureError as exc:
             error, code = str(exc), EXIT_CAPTURE
-            tcpdump.kill()
+        except OutputError as exc:  # from the writer, which removed the file in progress
+            self.output_failed = exc
+            error, code = str(exc), EXIT_OUTPUT
         except OSError as exc:
-            error, code = f"cannot write to {self.out}: {exc.strerror or exc}", EXIT_OUTPUT
-            tcpdump.kill()
-        rc = tcpdump.wait()
-        if code == EXIT_OK and rc != 0 and tcpdump.stop_sent_at is None and not tcpdump.killed:
-            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}: {tcpdump.last_error()}"
-            error, code = f"tcpdump stopped unexpectedly ({how}); what it captured is saved", EXIT_CAPTURE
-        if self.stream.pending:
-            self.summary.warnings.append(f"{self.capture_name}: the pcap stream ended inside a record "
-                                         f"({self.stream.pending} bytes dropped)")
+            error, code = str(output_error(self.out, exc)), EXIT_OUTPUT
+        tcpdump = self.tcpdump
+        if tcpdump is not None and not tcpdump.accounted:
+            if code != EXIT_OK:
+                tcpdump.kill()
+            self._retire(tcpdump)
+        if self.outage is not None:
+            self._end_outage(self.outage.ended_by or "stopped")
+        if self.output_failed is not None:
+            return code, error  # the disk refused: write nothing more (no connections.parquet, no summary.json)
         try:
             self._finish()
-        except OSError as exc:
-            error, code = f"cannot write to {self.out}: {exc.strerror or exc}", EXIT_OUTPUT
-        if error:
-            _error(error)
-        return code
+        except OSError as exc:  # OutputError from the writer or from _finish: one line saying what is kept
+            error, code = str(output_error(self.out, exc)), EXIT_OUTPUT
+        return code, error
+
+    def _watch_interface(self) -> None:
+        """While tcpdump runs: report the interface going down (the capture stays open) and coming back."""
+        if not self.watch_interface:
+            return
+        state = interface_state(self.args.interface)
+        if state is None:
+            return
+        if state in ("down", "no carrier"):  # "gone": tcpdump exits at once, and the loop restarts it
+            self._begin_outage(f"interface {state}", capture_lost=False)
+            self._show_outage()
+        elif self.outage is not None:
+            self._end_outage("back")
 
     def _packets(self, packets: list[RawPacket]) -> None:
         summary = self.summary
@@ -695,10 +1011,11 @@ class Tap:
         c.open_connections = len(self.inspector.conns)
         if self.writer is not None:
             c.events_in_current_file = self.writer.rows_in_file if self.writer.open_file is not None else 0
-        if self.tcpdump is not None:
-            st = self.tcpdump.stats
-            c.kernel_dropped, c.received_by_filter = st.kernel_dropped, st.received
-            c.interface_dropped = st.interface_dropped or 0
+        st = self.capture_stats
+        c.kernel_dropped, c.received_by_filter = st.kernel_dropped, st.received
+        c.interface_dropped = st.interface_dropped or 0
+        c.outages = len(self.outages)
+        c.outage_seconds = sum(o.seconds() for o in self.outages)
         if self.view is not None:
             self.view.refresh(c, self.live_stats)
 
@@ -714,8 +1031,8 @@ class Tap:
         self._flush()
         self._drain_closed()
         self.summary.max_conn_id = max(self.summary.max_conn_id, self.inspector.max_conn_id)
-        files = self.writer.close()
-        st = self.tcpdump.stats
+        files = self.writer.close()  # OutputError (the file in progress removed) if the disk refuses
+        st = self.capture_stats
         if st.kernel_dropped:
             self.summary.warnings.append(
                 f"{self.capture_name}: the kernel dropped {st.kernel_dropped:,} packets (tcpdump's counter): "
@@ -726,11 +1043,26 @@ class Tap:
         if self.tcpdump.killed:
             self.summary.warnings.append(f"{self.capture_name}: tcpdump had to be killed; its final counters "
                                          "may be missing")
+        down = sum(o.seconds() for o in self.outages)
+        if self.outages:
+            exited = sum(1 for o in self.outages if o.tcpdump_exited)
+            self.summary.warnings.append(
+                f"{self.capture_name}: the interface was down {len(self.outages)} time"
+                f"{'s' if len(self.outages) != 1 else ''} ({down:.1f}s in all"
+                + (f"; tcpdump exited with {exited} of them" if exited else "")
+                + "): traffic meanwhile was not captured; connections open across an outage show gaps "
+                  "where bytes were missed (tap.outages in summary.json)")
         self._refresh()
         from inspector.cli import print_summary, summary_dict
         from inspector.reader import write_connections
 
-        write_connections(self.summary, self.out)
+        try:
+            write_connections(self.summary, self.out)
+        except OSError as exc:
+            remove_quietly(self.out / "connections.parquet")  # never leave it half-written
+            n = len(files)
+            raise output_error(self.out, exc, f"{n} complete event file{'s' if n != 1 else ''} kept; "
+                                              "connections.parquet and summary.json not written") from exc
         doc = summary_dict(self.summary)
         doc["tap"] = {
             "interface": self.args.interface,
@@ -739,24 +1071,36 @@ class Tap:
             "seconds": round(time.monotonic() - self.started, 3),
             "stopped_by": self.stop_reason or ("count" if self.args.count_packets else "end of stream"),
             "stop_catch_up_seconds": None if self.catch_up_seconds is None else round(self.catch_up_seconds, 3),
-            "packets_read": self.stream.packets,
-            "bytes_read": self.stream.bytes_fed,
+            "packets_read": self.packets_read,
+            "bytes_read": self.bytes_read,
             "tcpdump_captured": st.captured,
             "tcpdump_received_by_filter": st.received,
             "kernel_dropped": st.kernel_dropped,
             "interface_dropped": st.interface_dropped or 0,
+            "interface_outages": len(self.outages),
+            "interface_down_seconds": round(down, 3),
+            "max_outage": self.args.max_outage or None,
+            "outages": [o.as_dict() for o in self.outages],
             "files": [p.name for p in files],
         }
         tmp = self.out / ".summary.json.inprogress"
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.out / "summary.json")
+        try:
+            tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.out / "summary.json")
+        except OSError as exc:
+            remove_quietly(tmp)
+            n = len(files)
+            raise output_error(self.out, exc, f"{n} complete event file{'s' if n != 1 else ''} and "
+                                              "connections.parquet kept; summary.json not written") from exc
         if self.view is not None and self.console is not None:
             self.view.stop()
             print_summary(self.console, self.summary, time.monotonic() - self.started)
             drops = "?" if st.kernel_dropped is None else f"{st.kernel_dropped:,}"
+            outages = (f"; interface down {len(self.outages)} time{'s' if len(self.outages) != 1 else ''} "
+                       f"({down:.1f}s)" if self.outages else "")
             self.console.print(f"tcpdump: {st.captured if st.captured is not None else '?'} packets captured, "
-                               f"{drops} dropped by kernel; wrote {self.summary.messages:,} events to {self.out} "
-                               f"({len(files)} file{'s' if len(files) != 1 else ''})", highlight=False)
+                               f"{drops} dropped by kernel{outages}; wrote {self.summary.messages:,} events to "
+                               f"{self.out} ({len(files)} file{'s' if len(files) != 1 else ''})", highlight=False)
         elif self.args.quiet:
             for warning in self.summary.warnings:
                 print(f"kafka-inspector tap: warning: {warning}", file=sys.stderr, flush=True)

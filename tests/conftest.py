@@ -3,6 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The suite runs on shared, loaded machines: what the property tests check is behaviour, not how fast
+# hypothesis generates inputs or how long one example takes.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_CAPTURES = REPO.parent / "shared" / "real-captures"

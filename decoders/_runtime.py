@@ -45,6 +45,19 @@ def too_many(n: int) -> DecodeError:
     return DecodeError(f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
 
 
+#: Array elements one message may decode, all arrays together (``--max-elements``): a frame's bytes
+#: bound its allocations, but a Python object per element costs far more than the byte or two an
+#: element can take on the wire. ``decoders.api`` resets ``BUDGET[0]`` for each message it decodes;
+#: the generated decoders spend it (single-threaded use, as everywhere in this package).
+MAX_ELEMENTS = 1_000_000
+BUDGET = [MAX_ELEMENTS]
+
+
+def over_budget(n: int) -> DecodeError:
+    return DecodeError(f"limit: array of {n} elements exceeds the elements left of this message's budget "
+                       f"(--max-elements)")
+
+
 def negative(n: int) -> DecodeError:
     return DecodeError(f"invalid: negative length {n}")
 

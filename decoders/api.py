@@ -154,10 +154,15 @@ def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] |
     return (header, body) if end == len(b) else None
 
 
-def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True) -> DecodedMessage:
-    """Decode a request frame: header (v0/v1/v2 by api key and version) and body."""
+def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True,
+                   max_elements: int = rt.MAX_ELEMENTS) -> DecodedMessage:
+    """Decode a request frame: header (v0/v1/v2 by api key and version) and body.
+
+    ``max_elements`` bounds the array elements decoded (all arrays of the message and its embedded
+    structures together); past it the status says so (``limit: ...``)."""
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
+    rt.BUDGET[0] = max_elements
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
         api_key, version, corr = _HEAD(b, 0)
@@ -173,6 +178,7 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
                 if handler is not None:
                     msg = handler(msg, None)
             return msg
+    rt.BUDGET[0] = max_elements
     return _decode_request_slow(b, postprocess)
 
 
@@ -213,14 +219,17 @@ def decode_response(
     *,
     inner: tuple[int, int] | None = None,
     postprocess: bool = True,
+    max_elements: int = rt.MAX_ELEMENTS,
 ) -> DecodedMessage:
     """Decode a response frame given its request's api key and version.
 
     ``inner`` is the (api key, version) of the request an Envelope carried, when known, so that
-    the EnvelopeResponse's ResponseData can be decoded as that response.
+    the EnvelopeResponse's ResponseData can be decoded as that response. ``max_elements`` as for
+    :func:`decode_request`.
     """
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
+    rt.BUDGET[0] = max_elements
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
     decoded = _exact(entry, b) if entry is not None and size >= 4 else None
     if decoded is not None:
@@ -232,6 +241,7 @@ def decode_response(
             if handler is not None:
                 msg = handler(msg, inner)
         return msg
+    rt.BUDGET[0] = max_elements
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
@@ -255,6 +265,7 @@ def decode_response(
     if api_key == 18 and api_version > 0 and not msg.ok:
         # A broker that does not support the requested ApiVersions version answers at v0 (the
         # Java client retries the parse at v0 the same way).
+        rt.BUDGET[0] = max_elements
         body0, end0, fail0 = _run(module.RESPONSE[0], b, p)
         if fail0 is None and end0 == size:
             msg = _finish("response", api_key, api_version, corr, b, body0, end0, None, header_version,
@@ -269,6 +280,7 @@ def decodes_exactly(frame: bytes, api_key: int, api_version: int) -> bool:
     """Whether a response frame decodes exactly (header and body, no trailing bytes) at this api key and
     version: the cheap test behind guessing, without the error detail a failed decode_response builds."""
     frame = frame if type(frame) is bytes else bytes(frame)
+    rt.BUDGET[0] = rt.MAX_ELEMENTS
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
     return entry is not None and len(frame) >= 4 and _exact(entry, frame) is not None
 

@@ -52,12 +52,14 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
         (version,) = _I16(raw, 0)
         reader = (_versions_cache.get(schema) or _schema_versions(schema))[2].get(version)
         if reader is not None:
+            budget = rt.BUDGET[0]
             try:
                 value, end = reader(raw, 2)
             except Exception:  # noqa: BLE001 - the slow path below decodes again and says why
                 end = -1
             if end == len(raw):
                 return {"schema": schema, "version": version, "value": value, "status": "ok"}
+            rt.BUDGET[0] = budget
     if len(raw) < 2:
         return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
     (version,) = _I16(raw, 0)
@@ -71,9 +73,11 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     if use is None:
         result["status"] = f"unknown version {version} of {schema}"
         return result
+    budget = rt.BUDGET[0]
     try:
         value, end = fast[use](raw, 2)
     except Exception:  # noqa: BLE001 - the compiled reader says nothing: decode again to say why
+        rt.BUDGET[0] = budget
         try:
             value, end = versions[use](raw, 2)
         except rt.DecodeError as err:
@@ -192,7 +196,7 @@ def _envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> Dec
         # Kafka forwards a request once; an Envelope inside an Envelope is not unwrapped further
         # (which also bounds the work a crafted frame can cause).
         nested = len(data) >= 2 and data[:2] == b"\x00\x3a"
-        inner_msg = decode_request(data, postprocess=not nested)
+        inner_msg = decode_request(data, postprocess=not nested, max_elements=rt.BUDGET[0])
         if nested:
             inner_msg.notes = inner_msg.notes + ("Envelope inside an Envelope: not unwrapped further",)
     if inner_msg is not None:
@@ -213,7 +217,7 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> De
     if inner is None:
         body["ResponseDataDecoded"] = None
         return dataclasses.replace(msg, notes=msg.notes + ("inner request unknown: ResponseData kept raw",))
-    inner_msg = decode_response(data, inner[0], inner[1])
+    inner_msg = decode_response(data, inner[0], inner[1], max_elements=rt.BUDGET[0])
     body["ResponseDataDecoded"] = message_dict(inner_msg)
     return dataclasses.replace(msg, inner=inner_msg)
 

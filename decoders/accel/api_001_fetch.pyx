@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef object v1, v2, v3, d
@@ -18,6 +23,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -35,6 +41,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 16 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f0(b, c, L, &p))
@@ -47,6 +55,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -60,6 +69,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f1(b, c, L, &p))
@@ -72,6 +83,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v3, v4, v5, d
@@ -86,6 +98,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
             v5.append(_f1(b, c, L, &p))
@@ -98,6 +112,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n7
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, d
@@ -113,6 +128,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f1(b, c, L, &p))
@@ -138,6 +155,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -155,6 +173,8 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 24 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f5(b, c, L, &p))
@@ -167,6 +187,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n7
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, d
@@ -182,6 +203,8 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f6(b, c, L, &p))
@@ -194,6 +217,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -209,6 +233,9 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     need(p, 4, L)
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
+        if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -219,6 +246,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n9, n12
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, d
@@ -236,6 +264,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f6(b, c, L, &p))
@@ -247,6 +277,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f8(b, c, L, &p))
@@ -273,6 +305,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -290,6 +323,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 28 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f10(b, c, L, &p))
@@ -302,6 +337,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n9, n12
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, d
@@ -319,6 +355,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f11(b, c, L, &p))
@@ -330,6 +368,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f8(b, c, L, &p))
@@ -342,6 +382,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n9, n12, n15
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -359,6 +400,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f11(b, c, L, &p))
@@ -370,6 +413,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f8(b, c, L, &p))
@@ -409,6 +454,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -426,6 +472,8 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 33 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f14(b, c, L, &p))
@@ -440,6 +488,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -455,6 +504,9 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n4)
     n4 -= 1
     if n4 >= 0:
+        if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -484,6 +536,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n9, n12, n15, t
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -501,6 +554,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f15(b, c, L, &p))
@@ -512,6 +567,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f16(b, c, L, &p))
@@ -535,6 +592,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -546,6 +604,8 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f14(b, c, L, &p))
@@ -560,6 +620,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -569,6 +630,9 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n3)
     n3 -= 1
     if n3 >= 0:
+        if n3 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = arr_fixed(c, p, L, n3, b'i'); p += n3 * 4
     elif n3 == -1:
         v2 = None
@@ -581,6 +645,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n9, n12, n15, t
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -598,6 +663,8 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f19(b, c, L, &p))
@@ -609,6 +676,8 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f20(b, c, L, &p))
@@ -654,6 +723,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -670,6 +740,8 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
             v7.append(_f19(b, c, L, &p))
@@ -681,6 +753,8 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n11
+        if _budget < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
             v10.append(_f20(b, c, L, &p))
@@ -732,6 +806,7 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -743,6 +818,8 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f26(b, c, L, &p))
@@ -757,6 +834,7 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -773,6 +851,8 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
             v7.append(_f27(b, c, L, &p))
@@ -784,6 +864,8 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n11
+        if _budget < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
             v10.append(_f20(b, c, L, &p))
@@ -835,6 +917,7 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -846,6 +929,8 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f30(b, c, L, &p))
@@ -860,6 +945,7 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -876,6 +962,8 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
             v7.append(_f31(b, c, L, &p))
@@ -887,6 +975,8 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n11
+        if _budget < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
             v10.append(_f20(b, c, L, &p))
@@ -932,6 +1022,7 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -949,6 +1040,8 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f33(b, c, L, &p))
@@ -961,6 +1054,7 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -969,6 +1063,8 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f34(b, c, L, &p))
@@ -981,6 +1077,7 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -992,6 +1089,8 @@ cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f34(b, c, L, &p))
@@ -1015,6 +1114,7 @@ cdef object _f37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n6, n9
     cdef Py_ssize_t i7
     cdef object v1, v2, v3, v4, v5, v8, d
@@ -1029,6 +1129,8 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 16 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
             v5.append(_f37(b, c, L, &p))
@@ -1050,6 +1152,7 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1067,6 +1170,8 @@ cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 30 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f38(b, c, L, &p))
@@ -1079,6 +1184,7 @@ cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1090,6 +1196,8 @@ cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f39(b, c, L, &p))
@@ -1102,6 +1210,7 @@ cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n7, n10
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, d
@@ -1117,6 +1226,8 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 16 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f37(b, c, L, &p))
@@ -1138,6 +1249,7 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1155,6 +1267,8 @@ cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 38 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f41(b, c, L, &p))
@@ -1167,6 +1281,7 @@ cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1178,6 +1293,8 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f42(b, c, L, &p))
@@ -1190,6 +1307,7 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1203,6 +1321,8 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f42(b, c, L, &p))
@@ -1215,6 +1335,7 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n7, n11
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d
@@ -1230,6 +1351,8 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 16 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f37(b, c, L, &p))
@@ -1254,6 +1377,7 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1271,6 +1395,8 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 42 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f45(b, c, L, &p))
@@ -1283,6 +1409,7 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1296,6 +1423,8 @@ cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f46(b, c, L, &p))
@@ -1388,6 +1517,7 @@ cdef object _f54(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n7, n11, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d
@@ -1403,6 +1533,8 @@ cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 17 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f48(b, c, L, &p))
@@ -1429,6 +1561,7 @@ cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1446,6 +1579,8 @@ cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 37 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f55(b, c, L, &p))
@@ -1460,6 +1595,7 @@ cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1473,6 +1609,8 @@ cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f56(b, c, L, &p))
@@ -1487,6 +1625,7 @@ cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1498,6 +1637,8 @@ cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 37 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f55(b, c, L, &p))
@@ -1512,6 +1653,7 @@ cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f59(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1525,6 +1667,8 @@ cdef object _f59(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f58(b, c, L, &p))
@@ -1573,6 +1717,7 @@ cdef object _f60(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -1581,6 +1726,8 @@ cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 11 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f60(b, c, L, &p))
@@ -1593,6 +1740,7 @@ cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f62(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1606,6 +1754,8 @@ cdef object _f62(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f58(b, c, L, &p))
@@ -1652,87 +1802,192 @@ def _w61(bytes b, Py_ssize_t p):
     return v, p
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w3(bytes b, Py_ssize_t p):
-    v = _f3(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f3(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w4(bytes b, Py_ssize_t p):
-    v = _f4(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f4(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w7(bytes b, Py_ssize_t p):
-    v = _f7(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f7(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w9(bytes b, Py_ssize_t p):
-    v = _f9(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f9(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w12(bytes b, Py_ssize_t p):
-    v = _f12(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f12(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w13(bytes b, Py_ssize_t p):
-    v = _f13(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f13(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w18(bytes b, Py_ssize_t p):
-    v = _f18(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f18(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w21(bytes b, Py_ssize_t p):
-    v = _f21(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f21(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w24(bytes b, Py_ssize_t p):
-    v = _f24(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f24(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w28(bytes b, Py_ssize_t p):
-    v = _f28(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f28(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w32(bytes b, Py_ssize_t p):
-    v = _f32(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f32(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w35(bytes b, Py_ssize_t p):
-    v = _f35(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f35(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w36(bytes b, Py_ssize_t p):
-    v = _f36(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f36(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w40(bytes b, Py_ssize_t p):
-    v = _f40(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f40(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w43(bytes b, Py_ssize_t p):
-    v = _f43(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f43(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w44(bytes b, Py_ssize_t p):
-    v = _f44(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f44(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w47(bytes b, Py_ssize_t p):
-    v = _f47(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f47(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w57(bytes b, Py_ssize_t p):
-    v = _f57(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f57(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w59(bytes b, Py_ssize_t p):
-    v = _f59(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f59(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w62(bytes b, Py_ssize_t p):
-    v = _f62(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f62(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
@@ -1745,4 +2000,4 @@ _T6 = {0: ("NodeEndpoints", _w61)}
 
 REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w4, 5: _w7, 6: _w7, 7: _w9, 8: _w9, 9: _w12, 10: _w12, 11: _w13, 12: _w18, 13: _w21, 14: _w21, 15: _w24, 16: _w24, 17: _w28, 18: _w32}
 RESPONSE = {0: _w35, 1: _w36, 2: _w36, 3: _w36, 4: _w40, 5: _w43, 6: _w43, 7: _w44, 8: _w44, 9: _w44, 10: _w44, 11: _w47, 12: _w57, 13: _w59, 14: _w59, 15: _w59, 16: _w62, 17: _w62, 18: _w62}
-BUILD_HASH = 'e5561543d65706e3'
+BUILD_HASH = '7cb293680d9dbe97'

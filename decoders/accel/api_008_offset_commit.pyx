@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef long long n4
@@ -27,6 +32,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -44,6 +50,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f0(b, c, L, &p))
@@ -56,6 +64,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -73,6 +82,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f1(b, c, L, &p))
@@ -107,6 +118,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -124,6 +136,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 22 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f3(b, c, L, &p))
@@ -136,6 +150,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v6, d
@@ -165,6 +180,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f4(b, c, L, &p))
@@ -177,6 +194,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n8
     cdef Py_ssize_t i9
     cdef object v1, v3, v4, v6, v7, d
@@ -209,6 +227,8 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
             v7.append(_f1(b, c, L, &p))
@@ -221,6 +241,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v6, d
@@ -250,6 +271,8 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f1(b, c, L, &p))
@@ -284,6 +307,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -301,6 +325,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f8(b, c, L, &p))
@@ -313,6 +339,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v6, d
@@ -342,6 +369,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f9(b, c, L, &p))
@@ -354,6 +383,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n9
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -392,6 +422,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f9(b, c, L, &p))
@@ -428,6 +460,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -445,6 +478,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f12(b, c, L, &p))
@@ -459,6 +494,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n9, t
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -497,6 +533,8 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f13(b, c, L, &p))
@@ -511,6 +549,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -522,6 +561,8 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f12(b, c, L, &p))
@@ -536,6 +577,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n9, t
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -574,6 +616,8 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f15(b, c, L, &p))
@@ -599,6 +643,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -616,6 +661,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f17(b, c, L, &p))
@@ -628,6 +675,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -636,6 +684,8 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f18(b, c, L, &p))
@@ -648,6 +698,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -659,6 +710,8 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f18(b, c, L, &p))
@@ -685,6 +738,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -702,6 +756,8 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 7 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f21(b, c, L, &p))
@@ -716,6 +772,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -727,6 +784,8 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f22(b, c, L, &p))
@@ -741,6 +800,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -752,6 +812,8 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 7 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f21(b, c, L, &p))
@@ -766,6 +828,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -777,6 +840,8 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f24(b, c, L, &p))
@@ -791,55 +856,115 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w5(bytes b, Py_ssize_t p):
-    v = _f5(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f5(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w6(bytes b, Py_ssize_t p):
-    v = _f6(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f6(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w7(bytes b, Py_ssize_t p):
-    v = _f7(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f7(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w10(bytes b, Py_ssize_t p):
-    v = _f10(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f10(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w11(bytes b, Py_ssize_t p):
-    v = _f11(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f11(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w14(bytes b, Py_ssize_t p):
-    v = _f14(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f14(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w16(bytes b, Py_ssize_t p):
-    v = _f16(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f16(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w19(bytes b, Py_ssize_t p):
-    v = _f19(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f19(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w20(bytes b, Py_ssize_t p):
-    v = _f20(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f20(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w23(bytes b, Py_ssize_t p):
-    v = _f23(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f23(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w25(bytes b, Py_ssize_t p):
-    v = _f25(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f25(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w5, 2: _w6, 3: _w6, 4: _w6, 5: _w7, 6: _w10, 7: _w11, 8: _w14, 9: _w14, 10: _w16}
 RESPONSE = {0: _w19, 1: _w19, 2: _w19, 3: _w20, 4: _w20, 5: _w20, 6: _w20, 7: _w20, 8: _w23, 9: _w23, 10: _w25}
-BUILD_HASH = 'e0ea6141f8b5f616'
+BUILD_HASH = '55f90253234b44e8'

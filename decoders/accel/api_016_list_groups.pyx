@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef object d
@@ -23,6 +28,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, t
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -31,6 +37,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -54,6 +62,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n10, t
     cdef Py_ssize_t i3, i8
     cdef object v1, v4, v6, v9, d
@@ -62,6 +71,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -82,6 +93,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             p = uvar(c, p, L, &n10)
@@ -131,6 +144,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -142,6 +156,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f4(b, c, L, &p))
@@ -154,6 +170,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -166,6 +183,8 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f4(b, c, L, &p))
@@ -206,6 +225,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -218,6 +238,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f7(b, c, L, &p))
@@ -269,6 +291,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -281,6 +304,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f9(b, c, L, &p))
@@ -341,6 +366,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -353,6 +379,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 5 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f11(b, c, L, &p))
@@ -367,43 +395,88 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w0(bytes b, Py_ssize_t p):
-    v = _f0(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f0(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w1(bytes b, Py_ssize_t p):
-    v = _f1(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f1(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w3(bytes b, Py_ssize_t p):
-    v = _f3(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f3(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w5(bytes b, Py_ssize_t p):
-    v = _f5(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f5(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w6(bytes b, Py_ssize_t p):
-    v = _f6(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f6(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w8(bytes b, Py_ssize_t p):
-    v = _f8(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f8(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w10(bytes b, Py_ssize_t p):
-    v = _f10(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f10(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w12(bytes b, Py_ssize_t p):
-    v = _f12(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f12(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w2, 5: _w3}
 RESPONSE = {0: _w5, 1: _w6, 2: _w6, 3: _w8, 4: _w10, 5: _w12}
-BUILD_HASH = '91e549c696fad05f'
+BUILD_HASH = 'ab45e6d88872ecaa'

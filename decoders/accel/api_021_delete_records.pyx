@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef object v1, v2, d
@@ -17,6 +22,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -34,6 +40,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 12 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f0(b, c, L, &p))
@@ -46,6 +54,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -54,6 +63,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f1(b, c, L, &p))
@@ -83,6 +94,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -100,6 +112,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 13 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f3(b, c, L, &p))
@@ -114,6 +128,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -122,6 +137,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f4(b, c, L, &p))
@@ -151,6 +168,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -168,6 +186,8 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f6(b, c, L, &p))
@@ -180,6 +200,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -191,6 +212,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f7(b, c, L, &p))
@@ -218,6 +241,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -235,6 +259,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 15 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f9(b, c, L, &p))
@@ -249,6 +275,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -260,6 +287,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f10(b, c, L, &p))
@@ -274,23 +303,43 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w5(bytes b, Py_ssize_t p):
-    v = _f5(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f5(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w8(bytes b, Py_ssize_t p):
-    v = _f8(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f8(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w11(bytes b, Py_ssize_t p):
-    v = _f11(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f11(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w2, 2: _w5}
 RESPONSE = {0: _w8, 1: _w8, 2: _w11}
-BUILD_HASH = '1e0e8fb607e78c38'
+BUILD_HASH = 'bc95fdc79db9866b'

@@ -4,8 +4,14 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, d
@@ -14,6 +20,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -33,6 +41,9 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n7)
     n7 -= 1
     if n7 >= 0:
+        if n7 * 8 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = arr_fixed(c, p, L, n7, b'q'); p += n7 * 8
     elif n7 == -1:
         v6 = None
@@ -45,6 +56,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, v8, d
@@ -53,6 +65,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -72,6 +86,9 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n7)
     n7 -= 1
     if n7 >= 0:
+        if n7 * 8 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = arr_fixed(c, p, L, n7, b'q'); p += n7 * 8
     elif n7 == -1:
         v6 = None
@@ -87,6 +104,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n10, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, v8, v9, d
@@ -95,6 +113,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -114,6 +134,9 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n7)
     n7 -= 1
     if n7 >= 0:
+        if n7 * 8 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = arr_fixed(c, p, L, n7, b'q'); p += n7 * 8
     elif n7 == -1:
         v6 = None
@@ -169,6 +192,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, n7, n9, t
     cdef Py_ssize_t i5, i10
     cdef object v1, v2, v3, v6, v8, d
@@ -181,6 +205,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             p = uvar(c, p, L, &n7)
@@ -201,6 +227,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 11 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             v8.append(_f3(b, c, L, &p))
@@ -215,23 +243,43 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w0(bytes b, Py_ssize_t p):
-    v = _f0(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f0(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w1(bytes b, Py_ssize_t p):
-    v = _f1(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f1(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w4(bytes b, Py_ssize_t p):
-    v = _f4(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f4(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1, 2: _w2}
 RESPONSE = {0: _w4, 1: _w4, 2: _w4}
-BUILD_HASH = '802c4c25fe3d64d2'
+BUILD_HASH = '9c328d9af61d0ef9'

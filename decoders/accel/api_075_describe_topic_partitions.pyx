@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef long long n2, t
@@ -47,6 +52,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, m6, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v5, d
@@ -55,6 +61,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f0(b, c, L, &p))
@@ -78,6 +86,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n6, n8, n10, n12, n14, t
     cdef object v1, v2, v3, v4, v5, v7, v9, v11, v13, d
     cdef Py_ssize_t p = pp[0]
@@ -90,6 +99,9 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n6)
     n6 -= 1
     if n6 >= 0:
+        if n6 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = arr_fixed(c, p, L, n6, b'i'); p += n6 * 4
     elif n6 == -1:
         v5 = None
@@ -98,6 +110,9 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n8)
     n8 -= 1
     if n8 >= 0:
+        if n8 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = arr_fixed(c, p, L, n8, b'i'); p += n8 * 4
     elif n8 == -1:
         v7 = None
@@ -106,6 +121,9 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n10)
     n10 -= 1
     if n10 >= 0:
+        if n10 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n10
+        if _budget < 0: raise ValueError('over budget')
         v9 = arr_fixed(c, p, L, n10, b'i'); p += n10 * 4
     elif n10 == -1:
         v9 = None
@@ -114,6 +132,9 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n12)
     n12 -= 1
     if n12 >= 0:
+        if n12 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = arr_fixed(c, p, L, n12, b'i'); p += n12 * 4
     elif n12 == -1:
         v11 = None
@@ -122,6 +143,9 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n14)
     n14 -= 1
     if n14 >= 0:
+        if n14 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n14
+        if _budget < 0: raise ValueError('over budget')
         v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
     elif n14 == -1:
         v13 = None
@@ -134,6 +158,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, n7, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v4, v5, v6, v9, d
@@ -158,6 +183,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 20 > L - p: raise IndexError('truncated')
+        _budget -= n7
+        if _budget < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
             v6.append(_f3(b, c, L, &p))
@@ -175,6 +202,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, m6, t
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, d
@@ -186,6 +214,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 26 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f4(b, c, L, &p))
@@ -206,15 +236,25 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w2(bytes b, Py_ssize_t p):
-    v = _f2(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f2(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w5(bytes b, Py_ssize_t p):
-    v = _f5(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f5(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2}
 RESPONSE = {0: _w5}
-BUILD_HASH = '720cdb0757c5488c'
+BUILD_HASH = '9a4e06852b293657'

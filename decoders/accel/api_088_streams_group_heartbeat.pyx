@@ -4,6 +4,11 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     cdef long long n2, n4, t
@@ -34,6 +39,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -55,6 +61,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
             v5.append(_f0(b, c, L, &p))
@@ -69,12 +77,16 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, n6, t
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
     p = uvar(c, p, L, &n2)
     n2 -= 1
     if n2 >= 0:
+        if n2 * 2 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = arr_fixed(c, p, L, n2, b'h'); p += n2 * 2
     elif n2 == -1:
         v1 = None
@@ -83,6 +95,9 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n4)
     n4 -= 1
     if n4 >= 0:
+        if n4 * 2 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'h'); p += n4 * 2
     elif n4 == -1:
         v3 = None
@@ -91,6 +106,9 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n6)
     n6 -= 1
     if n6 >= 0:
+        if n6 * 2 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = arr_fixed(c, p, L, n6, b'h'); p += n6 * 2
     elif n6 == -1:
         v5 = None
@@ -103,6 +121,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, n7, n9, n12, n14, n17, n20, n22, n25, t
     cdef Py_ssize_t i5, i10, i15, i18, i23, i26
     cdef object v1, v3, v6, v8, v11, v13, v16, v19, v21, v24, d
@@ -120,6 +139,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             p = uvar(c, p, L, &n7)
@@ -140,6 +161,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             p = uvar(c, p, L, &n12)
@@ -160,6 +183,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n14 -= 1
     if n14 >= 0:
         if n14 * 9 > L - p: raise IndexError('truncated')
+        _budget -= n14
+        if _budget < 0: raise ValueError('over budget')
         v13 = []
         for i15 in range(n14):
             v13.append(_f1(b, c, L, &p))
@@ -171,6 +196,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n17 -= 1
     if n17 >= 0:
         if n17 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n17
+        if _budget < 0: raise ValueError('over budget')
         v16 = []
         for i18 in range(n17):
             p = uvar(c, p, L, &n20)
@@ -191,6 +218,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n22 -= 1
     if n22 >= 0:
         if n22 * 9 > L - p: raise IndexError('truncated')
+        _budget -= n22
+        if _budget < 0: raise ValueError('over budget')
         v21 = []
         for i23 in range(n22):
             v21.append(_f1(b, c, L, &p))
@@ -202,6 +231,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n25 -= 1
     if n25 >= 0:
         if n25 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n25
+        if _budget < 0: raise ValueError('over budget')
         v24 = []
         for i26 in range(n25):
             v24.append(_f2(b, c, L, &p))
@@ -216,6 +247,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -227,6 +259,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 8 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f3(b, c, L, &p))
@@ -241,6 +275,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -256,6 +291,9 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n4)
     n4 -= 1
     if n4 >= 0:
+        if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -313,6 +351,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, n8, n10, m13, n15, n18, n21, n24, m26, n28, n31, n34, t
     cdef Py_ssize_t i16, i19, i22, i29, i32, i35
     cdef object v1, v3, v5, v6, v7, v9, v11, v12, v14, v17, v20, v23, v25, v27, v30, v33, v36, d
@@ -370,6 +409,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n15
+        if _budget < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
             v14.append(_f5(b, c, L, &p))
@@ -381,6 +422,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n18
+        if _budget < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
             v17.append(_f5(b, c, L, &p))
@@ -392,6 +435,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n21
+        if _budget < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
             v20.append(_f5(b, c, L, &p))
@@ -418,6 +463,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n28 -= 1
     if n28 >= 0:
         if n28 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n28
+        if _budget < 0: raise ValueError('over budget')
         v27 = []
         for i29 in range(n28):
             v27.append(_f0(b, c, L, &p))
@@ -429,6 +476,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n31 -= 1
     if n31 >= 0:
         if n31 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n31
+        if _budget < 0: raise ValueError('over budget')
         v30 = []
         for i32 in range(n31):
             v30.append(_f7(b, c, L, &p))
@@ -440,6 +489,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n34 -= 1
     if n34 >= 0:
         if n34 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n34
+        if _budget < 0: raise ValueError('over budget')
         v33 = []
         for i35 in range(n34):
             v33.append(_f7(b, c, L, &p))
@@ -479,6 +530,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -494,6 +546,9 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n4)
     n4 -= 1
     if n4 >= 0:
+        if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -506,6 +561,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, n6, t
     cdef Py_ssize_t i4, i7
     cdef object v1, v2, v5, d
@@ -515,6 +571,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f10(b, c, L, &p))
@@ -526,6 +584,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
             v5.append(_f10(b, c, L, &p))
@@ -540,6 +600,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, n6, n12, n15, n18, n21, n25, t
     cdef Py_ssize_t i13, i16, i19, i22, i26
     cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v17, v20, v23, v24, d
@@ -576,6 +637,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f9(b, c, L, &p))
@@ -587,6 +650,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n15
+        if _budget < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
             v14.append(_f5(b, c, L, &p))
@@ -598,6 +663,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n18
+        if _budget < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
             v17.append(_f5(b, c, L, &p))
@@ -609,6 +676,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n21
+        if _budget < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
             v20.append(_f5(b, c, L, &p))
@@ -623,6 +692,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n25 -= 1
     if n25 >= 0:
         if n25 * 7 > L - p: raise IndexError('truncated')
+        _budget -= n25
+        if _budget < 0: raise ValueError('over budget')
         v24 = []
         for i26 in range(n25):
             v24.append(_f11(b, c, L, &p))
@@ -637,6 +708,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n4, n6, n12, n15, n18, n21, n26, t
     cdef Py_ssize_t i13, i16, i19, i22, i27
     cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v17, v20, v23, v24, v25, d
@@ -673,6 +745,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             v11.append(_f9(b, c, L, &p))
@@ -684,6 +758,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n15
+        if _budget < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
             v14.append(_f5(b, c, L, &p))
@@ -695,6 +771,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n18
+        if _budget < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
             v17.append(_f5(b, c, L, &p))
@@ -706,6 +784,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n21
+        if _budget < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
             v20.append(_f5(b, c, L, &p))
@@ -721,6 +801,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n26 -= 1
     if n26 >= 0:
         if n26 * 7 > L - p: raise IndexError('truncated')
+        _budget -= n26
+        if _budget < 0: raise ValueError('over budget')
         v25 = []
         for i27 in range(n26):
             v25.append(_f11(b, c, L, &p))
@@ -735,19 +817,34 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w8(bytes b, Py_ssize_t p):
-    v = _f8(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f8(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w12(bytes b, Py_ssize_t p):
-    v = _f12(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f12(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w13(bytes b, Py_ssize_t p):
-    v = _f13(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f13(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w8, 1: _w8}
 RESPONSE = {0: _w12, 1: _w13}
-BUILD_HASH = '947fece02e64d9e2'
+BUILD_HASH = 'b46be1c80516019a'

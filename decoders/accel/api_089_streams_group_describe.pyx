@@ -4,8 +4,14 @@ from decoders.accel._cy cimport *
 
 from decoders import _runtime as _rt
 
+# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
+# the entry points below).
+cdef Py_ssize_t _budget = 0
+cdef list _BUDGET = _rt.BUDGET
+
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, d
@@ -14,6 +20,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -40,6 +48,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, v7, d
@@ -48,6 +57,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             p = uvar(c, p, L, &n5)
@@ -103,6 +114,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -124,6 +136,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n6
+        if _budget < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
             v5.append(_f2(b, c, L, &p))
@@ -138,6 +152,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, n7, n9, n12, n14, n17, t
     cdef Py_ssize_t i5, i10, i15, i18
     cdef object v1, v3, v6, v8, v11, v13, v16, d
@@ -155,6 +170,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             p = uvar(c, p, L, &n7)
@@ -175,6 +192,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n9
+        if _budget < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             p = uvar(c, p, L, &n12)
@@ -195,6 +214,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n14 -= 1
     if n14 >= 0:
         if n14 * 9 > L - p: raise IndexError('truncated')
+        _budget -= n14
+        if _budget < 0: raise ValueError('over budget')
         v13 = []
         for i15 in range(n14):
             v13.append(_f3(b, c, L, &p))
@@ -206,6 +227,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n17 -= 1
     if n17 >= 0:
         if n17 * 9 > L - p: raise IndexError('truncated')
+        _budget -= n17
+        if _budget < 0: raise ValueError('over budget')
         v16 = []
         for i18 in range(n17):
             v16.append(_f3(b, c, L, &p))
@@ -220,6 +243,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -231,6 +255,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f4(b, c, L, &p))
@@ -290,6 +316,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -305,6 +332,9 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n4)
     n4 -= 1
     if n4 >= 0:
+        if n4 * 4 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -317,6 +347,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n8, t
     cdef Py_ssize_t i3, i6, i9
     cdef object v1, v4, v7, d
@@ -325,6 +356,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f8(b, c, L, &p))
@@ -336,6 +369,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f8(b, c, L, &p))
@@ -347,6 +382,8 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n8
+        if _budget < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
             v7.append(_f8(b, c, L, &p))
@@ -361,6 +398,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n7, n9, n11, n14, m16, n18, n21, n24, t
     cdef Py_ssize_t i19, i22, i25
     cdef object v1, v3, v4, v6, v8, v10, v12, v13, v15, v17, v20, v23, v26, v27, v28, d
@@ -435,6 +473,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n18
+        if _budget < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
             v17.append(_f2(b, c, L, &p))
@@ -446,6 +486,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n21
+        if _budget < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
             v20.append(_f7(b, c, L, &p))
@@ -457,6 +499,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n24 -= 1
     if n24 >= 0:
         if n24 * 14 > L - p: raise IndexError('truncated')
+        _budget -= n24
+        if _budget < 0: raise ValueError('over budget')
         v23 = []
         for i25 in range(n24):
             v23.append(_f7(b, c, L, &p))
@@ -476,6 +520,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, n5, n7, m11, n13, t
     cdef Py_ssize_t i14
     cdef object v1, v2, v4, v6, v8, v9, v10, v12, v15, d
@@ -524,6 +569,8 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 31 > L - p: raise IndexError('truncated')
+        _budget -= n13
+        if _budget < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
             v12.append(_f10(b, c, L, &p))
@@ -541,6 +588,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -552,6 +600,8 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 25 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f11(b, c, L, &p))
@@ -566,6 +616,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, n8, n10, n12, n15, n17, n20, t
     cdef Py_ssize_t i6, i13, i18
     cdef object v1, v3, v4, v7, v9, v11, v14, v16, v19, d
@@ -586,6 +637,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             p = uvar(c, p, L, &n8)
@@ -615,6 +668,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n12
+        if _budget < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             p = uvar(c, p, L, &n15)
@@ -635,6 +690,8 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n17 -= 1
     if n17 >= 0:
         if n17 * 1 > L - p: raise IndexError('truncated')
+        _budget -= n17
+        if _budget < 0: raise ValueError('over budget')
         v16 = []
         for i18 in range(n17):
             p = uvar(c, p, L, &n20)
@@ -658,6 +715,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -675,6 +733,8 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 7 > L - p: raise IndexError('truncated')
+        _budget -= n4
+        if _budget < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             v3.append(_f13(b, c, L, &p))
@@ -701,6 +761,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n2, n5, t
     cdef Py_ssize_t i3, i6
     cdef object v1, v4, d
@@ -709,6 +770,8 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 3 > L - p: raise IndexError('truncated')
+        _budget -= n2
+        if _budget < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
             v1.append(_f14(b, c, L, &p))
@@ -720,6 +783,8 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 15 > L - p: raise IndexError('truncated')
+        _budget -= n5
+        if _budget < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
             v4.append(_f15(b, c, L, &p))
@@ -734,6 +799,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, n5, n7, m11, n13, m17, t
     cdef Py_ssize_t i14
     cdef object v1, v2, v4, v6, v8, v9, v10, v12, v15, v16, v18, d
@@ -782,6 +848,8 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 31 > L - p: raise IndexError('truncated')
+        _budget -= n13
+        if _budget < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
             v12.append(_f10(b, c, L, &p))
@@ -808,6 +876,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+    global _budget
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -819,6 +888,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 29 > L - p: raise IndexError('truncated')
+        _budget -= n3
+        if _budget < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             v2.append(_f17(b, c, L, &p))
@@ -833,23 +904,43 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     return d
 
 def _w0(bytes b, Py_ssize_t p):
-    v = _f0(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f0(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w1(bytes b, Py_ssize_t p):
-    v = _f1(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f1(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w12(bytes b, Py_ssize_t p):
-    v = _f12(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f12(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 def _w18(bytes b, Py_ssize_t p):
-    v = _f18(b, b, len(b), &p)
+    global _budget
+    _budget = _BUDGET[0]
+    try:
+        v = _f18(b, b, len(b), &p)
+    finally:
+        _BUDGET[0] = _budget
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1}
 RESPONSE = {0: _w12, 1: _w18}
-BUILD_HASH = '44e48c4a3b87cb30'
+BUILD_HASH = 'a982fab70815dfd2'

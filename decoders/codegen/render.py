@@ -199,8 +199,13 @@ class ModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
+        spend = [f"_B[0] -= {n}", f"if _B[0] < 0: raise _rt.over_budget({n})"]
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
+            # The bytes first (a count that cannot fit is truncation), then the element budget.
+            fn.emit(ind + 1, f"if {n} * {size} > L - p: raise _rt.short_count({n}, L - p)")
+            for line in spend:
+                fn.emit(ind + 1, line)
             if elem.type_name == "uuid":
                 fn.emit(ind + 1, f"{v} = _rt.uuid_array(b, p, {n}); p += {n} * 16")
             else:
@@ -218,6 +223,8 @@ class ModuleBuilder:
                 fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise _rt.short_count({n}, L - p)")
             else:
                 fn.emit(ind + 1, f"if {n} > _rt.MAX_EMPTY_ELEMENTS: raise _rt.too_many({n})")
+            for line in spend:
+                fn.emit(ind + 1, line)
             i = fn.var("i")
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
@@ -295,7 +302,7 @@ class ModuleBuilder:
 
     def render(self, tail: list[str]) -> str:
         out = [HEADER.rstrip("\n"), "# ruff: noqa", "import struct as _struct", "",
-               "from decoders import _runtime as _rt", ""]
+               "from decoders import _runtime as _rt", "", "_B = _rt.BUDGET"]
         for fmt, name in self.formats.items():
             out.append(f"{name} = _struct.Struct({fmt!r}).unpack_from")
         for fmt, name in self.arrays.items():

@@ -68,7 +68,7 @@ class CyModuleBuilder:
     wrappers: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name
 
     def _add(self, fn: _CFunc, uses_t: bool) -> str:
-        decls = []
+        decls = ["    global _budget"] if any("_budget -=" in line for line in fn.lines) else []
         if fn.longs or uses_t:
             decls.append("    cdef long long " + ", ".join(fn.longs + (["t"] if uses_t else [])))
         if fn.sizes:
@@ -200,8 +200,12 @@ class CyModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
+        spend = [f"_budget -= {n}", "if _budget < 0: raise ValueError('over budget')"]
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
+            fn.emit(ind + 1, f"if {n} * {size} > L - p: raise IndexError('truncated')")
+            for line in spend:
+                fn.emit(ind + 1, line)
             if elem.type_name == "uuid":
                 fn.emit(ind + 1, f"{v} = _rt.uuid_array(b, p, {n}); p += {n} * 16")
             else:
@@ -218,6 +222,8 @@ class CyModuleBuilder:
                 fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
             else:
                 fn.emit(ind + 1, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
+            for line in spend:
+                fn.emit(ind + 1, line)
             i = fn.var("i")
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
@@ -242,17 +248,31 @@ class CyModuleBuilder:
 
     def render(self, entries: list[str], tail: list[str]) -> str:
         out = [HEADER.rstrip("\n"), DIRECTIVES, "from decoders.accel._cy cimport *", "",
-               "from decoders import _runtime as _rt", ""]
+               "from decoders import _runtime as _rt", "",
+               "# Array elements left for this message (decoders._runtime.BUDGET, read and written back by",
+               "# the entry points below).",
+               "cdef Py_ssize_t _budget = 0", "cdef list _BUDGET = _rt.BUDGET", ""]
         for name, body in self.ordered:
             out.append("")
             out.append(f"cdef object {name}(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):")
             out.append(body)
         for cname in entries:
             self.wrapper(cname)
+        entry_set = set(entries)
         for cname, wname in self.wrappers.items():
             out.append("")
             out.append(f"def {wname}(bytes b, Py_ssize_t p):")
-            out.append(f"    v = {cname}(b, b, len(b), &p)")
+            if cname in entry_set:
+                # An entry point (a message, header or embedded structure): spends the shared budget.
+                out.append("    global _budget")
+                out.append("    _budget = _BUDGET[0]")
+                out.append("    try:")
+                out.append(f"        v = {cname}(b, b, len(b), &p)")
+                out.append("    finally:")
+                out.append("        _BUDGET[0] = _budget")
+            else:
+                # A tagged field's reader, called back by _rt.tags while an entry point runs.
+                out.append(f"    v = {cname}(b, b, len(b), &p)")
             out.append("    return v, p")
         out.append("")
         for text, name in self.tables.items():

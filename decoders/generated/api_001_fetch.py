@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -51,6 +52,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 16
@@ -72,6 +75,8 @@ def _f2(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f1(b, p)
@@ -92,6 +97,8 @@ def _f3(b, p):
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f1(b, p)
@@ -112,6 +119,8 @@ def _f4(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 x9, p = _f1(b, p)
@@ -148,6 +157,8 @@ def _f6(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 24 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 24
@@ -169,6 +180,8 @@ def _f7(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 x9, p = _f6(b, p)
@@ -195,6 +208,9 @@ def _f8(b, p):
             raise _rt.negative(n2)
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -212,6 +228,8 @@ def _f9(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f6(b, p)
@@ -223,6 +241,8 @@ def _f9(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -235,6 +255,9 @@ def _f9(b, p):
                     raise _rt.negative(n16)
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -274,6 +297,8 @@ def _f11(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 28 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 28
@@ -295,6 +320,8 @@ def _f12(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f11(b, p)
@@ -306,6 +333,8 @@ def _f12(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -318,6 +347,9 @@ def _f12(b, p):
                     raise _rt.negative(n16)
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -341,6 +373,8 @@ def _f13(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f11(b, p)
@@ -352,6 +386,8 @@ def _f13(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -364,6 +400,9 @@ def _f13(b, p):
                     raise _rt.negative(n16)
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -418,6 +457,8 @@ def _f15(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 33 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, = _U9(b, p); p += 32
@@ -455,6 +496,9 @@ def _f16(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -494,6 +538,8 @@ def _f18(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 3 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f15(b, p)
@@ -507,6 +553,8 @@ def _f18(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -523,6 +571,9 @@ def _f18(b, p):
                 if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
                 n18 -= 1
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -564,6 +615,8 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
@@ -592,6 +645,9 @@ def _f20(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -614,6 +670,8 @@ def _f21(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 18 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f19(b, p)
@@ -627,6 +685,8 @@ def _f21(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 18 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 v15, = _U10(b, p); p += 16
@@ -634,6 +694,9 @@ def _f21(b, p):
                 if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
                 n17 -= 1
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -695,6 +758,8 @@ def _f24(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 x10, p = _f19(b, p)
@@ -708,6 +773,8 @@ def _f24(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
+            _B[0] -= n12
+            if _B[0] < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -715,6 +782,9 @@ def _f24(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -776,6 +846,8 @@ def _f27(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
@@ -805,6 +877,8 @@ def _f28(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 x10, p = _f27(b, p)
@@ -818,6 +892,8 @@ def _f28(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
+            _B[0] -= n12
+            if _B[0] < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -825,6 +901,9 @@ def _f28(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -886,6 +965,8 @@ def _f31(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
@@ -915,6 +996,8 @@ def _f32(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 x10, p = _f31(b, p)
@@ -928,6 +1011,8 @@ def _f32(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
+            _B[0] -= n12
+            if _B[0] < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -935,6 +1020,9 @@ def _f32(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -998,6 +1086,8 @@ def _f34(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U14(b, p); p += 14
@@ -1026,6 +1116,8 @@ def _f35(b, p):
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f34(b, p)
@@ -1046,6 +1138,8 @@ def _f36(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f34(b, p)
@@ -1075,6 +1169,8 @@ def _f38(b, p):
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 16 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, = _U16(b, p); p += 16
@@ -1111,6 +1207,8 @@ def _f39(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f38(b, p)
@@ -1131,6 +1229,8 @@ def _f40(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f39(b, p)
@@ -1151,6 +1251,8 @@ def _f41(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 16 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
@@ -1187,6 +1289,8 @@ def _f42(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 38 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f41(b, p)
@@ -1207,6 +1311,8 @@ def _f43(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f42(b, p)
@@ -1227,6 +1333,8 @@ def _f44(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f42(b, p)
@@ -1247,6 +1355,8 @@ def _f45(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 16 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
@@ -1284,6 +1394,8 @@ def _f46(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 42 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f45(b, p)
@@ -1304,6 +1416,8 @@ def _f47(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f46(b, p)
@@ -1398,6 +1512,8 @@ def _f55(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 17 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
@@ -1447,6 +1563,8 @@ def _f56(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f55(b, p)
@@ -1472,6 +1590,8 @@ def _f57(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f56(b, p)
@@ -1497,6 +1617,8 @@ def _f58(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 37 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f55(b, p)
@@ -1522,6 +1644,8 @@ def _f59(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f58(b, p)
@@ -1579,6 +1703,8 @@ def _f61(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 11 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -1625,6 +1751,8 @@ def _f62(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f58(b, p)
@@ -1654,5 +1782,5 @@ NAME = 'Fetch'
 REQUEST = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f4, 5: _f7, 6: _f7, 7: _f9, 8: _f9, 9: _f12, 10: _f12, 11: _f13, 12: _f18, 13: _f21, 14: _f21, 15: _f24, 16: _f24, 17: _f28, 18: _f32}
 RESPONSE = {0: _f35, 1: _f36, 2: _f36, 3: _f36, 4: _f40, 5: _f43, 6: _f43, 7: _f44, 8: _f44, 9: _f44, 10: _f44, 11: _f47, 12: _f57, 13: _f59, 14: _f59, 15: _f59, 16: _f62, 17: _f62, 18: _f62}
 
-_LINES = {34: ('Partition+FetchOffset+PartitionMaxBytes', None), 43: ('Topic', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 71: ('ReplicaId+MaxWaitMs+MinBytes', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i6'), 78: ('Topics', 'i6'), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 91: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', 'i7'), 98: ('Topics', 'i7'), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 111: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', 'i8'), 118: ('Topics', 'i8'), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 131: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 140: ('Topic', None), 141: ('Topic', None), 142: ('Topic', None), 143: ('Topic', None), 144: ('Topic', None), 145: ('Topic', None), 146: ('Topic', None), 147: ('Topic', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 154: ('Partitions', 'i5'), 155: ('Partitions', 'i5'), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 168: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', 'i8'), 175: ('Topics', 'i8'), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 188: ('Topic', None), 189: ('Topic', None), 190: ('Topic', None), 191: ('Topic', None), 192: ('Topic', None), 193: ('Topic', None), 194: ('Topic', None), 195: ('Topic', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 202: ('Partitions', None), 211: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', 'i10'), 218: ('Topics', 'i10'), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('ForgottenTopicsData', None), 224: ('ForgottenTopicsData', None), 225: ('ForgottenTopicsData', None), 226: ('ForgottenTopicsData', None), 227: ('ForgottenTopicsData', None), 228: ('ForgottenTopicsData[{}].Topic', 'i14'), 229: ('ForgottenTopicsData[{}].Topic', 'i14'), 230: ('ForgottenTopicsData[{}].Topic', 'i14'), 231: ('ForgottenTopicsData[{}].Topic', 'i14'), 232: ('ForgottenTopicsData[{}].Topic', 'i14'), 233: ('ForgottenTopicsData[{}].Topic', 'i14'), 234: ('ForgottenTopicsData[{}].Topic', 'i14'), 235: ('ForgottenTopicsData[{}].Topic', 'i14'), 236: ('ForgottenTopicsData[{}].Partitions', 'i14'), 237: ('ForgottenTopicsData[{}].Partitions', 'i14'), 238: ('ForgottenTopicsData[{}].Partitions', 'i14'), 239: ('ForgottenTopicsData[{}].Partitions', 'i14'), 240: ('ForgottenTopicsData[{}].Partitions', 'i14'), 241: ('ForgottenTopicsData[{}].Partitions', 'i14'), 242: ('ForgottenTopicsData[{}].Partitions', 'i14'), 243: ('ForgottenTopicsData', 'i14'), 244: ('ForgottenTopicsData', 'i14'), 245: ('ForgottenTopicsData', None), 246: ('ForgottenTopicsData', None), 247: ('ForgottenTopicsData', None), 248: ('ForgottenTopicsData', None), 257: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 266: ('Topic', None), 267: ('Topic', None), 268: ('Topic', None), 269: ('Topic', None), 270: ('Topic', None), 271: ('Topic', None), 272: ('Topic', None), 273: ('Topic', None), 274: ('Partitions', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 280: ('Partitions', 'i5'), 281: ('Partitions', 'i5'), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 294: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', 'i10'), 301: ('Topics', 'i10'), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('ForgottenTopicsData', None), 307: ('ForgottenTopicsData', None), 308: ('ForgottenTopicsData', None), 309: ('ForgottenTopicsData', None), 310: ('ForgottenTopicsData', None), 311: ('ForgottenTopicsData[{}].Topic', 'i14'), 312: ('ForgottenTopicsData[{}].Topic', 'i14'), 313: ('ForgottenTopicsData[{}].Topic', 'i14'), 314: ('ForgottenTopicsData[{}].Topic', 'i14'), 315: ('ForgottenTopicsData[{}].Topic', 'i14'), 316: ('ForgottenTopicsData[{}].Topic', 'i14'), 317: ('ForgottenTopicsData[{}].Topic', 'i14'), 318: ('ForgottenTopicsData[{}].Topic', 'i14'), 319: ('ForgottenTopicsData[{}].Partitions', 'i14'), 320: ('ForgottenTopicsData[{}].Partitions', 'i14'), 321: ('ForgottenTopicsData[{}].Partitions', 'i14'), 322: ('ForgottenTopicsData[{}].Partitions', 'i14'), 323: ('ForgottenTopicsData[{}].Partitions', 'i14'), 324: ('ForgottenTopicsData[{}].Partitions', 'i14'), 325: ('ForgottenTopicsData[{}].Partitions', 'i14'), 326: ('ForgottenTopicsData', 'i14'), 327: ('ForgottenTopicsData', 'i14'), 328: ('ForgottenTopicsData', None), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 340: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i10'), 347: ('Topics', 'i10'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('ForgottenTopicsData', None), 353: ('ForgottenTopicsData', None), 354: ('ForgottenTopicsData', None), 355: ('ForgottenTopicsData', None), 356: ('ForgottenTopicsData', None), 357: ('ForgottenTopicsData[{}].Topic', 'i14'), 358: ('ForgottenTopicsData[{}].Topic', 'i14'), 359: ('ForgottenTopicsData[{}].Topic', 'i14'), 360: ('ForgottenTopicsData[{}].Topic', 'i14'), 361: ('ForgottenTopicsData[{}].Topic', 'i14'), 362: ('ForgottenTopicsData[{}].Topic', 'i14'), 363: ('ForgottenTopicsData[{}].Topic', 'i14'), 364: ('ForgottenTopicsData[{}].Topic', 'i14'), 365: ('ForgottenTopicsData[{}].Partitions', 'i14'), 366: ('ForgottenTopicsData[{}].Partitions', 'i14'), 367: ('ForgottenTopicsData[{}].Partitions', 'i14'), 368: ('ForgottenTopicsData[{}].Partitions', 'i14'), 369: ('ForgottenTopicsData[{}].Partitions', 'i14'), 370: ('ForgottenTopicsData[{}].Partitions', 'i14'), 371: ('ForgottenTopicsData[{}].Partitions', 'i14'), 372: ('ForgottenTopicsData', 'i14'), 373: ('ForgottenTopicsData', 'i14'), 374: ('ForgottenTopicsData', None), 375: ('ForgottenTopicsData', None), 376: ('ForgottenTopicsData', None), 377: ('ForgottenTopicsData', None), 378: ('RackId', None), 379: ('RackId', None), 380: ('RackId', None), 381: ('RackId', None), 382: ('RackId', None), 383: ('RackId', None), 384: ('RackId', None), 385: ('RackId', None), 394: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('Topic', None), 407: ('Topic', None), 408: ('Topic', None), 409: ('Topic', None), 410: ('Topic', None), 411: ('Topic', None), 412: ('Topic', None), 413: ('Topic', None), 414: ('Topic', None), 415: ('Topic', None), 416: ('Partitions', None), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 422: ('Partitions', None), 423: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i5'), 424: ('Partitions', 'i5'), 425: ('Partitions', 'i5'), 426: ('Partitions', 'i5'), 427: ('Partitions', 'i5'), 428: ('Partitions', 'i5'), 429: ('Partitions', None), 430: ('Partitions', None), 431: ('Partitions', None), 432: ('Partitions', None), 434: ('_tagged', None), 435: ('_tagged', None), 436: ('_tagged', None), 444: ('Topic', None), 445: ('Topic', None), 446: ('Topic', None), 447: ('Topic', None), 448: ('Topic', None), 449: ('Topic', None), 450: ('Topic', None), 451: ('Topic', None), 452: ('Topic', None), 453: ('Topic', None), 454: ('Partitions', None), 455: ('Partitions', None), 456: ('Partitions', None), 457: ('Partitions', None), 458: ('Partitions', None), 459: ('Partitions', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions', None), 464: ('_tagged', None), 465: ('_tagged', None), 466: ('_tagged', None), 474: ('ClusterId', None), 475: ('ClusterId', None), 476: ('ClusterId', None), 477: ('ClusterId', None), 478: ('ClusterId', None), 479: ('ClusterId', None), 480: ('ClusterId', None), 481: ('ClusterId', None), 482: ('ClusterId', None), 483: ('ClusterId', None), 491: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('Topics', None), 495: ('Topics', None), 496: ('Topics', None), 497: ('Topics', None), 498: ('Topics', None), 499: ('Topics', 'i10'), 500: ('Topics', 'i10'), 501: ('Topics', None), 502: ('Topics', None), 503: ('Topics', None), 504: ('Topics', None), 505: ('ForgottenTopicsData', None), 506: ('ForgottenTopicsData', None), 507: ('ForgottenTopicsData', None), 508: ('ForgottenTopicsData', None), 509: ('ForgottenTopicsData', None), 510: ('ForgottenTopicsData', None), 511: ('ForgottenTopicsData', None), 512: ('ForgottenTopicsData[{}].Topic', 'i14'), 513: ('ForgottenTopicsData[{}].Topic', 'i14'), 514: ('ForgottenTopicsData[{}].Topic', 'i14'), 515: ('ForgottenTopicsData[{}].Topic', 'i14'), 516: ('ForgottenTopicsData[{}].Topic', 'i14'), 517: ('ForgottenTopicsData[{}].Topic', 'i14'), 518: ('ForgottenTopicsData[{}].Topic', 'i14'), 519: ('ForgottenTopicsData[{}].Topic', 'i14'), 520: ('ForgottenTopicsData[{}].Topic', 'i14'), 521: ('ForgottenTopicsData[{}].Topic', 'i14'), 522: ('ForgottenTopicsData[{}].Partitions', 'i14'), 523: ('ForgottenTopicsData[{}].Partitions', 'i14'), 524: ('ForgottenTopicsData[{}].Partitions', 'i14'), 525: ('ForgottenTopicsData[{}].Partitions', 'i14'), 526: ('ForgottenTopicsData[{}].Partitions', 'i14'), 527: ('ForgottenTopicsData[{}].Partitions', 'i14'), 528: ('ForgottenTopicsData[{}].Partitions', 'i14'), 529: ('ForgottenTopicsData[{}].Partitions', 'i14'), 530: ('ForgottenTopicsData[{}].Partitions', 'i14'), 531: ('ForgottenTopicsData', 'i14'), 532: ('ForgottenTopicsData', 'i14'), 533: ('ForgottenTopicsData', 'i14'), 534: ('ForgottenTopicsData', 'i14'), 535: ('ForgottenTopicsData', 'i14'), 536: ('ForgottenTopicsData', None), 537: ('ForgottenTopicsData', None), 538: ('ForgottenTopicsData', None), 539: ('ForgottenTopicsData', None), 540: ('RackId', None), 541: ('RackId', None), 542: ('RackId', None), 543: ('RackId', None), 544: ('RackId', None), 545: ('RackId', None), 546: ('RackId', None), 547: ('RackId', None), 548: ('RackId', None), 549: ('RackId', None), 551: ('_tagged', None), 552: ('_tagged', None), 553: ('_tagged', None), 561: ('TopicId', None), 562: ('Partitions', None), 563: ('Partitions', None), 564: ('Partitions', None), 565: ('Partitions', None), 566: ('Partitions', None), 567: ('Partitions', None), 568: ('Partitions', None), 569: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 570: ('Partitions', 'i4'), 571: ('Partitions', 'i4'), 572: ('Partitions', 'i4'), 573: ('Partitions', 'i4'), 574: ('Partitions', 'i4'), 575: ('Partitions', None), 576: ('Partitions', None), 577: ('Partitions', None), 578: ('Partitions', None), 580: ('_tagged', None), 581: ('_tagged', None), 582: ('_tagged', None), 590: ('TopicId', None), 591: ('Partitions', None), 592: ('Partitions', None), 593: ('Partitions', None), 594: ('Partitions', None), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 599: ('Partitions', None), 601: ('_tagged', None), 602: ('_tagged', None), 603: ('_tagged', None), 611: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', 'i10'), 620: ('Topics', 'i10'), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('ForgottenTopicsData', None), 626: ('ForgottenTopicsData', None), 627: ('ForgottenTopicsData', None), 628: ('ForgottenTopicsData', None), 629: ('ForgottenTopicsData', None), 630: ('ForgottenTopicsData', None), 631: ('ForgottenTopicsData', None), 632: ('ForgottenTopicsData[{}].TopicId', 'i14'), 633: ('ForgottenTopicsData[{}].Partitions', 'i14'), 634: ('ForgottenTopicsData[{}].Partitions', 'i14'), 635: ('ForgottenTopicsData[{}].Partitions', 'i14'), 636: ('ForgottenTopicsData[{}].Partitions', 'i14'), 637: ('ForgottenTopicsData[{}].Partitions', 'i14'), 638: ('ForgottenTopicsData[{}].Partitions', 'i14'), 639: ('ForgottenTopicsData[{}].Partitions', 'i14'), 640: ('ForgottenTopicsData[{}].Partitions', 'i14'), 641: ('ForgottenTopicsData[{}].Partitions', 'i14'), 642: ('ForgottenTopicsData', 'i14'), 643: ('ForgottenTopicsData', 'i14'), 644: ('ForgottenTopicsData', 'i14'), 645: ('ForgottenTopicsData', 'i14'), 646: ('ForgottenTopicsData', 'i14'), 647: ('ForgottenTopicsData', None), 648: ('ForgottenTopicsData', None), 649: ('ForgottenTopicsData', None), 650: ('ForgottenTopicsData', None), 651: ('RackId', None), 652: ('RackId', None), 653: ('RackId', None), 654: ('RackId', None), 655: ('RackId', None), 656: ('RackId', None), 657: ('RackId', None), 658: ('RackId', None), 659: ('RackId', None), 660: ('RackId', None), 662: ('_tagged', None), 663: ('_tagged', None), 664: ('_tagged', None), 672: ('ReplicaId+ReplicaEpoch', None), 674: ('_tagged', None), 675: ('_tagged', None), 676: ('_tagged', None), 684: ('ReplicaState', None), 692: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 693: ('Topics', None), 694: ('Topics', None), 695: ('Topics', None), 696: ('Topics', None), 697: ('Topics', None), 698: ('Topics', None), 699: ('Topics', None), 700: ('Topics', 'i9'), 701: ('Topics', 'i9'), 702: ('Topics', None), 703: ('Topics', None), 704: ('Topics', None), 705: ('Topics', None), 706: ('ForgottenTopicsData', None), 707: ('ForgottenTopicsData', None), 708: ('ForgottenTopicsData', None), 709: ('ForgottenTopicsData', None), 710: ('ForgottenTopicsData', None), 711: ('ForgottenTopicsData', None), 712: ('ForgottenTopicsData', None), 713: ('ForgottenTopicsData[{}].TopicId', 'i13'), 714: ('ForgottenTopicsData[{}].Partitions', 'i13'), 715: ('ForgottenTopicsData[{}].Partitions', 'i13'), 716: ('ForgottenTopicsData[{}].Partitions', 'i13'), 717: ('ForgottenTopicsData[{}].Partitions', 'i13'), 718: ('ForgottenTopicsData[{}].Partitions', 'i13'), 719: ('ForgottenTopicsData[{}].Partitions', 'i13'), 720: ('ForgottenTopicsData[{}].Partitions', 'i13'), 721: ('ForgottenTopicsData[{}].Partitions', 'i13'), 722: ('ForgottenTopicsData[{}].Partitions', 'i13'), 723: ('ForgottenTopicsData', 'i13'), 724: ('ForgottenTopicsData', 'i13'), 725: ('ForgottenTopicsData', 'i13'), 726: ('ForgottenTopicsData', 'i13'), 727: ('ForgottenTopicsData', 'i13'), 728: ('ForgottenTopicsData', None), 729: ('ForgottenTopicsData', None), 730: ('ForgottenTopicsData', None), 731: ('ForgottenTopicsData', None), 732: ('RackId', None), 733: ('RackId', None), 734: ('RackId', None), 735: ('RackId', None), 736: ('RackId', None), 737: ('RackId', None), 738: ('RackId', None), 739: ('RackId', None), 740: ('RackId', None), 741: ('RackId', None), 743: ('_tagged', None), 744: ('_tagged', None), 745: ('_tagged', None), 753: ('ReplicaDirectoryId', None), 761: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 763: ('_tagged', None), 764: ('_tagged', None), 765: ('_tagged', None), 773: ('TopicId', None), 774: ('Partitions', None), 775: ('Partitions', None), 776: ('Partitions', None), 777: ('Partitions', None), 778: ('Partitions', None), 779: ('Partitions', None), 780: ('Partitions', None), 781: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 782: ('Partitions', 'i4'), 783: ('Partitions', 'i4'), 784: ('Partitions', 'i4'), 785: ('Partitions', 'i4'), 786: ('Partitions', 'i4'), 787: ('Partitions', None), 788: ('Partitions', None), 789: ('Partitions', None), 790: ('Partitions', None), 792: ('_tagged', None), 793: ('_tagged', None), 794: ('_tagged', None), 802: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 803: ('Topics', None), 804: ('Topics', None), 805: ('Topics', None), 806: ('Topics', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', 'i9'), 811: ('Topics', 'i9'), 812: ('Topics', None), 813: ('Topics', None), 814: ('Topics', None), 815: ('Topics', None), 816: ('ForgottenTopicsData', None), 817: ('ForgottenTopicsData', None), 818: ('ForgottenTopicsData', None), 819: ('ForgottenTopicsData', None), 820: ('ForgottenTopicsData', None), 821: ('ForgottenTopicsData', None), 822: ('ForgottenTopicsData', None), 823: ('ForgottenTopicsData[{}].TopicId', 'i13'), 824: ('ForgottenTopicsData[{}].Partitions', 'i13'), 825: ('ForgottenTopicsData[{}].Partitions', 'i13'), 826: ('ForgottenTopicsData[{}].Partitions', 'i13'), 827: ('ForgottenTopicsData[{}].Partitions', 'i13'), 828: ('ForgottenTopicsData[{}].Partitions', 'i13'), 829: ('ForgottenTopicsData[{}].Partitions', 'i13'), 830: ('ForgottenTopicsData[{}].Partitions', 'i13'), 831: ('ForgottenTopicsData[{}].Partitions', 'i13'), 832: ('ForgottenTopicsData[{}].Partitions', 'i13'), 833: ('ForgottenTopicsData', 'i13'), 834: ('ForgottenTopicsData', 'i13'), 835: ('ForgottenTopicsData', 'i13'), 836: ('ForgottenTopicsData', 'i13'), 837: ('ForgottenTopicsData', 'i13'), 838: ('ForgottenTopicsData', None), 839: ('ForgottenTopicsData', None), 840: ('ForgottenTopicsData', None), 841: ('ForgottenTopicsData', None), 842: ('RackId', None), 843: ('RackId', None), 844: ('RackId', None), 845: ('RackId', None), 846: ('RackId', None), 847: ('RackId', None), 848: ('RackId', None), 849: ('RackId', None), 850: ('RackId', None), 851: ('RackId', None), 853: ('_tagged', None), 854: ('_tagged', None), 855: ('_tagged', None), 863: ('HighWatermark', None), 871: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 873: ('_tagged', None), 874: ('_tagged', None), 875: ('_tagged', None), 883: ('TopicId', None), 884: ('Partitions', None), 885: ('Partitions', None), 886: ('Partitions', None), 887: ('Partitions', None), 888: ('Partitions', None), 889: ('Partitions', None), 890: ('Partitions', None), 891: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 892: ('Partitions', 'i4'), 893: ('Partitions', 'i4'), 894: ('Partitions', 'i4'), 895: ('Partitions', 'i4'), 896: ('Partitions', 'i4'), 897: ('Partitions', None), 898: ('Partitions', None), 899: ('Partitions', None), 900: ('Partitions', None), 902: ('_tagged', None), 903: ('_tagged', None), 904: ('_tagged', None), 912: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 913: ('Topics', None), 914: ('Topics', None), 915: ('Topics', None), 916: ('Topics', None), 917: ('Topics', None), 918: ('Topics', None), 919: ('Topics', None), 920: ('Topics', 'i9'), 921: ('Topics', 'i9'), 922: ('Topics', None), 923: ('Topics', None), 924: ('Topics', None), 925: ('Topics', None), 926: ('ForgottenTopicsData', None), 927: ('ForgottenTopicsData', None), 928: ('ForgottenTopicsData', None), 929: ('ForgottenTopicsData', None), 930: ('ForgottenTopicsData', None), 931: ('ForgottenTopicsData', None), 932: ('ForgottenTopicsData', None), 933: ('ForgottenTopicsData[{}].TopicId', 'i13'), 934: ('ForgottenTopicsData[{}].Partitions', 'i13'), 935: ('ForgottenTopicsData[{}].Partitions', 'i13'), 936: ('ForgottenTopicsData[{}].Partitions', 'i13'), 937: ('ForgottenTopicsData[{}].Partitions', 'i13'), 938: ('ForgottenTopicsData[{}].Partitions', 'i13'), 939: ('ForgottenTopicsData[{}].Partitions', 'i13'), 940: ('ForgottenTopicsData[{}].Partitions', 'i13'), 941: ('ForgottenTopicsData[{}].Partitions', 'i13'), 942: ('ForgottenTopicsData[{}].Partitions', 'i13'), 943: ('ForgottenTopicsData', 'i13'), 944: ('ForgottenTopicsData', 'i13'), 945: ('ForgottenTopicsData', 'i13'), 946: ('ForgottenTopicsData', 'i13'), 947: ('ForgottenTopicsData', 'i13'), 948: ('ForgottenTopicsData', None), 949: ('ForgottenTopicsData', None), 950: ('ForgottenTopicsData', None), 951: ('ForgottenTopicsData', None), 952: ('RackId', None), 953: ('RackId', None), 954: ('RackId', None), 955: ('RackId', None), 956: ('RackId', None), 957: ('RackId', None), 958: ('RackId', None), 959: ('RackId', None), 960: ('RackId', None), 961: ('RackId', None), 963: ('_tagged', None), 964: ('_tagged', None), 965: ('_tagged', None), 973: ('PartitionIndex+ErrorCode+HighWatermark', None), 974: ('Records', None), 975: ('Records', None), 976: ('Records', None), 977: ('Records', None), 978: ('Records', None), 979: ('Records', None), 980: ('Records', None), 981: ('Records', None), 990: ('Topic', None), 991: ('Topic', None), 992: ('Topic', None), 993: ('Topic', None), 994: ('Topic', None), 995: ('Topic', None), 996: ('Topic', None), 997: ('Topic', None), 998: ('Partitions', None), 999: ('Partitions', None), 1000: ('Partitions', None), 1001: ('Partitions', None), 1002: ('Partitions', None), 1003: ('Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', 'i5'), 1004: ('Partitions[{}].Records', 'i5'), 1005: ('Partitions[{}].Records', 'i5'), 1006: ('Partitions[{}].Records', 'i5'), 1007: ('Partitions[{}].Records', 'i5'), 1008: ('Partitions[{}].Records', 'i5'), 1009: ('Partitions[{}].Records', 'i5'), 1010: ('Partitions[{}].Records', 'i5'), 1011: ('Partitions[{}].Records', 'i5'), 1012: ('Partitions', 'i5'), 1013: ('Partitions', 'i5'), 1014: ('Partitions', None), 1015: ('Partitions', None), 1016: ('Partitions', None), 1017: ('Partitions', None), 1026: ('Responses', None), 1027: ('Responses', None), 1028: ('Responses', None), 1029: ('Responses', None), 1030: ('Responses', None), 1031: ('Responses', 'i3'), 1032: ('Responses', 'i3'), 1033: ('Responses', None), 1034: ('Responses', None), 1035: ('Responses', None), 1036: ('Responses', None), 1045: ('ThrottleTimeMs', None), 1046: ('Responses', None), 1047: ('Responses', None), 1048: ('Responses', None), 1049: ('Responses', None), 1050: ('Responses', None), 1051: ('Responses', 'i4'), 1052: ('Responses', 'i4'), 1053: ('Responses', None), 1054: ('Responses', None), 1055: ('Responses', None), 1056: ('Responses', None), 1065: ('ProducerId+FirstOffset', None), 1074: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 1075: ('AbortedTransactions', None), 1076: ('AbortedTransactions', None), 1077: ('AbortedTransactions', None), 1078: ('AbortedTransactions', None), 1079: ('AbortedTransactions', None), 1080: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i7'), 1081: ('AbortedTransactions', 'i7'), 1082: ('AbortedTransactions', 'i7'), 1083: ('AbortedTransactions', None), 1084: ('AbortedTransactions', None), 1085: ('AbortedTransactions', None), 1086: ('AbortedTransactions', None), 1087: ('Records', None), 1088: ('Records', None), 1089: ('Records', None), 1090: ('Records', None), 1091: ('Records', None), 1092: ('Records', None), 1093: ('Records', None), 1094: ('Records', None), 1103: ('Topic', None), 1104: ('Topic', None), 1105: ('Topic', None), 1106: ('Topic', None), 1107: ('Topic', None), 1108: ('Topic', None), 1109: ('Topic', None), 1110: ('Topic', None), 1111: ('Partitions', None), 1112: ('Partitions', None), 1113: ('Partitions', None), 1114: ('Partitions', None), 1115: ('Partitions', None), 1116: ('Partitions', 'i5'), 1117: ('Partitions', 'i5'), 1118: ('Partitions', None), 1119: ('Partitions', None), 1120: ('Partitions', None), 1121: ('Partitions', None), 1130: ('ThrottleTimeMs', None), 1131: ('Responses', None), 1132: ('Responses', None), 1133: ('Responses', None), 1134: ('Responses', None), 1135: ('Responses', None), 1136: ('Responses', 'i4'), 1137: ('Responses', 'i4'), 1138: ('Responses', None), 1139: ('Responses', None), 1140: ('Responses', None), 1141: ('Responses', None), 1150: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1151: ('AbortedTransactions', None), 1152: ('AbortedTransactions', None), 1153: ('AbortedTransactions', None), 1154: ('AbortedTransactions', None), 1155: ('AbortedTransactions', None), 1156: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1157: ('AbortedTransactions', 'i8'), 1158: ('AbortedTransactions', 'i8'), 1159: ('AbortedTransactions', None), 1160: ('AbortedTransactions', None), 1161: ('AbortedTransactions', None), 1162: ('AbortedTransactions', None), 1163: ('Records', None), 1164: ('Records', None), 1165: ('Records', None), 1166: ('Records', None), 1167: ('Records', None), 1168: ('Records', None), 1169: ('Records', None), 1170: ('Records', None), 1179: ('Topic', None), 1180: ('Topic', None), 1181: ('Topic', None), 1182: ('Topic', None), 1183: ('Topic', None), 1184: ('Topic', None), 1185: ('Topic', None), 1186: ('Topic', None), 1187: ('Partitions', None), 1188: ('Partitions', None), 1189: ('Partitions', None), 1190: ('Partitions', None), 1191: ('Partitions', None), 1192: ('Partitions', 'i5'), 1193: ('Partitions', 'i5'), 1194: ('Partitions', None), 1195: ('Partitions', None), 1196: ('Partitions', None), 1197: ('Partitions', None), 1206: ('ThrottleTimeMs', None), 1207: ('Responses', None), 1208: ('Responses', None), 1209: ('Responses', None), 1210: ('Responses', None), 1211: ('Responses', None), 1212: ('Responses', 'i4'), 1213: ('Responses', 'i4'), 1214: ('Responses', None), 1215: ('Responses', None), 1216: ('Responses', None), 1217: ('Responses', None), 1226: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1227: ('Responses', None), 1228: ('Responses', None), 1229: ('Responses', None), 1230: ('Responses', None), 1231: ('Responses', None), 1232: ('Responses', 'i6'), 1233: ('Responses', 'i6'), 1234: ('Responses', None), 1235: ('Responses', None), 1236: ('Responses', None), 1237: ('Responses', None), 1246: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1247: ('AbortedTransactions', None), 1248: ('AbortedTransactions', None), 1249: ('AbortedTransactions', None), 1250: ('AbortedTransactions', None), 1251: ('AbortedTransactions', None), 1252: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1253: ('AbortedTransactions', 'i8'), 1254: ('AbortedTransactions', 'i8'), 1255: ('AbortedTransactions', None), 1256: ('AbortedTransactions', None), 1257: ('AbortedTransactions', None), 1258: ('AbortedTransactions', None), 1259: ('PreferredReadReplica', None), 1260: ('Records', None), 1261: ('Records', None), 1262: ('Records', None), 1263: ('Records', None), 1264: ('Records', None), 1265: ('Records', None), 1266: ('Records', None), 1267: ('Records', None), 1276: ('Topic', None), 1277: ('Topic', None), 1278: ('Topic', None), 1279: ('Topic', None), 1280: ('Topic', None), 1281: ('Topic', None), 1282: ('Topic', None), 1283: ('Topic', None), 1284: ('Partitions', None), 1285: ('Partitions', None), 1286: ('Partitions', None), 1287: ('Partitions', None), 1288: ('Partitions', None), 1289: ('Partitions', 'i5'), 1290: ('Partitions', 'i5'), 1291: ('Partitions', None), 1292: ('Partitions', None), 1293: ('Partitions', None), 1294: ('Partitions', None), 1303: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1304: ('Responses', None), 1305: ('Responses', None), 1306: ('Responses', None), 1307: ('Responses', None), 1308: ('Responses', None), 1309: ('Responses', 'i6'), 1310: ('Responses', 'i6'), 1311: ('Responses', None), 1312: ('Responses', None), 1313: ('Responses', None), 1314: ('Responses', None), 1323: ('ProducerId+FirstOffset', None), 1325: ('_tagged', None), 1326: ('_tagged', None), 1327: ('_tagged', None), 1335: ('Epoch+EndOffset', None), 1337: ('_tagged', None), 1338: ('_tagged', None), 1339: ('_tagged', None), 1347: ('DivergingEpoch', None), 1355: ('LeaderId+LeaderEpoch', None), 1357: ('_tagged', None), 1358: ('_tagged', None), 1359: ('_tagged', None), 1367: ('CurrentLeader', None), 1375: ('EndOffset+Epoch', None), 1377: ('_tagged', None), 1378: ('_tagged', None), 1379: ('_tagged', None), 1387: ('SnapshotId', None), 1395: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1396: ('AbortedTransactions', None), 1397: ('AbortedTransactions', None), 1398: ('AbortedTransactions', None), 1399: ('AbortedTransactions', None), 1400: ('AbortedTransactions', None), 1401: ('AbortedTransactions', None), 1402: ('AbortedTransactions', None), 1403: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1404: ('AbortedTransactions', 'i8'), 1405: ('AbortedTransactions', 'i8'), 1406: ('AbortedTransactions', 'i8'), 1407: ('AbortedTransactions', 'i8'), 1408: ('AbortedTransactions', 'i8'), 1409: ('AbortedTransactions', None), 1410: ('AbortedTransactions', None), 1411: ('AbortedTransactions', None), 1412: ('AbortedTransactions', None), 1413: ('PreferredReadReplica', None), 1414: ('Records', None), 1415: ('Records', None), 1416: ('Records', None), 1417: ('Records', None), 1418: ('Records', None), 1419: ('Records', None), 1420: ('Records', None), 1421: ('Records', None), 1422: ('Records', None), 1423: ('Records', None), 1425: ('_tagged', None), 1426: ('_tagged', None), 1427: ('_tagged', None), 1435: ('Topic', None), 1436: ('Topic', None), 1437: ('Topic', None), 1438: ('Topic', None), 1439: ('Topic', None), 1440: ('Topic', None), 1441: ('Topic', None), 1442: ('Topic', None), 1443: ('Topic', None), 1444: ('Topic', None), 1445: ('Partitions', None), 1446: ('Partitions', None), 1447: ('Partitions', None), 1448: ('Partitions', None), 1449: ('Partitions', None), 1450: ('Partitions', None), 1451: ('Partitions', None), 1452: ('Partitions', 'i5'), 1453: ('Partitions', 'i5'), 1454: ('Partitions', None), 1455: ('Partitions', None), 1456: ('Partitions', None), 1457: ('Partitions', None), 1459: ('_tagged', None), 1460: ('_tagged', None), 1461: ('_tagged', None), 1469: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1470: ('Responses', None), 1471: ('Responses', None), 1472: ('Responses', None), 1473: ('Responses', None), 1474: ('Responses', None), 1475: ('Responses', None), 1476: ('Responses', None), 1477: ('Responses', 'i6'), 1478: ('Responses', 'i6'), 1479: ('Responses', None), 1480: ('Responses', None), 1481: ('Responses', None), 1482: ('Responses', None), 1484: ('_tagged', None), 1485: ('_tagged', None), 1486: ('_tagged', None), 1494: ('TopicId', None), 1495: ('Partitions', None), 1496: ('Partitions', None), 1497: ('Partitions', None), 1498: ('Partitions', None), 1499: ('Partitions', None), 1500: ('Partitions', None), 1501: ('Partitions', None), 1502: ('Partitions', 'i4'), 1503: ('Partitions', 'i4'), 1504: ('Partitions', None), 1505: ('Partitions', None), 1506: ('Partitions', None), 1507: ('Partitions', None), 1509: ('_tagged', None), 1510: ('_tagged', None), 1511: ('_tagged', None), 1519: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1520: ('Responses', None), 1521: ('Responses', None), 1522: ('Responses', None), 1523: ('Responses', None), 1524: ('Responses', None), 1525: ('Responses', None), 1526: ('Responses', None), 1527: ('Responses', 'i6'), 1528: ('Responses', 'i6'), 1529: ('Responses', None), 1530: ('Responses', None), 1531: ('Responses', None), 1532: ('Responses', None), 1534: ('_tagged', None), 1535: ('_tagged', None), 1536: ('_tagged', None), 1544: ('NodeId', None), 1545: ('Host', None), 1546: ('Host', None), 1547: ('Host', None), 1548: ('Host', None), 1549: ('Host', None), 1550: ('Host', None), 1551: ('Host', None), 1552: ('Host', None), 1553: ('Host', None), 1554: ('Host', None), 1555: ('Port', None), 1556: ('Rack', None), 1557: ('Rack', None), 1558: ('Rack', None), 1559: ('Rack', None), 1560: ('Rack', None), 1561: ('Rack', None), 1562: ('Rack', None), 1563: ('Rack', None), 1564: ('Rack', None), 1565: ('Rack', None), 1567: ('_tagged', None), 1568: ('_tagged', None), 1569: ('_tagged', None), 1577: ('NodeEndpoints', None), 1578: ('NodeEndpoints', None), 1579: ('NodeEndpoints', None), 1580: ('NodeEndpoints', None), 1581: ('NodeEndpoints', None), 1582: ('NodeEndpoints', None), 1583: ('NodeEndpoints', None), 1584: ('NodeEndpoints[{}].NodeId', 'i3'), 1585: ('NodeEndpoints[{}].Host', 'i3'), 1586: ('NodeEndpoints[{}].Host', 'i3'), 1587: ('NodeEndpoints[{}].Host', 'i3'), 1588: ('NodeEndpoints[{}].Host', 'i3'), 1589: ('NodeEndpoints[{}].Host', 'i3'), 1590: ('NodeEndpoints[{}].Host', 'i3'), 1591: ('NodeEndpoints[{}].Host', 'i3'), 1592: ('NodeEndpoints[{}].Host', 'i3'), 1593: ('NodeEndpoints[{}].Host', 'i3'), 1594: ('NodeEndpoints[{}].Host', 'i3'), 1595: ('NodeEndpoints[{}].Port', 'i3'), 1596: ('NodeEndpoints[{}].Rack', 'i3'), 1597: ('NodeEndpoints[{}].Rack', 'i3'), 1598: ('NodeEndpoints[{}].Rack', 'i3'), 1599: ('NodeEndpoints[{}].Rack', 'i3'), 1600: ('NodeEndpoints[{}].Rack', 'i3'), 1601: ('NodeEndpoints[{}].Rack', 'i3'), 1602: ('NodeEndpoints[{}].Rack', 'i3'), 1603: ('NodeEndpoints[{}].Rack', 'i3'), 1604: ('NodeEndpoints[{}].Rack', 'i3'), 1605: ('NodeEndpoints[{}].Rack', 'i3'), 1606: ('NodeEndpoints', 'i3'), 1607: ('NodeEndpoints', 'i3'), 1608: ('NodeEndpoints', 'i3'), 1609: ('NodeEndpoints', 'i3'), 1610: ('NodeEndpoints', 'i3'), 1611: ('NodeEndpoints', None), 1612: ('NodeEndpoints', None), 1613: ('NodeEndpoints', None), 1614: ('NodeEndpoints', None), 1622: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1623: ('Responses', None), 1624: ('Responses', None), 1625: ('Responses', None), 1626: ('Responses', None), 1627: ('Responses', None), 1628: ('Responses', None), 1629: ('Responses', None), 1630: ('Responses', 'i6'), 1631: ('Responses', 'i6'), 1632: ('Responses', None), 1633: ('Responses', None), 1634: ('Responses', None), 1635: ('Responses', None), 1637: ('_tagged', None), 1638: ('_tagged', None), 1639: ('_tagged', None)}
-BUILD_HASH = 'e5561543d65706e3'
+_LINES = {35: ('Partition+FetchOffset+PartitionMaxBytes', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', 'i5'), 60: ('Partitions', 'i5'), 61: ('Partitions', 'i5'), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 74: ('ReplicaId+MaxWaitMs+MinBytes', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', 'i6'), 83: ('Topics', 'i6'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 96: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', 'i7'), 105: ('Topics', 'i7'), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 118: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', 'i8'), 127: ('Topics', 'i8'), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 140: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 149: ('Topic', None), 150: ('Topic', None), 151: ('Topic', None), 152: ('Topic', None), 153: ('Topic', None), 154: ('Topic', None), 155: ('Topic', None), 156: ('Topic', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 165: ('Partitions', 'i5'), 166: ('Partitions', 'i5'), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 179: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', 'i8'), 188: ('Topics', 'i8'), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 201: ('Topic', None), 202: ('Topic', None), 203: ('Topic', None), 204: ('Topic', None), 205: ('Topic', None), 206: ('Topic', None), 207: ('Topic', None), 208: ('Topic', None), 209: ('Partitions', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions', None), 227: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', 'i10'), 236: ('Topics', 'i10'), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('ForgottenTopicsData', None), 242: ('ForgottenTopicsData', None), 243: ('ForgottenTopicsData', None), 244: ('ForgottenTopicsData', None), 245: ('ForgottenTopicsData', None), 246: ('ForgottenTopicsData', None), 247: ('ForgottenTopicsData', None), 248: ('ForgottenTopicsData[{}].Topic', 'i14'), 249: ('ForgottenTopicsData[{}].Topic', 'i14'), 250: ('ForgottenTopicsData[{}].Topic', 'i14'), 251: ('ForgottenTopicsData[{}].Topic', 'i14'), 252: ('ForgottenTopicsData[{}].Topic', 'i14'), 253: ('ForgottenTopicsData[{}].Topic', 'i14'), 254: ('ForgottenTopicsData[{}].Topic', 'i14'), 255: ('ForgottenTopicsData[{}].Topic', 'i14'), 256: ('ForgottenTopicsData[{}].Partitions', 'i14'), 257: ('ForgottenTopicsData[{}].Partitions', 'i14'), 258: ('ForgottenTopicsData[{}].Partitions', 'i14'), 259: ('ForgottenTopicsData[{}].Partitions', 'i14'), 260: ('ForgottenTopicsData[{}].Partitions', 'i14'), 261: ('ForgottenTopicsData[{}].Partitions', 'i14'), 262: ('ForgottenTopicsData[{}].Partitions', 'i14'), 263: ('ForgottenTopicsData[{}].Partitions', 'i14'), 264: ('ForgottenTopicsData[{}].Partitions', 'i14'), 265: ('ForgottenTopicsData[{}].Partitions', 'i14'), 266: ('ForgottenTopicsData', 'i14'), 267: ('ForgottenTopicsData', 'i14'), 268: ('ForgottenTopicsData', None), 269: ('ForgottenTopicsData', None), 270: ('ForgottenTopicsData', None), 271: ('ForgottenTopicsData', None), 280: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 289: ('Topic', None), 290: ('Topic', None), 291: ('Topic', None), 292: ('Topic', None), 293: ('Topic', None), 294: ('Topic', None), 295: ('Topic', None), 296: ('Topic', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', 'i5'), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 319: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', 'i10'), 328: ('Topics', 'i10'), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData', None), 335: ('ForgottenTopicsData', None), 336: ('ForgottenTopicsData', None), 337: ('ForgottenTopicsData', None), 338: ('ForgottenTopicsData', None), 339: ('ForgottenTopicsData', None), 340: ('ForgottenTopicsData[{}].Topic', 'i14'), 341: ('ForgottenTopicsData[{}].Topic', 'i14'), 342: ('ForgottenTopicsData[{}].Topic', 'i14'), 343: ('ForgottenTopicsData[{}].Topic', 'i14'), 344: ('ForgottenTopicsData[{}].Topic', 'i14'), 345: ('ForgottenTopicsData[{}].Topic', 'i14'), 346: ('ForgottenTopicsData[{}].Topic', 'i14'), 347: ('ForgottenTopicsData[{}].Topic', 'i14'), 348: ('ForgottenTopicsData[{}].Partitions', 'i14'), 349: ('ForgottenTopicsData[{}].Partitions', 'i14'), 350: ('ForgottenTopicsData[{}].Partitions', 'i14'), 351: ('ForgottenTopicsData[{}].Partitions', 'i14'), 352: ('ForgottenTopicsData[{}].Partitions', 'i14'), 353: ('ForgottenTopicsData[{}].Partitions', 'i14'), 354: ('ForgottenTopicsData[{}].Partitions', 'i14'), 355: ('ForgottenTopicsData[{}].Partitions', 'i14'), 356: ('ForgottenTopicsData[{}].Partitions', 'i14'), 357: ('ForgottenTopicsData[{}].Partitions', 'i14'), 358: ('ForgottenTopicsData', 'i14'), 359: ('ForgottenTopicsData', 'i14'), 360: ('ForgottenTopicsData', None), 361: ('ForgottenTopicsData', None), 362: ('ForgottenTopicsData', None), 363: ('ForgottenTopicsData', None), 372: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', 'i10'), 381: ('Topics', 'i10'), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('ForgottenTopicsData', None), 387: ('ForgottenTopicsData', None), 388: ('ForgottenTopicsData', None), 389: ('ForgottenTopicsData', None), 390: ('ForgottenTopicsData', None), 391: ('ForgottenTopicsData', None), 392: ('ForgottenTopicsData', None), 393: ('ForgottenTopicsData[{}].Topic', 'i14'), 394: ('ForgottenTopicsData[{}].Topic', 'i14'), 395: ('ForgottenTopicsData[{}].Topic', 'i14'), 396: ('ForgottenTopicsData[{}].Topic', 'i14'), 397: ('ForgottenTopicsData[{}].Topic', 'i14'), 398: ('ForgottenTopicsData[{}].Topic', 'i14'), 399: ('ForgottenTopicsData[{}].Topic', 'i14'), 400: ('ForgottenTopicsData[{}].Topic', 'i14'), 401: ('ForgottenTopicsData[{}].Partitions', 'i14'), 402: ('ForgottenTopicsData[{}].Partitions', 'i14'), 403: ('ForgottenTopicsData[{}].Partitions', 'i14'), 404: ('ForgottenTopicsData[{}].Partitions', 'i14'), 405: ('ForgottenTopicsData[{}].Partitions', 'i14'), 406: ('ForgottenTopicsData[{}].Partitions', 'i14'), 407: ('ForgottenTopicsData[{}].Partitions', 'i14'), 408: ('ForgottenTopicsData[{}].Partitions', 'i14'), 409: ('ForgottenTopicsData[{}].Partitions', 'i14'), 410: ('ForgottenTopicsData[{}].Partitions', 'i14'), 411: ('ForgottenTopicsData', 'i14'), 412: ('ForgottenTopicsData', 'i14'), 413: ('ForgottenTopicsData', None), 414: ('ForgottenTopicsData', None), 415: ('ForgottenTopicsData', None), 416: ('ForgottenTopicsData', None), 417: ('RackId', None), 418: ('RackId', None), 419: ('RackId', None), 420: ('RackId', None), 421: ('RackId', None), 422: ('RackId', None), 423: ('RackId', None), 424: ('RackId', None), 433: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 435: ('_tagged', None), 436: ('_tagged', None), 437: ('_tagged', None), 445: ('Topic', None), 446: ('Topic', None), 447: ('Topic', None), 448: ('Topic', None), 449: ('Topic', None), 450: ('Topic', None), 451: ('Topic', None), 452: ('Topic', None), 453: ('Topic', None), 454: ('Topic', None), 455: ('Partitions', None), 456: ('Partitions', None), 457: ('Partitions', None), 458: ('Partitions', None), 459: ('Partitions', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i5'), 465: ('Partitions', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', 'i5'), 468: ('Partitions', 'i5'), 469: ('Partitions', 'i5'), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 475: ('_tagged', None), 476: ('_tagged', None), 477: ('_tagged', None), 485: ('Topic', None), 486: ('Topic', None), 487: ('Topic', None), 488: ('Topic', None), 489: ('Topic', None), 490: ('Topic', None), 491: ('Topic', None), 492: ('Topic', None), 493: ('Topic', None), 494: ('Topic', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 504: ('Partitions', None), 505: ('Partitions', None), 506: ('Partitions', None), 508: ('_tagged', None), 509: ('_tagged', None), 510: ('_tagged', None), 518: ('ClusterId', None), 519: ('ClusterId', None), 520: ('ClusterId', None), 521: ('ClusterId', None), 522: ('ClusterId', None), 523: ('ClusterId', None), 524: ('ClusterId', None), 525: ('ClusterId', None), 526: ('ClusterId', None), 527: ('ClusterId', None), 535: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', None), 545: ('Topics', 'i10'), 546: ('Topics', 'i10'), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('ForgottenTopicsData', None), 552: ('ForgottenTopicsData', None), 553: ('ForgottenTopicsData', None), 554: ('ForgottenTopicsData', None), 555: ('ForgottenTopicsData', None), 556: ('ForgottenTopicsData', None), 557: ('ForgottenTopicsData', None), 558: ('ForgottenTopicsData', None), 559: ('ForgottenTopicsData', None), 560: ('ForgottenTopicsData[{}].Topic', 'i14'), 561: ('ForgottenTopicsData[{}].Topic', 'i14'), 562: ('ForgottenTopicsData[{}].Topic', 'i14'), 563: ('ForgottenTopicsData[{}].Topic', 'i14'), 564: ('ForgottenTopicsData[{}].Topic', 'i14'), 565: ('ForgottenTopicsData[{}].Topic', 'i14'), 566: ('ForgottenTopicsData[{}].Topic', 'i14'), 567: ('ForgottenTopicsData[{}].Topic', 'i14'), 568: ('ForgottenTopicsData[{}].Topic', 'i14'), 569: ('ForgottenTopicsData[{}].Topic', 'i14'), 570: ('ForgottenTopicsData[{}].Partitions', 'i14'), 571: ('ForgottenTopicsData[{}].Partitions', 'i14'), 572: ('ForgottenTopicsData[{}].Partitions', 'i14'), 573: ('ForgottenTopicsData[{}].Partitions', 'i14'), 574: ('ForgottenTopicsData[{}].Partitions', 'i14'), 575: ('ForgottenTopicsData[{}].Partitions', 'i14'), 576: ('ForgottenTopicsData[{}].Partitions', 'i14'), 577: ('ForgottenTopicsData[{}].Partitions', 'i14'), 578: ('ForgottenTopicsData[{}].Partitions', 'i14'), 579: ('ForgottenTopicsData[{}].Partitions', 'i14'), 580: ('ForgottenTopicsData[{}].Partitions', 'i14'), 581: ('ForgottenTopicsData[{}].Partitions', 'i14'), 582: ('ForgottenTopicsData', 'i14'), 583: ('ForgottenTopicsData', 'i14'), 584: ('ForgottenTopicsData', 'i14'), 585: ('ForgottenTopicsData', 'i14'), 586: ('ForgottenTopicsData', 'i14'), 587: ('ForgottenTopicsData', None), 588: ('ForgottenTopicsData', None), 589: ('ForgottenTopicsData', None), 590: ('ForgottenTopicsData', None), 591: ('RackId', None), 592: ('RackId', None), 593: ('RackId', None), 594: ('RackId', None), 595: ('RackId', None), 596: ('RackId', None), 597: ('RackId', None), 598: ('RackId', None), 599: ('RackId', None), 600: ('RackId', None), 602: ('_tagged', None), 603: ('_tagged', None), 604: ('_tagged', None), 612: ('TopicId', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions', None), 621: ('Partitions', None), 622: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 623: ('Partitions', 'i4'), 624: ('Partitions', 'i4'), 625: ('Partitions', 'i4'), 626: ('Partitions', 'i4'), 627: ('Partitions', 'i4'), 628: ('Partitions', None), 629: ('Partitions', None), 630: ('Partitions', None), 631: ('Partitions', None), 633: ('_tagged', None), 634: ('_tagged', None), 635: ('_tagged', None), 643: ('TopicId', None), 644: ('Partitions', None), 645: ('Partitions', None), 646: ('Partitions', None), 647: ('Partitions', None), 648: ('Partitions', None), 649: ('Partitions', None), 650: ('Partitions', None), 651: ('Partitions', None), 652: ('Partitions', None), 653: ('Partitions', None), 654: ('Partitions', None), 655: ('Partitions', None), 657: ('_tagged', None), 658: ('_tagged', None), 659: ('_tagged', None), 667: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', 'i10'), 678: ('Topics', 'i10'), 679: ('Topics', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('ForgottenTopicsData', None), 684: ('ForgottenTopicsData', None), 685: ('ForgottenTopicsData', None), 686: ('ForgottenTopicsData', None), 687: ('ForgottenTopicsData', None), 688: ('ForgottenTopicsData', None), 689: ('ForgottenTopicsData', None), 690: ('ForgottenTopicsData', None), 691: ('ForgottenTopicsData', None), 692: ('ForgottenTopicsData[{}].TopicId', 'i14'), 693: ('ForgottenTopicsData[{}].Partitions', 'i14'), 694: ('ForgottenTopicsData[{}].Partitions', 'i14'), 695: ('ForgottenTopicsData[{}].Partitions', 'i14'), 696: ('ForgottenTopicsData[{}].Partitions', 'i14'), 697: ('ForgottenTopicsData[{}].Partitions', 'i14'), 698: ('ForgottenTopicsData[{}].Partitions', 'i14'), 699: ('ForgottenTopicsData[{}].Partitions', 'i14'), 700: ('ForgottenTopicsData[{}].Partitions', 'i14'), 701: ('ForgottenTopicsData[{}].Partitions', 'i14'), 702: ('ForgottenTopicsData[{}].Partitions', 'i14'), 703: ('ForgottenTopicsData[{}].Partitions', 'i14'), 704: ('ForgottenTopicsData[{}].Partitions', 'i14'), 705: ('ForgottenTopicsData', 'i14'), 706: ('ForgottenTopicsData', 'i14'), 707: ('ForgottenTopicsData', 'i14'), 708: ('ForgottenTopicsData', 'i14'), 709: ('ForgottenTopicsData', 'i14'), 710: ('ForgottenTopicsData', None), 711: ('ForgottenTopicsData', None), 712: ('ForgottenTopicsData', None), 713: ('ForgottenTopicsData', None), 714: ('RackId', None), 715: ('RackId', None), 716: ('RackId', None), 717: ('RackId', None), 718: ('RackId', None), 719: ('RackId', None), 720: ('RackId', None), 721: ('RackId', None), 722: ('RackId', None), 723: ('RackId', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None), 735: ('ReplicaId+ReplicaEpoch', None), 737: ('_tagged', None), 738: ('_tagged', None), 739: ('_tagged', None), 747: ('ReplicaState', None), 755: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 756: ('Topics', None), 757: ('Topics', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('Topics', None), 761: ('Topics', None), 762: ('Topics', None), 763: ('Topics', None), 764: ('Topics', None), 765: ('Topics', 'i9'), 766: ('Topics', 'i9'), 767: ('Topics', None), 768: ('Topics', None), 769: ('Topics', None), 770: ('Topics', None), 771: ('ForgottenTopicsData', None), 772: ('ForgottenTopicsData', None), 773: ('ForgottenTopicsData', None), 774: ('ForgottenTopicsData', None), 775: ('ForgottenTopicsData', None), 776: ('ForgottenTopicsData', None), 777: ('ForgottenTopicsData', None), 778: ('ForgottenTopicsData', None), 779: ('ForgottenTopicsData', None), 780: ('ForgottenTopicsData[{}].TopicId', 'i13'), 781: ('ForgottenTopicsData[{}].Partitions', 'i13'), 782: ('ForgottenTopicsData[{}].Partitions', 'i13'), 783: ('ForgottenTopicsData[{}].Partitions', 'i13'), 784: ('ForgottenTopicsData[{}].Partitions', 'i13'), 785: ('ForgottenTopicsData[{}].Partitions', 'i13'), 786: ('ForgottenTopicsData[{}].Partitions', 'i13'), 787: ('ForgottenTopicsData[{}].Partitions', 'i13'), 788: ('ForgottenTopicsData[{}].Partitions', 'i13'), 789: ('ForgottenTopicsData[{}].Partitions', 'i13'), 790: ('ForgottenTopicsData[{}].Partitions', 'i13'), 791: ('ForgottenTopicsData[{}].Partitions', 'i13'), 792: ('ForgottenTopicsData[{}].Partitions', 'i13'), 793: ('ForgottenTopicsData', 'i13'), 794: ('ForgottenTopicsData', 'i13'), 795: ('ForgottenTopicsData', 'i13'), 796: ('ForgottenTopicsData', 'i13'), 797: ('ForgottenTopicsData', 'i13'), 798: ('ForgottenTopicsData', None), 799: ('ForgottenTopicsData', None), 800: ('ForgottenTopicsData', None), 801: ('ForgottenTopicsData', None), 802: ('RackId', None), 803: ('RackId', None), 804: ('RackId', None), 805: ('RackId', None), 806: ('RackId', None), 807: ('RackId', None), 808: ('RackId', None), 809: ('RackId', None), 810: ('RackId', None), 811: ('RackId', None), 813: ('_tagged', None), 814: ('_tagged', None), 815: ('_tagged', None), 823: ('ReplicaDirectoryId', None), 831: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 833: ('_tagged', None), 834: ('_tagged', None), 835: ('_tagged', None), 843: ('TopicId', None), 844: ('Partitions', None), 845: ('Partitions', None), 846: ('Partitions', None), 847: ('Partitions', None), 848: ('Partitions', None), 849: ('Partitions', None), 850: ('Partitions', None), 851: ('Partitions', None), 852: ('Partitions', None), 853: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 854: ('Partitions', 'i4'), 855: ('Partitions', 'i4'), 856: ('Partitions', 'i4'), 857: ('Partitions', 'i4'), 858: ('Partitions', 'i4'), 859: ('Partitions', None), 860: ('Partitions', None), 861: ('Partitions', None), 862: ('Partitions', None), 864: ('_tagged', None), 865: ('_tagged', None), 866: ('_tagged', None), 874: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 875: ('Topics', None), 876: ('Topics', None), 877: ('Topics', None), 878: ('Topics', None), 879: ('Topics', None), 880: ('Topics', None), 881: ('Topics', None), 882: ('Topics', None), 883: ('Topics', None), 884: ('Topics', 'i9'), 885: ('Topics', 'i9'), 886: ('Topics', None), 887: ('Topics', None), 888: ('Topics', None), 889: ('Topics', None), 890: ('ForgottenTopicsData', None), 891: ('ForgottenTopicsData', None), 892: ('ForgottenTopicsData', None), 893: ('ForgottenTopicsData', None), 894: ('ForgottenTopicsData', None), 895: ('ForgottenTopicsData', None), 896: ('ForgottenTopicsData', None), 897: ('ForgottenTopicsData', None), 898: ('ForgottenTopicsData', None), 899: ('ForgottenTopicsData[{}].TopicId', 'i13'), 900: ('ForgottenTopicsData[{}].Partitions', 'i13'), 901: ('ForgottenTopicsData[{}].Partitions', 'i13'), 902: ('ForgottenTopicsData[{}].Partitions', 'i13'), 903: ('ForgottenTopicsData[{}].Partitions', 'i13'), 904: ('ForgottenTopicsData[{}].Partitions', 'i13'), 905: ('ForgottenTopicsData[{}].Partitions', 'i13'), 906: ('ForgottenTopicsData[{}].Partitions', 'i13'), 907: ('ForgottenTopicsData[{}].Partitions', 'i13'), 908: ('ForgottenTopicsData[{}].Partitions', 'i13'), 909: ('ForgottenTopicsData[{}].Partitions', 'i13'), 910: ('ForgottenTopicsData[{}].Partitions', 'i13'), 911: ('ForgottenTopicsData[{}].Partitions', 'i13'), 912: ('ForgottenTopicsData', 'i13'), 913: ('ForgottenTopicsData', 'i13'), 914: ('ForgottenTopicsData', 'i13'), 915: ('ForgottenTopicsData', 'i13'), 916: ('ForgottenTopicsData', 'i13'), 917: ('ForgottenTopicsData', None), 918: ('ForgottenTopicsData', None), 919: ('ForgottenTopicsData', None), 920: ('ForgottenTopicsData', None), 921: ('RackId', None), 922: ('RackId', None), 923: ('RackId', None), 924: ('RackId', None), 925: ('RackId', None), 926: ('RackId', None), 927: ('RackId', None), 928: ('RackId', None), 929: ('RackId', None), 930: ('RackId', None), 932: ('_tagged', None), 933: ('_tagged', None), 934: ('_tagged', None), 942: ('HighWatermark', None), 950: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 952: ('_tagged', None), 953: ('_tagged', None), 954: ('_tagged', None), 962: ('TopicId', None), 963: ('Partitions', None), 964: ('Partitions', None), 965: ('Partitions', None), 966: ('Partitions', None), 967: ('Partitions', None), 968: ('Partitions', None), 969: ('Partitions', None), 970: ('Partitions', None), 971: ('Partitions', None), 972: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 973: ('Partitions', 'i4'), 974: ('Partitions', 'i4'), 975: ('Partitions', 'i4'), 976: ('Partitions', 'i4'), 977: ('Partitions', 'i4'), 978: ('Partitions', None), 979: ('Partitions', None), 980: ('Partitions', None), 981: ('Partitions', None), 983: ('_tagged', None), 984: ('_tagged', None), 985: ('_tagged', None), 993: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', None), 1000: ('Topics', None), 1001: ('Topics', None), 1002: ('Topics', None), 1003: ('Topics', 'i9'), 1004: ('Topics', 'i9'), 1005: ('Topics', None), 1006: ('Topics', None), 1007: ('Topics', None), 1008: ('Topics', None), 1009: ('ForgottenTopicsData', None), 1010: ('ForgottenTopicsData', None), 1011: ('ForgottenTopicsData', None), 1012: ('ForgottenTopicsData', None), 1013: ('ForgottenTopicsData', None), 1014: ('ForgottenTopicsData', None), 1015: ('ForgottenTopicsData', None), 1016: ('ForgottenTopicsData', None), 1017: ('ForgottenTopicsData', None), 1018: ('ForgottenTopicsData[{}].TopicId', 'i13'), 1019: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1020: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1021: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1022: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1023: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1024: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1025: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1026: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1027: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1028: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1029: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1030: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1031: ('ForgottenTopicsData', 'i13'), 1032: ('ForgottenTopicsData', 'i13'), 1033: ('ForgottenTopicsData', 'i13'), 1034: ('ForgottenTopicsData', 'i13'), 1035: ('ForgottenTopicsData', 'i13'), 1036: ('ForgottenTopicsData', None), 1037: ('ForgottenTopicsData', None), 1038: ('ForgottenTopicsData', None), 1039: ('ForgottenTopicsData', None), 1040: ('RackId', None), 1041: ('RackId', None), 1042: ('RackId', None), 1043: ('RackId', None), 1044: ('RackId', None), 1045: ('RackId', None), 1046: ('RackId', None), 1047: ('RackId', None), 1048: ('RackId', None), 1049: ('RackId', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1053: ('_tagged', None), 1061: ('PartitionIndex+ErrorCode+HighWatermark', None), 1062: ('Records', None), 1063: ('Records', None), 1064: ('Records', None), 1065: ('Records', None), 1066: ('Records', None), 1067: ('Records', None), 1068: ('Records', None), 1069: ('Records', None), 1078: ('Topic', None), 1079: ('Topic', None), 1080: ('Topic', None), 1081: ('Topic', None), 1082: ('Topic', None), 1083: ('Topic', None), 1084: ('Topic', None), 1085: ('Topic', None), 1086: ('Partitions', None), 1087: ('Partitions', None), 1088: ('Partitions', None), 1089: ('Partitions', None), 1090: ('Partitions', None), 1091: ('Partitions', None), 1092: ('Partitions', None), 1093: ('Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', 'i5'), 1094: ('Partitions[{}].Records', 'i5'), 1095: ('Partitions[{}].Records', 'i5'), 1096: ('Partitions[{}].Records', 'i5'), 1097: ('Partitions[{}].Records', 'i5'), 1098: ('Partitions[{}].Records', 'i5'), 1099: ('Partitions[{}].Records', 'i5'), 1100: ('Partitions[{}].Records', 'i5'), 1101: ('Partitions[{}].Records', 'i5'), 1102: ('Partitions', 'i5'), 1103: ('Partitions', 'i5'), 1104: ('Partitions', None), 1105: ('Partitions', None), 1106: ('Partitions', None), 1107: ('Partitions', None), 1116: ('Responses', None), 1117: ('Responses', None), 1118: ('Responses', None), 1119: ('Responses', None), 1120: ('Responses', None), 1121: ('Responses', None), 1122: ('Responses', None), 1123: ('Responses', 'i3'), 1124: ('Responses', 'i3'), 1125: ('Responses', None), 1126: ('Responses', None), 1127: ('Responses', None), 1128: ('Responses', None), 1137: ('ThrottleTimeMs', None), 1138: ('Responses', None), 1139: ('Responses', None), 1140: ('Responses', None), 1141: ('Responses', None), 1142: ('Responses', None), 1143: ('Responses', None), 1144: ('Responses', None), 1145: ('Responses', 'i4'), 1146: ('Responses', 'i4'), 1147: ('Responses', None), 1148: ('Responses', None), 1149: ('Responses', None), 1150: ('Responses', None), 1159: ('ProducerId+FirstOffset', None), 1168: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 1169: ('AbortedTransactions', None), 1170: ('AbortedTransactions', None), 1171: ('AbortedTransactions', None), 1172: ('AbortedTransactions', None), 1173: ('AbortedTransactions', None), 1174: ('AbortedTransactions', None), 1175: ('AbortedTransactions', None), 1176: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i7'), 1177: ('AbortedTransactions', 'i7'), 1178: ('AbortedTransactions', 'i7'), 1179: ('AbortedTransactions', None), 1180: ('AbortedTransactions', None), 1181: ('AbortedTransactions', None), 1182: ('AbortedTransactions', None), 1183: ('Records', None), 1184: ('Records', None), 1185: ('Records', None), 1186: ('Records', None), 1187: ('Records', None), 1188: ('Records', None), 1189: ('Records', None), 1190: ('Records', None), 1199: ('Topic', None), 1200: ('Topic', None), 1201: ('Topic', None), 1202: ('Topic', None), 1203: ('Topic', None), 1204: ('Topic', None), 1205: ('Topic', None), 1206: ('Topic', None), 1207: ('Partitions', None), 1208: ('Partitions', None), 1209: ('Partitions', None), 1210: ('Partitions', None), 1211: ('Partitions', None), 1212: ('Partitions', None), 1213: ('Partitions', None), 1214: ('Partitions', 'i5'), 1215: ('Partitions', 'i5'), 1216: ('Partitions', None), 1217: ('Partitions', None), 1218: ('Partitions', None), 1219: ('Partitions', None), 1228: ('ThrottleTimeMs', None), 1229: ('Responses', None), 1230: ('Responses', None), 1231: ('Responses', None), 1232: ('Responses', None), 1233: ('Responses', None), 1234: ('Responses', None), 1235: ('Responses', None), 1236: ('Responses', 'i4'), 1237: ('Responses', 'i4'), 1238: ('Responses', None), 1239: ('Responses', None), 1240: ('Responses', None), 1241: ('Responses', None), 1250: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1251: ('AbortedTransactions', None), 1252: ('AbortedTransactions', None), 1253: ('AbortedTransactions', None), 1254: ('AbortedTransactions', None), 1255: ('AbortedTransactions', None), 1256: ('AbortedTransactions', None), 1257: ('AbortedTransactions', None), 1258: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1259: ('AbortedTransactions', 'i8'), 1260: ('AbortedTransactions', 'i8'), 1261: ('AbortedTransactions', None), 1262: ('AbortedTransactions', None), 1263: ('AbortedTransactions', None), 1264: ('AbortedTransactions', None), 1265: ('Records', None), 1266: ('Records', None), 1267: ('Records', None), 1268: ('Records', None), 1269: ('Records', None), 1270: ('Records', None), 1271: ('Records', None), 1272: ('Records', None), 1281: ('Topic', None), 1282: ('Topic', None), 1283: ('Topic', None), 1284: ('Topic', None), 1285: ('Topic', None), 1286: ('Topic', None), 1287: ('Topic', None), 1288: ('Topic', None), 1289: ('Partitions', None), 1290: ('Partitions', None), 1291: ('Partitions', None), 1292: ('Partitions', None), 1293: ('Partitions', None), 1294: ('Partitions', None), 1295: ('Partitions', None), 1296: ('Partitions', 'i5'), 1297: ('Partitions', 'i5'), 1298: ('Partitions', None), 1299: ('Partitions', None), 1300: ('Partitions', None), 1301: ('Partitions', None), 1310: ('ThrottleTimeMs', None), 1311: ('Responses', None), 1312: ('Responses', None), 1313: ('Responses', None), 1314: ('Responses', None), 1315: ('Responses', None), 1316: ('Responses', None), 1317: ('Responses', None), 1318: ('Responses', 'i4'), 1319: ('Responses', 'i4'), 1320: ('Responses', None), 1321: ('Responses', None), 1322: ('Responses', None), 1323: ('Responses', None), 1332: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1333: ('Responses', None), 1334: ('Responses', None), 1335: ('Responses', None), 1336: ('Responses', None), 1337: ('Responses', None), 1338: ('Responses', None), 1339: ('Responses', None), 1340: ('Responses', 'i6'), 1341: ('Responses', 'i6'), 1342: ('Responses', None), 1343: ('Responses', None), 1344: ('Responses', None), 1345: ('Responses', None), 1354: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1355: ('AbortedTransactions', None), 1356: ('AbortedTransactions', None), 1357: ('AbortedTransactions', None), 1358: ('AbortedTransactions', None), 1359: ('AbortedTransactions', None), 1360: ('AbortedTransactions', None), 1361: ('AbortedTransactions', None), 1362: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1363: ('AbortedTransactions', 'i8'), 1364: ('AbortedTransactions', 'i8'), 1365: ('AbortedTransactions', None), 1366: ('AbortedTransactions', None), 1367: ('AbortedTransactions', None), 1368: ('AbortedTransactions', None), 1369: ('PreferredReadReplica', None), 1370: ('Records', None), 1371: ('Records', None), 1372: ('Records', None), 1373: ('Records', None), 1374: ('Records', None), 1375: ('Records', None), 1376: ('Records', None), 1377: ('Records', None), 1386: ('Topic', None), 1387: ('Topic', None), 1388: ('Topic', None), 1389: ('Topic', None), 1390: ('Topic', None), 1391: ('Topic', None), 1392: ('Topic', None), 1393: ('Topic', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions', None), 1400: ('Partitions', None), 1401: ('Partitions', 'i5'), 1402: ('Partitions', 'i5'), 1403: ('Partitions', None), 1404: ('Partitions', None), 1405: ('Partitions', None), 1406: ('Partitions', None), 1415: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1416: ('Responses', None), 1417: ('Responses', None), 1418: ('Responses', None), 1419: ('Responses', None), 1420: ('Responses', None), 1421: ('Responses', None), 1422: ('Responses', None), 1423: ('Responses', 'i6'), 1424: ('Responses', 'i6'), 1425: ('Responses', None), 1426: ('Responses', None), 1427: ('Responses', None), 1428: ('Responses', None), 1437: ('ProducerId+FirstOffset', None), 1439: ('_tagged', None), 1440: ('_tagged', None), 1441: ('_tagged', None), 1449: ('Epoch+EndOffset', None), 1451: ('_tagged', None), 1452: ('_tagged', None), 1453: ('_tagged', None), 1461: ('DivergingEpoch', None), 1469: ('LeaderId+LeaderEpoch', None), 1471: ('_tagged', None), 1472: ('_tagged', None), 1473: ('_tagged', None), 1481: ('CurrentLeader', None), 1489: ('EndOffset+Epoch', None), 1491: ('_tagged', None), 1492: ('_tagged', None), 1493: ('_tagged', None), 1501: ('SnapshotId', None), 1509: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1510: ('AbortedTransactions', None), 1511: ('AbortedTransactions', None), 1512: ('AbortedTransactions', None), 1513: ('AbortedTransactions', None), 1514: ('AbortedTransactions', None), 1515: ('AbortedTransactions', None), 1516: ('AbortedTransactions', None), 1517: ('AbortedTransactions', None), 1518: ('AbortedTransactions', None), 1519: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1520: ('AbortedTransactions', 'i8'), 1521: ('AbortedTransactions', 'i8'), 1522: ('AbortedTransactions', 'i8'), 1523: ('AbortedTransactions', 'i8'), 1524: ('AbortedTransactions', 'i8'), 1525: ('AbortedTransactions', None), 1526: ('AbortedTransactions', None), 1527: ('AbortedTransactions', None), 1528: ('AbortedTransactions', None), 1529: ('PreferredReadReplica', None), 1530: ('Records', None), 1531: ('Records', None), 1532: ('Records', None), 1533: ('Records', None), 1534: ('Records', None), 1535: ('Records', None), 1536: ('Records', None), 1537: ('Records', None), 1538: ('Records', None), 1539: ('Records', None), 1541: ('_tagged', None), 1542: ('_tagged', None), 1543: ('_tagged', None), 1551: ('Topic', None), 1552: ('Topic', None), 1553: ('Topic', None), 1554: ('Topic', None), 1555: ('Topic', None), 1556: ('Topic', None), 1557: ('Topic', None), 1558: ('Topic', None), 1559: ('Topic', None), 1560: ('Topic', None), 1561: ('Partitions', None), 1562: ('Partitions', None), 1563: ('Partitions', None), 1564: ('Partitions', None), 1565: ('Partitions', None), 1566: ('Partitions', None), 1567: ('Partitions', None), 1568: ('Partitions', None), 1569: ('Partitions', None), 1570: ('Partitions', 'i5'), 1571: ('Partitions', 'i5'), 1572: ('Partitions', None), 1573: ('Partitions', None), 1574: ('Partitions', None), 1575: ('Partitions', None), 1577: ('_tagged', None), 1578: ('_tagged', None), 1579: ('_tagged', None), 1587: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1588: ('Responses', None), 1589: ('Responses', None), 1590: ('Responses', None), 1591: ('Responses', None), 1592: ('Responses', None), 1593: ('Responses', None), 1594: ('Responses', None), 1595: ('Responses', None), 1596: ('Responses', None), 1597: ('Responses', 'i6'), 1598: ('Responses', 'i6'), 1599: ('Responses', None), 1600: ('Responses', None), 1601: ('Responses', None), 1602: ('Responses', None), 1604: ('_tagged', None), 1605: ('_tagged', None), 1606: ('_tagged', None), 1614: ('TopicId', None), 1615: ('Partitions', None), 1616: ('Partitions', None), 1617: ('Partitions', None), 1618: ('Partitions', None), 1619: ('Partitions', None), 1620: ('Partitions', None), 1621: ('Partitions', None), 1622: ('Partitions', None), 1623: ('Partitions', None), 1624: ('Partitions', 'i4'), 1625: ('Partitions', 'i4'), 1626: ('Partitions', None), 1627: ('Partitions', None), 1628: ('Partitions', None), 1629: ('Partitions', None), 1631: ('_tagged', None), 1632: ('_tagged', None), 1633: ('_tagged', None), 1641: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1642: ('Responses', None), 1643: ('Responses', None), 1644: ('Responses', None), 1645: ('Responses', None), 1646: ('Responses', None), 1647: ('Responses', None), 1648: ('Responses', None), 1649: ('Responses', None), 1650: ('Responses', None), 1651: ('Responses', 'i6'), 1652: ('Responses', 'i6'), 1653: ('Responses', None), 1654: ('Responses', None), 1655: ('Responses', None), 1656: ('Responses', None), 1658: ('_tagged', None), 1659: ('_tagged', None), 1660: ('_tagged', None), 1668: ('NodeId', None), 1669: ('Host', None), 1670: ('Host', None), 1671: ('Host', None), 1672: ('Host', None), 1673: ('Host', None), 1674: ('Host', None), 1675: ('Host', None), 1676: ('Host', None), 1677: ('Host', None), 1678: ('Host', None), 1679: ('Port', None), 1680: ('Rack', None), 1681: ('Rack', None), 1682: ('Rack', None), 1683: ('Rack', None), 1684: ('Rack', None), 1685: ('Rack', None), 1686: ('Rack', None), 1687: ('Rack', None), 1688: ('Rack', None), 1689: ('Rack', None), 1691: ('_tagged', None), 1692: ('_tagged', None), 1693: ('_tagged', None), 1701: ('NodeEndpoints', None), 1702: ('NodeEndpoints', None), 1703: ('NodeEndpoints', None), 1704: ('NodeEndpoints', None), 1705: ('NodeEndpoints', None), 1706: ('NodeEndpoints', None), 1707: ('NodeEndpoints', None), 1708: ('NodeEndpoints', None), 1709: ('NodeEndpoints', None), 1710: ('NodeEndpoints[{}].NodeId', 'i3'), 1711: ('NodeEndpoints[{}].Host', 'i3'), 1712: ('NodeEndpoints[{}].Host', 'i3'), 1713: ('NodeEndpoints[{}].Host', 'i3'), 1714: ('NodeEndpoints[{}].Host', 'i3'), 1715: ('NodeEndpoints[{}].Host', 'i3'), 1716: ('NodeEndpoints[{}].Host', 'i3'), 1717: ('NodeEndpoints[{}].Host', 'i3'), 1718: ('NodeEndpoints[{}].Host', 'i3'), 1719: ('NodeEndpoints[{}].Host', 'i3'), 1720: ('NodeEndpoints[{}].Host', 'i3'), 1721: ('NodeEndpoints[{}].Port', 'i3'), 1722: ('NodeEndpoints[{}].Rack', 'i3'), 1723: ('NodeEndpoints[{}].Rack', 'i3'), 1724: ('NodeEndpoints[{}].Rack', 'i3'), 1725: ('NodeEndpoints[{}].Rack', 'i3'), 1726: ('NodeEndpoints[{}].Rack', 'i3'), 1727: ('NodeEndpoints[{}].Rack', 'i3'), 1728: ('NodeEndpoints[{}].Rack', 'i3'), 1729: ('NodeEndpoints[{}].Rack', 'i3'), 1730: ('NodeEndpoints[{}].Rack', 'i3'), 1731: ('NodeEndpoints[{}].Rack', 'i3'), 1732: ('NodeEndpoints', 'i3'), 1733: ('NodeEndpoints', 'i3'), 1734: ('NodeEndpoints', 'i3'), 1735: ('NodeEndpoints', 'i3'), 1736: ('NodeEndpoints', 'i3'), 1737: ('NodeEndpoints', None), 1738: ('NodeEndpoints', None), 1739: ('NodeEndpoints', None), 1740: ('NodeEndpoints', None), 1748: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1749: ('Responses', None), 1750: ('Responses', None), 1751: ('Responses', None), 1752: ('Responses', None), 1753: ('Responses', None), 1754: ('Responses', None), 1755: ('Responses', None), 1756: ('Responses', None), 1757: ('Responses', None), 1758: ('Responses', 'i6'), 1759: ('Responses', 'i6'), 1760: ('Responses', None), 1761: ('Responses', None), 1762: ('Responses', None), 1763: ('Responses', None), 1765: ('_tagged', None), 1766: ('_tagged', None), 1767: ('_tagged', None)}
+BUILD_HASH = '7cb293680d9dbe97'

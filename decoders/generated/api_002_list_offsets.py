@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqi').unpack_from
@@ -39,6 +40,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 16
@@ -60,6 +63,8 @@ def _f2(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f1(b, p)
@@ -96,6 +101,8 @@ def _f4(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 12
@@ -117,6 +124,8 @@ def _f5(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f4(b, p)
@@ -137,6 +146,8 @@ def _f6(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f4(b, p)
@@ -173,6 +184,8 @@ def _f8(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -194,6 +207,8 @@ def _f9(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f8(b, p)
@@ -237,6 +252,8 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 17 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -266,6 +283,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f11(b, p)
@@ -291,6 +310,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f11(b, p)
@@ -314,6 +335,9 @@ def _f14(b, p):
         v1, v2, = _U6(b, p); p += 6
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Aq(b, p, n4); p += n4 * 8
         elif n4 == -1:
             v3 = None
@@ -338,11 +362,16 @@ def _f15(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 10 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U6(b, p); p += 6
                 n9, = _U0(b, p); p += 4
                 if n9 >= 0:
+                    if n9 * 8 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Aq(b, p, n9); p += n9 * 8
                 elif n9 == -1:
                     v8 = None
@@ -365,6 +394,8 @@ def _f16(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f15(b, p)
@@ -401,6 +432,8 @@ def _f18(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U7(b, p); p += 22
@@ -421,6 +454,8 @@ def _f19(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f18(b, p)
@@ -441,6 +476,8 @@ def _f20(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f18(b, p)
@@ -477,6 +514,8 @@ def _f22(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 26
@@ -498,6 +537,8 @@ def _f23(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f22(b, p)
@@ -541,6 +582,8 @@ def _f25(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 27 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 26
@@ -570,6 +613,8 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f25(b, p)
@@ -593,5 +638,5 @@ NAME = 'ListOffsets'
 REQUEST = {0: _f2, 1: _f5, 2: _f6, 3: _f6, 4: _f9, 5: _f9, 6: _f12, 7: _f12, 8: _f12, 9: _f12, 10: _f13, 11: _f13}
 RESPONSE = {0: _f16, 1: _f19, 2: _f20, 3: _f20, 4: _f23, 5: _f23, 6: _f26, 7: _f26, 8: _f26, 9: _f26, 10: _f26, 11: _f26}
 
-_LINES = {22: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', 'i5'), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 59: ('ReplicaId', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i4'), 66: ('Topics', 'i4'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 79: ('PartitionIndex+Timestamp', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions[{}].PartitionIndex+Timestamp', 'i5'), 102: ('Partitions', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 116: ('ReplicaId', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', 'i4'), 123: ('Topics', 'i4'), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 136: ('ReplicaId+IsolationLevel', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', 'i5'), 143: ('Topics', 'i5'), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 156: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 193: ('ReplicaId+IsolationLevel', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', 'i5'), 200: ('Topics', 'i5'), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 213: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 243: ('Partitions', 'i5'), 244: ('Partitions', 'i5'), 245: ('Partitions', 'i5'), 246: ('Partitions', 'i5'), 247: ('Partitions', 'i5'), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('ReplicaId+IsolationLevel', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', 'i5'), 272: ('Topics', 'i5'), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 278: ('_tagged', None), 279: ('_tagged', None), 280: ('_tagged', None), 288: ('ReplicaId+IsolationLevel', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', 'i5'), 297: ('Topics', 'i5'), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('TimeoutMs', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None), 314: ('PartitionIndex+ErrorCode', None), 315: ('OldStyleOffsets', None), 316: ('OldStyleOffsets', None), 317: ('OldStyleOffsets', None), 318: ('OldStyleOffsets', None), 319: ('OldStyleOffsets', None), 320: ('OldStyleOffsets', None), 321: ('OldStyleOffsets', None), 330: ('Name', None), 331: ('Name', None), 332: ('Name', None), 333: ('Name', None), 334: ('Name', None), 335: ('Name', None), 336: ('Name', None), 337: ('Name', None), 338: ('Partitions', None), 339: ('Partitions', None), 340: ('Partitions', None), 341: ('Partitions', None), 342: ('Partitions', None), 343: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 344: ('Partitions[{}].OldStyleOffsets', 'i5'), 345: ('Partitions[{}].OldStyleOffsets', 'i5'), 346: ('Partitions[{}].OldStyleOffsets', 'i5'), 347: ('Partitions[{}].OldStyleOffsets', 'i5'), 348: ('Partitions[{}].OldStyleOffsets', 'i5'), 349: ('Partitions[{}].OldStyleOffsets', 'i5'), 350: ('Partitions[{}].OldStyleOffsets', 'i5'), 351: ('Partitions', 'i5'), 352: ('Partitions', 'i5'), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', 'i3'), 371: ('Topics', 'i3'), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 384: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 393: ('Name', None), 394: ('Name', None), 395: ('Name', None), 396: ('Name', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Partitions', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', 'i5'), 407: ('Partitions', 'i5'), 408: ('Partitions', 'i5'), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', 'i3'), 427: ('Topics', 'i3'), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 440: ('ThrottleTimeMs', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', None), 445: ('Topics', None), 446: ('Topics', 'i4'), 447: ('Topics', 'i4'), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 451: ('Topics', None), 460: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Name', None), 475: ('Name', None), 476: ('Name', None), 477: ('Partitions', None), 478: ('Partitions', None), 479: ('Partitions', None), 480: ('Partitions', None), 481: ('Partitions', None), 482: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 483: ('Partitions', 'i5'), 484: ('Partitions', 'i5'), 485: ('Partitions', None), 486: ('Partitions', None), 487: ('Partitions', None), 488: ('Partitions', None), 497: ('ThrottleTimeMs', None), 498: ('Topics', None), 499: ('Topics', None), 500: ('Topics', None), 501: ('Topics', None), 502: ('Topics', None), 503: ('Topics', 'i4'), 504: ('Topics', 'i4'), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', None), 517: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 519: ('_tagged', None), 520: ('_tagged', None), 521: ('_tagged', None), 529: ('Name', None), 530: ('Name', None), 531: ('Name', None), 532: ('Name', None), 533: ('Name', None), 534: ('Name', None), 535: ('Name', None), 536: ('Name', None), 537: ('Name', None), 538: ('Name', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 547: ('Partitions', 'i5'), 548: ('Partitions', 'i5'), 549: ('Partitions', 'i5'), 550: ('Partitions', 'i5'), 551: ('Partitions', 'i5'), 552: ('Partitions', None), 553: ('Partitions', None), 554: ('Partitions', None), 555: ('Partitions', None), 557: ('_tagged', None), 558: ('_tagged', None), 559: ('_tagged', None), 567: ('ThrottleTimeMs', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 573: ('Topics', None), 574: ('Topics', None), 575: ('Topics', 'i4'), 576: ('Topics', 'i4'), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('Topics', None), 582: ('_tagged', None), 583: ('_tagged', None), 584: ('_tagged', None)}
-BUILD_HASH = 'd2b382d651180394'
+_LINES = {23: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', 'i5'), 48: ('Partitions', 'i5'), 49: ('Partitions', 'i5'), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 62: ('ReplicaId', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', 'i4'), 71: ('Topics', 'i4'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 84: ('PartitionIndex+Timestamp', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions[{}].PartitionIndex+Timestamp', 'i5'), 109: ('Partitions', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 123: ('ReplicaId', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', 'i4'), 132: ('Topics', 'i4'), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 145: ('ReplicaId+IsolationLevel', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', 'i5'), 154: ('Topics', 'i5'), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 167: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 192: ('Partitions', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', None), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 206: ('ReplicaId+IsolationLevel', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i5'), 215: ('Topics', 'i5'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 228: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Name', None), 248: ('Name', None), 249: ('Name', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', 'i5'), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ReplicaId+IsolationLevel', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', 'i5'), 291: ('Topics', 'i5'), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None), 307: ('ReplicaId+IsolationLevel', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', 'i5'), 318: ('Topics', 'i5'), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('TimeoutMs', None), 325: ('_tagged', None), 326: ('_tagged', None), 327: ('_tagged', None), 335: ('PartitionIndex+ErrorCode', None), 336: ('OldStyleOffsets', None), 337: ('OldStyleOffsets', None), 338: ('OldStyleOffsets', None), 339: ('OldStyleOffsets', None), 340: ('OldStyleOffsets', None), 341: ('OldStyleOffsets', None), 342: ('OldStyleOffsets', None), 343: ('OldStyleOffsets', None), 344: ('OldStyleOffsets', None), 345: ('OldStyleOffsets', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('Name', None), 360: ('Name', None), 361: ('Name', None), 362: ('Partitions', None), 363: ('Partitions', None), 364: ('Partitions', None), 365: ('Partitions', None), 366: ('Partitions', None), 367: ('Partitions', None), 368: ('Partitions', None), 369: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 370: ('Partitions[{}].OldStyleOffsets', 'i5'), 371: ('Partitions[{}].OldStyleOffsets', 'i5'), 372: ('Partitions[{}].OldStyleOffsets', 'i5'), 373: ('Partitions[{}].OldStyleOffsets', 'i5'), 374: ('Partitions[{}].OldStyleOffsets', 'i5'), 375: ('Partitions[{}].OldStyleOffsets', 'i5'), 376: ('Partitions[{}].OldStyleOffsets', 'i5'), 377: ('Partitions[{}].OldStyleOffsets', 'i5'), 378: ('Partitions[{}].OldStyleOffsets', 'i5'), 379: ('Partitions[{}].OldStyleOffsets', 'i5'), 380: ('Partitions', 'i5'), 381: ('Partitions', 'i5'), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', 'i3'), 402: ('Topics', 'i3'), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', None), 406: ('Topics', None), 415: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Name', None), 430: ('Name', None), 431: ('Name', None), 432: ('Partitions', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', 'i5'), 440: ('Partitions', 'i5'), 441: ('Partitions', 'i5'), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', None), 445: ('Partitions', None), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', None), 458: ('Topics', None), 459: ('Topics', None), 460: ('Topics', None), 461: ('Topics', 'i3'), 462: ('Topics', 'i3'), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics', None), 475: ('ThrottleTimeMs', None), 476: ('Topics', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', 'i4'), 484: ('Topics', 'i4'), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', None), 497: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Partitions', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 520: ('Partitions', None), 521: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 522: ('Partitions', 'i5'), 523: ('Partitions', 'i5'), 524: ('Partitions', None), 525: ('Partitions', None), 526: ('Partitions', None), 527: ('Partitions', None), 536: ('ThrottleTimeMs', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', 'i4'), 545: ('Topics', 'i4'), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 558: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 560: ('_tagged', None), 561: ('_tagged', None), 562: ('_tagged', None), 570: ('Name', None), 571: ('Name', None), 572: ('Name', None), 573: ('Name', None), 574: ('Name', None), 575: ('Name', None), 576: ('Name', None), 577: ('Name', None), 578: ('Name', None), 579: ('Name', None), 580: ('Partitions', None), 581: ('Partitions', None), 582: ('Partitions', None), 583: ('Partitions', None), 584: ('Partitions', None), 585: ('Partitions', None), 586: ('Partitions', None), 587: ('Partitions', None), 588: ('Partitions', None), 589: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 590: ('Partitions', 'i5'), 591: ('Partitions', 'i5'), 592: ('Partitions', 'i5'), 593: ('Partitions', 'i5'), 594: ('Partitions', 'i5'), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 600: ('_tagged', None), 601: ('_tagged', None), 602: ('_tagged', None), 610: ('ThrottleTimeMs', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', 'i4'), 621: ('Topics', 'i4'), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', None), 627: ('_tagged', None), 628: ('_tagged', None), 629: ('_tagged', None)}
+BUILD_HASH = '0a2debce2eb6baa6'

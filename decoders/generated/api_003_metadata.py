@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
@@ -38,6 +39,8 @@ def _f1(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -65,6 +68,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -93,6 +98,8 @@ def _f3(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -144,6 +151,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -204,6 +213,8 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -243,6 +254,8 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -298,6 +311,9 @@ def _f10(b, p):
         v1, v2, v3, = _U6(b, p); p += 10
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
+            if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -305,6 +321,9 @@ def _f10(b, p):
             raise _rt.negative(n5)
         n7, = _U0(b, p); p += 4
         if n7 >= 0:
+            if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -330,11 +349,16 @@ def _f11(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, = _U6(b, p); p += 10
                 n11, = _U0(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -342,6 +366,9 @@ def _f11(b, p):
                     raise _rt.negative(n11)
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -364,6 +391,8 @@ def _f12(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -385,6 +414,8 @@ def _f12(b, p):
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
             if n10 * 8 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 x12, p = _f11(b, p)
@@ -440,11 +471,16 @@ def _f14(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, = _U6(b, p); p += 10
                 n12, = _U0(b, p); p += 4
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -452,6 +488,9 @@ def _f14(b, p):
                     raise _rt.negative(n12)
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -474,6 +513,8 @@ def _f15(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -504,6 +545,8 @@ def _f15(b, p):
         n13, = _U0(b, p); p += 4
         if n13 >= 0:
             if n13 * 9 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 x15, p = _f14(b, p)
@@ -523,6 +566,8 @@ def _f16(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -561,6 +606,8 @@ def _f16(b, p):
         n15, = _U0(b, p); p += 4
         if n15 >= 0:
             if n15 * 9 > L - p: raise _rt.short_count(n15, L - p)
+            _B[0] -= n15
+            if _B[0] < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
                 x17, p = _f14(b, p)
@@ -581,6 +628,8 @@ def _f17(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -619,6 +668,8 @@ def _f17(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f14(b, p)
@@ -638,6 +689,9 @@ def _f18(b, p):
         v1, v2, v3, = _U6(b, p); p += 10
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
+            if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -645,6 +699,9 @@ def _f18(b, p):
             raise _rt.negative(n5)
         n7, = _U0(b, p); p += 4
         if n7 >= 0:
+            if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -652,6 +709,9 @@ def _f18(b, p):
             raise _rt.negative(n7)
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -678,11 +738,16 @@ def _f19(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 22 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, = _U6(b, p); p += 10
                 n12, = _U0(b, p); p += 4
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -690,6 +755,9 @@ def _f19(b, p):
                     raise _rt.negative(n12)
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -697,6 +765,9 @@ def _f19(b, p):
                     raise _rt.negative(n14)
                 n16, = _U0(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -720,6 +791,8 @@ def _f20(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -758,6 +831,8 @@ def _f20(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f19(b, p)
@@ -777,6 +852,9 @@ def _f21(b, p):
         v1, v2, v3, v4, = _U7(b, p); p += 14
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -784,6 +862,9 @@ def _f21(b, p):
             raise _rt.negative(n6)
         n8, = _U0(b, p); p += 4
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -791,6 +872,9 @@ def _f21(b, p):
             raise _rt.negative(n8)
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
+            if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
@@ -817,11 +901,16 @@ def _f22(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -829,6 +918,9 @@ def _f22(b, p):
                     raise _rt.negative(n13)
                 n15, = _U0(b, p); p += 4
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -836,6 +928,9 @@ def _f22(b, p):
                     raise _rt.negative(n15)
                 n17, = _U0(b, p); p += 4
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -859,6 +954,8 @@ def _f23(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -897,6 +994,8 @@ def _f23(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f22(b, p)
@@ -926,11 +1025,16 @@ def _f24(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -938,6 +1042,9 @@ def _f24(b, p):
                     raise _rt.negative(n13)
                 n15, = _U0(b, p); p += 4
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -945,6 +1052,9 @@ def _f24(b, p):
                     raise _rt.negative(n15)
                 n17, = _U0(b, p); p += 4
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -969,6 +1079,8 @@ def _f25(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1007,6 +1119,8 @@ def _f25(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 13 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f24(b, p)
@@ -1062,6 +1176,9 @@ def _f27(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -1071,6 +1188,9 @@ def _f27(b, p):
         if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
         n8 -= 1
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -1080,6 +1200,9 @@ def _f27(b, p):
         if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
         n10 -= 1
         if n10 >= 0:
+            if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
@@ -1113,6 +1236,8 @@ def _f28(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
@@ -1120,6 +1245,9 @@ def _f28(b, p):
                 if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
                 n13 -= 1
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -1129,6 +1257,9 @@ def _f28(b, p):
                 if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
                 n15 -= 1
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -1138,6 +1269,9 @@ def _f28(b, p):
                 if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
                 n17 -= 1
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -1170,6 +1304,8 @@ def _f29(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1219,6 +1355,8 @@ def _f29(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 10 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f28(b, p)
@@ -1256,6 +1394,8 @@ def _f30(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U7(b, p); p += 14
@@ -1263,6 +1403,9 @@ def _f30(b, p):
                 if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
                 n14 -= 1
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -1272,6 +1415,9 @@ def _f30(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -1281,6 +1427,9 @@ def _f30(b, p):
                 if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
                 n18 -= 1
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -1313,6 +1462,8 @@ def _f31(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1362,6 +1513,8 @@ def _f31(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f30(b, p)
@@ -1388,6 +1541,8 @@ def _f32(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1437,6 +1592,8 @@ def _f32(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f30(b, p)
@@ -1462,6 +1619,8 @@ def _f33(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1511,6 +1670,8 @@ def _f33(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 x18, p = _f30(b, p)
@@ -1535,5 +1696,5 @@ NAME = 'Metadata'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f2, 5: _f2, 6: _f2, 7: _f2, 8: _f3, 9: _f5, 10: _f7, 11: _f8, 12: _f8, 13: _f8}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f17, 4: _f17, 5: _f20, 6: _f20, 7: _f23, 8: _f25, 9: _f29, 10: _f31, 11: _f32, 12: _f32, 13: _f33}
 
-_LINES = {22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 38: ('Topics', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics[{}].Name', 'i3'), 44: ('Topics[{}].Name', 'i3'), 45: ('Topics[{}].Name', 'i3'), 46: ('Topics[{}].Name', 'i3'), 47: ('Topics[{}].Name', 'i3'), 48: ('Topics[{}].Name', 'i3'), 49: ('Topics[{}].Name', 'i3'), 50: ('Topics[{}].Name', 'i3'), 51: ('Topics', 'i3'), 52: ('Topics', 'i3'), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics[{}].Name', 'i3'), 71: ('Topics[{}].Name', 'i3'), 72: ('Topics[{}].Name', 'i3'), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('AllowAutoTopicCreation', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics[{}].Name', 'i3'), 99: ('Topics[{}].Name', 'i3'), 100: ('Topics[{}].Name', 'i3'), 101: ('Topics[{}].Name', 'i3'), 102: ('Topics[{}].Name', 'i3'), 103: ('Topics[{}].Name', 'i3'), 104: ('Topics[{}].Name', 'i3'), 105: ('Topics[{}].Name', 'i3'), 106: ('Topics', 'i3'), 107: ('Topics', 'i3'), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 132: ('_tagged', None), 133: ('_tagged', None), 134: ('_tagged', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics[{}].Name', 'i3'), 150: ('Topics[{}].Name', 'i3'), 151: ('Topics[{}].Name', 'i3'), 152: ('Topics[{}].Name', 'i3'), 153: ('Topics[{}].Name', 'i3'), 154: ('Topics[{}].Name', 'i3'), 155: ('Topics[{}].Name', 'i3'), 156: ('Topics[{}].Name', 'i3'), 157: ('Topics[{}].Name', 'i3'), 158: ('Topics[{}].Name', 'i3'), 159: ('Topics', 'i3'), 160: ('Topics', 'i3'), 161: ('Topics', 'i3'), 162: ('Topics', 'i3'), 163: ('Topics', 'i3'), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None), 180: ('TopicId', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics[{}].TopicId', 'i3'), 210: ('Topics[{}].Name', 'i3'), 211: ('Topics[{}].Name', 'i3'), 212: ('Topics[{}].Name', 'i3'), 213: ('Topics[{}].Name', 'i3'), 214: ('Topics[{}].Name', 'i3'), 215: ('Topics[{}].Name', 'i3'), 216: ('Topics[{}].Name', 'i3'), 217: ('Topics[{}].Name', 'i3'), 218: ('Topics[{}].Name', 'i3'), 219: ('Topics[{}].Name', 'i3'), 220: ('Topics', 'i3'), 221: ('Topics', 'i3'), 222: ('Topics', 'i3'), 223: ('Topics', 'i3'), 224: ('Topics', 'i3'), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 231: ('_tagged', None), 232: ('_tagged', None), 233: ('_tagged', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('Topics', None), 245: ('Topics', None), 246: ('Topics', None), 247: ('Topics', None), 248: ('Topics[{}].TopicId', 'i3'), 249: ('Topics[{}].Name', 'i3'), 250: ('Topics[{}].Name', 'i3'), 251: ('Topics[{}].Name', 'i3'), 252: ('Topics[{}].Name', 'i3'), 253: ('Topics[{}].Name', 'i3'), 254: ('Topics[{}].Name', 'i3'), 255: ('Topics[{}].Name', 'i3'), 256: ('Topics[{}].Name', 'i3'), 257: ('Topics[{}].Name', 'i3'), 258: ('Topics[{}].Name', 'i3'), 259: ('Topics', 'i3'), 260: ('Topics', 'i3'), 261: ('Topics', 'i3'), 262: ('Topics', 'i3'), 263: ('Topics', 'i3'), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('NodeId', None), 281: ('Host', None), 282: ('Host', None), 283: ('Host', None), 284: ('Host', None), 285: ('Host', None), 286: ('Host', None), 287: ('Host', None), 288: ('Host', None), 289: ('Port', None), 298: ('ErrorCode+PartitionIndex+LeaderId', None), 299: ('ReplicaNodes', None), 300: ('ReplicaNodes', None), 301: ('ReplicaNodes', None), 302: ('ReplicaNodes', None), 303: ('ReplicaNodes', None), 304: ('ReplicaNodes', None), 305: ('ReplicaNodes', None), 306: ('IsrNodes', None), 307: ('IsrNodes', None), 308: ('IsrNodes', None), 309: ('IsrNodes', None), 310: ('IsrNodes', None), 311: ('IsrNodes', None), 312: ('IsrNodes', None), 321: ('ErrorCode', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i6'), 336: ('Partitions[{}].ReplicaNodes', 'i6'), 337: ('Partitions[{}].ReplicaNodes', 'i6'), 338: ('Partitions[{}].ReplicaNodes', 'i6'), 339: ('Partitions[{}].ReplicaNodes', 'i6'), 340: ('Partitions[{}].ReplicaNodes', 'i6'), 341: ('Partitions[{}].ReplicaNodes', 'i6'), 342: ('Partitions[{}].ReplicaNodes', 'i6'), 343: ('Partitions[{}].IsrNodes', 'i6'), 344: ('Partitions[{}].IsrNodes', 'i6'), 345: ('Partitions[{}].IsrNodes', 'i6'), 346: ('Partitions[{}].IsrNodes', 'i6'), 347: ('Partitions[{}].IsrNodes', 'i6'), 348: ('Partitions[{}].IsrNodes', 'i6'), 349: ('Partitions[{}].IsrNodes', 'i6'), 350: ('Partitions', 'i6'), 351: ('Partitions', 'i6'), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 364: ('Brokers', None), 365: ('Brokers', None), 366: ('Brokers', None), 367: ('Brokers', None), 368: ('Brokers', None), 369: ('Brokers[{}].NodeId', 'i3'), 370: ('Brokers[{}].Host', 'i3'), 371: ('Brokers[{}].Host', 'i3'), 372: ('Brokers[{}].Host', 'i3'), 373: ('Brokers[{}].Host', 'i3'), 374: ('Brokers[{}].Host', 'i3'), 375: ('Brokers[{}].Host', 'i3'), 376: ('Brokers[{}].Host', 'i3'), 377: ('Brokers[{}].Host', 'i3'), 378: ('Brokers[{}].Port', 'i3'), 379: ('Brokers', 'i3'), 380: ('Brokers', 'i3'), 381: ('Brokers', None), 382: ('Brokers', None), 383: ('Brokers', None), 384: ('Brokers', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', 'i11'), 391: ('Topics', 'i11'), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 404: ('NodeId', None), 405: ('Host', None), 406: ('Host', None), 407: ('Host', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Port', None), 414: ('Rack', None), 415: ('Rack', None), 416: ('Rack', None), 417: ('Rack', None), 418: ('Rack', None), 419: ('Rack', None), 420: ('Rack', None), 421: ('Rack', None), 430: ('ErrorCode', None), 431: ('Name', None), 432: ('Name', None), 433: ('Name', None), 434: ('Name', None), 435: ('Name', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('IsInternal', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', None), 445: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 446: ('Partitions[{}].ReplicaNodes', 'i7'), 447: ('Partitions[{}].ReplicaNodes', 'i7'), 448: ('Partitions[{}].ReplicaNodes', 'i7'), 449: ('Partitions[{}].ReplicaNodes', 'i7'), 450: ('Partitions[{}].ReplicaNodes', 'i7'), 451: ('Partitions[{}].ReplicaNodes', 'i7'), 452: ('Partitions[{}].ReplicaNodes', 'i7'), 453: ('Partitions[{}].IsrNodes', 'i7'), 454: ('Partitions[{}].IsrNodes', 'i7'), 455: ('Partitions[{}].IsrNodes', 'i7'), 456: ('Partitions[{}].IsrNodes', 'i7'), 457: ('Partitions[{}].IsrNodes', 'i7'), 458: ('Partitions[{}].IsrNodes', 'i7'), 459: ('Partitions[{}].IsrNodes', 'i7'), 460: ('Partitions', 'i7'), 461: ('Partitions', 'i7'), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions', None), 465: ('Partitions', None), 474: ('Brokers', None), 475: ('Brokers', None), 476: ('Brokers', None), 477: ('Brokers', None), 478: ('Brokers', None), 479: ('Brokers[{}].NodeId', 'i3'), 480: ('Brokers[{}].Host', 'i3'), 481: ('Brokers[{}].Host', 'i3'), 482: ('Brokers[{}].Host', 'i3'), 483: ('Brokers[{}].Host', 'i3'), 484: ('Brokers[{}].Host', 'i3'), 485: ('Brokers[{}].Host', 'i3'), 486: ('Brokers[{}].Host', 'i3'), 487: ('Brokers[{}].Host', 'i3'), 488: ('Brokers[{}].Port', 'i3'), 489: ('Brokers[{}].Rack', 'i3'), 490: ('Brokers[{}].Rack', 'i3'), 491: ('Brokers[{}].Rack', 'i3'), 492: ('Brokers[{}].Rack', 'i3'), 493: ('Brokers[{}].Rack', 'i3'), 494: ('Brokers[{}].Rack', 'i3'), 495: ('Brokers[{}].Rack', 'i3'), 496: ('Brokers[{}].Rack', 'i3'), 497: ('Brokers', 'i3'), 498: ('Brokers', 'i3'), 499: ('Brokers', None), 500: ('Brokers', None), 501: ('Brokers', None), 502: ('Brokers', None), 503: ('ControllerId', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', None), 509: ('Topics', 'i14'), 510: ('Topics', 'i14'), 511: ('Topics', None), 512: ('Topics', None), 513: ('Topics', None), 514: ('Topics', None), 523: ('Brokers', None), 524: ('Brokers', None), 525: ('Brokers', None), 526: ('Brokers', None), 527: ('Brokers', None), 528: ('Brokers[{}].NodeId', 'i3'), 529: ('Brokers[{}].Host', 'i3'), 530: ('Brokers[{}].Host', 'i3'), 531: ('Brokers[{}].Host', 'i3'), 532: ('Brokers[{}].Host', 'i3'), 533: ('Brokers[{}].Host', 'i3'), 534: ('Brokers[{}].Host', 'i3'), 535: ('Brokers[{}].Host', 'i3'), 536: ('Brokers[{}].Host', 'i3'), 537: ('Brokers[{}].Port', 'i3'), 538: ('Brokers[{}].Rack', 'i3'), 539: ('Brokers[{}].Rack', 'i3'), 540: ('Brokers[{}].Rack', 'i3'), 541: ('Brokers[{}].Rack', 'i3'), 542: ('Brokers[{}].Rack', 'i3'), 543: ('Brokers[{}].Rack', 'i3'), 544: ('Brokers[{}].Rack', 'i3'), 545: ('Brokers[{}].Rack', 'i3'), 546: ('Brokers', 'i3'), 547: ('Brokers', 'i3'), 548: ('Brokers', None), 549: ('Brokers', None), 550: ('Brokers', None), 551: ('Brokers', None), 552: ('ClusterId', None), 553: ('ClusterId', None), 554: ('ClusterId', None), 555: ('ClusterId', None), 556: ('ClusterId', None), 557: ('ClusterId', None), 558: ('ClusterId', None), 559: ('ClusterId', None), 560: ('ControllerId', None), 561: ('Topics', None), 562: ('Topics', None), 563: ('Topics', None), 564: ('Topics', None), 565: ('Topics', None), 566: ('Topics', 'i16'), 567: ('Topics', 'i16'), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 580: ('ThrottleTimeMs', None), 581: ('Brokers', None), 582: ('Brokers', None), 583: ('Brokers', None), 584: ('Brokers', None), 585: ('Brokers', None), 586: ('Brokers[{}].NodeId', 'i4'), 587: ('Brokers[{}].Host', 'i4'), 588: ('Brokers[{}].Host', 'i4'), 589: ('Brokers[{}].Host', 'i4'), 590: ('Brokers[{}].Host', 'i4'), 591: ('Brokers[{}].Host', 'i4'), 592: ('Brokers[{}].Host', 'i4'), 593: ('Brokers[{}].Host', 'i4'), 594: ('Brokers[{}].Host', 'i4'), 595: ('Brokers[{}].Port', 'i4'), 596: ('Brokers[{}].Rack', 'i4'), 597: ('Brokers[{}].Rack', 'i4'), 598: ('Brokers[{}].Rack', 'i4'), 599: ('Brokers[{}].Rack', 'i4'), 600: ('Brokers[{}].Rack', 'i4'), 601: ('Brokers[{}].Rack', 'i4'), 602: ('Brokers[{}].Rack', 'i4'), 603: ('Brokers[{}].Rack', 'i4'), 604: ('Brokers', 'i4'), 605: ('Brokers', 'i4'), 606: ('Brokers', None), 607: ('Brokers', None), 608: ('Brokers', None), 609: ('Brokers', None), 610: ('ClusterId', None), 611: ('ClusterId', None), 612: ('ClusterId', None), 613: ('ClusterId', None), 614: ('ClusterId', None), 615: ('ClusterId', None), 616: ('ClusterId', None), 617: ('ClusterId', None), 618: ('ControllerId', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', 'i17'), 625: ('Topics', 'i17'), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 638: ('ErrorCode+PartitionIndex+LeaderId', None), 639: ('ReplicaNodes', None), 640: ('ReplicaNodes', None), 641: ('ReplicaNodes', None), 642: ('ReplicaNodes', None), 643: ('ReplicaNodes', None), 644: ('ReplicaNodes', None), 645: ('ReplicaNodes', None), 646: ('IsrNodes', None), 647: ('IsrNodes', None), 648: ('IsrNodes', None), 649: ('IsrNodes', None), 650: ('IsrNodes', None), 651: ('IsrNodes', None), 652: ('IsrNodes', None), 653: ('OfflineReplicas', None), 654: ('OfflineReplicas', None), 655: ('OfflineReplicas', None), 656: ('OfflineReplicas', None), 657: ('OfflineReplicas', None), 658: ('OfflineReplicas', None), 659: ('OfflineReplicas', None), 668: ('ErrorCode', None), 669: ('Name', None), 670: ('Name', None), 671: ('Name', None), 672: ('Name', None), 673: ('Name', None), 674: ('Name', None), 675: ('Name', None), 676: ('Name', None), 677: ('IsInternal', None), 678: ('Partitions', None), 679: ('Partitions', None), 680: ('Partitions', None), 681: ('Partitions', None), 682: ('Partitions', None), 683: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 684: ('Partitions[{}].ReplicaNodes', 'i7'), 685: ('Partitions[{}].ReplicaNodes', 'i7'), 686: ('Partitions[{}].ReplicaNodes', 'i7'), 687: ('Partitions[{}].ReplicaNodes', 'i7'), 688: ('Partitions[{}].ReplicaNodes', 'i7'), 689: ('Partitions[{}].ReplicaNodes', 'i7'), 690: ('Partitions[{}].ReplicaNodes', 'i7'), 691: ('Partitions[{}].IsrNodes', 'i7'), 692: ('Partitions[{}].IsrNodes', 'i7'), 693: ('Partitions[{}].IsrNodes', 'i7'), 694: ('Partitions[{}].IsrNodes', 'i7'), 695: ('Partitions[{}].IsrNodes', 'i7'), 696: ('Partitions[{}].IsrNodes', 'i7'), 697: ('Partitions[{}].IsrNodes', 'i7'), 698: ('Partitions[{}].OfflineReplicas', 'i7'), 699: ('Partitions[{}].OfflineReplicas', 'i7'), 700: ('Partitions[{}].OfflineReplicas', 'i7'), 701: ('Partitions[{}].OfflineReplicas', 'i7'), 702: ('Partitions[{}].OfflineReplicas', 'i7'), 703: ('Partitions[{}].OfflineReplicas', 'i7'), 704: ('Partitions[{}].OfflineReplicas', 'i7'), 705: ('Partitions', 'i7'), 706: ('Partitions', 'i7'), 707: ('Partitions', None), 708: ('Partitions', None), 709: ('Partitions', None), 710: ('Partitions', None), 719: ('ThrottleTimeMs', None), 720: ('Brokers', None), 721: ('Brokers', None), 722: ('Brokers', None), 723: ('Brokers', None), 724: ('Brokers', None), 725: ('Brokers[{}].NodeId', 'i4'), 726: ('Brokers[{}].Host', 'i4'), 727: ('Brokers[{}].Host', 'i4'), 728: ('Brokers[{}].Host', 'i4'), 729: ('Brokers[{}].Host', 'i4'), 730: ('Brokers[{}].Host', 'i4'), 731: ('Brokers[{}].Host', 'i4'), 732: ('Brokers[{}].Host', 'i4'), 733: ('Brokers[{}].Host', 'i4'), 734: ('Brokers[{}].Port', 'i4'), 735: ('Brokers[{}].Rack', 'i4'), 736: ('Brokers[{}].Rack', 'i4'), 737: ('Brokers[{}].Rack', 'i4'), 738: ('Brokers[{}].Rack', 'i4'), 739: ('Brokers[{}].Rack', 'i4'), 740: ('Brokers[{}].Rack', 'i4'), 741: ('Brokers[{}].Rack', 'i4'), 742: ('Brokers[{}].Rack', 'i4'), 743: ('Brokers', 'i4'), 744: ('Brokers', 'i4'), 745: ('Brokers', None), 746: ('Brokers', None), 747: ('Brokers', None), 748: ('Brokers', None), 749: ('ClusterId', None), 750: ('ClusterId', None), 751: ('ClusterId', None), 752: ('ClusterId', None), 753: ('ClusterId', None), 754: ('ClusterId', None), 755: ('ClusterId', None), 756: ('ClusterId', None), 757: ('ControllerId', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('Topics', None), 761: ('Topics', None), 762: ('Topics', None), 763: ('Topics', 'i17'), 764: ('Topics', 'i17'), 765: ('Topics', None), 766: ('Topics', None), 767: ('Topics', None), 768: ('Topics', None), 777: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 778: ('ReplicaNodes', None), 779: ('ReplicaNodes', None), 780: ('ReplicaNodes', None), 781: ('ReplicaNodes', None), 782: ('ReplicaNodes', None), 783: ('ReplicaNodes', None), 784: ('ReplicaNodes', None), 785: ('IsrNodes', None), 786: ('IsrNodes', None), 787: ('IsrNodes', None), 788: ('IsrNodes', None), 789: ('IsrNodes', None), 790: ('IsrNodes', None), 791: ('IsrNodes', None), 792: ('OfflineReplicas', None), 793: ('OfflineReplicas', None), 794: ('OfflineReplicas', None), 795: ('OfflineReplicas', None), 796: ('OfflineReplicas', None), 797: ('OfflineReplicas', None), 798: ('OfflineReplicas', None), 807: ('ErrorCode', None), 808: ('Name', None), 809: ('Name', None), 810: ('Name', None), 811: ('Name', None), 812: ('Name', None), 813: ('Name', None), 814: ('Name', None), 815: ('Name', None), 816: ('IsInternal', None), 817: ('Partitions', None), 818: ('Partitions', None), 819: ('Partitions', None), 820: ('Partitions', None), 821: ('Partitions', None), 822: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 823: ('Partitions[{}].ReplicaNodes', 'i7'), 824: ('Partitions[{}].ReplicaNodes', 'i7'), 825: ('Partitions[{}].ReplicaNodes', 'i7'), 826: ('Partitions[{}].ReplicaNodes', 'i7'), 827: ('Partitions[{}].ReplicaNodes', 'i7'), 828: ('Partitions[{}].ReplicaNodes', 'i7'), 829: ('Partitions[{}].ReplicaNodes', 'i7'), 830: ('Partitions[{}].IsrNodes', 'i7'), 831: ('Partitions[{}].IsrNodes', 'i7'), 832: ('Partitions[{}].IsrNodes', 'i7'), 833: ('Partitions[{}].IsrNodes', 'i7'), 834: ('Partitions[{}].IsrNodes', 'i7'), 835: ('Partitions[{}].IsrNodes', 'i7'), 836: ('Partitions[{}].IsrNodes', 'i7'), 837: ('Partitions[{}].OfflineReplicas', 'i7'), 838: ('Partitions[{}].OfflineReplicas', 'i7'), 839: ('Partitions[{}].OfflineReplicas', 'i7'), 840: ('Partitions[{}].OfflineReplicas', 'i7'), 841: ('Partitions[{}].OfflineReplicas', 'i7'), 842: ('Partitions[{}].OfflineReplicas', 'i7'), 843: ('Partitions[{}].OfflineReplicas', 'i7'), 844: ('Partitions', 'i7'), 845: ('Partitions', 'i7'), 846: ('Partitions', None), 847: ('Partitions', None), 848: ('Partitions', None), 849: ('Partitions', None), 858: ('ThrottleTimeMs', None), 859: ('Brokers', None), 860: ('Brokers', None), 861: ('Brokers', None), 862: ('Brokers', None), 863: ('Brokers', None), 864: ('Brokers[{}].NodeId', 'i4'), 865: ('Brokers[{}].Host', 'i4'), 866: ('Brokers[{}].Host', 'i4'), 867: ('Brokers[{}].Host', 'i4'), 868: ('Brokers[{}].Host', 'i4'), 869: ('Brokers[{}].Host', 'i4'), 870: ('Brokers[{}].Host', 'i4'), 871: ('Brokers[{}].Host', 'i4'), 872: ('Brokers[{}].Host', 'i4'), 873: ('Brokers[{}].Port', 'i4'), 874: ('Brokers[{}].Rack', 'i4'), 875: ('Brokers[{}].Rack', 'i4'), 876: ('Brokers[{}].Rack', 'i4'), 877: ('Brokers[{}].Rack', 'i4'), 878: ('Brokers[{}].Rack', 'i4'), 879: ('Brokers[{}].Rack', 'i4'), 880: ('Brokers[{}].Rack', 'i4'), 881: ('Brokers[{}].Rack', 'i4'), 882: ('Brokers', 'i4'), 883: ('Brokers', 'i4'), 884: ('Brokers', None), 885: ('Brokers', None), 886: ('Brokers', None), 887: ('Brokers', None), 888: ('ClusterId', None), 889: ('ClusterId', None), 890: ('ClusterId', None), 891: ('ClusterId', None), 892: ('ClusterId', None), 893: ('ClusterId', None), 894: ('ClusterId', None), 895: ('ClusterId', None), 896: ('ControllerId', None), 897: ('Topics', None), 898: ('Topics', None), 899: ('Topics', None), 900: ('Topics', None), 901: ('Topics', None), 902: ('Topics', 'i17'), 903: ('Topics', 'i17'), 904: ('Topics', None), 905: ('Topics', None), 906: ('Topics', None), 907: ('Topics', None), 916: ('ErrorCode', None), 917: ('Name', None), 918: ('Name', None), 919: ('Name', None), 920: ('Name', None), 921: ('Name', None), 922: ('Name', None), 923: ('Name', None), 924: ('Name', None), 925: ('IsInternal', None), 926: ('Partitions', None), 927: ('Partitions', None), 928: ('Partitions', None), 929: ('Partitions', None), 930: ('Partitions', None), 931: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 932: ('Partitions[{}].ReplicaNodes', 'i7'), 933: ('Partitions[{}].ReplicaNodes', 'i7'), 934: ('Partitions[{}].ReplicaNodes', 'i7'), 935: ('Partitions[{}].ReplicaNodes', 'i7'), 936: ('Partitions[{}].ReplicaNodes', 'i7'), 937: ('Partitions[{}].ReplicaNodes', 'i7'), 938: ('Partitions[{}].ReplicaNodes', 'i7'), 939: ('Partitions[{}].IsrNodes', 'i7'), 940: ('Partitions[{}].IsrNodes', 'i7'), 941: ('Partitions[{}].IsrNodes', 'i7'), 942: ('Partitions[{}].IsrNodes', 'i7'), 943: ('Partitions[{}].IsrNodes', 'i7'), 944: ('Partitions[{}].IsrNodes', 'i7'), 945: ('Partitions[{}].IsrNodes', 'i7'), 946: ('Partitions[{}].OfflineReplicas', 'i7'), 947: ('Partitions[{}].OfflineReplicas', 'i7'), 948: ('Partitions[{}].OfflineReplicas', 'i7'), 949: ('Partitions[{}].OfflineReplicas', 'i7'), 950: ('Partitions[{}].OfflineReplicas', 'i7'), 951: ('Partitions[{}].OfflineReplicas', 'i7'), 952: ('Partitions[{}].OfflineReplicas', 'i7'), 953: ('Partitions', 'i7'), 954: ('Partitions', 'i7'), 955: ('Partitions', None), 956: ('Partitions', None), 957: ('Partitions', None), 958: ('Partitions', None), 959: ('TopicAuthorizedOperations', None), 968: ('ThrottleTimeMs', None), 969: ('Brokers', None), 970: ('Brokers', None), 971: ('Brokers', None), 972: ('Brokers', None), 973: ('Brokers', None), 974: ('Brokers[{}].NodeId', 'i4'), 975: ('Brokers[{}].Host', 'i4'), 976: ('Brokers[{}].Host', 'i4'), 977: ('Brokers[{}].Host', 'i4'), 978: ('Brokers[{}].Host', 'i4'), 979: ('Brokers[{}].Host', 'i4'), 980: ('Brokers[{}].Host', 'i4'), 981: ('Brokers[{}].Host', 'i4'), 982: ('Brokers[{}].Host', 'i4'), 983: ('Brokers[{}].Port', 'i4'), 984: ('Brokers[{}].Rack', 'i4'), 985: ('Brokers[{}].Rack', 'i4'), 986: ('Brokers[{}].Rack', 'i4'), 987: ('Brokers[{}].Rack', 'i4'), 988: ('Brokers[{}].Rack', 'i4'), 989: ('Brokers[{}].Rack', 'i4'), 990: ('Brokers[{}].Rack', 'i4'), 991: ('Brokers[{}].Rack', 'i4'), 992: ('Brokers', 'i4'), 993: ('Brokers', 'i4'), 994: ('Brokers', None), 995: ('Brokers', None), 996: ('Brokers', None), 997: ('Brokers', None), 998: ('ClusterId', None), 999: ('ClusterId', None), 1000: ('ClusterId', None), 1001: ('ClusterId', None), 1002: ('ClusterId', None), 1003: ('ClusterId', None), 1004: ('ClusterId', None), 1005: ('ClusterId', None), 1006: ('ControllerId', None), 1007: ('Topics', None), 1008: ('Topics', None), 1009: ('Topics', None), 1010: ('Topics', None), 1011: ('Topics', None), 1012: ('Topics', 'i17'), 1013: ('Topics', 'i17'), 1014: ('Topics', None), 1015: ('Topics', None), 1016: ('Topics', None), 1017: ('Topics', None), 1018: ('ClusterAuthorizedOperations', None), 1027: ('NodeId', None), 1028: ('Host', None), 1029: ('Host', None), 1030: ('Host', None), 1031: ('Host', None), 1032: ('Host', None), 1033: ('Host', None), 1034: ('Host', None), 1035: ('Host', None), 1036: ('Host', None), 1037: ('Host', None), 1038: ('Port', None), 1039: ('Rack', None), 1040: ('Rack', None), 1041: ('Rack', None), 1042: ('Rack', None), 1043: ('Rack', None), 1044: ('Rack', None), 1045: ('Rack', None), 1046: ('Rack', None), 1047: ('Rack', None), 1048: ('Rack', None), 1050: ('_tagged', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1060: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 1061: ('ReplicaNodes', None), 1062: ('ReplicaNodes', None), 1063: ('ReplicaNodes', None), 1064: ('ReplicaNodes', None), 1065: ('ReplicaNodes', None), 1066: ('ReplicaNodes', None), 1067: ('ReplicaNodes', None), 1068: ('ReplicaNodes', None), 1069: ('ReplicaNodes', None), 1070: ('IsrNodes', None), 1071: ('IsrNodes', None), 1072: ('IsrNodes', None), 1073: ('IsrNodes', None), 1074: ('IsrNodes', None), 1075: ('IsrNodes', None), 1076: ('IsrNodes', None), 1077: ('IsrNodes', None), 1078: ('IsrNodes', None), 1079: ('OfflineReplicas', None), 1080: ('OfflineReplicas', None), 1081: ('OfflineReplicas', None), 1082: ('OfflineReplicas', None), 1083: ('OfflineReplicas', None), 1084: ('OfflineReplicas', None), 1085: ('OfflineReplicas', None), 1086: ('OfflineReplicas', None), 1087: ('OfflineReplicas', None), 1089: ('_tagged', None), 1090: ('_tagged', None), 1091: ('_tagged', None), 1099: ('ErrorCode', None), 1100: ('Name', None), 1101: ('Name', None), 1102: ('Name', None), 1103: ('Name', None), 1104: ('Name', None), 1105: ('Name', None), 1106: ('Name', None), 1107: ('Name', None), 1108: ('Name', None), 1109: ('Name', None), 1110: ('IsInternal', None), 1111: ('Partitions', None), 1112: ('Partitions', None), 1113: ('Partitions', None), 1114: ('Partitions', None), 1115: ('Partitions', None), 1116: ('Partitions', None), 1117: ('Partitions', None), 1118: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1119: ('Partitions[{}].ReplicaNodes', 'i7'), 1120: ('Partitions[{}].ReplicaNodes', 'i7'), 1121: ('Partitions[{}].ReplicaNodes', 'i7'), 1122: ('Partitions[{}].ReplicaNodes', 'i7'), 1123: ('Partitions[{}].ReplicaNodes', 'i7'), 1124: ('Partitions[{}].ReplicaNodes', 'i7'), 1125: ('Partitions[{}].ReplicaNodes', 'i7'), 1126: ('Partitions[{}].ReplicaNodes', 'i7'), 1127: ('Partitions[{}].ReplicaNodes', 'i7'), 1128: ('Partitions[{}].IsrNodes', 'i7'), 1129: ('Partitions[{}].IsrNodes', 'i7'), 1130: ('Partitions[{}].IsrNodes', 'i7'), 1131: ('Partitions[{}].IsrNodes', 'i7'), 1132: ('Partitions[{}].IsrNodes', 'i7'), 1133: ('Partitions[{}].IsrNodes', 'i7'), 1134: ('Partitions[{}].IsrNodes', 'i7'), 1135: ('Partitions[{}].IsrNodes', 'i7'), 1136: ('Partitions[{}].IsrNodes', 'i7'), 1137: ('Partitions[{}].OfflineReplicas', 'i7'), 1138: ('Partitions[{}].OfflineReplicas', 'i7'), 1139: ('Partitions[{}].OfflineReplicas', 'i7'), 1140: ('Partitions[{}].OfflineReplicas', 'i7'), 1141: ('Partitions[{}].OfflineReplicas', 'i7'), 1142: ('Partitions[{}].OfflineReplicas', 'i7'), 1143: ('Partitions[{}].OfflineReplicas', 'i7'), 1144: ('Partitions[{}].OfflineReplicas', 'i7'), 1145: ('Partitions[{}].OfflineReplicas', 'i7'), 1146: ('Partitions', 'i7'), 1147: ('Partitions', 'i7'), 1148: ('Partitions', 'i7'), 1149: ('Partitions', 'i7'), 1150: ('Partitions', 'i7'), 1151: ('Partitions', None), 1152: ('Partitions', None), 1153: ('Partitions', None), 1154: ('Partitions', None), 1155: ('TopicAuthorizedOperations', None), 1157: ('_tagged', None), 1158: ('_tagged', None), 1159: ('_tagged', None), 1167: ('ThrottleTimeMs', None), 1168: ('Brokers', None), 1169: ('Brokers', None), 1170: ('Brokers', None), 1171: ('Brokers', None), 1172: ('Brokers', None), 1173: ('Brokers', None), 1174: ('Brokers', None), 1175: ('Brokers[{}].NodeId', 'i4'), 1176: ('Brokers[{}].Host', 'i4'), 1177: ('Brokers[{}].Host', 'i4'), 1178: ('Brokers[{}].Host', 'i4'), 1179: ('Brokers[{}].Host', 'i4'), 1180: ('Brokers[{}].Host', 'i4'), 1181: ('Brokers[{}].Host', 'i4'), 1182: ('Brokers[{}].Host', 'i4'), 1183: ('Brokers[{}].Host', 'i4'), 1184: ('Brokers[{}].Host', 'i4'), 1185: ('Brokers[{}].Host', 'i4'), 1186: ('Brokers[{}].Port', 'i4'), 1187: ('Brokers[{}].Rack', 'i4'), 1188: ('Brokers[{}].Rack', 'i4'), 1189: ('Brokers[{}].Rack', 'i4'), 1190: ('Brokers[{}].Rack', 'i4'), 1191: ('Brokers[{}].Rack', 'i4'), 1192: ('Brokers[{}].Rack', 'i4'), 1193: ('Brokers[{}].Rack', 'i4'), 1194: ('Brokers[{}].Rack', 'i4'), 1195: ('Brokers[{}].Rack', 'i4'), 1196: ('Brokers[{}].Rack', 'i4'), 1197: ('Brokers', 'i4'), 1198: ('Brokers', 'i4'), 1199: ('Brokers', 'i4'), 1200: ('Brokers', 'i4'), 1201: ('Brokers', 'i4'), 1202: ('Brokers', None), 1203: ('Brokers', None), 1204: ('Brokers', None), 1205: ('Brokers', None), 1206: ('ClusterId', None), 1207: ('ClusterId', None), 1208: ('ClusterId', None), 1209: ('ClusterId', None), 1210: ('ClusterId', None), 1211: ('ClusterId', None), 1212: ('ClusterId', None), 1213: ('ClusterId', None), 1214: ('ClusterId', None), 1215: ('ClusterId', None), 1216: ('ControllerId', None), 1217: ('Topics', None), 1218: ('Topics', None), 1219: ('Topics', None), 1220: ('Topics', None), 1221: ('Topics', None), 1222: ('Topics', None), 1223: ('Topics', None), 1224: ('Topics', 'i17'), 1225: ('Topics', 'i17'), 1226: ('Topics', None), 1227: ('Topics', None), 1228: ('Topics', None), 1229: ('Topics', None), 1230: ('ClusterAuthorizedOperations', None), 1232: ('_tagged', None), 1233: ('_tagged', None), 1234: ('_tagged', None), 1242: ('ErrorCode', None), 1243: ('Name', None), 1244: ('Name', None), 1245: ('Name', None), 1246: ('Name', None), 1247: ('Name', None), 1248: ('Name', None), 1249: ('Name', None), 1250: ('Name', None), 1251: ('Name', None), 1252: ('Name', None), 1253: ('TopicId+IsInternal', None), 1254: ('Partitions', None), 1255: ('Partitions', None), 1256: ('Partitions', None), 1257: ('Partitions', None), 1258: ('Partitions', None), 1259: ('Partitions', None), 1260: ('Partitions', None), 1261: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 1262: ('Partitions[{}].ReplicaNodes', 'i8'), 1263: ('Partitions[{}].ReplicaNodes', 'i8'), 1264: ('Partitions[{}].ReplicaNodes', 'i8'), 1265: ('Partitions[{}].ReplicaNodes', 'i8'), 1266: ('Partitions[{}].ReplicaNodes', 'i8'), 1267: ('Partitions[{}].ReplicaNodes', 'i8'), 1268: ('Partitions[{}].ReplicaNodes', 'i8'), 1269: ('Partitions[{}].ReplicaNodes', 'i8'), 1270: ('Partitions[{}].ReplicaNodes', 'i8'), 1271: ('Partitions[{}].IsrNodes', 'i8'), 1272: ('Partitions[{}].IsrNodes', 'i8'), 1273: ('Partitions[{}].IsrNodes', 'i8'), 1274: ('Partitions[{}].IsrNodes', 'i8'), 1275: ('Partitions[{}].IsrNodes', 'i8'), 1276: ('Partitions[{}].IsrNodes', 'i8'), 1277: ('Partitions[{}].IsrNodes', 'i8'), 1278: ('Partitions[{}].IsrNodes', 'i8'), 1279: ('Partitions[{}].IsrNodes', 'i8'), 1280: ('Partitions[{}].OfflineReplicas', 'i8'), 1281: ('Partitions[{}].OfflineReplicas', 'i8'), 1282: ('Partitions[{}].OfflineReplicas', 'i8'), 1283: ('Partitions[{}].OfflineReplicas', 'i8'), 1284: ('Partitions[{}].OfflineReplicas', 'i8'), 1285: ('Partitions[{}].OfflineReplicas', 'i8'), 1286: ('Partitions[{}].OfflineReplicas', 'i8'), 1287: ('Partitions[{}].OfflineReplicas', 'i8'), 1288: ('Partitions[{}].OfflineReplicas', 'i8'), 1289: ('Partitions', 'i8'), 1290: ('Partitions', 'i8'), 1291: ('Partitions', 'i8'), 1292: ('Partitions', 'i8'), 1293: ('Partitions', 'i8'), 1294: ('Partitions', None), 1295: ('Partitions', None), 1296: ('Partitions', None), 1297: ('Partitions', None), 1298: ('TopicAuthorizedOperations', None), 1300: ('_tagged', None), 1301: ('_tagged', None), 1302: ('_tagged', None), 1310: ('ThrottleTimeMs', None), 1311: ('Brokers', None), 1312: ('Brokers', None), 1313: ('Brokers', None), 1314: ('Brokers', None), 1315: ('Brokers', None), 1316: ('Brokers', None), 1317: ('Brokers', None), 1318: ('Brokers[{}].NodeId', 'i4'), 1319: ('Brokers[{}].Host', 'i4'), 1320: ('Brokers[{}].Host', 'i4'), 1321: ('Brokers[{}].Host', 'i4'), 1322: ('Brokers[{}].Host', 'i4'), 1323: ('Brokers[{}].Host', 'i4'), 1324: ('Brokers[{}].Host', 'i4'), 1325: ('Brokers[{}].Host', 'i4'), 1326: ('Brokers[{}].Host', 'i4'), 1327: ('Brokers[{}].Host', 'i4'), 1328: ('Brokers[{}].Host', 'i4'), 1329: ('Brokers[{}].Port', 'i4'), 1330: ('Brokers[{}].Rack', 'i4'), 1331: ('Brokers[{}].Rack', 'i4'), 1332: ('Brokers[{}].Rack', 'i4'), 1333: ('Brokers[{}].Rack', 'i4'), 1334: ('Brokers[{}].Rack', 'i4'), 1335: ('Brokers[{}].Rack', 'i4'), 1336: ('Brokers[{}].Rack', 'i4'), 1337: ('Brokers[{}].Rack', 'i4'), 1338: ('Brokers[{}].Rack', 'i4'), 1339: ('Brokers[{}].Rack', 'i4'), 1340: ('Brokers', 'i4'), 1341: ('Brokers', 'i4'), 1342: ('Brokers', 'i4'), 1343: ('Brokers', 'i4'), 1344: ('Brokers', 'i4'), 1345: ('Brokers', None), 1346: ('Brokers', None), 1347: ('Brokers', None), 1348: ('Brokers', None), 1349: ('ClusterId', None), 1350: ('ClusterId', None), 1351: ('ClusterId', None), 1352: ('ClusterId', None), 1353: ('ClusterId', None), 1354: ('ClusterId', None), 1355: ('ClusterId', None), 1356: ('ClusterId', None), 1357: ('ClusterId', None), 1358: ('ClusterId', None), 1359: ('ControllerId', None), 1360: ('Topics', None), 1361: ('Topics', None), 1362: ('Topics', None), 1363: ('Topics', None), 1364: ('Topics', None), 1365: ('Topics', None), 1366: ('Topics', None), 1367: ('Topics', 'i17'), 1368: ('Topics', 'i17'), 1369: ('Topics', None), 1370: ('Topics', None), 1371: ('Topics', None), 1372: ('Topics', None), 1373: ('ClusterAuthorizedOperations', None), 1375: ('_tagged', None), 1376: ('_tagged', None), 1377: ('_tagged', None), 1385: ('ThrottleTimeMs', None), 1386: ('Brokers', None), 1387: ('Brokers', None), 1388: ('Brokers', None), 1389: ('Brokers', None), 1390: ('Brokers', None), 1391: ('Brokers', None), 1392: ('Brokers', None), 1393: ('Brokers[{}].NodeId', 'i4'), 1394: ('Brokers[{}].Host', 'i4'), 1395: ('Brokers[{}].Host', 'i4'), 1396: ('Brokers[{}].Host', 'i4'), 1397: ('Brokers[{}].Host', 'i4'), 1398: ('Brokers[{}].Host', 'i4'), 1399: ('Brokers[{}].Host', 'i4'), 1400: ('Brokers[{}].Host', 'i4'), 1401: ('Brokers[{}].Host', 'i4'), 1402: ('Brokers[{}].Host', 'i4'), 1403: ('Brokers[{}].Host', 'i4'), 1404: ('Brokers[{}].Port', 'i4'), 1405: ('Brokers[{}].Rack', 'i4'), 1406: ('Brokers[{}].Rack', 'i4'), 1407: ('Brokers[{}].Rack', 'i4'), 1408: ('Brokers[{}].Rack', 'i4'), 1409: ('Brokers[{}].Rack', 'i4'), 1410: ('Brokers[{}].Rack', 'i4'), 1411: ('Brokers[{}].Rack', 'i4'), 1412: ('Brokers[{}].Rack', 'i4'), 1413: ('Brokers[{}].Rack', 'i4'), 1414: ('Brokers[{}].Rack', 'i4'), 1415: ('Brokers', 'i4'), 1416: ('Brokers', 'i4'), 1417: ('Brokers', 'i4'), 1418: ('Brokers', 'i4'), 1419: ('Brokers', 'i4'), 1420: ('Brokers', None), 1421: ('Brokers', None), 1422: ('Brokers', None), 1423: ('Brokers', None), 1424: ('ClusterId', None), 1425: ('ClusterId', None), 1426: ('ClusterId', None), 1427: ('ClusterId', None), 1428: ('ClusterId', None), 1429: ('ClusterId', None), 1430: ('ClusterId', None), 1431: ('ClusterId', None), 1432: ('ClusterId', None), 1433: ('ClusterId', None), 1434: ('ControllerId', None), 1435: ('Topics', None), 1436: ('Topics', None), 1437: ('Topics', None), 1438: ('Topics', None), 1439: ('Topics', None), 1440: ('Topics', None), 1441: ('Topics', None), 1442: ('Topics', 'i17'), 1443: ('Topics', 'i17'), 1444: ('Topics', None), 1445: ('Topics', None), 1446: ('Topics', None), 1447: ('Topics', None), 1449: ('_tagged', None), 1450: ('_tagged', None), 1451: ('_tagged', None), 1459: ('ThrottleTimeMs', None), 1460: ('Brokers', None), 1461: ('Brokers', None), 1462: ('Brokers', None), 1463: ('Brokers', None), 1464: ('Brokers', None), 1465: ('Brokers', None), 1466: ('Brokers', None), 1467: ('Brokers[{}].NodeId', 'i4'), 1468: ('Brokers[{}].Host', 'i4'), 1469: ('Brokers[{}].Host', 'i4'), 1470: ('Brokers[{}].Host', 'i4'), 1471: ('Brokers[{}].Host', 'i4'), 1472: ('Brokers[{}].Host', 'i4'), 1473: ('Brokers[{}].Host', 'i4'), 1474: ('Brokers[{}].Host', 'i4'), 1475: ('Brokers[{}].Host', 'i4'), 1476: ('Brokers[{}].Host', 'i4'), 1477: ('Brokers[{}].Host', 'i4'), 1478: ('Brokers[{}].Port', 'i4'), 1479: ('Brokers[{}].Rack', 'i4'), 1480: ('Brokers[{}].Rack', 'i4'), 1481: ('Brokers[{}].Rack', 'i4'), 1482: ('Brokers[{}].Rack', 'i4'), 1483: ('Brokers[{}].Rack', 'i4'), 1484: ('Brokers[{}].Rack', 'i4'), 1485: ('Brokers[{}].Rack', 'i4'), 1486: ('Brokers[{}].Rack', 'i4'), 1487: ('Brokers[{}].Rack', 'i4'), 1488: ('Brokers[{}].Rack', 'i4'), 1489: ('Brokers', 'i4'), 1490: ('Brokers', 'i4'), 1491: ('Brokers', 'i4'), 1492: ('Brokers', 'i4'), 1493: ('Brokers', 'i4'), 1494: ('Brokers', None), 1495: ('Brokers', None), 1496: ('Brokers', None), 1497: ('Brokers', None), 1498: ('ClusterId', None), 1499: ('ClusterId', None), 1500: ('ClusterId', None), 1501: ('ClusterId', None), 1502: ('ClusterId', None), 1503: ('ClusterId', None), 1504: ('ClusterId', None), 1505: ('ClusterId', None), 1506: ('ClusterId', None), 1507: ('ClusterId', None), 1508: ('ControllerId', None), 1509: ('Topics', None), 1510: ('Topics', None), 1511: ('Topics', None), 1512: ('Topics', None), 1513: ('Topics', None), 1514: ('Topics', None), 1515: ('Topics', None), 1516: ('Topics', 'i17'), 1517: ('Topics', 'i17'), 1518: ('Topics', None), 1519: ('Topics', None), 1520: ('Topics', None), 1521: ('Topics', None), 1522: ('ErrorCode', None), 1524: ('_tagged', None), 1525: ('_tagged', None), 1526: ('_tagged', None)}
-BUILD_HASH = '7063e6c58c80f0b2'
+_LINES = {23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics[{}].Name', 'i3'), 47: ('Topics[{}].Name', 'i3'), 48: ('Topics[{}].Name', 'i3'), 49: ('Topics[{}].Name', 'i3'), 50: ('Topics[{}].Name', 'i3'), 51: ('Topics[{}].Name', 'i3'), 52: ('Topics[{}].Name', 'i3'), 53: ('Topics[{}].Name', 'i3'), 54: ('Topics', 'i3'), 55: ('Topics', 'i3'), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics[{}].Name', 'i3'), 79: ('Topics[{}].Name', 'i3'), 80: ('Topics[{}].Name', 'i3'), 81: ('Topics[{}].Name', 'i3'), 82: ('Topics[{}].Name', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('AllowAutoTopicCreation', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics[{}].Name', 'i3'), 106: ('Topics[{}].Name', 'i3'), 107: ('Topics[{}].Name', 'i3'), 108: ('Topics[{}].Name', 'i3'), 109: ('Topics[{}].Name', 'i3'), 110: ('Topics[{}].Name', 'i3'), 111: ('Topics[{}].Name', 'i3'), 112: ('Topics[{}].Name', 'i3'), 113: ('Topics', 'i3'), 114: ('Topics', 'i3'), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics[{}].Name', 'i3'), 159: ('Topics[{}].Name', 'i3'), 160: ('Topics[{}].Name', 'i3'), 161: ('Topics[{}].Name', 'i3'), 162: ('Topics[{}].Name', 'i3'), 163: ('Topics[{}].Name', 'i3'), 164: ('Topics[{}].Name', 'i3'), 165: ('Topics[{}].Name', 'i3'), 166: ('Topics[{}].Name', 'i3'), 167: ('Topics[{}].Name', 'i3'), 168: ('Topics', 'i3'), 169: ('Topics', 'i3'), 170: ('Topics', 'i3'), 171: ('Topics', 'i3'), 172: ('Topics', 'i3'), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('TopicId', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Name', None), 198: ('Name', None), 199: ('Name', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics[{}].TopicId', 'i3'), 221: ('Topics[{}].Name', 'i3'), 222: ('Topics[{}].Name', 'i3'), 223: ('Topics[{}].Name', 'i3'), 224: ('Topics[{}].Name', 'i3'), 225: ('Topics[{}].Name', 'i3'), 226: ('Topics[{}].Name', 'i3'), 227: ('Topics[{}].Name', 'i3'), 228: ('Topics[{}].Name', 'i3'), 229: ('Topics[{}].Name', 'i3'), 230: ('Topics[{}].Name', 'i3'), 231: ('Topics', 'i3'), 232: ('Topics', 'i3'), 233: ('Topics', 'i3'), 234: ('Topics', 'i3'), 235: ('Topics', 'i3'), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics[{}].TopicId', 'i3'), 262: ('Topics[{}].Name', 'i3'), 263: ('Topics[{}].Name', 'i3'), 264: ('Topics[{}].Name', 'i3'), 265: ('Topics[{}].Name', 'i3'), 266: ('Topics[{}].Name', 'i3'), 267: ('Topics[{}].Name', 'i3'), 268: ('Topics[{}].Name', 'i3'), 269: ('Topics[{}].Name', 'i3'), 270: ('Topics[{}].Name', 'i3'), 271: ('Topics[{}].Name', 'i3'), 272: ('Topics', 'i3'), 273: ('Topics', 'i3'), 274: ('Topics', 'i3'), 275: ('Topics', 'i3'), 276: ('Topics', 'i3'), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 283: ('_tagged', None), 284: ('_tagged', None), 285: ('_tagged', None), 293: ('NodeId', None), 294: ('Host', None), 295: ('Host', None), 296: ('Host', None), 297: ('Host', None), 298: ('Host', None), 299: ('Host', None), 300: ('Host', None), 301: ('Host', None), 302: ('Port', None), 311: ('ErrorCode+PartitionIndex+LeaderId', None), 312: ('ReplicaNodes', None), 313: ('ReplicaNodes', None), 314: ('ReplicaNodes', None), 315: ('ReplicaNodes', None), 316: ('ReplicaNodes', None), 317: ('ReplicaNodes', None), 318: ('ReplicaNodes', None), 319: ('ReplicaNodes', None), 320: ('ReplicaNodes', None), 321: ('ReplicaNodes', None), 322: ('IsrNodes', None), 323: ('IsrNodes', None), 324: ('IsrNodes', None), 325: ('IsrNodes', None), 326: ('IsrNodes', None), 327: ('IsrNodes', None), 328: ('IsrNodes', None), 329: ('IsrNodes', None), 330: ('IsrNodes', None), 331: ('IsrNodes', None), 340: ('ErrorCode', None), 341: ('Name', None), 342: ('Name', None), 343: ('Name', None), 344: ('Name', None), 345: ('Name', None), 346: ('Name', None), 347: ('Name', None), 348: ('Name', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i6'), 357: ('Partitions[{}].ReplicaNodes', 'i6'), 358: ('Partitions[{}].ReplicaNodes', 'i6'), 359: ('Partitions[{}].ReplicaNodes', 'i6'), 360: ('Partitions[{}].ReplicaNodes', 'i6'), 361: ('Partitions[{}].ReplicaNodes', 'i6'), 362: ('Partitions[{}].ReplicaNodes', 'i6'), 363: ('Partitions[{}].ReplicaNodes', 'i6'), 364: ('Partitions[{}].ReplicaNodes', 'i6'), 365: ('Partitions[{}].ReplicaNodes', 'i6'), 366: ('Partitions[{}].ReplicaNodes', 'i6'), 367: ('Partitions[{}].IsrNodes', 'i6'), 368: ('Partitions[{}].IsrNodes', 'i6'), 369: ('Partitions[{}].IsrNodes', 'i6'), 370: ('Partitions[{}].IsrNodes', 'i6'), 371: ('Partitions[{}].IsrNodes', 'i6'), 372: ('Partitions[{}].IsrNodes', 'i6'), 373: ('Partitions[{}].IsrNodes', 'i6'), 374: ('Partitions[{}].IsrNodes', 'i6'), 375: ('Partitions[{}].IsrNodes', 'i6'), 376: ('Partitions[{}].IsrNodes', 'i6'), 377: ('Partitions', 'i6'), 378: ('Partitions', 'i6'), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 391: ('Brokers', None), 392: ('Brokers', None), 393: ('Brokers', None), 394: ('Brokers', None), 395: ('Brokers', None), 396: ('Brokers', None), 397: ('Brokers', None), 398: ('Brokers[{}].NodeId', 'i3'), 399: ('Brokers[{}].Host', 'i3'), 400: ('Brokers[{}].Host', 'i3'), 401: ('Brokers[{}].Host', 'i3'), 402: ('Brokers[{}].Host', 'i3'), 403: ('Brokers[{}].Host', 'i3'), 404: ('Brokers[{}].Host', 'i3'), 405: ('Brokers[{}].Host', 'i3'), 406: ('Brokers[{}].Host', 'i3'), 407: ('Brokers[{}].Port', 'i3'), 408: ('Brokers', 'i3'), 409: ('Brokers', 'i3'), 410: ('Brokers', None), 411: ('Brokers', None), 412: ('Brokers', None), 413: ('Brokers', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', 'i11'), 422: ('Topics', 'i11'), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 435: ('NodeId', None), 436: ('Host', None), 437: ('Host', None), 438: ('Host', None), 439: ('Host', None), 440: ('Host', None), 441: ('Host', None), 442: ('Host', None), 443: ('Host', None), 444: ('Port', None), 445: ('Rack', None), 446: ('Rack', None), 447: ('Rack', None), 448: ('Rack', None), 449: ('Rack', None), 450: ('Rack', None), 451: ('Rack', None), 452: ('Rack', None), 461: ('ErrorCode', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('IsInternal', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions', None), 477: ('Partitions', None), 478: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 479: ('Partitions[{}].ReplicaNodes', 'i7'), 480: ('Partitions[{}].ReplicaNodes', 'i7'), 481: ('Partitions[{}].ReplicaNodes', 'i7'), 482: ('Partitions[{}].ReplicaNodes', 'i7'), 483: ('Partitions[{}].ReplicaNodes', 'i7'), 484: ('Partitions[{}].ReplicaNodes', 'i7'), 485: ('Partitions[{}].ReplicaNodes', 'i7'), 486: ('Partitions[{}].ReplicaNodes', 'i7'), 487: ('Partitions[{}].ReplicaNodes', 'i7'), 488: ('Partitions[{}].ReplicaNodes', 'i7'), 489: ('Partitions[{}].IsrNodes', 'i7'), 490: ('Partitions[{}].IsrNodes', 'i7'), 491: ('Partitions[{}].IsrNodes', 'i7'), 492: ('Partitions[{}].IsrNodes', 'i7'), 493: ('Partitions[{}].IsrNodes', 'i7'), 494: ('Partitions[{}].IsrNodes', 'i7'), 495: ('Partitions[{}].IsrNodes', 'i7'), 496: ('Partitions[{}].IsrNodes', 'i7'), 497: ('Partitions[{}].IsrNodes', 'i7'), 498: ('Partitions[{}].IsrNodes', 'i7'), 499: ('Partitions', 'i7'), 500: ('Partitions', 'i7'), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 504: ('Partitions', None), 513: ('Brokers', None), 514: ('Brokers', None), 515: ('Brokers', None), 516: ('Brokers', None), 517: ('Brokers', None), 518: ('Brokers', None), 519: ('Brokers', None), 520: ('Brokers[{}].NodeId', 'i3'), 521: ('Brokers[{}].Host', 'i3'), 522: ('Brokers[{}].Host', 'i3'), 523: ('Brokers[{}].Host', 'i3'), 524: ('Brokers[{}].Host', 'i3'), 525: ('Brokers[{}].Host', 'i3'), 526: ('Brokers[{}].Host', 'i3'), 527: ('Brokers[{}].Host', 'i3'), 528: ('Brokers[{}].Host', 'i3'), 529: ('Brokers[{}].Port', 'i3'), 530: ('Brokers[{}].Rack', 'i3'), 531: ('Brokers[{}].Rack', 'i3'), 532: ('Brokers[{}].Rack', 'i3'), 533: ('Brokers[{}].Rack', 'i3'), 534: ('Brokers[{}].Rack', 'i3'), 535: ('Brokers[{}].Rack', 'i3'), 536: ('Brokers[{}].Rack', 'i3'), 537: ('Brokers[{}].Rack', 'i3'), 538: ('Brokers', 'i3'), 539: ('Brokers', 'i3'), 540: ('Brokers', None), 541: ('Brokers', None), 542: ('Brokers', None), 543: ('Brokers', None), 544: ('ControllerId', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', 'i14'), 553: ('Topics', 'i14'), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 566: ('Brokers', None), 567: ('Brokers', None), 568: ('Brokers', None), 569: ('Brokers', None), 570: ('Brokers', None), 571: ('Brokers', None), 572: ('Brokers', None), 573: ('Brokers[{}].NodeId', 'i3'), 574: ('Brokers[{}].Host', 'i3'), 575: ('Brokers[{}].Host', 'i3'), 576: ('Brokers[{}].Host', 'i3'), 577: ('Brokers[{}].Host', 'i3'), 578: ('Brokers[{}].Host', 'i3'), 579: ('Brokers[{}].Host', 'i3'), 580: ('Brokers[{}].Host', 'i3'), 581: ('Brokers[{}].Host', 'i3'), 582: ('Brokers[{}].Port', 'i3'), 583: ('Brokers[{}].Rack', 'i3'), 584: ('Brokers[{}].Rack', 'i3'), 585: ('Brokers[{}].Rack', 'i3'), 586: ('Brokers[{}].Rack', 'i3'), 587: ('Brokers[{}].Rack', 'i3'), 588: ('Brokers[{}].Rack', 'i3'), 589: ('Brokers[{}].Rack', 'i3'), 590: ('Brokers[{}].Rack', 'i3'), 591: ('Brokers', 'i3'), 592: ('Brokers', 'i3'), 593: ('Brokers', None), 594: ('Brokers', None), 595: ('Brokers', None), 596: ('Brokers', None), 597: ('ClusterId', None), 598: ('ClusterId', None), 599: ('ClusterId', None), 600: ('ClusterId', None), 601: ('ClusterId', None), 602: ('ClusterId', None), 603: ('ClusterId', None), 604: ('ClusterId', None), 605: ('ControllerId', None), 606: ('Topics', None), 607: ('Topics', None), 608: ('Topics', None), 609: ('Topics', None), 610: ('Topics', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', 'i16'), 614: ('Topics', 'i16'), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 627: ('ThrottleTimeMs', None), 628: ('Brokers', None), 629: ('Brokers', None), 630: ('Brokers', None), 631: ('Brokers', None), 632: ('Brokers', None), 633: ('Brokers', None), 634: ('Brokers', None), 635: ('Brokers[{}].NodeId', 'i4'), 636: ('Brokers[{}].Host', 'i4'), 637: ('Brokers[{}].Host', 'i4'), 638: ('Brokers[{}].Host', 'i4'), 639: ('Brokers[{}].Host', 'i4'), 640: ('Brokers[{}].Host', 'i4'), 641: ('Brokers[{}].Host', 'i4'), 642: ('Brokers[{}].Host', 'i4'), 643: ('Brokers[{}].Host', 'i4'), 644: ('Brokers[{}].Port', 'i4'), 645: ('Brokers[{}].Rack', 'i4'), 646: ('Brokers[{}].Rack', 'i4'), 647: ('Brokers[{}].Rack', 'i4'), 648: ('Brokers[{}].Rack', 'i4'), 649: ('Brokers[{}].Rack', 'i4'), 650: ('Brokers[{}].Rack', 'i4'), 651: ('Brokers[{}].Rack', 'i4'), 652: ('Brokers[{}].Rack', 'i4'), 653: ('Brokers', 'i4'), 654: ('Brokers', 'i4'), 655: ('Brokers', None), 656: ('Brokers', None), 657: ('Brokers', None), 658: ('Brokers', None), 659: ('ClusterId', None), 660: ('ClusterId', None), 661: ('ClusterId', None), 662: ('ClusterId', None), 663: ('ClusterId', None), 664: ('ClusterId', None), 665: ('ClusterId', None), 666: ('ClusterId', None), 667: ('ControllerId', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', 'i17'), 676: ('Topics', 'i17'), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', None), 680: ('Topics', None), 689: ('ErrorCode+PartitionIndex+LeaderId', None), 690: ('ReplicaNodes', None), 691: ('ReplicaNodes', None), 692: ('ReplicaNodes', None), 693: ('ReplicaNodes', None), 694: ('ReplicaNodes', None), 695: ('ReplicaNodes', None), 696: ('ReplicaNodes', None), 697: ('ReplicaNodes', None), 698: ('ReplicaNodes', None), 699: ('ReplicaNodes', None), 700: ('IsrNodes', None), 701: ('IsrNodes', None), 702: ('IsrNodes', None), 703: ('IsrNodes', None), 704: ('IsrNodes', None), 705: ('IsrNodes', None), 706: ('IsrNodes', None), 707: ('IsrNodes', None), 708: ('IsrNodes', None), 709: ('IsrNodes', None), 710: ('OfflineReplicas', None), 711: ('OfflineReplicas', None), 712: ('OfflineReplicas', None), 713: ('OfflineReplicas', None), 714: ('OfflineReplicas', None), 715: ('OfflineReplicas', None), 716: ('OfflineReplicas', None), 717: ('OfflineReplicas', None), 718: ('OfflineReplicas', None), 719: ('OfflineReplicas', None), 728: ('ErrorCode', None), 729: ('Name', None), 730: ('Name', None), 731: ('Name', None), 732: ('Name', None), 733: ('Name', None), 734: ('Name', None), 735: ('Name', None), 736: ('Name', None), 737: ('IsInternal', None), 738: ('Partitions', None), 739: ('Partitions', None), 740: ('Partitions', None), 741: ('Partitions', None), 742: ('Partitions', None), 743: ('Partitions', None), 744: ('Partitions', None), 745: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 746: ('Partitions[{}].ReplicaNodes', 'i7'), 747: ('Partitions[{}].ReplicaNodes', 'i7'), 748: ('Partitions[{}].ReplicaNodes', 'i7'), 749: ('Partitions[{}].ReplicaNodes', 'i7'), 750: ('Partitions[{}].ReplicaNodes', 'i7'), 751: ('Partitions[{}].ReplicaNodes', 'i7'), 752: ('Partitions[{}].ReplicaNodes', 'i7'), 753: ('Partitions[{}].ReplicaNodes', 'i7'), 754: ('Partitions[{}].ReplicaNodes', 'i7'), 755: ('Partitions[{}].ReplicaNodes', 'i7'), 756: ('Partitions[{}].IsrNodes', 'i7'), 757: ('Partitions[{}].IsrNodes', 'i7'), 758: ('Partitions[{}].IsrNodes', 'i7'), 759: ('Partitions[{}].IsrNodes', 'i7'), 760: ('Partitions[{}].IsrNodes', 'i7'), 761: ('Partitions[{}].IsrNodes', 'i7'), 762: ('Partitions[{}].IsrNodes', 'i7'), 763: ('Partitions[{}].IsrNodes', 'i7'), 764: ('Partitions[{}].IsrNodes', 'i7'), 765: ('Partitions[{}].IsrNodes', 'i7'), 766: ('Partitions[{}].OfflineReplicas', 'i7'), 767: ('Partitions[{}].OfflineReplicas', 'i7'), 768: ('Partitions[{}].OfflineReplicas', 'i7'), 769: ('Partitions[{}].OfflineReplicas', 'i7'), 770: ('Partitions[{}].OfflineReplicas', 'i7'), 771: ('Partitions[{}].OfflineReplicas', 'i7'), 772: ('Partitions[{}].OfflineReplicas', 'i7'), 773: ('Partitions[{}].OfflineReplicas', 'i7'), 774: ('Partitions[{}].OfflineReplicas', 'i7'), 775: ('Partitions[{}].OfflineReplicas', 'i7'), 776: ('Partitions', 'i7'), 777: ('Partitions', 'i7'), 778: ('Partitions', None), 779: ('Partitions', None), 780: ('Partitions', None), 781: ('Partitions', None), 790: ('ThrottleTimeMs', None), 791: ('Brokers', None), 792: ('Brokers', None), 793: ('Brokers', None), 794: ('Brokers', None), 795: ('Brokers', None), 796: ('Brokers', None), 797: ('Brokers', None), 798: ('Brokers[{}].NodeId', 'i4'), 799: ('Brokers[{}].Host', 'i4'), 800: ('Brokers[{}].Host', 'i4'), 801: ('Brokers[{}].Host', 'i4'), 802: ('Brokers[{}].Host', 'i4'), 803: ('Brokers[{}].Host', 'i4'), 804: ('Brokers[{}].Host', 'i4'), 805: ('Brokers[{}].Host', 'i4'), 806: ('Brokers[{}].Host', 'i4'), 807: ('Brokers[{}].Port', 'i4'), 808: ('Brokers[{}].Rack', 'i4'), 809: ('Brokers[{}].Rack', 'i4'), 810: ('Brokers[{}].Rack', 'i4'), 811: ('Brokers[{}].Rack', 'i4'), 812: ('Brokers[{}].Rack', 'i4'), 813: ('Brokers[{}].Rack', 'i4'), 814: ('Brokers[{}].Rack', 'i4'), 815: ('Brokers[{}].Rack', 'i4'), 816: ('Brokers', 'i4'), 817: ('Brokers', 'i4'), 818: ('Brokers', None), 819: ('Brokers', None), 820: ('Brokers', None), 821: ('Brokers', None), 822: ('ClusterId', None), 823: ('ClusterId', None), 824: ('ClusterId', None), 825: ('ClusterId', None), 826: ('ClusterId', None), 827: ('ClusterId', None), 828: ('ClusterId', None), 829: ('ClusterId', None), 830: ('ControllerId', None), 831: ('Topics', None), 832: ('Topics', None), 833: ('Topics', None), 834: ('Topics', None), 835: ('Topics', None), 836: ('Topics', None), 837: ('Topics', None), 838: ('Topics', 'i17'), 839: ('Topics', 'i17'), 840: ('Topics', None), 841: ('Topics', None), 842: ('Topics', None), 843: ('Topics', None), 852: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 853: ('ReplicaNodes', None), 854: ('ReplicaNodes', None), 855: ('ReplicaNodes', None), 856: ('ReplicaNodes', None), 857: ('ReplicaNodes', None), 858: ('ReplicaNodes', None), 859: ('ReplicaNodes', None), 860: ('ReplicaNodes', None), 861: ('ReplicaNodes', None), 862: ('ReplicaNodes', None), 863: ('IsrNodes', None), 864: ('IsrNodes', None), 865: ('IsrNodes', None), 866: ('IsrNodes', None), 867: ('IsrNodes', None), 868: ('IsrNodes', None), 869: ('IsrNodes', None), 870: ('IsrNodes', None), 871: ('IsrNodes', None), 872: ('IsrNodes', None), 873: ('OfflineReplicas', None), 874: ('OfflineReplicas', None), 875: ('OfflineReplicas', None), 876: ('OfflineReplicas', None), 877: ('OfflineReplicas', None), 878: ('OfflineReplicas', None), 879: ('OfflineReplicas', None), 880: ('OfflineReplicas', None), 881: ('OfflineReplicas', None), 882: ('OfflineReplicas', None), 891: ('ErrorCode', None), 892: ('Name', None), 893: ('Name', None), 894: ('Name', None), 895: ('Name', None), 896: ('Name', None), 897: ('Name', None), 898: ('Name', None), 899: ('Name', None), 900: ('IsInternal', None), 901: ('Partitions', None), 902: ('Partitions', None), 903: ('Partitions', None), 904: ('Partitions', None), 905: ('Partitions', None), 906: ('Partitions', None), 907: ('Partitions', None), 908: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 909: ('Partitions[{}].ReplicaNodes', 'i7'), 910: ('Partitions[{}].ReplicaNodes', 'i7'), 911: ('Partitions[{}].ReplicaNodes', 'i7'), 912: ('Partitions[{}].ReplicaNodes', 'i7'), 913: ('Partitions[{}].ReplicaNodes', 'i7'), 914: ('Partitions[{}].ReplicaNodes', 'i7'), 915: ('Partitions[{}].ReplicaNodes', 'i7'), 916: ('Partitions[{}].ReplicaNodes', 'i7'), 917: ('Partitions[{}].ReplicaNodes', 'i7'), 918: ('Partitions[{}].ReplicaNodes', 'i7'), 919: ('Partitions[{}].IsrNodes', 'i7'), 920: ('Partitions[{}].IsrNodes', 'i7'), 921: ('Partitions[{}].IsrNodes', 'i7'), 922: ('Partitions[{}].IsrNodes', 'i7'), 923: ('Partitions[{}].IsrNodes', 'i7'), 924: ('Partitions[{}].IsrNodes', 'i7'), 925: ('Partitions[{}].IsrNodes', 'i7'), 926: ('Partitions[{}].IsrNodes', 'i7'), 927: ('Partitions[{}].IsrNodes', 'i7'), 928: ('Partitions[{}].IsrNodes', 'i7'), 929: ('Partitions[{}].OfflineReplicas', 'i7'), 930: ('Partitions[{}].OfflineReplicas', 'i7'), 931: ('Partitions[{}].OfflineReplicas', 'i7'), 932: ('Partitions[{}].OfflineReplicas', 'i7'), 933: ('Partitions[{}].OfflineReplicas', 'i7'), 934: ('Partitions[{}].OfflineReplicas', 'i7'), 935: ('Partitions[{}].OfflineReplicas', 'i7'), 936: ('Partitions[{}].OfflineReplicas', 'i7'), 937: ('Partitions[{}].OfflineReplicas', 'i7'), 938: ('Partitions[{}].OfflineReplicas', 'i7'), 939: ('Partitions', 'i7'), 940: ('Partitions', 'i7'), 941: ('Partitions', None), 942: ('Partitions', None), 943: ('Partitions', None), 944: ('Partitions', None), 953: ('ThrottleTimeMs', None), 954: ('Brokers', None), 955: ('Brokers', None), 956: ('Brokers', None), 957: ('Brokers', None), 958: ('Brokers', None), 959: ('Brokers', None), 960: ('Brokers', None), 961: ('Brokers[{}].NodeId', 'i4'), 962: ('Brokers[{}].Host', 'i4'), 963: ('Brokers[{}].Host', 'i4'), 964: ('Brokers[{}].Host', 'i4'), 965: ('Brokers[{}].Host', 'i4'), 966: ('Brokers[{}].Host', 'i4'), 967: ('Brokers[{}].Host', 'i4'), 968: ('Brokers[{}].Host', 'i4'), 969: ('Brokers[{}].Host', 'i4'), 970: ('Brokers[{}].Port', 'i4'), 971: ('Brokers[{}].Rack', 'i4'), 972: ('Brokers[{}].Rack', 'i4'), 973: ('Brokers[{}].Rack', 'i4'), 974: ('Brokers[{}].Rack', 'i4'), 975: ('Brokers[{}].Rack', 'i4'), 976: ('Brokers[{}].Rack', 'i4'), 977: ('Brokers[{}].Rack', 'i4'), 978: ('Brokers[{}].Rack', 'i4'), 979: ('Brokers', 'i4'), 980: ('Brokers', 'i4'), 981: ('Brokers', None), 982: ('Brokers', None), 983: ('Brokers', None), 984: ('Brokers', None), 985: ('ClusterId', None), 986: ('ClusterId', None), 987: ('ClusterId', None), 988: ('ClusterId', None), 989: ('ClusterId', None), 990: ('ClusterId', None), 991: ('ClusterId', None), 992: ('ClusterId', None), 993: ('ControllerId', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', None), 1000: ('Topics', None), 1001: ('Topics', 'i17'), 1002: ('Topics', 'i17'), 1003: ('Topics', None), 1004: ('Topics', None), 1005: ('Topics', None), 1006: ('Topics', None), 1015: ('ErrorCode', None), 1016: ('Name', None), 1017: ('Name', None), 1018: ('Name', None), 1019: ('Name', None), 1020: ('Name', None), 1021: ('Name', None), 1022: ('Name', None), 1023: ('Name', None), 1024: ('IsInternal', None), 1025: ('Partitions', None), 1026: ('Partitions', None), 1027: ('Partitions', None), 1028: ('Partitions', None), 1029: ('Partitions', None), 1030: ('Partitions', None), 1031: ('Partitions', None), 1032: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1033: ('Partitions[{}].ReplicaNodes', 'i7'), 1034: ('Partitions[{}].ReplicaNodes', 'i7'), 1035: ('Partitions[{}].ReplicaNodes', 'i7'), 1036: ('Partitions[{}].ReplicaNodes', 'i7'), 1037: ('Partitions[{}].ReplicaNodes', 'i7'), 1038: ('Partitions[{}].ReplicaNodes', 'i7'), 1039: ('Partitions[{}].ReplicaNodes', 'i7'), 1040: ('Partitions[{}].ReplicaNodes', 'i7'), 1041: ('Partitions[{}].ReplicaNodes', 'i7'), 1042: ('Partitions[{}].ReplicaNodes', 'i7'), 1043: ('Partitions[{}].IsrNodes', 'i7'), 1044: ('Partitions[{}].IsrNodes', 'i7'), 1045: ('Partitions[{}].IsrNodes', 'i7'), 1046: ('Partitions[{}].IsrNodes', 'i7'), 1047: ('Partitions[{}].IsrNodes', 'i7'), 1048: ('Partitions[{}].IsrNodes', 'i7'), 1049: ('Partitions[{}].IsrNodes', 'i7'), 1050: ('Partitions[{}].IsrNodes', 'i7'), 1051: ('Partitions[{}].IsrNodes', 'i7'), 1052: ('Partitions[{}].IsrNodes', 'i7'), 1053: ('Partitions[{}].OfflineReplicas', 'i7'), 1054: ('Partitions[{}].OfflineReplicas', 'i7'), 1055: ('Partitions[{}].OfflineReplicas', 'i7'), 1056: ('Partitions[{}].OfflineReplicas', 'i7'), 1057: ('Partitions[{}].OfflineReplicas', 'i7'), 1058: ('Partitions[{}].OfflineReplicas', 'i7'), 1059: ('Partitions[{}].OfflineReplicas', 'i7'), 1060: ('Partitions[{}].OfflineReplicas', 'i7'), 1061: ('Partitions[{}].OfflineReplicas', 'i7'), 1062: ('Partitions[{}].OfflineReplicas', 'i7'), 1063: ('Partitions', 'i7'), 1064: ('Partitions', 'i7'), 1065: ('Partitions', None), 1066: ('Partitions', None), 1067: ('Partitions', None), 1068: ('Partitions', None), 1069: ('TopicAuthorizedOperations', None), 1078: ('ThrottleTimeMs', None), 1079: ('Brokers', None), 1080: ('Brokers', None), 1081: ('Brokers', None), 1082: ('Brokers', None), 1083: ('Brokers', None), 1084: ('Brokers', None), 1085: ('Brokers', None), 1086: ('Brokers[{}].NodeId', 'i4'), 1087: ('Brokers[{}].Host', 'i4'), 1088: ('Brokers[{}].Host', 'i4'), 1089: ('Brokers[{}].Host', 'i4'), 1090: ('Brokers[{}].Host', 'i4'), 1091: ('Brokers[{}].Host', 'i4'), 1092: ('Brokers[{}].Host', 'i4'), 1093: ('Brokers[{}].Host', 'i4'), 1094: ('Brokers[{}].Host', 'i4'), 1095: ('Brokers[{}].Port', 'i4'), 1096: ('Brokers[{}].Rack', 'i4'), 1097: ('Brokers[{}].Rack', 'i4'), 1098: ('Brokers[{}].Rack', 'i4'), 1099: ('Brokers[{}].Rack', 'i4'), 1100: ('Brokers[{}].Rack', 'i4'), 1101: ('Brokers[{}].Rack', 'i4'), 1102: ('Brokers[{}].Rack', 'i4'), 1103: ('Brokers[{}].Rack', 'i4'), 1104: ('Brokers', 'i4'), 1105: ('Brokers', 'i4'), 1106: ('Brokers', None), 1107: ('Brokers', None), 1108: ('Brokers', None), 1109: ('Brokers', None), 1110: ('ClusterId', None), 1111: ('ClusterId', None), 1112: ('ClusterId', None), 1113: ('ClusterId', None), 1114: ('ClusterId', None), 1115: ('ClusterId', None), 1116: ('ClusterId', None), 1117: ('ClusterId', None), 1118: ('ControllerId', None), 1119: ('Topics', None), 1120: ('Topics', None), 1121: ('Topics', None), 1122: ('Topics', None), 1123: ('Topics', None), 1124: ('Topics', None), 1125: ('Topics', None), 1126: ('Topics', 'i17'), 1127: ('Topics', 'i17'), 1128: ('Topics', None), 1129: ('Topics', None), 1130: ('Topics', None), 1131: ('Topics', None), 1132: ('ClusterAuthorizedOperations', None), 1141: ('NodeId', None), 1142: ('Host', None), 1143: ('Host', None), 1144: ('Host', None), 1145: ('Host', None), 1146: ('Host', None), 1147: ('Host', None), 1148: ('Host', None), 1149: ('Host', None), 1150: ('Host', None), 1151: ('Host', None), 1152: ('Port', None), 1153: ('Rack', None), 1154: ('Rack', None), 1155: ('Rack', None), 1156: ('Rack', None), 1157: ('Rack', None), 1158: ('Rack', None), 1159: ('Rack', None), 1160: ('Rack', None), 1161: ('Rack', None), 1162: ('Rack', None), 1164: ('_tagged', None), 1165: ('_tagged', None), 1166: ('_tagged', None), 1174: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 1175: ('ReplicaNodes', None), 1176: ('ReplicaNodes', None), 1177: ('ReplicaNodes', None), 1178: ('ReplicaNodes', None), 1179: ('ReplicaNodes', None), 1180: ('ReplicaNodes', None), 1181: ('ReplicaNodes', None), 1182: ('ReplicaNodes', None), 1183: ('ReplicaNodes', None), 1184: ('ReplicaNodes', None), 1185: ('ReplicaNodes', None), 1186: ('ReplicaNodes', None), 1187: ('IsrNodes', None), 1188: ('IsrNodes', None), 1189: ('IsrNodes', None), 1190: ('IsrNodes', None), 1191: ('IsrNodes', None), 1192: ('IsrNodes', None), 1193: ('IsrNodes', None), 1194: ('IsrNodes', None), 1195: ('IsrNodes', None), 1196: ('IsrNodes', None), 1197: ('IsrNodes', None), 1198: ('IsrNodes', None), 1199: ('OfflineReplicas', None), 1200: ('OfflineReplicas', None), 1201: ('OfflineReplicas', None), 1202: ('OfflineReplicas', None), 1203: ('OfflineReplicas', None), 1204: ('OfflineReplicas', None), 1205: ('OfflineReplicas', None), 1206: ('OfflineReplicas', None), 1207: ('OfflineReplicas', None), 1208: ('OfflineReplicas', None), 1209: ('OfflineReplicas', None), 1210: ('OfflineReplicas', None), 1212: ('_tagged', None), 1213: ('_tagged', None), 1214: ('_tagged', None), 1222: ('ErrorCode', None), 1223: ('Name', None), 1224: ('Name', None), 1225: ('Name', None), 1226: ('Name', None), 1227: ('Name', None), 1228: ('Name', None), 1229: ('Name', None), 1230: ('Name', None), 1231: ('Name', None), 1232: ('Name', None), 1233: ('IsInternal', None), 1234: ('Partitions', None), 1235: ('Partitions', None), 1236: ('Partitions', None), 1237: ('Partitions', None), 1238: ('Partitions', None), 1239: ('Partitions', None), 1240: ('Partitions', None), 1241: ('Partitions', None), 1242: ('Partitions', None), 1243: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1244: ('Partitions[{}].ReplicaNodes', 'i7'), 1245: ('Partitions[{}].ReplicaNodes', 'i7'), 1246: ('Partitions[{}].ReplicaNodes', 'i7'), 1247: ('Partitions[{}].ReplicaNodes', 'i7'), 1248: ('Partitions[{}].ReplicaNodes', 'i7'), 1249: ('Partitions[{}].ReplicaNodes', 'i7'), 1250: ('Partitions[{}].ReplicaNodes', 'i7'), 1251: ('Partitions[{}].ReplicaNodes', 'i7'), 1252: ('Partitions[{}].ReplicaNodes', 'i7'), 1253: ('Partitions[{}].ReplicaNodes', 'i7'), 1254: ('Partitions[{}].ReplicaNodes', 'i7'), 1255: ('Partitions[{}].ReplicaNodes', 'i7'), 1256: ('Partitions[{}].IsrNodes', 'i7'), 1257: ('Partitions[{}].IsrNodes', 'i7'), 1258: ('Partitions[{}].IsrNodes', 'i7'), 1259: ('Partitions[{}].IsrNodes', 'i7'), 1260: ('Partitions[{}].IsrNodes', 'i7'), 1261: ('Partitions[{}].IsrNodes', 'i7'), 1262: ('Partitions[{}].IsrNodes', 'i7'), 1263: ('Partitions[{}].IsrNodes', 'i7'), 1264: ('Partitions[{}].IsrNodes', 'i7'), 1265: ('Partitions[{}].IsrNodes', 'i7'), 1266: ('Partitions[{}].IsrNodes', 'i7'), 1267: ('Partitions[{}].IsrNodes', 'i7'), 1268: ('Partitions[{}].OfflineReplicas', 'i7'), 1269: ('Partitions[{}].OfflineReplicas', 'i7'), 1270: ('Partitions[{}].OfflineReplicas', 'i7'), 1271: ('Partitions[{}].OfflineReplicas', 'i7'), 1272: ('Partitions[{}].OfflineReplicas', 'i7'), 1273: ('Partitions[{}].OfflineReplicas', 'i7'), 1274: ('Partitions[{}].OfflineReplicas', 'i7'), 1275: ('Partitions[{}].OfflineReplicas', 'i7'), 1276: ('Partitions[{}].OfflineReplicas', 'i7'), 1277: ('Partitions[{}].OfflineReplicas', 'i7'), 1278: ('Partitions[{}].OfflineReplicas', 'i7'), 1279: ('Partitions[{}].OfflineReplicas', 'i7'), 1280: ('Partitions', 'i7'), 1281: ('Partitions', 'i7'), 1282: ('Partitions', 'i7'), 1283: ('Partitions', 'i7'), 1284: ('Partitions', 'i7'), 1285: ('Partitions', None), 1286: ('Partitions', None), 1287: ('Partitions', None), 1288: ('Partitions', None), 1289: ('TopicAuthorizedOperations', None), 1291: ('_tagged', None), 1292: ('_tagged', None), 1293: ('_tagged', None), 1301: ('ThrottleTimeMs', None), 1302: ('Brokers', None), 1303: ('Brokers', None), 1304: ('Brokers', None), 1305: ('Brokers', None), 1306: ('Brokers', None), 1307: ('Brokers', None), 1308: ('Brokers', None), 1309: ('Brokers', None), 1310: ('Brokers', None), 1311: ('Brokers[{}].NodeId', 'i4'), 1312: ('Brokers[{}].Host', 'i4'), 1313: ('Brokers[{}].Host', 'i4'), 1314: ('Brokers[{}].Host', 'i4'), 1315: ('Brokers[{}].Host', 'i4'), 1316: ('Brokers[{}].Host', 'i4'), 1317: ('Brokers[{}].Host', 'i4'), 1318: ('Brokers[{}].Host', 'i4'), 1319: ('Brokers[{}].Host', 'i4'), 1320: ('Brokers[{}].Host', 'i4'), 1321: ('Brokers[{}].Host', 'i4'), 1322: ('Brokers[{}].Port', 'i4'), 1323: ('Brokers[{}].Rack', 'i4'), 1324: ('Brokers[{}].Rack', 'i4'), 1325: ('Brokers[{}].Rack', 'i4'), 1326: ('Brokers[{}].Rack', 'i4'), 1327: ('Brokers[{}].Rack', 'i4'), 1328: ('Brokers[{}].Rack', 'i4'), 1329: ('Brokers[{}].Rack', 'i4'), 1330: ('Brokers[{}].Rack', 'i4'), 1331: ('Brokers[{}].Rack', 'i4'), 1332: ('Brokers[{}].Rack', 'i4'), 1333: ('Brokers', 'i4'), 1334: ('Brokers', 'i4'), 1335: ('Brokers', 'i4'), 1336: ('Brokers', 'i4'), 1337: ('Brokers', 'i4'), 1338: ('Brokers', None), 1339: ('Brokers', None), 1340: ('Brokers', None), 1341: ('Brokers', None), 1342: ('ClusterId', None), 1343: ('ClusterId', None), 1344: ('ClusterId', None), 1345: ('ClusterId', None), 1346: ('ClusterId', None), 1347: ('ClusterId', None), 1348: ('ClusterId', None), 1349: ('ClusterId', None), 1350: ('ClusterId', None), 1351: ('ClusterId', None), 1352: ('ControllerId', None), 1353: ('Topics', None), 1354: ('Topics', None), 1355: ('Topics', None), 1356: ('Topics', None), 1357: ('Topics', None), 1358: ('Topics', None), 1359: ('Topics', None), 1360: ('Topics', None), 1361: ('Topics', None), 1362: ('Topics', 'i17'), 1363: ('Topics', 'i17'), 1364: ('Topics', None), 1365: ('Topics', None), 1366: ('Topics', None), 1367: ('Topics', None), 1368: ('ClusterAuthorizedOperations', None), 1370: ('_tagged', None), 1371: ('_tagged', None), 1372: ('_tagged', None), 1380: ('ErrorCode', None), 1381: ('Name', None), 1382: ('Name', None), 1383: ('Name', None), 1384: ('Name', None), 1385: ('Name', None), 1386: ('Name', None), 1387: ('Name', None), 1388: ('Name', None), 1389: ('Name', None), 1390: ('Name', None), 1391: ('TopicId+IsInternal', None), 1392: ('Partitions', None), 1393: ('Partitions', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions', None), 1400: ('Partitions', None), 1401: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 1402: ('Partitions[{}].ReplicaNodes', 'i8'), 1403: ('Partitions[{}].ReplicaNodes', 'i8'), 1404: ('Partitions[{}].ReplicaNodes', 'i8'), 1405: ('Partitions[{}].ReplicaNodes', 'i8'), 1406: ('Partitions[{}].ReplicaNodes', 'i8'), 1407: ('Partitions[{}].ReplicaNodes', 'i8'), 1408: ('Partitions[{}].ReplicaNodes', 'i8'), 1409: ('Partitions[{}].ReplicaNodes', 'i8'), 1410: ('Partitions[{}].ReplicaNodes', 'i8'), 1411: ('Partitions[{}].ReplicaNodes', 'i8'), 1412: ('Partitions[{}].ReplicaNodes', 'i8'), 1413: ('Partitions[{}].ReplicaNodes', 'i8'), 1414: ('Partitions[{}].IsrNodes', 'i8'), 1415: ('Partitions[{}].IsrNodes', 'i8'), 1416: ('Partitions[{}].IsrNodes', 'i8'), 1417: ('Partitions[{}].IsrNodes', 'i8'), 1418: ('Partitions[{}].IsrNodes', 'i8'), 1419: ('Partitions[{}].IsrNodes', 'i8'), 1420: ('Partitions[{}].IsrNodes', 'i8'), 1421: ('Partitions[{}].IsrNodes', 'i8'), 1422: ('Partitions[{}].IsrNodes', 'i8'), 1423: ('Partitions[{}].IsrNodes', 'i8'), 1424: ('Partitions[{}].IsrNodes', 'i8'), 1425: ('Partitions[{}].IsrNodes', 'i8'), 1426: ('Partitions[{}].OfflineReplicas', 'i8'), 1427: ('Partitions[{}].OfflineReplicas', 'i8'), 1428: ('Partitions[{}].OfflineReplicas', 'i8'), 1429: ('Partitions[{}].OfflineReplicas', 'i8'), 1430: ('Partitions[{}].OfflineReplicas', 'i8'), 1431: ('Partitions[{}].OfflineReplicas', 'i8'), 1432: ('Partitions[{}].OfflineReplicas', 'i8'), 1433: ('Partitions[{}].OfflineReplicas', 'i8'), 1434: ('Partitions[{}].OfflineReplicas', 'i8'), 1435: ('Partitions[{}].OfflineReplicas', 'i8'), 1436: ('Partitions[{}].OfflineReplicas', 'i8'), 1437: ('Partitions[{}].OfflineReplicas', 'i8'), 1438: ('Partitions', 'i8'), 1439: ('Partitions', 'i8'), 1440: ('Partitions', 'i8'), 1441: ('Partitions', 'i8'), 1442: ('Partitions', 'i8'), 1443: ('Partitions', None), 1444: ('Partitions', None), 1445: ('Partitions', None), 1446: ('Partitions', None), 1447: ('TopicAuthorizedOperations', None), 1449: ('_tagged', None), 1450: ('_tagged', None), 1451: ('_tagged', None), 1459: ('ThrottleTimeMs', None), 1460: ('Brokers', None), 1461: ('Brokers', None), 1462: ('Brokers', None), 1463: ('Brokers', None), 1464: ('Brokers', None), 1465: ('Brokers', None), 1466: ('Brokers', None), 1467: ('Brokers', None), 1468: ('Brokers', None), 1469: ('Brokers[{}].NodeId', 'i4'), 1470: ('Brokers[{}].Host', 'i4'), 1471: ('Brokers[{}].Host', 'i4'), 1472: ('Brokers[{}].Host', 'i4'), 1473: ('Brokers[{}].Host', 'i4'), 1474: ('Brokers[{}].Host', 'i4'), 1475: ('Brokers[{}].Host', 'i4'), 1476: ('Brokers[{}].Host', 'i4'), 1477: ('Brokers[{}].Host', 'i4'), 1478: ('Brokers[{}].Host', 'i4'), 1479: ('Brokers[{}].Host', 'i4'), 1480: ('Brokers[{}].Port', 'i4'), 1481: ('Brokers[{}].Rack', 'i4'), 1482: ('Brokers[{}].Rack', 'i4'), 1483: ('Brokers[{}].Rack', 'i4'), 1484: ('Brokers[{}].Rack', 'i4'), 1485: ('Brokers[{}].Rack', 'i4'), 1486: ('Brokers[{}].Rack', 'i4'), 1487: ('Brokers[{}].Rack', 'i4'), 1488: ('Brokers[{}].Rack', 'i4'), 1489: ('Brokers[{}].Rack', 'i4'), 1490: ('Brokers[{}].Rack', 'i4'), 1491: ('Brokers', 'i4'), 1492: ('Brokers', 'i4'), 1493: ('Brokers', 'i4'), 1494: ('Brokers', 'i4'), 1495: ('Brokers', 'i4'), 1496: ('Brokers', None), 1497: ('Brokers', None), 1498: ('Brokers', None), 1499: ('Brokers', None), 1500: ('ClusterId', None), 1501: ('ClusterId', None), 1502: ('ClusterId', None), 1503: ('ClusterId', None), 1504: ('ClusterId', None), 1505: ('ClusterId', None), 1506: ('ClusterId', None), 1507: ('ClusterId', None), 1508: ('ClusterId', None), 1509: ('ClusterId', None), 1510: ('ControllerId', None), 1511: ('Topics', None), 1512: ('Topics', None), 1513: ('Topics', None), 1514: ('Topics', None), 1515: ('Topics', None), 1516: ('Topics', None), 1517: ('Topics', None), 1518: ('Topics', None), 1519: ('Topics', None), 1520: ('Topics', 'i17'), 1521: ('Topics', 'i17'), 1522: ('Topics', None), 1523: ('Topics', None), 1524: ('Topics', None), 1525: ('Topics', None), 1526: ('ClusterAuthorizedOperations', None), 1528: ('_tagged', None), 1529: ('_tagged', None), 1530: ('_tagged', None), 1538: ('ThrottleTimeMs', None), 1539: ('Brokers', None), 1540: ('Brokers', None), 1541: ('Brokers', None), 1542: ('Brokers', None), 1543: ('Brokers', None), 1544: ('Brokers', None), 1545: ('Brokers', None), 1546: ('Brokers', None), 1547: ('Brokers', None), 1548: ('Brokers[{}].NodeId', 'i4'), 1549: ('Brokers[{}].Host', 'i4'), 1550: ('Brokers[{}].Host', 'i4'), 1551: ('Brokers[{}].Host', 'i4'), 1552: ('Brokers[{}].Host', 'i4'), 1553: ('Brokers[{}].Host', 'i4'), 1554: ('Brokers[{}].Host', 'i4'), 1555: ('Brokers[{}].Host', 'i4'), 1556: ('Brokers[{}].Host', 'i4'), 1557: ('Brokers[{}].Host', 'i4'), 1558: ('Brokers[{}].Host', 'i4'), 1559: ('Brokers[{}].Port', 'i4'), 1560: ('Brokers[{}].Rack', 'i4'), 1561: ('Brokers[{}].Rack', 'i4'), 1562: ('Brokers[{}].Rack', 'i4'), 1563: ('Brokers[{}].Rack', 'i4'), 1564: ('Brokers[{}].Rack', 'i4'), 1565: ('Brokers[{}].Rack', 'i4'), 1566: ('Brokers[{}].Rack', 'i4'), 1567: ('Brokers[{}].Rack', 'i4'), 1568: ('Brokers[{}].Rack', 'i4'), 1569: ('Brokers[{}].Rack', 'i4'), 1570: ('Brokers', 'i4'), 1571: ('Brokers', 'i4'), 1572: ('Brokers', 'i4'), 1573: ('Brokers', 'i4'), 1574: ('Brokers', 'i4'), 1575: ('Brokers', None), 1576: ('Brokers', None), 1577: ('Brokers', None), 1578: ('Brokers', None), 1579: ('ClusterId', None), 1580: ('ClusterId', None), 1581: ('ClusterId', None), 1582: ('ClusterId', None), 1583: ('ClusterId', None), 1584: ('ClusterId', None), 1585: ('ClusterId', None), 1586: ('ClusterId', None), 1587: ('ClusterId', None), 1588: ('ClusterId', None), 1589: ('ControllerId', None), 1590: ('Topics', None), 1591: ('Topics', None), 1592: ('Topics', None), 1593: ('Topics', None), 1594: ('Topics', None), 1595: ('Topics', None), 1596: ('Topics', None), 1597: ('Topics', None), 1598: ('Topics', None), 1599: ('Topics', 'i17'), 1600: ('Topics', 'i17'), 1601: ('Topics', None), 1602: ('Topics', None), 1603: ('Topics', None), 1604: ('Topics', None), 1606: ('_tagged', None), 1607: ('_tagged', None), 1608: ('_tagged', None), 1616: ('ThrottleTimeMs', None), 1617: ('Brokers', None), 1618: ('Brokers', None), 1619: ('Brokers', None), 1620: ('Brokers', None), 1621: ('Brokers', None), 1622: ('Brokers', None), 1623: ('Brokers', None), 1624: ('Brokers', None), 1625: ('Brokers', None), 1626: ('Brokers[{}].NodeId', 'i4'), 1627: ('Brokers[{}].Host', 'i4'), 1628: ('Brokers[{}].Host', 'i4'), 1629: ('Brokers[{}].Host', 'i4'), 1630: ('Brokers[{}].Host', 'i4'), 1631: ('Brokers[{}].Host', 'i4'), 1632: ('Brokers[{}].Host', 'i4'), 1633: ('Brokers[{}].Host', 'i4'), 1634: ('Brokers[{}].Host', 'i4'), 1635: ('Brokers[{}].Host', 'i4'), 1636: ('Brokers[{}].Host', 'i4'), 1637: ('Brokers[{}].Port', 'i4'), 1638: ('Brokers[{}].Rack', 'i4'), 1639: ('Brokers[{}].Rack', 'i4'), 1640: ('Brokers[{}].Rack', 'i4'), 1641: ('Brokers[{}].Rack', 'i4'), 1642: ('Brokers[{}].Rack', 'i4'), 1643: ('Brokers[{}].Rack', 'i4'), 1644: ('Brokers[{}].Rack', 'i4'), 1645: ('Brokers[{}].Rack', 'i4'), 1646: ('Brokers[{}].Rack', 'i4'), 1647: ('Brokers[{}].Rack', 'i4'), 1648: ('Brokers', 'i4'), 1649: ('Brokers', 'i4'), 1650: ('Brokers', 'i4'), 1651: ('Brokers', 'i4'), 1652: ('Brokers', 'i4'), 1653: ('Brokers', None), 1654: ('Brokers', None), 1655: ('Brokers', None), 1656: ('Brokers', None), 1657: ('ClusterId', None), 1658: ('ClusterId', None), 1659: ('ClusterId', None), 1660: ('ClusterId', None), 1661: ('ClusterId', None), 1662: ('ClusterId', None), 1663: ('ClusterId', None), 1664: ('ClusterId', None), 1665: ('ClusterId', None), 1666: ('ClusterId', None), 1667: ('ControllerId', None), 1668: ('Topics', None), 1669: ('Topics', None), 1670: ('Topics', None), 1671: ('Topics', None), 1672: ('Topics', None), 1673: ('Topics', None), 1674: ('Topics', None), 1675: ('Topics', None), 1676: ('Topics', None), 1677: ('Topics', 'i17'), 1678: ('Topics', 'i17'), 1679: ('Topics', None), 1680: ('Topics', None), 1681: ('Topics', None), 1682: ('Topics', None), 1683: ('ErrorCode', None), 1685: ('_tagged', None), 1686: ('_tagged', None), 1687: ('_tagged', None)}
+BUILD_HASH = '36c788a0ce1e0f90'

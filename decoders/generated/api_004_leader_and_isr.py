@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -32,6 +33,9 @@ def _f0(b, p):
         v3, v4, v5, v6, = _U3(b, p); p += 16
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -40,6 +44,9 @@ def _f0(b, p):
         v9, = _U1(b, p); p += 4
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -75,6 +82,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -88,6 +97,9 @@ def _f2(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -96,6 +108,9 @@ def _f2(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -110,6 +125,8 @@ def _f2(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            _B[0] -= n19
+            if _B[0] < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 v21, = _U1(b, p); p += 4
@@ -147,6 +164,9 @@ def _f3(b, p):
         v3, v4, v5, v6, = _U3(b, p); p += 16
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -155,6 +175,9 @@ def _f3(b, p):
         v9, = _U1(b, p); p += 4
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -173,6 +196,8 @@ def _f4(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 31 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -186,6 +211,9 @@ def _f4(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -194,6 +222,9 @@ def _f4(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -209,6 +240,8 @@ def _f4(b, p):
         n20, = _U1(b, p); p += 4
         if n20 >= 0:
             if n20 * 10 > L - p: raise _rt.short_count(n20, L - p)
+            _B[0] -= n20
+            if _B[0] < 0: raise _rt.over_budget(n20)
             v19 = []
             for i21 in range(n20):
                 v22, = _U1(b, p); p += 4
@@ -238,6 +271,9 @@ def _f5(b, p):
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -246,6 +282,9 @@ def _f5(b, p):
         v7, = _U1(b, p); p += 4
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -271,11 +310,16 @@ def _f6(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 29 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -284,6 +328,9 @@ def _f6(b, p):
                 v12, = _U1(b, p); p += 4
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -308,6 +355,8 @@ def _f7(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f6(b, p)
@@ -319,6 +368,8 @@ def _f7(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -348,6 +399,9 @@ def _f8(b, p):
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -356,6 +410,9 @@ def _f8(b, p):
         v7, = _U1(b, p); p += 4
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -363,6 +420,9 @@ def _f8(b, p):
             raise _rt.negative(n9)
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -370,6 +430,9 @@ def _f8(b, p):
             raise _rt.negative(n11)
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
+            if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -395,11 +458,16 @@ def _f9(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -408,6 +476,9 @@ def _f9(b, p):
                 v12, = _U1(b, p); p += 4
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -415,6 +486,9 @@ def _f9(b, p):
                     raise _rt.negative(n14)
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -422,6 +496,9 @@ def _f9(b, p):
                     raise _rt.negative(n16)
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -446,6 +523,8 @@ def _f10(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f9(b, p)
@@ -457,6 +536,8 @@ def _f10(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -488,6 +569,9 @@ def _f11(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -498,6 +582,9 @@ def _f11(b, p):
         if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
         n9 -= 1
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -507,6 +594,9 @@ def _f11(b, p):
         if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
         n11 -= 1
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -516,6 +606,9 @@ def _f11(b, p):
         if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
         n13 -= 1
         if n13 >= 0:
+            if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -548,6 +641,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
@@ -555,6 +650,9 @@ def _f12(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -565,6 +663,9 @@ def _f12(b, p):
                 if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
                 n14 -= 1
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -574,6 +675,9 @@ def _f12(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -583,6 +687,9 @@ def _f12(b, p):
                 if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
                 n18 -= 1
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -638,6 +745,8 @@ def _f14(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f12(b, p)
@@ -651,6 +760,8 @@ def _f14(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -701,6 +812,8 @@ def _f15(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 26 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -708,6 +821,9 @@ def _f15(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -718,6 +834,9 @@ def _f15(b, p):
                 if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
                 n15 -= 1
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -727,6 +846,9 @@ def _f15(b, p):
                 if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
                 n17 -= 1
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -736,6 +858,9 @@ def _f15(b, p):
                 if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
                 n19 -= 1
                 if n19 >= 0:
+                    if n19 * 4 > L - p: raise _rt.short_count(n19, L - p)
+                    _B[0] -= n19
+                    if _B[0] < 0: raise _rt.over_budget(n19)
                     v18 = _Ai(b, p, n19); p += n19 * 4
                 elif n19 == -1:
                     v18 = None
@@ -768,6 +893,8 @@ def _f16(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f15(b, p)
@@ -781,6 +908,8 @@ def _f16(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U1(b, p); p += 4
@@ -820,6 +949,9 @@ def _f17(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -830,6 +962,9 @@ def _f17(b, p):
         if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
         n9 -= 1
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -839,6 +974,9 @@ def _f17(b, p):
         if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
         n11 -= 1
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -848,6 +986,9 @@ def _f17(b, p):
         if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
         n13 -= 1
         if n13 >= 0:
+            if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -881,6 +1022,8 @@ def _f18(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 27 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -888,6 +1031,9 @@ def _f18(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -898,6 +1044,9 @@ def _f18(b, p):
                 if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
                 n15 -= 1
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -907,6 +1056,9 @@ def _f18(b, p):
                 if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
                 n17 -= 1
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -916,6 +1068,9 @@ def _f18(b, p):
                 if n19 > 127: n19, p = _rt.uvarint(b, p, n19)
                 n19 -= 1
                 if n19 >= 0:
+                    if n19 * 4 > L - p: raise _rt.short_count(n19, L - p)
+                    _B[0] -= n19
+                    if _B[0] < 0: raise _rt.over_budget(n19)
                     v18 = _Ai(b, p, n19); p += n19 * 4
                 elif n19 == -1:
                     v18 = None
@@ -948,6 +1103,8 @@ def _f19(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f18(b, p)
@@ -961,6 +1118,8 @@ def _f19(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U1(b, p); p += 4
@@ -1001,6 +1160,8 @@ def _f20(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 19 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 x9, p = _f18(b, p)
@@ -1014,6 +1175,8 @@ def _f20(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 10 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 v13, = _U1(b, p); p += 4
@@ -1069,6 +1232,8 @@ def _f22(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U2(b, p); p += 2
@@ -1122,6 +1287,8 @@ def _f24(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -1173,6 +1340,8 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U10(b, p); p += 6
@@ -1202,6 +1371,8 @@ def _f27(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f26(b, p)
@@ -1225,5 +1396,5 @@ NAME = 'LeaderAndIsr'
 REQUEST = {0: _f2, 1: _f4, 2: _f7, 3: _f10, 4: _f14, 5: _f16, 6: _f19, 7: _f20}
 RESPONSE = {0: _f22, 1: _f22, 2: _f22, 3: _f22, 4: _f24, 5: _f27, 6: _f27, 7: _f27}
 
-_LINES = {24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('PartitionEpoch', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 56: ('BrokerId', None), 57: ('HostName', None), 58: ('HostName', None), 59: ('HostName', None), 60: ('HostName', None), 61: ('HostName', None), 62: ('HostName', None), 63: ('HostName', None), 64: ('HostName', None), 65: ('Port', None), 74: ('ControllerId+ControllerEpoch', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates', None), 78: ('UngroupedPartitionStates', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 81: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 82: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 83: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 84: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 85: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 86: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 89: ('UngroupedPartitionStates[{}].Isr', 'i5'), 90: ('UngroupedPartitionStates[{}].Isr', 'i5'), 91: ('UngroupedPartitionStates[{}].Isr', 'i5'), 92: ('UngroupedPartitionStates[{}].Isr', 'i5'), 93: ('UngroupedPartitionStates[{}].Isr', 'i5'), 94: ('UngroupedPartitionStates[{}].Isr', 'i5'), 95: ('UngroupedPartitionStates[{}].Isr', 'i5'), 96: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 97: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 98: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 99: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 100: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 101: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 102: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 103: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 104: ('UngroupedPartitionStates', 'i5'), 105: ('UngroupedPartitionStates', 'i5'), 106: ('UngroupedPartitionStates', None), 107: ('UngroupedPartitionStates', None), 108: ('UngroupedPartitionStates', None), 109: ('UngroupedPartitionStates', None), 110: ('LiveLeaders', None), 111: ('LiveLeaders', None), 112: ('LiveLeaders', None), 113: ('LiveLeaders', None), 114: ('LiveLeaders', None), 115: ('LiveLeaders[{}].BrokerId', 'i20'), 116: ('LiveLeaders[{}].HostName', 'i20'), 117: ('LiveLeaders[{}].HostName', 'i20'), 118: ('LiveLeaders[{}].HostName', 'i20'), 119: ('LiveLeaders[{}].HostName', 'i20'), 120: ('LiveLeaders[{}].HostName', 'i20'), 121: ('LiveLeaders[{}].HostName', 'i20'), 122: ('LiveLeaders[{}].HostName', 'i20'), 123: ('LiveLeaders[{}].HostName', 'i20'), 124: ('LiveLeaders[{}].Port', 'i20'), 125: ('LiveLeaders', 'i20'), 126: ('LiveLeaders', 'i20'), 127: ('LiveLeaders', None), 128: ('LiveLeaders', None), 129: ('LiveLeaders', None), 130: ('LiveLeaders', None), 139: ('TopicName', None), 140: ('TopicName', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 148: ('Isr', None), 149: ('Isr', None), 150: ('Isr', None), 151: ('Isr', None), 152: ('Isr', None), 153: ('Isr', None), 154: ('Isr', None), 155: ('PartitionEpoch', None), 156: ('Replicas', None), 157: ('Replicas', None), 158: ('Replicas', None), 159: ('Replicas', None), 160: ('Replicas', None), 161: ('Replicas', None), 162: ('Replicas', None), 163: ('IsNew', None), 172: ('ControllerId+ControllerEpoch', None), 173: ('UngroupedPartitionStates', None), 174: ('UngroupedPartitionStates', None), 175: ('UngroupedPartitionStates', None), 176: ('UngroupedPartitionStates', None), 177: ('UngroupedPartitionStates', None), 178: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 179: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 180: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 181: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 182: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 183: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 184: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 185: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 186: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 187: ('UngroupedPartitionStates[{}].Isr', 'i5'), 188: ('UngroupedPartitionStates[{}].Isr', 'i5'), 189: ('UngroupedPartitionStates[{}].Isr', 'i5'), 190: ('UngroupedPartitionStates[{}].Isr', 'i5'), 191: ('UngroupedPartitionStates[{}].Isr', 'i5'), 192: ('UngroupedPartitionStates[{}].Isr', 'i5'), 193: ('UngroupedPartitionStates[{}].Isr', 'i5'), 194: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 195: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 196: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 197: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 198: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 199: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 200: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 201: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 202: ('UngroupedPartitionStates[{}].IsNew', 'i5'), 203: ('UngroupedPartitionStates', 'i5'), 204: ('UngroupedPartitionStates', 'i5'), 205: ('UngroupedPartitionStates', None), 206: ('UngroupedPartitionStates', None), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('LiveLeaders', None), 210: ('LiveLeaders', None), 211: ('LiveLeaders', None), 212: ('LiveLeaders', None), 213: ('LiveLeaders', None), 214: ('LiveLeaders[{}].BrokerId', 'i21'), 215: ('LiveLeaders[{}].HostName', 'i21'), 216: ('LiveLeaders[{}].HostName', 'i21'), 217: ('LiveLeaders[{}].HostName', 'i21'), 218: ('LiveLeaders[{}].HostName', 'i21'), 219: ('LiveLeaders[{}].HostName', 'i21'), 220: ('LiveLeaders[{}].HostName', 'i21'), 221: ('LiveLeaders[{}].HostName', 'i21'), 222: ('LiveLeaders[{}].HostName', 'i21'), 223: ('LiveLeaders[{}].Port', 'i21'), 224: ('LiveLeaders', 'i21'), 225: ('LiveLeaders', 'i21'), 226: ('LiveLeaders', None), 227: ('LiveLeaders', None), 228: ('LiveLeaders', None), 229: ('LiveLeaders', None), 238: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 239: ('Isr', None), 240: ('Isr', None), 241: ('Isr', None), 242: ('Isr', None), 243: ('Isr', None), 244: ('Isr', None), 245: ('Isr', None), 246: ('PartitionEpoch', None), 247: ('Replicas', None), 248: ('Replicas', None), 249: ('Replicas', None), 250: ('Replicas', None), 251: ('Replicas', None), 252: ('Replicas', None), 253: ('Replicas', None), 254: ('IsNew', None), 263: ('TopicName', None), 264: ('TopicName', None), 265: ('TopicName', None), 266: ('TopicName', None), 267: ('TopicName', None), 268: ('TopicName', None), 269: ('TopicName', None), 270: ('TopicName', None), 271: ('PartitionStates', None), 272: ('PartitionStates', None), 273: ('PartitionStates', None), 274: ('PartitionStates', None), 275: ('PartitionStates', None), 276: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 277: ('PartitionStates[{}].Isr', 'i5'), 278: ('PartitionStates[{}].Isr', 'i5'), 279: ('PartitionStates[{}].Isr', 'i5'), 280: ('PartitionStates[{}].Isr', 'i5'), 281: ('PartitionStates[{}].Isr', 'i5'), 282: ('PartitionStates[{}].Isr', 'i5'), 283: ('PartitionStates[{}].Isr', 'i5'), 284: ('PartitionStates[{}].PartitionEpoch', 'i5'), 285: ('PartitionStates[{}].Replicas', 'i5'), 286: ('PartitionStates[{}].Replicas', 'i5'), 287: ('PartitionStates[{}].Replicas', 'i5'), 288: ('PartitionStates[{}].Replicas', 'i5'), 289: ('PartitionStates[{}].Replicas', 'i5'), 290: ('PartitionStates[{}].Replicas', 'i5'), 291: ('PartitionStates[{}].Replicas', 'i5'), 292: ('PartitionStates[{}].IsNew', 'i5'), 293: ('PartitionStates', 'i5'), 294: ('PartitionStates', 'i5'), 295: ('PartitionStates', None), 296: ('PartitionStates', None), 297: ('PartitionStates', None), 298: ('PartitionStates', None), 307: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 308: ('TopicStates', None), 309: ('TopicStates', None), 310: ('TopicStates', None), 311: ('TopicStates', None), 312: ('TopicStates', None), 313: ('TopicStates', 'i6'), 314: ('TopicStates', 'i6'), 315: ('TopicStates', None), 316: ('TopicStates', None), 317: ('TopicStates', None), 318: ('TopicStates', None), 319: ('LiveLeaders', None), 320: ('LiveLeaders', None), 321: ('LiveLeaders', None), 322: ('LiveLeaders', None), 323: ('LiveLeaders', None), 324: ('LiveLeaders[{}].BrokerId', 'i10'), 325: ('LiveLeaders[{}].HostName', 'i10'), 326: ('LiveLeaders[{}].HostName', 'i10'), 327: ('LiveLeaders[{}].HostName', 'i10'), 328: ('LiveLeaders[{}].HostName', 'i10'), 329: ('LiveLeaders[{}].HostName', 'i10'), 330: ('LiveLeaders[{}].HostName', 'i10'), 331: ('LiveLeaders[{}].HostName', 'i10'), 332: ('LiveLeaders[{}].HostName', 'i10'), 333: ('LiveLeaders[{}].Port', 'i10'), 334: ('LiveLeaders', 'i10'), 335: ('LiveLeaders', 'i10'), 336: ('LiveLeaders', None), 337: ('LiveLeaders', None), 338: ('LiveLeaders', None), 339: ('LiveLeaders', None), 348: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 349: ('Isr', None), 350: ('Isr', None), 351: ('Isr', None), 352: ('Isr', None), 353: ('Isr', None), 354: ('Isr', None), 355: ('Isr', None), 356: ('PartitionEpoch', None), 357: ('Replicas', None), 358: ('Replicas', None), 359: ('Replicas', None), 360: ('Replicas', None), 361: ('Replicas', None), 362: ('Replicas', None), 363: ('Replicas', None), 364: ('AddingReplicas', None), 365: ('AddingReplicas', None), 366: ('AddingReplicas', None), 367: ('AddingReplicas', None), 368: ('AddingReplicas', None), 369: ('AddingReplicas', None), 370: ('AddingReplicas', None), 371: ('RemovingReplicas', None), 372: ('RemovingReplicas', None), 373: ('RemovingReplicas', None), 374: ('RemovingReplicas', None), 375: ('RemovingReplicas', None), 376: ('RemovingReplicas', None), 377: ('RemovingReplicas', None), 378: ('IsNew', None), 387: ('TopicName', None), 388: ('TopicName', None), 389: ('TopicName', None), 390: ('TopicName', None), 391: ('TopicName', None), 392: ('TopicName', None), 393: ('TopicName', None), 394: ('TopicName', None), 395: ('PartitionStates', None), 396: ('PartitionStates', None), 397: ('PartitionStates', None), 398: ('PartitionStates', None), 399: ('PartitionStates', None), 400: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 401: ('PartitionStates[{}].Isr', 'i5'), 402: ('PartitionStates[{}].Isr', 'i5'), 403: ('PartitionStates[{}].Isr', 'i5'), 404: ('PartitionStates[{}].Isr', 'i5'), 405: ('PartitionStates[{}].Isr', 'i5'), 406: ('PartitionStates[{}].Isr', 'i5'), 407: ('PartitionStates[{}].Isr', 'i5'), 408: ('PartitionStates[{}].PartitionEpoch', 'i5'), 409: ('PartitionStates[{}].Replicas', 'i5'), 410: ('PartitionStates[{}].Replicas', 'i5'), 411: ('PartitionStates[{}].Replicas', 'i5'), 412: ('PartitionStates[{}].Replicas', 'i5'), 413: ('PartitionStates[{}].Replicas', 'i5'), 414: ('PartitionStates[{}].Replicas', 'i5'), 415: ('PartitionStates[{}].Replicas', 'i5'), 416: ('PartitionStates[{}].AddingReplicas', 'i5'), 417: ('PartitionStates[{}].AddingReplicas', 'i5'), 418: ('PartitionStates[{}].AddingReplicas', 'i5'), 419: ('PartitionStates[{}].AddingReplicas', 'i5'), 420: ('PartitionStates[{}].AddingReplicas', 'i5'), 421: ('PartitionStates[{}].AddingReplicas', 'i5'), 422: ('PartitionStates[{}].AddingReplicas', 'i5'), 423: ('PartitionStates[{}].RemovingReplicas', 'i5'), 424: ('PartitionStates[{}].RemovingReplicas', 'i5'), 425: ('PartitionStates[{}].RemovingReplicas', 'i5'), 426: ('PartitionStates[{}].RemovingReplicas', 'i5'), 427: ('PartitionStates[{}].RemovingReplicas', 'i5'), 428: ('PartitionStates[{}].RemovingReplicas', 'i5'), 429: ('PartitionStates[{}].RemovingReplicas', 'i5'), 430: ('PartitionStates[{}].IsNew', 'i5'), 431: ('PartitionStates', 'i5'), 432: ('PartitionStates', 'i5'), 433: ('PartitionStates', None), 434: ('PartitionStates', None), 435: ('PartitionStates', None), 436: ('PartitionStates', None), 445: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 446: ('TopicStates', None), 447: ('TopicStates', None), 448: ('TopicStates', None), 449: ('TopicStates', None), 450: ('TopicStates', None), 451: ('TopicStates', 'i6'), 452: ('TopicStates', 'i6'), 453: ('TopicStates', None), 454: ('TopicStates', None), 455: ('TopicStates', None), 456: ('TopicStates', None), 457: ('LiveLeaders', None), 458: ('LiveLeaders', None), 459: ('LiveLeaders', None), 460: ('LiveLeaders', None), 461: ('LiveLeaders', None), 462: ('LiveLeaders[{}].BrokerId', 'i10'), 463: ('LiveLeaders[{}].HostName', 'i10'), 464: ('LiveLeaders[{}].HostName', 'i10'), 465: ('LiveLeaders[{}].HostName', 'i10'), 466: ('LiveLeaders[{}].HostName', 'i10'), 467: ('LiveLeaders[{}].HostName', 'i10'), 468: ('LiveLeaders[{}].HostName', 'i10'), 469: ('LiveLeaders[{}].HostName', 'i10'), 470: ('LiveLeaders[{}].HostName', 'i10'), 471: ('LiveLeaders[{}].Port', 'i10'), 472: ('LiveLeaders', 'i10'), 473: ('LiveLeaders', 'i10'), 474: ('LiveLeaders', None), 475: ('LiveLeaders', None), 476: ('LiveLeaders', None), 477: ('LiveLeaders', None), 486: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 487: ('Isr', None), 488: ('Isr', None), 489: ('Isr', None), 490: ('Isr', None), 491: ('Isr', None), 492: ('Isr', None), 493: ('Isr', None), 494: ('Isr', None), 495: ('Isr', None), 496: ('PartitionEpoch', None), 497: ('Replicas', None), 498: ('Replicas', None), 499: ('Replicas', None), 500: ('Replicas', None), 501: ('Replicas', None), 502: ('Replicas', None), 503: ('Replicas', None), 504: ('Replicas', None), 505: ('Replicas', None), 506: ('AddingReplicas', None), 507: ('AddingReplicas', None), 508: ('AddingReplicas', None), 509: ('AddingReplicas', None), 510: ('AddingReplicas', None), 511: ('AddingReplicas', None), 512: ('AddingReplicas', None), 513: ('AddingReplicas', None), 514: ('AddingReplicas', None), 515: ('RemovingReplicas', None), 516: ('RemovingReplicas', None), 517: ('RemovingReplicas', None), 518: ('RemovingReplicas', None), 519: ('RemovingReplicas', None), 520: ('RemovingReplicas', None), 521: ('RemovingReplicas', None), 522: ('RemovingReplicas', None), 523: ('RemovingReplicas', None), 524: ('IsNew', None), 526: ('_tagged', None), 527: ('_tagged', None), 528: ('_tagged', None), 536: ('TopicName', None), 537: ('TopicName', None), 538: ('TopicName', None), 539: ('TopicName', None), 540: ('TopicName', None), 541: ('TopicName', None), 542: ('TopicName', None), 543: ('TopicName', None), 544: ('TopicName', None), 545: ('TopicName', None), 546: ('PartitionStates', None), 547: ('PartitionStates', None), 548: ('PartitionStates', None), 549: ('PartitionStates', None), 550: ('PartitionStates', None), 551: ('PartitionStates', None), 552: ('PartitionStates', None), 553: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 554: ('PartitionStates[{}].Isr', 'i5'), 555: ('PartitionStates[{}].Isr', 'i5'), 556: ('PartitionStates[{}].Isr', 'i5'), 557: ('PartitionStates[{}].Isr', 'i5'), 558: ('PartitionStates[{}].Isr', 'i5'), 559: ('PartitionStates[{}].Isr', 'i5'), 560: ('PartitionStates[{}].Isr', 'i5'), 561: ('PartitionStates[{}].Isr', 'i5'), 562: ('PartitionStates[{}].Isr', 'i5'), 563: ('PartitionStates[{}].PartitionEpoch', 'i5'), 564: ('PartitionStates[{}].Replicas', 'i5'), 565: ('PartitionStates[{}].Replicas', 'i5'), 566: ('PartitionStates[{}].Replicas', 'i5'), 567: ('PartitionStates[{}].Replicas', 'i5'), 568: ('PartitionStates[{}].Replicas', 'i5'), 569: ('PartitionStates[{}].Replicas', 'i5'), 570: ('PartitionStates[{}].Replicas', 'i5'), 571: ('PartitionStates[{}].Replicas', 'i5'), 572: ('PartitionStates[{}].Replicas', 'i5'), 573: ('PartitionStates[{}].AddingReplicas', 'i5'), 574: ('PartitionStates[{}].AddingReplicas', 'i5'), 575: ('PartitionStates[{}].AddingReplicas', 'i5'), 576: ('PartitionStates[{}].AddingReplicas', 'i5'), 577: ('PartitionStates[{}].AddingReplicas', 'i5'), 578: ('PartitionStates[{}].AddingReplicas', 'i5'), 579: ('PartitionStates[{}].AddingReplicas', 'i5'), 580: ('PartitionStates[{}].AddingReplicas', 'i5'), 581: ('PartitionStates[{}].AddingReplicas', 'i5'), 582: ('PartitionStates[{}].RemovingReplicas', 'i5'), 583: ('PartitionStates[{}].RemovingReplicas', 'i5'), 584: ('PartitionStates[{}].RemovingReplicas', 'i5'), 585: ('PartitionStates[{}].RemovingReplicas', 'i5'), 586: ('PartitionStates[{}].RemovingReplicas', 'i5'), 587: ('PartitionStates[{}].RemovingReplicas', 'i5'), 588: ('PartitionStates[{}].RemovingReplicas', 'i5'), 589: ('PartitionStates[{}].RemovingReplicas', 'i5'), 590: ('PartitionStates[{}].RemovingReplicas', 'i5'), 591: ('PartitionStates[{}].IsNew', 'i5'), 592: ('PartitionStates', 'i5'), 593: ('PartitionStates', 'i5'), 594: ('PartitionStates', 'i5'), 595: ('PartitionStates', 'i5'), 596: ('PartitionStates', 'i5'), 597: ('PartitionStates', None), 598: ('PartitionStates', None), 599: ('PartitionStates', None), 600: ('PartitionStates', None), 602: ('_tagged', None), 603: ('_tagged', None), 604: ('_tagged', None), 612: ('BrokerId', None), 613: ('HostName', None), 614: ('HostName', None), 615: ('HostName', None), 616: ('HostName', None), 617: ('HostName', None), 618: ('HostName', None), 619: ('HostName', None), 620: ('HostName', None), 621: ('HostName', None), 622: ('HostName', None), 623: ('Port', None), 625: ('_tagged', None), 626: ('_tagged', None), 627: ('_tagged', None), 635: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 636: ('TopicStates', None), 637: ('TopicStates', None), 638: ('TopicStates', None), 639: ('TopicStates', None), 640: ('TopicStates', None), 641: ('TopicStates', None), 642: ('TopicStates', None), 643: ('TopicStates', 'i6'), 644: ('TopicStates', 'i6'), 645: ('TopicStates', None), 646: ('TopicStates', None), 647: ('TopicStates', None), 648: ('TopicStates', None), 649: ('LiveLeaders', None), 650: ('LiveLeaders', None), 651: ('LiveLeaders', None), 652: ('LiveLeaders', None), 653: ('LiveLeaders', None), 654: ('LiveLeaders', None), 655: ('LiveLeaders', None), 656: ('LiveLeaders[{}].BrokerId', 'i10'), 657: ('LiveLeaders[{}].HostName', 'i10'), 658: ('LiveLeaders[{}].HostName', 'i10'), 659: ('LiveLeaders[{}].HostName', 'i10'), 660: ('LiveLeaders[{}].HostName', 'i10'), 661: ('LiveLeaders[{}].HostName', 'i10'), 662: ('LiveLeaders[{}].HostName', 'i10'), 663: ('LiveLeaders[{}].HostName', 'i10'), 664: ('LiveLeaders[{}].HostName', 'i10'), 665: ('LiveLeaders[{}].HostName', 'i10'), 666: ('LiveLeaders[{}].HostName', 'i10'), 667: ('LiveLeaders[{}].Port', 'i10'), 668: ('LiveLeaders', 'i10'), 669: ('LiveLeaders', 'i10'), 670: ('LiveLeaders', 'i10'), 671: ('LiveLeaders', 'i10'), 672: ('LiveLeaders', 'i10'), 673: ('LiveLeaders', None), 674: ('LiveLeaders', None), 675: ('LiveLeaders', None), 676: ('LiveLeaders', None), 678: ('_tagged', None), 679: ('_tagged', None), 680: ('_tagged', None), 688: ('TopicName', None), 689: ('TopicName', None), 690: ('TopicName', None), 691: ('TopicName', None), 692: ('TopicName', None), 693: ('TopicName', None), 694: ('TopicName', None), 695: ('TopicName', None), 696: ('TopicName', None), 697: ('TopicName', None), 698: ('TopicId', None), 699: ('PartitionStates', None), 700: ('PartitionStates', None), 701: ('PartitionStates', None), 702: ('PartitionStates', None), 703: ('PartitionStates', None), 704: ('PartitionStates', None), 705: ('PartitionStates', None), 706: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 707: ('PartitionStates[{}].Isr', 'i6'), 708: ('PartitionStates[{}].Isr', 'i6'), 709: ('PartitionStates[{}].Isr', 'i6'), 710: ('PartitionStates[{}].Isr', 'i6'), 711: ('PartitionStates[{}].Isr', 'i6'), 712: ('PartitionStates[{}].Isr', 'i6'), 713: ('PartitionStates[{}].Isr', 'i6'), 714: ('PartitionStates[{}].Isr', 'i6'), 715: ('PartitionStates[{}].Isr', 'i6'), 716: ('PartitionStates[{}].PartitionEpoch', 'i6'), 717: ('PartitionStates[{}].Replicas', 'i6'), 718: ('PartitionStates[{}].Replicas', 'i6'), 719: ('PartitionStates[{}].Replicas', 'i6'), 720: ('PartitionStates[{}].Replicas', 'i6'), 721: ('PartitionStates[{}].Replicas', 'i6'), 722: ('PartitionStates[{}].Replicas', 'i6'), 723: ('PartitionStates[{}].Replicas', 'i6'), 724: ('PartitionStates[{}].Replicas', 'i6'), 725: ('PartitionStates[{}].Replicas', 'i6'), 726: ('PartitionStates[{}].AddingReplicas', 'i6'), 727: ('PartitionStates[{}].AddingReplicas', 'i6'), 728: ('PartitionStates[{}].AddingReplicas', 'i6'), 729: ('PartitionStates[{}].AddingReplicas', 'i6'), 730: ('PartitionStates[{}].AddingReplicas', 'i6'), 731: ('PartitionStates[{}].AddingReplicas', 'i6'), 732: ('PartitionStates[{}].AddingReplicas', 'i6'), 733: ('PartitionStates[{}].AddingReplicas', 'i6'), 734: ('PartitionStates[{}].AddingReplicas', 'i6'), 735: ('PartitionStates[{}].RemovingReplicas', 'i6'), 736: ('PartitionStates[{}].RemovingReplicas', 'i6'), 737: ('PartitionStates[{}].RemovingReplicas', 'i6'), 738: ('PartitionStates[{}].RemovingReplicas', 'i6'), 739: ('PartitionStates[{}].RemovingReplicas', 'i6'), 740: ('PartitionStates[{}].RemovingReplicas', 'i6'), 741: ('PartitionStates[{}].RemovingReplicas', 'i6'), 742: ('PartitionStates[{}].RemovingReplicas', 'i6'), 743: ('PartitionStates[{}].RemovingReplicas', 'i6'), 744: ('PartitionStates[{}].IsNew', 'i6'), 745: ('PartitionStates', 'i6'), 746: ('PartitionStates', 'i6'), 747: ('PartitionStates', 'i6'), 748: ('PartitionStates', 'i6'), 749: ('PartitionStates', 'i6'), 750: ('PartitionStates', None), 751: ('PartitionStates', None), 752: ('PartitionStates', None), 753: ('PartitionStates', None), 755: ('_tagged', None), 756: ('_tagged', None), 757: ('_tagged', None), 765: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 766: ('TopicStates', None), 767: ('TopicStates', None), 768: ('TopicStates', None), 769: ('TopicStates', None), 770: ('TopicStates', None), 771: ('TopicStates', None), 772: ('TopicStates', None), 773: ('TopicStates', 'i7'), 774: ('TopicStates', 'i7'), 775: ('TopicStates', None), 776: ('TopicStates', None), 777: ('TopicStates', None), 778: ('TopicStates', None), 779: ('LiveLeaders', None), 780: ('LiveLeaders', None), 781: ('LiveLeaders', None), 782: ('LiveLeaders', None), 783: ('LiveLeaders', None), 784: ('LiveLeaders', None), 785: ('LiveLeaders', None), 786: ('LiveLeaders[{}].BrokerId', 'i11'), 787: ('LiveLeaders[{}].HostName', 'i11'), 788: ('LiveLeaders[{}].HostName', 'i11'), 789: ('LiveLeaders[{}].HostName', 'i11'), 790: ('LiveLeaders[{}].HostName', 'i11'), 791: ('LiveLeaders[{}].HostName', 'i11'), 792: ('LiveLeaders[{}].HostName', 'i11'), 793: ('LiveLeaders[{}].HostName', 'i11'), 794: ('LiveLeaders[{}].HostName', 'i11'), 795: ('LiveLeaders[{}].HostName', 'i11'), 796: ('LiveLeaders[{}].HostName', 'i11'), 797: ('LiveLeaders[{}].Port', 'i11'), 798: ('LiveLeaders', 'i11'), 799: ('LiveLeaders', 'i11'), 800: ('LiveLeaders', 'i11'), 801: ('LiveLeaders', 'i11'), 802: ('LiveLeaders', 'i11'), 803: ('LiveLeaders', None), 804: ('LiveLeaders', None), 805: ('LiveLeaders', None), 806: ('LiveLeaders', None), 808: ('_tagged', None), 809: ('_tagged', None), 810: ('_tagged', None), 818: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 819: ('Isr', None), 820: ('Isr', None), 821: ('Isr', None), 822: ('Isr', None), 823: ('Isr', None), 824: ('Isr', None), 825: ('Isr', None), 826: ('Isr', None), 827: ('Isr', None), 828: ('PartitionEpoch', None), 829: ('Replicas', None), 830: ('Replicas', None), 831: ('Replicas', None), 832: ('Replicas', None), 833: ('Replicas', None), 834: ('Replicas', None), 835: ('Replicas', None), 836: ('Replicas', None), 837: ('Replicas', None), 838: ('AddingReplicas', None), 839: ('AddingReplicas', None), 840: ('AddingReplicas', None), 841: ('AddingReplicas', None), 842: ('AddingReplicas', None), 843: ('AddingReplicas', None), 844: ('AddingReplicas', None), 845: ('AddingReplicas', None), 846: ('AddingReplicas', None), 847: ('RemovingReplicas', None), 848: ('RemovingReplicas', None), 849: ('RemovingReplicas', None), 850: ('RemovingReplicas', None), 851: ('RemovingReplicas', None), 852: ('RemovingReplicas', None), 853: ('RemovingReplicas', None), 854: ('RemovingReplicas', None), 855: ('RemovingReplicas', None), 856: ('IsNew+LeaderRecoveryState', None), 858: ('_tagged', None), 859: ('_tagged', None), 860: ('_tagged', None), 868: ('TopicName', None), 869: ('TopicName', None), 870: ('TopicName', None), 871: ('TopicName', None), 872: ('TopicName', None), 873: ('TopicName', None), 874: ('TopicName', None), 875: ('TopicName', None), 876: ('TopicName', None), 877: ('TopicName', None), 878: ('TopicId', None), 879: ('PartitionStates', None), 880: ('PartitionStates', None), 881: ('PartitionStates', None), 882: ('PartitionStates', None), 883: ('PartitionStates', None), 884: ('PartitionStates', None), 885: ('PartitionStates', None), 886: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 887: ('PartitionStates[{}].Isr', 'i6'), 888: ('PartitionStates[{}].Isr', 'i6'), 889: ('PartitionStates[{}].Isr', 'i6'), 890: ('PartitionStates[{}].Isr', 'i6'), 891: ('PartitionStates[{}].Isr', 'i6'), 892: ('PartitionStates[{}].Isr', 'i6'), 893: ('PartitionStates[{}].Isr', 'i6'), 894: ('PartitionStates[{}].Isr', 'i6'), 895: ('PartitionStates[{}].Isr', 'i6'), 896: ('PartitionStates[{}].PartitionEpoch', 'i6'), 897: ('PartitionStates[{}].Replicas', 'i6'), 898: ('PartitionStates[{}].Replicas', 'i6'), 899: ('PartitionStates[{}].Replicas', 'i6'), 900: ('PartitionStates[{}].Replicas', 'i6'), 901: ('PartitionStates[{}].Replicas', 'i6'), 902: ('PartitionStates[{}].Replicas', 'i6'), 903: ('PartitionStates[{}].Replicas', 'i6'), 904: ('PartitionStates[{}].Replicas', 'i6'), 905: ('PartitionStates[{}].Replicas', 'i6'), 906: ('PartitionStates[{}].AddingReplicas', 'i6'), 907: ('PartitionStates[{}].AddingReplicas', 'i6'), 908: ('PartitionStates[{}].AddingReplicas', 'i6'), 909: ('PartitionStates[{}].AddingReplicas', 'i6'), 910: ('PartitionStates[{}].AddingReplicas', 'i6'), 911: ('PartitionStates[{}].AddingReplicas', 'i6'), 912: ('PartitionStates[{}].AddingReplicas', 'i6'), 913: ('PartitionStates[{}].AddingReplicas', 'i6'), 914: ('PartitionStates[{}].AddingReplicas', 'i6'), 915: ('PartitionStates[{}].RemovingReplicas', 'i6'), 916: ('PartitionStates[{}].RemovingReplicas', 'i6'), 917: ('PartitionStates[{}].RemovingReplicas', 'i6'), 918: ('PartitionStates[{}].RemovingReplicas', 'i6'), 919: ('PartitionStates[{}].RemovingReplicas', 'i6'), 920: ('PartitionStates[{}].RemovingReplicas', 'i6'), 921: ('PartitionStates[{}].RemovingReplicas', 'i6'), 922: ('PartitionStates[{}].RemovingReplicas', 'i6'), 923: ('PartitionStates[{}].RemovingReplicas', 'i6'), 924: ('PartitionStates[{}].IsNew+LeaderRecoveryState', 'i6'), 925: ('PartitionStates', 'i6'), 926: ('PartitionStates', 'i6'), 927: ('PartitionStates', 'i6'), 928: ('PartitionStates', 'i6'), 929: ('PartitionStates', 'i6'), 930: ('PartitionStates', None), 931: ('PartitionStates', None), 932: ('PartitionStates', None), 933: ('PartitionStates', None), 935: ('_tagged', None), 936: ('_tagged', None), 937: ('_tagged', None), 945: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 946: ('TopicStates', None), 947: ('TopicStates', None), 948: ('TopicStates', None), 949: ('TopicStates', None), 950: ('TopicStates', None), 951: ('TopicStates', None), 952: ('TopicStates', None), 953: ('TopicStates', 'i7'), 954: ('TopicStates', 'i7'), 955: ('TopicStates', None), 956: ('TopicStates', None), 957: ('TopicStates', None), 958: ('TopicStates', None), 959: ('LiveLeaders', None), 960: ('LiveLeaders', None), 961: ('LiveLeaders', None), 962: ('LiveLeaders', None), 963: ('LiveLeaders', None), 964: ('LiveLeaders', None), 965: ('LiveLeaders', None), 966: ('LiveLeaders[{}].BrokerId', 'i11'), 967: ('LiveLeaders[{}].HostName', 'i11'), 968: ('LiveLeaders[{}].HostName', 'i11'), 969: ('LiveLeaders[{}].HostName', 'i11'), 970: ('LiveLeaders[{}].HostName', 'i11'), 971: ('LiveLeaders[{}].HostName', 'i11'), 972: ('LiveLeaders[{}].HostName', 'i11'), 973: ('LiveLeaders[{}].HostName', 'i11'), 974: ('LiveLeaders[{}].HostName', 'i11'), 975: ('LiveLeaders[{}].HostName', 'i11'), 976: ('LiveLeaders[{}].HostName', 'i11'), 977: ('LiveLeaders[{}].Port', 'i11'), 978: ('LiveLeaders', 'i11'), 979: ('LiveLeaders', 'i11'), 980: ('LiveLeaders', 'i11'), 981: ('LiveLeaders', 'i11'), 982: ('LiveLeaders', 'i11'), 983: ('LiveLeaders', None), 984: ('LiveLeaders', None), 985: ('LiveLeaders', None), 986: ('LiveLeaders', None), 988: ('_tagged', None), 989: ('_tagged', None), 990: ('_tagged', None), 998: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 999: ('TopicStates', None), 1000: ('TopicStates', None), 1001: ('TopicStates', None), 1002: ('TopicStates', None), 1003: ('TopicStates', None), 1004: ('TopicStates', None), 1005: ('TopicStates', None), 1006: ('TopicStates', 'i8'), 1007: ('TopicStates', 'i8'), 1008: ('TopicStates', None), 1009: ('TopicStates', None), 1010: ('TopicStates', None), 1011: ('TopicStates', None), 1012: ('LiveLeaders', None), 1013: ('LiveLeaders', None), 1014: ('LiveLeaders', None), 1015: ('LiveLeaders', None), 1016: ('LiveLeaders', None), 1017: ('LiveLeaders', None), 1018: ('LiveLeaders', None), 1019: ('LiveLeaders[{}].BrokerId', 'i12'), 1020: ('LiveLeaders[{}].HostName', 'i12'), 1021: ('LiveLeaders[{}].HostName', 'i12'), 1022: ('LiveLeaders[{}].HostName', 'i12'), 1023: ('LiveLeaders[{}].HostName', 'i12'), 1024: ('LiveLeaders[{}].HostName', 'i12'), 1025: ('LiveLeaders[{}].HostName', 'i12'), 1026: ('LiveLeaders[{}].HostName', 'i12'), 1027: ('LiveLeaders[{}].HostName', 'i12'), 1028: ('LiveLeaders[{}].HostName', 'i12'), 1029: ('LiveLeaders[{}].HostName', 'i12'), 1030: ('LiveLeaders[{}].Port', 'i12'), 1031: ('LiveLeaders', 'i12'), 1032: ('LiveLeaders', 'i12'), 1033: ('LiveLeaders', 'i12'), 1034: ('LiveLeaders', 'i12'), 1035: ('LiveLeaders', 'i12'), 1036: ('LiveLeaders', None), 1037: ('LiveLeaders', None), 1038: ('LiveLeaders', None), 1039: ('LiveLeaders', None), 1041: ('_tagged', None), 1042: ('_tagged', None), 1043: ('_tagged', None), 1051: ('TopicName', None), 1052: ('TopicName', None), 1053: ('TopicName', None), 1054: ('TopicName', None), 1055: ('TopicName', None), 1056: ('TopicName', None), 1057: ('TopicName', None), 1058: ('TopicName', None), 1059: ('PartitionIndex+ErrorCode', None), 1068: ('ErrorCode', None), 1069: ('PartitionErrors', None), 1070: ('PartitionErrors', None), 1071: ('PartitionErrors', None), 1072: ('PartitionErrors', None), 1073: ('PartitionErrors', None), 1074: ('PartitionErrors[{}].TopicName', 'i4'), 1075: ('PartitionErrors[{}].TopicName', 'i4'), 1076: ('PartitionErrors[{}].TopicName', 'i4'), 1077: ('PartitionErrors[{}].TopicName', 'i4'), 1078: ('PartitionErrors[{}].TopicName', 'i4'), 1079: ('PartitionErrors[{}].TopicName', 'i4'), 1080: ('PartitionErrors[{}].TopicName', 'i4'), 1081: ('PartitionErrors[{}].TopicName', 'i4'), 1082: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1083: ('PartitionErrors', 'i4'), 1084: ('PartitionErrors', 'i4'), 1085: ('PartitionErrors', None), 1086: ('PartitionErrors', None), 1087: ('PartitionErrors', None), 1088: ('PartitionErrors', None), 1097: ('TopicName', None), 1098: ('TopicName', None), 1099: ('TopicName', None), 1100: ('TopicName', None), 1101: ('TopicName', None), 1102: ('TopicName', None), 1103: ('TopicName', None), 1104: ('TopicName', None), 1105: ('TopicName', None), 1106: ('TopicName', None), 1107: ('PartitionIndex+ErrorCode', None), 1109: ('_tagged', None), 1110: ('_tagged', None), 1111: ('_tagged', None), 1119: ('ErrorCode', None), 1120: ('PartitionErrors', None), 1121: ('PartitionErrors', None), 1122: ('PartitionErrors', None), 1123: ('PartitionErrors', None), 1124: ('PartitionErrors', None), 1125: ('PartitionErrors', None), 1126: ('PartitionErrors', None), 1127: ('PartitionErrors[{}].TopicName', 'i4'), 1128: ('PartitionErrors[{}].TopicName', 'i4'), 1129: ('PartitionErrors[{}].TopicName', 'i4'), 1130: ('PartitionErrors[{}].TopicName', 'i4'), 1131: ('PartitionErrors[{}].TopicName', 'i4'), 1132: ('PartitionErrors[{}].TopicName', 'i4'), 1133: ('PartitionErrors[{}].TopicName', 'i4'), 1134: ('PartitionErrors[{}].TopicName', 'i4'), 1135: ('PartitionErrors[{}].TopicName', 'i4'), 1136: ('PartitionErrors[{}].TopicName', 'i4'), 1137: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1138: ('PartitionErrors', 'i4'), 1139: ('PartitionErrors', 'i4'), 1140: ('PartitionErrors', 'i4'), 1141: ('PartitionErrors', 'i4'), 1142: ('PartitionErrors', 'i4'), 1143: ('PartitionErrors', None), 1144: ('PartitionErrors', None), 1145: ('PartitionErrors', None), 1146: ('PartitionErrors', None), 1148: ('_tagged', None), 1149: ('_tagged', None), 1150: ('_tagged', None), 1158: ('PartitionIndex+ErrorCode', None), 1160: ('_tagged', None), 1161: ('_tagged', None), 1162: ('_tagged', None), 1170: ('TopicId', None), 1171: ('PartitionErrors', None), 1172: ('PartitionErrors', None), 1173: ('PartitionErrors', None), 1174: ('PartitionErrors', None), 1175: ('PartitionErrors', None), 1176: ('PartitionErrors', None), 1177: ('PartitionErrors', None), 1178: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1179: ('PartitionErrors', 'i4'), 1180: ('PartitionErrors', 'i4'), 1181: ('PartitionErrors', 'i4'), 1182: ('PartitionErrors', 'i4'), 1183: ('PartitionErrors', 'i4'), 1184: ('PartitionErrors', None), 1185: ('PartitionErrors', None), 1186: ('PartitionErrors', None), 1187: ('PartitionErrors', None), 1189: ('_tagged', None), 1190: ('_tagged', None), 1191: ('_tagged', None), 1199: ('ErrorCode', None), 1200: ('Topics', None), 1201: ('Topics', None), 1202: ('Topics', None), 1203: ('Topics', None), 1204: ('Topics', None), 1205: ('Topics', None), 1206: ('Topics', None), 1207: ('Topics', 'i4'), 1208: ('Topics', 'i4'), 1209: ('Topics', None), 1210: ('Topics', None), 1211: ('Topics', None), 1212: ('Topics', None), 1214: ('_tagged', None), 1215: ('_tagged', None), 1216: ('_tagged', None)}
-BUILD_HASH = '347a88db1c499239'
+_LINES = {25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('Isr', None), 41: ('Isr', None), 42: ('Isr', None), 43: ('Isr', None), 44: ('PartitionEpoch', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 50: ('Replicas', None), 51: ('Replicas', None), 52: ('Replicas', None), 53: ('Replicas', None), 54: ('Replicas', None), 63: ('BrokerId', None), 64: ('HostName', None), 65: ('HostName', None), 66: ('HostName', None), 67: ('HostName', None), 68: ('HostName', None), 69: ('HostName', None), 70: ('HostName', None), 71: ('HostName', None), 72: ('Port', None), 81: ('ControllerId+ControllerEpoch', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('UngroupedPartitionStates', None), 87: ('UngroupedPartitionStates', None), 88: ('UngroupedPartitionStates', None), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 93: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 94: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 95: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 96: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 97: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].Isr', 'i5'), 104: ('UngroupedPartitionStates[{}].Isr', 'i5'), 105: ('UngroupedPartitionStates[{}].Isr', 'i5'), 106: ('UngroupedPartitionStates[{}].Isr', 'i5'), 107: ('UngroupedPartitionStates[{}].Isr', 'i5'), 108: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 115: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 116: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 117: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 118: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 119: ('UngroupedPartitionStates', 'i5'), 120: ('UngroupedPartitionStates', 'i5'), 121: ('UngroupedPartitionStates', None), 122: ('UngroupedPartitionStates', None), 123: ('UngroupedPartitionStates', None), 124: ('UngroupedPartitionStates', None), 125: ('LiveLeaders', None), 126: ('LiveLeaders', None), 127: ('LiveLeaders', None), 128: ('LiveLeaders', None), 129: ('LiveLeaders', None), 130: ('LiveLeaders', None), 131: ('LiveLeaders', None), 132: ('LiveLeaders[{}].BrokerId', 'i20'), 133: ('LiveLeaders[{}].HostName', 'i20'), 134: ('LiveLeaders[{}].HostName', 'i20'), 135: ('LiveLeaders[{}].HostName', 'i20'), 136: ('LiveLeaders[{}].HostName', 'i20'), 137: ('LiveLeaders[{}].HostName', 'i20'), 138: ('LiveLeaders[{}].HostName', 'i20'), 139: ('LiveLeaders[{}].HostName', 'i20'), 140: ('LiveLeaders[{}].HostName', 'i20'), 141: ('LiveLeaders[{}].Port', 'i20'), 142: ('LiveLeaders', 'i20'), 143: ('LiveLeaders', 'i20'), 144: ('LiveLeaders', None), 145: ('LiveLeaders', None), 146: ('LiveLeaders', None), 147: ('LiveLeaders', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 165: ('Isr', None), 166: ('Isr', None), 167: ('Isr', None), 168: ('Isr', None), 169: ('Isr', None), 170: ('Isr', None), 171: ('Isr', None), 172: ('Isr', None), 173: ('Isr', None), 174: ('Isr', None), 175: ('PartitionEpoch', None), 176: ('Replicas', None), 177: ('Replicas', None), 178: ('Replicas', None), 179: ('Replicas', None), 180: ('Replicas', None), 181: ('Replicas', None), 182: ('Replicas', None), 183: ('Replicas', None), 184: ('Replicas', None), 185: ('Replicas', None), 186: ('IsNew', None), 195: ('ControllerId+ControllerEpoch', None), 196: ('UngroupedPartitionStates', None), 197: ('UngroupedPartitionStates', None), 198: ('UngroupedPartitionStates', None), 199: ('UngroupedPartitionStates', None), 200: ('UngroupedPartitionStates', None), 201: ('UngroupedPartitionStates', None), 202: ('UngroupedPartitionStates', None), 203: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 204: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 205: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 206: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 207: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 208: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 209: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 210: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 211: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 212: ('UngroupedPartitionStates[{}].Isr', 'i5'), 213: ('UngroupedPartitionStates[{}].Isr', 'i5'), 214: ('UngroupedPartitionStates[{}].Isr', 'i5'), 215: ('UngroupedPartitionStates[{}].Isr', 'i5'), 216: ('UngroupedPartitionStates[{}].Isr', 'i5'), 217: ('UngroupedPartitionStates[{}].Isr', 'i5'), 218: ('UngroupedPartitionStates[{}].Isr', 'i5'), 219: ('UngroupedPartitionStates[{}].Isr', 'i5'), 220: ('UngroupedPartitionStates[{}].Isr', 'i5'), 221: ('UngroupedPartitionStates[{}].Isr', 'i5'), 222: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 223: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 224: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 225: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 226: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 227: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 228: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 229: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 230: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 231: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 232: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 233: ('UngroupedPartitionStates[{}].IsNew', 'i5'), 234: ('UngroupedPartitionStates', 'i5'), 235: ('UngroupedPartitionStates', 'i5'), 236: ('UngroupedPartitionStates', None), 237: ('UngroupedPartitionStates', None), 238: ('UngroupedPartitionStates', None), 239: ('UngroupedPartitionStates', None), 240: ('LiveLeaders', None), 241: ('LiveLeaders', None), 242: ('LiveLeaders', None), 243: ('LiveLeaders', None), 244: ('LiveLeaders', None), 245: ('LiveLeaders', None), 246: ('LiveLeaders', None), 247: ('LiveLeaders[{}].BrokerId', 'i21'), 248: ('LiveLeaders[{}].HostName', 'i21'), 249: ('LiveLeaders[{}].HostName', 'i21'), 250: ('LiveLeaders[{}].HostName', 'i21'), 251: ('LiveLeaders[{}].HostName', 'i21'), 252: ('LiveLeaders[{}].HostName', 'i21'), 253: ('LiveLeaders[{}].HostName', 'i21'), 254: ('LiveLeaders[{}].HostName', 'i21'), 255: ('LiveLeaders[{}].HostName', 'i21'), 256: ('LiveLeaders[{}].Port', 'i21'), 257: ('LiveLeaders', 'i21'), 258: ('LiveLeaders', 'i21'), 259: ('LiveLeaders', None), 260: ('LiveLeaders', None), 261: ('LiveLeaders', None), 262: ('LiveLeaders', None), 271: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 272: ('Isr', None), 273: ('Isr', None), 274: ('Isr', None), 275: ('Isr', None), 276: ('Isr', None), 277: ('Isr', None), 278: ('Isr', None), 279: ('Isr', None), 280: ('Isr', None), 281: ('Isr', None), 282: ('PartitionEpoch', None), 283: ('Replicas', None), 284: ('Replicas', None), 285: ('Replicas', None), 286: ('Replicas', None), 287: ('Replicas', None), 288: ('Replicas', None), 289: ('Replicas', None), 290: ('Replicas', None), 291: ('Replicas', None), 292: ('Replicas', None), 293: ('IsNew', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('PartitionStates', None), 311: ('PartitionStates', None), 312: ('PartitionStates', None), 313: ('PartitionStates', None), 314: ('PartitionStates', None), 315: ('PartitionStates', None), 316: ('PartitionStates', None), 317: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 318: ('PartitionStates[{}].Isr', 'i5'), 319: ('PartitionStates[{}].Isr', 'i5'), 320: ('PartitionStates[{}].Isr', 'i5'), 321: ('PartitionStates[{}].Isr', 'i5'), 322: ('PartitionStates[{}].Isr', 'i5'), 323: ('PartitionStates[{}].Isr', 'i5'), 324: ('PartitionStates[{}].Isr', 'i5'), 325: ('PartitionStates[{}].Isr', 'i5'), 326: ('PartitionStates[{}].Isr', 'i5'), 327: ('PartitionStates[{}].Isr', 'i5'), 328: ('PartitionStates[{}].PartitionEpoch', 'i5'), 329: ('PartitionStates[{}].Replicas', 'i5'), 330: ('PartitionStates[{}].Replicas', 'i5'), 331: ('PartitionStates[{}].Replicas', 'i5'), 332: ('PartitionStates[{}].Replicas', 'i5'), 333: ('PartitionStates[{}].Replicas', 'i5'), 334: ('PartitionStates[{}].Replicas', 'i5'), 335: ('PartitionStates[{}].Replicas', 'i5'), 336: ('PartitionStates[{}].Replicas', 'i5'), 337: ('PartitionStates[{}].Replicas', 'i5'), 338: ('PartitionStates[{}].Replicas', 'i5'), 339: ('PartitionStates[{}].IsNew', 'i5'), 340: ('PartitionStates', 'i5'), 341: ('PartitionStates', 'i5'), 342: ('PartitionStates', None), 343: ('PartitionStates', None), 344: ('PartitionStates', None), 345: ('PartitionStates', None), 354: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 355: ('TopicStates', None), 356: ('TopicStates', None), 357: ('TopicStates', None), 358: ('TopicStates', None), 359: ('TopicStates', None), 360: ('TopicStates', None), 361: ('TopicStates', None), 362: ('TopicStates', 'i6'), 363: ('TopicStates', 'i6'), 364: ('TopicStates', None), 365: ('TopicStates', None), 366: ('TopicStates', None), 367: ('TopicStates', None), 368: ('LiveLeaders', None), 369: ('LiveLeaders', None), 370: ('LiveLeaders', None), 371: ('LiveLeaders', None), 372: ('LiveLeaders', None), 373: ('LiveLeaders', None), 374: ('LiveLeaders', None), 375: ('LiveLeaders[{}].BrokerId', 'i10'), 376: ('LiveLeaders[{}].HostName', 'i10'), 377: ('LiveLeaders[{}].HostName', 'i10'), 378: ('LiveLeaders[{}].HostName', 'i10'), 379: ('LiveLeaders[{}].HostName', 'i10'), 380: ('LiveLeaders[{}].HostName', 'i10'), 381: ('LiveLeaders[{}].HostName', 'i10'), 382: ('LiveLeaders[{}].HostName', 'i10'), 383: ('LiveLeaders[{}].HostName', 'i10'), 384: ('LiveLeaders[{}].Port', 'i10'), 385: ('LiveLeaders', 'i10'), 386: ('LiveLeaders', 'i10'), 387: ('LiveLeaders', None), 388: ('LiveLeaders', None), 389: ('LiveLeaders', None), 390: ('LiveLeaders', None), 399: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 400: ('Isr', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('PartitionEpoch', None), 411: ('Replicas', None), 412: ('Replicas', None), 413: ('Replicas', None), 414: ('Replicas', None), 415: ('Replicas', None), 416: ('Replicas', None), 417: ('Replicas', None), 418: ('Replicas', None), 419: ('Replicas', None), 420: ('Replicas', None), 421: ('AddingReplicas', None), 422: ('AddingReplicas', None), 423: ('AddingReplicas', None), 424: ('AddingReplicas', None), 425: ('AddingReplicas', None), 426: ('AddingReplicas', None), 427: ('AddingReplicas', None), 428: ('AddingReplicas', None), 429: ('AddingReplicas', None), 430: ('AddingReplicas', None), 431: ('RemovingReplicas', None), 432: ('RemovingReplicas', None), 433: ('RemovingReplicas', None), 434: ('RemovingReplicas', None), 435: ('RemovingReplicas', None), 436: ('RemovingReplicas', None), 437: ('RemovingReplicas', None), 438: ('RemovingReplicas', None), 439: ('RemovingReplicas', None), 440: ('RemovingReplicas', None), 441: ('IsNew', None), 450: ('TopicName', None), 451: ('TopicName', None), 452: ('TopicName', None), 453: ('TopicName', None), 454: ('TopicName', None), 455: ('TopicName', None), 456: ('TopicName', None), 457: ('TopicName', None), 458: ('PartitionStates', None), 459: ('PartitionStates', None), 460: ('PartitionStates', None), 461: ('PartitionStates', None), 462: ('PartitionStates', None), 463: ('PartitionStates', None), 464: ('PartitionStates', None), 465: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 466: ('PartitionStates[{}].Isr', 'i5'), 467: ('PartitionStates[{}].Isr', 'i5'), 468: ('PartitionStates[{}].Isr', 'i5'), 469: ('PartitionStates[{}].Isr', 'i5'), 470: ('PartitionStates[{}].Isr', 'i5'), 471: ('PartitionStates[{}].Isr', 'i5'), 472: ('PartitionStates[{}].Isr', 'i5'), 473: ('PartitionStates[{}].Isr', 'i5'), 474: ('PartitionStates[{}].Isr', 'i5'), 475: ('PartitionStates[{}].Isr', 'i5'), 476: ('PartitionStates[{}].PartitionEpoch', 'i5'), 477: ('PartitionStates[{}].Replicas', 'i5'), 478: ('PartitionStates[{}].Replicas', 'i5'), 479: ('PartitionStates[{}].Replicas', 'i5'), 480: ('PartitionStates[{}].Replicas', 'i5'), 481: ('PartitionStates[{}].Replicas', 'i5'), 482: ('PartitionStates[{}].Replicas', 'i5'), 483: ('PartitionStates[{}].Replicas', 'i5'), 484: ('PartitionStates[{}].Replicas', 'i5'), 485: ('PartitionStates[{}].Replicas', 'i5'), 486: ('PartitionStates[{}].Replicas', 'i5'), 487: ('PartitionStates[{}].AddingReplicas', 'i5'), 488: ('PartitionStates[{}].AddingReplicas', 'i5'), 489: ('PartitionStates[{}].AddingReplicas', 'i5'), 490: ('PartitionStates[{}].AddingReplicas', 'i5'), 491: ('PartitionStates[{}].AddingReplicas', 'i5'), 492: ('PartitionStates[{}].AddingReplicas', 'i5'), 493: ('PartitionStates[{}].AddingReplicas', 'i5'), 494: ('PartitionStates[{}].AddingReplicas', 'i5'), 495: ('PartitionStates[{}].AddingReplicas', 'i5'), 496: ('PartitionStates[{}].AddingReplicas', 'i5'), 497: ('PartitionStates[{}].RemovingReplicas', 'i5'), 498: ('PartitionStates[{}].RemovingReplicas', 'i5'), 499: ('PartitionStates[{}].RemovingReplicas', 'i5'), 500: ('PartitionStates[{}].RemovingReplicas', 'i5'), 501: ('PartitionStates[{}].RemovingReplicas', 'i5'), 502: ('PartitionStates[{}].RemovingReplicas', 'i5'), 503: ('PartitionStates[{}].RemovingReplicas', 'i5'), 504: ('PartitionStates[{}].RemovingReplicas', 'i5'), 505: ('PartitionStates[{}].RemovingReplicas', 'i5'), 506: ('PartitionStates[{}].RemovingReplicas', 'i5'), 507: ('PartitionStates[{}].IsNew', 'i5'), 508: ('PartitionStates', 'i5'), 509: ('PartitionStates', 'i5'), 510: ('PartitionStates', None), 511: ('PartitionStates', None), 512: ('PartitionStates', None), 513: ('PartitionStates', None), 522: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 523: ('TopicStates', None), 524: ('TopicStates', None), 525: ('TopicStates', None), 526: ('TopicStates', None), 527: ('TopicStates', None), 528: ('TopicStates', None), 529: ('TopicStates', None), 530: ('TopicStates', 'i6'), 531: ('TopicStates', 'i6'), 532: ('TopicStates', None), 533: ('TopicStates', None), 534: ('TopicStates', None), 535: ('TopicStates', None), 536: ('LiveLeaders', None), 537: ('LiveLeaders', None), 538: ('LiveLeaders', None), 539: ('LiveLeaders', None), 540: ('LiveLeaders', None), 541: ('LiveLeaders', None), 542: ('LiveLeaders', None), 543: ('LiveLeaders[{}].BrokerId', 'i10'), 544: ('LiveLeaders[{}].HostName', 'i10'), 545: ('LiveLeaders[{}].HostName', 'i10'), 546: ('LiveLeaders[{}].HostName', 'i10'), 547: ('LiveLeaders[{}].HostName', 'i10'), 548: ('LiveLeaders[{}].HostName', 'i10'), 549: ('LiveLeaders[{}].HostName', 'i10'), 550: ('LiveLeaders[{}].HostName', 'i10'), 551: ('LiveLeaders[{}].HostName', 'i10'), 552: ('LiveLeaders[{}].Port', 'i10'), 553: ('LiveLeaders', 'i10'), 554: ('LiveLeaders', 'i10'), 555: ('LiveLeaders', None), 556: ('LiveLeaders', None), 557: ('LiveLeaders', None), 558: ('LiveLeaders', None), 567: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 568: ('Isr', None), 569: ('Isr', None), 570: ('Isr', None), 571: ('Isr', None), 572: ('Isr', None), 573: ('Isr', None), 574: ('Isr', None), 575: ('Isr', None), 576: ('Isr', None), 577: ('Isr', None), 578: ('Isr', None), 579: ('Isr', None), 580: ('PartitionEpoch', None), 581: ('Replicas', None), 582: ('Replicas', None), 583: ('Replicas', None), 584: ('Replicas', None), 585: ('Replicas', None), 586: ('Replicas', None), 587: ('Replicas', None), 588: ('Replicas', None), 589: ('Replicas', None), 590: ('Replicas', None), 591: ('Replicas', None), 592: ('Replicas', None), 593: ('AddingReplicas', None), 594: ('AddingReplicas', None), 595: ('AddingReplicas', None), 596: ('AddingReplicas', None), 597: ('AddingReplicas', None), 598: ('AddingReplicas', None), 599: ('AddingReplicas', None), 600: ('AddingReplicas', None), 601: ('AddingReplicas', None), 602: ('AddingReplicas', None), 603: ('AddingReplicas', None), 604: ('AddingReplicas', None), 605: ('RemovingReplicas', None), 606: ('RemovingReplicas', None), 607: ('RemovingReplicas', None), 608: ('RemovingReplicas', None), 609: ('RemovingReplicas', None), 610: ('RemovingReplicas', None), 611: ('RemovingReplicas', None), 612: ('RemovingReplicas', None), 613: ('RemovingReplicas', None), 614: ('RemovingReplicas', None), 615: ('RemovingReplicas', None), 616: ('RemovingReplicas', None), 617: ('IsNew', None), 619: ('_tagged', None), 620: ('_tagged', None), 621: ('_tagged', None), 629: ('TopicName', None), 630: ('TopicName', None), 631: ('TopicName', None), 632: ('TopicName', None), 633: ('TopicName', None), 634: ('TopicName', None), 635: ('TopicName', None), 636: ('TopicName', None), 637: ('TopicName', None), 638: ('TopicName', None), 639: ('PartitionStates', None), 640: ('PartitionStates', None), 641: ('PartitionStates', None), 642: ('PartitionStates', None), 643: ('PartitionStates', None), 644: ('PartitionStates', None), 645: ('PartitionStates', None), 646: ('PartitionStates', None), 647: ('PartitionStates', None), 648: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 649: ('PartitionStates[{}].Isr', 'i5'), 650: ('PartitionStates[{}].Isr', 'i5'), 651: ('PartitionStates[{}].Isr', 'i5'), 652: ('PartitionStates[{}].Isr', 'i5'), 653: ('PartitionStates[{}].Isr', 'i5'), 654: ('PartitionStates[{}].Isr', 'i5'), 655: ('PartitionStates[{}].Isr', 'i5'), 656: ('PartitionStates[{}].Isr', 'i5'), 657: ('PartitionStates[{}].Isr', 'i5'), 658: ('PartitionStates[{}].Isr', 'i5'), 659: ('PartitionStates[{}].Isr', 'i5'), 660: ('PartitionStates[{}].Isr', 'i5'), 661: ('PartitionStates[{}].PartitionEpoch', 'i5'), 662: ('PartitionStates[{}].Replicas', 'i5'), 663: ('PartitionStates[{}].Replicas', 'i5'), 664: ('PartitionStates[{}].Replicas', 'i5'), 665: ('PartitionStates[{}].Replicas', 'i5'), 666: ('PartitionStates[{}].Replicas', 'i5'), 667: ('PartitionStates[{}].Replicas', 'i5'), 668: ('PartitionStates[{}].Replicas', 'i5'), 669: ('PartitionStates[{}].Replicas', 'i5'), 670: ('PartitionStates[{}].Replicas', 'i5'), 671: ('PartitionStates[{}].Replicas', 'i5'), 672: ('PartitionStates[{}].Replicas', 'i5'), 673: ('PartitionStates[{}].Replicas', 'i5'), 674: ('PartitionStates[{}].AddingReplicas', 'i5'), 675: ('PartitionStates[{}].AddingReplicas', 'i5'), 676: ('PartitionStates[{}].AddingReplicas', 'i5'), 677: ('PartitionStates[{}].AddingReplicas', 'i5'), 678: ('PartitionStates[{}].AddingReplicas', 'i5'), 679: ('PartitionStates[{}].AddingReplicas', 'i5'), 680: ('PartitionStates[{}].AddingReplicas', 'i5'), 681: ('PartitionStates[{}].AddingReplicas', 'i5'), 682: ('PartitionStates[{}].AddingReplicas', 'i5'), 683: ('PartitionStates[{}].AddingReplicas', 'i5'), 684: ('PartitionStates[{}].AddingReplicas', 'i5'), 685: ('PartitionStates[{}].AddingReplicas', 'i5'), 686: ('PartitionStates[{}].RemovingReplicas', 'i5'), 687: ('PartitionStates[{}].RemovingReplicas', 'i5'), 688: ('PartitionStates[{}].RemovingReplicas', 'i5'), 689: ('PartitionStates[{}].RemovingReplicas', 'i5'), 690: ('PartitionStates[{}].RemovingReplicas', 'i5'), 691: ('PartitionStates[{}].RemovingReplicas', 'i5'), 692: ('PartitionStates[{}].RemovingReplicas', 'i5'), 693: ('PartitionStates[{}].RemovingReplicas', 'i5'), 694: ('PartitionStates[{}].RemovingReplicas', 'i5'), 695: ('PartitionStates[{}].RemovingReplicas', 'i5'), 696: ('PartitionStates[{}].RemovingReplicas', 'i5'), 697: ('PartitionStates[{}].RemovingReplicas', 'i5'), 698: ('PartitionStates[{}].IsNew', 'i5'), 699: ('PartitionStates', 'i5'), 700: ('PartitionStates', 'i5'), 701: ('PartitionStates', 'i5'), 702: ('PartitionStates', 'i5'), 703: ('PartitionStates', 'i5'), 704: ('PartitionStates', None), 705: ('PartitionStates', None), 706: ('PartitionStates', None), 707: ('PartitionStates', None), 709: ('_tagged', None), 710: ('_tagged', None), 711: ('_tagged', None), 719: ('BrokerId', None), 720: ('HostName', None), 721: ('HostName', None), 722: ('HostName', None), 723: ('HostName', None), 724: ('HostName', None), 725: ('HostName', None), 726: ('HostName', None), 727: ('HostName', None), 728: ('HostName', None), 729: ('HostName', None), 730: ('Port', None), 732: ('_tagged', None), 733: ('_tagged', None), 734: ('_tagged', None), 742: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 743: ('TopicStates', None), 744: ('TopicStates', None), 745: ('TopicStates', None), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('TopicStates', None), 750: ('TopicStates', None), 751: ('TopicStates', None), 752: ('TopicStates', 'i6'), 753: ('TopicStates', 'i6'), 754: ('TopicStates', None), 755: ('TopicStates', None), 756: ('TopicStates', None), 757: ('TopicStates', None), 758: ('LiveLeaders', None), 759: ('LiveLeaders', None), 760: ('LiveLeaders', None), 761: ('LiveLeaders', None), 762: ('LiveLeaders', None), 763: ('LiveLeaders', None), 764: ('LiveLeaders', None), 765: ('LiveLeaders', None), 766: ('LiveLeaders', None), 767: ('LiveLeaders[{}].BrokerId', 'i10'), 768: ('LiveLeaders[{}].HostName', 'i10'), 769: ('LiveLeaders[{}].HostName', 'i10'), 770: ('LiveLeaders[{}].HostName', 'i10'), 771: ('LiveLeaders[{}].HostName', 'i10'), 772: ('LiveLeaders[{}].HostName', 'i10'), 773: ('LiveLeaders[{}].HostName', 'i10'), 774: ('LiveLeaders[{}].HostName', 'i10'), 775: ('LiveLeaders[{}].HostName', 'i10'), 776: ('LiveLeaders[{}].HostName', 'i10'), 777: ('LiveLeaders[{}].HostName', 'i10'), 778: ('LiveLeaders[{}].Port', 'i10'), 779: ('LiveLeaders', 'i10'), 780: ('LiveLeaders', 'i10'), 781: ('LiveLeaders', 'i10'), 782: ('LiveLeaders', 'i10'), 783: ('LiveLeaders', 'i10'), 784: ('LiveLeaders', None), 785: ('LiveLeaders', None), 786: ('LiveLeaders', None), 787: ('LiveLeaders', None), 789: ('_tagged', None), 790: ('_tagged', None), 791: ('_tagged', None), 799: ('TopicName', None), 800: ('TopicName', None), 801: ('TopicName', None), 802: ('TopicName', None), 803: ('TopicName', None), 804: ('TopicName', None), 805: ('TopicName', None), 806: ('TopicName', None), 807: ('TopicName', None), 808: ('TopicName', None), 809: ('TopicId', None), 810: ('PartitionStates', None), 811: ('PartitionStates', None), 812: ('PartitionStates', None), 813: ('PartitionStates', None), 814: ('PartitionStates', None), 815: ('PartitionStates', None), 816: ('PartitionStates', None), 817: ('PartitionStates', None), 818: ('PartitionStates', None), 819: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 820: ('PartitionStates[{}].Isr', 'i6'), 821: ('PartitionStates[{}].Isr', 'i6'), 822: ('PartitionStates[{}].Isr', 'i6'), 823: ('PartitionStates[{}].Isr', 'i6'), 824: ('PartitionStates[{}].Isr', 'i6'), 825: ('PartitionStates[{}].Isr', 'i6'), 826: ('PartitionStates[{}].Isr', 'i6'), 827: ('PartitionStates[{}].Isr', 'i6'), 828: ('PartitionStates[{}].Isr', 'i6'), 829: ('PartitionStates[{}].Isr', 'i6'), 830: ('PartitionStates[{}].Isr', 'i6'), 831: ('PartitionStates[{}].Isr', 'i6'), 832: ('PartitionStates[{}].PartitionEpoch', 'i6'), 833: ('PartitionStates[{}].Replicas', 'i6'), 834: ('PartitionStates[{}].Replicas', 'i6'), 835: ('PartitionStates[{}].Replicas', 'i6'), 836: ('PartitionStates[{}].Replicas', 'i6'), 837: ('PartitionStates[{}].Replicas', 'i6'), 838: ('PartitionStates[{}].Replicas', 'i6'), 839: ('PartitionStates[{}].Replicas', 'i6'), 840: ('PartitionStates[{}].Replicas', 'i6'), 841: ('PartitionStates[{}].Replicas', 'i6'), 842: ('PartitionStates[{}].Replicas', 'i6'), 843: ('PartitionStates[{}].Replicas', 'i6'), 844: ('PartitionStates[{}].Replicas', 'i6'), 845: ('PartitionStates[{}].AddingReplicas', 'i6'), 846: ('PartitionStates[{}].AddingReplicas', 'i6'), 847: ('PartitionStates[{}].AddingReplicas', 'i6'), 848: ('PartitionStates[{}].AddingReplicas', 'i6'), 849: ('PartitionStates[{}].AddingReplicas', 'i6'), 850: ('PartitionStates[{}].AddingReplicas', 'i6'), 851: ('PartitionStates[{}].AddingReplicas', 'i6'), 852: ('PartitionStates[{}].AddingReplicas', 'i6'), 853: ('PartitionStates[{}].AddingReplicas', 'i6'), 854: ('PartitionStates[{}].AddingReplicas', 'i6'), 855: ('PartitionStates[{}].AddingReplicas', 'i6'), 856: ('PartitionStates[{}].AddingReplicas', 'i6'), 857: ('PartitionStates[{}].RemovingReplicas', 'i6'), 858: ('PartitionStates[{}].RemovingReplicas', 'i6'), 859: ('PartitionStates[{}].RemovingReplicas', 'i6'), 860: ('PartitionStates[{}].RemovingReplicas', 'i6'), 861: ('PartitionStates[{}].RemovingReplicas', 'i6'), 862: ('PartitionStates[{}].RemovingReplicas', 'i6'), 863: ('PartitionStates[{}].RemovingReplicas', 'i6'), 864: ('PartitionStates[{}].RemovingReplicas', 'i6'), 865: ('PartitionStates[{}].RemovingReplicas', 'i6'), 866: ('PartitionStates[{}].RemovingReplicas', 'i6'), 867: ('PartitionStates[{}].RemovingReplicas', 'i6'), 868: ('PartitionStates[{}].RemovingReplicas', 'i6'), 869: ('PartitionStates[{}].IsNew', 'i6'), 870: ('PartitionStates', 'i6'), 871: ('PartitionStates', 'i6'), 872: ('PartitionStates', 'i6'), 873: ('PartitionStates', 'i6'), 874: ('PartitionStates', 'i6'), 875: ('PartitionStates', None), 876: ('PartitionStates', None), 877: ('PartitionStates', None), 878: ('PartitionStates', None), 880: ('_tagged', None), 881: ('_tagged', None), 882: ('_tagged', None), 890: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 891: ('TopicStates', None), 892: ('TopicStates', None), 893: ('TopicStates', None), 894: ('TopicStates', None), 895: ('TopicStates', None), 896: ('TopicStates', None), 897: ('TopicStates', None), 898: ('TopicStates', None), 899: ('TopicStates', None), 900: ('TopicStates', 'i7'), 901: ('TopicStates', 'i7'), 902: ('TopicStates', None), 903: ('TopicStates', None), 904: ('TopicStates', None), 905: ('TopicStates', None), 906: ('LiveLeaders', None), 907: ('LiveLeaders', None), 908: ('LiveLeaders', None), 909: ('LiveLeaders', None), 910: ('LiveLeaders', None), 911: ('LiveLeaders', None), 912: ('LiveLeaders', None), 913: ('LiveLeaders', None), 914: ('LiveLeaders', None), 915: ('LiveLeaders[{}].BrokerId', 'i11'), 916: ('LiveLeaders[{}].HostName', 'i11'), 917: ('LiveLeaders[{}].HostName', 'i11'), 918: ('LiveLeaders[{}].HostName', 'i11'), 919: ('LiveLeaders[{}].HostName', 'i11'), 920: ('LiveLeaders[{}].HostName', 'i11'), 921: ('LiveLeaders[{}].HostName', 'i11'), 922: ('LiveLeaders[{}].HostName', 'i11'), 923: ('LiveLeaders[{}].HostName', 'i11'), 924: ('LiveLeaders[{}].HostName', 'i11'), 925: ('LiveLeaders[{}].HostName', 'i11'), 926: ('LiveLeaders[{}].Port', 'i11'), 927: ('LiveLeaders', 'i11'), 928: ('LiveLeaders', 'i11'), 929: ('LiveLeaders', 'i11'), 930: ('LiveLeaders', 'i11'), 931: ('LiveLeaders', 'i11'), 932: ('LiveLeaders', None), 933: ('LiveLeaders', None), 934: ('LiveLeaders', None), 935: ('LiveLeaders', None), 937: ('_tagged', None), 938: ('_tagged', None), 939: ('_tagged', None), 947: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 948: ('Isr', None), 949: ('Isr', None), 950: ('Isr', None), 951: ('Isr', None), 952: ('Isr', None), 953: ('Isr', None), 954: ('Isr', None), 955: ('Isr', None), 956: ('Isr', None), 957: ('Isr', None), 958: ('Isr', None), 959: ('Isr', None), 960: ('PartitionEpoch', None), 961: ('Replicas', None), 962: ('Replicas', None), 963: ('Replicas', None), 964: ('Replicas', None), 965: ('Replicas', None), 966: ('Replicas', None), 967: ('Replicas', None), 968: ('Replicas', None), 969: ('Replicas', None), 970: ('Replicas', None), 971: ('Replicas', None), 972: ('Replicas', None), 973: ('AddingReplicas', None), 974: ('AddingReplicas', None), 975: ('AddingReplicas', None), 976: ('AddingReplicas', None), 977: ('AddingReplicas', None), 978: ('AddingReplicas', None), 979: ('AddingReplicas', None), 980: ('AddingReplicas', None), 981: ('AddingReplicas', None), 982: ('AddingReplicas', None), 983: ('AddingReplicas', None), 984: ('AddingReplicas', None), 985: ('RemovingReplicas', None), 986: ('RemovingReplicas', None), 987: ('RemovingReplicas', None), 988: ('RemovingReplicas', None), 989: ('RemovingReplicas', None), 990: ('RemovingReplicas', None), 991: ('RemovingReplicas', None), 992: ('RemovingReplicas', None), 993: ('RemovingReplicas', None), 994: ('RemovingReplicas', None), 995: ('RemovingReplicas', None), 996: ('RemovingReplicas', None), 997: ('IsNew+LeaderRecoveryState', None), 999: ('_tagged', None), 1000: ('_tagged', None), 1001: ('_tagged', None), 1009: ('TopicName', None), 1010: ('TopicName', None), 1011: ('TopicName', None), 1012: ('TopicName', None), 1013: ('TopicName', None), 1014: ('TopicName', None), 1015: ('TopicName', None), 1016: ('TopicName', None), 1017: ('TopicName', None), 1018: ('TopicName', None), 1019: ('TopicId', None), 1020: ('PartitionStates', None), 1021: ('PartitionStates', None), 1022: ('PartitionStates', None), 1023: ('PartitionStates', None), 1024: ('PartitionStates', None), 1025: ('PartitionStates', None), 1026: ('PartitionStates', None), 1027: ('PartitionStates', None), 1028: ('PartitionStates', None), 1029: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1030: ('PartitionStates[{}].Isr', 'i6'), 1031: ('PartitionStates[{}].Isr', 'i6'), 1032: ('PartitionStates[{}].Isr', 'i6'), 1033: ('PartitionStates[{}].Isr', 'i6'), 1034: ('PartitionStates[{}].Isr', 'i6'), 1035: ('PartitionStates[{}].Isr', 'i6'), 1036: ('PartitionStates[{}].Isr', 'i6'), 1037: ('PartitionStates[{}].Isr', 'i6'), 1038: ('PartitionStates[{}].Isr', 'i6'), 1039: ('PartitionStates[{}].Isr', 'i6'), 1040: ('PartitionStates[{}].Isr', 'i6'), 1041: ('PartitionStates[{}].Isr', 'i6'), 1042: ('PartitionStates[{}].PartitionEpoch', 'i6'), 1043: ('PartitionStates[{}].Replicas', 'i6'), 1044: ('PartitionStates[{}].Replicas', 'i6'), 1045: ('PartitionStates[{}].Replicas', 'i6'), 1046: ('PartitionStates[{}].Replicas', 'i6'), 1047: ('PartitionStates[{}].Replicas', 'i6'), 1048: ('PartitionStates[{}].Replicas', 'i6'), 1049: ('PartitionStates[{}].Replicas', 'i6'), 1050: ('PartitionStates[{}].Replicas', 'i6'), 1051: ('PartitionStates[{}].Replicas', 'i6'), 1052: ('PartitionStates[{}].Replicas', 'i6'), 1053: ('PartitionStates[{}].Replicas', 'i6'), 1054: ('PartitionStates[{}].Replicas', 'i6'), 1055: ('PartitionStates[{}].AddingReplicas', 'i6'), 1056: ('PartitionStates[{}].AddingReplicas', 'i6'), 1057: ('PartitionStates[{}].AddingReplicas', 'i6'), 1058: ('PartitionStates[{}].AddingReplicas', 'i6'), 1059: ('PartitionStates[{}].AddingReplicas', 'i6'), 1060: ('PartitionStates[{}].AddingReplicas', 'i6'), 1061: ('PartitionStates[{}].AddingReplicas', 'i6'), 1062: ('PartitionStates[{}].AddingReplicas', 'i6'), 1063: ('PartitionStates[{}].AddingReplicas', 'i6'), 1064: ('PartitionStates[{}].AddingReplicas', 'i6'), 1065: ('PartitionStates[{}].AddingReplicas', 'i6'), 1066: ('PartitionStates[{}].AddingReplicas', 'i6'), 1067: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1068: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1069: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1070: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1071: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1072: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1073: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1074: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1075: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1076: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1077: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1078: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1079: ('PartitionStates[{}].IsNew+LeaderRecoveryState', 'i6'), 1080: ('PartitionStates', 'i6'), 1081: ('PartitionStates', 'i6'), 1082: ('PartitionStates', 'i6'), 1083: ('PartitionStates', 'i6'), 1084: ('PartitionStates', 'i6'), 1085: ('PartitionStates', None), 1086: ('PartitionStates', None), 1087: ('PartitionStates', None), 1088: ('PartitionStates', None), 1090: ('_tagged', None), 1091: ('_tagged', None), 1092: ('_tagged', None), 1100: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 1101: ('TopicStates', None), 1102: ('TopicStates', None), 1103: ('TopicStates', None), 1104: ('TopicStates', None), 1105: ('TopicStates', None), 1106: ('TopicStates', None), 1107: ('TopicStates', None), 1108: ('TopicStates', None), 1109: ('TopicStates', None), 1110: ('TopicStates', 'i7'), 1111: ('TopicStates', 'i7'), 1112: ('TopicStates', None), 1113: ('TopicStates', None), 1114: ('TopicStates', None), 1115: ('TopicStates', None), 1116: ('LiveLeaders', None), 1117: ('LiveLeaders', None), 1118: ('LiveLeaders', None), 1119: ('LiveLeaders', None), 1120: ('LiveLeaders', None), 1121: ('LiveLeaders', None), 1122: ('LiveLeaders', None), 1123: ('LiveLeaders', None), 1124: ('LiveLeaders', None), 1125: ('LiveLeaders[{}].BrokerId', 'i11'), 1126: ('LiveLeaders[{}].HostName', 'i11'), 1127: ('LiveLeaders[{}].HostName', 'i11'), 1128: ('LiveLeaders[{}].HostName', 'i11'), 1129: ('LiveLeaders[{}].HostName', 'i11'), 1130: ('LiveLeaders[{}].HostName', 'i11'), 1131: ('LiveLeaders[{}].HostName', 'i11'), 1132: ('LiveLeaders[{}].HostName', 'i11'), 1133: ('LiveLeaders[{}].HostName', 'i11'), 1134: ('LiveLeaders[{}].HostName', 'i11'), 1135: ('LiveLeaders[{}].HostName', 'i11'), 1136: ('LiveLeaders[{}].Port', 'i11'), 1137: ('LiveLeaders', 'i11'), 1138: ('LiveLeaders', 'i11'), 1139: ('LiveLeaders', 'i11'), 1140: ('LiveLeaders', 'i11'), 1141: ('LiveLeaders', 'i11'), 1142: ('LiveLeaders', None), 1143: ('LiveLeaders', None), 1144: ('LiveLeaders', None), 1145: ('LiveLeaders', None), 1147: ('_tagged', None), 1148: ('_tagged', None), 1149: ('_tagged', None), 1157: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 1158: ('TopicStates', None), 1159: ('TopicStates', None), 1160: ('TopicStates', None), 1161: ('TopicStates', None), 1162: ('TopicStates', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', None), 1166: ('TopicStates', None), 1167: ('TopicStates', 'i8'), 1168: ('TopicStates', 'i8'), 1169: ('TopicStates', None), 1170: ('TopicStates', None), 1171: ('TopicStates', None), 1172: ('TopicStates', None), 1173: ('LiveLeaders', None), 1174: ('LiveLeaders', None), 1175: ('LiveLeaders', None), 1176: ('LiveLeaders', None), 1177: ('LiveLeaders', None), 1178: ('LiveLeaders', None), 1179: ('LiveLeaders', None), 1180: ('LiveLeaders', None), 1181: ('LiveLeaders', None), 1182: ('LiveLeaders[{}].BrokerId', 'i12'), 1183: ('LiveLeaders[{}].HostName', 'i12'), 1184: ('LiveLeaders[{}].HostName', 'i12'), 1185: ('LiveLeaders[{}].HostName', 'i12'), 1186: ('LiveLeaders[{}].HostName', 'i12'), 1187: ('LiveLeaders[{}].HostName', 'i12'), 1188: ('LiveLeaders[{}].HostName', 'i12'), 1189: ('LiveLeaders[{}].HostName', 'i12'), 1190: ('LiveLeaders[{}].HostName', 'i12'), 1191: ('LiveLeaders[{}].HostName', 'i12'), 1192: ('LiveLeaders[{}].HostName', 'i12'), 1193: ('LiveLeaders[{}].Port', 'i12'), 1194: ('LiveLeaders', 'i12'), 1195: ('LiveLeaders', 'i12'), 1196: ('LiveLeaders', 'i12'), 1197: ('LiveLeaders', 'i12'), 1198: ('LiveLeaders', 'i12'), 1199: ('LiveLeaders', None), 1200: ('LiveLeaders', None), 1201: ('LiveLeaders', None), 1202: ('LiveLeaders', None), 1204: ('_tagged', None), 1205: ('_tagged', None), 1206: ('_tagged', None), 1214: ('TopicName', None), 1215: ('TopicName', None), 1216: ('TopicName', None), 1217: ('TopicName', None), 1218: ('TopicName', None), 1219: ('TopicName', None), 1220: ('TopicName', None), 1221: ('TopicName', None), 1222: ('PartitionIndex+ErrorCode', None), 1231: ('ErrorCode', None), 1232: ('PartitionErrors', None), 1233: ('PartitionErrors', None), 1234: ('PartitionErrors', None), 1235: ('PartitionErrors', None), 1236: ('PartitionErrors', None), 1237: ('PartitionErrors', None), 1238: ('PartitionErrors', None), 1239: ('PartitionErrors[{}].TopicName', 'i4'), 1240: ('PartitionErrors[{}].TopicName', 'i4'), 1241: ('PartitionErrors[{}].TopicName', 'i4'), 1242: ('PartitionErrors[{}].TopicName', 'i4'), 1243: ('PartitionErrors[{}].TopicName', 'i4'), 1244: ('PartitionErrors[{}].TopicName', 'i4'), 1245: ('PartitionErrors[{}].TopicName', 'i4'), 1246: ('PartitionErrors[{}].TopicName', 'i4'), 1247: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1248: ('PartitionErrors', 'i4'), 1249: ('PartitionErrors', 'i4'), 1250: ('PartitionErrors', None), 1251: ('PartitionErrors', None), 1252: ('PartitionErrors', None), 1253: ('PartitionErrors', None), 1262: ('TopicName', None), 1263: ('TopicName', None), 1264: ('TopicName', None), 1265: ('TopicName', None), 1266: ('TopicName', None), 1267: ('TopicName', None), 1268: ('TopicName', None), 1269: ('TopicName', None), 1270: ('TopicName', None), 1271: ('TopicName', None), 1272: ('PartitionIndex+ErrorCode', None), 1274: ('_tagged', None), 1275: ('_tagged', None), 1276: ('_tagged', None), 1284: ('ErrorCode', None), 1285: ('PartitionErrors', None), 1286: ('PartitionErrors', None), 1287: ('PartitionErrors', None), 1288: ('PartitionErrors', None), 1289: ('PartitionErrors', None), 1290: ('PartitionErrors', None), 1291: ('PartitionErrors', None), 1292: ('PartitionErrors', None), 1293: ('PartitionErrors', None), 1294: ('PartitionErrors[{}].TopicName', 'i4'), 1295: ('PartitionErrors[{}].TopicName', 'i4'), 1296: ('PartitionErrors[{}].TopicName', 'i4'), 1297: ('PartitionErrors[{}].TopicName', 'i4'), 1298: ('PartitionErrors[{}].TopicName', 'i4'), 1299: ('PartitionErrors[{}].TopicName', 'i4'), 1300: ('PartitionErrors[{}].TopicName', 'i4'), 1301: ('PartitionErrors[{}].TopicName', 'i4'), 1302: ('PartitionErrors[{}].TopicName', 'i4'), 1303: ('PartitionErrors[{}].TopicName', 'i4'), 1304: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1305: ('PartitionErrors', 'i4'), 1306: ('PartitionErrors', 'i4'), 1307: ('PartitionErrors', 'i4'), 1308: ('PartitionErrors', 'i4'), 1309: ('PartitionErrors', 'i4'), 1310: ('PartitionErrors', None), 1311: ('PartitionErrors', None), 1312: ('PartitionErrors', None), 1313: ('PartitionErrors', None), 1315: ('_tagged', None), 1316: ('_tagged', None), 1317: ('_tagged', None), 1325: ('PartitionIndex+ErrorCode', None), 1327: ('_tagged', None), 1328: ('_tagged', None), 1329: ('_tagged', None), 1337: ('TopicId', None), 1338: ('PartitionErrors', None), 1339: ('PartitionErrors', None), 1340: ('PartitionErrors', None), 1341: ('PartitionErrors', None), 1342: ('PartitionErrors', None), 1343: ('PartitionErrors', None), 1344: ('PartitionErrors', None), 1345: ('PartitionErrors', None), 1346: ('PartitionErrors', None), 1347: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1348: ('PartitionErrors', 'i4'), 1349: ('PartitionErrors', 'i4'), 1350: ('PartitionErrors', 'i4'), 1351: ('PartitionErrors', 'i4'), 1352: ('PartitionErrors', 'i4'), 1353: ('PartitionErrors', None), 1354: ('PartitionErrors', None), 1355: ('PartitionErrors', None), 1356: ('PartitionErrors', None), 1358: ('_tagged', None), 1359: ('_tagged', None), 1360: ('_tagged', None), 1368: ('ErrorCode', None), 1369: ('Topics', None), 1370: ('Topics', None), 1371: ('Topics', None), 1372: ('Topics', None), 1373: ('Topics', None), 1374: ('Topics', None), 1375: ('Topics', None), 1376: ('Topics', None), 1377: ('Topics', None), 1378: ('Topics', 'i4'), 1379: ('Topics', 'i4'), 1380: ('Topics', None), 1381: ('Topics', None), 1382: ('Topics', None), 1383: ('Topics', None), 1385: ('_tagged', None), 1386: ('_tagged', None), 1387: ('_tagged', None)}
+BUILD_HASH = '1be87feb4b0f0be2'

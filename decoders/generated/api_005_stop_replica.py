@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii?').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -38,6 +39,8 @@ def _f1(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -73,6 +76,9 @@ def _f2(b, p):
             raise _rt.negative(n2)
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -90,6 +96,8 @@ def _f3(b, p):
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9, = _U2(b, p); p += 2
@@ -102,6 +110,9 @@ def _f3(b, p):
                     raise _rt.negative(n9)
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -135,6 +146,9 @@ def _f4(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -157,6 +171,8 @@ def _f5(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -173,6 +189,9 @@ def _f5(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -225,6 +244,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 10 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U0(b, p); p += 9
@@ -254,6 +275,8 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f7(b, p)
@@ -279,6 +302,8 @@ def _f9(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f7(b, p)
@@ -319,6 +344,8 @@ def _f11(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U2(b, p); p += 2
@@ -372,6 +399,8 @@ def _f13(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -409,5 +438,5 @@ NAME = 'StopReplica'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f8, 4: _f9}
 RESPONSE = {0: _f11, 1: _f11, 2: _f13, 3: _f13, 4: _f13}
 
-_LINES = {20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('PartitionIndex', None), 37: ('ControllerId+ControllerEpoch+DeletePartitions', None), 38: ('UngroupedPartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions[{}].TopicName', 'i6'), 44: ('UngroupedPartitions[{}].TopicName', 'i6'), 45: ('UngroupedPartitions[{}].TopicName', 'i6'), 46: ('UngroupedPartitions[{}].TopicName', 'i6'), 47: ('UngroupedPartitions[{}].TopicName', 'i6'), 48: ('UngroupedPartitions[{}].TopicName', 'i6'), 49: ('UngroupedPartitions[{}].TopicName', 'i6'), 50: ('UngroupedPartitions[{}].TopicName', 'i6'), 51: ('UngroupedPartitions[{}].PartitionIndex', 'i6'), 52: ('UngroupedPartitions', 'i6'), 53: ('UngroupedPartitions', 'i6'), 54: ('UngroupedPartitions', None), 55: ('UngroupedPartitions', None), 56: ('UngroupedPartitions', None), 57: ('UngroupedPartitions', None), 66: ('Name', None), 67: ('Name', None), 68: ('Name', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('PartitionIndexes', None), 75: ('PartitionIndexes', None), 76: ('PartitionIndexes', None), 77: ('PartitionIndexes', None), 78: ('PartitionIndexes', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 89: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics[{}].Name', 'i7'), 96: ('Topics[{}].Name', 'i7'), 97: ('Topics[{}].Name', 'i7'), 98: ('Topics[{}].Name', 'i7'), 99: ('Topics[{}].Name', 'i7'), 100: ('Topics[{}].Name', 'i7'), 101: ('Topics[{}].Name', 'i7'), 102: ('Topics[{}].Name', 'i7'), 103: ('Topics[{}].PartitionIndexes', 'i7'), 104: ('Topics[{}].PartitionIndexes', 'i7'), 105: ('Topics[{}].PartitionIndexes', 'i7'), 106: ('Topics[{}].PartitionIndexes', 'i7'), 107: ('Topics[{}].PartitionIndexes', 'i7'), 108: ('Topics[{}].PartitionIndexes', 'i7'), 109: ('Topics[{}].PartitionIndexes', 'i7'), 110: ('Topics', 'i7'), 111: ('Topics', 'i7'), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('PartitionIndexes', None), 135: ('PartitionIndexes', None), 136: ('PartitionIndexes', None), 137: ('PartitionIndexes', None), 138: ('PartitionIndexes', None), 139: ('PartitionIndexes', None), 140: ('PartitionIndexes', None), 141: ('PartitionIndexes', None), 142: ('PartitionIndexes', None), 144: ('_tagged', None), 145: ('_tagged', None), 146: ('_tagged', None), 154: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics[{}].Name', 'i7'), 163: ('Topics[{}].Name', 'i7'), 164: ('Topics[{}].Name', 'i7'), 165: ('Topics[{}].Name', 'i7'), 166: ('Topics[{}].Name', 'i7'), 167: ('Topics[{}].Name', 'i7'), 168: ('Topics[{}].Name', 'i7'), 169: ('Topics[{}].Name', 'i7'), 170: ('Topics[{}].Name', 'i7'), 171: ('Topics[{}].Name', 'i7'), 172: ('Topics[{}].PartitionIndexes', 'i7'), 173: ('Topics[{}].PartitionIndexes', 'i7'), 174: ('Topics[{}].PartitionIndexes', 'i7'), 175: ('Topics[{}].PartitionIndexes', 'i7'), 176: ('Topics[{}].PartitionIndexes', 'i7'), 177: ('Topics[{}].PartitionIndexes', 'i7'), 178: ('Topics[{}].PartitionIndexes', 'i7'), 179: ('Topics[{}].PartitionIndexes', 'i7'), 180: ('Topics[{}].PartitionIndexes', 'i7'), 181: ('Topics', 'i7'), 182: ('Topics', 'i7'), 183: ('Topics', 'i7'), 184: ('Topics', 'i7'), 185: ('Topics', 'i7'), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 203: ('_tagged', None), 204: ('_tagged', None), 205: ('_tagged', None), 213: ('TopicName', None), 214: ('TopicName', None), 215: ('TopicName', None), 216: ('TopicName', None), 217: ('TopicName', None), 218: ('TopicName', None), 219: ('TopicName', None), 220: ('TopicName', None), 221: ('TopicName', None), 222: ('TopicName', None), 223: ('PartitionStates', None), 224: ('PartitionStates', None), 225: ('PartitionStates', None), 226: ('PartitionStates', None), 227: ('PartitionStates', None), 228: ('PartitionStates', None), 229: ('PartitionStates', None), 230: ('PartitionStates[{}].PartitionIndex+LeaderEpoch+DeletePartition', 'i5'), 231: ('PartitionStates', 'i5'), 232: ('PartitionStates', 'i5'), 233: ('PartitionStates', 'i5'), 234: ('PartitionStates', 'i5'), 235: ('PartitionStates', 'i5'), 236: ('PartitionStates', None), 237: ('PartitionStates', None), 238: ('PartitionStates', None), 239: ('PartitionStates', None), 241: ('_tagged', None), 242: ('_tagged', None), 243: ('_tagged', None), 251: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 252: ('TopicStates', None), 253: ('TopicStates', None), 254: ('TopicStates', None), 255: ('TopicStates', None), 256: ('TopicStates', None), 257: ('TopicStates', None), 258: ('TopicStates', None), 259: ('TopicStates', 'i6'), 260: ('TopicStates', 'i6'), 261: ('TopicStates', None), 262: ('TopicStates', None), 263: ('TopicStates', None), 264: ('TopicStates', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 277: ('TopicStates', None), 278: ('TopicStates', None), 279: ('TopicStates', None), 280: ('TopicStates', None), 281: ('TopicStates', None), 282: ('TopicStates', None), 283: ('TopicStates', None), 284: ('TopicStates', 'i7'), 285: ('TopicStates', 'i7'), 286: ('TopicStates', None), 287: ('TopicStates', None), 288: ('TopicStates', None), 289: ('TopicStates', None), 291: ('_tagged', None), 292: ('_tagged', None), 293: ('_tagged', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('PartitionIndex+ErrorCode', None), 318: ('ErrorCode', None), 319: ('PartitionErrors', None), 320: ('PartitionErrors', None), 321: ('PartitionErrors', None), 322: ('PartitionErrors', None), 323: ('PartitionErrors', None), 324: ('PartitionErrors[{}].TopicName', 'i4'), 325: ('PartitionErrors[{}].TopicName', 'i4'), 326: ('PartitionErrors[{}].TopicName', 'i4'), 327: ('PartitionErrors[{}].TopicName', 'i4'), 328: ('PartitionErrors[{}].TopicName', 'i4'), 329: ('PartitionErrors[{}].TopicName', 'i4'), 330: ('PartitionErrors[{}].TopicName', 'i4'), 331: ('PartitionErrors[{}].TopicName', 'i4'), 332: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 333: ('PartitionErrors', 'i4'), 334: ('PartitionErrors', 'i4'), 335: ('PartitionErrors', None), 336: ('PartitionErrors', None), 337: ('PartitionErrors', None), 338: ('PartitionErrors', None), 347: ('TopicName', None), 348: ('TopicName', None), 349: ('TopicName', None), 350: ('TopicName', None), 351: ('TopicName', None), 352: ('TopicName', None), 353: ('TopicName', None), 354: ('TopicName', None), 355: ('TopicName', None), 356: ('TopicName', None), 357: ('PartitionIndex+ErrorCode', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('ErrorCode', None), 370: ('PartitionErrors', None), 371: ('PartitionErrors', None), 372: ('PartitionErrors', None), 373: ('PartitionErrors', None), 374: ('PartitionErrors', None), 375: ('PartitionErrors', None), 376: ('PartitionErrors', None), 377: ('PartitionErrors[{}].TopicName', 'i4'), 378: ('PartitionErrors[{}].TopicName', 'i4'), 379: ('PartitionErrors[{}].TopicName', 'i4'), 380: ('PartitionErrors[{}].TopicName', 'i4'), 381: ('PartitionErrors[{}].TopicName', 'i4'), 382: ('PartitionErrors[{}].TopicName', 'i4'), 383: ('PartitionErrors[{}].TopicName', 'i4'), 384: ('PartitionErrors[{}].TopicName', 'i4'), 385: ('PartitionErrors[{}].TopicName', 'i4'), 386: ('PartitionErrors[{}].TopicName', 'i4'), 387: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 388: ('PartitionErrors', 'i4'), 389: ('PartitionErrors', 'i4'), 390: ('PartitionErrors', 'i4'), 391: ('PartitionErrors', 'i4'), 392: ('PartitionErrors', 'i4'), 393: ('PartitionErrors', None), 394: ('PartitionErrors', None), 395: ('PartitionErrors', None), 396: ('PartitionErrors', None), 398: ('_tagged', None), 399: ('_tagged', None), 400: ('_tagged', None)}
-BUILD_HASH = 'e3fe8e2044311576'
+_LINES = {21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('PartitionIndex', None), 38: ('ControllerId+ControllerEpoch+DeletePartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions', None), 44: ('UngroupedPartitions', None), 45: ('UngroupedPartitions', None), 46: ('UngroupedPartitions[{}].TopicName', 'i6'), 47: ('UngroupedPartitions[{}].TopicName', 'i6'), 48: ('UngroupedPartitions[{}].TopicName', 'i6'), 49: ('UngroupedPartitions[{}].TopicName', 'i6'), 50: ('UngroupedPartitions[{}].TopicName', 'i6'), 51: ('UngroupedPartitions[{}].TopicName', 'i6'), 52: ('UngroupedPartitions[{}].TopicName', 'i6'), 53: ('UngroupedPartitions[{}].TopicName', 'i6'), 54: ('UngroupedPartitions[{}].PartitionIndex', 'i6'), 55: ('UngroupedPartitions', 'i6'), 56: ('UngroupedPartitions', 'i6'), 57: ('UngroupedPartitions', None), 58: ('UngroupedPartitions', None), 59: ('UngroupedPartitions', None), 60: ('UngroupedPartitions', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('Name', None), 75: ('Name', None), 76: ('Name', None), 77: ('PartitionIndexes', None), 78: ('PartitionIndexes', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 81: ('PartitionIndexes', None), 82: ('PartitionIndexes', None), 83: ('PartitionIndexes', None), 84: ('PartitionIndexes', None), 85: ('PartitionIndexes', None), 86: ('PartitionIndexes', None), 95: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics[{}].Name', 'i7'), 104: ('Topics[{}].Name', 'i7'), 105: ('Topics[{}].Name', 'i7'), 106: ('Topics[{}].Name', 'i7'), 107: ('Topics[{}].Name', 'i7'), 108: ('Topics[{}].Name', 'i7'), 109: ('Topics[{}].Name', 'i7'), 110: ('Topics[{}].Name', 'i7'), 111: ('Topics[{}].PartitionIndexes', 'i7'), 112: ('Topics[{}].PartitionIndexes', 'i7'), 113: ('Topics[{}].PartitionIndexes', 'i7'), 114: ('Topics[{}].PartitionIndexes', 'i7'), 115: ('Topics[{}].PartitionIndexes', 'i7'), 116: ('Topics[{}].PartitionIndexes', 'i7'), 117: ('Topics[{}].PartitionIndexes', 'i7'), 118: ('Topics[{}].PartitionIndexes', 'i7'), 119: ('Topics[{}].PartitionIndexes', 'i7'), 120: ('Topics[{}].PartitionIndexes', 'i7'), 121: ('Topics', 'i7'), 122: ('Topics', 'i7'), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('PartitionIndexes', None), 146: ('PartitionIndexes', None), 147: ('PartitionIndexes', None), 148: ('PartitionIndexes', None), 149: ('PartitionIndexes', None), 150: ('PartitionIndexes', None), 151: ('PartitionIndexes', None), 152: ('PartitionIndexes', None), 153: ('PartitionIndexes', None), 154: ('PartitionIndexes', None), 155: ('PartitionIndexes', None), 156: ('PartitionIndexes', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics[{}].Name', 'i7'), 179: ('Topics[{}].Name', 'i7'), 180: ('Topics[{}].Name', 'i7'), 181: ('Topics[{}].Name', 'i7'), 182: ('Topics[{}].Name', 'i7'), 183: ('Topics[{}].Name', 'i7'), 184: ('Topics[{}].Name', 'i7'), 185: ('Topics[{}].Name', 'i7'), 186: ('Topics[{}].Name', 'i7'), 187: ('Topics[{}].Name', 'i7'), 188: ('Topics[{}].PartitionIndexes', 'i7'), 189: ('Topics[{}].PartitionIndexes', 'i7'), 190: ('Topics[{}].PartitionIndexes', 'i7'), 191: ('Topics[{}].PartitionIndexes', 'i7'), 192: ('Topics[{}].PartitionIndexes', 'i7'), 193: ('Topics[{}].PartitionIndexes', 'i7'), 194: ('Topics[{}].PartitionIndexes', 'i7'), 195: ('Topics[{}].PartitionIndexes', 'i7'), 196: ('Topics[{}].PartitionIndexes', 'i7'), 197: ('Topics[{}].PartitionIndexes', 'i7'), 198: ('Topics[{}].PartitionIndexes', 'i7'), 199: ('Topics[{}].PartitionIndexes', 'i7'), 200: ('Topics', 'i7'), 201: ('Topics', 'i7'), 202: ('Topics', 'i7'), 203: ('Topics', 'i7'), 204: ('Topics', 'i7'), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('TopicName', None), 233: ('TopicName', None), 234: ('TopicName', None), 235: ('TopicName', None), 236: ('TopicName', None), 237: ('TopicName', None), 238: ('TopicName', None), 239: ('TopicName', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('PartitionStates', None), 243: ('PartitionStates', None), 244: ('PartitionStates', None), 245: ('PartitionStates', None), 246: ('PartitionStates', None), 247: ('PartitionStates', None), 248: ('PartitionStates', None), 249: ('PartitionStates', None), 250: ('PartitionStates', None), 251: ('PartitionStates[{}].PartitionIndex+LeaderEpoch+DeletePartition', 'i5'), 252: ('PartitionStates', 'i5'), 253: ('PartitionStates', 'i5'), 254: ('PartitionStates', 'i5'), 255: ('PartitionStates', 'i5'), 256: ('PartitionStates', 'i5'), 257: ('PartitionStates', None), 258: ('PartitionStates', None), 259: ('PartitionStates', None), 260: ('PartitionStates', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 273: ('TopicStates', None), 274: ('TopicStates', None), 275: ('TopicStates', None), 276: ('TopicStates', None), 277: ('TopicStates', None), 278: ('TopicStates', None), 279: ('TopicStates', None), 280: ('TopicStates', None), 281: ('TopicStates', None), 282: ('TopicStates', 'i6'), 283: ('TopicStates', 'i6'), 284: ('TopicStates', None), 285: ('TopicStates', None), 286: ('TopicStates', None), 287: ('TopicStates', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 300: ('TopicStates', None), 301: ('TopicStates', None), 302: ('TopicStates', None), 303: ('TopicStates', None), 304: ('TopicStates', None), 305: ('TopicStates', None), 306: ('TopicStates', None), 307: ('TopicStates', None), 308: ('TopicStates', None), 309: ('TopicStates', 'i7'), 310: ('TopicStates', 'i7'), 311: ('TopicStates', None), 312: ('TopicStates', None), 313: ('TopicStates', None), 314: ('TopicStates', None), 316: ('_tagged', None), 317: ('_tagged', None), 318: ('_tagged', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('TopicName', None), 329: ('TopicName', None), 330: ('TopicName', None), 331: ('TopicName', None), 332: ('TopicName', None), 333: ('TopicName', None), 334: ('PartitionIndex+ErrorCode', None), 343: ('ErrorCode', None), 344: ('PartitionErrors', None), 345: ('PartitionErrors', None), 346: ('PartitionErrors', None), 347: ('PartitionErrors', None), 348: ('PartitionErrors', None), 349: ('PartitionErrors', None), 350: ('PartitionErrors', None), 351: ('PartitionErrors[{}].TopicName', 'i4'), 352: ('PartitionErrors[{}].TopicName', 'i4'), 353: ('PartitionErrors[{}].TopicName', 'i4'), 354: ('PartitionErrors[{}].TopicName', 'i4'), 355: ('PartitionErrors[{}].TopicName', 'i4'), 356: ('PartitionErrors[{}].TopicName', 'i4'), 357: ('PartitionErrors[{}].TopicName', 'i4'), 358: ('PartitionErrors[{}].TopicName', 'i4'), 359: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 360: ('PartitionErrors', 'i4'), 361: ('PartitionErrors', 'i4'), 362: ('PartitionErrors', None), 363: ('PartitionErrors', None), 364: ('PartitionErrors', None), 365: ('PartitionErrors', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('TopicName', None), 378: ('TopicName', None), 379: ('TopicName', None), 380: ('TopicName', None), 381: ('TopicName', None), 382: ('TopicName', None), 383: ('TopicName', None), 384: ('PartitionIndex+ErrorCode', None), 386: ('_tagged', None), 387: ('_tagged', None), 388: ('_tagged', None), 396: ('ErrorCode', None), 397: ('PartitionErrors', None), 398: ('PartitionErrors', None), 399: ('PartitionErrors', None), 400: ('PartitionErrors', None), 401: ('PartitionErrors', None), 402: ('PartitionErrors', None), 403: ('PartitionErrors', None), 404: ('PartitionErrors', None), 405: ('PartitionErrors', None), 406: ('PartitionErrors[{}].TopicName', 'i4'), 407: ('PartitionErrors[{}].TopicName', 'i4'), 408: ('PartitionErrors[{}].TopicName', 'i4'), 409: ('PartitionErrors[{}].TopicName', 'i4'), 410: ('PartitionErrors[{}].TopicName', 'i4'), 411: ('PartitionErrors[{}].TopicName', 'i4'), 412: ('PartitionErrors[{}].TopicName', 'i4'), 413: ('PartitionErrors[{}].TopicName', 'i4'), 414: ('PartitionErrors[{}].TopicName', 'i4'), 415: ('PartitionErrors[{}].TopicName', 'i4'), 416: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 417: ('PartitionErrors', 'i4'), 418: ('PartitionErrors', 'i4'), 419: ('PartitionErrors', 'i4'), 420: ('PartitionErrors', 'i4'), 421: ('PartitionErrors', 'i4'), 422: ('PartitionErrors', None), 423: ('PartitionErrors', None), 424: ('PartitionErrors', None), 425: ('PartitionErrors', None), 427: ('_tagged', None), 428: ('_tagged', None), 429: ('_tagged', None)}
+BUILD_HASH = 'cb03faf04e582db2'

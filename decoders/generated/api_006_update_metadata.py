@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -29,6 +30,9 @@ def _f0(b, p):
         v3, v4, v5, v6, = _U3(b, p); p += 16
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -37,6 +41,9 @@ def _f0(b, p):
         v9, = _U1(b, p); p += 4
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -72,6 +79,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -85,6 +94,9 @@ def _f2(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -93,6 +105,9 @@ def _f2(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -107,6 +122,8 @@ def _f2(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            _B[0] -= n19
+            if _B[0] < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 v21, = _U1(b, p); p += 4
@@ -155,6 +172,8 @@ def _f4(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -185,6 +204,8 @@ def _f5(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -198,6 +219,9 @@ def _f5(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -206,6 +230,9 @@ def _f5(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -220,6 +247,8 @@ def _f5(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 8 > L - p: raise _rt.short_count(n19, L - p)
+            _B[0] -= n19
+            if _B[0] < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 x21, p = _f4(b, p)
@@ -240,6 +269,8 @@ def _f6(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -278,6 +309,8 @@ def _f7(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -291,6 +324,9 @@ def _f7(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -299,6 +335,9 @@ def _f7(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -313,6 +352,8 @@ def _f7(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            _B[0] -= n19
+            if _B[0] < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 x21, p = _f6(b, p)
@@ -359,6 +400,8 @@ def _f9(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 10 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -405,6 +448,8 @@ def _f10(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -418,6 +463,9 @@ def _f10(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -426,6 +474,9 @@ def _f10(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -440,6 +491,8 @@ def _f10(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
+            _B[0] -= n19
+            if _B[0] < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 x21, p = _f9(b, p)
@@ -467,6 +520,9 @@ def _f11(b, p):
         v3, v4, v5, v6, = _U3(b, p); p += 16
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
+            if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -475,6 +531,9 @@ def _f11(b, p):
         v9, = _U1(b, p); p += 4
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -482,6 +541,9 @@ def _f11(b, p):
             raise _rt.negative(n11)
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
+            if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -499,6 +561,8 @@ def _f12(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 34 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -512,6 +576,9 @@ def _f12(b, p):
                 v8, v9, v10, v11, = _U3(b, p); p += 16
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -520,6 +587,9 @@ def _f12(b, p):
                 v14, = _U1(b, p); p += 4
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -527,6 +597,9 @@ def _f12(b, p):
                     raise _rt.negative(n16)
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -541,6 +614,8 @@ def _f12(b, p):
         n21, = _U1(b, p); p += 4
         if n21 >= 0:
             if n21 * 10 > L - p: raise _rt.short_count(n21, L - p)
+            _B[0] -= n21
+            if _B[0] < 0: raise _rt.over_budget(n21)
             v20 = []
             for i22 in range(n21):
                 x23, p = _f9(b, p)
@@ -560,6 +635,9 @@ def _f13(b, p):
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -568,6 +646,9 @@ def _f13(b, p):
         v7, = _U1(b, p); p += 4
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -575,6 +656,9 @@ def _f13(b, p):
             raise _rt.negative(n9)
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -599,11 +683,16 @@ def _f14(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 32 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -612,6 +701,9 @@ def _f14(b, p):
                 v12, = _U1(b, p); p += 4
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -619,6 +711,9 @@ def _f14(b, p):
                     raise _rt.negative(n14)
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -642,6 +737,8 @@ def _f15(b, p):
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f14(b, p)
@@ -653,6 +750,8 @@ def _f15(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f9(b, p)
@@ -674,6 +773,9 @@ def _f16(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -684,6 +786,9 @@ def _f16(b, p):
         if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
         n9 -= 1
         if n9 >= 0:
+            if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -693,6 +798,9 @@ def _f16(b, p):
         if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
         n11 -= 1
         if n11 >= 0:
+            if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -724,6 +832,8 @@ def _f17(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 24 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
@@ -731,6 +841,9 @@ def _f17(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -741,6 +854,9 @@ def _f17(b, p):
                 if n14 > 127: n14, p = _rt.uvarint(b, p, n14)
                 n14 -= 1
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -750,6 +866,9 @@ def _f17(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -814,6 +933,8 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -874,6 +995,8 @@ def _f20(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f17(b, p)
@@ -887,6 +1010,8 @@ def _f20(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 7 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f19(b, p)
@@ -922,6 +1047,8 @@ def _f21(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 24 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -929,6 +1056,9 @@ def _f21(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -939,6 +1069,9 @@ def _f21(b, p):
                 if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
                 n15 -= 1
                 if n15 >= 0:
+                    if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
+                    _B[0] -= n15
+                    if _B[0] < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -948,6 +1081,9 @@ def _f21(b, p):
                 if n17 > 127: n17, p = _rt.uvarint(b, p, n17)
                 n17 -= 1
                 if n17 >= 0:
+                    if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
+                    _B[0] -= n17
+                    if _B[0] < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -979,6 +1115,8 @@ def _f22(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 19 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f21(b, p)
@@ -992,6 +1130,8 @@ def _f22(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 7 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f19(b, p)
@@ -1025,6 +1165,8 @@ def _f24(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f21(b, p)
@@ -1038,6 +1180,8 @@ def _f24(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 7 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 x12, p = _f19(b, p)
@@ -1083,5 +1227,5 @@ NAME = 'UpdateMetadata'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f10, 4: _f12, 5: _f15, 6: _f20, 7: _f22, 8: _f24}
 RESPONSE = {0: _f25, 1: _f25, 2: _f25, 3: _f25, 4: _f25, 5: _f25, 6: _f26, 7: _f26, 8: _f26}
 
-_LINES = {21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 30: ('Isr', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('ZkVersion', None), 38: ('Replicas', None), 39: ('Replicas', None), 40: ('Replicas', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 53: ('Id', None), 54: ('V0Host', None), 55: ('V0Host', None), 56: ('V0Host', None), 57: ('V0Host', None), 58: ('V0Host', None), 59: ('V0Host', None), 60: ('V0Host', None), 61: ('V0Host', None), 62: ('V0Port', None), 71: ('ControllerId+ControllerEpoch', None), 72: ('UngroupedPartitionStates', None), 73: ('UngroupedPartitionStates', None), 74: ('UngroupedPartitionStates', None), 75: ('UngroupedPartitionStates', None), 76: ('UngroupedPartitionStates', None), 77: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 78: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 79: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 80: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 81: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 82: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 83: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 84: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 85: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 86: ('UngroupedPartitionStates[{}].Isr', 'i5'), 87: ('UngroupedPartitionStates[{}].Isr', 'i5'), 88: ('UngroupedPartitionStates[{}].Isr', 'i5'), 89: ('UngroupedPartitionStates[{}].Isr', 'i5'), 90: ('UngroupedPartitionStates[{}].Isr', 'i5'), 91: ('UngroupedPartitionStates[{}].Isr', 'i5'), 92: ('UngroupedPartitionStates[{}].Isr', 'i5'), 93: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 94: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 95: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 96: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 97: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 98: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 99: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 100: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 101: ('UngroupedPartitionStates', 'i5'), 102: ('UngroupedPartitionStates', 'i5'), 103: ('UngroupedPartitionStates', None), 104: ('UngroupedPartitionStates', None), 105: ('UngroupedPartitionStates', None), 106: ('UngroupedPartitionStates', None), 107: ('LiveBrokers', None), 108: ('LiveBrokers', None), 109: ('LiveBrokers', None), 110: ('LiveBrokers', None), 111: ('LiveBrokers', None), 112: ('LiveBrokers[{}].Id', 'i20'), 113: ('LiveBrokers[{}].V0Host', 'i20'), 114: ('LiveBrokers[{}].V0Host', 'i20'), 115: ('LiveBrokers[{}].V0Host', 'i20'), 116: ('LiveBrokers[{}].V0Host', 'i20'), 117: ('LiveBrokers[{}].V0Host', 'i20'), 118: ('LiveBrokers[{}].V0Host', 'i20'), 119: ('LiveBrokers[{}].V0Host', 'i20'), 120: ('LiveBrokers[{}].V0Host', 'i20'), 121: ('LiveBrokers[{}].V0Port', 'i20'), 122: ('LiveBrokers', 'i20'), 123: ('LiveBrokers', 'i20'), 124: ('LiveBrokers', None), 125: ('LiveBrokers', None), 126: ('LiveBrokers', None), 127: ('LiveBrokers', None), 136: ('Port', None), 137: ('Host', None), 138: ('Host', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('SecurityProtocol', None), 154: ('Id', None), 155: ('Endpoints', None), 156: ('Endpoints', None), 157: ('Endpoints', None), 158: ('Endpoints', None), 159: ('Endpoints', None), 160: ('Endpoints[{}].Port', 'i4'), 161: ('Endpoints[{}].Host', 'i4'), 162: ('Endpoints[{}].Host', 'i4'), 163: ('Endpoints[{}].Host', 'i4'), 164: ('Endpoints[{}].Host', 'i4'), 165: ('Endpoints[{}].Host', 'i4'), 166: ('Endpoints[{}].Host', 'i4'), 167: ('Endpoints[{}].Host', 'i4'), 168: ('Endpoints[{}].Host', 'i4'), 169: ('Endpoints[{}].SecurityProtocol', 'i4'), 170: ('Endpoints', 'i4'), 171: ('Endpoints', 'i4'), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 184: ('ControllerId+ControllerEpoch', None), 185: ('UngroupedPartitionStates', None), 186: ('UngroupedPartitionStates', None), 187: ('UngroupedPartitionStates', None), 188: ('UngroupedPartitionStates', None), 189: ('UngroupedPartitionStates', None), 190: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 191: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 192: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 193: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 194: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 195: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 196: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 197: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 198: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 199: ('UngroupedPartitionStates[{}].Isr', 'i5'), 200: ('UngroupedPartitionStates[{}].Isr', 'i5'), 201: ('UngroupedPartitionStates[{}].Isr', 'i5'), 202: ('UngroupedPartitionStates[{}].Isr', 'i5'), 203: ('UngroupedPartitionStates[{}].Isr', 'i5'), 204: ('UngroupedPartitionStates[{}].Isr', 'i5'), 205: ('UngroupedPartitionStates[{}].Isr', 'i5'), 206: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 207: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 208: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 209: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 210: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 211: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 212: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 213: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 214: ('UngroupedPartitionStates', 'i5'), 215: ('UngroupedPartitionStates', 'i5'), 216: ('UngroupedPartitionStates', None), 217: ('UngroupedPartitionStates', None), 218: ('UngroupedPartitionStates', None), 219: ('UngroupedPartitionStates', None), 220: ('LiveBrokers', None), 221: ('LiveBrokers', None), 222: ('LiveBrokers', None), 223: ('LiveBrokers', None), 224: ('LiveBrokers', None), 225: ('LiveBrokers', 'i20'), 226: ('LiveBrokers', 'i20'), 227: ('LiveBrokers', None), 228: ('LiveBrokers', None), 229: ('LiveBrokers', None), 230: ('LiveBrokers', None), 239: ('Id', None), 240: ('Endpoints', None), 241: ('Endpoints', None), 242: ('Endpoints', None), 243: ('Endpoints', None), 244: ('Endpoints', None), 245: ('Endpoints[{}].Port', 'i4'), 246: ('Endpoints[{}].Host', 'i4'), 247: ('Endpoints[{}].Host', 'i4'), 248: ('Endpoints[{}].Host', 'i4'), 249: ('Endpoints[{}].Host', 'i4'), 250: ('Endpoints[{}].Host', 'i4'), 251: ('Endpoints[{}].Host', 'i4'), 252: ('Endpoints[{}].Host', 'i4'), 253: ('Endpoints[{}].Host', 'i4'), 254: ('Endpoints[{}].SecurityProtocol', 'i4'), 255: ('Endpoints', 'i4'), 256: ('Endpoints', 'i4'), 257: ('Endpoints', None), 258: ('Endpoints', None), 259: ('Endpoints', None), 260: ('Endpoints', None), 261: ('Rack', None), 262: ('Rack', None), 263: ('Rack', None), 264: ('Rack', None), 265: ('Rack', None), 266: ('Rack', None), 267: ('Rack', None), 268: ('Rack', None), 277: ('ControllerId+ControllerEpoch', None), 278: ('UngroupedPartitionStates', None), 279: ('UngroupedPartitionStates', None), 280: ('UngroupedPartitionStates', None), 281: ('UngroupedPartitionStates', None), 282: ('UngroupedPartitionStates', None), 283: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 284: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 285: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 286: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 287: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 288: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 289: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 290: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 291: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 292: ('UngroupedPartitionStates[{}].Isr', 'i5'), 293: ('UngroupedPartitionStates[{}].Isr', 'i5'), 294: ('UngroupedPartitionStates[{}].Isr', 'i5'), 295: ('UngroupedPartitionStates[{}].Isr', 'i5'), 296: ('UngroupedPartitionStates[{}].Isr', 'i5'), 297: ('UngroupedPartitionStates[{}].Isr', 'i5'), 298: ('UngroupedPartitionStates[{}].Isr', 'i5'), 299: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 300: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 301: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 302: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 303: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 304: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 305: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 306: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 307: ('UngroupedPartitionStates', 'i5'), 308: ('UngroupedPartitionStates', 'i5'), 309: ('UngroupedPartitionStates', None), 310: ('UngroupedPartitionStates', None), 311: ('UngroupedPartitionStates', None), 312: ('UngroupedPartitionStates', None), 313: ('LiveBrokers', None), 314: ('LiveBrokers', None), 315: ('LiveBrokers', None), 316: ('LiveBrokers', None), 317: ('LiveBrokers', None), 318: ('LiveBrokers', 'i20'), 319: ('LiveBrokers', 'i20'), 320: ('LiveBrokers', None), 321: ('LiveBrokers', None), 322: ('LiveBrokers', None), 323: ('LiveBrokers', None), 332: ('Port', None), 333: ('Host', None), 334: ('Host', None), 335: ('Host', None), 336: ('Host', None), 337: ('Host', None), 338: ('Host', None), 339: ('Host', None), 340: ('Host', None), 341: ('Listener', None), 342: ('Listener', None), 343: ('Listener', None), 344: ('Listener', None), 345: ('Listener', None), 346: ('Listener', None), 347: ('Listener', None), 348: ('Listener', None), 349: ('SecurityProtocol', None), 358: ('Id', None), 359: ('Endpoints', None), 360: ('Endpoints', None), 361: ('Endpoints', None), 362: ('Endpoints', None), 363: ('Endpoints', None), 364: ('Endpoints[{}].Port', 'i4'), 365: ('Endpoints[{}].Host', 'i4'), 366: ('Endpoints[{}].Host', 'i4'), 367: ('Endpoints[{}].Host', 'i4'), 368: ('Endpoints[{}].Host', 'i4'), 369: ('Endpoints[{}].Host', 'i4'), 370: ('Endpoints[{}].Host', 'i4'), 371: ('Endpoints[{}].Host', 'i4'), 372: ('Endpoints[{}].Host', 'i4'), 373: ('Endpoints[{}].Listener', 'i4'), 374: ('Endpoints[{}].Listener', 'i4'), 375: ('Endpoints[{}].Listener', 'i4'), 376: ('Endpoints[{}].Listener', 'i4'), 377: ('Endpoints[{}].Listener', 'i4'), 378: ('Endpoints[{}].Listener', 'i4'), 379: ('Endpoints[{}].Listener', 'i4'), 380: ('Endpoints[{}].Listener', 'i4'), 381: ('Endpoints[{}].SecurityProtocol', 'i4'), 382: ('Endpoints', 'i4'), 383: ('Endpoints', 'i4'), 384: ('Endpoints', None), 385: ('Endpoints', None), 386: ('Endpoints', None), 387: ('Endpoints', None), 388: ('Rack', None), 389: ('Rack', None), 390: ('Rack', None), 391: ('Rack', None), 392: ('Rack', None), 393: ('Rack', None), 394: ('Rack', None), 395: ('Rack', None), 404: ('ControllerId+ControllerEpoch', None), 405: ('UngroupedPartitionStates', None), 406: ('UngroupedPartitionStates', None), 407: ('UngroupedPartitionStates', None), 408: ('UngroupedPartitionStates', None), 409: ('UngroupedPartitionStates', None), 410: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 411: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 412: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 413: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 414: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 415: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 416: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 417: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 418: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 419: ('UngroupedPartitionStates[{}].Isr', 'i5'), 420: ('UngroupedPartitionStates[{}].Isr', 'i5'), 421: ('UngroupedPartitionStates[{}].Isr', 'i5'), 422: ('UngroupedPartitionStates[{}].Isr', 'i5'), 423: ('UngroupedPartitionStates[{}].Isr', 'i5'), 424: ('UngroupedPartitionStates[{}].Isr', 'i5'), 425: ('UngroupedPartitionStates[{}].Isr', 'i5'), 426: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 427: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 428: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 429: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 430: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 431: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 432: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 433: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 434: ('UngroupedPartitionStates', 'i5'), 435: ('UngroupedPartitionStates', 'i5'), 436: ('UngroupedPartitionStates', None), 437: ('UngroupedPartitionStates', None), 438: ('UngroupedPartitionStates', None), 439: ('UngroupedPartitionStates', None), 440: ('LiveBrokers', None), 441: ('LiveBrokers', None), 442: ('LiveBrokers', None), 443: ('LiveBrokers', None), 444: ('LiveBrokers', None), 445: ('LiveBrokers', 'i20'), 446: ('LiveBrokers', 'i20'), 447: ('LiveBrokers', None), 448: ('LiveBrokers', None), 449: ('LiveBrokers', None), 450: ('LiveBrokers', None), 459: ('TopicName', None), 460: ('TopicName', None), 461: ('TopicName', None), 462: ('TopicName', None), 463: ('TopicName', None), 464: ('TopicName', None), 465: ('TopicName', None), 466: ('TopicName', None), 467: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 468: ('Isr', None), 469: ('Isr', None), 470: ('Isr', None), 471: ('Isr', None), 472: ('Isr', None), 473: ('Isr', None), 474: ('Isr', None), 475: ('ZkVersion', None), 476: ('Replicas', None), 477: ('Replicas', None), 478: ('Replicas', None), 479: ('Replicas', None), 480: ('Replicas', None), 481: ('Replicas', None), 482: ('Replicas', None), 483: ('OfflineReplicas', None), 484: ('OfflineReplicas', None), 485: ('OfflineReplicas', None), 486: ('OfflineReplicas', None), 487: ('OfflineReplicas', None), 488: ('OfflineReplicas', None), 489: ('OfflineReplicas', None), 498: ('ControllerId+ControllerEpoch', None), 499: ('UngroupedPartitionStates', None), 500: ('UngroupedPartitionStates', None), 501: ('UngroupedPartitionStates', None), 502: ('UngroupedPartitionStates', None), 503: ('UngroupedPartitionStates', None), 504: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 505: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 506: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 507: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 508: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 509: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 510: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 511: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 512: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 513: ('UngroupedPartitionStates[{}].Isr', 'i5'), 514: ('UngroupedPartitionStates[{}].Isr', 'i5'), 515: ('UngroupedPartitionStates[{}].Isr', 'i5'), 516: ('UngroupedPartitionStates[{}].Isr', 'i5'), 517: ('UngroupedPartitionStates[{}].Isr', 'i5'), 518: ('UngroupedPartitionStates[{}].Isr', 'i5'), 519: ('UngroupedPartitionStates[{}].Isr', 'i5'), 520: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 521: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 522: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 523: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 524: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 525: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 526: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 527: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 528: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 529: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 530: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 531: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 532: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 533: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 534: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 535: ('UngroupedPartitionStates', 'i5'), 536: ('UngroupedPartitionStates', 'i5'), 537: ('UngroupedPartitionStates', None), 538: ('UngroupedPartitionStates', None), 539: ('UngroupedPartitionStates', None), 540: ('UngroupedPartitionStates', None), 541: ('LiveBrokers', None), 542: ('LiveBrokers', None), 543: ('LiveBrokers', None), 544: ('LiveBrokers', None), 545: ('LiveBrokers', None), 546: ('LiveBrokers', 'i22'), 547: ('LiveBrokers', 'i22'), 548: ('LiveBrokers', None), 549: ('LiveBrokers', None), 550: ('LiveBrokers', None), 551: ('LiveBrokers', None), 560: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 561: ('Isr', None), 562: ('Isr', None), 563: ('Isr', None), 564: ('Isr', None), 565: ('Isr', None), 566: ('Isr', None), 567: ('Isr', None), 568: ('ZkVersion', None), 569: ('Replicas', None), 570: ('Replicas', None), 571: ('Replicas', None), 572: ('Replicas', None), 573: ('Replicas', None), 574: ('Replicas', None), 575: ('Replicas', None), 576: ('OfflineReplicas', None), 577: ('OfflineReplicas', None), 578: ('OfflineReplicas', None), 579: ('OfflineReplicas', None), 580: ('OfflineReplicas', None), 581: ('OfflineReplicas', None), 582: ('OfflineReplicas', None), 591: ('TopicName', None), 592: ('TopicName', None), 593: ('TopicName', None), 594: ('TopicName', None), 595: ('TopicName', None), 596: ('TopicName', None), 597: ('TopicName', None), 598: ('TopicName', None), 599: ('PartitionStates', None), 600: ('PartitionStates', None), 601: ('PartitionStates', None), 602: ('PartitionStates', None), 603: ('PartitionStates', None), 604: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 605: ('PartitionStates[{}].Isr', 'i5'), 606: ('PartitionStates[{}].Isr', 'i5'), 607: ('PartitionStates[{}].Isr', 'i5'), 608: ('PartitionStates[{}].Isr', 'i5'), 609: ('PartitionStates[{}].Isr', 'i5'), 610: ('PartitionStates[{}].Isr', 'i5'), 611: ('PartitionStates[{}].Isr', 'i5'), 612: ('PartitionStates[{}].ZkVersion', 'i5'), 613: ('PartitionStates[{}].Replicas', 'i5'), 614: ('PartitionStates[{}].Replicas', 'i5'), 615: ('PartitionStates[{}].Replicas', 'i5'), 616: ('PartitionStates[{}].Replicas', 'i5'), 617: ('PartitionStates[{}].Replicas', 'i5'), 618: ('PartitionStates[{}].Replicas', 'i5'), 619: ('PartitionStates[{}].Replicas', 'i5'), 620: ('PartitionStates[{}].OfflineReplicas', 'i5'), 621: ('PartitionStates[{}].OfflineReplicas', 'i5'), 622: ('PartitionStates[{}].OfflineReplicas', 'i5'), 623: ('PartitionStates[{}].OfflineReplicas', 'i5'), 624: ('PartitionStates[{}].OfflineReplicas', 'i5'), 625: ('PartitionStates[{}].OfflineReplicas', 'i5'), 626: ('PartitionStates[{}].OfflineReplicas', 'i5'), 627: ('PartitionStates', 'i5'), 628: ('PartitionStates', 'i5'), 629: ('PartitionStates', None), 630: ('PartitionStates', None), 631: ('PartitionStates', None), 632: ('PartitionStates', None), 641: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 642: ('TopicStates', None), 643: ('TopicStates', None), 644: ('TopicStates', None), 645: ('TopicStates', None), 646: ('TopicStates', None), 647: ('TopicStates', 'i6'), 648: ('TopicStates', 'i6'), 649: ('TopicStates', None), 650: ('TopicStates', None), 651: ('TopicStates', None), 652: ('TopicStates', None), 653: ('LiveBrokers', None), 654: ('LiveBrokers', None), 655: ('LiveBrokers', None), 656: ('LiveBrokers', None), 657: ('LiveBrokers', None), 658: ('LiveBrokers', 'i10'), 659: ('LiveBrokers', 'i10'), 660: ('LiveBrokers', None), 661: ('LiveBrokers', None), 662: ('LiveBrokers', None), 663: ('LiveBrokers', None), 672: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 673: ('Isr', None), 674: ('Isr', None), 675: ('Isr', None), 676: ('Isr', None), 677: ('Isr', None), 678: ('Isr', None), 679: ('Isr', None), 680: ('Isr', None), 681: ('Isr', None), 682: ('ZkVersion', None), 683: ('Replicas', None), 684: ('Replicas', None), 685: ('Replicas', None), 686: ('Replicas', None), 687: ('Replicas', None), 688: ('Replicas', None), 689: ('Replicas', None), 690: ('Replicas', None), 691: ('Replicas', None), 692: ('OfflineReplicas', None), 693: ('OfflineReplicas', None), 694: ('OfflineReplicas', None), 695: ('OfflineReplicas', None), 696: ('OfflineReplicas', None), 697: ('OfflineReplicas', None), 698: ('OfflineReplicas', None), 699: ('OfflineReplicas', None), 700: ('OfflineReplicas', None), 702: ('_tagged', None), 703: ('_tagged', None), 704: ('_tagged', None), 712: ('TopicName', None), 713: ('TopicName', None), 714: ('TopicName', None), 715: ('TopicName', None), 716: ('TopicName', None), 717: ('TopicName', None), 718: ('TopicName', None), 719: ('TopicName', None), 720: ('TopicName', None), 721: ('TopicName', None), 722: ('PartitionStates', None), 723: ('PartitionStates', None), 724: ('PartitionStates', None), 725: ('PartitionStates', None), 726: ('PartitionStates', None), 727: ('PartitionStates', None), 728: ('PartitionStates', None), 729: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 730: ('PartitionStates[{}].Isr', 'i5'), 731: ('PartitionStates[{}].Isr', 'i5'), 732: ('PartitionStates[{}].Isr', 'i5'), 733: ('PartitionStates[{}].Isr', 'i5'), 734: ('PartitionStates[{}].Isr', 'i5'), 735: ('PartitionStates[{}].Isr', 'i5'), 736: ('PartitionStates[{}].Isr', 'i5'), 737: ('PartitionStates[{}].Isr', 'i5'), 738: ('PartitionStates[{}].Isr', 'i5'), 739: ('PartitionStates[{}].ZkVersion', 'i5'), 740: ('PartitionStates[{}].Replicas', 'i5'), 741: ('PartitionStates[{}].Replicas', 'i5'), 742: ('PartitionStates[{}].Replicas', 'i5'), 743: ('PartitionStates[{}].Replicas', 'i5'), 744: ('PartitionStates[{}].Replicas', 'i5'), 745: ('PartitionStates[{}].Replicas', 'i5'), 746: ('PartitionStates[{}].Replicas', 'i5'), 747: ('PartitionStates[{}].Replicas', 'i5'), 748: ('PartitionStates[{}].Replicas', 'i5'), 749: ('PartitionStates[{}].OfflineReplicas', 'i5'), 750: ('PartitionStates[{}].OfflineReplicas', 'i5'), 751: ('PartitionStates[{}].OfflineReplicas', 'i5'), 752: ('PartitionStates[{}].OfflineReplicas', 'i5'), 753: ('PartitionStates[{}].OfflineReplicas', 'i5'), 754: ('PartitionStates[{}].OfflineReplicas', 'i5'), 755: ('PartitionStates[{}].OfflineReplicas', 'i5'), 756: ('PartitionStates[{}].OfflineReplicas', 'i5'), 757: ('PartitionStates[{}].OfflineReplicas', 'i5'), 758: ('PartitionStates', 'i5'), 759: ('PartitionStates', 'i5'), 760: ('PartitionStates', 'i5'), 761: ('PartitionStates', 'i5'), 762: ('PartitionStates', 'i5'), 763: ('PartitionStates', None), 764: ('PartitionStates', None), 765: ('PartitionStates', None), 766: ('PartitionStates', None), 768: ('_tagged', None), 769: ('_tagged', None), 770: ('_tagged', None), 778: ('Port', None), 779: ('Host', None), 780: ('Host', None), 781: ('Host', None), 782: ('Host', None), 783: ('Host', None), 784: ('Host', None), 785: ('Host', None), 786: ('Host', None), 787: ('Host', None), 788: ('Host', None), 789: ('Listener', None), 790: ('Listener', None), 791: ('Listener', None), 792: ('Listener', None), 793: ('Listener', None), 794: ('Listener', None), 795: ('Listener', None), 796: ('Listener', None), 797: ('Listener', None), 798: ('Listener', None), 799: ('SecurityProtocol', None), 801: ('_tagged', None), 802: ('_tagged', None), 803: ('_tagged', None), 811: ('Id', None), 812: ('Endpoints', None), 813: ('Endpoints', None), 814: ('Endpoints', None), 815: ('Endpoints', None), 816: ('Endpoints', None), 817: ('Endpoints', None), 818: ('Endpoints', None), 819: ('Endpoints[{}].Port', 'i4'), 820: ('Endpoints[{}].Host', 'i4'), 821: ('Endpoints[{}].Host', 'i4'), 822: ('Endpoints[{}].Host', 'i4'), 823: ('Endpoints[{}].Host', 'i4'), 824: ('Endpoints[{}].Host', 'i4'), 825: ('Endpoints[{}].Host', 'i4'), 826: ('Endpoints[{}].Host', 'i4'), 827: ('Endpoints[{}].Host', 'i4'), 828: ('Endpoints[{}].Host', 'i4'), 829: ('Endpoints[{}].Host', 'i4'), 830: ('Endpoints[{}].Listener', 'i4'), 831: ('Endpoints[{}].Listener', 'i4'), 832: ('Endpoints[{}].Listener', 'i4'), 833: ('Endpoints[{}].Listener', 'i4'), 834: ('Endpoints[{}].Listener', 'i4'), 835: ('Endpoints[{}].Listener', 'i4'), 836: ('Endpoints[{}].Listener', 'i4'), 837: ('Endpoints[{}].Listener', 'i4'), 838: ('Endpoints[{}].Listener', 'i4'), 839: ('Endpoints[{}].Listener', 'i4'), 840: ('Endpoints[{}].SecurityProtocol', 'i4'), 841: ('Endpoints', 'i4'), 842: ('Endpoints', 'i4'), 843: ('Endpoints', 'i4'), 844: ('Endpoints', 'i4'), 845: ('Endpoints', 'i4'), 846: ('Endpoints', None), 847: ('Endpoints', None), 848: ('Endpoints', None), 849: ('Endpoints', None), 850: ('Rack', None), 851: ('Rack', None), 852: ('Rack', None), 853: ('Rack', None), 854: ('Rack', None), 855: ('Rack', None), 856: ('Rack', None), 857: ('Rack', None), 858: ('Rack', None), 859: ('Rack', None), 861: ('_tagged', None), 862: ('_tagged', None), 863: ('_tagged', None), 871: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 872: ('TopicStates', None), 873: ('TopicStates', None), 874: ('TopicStates', None), 875: ('TopicStates', None), 876: ('TopicStates', None), 877: ('TopicStates', None), 878: ('TopicStates', None), 879: ('TopicStates', 'i6'), 880: ('TopicStates', 'i6'), 881: ('TopicStates', None), 882: ('TopicStates', None), 883: ('TopicStates', None), 884: ('TopicStates', None), 885: ('LiveBrokers', None), 886: ('LiveBrokers', None), 887: ('LiveBrokers', None), 888: ('LiveBrokers', None), 889: ('LiveBrokers', None), 890: ('LiveBrokers', None), 891: ('LiveBrokers', None), 892: ('LiveBrokers', 'i10'), 893: ('LiveBrokers', 'i10'), 894: ('LiveBrokers', None), 895: ('LiveBrokers', None), 896: ('LiveBrokers', None), 897: ('LiveBrokers', None), 899: ('_tagged', None), 900: ('_tagged', None), 901: ('_tagged', None), 909: ('TopicName', None), 910: ('TopicName', None), 911: ('TopicName', None), 912: ('TopicName', None), 913: ('TopicName', None), 914: ('TopicName', None), 915: ('TopicName', None), 916: ('TopicName', None), 917: ('TopicName', None), 918: ('TopicName', None), 919: ('TopicId', None), 920: ('PartitionStates', None), 921: ('PartitionStates', None), 922: ('PartitionStates', None), 923: ('PartitionStates', None), 924: ('PartitionStates', None), 925: ('PartitionStates', None), 926: ('PartitionStates', None), 927: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 928: ('PartitionStates[{}].Isr', 'i6'), 929: ('PartitionStates[{}].Isr', 'i6'), 930: ('PartitionStates[{}].Isr', 'i6'), 931: ('PartitionStates[{}].Isr', 'i6'), 932: ('PartitionStates[{}].Isr', 'i6'), 933: ('PartitionStates[{}].Isr', 'i6'), 934: ('PartitionStates[{}].Isr', 'i6'), 935: ('PartitionStates[{}].Isr', 'i6'), 936: ('PartitionStates[{}].Isr', 'i6'), 937: ('PartitionStates[{}].ZkVersion', 'i6'), 938: ('PartitionStates[{}].Replicas', 'i6'), 939: ('PartitionStates[{}].Replicas', 'i6'), 940: ('PartitionStates[{}].Replicas', 'i6'), 941: ('PartitionStates[{}].Replicas', 'i6'), 942: ('PartitionStates[{}].Replicas', 'i6'), 943: ('PartitionStates[{}].Replicas', 'i6'), 944: ('PartitionStates[{}].Replicas', 'i6'), 945: ('PartitionStates[{}].Replicas', 'i6'), 946: ('PartitionStates[{}].Replicas', 'i6'), 947: ('PartitionStates[{}].OfflineReplicas', 'i6'), 948: ('PartitionStates[{}].OfflineReplicas', 'i6'), 949: ('PartitionStates[{}].OfflineReplicas', 'i6'), 950: ('PartitionStates[{}].OfflineReplicas', 'i6'), 951: ('PartitionStates[{}].OfflineReplicas', 'i6'), 952: ('PartitionStates[{}].OfflineReplicas', 'i6'), 953: ('PartitionStates[{}].OfflineReplicas', 'i6'), 954: ('PartitionStates[{}].OfflineReplicas', 'i6'), 955: ('PartitionStates[{}].OfflineReplicas', 'i6'), 956: ('PartitionStates', 'i6'), 957: ('PartitionStates', 'i6'), 958: ('PartitionStates', 'i6'), 959: ('PartitionStates', 'i6'), 960: ('PartitionStates', 'i6'), 961: ('PartitionStates', None), 962: ('PartitionStates', None), 963: ('PartitionStates', None), 964: ('PartitionStates', None), 966: ('_tagged', None), 967: ('_tagged', None), 968: ('_tagged', None), 976: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 977: ('TopicStates', None), 978: ('TopicStates', None), 979: ('TopicStates', None), 980: ('TopicStates', None), 981: ('TopicStates', None), 982: ('TopicStates', None), 983: ('TopicStates', None), 984: ('TopicStates', 'i6'), 985: ('TopicStates', 'i6'), 986: ('TopicStates', None), 987: ('TopicStates', None), 988: ('TopicStates', None), 989: ('TopicStates', None), 990: ('LiveBrokers', None), 991: ('LiveBrokers', None), 992: ('LiveBrokers', None), 993: ('LiveBrokers', None), 994: ('LiveBrokers', None), 995: ('LiveBrokers', None), 996: ('LiveBrokers', None), 997: ('LiveBrokers', 'i10'), 998: ('LiveBrokers', 'i10'), 999: ('LiveBrokers', None), 1000: ('LiveBrokers', None), 1001: ('LiveBrokers', None), 1002: ('LiveBrokers', None), 1004: ('_tagged', None), 1005: ('_tagged', None), 1006: ('_tagged', None), 1014: ('Type', None), 1022: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 1023: ('TopicStates', None), 1024: ('TopicStates', None), 1025: ('TopicStates', None), 1026: ('TopicStates', None), 1027: ('TopicStates', None), 1028: ('TopicStates', None), 1029: ('TopicStates', None), 1030: ('TopicStates', 'i7'), 1031: ('TopicStates', 'i7'), 1032: ('TopicStates', None), 1033: ('TopicStates', None), 1034: ('TopicStates', None), 1035: ('TopicStates', None), 1036: ('LiveBrokers', None), 1037: ('LiveBrokers', None), 1038: ('LiveBrokers', None), 1039: ('LiveBrokers', None), 1040: ('LiveBrokers', None), 1041: ('LiveBrokers', None), 1042: ('LiveBrokers', None), 1043: ('LiveBrokers', 'i11'), 1044: ('LiveBrokers', 'i11'), 1045: ('LiveBrokers', None), 1046: ('LiveBrokers', None), 1047: ('LiveBrokers', None), 1048: ('LiveBrokers', None), 1050: ('_tagged', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1060: ('ErrorCode', None), 1069: ('ErrorCode', None), 1071: ('_tagged', None), 1072: ('_tagged', None), 1073: ('_tagged', None)}
-BUILD_HASH = '543ed8586af6c075'
+_LINES = {22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('Isr', None), 41: ('ZkVersion', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 50: ('Replicas', None), 51: ('Replicas', None), 60: ('Id', None), 61: ('V0Host', None), 62: ('V0Host', None), 63: ('V0Host', None), 64: ('V0Host', None), 65: ('V0Host', None), 66: ('V0Host', None), 67: ('V0Host', None), 68: ('V0Host', None), 69: ('V0Port', None), 78: ('ControllerId+ControllerEpoch', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates', None), 81: ('UngroupedPartitionStates', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 93: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 94: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 95: ('UngroupedPartitionStates[{}].Isr', 'i5'), 96: ('UngroupedPartitionStates[{}].Isr', 'i5'), 97: ('UngroupedPartitionStates[{}].Isr', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].Isr', 'i5'), 104: ('UngroupedPartitionStates[{}].Isr', 'i5'), 105: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 106: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 107: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 108: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 115: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 116: ('UngroupedPartitionStates', 'i5'), 117: ('UngroupedPartitionStates', 'i5'), 118: ('UngroupedPartitionStates', None), 119: ('UngroupedPartitionStates', None), 120: ('UngroupedPartitionStates', None), 121: ('UngroupedPartitionStates', None), 122: ('LiveBrokers', None), 123: ('LiveBrokers', None), 124: ('LiveBrokers', None), 125: ('LiveBrokers', None), 126: ('LiveBrokers', None), 127: ('LiveBrokers', None), 128: ('LiveBrokers', None), 129: ('LiveBrokers[{}].Id', 'i20'), 130: ('LiveBrokers[{}].V0Host', 'i20'), 131: ('LiveBrokers[{}].V0Host', 'i20'), 132: ('LiveBrokers[{}].V0Host', 'i20'), 133: ('LiveBrokers[{}].V0Host', 'i20'), 134: ('LiveBrokers[{}].V0Host', 'i20'), 135: ('LiveBrokers[{}].V0Host', 'i20'), 136: ('LiveBrokers[{}].V0Host', 'i20'), 137: ('LiveBrokers[{}].V0Host', 'i20'), 138: ('LiveBrokers[{}].V0Port', 'i20'), 139: ('LiveBrokers', 'i20'), 140: ('LiveBrokers', 'i20'), 141: ('LiveBrokers', None), 142: ('LiveBrokers', None), 143: ('LiveBrokers', None), 144: ('LiveBrokers', None), 153: ('Port', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Host', None), 158: ('Host', None), 159: ('Host', None), 160: ('Host', None), 161: ('Host', None), 162: ('SecurityProtocol', None), 171: ('Id', None), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 176: ('Endpoints', None), 177: ('Endpoints', None), 178: ('Endpoints', None), 179: ('Endpoints[{}].Port', 'i4'), 180: ('Endpoints[{}].Host', 'i4'), 181: ('Endpoints[{}].Host', 'i4'), 182: ('Endpoints[{}].Host', 'i4'), 183: ('Endpoints[{}].Host', 'i4'), 184: ('Endpoints[{}].Host', 'i4'), 185: ('Endpoints[{}].Host', 'i4'), 186: ('Endpoints[{}].Host', 'i4'), 187: ('Endpoints[{}].Host', 'i4'), 188: ('Endpoints[{}].SecurityProtocol', 'i4'), 189: ('Endpoints', 'i4'), 190: ('Endpoints', 'i4'), 191: ('Endpoints', None), 192: ('Endpoints', None), 193: ('Endpoints', None), 194: ('Endpoints', None), 203: ('ControllerId+ControllerEpoch', None), 204: ('UngroupedPartitionStates', None), 205: ('UngroupedPartitionStates', None), 206: ('UngroupedPartitionStates', None), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('UngroupedPartitionStates', None), 210: ('UngroupedPartitionStates', None), 211: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 212: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 213: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 214: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 215: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 216: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 217: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 218: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 219: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 220: ('UngroupedPartitionStates[{}].Isr', 'i5'), 221: ('UngroupedPartitionStates[{}].Isr', 'i5'), 222: ('UngroupedPartitionStates[{}].Isr', 'i5'), 223: ('UngroupedPartitionStates[{}].Isr', 'i5'), 224: ('UngroupedPartitionStates[{}].Isr', 'i5'), 225: ('UngroupedPartitionStates[{}].Isr', 'i5'), 226: ('UngroupedPartitionStates[{}].Isr', 'i5'), 227: ('UngroupedPartitionStates[{}].Isr', 'i5'), 228: ('UngroupedPartitionStates[{}].Isr', 'i5'), 229: ('UngroupedPartitionStates[{}].Isr', 'i5'), 230: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 231: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 232: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 233: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 234: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 235: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 236: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 237: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 238: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 239: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 240: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 241: ('UngroupedPartitionStates', 'i5'), 242: ('UngroupedPartitionStates', 'i5'), 243: ('UngroupedPartitionStates', None), 244: ('UngroupedPartitionStates', None), 245: ('UngroupedPartitionStates', None), 246: ('UngroupedPartitionStates', None), 247: ('LiveBrokers', None), 248: ('LiveBrokers', None), 249: ('LiveBrokers', None), 250: ('LiveBrokers', None), 251: ('LiveBrokers', None), 252: ('LiveBrokers', None), 253: ('LiveBrokers', None), 254: ('LiveBrokers', 'i20'), 255: ('LiveBrokers', 'i20'), 256: ('LiveBrokers', None), 257: ('LiveBrokers', None), 258: ('LiveBrokers', None), 259: ('LiveBrokers', None), 268: ('Id', None), 269: ('Endpoints', None), 270: ('Endpoints', None), 271: ('Endpoints', None), 272: ('Endpoints', None), 273: ('Endpoints', None), 274: ('Endpoints', None), 275: ('Endpoints', None), 276: ('Endpoints[{}].Port', 'i4'), 277: ('Endpoints[{}].Host', 'i4'), 278: ('Endpoints[{}].Host', 'i4'), 279: ('Endpoints[{}].Host', 'i4'), 280: ('Endpoints[{}].Host', 'i4'), 281: ('Endpoints[{}].Host', 'i4'), 282: ('Endpoints[{}].Host', 'i4'), 283: ('Endpoints[{}].Host', 'i4'), 284: ('Endpoints[{}].Host', 'i4'), 285: ('Endpoints[{}].SecurityProtocol', 'i4'), 286: ('Endpoints', 'i4'), 287: ('Endpoints', 'i4'), 288: ('Endpoints', None), 289: ('Endpoints', None), 290: ('Endpoints', None), 291: ('Endpoints', None), 292: ('Rack', None), 293: ('Rack', None), 294: ('Rack', None), 295: ('Rack', None), 296: ('Rack', None), 297: ('Rack', None), 298: ('Rack', None), 299: ('Rack', None), 308: ('ControllerId+ControllerEpoch', None), 309: ('UngroupedPartitionStates', None), 310: ('UngroupedPartitionStates', None), 311: ('UngroupedPartitionStates', None), 312: ('UngroupedPartitionStates', None), 313: ('UngroupedPartitionStates', None), 314: ('UngroupedPartitionStates', None), 315: ('UngroupedPartitionStates', None), 316: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 317: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 318: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 319: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 320: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 321: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 322: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 323: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 324: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 325: ('UngroupedPartitionStates[{}].Isr', 'i5'), 326: ('UngroupedPartitionStates[{}].Isr', 'i5'), 327: ('UngroupedPartitionStates[{}].Isr', 'i5'), 328: ('UngroupedPartitionStates[{}].Isr', 'i5'), 329: ('UngroupedPartitionStates[{}].Isr', 'i5'), 330: ('UngroupedPartitionStates[{}].Isr', 'i5'), 331: ('UngroupedPartitionStates[{}].Isr', 'i5'), 332: ('UngroupedPartitionStates[{}].Isr', 'i5'), 333: ('UngroupedPartitionStates[{}].Isr', 'i5'), 334: ('UngroupedPartitionStates[{}].Isr', 'i5'), 335: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 336: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 337: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 338: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 339: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 340: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 341: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 342: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 343: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 344: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 345: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 346: ('UngroupedPartitionStates', 'i5'), 347: ('UngroupedPartitionStates', 'i5'), 348: ('UngroupedPartitionStates', None), 349: ('UngroupedPartitionStates', None), 350: ('UngroupedPartitionStates', None), 351: ('UngroupedPartitionStates', None), 352: ('LiveBrokers', None), 353: ('LiveBrokers', None), 354: ('LiveBrokers', None), 355: ('LiveBrokers', None), 356: ('LiveBrokers', None), 357: ('LiveBrokers', None), 358: ('LiveBrokers', None), 359: ('LiveBrokers', 'i20'), 360: ('LiveBrokers', 'i20'), 361: ('LiveBrokers', None), 362: ('LiveBrokers', None), 363: ('LiveBrokers', None), 364: ('LiveBrokers', None), 373: ('Port', None), 374: ('Host', None), 375: ('Host', None), 376: ('Host', None), 377: ('Host', None), 378: ('Host', None), 379: ('Host', None), 380: ('Host', None), 381: ('Host', None), 382: ('Listener', None), 383: ('Listener', None), 384: ('Listener', None), 385: ('Listener', None), 386: ('Listener', None), 387: ('Listener', None), 388: ('Listener', None), 389: ('Listener', None), 390: ('SecurityProtocol', None), 399: ('Id', None), 400: ('Endpoints', None), 401: ('Endpoints', None), 402: ('Endpoints', None), 403: ('Endpoints', None), 404: ('Endpoints', None), 405: ('Endpoints', None), 406: ('Endpoints', None), 407: ('Endpoints[{}].Port', 'i4'), 408: ('Endpoints[{}].Host', 'i4'), 409: ('Endpoints[{}].Host', 'i4'), 410: ('Endpoints[{}].Host', 'i4'), 411: ('Endpoints[{}].Host', 'i4'), 412: ('Endpoints[{}].Host', 'i4'), 413: ('Endpoints[{}].Host', 'i4'), 414: ('Endpoints[{}].Host', 'i4'), 415: ('Endpoints[{}].Host', 'i4'), 416: ('Endpoints[{}].Listener', 'i4'), 417: ('Endpoints[{}].Listener', 'i4'), 418: ('Endpoints[{}].Listener', 'i4'), 419: ('Endpoints[{}].Listener', 'i4'), 420: ('Endpoints[{}].Listener', 'i4'), 421: ('Endpoints[{}].Listener', 'i4'), 422: ('Endpoints[{}].Listener', 'i4'), 423: ('Endpoints[{}].Listener', 'i4'), 424: ('Endpoints[{}].SecurityProtocol', 'i4'), 425: ('Endpoints', 'i4'), 426: ('Endpoints', 'i4'), 427: ('Endpoints', None), 428: ('Endpoints', None), 429: ('Endpoints', None), 430: ('Endpoints', None), 431: ('Rack', None), 432: ('Rack', None), 433: ('Rack', None), 434: ('Rack', None), 435: ('Rack', None), 436: ('Rack', None), 437: ('Rack', None), 438: ('Rack', None), 447: ('ControllerId+ControllerEpoch', None), 448: ('UngroupedPartitionStates', None), 449: ('UngroupedPartitionStates', None), 450: ('UngroupedPartitionStates', None), 451: ('UngroupedPartitionStates', None), 452: ('UngroupedPartitionStates', None), 453: ('UngroupedPartitionStates', None), 454: ('UngroupedPartitionStates', None), 455: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 456: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 457: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 458: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 459: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 460: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 461: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 462: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 463: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 464: ('UngroupedPartitionStates[{}].Isr', 'i5'), 465: ('UngroupedPartitionStates[{}].Isr', 'i5'), 466: ('UngroupedPartitionStates[{}].Isr', 'i5'), 467: ('UngroupedPartitionStates[{}].Isr', 'i5'), 468: ('UngroupedPartitionStates[{}].Isr', 'i5'), 469: ('UngroupedPartitionStates[{}].Isr', 'i5'), 470: ('UngroupedPartitionStates[{}].Isr', 'i5'), 471: ('UngroupedPartitionStates[{}].Isr', 'i5'), 472: ('UngroupedPartitionStates[{}].Isr', 'i5'), 473: ('UngroupedPartitionStates[{}].Isr', 'i5'), 474: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 475: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 476: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 477: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 478: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 479: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 480: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 481: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 482: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 483: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 484: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 485: ('UngroupedPartitionStates', 'i5'), 486: ('UngroupedPartitionStates', 'i5'), 487: ('UngroupedPartitionStates', None), 488: ('UngroupedPartitionStates', None), 489: ('UngroupedPartitionStates', None), 490: ('UngroupedPartitionStates', None), 491: ('LiveBrokers', None), 492: ('LiveBrokers', None), 493: ('LiveBrokers', None), 494: ('LiveBrokers', None), 495: ('LiveBrokers', None), 496: ('LiveBrokers', None), 497: ('LiveBrokers', None), 498: ('LiveBrokers', 'i20'), 499: ('LiveBrokers', 'i20'), 500: ('LiveBrokers', None), 501: ('LiveBrokers', None), 502: ('LiveBrokers', None), 503: ('LiveBrokers', None), 512: ('TopicName', None), 513: ('TopicName', None), 514: ('TopicName', None), 515: ('TopicName', None), 516: ('TopicName', None), 517: ('TopicName', None), 518: ('TopicName', None), 519: ('TopicName', None), 520: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 521: ('Isr', None), 522: ('Isr', None), 523: ('Isr', None), 524: ('Isr', None), 525: ('Isr', None), 526: ('Isr', None), 527: ('Isr', None), 528: ('Isr', None), 529: ('Isr', None), 530: ('Isr', None), 531: ('ZkVersion', None), 532: ('Replicas', None), 533: ('Replicas', None), 534: ('Replicas', None), 535: ('Replicas', None), 536: ('Replicas', None), 537: ('Replicas', None), 538: ('Replicas', None), 539: ('Replicas', None), 540: ('Replicas', None), 541: ('Replicas', None), 542: ('OfflineReplicas', None), 543: ('OfflineReplicas', None), 544: ('OfflineReplicas', None), 545: ('OfflineReplicas', None), 546: ('OfflineReplicas', None), 547: ('OfflineReplicas', None), 548: ('OfflineReplicas', None), 549: ('OfflineReplicas', None), 550: ('OfflineReplicas', None), 551: ('OfflineReplicas', None), 560: ('ControllerId+ControllerEpoch', None), 561: ('UngroupedPartitionStates', None), 562: ('UngroupedPartitionStates', None), 563: ('UngroupedPartitionStates', None), 564: ('UngroupedPartitionStates', None), 565: ('UngroupedPartitionStates', None), 566: ('UngroupedPartitionStates', None), 567: ('UngroupedPartitionStates', None), 568: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 569: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 570: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 571: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 572: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 573: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 574: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 575: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 576: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 577: ('UngroupedPartitionStates[{}].Isr', 'i5'), 578: ('UngroupedPartitionStates[{}].Isr', 'i5'), 579: ('UngroupedPartitionStates[{}].Isr', 'i5'), 580: ('UngroupedPartitionStates[{}].Isr', 'i5'), 581: ('UngroupedPartitionStates[{}].Isr', 'i5'), 582: ('UngroupedPartitionStates[{}].Isr', 'i5'), 583: ('UngroupedPartitionStates[{}].Isr', 'i5'), 584: ('UngroupedPartitionStates[{}].Isr', 'i5'), 585: ('UngroupedPartitionStates[{}].Isr', 'i5'), 586: ('UngroupedPartitionStates[{}].Isr', 'i5'), 587: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 588: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 589: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 590: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 591: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 592: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 593: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 594: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 595: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 596: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 597: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 598: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 599: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 600: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 601: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 602: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 603: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 604: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 605: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 606: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 607: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 608: ('UngroupedPartitionStates', 'i5'), 609: ('UngroupedPartitionStates', 'i5'), 610: ('UngroupedPartitionStates', None), 611: ('UngroupedPartitionStates', None), 612: ('UngroupedPartitionStates', None), 613: ('UngroupedPartitionStates', None), 614: ('LiveBrokers', None), 615: ('LiveBrokers', None), 616: ('LiveBrokers', None), 617: ('LiveBrokers', None), 618: ('LiveBrokers', None), 619: ('LiveBrokers', None), 620: ('LiveBrokers', None), 621: ('LiveBrokers', 'i22'), 622: ('LiveBrokers', 'i22'), 623: ('LiveBrokers', None), 624: ('LiveBrokers', None), 625: ('LiveBrokers', None), 626: ('LiveBrokers', None), 635: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 636: ('Isr', None), 637: ('Isr', None), 638: ('Isr', None), 639: ('Isr', None), 640: ('Isr', None), 641: ('Isr', None), 642: ('Isr', None), 643: ('Isr', None), 644: ('Isr', None), 645: ('Isr', None), 646: ('ZkVersion', None), 647: ('Replicas', None), 648: ('Replicas', None), 649: ('Replicas', None), 650: ('Replicas', None), 651: ('Replicas', None), 652: ('Replicas', None), 653: ('Replicas', None), 654: ('Replicas', None), 655: ('Replicas', None), 656: ('Replicas', None), 657: ('OfflineReplicas', None), 658: ('OfflineReplicas', None), 659: ('OfflineReplicas', None), 660: ('OfflineReplicas', None), 661: ('OfflineReplicas', None), 662: ('OfflineReplicas', None), 663: ('OfflineReplicas', None), 664: ('OfflineReplicas', None), 665: ('OfflineReplicas', None), 666: ('OfflineReplicas', None), 675: ('TopicName', None), 676: ('TopicName', None), 677: ('TopicName', None), 678: ('TopicName', None), 679: ('TopicName', None), 680: ('TopicName', None), 681: ('TopicName', None), 682: ('TopicName', None), 683: ('PartitionStates', None), 684: ('PartitionStates', None), 685: ('PartitionStates', None), 686: ('PartitionStates', None), 687: ('PartitionStates', None), 688: ('PartitionStates', None), 689: ('PartitionStates', None), 690: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 691: ('PartitionStates[{}].Isr', 'i5'), 692: ('PartitionStates[{}].Isr', 'i5'), 693: ('PartitionStates[{}].Isr', 'i5'), 694: ('PartitionStates[{}].Isr', 'i5'), 695: ('PartitionStates[{}].Isr', 'i5'), 696: ('PartitionStates[{}].Isr', 'i5'), 697: ('PartitionStates[{}].Isr', 'i5'), 698: ('PartitionStates[{}].Isr', 'i5'), 699: ('PartitionStates[{}].Isr', 'i5'), 700: ('PartitionStates[{}].Isr', 'i5'), 701: ('PartitionStates[{}].ZkVersion', 'i5'), 702: ('PartitionStates[{}].Replicas', 'i5'), 703: ('PartitionStates[{}].Replicas', 'i5'), 704: ('PartitionStates[{}].Replicas', 'i5'), 705: ('PartitionStates[{}].Replicas', 'i5'), 706: ('PartitionStates[{}].Replicas', 'i5'), 707: ('PartitionStates[{}].Replicas', 'i5'), 708: ('PartitionStates[{}].Replicas', 'i5'), 709: ('PartitionStates[{}].Replicas', 'i5'), 710: ('PartitionStates[{}].Replicas', 'i5'), 711: ('PartitionStates[{}].Replicas', 'i5'), 712: ('PartitionStates[{}].OfflineReplicas', 'i5'), 713: ('PartitionStates[{}].OfflineReplicas', 'i5'), 714: ('PartitionStates[{}].OfflineReplicas', 'i5'), 715: ('PartitionStates[{}].OfflineReplicas', 'i5'), 716: ('PartitionStates[{}].OfflineReplicas', 'i5'), 717: ('PartitionStates[{}].OfflineReplicas', 'i5'), 718: ('PartitionStates[{}].OfflineReplicas', 'i5'), 719: ('PartitionStates[{}].OfflineReplicas', 'i5'), 720: ('PartitionStates[{}].OfflineReplicas', 'i5'), 721: ('PartitionStates[{}].OfflineReplicas', 'i5'), 722: ('PartitionStates', 'i5'), 723: ('PartitionStates', 'i5'), 724: ('PartitionStates', None), 725: ('PartitionStates', None), 726: ('PartitionStates', None), 727: ('PartitionStates', None), 736: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 737: ('TopicStates', None), 738: ('TopicStates', None), 739: ('TopicStates', None), 740: ('TopicStates', None), 741: ('TopicStates', None), 742: ('TopicStates', None), 743: ('TopicStates', None), 744: ('TopicStates', 'i6'), 745: ('TopicStates', 'i6'), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('TopicStates', None), 750: ('LiveBrokers', None), 751: ('LiveBrokers', None), 752: ('LiveBrokers', None), 753: ('LiveBrokers', None), 754: ('LiveBrokers', None), 755: ('LiveBrokers', None), 756: ('LiveBrokers', None), 757: ('LiveBrokers', 'i10'), 758: ('LiveBrokers', 'i10'), 759: ('LiveBrokers', None), 760: ('LiveBrokers', None), 761: ('LiveBrokers', None), 762: ('LiveBrokers', None), 771: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 772: ('Isr', None), 773: ('Isr', None), 774: ('Isr', None), 775: ('Isr', None), 776: ('Isr', None), 777: ('Isr', None), 778: ('Isr', None), 779: ('Isr', None), 780: ('Isr', None), 781: ('Isr', None), 782: ('Isr', None), 783: ('Isr', None), 784: ('ZkVersion', None), 785: ('Replicas', None), 786: ('Replicas', None), 787: ('Replicas', None), 788: ('Replicas', None), 789: ('Replicas', None), 790: ('Replicas', None), 791: ('Replicas', None), 792: ('Replicas', None), 793: ('Replicas', None), 794: ('Replicas', None), 795: ('Replicas', None), 796: ('Replicas', None), 797: ('OfflineReplicas', None), 798: ('OfflineReplicas', None), 799: ('OfflineReplicas', None), 800: ('OfflineReplicas', None), 801: ('OfflineReplicas', None), 802: ('OfflineReplicas', None), 803: ('OfflineReplicas', None), 804: ('OfflineReplicas', None), 805: ('OfflineReplicas', None), 806: ('OfflineReplicas', None), 807: ('OfflineReplicas', None), 808: ('OfflineReplicas', None), 810: ('_tagged', None), 811: ('_tagged', None), 812: ('_tagged', None), 820: ('TopicName', None), 821: ('TopicName', None), 822: ('TopicName', None), 823: ('TopicName', None), 824: ('TopicName', None), 825: ('TopicName', None), 826: ('TopicName', None), 827: ('TopicName', None), 828: ('TopicName', None), 829: ('TopicName', None), 830: ('PartitionStates', None), 831: ('PartitionStates', None), 832: ('PartitionStates', None), 833: ('PartitionStates', None), 834: ('PartitionStates', None), 835: ('PartitionStates', None), 836: ('PartitionStates', None), 837: ('PartitionStates', None), 838: ('PartitionStates', None), 839: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 840: ('PartitionStates[{}].Isr', 'i5'), 841: ('PartitionStates[{}].Isr', 'i5'), 842: ('PartitionStates[{}].Isr', 'i5'), 843: ('PartitionStates[{}].Isr', 'i5'), 844: ('PartitionStates[{}].Isr', 'i5'), 845: ('PartitionStates[{}].Isr', 'i5'), 846: ('PartitionStates[{}].Isr', 'i5'), 847: ('PartitionStates[{}].Isr', 'i5'), 848: ('PartitionStates[{}].Isr', 'i5'), 849: ('PartitionStates[{}].Isr', 'i5'), 850: ('PartitionStates[{}].Isr', 'i5'), 851: ('PartitionStates[{}].Isr', 'i5'), 852: ('PartitionStates[{}].ZkVersion', 'i5'), 853: ('PartitionStates[{}].Replicas', 'i5'), 854: ('PartitionStates[{}].Replicas', 'i5'), 855: ('PartitionStates[{}].Replicas', 'i5'), 856: ('PartitionStates[{}].Replicas', 'i5'), 857: ('PartitionStates[{}].Replicas', 'i5'), 858: ('PartitionStates[{}].Replicas', 'i5'), 859: ('PartitionStates[{}].Replicas', 'i5'), 860: ('PartitionStates[{}].Replicas', 'i5'), 861: ('PartitionStates[{}].Replicas', 'i5'), 862: ('PartitionStates[{}].Replicas', 'i5'), 863: ('PartitionStates[{}].Replicas', 'i5'), 864: ('PartitionStates[{}].Replicas', 'i5'), 865: ('PartitionStates[{}].OfflineReplicas', 'i5'), 866: ('PartitionStates[{}].OfflineReplicas', 'i5'), 867: ('PartitionStates[{}].OfflineReplicas', 'i5'), 868: ('PartitionStates[{}].OfflineReplicas', 'i5'), 869: ('PartitionStates[{}].OfflineReplicas', 'i5'), 870: ('PartitionStates[{}].OfflineReplicas', 'i5'), 871: ('PartitionStates[{}].OfflineReplicas', 'i5'), 872: ('PartitionStates[{}].OfflineReplicas', 'i5'), 873: ('PartitionStates[{}].OfflineReplicas', 'i5'), 874: ('PartitionStates[{}].OfflineReplicas', 'i5'), 875: ('PartitionStates[{}].OfflineReplicas', 'i5'), 876: ('PartitionStates[{}].OfflineReplicas', 'i5'), 877: ('PartitionStates', 'i5'), 878: ('PartitionStates', 'i5'), 879: ('PartitionStates', 'i5'), 880: ('PartitionStates', 'i5'), 881: ('PartitionStates', 'i5'), 882: ('PartitionStates', None), 883: ('PartitionStates', None), 884: ('PartitionStates', None), 885: ('PartitionStates', None), 887: ('_tagged', None), 888: ('_tagged', None), 889: ('_tagged', None), 897: ('Port', None), 898: ('Host', None), 899: ('Host', None), 900: ('Host', None), 901: ('Host', None), 902: ('Host', None), 903: ('Host', None), 904: ('Host', None), 905: ('Host', None), 906: ('Host', None), 907: ('Host', None), 908: ('Listener', None), 909: ('Listener', None), 910: ('Listener', None), 911: ('Listener', None), 912: ('Listener', None), 913: ('Listener', None), 914: ('Listener', None), 915: ('Listener', None), 916: ('Listener', None), 917: ('Listener', None), 918: ('SecurityProtocol', None), 920: ('_tagged', None), 921: ('_tagged', None), 922: ('_tagged', None), 930: ('Id', None), 931: ('Endpoints', None), 932: ('Endpoints', None), 933: ('Endpoints', None), 934: ('Endpoints', None), 935: ('Endpoints', None), 936: ('Endpoints', None), 937: ('Endpoints', None), 938: ('Endpoints', None), 939: ('Endpoints', None), 940: ('Endpoints[{}].Port', 'i4'), 941: ('Endpoints[{}].Host', 'i4'), 942: ('Endpoints[{}].Host', 'i4'), 943: ('Endpoints[{}].Host', 'i4'), 944: ('Endpoints[{}].Host', 'i4'), 945: ('Endpoints[{}].Host', 'i4'), 946: ('Endpoints[{}].Host', 'i4'), 947: ('Endpoints[{}].Host', 'i4'), 948: ('Endpoints[{}].Host', 'i4'), 949: ('Endpoints[{}].Host', 'i4'), 950: ('Endpoints[{}].Host', 'i4'), 951: ('Endpoints[{}].Listener', 'i4'), 952: ('Endpoints[{}].Listener', 'i4'), 953: ('Endpoints[{}].Listener', 'i4'), 954: ('Endpoints[{}].Listener', 'i4'), 955: ('Endpoints[{}].Listener', 'i4'), 956: ('Endpoints[{}].Listener', 'i4'), 957: ('Endpoints[{}].Listener', 'i4'), 958: ('Endpoints[{}].Listener', 'i4'), 959: ('Endpoints[{}].Listener', 'i4'), 960: ('Endpoints[{}].Listener', 'i4'), 961: ('Endpoints[{}].SecurityProtocol', 'i4'), 962: ('Endpoints', 'i4'), 963: ('Endpoints', 'i4'), 964: ('Endpoints', 'i4'), 965: ('Endpoints', 'i4'), 966: ('Endpoints', 'i4'), 967: ('Endpoints', None), 968: ('Endpoints', None), 969: ('Endpoints', None), 970: ('Endpoints', None), 971: ('Rack', None), 972: ('Rack', None), 973: ('Rack', None), 974: ('Rack', None), 975: ('Rack', None), 976: ('Rack', None), 977: ('Rack', None), 978: ('Rack', None), 979: ('Rack', None), 980: ('Rack', None), 982: ('_tagged', None), 983: ('_tagged', None), 984: ('_tagged', None), 992: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 993: ('TopicStates', None), 994: ('TopicStates', None), 995: ('TopicStates', None), 996: ('TopicStates', None), 997: ('TopicStates', None), 998: ('TopicStates', None), 999: ('TopicStates', None), 1000: ('TopicStates', None), 1001: ('TopicStates', None), 1002: ('TopicStates', 'i6'), 1003: ('TopicStates', 'i6'), 1004: ('TopicStates', None), 1005: ('TopicStates', None), 1006: ('TopicStates', None), 1007: ('TopicStates', None), 1008: ('LiveBrokers', None), 1009: ('LiveBrokers', None), 1010: ('LiveBrokers', None), 1011: ('LiveBrokers', None), 1012: ('LiveBrokers', None), 1013: ('LiveBrokers', None), 1014: ('LiveBrokers', None), 1015: ('LiveBrokers', None), 1016: ('LiveBrokers', None), 1017: ('LiveBrokers', 'i10'), 1018: ('LiveBrokers', 'i10'), 1019: ('LiveBrokers', None), 1020: ('LiveBrokers', None), 1021: ('LiveBrokers', None), 1022: ('LiveBrokers', None), 1024: ('_tagged', None), 1025: ('_tagged', None), 1026: ('_tagged', None), 1034: ('TopicName', None), 1035: ('TopicName', None), 1036: ('TopicName', None), 1037: ('TopicName', None), 1038: ('TopicName', None), 1039: ('TopicName', None), 1040: ('TopicName', None), 1041: ('TopicName', None), 1042: ('TopicName', None), 1043: ('TopicName', None), 1044: ('TopicId', None), 1045: ('PartitionStates', None), 1046: ('PartitionStates', None), 1047: ('PartitionStates', None), 1048: ('PartitionStates', None), 1049: ('PartitionStates', None), 1050: ('PartitionStates', None), 1051: ('PartitionStates', None), 1052: ('PartitionStates', None), 1053: ('PartitionStates', None), 1054: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1055: ('PartitionStates[{}].Isr', 'i6'), 1056: ('PartitionStates[{}].Isr', 'i6'), 1057: ('PartitionStates[{}].Isr', 'i6'), 1058: ('PartitionStates[{}].Isr', 'i6'), 1059: ('PartitionStates[{}].Isr', 'i6'), 1060: ('PartitionStates[{}].Isr', 'i6'), 1061: ('PartitionStates[{}].Isr', 'i6'), 1062: ('PartitionStates[{}].Isr', 'i6'), 1063: ('PartitionStates[{}].Isr', 'i6'), 1064: ('PartitionStates[{}].Isr', 'i6'), 1065: ('PartitionStates[{}].Isr', 'i6'), 1066: ('PartitionStates[{}].Isr', 'i6'), 1067: ('PartitionStates[{}].ZkVersion', 'i6'), 1068: ('PartitionStates[{}].Replicas', 'i6'), 1069: ('PartitionStates[{}].Replicas', 'i6'), 1070: ('PartitionStates[{}].Replicas', 'i6'), 1071: ('PartitionStates[{}].Replicas', 'i6'), 1072: ('PartitionStates[{}].Replicas', 'i6'), 1073: ('PartitionStates[{}].Replicas', 'i6'), 1074: ('PartitionStates[{}].Replicas', 'i6'), 1075: ('PartitionStates[{}].Replicas', 'i6'), 1076: ('PartitionStates[{}].Replicas', 'i6'), 1077: ('PartitionStates[{}].Replicas', 'i6'), 1078: ('PartitionStates[{}].Replicas', 'i6'), 1079: ('PartitionStates[{}].Replicas', 'i6'), 1080: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1081: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1082: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1083: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1084: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1085: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1086: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1087: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1088: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1089: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1090: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1091: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1092: ('PartitionStates', 'i6'), 1093: ('PartitionStates', 'i6'), 1094: ('PartitionStates', 'i6'), 1095: ('PartitionStates', 'i6'), 1096: ('PartitionStates', 'i6'), 1097: ('PartitionStates', None), 1098: ('PartitionStates', None), 1099: ('PartitionStates', None), 1100: ('PartitionStates', None), 1102: ('_tagged', None), 1103: ('_tagged', None), 1104: ('_tagged', None), 1112: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 1113: ('TopicStates', None), 1114: ('TopicStates', None), 1115: ('TopicStates', None), 1116: ('TopicStates', None), 1117: ('TopicStates', None), 1118: ('TopicStates', None), 1119: ('TopicStates', None), 1120: ('TopicStates', None), 1121: ('TopicStates', None), 1122: ('TopicStates', 'i6'), 1123: ('TopicStates', 'i6'), 1124: ('TopicStates', None), 1125: ('TopicStates', None), 1126: ('TopicStates', None), 1127: ('TopicStates', None), 1128: ('LiveBrokers', None), 1129: ('LiveBrokers', None), 1130: ('LiveBrokers', None), 1131: ('LiveBrokers', None), 1132: ('LiveBrokers', None), 1133: ('LiveBrokers', None), 1134: ('LiveBrokers', None), 1135: ('LiveBrokers', None), 1136: ('LiveBrokers', None), 1137: ('LiveBrokers', 'i10'), 1138: ('LiveBrokers', 'i10'), 1139: ('LiveBrokers', None), 1140: ('LiveBrokers', None), 1141: ('LiveBrokers', None), 1142: ('LiveBrokers', None), 1144: ('_tagged', None), 1145: ('_tagged', None), 1146: ('_tagged', None), 1154: ('Type', None), 1162: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', None), 1166: ('TopicStates', None), 1167: ('TopicStates', None), 1168: ('TopicStates', None), 1169: ('TopicStates', None), 1170: ('TopicStates', None), 1171: ('TopicStates', None), 1172: ('TopicStates', 'i7'), 1173: ('TopicStates', 'i7'), 1174: ('TopicStates', None), 1175: ('TopicStates', None), 1176: ('TopicStates', None), 1177: ('TopicStates', None), 1178: ('LiveBrokers', None), 1179: ('LiveBrokers', None), 1180: ('LiveBrokers', None), 1181: ('LiveBrokers', None), 1182: ('LiveBrokers', None), 1183: ('LiveBrokers', None), 1184: ('LiveBrokers', None), 1185: ('LiveBrokers', None), 1186: ('LiveBrokers', None), 1187: ('LiveBrokers', 'i11'), 1188: ('LiveBrokers', 'i11'), 1189: ('LiveBrokers', None), 1190: ('LiveBrokers', None), 1191: ('LiveBrokers', None), 1192: ('LiveBrokers', None), 1194: ('_tagged', None), 1195: ('_tagged', None), 1196: ('_tagged', None), 1204: ('ErrorCode', None), 1213: ('ErrorCode', None), 1215: ('_tagged', None), 1216: ('_tagged', None), 1217: ('_tagged', None)}
+BUILD_HASH = '492de1fae1075493'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
@@ -26,6 +27,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -50,6 +54,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U0(b, p); p += 2
@@ -62,6 +68,9 @@ def _f1(b, p):
                     raise _rt.negative(n7)
                 n9, = _U1(b, p); p += 4
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -95,6 +104,9 @@ def _f2(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -126,6 +138,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -142,6 +156,9 @@ def _f3(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -182,6 +199,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -198,6 +217,9 @@ def _f4(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -229,6 +251,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f3(b, p)
@@ -275,6 +299,8 @@ def _f6(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -291,6 +317,9 @@ def _f6(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -321,6 +350,8 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f6(b, p)
@@ -346,6 +377,9 @@ def _f8(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -388,6 +422,8 @@ def _f9(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, = _U3(b, p); p += 16
@@ -395,6 +431,9 @@ def _f9(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -425,6 +464,8 @@ def _f10(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f9(b, p)
@@ -474,6 +515,8 @@ def _f12(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 12
@@ -503,6 +546,8 @@ def _f13(b, p):
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f12(b, p)
@@ -522,6 +567,8 @@ def _f14(b, p):
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f12(b, p)
@@ -543,6 +590,8 @@ def _f15(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f12(b, p)
@@ -589,6 +638,8 @@ def _f17(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -619,6 +670,8 @@ def _f18(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f17(b, p)
@@ -674,6 +727,8 @@ def _f20(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -714,6 +769,8 @@ def _f21(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f20(b, p)
@@ -749,6 +806,8 @@ def _f22(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f20(b, p)
@@ -775,6 +834,8 @@ def _f23(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f22(b, p)
@@ -800,6 +861,8 @@ def _f24(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U5(b, p); p += 16
@@ -849,6 +912,8 @@ def _f25(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f24(b, p)
@@ -875,6 +940,8 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f25(b, p)
@@ -898,5 +965,5 @@ NAME = 'OffsetFetch'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f1, 5: _f1, 6: _f3, 7: _f4, 8: _f5, 9: _f7, 10: _f10}
 RESPONSE = {0: _f13, 1: _f13, 2: _f14, 3: _f15, 4: _f15, 5: _f18, 6: _f21, 7: _f21, 8: _f23, 9: _f23, 10: _f26}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics[{}].Name', 'i5'), 56: ('Topics[{}].Name', 'i5'), 57: ('Topics[{}].Name', 'i5'), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].PartitionIndexes', 'i5'), 64: ('Topics[{}].PartitionIndexes', 'i5'), 65: ('Topics[{}].PartitionIndexes', 'i5'), 66: ('Topics[{}].PartitionIndexes', 'i5'), 67: ('Topics[{}].PartitionIndexes', 'i5'), 68: ('Topics[{}].PartitionIndexes', 'i5'), 69: ('Topics[{}].PartitionIndexes', 'i5'), 70: ('Topics', 'i5'), 71: ('Topics', 'i5'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('PartitionIndexes', None), 95: ('PartitionIndexes', None), 96: ('PartitionIndexes', None), 97: ('PartitionIndexes', None), 98: ('PartitionIndexes', None), 99: ('PartitionIndexes', None), 100: ('PartitionIndexes', None), 101: ('PartitionIndexes', None), 102: ('PartitionIndexes', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('GroupId', None), 115: ('GroupId', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics[{}].Name', 'i5'), 132: ('Topics[{}].Name', 'i5'), 133: ('Topics[{}].Name', 'i5'), 134: ('Topics[{}].Name', 'i5'), 135: ('Topics[{}].Name', 'i5'), 136: ('Topics[{}].Name', 'i5'), 137: ('Topics[{}].Name', 'i5'), 138: ('Topics[{}].Name', 'i5'), 139: ('Topics[{}].Name', 'i5'), 140: ('Topics[{}].Name', 'i5'), 141: ('Topics[{}].PartitionIndexes', 'i5'), 142: ('Topics[{}].PartitionIndexes', 'i5'), 143: ('Topics[{}].PartitionIndexes', 'i5'), 144: ('Topics[{}].PartitionIndexes', 'i5'), 145: ('Topics[{}].PartitionIndexes', 'i5'), 146: ('Topics[{}].PartitionIndexes', 'i5'), 147: ('Topics[{}].PartitionIndexes', 'i5'), 148: ('Topics[{}].PartitionIndexes', 'i5'), 149: ('Topics[{}].PartitionIndexes', 'i5'), 150: ('Topics', 'i5'), 151: ('Topics', 'i5'), 152: ('Topics', 'i5'), 153: ('Topics', 'i5'), 154: ('Topics', 'i5'), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('GroupId', None), 171: ('GroupId', None), 172: ('GroupId', None), 173: ('GroupId', None), 174: ('GroupId', None), 175: ('GroupId', None), 176: ('GroupId', None), 177: ('GroupId', None), 178: ('GroupId', None), 179: ('GroupId', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics[{}].Name', 'i5'), 188: ('Topics[{}].Name', 'i5'), 189: ('Topics[{}].Name', 'i5'), 190: ('Topics[{}].Name', 'i5'), 191: ('Topics[{}].Name', 'i5'), 192: ('Topics[{}].Name', 'i5'), 193: ('Topics[{}].Name', 'i5'), 194: ('Topics[{}].Name', 'i5'), 195: ('Topics[{}].Name', 'i5'), 196: ('Topics[{}].Name', 'i5'), 197: ('Topics[{}].PartitionIndexes', 'i5'), 198: ('Topics[{}].PartitionIndexes', 'i5'), 199: ('Topics[{}].PartitionIndexes', 'i5'), 200: ('Topics[{}].PartitionIndexes', 'i5'), 201: ('Topics[{}].PartitionIndexes', 'i5'), 202: ('Topics[{}].PartitionIndexes', 'i5'), 203: ('Topics[{}].PartitionIndexes', 'i5'), 204: ('Topics[{}].PartitionIndexes', 'i5'), 205: ('Topics[{}].PartitionIndexes', 'i5'), 206: ('Topics', 'i5'), 207: ('Topics', 'i5'), 208: ('Topics', 'i5'), 209: ('Topics', 'i5'), 210: ('Topics', 'i5'), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('RequireStable', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('Groups', None), 228: ('Groups', None), 229: ('Groups', None), 230: ('Groups', None), 231: ('Groups', None), 232: ('Groups', None), 233: ('Groups', None), 234: ('Groups', 'i3'), 235: ('Groups', 'i3'), 236: ('Groups', None), 237: ('Groups', None), 238: ('Groups', None), 239: ('Groups', None), 240: ('RequireStable', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('GroupId', None), 253: ('GroupId', None), 254: ('GroupId', None), 255: ('GroupId', None), 256: ('GroupId', None), 257: ('GroupId', None), 258: ('GroupId', None), 259: ('GroupId', None), 260: ('GroupId', None), 261: ('GroupId', None), 262: ('MemberId', None), 263: ('MemberId', None), 264: ('MemberId', None), 265: ('MemberId', None), 266: ('MemberId', None), 267: ('MemberId', None), 268: ('MemberId', None), 269: ('MemberId', None), 270: ('MemberId', None), 271: ('MemberId', None), 272: ('MemberEpoch', None), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics[{}].Name', 'i8'), 281: ('Topics[{}].Name', 'i8'), 282: ('Topics[{}].Name', 'i8'), 283: ('Topics[{}].Name', 'i8'), 284: ('Topics[{}].Name', 'i8'), 285: ('Topics[{}].Name', 'i8'), 286: ('Topics[{}].Name', 'i8'), 287: ('Topics[{}].Name', 'i8'), 288: ('Topics[{}].Name', 'i8'), 289: ('Topics[{}].Name', 'i8'), 290: ('Topics[{}].PartitionIndexes', 'i8'), 291: ('Topics[{}].PartitionIndexes', 'i8'), 292: ('Topics[{}].PartitionIndexes', 'i8'), 293: ('Topics[{}].PartitionIndexes', 'i8'), 294: ('Topics[{}].PartitionIndexes', 'i8'), 295: ('Topics[{}].PartitionIndexes', 'i8'), 296: ('Topics[{}].PartitionIndexes', 'i8'), 297: ('Topics[{}].PartitionIndexes', 'i8'), 298: ('Topics[{}].PartitionIndexes', 'i8'), 299: ('Topics', 'i8'), 300: ('Topics', 'i8'), 301: ('Topics', 'i8'), 302: ('Topics', 'i8'), 303: ('Topics', 'i8'), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 309: ('_tagged', None), 310: ('_tagged', None), 311: ('_tagged', None), 319: ('Groups', None), 320: ('Groups', None), 321: ('Groups', None), 322: ('Groups', None), 323: ('Groups', None), 324: ('Groups', None), 325: ('Groups', None), 326: ('Groups', 'i3'), 327: ('Groups', 'i3'), 328: ('Groups', None), 329: ('Groups', None), 330: ('Groups', None), 331: ('Groups', None), 332: ('RequireStable', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('TopicId', None), 345: ('PartitionIndexes', None), 346: ('PartitionIndexes', None), 347: ('PartitionIndexes', None), 348: ('PartitionIndexes', None), 349: ('PartitionIndexes', None), 350: ('PartitionIndexes', None), 351: ('PartitionIndexes', None), 352: ('PartitionIndexes', None), 353: ('PartitionIndexes', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('MemberId', None), 376: ('MemberId', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberEpoch', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics[{}].TopicId', 'i8'), 394: ('Topics[{}].PartitionIndexes', 'i8'), 395: ('Topics[{}].PartitionIndexes', 'i8'), 396: ('Topics[{}].PartitionIndexes', 'i8'), 397: ('Topics[{}].PartitionIndexes', 'i8'), 398: ('Topics[{}].PartitionIndexes', 'i8'), 399: ('Topics[{}].PartitionIndexes', 'i8'), 400: ('Topics[{}].PartitionIndexes', 'i8'), 401: ('Topics[{}].PartitionIndexes', 'i8'), 402: ('Topics[{}].PartitionIndexes', 'i8'), 403: ('Topics', 'i8'), 404: ('Topics', 'i8'), 405: ('Topics', 'i8'), 406: ('Topics', 'i8'), 407: ('Topics', 'i8'), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 411: ('Topics', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('Groups', None), 424: ('Groups', None), 425: ('Groups', None), 426: ('Groups', None), 427: ('Groups', None), 428: ('Groups', None), 429: ('Groups', None), 430: ('Groups', 'i3'), 431: ('Groups', 'i3'), 432: ('Groups', None), 433: ('Groups', None), 434: ('Groups', None), 435: ('Groups', None), 436: ('RequireStable', None), 438: ('_tagged', None), 439: ('_tagged', None), 440: ('_tagged', None), 448: ('PartitionIndex+CommittedOffset', None), 449: ('Metadata', None), 450: ('Metadata', None), 451: ('Metadata', None), 452: ('Metadata', None), 453: ('Metadata', None), 454: ('Metadata', None), 455: ('Metadata', None), 456: ('Metadata', None), 457: ('ErrorCode', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions', None), 477: ('Partitions', None), 478: ('Partitions', None), 479: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 480: ('Partitions[{}].Metadata', 'i5'), 481: ('Partitions[{}].Metadata', 'i5'), 482: ('Partitions[{}].Metadata', 'i5'), 483: ('Partitions[{}].Metadata', 'i5'), 484: ('Partitions[{}].Metadata', 'i5'), 485: ('Partitions[{}].Metadata', 'i5'), 486: ('Partitions[{}].Metadata', 'i5'), 487: ('Partitions[{}].Metadata', 'i5'), 488: ('Partitions[{}].ErrorCode', 'i5'), 489: ('Partitions', 'i5'), 490: ('Partitions', 'i5'), 491: ('Partitions', None), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', None), 503: ('Topics', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 507: ('Topics', None), 508: ('Topics', 'i3'), 509: ('Topics', 'i3'), 510: ('Topics', None), 511: ('Topics', None), 512: ('Topics', None), 513: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', None), 525: ('Topics', None), 526: ('Topics', None), 527: ('Topics', 'i3'), 528: ('Topics', 'i3'), 529: ('Topics', None), 530: ('Topics', None), 531: ('Topics', None), 532: ('Topics', None), 533: ('ErrorCode', None), 542: ('ThrottleTimeMs', None), 543: ('Topics', None), 544: ('Topics', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', 'i4'), 549: ('Topics', 'i4'), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', None), 554: ('ErrorCode', None), 563: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 564: ('Metadata', None), 565: ('Metadata', None), 566: ('Metadata', None), 567: ('Metadata', None), 568: ('Metadata', None), 569: ('Metadata', None), 570: ('Metadata', None), 571: ('Metadata', None), 572: ('ErrorCode', None), 581: ('Name', None), 582: ('Name', None), 583: ('Name', None), 584: ('Name', None), 585: ('Name', None), 586: ('Name', None), 587: ('Name', None), 588: ('Name', None), 589: ('Partitions', None), 590: ('Partitions', None), 591: ('Partitions', None), 592: ('Partitions', None), 593: ('Partitions', None), 594: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 595: ('Partitions[{}].Metadata', 'i5'), 596: ('Partitions[{}].Metadata', 'i5'), 597: ('Partitions[{}].Metadata', 'i5'), 598: ('Partitions[{}].Metadata', 'i5'), 599: ('Partitions[{}].Metadata', 'i5'), 600: ('Partitions[{}].Metadata', 'i5'), 601: ('Partitions[{}].Metadata', 'i5'), 602: ('Partitions[{}].Metadata', 'i5'), 603: ('Partitions[{}].ErrorCode', 'i5'), 604: ('Partitions', 'i5'), 605: ('Partitions', 'i5'), 606: ('Partitions', None), 607: ('Partitions', None), 608: ('Partitions', None), 609: ('Partitions', None), 618: ('ThrottleTimeMs', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', 'i4'), 625: ('Topics', 'i4'), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 630: ('ErrorCode', None), 639: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 640: ('Metadata', None), 641: ('Metadata', None), 642: ('Metadata', None), 643: ('Metadata', None), 644: ('Metadata', None), 645: ('Metadata', None), 646: ('Metadata', None), 647: ('Metadata', None), 648: ('Metadata', None), 649: ('Metadata', None), 650: ('ErrorCode', None), 652: ('_tagged', None), 653: ('_tagged', None), 654: ('_tagged', None), 662: ('Name', None), 663: ('Name', None), 664: ('Name', None), 665: ('Name', None), 666: ('Name', None), 667: ('Name', None), 668: ('Name', None), 669: ('Name', None), 670: ('Name', None), 671: ('Name', None), 672: ('Partitions', None), 673: ('Partitions', None), 674: ('Partitions', None), 675: ('Partitions', None), 676: ('Partitions', None), 677: ('Partitions', None), 678: ('Partitions', None), 679: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 680: ('Partitions[{}].Metadata', 'i5'), 681: ('Partitions[{}].Metadata', 'i5'), 682: ('Partitions[{}].Metadata', 'i5'), 683: ('Partitions[{}].Metadata', 'i5'), 684: ('Partitions[{}].Metadata', 'i5'), 685: ('Partitions[{}].Metadata', 'i5'), 686: ('Partitions[{}].Metadata', 'i5'), 687: ('Partitions[{}].Metadata', 'i5'), 688: ('Partitions[{}].Metadata', 'i5'), 689: ('Partitions[{}].Metadata', 'i5'), 690: ('Partitions[{}].ErrorCode', 'i5'), 691: ('Partitions', 'i5'), 692: ('Partitions', 'i5'), 693: ('Partitions', 'i5'), 694: ('Partitions', 'i5'), 695: ('Partitions', 'i5'), 696: ('Partitions', None), 697: ('Partitions', None), 698: ('Partitions', None), 699: ('Partitions', None), 701: ('_tagged', None), 702: ('_tagged', None), 703: ('_tagged', None), 711: ('ThrottleTimeMs', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', None), 718: ('Topics', None), 719: ('Topics', 'i4'), 720: ('Topics', 'i4'), 721: ('Topics', None), 722: ('Topics', None), 723: ('Topics', None), 724: ('Topics', None), 725: ('ErrorCode', None), 727: ('_tagged', None), 728: ('_tagged', None), 729: ('_tagged', None), 737: ('GroupId', None), 738: ('GroupId', None), 739: ('GroupId', None), 740: ('GroupId', None), 741: ('GroupId', None), 742: ('GroupId', None), 743: ('GroupId', None), 744: ('GroupId', None), 745: ('GroupId', None), 746: ('GroupId', None), 747: ('Topics', None), 748: ('Topics', None), 749: ('Topics', None), 750: ('Topics', None), 751: ('Topics', None), 752: ('Topics', None), 753: ('Topics', None), 754: ('Topics', 'i5'), 755: ('Topics', 'i5'), 756: ('Topics', None), 757: ('Topics', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('ErrorCode', None), 762: ('_tagged', None), 763: ('_tagged', None), 764: ('_tagged', None), 772: ('ThrottleTimeMs', None), 773: ('Groups', None), 774: ('Groups', None), 775: ('Groups', None), 776: ('Groups', None), 777: ('Groups', None), 778: ('Groups', None), 779: ('Groups', None), 780: ('Groups', 'i4'), 781: ('Groups', 'i4'), 782: ('Groups', None), 783: ('Groups', None), 784: ('Groups', None), 785: ('Groups', None), 787: ('_tagged', None), 788: ('_tagged', None), 789: ('_tagged', None), 797: ('TopicId', None), 798: ('Partitions', None), 799: ('Partitions', None), 800: ('Partitions', None), 801: ('Partitions', None), 802: ('Partitions', None), 803: ('Partitions', None), 804: ('Partitions', None), 805: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 806: ('Partitions[{}].Metadata', 'i4'), 807: ('Partitions[{}].Metadata', 'i4'), 808: ('Partitions[{}].Metadata', 'i4'), 809: ('Partitions[{}].Metadata', 'i4'), 810: ('Partitions[{}].Metadata', 'i4'), 811: ('Partitions[{}].Metadata', 'i4'), 812: ('Partitions[{}].Metadata', 'i4'), 813: ('Partitions[{}].Metadata', 'i4'), 814: ('Partitions[{}].Metadata', 'i4'), 815: ('Partitions[{}].Metadata', 'i4'), 816: ('Partitions[{}].ErrorCode', 'i4'), 817: ('Partitions', 'i4'), 818: ('Partitions', 'i4'), 819: ('Partitions', 'i4'), 820: ('Partitions', 'i4'), 821: ('Partitions', 'i4'), 822: ('Partitions', None), 823: ('Partitions', None), 824: ('Partitions', None), 825: ('Partitions', None), 827: ('_tagged', None), 828: ('_tagged', None), 829: ('_tagged', None), 837: ('GroupId', None), 838: ('GroupId', None), 839: ('GroupId', None), 840: ('GroupId', None), 841: ('GroupId', None), 842: ('GroupId', None), 843: ('GroupId', None), 844: ('GroupId', None), 845: ('GroupId', None), 846: ('GroupId', None), 847: ('Topics', None), 848: ('Topics', None), 849: ('Topics', None), 850: ('Topics', None), 851: ('Topics', None), 852: ('Topics', None), 853: ('Topics', None), 854: ('Topics', 'i5'), 855: ('Topics', 'i5'), 856: ('Topics', None), 857: ('Topics', None), 858: ('Topics', None), 859: ('Topics', None), 860: ('ErrorCode', None), 862: ('_tagged', None), 863: ('_tagged', None), 864: ('_tagged', None), 872: ('ThrottleTimeMs', None), 873: ('Groups', None), 874: ('Groups', None), 875: ('Groups', None), 876: ('Groups', None), 877: ('Groups', None), 878: ('Groups', None), 879: ('Groups', None), 880: ('Groups', 'i4'), 881: ('Groups', 'i4'), 882: ('Groups', None), 883: ('Groups', None), 884: ('Groups', None), 885: ('Groups', None), 887: ('_tagged', None), 888: ('_tagged', None), 889: ('_tagged', None)}
-BUILD_HASH = '7abbc631a7fa65d9'
+_LINES = {20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Name', 'i5'), 65: ('Topics[{}].Name', 'i5'), 66: ('Topics[{}].Name', 'i5'), 67: ('Topics[{}].Name', 'i5'), 68: ('Topics[{}].Name', 'i5'), 69: ('Topics[{}].PartitionIndexes', 'i5'), 70: ('Topics[{}].PartitionIndexes', 'i5'), 71: ('Topics[{}].PartitionIndexes', 'i5'), 72: ('Topics[{}].PartitionIndexes', 'i5'), 73: ('Topics[{}].PartitionIndexes', 'i5'), 74: ('Topics[{}].PartitionIndexes', 'i5'), 75: ('Topics[{}].PartitionIndexes', 'i5'), 76: ('Topics[{}].PartitionIndexes', 'i5'), 77: ('Topics[{}].PartitionIndexes', 'i5'), 78: ('Topics[{}].PartitionIndexes', 'i5'), 79: ('Topics', 'i5'), 80: ('Topics', 'i5'), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('PartitionIndexes', None), 104: ('PartitionIndexes', None), 105: ('PartitionIndexes', None), 106: ('PartitionIndexes', None), 107: ('PartitionIndexes', None), 108: ('PartitionIndexes', None), 109: ('PartitionIndexes', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 113: ('PartitionIndexes', None), 114: ('PartitionIndexes', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics[{}].Name', 'i5'), 146: ('Topics[{}].Name', 'i5'), 147: ('Topics[{}].Name', 'i5'), 148: ('Topics[{}].Name', 'i5'), 149: ('Topics[{}].Name', 'i5'), 150: ('Topics[{}].Name', 'i5'), 151: ('Topics[{}].Name', 'i5'), 152: ('Topics[{}].Name', 'i5'), 153: ('Topics[{}].Name', 'i5'), 154: ('Topics[{}].Name', 'i5'), 155: ('Topics[{}].PartitionIndexes', 'i5'), 156: ('Topics[{}].PartitionIndexes', 'i5'), 157: ('Topics[{}].PartitionIndexes', 'i5'), 158: ('Topics[{}].PartitionIndexes', 'i5'), 159: ('Topics[{}].PartitionIndexes', 'i5'), 160: ('Topics[{}].PartitionIndexes', 'i5'), 161: ('Topics[{}].PartitionIndexes', 'i5'), 162: ('Topics[{}].PartitionIndexes', 'i5'), 163: ('Topics[{}].PartitionIndexes', 'i5'), 164: ('Topics[{}].PartitionIndexes', 'i5'), 165: ('Topics[{}].PartitionIndexes', 'i5'), 166: ('Topics[{}].PartitionIndexes', 'i5'), 167: ('Topics', 'i5'), 168: ('Topics', 'i5'), 169: ('Topics', 'i5'), 170: ('Topics', 'i5'), 171: ('Topics', 'i5'), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics[{}].Name', 'i5'), 207: ('Topics[{}].Name', 'i5'), 208: ('Topics[{}].Name', 'i5'), 209: ('Topics[{}].Name', 'i5'), 210: ('Topics[{}].Name', 'i5'), 211: ('Topics[{}].Name', 'i5'), 212: ('Topics[{}].Name', 'i5'), 213: ('Topics[{}].Name', 'i5'), 214: ('Topics[{}].Name', 'i5'), 215: ('Topics[{}].Name', 'i5'), 216: ('Topics[{}].PartitionIndexes', 'i5'), 217: ('Topics[{}].PartitionIndexes', 'i5'), 218: ('Topics[{}].PartitionIndexes', 'i5'), 219: ('Topics[{}].PartitionIndexes', 'i5'), 220: ('Topics[{}].PartitionIndexes', 'i5'), 221: ('Topics[{}].PartitionIndexes', 'i5'), 222: ('Topics[{}].PartitionIndexes', 'i5'), 223: ('Topics[{}].PartitionIndexes', 'i5'), 224: ('Topics[{}].PartitionIndexes', 'i5'), 225: ('Topics[{}].PartitionIndexes', 'i5'), 226: ('Topics[{}].PartitionIndexes', 'i5'), 227: ('Topics[{}].PartitionIndexes', 'i5'), 228: ('Topics', 'i5'), 229: ('Topics', 'i5'), 230: ('Topics', 'i5'), 231: ('Topics', 'i5'), 232: ('Topics', 'i5'), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('RequireStable', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', None), 257: ('Groups', None), 258: ('Groups', 'i3'), 259: ('Groups', 'i3'), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('RequireStable', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('GroupId', None), 277: ('GroupId', None), 278: ('GroupId', None), 279: ('GroupId', None), 280: ('GroupId', None), 281: ('GroupId', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('MemberId', None), 287: ('MemberId', None), 288: ('MemberId', None), 289: ('MemberId', None), 290: ('MemberId', None), 291: ('MemberId', None), 292: ('MemberId', None), 293: ('MemberId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberEpoch', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics[{}].Name', 'i8'), 307: ('Topics[{}].Name', 'i8'), 308: ('Topics[{}].Name', 'i8'), 309: ('Topics[{}].Name', 'i8'), 310: ('Topics[{}].Name', 'i8'), 311: ('Topics[{}].Name', 'i8'), 312: ('Topics[{}].Name', 'i8'), 313: ('Topics[{}].Name', 'i8'), 314: ('Topics[{}].Name', 'i8'), 315: ('Topics[{}].Name', 'i8'), 316: ('Topics[{}].PartitionIndexes', 'i8'), 317: ('Topics[{}].PartitionIndexes', 'i8'), 318: ('Topics[{}].PartitionIndexes', 'i8'), 319: ('Topics[{}].PartitionIndexes', 'i8'), 320: ('Topics[{}].PartitionIndexes', 'i8'), 321: ('Topics[{}].PartitionIndexes', 'i8'), 322: ('Topics[{}].PartitionIndexes', 'i8'), 323: ('Topics[{}].PartitionIndexes', 'i8'), 324: ('Topics[{}].PartitionIndexes', 'i8'), 325: ('Topics[{}].PartitionIndexes', 'i8'), 326: ('Topics[{}].PartitionIndexes', 'i8'), 327: ('Topics[{}].PartitionIndexes', 'i8'), 328: ('Topics', 'i8'), 329: ('Topics', 'i8'), 330: ('Topics', 'i8'), 331: ('Topics', 'i8'), 332: ('Topics', 'i8'), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('Groups', None), 349: ('Groups', None), 350: ('Groups', None), 351: ('Groups', None), 352: ('Groups', None), 353: ('Groups', None), 354: ('Groups', None), 355: ('Groups', None), 356: ('Groups', None), 357: ('Groups', 'i3'), 358: ('Groups', 'i3'), 359: ('Groups', None), 360: ('Groups', None), 361: ('Groups', None), 362: ('Groups', None), 363: ('RequireStable', None), 365: ('_tagged', None), 366: ('_tagged', None), 367: ('_tagged', None), 375: ('TopicId', None), 376: ('PartitionIndexes', None), 377: ('PartitionIndexes', None), 378: ('PartitionIndexes', None), 379: ('PartitionIndexes', None), 380: ('PartitionIndexes', None), 381: ('PartitionIndexes', None), 382: ('PartitionIndexes', None), 383: ('PartitionIndexes', None), 384: ('PartitionIndexes', None), 385: ('PartitionIndexes', None), 386: ('PartitionIndexes', None), 387: ('PartitionIndexes', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('GroupId', None), 406: ('GroupId', None), 407: ('GroupId', None), 408: ('GroupId', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('MemberId', None), 418: ('MemberId', None), 419: ('MemberEpoch', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics[{}].TopicId', 'i8'), 430: ('Topics[{}].PartitionIndexes', 'i8'), 431: ('Topics[{}].PartitionIndexes', 'i8'), 432: ('Topics[{}].PartitionIndexes', 'i8'), 433: ('Topics[{}].PartitionIndexes', 'i8'), 434: ('Topics[{}].PartitionIndexes', 'i8'), 435: ('Topics[{}].PartitionIndexes', 'i8'), 436: ('Topics[{}].PartitionIndexes', 'i8'), 437: ('Topics[{}].PartitionIndexes', 'i8'), 438: ('Topics[{}].PartitionIndexes', 'i8'), 439: ('Topics[{}].PartitionIndexes', 'i8'), 440: ('Topics[{}].PartitionIndexes', 'i8'), 441: ('Topics[{}].PartitionIndexes', 'i8'), 442: ('Topics', 'i8'), 443: ('Topics', 'i8'), 444: ('Topics', 'i8'), 445: ('Topics', 'i8'), 446: ('Topics', 'i8'), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 452: ('_tagged', None), 453: ('_tagged', None), 454: ('_tagged', None), 462: ('Groups', None), 463: ('Groups', None), 464: ('Groups', None), 465: ('Groups', None), 466: ('Groups', None), 467: ('Groups', None), 468: ('Groups', None), 469: ('Groups', None), 470: ('Groups', None), 471: ('Groups', 'i3'), 472: ('Groups', 'i3'), 473: ('Groups', None), 474: ('Groups', None), 475: ('Groups', None), 476: ('Groups', None), 477: ('RequireStable', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None), 489: ('PartitionIndex+CommittedOffset', None), 490: ('Metadata', None), 491: ('Metadata', None), 492: ('Metadata', None), 493: ('Metadata', None), 494: ('Metadata', None), 495: ('Metadata', None), 496: ('Metadata', None), 497: ('Metadata', None), 498: ('ErrorCode', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 520: ('Partitions', None), 521: ('Partitions', None), 522: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 523: ('Partitions[{}].Metadata', 'i5'), 524: ('Partitions[{}].Metadata', 'i5'), 525: ('Partitions[{}].Metadata', 'i5'), 526: ('Partitions[{}].Metadata', 'i5'), 527: ('Partitions[{}].Metadata', 'i5'), 528: ('Partitions[{}].Metadata', 'i5'), 529: ('Partitions[{}].Metadata', 'i5'), 530: ('Partitions[{}].Metadata', 'i5'), 531: ('Partitions[{}].ErrorCode', 'i5'), 532: ('Partitions', 'i5'), 533: ('Partitions', 'i5'), 534: ('Partitions', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', 'i3'), 554: ('Topics', 'i3'), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 567: ('Topics', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 573: ('Topics', None), 574: ('Topics', 'i3'), 575: ('Topics', 'i3'), 576: ('Topics', None), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('ErrorCode', None), 589: ('ThrottleTimeMs', None), 590: ('Topics', None), 591: ('Topics', None), 592: ('Topics', None), 593: ('Topics', None), 594: ('Topics', None), 595: ('Topics', None), 596: ('Topics', None), 597: ('Topics', 'i4'), 598: ('Topics', 'i4'), 599: ('Topics', None), 600: ('Topics', None), 601: ('Topics', None), 602: ('Topics', None), 603: ('ErrorCode', None), 612: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 613: ('Metadata', None), 614: ('Metadata', None), 615: ('Metadata', None), 616: ('Metadata', None), 617: ('Metadata', None), 618: ('Metadata', None), 619: ('Metadata', None), 620: ('Metadata', None), 621: ('ErrorCode', None), 630: ('Name', None), 631: ('Name', None), 632: ('Name', None), 633: ('Name', None), 634: ('Name', None), 635: ('Name', None), 636: ('Name', None), 637: ('Name', None), 638: ('Partitions', None), 639: ('Partitions', None), 640: ('Partitions', None), 641: ('Partitions', None), 642: ('Partitions', None), 643: ('Partitions', None), 644: ('Partitions', None), 645: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 646: ('Partitions[{}].Metadata', 'i5'), 647: ('Partitions[{}].Metadata', 'i5'), 648: ('Partitions[{}].Metadata', 'i5'), 649: ('Partitions[{}].Metadata', 'i5'), 650: ('Partitions[{}].Metadata', 'i5'), 651: ('Partitions[{}].Metadata', 'i5'), 652: ('Partitions[{}].Metadata', 'i5'), 653: ('Partitions[{}].Metadata', 'i5'), 654: ('Partitions[{}].ErrorCode', 'i5'), 655: ('Partitions', 'i5'), 656: ('Partitions', 'i5'), 657: ('Partitions', None), 658: ('Partitions', None), 659: ('Partitions', None), 660: ('Partitions', None), 669: ('ThrottleTimeMs', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', 'i4'), 678: ('Topics', 'i4'), 679: ('Topics', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('ErrorCode', None), 692: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 693: ('Metadata', None), 694: ('Metadata', None), 695: ('Metadata', None), 696: ('Metadata', None), 697: ('Metadata', None), 698: ('Metadata', None), 699: ('Metadata', None), 700: ('Metadata', None), 701: ('Metadata', None), 702: ('Metadata', None), 703: ('ErrorCode', None), 705: ('_tagged', None), 706: ('_tagged', None), 707: ('_tagged', None), 715: ('Name', None), 716: ('Name', None), 717: ('Name', None), 718: ('Name', None), 719: ('Name', None), 720: ('Name', None), 721: ('Name', None), 722: ('Name', None), 723: ('Name', None), 724: ('Name', None), 725: ('Partitions', None), 726: ('Partitions', None), 727: ('Partitions', None), 728: ('Partitions', None), 729: ('Partitions', None), 730: ('Partitions', None), 731: ('Partitions', None), 732: ('Partitions', None), 733: ('Partitions', None), 734: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 735: ('Partitions[{}].Metadata', 'i5'), 736: ('Partitions[{}].Metadata', 'i5'), 737: ('Partitions[{}].Metadata', 'i5'), 738: ('Partitions[{}].Metadata', 'i5'), 739: ('Partitions[{}].Metadata', 'i5'), 740: ('Partitions[{}].Metadata', 'i5'), 741: ('Partitions[{}].Metadata', 'i5'), 742: ('Partitions[{}].Metadata', 'i5'), 743: ('Partitions[{}].Metadata', 'i5'), 744: ('Partitions[{}].Metadata', 'i5'), 745: ('Partitions[{}].ErrorCode', 'i5'), 746: ('Partitions', 'i5'), 747: ('Partitions', 'i5'), 748: ('Partitions', 'i5'), 749: ('Partitions', 'i5'), 750: ('Partitions', 'i5'), 751: ('Partitions', None), 752: ('Partitions', None), 753: ('Partitions', None), 754: ('Partitions', None), 756: ('_tagged', None), 757: ('_tagged', None), 758: ('_tagged', None), 766: ('ThrottleTimeMs', None), 767: ('Topics', None), 768: ('Topics', None), 769: ('Topics', None), 770: ('Topics', None), 771: ('Topics', None), 772: ('Topics', None), 773: ('Topics', None), 774: ('Topics', None), 775: ('Topics', None), 776: ('Topics', 'i4'), 777: ('Topics', 'i4'), 778: ('Topics', None), 779: ('Topics', None), 780: ('Topics', None), 781: ('Topics', None), 782: ('ErrorCode', None), 784: ('_tagged', None), 785: ('_tagged', None), 786: ('_tagged', None), 794: ('GroupId', None), 795: ('GroupId', None), 796: ('GroupId', None), 797: ('GroupId', None), 798: ('GroupId', None), 799: ('GroupId', None), 800: ('GroupId', None), 801: ('GroupId', None), 802: ('GroupId', None), 803: ('GroupId', None), 804: ('Topics', None), 805: ('Topics', None), 806: ('Topics', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', None), 811: ('Topics', None), 812: ('Topics', None), 813: ('Topics', 'i5'), 814: ('Topics', 'i5'), 815: ('Topics', None), 816: ('Topics', None), 817: ('Topics', None), 818: ('Topics', None), 819: ('ErrorCode', None), 821: ('_tagged', None), 822: ('_tagged', None), 823: ('_tagged', None), 831: ('ThrottleTimeMs', None), 832: ('Groups', None), 833: ('Groups', None), 834: ('Groups', None), 835: ('Groups', None), 836: ('Groups', None), 837: ('Groups', None), 838: ('Groups', None), 839: ('Groups', None), 840: ('Groups', None), 841: ('Groups', 'i4'), 842: ('Groups', 'i4'), 843: ('Groups', None), 844: ('Groups', None), 845: ('Groups', None), 846: ('Groups', None), 848: ('_tagged', None), 849: ('_tagged', None), 850: ('_tagged', None), 858: ('TopicId', None), 859: ('Partitions', None), 860: ('Partitions', None), 861: ('Partitions', None), 862: ('Partitions', None), 863: ('Partitions', None), 864: ('Partitions', None), 865: ('Partitions', None), 866: ('Partitions', None), 867: ('Partitions', None), 868: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 869: ('Partitions[{}].Metadata', 'i4'), 870: ('Partitions[{}].Metadata', 'i4'), 871: ('Partitions[{}].Metadata', 'i4'), 872: ('Partitions[{}].Metadata', 'i4'), 873: ('Partitions[{}].Metadata', 'i4'), 874: ('Partitions[{}].Metadata', 'i4'), 875: ('Partitions[{}].Metadata', 'i4'), 876: ('Partitions[{}].Metadata', 'i4'), 877: ('Partitions[{}].Metadata', 'i4'), 878: ('Partitions[{}].Metadata', 'i4'), 879: ('Partitions[{}].ErrorCode', 'i4'), 880: ('Partitions', 'i4'), 881: ('Partitions', 'i4'), 882: ('Partitions', 'i4'), 883: ('Partitions', 'i4'), 884: ('Partitions', 'i4'), 885: ('Partitions', None), 886: ('Partitions', None), 887: ('Partitions', None), 888: ('Partitions', None), 890: ('_tagged', None), 891: ('_tagged', None), 892: ('_tagged', None), 900: ('GroupId', None), 901: ('GroupId', None), 902: ('GroupId', None), 903: ('GroupId', None), 904: ('GroupId', None), 905: ('GroupId', None), 906: ('GroupId', None), 907: ('GroupId', None), 908: ('GroupId', None), 909: ('GroupId', None), 910: ('Topics', None), 911: ('Topics', None), 912: ('Topics', None), 913: ('Topics', None), 914: ('Topics', None), 915: ('Topics', None), 916: ('Topics', None), 917: ('Topics', None), 918: ('Topics', None), 919: ('Topics', 'i5'), 920: ('Topics', 'i5'), 921: ('Topics', None), 922: ('Topics', None), 923: ('Topics', None), 924: ('Topics', None), 925: ('ErrorCode', None), 927: ('_tagged', None), 928: ('_tagged', None), 929: ('_tagged', None), 937: ('ThrottleTimeMs', None), 938: ('Groups', None), 939: ('Groups', None), 940: ('Groups', None), 941: ('Groups', None), 942: ('Groups', None), 943: ('Groups', None), 944: ('Groups', None), 945: ('Groups', None), 946: ('Groups', None), 947: ('Groups', 'i4'), 948: ('Groups', 'i4'), 949: ('Groups', None), 950: ('Groups', None), 951: ('Groups', None), 952: ('Groups', None), 954: ('_tagged', None), 955: ('_tagged', None), 956: ('_tagged', None)}
+BUILD_HASH = 'b0304d4e0d3bbee2'

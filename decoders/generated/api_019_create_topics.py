@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -19,6 +20,9 @@ def _f0(b, p):
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -68,11 +72,16 @@ def _f2(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, = _U0(b, p); p += 4
                 n10, = _U0(b, p); p += 4
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -87,6 +96,8 @@ def _f2(b, p):
         n13, = _U0(b, p); p += 4
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U1(b, p); p += 2
@@ -122,6 +133,8 @@ def _f3(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f2(b, p)
@@ -142,6 +155,8 @@ def _f4(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f2(b, p)
@@ -164,6 +179,9 @@ def _f5(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -227,6 +245,8 @@ def _f7(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, = _U0(b, p); p += 4
@@ -234,6 +254,9 @@ def _f7(b, p):
                 if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
                 n10 -= 1
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -253,6 +276,8 @@ def _f7(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -300,6 +325,8 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f7(b, p)
@@ -340,6 +367,8 @@ def _f10(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -393,6 +422,8 @@ def _f12(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -430,6 +461,8 @@ def _f13(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -530,6 +563,8 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -579,6 +614,8 @@ def _f17(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f16(b, p)
@@ -625,6 +662,8 @@ def _f18(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13 = b[p]; p += 1
@@ -674,6 +713,8 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f18(b, p)
@@ -698,5 +739,5 @@ NAME = 'CreateTopics'
 REQUEST = {0: _f3, 1: _f4, 2: _f4, 3: _f4, 4: _f4, 5: _f8, 6: _f8, 7: _f8}
 RESPONSE = {0: _f10, 1: _f12, 2: _f13, 3: _f13, 4: _f13, 5: _f17, 6: _f17, 7: _f19}
 
-_LINES = {19: ('PartitionIndex', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Value', None), 44: ('Value', None), 45: ('Value', None), 46: ('Value', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('NumPartitions+ReplicationFactor', None), 68: ('Assignments', None), 69: ('Assignments', None), 70: ('Assignments', None), 71: ('Assignments', None), 72: ('Assignments', None), 73: ('Assignments[{}].PartitionIndex', 'i7'), 74: ('Assignments[{}].BrokerIds', 'i7'), 75: ('Assignments[{}].BrokerIds', 'i7'), 76: ('Assignments[{}].BrokerIds', 'i7'), 77: ('Assignments[{}].BrokerIds', 'i7'), 78: ('Assignments[{}].BrokerIds', 'i7'), 79: ('Assignments[{}].BrokerIds', 'i7'), 80: ('Assignments[{}].BrokerIds', 'i7'), 81: ('Assignments', 'i7'), 82: ('Assignments', 'i7'), 83: ('Assignments', None), 84: ('Assignments', None), 85: ('Assignments', None), 86: ('Assignments', None), 87: ('Configs', None), 88: ('Configs', None), 89: ('Configs', None), 90: ('Configs', None), 91: ('Configs', None), 92: ('Configs[{}].Name', 'i14'), 93: ('Configs[{}].Name', 'i14'), 94: ('Configs[{}].Name', 'i14'), 95: ('Configs[{}].Name', 'i14'), 96: ('Configs[{}].Name', 'i14'), 97: ('Configs[{}].Name', 'i14'), 98: ('Configs[{}].Name', 'i14'), 99: ('Configs[{}].Name', 'i14'), 100: ('Configs[{}].Value', 'i14'), 101: ('Configs[{}].Value', 'i14'), 102: ('Configs[{}].Value', 'i14'), 103: ('Configs[{}].Value', 'i14'), 104: ('Configs[{}].Value', 'i14'), 105: ('Configs[{}].Value', 'i14'), 106: ('Configs[{}].Value', 'i14'), 107: ('Configs[{}].Value', 'i14'), 108: ('Configs', 'i14'), 109: ('Configs', 'i14'), 110: ('Configs', None), 111: ('Configs', None), 112: ('Configs', None), 113: ('Configs', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', 'i3'), 128: ('Topics', 'i3'), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('timeoutMs', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', 'i3'), 148: ('Topics', 'i3'), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('timeoutMs+validateOnly', None), 162: ('PartitionIndex', None), 163: ('BrokerIds', None), 164: ('BrokerIds', None), 165: ('BrokerIds', None), 166: ('BrokerIds', None), 167: ('BrokerIds', None), 168: ('BrokerIds', None), 169: ('BrokerIds', None), 170: ('BrokerIds', None), 171: ('BrokerIds', None), 173: ('_tagged', None), 174: ('_tagged', None), 175: ('_tagged', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Value', None), 194: ('Value', None), 195: ('Value', None), 196: ('Value', None), 197: ('Value', None), 198: ('Value', None), 199: ('Value', None), 200: ('Value', None), 201: ('Value', None), 202: ('Value', None), 204: ('_tagged', None), 205: ('_tagged', None), 206: ('_tagged', None), 214: ('Name', None), 215: ('Name', None), 216: ('Name', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('NumPartitions+ReplicationFactor', None), 225: ('Assignments', None), 226: ('Assignments', None), 227: ('Assignments', None), 228: ('Assignments', None), 229: ('Assignments', None), 230: ('Assignments', None), 231: ('Assignments', None), 232: ('Assignments[{}].PartitionIndex', 'i7'), 233: ('Assignments[{}].BrokerIds', 'i7'), 234: ('Assignments[{}].BrokerIds', 'i7'), 235: ('Assignments[{}].BrokerIds', 'i7'), 236: ('Assignments[{}].BrokerIds', 'i7'), 237: ('Assignments[{}].BrokerIds', 'i7'), 238: ('Assignments[{}].BrokerIds', 'i7'), 239: ('Assignments[{}].BrokerIds', 'i7'), 240: ('Assignments[{}].BrokerIds', 'i7'), 241: ('Assignments[{}].BrokerIds', 'i7'), 242: ('Assignments', 'i7'), 243: ('Assignments', 'i7'), 244: ('Assignments', 'i7'), 245: ('Assignments', 'i7'), 246: ('Assignments', 'i7'), 247: ('Assignments', None), 248: ('Assignments', None), 249: ('Assignments', None), 250: ('Assignments', None), 251: ('Configs', None), 252: ('Configs', None), 253: ('Configs', None), 254: ('Configs', None), 255: ('Configs', None), 256: ('Configs', None), 257: ('Configs', None), 258: ('Configs[{}].Name', 'i14'), 259: ('Configs[{}].Name', 'i14'), 260: ('Configs[{}].Name', 'i14'), 261: ('Configs[{}].Name', 'i14'), 262: ('Configs[{}].Name', 'i14'), 263: ('Configs[{}].Name', 'i14'), 264: ('Configs[{}].Name', 'i14'), 265: ('Configs[{}].Name', 'i14'), 266: ('Configs[{}].Name', 'i14'), 267: ('Configs[{}].Name', 'i14'), 268: ('Configs[{}].Value', 'i14'), 269: ('Configs[{}].Value', 'i14'), 270: ('Configs[{}].Value', 'i14'), 271: ('Configs[{}].Value', 'i14'), 272: ('Configs[{}].Value', 'i14'), 273: ('Configs[{}].Value', 'i14'), 274: ('Configs[{}].Value', 'i14'), 275: ('Configs[{}].Value', 'i14'), 276: ('Configs[{}].Value', 'i14'), 277: ('Configs[{}].Value', 'i14'), 278: ('Configs', 'i14'), 279: ('Configs', 'i14'), 280: ('Configs', 'i14'), 281: ('Configs', 'i14'), 282: ('Configs', 'i14'), 283: ('Configs', None), 284: ('Configs', None), 285: ('Configs', None), 286: ('Configs', None), 288: ('_tagged', None), 289: ('_tagged', None), 290: ('_tagged', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', 'i3'), 306: ('Topics', 'i3'), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('timeoutMs+validateOnly', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Name', None), 331: ('ErrorCode', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics[{}].Name', 'i3'), 346: ('Topics[{}].Name', 'i3'), 347: ('Topics[{}].Name', 'i3'), 348: ('Topics[{}].Name', 'i3'), 349: ('Topics[{}].Name', 'i3'), 350: ('Topics[{}].Name', 'i3'), 351: ('Topics[{}].Name', 'i3'), 352: ('Topics[{}].Name', 'i3'), 353: ('Topics[{}].ErrorCode', 'i3'), 354: ('Topics', 'i3'), 355: ('Topics', 'i3'), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 368: ('Name', None), 369: ('Name', None), 370: ('Name', None), 371: ('Name', None), 372: ('Name', None), 373: ('Name', None), 374: ('Name', None), 375: ('Name', None), 376: ('ErrorCode', None), 377: ('ErrorMessage', None), 378: ('ErrorMessage', None), 379: ('ErrorMessage', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics[{}].Name', 'i3'), 399: ('Topics[{}].Name', 'i3'), 400: ('Topics[{}].Name', 'i3'), 401: ('Topics[{}].Name', 'i3'), 402: ('Topics[{}].Name', 'i3'), 403: ('Topics[{}].Name', 'i3'), 404: ('Topics[{}].Name', 'i3'), 405: ('Topics[{}].Name', 'i3'), 406: ('Topics[{}].ErrorCode', 'i3'), 407: ('Topics[{}].ErrorMessage', 'i3'), 408: ('Topics[{}].ErrorMessage', 'i3'), 409: ('Topics[{}].ErrorMessage', 'i3'), 410: ('Topics[{}].ErrorMessage', 'i3'), 411: ('Topics[{}].ErrorMessage', 'i3'), 412: ('Topics[{}].ErrorMessage', 'i3'), 413: ('Topics[{}].ErrorMessage', 'i3'), 414: ('Topics[{}].ErrorMessage', 'i3'), 415: ('Topics', 'i3'), 416: ('Topics', 'i3'), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 429: ('ThrottleTimeMs', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics[{}].Name', 'i4'), 436: ('Topics[{}].Name', 'i4'), 437: ('Topics[{}].Name', 'i4'), 438: ('Topics[{}].Name', 'i4'), 439: ('Topics[{}].Name', 'i4'), 440: ('Topics[{}].Name', 'i4'), 441: ('Topics[{}].Name', 'i4'), 442: ('Topics[{}].Name', 'i4'), 443: ('Topics[{}].ErrorCode', 'i4'), 444: ('Topics[{}].ErrorMessage', 'i4'), 445: ('Topics[{}].ErrorMessage', 'i4'), 446: ('Topics[{}].ErrorMessage', 'i4'), 447: ('Topics[{}].ErrorMessage', 'i4'), 448: ('Topics[{}].ErrorMessage', 'i4'), 449: ('Topics[{}].ErrorMessage', 'i4'), 450: ('Topics[{}].ErrorMessage', 'i4'), 451: ('Topics[{}].ErrorMessage', 'i4'), 452: ('Topics', 'i4'), 453: ('Topics', 'i4'), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Name', None), 475: ('Name', None), 476: ('Value', None), 477: ('Value', None), 478: ('Value', None), 479: ('Value', None), 480: ('Value', None), 481: ('Value', None), 482: ('Value', None), 483: ('Value', None), 484: ('Value', None), 485: ('Value', None), 486: ('ReadOnly+ConfigSource+IsSensitive', None), 488: ('_tagged', None), 489: ('_tagged', None), 490: ('_tagged', None), 498: ('TopicConfigErrorCode', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Name', None), 516: ('ErrorCode', None), 517: ('ErrorMessage', None), 518: ('ErrorMessage', None), 519: ('ErrorMessage', None), 520: ('ErrorMessage', None), 521: ('ErrorMessage', None), 522: ('ErrorMessage', None), 523: ('ErrorMessage', None), 524: ('ErrorMessage', None), 525: ('ErrorMessage', None), 526: ('ErrorMessage', None), 527: ('NumPartitions+ReplicationFactor', None), 528: ('Configs', None), 529: ('Configs', None), 530: ('Configs', None), 531: ('Configs', None), 532: ('Configs', None), 533: ('Configs', None), 534: ('Configs', None), 535: ('Configs[{}].Name', 'i10'), 536: ('Configs[{}].Name', 'i10'), 537: ('Configs[{}].Name', 'i10'), 538: ('Configs[{}].Name', 'i10'), 539: ('Configs[{}].Name', 'i10'), 540: ('Configs[{}].Name', 'i10'), 541: ('Configs[{}].Name', 'i10'), 542: ('Configs[{}].Name', 'i10'), 543: ('Configs[{}].Name', 'i10'), 544: ('Configs[{}].Name', 'i10'), 545: ('Configs[{}].Value', 'i10'), 546: ('Configs[{}].Value', 'i10'), 547: ('Configs[{}].Value', 'i10'), 548: ('Configs[{}].Value', 'i10'), 549: ('Configs[{}].Value', 'i10'), 550: ('Configs[{}].Value', 'i10'), 551: ('Configs[{}].Value', 'i10'), 552: ('Configs[{}].Value', 'i10'), 553: ('Configs[{}].Value', 'i10'), 554: ('Configs[{}].Value', 'i10'), 555: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i10'), 556: ('Configs', 'i10'), 557: ('Configs', 'i10'), 558: ('Configs', 'i10'), 559: ('Configs', 'i10'), 560: ('Configs', 'i10'), 561: ('Configs', None), 562: ('Configs', None), 563: ('Configs', None), 564: ('Configs', None), 566: ('_tagged', None), 567: ('_tagged', None), 568: ('_tagged', None), 576: ('ThrottleTimeMs', None), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('Topics', None), 581: ('Topics', None), 582: ('Topics', None), 583: ('Topics', None), 584: ('Topics', 'i4'), 585: ('Topics', 'i4'), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 591: ('_tagged', None), 592: ('_tagged', None), 593: ('_tagged', None), 601: ('Name', None), 602: ('Name', None), 603: ('Name', None), 604: ('Name', None), 605: ('Name', None), 606: ('Name', None), 607: ('Name', None), 608: ('Name', None), 609: ('Name', None), 610: ('Name', None), 611: ('TopicId+ErrorCode', None), 612: ('ErrorMessage', None), 613: ('ErrorMessage', None), 614: ('ErrorMessage', None), 615: ('ErrorMessage', None), 616: ('ErrorMessage', None), 617: ('ErrorMessage', None), 618: ('ErrorMessage', None), 619: ('ErrorMessage', None), 620: ('ErrorMessage', None), 621: ('ErrorMessage', None), 622: ('NumPartitions+ReplicationFactor', None), 623: ('Configs', None), 624: ('Configs', None), 625: ('Configs', None), 626: ('Configs', None), 627: ('Configs', None), 628: ('Configs', None), 629: ('Configs', None), 630: ('Configs[{}].Name', 'i11'), 631: ('Configs[{}].Name', 'i11'), 632: ('Configs[{}].Name', 'i11'), 633: ('Configs[{}].Name', 'i11'), 634: ('Configs[{}].Name', 'i11'), 635: ('Configs[{}].Name', 'i11'), 636: ('Configs[{}].Name', 'i11'), 637: ('Configs[{}].Name', 'i11'), 638: ('Configs[{}].Name', 'i11'), 639: ('Configs[{}].Name', 'i11'), 640: ('Configs[{}].Value', 'i11'), 641: ('Configs[{}].Value', 'i11'), 642: ('Configs[{}].Value', 'i11'), 643: ('Configs[{}].Value', 'i11'), 644: ('Configs[{}].Value', 'i11'), 645: ('Configs[{}].Value', 'i11'), 646: ('Configs[{}].Value', 'i11'), 647: ('Configs[{}].Value', 'i11'), 648: ('Configs[{}].Value', 'i11'), 649: ('Configs[{}].Value', 'i11'), 650: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i11'), 651: ('Configs', 'i11'), 652: ('Configs', 'i11'), 653: ('Configs', 'i11'), 654: ('Configs', 'i11'), 655: ('Configs', 'i11'), 656: ('Configs', None), 657: ('Configs', None), 658: ('Configs', None), 659: ('Configs', None), 661: ('_tagged', None), 662: ('_tagged', None), 663: ('_tagged', None), 671: ('ThrottleTimeMs', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', 'i4'), 680: ('Topics', 'i4'), 681: ('Topics', None), 682: ('Topics', None), 683: ('Topics', None), 684: ('Topics', None), 686: ('_tagged', None), 687: ('_tagged', None), 688: ('_tagged', None)}
-BUILD_HASH = 'c723d798c0ce5ca9'
+_LINES = {20: ('PartitionIndex', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 27: ('BrokerIds', None), 28: ('BrokerIds', None), 29: ('BrokerIds', None), 30: ('BrokerIds', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 51: ('Value', None), 52: ('Value', None), 53: ('Value', None), 54: ('Value', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('Name', None), 68: ('Name', None), 69: ('Name', None), 70: ('Name', None), 71: ('NumPartitions+ReplicationFactor', None), 72: ('Assignments', None), 73: ('Assignments', None), 74: ('Assignments', None), 75: ('Assignments', None), 76: ('Assignments', None), 77: ('Assignments', None), 78: ('Assignments', None), 79: ('Assignments[{}].PartitionIndex', 'i7'), 80: ('Assignments[{}].BrokerIds', 'i7'), 81: ('Assignments[{}].BrokerIds', 'i7'), 82: ('Assignments[{}].BrokerIds', 'i7'), 83: ('Assignments[{}].BrokerIds', 'i7'), 84: ('Assignments[{}].BrokerIds', 'i7'), 85: ('Assignments[{}].BrokerIds', 'i7'), 86: ('Assignments[{}].BrokerIds', 'i7'), 87: ('Assignments[{}].BrokerIds', 'i7'), 88: ('Assignments[{}].BrokerIds', 'i7'), 89: ('Assignments[{}].BrokerIds', 'i7'), 90: ('Assignments', 'i7'), 91: ('Assignments', 'i7'), 92: ('Assignments', None), 93: ('Assignments', None), 94: ('Assignments', None), 95: ('Assignments', None), 96: ('Configs', None), 97: ('Configs', None), 98: ('Configs', None), 99: ('Configs', None), 100: ('Configs', None), 101: ('Configs', None), 102: ('Configs', None), 103: ('Configs[{}].Name', 'i14'), 104: ('Configs[{}].Name', 'i14'), 105: ('Configs[{}].Name', 'i14'), 106: ('Configs[{}].Name', 'i14'), 107: ('Configs[{}].Name', 'i14'), 108: ('Configs[{}].Name', 'i14'), 109: ('Configs[{}].Name', 'i14'), 110: ('Configs[{}].Name', 'i14'), 111: ('Configs[{}].Value', 'i14'), 112: ('Configs[{}].Value', 'i14'), 113: ('Configs[{}].Value', 'i14'), 114: ('Configs[{}].Value', 'i14'), 115: ('Configs[{}].Value', 'i14'), 116: ('Configs[{}].Value', 'i14'), 117: ('Configs[{}].Value', 'i14'), 118: ('Configs[{}].Value', 'i14'), 119: ('Configs', 'i14'), 120: ('Configs', 'i14'), 121: ('Configs', None), 122: ('Configs', None), 123: ('Configs', None), 124: ('Configs', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', 'i3'), 141: ('Topics', 'i3'), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('timeoutMs', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', 'i3'), 163: ('Topics', 'i3'), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('timeoutMs+validateOnly', None), 177: ('PartitionIndex', None), 178: ('BrokerIds', None), 179: ('BrokerIds', None), 180: ('BrokerIds', None), 181: ('BrokerIds', None), 182: ('BrokerIds', None), 183: ('BrokerIds', None), 184: ('BrokerIds', None), 185: ('BrokerIds', None), 186: ('BrokerIds', None), 187: ('BrokerIds', None), 188: ('BrokerIds', None), 189: ('BrokerIds', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('Name', None), 208: ('Name', None), 209: ('Name', None), 210: ('Name', None), 211: ('Value', None), 212: ('Value', None), 213: ('Value', None), 214: ('Value', None), 215: ('Value', None), 216: ('Value', None), 217: ('Value', None), 218: ('Value', None), 219: ('Value', None), 220: ('Value', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('NumPartitions+ReplicationFactor', None), 243: ('Assignments', None), 244: ('Assignments', None), 245: ('Assignments', None), 246: ('Assignments', None), 247: ('Assignments', None), 248: ('Assignments', None), 249: ('Assignments', None), 250: ('Assignments', None), 251: ('Assignments', None), 252: ('Assignments[{}].PartitionIndex', 'i7'), 253: ('Assignments[{}].BrokerIds', 'i7'), 254: ('Assignments[{}].BrokerIds', 'i7'), 255: ('Assignments[{}].BrokerIds', 'i7'), 256: ('Assignments[{}].BrokerIds', 'i7'), 257: ('Assignments[{}].BrokerIds', 'i7'), 258: ('Assignments[{}].BrokerIds', 'i7'), 259: ('Assignments[{}].BrokerIds', 'i7'), 260: ('Assignments[{}].BrokerIds', 'i7'), 261: ('Assignments[{}].BrokerIds', 'i7'), 262: ('Assignments[{}].BrokerIds', 'i7'), 263: ('Assignments[{}].BrokerIds', 'i7'), 264: ('Assignments[{}].BrokerIds', 'i7'), 265: ('Assignments', 'i7'), 266: ('Assignments', 'i7'), 267: ('Assignments', 'i7'), 268: ('Assignments', 'i7'), 269: ('Assignments', 'i7'), 270: ('Assignments', None), 271: ('Assignments', None), 272: ('Assignments', None), 273: ('Assignments', None), 274: ('Configs', None), 275: ('Configs', None), 276: ('Configs', None), 277: ('Configs', None), 278: ('Configs', None), 279: ('Configs', None), 280: ('Configs', None), 281: ('Configs', None), 282: ('Configs', None), 283: ('Configs[{}].Name', 'i14'), 284: ('Configs[{}].Name', 'i14'), 285: ('Configs[{}].Name', 'i14'), 286: ('Configs[{}].Name', 'i14'), 287: ('Configs[{}].Name', 'i14'), 288: ('Configs[{}].Name', 'i14'), 289: ('Configs[{}].Name', 'i14'), 290: ('Configs[{}].Name', 'i14'), 291: ('Configs[{}].Name', 'i14'), 292: ('Configs[{}].Name', 'i14'), 293: ('Configs[{}].Value', 'i14'), 294: ('Configs[{}].Value', 'i14'), 295: ('Configs[{}].Value', 'i14'), 296: ('Configs[{}].Value', 'i14'), 297: ('Configs[{}].Value', 'i14'), 298: ('Configs[{}].Value', 'i14'), 299: ('Configs[{}].Value', 'i14'), 300: ('Configs[{}].Value', 'i14'), 301: ('Configs[{}].Value', 'i14'), 302: ('Configs[{}].Value', 'i14'), 303: ('Configs', 'i14'), 304: ('Configs', 'i14'), 305: ('Configs', 'i14'), 306: ('Configs', 'i14'), 307: ('Configs', 'i14'), 308: ('Configs', None), 309: ('Configs', None), 310: ('Configs', None), 311: ('Configs', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', 'i3'), 333: ('Topics', 'i3'), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('timeoutMs+validateOnly', None), 340: ('_tagged', None), 341: ('_tagged', None), 342: ('_tagged', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('ErrorCode', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics[{}].Name', 'i3'), 375: ('Topics[{}].Name', 'i3'), 376: ('Topics[{}].Name', 'i3'), 377: ('Topics[{}].Name', 'i3'), 378: ('Topics[{}].Name', 'i3'), 379: ('Topics[{}].Name', 'i3'), 380: ('Topics[{}].Name', 'i3'), 381: ('Topics[{}].Name', 'i3'), 382: ('Topics[{}].ErrorCode', 'i3'), 383: ('Topics', 'i3'), 384: ('Topics', 'i3'), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('Name', None), 404: ('Name', None), 405: ('ErrorCode', None), 406: ('ErrorMessage', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 412: ('ErrorMessage', None), 413: ('ErrorMessage', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics[{}].Name', 'i3'), 430: ('Topics[{}].Name', 'i3'), 431: ('Topics[{}].Name', 'i3'), 432: ('Topics[{}].Name', 'i3'), 433: ('Topics[{}].Name', 'i3'), 434: ('Topics[{}].Name', 'i3'), 435: ('Topics[{}].Name', 'i3'), 436: ('Topics[{}].Name', 'i3'), 437: ('Topics[{}].ErrorCode', 'i3'), 438: ('Topics[{}].ErrorMessage', 'i3'), 439: ('Topics[{}].ErrorMessage', 'i3'), 440: ('Topics[{}].ErrorMessage', 'i3'), 441: ('Topics[{}].ErrorMessage', 'i3'), 442: ('Topics[{}].ErrorMessage', 'i3'), 443: ('Topics[{}].ErrorMessage', 'i3'), 444: ('Topics[{}].ErrorMessage', 'i3'), 445: ('Topics[{}].ErrorMessage', 'i3'), 446: ('Topics', 'i3'), 447: ('Topics', 'i3'), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 451: ('Topics', None), 460: ('ThrottleTimeMs', None), 461: ('Topics', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics', None), 467: ('Topics', None), 468: ('Topics[{}].Name', 'i4'), 469: ('Topics[{}].Name', 'i4'), 470: ('Topics[{}].Name', 'i4'), 471: ('Topics[{}].Name', 'i4'), 472: ('Topics[{}].Name', 'i4'), 473: ('Topics[{}].Name', 'i4'), 474: ('Topics[{}].Name', 'i4'), 475: ('Topics[{}].Name', 'i4'), 476: ('Topics[{}].ErrorCode', 'i4'), 477: ('Topics[{}].ErrorMessage', 'i4'), 478: ('Topics[{}].ErrorMessage', 'i4'), 479: ('Topics[{}].ErrorMessage', 'i4'), 480: ('Topics[{}].ErrorMessage', 'i4'), 481: ('Topics[{}].ErrorMessage', 'i4'), 482: ('Topics[{}].ErrorMessage', 'i4'), 483: ('Topics[{}].ErrorMessage', 'i4'), 484: ('Topics[{}].ErrorMessage', 'i4'), 485: ('Topics', 'i4'), 486: ('Topics', 'i4'), 487: ('Topics', None), 488: ('Topics', None), 489: ('Topics', None), 490: ('Topics', None), 499: ('Name', None), 500: ('Name', None), 501: ('Name', None), 502: ('Name', None), 503: ('Name', None), 504: ('Name', None), 505: ('Name', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Value', None), 510: ('Value', None), 511: ('Value', None), 512: ('Value', None), 513: ('Value', None), 514: ('Value', None), 515: ('Value', None), 516: ('Value', None), 517: ('Value', None), 518: ('Value', None), 519: ('ReadOnly+ConfigSource+IsSensitive', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None), 531: ('TopicConfigErrorCode', None), 539: ('Name', None), 540: ('Name', None), 541: ('Name', None), 542: ('Name', None), 543: ('Name', None), 544: ('Name', None), 545: ('Name', None), 546: ('Name', None), 547: ('Name', None), 548: ('Name', None), 549: ('ErrorCode', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('ErrorMessage', None), 560: ('NumPartitions+ReplicationFactor', None), 561: ('Configs', None), 562: ('Configs', None), 563: ('Configs', None), 564: ('Configs', None), 565: ('Configs', None), 566: ('Configs', None), 567: ('Configs', None), 568: ('Configs', None), 569: ('Configs', None), 570: ('Configs[{}].Name', 'i10'), 571: ('Configs[{}].Name', 'i10'), 572: ('Configs[{}].Name', 'i10'), 573: ('Configs[{}].Name', 'i10'), 574: ('Configs[{}].Name', 'i10'), 575: ('Configs[{}].Name', 'i10'), 576: ('Configs[{}].Name', 'i10'), 577: ('Configs[{}].Name', 'i10'), 578: ('Configs[{}].Name', 'i10'), 579: ('Configs[{}].Name', 'i10'), 580: ('Configs[{}].Value', 'i10'), 581: ('Configs[{}].Value', 'i10'), 582: ('Configs[{}].Value', 'i10'), 583: ('Configs[{}].Value', 'i10'), 584: ('Configs[{}].Value', 'i10'), 585: ('Configs[{}].Value', 'i10'), 586: ('Configs[{}].Value', 'i10'), 587: ('Configs[{}].Value', 'i10'), 588: ('Configs[{}].Value', 'i10'), 589: ('Configs[{}].Value', 'i10'), 590: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i10'), 591: ('Configs', 'i10'), 592: ('Configs', 'i10'), 593: ('Configs', 'i10'), 594: ('Configs', 'i10'), 595: ('Configs', 'i10'), 596: ('Configs', None), 597: ('Configs', None), 598: ('Configs', None), 599: ('Configs', None), 601: ('_tagged', None), 602: ('_tagged', None), 603: ('_tagged', None), 611: ('ThrottleTimeMs', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', 'i4'), 622: ('Topics', 'i4'), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', None), 626: ('Topics', None), 628: ('_tagged', None), 629: ('_tagged', None), 630: ('_tagged', None), 638: ('Name', None), 639: ('Name', None), 640: ('Name', None), 641: ('Name', None), 642: ('Name', None), 643: ('Name', None), 644: ('Name', None), 645: ('Name', None), 646: ('Name', None), 647: ('Name', None), 648: ('TopicId+ErrorCode', None), 649: ('ErrorMessage', None), 650: ('ErrorMessage', None), 651: ('ErrorMessage', None), 652: ('ErrorMessage', None), 653: ('ErrorMessage', None), 654: ('ErrorMessage', None), 655: ('ErrorMessage', None), 656: ('ErrorMessage', None), 657: ('ErrorMessage', None), 658: ('ErrorMessage', None), 659: ('NumPartitions+ReplicationFactor', None), 660: ('Configs', None), 661: ('Configs', None), 662: ('Configs', None), 663: ('Configs', None), 664: ('Configs', None), 665: ('Configs', None), 666: ('Configs', None), 667: ('Configs', None), 668: ('Configs', None), 669: ('Configs[{}].Name', 'i11'), 670: ('Configs[{}].Name', 'i11'), 671: ('Configs[{}].Name', 'i11'), 672: ('Configs[{}].Name', 'i11'), 673: ('Configs[{}].Name', 'i11'), 674: ('Configs[{}].Name', 'i11'), 675: ('Configs[{}].Name', 'i11'), 676: ('Configs[{}].Name', 'i11'), 677: ('Configs[{}].Name', 'i11'), 678: ('Configs[{}].Name', 'i11'), 679: ('Configs[{}].Value', 'i11'), 680: ('Configs[{}].Value', 'i11'), 681: ('Configs[{}].Value', 'i11'), 682: ('Configs[{}].Value', 'i11'), 683: ('Configs[{}].Value', 'i11'), 684: ('Configs[{}].Value', 'i11'), 685: ('Configs[{}].Value', 'i11'), 686: ('Configs[{}].Value', 'i11'), 687: ('Configs[{}].Value', 'i11'), 688: ('Configs[{}].Value', 'i11'), 689: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i11'), 690: ('Configs', 'i11'), 691: ('Configs', 'i11'), 692: ('Configs', 'i11'), 693: ('Configs', 'i11'), 694: ('Configs', 'i11'), 695: ('Configs', None), 696: ('Configs', None), 697: ('Configs', None), 698: ('Configs', None), 700: ('_tagged', None), 701: ('_tagged', None), 702: ('_tagged', None), 710: ('ThrottleTimeMs', None), 711: ('Topics', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', None), 718: ('Topics', None), 719: ('Topics', None), 720: ('Topics', 'i4'), 721: ('Topics', 'i4'), 722: ('Topics', None), 723: ('Topics', None), 724: ('Topics', None), 725: ('Topics', None), 727: ('_tagged', None), 728: ('_tagged', None), 729: ('_tagged', None)}
+BUILD_HASH = '7adeb3b163c99b06'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iq').unpack_from
@@ -33,6 +34,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 12
@@ -53,6 +56,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -97,6 +102,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 12
@@ -125,6 +132,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -165,6 +174,8 @@ def _f7(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 14
@@ -186,6 +197,8 @@ def _f8(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f7(b, p)
@@ -229,6 +242,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 14
@@ -258,6 +273,8 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -281,5 +298,5 @@ NAME = 'DeleteRecords'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {16: ('PartitionIndex+Offset', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 39: ('Partitions', 'i5'), 40: ('Partitions', 'i5'), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', 'i3'), 59: ('Topics', 'i3'), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('TimeoutMs', None), 73: ('PartitionIndex+Offset', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', 'i5'), 105: ('Partitions', 'i5'), 106: ('Partitions', 'i5'), 107: ('Partitions', 'i5'), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 113: ('_tagged', None), 114: ('_tagged', None), 115: ('_tagged', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', 'i3'), 131: ('Topics', 'i3'), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('TimeoutMs', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('PartitionIndex+LowWatermark+ErrorCode', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', 'i5'), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 185: ('ThrottleTimeMs', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i4'), 192: ('Topics', 'i4'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 205: ('PartitionIndex+LowWatermark+ErrorCode', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None), 217: ('Name', None), 218: ('Name', None), 219: ('Name', None), 220: ('Name', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 235: ('Partitions', 'i5'), 236: ('Partitions', 'i5'), 237: ('Partitions', 'i5'), 238: ('Partitions', 'i5'), 239: ('Partitions', 'i5'), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('ThrottleTimeMs', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', 'i4'), 264: ('Topics', 'i4'), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None)}
-BUILD_HASH = '1e0e8fb607e78c38'
+_LINES = {17: ('PartitionIndex+Offset', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', 'i5'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', 'i3'), 64: ('Topics', 'i3'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('TimeoutMs', None), 78: ('PartitionIndex+Offset', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', 'i5'), 112: ('Partitions', 'i5'), 113: ('Partitions', 'i5'), 114: ('Partitions', 'i5'), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', 'i3'), 140: ('Topics', 'i3'), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('TimeoutMs', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('PartitionIndex+LowWatermark+ErrorCode', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', 'i5'), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 196: ('ThrottleTimeMs', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', 'i4'), 205: ('Topics', 'i4'), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 218: ('PartitionIndex+LowWatermark+ErrorCode', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 250: ('Partitions', 'i5'), 251: ('Partitions', 'i5'), 252: ('Partitions', 'i5'), 253: ('Partitions', 'i5'), 254: ('Partitions', 'i5'), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('ThrottleTimeMs', None), 271: ('Topics', None), 272: ('Topics', None), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', 'i4'), 281: ('Topics', 'i4'), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None)}
+BUILD_HASH = 'bc95fdc79db9866b'

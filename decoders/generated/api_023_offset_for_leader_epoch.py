@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -35,6 +36,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 8
@@ -55,6 +58,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -91,6 +96,8 @@ def _f4(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 12
@@ -111,6 +118,8 @@ def _f5(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -131,6 +140,8 @@ def _f6(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f4(b, p)
@@ -174,6 +185,8 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 12
@@ -203,6 +216,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f8(b, p)
@@ -242,6 +257,8 @@ def _f11(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U4(b, p); p += 14
@@ -262,6 +279,8 @@ def _f12(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f11(b, p)
@@ -298,6 +317,8 @@ def _f14(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 18
@@ -318,6 +339,8 @@ def _f15(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f14(b, p)
@@ -338,6 +361,8 @@ def _f16(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f14(b, p)
@@ -381,6 +406,8 @@ def _f18(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 18
@@ -410,6 +437,8 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f18(b, p)
@@ -433,5 +462,5 @@ NAME = 'OffsetForLeaderEpoch'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f6, 4: _f9}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f16, 4: _f19}
 
-_LINES = {18: ('Partition+LeaderEpoch', None), 27: ('Topic', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Topic', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].Partition+LeaderEpoch', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', 'i3'), 61: ('Topics', 'i3'), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 74: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 97: ('Partitions', 'i5'), 98: ('Partitions', 'i5'), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', 'i3'), 117: ('Topics', 'i3'), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 130: ('ReplicaId', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', 'i4'), 137: ('Topics', 'i4'), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 150: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('Topic', None), 163: ('Topic', None), 164: ('Topic', None), 165: ('Topic', None), 166: ('Topic', None), 167: ('Topic', None), 168: ('Topic', None), 169: ('Topic', None), 170: ('Topic', None), 171: ('Topic', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', 'i5'), 184: ('Partitions', 'i5'), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('ReplicaId', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', 'i4'), 209: ('Topics', 'i4'), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ErrorCode+Partition+EndOffset', None), 234: ('Topic', None), 235: ('Topic', None), 236: ('Topic', None), 237: ('Topic', None), 238: ('Topic', None), 239: ('Topic', None), 240: ('Topic', None), 241: ('Topic', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions[{}].ErrorCode+Partition+EndOffset', 'i5'), 248: ('Partitions', 'i5'), 249: ('Partitions', 'i5'), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', 'i3'), 268: ('Topics', 'i3'), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', None), 272: ('Topics', None), 281: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 290: ('Topic', None), 291: ('Topic', None), 292: ('Topic', None), 293: ('Topic', None), 294: ('Topic', None), 295: ('Topic', None), 296: ('Topic', None), 297: ('Topic', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 304: ('Partitions', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', 'i3'), 324: ('Topics', 'i3'), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 337: ('ThrottleTimeMs', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', 'i4'), 344: ('Topics', 'i4'), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 357: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('Topic', None), 370: ('Topic', None), 371: ('Topic', None), 372: ('Topic', None), 373: ('Topic', None), 374: ('Topic', None), 375: ('Topic', None), 376: ('Topic', None), 377: ('Topic', None), 378: ('Topic', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', 'i5'), 390: ('Partitions', 'i5'), 391: ('Partitions', 'i5'), 392: ('Partitions', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 397: ('_tagged', None), 398: ('_tagged', None), 399: ('_tagged', None), 407: ('ThrottleTimeMs', None), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 411: ('Topics', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 415: ('Topics', 'i4'), 416: ('Topics', 'i4'), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 422: ('_tagged', None), 423: ('_tagged', None), 424: ('_tagged', None)}
-BUILD_HASH = '5a111c7886ad56b9'
+_LINES = {19: ('Partition+LeaderEpoch', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Topic', None), 35: ('Topic', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions[{}].Partition+LeaderEpoch', 'i5'), 44: ('Partitions', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i3'), 66: ('Topics', 'i3'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 79: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Topic', None), 94: ('Topic', None), 95: ('Topic', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 104: ('Partitions', 'i5'), 105: ('Partitions', 'i5'), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 139: ('ReplicaId', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', 'i4'), 148: ('Topics', 'i4'), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 161: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('Topic', None), 174: ('Topic', None), 175: ('Topic', None), 176: ('Topic', None), 177: ('Topic', None), 178: ('Topic', None), 179: ('Topic', None), 180: ('Topic', None), 181: ('Topic', None), 182: ('Topic', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', 'i5'), 197: ('Partitions', 'i5'), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 203: ('_tagged', None), 204: ('_tagged', None), 205: ('_tagged', None), 213: ('ReplicaId', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', 'i4'), 224: ('Topics', 'i4'), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('ErrorCode+Partition+EndOffset', None), 249: ('Topic', None), 250: ('Topic', None), 251: ('Topic', None), 252: ('Topic', None), 253: ('Topic', None), 254: ('Topic', None), 255: ('Topic', None), 256: ('Topic', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions[{}].ErrorCode+Partition+EndOffset', 'i5'), 265: ('Partitions', 'i5'), 266: ('Partitions', 'i5'), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', 'i3'), 287: ('Topics', 'i3'), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 300: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 309: ('Topic', None), 310: ('Topic', None), 311: ('Topic', None), 312: ('Topic', None), 313: ('Topic', None), 314: ('Topic', None), 315: ('Topic', None), 316: ('Topic', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i3'), 347: ('Topics', 'i3'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 360: ('ThrottleTimeMs', None), 361: ('Topics', None), 362: ('Topics', None), 363: ('Topics', None), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('Topics', 'i4'), 369: ('Topics', 'i4'), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 382: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 384: ('_tagged', None), 385: ('_tagged', None), 386: ('_tagged', None), 394: ('Topic', None), 395: ('Topic', None), 396: ('Topic', None), 397: ('Topic', None), 398: ('Topic', None), 399: ('Topic', None), 400: ('Topic', None), 401: ('Topic', None), 402: ('Topic', None), 403: ('Topic', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 413: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', 'i5'), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 422: ('Partitions', None), 424: ('_tagged', None), 425: ('_tagged', None), 426: ('_tagged', None), 434: ('ThrottleTimeMs', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', 'i4'), 445: ('Topics', 'i4'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None)}
+BUILD_HASH = '4c96ef88ad2793ad'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -25,6 +26,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -50,6 +54,8 @@ def _f1(b, p):
         n6, = _U2(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9, = _U0(b, p); p += 2
@@ -62,6 +68,9 @@ def _f1(b, p):
                     raise _rt.negative(n9)
                 n11, = _U2(b, p); p += 4
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -95,6 +104,9 @@ def _f2(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -127,6 +139,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -143,6 +157,9 @@ def _f3(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -184,6 +201,8 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -200,6 +219,9 @@ def _f4(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -230,6 +252,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 14 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -269,6 +293,8 @@ def _f7(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 6
@@ -290,6 +316,8 @@ def _f8(b, p):
         n3, = _U2(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f7(b, p)
@@ -333,6 +361,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 6
@@ -362,6 +392,8 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -396,6 +428,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f10(b, p)
@@ -421,6 +455,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f12(b, p)
@@ -444,5 +480,5 @@ NAME = 'AddPartitionsToTxn'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f3, 4: _f5, 5: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f8, 3: _f11, 4: _f13, 5: _f13}
 
-_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 41: ('V3AndBelowTransactionalId', None), 42: ('V3AndBelowTransactionalId', None), 43: ('V3AndBelowTransactionalId', None), 44: ('V3AndBelowTransactionalId', None), 45: ('V3AndBelowTransactionalId', None), 46: ('V3AndBelowTransactionalId', None), 47: ('V3AndBelowTransactionalId', None), 48: ('V3AndBelowTransactionalId', None), 49: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 50: ('V3AndBelowTopics', None), 51: ('V3AndBelowTopics', None), 52: ('V3AndBelowTopics', None), 53: ('V3AndBelowTopics', None), 54: ('V3AndBelowTopics', None), 55: ('V3AndBelowTopics[{}].Name', 'i7'), 56: ('V3AndBelowTopics[{}].Name', 'i7'), 57: ('V3AndBelowTopics[{}].Name', 'i7'), 58: ('V3AndBelowTopics[{}].Name', 'i7'), 59: ('V3AndBelowTopics[{}].Name', 'i7'), 60: ('V3AndBelowTopics[{}].Name', 'i7'), 61: ('V3AndBelowTopics[{}].Name', 'i7'), 62: ('V3AndBelowTopics[{}].Name', 'i7'), 63: ('V3AndBelowTopics[{}].Partitions', 'i7'), 64: ('V3AndBelowTopics[{}].Partitions', 'i7'), 65: ('V3AndBelowTopics[{}].Partitions', 'i7'), 66: ('V3AndBelowTopics[{}].Partitions', 'i7'), 67: ('V3AndBelowTopics[{}].Partitions', 'i7'), 68: ('V3AndBelowTopics[{}].Partitions', 'i7'), 69: ('V3AndBelowTopics[{}].Partitions', 'i7'), 70: ('V3AndBelowTopics', 'i7'), 71: ('V3AndBelowTopics', 'i7'), 72: ('V3AndBelowTopics', None), 73: ('V3AndBelowTopics', None), 74: ('V3AndBelowTopics', None), 75: ('V3AndBelowTopics', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('V3AndBelowTransactionalId', None), 115: ('V3AndBelowTransactionalId', None), 116: ('V3AndBelowTransactionalId', None), 117: ('V3AndBelowTransactionalId', None), 118: ('V3AndBelowTransactionalId', None), 119: ('V3AndBelowTransactionalId', None), 120: ('V3AndBelowTransactionalId', None), 121: ('V3AndBelowTransactionalId', None), 122: ('V3AndBelowTransactionalId', None), 123: ('V3AndBelowTransactionalId', None), 124: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 125: ('V3AndBelowTopics', None), 126: ('V3AndBelowTopics', None), 127: ('V3AndBelowTopics', None), 128: ('V3AndBelowTopics', None), 129: ('V3AndBelowTopics', None), 130: ('V3AndBelowTopics', None), 131: ('V3AndBelowTopics', None), 132: ('V3AndBelowTopics[{}].Name', 'i7'), 133: ('V3AndBelowTopics[{}].Name', 'i7'), 134: ('V3AndBelowTopics[{}].Name', 'i7'), 135: ('V3AndBelowTopics[{}].Name', 'i7'), 136: ('V3AndBelowTopics[{}].Name', 'i7'), 137: ('V3AndBelowTopics[{}].Name', 'i7'), 138: ('V3AndBelowTopics[{}].Name', 'i7'), 139: ('V3AndBelowTopics[{}].Name', 'i7'), 140: ('V3AndBelowTopics[{}].Name', 'i7'), 141: ('V3AndBelowTopics[{}].Name', 'i7'), 142: ('V3AndBelowTopics[{}].Partitions', 'i7'), 143: ('V3AndBelowTopics[{}].Partitions', 'i7'), 144: ('V3AndBelowTopics[{}].Partitions', 'i7'), 145: ('V3AndBelowTopics[{}].Partitions', 'i7'), 146: ('V3AndBelowTopics[{}].Partitions', 'i7'), 147: ('V3AndBelowTopics[{}].Partitions', 'i7'), 148: ('V3AndBelowTopics[{}].Partitions', 'i7'), 149: ('V3AndBelowTopics[{}].Partitions', 'i7'), 150: ('V3AndBelowTopics[{}].Partitions', 'i7'), 151: ('V3AndBelowTopics', 'i7'), 152: ('V3AndBelowTopics', 'i7'), 153: ('V3AndBelowTopics', 'i7'), 154: ('V3AndBelowTopics', 'i7'), 155: ('V3AndBelowTopics', 'i7'), 156: ('V3AndBelowTopics', None), 157: ('V3AndBelowTopics', None), 158: ('V3AndBelowTopics', None), 159: ('V3AndBelowTopics', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('TransactionalId', None), 178: ('TransactionalId', None), 179: ('TransactionalId', None), 180: ('TransactionalId', None), 181: ('ProducerId+ProducerEpoch+VerifyOnly', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics[{}].Name', 'i8'), 190: ('Topics[{}].Name', 'i8'), 191: ('Topics[{}].Name', 'i8'), 192: ('Topics[{}].Name', 'i8'), 193: ('Topics[{}].Name', 'i8'), 194: ('Topics[{}].Name', 'i8'), 195: ('Topics[{}].Name', 'i8'), 196: ('Topics[{}].Name', 'i8'), 197: ('Topics[{}].Name', 'i8'), 198: ('Topics[{}].Name', 'i8'), 199: ('Topics[{}].Partitions', 'i8'), 200: ('Topics[{}].Partitions', 'i8'), 201: ('Topics[{}].Partitions', 'i8'), 202: ('Topics[{}].Partitions', 'i8'), 203: ('Topics[{}].Partitions', 'i8'), 204: ('Topics[{}].Partitions', 'i8'), 205: ('Topics[{}].Partitions', 'i8'), 206: ('Topics[{}].Partitions', 'i8'), 207: ('Topics[{}].Partitions', 'i8'), 208: ('Topics', 'i8'), 209: ('Topics', 'i8'), 210: ('Topics', 'i8'), 211: ('Topics', 'i8'), 212: ('Topics', 'i8'), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 218: ('_tagged', None), 219: ('_tagged', None), 220: ('_tagged', None), 228: ('Transactions', None), 229: ('Transactions', None), 230: ('Transactions', None), 231: ('Transactions', None), 232: ('Transactions', None), 233: ('Transactions', None), 234: ('Transactions', None), 235: ('Transactions', 'i3'), 236: ('Transactions', 'i3'), 237: ('Transactions', None), 238: ('Transactions', None), 239: ('Transactions', None), 240: ('Transactions', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('PartitionIndex+PartitionErrorCode', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('ResultsByPartition', None), 270: ('ResultsByPartition', None), 271: ('ResultsByPartition', None), 272: ('ResultsByPartition', None), 273: ('ResultsByPartition', None), 274: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 275: ('ResultsByPartition', 'i5'), 276: ('ResultsByPartition', 'i5'), 277: ('ResultsByPartition', None), 278: ('ResultsByPartition', None), 279: ('ResultsByPartition', None), 280: ('ResultsByPartition', None), 289: ('ThrottleTimeMs', None), 290: ('ResultsByTopicV3AndBelow', None), 291: ('ResultsByTopicV3AndBelow', None), 292: ('ResultsByTopicV3AndBelow', None), 293: ('ResultsByTopicV3AndBelow', None), 294: ('ResultsByTopicV3AndBelow', None), 295: ('ResultsByTopicV3AndBelow', 'i4'), 296: ('ResultsByTopicV3AndBelow', 'i4'), 297: ('ResultsByTopicV3AndBelow', None), 298: ('ResultsByTopicV3AndBelow', None), 299: ('ResultsByTopicV3AndBelow', None), 300: ('ResultsByTopicV3AndBelow', None), 309: ('PartitionIndex+PartitionErrorCode', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None), 321: ('Name', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Name', None), 331: ('ResultsByPartition', None), 332: ('ResultsByPartition', None), 333: ('ResultsByPartition', None), 334: ('ResultsByPartition', None), 335: ('ResultsByPartition', None), 336: ('ResultsByPartition', None), 337: ('ResultsByPartition', None), 338: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 339: ('ResultsByPartition', 'i5'), 340: ('ResultsByPartition', 'i5'), 341: ('ResultsByPartition', 'i5'), 342: ('ResultsByPartition', 'i5'), 343: ('ResultsByPartition', 'i5'), 344: ('ResultsByPartition', None), 345: ('ResultsByPartition', None), 346: ('ResultsByPartition', None), 347: ('ResultsByPartition', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('ThrottleTimeMs', None), 360: ('ResultsByTopicV3AndBelow', None), 361: ('ResultsByTopicV3AndBelow', None), 362: ('ResultsByTopicV3AndBelow', None), 363: ('ResultsByTopicV3AndBelow', None), 364: ('ResultsByTopicV3AndBelow', None), 365: ('ResultsByTopicV3AndBelow', None), 366: ('ResultsByTopicV3AndBelow', None), 367: ('ResultsByTopicV3AndBelow', 'i4'), 368: ('ResultsByTopicV3AndBelow', 'i4'), 369: ('ResultsByTopicV3AndBelow', None), 370: ('ResultsByTopicV3AndBelow', None), 371: ('ResultsByTopicV3AndBelow', None), 372: ('ResultsByTopicV3AndBelow', None), 374: ('_tagged', None), 375: ('_tagged', None), 376: ('_tagged', None), 384: ('TransactionalId', None), 385: ('TransactionalId', None), 386: ('TransactionalId', None), 387: ('TransactionalId', None), 388: ('TransactionalId', None), 389: ('TransactionalId', None), 390: ('TransactionalId', None), 391: ('TransactionalId', None), 392: ('TransactionalId', None), 393: ('TransactionalId', None), 394: ('TopicResults', None), 395: ('TopicResults', None), 396: ('TopicResults', None), 397: ('TopicResults', None), 398: ('TopicResults', None), 399: ('TopicResults', None), 400: ('TopicResults', None), 401: ('TopicResults', 'i5'), 402: ('TopicResults', 'i5'), 403: ('TopicResults', None), 404: ('TopicResults', None), 405: ('TopicResults', None), 406: ('TopicResults', None), 408: ('_tagged', None), 409: ('_tagged', None), 410: ('_tagged', None), 418: ('ThrottleTimeMs+ErrorCode', None), 419: ('ResultsByTransaction', None), 420: ('ResultsByTransaction', None), 421: ('ResultsByTransaction', None), 422: ('ResultsByTransaction', None), 423: ('ResultsByTransaction', None), 424: ('ResultsByTransaction', None), 425: ('ResultsByTransaction', None), 426: ('ResultsByTransaction', 'i5'), 427: ('ResultsByTransaction', 'i5'), 428: ('ResultsByTransaction', None), 429: ('ResultsByTransaction', None), 430: ('ResultsByTransaction', None), 431: ('ResultsByTransaction', None), 433: ('_tagged', None), 434: ('_tagged', None), 435: ('_tagged', None)}
-BUILD_HASH = 'be73d9134c4fbc22'
+_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 45: ('V3AndBelowTransactionalId', None), 46: ('V3AndBelowTransactionalId', None), 47: ('V3AndBelowTransactionalId', None), 48: ('V3AndBelowTransactionalId', None), 49: ('V3AndBelowTransactionalId', None), 50: ('V3AndBelowTransactionalId', None), 51: ('V3AndBelowTransactionalId', None), 52: ('V3AndBelowTransactionalId', None), 53: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 54: ('V3AndBelowTopics', None), 55: ('V3AndBelowTopics', None), 56: ('V3AndBelowTopics', None), 57: ('V3AndBelowTopics', None), 58: ('V3AndBelowTopics', None), 59: ('V3AndBelowTopics', None), 60: ('V3AndBelowTopics', None), 61: ('V3AndBelowTopics[{}].Name', 'i7'), 62: ('V3AndBelowTopics[{}].Name', 'i7'), 63: ('V3AndBelowTopics[{}].Name', 'i7'), 64: ('V3AndBelowTopics[{}].Name', 'i7'), 65: ('V3AndBelowTopics[{}].Name', 'i7'), 66: ('V3AndBelowTopics[{}].Name', 'i7'), 67: ('V3AndBelowTopics[{}].Name', 'i7'), 68: ('V3AndBelowTopics[{}].Name', 'i7'), 69: ('V3AndBelowTopics[{}].Partitions', 'i7'), 70: ('V3AndBelowTopics[{}].Partitions', 'i7'), 71: ('V3AndBelowTopics[{}].Partitions', 'i7'), 72: ('V3AndBelowTopics[{}].Partitions', 'i7'), 73: ('V3AndBelowTopics[{}].Partitions', 'i7'), 74: ('V3AndBelowTopics[{}].Partitions', 'i7'), 75: ('V3AndBelowTopics[{}].Partitions', 'i7'), 76: ('V3AndBelowTopics[{}].Partitions', 'i7'), 77: ('V3AndBelowTopics[{}].Partitions', 'i7'), 78: ('V3AndBelowTopics[{}].Partitions', 'i7'), 79: ('V3AndBelowTopics', 'i7'), 80: ('V3AndBelowTopics', 'i7'), 81: ('V3AndBelowTopics', None), 82: ('V3AndBelowTopics', None), 83: ('V3AndBelowTopics', None), 84: ('V3AndBelowTopics', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('V3AndBelowTransactionalId', None), 127: ('V3AndBelowTransactionalId', None), 128: ('V3AndBelowTransactionalId', None), 129: ('V3AndBelowTransactionalId', None), 130: ('V3AndBelowTransactionalId', None), 131: ('V3AndBelowTransactionalId', None), 132: ('V3AndBelowTransactionalId', None), 133: ('V3AndBelowTransactionalId', None), 134: ('V3AndBelowTransactionalId', None), 135: ('V3AndBelowTransactionalId', None), 136: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 137: ('V3AndBelowTopics', None), 138: ('V3AndBelowTopics', None), 139: ('V3AndBelowTopics', None), 140: ('V3AndBelowTopics', None), 141: ('V3AndBelowTopics', None), 142: ('V3AndBelowTopics', None), 143: ('V3AndBelowTopics', None), 144: ('V3AndBelowTopics', None), 145: ('V3AndBelowTopics', None), 146: ('V3AndBelowTopics[{}].Name', 'i7'), 147: ('V3AndBelowTopics[{}].Name', 'i7'), 148: ('V3AndBelowTopics[{}].Name', 'i7'), 149: ('V3AndBelowTopics[{}].Name', 'i7'), 150: ('V3AndBelowTopics[{}].Name', 'i7'), 151: ('V3AndBelowTopics[{}].Name', 'i7'), 152: ('V3AndBelowTopics[{}].Name', 'i7'), 153: ('V3AndBelowTopics[{}].Name', 'i7'), 154: ('V3AndBelowTopics[{}].Name', 'i7'), 155: ('V3AndBelowTopics[{}].Name', 'i7'), 156: ('V3AndBelowTopics[{}].Partitions', 'i7'), 157: ('V3AndBelowTopics[{}].Partitions', 'i7'), 158: ('V3AndBelowTopics[{}].Partitions', 'i7'), 159: ('V3AndBelowTopics[{}].Partitions', 'i7'), 160: ('V3AndBelowTopics[{}].Partitions', 'i7'), 161: ('V3AndBelowTopics[{}].Partitions', 'i7'), 162: ('V3AndBelowTopics[{}].Partitions', 'i7'), 163: ('V3AndBelowTopics[{}].Partitions', 'i7'), 164: ('V3AndBelowTopics[{}].Partitions', 'i7'), 165: ('V3AndBelowTopics[{}].Partitions', 'i7'), 166: ('V3AndBelowTopics[{}].Partitions', 'i7'), 167: ('V3AndBelowTopics[{}].Partitions', 'i7'), 168: ('V3AndBelowTopics', 'i7'), 169: ('V3AndBelowTopics', 'i7'), 170: ('V3AndBelowTopics', 'i7'), 171: ('V3AndBelowTopics', 'i7'), 172: ('V3AndBelowTopics', 'i7'), 173: ('V3AndBelowTopics', None), 174: ('V3AndBelowTopics', None), 175: ('V3AndBelowTopics', None), 176: ('V3AndBelowTopics', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('TransactionalId', None), 189: ('TransactionalId', None), 190: ('TransactionalId', None), 191: ('TransactionalId', None), 192: ('TransactionalId', None), 193: ('TransactionalId', None), 194: ('TransactionalId', None), 195: ('TransactionalId', None), 196: ('TransactionalId', None), 197: ('TransactionalId', None), 198: ('ProducerId+ProducerEpoch+VerifyOnly', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics[{}].Name', 'i8'), 209: ('Topics[{}].Name', 'i8'), 210: ('Topics[{}].Name', 'i8'), 211: ('Topics[{}].Name', 'i8'), 212: ('Topics[{}].Name', 'i8'), 213: ('Topics[{}].Name', 'i8'), 214: ('Topics[{}].Name', 'i8'), 215: ('Topics[{}].Name', 'i8'), 216: ('Topics[{}].Name', 'i8'), 217: ('Topics[{}].Name', 'i8'), 218: ('Topics[{}].Partitions', 'i8'), 219: ('Topics[{}].Partitions', 'i8'), 220: ('Topics[{}].Partitions', 'i8'), 221: ('Topics[{}].Partitions', 'i8'), 222: ('Topics[{}].Partitions', 'i8'), 223: ('Topics[{}].Partitions', 'i8'), 224: ('Topics[{}].Partitions', 'i8'), 225: ('Topics[{}].Partitions', 'i8'), 226: ('Topics[{}].Partitions', 'i8'), 227: ('Topics[{}].Partitions', 'i8'), 228: ('Topics[{}].Partitions', 'i8'), 229: ('Topics[{}].Partitions', 'i8'), 230: ('Topics', 'i8'), 231: ('Topics', 'i8'), 232: ('Topics', 'i8'), 233: ('Topics', 'i8'), 234: ('Topics', 'i8'), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Transactions', None), 251: ('Transactions', None), 252: ('Transactions', None), 253: ('Transactions', None), 254: ('Transactions', None), 255: ('Transactions', None), 256: ('Transactions', None), 257: ('Transactions', None), 258: ('Transactions', None), 259: ('Transactions', 'i3'), 260: ('Transactions', 'i3'), 261: ('Transactions', None), 262: ('Transactions', None), 263: ('Transactions', None), 264: ('Transactions', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('PartitionIndex+PartitionErrorCode', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('ResultsByPartition', None), 294: ('ResultsByPartition', None), 295: ('ResultsByPartition', None), 296: ('ResultsByPartition', None), 297: ('ResultsByPartition', None), 298: ('ResultsByPartition', None), 299: ('ResultsByPartition', None), 300: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 301: ('ResultsByPartition', 'i5'), 302: ('ResultsByPartition', 'i5'), 303: ('ResultsByPartition', None), 304: ('ResultsByPartition', None), 305: ('ResultsByPartition', None), 306: ('ResultsByPartition', None), 315: ('ThrottleTimeMs', None), 316: ('ResultsByTopicV3AndBelow', None), 317: ('ResultsByTopicV3AndBelow', None), 318: ('ResultsByTopicV3AndBelow', None), 319: ('ResultsByTopicV3AndBelow', None), 320: ('ResultsByTopicV3AndBelow', None), 321: ('ResultsByTopicV3AndBelow', None), 322: ('ResultsByTopicV3AndBelow', None), 323: ('ResultsByTopicV3AndBelow', 'i4'), 324: ('ResultsByTopicV3AndBelow', 'i4'), 325: ('ResultsByTopicV3AndBelow', None), 326: ('ResultsByTopicV3AndBelow', None), 327: ('ResultsByTopicV3AndBelow', None), 328: ('ResultsByTopicV3AndBelow', None), 337: ('PartitionIndex+PartitionErrorCode', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('Name', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('ResultsByPartition', None), 360: ('ResultsByPartition', None), 361: ('ResultsByPartition', None), 362: ('ResultsByPartition', None), 363: ('ResultsByPartition', None), 364: ('ResultsByPartition', None), 365: ('ResultsByPartition', None), 366: ('ResultsByPartition', None), 367: ('ResultsByPartition', None), 368: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 369: ('ResultsByPartition', 'i5'), 370: ('ResultsByPartition', 'i5'), 371: ('ResultsByPartition', 'i5'), 372: ('ResultsByPartition', 'i5'), 373: ('ResultsByPartition', 'i5'), 374: ('ResultsByPartition', None), 375: ('ResultsByPartition', None), 376: ('ResultsByPartition', None), 377: ('ResultsByPartition', None), 379: ('_tagged', None), 380: ('_tagged', None), 381: ('_tagged', None), 389: ('ThrottleTimeMs', None), 390: ('ResultsByTopicV3AndBelow', None), 391: ('ResultsByTopicV3AndBelow', None), 392: ('ResultsByTopicV3AndBelow', None), 393: ('ResultsByTopicV3AndBelow', None), 394: ('ResultsByTopicV3AndBelow', None), 395: ('ResultsByTopicV3AndBelow', None), 396: ('ResultsByTopicV3AndBelow', None), 397: ('ResultsByTopicV3AndBelow', None), 398: ('ResultsByTopicV3AndBelow', None), 399: ('ResultsByTopicV3AndBelow', 'i4'), 400: ('ResultsByTopicV3AndBelow', 'i4'), 401: ('ResultsByTopicV3AndBelow', None), 402: ('ResultsByTopicV3AndBelow', None), 403: ('ResultsByTopicV3AndBelow', None), 404: ('ResultsByTopicV3AndBelow', None), 406: ('_tagged', None), 407: ('_tagged', None), 408: ('_tagged', None), 416: ('TransactionalId', None), 417: ('TransactionalId', None), 418: ('TransactionalId', None), 419: ('TransactionalId', None), 420: ('TransactionalId', None), 421: ('TransactionalId', None), 422: ('TransactionalId', None), 423: ('TransactionalId', None), 424: ('TransactionalId', None), 425: ('TransactionalId', None), 426: ('TopicResults', None), 427: ('TopicResults', None), 428: ('TopicResults', None), 429: ('TopicResults', None), 430: ('TopicResults', None), 431: ('TopicResults', None), 432: ('TopicResults', None), 433: ('TopicResults', None), 434: ('TopicResults', None), 435: ('TopicResults', 'i5'), 436: ('TopicResults', 'i5'), 437: ('TopicResults', None), 438: ('TopicResults', None), 439: ('TopicResults', None), 440: ('TopicResults', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None), 452: ('ThrottleTimeMs+ErrorCode', None), 453: ('ResultsByTransaction', None), 454: ('ResultsByTransaction', None), 455: ('ResultsByTransaction', None), 456: ('ResultsByTransaction', None), 457: ('ResultsByTransaction', None), 458: ('ResultsByTransaction', None), 459: ('ResultsByTransaction', None), 460: ('ResultsByTransaction', None), 461: ('ResultsByTransaction', None), 462: ('ResultsByTransaction', 'i5'), 463: ('ResultsByTransaction', 'i5'), 464: ('ResultsByTransaction', None), 465: ('ResultsByTransaction', None), 466: ('ResultsByTransaction', None), 467: ('ResultsByTransaction', None), 469: ('_tagged', None), 470: ('_tagged', None), 471: ('_tagged', None)}
+BUILD_HASH = '072afff9815c7c6c'

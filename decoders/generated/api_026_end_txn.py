@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh?').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -89,5 +90,5 @@ NAME = 'EndTxn'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f3, 5: _f4}
 
-_LINES = {16: ('TransactionalId', None), 17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('ProducerId+ProducerEpoch+Committed', None), 33: ('TransactionalId', None), 34: ('TransactionalId', None), 35: ('TransactionalId', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('ProducerId+ProducerEpoch+Committed', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('ThrottleTimeMs+ErrorCode', None), 64: ('ThrottleTimeMs+ErrorCode', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None)}
-BUILD_HASH = 'f96cdc58829955fb'
+_LINES = {17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('TransactionalId', None), 25: ('ProducerId+ProducerEpoch+Committed', None), 34: ('TransactionalId', None), 35: ('TransactionalId', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('ProducerId+ProducerEpoch+Committed', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('ThrottleTimeMs+ErrorCode', None), 65: ('ThrottleTimeMs+ErrorCode', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None), 77: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None)}
+BUILD_HASH = '6430fcabe65308ee'

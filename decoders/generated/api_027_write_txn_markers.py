@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>qh?').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -26,6 +27,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -43,6 +47,8 @@ def _f1(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -55,6 +61,9 @@ def _f1(b, p):
                     raise _rt.negative(n8)
                 n10, = _U0(b, p); p += 4
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -78,6 +87,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 19 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -108,6 +119,9 @@ def _f3(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -130,6 +144,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -146,6 +162,9 @@ def _f4(b, p):
                 if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
                 n10 -= 1
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -177,6 +196,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 17 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -202,6 +223,8 @@ def _f6(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -218,6 +241,9 @@ def _f6(b, p):
                 if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
                 n10 -= 1
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -249,6 +275,8 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f6(b, p)
@@ -288,6 +316,8 @@ def _f9(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U5(b, p); p += 6
@@ -309,6 +339,8 @@ def _f10(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f9(b, p)
@@ -328,6 +360,8 @@ def _f11(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f10(b, p)
@@ -371,6 +405,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U5(b, p); p += 6
@@ -400,6 +436,8 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f13(b, p)
@@ -424,6 +462,8 @@ def _f15(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f14(b, p)
@@ -447,5 +487,5 @@ NAME = 'WriteTxnMarkers'
 REQUEST = {0: _f2, 1: _f5, 2: _f7}
 RESPONSE = {0: _f11, 1: _f15, 2: _f15}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 42: ('ProducerId+ProducerEpoch+TransactionResult', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics[{}].Name', 'i6'), 49: ('Topics[{}].Name', 'i6'), 50: ('Topics[{}].Name', 'i6'), 51: ('Topics[{}].Name', 'i6'), 52: ('Topics[{}].Name', 'i6'), 53: ('Topics[{}].Name', 'i6'), 54: ('Topics[{}].Name', 'i6'), 55: ('Topics[{}].Name', 'i6'), 56: ('Topics[{}].PartitionIndexes', 'i6'), 57: ('Topics[{}].PartitionIndexes', 'i6'), 58: ('Topics[{}].PartitionIndexes', 'i6'), 59: ('Topics[{}].PartitionIndexes', 'i6'), 60: ('Topics[{}].PartitionIndexes', 'i6'), 61: ('Topics[{}].PartitionIndexes', 'i6'), 62: ('Topics[{}].PartitionIndexes', 'i6'), 63: ('Topics', 'i6'), 64: ('Topics', 'i6'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('CoordinatorEpoch', None), 78: ('Markers', None), 79: ('Markers', None), 80: ('Markers', None), 81: ('Markers', None), 82: ('Markers', None), 83: ('Markers', 'i3'), 84: ('Markers', 'i3'), 85: ('Markers', None), 86: ('Markers', None), 87: ('Markers', None), 88: ('Markers', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('PartitionIndexes', None), 108: ('PartitionIndexes', None), 109: ('PartitionIndexes', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 113: ('PartitionIndexes', None), 114: ('PartitionIndexes', None), 115: ('PartitionIndexes', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('ProducerId+ProducerEpoch+TransactionResult', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics[{}].Name', 'i6'), 136: ('Topics[{}].Name', 'i6'), 137: ('Topics[{}].Name', 'i6'), 138: ('Topics[{}].Name', 'i6'), 139: ('Topics[{}].Name', 'i6'), 140: ('Topics[{}].Name', 'i6'), 141: ('Topics[{}].Name', 'i6'), 142: ('Topics[{}].Name', 'i6'), 143: ('Topics[{}].Name', 'i6'), 144: ('Topics[{}].Name', 'i6'), 145: ('Topics[{}].PartitionIndexes', 'i6'), 146: ('Topics[{}].PartitionIndexes', 'i6'), 147: ('Topics[{}].PartitionIndexes', 'i6'), 148: ('Topics[{}].PartitionIndexes', 'i6'), 149: ('Topics[{}].PartitionIndexes', 'i6'), 150: ('Topics[{}].PartitionIndexes', 'i6'), 151: ('Topics[{}].PartitionIndexes', 'i6'), 152: ('Topics[{}].PartitionIndexes', 'i6'), 153: ('Topics[{}].PartitionIndexes', 'i6'), 154: ('Topics', 'i6'), 155: ('Topics', 'i6'), 156: ('Topics', 'i6'), 157: ('Topics', 'i6'), 158: ('Topics', 'i6'), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('CoordinatorEpoch', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None), 175: ('Markers', None), 176: ('Markers', None), 177: ('Markers', None), 178: ('Markers', None), 179: ('Markers', None), 180: ('Markers', None), 181: ('Markers', None), 182: ('Markers', 'i3'), 183: ('Markers', 'i3'), 184: ('Markers', None), 185: ('Markers', None), 186: ('Markers', None), 187: ('Markers', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('ProducerId+ProducerEpoch+TransactionResult', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics[{}].Name', 'i6'), 208: ('Topics[{}].Name', 'i6'), 209: ('Topics[{}].Name', 'i6'), 210: ('Topics[{}].Name', 'i6'), 211: ('Topics[{}].Name', 'i6'), 212: ('Topics[{}].Name', 'i6'), 213: ('Topics[{}].Name', 'i6'), 214: ('Topics[{}].Name', 'i6'), 215: ('Topics[{}].Name', 'i6'), 216: ('Topics[{}].Name', 'i6'), 217: ('Topics[{}].PartitionIndexes', 'i6'), 218: ('Topics[{}].PartitionIndexes', 'i6'), 219: ('Topics[{}].PartitionIndexes', 'i6'), 220: ('Topics[{}].PartitionIndexes', 'i6'), 221: ('Topics[{}].PartitionIndexes', 'i6'), 222: ('Topics[{}].PartitionIndexes', 'i6'), 223: ('Topics[{}].PartitionIndexes', 'i6'), 224: ('Topics[{}].PartitionIndexes', 'i6'), 225: ('Topics[{}].PartitionIndexes', 'i6'), 226: ('Topics', 'i6'), 227: ('Topics', 'i6'), 228: ('Topics', 'i6'), 229: ('Topics', 'i6'), 230: ('Topics', 'i6'), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('CoordinatorEpoch+TransactionVersion', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('Markers', None), 248: ('Markers', None), 249: ('Markers', None), 250: ('Markers', None), 251: ('Markers', None), 252: ('Markers', None), 253: ('Markers', None), 254: ('Markers', 'i3'), 255: ('Markers', 'i3'), 256: ('Markers', None), 257: ('Markers', None), 258: ('Markers', None), 259: ('Markers', None), 261: ('_tagged', None), 262: ('_tagged', None), 263: ('_tagged', None), 271: ('PartitionIndex+ErrorCode', None), 280: ('Name', None), 281: ('Name', None), 282: ('Name', None), 283: ('Name', None), 284: ('Name', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Partitions', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 294: ('Partitions', 'i5'), 295: ('Partitions', 'i5'), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 308: ('ProducerId', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', 'i4'), 315: ('Topics', 'i4'), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 328: ('Markers', None), 329: ('Markers', None), 330: ('Markers', None), 331: ('Markers', None), 332: ('Markers', None), 333: ('Markers', 'i3'), 334: ('Markers', 'i3'), 335: ('Markers', None), 336: ('Markers', None), 337: ('Markers', None), 338: ('Markers', None), 347: ('PartitionIndex+ErrorCode', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('Name', None), 360: ('Name', None), 361: ('Name', None), 362: ('Name', None), 363: ('Name', None), 364: ('Name', None), 365: ('Name', None), 366: ('Name', None), 367: ('Name', None), 368: ('Name', None), 369: ('Partitions', None), 370: ('Partitions', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 376: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 377: ('Partitions', 'i5'), 378: ('Partitions', 'i5'), 379: ('Partitions', 'i5'), 380: ('Partitions', 'i5'), 381: ('Partitions', 'i5'), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 387: ('_tagged', None), 388: ('_tagged', None), 389: ('_tagged', None), 397: ('ProducerId', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', 'i4'), 406: ('Topics', 'i4'), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 412: ('_tagged', None), 413: ('_tagged', None), 414: ('_tagged', None), 422: ('Markers', None), 423: ('Markers', None), 424: ('Markers', None), 425: ('Markers', None), 426: ('Markers', None), 427: ('Markers', None), 428: ('Markers', None), 429: ('Markers', 'i3'), 430: ('Markers', 'i3'), 431: ('Markers', None), 432: ('Markers', None), 433: ('Markers', None), 434: ('Markers', None), 436: ('_tagged', None), 437: ('_tagged', None), 438: ('_tagged', None)}
-BUILD_HASH = '359ac4baacbebdb9'
+_LINES = {20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 46: ('ProducerId+ProducerEpoch+TransactionResult', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics[{}].Name', 'i6'), 55: ('Topics[{}].Name', 'i6'), 56: ('Topics[{}].Name', 'i6'), 57: ('Topics[{}].Name', 'i6'), 58: ('Topics[{}].Name', 'i6'), 59: ('Topics[{}].Name', 'i6'), 60: ('Topics[{}].Name', 'i6'), 61: ('Topics[{}].Name', 'i6'), 62: ('Topics[{}].PartitionIndexes', 'i6'), 63: ('Topics[{}].PartitionIndexes', 'i6'), 64: ('Topics[{}].PartitionIndexes', 'i6'), 65: ('Topics[{}].PartitionIndexes', 'i6'), 66: ('Topics[{}].PartitionIndexes', 'i6'), 67: ('Topics[{}].PartitionIndexes', 'i6'), 68: ('Topics[{}].PartitionIndexes', 'i6'), 69: ('Topics[{}].PartitionIndexes', 'i6'), 70: ('Topics[{}].PartitionIndexes', 'i6'), 71: ('Topics[{}].PartitionIndexes', 'i6'), 72: ('Topics', 'i6'), 73: ('Topics', 'i6'), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('CoordinatorEpoch', None), 87: ('Markers', None), 88: ('Markers', None), 89: ('Markers', None), 90: ('Markers', None), 91: ('Markers', None), 92: ('Markers', None), 93: ('Markers', None), 94: ('Markers', 'i3'), 95: ('Markers', 'i3'), 96: ('Markers', None), 97: ('Markers', None), 98: ('Markers', None), 99: ('Markers', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('PartitionIndexes', None), 119: ('PartitionIndexes', None), 120: ('PartitionIndexes', None), 121: ('PartitionIndexes', None), 122: ('PartitionIndexes', None), 123: ('PartitionIndexes', None), 124: ('PartitionIndexes', None), 125: ('PartitionIndexes', None), 126: ('PartitionIndexes', None), 127: ('PartitionIndexes', None), 128: ('PartitionIndexes', None), 129: ('PartitionIndexes', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ProducerId+ProducerEpoch+TransactionResult', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics[{}].Name', 'i6'), 152: ('Topics[{}].Name', 'i6'), 153: ('Topics[{}].Name', 'i6'), 154: ('Topics[{}].Name', 'i6'), 155: ('Topics[{}].Name', 'i6'), 156: ('Topics[{}].Name', 'i6'), 157: ('Topics[{}].Name', 'i6'), 158: ('Topics[{}].Name', 'i6'), 159: ('Topics[{}].Name', 'i6'), 160: ('Topics[{}].Name', 'i6'), 161: ('Topics[{}].PartitionIndexes', 'i6'), 162: ('Topics[{}].PartitionIndexes', 'i6'), 163: ('Topics[{}].PartitionIndexes', 'i6'), 164: ('Topics[{}].PartitionIndexes', 'i6'), 165: ('Topics[{}].PartitionIndexes', 'i6'), 166: ('Topics[{}].PartitionIndexes', 'i6'), 167: ('Topics[{}].PartitionIndexes', 'i6'), 168: ('Topics[{}].PartitionIndexes', 'i6'), 169: ('Topics[{}].PartitionIndexes', 'i6'), 170: ('Topics[{}].PartitionIndexes', 'i6'), 171: ('Topics[{}].PartitionIndexes', 'i6'), 172: ('Topics[{}].PartitionIndexes', 'i6'), 173: ('Topics', 'i6'), 174: ('Topics', 'i6'), 175: ('Topics', 'i6'), 176: ('Topics', 'i6'), 177: ('Topics', 'i6'), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('CoordinatorEpoch', None), 184: ('_tagged', None), 185: ('_tagged', None), 186: ('_tagged', None), 194: ('Markers', None), 195: ('Markers', None), 196: ('Markers', None), 197: ('Markers', None), 198: ('Markers', None), 199: ('Markers', None), 200: ('Markers', None), 201: ('Markers', None), 202: ('Markers', None), 203: ('Markers', 'i3'), 204: ('Markers', 'i3'), 205: ('Markers', None), 206: ('Markers', None), 207: ('Markers', None), 208: ('Markers', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('ProducerId+ProducerEpoch+TransactionResult', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics[{}].Name', 'i6'), 231: ('Topics[{}].Name', 'i6'), 232: ('Topics[{}].Name', 'i6'), 233: ('Topics[{}].Name', 'i6'), 234: ('Topics[{}].Name', 'i6'), 235: ('Topics[{}].Name', 'i6'), 236: ('Topics[{}].Name', 'i6'), 237: ('Topics[{}].Name', 'i6'), 238: ('Topics[{}].Name', 'i6'), 239: ('Topics[{}].Name', 'i6'), 240: ('Topics[{}].PartitionIndexes', 'i6'), 241: ('Topics[{}].PartitionIndexes', 'i6'), 242: ('Topics[{}].PartitionIndexes', 'i6'), 243: ('Topics[{}].PartitionIndexes', 'i6'), 244: ('Topics[{}].PartitionIndexes', 'i6'), 245: ('Topics[{}].PartitionIndexes', 'i6'), 246: ('Topics[{}].PartitionIndexes', 'i6'), 247: ('Topics[{}].PartitionIndexes', 'i6'), 248: ('Topics[{}].PartitionIndexes', 'i6'), 249: ('Topics[{}].PartitionIndexes', 'i6'), 250: ('Topics[{}].PartitionIndexes', 'i6'), 251: ('Topics[{}].PartitionIndexes', 'i6'), 252: ('Topics', 'i6'), 253: ('Topics', 'i6'), 254: ('Topics', 'i6'), 255: ('Topics', 'i6'), 256: ('Topics', 'i6'), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('CoordinatorEpoch+TransactionVersion', None), 263: ('_tagged', None), 264: ('_tagged', None), 265: ('_tagged', None), 273: ('Markers', None), 274: ('Markers', None), 275: ('Markers', None), 276: ('Markers', None), 277: ('Markers', None), 278: ('Markers', None), 279: ('Markers', None), 280: ('Markers', None), 281: ('Markers', None), 282: ('Markers', 'i3'), 283: ('Markers', 'i3'), 284: ('Markers', None), 285: ('Markers', None), 286: ('Markers', None), 287: ('Markers', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('PartitionIndex+ErrorCode', None), 308: ('Name', None), 309: ('Name', None), 310: ('Name', None), 311: ('Name', None), 312: ('Name', None), 313: ('Name', None), 314: ('Name', None), 315: ('Name', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 338: ('ProducerId', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i4'), 347: ('Topics', 'i4'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 360: ('Markers', None), 361: ('Markers', None), 362: ('Markers', None), 363: ('Markers', None), 364: ('Markers', None), 365: ('Markers', None), 366: ('Markers', None), 367: ('Markers', 'i3'), 368: ('Markers', 'i3'), 369: ('Markers', None), 370: ('Markers', None), 371: ('Markers', None), 372: ('Markers', None), 381: ('PartitionIndex+ErrorCode', None), 383: ('_tagged', None), 384: ('_tagged', None), 385: ('_tagged', None), 393: ('Name', None), 394: ('Name', None), 395: ('Name', None), 396: ('Name', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 413: ('Partitions', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None), 433: ('ProducerId', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', 'i4'), 444: ('Topics', 'i4'), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 450: ('_tagged', None), 451: ('_tagged', None), 452: ('_tagged', None), 460: ('Markers', None), 461: ('Markers', None), 462: ('Markers', None), 463: ('Markers', None), 464: ('Markers', None), 465: ('Markers', None), 466: ('Markers', None), 467: ('Markers', None), 468: ('Markers', None), 469: ('Markers', 'i3'), 470: ('Markers', 'i3'), 471: ('Markers', None), 472: ('Markers', None), 473: ('Markers', None), 474: ('Markers', None), 476: ('_tagged', None), 477: ('_tagged', None), 478: ('_tagged', None)}
+BUILD_HASH = 'eb351406984490da'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -23,6 +24,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -47,6 +51,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U1(b, p); p += 2
@@ -59,6 +65,9 @@ def _f1(b, p):
                     raise _rt.negative(n7)
                 n9, = _U0(b, p); p += 4
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -81,6 +90,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -111,6 +122,9 @@ def _f3(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -142,6 +156,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -158,6 +174,9 @@ def _f4(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -188,6 +207,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -227,6 +248,8 @@ def _f7(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
@@ -248,6 +271,8 @@ def _f8(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f7(b, p)
@@ -291,6 +316,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
@@ -320,6 +347,8 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -343,5 +372,5 @@ NAME = 'AlterReplicaLogDirs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 39: ('Path', None), 40: ('Path', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics[{}].Name', 'i5'), 53: ('Topics[{}].Name', 'i5'), 54: ('Topics[{}].Name', 'i5'), 55: ('Topics[{}].Name', 'i5'), 56: ('Topics[{}].Name', 'i5'), 57: ('Topics[{}].Name', 'i5'), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Partitions', 'i5'), 61: ('Topics[{}].Partitions', 'i5'), 62: ('Topics[{}].Partitions', 'i5'), 63: ('Topics[{}].Partitions', 'i5'), 64: ('Topics[{}].Partitions', 'i5'), 65: ('Topics[{}].Partitions', 'i5'), 66: ('Topics[{}].Partitions', 'i5'), 67: ('Topics', 'i5'), 68: ('Topics', 'i5'), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 81: ('Dirs', None), 82: ('Dirs', None), 83: ('Dirs', None), 84: ('Dirs', None), 85: ('Dirs', None), 86: ('Dirs', 'i3'), 87: ('Dirs', 'i3'), 88: ('Dirs', None), 89: ('Dirs', None), 90: ('Dirs', None), 91: ('Dirs', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Name', None), 104: ('Name', None), 105: ('Name', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None), 130: ('Path', None), 131: ('Path', None), 132: ('Path', None), 133: ('Path', None), 134: ('Path', None), 135: ('Path', None), 136: ('Path', None), 137: ('Path', None), 138: ('Path', None), 139: ('Path', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics[{}].Name', 'i5'), 148: ('Topics[{}].Name', 'i5'), 149: ('Topics[{}].Name', 'i5'), 150: ('Topics[{}].Name', 'i5'), 151: ('Topics[{}].Name', 'i5'), 152: ('Topics[{}].Name', 'i5'), 153: ('Topics[{}].Name', 'i5'), 154: ('Topics[{}].Name', 'i5'), 155: ('Topics[{}].Name', 'i5'), 156: ('Topics[{}].Name', 'i5'), 157: ('Topics[{}].Partitions', 'i5'), 158: ('Topics[{}].Partitions', 'i5'), 159: ('Topics[{}].Partitions', 'i5'), 160: ('Topics[{}].Partitions', 'i5'), 161: ('Topics[{}].Partitions', 'i5'), 162: ('Topics[{}].Partitions', 'i5'), 163: ('Topics[{}].Partitions', 'i5'), 164: ('Topics[{}].Partitions', 'i5'), 165: ('Topics[{}].Partitions', 'i5'), 166: ('Topics', 'i5'), 167: ('Topics', 'i5'), 168: ('Topics', 'i5'), 169: ('Topics', 'i5'), 170: ('Topics', 'i5'), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('Dirs', None), 187: ('Dirs', None), 188: ('Dirs', None), 189: ('Dirs', None), 190: ('Dirs', None), 191: ('Dirs', None), 192: ('Dirs', None), 193: ('Dirs', 'i3'), 194: ('Dirs', 'i3'), 195: ('Dirs', None), 196: ('Dirs', None), 197: ('Dirs', None), 198: ('Dirs', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('PartitionIndex+ErrorCode', None), 219: ('TopicName', None), 220: ('TopicName', None), 221: ('TopicName', None), 222: ('TopicName', None), 223: ('TopicName', None), 224: ('TopicName', None), 225: ('TopicName', None), 226: ('TopicName', None), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 233: ('Partitions', 'i5'), 234: ('Partitions', 'i5'), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 247: ('ThrottleTimeMs', None), 248: ('Results', None), 249: ('Results', None), 250: ('Results', None), 251: ('Results', None), 252: ('Results', None), 253: ('Results', 'i4'), 254: ('Results', 'i4'), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 267: ('PartitionIndex+ErrorCode', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None), 279: ('TopicName', None), 280: ('TopicName', None), 281: ('TopicName', None), 282: ('TopicName', None), 283: ('TopicName', None), 284: ('TopicName', None), 285: ('TopicName', None), 286: ('TopicName', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 293: ('Partitions', None), 294: ('Partitions', None), 295: ('Partitions', None), 296: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 297: ('Partitions', 'i5'), 298: ('Partitions', 'i5'), 299: ('Partitions', 'i5'), 300: ('Partitions', 'i5'), 301: ('Partitions', 'i5'), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 307: ('_tagged', None), 308: ('_tagged', None), 309: ('_tagged', None), 317: ('ThrottleTimeMs', None), 318: ('Results', None), 319: ('Results', None), 320: ('Results', None), 321: ('Results', None), 322: ('Results', None), 323: ('Results', None), 324: ('Results', None), 325: ('Results', 'i4'), 326: ('Results', 'i4'), 327: ('Results', None), 328: ('Results', None), 329: ('Results', None), 330: ('Results', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None)}
-BUILD_HASH = '65c6aef119d9ec0f'
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Path', None), 48: ('Path', None), 49: ('Path', None), 50: ('Path', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Name', 'i5'), 65: ('Topics[{}].Name', 'i5'), 66: ('Topics[{}].Partitions', 'i5'), 67: ('Topics[{}].Partitions', 'i5'), 68: ('Topics[{}].Partitions', 'i5'), 69: ('Topics[{}].Partitions', 'i5'), 70: ('Topics[{}].Partitions', 'i5'), 71: ('Topics[{}].Partitions', 'i5'), 72: ('Topics[{}].Partitions', 'i5'), 73: ('Topics[{}].Partitions', 'i5'), 74: ('Topics[{}].Partitions', 'i5'), 75: ('Topics[{}].Partitions', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', 'i5'), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 90: ('Dirs', None), 91: ('Dirs', None), 92: ('Dirs', None), 93: ('Dirs', None), 94: ('Dirs', None), 95: ('Dirs', None), 96: ('Dirs', None), 97: ('Dirs', 'i3'), 98: ('Dirs', 'i3'), 99: ('Dirs', None), 100: ('Dirs', None), 101: ('Dirs', None), 102: ('Dirs', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Name', None), 120: ('Name', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None), 144: ('Path', None), 145: ('Path', None), 146: ('Path', None), 147: ('Path', None), 148: ('Path', None), 149: ('Path', None), 150: ('Path', None), 151: ('Path', None), 152: ('Path', None), 153: ('Path', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics[{}].Name', 'i5'), 164: ('Topics[{}].Name', 'i5'), 165: ('Topics[{}].Name', 'i5'), 166: ('Topics[{}].Name', 'i5'), 167: ('Topics[{}].Name', 'i5'), 168: ('Topics[{}].Name', 'i5'), 169: ('Topics[{}].Name', 'i5'), 170: ('Topics[{}].Name', 'i5'), 171: ('Topics[{}].Name', 'i5'), 172: ('Topics[{}].Name', 'i5'), 173: ('Topics[{}].Partitions', 'i5'), 174: ('Topics[{}].Partitions', 'i5'), 175: ('Topics[{}].Partitions', 'i5'), 176: ('Topics[{}].Partitions', 'i5'), 177: ('Topics[{}].Partitions', 'i5'), 178: ('Topics[{}].Partitions', 'i5'), 179: ('Topics[{}].Partitions', 'i5'), 180: ('Topics[{}].Partitions', 'i5'), 181: ('Topics[{}].Partitions', 'i5'), 182: ('Topics[{}].Partitions', 'i5'), 183: ('Topics[{}].Partitions', 'i5'), 184: ('Topics[{}].Partitions', 'i5'), 185: ('Topics', 'i5'), 186: ('Topics', 'i5'), 187: ('Topics', 'i5'), 188: ('Topics', 'i5'), 189: ('Topics', 'i5'), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('Dirs', None), 206: ('Dirs', None), 207: ('Dirs', None), 208: ('Dirs', None), 209: ('Dirs', None), 210: ('Dirs', None), 211: ('Dirs', None), 212: ('Dirs', None), 213: ('Dirs', None), 214: ('Dirs', 'i3'), 215: ('Dirs', 'i3'), 216: ('Dirs', None), 217: ('Dirs', None), 218: ('Dirs', None), 219: ('Dirs', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('PartitionIndex+ErrorCode', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 256: ('Partitions', 'i5'), 257: ('Partitions', 'i5'), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 270: ('ThrottleTimeMs', None), 271: ('Results', None), 272: ('Results', None), 273: ('Results', None), 274: ('Results', None), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', 'i4'), 279: ('Results', 'i4'), 280: ('Results', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 292: ('PartitionIndex+ErrorCode', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', 'i5'), 328: ('Partitions', 'i5'), 329: ('Partitions', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('ThrottleTimeMs', None), 345: ('Results', None), 346: ('Results', None), 347: ('Results', None), 348: ('Results', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', 'i4'), 355: ('Results', 'i4'), 356: ('Results', None), 357: ('Results', None), 358: ('Results', None), 359: ('Results', None), 361: ('_tagged', None), 362: ('_tagged', None), 363: ('_tagged', None)}
+BUILD_HASH = '335d874645a65bbe'

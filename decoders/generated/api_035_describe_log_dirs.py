@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqq?').unpack_from
@@ -26,6 +27,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -42,6 +46,8 @@ def _f1(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -54,6 +60,9 @@ def _f1(b, p):
                     raise _rt.negative(n5)
                 n7, = _U0(b, p); p += 4
                 if n7 >= 0:
+                    if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+                    _B[0] -= n7
+                    if _B[0] < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -87,6 +96,9 @@ def _f2(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -108,6 +120,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -124,6 +138,9 @@ def _f3(b, p):
                 if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
                 n7 -= 1
                 if n7 >= 0:
+                    if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+                    _B[0] -= n7
+                    if _B[0] < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -169,6 +186,8 @@ def _f5(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U2(b, p); p += 21
@@ -198,6 +217,8 @@ def _f6(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f5(b, p)
@@ -218,6 +239,8 @@ def _f7(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f6(b, p)
@@ -261,6 +284,8 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U2(b, p); p += 21
@@ -300,6 +325,8 @@ def _f10(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f9(b, p)
@@ -325,6 +352,8 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -350,6 +379,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f10(b, p)
@@ -385,6 +416,8 @@ def _f13(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f9(b, p)
@@ -411,6 +444,8 @@ def _f14(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f13(b, p)
@@ -446,6 +481,8 @@ def _f15(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f9(b, p)
@@ -472,6 +509,8 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f15(b, p)
@@ -495,5 +534,5 @@ NAME = 'DescribeLogDirs'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f3, 4: _f3, 5: _f3}
 RESPONSE = {0: _f7, 1: _f7, 2: _f11, 3: _f12, 4: _f14, 5: _f16}
 
-_LINES = {19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Topic', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 42: ('Topics', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics[{}].Topic', 'i3'), 48: ('Topics[{}].Topic', 'i3'), 49: ('Topics[{}].Topic', 'i3'), 50: ('Topics[{}].Topic', 'i3'), 51: ('Topics[{}].Topic', 'i3'), 52: ('Topics[{}].Topic', 'i3'), 53: ('Topics[{}].Topic', 'i3'), 54: ('Topics[{}].Topic', 'i3'), 55: ('Topics[{}].Partitions', 'i3'), 56: ('Topics[{}].Partitions', 'i3'), 57: ('Topics[{}].Partitions', 'i3'), 58: ('Topics[{}].Partitions', 'i3'), 59: ('Topics[{}].Partitions', 'i3'), 60: ('Topics[{}].Partitions', 'i3'), 61: ('Topics[{}].Partitions', 'i3'), 62: ('Topics', 'i3'), 63: ('Topics', 'i3'), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 76: ('Topic', None), 77: ('Topic', None), 78: ('Topic', None), 79: ('Topic', None), 80: ('Topic', None), 81: ('Topic', None), 82: ('Topic', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 96: ('_tagged', None), 97: ('_tagged', None), 98: ('_tagged', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics[{}].Topic', 'i3'), 114: ('Topics[{}].Topic', 'i3'), 115: ('Topics[{}].Topic', 'i3'), 116: ('Topics[{}].Topic', 'i3'), 117: ('Topics[{}].Topic', 'i3'), 118: ('Topics[{}].Topic', 'i3'), 119: ('Topics[{}].Topic', 'i3'), 120: ('Topics[{}].Topic', 'i3'), 121: ('Topics[{}].Topic', 'i3'), 122: ('Topics[{}].Topic', 'i3'), 123: ('Topics[{}].Partitions', 'i3'), 124: ('Topics[{}].Partitions', 'i3'), 125: ('Topics[{}].Partitions', 'i3'), 126: ('Topics[{}].Partitions', 'i3'), 127: ('Topics[{}].Partitions', 'i3'), 128: ('Topics[{}].Partitions', 'i3'), 129: ('Topics[{}].Partitions', 'i3'), 130: ('Topics[{}].Partitions', 'i3'), 131: ('Topics[{}].Partitions', 'i3'), 132: ('Topics', 'i3'), 133: ('Topics', 'i3'), 134: ('Topics', 'i3'), 135: ('Topics', 'i3'), 136: ('Topics', 'i3'), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 142: ('_tagged', None), 143: ('_tagged', None), 144: ('_tagged', None), 152: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 175: ('Partitions', 'i5'), 176: ('Partitions', 'i5'), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 189: ('ErrorCode', None), 190: ('LogDir', None), 191: ('LogDir', None), 192: ('LogDir', None), 193: ('LogDir', None), 194: ('LogDir', None), 195: ('LogDir', None), 196: ('LogDir', None), 197: ('LogDir', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', 'i6'), 204: ('Topics', 'i6'), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 217: ('ThrottleTimeMs', None), 218: ('Results', None), 219: ('Results', None), 220: ('Results', None), 221: ('Results', None), 222: ('Results', None), 223: ('Results', 'i4'), 224: ('Results', 'i4'), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 237: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('Name', None), 250: ('Name', None), 251: ('Name', None), 252: ('Name', None), 253: ('Name', None), 254: ('Name', None), 255: ('Name', None), 256: ('Name', None), 257: ('Name', None), 258: ('Name', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 267: ('Partitions', 'i5'), 268: ('Partitions', 'i5'), 269: ('Partitions', 'i5'), 270: ('Partitions', 'i5'), 271: ('Partitions', 'i5'), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', None), 275: ('Partitions', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('ErrorCode', None), 288: ('LogDir', None), 289: ('LogDir', None), 290: ('LogDir', None), 291: ('LogDir', None), 292: ('LogDir', None), 293: ('LogDir', None), 294: ('LogDir', None), 295: ('LogDir', None), 296: ('LogDir', None), 297: ('LogDir', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', 'i6'), 306: ('Topics', 'i6'), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 312: ('_tagged', None), 313: ('_tagged', None), 314: ('_tagged', None), 322: ('ThrottleTimeMs', None), 323: ('Results', None), 324: ('Results', None), 325: ('Results', None), 326: ('Results', None), 327: ('Results', None), 328: ('Results', None), 329: ('Results', None), 330: ('Results', 'i4'), 331: ('Results', 'i4'), 332: ('Results', None), 333: ('Results', None), 334: ('Results', None), 335: ('Results', None), 337: ('_tagged', None), 338: ('_tagged', None), 339: ('_tagged', None), 347: ('ThrottleTimeMs+ErrorCode', None), 348: ('Results', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', None), 355: ('Results', 'i5'), 356: ('Results', 'i5'), 357: ('Results', None), 358: ('Results', None), 359: ('Results', None), 360: ('Results', None), 362: ('_tagged', None), 363: ('_tagged', None), 364: ('_tagged', None), 372: ('ErrorCode', None), 373: ('LogDir', None), 374: ('LogDir', None), 375: ('LogDir', None), 376: ('LogDir', None), 377: ('LogDir', None), 378: ('LogDir', None), 379: ('LogDir', None), 380: ('LogDir', None), 381: ('LogDir', None), 382: ('LogDir', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', 'i6'), 391: ('Topics', 'i6'), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('TotalBytes+UsableBytes', None), 398: ('_tagged', None), 399: ('_tagged', None), 400: ('_tagged', None), 408: ('ThrottleTimeMs+ErrorCode', None), 409: ('Results', None), 410: ('Results', None), 411: ('Results', None), 412: ('Results', None), 413: ('Results', None), 414: ('Results', None), 415: ('Results', None), 416: ('Results', 'i5'), 417: ('Results', 'i5'), 418: ('Results', None), 419: ('Results', None), 420: ('Results', None), 421: ('Results', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None), 433: ('ErrorCode', None), 434: ('LogDir', None), 435: ('LogDir', None), 436: ('LogDir', None), 437: ('LogDir', None), 438: ('LogDir', None), 439: ('LogDir', None), 440: ('LogDir', None), 441: ('LogDir', None), 442: ('LogDir', None), 443: ('LogDir', None), 444: ('Topics', None), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 451: ('Topics', 'i6'), 452: ('Topics', 'i6'), 453: ('Topics', None), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('TotalBytes+UsableBytes+IsCordoned', None), 459: ('_tagged', None), 460: ('_tagged', None), 461: ('_tagged', None), 469: ('ThrottleTimeMs+ErrorCode', None), 470: ('Results', None), 471: ('Results', None), 472: ('Results', None), 473: ('Results', None), 474: ('Results', None), 475: ('Results', None), 476: ('Results', None), 477: ('Results', 'i5'), 478: ('Results', 'i5'), 479: ('Results', None), 480: ('Results', None), 481: ('Results', None), 482: ('Results', None), 484: ('_tagged', None), 485: ('_tagged', None), 486: ('_tagged', None)}
-BUILD_HASH = '255e2386a19efb59'
+_LINES = {20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Topic', None), 27: ('Topic', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].Topic', 'i3'), 54: ('Topics[{}].Topic', 'i3'), 55: ('Topics[{}].Topic', 'i3'), 56: ('Topics[{}].Topic', 'i3'), 57: ('Topics[{}].Topic', 'i3'), 58: ('Topics[{}].Topic', 'i3'), 59: ('Topics[{}].Topic', 'i3'), 60: ('Topics[{}].Topic', 'i3'), 61: ('Topics[{}].Partitions', 'i3'), 62: ('Topics[{}].Partitions', 'i3'), 63: ('Topics[{}].Partitions', 'i3'), 64: ('Topics[{}].Partitions', 'i3'), 65: ('Topics[{}].Partitions', 'i3'), 66: ('Topics[{}].Partitions', 'i3'), 67: ('Topics[{}].Partitions', 'i3'), 68: ('Topics[{}].Partitions', 'i3'), 69: ('Topics[{}].Partitions', 'i3'), 70: ('Topics[{}].Partitions', 'i3'), 71: ('Topics', 'i3'), 72: ('Topics', 'i3'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Topic', None), 94: ('Topic', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics[{}].Topic', 'i3'), 128: ('Topics[{}].Topic', 'i3'), 129: ('Topics[{}].Topic', 'i3'), 130: ('Topics[{}].Topic', 'i3'), 131: ('Topics[{}].Topic', 'i3'), 132: ('Topics[{}].Topic', 'i3'), 133: ('Topics[{}].Topic', 'i3'), 134: ('Topics[{}].Topic', 'i3'), 135: ('Topics[{}].Topic', 'i3'), 136: ('Topics[{}].Topic', 'i3'), 137: ('Topics[{}].Partitions', 'i3'), 138: ('Topics[{}].Partitions', 'i3'), 139: ('Topics[{}].Partitions', 'i3'), 140: ('Topics[{}].Partitions', 'i3'), 141: ('Topics[{}].Partitions', 'i3'), 142: ('Topics[{}].Partitions', 'i3'), 143: ('Topics[{}].Partitions', 'i3'), 144: ('Topics[{}].Partitions', 'i3'), 145: ('Topics[{}].Partitions', 'i3'), 146: ('Topics[{}].Partitions', 'i3'), 147: ('Topics[{}].Partitions', 'i3'), 148: ('Topics[{}].Partitions', 'i3'), 149: ('Topics', 'i3'), 150: ('Topics', 'i3'), 151: ('Topics', 'i3'), 152: ('Topics', 'i3'), 153: ('Topics', 'i3'), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 208: ('ErrorCode', None), 209: ('LogDir', None), 210: ('LogDir', None), 211: ('LogDir', None), 212: ('LogDir', None), 213: ('LogDir', None), 214: ('LogDir', None), 215: ('LogDir', None), 216: ('LogDir', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', 'i6'), 225: ('Topics', 'i6'), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 238: ('ThrottleTimeMs', None), 239: ('Results', None), 240: ('Results', None), 241: ('Results', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', None), 245: ('Results', None), 246: ('Results', 'i4'), 247: ('Results', 'i4'), 248: ('Results', None), 249: ('Results', None), 250: ('Results', None), 251: ('Results', None), 260: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('Name', None), 273: ('Name', None), 274: ('Name', None), 275: ('Name', None), 276: ('Name', None), 277: ('Name', None), 278: ('Name', None), 279: ('Name', None), 280: ('Name', None), 281: ('Name', None), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', None), 288: ('Partitions', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 292: ('Partitions', 'i5'), 293: ('Partitions', 'i5'), 294: ('Partitions', 'i5'), 295: ('Partitions', 'i5'), 296: ('Partitions', 'i5'), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None), 312: ('ErrorCode', None), 313: ('LogDir', None), 314: ('LogDir', None), 315: ('LogDir', None), 316: ('LogDir', None), 317: ('LogDir', None), 318: ('LogDir', None), 319: ('LogDir', None), 320: ('LogDir', None), 321: ('LogDir', None), 322: ('LogDir', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', 'i6'), 333: ('Topics', 'i6'), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('ThrottleTimeMs', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', None), 355: ('Results', None), 356: ('Results', None), 357: ('Results', None), 358: ('Results', None), 359: ('Results', 'i4'), 360: ('Results', 'i4'), 361: ('Results', None), 362: ('Results', None), 363: ('Results', None), 364: ('Results', None), 366: ('_tagged', None), 367: ('_tagged', None), 368: ('_tagged', None), 376: ('ThrottleTimeMs+ErrorCode', None), 377: ('Results', None), 378: ('Results', None), 379: ('Results', None), 380: ('Results', None), 381: ('Results', None), 382: ('Results', None), 383: ('Results', None), 384: ('Results', None), 385: ('Results', None), 386: ('Results', 'i5'), 387: ('Results', 'i5'), 388: ('Results', None), 389: ('Results', None), 390: ('Results', None), 391: ('Results', None), 393: ('_tagged', None), 394: ('_tagged', None), 395: ('_tagged', None), 403: ('ErrorCode', None), 404: ('LogDir', None), 405: ('LogDir', None), 406: ('LogDir', None), 407: ('LogDir', None), 408: ('LogDir', None), 409: ('LogDir', None), 410: ('LogDir', None), 411: ('LogDir', None), 412: ('LogDir', None), 413: ('LogDir', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', 'i6'), 424: ('Topics', 'i6'), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('TotalBytes+UsableBytes', None), 431: ('_tagged', None), 432: ('_tagged', None), 433: ('_tagged', None), 441: ('ThrottleTimeMs+ErrorCode', None), 442: ('Results', None), 443: ('Results', None), 444: ('Results', None), 445: ('Results', None), 446: ('Results', None), 447: ('Results', None), 448: ('Results', None), 449: ('Results', None), 450: ('Results', None), 451: ('Results', 'i5'), 452: ('Results', 'i5'), 453: ('Results', None), 454: ('Results', None), 455: ('Results', None), 456: ('Results', None), 458: ('_tagged', None), 459: ('_tagged', None), 460: ('_tagged', None), 468: ('ErrorCode', None), 469: ('LogDir', None), 470: ('LogDir', None), 471: ('LogDir', None), 472: ('LogDir', None), 473: ('LogDir', None), 474: ('LogDir', None), 475: ('LogDir', None), 476: ('LogDir', None), 477: ('LogDir', None), 478: ('LogDir', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', 'i6'), 489: ('Topics', 'i6'), 490: ('Topics', None), 491: ('Topics', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('TotalBytes+UsableBytes+IsCordoned', None), 496: ('_tagged', None), 497: ('_tagged', None), 498: ('_tagged', None), 506: ('ThrottleTimeMs+ErrorCode', None), 507: ('Results', None), 508: ('Results', None), 509: ('Results', None), 510: ('Results', None), 511: ('Results', None), 512: ('Results', None), 513: ('Results', None), 514: ('Results', None), 515: ('Results', None), 516: ('Results', 'i5'), 517: ('Results', 'i5'), 518: ('Results', None), 519: ('Results', None), 520: ('Results', None), 521: ('Results', None), 523: ('_tagged', None), 524: ('_tagged', None), 525: ('_tagged', None)}
+BUILD_HASH = '991a884d565d2e81'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>i?').unpack_from
@@ -15,6 +16,9 @@ def _f0(b, p):
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
+            if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = _Ai(b, p, n2); p += n2 * 4
         elif n2 == -1:
             v1 = None
@@ -40,10 +44,15 @@ def _f1(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -66,6 +75,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -87,6 +98,9 @@ def _f3(b, p):
         if n2 > 127: n2, p = _rt.uvarint(b, p, n2)
         n2 -= 1
         if n2 >= 0:
+            if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = _Ai(b, p, n2); p += n2 * 4
         elif n2 == -1:
             v1 = None
@@ -119,12 +133,17 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 2 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -155,6 +174,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -204,6 +225,8 @@ def _f7(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -275,6 +298,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -322,5 +347,5 @@ NAME = 'CreatePartitions'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9, 3: _f9}
 
-_LINES = {16: ('BrokerIds', None), 17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Count', None), 40: ('Assignments', None), 41: ('Assignments', None), 42: ('Assignments', None), 43: ('Assignments', None), 44: ('Assignments', None), 45: ('Assignments[{}].BrokerIds', 'i6'), 46: ('Assignments[{}].BrokerIds', 'i6'), 47: ('Assignments[{}].BrokerIds', 'i6'), 48: ('Assignments[{}].BrokerIds', 'i6'), 49: ('Assignments[{}].BrokerIds', 'i6'), 50: ('Assignments[{}].BrokerIds', 'i6'), 51: ('Assignments[{}].BrokerIds', 'i6'), 52: ('Assignments', 'i6'), 53: ('Assignments', 'i6'), 54: ('Assignments', None), 55: ('Assignments', None), 56: ('Assignments', None), 57: ('Assignments', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', 'i3'), 72: ('Topics', 'i3'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('TimeoutMs+ValidateOnly', None), 86: ('BrokerIds', None), 87: ('BrokerIds', None), 88: ('BrokerIds', None), 89: ('BrokerIds', None), 90: ('BrokerIds', None), 91: ('BrokerIds', None), 92: ('BrokerIds', None), 93: ('BrokerIds', None), 94: ('BrokerIds', None), 96: ('_tagged', None), 97: ('_tagged', None), 98: ('_tagged', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Count', None), 117: ('Assignments', None), 118: ('Assignments', None), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments', None), 122: ('Assignments', None), 123: ('Assignments', None), 124: ('Assignments[{}].BrokerIds', 'i6'), 125: ('Assignments[{}].BrokerIds', 'i6'), 126: ('Assignments[{}].BrokerIds', 'i6'), 127: ('Assignments[{}].BrokerIds', 'i6'), 128: ('Assignments[{}].BrokerIds', 'i6'), 129: ('Assignments[{}].BrokerIds', 'i6'), 130: ('Assignments[{}].BrokerIds', 'i6'), 131: ('Assignments[{}].BrokerIds', 'i6'), 132: ('Assignments[{}].BrokerIds', 'i6'), 133: ('Assignments', 'i6'), 134: ('Assignments', 'i6'), 135: ('Assignments', 'i6'), 136: ('Assignments', 'i6'), 137: ('Assignments', 'i6'), 138: ('Assignments', None), 139: ('Assignments', None), 140: ('Assignments', None), 141: ('Assignments', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', 'i3'), 161: ('Topics', 'i3'), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('TimeoutMs+ValidateOnly', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('ErrorCode', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 203: ('ThrottleTimeMs', None), 204: ('Results', None), 205: ('Results', None), 206: ('Results', None), 207: ('Results', None), 208: ('Results', None), 209: ('Results[{}].Name', 'i4'), 210: ('Results[{}].Name', 'i4'), 211: ('Results[{}].Name', 'i4'), 212: ('Results[{}].Name', 'i4'), 213: ('Results[{}].Name', 'i4'), 214: ('Results[{}].Name', 'i4'), 215: ('Results[{}].Name', 'i4'), 216: ('Results[{}].Name', 'i4'), 217: ('Results[{}].ErrorCode', 'i4'), 218: ('Results[{}].ErrorMessage', 'i4'), 219: ('Results[{}].ErrorMessage', 'i4'), 220: ('Results[{}].ErrorMessage', 'i4'), 221: ('Results[{}].ErrorMessage', 'i4'), 222: ('Results[{}].ErrorMessage', 'i4'), 223: ('Results[{}].ErrorMessage', 'i4'), 224: ('Results[{}].ErrorMessage', 'i4'), 225: ('Results[{}].ErrorMessage', 'i4'), 226: ('Results', 'i4'), 227: ('Results', 'i4'), 228: ('Results', None), 229: ('Results', None), 230: ('Results', None), 231: ('Results', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Name', None), 248: ('Name', None), 249: ('Name', None), 250: ('ErrorCode', None), 251: ('ErrorMessage', None), 252: ('ErrorMessage', None), 253: ('ErrorMessage', None), 254: ('ErrorMessage', None), 255: ('ErrorMessage', None), 256: ('ErrorMessage', None), 257: ('ErrorMessage', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('ThrottleTimeMs', None), 273: ('Results', None), 274: ('Results', None), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', None), 279: ('Results', None), 280: ('Results[{}].Name', 'i4'), 281: ('Results[{}].Name', 'i4'), 282: ('Results[{}].Name', 'i4'), 283: ('Results[{}].Name', 'i4'), 284: ('Results[{}].Name', 'i4'), 285: ('Results[{}].Name', 'i4'), 286: ('Results[{}].Name', 'i4'), 287: ('Results[{}].Name', 'i4'), 288: ('Results[{}].Name', 'i4'), 289: ('Results[{}].Name', 'i4'), 290: ('Results[{}].ErrorCode', 'i4'), 291: ('Results[{}].ErrorMessage', 'i4'), 292: ('Results[{}].ErrorMessage', 'i4'), 293: ('Results[{}].ErrorMessage', 'i4'), 294: ('Results[{}].ErrorMessage', 'i4'), 295: ('Results[{}].ErrorMessage', 'i4'), 296: ('Results[{}].ErrorMessage', 'i4'), 297: ('Results[{}].ErrorMessage', 'i4'), 298: ('Results[{}].ErrorMessage', 'i4'), 299: ('Results[{}].ErrorMessage', 'i4'), 300: ('Results[{}].ErrorMessage', 'i4'), 301: ('Results', 'i4'), 302: ('Results', 'i4'), 303: ('Results', 'i4'), 304: ('Results', 'i4'), 305: ('Results', 'i4'), 306: ('Results', None), 307: ('Results', None), 308: ('Results', None), 309: ('Results', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None)}
-BUILD_HASH = '4aafc3eb1b577637'
+_LINES = {17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Count', None), 44: ('Assignments', None), 45: ('Assignments', None), 46: ('Assignments', None), 47: ('Assignments', None), 48: ('Assignments', None), 49: ('Assignments', None), 50: ('Assignments', None), 51: ('Assignments[{}].BrokerIds', 'i6'), 52: ('Assignments[{}].BrokerIds', 'i6'), 53: ('Assignments[{}].BrokerIds', 'i6'), 54: ('Assignments[{}].BrokerIds', 'i6'), 55: ('Assignments[{}].BrokerIds', 'i6'), 56: ('Assignments[{}].BrokerIds', 'i6'), 57: ('Assignments[{}].BrokerIds', 'i6'), 58: ('Assignments[{}].BrokerIds', 'i6'), 59: ('Assignments[{}].BrokerIds', 'i6'), 60: ('Assignments[{}].BrokerIds', 'i6'), 61: ('Assignments', 'i6'), 62: ('Assignments', 'i6'), 63: ('Assignments', None), 64: ('Assignments', None), 65: ('Assignments', None), 66: ('Assignments', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('TimeoutMs+ValidateOnly', None), 97: ('BrokerIds', None), 98: ('BrokerIds', None), 99: ('BrokerIds', None), 100: ('BrokerIds', None), 101: ('BrokerIds', None), 102: ('BrokerIds', None), 103: ('BrokerIds', None), 104: ('BrokerIds', None), 105: ('BrokerIds', None), 106: ('BrokerIds', None), 107: ('BrokerIds', None), 108: ('BrokerIds', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('Name', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Count', None), 131: ('Assignments', None), 132: ('Assignments', None), 133: ('Assignments', None), 134: ('Assignments', None), 135: ('Assignments', None), 136: ('Assignments', None), 137: ('Assignments', None), 138: ('Assignments', None), 139: ('Assignments', None), 140: ('Assignments[{}].BrokerIds', 'i6'), 141: ('Assignments[{}].BrokerIds', 'i6'), 142: ('Assignments[{}].BrokerIds', 'i6'), 143: ('Assignments[{}].BrokerIds', 'i6'), 144: ('Assignments[{}].BrokerIds', 'i6'), 145: ('Assignments[{}].BrokerIds', 'i6'), 146: ('Assignments[{}].BrokerIds', 'i6'), 147: ('Assignments[{}].BrokerIds', 'i6'), 148: ('Assignments[{}].BrokerIds', 'i6'), 149: ('Assignments[{}].BrokerIds', 'i6'), 150: ('Assignments[{}].BrokerIds', 'i6'), 151: ('Assignments[{}].BrokerIds', 'i6'), 152: ('Assignments', 'i6'), 153: ('Assignments', 'i6'), 154: ('Assignments', 'i6'), 155: ('Assignments', 'i6'), 156: ('Assignments', 'i6'), 157: ('Assignments', None), 158: ('Assignments', None), 159: ('Assignments', None), 160: ('Assignments', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', 'i3'), 182: ('Topics', 'i3'), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('TimeoutMs+ValidateOnly', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('Name', None), 200: ('Name', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('ErrorCode', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 224: ('ThrottleTimeMs', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 229: ('Results', None), 230: ('Results', None), 231: ('Results', None), 232: ('Results[{}].Name', 'i4'), 233: ('Results[{}].Name', 'i4'), 234: ('Results[{}].Name', 'i4'), 235: ('Results[{}].Name', 'i4'), 236: ('Results[{}].Name', 'i4'), 237: ('Results[{}].Name', 'i4'), 238: ('Results[{}].Name', 'i4'), 239: ('Results[{}].Name', 'i4'), 240: ('Results[{}].ErrorCode', 'i4'), 241: ('Results[{}].ErrorMessage', 'i4'), 242: ('Results[{}].ErrorMessage', 'i4'), 243: ('Results[{}].ErrorMessage', 'i4'), 244: ('Results[{}].ErrorMessage', 'i4'), 245: ('Results[{}].ErrorMessage', 'i4'), 246: ('Results[{}].ErrorMessage', 'i4'), 247: ('Results[{}].ErrorMessage', 'i4'), 248: ('Results[{}].ErrorMessage', 'i4'), 249: ('Results', 'i4'), 250: ('Results', 'i4'), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('Name', None), 270: ('Name', None), 271: ('Name', None), 272: ('Name', None), 273: ('ErrorCode', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('ErrorMessage', None), 281: ('ErrorMessage', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 285: ('_tagged', None), 286: ('_tagged', None), 287: ('_tagged', None), 295: ('ThrottleTimeMs', None), 296: ('Results', None), 297: ('Results', None), 298: ('Results', None), 299: ('Results', None), 300: ('Results', None), 301: ('Results', None), 302: ('Results', None), 303: ('Results', None), 304: ('Results', None), 305: ('Results[{}].Name', 'i4'), 306: ('Results[{}].Name', 'i4'), 307: ('Results[{}].Name', 'i4'), 308: ('Results[{}].Name', 'i4'), 309: ('Results[{}].Name', 'i4'), 310: ('Results[{}].Name', 'i4'), 311: ('Results[{}].Name', 'i4'), 312: ('Results[{}].Name', 'i4'), 313: ('Results[{}].Name', 'i4'), 314: ('Results[{}].Name', 'i4'), 315: ('Results[{}].ErrorCode', 'i4'), 316: ('Results[{}].ErrorMessage', 'i4'), 317: ('Results[{}].ErrorMessage', 'i4'), 318: ('Results[{}].ErrorMessage', 'i4'), 319: ('Results[{}].ErrorMessage', 'i4'), 320: ('Results[{}].ErrorMessage', 'i4'), 321: ('Results[{}].ErrorMessage', 'i4'), 322: ('Results[{}].ErrorMessage', 'i4'), 323: ('Results[{}].ErrorMessage', 'i4'), 324: ('Results[{}].ErrorMessage', 'i4'), 325: ('Results[{}].ErrorMessage', 'i4'), 326: ('Results', 'i4'), 327: ('Results', 'i4'), 328: ('Results', 'i4'), 329: ('Results', 'i4'), 330: ('Results', 'i4'), 331: ('Results', None), 332: ('Results', None), 333: ('Results', None), 334: ('Results', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None)}
+BUILD_HASH = 'da9816d6d1719d2d'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>hqi').unpack_from
@@ -76,5 +77,5 @@ NAME = 'RenewDelegationToken'
 REQUEST = {0: _f0, 1: _f0, 2: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f3}
 
-_LINES = {15: ('Hmac', None), 16: ('Hmac', None), 17: ('Hmac', None), 18: ('Hmac', None), 19: ('Hmac', None), 20: ('Hmac', None), 21: ('Hmac', None), 22: ('Hmac', None), 23: ('RenewPeriodMs', None), 32: ('Hmac', None), 33: ('Hmac', None), 34: ('Hmac', None), 35: ('Hmac', None), 36: ('Hmac', None), 37: ('Hmac', None), 38: ('Hmac', None), 39: ('Hmac', None), 40: ('Hmac', None), 41: ('Hmac', None), 42: ('RenewPeriodMs', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 63: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 65: ('_tagged', None), 66: ('_tagged', None), 67: ('_tagged', None)}
-BUILD_HASH = '4d0a5f84c87cf869'
+_LINES = {16: ('Hmac', None), 17: ('Hmac', None), 18: ('Hmac', None), 19: ('Hmac', None), 20: ('Hmac', None), 21: ('Hmac', None), 22: ('Hmac', None), 23: ('Hmac', None), 24: ('RenewPeriodMs', None), 33: ('Hmac', None), 34: ('Hmac', None), 35: ('Hmac', None), 36: ('Hmac', None), 37: ('Hmac', None), 38: ('Hmac', None), 39: ('Hmac', None), 40: ('Hmac', None), 41: ('Hmac', None), 42: ('Hmac', None), 43: ('RenewPeriodMs', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 64: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None)}
+BUILD_HASH = '1d73f81aeb7bcb00'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>b').unpack_from
@@ -24,6 +25,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -40,6 +44,8 @@ def _f1(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -52,6 +58,9 @@ def _f1(b, p):
                     raise _rt.negative(n5)
                 n7, = _U0(b, p); p += 4
                 if n7 >= 0:
+                    if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+                    _B[0] -= n7
+                    if _B[0] < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -76,6 +85,8 @@ def _f2(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -88,6 +99,9 @@ def _f2(b, p):
                     raise _rt.negative(n6)
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -122,6 +136,9 @@ def _f3(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -144,6 +161,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -160,6 +179,9 @@ def _f4(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -214,6 +236,8 @@ def _f6(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 6
@@ -243,6 +267,8 @@ def _f7(b, p):
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f6(b, p)
@@ -263,6 +289,8 @@ def _f8(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f6(b, p)
@@ -316,6 +344,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 6
@@ -355,6 +385,8 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f10(b, p)
@@ -378,5 +410,5 @@ NAME = 'ElectLeaders'
 REQUEST = {0: _f1, 1: _f2, 2: _f4}
 RESPONSE = {0: _f7, 1: _f8, 2: _f11}
 
-_LINES = {17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 40: ('TopicPartitions', None), 41: ('TopicPartitions', None), 42: ('TopicPartitions', None), 43: ('TopicPartitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions[{}].Topic', 'i3'), 46: ('TopicPartitions[{}].Topic', 'i3'), 47: ('TopicPartitions[{}].Topic', 'i3'), 48: ('TopicPartitions[{}].Topic', 'i3'), 49: ('TopicPartitions[{}].Topic', 'i3'), 50: ('TopicPartitions[{}].Topic', 'i3'), 51: ('TopicPartitions[{}].Topic', 'i3'), 52: ('TopicPartitions[{}].Topic', 'i3'), 53: ('TopicPartitions[{}].Partitions', 'i3'), 54: ('TopicPartitions[{}].Partitions', 'i3'), 55: ('TopicPartitions[{}].Partitions', 'i3'), 56: ('TopicPartitions[{}].Partitions', 'i3'), 57: ('TopicPartitions[{}].Partitions', 'i3'), 58: ('TopicPartitions[{}].Partitions', 'i3'), 59: ('TopicPartitions[{}].Partitions', 'i3'), 60: ('TopicPartitions', 'i3'), 61: ('TopicPartitions', 'i3'), 62: ('TopicPartitions', None), 63: ('TopicPartitions', None), 64: ('TopicPartitions', None), 65: ('TopicPartitions', None), 66: ('TimeoutMs', None), 75: ('ElectionType', None), 76: ('TopicPartitions', None), 77: ('TopicPartitions', None), 78: ('TopicPartitions', None), 79: ('TopicPartitions', None), 80: ('TopicPartitions', None), 81: ('TopicPartitions[{}].Topic', 'i4'), 82: ('TopicPartitions[{}].Topic', 'i4'), 83: ('TopicPartitions[{}].Topic', 'i4'), 84: ('TopicPartitions[{}].Topic', 'i4'), 85: ('TopicPartitions[{}].Topic', 'i4'), 86: ('TopicPartitions[{}].Topic', 'i4'), 87: ('TopicPartitions[{}].Topic', 'i4'), 88: ('TopicPartitions[{}].Topic', 'i4'), 89: ('TopicPartitions[{}].Partitions', 'i4'), 90: ('TopicPartitions[{}].Partitions', 'i4'), 91: ('TopicPartitions[{}].Partitions', 'i4'), 92: ('TopicPartitions[{}].Partitions', 'i4'), 93: ('TopicPartitions[{}].Partitions', 'i4'), 94: ('TopicPartitions[{}].Partitions', 'i4'), 95: ('TopicPartitions[{}].Partitions', 'i4'), 96: ('TopicPartitions', 'i4'), 97: ('TopicPartitions', 'i4'), 98: ('TopicPartitions', None), 99: ('TopicPartitions', None), 100: ('TopicPartitions', None), 101: ('TopicPartitions', None), 102: ('TimeoutMs', None), 111: ('Topic', None), 112: ('Topic', None), 113: ('Topic', None), 114: ('Topic', None), 115: ('Topic', None), 116: ('Topic', None), 117: ('Topic', None), 118: ('Topic', None), 119: ('Topic', None), 120: ('Topic', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ElectionType', None), 142: ('TopicPartitions', None), 143: ('TopicPartitions', None), 144: ('TopicPartitions', None), 145: ('TopicPartitions', None), 146: ('TopicPartitions', None), 147: ('TopicPartitions', None), 148: ('TopicPartitions', None), 149: ('TopicPartitions[{}].Topic', 'i4'), 150: ('TopicPartitions[{}].Topic', 'i4'), 151: ('TopicPartitions[{}].Topic', 'i4'), 152: ('TopicPartitions[{}].Topic', 'i4'), 153: ('TopicPartitions[{}].Topic', 'i4'), 154: ('TopicPartitions[{}].Topic', 'i4'), 155: ('TopicPartitions[{}].Topic', 'i4'), 156: ('TopicPartitions[{}].Topic', 'i4'), 157: ('TopicPartitions[{}].Topic', 'i4'), 158: ('TopicPartitions[{}].Topic', 'i4'), 159: ('TopicPartitions[{}].Partitions', 'i4'), 160: ('TopicPartitions[{}].Partitions', 'i4'), 161: ('TopicPartitions[{}].Partitions', 'i4'), 162: ('TopicPartitions[{}].Partitions', 'i4'), 163: ('TopicPartitions[{}].Partitions', 'i4'), 164: ('TopicPartitions[{}].Partitions', 'i4'), 165: ('TopicPartitions[{}].Partitions', 'i4'), 166: ('TopicPartitions[{}].Partitions', 'i4'), 167: ('TopicPartitions[{}].Partitions', 'i4'), 168: ('TopicPartitions', 'i4'), 169: ('TopicPartitions', 'i4'), 170: ('TopicPartitions', 'i4'), 171: ('TopicPartitions', 'i4'), 172: ('TopicPartitions', 'i4'), 173: ('TopicPartitions', None), 174: ('TopicPartitions', None), 175: ('TopicPartitions', None), 176: ('TopicPartitions', None), 177: ('TimeoutMs', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('PartitionId+ErrorCode', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 206: ('Topic', None), 207: ('Topic', None), 208: ('Topic', None), 209: ('Topic', None), 210: ('Topic', None), 211: ('Topic', None), 212: ('Topic', None), 213: ('Topic', None), 214: ('PartitionResult', None), 215: ('PartitionResult', None), 216: ('PartitionResult', None), 217: ('PartitionResult', None), 218: ('PartitionResult', None), 219: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 220: ('PartitionResult[{}].ErrorMessage', 'i5'), 221: ('PartitionResult[{}].ErrorMessage', 'i5'), 222: ('PartitionResult[{}].ErrorMessage', 'i5'), 223: ('PartitionResult[{}].ErrorMessage', 'i5'), 224: ('PartitionResult[{}].ErrorMessage', 'i5'), 225: ('PartitionResult[{}].ErrorMessage', 'i5'), 226: ('PartitionResult[{}].ErrorMessage', 'i5'), 227: ('PartitionResult[{}].ErrorMessage', 'i5'), 228: ('PartitionResult', 'i5'), 229: ('PartitionResult', 'i5'), 230: ('PartitionResult', None), 231: ('PartitionResult', None), 232: ('PartitionResult', None), 233: ('PartitionResult', None), 242: ('ThrottleTimeMs', None), 243: ('ReplicaElectionResults', None), 244: ('ReplicaElectionResults', None), 245: ('ReplicaElectionResults', None), 246: ('ReplicaElectionResults', None), 247: ('ReplicaElectionResults', None), 248: ('ReplicaElectionResults', 'i4'), 249: ('ReplicaElectionResults', 'i4'), 250: ('ReplicaElectionResults', None), 251: ('ReplicaElectionResults', None), 252: ('ReplicaElectionResults', None), 253: ('ReplicaElectionResults', None), 262: ('ThrottleTimeMs+ErrorCode', None), 263: ('ReplicaElectionResults', None), 264: ('ReplicaElectionResults', None), 265: ('ReplicaElectionResults', None), 266: ('ReplicaElectionResults', None), 267: ('ReplicaElectionResults', None), 268: ('ReplicaElectionResults', 'i5'), 269: ('ReplicaElectionResults', 'i5'), 270: ('ReplicaElectionResults', None), 271: ('ReplicaElectionResults', None), 272: ('ReplicaElectionResults', None), 273: ('ReplicaElectionResults', None), 282: ('PartitionId+ErrorCode', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('Topic', None), 305: ('Topic', None), 306: ('Topic', None), 307: ('Topic', None), 308: ('Topic', None), 309: ('Topic', None), 310: ('Topic', None), 311: ('Topic', None), 312: ('Topic', None), 313: ('Topic', None), 314: ('PartitionResult', None), 315: ('PartitionResult', None), 316: ('PartitionResult', None), 317: ('PartitionResult', None), 318: ('PartitionResult', None), 319: ('PartitionResult', None), 320: ('PartitionResult', None), 321: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 322: ('PartitionResult[{}].ErrorMessage', 'i5'), 323: ('PartitionResult[{}].ErrorMessage', 'i5'), 324: ('PartitionResult[{}].ErrorMessage', 'i5'), 325: ('PartitionResult[{}].ErrorMessage', 'i5'), 326: ('PartitionResult[{}].ErrorMessage', 'i5'), 327: ('PartitionResult[{}].ErrorMessage', 'i5'), 328: ('PartitionResult[{}].ErrorMessage', 'i5'), 329: ('PartitionResult[{}].ErrorMessage', 'i5'), 330: ('PartitionResult[{}].ErrorMessage', 'i5'), 331: ('PartitionResult[{}].ErrorMessage', 'i5'), 332: ('PartitionResult', 'i5'), 333: ('PartitionResult', 'i5'), 334: ('PartitionResult', 'i5'), 335: ('PartitionResult', 'i5'), 336: ('PartitionResult', 'i5'), 337: ('PartitionResult', None), 338: ('PartitionResult', None), 339: ('PartitionResult', None), 340: ('PartitionResult', None), 342: ('_tagged', None), 343: ('_tagged', None), 344: ('_tagged', None), 352: ('ThrottleTimeMs+ErrorCode', None), 353: ('ReplicaElectionResults', None), 354: ('ReplicaElectionResults', None), 355: ('ReplicaElectionResults', None), 356: ('ReplicaElectionResults', None), 357: ('ReplicaElectionResults', None), 358: ('ReplicaElectionResults', None), 359: ('ReplicaElectionResults', None), 360: ('ReplicaElectionResults', 'i5'), 361: ('ReplicaElectionResults', 'i5'), 362: ('ReplicaElectionResults', None), 363: ('ReplicaElectionResults', None), 364: ('ReplicaElectionResults', None), 365: ('ReplicaElectionResults', None), 367: ('_tagged', None), 368: ('_tagged', None), 369: ('_tagged', None)}
-BUILD_HASH = '19ab2999c354275d'
+_LINES = {18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions', None), 46: ('TopicPartitions', None), 47: ('TopicPartitions', None), 48: ('TopicPartitions', None), 49: ('TopicPartitions', None), 50: ('TopicPartitions', None), 51: ('TopicPartitions[{}].Topic', 'i3'), 52: ('TopicPartitions[{}].Topic', 'i3'), 53: ('TopicPartitions[{}].Topic', 'i3'), 54: ('TopicPartitions[{}].Topic', 'i3'), 55: ('TopicPartitions[{}].Topic', 'i3'), 56: ('TopicPartitions[{}].Topic', 'i3'), 57: ('TopicPartitions[{}].Topic', 'i3'), 58: ('TopicPartitions[{}].Topic', 'i3'), 59: ('TopicPartitions[{}].Partitions', 'i3'), 60: ('TopicPartitions[{}].Partitions', 'i3'), 61: ('TopicPartitions[{}].Partitions', 'i3'), 62: ('TopicPartitions[{}].Partitions', 'i3'), 63: ('TopicPartitions[{}].Partitions', 'i3'), 64: ('TopicPartitions[{}].Partitions', 'i3'), 65: ('TopicPartitions[{}].Partitions', 'i3'), 66: ('TopicPartitions[{}].Partitions', 'i3'), 67: ('TopicPartitions[{}].Partitions', 'i3'), 68: ('TopicPartitions[{}].Partitions', 'i3'), 69: ('TopicPartitions', 'i3'), 70: ('TopicPartitions', 'i3'), 71: ('TopicPartitions', None), 72: ('TopicPartitions', None), 73: ('TopicPartitions', None), 74: ('TopicPartitions', None), 75: ('TimeoutMs', None), 84: ('ElectionType', None), 85: ('TopicPartitions', None), 86: ('TopicPartitions', None), 87: ('TopicPartitions', None), 88: ('TopicPartitions', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions[{}].Topic', 'i4'), 93: ('TopicPartitions[{}].Topic', 'i4'), 94: ('TopicPartitions[{}].Topic', 'i4'), 95: ('TopicPartitions[{}].Topic', 'i4'), 96: ('TopicPartitions[{}].Topic', 'i4'), 97: ('TopicPartitions[{}].Topic', 'i4'), 98: ('TopicPartitions[{}].Topic', 'i4'), 99: ('TopicPartitions[{}].Topic', 'i4'), 100: ('TopicPartitions[{}].Partitions', 'i4'), 101: ('TopicPartitions[{}].Partitions', 'i4'), 102: ('TopicPartitions[{}].Partitions', 'i4'), 103: ('TopicPartitions[{}].Partitions', 'i4'), 104: ('TopicPartitions[{}].Partitions', 'i4'), 105: ('TopicPartitions[{}].Partitions', 'i4'), 106: ('TopicPartitions[{}].Partitions', 'i4'), 107: ('TopicPartitions[{}].Partitions', 'i4'), 108: ('TopicPartitions[{}].Partitions', 'i4'), 109: ('TopicPartitions[{}].Partitions', 'i4'), 110: ('TopicPartitions', 'i4'), 111: ('TopicPartitions', 'i4'), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TopicPartitions', None), 115: ('TopicPartitions', None), 116: ('TimeoutMs', None), 125: ('Topic', None), 126: ('Topic', None), 127: ('Topic', None), 128: ('Topic', None), 129: ('Topic', None), 130: ('Topic', None), 131: ('Topic', None), 132: ('Topic', None), 133: ('Topic', None), 134: ('Topic', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('ElectionType', None), 159: ('TopicPartitions', None), 160: ('TopicPartitions', None), 161: ('TopicPartitions', None), 162: ('TopicPartitions', None), 163: ('TopicPartitions', None), 164: ('TopicPartitions', None), 165: ('TopicPartitions', None), 166: ('TopicPartitions', None), 167: ('TopicPartitions', None), 168: ('TopicPartitions[{}].Topic', 'i4'), 169: ('TopicPartitions[{}].Topic', 'i4'), 170: ('TopicPartitions[{}].Topic', 'i4'), 171: ('TopicPartitions[{}].Topic', 'i4'), 172: ('TopicPartitions[{}].Topic', 'i4'), 173: ('TopicPartitions[{}].Topic', 'i4'), 174: ('TopicPartitions[{}].Topic', 'i4'), 175: ('TopicPartitions[{}].Topic', 'i4'), 176: ('TopicPartitions[{}].Topic', 'i4'), 177: ('TopicPartitions[{}].Topic', 'i4'), 178: ('TopicPartitions[{}].Partitions', 'i4'), 179: ('TopicPartitions[{}].Partitions', 'i4'), 180: ('TopicPartitions[{}].Partitions', 'i4'), 181: ('TopicPartitions[{}].Partitions', 'i4'), 182: ('TopicPartitions[{}].Partitions', 'i4'), 183: ('TopicPartitions[{}].Partitions', 'i4'), 184: ('TopicPartitions[{}].Partitions', 'i4'), 185: ('TopicPartitions[{}].Partitions', 'i4'), 186: ('TopicPartitions[{}].Partitions', 'i4'), 187: ('TopicPartitions[{}].Partitions', 'i4'), 188: ('TopicPartitions[{}].Partitions', 'i4'), 189: ('TopicPartitions[{}].Partitions', 'i4'), 190: ('TopicPartitions', 'i4'), 191: ('TopicPartitions', 'i4'), 192: ('TopicPartitions', 'i4'), 193: ('TopicPartitions', 'i4'), 194: ('TopicPartitions', 'i4'), 195: ('TopicPartitions', None), 196: ('TopicPartitions', None), 197: ('TopicPartitions', None), 198: ('TopicPartitions', None), 199: ('TimeoutMs', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('PartitionId+ErrorCode', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 228: ('Topic', None), 229: ('Topic', None), 230: ('Topic', None), 231: ('Topic', None), 232: ('Topic', None), 233: ('Topic', None), 234: ('Topic', None), 235: ('Topic', None), 236: ('PartitionResult', None), 237: ('PartitionResult', None), 238: ('PartitionResult', None), 239: ('PartitionResult', None), 240: ('PartitionResult', None), 241: ('PartitionResult', None), 242: ('PartitionResult', None), 243: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 244: ('PartitionResult[{}].ErrorMessage', 'i5'), 245: ('PartitionResult[{}].ErrorMessage', 'i5'), 246: ('PartitionResult[{}].ErrorMessage', 'i5'), 247: ('PartitionResult[{}].ErrorMessage', 'i5'), 248: ('PartitionResult[{}].ErrorMessage', 'i5'), 249: ('PartitionResult[{}].ErrorMessage', 'i5'), 250: ('PartitionResult[{}].ErrorMessage', 'i5'), 251: ('PartitionResult[{}].ErrorMessage', 'i5'), 252: ('PartitionResult', 'i5'), 253: ('PartitionResult', 'i5'), 254: ('PartitionResult', None), 255: ('PartitionResult', None), 256: ('PartitionResult', None), 257: ('PartitionResult', None), 266: ('ThrottleTimeMs', None), 267: ('ReplicaElectionResults', None), 268: ('ReplicaElectionResults', None), 269: ('ReplicaElectionResults', None), 270: ('ReplicaElectionResults', None), 271: ('ReplicaElectionResults', None), 272: ('ReplicaElectionResults', None), 273: ('ReplicaElectionResults', None), 274: ('ReplicaElectionResults', 'i4'), 275: ('ReplicaElectionResults', 'i4'), 276: ('ReplicaElectionResults', None), 277: ('ReplicaElectionResults', None), 278: ('ReplicaElectionResults', None), 279: ('ReplicaElectionResults', None), 288: ('ThrottleTimeMs+ErrorCode', None), 289: ('ReplicaElectionResults', None), 290: ('ReplicaElectionResults', None), 291: ('ReplicaElectionResults', None), 292: ('ReplicaElectionResults', None), 293: ('ReplicaElectionResults', None), 294: ('ReplicaElectionResults', None), 295: ('ReplicaElectionResults', None), 296: ('ReplicaElectionResults', 'i5'), 297: ('ReplicaElectionResults', 'i5'), 298: ('ReplicaElectionResults', None), 299: ('ReplicaElectionResults', None), 300: ('ReplicaElectionResults', None), 301: ('ReplicaElectionResults', None), 310: ('PartitionId+ErrorCode', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('ErrorMessage', None), 315: ('ErrorMessage', None), 316: ('ErrorMessage', None), 317: ('ErrorMessage', None), 318: ('ErrorMessage', None), 319: ('ErrorMessage', None), 320: ('ErrorMessage', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None), 332: ('Topic', None), 333: ('Topic', None), 334: ('Topic', None), 335: ('Topic', None), 336: ('Topic', None), 337: ('Topic', None), 338: ('Topic', None), 339: ('Topic', None), 340: ('Topic', None), 341: ('Topic', None), 342: ('PartitionResult', None), 343: ('PartitionResult', None), 344: ('PartitionResult', None), 345: ('PartitionResult', None), 346: ('PartitionResult', None), 347: ('PartitionResult', None), 348: ('PartitionResult', None), 349: ('PartitionResult', None), 350: ('PartitionResult', None), 351: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 352: ('PartitionResult[{}].ErrorMessage', 'i5'), 353: ('PartitionResult[{}].ErrorMessage', 'i5'), 354: ('PartitionResult[{}].ErrorMessage', 'i5'), 355: ('PartitionResult[{}].ErrorMessage', 'i5'), 356: ('PartitionResult[{}].ErrorMessage', 'i5'), 357: ('PartitionResult[{}].ErrorMessage', 'i5'), 358: ('PartitionResult[{}].ErrorMessage', 'i5'), 359: ('PartitionResult[{}].ErrorMessage', 'i5'), 360: ('PartitionResult[{}].ErrorMessage', 'i5'), 361: ('PartitionResult[{}].ErrorMessage', 'i5'), 362: ('PartitionResult', 'i5'), 363: ('PartitionResult', 'i5'), 364: ('PartitionResult', 'i5'), 365: ('PartitionResult', 'i5'), 366: ('PartitionResult', 'i5'), 367: ('PartitionResult', None), 368: ('PartitionResult', None), 369: ('PartitionResult', None), 370: ('PartitionResult', None), 372: ('_tagged', None), 373: ('_tagged', None), 374: ('_tagged', None), 382: ('ThrottleTimeMs+ErrorCode', None), 383: ('ReplicaElectionResults', None), 384: ('ReplicaElectionResults', None), 385: ('ReplicaElectionResults', None), 386: ('ReplicaElectionResults', None), 387: ('ReplicaElectionResults', None), 388: ('ReplicaElectionResults', None), 389: ('ReplicaElectionResults', None), 390: ('ReplicaElectionResults', None), 391: ('ReplicaElectionResults', None), 392: ('ReplicaElectionResults', 'i5'), 393: ('ReplicaElectionResults', 'i5'), 394: ('ReplicaElectionResults', None), 395: ('ReplicaElectionResults', None), 396: ('ReplicaElectionResults', None), 397: ('ReplicaElectionResults', None), 399: ('_tagged', None), 400: ('_tagged', None), 401: ('_tagged', None)}
+BUILD_HASH = 'd226e6c221515f80'

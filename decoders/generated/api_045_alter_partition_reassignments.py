@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>i?').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -19,6 +20,9 @@ def _f0(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -50,6 +54,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
@@ -57,6 +63,9 @@ def _f1(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -88,6 +97,8 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f1(b, p)
@@ -113,6 +124,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -169,6 +182,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
@@ -218,6 +233,8 @@ def _f6(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f5(b, p)
@@ -253,6 +270,8 @@ def _f7(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 x9, p = _f5(b, p)
@@ -276,5 +295,5 @@ NAME = 'AlterPartitionReassignments'
 REQUEST = {0: _f2, 1: _f3}
 RESPONSE = {0: _f6, 1: _f7}
 
-_LINES = {17: ('PartitionIndex', None), 18: ('Replicas', None), 19: ('Replicas', None), 20: ('Replicas', None), 21: ('Replicas', None), 22: ('Replicas', None), 23: ('Replicas', None), 24: ('Replicas', None), 25: ('Replicas', None), 26: ('Replicas', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions[{}].PartitionIndex', 'i5'), 56: ('Partitions[{}].Replicas', 'i5'), 57: ('Partitions[{}].Replicas', 'i5'), 58: ('Partitions[{}].Replicas', 'i5'), 59: ('Partitions[{}].Replicas', 'i5'), 60: ('Partitions[{}].Replicas', 'i5'), 61: ('Partitions[{}].Replicas', 'i5'), 62: ('Partitions[{}].Replicas', 'i5'), 63: ('Partitions[{}].Replicas', 'i5'), 64: ('Partitions[{}].Replicas', 'i5'), 65: ('Partitions', 'i5'), 66: ('Partitions', 'i5'), 67: ('Partitions', 'i5'), 68: ('Partitions', 'i5'), 69: ('Partitions', 'i5'), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('TimeoutMs', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', 'i4'), 94: ('Topics', 'i4'), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('TimeoutMs+AllowReplicationFactorChange', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', 'i5'), 119: ('Topics', 'i5'), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None), 135: ('PartitionIndex+ErrorCode', None), 136: ('ErrorMessage', None), 137: ('ErrorMessage', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 175: ('Partitions[{}].ErrorMessage', 'i5'), 176: ('Partitions[{}].ErrorMessage', 'i5'), 177: ('Partitions[{}].ErrorMessage', 'i5'), 178: ('Partitions[{}].ErrorMessage', 'i5'), 179: ('Partitions[{}].ErrorMessage', 'i5'), 180: ('Partitions[{}].ErrorMessage', 'i5'), 181: ('Partitions[{}].ErrorMessage', 'i5'), 182: ('Partitions[{}].ErrorMessage', 'i5'), 183: ('Partitions[{}].ErrorMessage', 'i5'), 184: ('Partitions[{}].ErrorMessage', 'i5'), 185: ('Partitions', 'i5'), 186: ('Partitions', 'i5'), 187: ('Partitions', 'i5'), 188: ('Partitions', 'i5'), 189: ('Partitions', 'i5'), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('ThrottleTimeMs+ErrorCode', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('Responses', None), 217: ('Responses', None), 218: ('Responses', None), 219: ('Responses', None), 220: ('Responses', None), 221: ('Responses', None), 222: ('Responses', None), 223: ('Responses', 'i7'), 224: ('Responses', 'i7'), 225: ('Responses', None), 226: ('Responses', None), 227: ('Responses', None), 228: ('Responses', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('ThrottleTimeMs+AllowReplicationFactorChange+ErrorCode', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 248: ('ErrorMessage', None), 249: ('ErrorMessage', None), 250: ('ErrorMessage', None), 251: ('Responses', None), 252: ('Responses', None), 253: ('Responses', None), 254: ('Responses', None), 255: ('Responses', None), 256: ('Responses', None), 257: ('Responses', None), 258: ('Responses', 'i8'), 259: ('Responses', 'i8'), 260: ('Responses', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None)}
-BUILD_HASH = 'f1fd3da7f05e45d6'
+_LINES = {18: ('PartitionIndex', None), 19: ('Replicas', None), 20: ('Replicas', None), 21: ('Replicas', None), 22: ('Replicas', None), 23: ('Replicas', None), 24: ('Replicas', None), 25: ('Replicas', None), 26: ('Replicas', None), 27: ('Replicas', None), 28: ('Replicas', None), 29: ('Replicas', None), 30: ('Replicas', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions[{}].PartitionIndex', 'i5'), 62: ('Partitions[{}].Replicas', 'i5'), 63: ('Partitions[{}].Replicas', 'i5'), 64: ('Partitions[{}].Replicas', 'i5'), 65: ('Partitions[{}].Replicas', 'i5'), 66: ('Partitions[{}].Replicas', 'i5'), 67: ('Partitions[{}].Replicas', 'i5'), 68: ('Partitions[{}].Replicas', 'i5'), 69: ('Partitions[{}].Replicas', 'i5'), 70: ('Partitions[{}].Replicas', 'i5'), 71: ('Partitions[{}].Replicas', 'i5'), 72: ('Partitions[{}].Replicas', 'i5'), 73: ('Partitions[{}].Replicas', 'i5'), 74: ('Partitions', 'i5'), 75: ('Partitions', 'i5'), 76: ('Partitions', 'i5'), 77: ('Partitions', 'i5'), 78: ('Partitions', 'i5'), 79: ('Partitions', None), 80: ('Partitions', None), 81: ('Partitions', None), 82: ('Partitions', None), 84: ('_tagged', None), 85: ('_tagged', None), 86: ('_tagged', None), 94: ('TimeoutMs', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', 'i4'), 105: ('Topics', 'i4'), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('TimeoutMs+AllowReplicationFactorChange', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', 'i5'), 132: ('Topics', 'i5'), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('PartitionIndex+ErrorCode', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Partitions', None), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 190: ('Partitions[{}].ErrorMessage', 'i5'), 191: ('Partitions[{}].ErrorMessage', 'i5'), 192: ('Partitions[{}].ErrorMessage', 'i5'), 193: ('Partitions[{}].ErrorMessage', 'i5'), 194: ('Partitions[{}].ErrorMessage', 'i5'), 195: ('Partitions[{}].ErrorMessage', 'i5'), 196: ('Partitions[{}].ErrorMessage', 'i5'), 197: ('Partitions[{}].ErrorMessage', 'i5'), 198: ('Partitions[{}].ErrorMessage', 'i5'), 199: ('Partitions[{}].ErrorMessage', 'i5'), 200: ('Partitions', 'i5'), 201: ('Partitions', 'i5'), 202: ('Partitions', 'i5'), 203: ('Partitions', 'i5'), 204: ('Partitions', 'i5'), 205: ('Partitions', None), 206: ('Partitions', None), 207: ('Partitions', None), 208: ('Partitions', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('ThrottleTimeMs+ErrorCode', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('Responses', None), 232: ('Responses', None), 233: ('Responses', None), 234: ('Responses', None), 235: ('Responses', None), 236: ('Responses', None), 237: ('Responses', None), 238: ('Responses', None), 239: ('Responses', None), 240: ('Responses', 'i7'), 241: ('Responses', 'i7'), 242: ('Responses', None), 243: ('Responses', None), 244: ('Responses', None), 245: ('Responses', None), 247: ('_tagged', None), 248: ('_tagged', None), 249: ('_tagged', None), 257: ('ThrottleTimeMs+AllowReplicationFactorChange+ErrorCode', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 261: ('ErrorMessage', None), 262: ('ErrorMessage', None), 263: ('ErrorMessage', None), 264: ('ErrorMessage', None), 265: ('ErrorMessage', None), 266: ('ErrorMessage', None), 267: ('ErrorMessage', None), 268: ('Responses', None), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 274: ('Responses', None), 275: ('Responses', None), 276: ('Responses', None), 277: ('Responses', 'i8'), 278: ('Responses', 'i8'), 279: ('Responses', None), 280: ('Responses', None), 281: ('Responses', None), 282: ('Responses', None), 284: ('_tagged', None), 285: ('_tagged', None), 286: ('_tagged', None)}
+BUILD_HASH = '172d7f1b121400d3'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
@@ -26,6 +27,9 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -48,6 +52,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -64,6 +70,9 @@ def _f1(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -94,6 +103,9 @@ def _f2(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -103,6 +115,9 @@ def _f2(b, p):
         if n5 > 127: n5, p = _rt.uvarint(b, p, n5)
         n5 -= 1
         if n5 >= 0:
+            if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -112,6 +127,9 @@ def _f2(b, p):
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
         n7 -= 1
         if n7 >= 0:
+            if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -143,6 +161,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
@@ -150,6 +170,9 @@ def _f3(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -159,6 +182,9 @@ def _f3(b, p):
                 if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
                 n10 -= 1
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -168,6 +194,9 @@ def _f3(b, p):
                 if n12 > 127: n12, p = _rt.uvarint(b, p, n12)
                 n12 -= 1
                 if n12 >= 0:
+                    if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
+                    _B[0] -= n12
+                    if _B[0] < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -209,6 +238,8 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f3(b, p)
@@ -232,5 +263,5 @@ NAME = 'ListPartitionReassignments'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('TimeoutMs', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].Name', 'i4'), 54: ('Topics[{}].Name', 'i4'), 55: ('Topics[{}].Name', 'i4'), 56: ('Topics[{}].Name', 'i4'), 57: ('Topics[{}].Name', 'i4'), 58: ('Topics[{}].Name', 'i4'), 59: ('Topics[{}].Name', 'i4'), 60: ('Topics[{}].Name', 'i4'), 61: ('Topics[{}].Name', 'i4'), 62: ('Topics[{}].Name', 'i4'), 63: ('Topics[{}].PartitionIndexes', 'i4'), 64: ('Topics[{}].PartitionIndexes', 'i4'), 65: ('Topics[{}].PartitionIndexes', 'i4'), 66: ('Topics[{}].PartitionIndexes', 'i4'), 67: ('Topics[{}].PartitionIndexes', 'i4'), 68: ('Topics[{}].PartitionIndexes', 'i4'), 69: ('Topics[{}].PartitionIndexes', 'i4'), 70: ('Topics[{}].PartitionIndexes', 'i4'), 71: ('Topics[{}].PartitionIndexes', 'i4'), 72: ('Topics', 'i4'), 73: ('Topics', 'i4'), 74: ('Topics', 'i4'), 75: ('Topics', 'i4'), 76: ('Topics', 'i4'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('PartitionIndex', None), 93: ('Replicas', None), 94: ('Replicas', None), 95: ('Replicas', None), 96: ('Replicas', None), 97: ('Replicas', None), 98: ('Replicas', None), 99: ('Replicas', None), 100: ('Replicas', None), 101: ('Replicas', None), 102: ('AddingReplicas', None), 103: ('AddingReplicas', None), 104: ('AddingReplicas', None), 105: ('AddingReplicas', None), 106: ('AddingReplicas', None), 107: ('AddingReplicas', None), 108: ('AddingReplicas', None), 109: ('AddingReplicas', None), 110: ('AddingReplicas', None), 111: ('RemovingReplicas', None), 112: ('RemovingReplicas', None), 113: ('RemovingReplicas', None), 114: ('RemovingReplicas', None), 115: ('RemovingReplicas', None), 116: ('RemovingReplicas', None), 117: ('RemovingReplicas', None), 118: ('RemovingReplicas', None), 119: ('RemovingReplicas', None), 121: ('_tagged', None), 122: ('_tagged', None), 123: ('_tagged', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions[{}].PartitionIndex', 'i5'), 149: ('Partitions[{}].Replicas', 'i5'), 150: ('Partitions[{}].Replicas', 'i5'), 151: ('Partitions[{}].Replicas', 'i5'), 152: ('Partitions[{}].Replicas', 'i5'), 153: ('Partitions[{}].Replicas', 'i5'), 154: ('Partitions[{}].Replicas', 'i5'), 155: ('Partitions[{}].Replicas', 'i5'), 156: ('Partitions[{}].Replicas', 'i5'), 157: ('Partitions[{}].Replicas', 'i5'), 158: ('Partitions[{}].AddingReplicas', 'i5'), 159: ('Partitions[{}].AddingReplicas', 'i5'), 160: ('Partitions[{}].AddingReplicas', 'i5'), 161: ('Partitions[{}].AddingReplicas', 'i5'), 162: ('Partitions[{}].AddingReplicas', 'i5'), 163: ('Partitions[{}].AddingReplicas', 'i5'), 164: ('Partitions[{}].AddingReplicas', 'i5'), 165: ('Partitions[{}].AddingReplicas', 'i5'), 166: ('Partitions[{}].AddingReplicas', 'i5'), 167: ('Partitions[{}].RemovingReplicas', 'i5'), 168: ('Partitions[{}].RemovingReplicas', 'i5'), 169: ('Partitions[{}].RemovingReplicas', 'i5'), 170: ('Partitions[{}].RemovingReplicas', 'i5'), 171: ('Partitions[{}].RemovingReplicas', 'i5'), 172: ('Partitions[{}].RemovingReplicas', 'i5'), 173: ('Partitions[{}].RemovingReplicas', 'i5'), 174: ('Partitions[{}].RemovingReplicas', 'i5'), 175: ('Partitions[{}].RemovingReplicas', 'i5'), 176: ('Partitions', 'i5'), 177: ('Partitions', 'i5'), 178: ('Partitions', 'i5'), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 186: ('_tagged', None), 187: ('_tagged', None), 188: ('_tagged', None), 196: ('ThrottleTimeMs+ErrorCode', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('ErrorMessage', None), 201: ('ErrorMessage', None), 202: ('ErrorMessage', None), 203: ('ErrorMessage', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i7'), 215: ('Topics', 'i7'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None)}
-BUILD_HASH = '1e888c17c464d26a'
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('TimeoutMs', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics[{}].Name', 'i4'), 60: ('Topics[{}].Name', 'i4'), 61: ('Topics[{}].Name', 'i4'), 62: ('Topics[{}].Name', 'i4'), 63: ('Topics[{}].Name', 'i4'), 64: ('Topics[{}].Name', 'i4'), 65: ('Topics[{}].Name', 'i4'), 66: ('Topics[{}].Name', 'i4'), 67: ('Topics[{}].Name', 'i4'), 68: ('Topics[{}].Name', 'i4'), 69: ('Topics[{}].PartitionIndexes', 'i4'), 70: ('Topics[{}].PartitionIndexes', 'i4'), 71: ('Topics[{}].PartitionIndexes', 'i4'), 72: ('Topics[{}].PartitionIndexes', 'i4'), 73: ('Topics[{}].PartitionIndexes', 'i4'), 74: ('Topics[{}].PartitionIndexes', 'i4'), 75: ('Topics[{}].PartitionIndexes', 'i4'), 76: ('Topics[{}].PartitionIndexes', 'i4'), 77: ('Topics[{}].PartitionIndexes', 'i4'), 78: ('Topics[{}].PartitionIndexes', 'i4'), 79: ('Topics[{}].PartitionIndexes', 'i4'), 80: ('Topics[{}].PartitionIndexes', 'i4'), 81: ('Topics', 'i4'), 82: ('Topics', 'i4'), 83: ('Topics', 'i4'), 84: ('Topics', 'i4'), 85: ('Topics', 'i4'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('PartitionIndex', None), 102: ('Replicas', None), 103: ('Replicas', None), 104: ('Replicas', None), 105: ('Replicas', None), 106: ('Replicas', None), 107: ('Replicas', None), 108: ('Replicas', None), 109: ('Replicas', None), 110: ('Replicas', None), 111: ('Replicas', None), 112: ('Replicas', None), 113: ('Replicas', None), 114: ('AddingReplicas', None), 115: ('AddingReplicas', None), 116: ('AddingReplicas', None), 117: ('AddingReplicas', None), 118: ('AddingReplicas', None), 119: ('AddingReplicas', None), 120: ('AddingReplicas', None), 121: ('AddingReplicas', None), 122: ('AddingReplicas', None), 123: ('AddingReplicas', None), 124: ('AddingReplicas', None), 125: ('AddingReplicas', None), 126: ('RemovingReplicas', None), 127: ('RemovingReplicas', None), 128: ('RemovingReplicas', None), 129: ('RemovingReplicas', None), 130: ('RemovingReplicas', None), 131: ('RemovingReplicas', None), 132: ('RemovingReplicas', None), 133: ('RemovingReplicas', None), 134: ('RemovingReplicas', None), 135: ('RemovingReplicas', None), 136: ('RemovingReplicas', None), 137: ('RemovingReplicas', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions[{}].PartitionIndex', 'i5'), 169: ('Partitions[{}].Replicas', 'i5'), 170: ('Partitions[{}].Replicas', 'i5'), 171: ('Partitions[{}].Replicas', 'i5'), 172: ('Partitions[{}].Replicas', 'i5'), 173: ('Partitions[{}].Replicas', 'i5'), 174: ('Partitions[{}].Replicas', 'i5'), 175: ('Partitions[{}].Replicas', 'i5'), 176: ('Partitions[{}].Replicas', 'i5'), 177: ('Partitions[{}].Replicas', 'i5'), 178: ('Partitions[{}].Replicas', 'i5'), 179: ('Partitions[{}].Replicas', 'i5'), 180: ('Partitions[{}].Replicas', 'i5'), 181: ('Partitions[{}].AddingReplicas', 'i5'), 182: ('Partitions[{}].AddingReplicas', 'i5'), 183: ('Partitions[{}].AddingReplicas', 'i5'), 184: ('Partitions[{}].AddingReplicas', 'i5'), 185: ('Partitions[{}].AddingReplicas', 'i5'), 186: ('Partitions[{}].AddingReplicas', 'i5'), 187: ('Partitions[{}].AddingReplicas', 'i5'), 188: ('Partitions[{}].AddingReplicas', 'i5'), 189: ('Partitions[{}].AddingReplicas', 'i5'), 190: ('Partitions[{}].AddingReplicas', 'i5'), 191: ('Partitions[{}].AddingReplicas', 'i5'), 192: ('Partitions[{}].AddingReplicas', 'i5'), 193: ('Partitions[{}].RemovingReplicas', 'i5'), 194: ('Partitions[{}].RemovingReplicas', 'i5'), 195: ('Partitions[{}].RemovingReplicas', 'i5'), 196: ('Partitions[{}].RemovingReplicas', 'i5'), 197: ('Partitions[{}].RemovingReplicas', 'i5'), 198: ('Partitions[{}].RemovingReplicas', 'i5'), 199: ('Partitions[{}].RemovingReplicas', 'i5'), 200: ('Partitions[{}].RemovingReplicas', 'i5'), 201: ('Partitions[{}].RemovingReplicas', 'i5'), 202: ('Partitions[{}].RemovingReplicas', 'i5'), 203: ('Partitions[{}].RemovingReplicas', 'i5'), 204: ('Partitions[{}].RemovingReplicas', 'i5'), 205: ('Partitions', 'i5'), 206: ('Partitions', 'i5'), 207: ('Partitions', 'i5'), 208: ('Partitions', 'i5'), 209: ('Partitions', 'i5'), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ThrottleTimeMs+ErrorCode', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('Topics', None), 245: ('Topics', 'i7'), 246: ('Topics', 'i7'), 247: ('Topics', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 252: ('_tagged', None), 253: ('_tagged', None), 254: ('_tagged', None)}
+BUILD_HASH = '0e9c8b78f66f8e6e'

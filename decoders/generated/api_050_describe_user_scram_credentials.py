@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>ih').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>bi').unpack_from
@@ -38,6 +39,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -108,6 +111,8 @@ def _f3(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U2(b, p); p += 5
@@ -147,6 +152,8 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f3(b, p)
@@ -170,5 +177,5 @@ NAME = 'DescribeUserScramCredentials'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 26: ('_tagged', None), 27: ('_tagged', None), 28: ('_tagged', None), 36: ('Users', None), 37: ('Users', None), 38: ('Users', None), 39: ('Users', None), 40: ('Users', None), 41: ('Users', None), 42: ('Users', None), 43: ('Users[{}].Name', 'i3'), 44: ('Users[{}].Name', 'i3'), 45: ('Users[{}].Name', 'i3'), 46: ('Users[{}].Name', 'i3'), 47: ('Users[{}].Name', 'i3'), 48: ('Users[{}].Name', 'i3'), 49: ('Users[{}].Name', 'i3'), 50: ('Users[{}].Name', 'i3'), 51: ('Users[{}].Name', 'i3'), 52: ('Users[{}].Name', 'i3'), 53: ('Users', 'i3'), 54: ('Users', 'i3'), 55: ('Users', 'i3'), 56: ('Users', 'i3'), 57: ('Users', 'i3'), 58: ('Users', None), 59: ('Users', None), 60: ('Users', None), 61: ('Users', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('Mechanism+Iterations', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('User', None), 86: ('User', None), 87: ('User', None), 88: ('User', None), 89: ('User', None), 90: ('User', None), 91: ('User', None), 92: ('User', None), 93: ('User', None), 94: ('User', None), 95: ('ErrorCode', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('CredentialInfos', None), 107: ('CredentialInfos', None), 108: ('CredentialInfos', None), 109: ('CredentialInfos', None), 110: ('CredentialInfos', None), 111: ('CredentialInfos', None), 112: ('CredentialInfos', None), 113: ('CredentialInfos[{}].Mechanism+Iterations', 'i8'), 114: ('CredentialInfos', 'i8'), 115: ('CredentialInfos', 'i8'), 116: ('CredentialInfos', 'i8'), 117: ('CredentialInfos', 'i8'), 118: ('CredentialInfos', 'i8'), 119: ('CredentialInfos', None), 120: ('CredentialInfos', None), 121: ('CredentialInfos', None), 122: ('CredentialInfos', None), 124: ('_tagged', None), 125: ('_tagged', None), 126: ('_tagged', None), 134: ('ThrottleTimeMs+ErrorCode', None), 135: ('ErrorMessage', None), 136: ('ErrorMessage', None), 137: ('ErrorMessage', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('Results', None), 146: ('Results', None), 147: ('Results', None), 148: ('Results', None), 149: ('Results', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', 'i7'), 153: ('Results', 'i7'), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None)}
-BUILD_HASH = 'a498e99521a8483d'
+_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('Users', None), 38: ('Users', None), 39: ('Users', None), 40: ('Users', None), 41: ('Users', None), 42: ('Users', None), 43: ('Users', None), 44: ('Users', None), 45: ('Users', None), 46: ('Users[{}].Name', 'i3'), 47: ('Users[{}].Name', 'i3'), 48: ('Users[{}].Name', 'i3'), 49: ('Users[{}].Name', 'i3'), 50: ('Users[{}].Name', 'i3'), 51: ('Users[{}].Name', 'i3'), 52: ('Users[{}].Name', 'i3'), 53: ('Users[{}].Name', 'i3'), 54: ('Users[{}].Name', 'i3'), 55: ('Users[{}].Name', 'i3'), 56: ('Users', 'i3'), 57: ('Users', 'i3'), 58: ('Users', 'i3'), 59: ('Users', 'i3'), 60: ('Users', 'i3'), 61: ('Users', None), 62: ('Users', None), 63: ('Users', None), 64: ('Users', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('Mechanism+Iterations', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('User', None), 89: ('User', None), 90: ('User', None), 91: ('User', None), 92: ('User', None), 93: ('User', None), 94: ('User', None), 95: ('User', None), 96: ('User', None), 97: ('User', None), 98: ('ErrorCode', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('CredentialInfos', None), 110: ('CredentialInfos', None), 111: ('CredentialInfos', None), 112: ('CredentialInfos', None), 113: ('CredentialInfos', None), 114: ('CredentialInfos', None), 115: ('CredentialInfos', None), 116: ('CredentialInfos', None), 117: ('CredentialInfos', None), 118: ('CredentialInfos[{}].Mechanism+Iterations', 'i8'), 119: ('CredentialInfos', 'i8'), 120: ('CredentialInfos', 'i8'), 121: ('CredentialInfos', 'i8'), 122: ('CredentialInfos', 'i8'), 123: ('CredentialInfos', 'i8'), 124: ('CredentialInfos', None), 125: ('CredentialInfos', None), 126: ('CredentialInfos', None), 127: ('CredentialInfos', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('ThrottleTimeMs+ErrorCode', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', 'i7'), 160: ('Results', 'i7'), 161: ('Results', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 166: ('_tagged', None), 167: ('_tagged', None), 168: ('_tagged', None)}
+BUILD_HASH = '01acae98cade43d0'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iiiiq').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii16s16siq').unpack_from
@@ -43,6 +44,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U0(b, p); p += 24
@@ -81,6 +84,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -127,6 +132,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 57 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, v12, = _U2(b, p); p += 56
@@ -166,6 +173,8 @@ def _f5(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f4(b, p)
@@ -212,6 +221,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 58 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, v12, v13, = _U3(b, p); p += 57
@@ -251,6 +262,8 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f7(b, p)
@@ -297,6 +310,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U5(b, p); p += 15
@@ -326,6 +341,8 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -373,6 +390,8 @@ def _f13(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -409,6 +428,8 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f10(b, p)
@@ -433,5 +454,5 @@ NAME = 'Vote'
 REQUEST = {0: _f2, 1: _f5, 2: _f8}
 RESPONSE = {0: _f11, 1: _f14, 2: _f14}
 
-_LINES = {19: ('PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', None), 21: ('_tagged', None), 22: ('_tagged', None), 23: ('_tagged', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', 'i5'), 49: ('Partitions', 'i5'), 50: ('Partitions', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('ClusterId', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('ClusterId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', 'i5'), 87: ('Topics', 'i5'), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 93: ('_tagged', None), 94: ('_tagged', None), 95: ('_tagged', None), 103: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicName', None), 116: ('TopicName', None), 117: ('TopicName', None), 118: ('TopicName', None), 119: ('TopicName', None), 120: ('TopicName', None), 121: ('TopicName', None), 122: ('TopicName', None), 123: ('TopicName', None), 124: ('TopicName', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', 'i5'), 133: ('Partitions', 'i5'), 134: ('Partitions', 'i5'), 135: ('Partitions', 'i5'), 136: ('Partitions', 'i5'), 137: ('Partitions', 'i5'), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('ClusterId', None), 154: ('ClusterId', None), 155: ('ClusterId', None), 156: ('ClusterId', None), 157: ('ClusterId', None), 158: ('ClusterId', None), 159: ('ClusterId', None), 160: ('ClusterId', None), 161: ('ClusterId', None), 162: ('ClusterId', None), 163: ('VoterId', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', 'i6'), 172: ('Topics', 'i6'), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('TopicName', None), 201: ('TopicName', None), 202: ('TopicName', None), 203: ('TopicName', None), 204: ('TopicName', None), 205: ('TopicName', None), 206: ('TopicName', None), 207: ('TopicName', None), 208: ('TopicName', None), 209: ('TopicName', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', 'i5'), 218: ('Partitions', 'i5'), 219: ('Partitions', 'i5'), 220: ('Partitions', 'i5'), 221: ('Partitions', 'i5'), 222: ('Partitions', 'i5'), 223: ('Partitions', None), 224: ('Partitions', None), 225: ('Partitions', None), 226: ('Partitions', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('ClusterId', None), 239: ('ClusterId', None), 240: ('ClusterId', None), 241: ('ClusterId', None), 242: ('ClusterId', None), 243: ('ClusterId', None), 244: ('ClusterId', None), 245: ('ClusterId', None), 246: ('ClusterId', None), 247: ('ClusterId', None), 248: ('VoterId', None), 249: ('Topics', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', 'i6'), 257: ('Topics', 'i6'), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 263: ('_tagged', None), 264: ('_tagged', None), 265: ('_tagged', None), 273: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('TopicName', None), 286: ('TopicName', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('TopicName', None), 290: ('TopicName', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', 'i5'), 303: ('Partitions', 'i5'), 304: ('Partitions', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', 'i5'), 307: ('Partitions', 'i5'), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('ErrorCode', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', 'i4'), 332: ('Topics', 'i4'), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('NodeId', None), 349: ('Host', None), 350: ('Host', None), 351: ('Host', None), 352: ('Host', None), 353: ('Host', None), 354: ('Host', None), 355: ('Host', None), 356: ('Host', None), 357: ('Host', None), 358: ('Host', None), 359: ('Port', None), 361: ('_tagged', None), 362: ('_tagged', None), 363: ('_tagged', None), 371: ('NodeEndpoints', None), 372: ('NodeEndpoints', None), 373: ('NodeEndpoints', None), 374: ('NodeEndpoints', None), 375: ('NodeEndpoints', None), 376: ('NodeEndpoints', None), 377: ('NodeEndpoints', None), 378: ('NodeEndpoints[{}].NodeId', 'i3'), 379: ('NodeEndpoints[{}].Host', 'i3'), 380: ('NodeEndpoints[{}].Host', 'i3'), 381: ('NodeEndpoints[{}].Host', 'i3'), 382: ('NodeEndpoints[{}].Host', 'i3'), 383: ('NodeEndpoints[{}].Host', 'i3'), 384: ('NodeEndpoints[{}].Host', 'i3'), 385: ('NodeEndpoints[{}].Host', 'i3'), 386: ('NodeEndpoints[{}].Host', 'i3'), 387: ('NodeEndpoints[{}].Host', 'i3'), 388: ('NodeEndpoints[{}].Host', 'i3'), 389: ('NodeEndpoints[{}].Port', 'i3'), 390: ('NodeEndpoints', 'i3'), 391: ('NodeEndpoints', 'i3'), 392: ('NodeEndpoints', 'i3'), 393: ('NodeEndpoints', 'i3'), 394: ('NodeEndpoints', 'i3'), 395: ('NodeEndpoints', None), 396: ('NodeEndpoints', None), 397: ('NodeEndpoints', None), 398: ('NodeEndpoints', None), 406: ('ErrorCode', None), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', None), 410: ('Topics', None), 411: ('Topics', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', 'i4'), 415: ('Topics', 'i4'), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 421: ('_tagged', None), 422: ('_tagged', None), 423: ('_tagged', None)}
-BUILD_HASH = '2322112b0ec69948'
+_LINES = {20: ('PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', None), 22: ('_tagged', None), 23: ('_tagged', None), 24: ('_tagged', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None), 72: ('ClusterId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', 'i5'), 92: ('Topics', 'i5'), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('TopicName', None), 121: ('TopicName', None), 122: ('TopicName', None), 123: ('TopicName', None), 124: ('TopicName', None), 125: ('TopicName', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('TopicName', None), 129: ('TopicName', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', 'i5'), 140: ('Partitions', 'i5'), 141: ('Partitions', 'i5'), 142: ('Partitions', 'i5'), 143: ('Partitions', 'i5'), 144: ('Partitions', 'i5'), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('ClusterId', None), 161: ('ClusterId', None), 162: ('ClusterId', None), 163: ('ClusterId', None), 164: ('ClusterId', None), 165: ('ClusterId', None), 166: ('ClusterId', None), 167: ('ClusterId', None), 168: ('ClusterId', None), 169: ('ClusterId', None), 170: ('VoterId', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', 'i6'), 181: ('Topics', 'i6'), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None), 209: ('TopicName', None), 210: ('TopicName', None), 211: ('TopicName', None), 212: ('TopicName', None), 213: ('TopicName', None), 214: ('TopicName', None), 215: ('TopicName', None), 216: ('TopicName', None), 217: ('TopicName', None), 218: ('TopicName', None), 219: ('Partitions', None), 220: ('Partitions', None), 221: ('Partitions', None), 222: ('Partitions', None), 223: ('Partitions', None), 224: ('Partitions', None), 225: ('Partitions', None), 226: ('Partitions', None), 227: ('Partitions', None), 228: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', 'i5'), 229: ('Partitions', 'i5'), 230: ('Partitions', 'i5'), 231: ('Partitions', 'i5'), 232: ('Partitions', 'i5'), 233: ('Partitions', 'i5'), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('ClusterId', None), 250: ('ClusterId', None), 251: ('ClusterId', None), 252: ('ClusterId', None), 253: ('ClusterId', None), 254: ('ClusterId', None), 255: ('ClusterId', None), 256: ('ClusterId', None), 257: ('ClusterId', None), 258: ('ClusterId', None), 259: ('VoterId', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 269: ('Topics', 'i6'), 270: ('Topics', 'i6'), 271: ('Topics', None), 272: ('Topics', None), 273: ('Topics', None), 274: ('Topics', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', None), 288: ('_tagged', None), 289: ('_tagged', None), 290: ('_tagged', None), 298: ('TopicName', None), 299: ('TopicName', None), 300: ('TopicName', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', 'i5'), 318: ('Partitions', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', 'i5'), 322: ('Partitions', 'i5'), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('ErrorCode', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', 'i4'), 349: ('Topics', 'i4'), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('NodeId', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Host', None), 372: ('Host', None), 373: ('Host', None), 374: ('Host', None), 375: ('Host', None), 376: ('Port', None), 378: ('_tagged', None), 379: ('_tagged', None), 380: ('_tagged', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints', None), 393: ('NodeEndpoints', None), 394: ('NodeEndpoints', None), 395: ('NodeEndpoints', None), 396: ('NodeEndpoints', None), 397: ('NodeEndpoints[{}].NodeId', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Host', 'i3'), 402: ('NodeEndpoints[{}].Host', 'i3'), 403: ('NodeEndpoints[{}].Host', 'i3'), 404: ('NodeEndpoints[{}].Host', 'i3'), 405: ('NodeEndpoints[{}].Host', 'i3'), 406: ('NodeEndpoints[{}].Host', 'i3'), 407: ('NodeEndpoints[{}].Host', 'i3'), 408: ('NodeEndpoints[{}].Port', 'i3'), 409: ('NodeEndpoints', 'i3'), 410: ('NodeEndpoints', 'i3'), 411: ('NodeEndpoints', 'i3'), 412: ('NodeEndpoints', 'i3'), 413: ('NodeEndpoints', 'i3'), 414: ('NodeEndpoints', None), 415: ('NodeEndpoints', None), 416: ('NodeEndpoints', None), 417: ('NodeEndpoints', None), 425: ('ErrorCode', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', 'i4'), 436: ('Topics', 'i4'), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None)}
+BUILD_HASH = '3f8b1b8c74a40f8a'

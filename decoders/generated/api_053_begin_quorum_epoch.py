@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii').unpack_from
@@ -35,6 +36,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 12
@@ -63,6 +66,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -106,6 +111,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 29 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 28
@@ -177,6 +184,8 @@ def _f6(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f4(b, p)
@@ -190,6 +199,8 @@ def _f6(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -253,6 +264,8 @@ def _f8(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -274,6 +287,8 @@ def _f9(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f8(b, p)
@@ -317,6 +332,8 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -368,6 +385,8 @@ def _f13(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -404,6 +423,8 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f11(b, p)
@@ -428,5 +449,5 @@ NAME = 'BeginQuorumEpoch'
 REQUEST = {0: _f2, 1: _f6}
 RESPONSE = {0: _f9, 1: _f14}
 
-_LINES = {18: ('PartitionIndex+LeaderId+LeaderEpoch', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 55: ('ClusterId', None), 56: ('ClusterId', None), 57: ('ClusterId', None), 58: ('ClusterId', None), 59: ('ClusterId', None), 60: ('ClusterId', None), 61: ('ClusterId', None), 62: ('ClusterId', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', 'i5'), 69: ('Topics', 'i5'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 82: ('PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', None), 84: ('_tagged', None), 85: ('_tagged', None), 86: ('_tagged', None), 94: ('TopicName', None), 95: ('TopicName', None), 96: ('TopicName', None), 97: ('TopicName', None), 98: ('TopicName', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('TopicName', None), 103: ('TopicName', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions[{}].PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', 'i5'), 112: ('Partitions', 'i5'), 113: ('Partitions', 'i5'), 114: ('Partitions', 'i5'), 115: ('Partitions', 'i5'), 116: ('Partitions', 'i5'), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 122: ('_tagged', None), 123: ('_tagged', None), 124: ('_tagged', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('Host', None), 146: ('Host', None), 147: ('Host', None), 148: ('Host', None), 149: ('Host', None), 150: ('Host', None), 151: ('Host', None), 152: ('Port', None), 154: ('_tagged', None), 155: ('_tagged', None), 156: ('_tagged', None), 164: ('ClusterId', None), 165: ('ClusterId', None), 166: ('ClusterId', None), 167: ('ClusterId', None), 168: ('ClusterId', None), 169: ('ClusterId', None), 170: ('ClusterId', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('VoterId', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', 'i6'), 183: ('Topics', 'i6'), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('LeaderEndpoints', None), 189: ('LeaderEndpoints', None), 190: ('LeaderEndpoints', None), 191: ('LeaderEndpoints', None), 192: ('LeaderEndpoints', None), 193: ('LeaderEndpoints', None), 194: ('LeaderEndpoints', None), 195: ('LeaderEndpoints[{}].Name', 'i10'), 196: ('LeaderEndpoints[{}].Name', 'i10'), 197: ('LeaderEndpoints[{}].Name', 'i10'), 198: ('LeaderEndpoints[{}].Name', 'i10'), 199: ('LeaderEndpoints[{}].Name', 'i10'), 200: ('LeaderEndpoints[{}].Name', 'i10'), 201: ('LeaderEndpoints[{}].Name', 'i10'), 202: ('LeaderEndpoints[{}].Name', 'i10'), 203: ('LeaderEndpoints[{}].Name', 'i10'), 204: ('LeaderEndpoints[{}].Name', 'i10'), 205: ('LeaderEndpoints[{}].Host', 'i10'), 206: ('LeaderEndpoints[{}].Host', 'i10'), 207: ('LeaderEndpoints[{}].Host', 'i10'), 208: ('LeaderEndpoints[{}].Host', 'i10'), 209: ('LeaderEndpoints[{}].Host', 'i10'), 210: ('LeaderEndpoints[{}].Host', 'i10'), 211: ('LeaderEndpoints[{}].Host', 'i10'), 212: ('LeaderEndpoints[{}].Host', 'i10'), 213: ('LeaderEndpoints[{}].Host', 'i10'), 214: ('LeaderEndpoints[{}].Host', 'i10'), 215: ('LeaderEndpoints[{}].Port', 'i10'), 216: ('LeaderEndpoints', 'i10'), 217: ('LeaderEndpoints', 'i10'), 218: ('LeaderEndpoints', 'i10'), 219: ('LeaderEndpoints', 'i10'), 220: ('LeaderEndpoints', 'i10'), 221: ('LeaderEndpoints', None), 222: ('LeaderEndpoints', None), 223: ('LeaderEndpoints', None), 224: ('LeaderEndpoints', None), 226: ('_tagged', None), 227: ('_tagged', None), 228: ('_tagged', None), 236: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('TopicName', None), 249: ('TopicName', None), 250: ('TopicName', None), 251: ('TopicName', None), 252: ('TopicName', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', None), 273: ('ErrorCode', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', 'i4'), 280: ('Topics', 'i4'), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 293: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('TopicName', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 323: ('Partitions', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', 'i5'), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 331: ('Partitions', None), 333: ('_tagged', None), 334: ('_tagged', None), 335: ('_tagged', None), 343: ('NodeId', None), 344: ('Host', None), 345: ('Host', None), 346: ('Host', None), 347: ('Host', None), 348: ('Host', None), 349: ('Host', None), 350: ('Host', None), 351: ('Host', None), 352: ('Host', None), 353: ('Host', None), 354: ('Port', None), 356: ('_tagged', None), 357: ('_tagged', None), 358: ('_tagged', None), 366: ('NodeEndpoints', None), 367: ('NodeEndpoints', None), 368: ('NodeEndpoints', None), 369: ('NodeEndpoints', None), 370: ('NodeEndpoints', None), 371: ('NodeEndpoints', None), 372: ('NodeEndpoints', None), 373: ('NodeEndpoints[{}].NodeId', 'i3'), 374: ('NodeEndpoints[{}].Host', 'i3'), 375: ('NodeEndpoints[{}].Host', 'i3'), 376: ('NodeEndpoints[{}].Host', 'i3'), 377: ('NodeEndpoints[{}].Host', 'i3'), 378: ('NodeEndpoints[{}].Host', 'i3'), 379: ('NodeEndpoints[{}].Host', 'i3'), 380: ('NodeEndpoints[{}].Host', 'i3'), 381: ('NodeEndpoints[{}].Host', 'i3'), 382: ('NodeEndpoints[{}].Host', 'i3'), 383: ('NodeEndpoints[{}].Host', 'i3'), 384: ('NodeEndpoints[{}].Port', 'i3'), 385: ('NodeEndpoints', 'i3'), 386: ('NodeEndpoints', 'i3'), 387: ('NodeEndpoints', 'i3'), 388: ('NodeEndpoints', 'i3'), 389: ('NodeEndpoints', 'i3'), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints', None), 393: ('NodeEndpoints', None), 401: ('ErrorCode', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', None), 406: ('Topics', None), 407: ('Topics', None), 408: ('Topics', None), 409: ('Topics', 'i4'), 410: ('Topics', 'i4'), 411: ('Topics', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 416: ('_tagged', None), 417: ('_tagged', None), 418: ('_tagged', None)}
-BUILD_HASH = '57fd43b4941b9878'
+_LINES = {19: ('PartitionIndex+LeaderId+LeaderEpoch', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 44: ('Partitions', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 58: ('ClusterId', None), 59: ('ClusterId', None), 60: ('ClusterId', None), 61: ('ClusterId', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', 'i5'), 74: ('Topics', 'i5'), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 87: ('PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('TopicName', None), 103: ('TopicName', None), 104: ('TopicName', None), 105: ('TopicName', None), 106: ('TopicName', None), 107: ('TopicName', None), 108: ('TopicName', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions[{}].PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', 'i5'), 119: ('Partitions', 'i5'), 120: ('Partitions', 'i5'), 121: ('Partitions', 'i5'), 122: ('Partitions', 'i5'), 123: ('Partitions', 'i5'), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Host', None), 150: ('Host', None), 151: ('Host', None), 152: ('Host', None), 153: ('Host', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Host', None), 158: ('Host', None), 159: ('Port', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('VoterId', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i6'), 192: ('Topics', 'i6'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('LeaderEndpoints', None), 198: ('LeaderEndpoints', None), 199: ('LeaderEndpoints', None), 200: ('LeaderEndpoints', None), 201: ('LeaderEndpoints', None), 202: ('LeaderEndpoints', None), 203: ('LeaderEndpoints', None), 204: ('LeaderEndpoints', None), 205: ('LeaderEndpoints', None), 206: ('LeaderEndpoints[{}].Name', 'i10'), 207: ('LeaderEndpoints[{}].Name', 'i10'), 208: ('LeaderEndpoints[{}].Name', 'i10'), 209: ('LeaderEndpoints[{}].Name', 'i10'), 210: ('LeaderEndpoints[{}].Name', 'i10'), 211: ('LeaderEndpoints[{}].Name', 'i10'), 212: ('LeaderEndpoints[{}].Name', 'i10'), 213: ('LeaderEndpoints[{}].Name', 'i10'), 214: ('LeaderEndpoints[{}].Name', 'i10'), 215: ('LeaderEndpoints[{}].Name', 'i10'), 216: ('LeaderEndpoints[{}].Host', 'i10'), 217: ('LeaderEndpoints[{}].Host', 'i10'), 218: ('LeaderEndpoints[{}].Host', 'i10'), 219: ('LeaderEndpoints[{}].Host', 'i10'), 220: ('LeaderEndpoints[{}].Host', 'i10'), 221: ('LeaderEndpoints[{}].Host', 'i10'), 222: ('LeaderEndpoints[{}].Host', 'i10'), 223: ('LeaderEndpoints[{}].Host', 'i10'), 224: ('LeaderEndpoints[{}].Host', 'i10'), 225: ('LeaderEndpoints[{}].Host', 'i10'), 226: ('LeaderEndpoints[{}].Port', 'i10'), 227: ('LeaderEndpoints', 'i10'), 228: ('LeaderEndpoints', 'i10'), 229: ('LeaderEndpoints', 'i10'), 230: ('LeaderEndpoints', 'i10'), 231: ('LeaderEndpoints', 'i10'), 232: ('LeaderEndpoints', None), 233: ('LeaderEndpoints', None), 234: ('LeaderEndpoints', None), 235: ('LeaderEndpoints', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 256: ('TopicName', None), 257: ('TopicName', None), 258: ('TopicName', None), 259: ('TopicName', None), 260: ('TopicName', None), 261: ('TopicName', None), 262: ('TopicName', None), 263: ('TopicName', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 272: ('Partitions', 'i5'), 273: ('Partitions', 'i5'), 274: ('Partitions', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 286: ('ErrorCode', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', 'i4'), 295: ('Topics', 'i4'), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 308: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 310: ('_tagged', None), 311: ('_tagged', None), 312: ('_tagged', None), 320: ('TopicName', None), 321: ('TopicName', None), 322: ('TopicName', None), 323: ('TopicName', None), 324: ('TopicName', None), 325: ('TopicName', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('TopicName', None), 329: ('TopicName', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions', None), 336: ('Partitions', None), 337: ('Partitions', None), 338: ('Partitions', None), 339: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 340: ('Partitions', 'i5'), 341: ('Partitions', 'i5'), 342: ('Partitions', 'i5'), 343: ('Partitions', 'i5'), 344: ('Partitions', 'i5'), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 350: ('_tagged', None), 351: ('_tagged', None), 352: ('_tagged', None), 360: ('NodeId', None), 361: ('Host', None), 362: ('Host', None), 363: ('Host', None), 364: ('Host', None), 365: ('Host', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Port', None), 373: ('_tagged', None), 374: ('_tagged', None), 375: ('_tagged', None), 383: ('NodeEndpoints', None), 384: ('NodeEndpoints', None), 385: ('NodeEndpoints', None), 386: ('NodeEndpoints', None), 387: ('NodeEndpoints', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints[{}].NodeId', 'i3'), 393: ('NodeEndpoints[{}].Host', 'i3'), 394: ('NodeEndpoints[{}].Host', 'i3'), 395: ('NodeEndpoints[{}].Host', 'i3'), 396: ('NodeEndpoints[{}].Host', 'i3'), 397: ('NodeEndpoints[{}].Host', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Host', 'i3'), 402: ('NodeEndpoints[{}].Host', 'i3'), 403: ('NodeEndpoints[{}].Port', 'i3'), 404: ('NodeEndpoints', 'i3'), 405: ('NodeEndpoints', 'i3'), 406: ('NodeEndpoints', 'i3'), 407: ('NodeEndpoints', 'i3'), 408: ('NodeEndpoints', 'i3'), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 411: ('NodeEndpoints', None), 412: ('NodeEndpoints', None), 420: ('ErrorCode', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', 'i4'), 431: ('Topics', 'i4'), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None)}
+BUILD_HASH = '6d0b8c8ae8d0c4ea'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii').unpack_from
@@ -19,6 +20,9 @@ def _f0(b, p):
         v1, v2, v3, = _U2(b, p); p += 12
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
+            if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -43,11 +47,16 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 12
                 n10, = _U1(b, p); p += 4
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -78,6 +87,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -112,6 +123,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 21 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, = _U3(b, p); p += 20
@@ -150,6 +163,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f4(b, p)
@@ -216,6 +231,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f5(b, p)
@@ -229,6 +246,8 @@ def _f7(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 5 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11 = b[p]; p += 1
@@ -292,6 +311,8 @@ def _f9(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -313,6 +334,8 @@ def _f10(b, p):
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f9(b, p)
@@ -356,6 +379,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -407,6 +432,8 @@ def _f14(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -443,6 +470,8 @@ def _f15(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f12(b, p)
@@ -467,5 +496,5 @@ NAME = 'EndQuorumEpoch'
 REQUEST = {0: _f2, 1: _f7}
 RESPONSE = {0: _f10, 1: _f15}
 
-_LINES = {19: ('PartitionIndex+LeaderId+LeaderEpoch', None), 20: ('PreferredSuccessors', None), 21: ('PreferredSuccessors', None), 22: ('PreferredSuccessors', None), 23: ('PreferredSuccessors', None), 24: ('PreferredSuccessors', None), 25: ('PreferredSuccessors', None), 26: ('PreferredSuccessors', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 49: ('Partitions[{}].PreferredSuccessors', 'i5'), 50: ('Partitions[{}].PreferredSuccessors', 'i5'), 51: ('Partitions[{}].PreferredSuccessors', 'i5'), 52: ('Partitions[{}].PreferredSuccessors', 'i5'), 53: ('Partitions[{}].PreferredSuccessors', 'i5'), 54: ('Partitions[{}].PreferredSuccessors', 'i5'), 55: ('Partitions[{}].PreferredSuccessors', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('ClusterId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', 'i5'), 84: ('Topics', 'i5'), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 97: ('CandidateId+CandidateDirectoryId', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('PartitionIndex+LeaderId+LeaderEpoch', None), 110: ('PreferredCandidates', None), 111: ('PreferredCandidates', None), 112: ('PreferredCandidates', None), 113: ('PreferredCandidates', None), 114: ('PreferredCandidates', None), 115: ('PreferredCandidates', None), 116: ('PreferredCandidates', None), 117: ('PreferredCandidates[{}].CandidateId+CandidateDirectoryId', 'i6'), 118: ('PreferredCandidates', 'i6'), 119: ('PreferredCandidates', 'i6'), 120: ('PreferredCandidates', 'i6'), 121: ('PreferredCandidates', 'i6'), 122: ('PreferredCandidates', 'i6'), 123: ('PreferredCandidates', None), 124: ('PreferredCandidates', None), 125: ('PreferredCandidates', None), 126: ('PreferredCandidates', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('TopicName', None), 139: ('TopicName', None), 140: ('TopicName', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('TopicName', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', 'i5'), 156: ('Partitions', 'i5'), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Host', None), 183: ('Host', None), 184: ('Host', None), 185: ('Host', None), 186: ('Host', None), 187: ('Host', None), 188: ('Host', None), 189: ('Host', None), 190: ('Host', None), 191: ('Host', None), 192: ('Port', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None), 204: ('ClusterId', None), 205: ('ClusterId', None), 206: ('ClusterId', None), 207: ('ClusterId', None), 208: ('ClusterId', None), 209: ('ClusterId', None), 210: ('ClusterId', None), 211: ('ClusterId', None), 212: ('ClusterId', None), 213: ('ClusterId', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', 'i5'), 222: ('Topics', 'i5'), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('LeaderEndpoints', None), 228: ('LeaderEndpoints', None), 229: ('LeaderEndpoints', None), 230: ('LeaderEndpoints', None), 231: ('LeaderEndpoints', None), 232: ('LeaderEndpoints', None), 233: ('LeaderEndpoints', None), 234: ('LeaderEndpoints[{}].Name', 'i9'), 235: ('LeaderEndpoints[{}].Name', 'i9'), 236: ('LeaderEndpoints[{}].Name', 'i9'), 237: ('LeaderEndpoints[{}].Name', 'i9'), 238: ('LeaderEndpoints[{}].Name', 'i9'), 239: ('LeaderEndpoints[{}].Name', 'i9'), 240: ('LeaderEndpoints[{}].Name', 'i9'), 241: ('LeaderEndpoints[{}].Name', 'i9'), 242: ('LeaderEndpoints[{}].Name', 'i9'), 243: ('LeaderEndpoints[{}].Name', 'i9'), 244: ('LeaderEndpoints[{}].Host', 'i9'), 245: ('LeaderEndpoints[{}].Host', 'i9'), 246: ('LeaderEndpoints[{}].Host', 'i9'), 247: ('LeaderEndpoints[{}].Host', 'i9'), 248: ('LeaderEndpoints[{}].Host', 'i9'), 249: ('LeaderEndpoints[{}].Host', 'i9'), 250: ('LeaderEndpoints[{}].Host', 'i9'), 251: ('LeaderEndpoints[{}].Host', 'i9'), 252: ('LeaderEndpoints[{}].Host', 'i9'), 253: ('LeaderEndpoints[{}].Host', 'i9'), 254: ('LeaderEndpoints[{}].Port', 'i9'), 255: ('LeaderEndpoints', 'i9'), 256: ('LeaderEndpoints', 'i9'), 257: ('LeaderEndpoints', 'i9'), 258: ('LeaderEndpoints', 'i9'), 259: ('LeaderEndpoints', 'i9'), 260: ('LeaderEndpoints', None), 261: ('LeaderEndpoints', None), 262: ('LeaderEndpoints', None), 263: ('LeaderEndpoints', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None), 275: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 284: ('TopicName', None), 285: ('TopicName', None), 286: ('TopicName', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('TopicName', None), 290: ('TopicName', None), 291: ('TopicName', None), 292: ('Partitions', None), 293: ('Partitions', None), 294: ('Partitions', None), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 298: ('Partitions', 'i5'), 299: ('Partitions', 'i5'), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 312: ('ErrorCode', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', 'i4'), 319: ('Topics', 'i4'), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 332: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('TopicName', None), 345: ('TopicName', None), 346: ('TopicName', None), 347: ('TopicName', None), 348: ('TopicName', None), 349: ('TopicName', None), 350: ('TopicName', None), 351: ('TopicName', None), 352: ('TopicName', None), 353: ('TopicName', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions', None), 357: ('Partitions', None), 358: ('Partitions', None), 359: ('Partitions', None), 360: ('Partitions', None), 361: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 362: ('Partitions', 'i5'), 363: ('Partitions', 'i5'), 364: ('Partitions', 'i5'), 365: ('Partitions', 'i5'), 366: ('Partitions', 'i5'), 367: ('Partitions', None), 368: ('Partitions', None), 369: ('Partitions', None), 370: ('Partitions', None), 372: ('_tagged', None), 373: ('_tagged', None), 374: ('_tagged', None), 382: ('NodeId', None), 383: ('Host', None), 384: ('Host', None), 385: ('Host', None), 386: ('Host', None), 387: ('Host', None), 388: ('Host', None), 389: ('Host', None), 390: ('Host', None), 391: ('Host', None), 392: ('Host', None), 393: ('Port', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('NodeEndpoints', None), 406: ('NodeEndpoints', None), 407: ('NodeEndpoints', None), 408: ('NodeEndpoints', None), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 411: ('NodeEndpoints', None), 412: ('NodeEndpoints[{}].NodeId', 'i3'), 413: ('NodeEndpoints[{}].Host', 'i3'), 414: ('NodeEndpoints[{}].Host', 'i3'), 415: ('NodeEndpoints[{}].Host', 'i3'), 416: ('NodeEndpoints[{}].Host', 'i3'), 417: ('NodeEndpoints[{}].Host', 'i3'), 418: ('NodeEndpoints[{}].Host', 'i3'), 419: ('NodeEndpoints[{}].Host', 'i3'), 420: ('NodeEndpoints[{}].Host', 'i3'), 421: ('NodeEndpoints[{}].Host', 'i3'), 422: ('NodeEndpoints[{}].Host', 'i3'), 423: ('NodeEndpoints[{}].Port', 'i3'), 424: ('NodeEndpoints', 'i3'), 425: ('NodeEndpoints', 'i3'), 426: ('NodeEndpoints', 'i3'), 427: ('NodeEndpoints', 'i3'), 428: ('NodeEndpoints', 'i3'), 429: ('NodeEndpoints', None), 430: ('NodeEndpoints', None), 431: ('NodeEndpoints', None), 432: ('NodeEndpoints', None), 440: ('ErrorCode', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', None), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', 'i4'), 449: ('Topics', 'i4'), 450: ('Topics', None), 451: ('Topics', None), 452: ('Topics', None), 453: ('Topics', None), 455: ('_tagged', None), 456: ('_tagged', None), 457: ('_tagged', None)}
-BUILD_HASH = '74a97ae0eedb05af'
+_LINES = {20: ('PartitionIndex+LeaderId+LeaderEpoch', None), 21: ('PreferredSuccessors', None), 22: ('PreferredSuccessors', None), 23: ('PreferredSuccessors', None), 24: ('PreferredSuccessors', None), 25: ('PreferredSuccessors', None), 26: ('PreferredSuccessors', None), 27: ('PreferredSuccessors', None), 28: ('PreferredSuccessors', None), 29: ('PreferredSuccessors', None), 30: ('PreferredSuccessors', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 55: ('Partitions[{}].PreferredSuccessors', 'i5'), 56: ('Partitions[{}].PreferredSuccessors', 'i5'), 57: ('Partitions[{}].PreferredSuccessors', 'i5'), 58: ('Partitions[{}].PreferredSuccessors', 'i5'), 59: ('Partitions[{}].PreferredSuccessors', 'i5'), 60: ('Partitions[{}].PreferredSuccessors', 'i5'), 61: ('Partitions[{}].PreferredSuccessors', 'i5'), 62: ('Partitions[{}].PreferredSuccessors', 'i5'), 63: ('Partitions[{}].PreferredSuccessors', 'i5'), 64: ('Partitions[{}].PreferredSuccessors', 'i5'), 65: ('Partitions', 'i5'), 66: ('Partitions', 'i5'), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', 'i5'), 95: ('Topics', 'i5'), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 108: ('CandidateId+CandidateDirectoryId', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('PartitionIndex+LeaderId+LeaderEpoch', None), 121: ('PreferredCandidates', None), 122: ('PreferredCandidates', None), 123: ('PreferredCandidates', None), 124: ('PreferredCandidates', None), 125: ('PreferredCandidates', None), 126: ('PreferredCandidates', None), 127: ('PreferredCandidates', None), 128: ('PreferredCandidates', None), 129: ('PreferredCandidates', None), 130: ('PreferredCandidates[{}].CandidateId+CandidateDirectoryId', 'i6'), 131: ('PreferredCandidates', 'i6'), 132: ('PreferredCandidates', 'i6'), 133: ('PreferredCandidates', 'i6'), 134: ('PreferredCandidates', 'i6'), 135: ('PreferredCandidates', 'i6'), 136: ('PreferredCandidates', None), 137: ('PreferredCandidates', None), 138: ('PreferredCandidates', None), 139: ('PreferredCandidates', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Host', None), 198: ('Host', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Port', None), 209: ('_tagged', None), 210: ('_tagged', None), 211: ('_tagged', None), 219: ('ClusterId', None), 220: ('ClusterId', None), 221: ('ClusterId', None), 222: ('ClusterId', None), 223: ('ClusterId', None), 224: ('ClusterId', None), 225: ('ClusterId', None), 226: ('ClusterId', None), 227: ('ClusterId', None), 228: ('ClusterId', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', 'i5'), 239: ('Topics', 'i5'), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('LeaderEndpoints', None), 245: ('LeaderEndpoints', None), 246: ('LeaderEndpoints', None), 247: ('LeaderEndpoints', None), 248: ('LeaderEndpoints', None), 249: ('LeaderEndpoints', None), 250: ('LeaderEndpoints', None), 251: ('LeaderEndpoints', None), 252: ('LeaderEndpoints', None), 253: ('LeaderEndpoints[{}].Name', 'i9'), 254: ('LeaderEndpoints[{}].Name', 'i9'), 255: ('LeaderEndpoints[{}].Name', 'i9'), 256: ('LeaderEndpoints[{}].Name', 'i9'), 257: ('LeaderEndpoints[{}].Name', 'i9'), 258: ('LeaderEndpoints[{}].Name', 'i9'), 259: ('LeaderEndpoints[{}].Name', 'i9'), 260: ('LeaderEndpoints[{}].Name', 'i9'), 261: ('LeaderEndpoints[{}].Name', 'i9'), 262: ('LeaderEndpoints[{}].Name', 'i9'), 263: ('LeaderEndpoints[{}].Host', 'i9'), 264: ('LeaderEndpoints[{}].Host', 'i9'), 265: ('LeaderEndpoints[{}].Host', 'i9'), 266: ('LeaderEndpoints[{}].Host', 'i9'), 267: ('LeaderEndpoints[{}].Host', 'i9'), 268: ('LeaderEndpoints[{}].Host', 'i9'), 269: ('LeaderEndpoints[{}].Host', 'i9'), 270: ('LeaderEndpoints[{}].Host', 'i9'), 271: ('LeaderEndpoints[{}].Host', 'i9'), 272: ('LeaderEndpoints[{}].Host', 'i9'), 273: ('LeaderEndpoints[{}].Port', 'i9'), 274: ('LeaderEndpoints', 'i9'), 275: ('LeaderEndpoints', 'i9'), 276: ('LeaderEndpoints', 'i9'), 277: ('LeaderEndpoints', 'i9'), 278: ('LeaderEndpoints', 'i9'), 279: ('LeaderEndpoints', None), 280: ('LeaderEndpoints', None), 281: ('LeaderEndpoints', None), 282: ('LeaderEndpoints', None), 284: ('_tagged', None), 285: ('_tagged', None), 286: ('_tagged', None), 294: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 333: ('ErrorCode', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', 'i4'), 342: ('Topics', 'i4'), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 355: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('TopicName', None), 368: ('TopicName', None), 369: ('TopicName', None), 370: ('TopicName', None), 371: ('TopicName', None), 372: ('TopicName', None), 373: ('TopicName', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', 'i5'), 390: ('Partitions', 'i5'), 391: ('Partitions', 'i5'), 392: ('Partitions', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 397: ('_tagged', None), 398: ('_tagged', None), 399: ('_tagged', None), 407: ('NodeId', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Host', None), 414: ('Host', None), 415: ('Host', None), 416: ('Host', None), 417: ('Host', None), 418: ('Port', None), 420: ('_tagged', None), 421: ('_tagged', None), 422: ('_tagged', None), 430: ('NodeEndpoints', None), 431: ('NodeEndpoints', None), 432: ('NodeEndpoints', None), 433: ('NodeEndpoints', None), 434: ('NodeEndpoints', None), 435: ('NodeEndpoints', None), 436: ('NodeEndpoints', None), 437: ('NodeEndpoints', None), 438: ('NodeEndpoints', None), 439: ('NodeEndpoints[{}].NodeId', 'i3'), 440: ('NodeEndpoints[{}].Host', 'i3'), 441: ('NodeEndpoints[{}].Host', 'i3'), 442: ('NodeEndpoints[{}].Host', 'i3'), 443: ('NodeEndpoints[{}].Host', 'i3'), 444: ('NodeEndpoints[{}].Host', 'i3'), 445: ('NodeEndpoints[{}].Host', 'i3'), 446: ('NodeEndpoints[{}].Host', 'i3'), 447: ('NodeEndpoints[{}].Host', 'i3'), 448: ('NodeEndpoints[{}].Host', 'i3'), 449: ('NodeEndpoints[{}].Host', 'i3'), 450: ('NodeEndpoints[{}].Port', 'i3'), 451: ('NodeEndpoints', 'i3'), 452: ('NodeEndpoints', 'i3'), 453: ('NodeEndpoints', 'i3'), 454: ('NodeEndpoints', 'i3'), 455: ('NodeEndpoints', 'i3'), 456: ('NodeEndpoints', None), 457: ('NodeEndpoints', None), 458: ('NodeEndpoints', None), 459: ('NodeEndpoints', None), 467: ('ErrorCode', None), 468: ('Topics', None), 469: ('Topics', None), 470: ('Topics', None), 471: ('Topics', None), 472: ('Topics', None), 473: ('Topics', None), 474: ('Topics', None), 475: ('Topics', None), 476: ('Topics', None), 477: ('Topics', 'i4'), 478: ('Topics', 'i4'), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 484: ('_tagged', None), 485: ('_tagged', None), 486: ('_tagged', None)}
+BUILD_HASH = 'b28fa9b46fcddcf6'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ihiiq').unpack_from
@@ -45,6 +46,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
@@ -73,6 +76,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -110,6 +115,8 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 13 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U3(b, p); p += 12
@@ -127,6 +134,8 @@ def _f4(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 13 > L - p: raise _rt.short_count(n13, L - p)
+            _B[0] -= n13
+            if _B[0] < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 v15, v16, = _U3(b, p); p += 12
@@ -165,6 +174,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f4(b, p)
@@ -190,6 +201,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f5(b, p)
@@ -227,6 +240,8 @@ def _f8(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 29 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U4(b, p); p += 28
@@ -244,6 +259,8 @@ def _f8(b, p):
         n15 -= 1
         if n15 >= 0:
             if n15 * 29 > L - p: raise _rt.short_count(n15, L - p)
+            _B[0] -= n15
+            if _B[0] < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
                 v17, v18, v19, v20, = _U4(b, p); p += 28
@@ -282,6 +299,8 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f8(b, p)
@@ -307,6 +326,8 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f9(b, p)
@@ -355,6 +376,8 @@ def _f12(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 45 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, v12, v13, v14, v15, = _U7(b, p); p += 44
@@ -372,6 +395,8 @@ def _f12(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 45 > L - p: raise _rt.short_count(n18, L - p)
+            _B[0] -= n18
+            if _B[0] < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 v20, v21, v22, v23, v24, = _U7(b, p); p += 44
@@ -410,6 +435,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f12(b, p)
@@ -467,6 +494,8 @@ def _f15(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -526,6 +555,8 @@ def _f16(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 x7, p = _f13(b, p)
@@ -539,6 +570,8 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 x11, p = _f15(b, p)
@@ -562,5 +595,5 @@ NAME = 'DescribeQuorum'
 REQUEST = {0: _f2, 1: _f2, 2: _f2}
 RESPONSE = {0: _f6, 1: _f10, 2: _f16}
 
-_LINES = {21: ('PartitionIndex', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions[{}].PartitionIndex', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('ReplicaId+LogEndOffset', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 108: ('CurrentVoters', None), 109: ('CurrentVoters', None), 110: ('CurrentVoters', None), 111: ('CurrentVoters', None), 112: ('CurrentVoters', None), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters[{}].ReplicaId+LogEndOffset', 'i8'), 116: ('CurrentVoters', 'i8'), 117: ('CurrentVoters', 'i8'), 118: ('CurrentVoters', 'i8'), 119: ('CurrentVoters', 'i8'), 120: ('CurrentVoters', 'i8'), 121: ('CurrentVoters', None), 122: ('CurrentVoters', None), 123: ('CurrentVoters', None), 124: ('CurrentVoters', None), 125: ('Observers', None), 126: ('Observers', None), 127: ('Observers', None), 128: ('Observers', None), 129: ('Observers', None), 130: ('Observers', None), 131: ('Observers', None), 132: ('Observers[{}].ReplicaId+LogEndOffset', 'i14'), 133: ('Observers', 'i14'), 134: ('Observers', 'i14'), 135: ('Observers', 'i14'), 136: ('Observers', 'i14'), 137: ('Observers', 'i14'), 138: ('Observers', None), 139: ('Observers', None), 140: ('Observers', None), 141: ('Observers', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('ErrorCode', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', 'i4'), 196: ('Topics', 'i4'), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 214: ('_tagged', None), 215: ('_tagged', None), 216: ('_tagged', None), 224: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 225: ('CurrentVoters', None), 226: ('CurrentVoters', None), 227: ('CurrentVoters', None), 228: ('CurrentVoters', None), 229: ('CurrentVoters', None), 230: ('CurrentVoters', None), 231: ('CurrentVoters', None), 232: ('CurrentVoters[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i8'), 233: ('CurrentVoters', 'i8'), 234: ('CurrentVoters', 'i8'), 235: ('CurrentVoters', 'i8'), 236: ('CurrentVoters', 'i8'), 237: ('CurrentVoters', 'i8'), 238: ('CurrentVoters', None), 239: ('CurrentVoters', None), 240: ('CurrentVoters', None), 241: ('CurrentVoters', None), 242: ('Observers', None), 243: ('Observers', None), 244: ('Observers', None), 245: ('Observers', None), 246: ('Observers', None), 247: ('Observers', None), 248: ('Observers', None), 249: ('Observers[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i16'), 250: ('Observers', 'i16'), 251: ('Observers', 'i16'), 252: ('Observers', 'i16'), 253: ('Observers', 'i16'), 254: ('Observers', 'i16'), 255: ('Observers', None), 256: ('Observers', None), 257: ('Observers', None), 258: ('Observers', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('TopicName', None), 271: ('TopicName', None), 272: ('TopicName', None), 273: ('TopicName', None), 274: ('TopicName', None), 275: ('TopicName', None), 276: ('TopicName', None), 277: ('TopicName', None), 278: ('TopicName', None), 279: ('TopicName', None), 280: ('Partitions', None), 281: ('Partitions', None), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', 'i5'), 288: ('Partitions', 'i5'), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions', None), 292: ('Partitions', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('ErrorCode', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', 'i4'), 313: ('Topics', 'i4'), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None), 341: ('PartitionIndex+ErrorCode', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 348: ('ErrorMessage', None), 349: ('ErrorMessage', None), 350: ('ErrorMessage', None), 351: ('ErrorMessage', None), 352: ('LeaderId+LeaderEpoch+HighWatermark', None), 353: ('CurrentVoters', None), 354: ('CurrentVoters', None), 355: ('CurrentVoters', None), 356: ('CurrentVoters', None), 357: ('CurrentVoters', None), 358: ('CurrentVoters', None), 359: ('CurrentVoters', None), 360: ('CurrentVoters[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i10'), 361: ('CurrentVoters', 'i10'), 362: ('CurrentVoters', 'i10'), 363: ('CurrentVoters', 'i10'), 364: ('CurrentVoters', 'i10'), 365: ('CurrentVoters', 'i10'), 366: ('CurrentVoters', None), 367: ('CurrentVoters', None), 368: ('CurrentVoters', None), 369: ('CurrentVoters', None), 370: ('Observers', None), 371: ('Observers', None), 372: ('Observers', None), 373: ('Observers', None), 374: ('Observers', None), 375: ('Observers', None), 376: ('Observers', None), 377: ('Observers[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i19'), 378: ('Observers', 'i19'), 379: ('Observers', 'i19'), 380: ('Observers', 'i19'), 381: ('Observers', 'i19'), 382: ('Observers', 'i19'), 383: ('Observers', None), 384: ('Observers', None), 385: ('Observers', None), 386: ('Observers', None), 388: ('_tagged', None), 389: ('_tagged', None), 390: ('_tagged', None), 398: ('TopicName', None), 399: ('TopicName', None), 400: ('TopicName', None), 401: ('TopicName', None), 402: ('TopicName', None), 403: ('TopicName', None), 404: ('TopicName', None), 405: ('TopicName', None), 406: ('TopicName', None), 407: ('TopicName', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 413: ('Partitions', None), 414: ('Partitions', None), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 422: ('_tagged', None), 423: ('_tagged', None), 424: ('_tagged', None), 432: ('Name', None), 433: ('Name', None), 434: ('Name', None), 435: ('Name', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('Name', None), 440: ('Name', None), 441: ('Name', None), 442: ('Host', None), 443: ('Host', None), 444: ('Host', None), 445: ('Host', None), 446: ('Host', None), 447: ('Host', None), 448: ('Host', None), 449: ('Host', None), 450: ('Host', None), 451: ('Host', None), 452: ('Port', None), 454: ('_tagged', None), 455: ('_tagged', None), 456: ('_tagged', None), 464: ('NodeId', None), 465: ('Listeners', None), 466: ('Listeners', None), 467: ('Listeners', None), 468: ('Listeners', None), 469: ('Listeners', None), 470: ('Listeners', None), 471: ('Listeners', None), 472: ('Listeners[{}].Name', 'i4'), 473: ('Listeners[{}].Name', 'i4'), 474: ('Listeners[{}].Name', 'i4'), 475: ('Listeners[{}].Name', 'i4'), 476: ('Listeners[{}].Name', 'i4'), 477: ('Listeners[{}].Name', 'i4'), 478: ('Listeners[{}].Name', 'i4'), 479: ('Listeners[{}].Name', 'i4'), 480: ('Listeners[{}].Name', 'i4'), 481: ('Listeners[{}].Name', 'i4'), 482: ('Listeners[{}].Host', 'i4'), 483: ('Listeners[{}].Host', 'i4'), 484: ('Listeners[{}].Host', 'i4'), 485: ('Listeners[{}].Host', 'i4'), 486: ('Listeners[{}].Host', 'i4'), 487: ('Listeners[{}].Host', 'i4'), 488: ('Listeners[{}].Host', 'i4'), 489: ('Listeners[{}].Host', 'i4'), 490: ('Listeners[{}].Host', 'i4'), 491: ('Listeners[{}].Host', 'i4'), 492: ('Listeners[{}].Port', 'i4'), 493: ('Listeners', 'i4'), 494: ('Listeners', 'i4'), 495: ('Listeners', 'i4'), 496: ('Listeners', 'i4'), 497: ('Listeners', 'i4'), 498: ('Listeners', None), 499: ('Listeners', None), 500: ('Listeners', None), 501: ('Listeners', None), 503: ('_tagged', None), 504: ('_tagged', None), 505: ('_tagged', None), 513: ('ErrorCode', None), 514: ('ErrorMessage', None), 515: ('ErrorMessage', None), 516: ('ErrorMessage', None), 517: ('ErrorMessage', None), 518: ('ErrorMessage', None), 519: ('ErrorMessage', None), 520: ('ErrorMessage', None), 521: ('ErrorMessage', None), 522: ('ErrorMessage', None), 523: ('ErrorMessage', None), 524: ('Topics', None), 525: ('Topics', None), 526: ('Topics', None), 527: ('Topics', None), 528: ('Topics', None), 529: ('Topics', None), 530: ('Topics', None), 531: ('Topics', 'i6'), 532: ('Topics', 'i6'), 533: ('Topics', None), 534: ('Topics', None), 535: ('Topics', None), 536: ('Topics', None), 537: ('Nodes', None), 538: ('Nodes', None), 539: ('Nodes', None), 540: ('Nodes', None), 541: ('Nodes', None), 542: ('Nodes', None), 543: ('Nodes', None), 544: ('Nodes', 'i10'), 545: ('Nodes', 'i10'), 546: ('Nodes', None), 547: ('Nodes', None), 548: ('Nodes', None), 549: ('Nodes', None), 551: ('_tagged', None), 552: ('_tagged', None), 553: ('_tagged', None)}
-BUILD_HASH = '45cc77a5a06d963b'
+_LINES = {22: ('PartitionIndex', None), 24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions[{}].PartitionIndex', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 64: ('_tagged', None), 65: ('_tagged', None), 66: ('_tagged', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 90: ('_tagged', None), 91: ('_tagged', None), 92: ('_tagged', None), 100: ('ReplicaId+LogEndOffset', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters', None), 116: ('CurrentVoters', None), 117: ('CurrentVoters', None), 118: ('CurrentVoters', None), 119: ('CurrentVoters', None), 120: ('CurrentVoters', None), 121: ('CurrentVoters', None), 122: ('CurrentVoters[{}].ReplicaId+LogEndOffset', 'i8'), 123: ('CurrentVoters', 'i8'), 124: ('CurrentVoters', 'i8'), 125: ('CurrentVoters', 'i8'), 126: ('CurrentVoters', 'i8'), 127: ('CurrentVoters', 'i8'), 128: ('CurrentVoters', None), 129: ('CurrentVoters', None), 130: ('CurrentVoters', None), 131: ('CurrentVoters', None), 132: ('Observers', None), 133: ('Observers', None), 134: ('Observers', None), 135: ('Observers', None), 136: ('Observers', None), 137: ('Observers', None), 138: ('Observers', None), 139: ('Observers', None), 140: ('Observers', None), 141: ('Observers[{}].ReplicaId+LogEndOffset', 'i14'), 142: ('Observers', 'i14'), 143: ('Observers', 'i14'), 144: ('Observers', 'i14'), 145: ('Observers', 'i14'), 146: ('Observers', 'i14'), 147: ('Observers', None), 148: ('Observers', None), 149: ('Observers', None), 150: ('Observers', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('TopicName', None), 171: ('TopicName', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None), 198: ('ErrorCode', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', 'i4'), 209: ('Topics', 'i4'), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 238: ('CurrentVoters', None), 239: ('CurrentVoters', None), 240: ('CurrentVoters', None), 241: ('CurrentVoters', None), 242: ('CurrentVoters', None), 243: ('CurrentVoters', None), 244: ('CurrentVoters', None), 245: ('CurrentVoters', None), 246: ('CurrentVoters', None), 247: ('CurrentVoters[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i8'), 248: ('CurrentVoters', 'i8'), 249: ('CurrentVoters', 'i8'), 250: ('CurrentVoters', 'i8'), 251: ('CurrentVoters', 'i8'), 252: ('CurrentVoters', 'i8'), 253: ('CurrentVoters', None), 254: ('CurrentVoters', None), 255: ('CurrentVoters', None), 256: ('CurrentVoters', None), 257: ('Observers', None), 258: ('Observers', None), 259: ('Observers', None), 260: ('Observers', None), 261: ('Observers', None), 262: ('Observers', None), 263: ('Observers', None), 264: ('Observers', None), 265: ('Observers', None), 266: ('Observers[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i16'), 267: ('Observers', 'i16'), 268: ('Observers', 'i16'), 269: ('Observers', 'i16'), 270: ('Observers', 'i16'), 271: ('Observers', 'i16'), 272: ('Observers', None), 273: ('Observers', None), 274: ('Observers', None), 275: ('Observers', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('TopicName', None), 290: ('TopicName', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('TopicName', None), 296: ('TopicName', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 306: ('Partitions', 'i5'), 307: ('Partitions', 'i5'), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('ErrorCode', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', 'i4'), 334: ('Topics', 'i4'), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('Topics', None), 340: ('_tagged', None), 341: ('_tagged', None), 342: ('_tagged', None), 350: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 352: ('_tagged', None), 353: ('_tagged', None), 354: ('_tagged', None), 362: ('PartitionIndex+ErrorCode', None), 363: ('ErrorMessage', None), 364: ('ErrorMessage', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('LeaderId+LeaderEpoch+HighWatermark', None), 374: ('CurrentVoters', None), 375: ('CurrentVoters', None), 376: ('CurrentVoters', None), 377: ('CurrentVoters', None), 378: ('CurrentVoters', None), 379: ('CurrentVoters', None), 380: ('CurrentVoters', None), 381: ('CurrentVoters', None), 382: ('CurrentVoters', None), 383: ('CurrentVoters[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i10'), 384: ('CurrentVoters', 'i10'), 385: ('CurrentVoters', 'i10'), 386: ('CurrentVoters', 'i10'), 387: ('CurrentVoters', 'i10'), 388: ('CurrentVoters', 'i10'), 389: ('CurrentVoters', None), 390: ('CurrentVoters', None), 391: ('CurrentVoters', None), 392: ('CurrentVoters', None), 393: ('Observers', None), 394: ('Observers', None), 395: ('Observers', None), 396: ('Observers', None), 397: ('Observers', None), 398: ('Observers', None), 399: ('Observers', None), 400: ('Observers', None), 401: ('Observers', None), 402: ('Observers[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i19'), 403: ('Observers', 'i19'), 404: ('Observers', 'i19'), 405: ('Observers', 'i19'), 406: ('Observers', 'i19'), 407: ('Observers', 'i19'), 408: ('Observers', None), 409: ('Observers', None), 410: ('Observers', None), 411: ('Observers', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('TopicName', None), 424: ('TopicName', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', 'i5'), 443: ('Partitions', 'i5'), 444: ('Partitions', None), 445: ('Partitions', None), 446: ('Partitions', None), 447: ('Partitions', None), 449: ('_tagged', None), 450: ('_tagged', None), 451: ('_tagged', None), 459: ('Name', None), 460: ('Name', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Host', None), 470: ('Host', None), 471: ('Host', None), 472: ('Host', None), 473: ('Host', None), 474: ('Host', None), 475: ('Host', None), 476: ('Host', None), 477: ('Host', None), 478: ('Host', None), 479: ('Port', None), 481: ('_tagged', None), 482: ('_tagged', None), 483: ('_tagged', None), 491: ('NodeId', None), 492: ('Listeners', None), 493: ('Listeners', None), 494: ('Listeners', None), 495: ('Listeners', None), 496: ('Listeners', None), 497: ('Listeners', None), 498: ('Listeners', None), 499: ('Listeners', None), 500: ('Listeners', None), 501: ('Listeners[{}].Name', 'i4'), 502: ('Listeners[{}].Name', 'i4'), 503: ('Listeners[{}].Name', 'i4'), 504: ('Listeners[{}].Name', 'i4'), 505: ('Listeners[{}].Name', 'i4'), 506: ('Listeners[{}].Name', 'i4'), 507: ('Listeners[{}].Name', 'i4'), 508: ('Listeners[{}].Name', 'i4'), 509: ('Listeners[{}].Name', 'i4'), 510: ('Listeners[{}].Name', 'i4'), 511: ('Listeners[{}].Host', 'i4'), 512: ('Listeners[{}].Host', 'i4'), 513: ('Listeners[{}].Host', 'i4'), 514: ('Listeners[{}].Host', 'i4'), 515: ('Listeners[{}].Host', 'i4'), 516: ('Listeners[{}].Host', 'i4'), 517: ('Listeners[{}].Host', 'i4'), 518: ('Listeners[{}].Host', 'i4'), 519: ('Listeners[{}].Host', 'i4'), 520: ('Listeners[{}].Host', 'i4'), 521: ('Listeners[{}].Port', 'i4'), 522: ('Listeners', 'i4'), 523: ('Listeners', 'i4'), 524: ('Listeners', 'i4'), 525: ('Listeners', 'i4'), 526: ('Listeners', 'i4'), 527: ('Listeners', None), 528: ('Listeners', None), 529: ('Listeners', None), 530: ('Listeners', None), 532: ('_tagged', None), 533: ('_tagged', None), 534: ('_tagged', None), 542: ('ErrorCode', None), 543: ('ErrorMessage', None), 544: ('ErrorMessage', None), 545: ('ErrorMessage', None), 546: ('ErrorMessage', None), 547: ('ErrorMessage', None), 548: ('ErrorMessage', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('Topics', None), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 559: ('Topics', None), 560: ('Topics', None), 561: ('Topics', None), 562: ('Topics', 'i6'), 563: ('Topics', 'i6'), 564: ('Topics', None), 565: ('Topics', None), 566: ('Topics', None), 567: ('Topics', None), 568: ('Nodes', None), 569: ('Nodes', None), 570: ('Nodes', None), 571: ('Nodes', None), 572: ('Nodes', None), 573: ('Nodes', None), 574: ('Nodes', None), 575: ('Nodes', None), 576: ('Nodes', None), 577: ('Nodes', 'i10'), 578: ('Nodes', 'i10'), 579: ('Nodes', None), 580: ('Nodes', None), 581: ('Nodes', None), 582: ('Nodes', None), 584: ('_tagged', None), 585: ('_tagged', None), 586: ('_tagged', None)}
+BUILD_HASH = '0f1a3f0483a96f95'

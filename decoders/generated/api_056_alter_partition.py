@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -22,6 +23,9 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -54,6 +58,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U1(b, p); p += 8
@@ -61,6 +67,9 @@ def _f1(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -93,6 +102,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -117,6 +128,9 @@ def _f3(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -149,6 +163,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U1(b, p); p += 8
@@ -156,6 +172,9 @@ def _f4(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -188,6 +207,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f4(b, p)
@@ -213,6 +234,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 15 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
@@ -220,6 +243,9 @@ def _f6(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -252,6 +278,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f6(b, p)
@@ -289,6 +317,8 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U0(b, p); p += 12
@@ -319,6 +349,8 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 15 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f9(b, p)
@@ -344,6 +376,8 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f10(b, p)
@@ -368,6 +402,9 @@ def _f12(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -400,6 +437,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 14
@@ -407,6 +446,9 @@ def _f13(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -439,6 +481,8 @@ def _f14(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f13(b, p)
@@ -463,6 +507,9 @@ def _f15(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -495,6 +542,8 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 14
@@ -502,6 +551,9 @@ def _f16(b, p):
                 if n11 > 127: n11, p = _rt.uvarint(b, p, n11)
                 n11 -= 1
                 if n11 >= 0:
+                    if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
+                    _B[0] -= n11
+                    if _B[0] < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -534,6 +586,8 @@ def _f17(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f16(b, p)
@@ -559,6 +613,8 @@ def _f18(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, = _U6(b, p); p += 14
@@ -566,6 +622,9 @@ def _f18(b, p):
                 if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
                 n10 -= 1
                 if n10 >= 0:
+                    if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
+                    _B[0] -= n10
+                    if _B[0] < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -598,6 +657,8 @@ def _f19(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f18(b, p)
@@ -621,5 +682,5 @@ NAME = 'AlterPartition'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f11}
 RESPONSE = {0: _f14, 1: _f17, 2: _f19, 3: _f19}
 
-_LINES = {20: ('PartitionIndex+LeaderEpoch', None), 21: ('NewIsr', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('PartitionEpoch', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 60: ('Partitions[{}].NewIsr', 'i5'), 61: ('Partitions[{}].NewIsr', 'i5'), 62: ('Partitions[{}].NewIsr', 'i5'), 63: ('Partitions[{}].NewIsr', 'i5'), 64: ('Partitions[{}].NewIsr', 'i5'), 65: ('Partitions[{}].NewIsr', 'i5'), 66: ('Partitions[{}].NewIsr', 'i5'), 67: ('Partitions[{}].NewIsr', 'i5'), 68: ('Partitions[{}].NewIsr', 'i5'), 69: ('Partitions[{}].PartitionEpoch', 'i5'), 70: ('Partitions', 'i5'), 71: ('Partitions', 'i5'), 72: ('Partitions', 'i5'), 73: ('Partitions', 'i5'), 74: ('Partitions', 'i5'), 75: ('Partitions', None), 76: ('Partitions', None), 77: ('Partitions', None), 78: ('Partitions', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('BrokerId+BrokerEpoch', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', 'i5'), 99: ('Topics', 'i5'), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('PartitionIndex+LeaderEpoch', None), 116: ('NewIsr', None), 117: ('NewIsr', None), 118: ('NewIsr', None), 119: ('NewIsr', None), 120: ('NewIsr', None), 121: ('NewIsr', None), 122: ('NewIsr', None), 123: ('NewIsr', None), 124: ('NewIsr', None), 125: ('LeaderRecoveryState+PartitionEpoch', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('TopicName', None), 138: ('TopicName', None), 139: ('TopicName', None), 140: ('TopicName', None), 141: ('TopicName', None), 142: ('TopicName', None), 143: ('TopicName', None), 144: ('TopicName', None), 145: ('TopicName', None), 146: ('TopicName', None), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 155: ('Partitions[{}].NewIsr', 'i5'), 156: ('Partitions[{}].NewIsr', 'i5'), 157: ('Partitions[{}].NewIsr', 'i5'), 158: ('Partitions[{}].NewIsr', 'i5'), 159: ('Partitions[{}].NewIsr', 'i5'), 160: ('Partitions[{}].NewIsr', 'i5'), 161: ('Partitions[{}].NewIsr', 'i5'), 162: ('Partitions[{}].NewIsr', 'i5'), 163: ('Partitions[{}].NewIsr', 'i5'), 164: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 165: ('Partitions', 'i5'), 166: ('Partitions', 'i5'), 167: ('Partitions', 'i5'), 168: ('Partitions', 'i5'), 169: ('Partitions', 'i5'), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('BrokerId+BrokerEpoch', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i5'), 194: ('Topics', 'i5'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('TopicId', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i4'), 219: ('Partitions[{}].NewIsr', 'i4'), 220: ('Partitions[{}].NewIsr', 'i4'), 221: ('Partitions[{}].NewIsr', 'i4'), 222: ('Partitions[{}].NewIsr', 'i4'), 223: ('Partitions[{}].NewIsr', 'i4'), 224: ('Partitions[{}].NewIsr', 'i4'), 225: ('Partitions[{}].NewIsr', 'i4'), 226: ('Partitions[{}].NewIsr', 'i4'), 227: ('Partitions[{}].NewIsr', 'i4'), 228: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 229: ('Partitions', 'i4'), 230: ('Partitions', 'i4'), 231: ('Partitions', 'i4'), 232: ('Partitions', 'i4'), 233: ('Partitions', 'i4'), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('BrokerId+BrokerEpoch', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', 'i5'), 258: ('Topics', 'i5'), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('BrokerId+BrokerEpoch', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+LeaderEpoch', None), 287: ('NewIsrWithEpochs', None), 288: ('NewIsrWithEpochs', None), 289: ('NewIsrWithEpochs', None), 290: ('NewIsrWithEpochs', None), 291: ('NewIsrWithEpochs', None), 292: ('NewIsrWithEpochs', None), 293: ('NewIsrWithEpochs', None), 294: ('NewIsrWithEpochs[{}].BrokerId+BrokerEpoch', 'i5'), 295: ('NewIsrWithEpochs', 'i5'), 296: ('NewIsrWithEpochs', 'i5'), 297: ('NewIsrWithEpochs', 'i5'), 298: ('NewIsrWithEpochs', 'i5'), 299: ('NewIsrWithEpochs', 'i5'), 300: ('NewIsrWithEpochs', None), 301: ('NewIsrWithEpochs', None), 302: ('NewIsrWithEpochs', None), 303: ('NewIsrWithEpochs', None), 304: ('LeaderRecoveryState+PartitionEpoch', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('TopicId', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', 'i4'), 325: ('Partitions', 'i4'), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None), 341: ('BrokerId+BrokerEpoch', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', 'i5'), 350: ('Topics', 'i5'), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', None), 356: ('_tagged', None), 357: ('_tagged', None), 358: ('_tagged', None), 366: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 367: ('Isr', None), 368: ('Isr', None), 369: ('Isr', None), 370: ('Isr', None), 371: ('Isr', None), 372: ('Isr', None), 373: ('Isr', None), 374: ('Isr', None), 375: ('Isr', None), 376: ('PartitionEpoch', None), 378: ('_tagged', None), 379: ('_tagged', None), 380: ('_tagged', None), 388: ('TopicName', None), 389: ('TopicName', None), 390: ('TopicName', None), 391: ('TopicName', None), 392: ('TopicName', None), 393: ('TopicName', None), 394: ('TopicName', None), 395: ('TopicName', None), 396: ('TopicName', None), 397: ('TopicName', None), 398: ('Partitions', None), 399: ('Partitions', None), 400: ('Partitions', None), 401: ('Partitions', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 406: ('Partitions[{}].Isr', 'i5'), 407: ('Partitions[{}].Isr', 'i5'), 408: ('Partitions[{}].Isr', 'i5'), 409: ('Partitions[{}].Isr', 'i5'), 410: ('Partitions[{}].Isr', 'i5'), 411: ('Partitions[{}].Isr', 'i5'), 412: ('Partitions[{}].Isr', 'i5'), 413: ('Partitions[{}].Isr', 'i5'), 414: ('Partitions[{}].Isr', 'i5'), 415: ('Partitions[{}].PartitionEpoch', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', 'i5'), 419: ('Partitions', 'i5'), 420: ('Partitions', 'i5'), 421: ('Partitions', None), 422: ('Partitions', None), 423: ('Partitions', None), 424: ('Partitions', None), 426: ('_tagged', None), 427: ('_tagged', None), 428: ('_tagged', None), 436: ('ThrottleTimeMs+ErrorCode', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', 'i5'), 445: ('Topics', 'i5'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None), 461: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 462: ('Isr', None), 463: ('Isr', None), 464: ('Isr', None), 465: ('Isr', None), 466: ('Isr', None), 467: ('Isr', None), 468: ('Isr', None), 469: ('Isr', None), 470: ('Isr', None), 471: ('LeaderRecoveryState+PartitionEpoch', None), 473: ('_tagged', None), 474: ('_tagged', None), 475: ('_tagged', None), 483: ('TopicName', None), 484: ('TopicName', None), 485: ('TopicName', None), 486: ('TopicName', None), 487: ('TopicName', None), 488: ('TopicName', None), 489: ('TopicName', None), 490: ('TopicName', None), 491: ('TopicName', None), 492: ('TopicName', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 501: ('Partitions[{}].Isr', 'i5'), 502: ('Partitions[{}].Isr', 'i5'), 503: ('Partitions[{}].Isr', 'i5'), 504: ('Partitions[{}].Isr', 'i5'), 505: ('Partitions[{}].Isr', 'i5'), 506: ('Partitions[{}].Isr', 'i5'), 507: ('Partitions[{}].Isr', 'i5'), 508: ('Partitions[{}].Isr', 'i5'), 509: ('Partitions[{}].Isr', 'i5'), 510: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 511: ('Partitions', 'i5'), 512: ('Partitions', 'i5'), 513: ('Partitions', 'i5'), 514: ('Partitions', 'i5'), 515: ('Partitions', 'i5'), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None), 531: ('ThrottleTimeMs+ErrorCode', None), 532: ('Topics', None), 533: ('Topics', None), 534: ('Topics', None), 535: ('Topics', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', 'i5'), 540: ('Topics', 'i5'), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', None), 546: ('_tagged', None), 547: ('_tagged', None), 548: ('_tagged', None), 556: ('TopicId', None), 557: ('Partitions', None), 558: ('Partitions', None), 559: ('Partitions', None), 560: ('Partitions', None), 561: ('Partitions', None), 562: ('Partitions', None), 563: ('Partitions', None), 564: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i4'), 565: ('Partitions[{}].Isr', 'i4'), 566: ('Partitions[{}].Isr', 'i4'), 567: ('Partitions[{}].Isr', 'i4'), 568: ('Partitions[{}].Isr', 'i4'), 569: ('Partitions[{}].Isr', 'i4'), 570: ('Partitions[{}].Isr', 'i4'), 571: ('Partitions[{}].Isr', 'i4'), 572: ('Partitions[{}].Isr', 'i4'), 573: ('Partitions[{}].Isr', 'i4'), 574: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 575: ('Partitions', 'i4'), 576: ('Partitions', 'i4'), 577: ('Partitions', 'i4'), 578: ('Partitions', 'i4'), 579: ('Partitions', 'i4'), 580: ('Partitions', None), 581: ('Partitions', None), 582: ('Partitions', None), 583: ('Partitions', None), 585: ('_tagged', None), 586: ('_tagged', None), 587: ('_tagged', None), 595: ('ThrottleTimeMs+ErrorCode', None), 596: ('Topics', None), 597: ('Topics', None), 598: ('Topics', None), 599: ('Topics', None), 600: ('Topics', None), 601: ('Topics', None), 602: ('Topics', None), 603: ('Topics', 'i5'), 604: ('Topics', 'i5'), 605: ('Topics', None), 606: ('Topics', None), 607: ('Topics', None), 608: ('Topics', None), 610: ('_tagged', None), 611: ('_tagged', None), 612: ('_tagged', None)}
-BUILD_HASH = '86832cef2a08d056'
+_LINES = {21: ('PartitionIndex+LeaderEpoch', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('NewIsr', None), 31: ('NewIsr', None), 32: ('NewIsr', None), 33: ('NewIsr', None), 34: ('PartitionEpoch', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('TopicName', None), 54: ('TopicName', None), 55: ('TopicName', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 66: ('Partitions[{}].NewIsr', 'i5'), 67: ('Partitions[{}].NewIsr', 'i5'), 68: ('Partitions[{}].NewIsr', 'i5'), 69: ('Partitions[{}].NewIsr', 'i5'), 70: ('Partitions[{}].NewIsr', 'i5'), 71: ('Partitions[{}].NewIsr', 'i5'), 72: ('Partitions[{}].NewIsr', 'i5'), 73: ('Partitions[{}].NewIsr', 'i5'), 74: ('Partitions[{}].NewIsr', 'i5'), 75: ('Partitions[{}].NewIsr', 'i5'), 76: ('Partitions[{}].NewIsr', 'i5'), 77: ('Partitions[{}].NewIsr', 'i5'), 78: ('Partitions[{}].PartitionEpoch', 'i5'), 79: ('Partitions', 'i5'), 80: ('Partitions', 'i5'), 81: ('Partitions', 'i5'), 82: ('Partitions', 'i5'), 83: ('Partitions', 'i5'), 84: ('Partitions', None), 85: ('Partitions', None), 86: ('Partitions', None), 87: ('Partitions', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('BrokerId+BrokerEpoch', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', 'i5'), 110: ('Topics', 'i5'), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('PartitionIndex+LeaderEpoch', None), 127: ('NewIsr', None), 128: ('NewIsr', None), 129: ('NewIsr', None), 130: ('NewIsr', None), 131: ('NewIsr', None), 132: ('NewIsr', None), 133: ('NewIsr', None), 134: ('NewIsr', None), 135: ('NewIsr', None), 136: ('NewIsr', None), 137: ('NewIsr', None), 138: ('NewIsr', None), 139: ('LeaderRecoveryState+PartitionEpoch', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 171: ('Partitions[{}].NewIsr', 'i5'), 172: ('Partitions[{}].NewIsr', 'i5'), 173: ('Partitions[{}].NewIsr', 'i5'), 174: ('Partitions[{}].NewIsr', 'i5'), 175: ('Partitions[{}].NewIsr', 'i5'), 176: ('Partitions[{}].NewIsr', 'i5'), 177: ('Partitions[{}].NewIsr', 'i5'), 178: ('Partitions[{}].NewIsr', 'i5'), 179: ('Partitions[{}].NewIsr', 'i5'), 180: ('Partitions[{}].NewIsr', 'i5'), 181: ('Partitions[{}].NewIsr', 'i5'), 182: ('Partitions[{}].NewIsr', 'i5'), 183: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 184: ('Partitions', 'i5'), 185: ('Partitions', 'i5'), 186: ('Partitions', 'i5'), 187: ('Partitions', 'i5'), 188: ('Partitions', 'i5'), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None), 204: ('BrokerId+BrokerEpoch', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i5'), 215: ('Topics', 'i5'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('TopicId', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i4'), 242: ('Partitions[{}].NewIsr', 'i4'), 243: ('Partitions[{}].NewIsr', 'i4'), 244: ('Partitions[{}].NewIsr', 'i4'), 245: ('Partitions[{}].NewIsr', 'i4'), 246: ('Partitions[{}].NewIsr', 'i4'), 247: ('Partitions[{}].NewIsr', 'i4'), 248: ('Partitions[{}].NewIsr', 'i4'), 249: ('Partitions[{}].NewIsr', 'i4'), 250: ('Partitions[{}].NewIsr', 'i4'), 251: ('Partitions[{}].NewIsr', 'i4'), 252: ('Partitions[{}].NewIsr', 'i4'), 253: ('Partitions[{}].NewIsr', 'i4'), 254: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 255: ('Partitions', 'i4'), 256: ('Partitions', 'i4'), 257: ('Partitions', 'i4'), 258: ('Partitions', 'i4'), 259: ('Partitions', 'i4'), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None), 275: ('BrokerId+BrokerEpoch', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', 'i5'), 286: ('Topics', 'i5'), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 292: ('_tagged', None), 293: ('_tagged', None), 294: ('_tagged', None), 302: ('BrokerId+BrokerEpoch', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None), 314: ('PartitionIndex+LeaderEpoch', None), 315: ('NewIsrWithEpochs', None), 316: ('NewIsrWithEpochs', None), 317: ('NewIsrWithEpochs', None), 318: ('NewIsrWithEpochs', None), 319: ('NewIsrWithEpochs', None), 320: ('NewIsrWithEpochs', None), 321: ('NewIsrWithEpochs', None), 322: ('NewIsrWithEpochs', None), 323: ('NewIsrWithEpochs', None), 324: ('NewIsrWithEpochs[{}].BrokerId+BrokerEpoch', 'i5'), 325: ('NewIsrWithEpochs', 'i5'), 326: ('NewIsrWithEpochs', 'i5'), 327: ('NewIsrWithEpochs', 'i5'), 328: ('NewIsrWithEpochs', 'i5'), 329: ('NewIsrWithEpochs', 'i5'), 330: ('NewIsrWithEpochs', None), 331: ('NewIsrWithEpochs', None), 332: ('NewIsrWithEpochs', None), 333: ('NewIsrWithEpochs', None), 334: ('LeaderRecoveryState+PartitionEpoch', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('TopicId', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions', 'i4'), 357: ('Partitions', 'i4'), 358: ('Partitions', None), 359: ('Partitions', None), 360: ('Partitions', None), 361: ('Partitions', None), 363: ('_tagged', None), 364: ('_tagged', None), 365: ('_tagged', None), 373: ('BrokerId+BrokerEpoch', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', 'i5'), 384: ('Topics', 'i5'), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 390: ('_tagged', None), 391: ('_tagged', None), 392: ('_tagged', None), 400: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('Isr', None), 411: ('Isr', None), 412: ('Isr', None), 413: ('PartitionEpoch', None), 415: ('_tagged', None), 416: ('_tagged', None), 417: ('_tagged', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('TopicName', None), 434: ('TopicName', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 445: ('Partitions[{}].Isr', 'i5'), 446: ('Partitions[{}].Isr', 'i5'), 447: ('Partitions[{}].Isr', 'i5'), 448: ('Partitions[{}].Isr', 'i5'), 449: ('Partitions[{}].Isr', 'i5'), 450: ('Partitions[{}].Isr', 'i5'), 451: ('Partitions[{}].Isr', 'i5'), 452: ('Partitions[{}].Isr', 'i5'), 453: ('Partitions[{}].Isr', 'i5'), 454: ('Partitions[{}].Isr', 'i5'), 455: ('Partitions[{}].Isr', 'i5'), 456: ('Partitions[{}].Isr', 'i5'), 457: ('Partitions[{}].PartitionEpoch', 'i5'), 458: ('Partitions', 'i5'), 459: ('Partitions', 'i5'), 460: ('Partitions', 'i5'), 461: ('Partitions', 'i5'), 462: ('Partitions', 'i5'), 463: ('Partitions', None), 464: ('Partitions', None), 465: ('Partitions', None), 466: ('Partitions', None), 468: ('_tagged', None), 469: ('_tagged', None), 470: ('_tagged', None), 478: ('ThrottleTimeMs+ErrorCode', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', 'i5'), 489: ('Topics', 'i5'), 490: ('Topics', None), 491: ('Topics', None), 492: ('Topics', None), 493: ('Topics', None), 495: ('_tagged', None), 496: ('_tagged', None), 497: ('_tagged', None), 505: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 506: ('Isr', None), 507: ('Isr', None), 508: ('Isr', None), 509: ('Isr', None), 510: ('Isr', None), 511: ('Isr', None), 512: ('Isr', None), 513: ('Isr', None), 514: ('Isr', None), 515: ('Isr', None), 516: ('Isr', None), 517: ('Isr', None), 518: ('LeaderRecoveryState+PartitionEpoch', None), 520: ('_tagged', None), 521: ('_tagged', None), 522: ('_tagged', None), 530: ('TopicName', None), 531: ('TopicName', None), 532: ('TopicName', None), 533: ('TopicName', None), 534: ('TopicName', None), 535: ('TopicName', None), 536: ('TopicName', None), 537: ('TopicName', None), 538: ('TopicName', None), 539: ('TopicName', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 550: ('Partitions[{}].Isr', 'i5'), 551: ('Partitions[{}].Isr', 'i5'), 552: ('Partitions[{}].Isr', 'i5'), 553: ('Partitions[{}].Isr', 'i5'), 554: ('Partitions[{}].Isr', 'i5'), 555: ('Partitions[{}].Isr', 'i5'), 556: ('Partitions[{}].Isr', 'i5'), 557: ('Partitions[{}].Isr', 'i5'), 558: ('Partitions[{}].Isr', 'i5'), 559: ('Partitions[{}].Isr', 'i5'), 560: ('Partitions[{}].Isr', 'i5'), 561: ('Partitions[{}].Isr', 'i5'), 562: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 563: ('Partitions', 'i5'), 564: ('Partitions', 'i5'), 565: ('Partitions', 'i5'), 566: ('Partitions', 'i5'), 567: ('Partitions', 'i5'), 568: ('Partitions', None), 569: ('Partitions', None), 570: ('Partitions', None), 571: ('Partitions', None), 573: ('_tagged', None), 574: ('_tagged', None), 575: ('_tagged', None), 583: ('ThrottleTimeMs+ErrorCode', None), 584: ('Topics', None), 585: ('Topics', None), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 590: ('Topics', None), 591: ('Topics', None), 592: ('Topics', None), 593: ('Topics', 'i5'), 594: ('Topics', 'i5'), 595: ('Topics', None), 596: ('Topics', None), 597: ('Topics', None), 598: ('Topics', None), 600: ('_tagged', None), 601: ('_tagged', None), 602: ('_tagged', None), 610: ('TopicId', None), 611: ('Partitions', None), 612: ('Partitions', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i4'), 621: ('Partitions[{}].Isr', 'i4'), 622: ('Partitions[{}].Isr', 'i4'), 623: ('Partitions[{}].Isr', 'i4'), 624: ('Partitions[{}].Isr', 'i4'), 625: ('Partitions[{}].Isr', 'i4'), 626: ('Partitions[{}].Isr', 'i4'), 627: ('Partitions[{}].Isr', 'i4'), 628: ('Partitions[{}].Isr', 'i4'), 629: ('Partitions[{}].Isr', 'i4'), 630: ('Partitions[{}].Isr', 'i4'), 631: ('Partitions[{}].Isr', 'i4'), 632: ('Partitions[{}].Isr', 'i4'), 633: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 634: ('Partitions', 'i4'), 635: ('Partitions', 'i4'), 636: ('Partitions', 'i4'), 637: ('Partitions', 'i4'), 638: ('Partitions', 'i4'), 639: ('Partitions', None), 640: ('Partitions', None), 641: ('Partitions', None), 642: ('Partitions', None), 644: ('_tagged', None), 645: ('_tagged', None), 646: ('_tagged', None), 654: ('ThrottleTimeMs+ErrorCode', None), 655: ('Topics', None), 656: ('Topics', None), 657: ('Topics', None), 658: ('Topics', None), 659: ('Topics', None), 660: ('Topics', None), 661: ('Topics', None), 662: ('Topics', None), 663: ('Topics', None), 664: ('Topics', 'i5'), 665: ('Topics', 'i5'), 666: ('Topics', None), 667: ('Topics', None), 668: ('Topics', None), 669: ('Topics', None), 671: ('_tagged', None), 672: ('_tagged', None), 673: ('_tagged', None)}
+BUILD_HASH = '58113903f4bf3913'

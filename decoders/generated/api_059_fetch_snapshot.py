@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>qi').unpack_from
 _U2 = _struct.Struct('>q').unpack_from
@@ -58,6 +59,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -100,6 +103,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f2(b, p)
@@ -156,6 +161,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f6(b, p)
@@ -181,6 +188,8 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f7(b, p)
@@ -259,6 +268,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f11(b, p)
@@ -284,6 +295,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f12(b, p)
@@ -331,6 +344,8 @@ def _f15(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U6(b, p); p += 4
@@ -367,6 +382,8 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f12(b, p)
@@ -394,5 +411,5 @@ NAME = 'FetchSnapshot'
 REQUEST = {0: _f4, 1: _f8}
 RESPONSE = {0: _f13, 1: _f16}
 
-_LINES = {20: ('EndOffset+Epoch', None), 22: ('_tagged', None), 23: ('_tagged', None), 24: ('_tagged', None), 32: ('Partition+CurrentLeaderEpoch', None), 33: ('SnapshotId', None), 34: ('Position', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', 'i5'), 64: ('Partitions', 'i5'), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('ClusterId', None), 89: ('ClusterId', None), 97: ('ReplicaId+MaxBytes', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', 'i5'), 106: ('Topics', 'i5'), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 112: ('_tagged', None), 113: ('_tagged', None), 114: ('_tagged', None), 122: ('ReplicaDirectoryId', None), 130: ('Partition+CurrentLeaderEpoch', None), 131: ('SnapshotId', None), 132: ('Position', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', 'i5'), 162: ('Partitions', 'i5'), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('ReplicaId+MaxBytes', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', 'i5'), 187: ('Topics', 'i5'), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 193: ('_tagged', None), 194: ('_tagged', None), 195: ('_tagged', None), 203: ('LeaderId+LeaderEpoch', None), 205: ('_tagged', None), 206: ('_tagged', None), 207: ('_tagged', None), 215: ('CurrentLeader', None), 223: ('Index+ErrorCode', None), 224: ('SnapshotId', None), 225: ('Size+Position', None), 226: ('UnalignedRecords', None), 227: ('UnalignedRecords', None), 228: ('UnalignedRecords', None), 229: ('UnalignedRecords', None), 230: ('UnalignedRecords', None), 231: ('UnalignedRecords', None), 232: ('UnalignedRecords', None), 233: ('UnalignedRecords', None), 234: ('UnalignedRecords', None), 235: ('UnalignedRecords', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('Name', None), 248: ('Name', None), 249: ('Name', None), 250: ('Name', None), 251: ('Name', None), 252: ('Name', None), 253: ('Name', None), 254: ('Name', None), 255: ('Name', None), 256: ('Name', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', 'i5'), 265: ('Partitions', 'i5'), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 271: ('_tagged', None), 272: ('_tagged', None), 273: ('_tagged', None), 281: ('ThrottleTimeMs+ErrorCode', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', 'i5'), 290: ('Topics', 'i5'), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 296: ('_tagged', None), 297: ('_tagged', None), 298: ('_tagged', None), 306: ('NodeId', None), 307: ('Host', None), 308: ('Host', None), 309: ('Host', None), 310: ('Host', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Port', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('NodeEndpoints', None), 330: ('NodeEndpoints', None), 331: ('NodeEndpoints', None), 332: ('NodeEndpoints', None), 333: ('NodeEndpoints', None), 334: ('NodeEndpoints', None), 335: ('NodeEndpoints', None), 336: ('NodeEndpoints[{}].NodeId', 'i3'), 337: ('NodeEndpoints[{}].Host', 'i3'), 338: ('NodeEndpoints[{}].Host', 'i3'), 339: ('NodeEndpoints[{}].Host', 'i3'), 340: ('NodeEndpoints[{}].Host', 'i3'), 341: ('NodeEndpoints[{}].Host', 'i3'), 342: ('NodeEndpoints[{}].Host', 'i3'), 343: ('NodeEndpoints[{}].Host', 'i3'), 344: ('NodeEndpoints[{}].Host', 'i3'), 345: ('NodeEndpoints[{}].Host', 'i3'), 346: ('NodeEndpoints[{}].Host', 'i3'), 347: ('NodeEndpoints[{}].Port', 'i3'), 348: ('NodeEndpoints', 'i3'), 349: ('NodeEndpoints', 'i3'), 350: ('NodeEndpoints', 'i3'), 351: ('NodeEndpoints', 'i3'), 352: ('NodeEndpoints', 'i3'), 353: ('NodeEndpoints', None), 354: ('NodeEndpoints', None), 355: ('NodeEndpoints', None), 356: ('NodeEndpoints', None), 364: ('ThrottleTimeMs+ErrorCode', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', 'i5'), 373: ('Topics', 'i5'), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 379: ('_tagged', None), 380: ('_tagged', None), 381: ('_tagged', None)}
-BUILD_HASH = 'c24834fbca258de5'
+_LINES = {21: ('EndOffset+Epoch', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('Partition+CurrentLeaderEpoch', None), 34: ('SnapshotId', None), 35: ('Position', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', 'i5'), 67: ('Partitions', 'i5'), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('ClusterId', None), 89: ('ClusterId', None), 90: ('ClusterId', None), 91: ('ClusterId', None), 92: ('ClusterId', None), 100: ('ReplicaId+MaxBytes', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', 'i5'), 111: ('Topics', 'i5'), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('ReplicaDirectoryId', None), 135: ('Partition+CurrentLeaderEpoch', None), 136: ('SnapshotId', None), 137: ('Position', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', 'i5'), 169: ('Partitions', 'i5'), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('ReplicaId+MaxBytes', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', 'i5'), 196: ('Topics', 'i5'), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('LeaderId+LeaderEpoch', None), 214: ('_tagged', None), 215: ('_tagged', None), 216: ('_tagged', None), 224: ('CurrentLeader', None), 232: ('Index+ErrorCode', None), 233: ('SnapshotId', None), 234: ('Size+Position', None), 235: ('UnalignedRecords', None), 236: ('UnalignedRecords', None), 237: ('UnalignedRecords', None), 238: ('UnalignedRecords', None), 239: ('UnalignedRecords', None), 240: ('UnalignedRecords', None), 241: ('UnalignedRecords', None), 242: ('UnalignedRecords', None), 243: ('UnalignedRecords', None), 244: ('UnalignedRecords', None), 246: ('_tagged', None), 247: ('_tagged', None), 248: ('_tagged', None), 256: ('Name', None), 257: ('Name', None), 258: ('Name', None), 259: ('Name', None), 260: ('Name', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', None), 275: ('Partitions', 'i5'), 276: ('Partitions', 'i5'), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions', None), 280: ('Partitions', None), 282: ('_tagged', None), 283: ('_tagged', None), 284: ('_tagged', None), 292: ('ThrottleTimeMs+ErrorCode', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', 'i5'), 303: ('Topics', 'i5'), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 309: ('_tagged', None), 310: ('_tagged', None), 311: ('_tagged', None), 319: ('NodeId', None), 320: ('Host', None), 321: ('Host', None), 322: ('Host', None), 323: ('Host', None), 324: ('Host', None), 325: ('Host', None), 326: ('Host', None), 327: ('Host', None), 328: ('Host', None), 329: ('Host', None), 330: ('Port', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None), 342: ('NodeEndpoints', None), 343: ('NodeEndpoints', None), 344: ('NodeEndpoints', None), 345: ('NodeEndpoints', None), 346: ('NodeEndpoints', None), 347: ('NodeEndpoints', None), 348: ('NodeEndpoints', None), 349: ('NodeEndpoints', None), 350: ('NodeEndpoints', None), 351: ('NodeEndpoints[{}].NodeId', 'i3'), 352: ('NodeEndpoints[{}].Host', 'i3'), 353: ('NodeEndpoints[{}].Host', 'i3'), 354: ('NodeEndpoints[{}].Host', 'i3'), 355: ('NodeEndpoints[{}].Host', 'i3'), 356: ('NodeEndpoints[{}].Host', 'i3'), 357: ('NodeEndpoints[{}].Host', 'i3'), 358: ('NodeEndpoints[{}].Host', 'i3'), 359: ('NodeEndpoints[{}].Host', 'i3'), 360: ('NodeEndpoints[{}].Host', 'i3'), 361: ('NodeEndpoints[{}].Host', 'i3'), 362: ('NodeEndpoints[{}].Port', 'i3'), 363: ('NodeEndpoints', 'i3'), 364: ('NodeEndpoints', 'i3'), 365: ('NodeEndpoints', 'i3'), 366: ('NodeEndpoints', 'i3'), 367: ('NodeEndpoints', 'i3'), 368: ('NodeEndpoints', None), 369: ('NodeEndpoints', None), 370: ('NodeEndpoints', None), 371: ('NodeEndpoints', None), 379: ('ThrottleTimeMs+ErrorCode', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', 'i5'), 390: ('Topics', 'i5'), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None)}
+BUILD_HASH = '642c2a353d78c1d9'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _U2 = _struct.Struct('>qiiqiq').unpack_from
@@ -27,6 +28,9 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -48,6 +52,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -64,6 +70,9 @@ def _f1(b, p):
                 if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
                 n7 -= 1
                 if n7 >= 0:
+                    if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
+                    _B[0] -= n7
+                    if _B[0] < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -117,6 +126,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 37 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, v12, v13, = _U2(b, p); p += 36
@@ -155,6 +166,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 9 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f3(b, p)
@@ -180,6 +193,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f4(b, p)
@@ -203,5 +218,5 @@ NAME = 'DescribeProducers'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f5}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].Name', 'i3'), 54: ('Topics[{}].Name', 'i3'), 55: ('Topics[{}].Name', 'i3'), 56: ('Topics[{}].Name', 'i3'), 57: ('Topics[{}].Name', 'i3'), 58: ('Topics[{}].Name', 'i3'), 59: ('Topics[{}].Name', 'i3'), 60: ('Topics[{}].Name', 'i3'), 61: ('Topics[{}].Name', 'i3'), 62: ('Topics[{}].Name', 'i3'), 63: ('Topics[{}].PartitionIndexes', 'i3'), 64: ('Topics[{}].PartitionIndexes', 'i3'), 65: ('Topics[{}].PartitionIndexes', 'i3'), 66: ('Topics[{}].PartitionIndexes', 'i3'), 67: ('Topics[{}].PartitionIndexes', 'i3'), 68: ('Topics[{}].PartitionIndexes', 'i3'), 69: ('Topics[{}].PartitionIndexes', 'i3'), 70: ('Topics[{}].PartitionIndexes', 'i3'), 71: ('Topics[{}].PartitionIndexes', 'i3'), 72: ('Topics', 'i3'), 73: ('Topics', 'i3'), 74: ('Topics', 'i3'), 75: ('Topics', 'i3'), 76: ('Topics', 'i3'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('PartitionIndex+ErrorCode', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ActiveProducers', None), 116: ('ActiveProducers', None), 117: ('ActiveProducers', None), 118: ('ActiveProducers', None), 119: ('ActiveProducers', None), 120: ('ActiveProducers', None), 121: ('ActiveProducers', None), 122: ('ActiveProducers[{}].ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', 'i7'), 123: ('ActiveProducers', 'i7'), 124: ('ActiveProducers', 'i7'), 125: ('ActiveProducers', 'i7'), 126: ('ActiveProducers', 'i7'), 127: ('ActiveProducers', 'i7'), 128: ('ActiveProducers', None), 129: ('ActiveProducers', None), 130: ('ActiveProducers', None), 131: ('ActiveProducers', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', 'i5'), 161: ('Partitions', 'i5'), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 167: ('_tagged', None), 168: ('_tagged', None), 169: ('_tagged', None), 177: ('ThrottleTimeMs', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', 'i4'), 186: ('Topics', 'i4'), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None)}
-BUILD_HASH = '395f52be5d3e7cf6'
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 38: ('PartitionIndexes', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics[{}].Name', 'i3'), 60: ('Topics[{}].Name', 'i3'), 61: ('Topics[{}].Name', 'i3'), 62: ('Topics[{}].Name', 'i3'), 63: ('Topics[{}].Name', 'i3'), 64: ('Topics[{}].Name', 'i3'), 65: ('Topics[{}].Name', 'i3'), 66: ('Topics[{}].Name', 'i3'), 67: ('Topics[{}].Name', 'i3'), 68: ('Topics[{}].Name', 'i3'), 69: ('Topics[{}].PartitionIndexes', 'i3'), 70: ('Topics[{}].PartitionIndexes', 'i3'), 71: ('Topics[{}].PartitionIndexes', 'i3'), 72: ('Topics[{}].PartitionIndexes', 'i3'), 73: ('Topics[{}].PartitionIndexes', 'i3'), 74: ('Topics[{}].PartitionIndexes', 'i3'), 75: ('Topics[{}].PartitionIndexes', 'i3'), 76: ('Topics[{}].PartitionIndexes', 'i3'), 77: ('Topics[{}].PartitionIndexes', 'i3'), 78: ('Topics[{}].PartitionIndexes', 'i3'), 79: ('Topics[{}].PartitionIndexes', 'i3'), 80: ('Topics[{}].PartitionIndexes', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('PartitionIndex+ErrorCode', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ActiveProducers', None), 125: ('ActiveProducers', None), 126: ('ActiveProducers', None), 127: ('ActiveProducers', None), 128: ('ActiveProducers', None), 129: ('ActiveProducers', None), 130: ('ActiveProducers', None), 131: ('ActiveProducers', None), 132: ('ActiveProducers', None), 133: ('ActiveProducers[{}].ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', 'i7'), 134: ('ActiveProducers', 'i7'), 135: ('ActiveProducers', 'i7'), 136: ('ActiveProducers', 'i7'), 137: ('ActiveProducers', 'i7'), 138: ('ActiveProducers', 'i7'), 139: ('ActiveProducers', None), 140: ('ActiveProducers', None), 141: ('ActiveProducers', None), 142: ('ActiveProducers', None), 144: ('_tagged', None), 145: ('_tagged', None), 146: ('_tagged', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', 'i5'), 174: ('Partitions', 'i5'), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('ThrottleTimeMs', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', 'i4'), 201: ('Topics', 'i4'), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None)}
+BUILD_HASH = '9e8a2e439bde5b1a'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iqq??').unpack_from
 _U1 = _struct.Struct('>ih???').unpack_from
 
@@ -27,6 +28,9 @@ def _f1(b, p):
         if n2 > 127: n2, p = _rt.uvarint(b, p, n2)
         n2 -= 1
         if n2 >= 0:
+            if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = _rt.uuid_array(b, p, n2); p += n2 * 16
         elif n2 == -1:
             v1 = None
@@ -55,6 +59,9 @@ def _f3(b, p):
         if n2 > 127: n2, p = _rt.uvarint(b, p, n2)
         n2 -= 1
         if n2 >= 0:
+            if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = _rt.uuid_array(b, p, n2); p += n2 * 16
         elif n2 == -1:
             v1 = None
@@ -97,5 +104,5 @@ NAME = 'BrokerHeartbeat'
 REQUEST = {0: _f0, 1: _f2, 2: _f4}
 RESPONSE = {0: _f5, 1: _f5, 2: _f5}
 
-_LINES = {14: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('OfflineLogDirs', None), 27: ('OfflineLogDirs', None), 28: ('OfflineLogDirs', None), 29: ('OfflineLogDirs', None), 30: ('OfflineLogDirs', None), 31: ('OfflineLogDirs', None), 32: ('OfflineLogDirs', None), 33: ('OfflineLogDirs', None), 34: ('OfflineLogDirs', None), 42: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('CordonedLogDirs', None), 55: ('CordonedLogDirs', None), 56: ('CordonedLogDirs', None), 57: ('CordonedLogDirs', None), 58: ('CordonedLogDirs', None), 59: ('CordonedLogDirs', None), 60: ('CordonedLogDirs', None), 61: ('CordonedLogDirs', None), 62: ('CordonedLogDirs', None), 70: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('ThrottleTimeMs+ErrorCode+IsCaughtUp+IsFenced+ShouldShutDown', None), 84: ('_tagged', None), 85: ('_tagged', None), 86: ('_tagged', None)}
-BUILD_HASH = 'fbc7eddb414bf6a5'
+_LINES = {15: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('OfflineLogDirs', None), 28: ('OfflineLogDirs', None), 29: ('OfflineLogDirs', None), 30: ('OfflineLogDirs', None), 31: ('OfflineLogDirs', None), 32: ('OfflineLogDirs', None), 33: ('OfflineLogDirs', None), 34: ('OfflineLogDirs', None), 35: ('OfflineLogDirs', None), 36: ('OfflineLogDirs', None), 37: ('OfflineLogDirs', None), 38: ('OfflineLogDirs', None), 46: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('CordonedLogDirs', None), 59: ('CordonedLogDirs', None), 60: ('CordonedLogDirs', None), 61: ('CordonedLogDirs', None), 62: ('CordonedLogDirs', None), 63: ('CordonedLogDirs', None), 64: ('CordonedLogDirs', None), 65: ('CordonedLogDirs', None), 66: ('CordonedLogDirs', None), 67: ('CordonedLogDirs', None), 68: ('CordonedLogDirs', None), 69: ('CordonedLogDirs', None), 77: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None), 89: ('ThrottleTimeMs+ErrorCode+IsCaughtUp+IsFenced+ShouldShutDown', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None)}
+BUILD_HASH = '5ace68fd6e0902bd'

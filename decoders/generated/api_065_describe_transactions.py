@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqqh').unpack_from
@@ -18,6 +19,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -60,6 +63,9 @@ def _f1(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -103,6 +109,8 @@ def _f2(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 3 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -119,6 +127,9 @@ def _f2(b, p):
                 if n16 > 127: n16, p = _rt.uvarint(b, p, n16)
                 n16 -= 1
                 if n16 >= 0:
+                    if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
+                    _B[0] -= n16
+                    if _B[0] < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -150,6 +161,8 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f2(b, p)
@@ -173,5 +186,5 @@ NAME = 'DescribeTransactions'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f3}
 
-_LINES = {16: ('TransactionalIds', None), 17: ('TransactionalIds', None), 18: ('TransactionalIds', None), 19: ('TransactionalIds', None), 20: ('TransactionalIds', None), 21: ('TransactionalIds', None), 22: ('TransactionalIds', None), 23: ('TransactionalIds', 'i3'), 24: ('TransactionalIds', 'i3'), 25: ('TransactionalIds', 'i3'), 26: ('TransactionalIds', 'i3'), 27: ('TransactionalIds', 'i3'), 28: ('TransactionalIds', 'i3'), 29: ('TransactionalIds', 'i3'), 30: ('TransactionalIds', 'i3'), 31: ('TransactionalIds', 'i3'), 32: ('TransactionalIds', 'i3'), 33: ('TransactionalIds', 'i3'), 34: ('TransactionalIds', None), 35: ('TransactionalIds', None), 36: ('TransactionalIds', None), 37: ('TransactionalIds', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 69: ('_tagged', None), 70: ('_tagged', None), 71: ('_tagged', None), 79: ('ErrorCode', None), 80: ('TransactionalId', None), 81: ('TransactionalId', None), 82: ('TransactionalId', None), 83: ('TransactionalId', None), 84: ('TransactionalId', None), 85: ('TransactionalId', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionState', None), 91: ('TransactionState', None), 92: ('TransactionState', None), 93: ('TransactionState', None), 94: ('TransactionState', None), 95: ('TransactionState', None), 96: ('TransactionState', None), 97: ('TransactionState', None), 98: ('TransactionState', None), 99: ('TransactionState', None), 100: ('TransactionTimeoutMs+TransactionStartTimeMs+ProducerId+ProducerEpoch', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics[{}].Topic', 'i12'), 109: ('Topics[{}].Topic', 'i12'), 110: ('Topics[{}].Topic', 'i12'), 111: ('Topics[{}].Topic', 'i12'), 112: ('Topics[{}].Topic', 'i12'), 113: ('Topics[{}].Topic', 'i12'), 114: ('Topics[{}].Topic', 'i12'), 115: ('Topics[{}].Topic', 'i12'), 116: ('Topics[{}].Topic', 'i12'), 117: ('Topics[{}].Topic', 'i12'), 118: ('Topics[{}].Partitions', 'i12'), 119: ('Topics[{}].Partitions', 'i12'), 120: ('Topics[{}].Partitions', 'i12'), 121: ('Topics[{}].Partitions', 'i12'), 122: ('Topics[{}].Partitions', 'i12'), 123: ('Topics[{}].Partitions', 'i12'), 124: ('Topics[{}].Partitions', 'i12'), 125: ('Topics[{}].Partitions', 'i12'), 126: ('Topics[{}].Partitions', 'i12'), 127: ('Topics', 'i12'), 128: ('Topics', 'i12'), 129: ('Topics', 'i12'), 130: ('Topics', 'i12'), 131: ('Topics', 'i12'), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('ThrottleTimeMs', None), 148: ('TransactionStates', None), 149: ('TransactionStates', None), 150: ('TransactionStates', None), 151: ('TransactionStates', None), 152: ('TransactionStates', None), 153: ('TransactionStates', None), 154: ('TransactionStates', None), 155: ('TransactionStates', 'i4'), 156: ('TransactionStates', 'i4'), 157: ('TransactionStates', None), 158: ('TransactionStates', None), 159: ('TransactionStates', None), 160: ('TransactionStates', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None)}
-BUILD_HASH = '02bbaded185a65f7'
+_LINES = {17: ('TransactionalIds', None), 18: ('TransactionalIds', None), 19: ('TransactionalIds', None), 20: ('TransactionalIds', None), 21: ('TransactionalIds', None), 22: ('TransactionalIds', None), 23: ('TransactionalIds', None), 24: ('TransactionalIds', None), 25: ('TransactionalIds', None), 26: ('TransactionalIds', 'i3'), 27: ('TransactionalIds', 'i3'), 28: ('TransactionalIds', 'i3'), 29: ('TransactionalIds', 'i3'), 30: ('TransactionalIds', 'i3'), 31: ('TransactionalIds', 'i3'), 32: ('TransactionalIds', 'i3'), 33: ('TransactionalIds', 'i3'), 34: ('TransactionalIds', 'i3'), 35: ('TransactionalIds', 'i3'), 36: ('TransactionalIds', 'i3'), 37: ('TransactionalIds', None), 38: ('TransactionalIds', None), 39: ('TransactionalIds', None), 40: ('TransactionalIds', None), 42: ('_tagged', None), 43: ('_tagged', None), 44: ('_tagged', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Topic', None), 60: ('Topic', None), 61: ('Topic', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('ErrorCode', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionalId', None), 91: ('TransactionalId', None), 92: ('TransactionalId', None), 93: ('TransactionalId', None), 94: ('TransactionalId', None), 95: ('TransactionalId', None), 96: ('TransactionState', None), 97: ('TransactionState', None), 98: ('TransactionState', None), 99: ('TransactionState', None), 100: ('TransactionState', None), 101: ('TransactionState', None), 102: ('TransactionState', None), 103: ('TransactionState', None), 104: ('TransactionState', None), 105: ('TransactionState', None), 106: ('TransactionTimeoutMs+TransactionStartTimeMs+ProducerId+ProducerEpoch', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics[{}].Topic', 'i12'), 117: ('Topics[{}].Topic', 'i12'), 118: ('Topics[{}].Topic', 'i12'), 119: ('Topics[{}].Topic', 'i12'), 120: ('Topics[{}].Topic', 'i12'), 121: ('Topics[{}].Topic', 'i12'), 122: ('Topics[{}].Topic', 'i12'), 123: ('Topics[{}].Topic', 'i12'), 124: ('Topics[{}].Topic', 'i12'), 125: ('Topics[{}].Topic', 'i12'), 126: ('Topics[{}].Partitions', 'i12'), 127: ('Topics[{}].Partitions', 'i12'), 128: ('Topics[{}].Partitions', 'i12'), 129: ('Topics[{}].Partitions', 'i12'), 130: ('Topics[{}].Partitions', 'i12'), 131: ('Topics[{}].Partitions', 'i12'), 132: ('Topics[{}].Partitions', 'i12'), 133: ('Topics[{}].Partitions', 'i12'), 134: ('Topics[{}].Partitions', 'i12'), 135: ('Topics[{}].Partitions', 'i12'), 136: ('Topics[{}].Partitions', 'i12'), 137: ('Topics[{}].Partitions', 'i12'), 138: ('Topics', 'i12'), 139: ('Topics', 'i12'), 140: ('Topics', 'i12'), 141: ('Topics', 'i12'), 142: ('Topics', 'i12'), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('ThrottleTimeMs', None), 159: ('TransactionStates', None), 160: ('TransactionStates', None), 161: ('TransactionStates', None), 162: ('TransactionStates', None), 163: ('TransactionStates', None), 164: ('TransactionStates', None), 165: ('TransactionStates', None), 166: ('TransactionStates', None), 167: ('TransactionStates', None), 168: ('TransactionStates', 'i4'), 169: ('TransactionStates', 'i4'), 170: ('TransactionStates', None), 171: ('TransactionStates', None), 172: ('TransactionStates', None), 173: ('TransactionStates', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None)}
+BUILD_HASH = '41965b7ffeeeb33e'

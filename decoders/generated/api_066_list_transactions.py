@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>q').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _Aq = _rt.array_reader('q')
@@ -17,6 +18,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -38,6 +41,9 @@ def _f0(b, p):
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
         n7 -= 1
         if n7 >= 0:
+            if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -59,6 +65,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -80,6 +88,9 @@ def _f1(b, p):
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
         n7 -= 1
         if n7 >= 0:
+            if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -102,6 +113,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -123,6 +136,9 @@ def _f2(b, p):
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
         n7 -= 1
         if n7 >= 0:
+            if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -188,6 +204,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -210,6 +228,8 @@ def _f4(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 11 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -257,5 +277,5 @@ NAME = 'ListTransactions'
 REQUEST = {0: _f0, 1: _f1, 2: _f2}
 RESPONSE = {0: _f4, 1: _f4, 2: _f4}
 
-_LINES = {15: ('StateFilters', None), 16: ('StateFilters', None), 17: ('StateFilters', None), 18: ('StateFilters', None), 19: ('StateFilters', None), 20: ('StateFilters', None), 21: ('StateFilters', None), 22: ('StateFilters', 'i3'), 23: ('StateFilters', 'i3'), 24: ('StateFilters', 'i3'), 25: ('StateFilters', 'i3'), 26: ('StateFilters', 'i3'), 27: ('StateFilters', 'i3'), 28: ('StateFilters', 'i3'), 29: ('StateFilters', 'i3'), 30: ('StateFilters', 'i3'), 31: ('StateFilters', 'i3'), 32: ('StateFilters', 'i3'), 33: ('StateFilters', None), 34: ('StateFilters', None), 35: ('StateFilters', None), 36: ('StateFilters', None), 37: ('ProducerIdFilters', None), 38: ('ProducerIdFilters', None), 39: ('ProducerIdFilters', None), 40: ('ProducerIdFilters', None), 41: ('ProducerIdFilters', None), 42: ('ProducerIdFilters', None), 43: ('ProducerIdFilters', None), 44: ('ProducerIdFilters', None), 45: ('ProducerIdFilters', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('StateFilters', None), 58: ('StateFilters', None), 59: ('StateFilters', None), 60: ('StateFilters', None), 61: ('StateFilters', None), 62: ('StateFilters', None), 63: ('StateFilters', None), 64: ('StateFilters', 'i3'), 65: ('StateFilters', 'i3'), 66: ('StateFilters', 'i3'), 67: ('StateFilters', 'i3'), 68: ('StateFilters', 'i3'), 69: ('StateFilters', 'i3'), 70: ('StateFilters', 'i3'), 71: ('StateFilters', 'i3'), 72: ('StateFilters', 'i3'), 73: ('StateFilters', 'i3'), 74: ('StateFilters', 'i3'), 75: ('StateFilters', None), 76: ('StateFilters', None), 77: ('StateFilters', None), 78: ('StateFilters', None), 79: ('ProducerIdFilters', None), 80: ('ProducerIdFilters', None), 81: ('ProducerIdFilters', None), 82: ('ProducerIdFilters', None), 83: ('ProducerIdFilters', None), 84: ('ProducerIdFilters', None), 85: ('ProducerIdFilters', None), 86: ('ProducerIdFilters', None), 87: ('ProducerIdFilters', None), 88: ('DurationFilter', None), 90: ('_tagged', None), 91: ('_tagged', None), 92: ('_tagged', None), 100: ('StateFilters', None), 101: ('StateFilters', None), 102: ('StateFilters', None), 103: ('StateFilters', None), 104: ('StateFilters', None), 105: ('StateFilters', None), 106: ('StateFilters', None), 107: ('StateFilters', 'i3'), 108: ('StateFilters', 'i3'), 109: ('StateFilters', 'i3'), 110: ('StateFilters', 'i3'), 111: ('StateFilters', 'i3'), 112: ('StateFilters', 'i3'), 113: ('StateFilters', 'i3'), 114: ('StateFilters', 'i3'), 115: ('StateFilters', 'i3'), 116: ('StateFilters', 'i3'), 117: ('StateFilters', 'i3'), 118: ('StateFilters', None), 119: ('StateFilters', None), 120: ('StateFilters', None), 121: ('StateFilters', None), 122: ('ProducerIdFilters', None), 123: ('ProducerIdFilters', None), 124: ('ProducerIdFilters', None), 125: ('ProducerIdFilters', None), 126: ('ProducerIdFilters', None), 127: ('ProducerIdFilters', None), 128: ('ProducerIdFilters', None), 129: ('ProducerIdFilters', None), 130: ('ProducerIdFilters', None), 131: ('DurationFilter', None), 132: ('TransactionalIdPattern', None), 133: ('TransactionalIdPattern', None), 134: ('TransactionalIdPattern', None), 135: ('TransactionalIdPattern', None), 136: ('TransactionalIdPattern', None), 137: ('TransactionalIdPattern', None), 138: ('TransactionalIdPattern', None), 139: ('TransactionalIdPattern', None), 140: ('TransactionalIdPattern', None), 141: ('TransactionalIdPattern', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('TransactionalId', None), 154: ('TransactionalId', None), 155: ('TransactionalId', None), 156: ('TransactionalId', None), 157: ('TransactionalId', None), 158: ('TransactionalId', None), 159: ('TransactionalId', None), 160: ('TransactionalId', None), 161: ('TransactionalId', None), 162: ('TransactionalId', None), 163: ('ProducerId', None), 164: ('TransactionState', None), 165: ('TransactionState', None), 166: ('TransactionState', None), 167: ('TransactionState', None), 168: ('TransactionState', None), 169: ('TransactionState', None), 170: ('TransactionState', None), 171: ('TransactionState', None), 172: ('TransactionState', None), 173: ('TransactionState', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('ThrottleTimeMs+ErrorCode', None), 186: ('UnknownStateFilters', None), 187: ('UnknownStateFilters', None), 188: ('UnknownStateFilters', None), 189: ('UnknownStateFilters', None), 190: ('UnknownStateFilters', None), 191: ('UnknownStateFilters', None), 192: ('UnknownStateFilters', None), 193: ('UnknownStateFilters', 'i5'), 194: ('UnknownStateFilters', 'i5'), 195: ('UnknownStateFilters', 'i5'), 196: ('UnknownStateFilters', 'i5'), 197: ('UnknownStateFilters', 'i5'), 198: ('UnknownStateFilters', 'i5'), 199: ('UnknownStateFilters', 'i5'), 200: ('UnknownStateFilters', 'i5'), 201: ('UnknownStateFilters', 'i5'), 202: ('UnknownStateFilters', 'i5'), 203: ('UnknownStateFilters', 'i5'), 204: ('UnknownStateFilters', None), 205: ('UnknownStateFilters', None), 206: ('UnknownStateFilters', None), 207: ('UnknownStateFilters', None), 208: ('TransactionStates', None), 209: ('TransactionStates', None), 210: ('TransactionStates', None), 211: ('TransactionStates', None), 212: ('TransactionStates', None), 213: ('TransactionStates', None), 214: ('TransactionStates', None), 215: ('TransactionStates[{}].TransactionalId', 'i10'), 216: ('TransactionStates[{}].TransactionalId', 'i10'), 217: ('TransactionStates[{}].TransactionalId', 'i10'), 218: ('TransactionStates[{}].TransactionalId', 'i10'), 219: ('TransactionStates[{}].TransactionalId', 'i10'), 220: ('TransactionStates[{}].TransactionalId', 'i10'), 221: ('TransactionStates[{}].TransactionalId', 'i10'), 222: ('TransactionStates[{}].TransactionalId', 'i10'), 223: ('TransactionStates[{}].TransactionalId', 'i10'), 224: ('TransactionStates[{}].TransactionalId', 'i10'), 225: ('TransactionStates[{}].ProducerId', 'i10'), 226: ('TransactionStates[{}].TransactionState', 'i10'), 227: ('TransactionStates[{}].TransactionState', 'i10'), 228: ('TransactionStates[{}].TransactionState', 'i10'), 229: ('TransactionStates[{}].TransactionState', 'i10'), 230: ('TransactionStates[{}].TransactionState', 'i10'), 231: ('TransactionStates[{}].TransactionState', 'i10'), 232: ('TransactionStates[{}].TransactionState', 'i10'), 233: ('TransactionStates[{}].TransactionState', 'i10'), 234: ('TransactionStates[{}].TransactionState', 'i10'), 235: ('TransactionStates[{}].TransactionState', 'i10'), 236: ('TransactionStates', 'i10'), 237: ('TransactionStates', 'i10'), 238: ('TransactionStates', 'i10'), 239: ('TransactionStates', 'i10'), 240: ('TransactionStates', 'i10'), 241: ('TransactionStates', None), 242: ('TransactionStates', None), 243: ('TransactionStates', None), 244: ('TransactionStates', None), 246: ('_tagged', None), 247: ('_tagged', None), 248: ('_tagged', None)}
-BUILD_HASH = '802c4c25fe3d64d2'
+_LINES = {16: ('StateFilters', None), 17: ('StateFilters', None), 18: ('StateFilters', None), 19: ('StateFilters', None), 20: ('StateFilters', None), 21: ('StateFilters', None), 22: ('StateFilters', None), 23: ('StateFilters', None), 24: ('StateFilters', None), 25: ('StateFilters', 'i3'), 26: ('StateFilters', 'i3'), 27: ('StateFilters', 'i3'), 28: ('StateFilters', 'i3'), 29: ('StateFilters', 'i3'), 30: ('StateFilters', 'i3'), 31: ('StateFilters', 'i3'), 32: ('StateFilters', 'i3'), 33: ('StateFilters', 'i3'), 34: ('StateFilters', 'i3'), 35: ('StateFilters', 'i3'), 36: ('StateFilters', None), 37: ('StateFilters', None), 38: ('StateFilters', None), 39: ('StateFilters', None), 40: ('ProducerIdFilters', None), 41: ('ProducerIdFilters', None), 42: ('ProducerIdFilters', None), 43: ('ProducerIdFilters', None), 44: ('ProducerIdFilters', None), 45: ('ProducerIdFilters', None), 46: ('ProducerIdFilters', None), 47: ('ProducerIdFilters', None), 48: ('ProducerIdFilters', None), 49: ('ProducerIdFilters', None), 50: ('ProducerIdFilters', None), 51: ('ProducerIdFilters', None), 53: ('_tagged', None), 54: ('_tagged', None), 55: ('_tagged', None), 63: ('StateFilters', None), 64: ('StateFilters', None), 65: ('StateFilters', None), 66: ('StateFilters', None), 67: ('StateFilters', None), 68: ('StateFilters', None), 69: ('StateFilters', None), 70: ('StateFilters', None), 71: ('StateFilters', None), 72: ('StateFilters', 'i3'), 73: ('StateFilters', 'i3'), 74: ('StateFilters', 'i3'), 75: ('StateFilters', 'i3'), 76: ('StateFilters', 'i3'), 77: ('StateFilters', 'i3'), 78: ('StateFilters', 'i3'), 79: ('StateFilters', 'i3'), 80: ('StateFilters', 'i3'), 81: ('StateFilters', 'i3'), 82: ('StateFilters', 'i3'), 83: ('StateFilters', None), 84: ('StateFilters', None), 85: ('StateFilters', None), 86: ('StateFilters', None), 87: ('ProducerIdFilters', None), 88: ('ProducerIdFilters', None), 89: ('ProducerIdFilters', None), 90: ('ProducerIdFilters', None), 91: ('ProducerIdFilters', None), 92: ('ProducerIdFilters', None), 93: ('ProducerIdFilters', None), 94: ('ProducerIdFilters', None), 95: ('ProducerIdFilters', None), 96: ('ProducerIdFilters', None), 97: ('ProducerIdFilters', None), 98: ('ProducerIdFilters', None), 99: ('DurationFilter', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('StateFilters', None), 112: ('StateFilters', None), 113: ('StateFilters', None), 114: ('StateFilters', None), 115: ('StateFilters', None), 116: ('StateFilters', None), 117: ('StateFilters', None), 118: ('StateFilters', None), 119: ('StateFilters', None), 120: ('StateFilters', 'i3'), 121: ('StateFilters', 'i3'), 122: ('StateFilters', 'i3'), 123: ('StateFilters', 'i3'), 124: ('StateFilters', 'i3'), 125: ('StateFilters', 'i3'), 126: ('StateFilters', 'i3'), 127: ('StateFilters', 'i3'), 128: ('StateFilters', 'i3'), 129: ('StateFilters', 'i3'), 130: ('StateFilters', 'i3'), 131: ('StateFilters', None), 132: ('StateFilters', None), 133: ('StateFilters', None), 134: ('StateFilters', None), 135: ('ProducerIdFilters', None), 136: ('ProducerIdFilters', None), 137: ('ProducerIdFilters', None), 138: ('ProducerIdFilters', None), 139: ('ProducerIdFilters', None), 140: ('ProducerIdFilters', None), 141: ('ProducerIdFilters', None), 142: ('ProducerIdFilters', None), 143: ('ProducerIdFilters', None), 144: ('ProducerIdFilters', None), 145: ('ProducerIdFilters', None), 146: ('ProducerIdFilters', None), 147: ('DurationFilter', None), 148: ('TransactionalIdPattern', None), 149: ('TransactionalIdPattern', None), 150: ('TransactionalIdPattern', None), 151: ('TransactionalIdPattern', None), 152: ('TransactionalIdPattern', None), 153: ('TransactionalIdPattern', None), 154: ('TransactionalIdPattern', None), 155: ('TransactionalIdPattern', None), 156: ('TransactionalIdPattern', None), 157: ('TransactionalIdPattern', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('TransactionalId', None), 178: ('TransactionalId', None), 179: ('ProducerId', None), 180: ('TransactionState', None), 181: ('TransactionState', None), 182: ('TransactionState', None), 183: ('TransactionState', None), 184: ('TransactionState', None), 185: ('TransactionState', None), 186: ('TransactionState', None), 187: ('TransactionState', None), 188: ('TransactionState', None), 189: ('TransactionState', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('ThrottleTimeMs+ErrorCode', None), 202: ('UnknownStateFilters', None), 203: ('UnknownStateFilters', None), 204: ('UnknownStateFilters', None), 205: ('UnknownStateFilters', None), 206: ('UnknownStateFilters', None), 207: ('UnknownStateFilters', None), 208: ('UnknownStateFilters', None), 209: ('UnknownStateFilters', None), 210: ('UnknownStateFilters', None), 211: ('UnknownStateFilters', 'i5'), 212: ('UnknownStateFilters', 'i5'), 213: ('UnknownStateFilters', 'i5'), 214: ('UnknownStateFilters', 'i5'), 215: ('UnknownStateFilters', 'i5'), 216: ('UnknownStateFilters', 'i5'), 217: ('UnknownStateFilters', 'i5'), 218: ('UnknownStateFilters', 'i5'), 219: ('UnknownStateFilters', 'i5'), 220: ('UnknownStateFilters', 'i5'), 221: ('UnknownStateFilters', 'i5'), 222: ('UnknownStateFilters', None), 223: ('UnknownStateFilters', None), 224: ('UnknownStateFilters', None), 225: ('UnknownStateFilters', None), 226: ('TransactionStates', None), 227: ('TransactionStates', None), 228: ('TransactionStates', None), 229: ('TransactionStates', None), 230: ('TransactionStates', None), 231: ('TransactionStates', None), 232: ('TransactionStates', None), 233: ('TransactionStates', None), 234: ('TransactionStates', None), 235: ('TransactionStates[{}].TransactionalId', 'i10'), 236: ('TransactionStates[{}].TransactionalId', 'i10'), 237: ('TransactionStates[{}].TransactionalId', 'i10'), 238: ('TransactionStates[{}].TransactionalId', 'i10'), 239: ('TransactionStates[{}].TransactionalId', 'i10'), 240: ('TransactionStates[{}].TransactionalId', 'i10'), 241: ('TransactionStates[{}].TransactionalId', 'i10'), 242: ('TransactionStates[{}].TransactionalId', 'i10'), 243: ('TransactionStates[{}].TransactionalId', 'i10'), 244: ('TransactionStates[{}].TransactionalId', 'i10'), 245: ('TransactionStates[{}].ProducerId', 'i10'), 246: ('TransactionStates[{}].TransactionState', 'i10'), 247: ('TransactionStates[{}].TransactionState', 'i10'), 248: ('TransactionStates[{}].TransactionState', 'i10'), 249: ('TransactionStates[{}].TransactionState', 'i10'), 250: ('TransactionStates[{}].TransactionState', 'i10'), 251: ('TransactionStates[{}].TransactionState', 'i10'), 252: ('TransactionStates[{}].TransactionState', 'i10'), 253: ('TransactionStates[{}].TransactionState', 'i10'), 254: ('TransactionStates[{}].TransactionState', 'i10'), 255: ('TransactionStates[{}].TransactionState', 'i10'), 256: ('TransactionStates', 'i10'), 257: ('TransactionStates', 'i10'), 258: ('TransactionStates', 'i10'), 259: ('TransactionStates', 'i10'), 260: ('TransactionStates', 'i10'), 261: ('TransactionStates', None), 262: ('TransactionStates', None), 263: ('TransactionStates', None), 264: ('TransactionStates', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None)}
+BUILD_HASH = '9c328d9af61d0ef9'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>ihqi').unpack_from
 
@@ -39,5 +40,5 @@ NAME = 'AllocateProducerIds'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {14: ('BrokerId+BrokerEpoch', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None)}
-BUILD_HASH = 'cd0d6a9b9e98899c'
+_LINES = {15: ('BrokerId+BrokerEpoch', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None)}
+BUILD_HASH = '0c9a2b4770516153'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ih16si').unpack_from
 _U2 = _struct.Struct('>ii?').unpack_from
@@ -30,6 +31,9 @@ def _f1(b, p):
         if n6 > 127: n6, p = _rt.uvarint(b, p, n6)
         n6 -= 1
         if n6 >= 0:
+            if n6 * 1 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = _Ab(b, p, n6); p += n6 * 1
         elif n6 == -1:
             v5 = None
@@ -41,6 +45,8 @@ def _f1(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 1 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -73,5 +79,5 @@ NAME = 'GetTelemetrySubscriptions'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {16: ('ClientInstanceId', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 29: ('AcceptedCompressionTypes', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('AcceptedCompressionTypes', None), 38: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 39: ('RequestedMetrics', None), 40: ('RequestedMetrics', None), 41: ('RequestedMetrics', None), 42: ('RequestedMetrics', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', None), 46: ('RequestedMetrics', 'i12'), 47: ('RequestedMetrics', 'i12'), 48: ('RequestedMetrics', 'i12'), 49: ('RequestedMetrics', 'i12'), 50: ('RequestedMetrics', 'i12'), 51: ('RequestedMetrics', 'i12'), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', 'i12'), 57: ('RequestedMetrics', None), 58: ('RequestedMetrics', None), 59: ('RequestedMetrics', None), 60: ('RequestedMetrics', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None)}
-BUILD_HASH = '764ecb61fd6c6b03'
+_LINES = {17: ('ClientInstanceId', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('AcceptedCompressionTypes', None), 38: ('AcceptedCompressionTypes', None), 39: ('AcceptedCompressionTypes', None), 40: ('AcceptedCompressionTypes', None), 41: ('AcceptedCompressionTypes', None), 42: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', None), 46: ('RequestedMetrics', None), 47: ('RequestedMetrics', None), 48: ('RequestedMetrics', None), 49: ('RequestedMetrics', None), 50: ('RequestedMetrics', None), 51: ('RequestedMetrics', None), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', 'i12'), 57: ('RequestedMetrics', 'i12'), 58: ('RequestedMetrics', 'i12'), 59: ('RequestedMetrics', 'i12'), 60: ('RequestedMetrics', 'i12'), 61: ('RequestedMetrics', 'i12'), 62: ('RequestedMetrics', 'i12'), 63: ('RequestedMetrics', None), 64: ('RequestedMetrics', None), 65: ('RequestedMetrics', None), 66: ('RequestedMetrics', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None)}
+BUILD_HASH = 'abe61d9e898a47c4'

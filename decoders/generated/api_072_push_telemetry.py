@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>16si?b').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 
@@ -49,5 +50,5 @@ NAME = 'PushTelemetry'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {14: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 15: ('Metrics', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 24: ('Metrics', None), 26: ('_tagged', None), 27: ('_tagged', None), 28: ('_tagged', None), 36: ('ThrottleTimeMs+ErrorCode', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None)}
-BUILD_HASH = 'ede27ddca97d113c'
+_LINES = {15: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 24: ('Metrics', None), 25: ('Metrics', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('ThrottleTimeMs+ErrorCode', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None)}
+BUILD_HASH = '95a683ad0975ddb6'

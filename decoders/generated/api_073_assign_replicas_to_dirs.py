@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -31,6 +32,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 4
@@ -60,6 +63,8 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f1(b, p)
@@ -85,6 +90,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f2(b, p)
@@ -122,6 +129,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U3(b, p); p += 6
@@ -151,6 +160,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f5(b, p)
@@ -176,6 +187,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f6(b, p)
@@ -199,5 +212,5 @@ NAME = 'AssignReplicasToDirs'
 REQUEST = {0: _f3}
 RESPONSE = {0: _f7}
 
-_LINES = {16: ('PartitionIndex', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions[{}].PartitionIndex', 'i4'), 37: ('Partitions', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('Id', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i4'), 66: ('Topics', 'i4'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('BrokerId+BrokerEpoch', None), 83: ('Directories', None), 84: ('Directories', None), 85: ('Directories', None), 86: ('Directories', None), 87: ('Directories', None), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', 'i5'), 91: ('Directories', 'i5'), 92: ('Directories', None), 93: ('Directories', None), 94: ('Directories', None), 95: ('Directories', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('PartitionIndex+ErrorCode', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('TopicId', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 128: ('Partitions', 'i4'), 129: ('Partitions', 'i4'), 130: ('Partitions', 'i4'), 131: ('Partitions', 'i4'), 132: ('Partitions', 'i4'), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('Id', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', 'i4'), 157: ('Topics', 'i4'), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('ThrottleTimeMs+ErrorCode', None), 174: ('Directories', None), 175: ('Directories', None), 176: ('Directories', None), 177: ('Directories', None), 178: ('Directories', None), 179: ('Directories', None), 180: ('Directories', None), 181: ('Directories', 'i5'), 182: ('Directories', 'i5'), 183: ('Directories', None), 184: ('Directories', None), 185: ('Directories', None), 186: ('Directories', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None)}
-BUILD_HASH = '8f807c6c045ff439'
+_LINES = {17: ('PartitionIndex', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions[{}].PartitionIndex', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('Id', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', 'i4'), 71: ('Topics', 'i4'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('BrokerId+BrokerEpoch', None), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', None), 91: ('Directories', None), 92: ('Directories', None), 93: ('Directories', None), 94: ('Directories', None), 95: ('Directories', None), 96: ('Directories', None), 97: ('Directories', 'i5'), 98: ('Directories', 'i5'), 99: ('Directories', None), 100: ('Directories', None), 101: ('Directories', None), 102: ('Directories', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('PartitionIndex+ErrorCode', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('TopicId', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', 'i4'), 141: ('Partitions', 'i4'), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('Id', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', 'i4'), 168: ('Topics', 'i4'), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 174: ('_tagged', None), 175: ('_tagged', None), 176: ('_tagged', None), 184: ('ThrottleTimeMs+ErrorCode', None), 185: ('Directories', None), 186: ('Directories', None), 187: ('Directories', None), 188: ('Directories', None), 189: ('Directories', None), 190: ('Directories', None), 191: ('Directories', None), 192: ('Directories', None), 193: ('Directories', None), 194: ('Directories', 'i5'), 195: ('Directories', 'i5'), 196: ('Directories', None), 197: ('Directories', None), 198: ('Directories', None), 199: ('Directories', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None)}
+BUILD_HASH = '891440230b56e4e7'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>iiii').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -26,6 +27,9 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ab(b, p, n4); p += n4 * 1
         elif n4 == -1:
             v3 = None
@@ -48,6 +52,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 16
@@ -55,6 +61,9 @@ def _f1(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 1 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ab(b, p, n9); p += n9 * 1
                 elif n9 == -1:
                     v8 = None
@@ -86,6 +95,8 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 10 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f1(b, p)
@@ -110,6 +121,9 @@ def _f3(b, p):
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
+            if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -152,6 +166,8 @@ def _f4(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 18 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 x12, p = _f2(b, p)
@@ -165,6 +181,8 @@ def _f4(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 18 > L - p: raise _rt.short_count(n14, L - p)
+            _B[0] -= n14
+            if _B[0] < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
                 v16, = _U1(b, p); p += 16
@@ -172,6 +190,9 @@ def _f4(b, p):
                 if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
                 n18 -= 1
                 if n18 >= 0:
+                    if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
+                    _B[0] -= n18
+                    if _B[0] < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -203,6 +224,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U3(b, p); p += 16
@@ -210,6 +233,9 @@ def _f5(b, p):
                 if n8 > 127: n8, p = _rt.uvarint(b, p, n8)
                 n8 -= 1
                 if n8 >= 0:
+                    if n8 * 1 > L - p: raise _rt.short_count(n8, L - p)
+                    _B[0] -= n8
+                    if _B[0] < 0: raise _rt.over_budget(n8)
                     v7 = _Ab(b, p, n8); p += n8 * 1
                 elif n8 == -1:
                     v7 = None
@@ -241,6 +267,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f5(b, p)
@@ -286,6 +314,8 @@ def _f7(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
+            _B[0] -= n12
+            if _B[0] < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 x14, p = _f6(b, p)
@@ -299,6 +329,8 @@ def _f7(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 18 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 v18, = _U1(b, p); p += 16
@@ -306,6 +338,9 @@ def _f7(b, p):
                 if n20 > 127: n20, p = _rt.uvarint(b, p, n20)
                 n20 -= 1
                 if n20 >= 0:
+                    if n20 * 4 > L - p: raise _rt.short_count(n20, L - p)
+                    _B[0] -= n20
+                    if _B[0] < 0: raise _rt.over_budget(n20)
                     v19 = _Ai(b, p, n20); p += n20 * 4
                 elif n20 == -1:
                     v19 = None
@@ -357,6 +392,8 @@ def _f8(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 18 > L - p: raise _rt.short_count(n14, L - p)
+            _B[0] -= n14
+            if _B[0] < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
                 x16, p = _f6(b, p)
@@ -370,6 +407,8 @@ def _f8(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 18 > L - p: raise _rt.short_count(n18, L - p)
+            _B[0] -= n18
+            if _B[0] < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 v20, = _U1(b, p); p += 16
@@ -377,6 +416,9 @@ def _f8(b, p):
                 if n22 > 127: n22, p = _rt.uvarint(b, p, n22)
                 n22 -= 1
                 if n22 >= 0:
+                    if n22 * 4 > L - p: raise _rt.short_count(n22, L - p)
+                    _B[0] -= n22
+                    if _B[0] < 0: raise _rt.over_budget(n22)
                     v21 = _Ai(b, p, n22); p += n22 * 4
                 elif n22 == -1:
                     v21 = None
@@ -464,6 +506,8 @@ def _f11(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 19 > L - p: raise _rt.short_count(n12, L - p)
+            _B[0] -= n12
+            if _B[0] < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, v15, v16, = _U9(b, p); p += 18
@@ -493,6 +537,8 @@ def _f12(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 22 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f11(b, p)
@@ -561,6 +607,8 @@ def _f14(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 x8, p = _f12(b, p)
@@ -574,6 +622,8 @@ def _f14(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
+            _B[0] -= n10
+            if _B[0] < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U5(b, p); p += 4
@@ -635,6 +685,8 @@ def _f15(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 x9, p = _f12(b, p)
@@ -648,6 +700,8 @@ def _f15(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 11 > L - p: raise _rt.short_count(n11, L - p)
+            _B[0] -= n11
+            if _B[0] < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 v13, = _U5(b, p); p += 4
@@ -696,5 +750,5 @@ NAME = 'ShareFetch'
 REQUEST = {0: _f4, 1: _f7, 2: _f8}
 RESPONSE = {0: _f14, 1: _f15, 2: _f15}
 
-_LINES = {24: ('FirstOffset+LastOffset', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('PartitionIndex+PartitionMaxBytes', None), 46: ('AcknowledgementBatches', None), 47: ('AcknowledgementBatches', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i5'), 54: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 55: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 56: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 57: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 58: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 59: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 63: ('AcknowledgementBatches', 'i5'), 64: ('AcknowledgementBatches', 'i5'), 65: ('AcknowledgementBatches', 'i5'), 66: ('AcknowledgementBatches', 'i5'), 67: ('AcknowledgementBatches', 'i5'), 68: ('AcknowledgementBatches', None), 69: ('AcknowledgementBatches', None), 70: ('AcknowledgementBatches', None), 71: ('AcknowledgementBatches', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('TopicId', None), 84: ('Partitions', None), 85: ('Partitions', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', 'i4'), 92: ('Partitions', 'i4'), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('TopicId', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 119: ('_tagged', None), 120: ('_tagged', None), 121: ('_tagged', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('GroupId', None), 137: ('GroupId', None), 138: ('GroupId', None), 139: ('MemberId', None), 140: ('MemberId', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', 'i11'), 158: ('Topics', 'i11'), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('ForgottenTopicsData', None), 164: ('ForgottenTopicsData', None), 165: ('ForgottenTopicsData', None), 166: ('ForgottenTopicsData', None), 167: ('ForgottenTopicsData', None), 168: ('ForgottenTopicsData', None), 169: ('ForgottenTopicsData', None), 170: ('ForgottenTopicsData[{}].TopicId', 'i15'), 171: ('ForgottenTopicsData[{}].Partitions', 'i15'), 172: ('ForgottenTopicsData[{}].Partitions', 'i15'), 173: ('ForgottenTopicsData[{}].Partitions', 'i15'), 174: ('ForgottenTopicsData[{}].Partitions', 'i15'), 175: ('ForgottenTopicsData[{}].Partitions', 'i15'), 176: ('ForgottenTopicsData[{}].Partitions', 'i15'), 177: ('ForgottenTopicsData[{}].Partitions', 'i15'), 178: ('ForgottenTopicsData[{}].Partitions', 'i15'), 179: ('ForgottenTopicsData[{}].Partitions', 'i15'), 180: ('ForgottenTopicsData', 'i15'), 181: ('ForgottenTopicsData', 'i15'), 182: ('ForgottenTopicsData', 'i15'), 183: ('ForgottenTopicsData', 'i15'), 184: ('ForgottenTopicsData', 'i15'), 185: ('ForgottenTopicsData', None), 186: ('ForgottenTopicsData', None), 187: ('ForgottenTopicsData', None), 188: ('ForgottenTopicsData', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('PartitionIndex', None), 201: ('AcknowledgementBatches', None), 202: ('AcknowledgementBatches', None), 203: ('AcknowledgementBatches', None), 204: ('AcknowledgementBatches', None), 205: ('AcknowledgementBatches', None), 206: ('AcknowledgementBatches', None), 207: ('AcknowledgementBatches', None), 208: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 209: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 210: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 211: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 212: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 213: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 214: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 215: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 216: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 217: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 218: ('AcknowledgementBatches', 'i4'), 219: ('AcknowledgementBatches', 'i4'), 220: ('AcknowledgementBatches', 'i4'), 221: ('AcknowledgementBatches', 'i4'), 222: ('AcknowledgementBatches', 'i4'), 223: ('AcknowledgementBatches', None), 224: ('AcknowledgementBatches', None), 225: ('AcknowledgementBatches', None), 226: ('AcknowledgementBatches', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('TopicId', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', 'i4'), 247: ('Partitions', 'i4'), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('GroupId', None), 264: ('GroupId', None), 265: ('GroupId', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('MemberId', None), 274: ('MemberId', None), 275: ('MemberId', None), 276: ('MemberId', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', 'i13'), 292: ('Topics', 'i13'), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('ForgottenTopicsData', None), 298: ('ForgottenTopicsData', None), 299: ('ForgottenTopicsData', None), 300: ('ForgottenTopicsData', None), 301: ('ForgottenTopicsData', None), 302: ('ForgottenTopicsData', None), 303: ('ForgottenTopicsData', None), 304: ('ForgottenTopicsData[{}].TopicId', 'i17'), 305: ('ForgottenTopicsData[{}].Partitions', 'i17'), 306: ('ForgottenTopicsData[{}].Partitions', 'i17'), 307: ('ForgottenTopicsData[{}].Partitions', 'i17'), 308: ('ForgottenTopicsData[{}].Partitions', 'i17'), 309: ('ForgottenTopicsData[{}].Partitions', 'i17'), 310: ('ForgottenTopicsData[{}].Partitions', 'i17'), 311: ('ForgottenTopicsData[{}].Partitions', 'i17'), 312: ('ForgottenTopicsData[{}].Partitions', 'i17'), 313: ('ForgottenTopicsData[{}].Partitions', 'i17'), 314: ('ForgottenTopicsData', 'i17'), 315: ('ForgottenTopicsData', 'i17'), 316: ('ForgottenTopicsData', 'i17'), 317: ('ForgottenTopicsData', 'i17'), 318: ('ForgottenTopicsData', 'i17'), 319: ('ForgottenTopicsData', None), 320: ('ForgottenTopicsData', None), 321: ('ForgottenTopicsData', None), 322: ('ForgottenTopicsData', None), 324: ('_tagged', None), 325: ('_tagged', None), 326: ('_tagged', None), 334: ('GroupId', None), 335: ('GroupId', None), 336: ('GroupId', None), 337: ('GroupId', None), 338: ('GroupId', None), 339: ('GroupId', None), 340: ('GroupId', None), 341: ('GroupId', None), 342: ('GroupId', None), 343: ('GroupId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('MemberId', None), 347: ('MemberId', None), 348: ('MemberId', None), 349: ('MemberId', None), 350: ('MemberId', None), 351: ('MemberId', None), 352: ('MemberId', None), 353: ('MemberId', None), 354: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 355: ('Topics', None), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 360: ('Topics', None), 361: ('Topics', None), 362: ('Topics', 'i15'), 363: ('Topics', 'i15'), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('ForgottenTopicsData', None), 369: ('ForgottenTopicsData', None), 370: ('ForgottenTopicsData', None), 371: ('ForgottenTopicsData', None), 372: ('ForgottenTopicsData', None), 373: ('ForgottenTopicsData', None), 374: ('ForgottenTopicsData', None), 375: ('ForgottenTopicsData[{}].TopicId', 'i19'), 376: ('ForgottenTopicsData[{}].Partitions', 'i19'), 377: ('ForgottenTopicsData[{}].Partitions', 'i19'), 378: ('ForgottenTopicsData[{}].Partitions', 'i19'), 379: ('ForgottenTopicsData[{}].Partitions', 'i19'), 380: ('ForgottenTopicsData[{}].Partitions', 'i19'), 381: ('ForgottenTopicsData[{}].Partitions', 'i19'), 382: ('ForgottenTopicsData[{}].Partitions', 'i19'), 383: ('ForgottenTopicsData[{}].Partitions', 'i19'), 384: ('ForgottenTopicsData[{}].Partitions', 'i19'), 385: ('ForgottenTopicsData', 'i19'), 386: ('ForgottenTopicsData', 'i19'), 387: ('ForgottenTopicsData', 'i19'), 388: ('ForgottenTopicsData', 'i19'), 389: ('ForgottenTopicsData', 'i19'), 390: ('ForgottenTopicsData', None), 391: ('ForgottenTopicsData', None), 392: ('ForgottenTopicsData', None), 393: ('ForgottenTopicsData', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('LeaderId+LeaderEpoch', None), 407: ('_tagged', None), 408: ('_tagged', None), 409: ('_tagged', None), 417: ('FirstOffset+LastOffset+DeliveryCount', None), 419: ('_tagged', None), 420: ('_tagged', None), 421: ('_tagged', None), 429: ('PartitionIndex+ErrorCode', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('ErrorMessage', None), 439: ('ErrorMessage', None), 440: ('AcknowledgeErrorCode', None), 441: ('AcknowledgeErrorMessage', None), 442: ('AcknowledgeErrorMessage', None), 443: ('AcknowledgeErrorMessage', None), 444: ('AcknowledgeErrorMessage', None), 445: ('AcknowledgeErrorMessage', None), 446: ('AcknowledgeErrorMessage', None), 447: ('AcknowledgeErrorMessage', None), 448: ('AcknowledgeErrorMessage', None), 449: ('AcknowledgeErrorMessage', None), 450: ('AcknowledgeErrorMessage', None), 451: ('CurrentLeader', None), 452: ('Records', None), 453: ('Records', None), 454: ('Records', None), 455: ('Records', None), 456: ('Records', None), 457: ('Records', None), 458: ('Records', None), 459: ('Records', None), 460: ('Records', None), 461: ('Records', None), 462: ('AcquiredRecords', None), 463: ('AcquiredRecords', None), 464: ('AcquiredRecords', None), 465: ('AcquiredRecords', None), 466: ('AcquiredRecords', None), 467: ('AcquiredRecords', None), 468: ('AcquiredRecords', None), 469: ('AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', 'i13'), 470: ('AcquiredRecords', 'i13'), 471: ('AcquiredRecords', 'i13'), 472: ('AcquiredRecords', 'i13'), 473: ('AcquiredRecords', 'i13'), 474: ('AcquiredRecords', 'i13'), 475: ('AcquiredRecords', None), 476: ('AcquiredRecords', None), 477: ('AcquiredRecords', None), 478: ('AcquiredRecords', None), 480: ('_tagged', None), 481: ('_tagged', None), 482: ('_tagged', None), 490: ('TopicId', None), 491: ('Partitions', None), 492: ('Partitions', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', 'i4'), 499: ('Partitions', 'i4'), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 505: ('_tagged', None), 506: ('_tagged', None), 507: ('_tagged', None), 515: ('NodeId', None), 516: ('Host', None), 517: ('Host', None), 518: ('Host', None), 519: ('Host', None), 520: ('Host', None), 521: ('Host', None), 522: ('Host', None), 523: ('Host', None), 524: ('Host', None), 525: ('Host', None), 526: ('Port', None), 527: ('Rack', None), 528: ('Rack', None), 529: ('Rack', None), 530: ('Rack', None), 531: ('Rack', None), 532: ('Rack', None), 533: ('Rack', None), 534: ('Rack', None), 535: ('Rack', None), 536: ('Rack', None), 538: ('_tagged', None), 539: ('_tagged', None), 540: ('_tagged', None), 548: ('ThrottleTimeMs+ErrorCode', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('Responses', None), 560: ('Responses', None), 561: ('Responses', None), 562: ('Responses', None), 563: ('Responses', None), 564: ('Responses', None), 565: ('Responses', None), 566: ('Responses', 'i7'), 567: ('Responses', 'i7'), 568: ('Responses', None), 569: ('Responses', None), 570: ('Responses', None), 571: ('Responses', None), 572: ('NodeEndpoints', None), 573: ('NodeEndpoints', None), 574: ('NodeEndpoints', None), 575: ('NodeEndpoints', None), 576: ('NodeEndpoints', None), 577: ('NodeEndpoints', None), 578: ('NodeEndpoints', None), 579: ('NodeEndpoints[{}].NodeId', 'i11'), 580: ('NodeEndpoints[{}].Host', 'i11'), 581: ('NodeEndpoints[{}].Host', 'i11'), 582: ('NodeEndpoints[{}].Host', 'i11'), 583: ('NodeEndpoints[{}].Host', 'i11'), 584: ('NodeEndpoints[{}].Host', 'i11'), 585: ('NodeEndpoints[{}].Host', 'i11'), 586: ('NodeEndpoints[{}].Host', 'i11'), 587: ('NodeEndpoints[{}].Host', 'i11'), 588: ('NodeEndpoints[{}].Host', 'i11'), 589: ('NodeEndpoints[{}].Host', 'i11'), 590: ('NodeEndpoints[{}].Port', 'i11'), 591: ('NodeEndpoints[{}].Rack', 'i11'), 592: ('NodeEndpoints[{}].Rack', 'i11'), 593: ('NodeEndpoints[{}].Rack', 'i11'), 594: ('NodeEndpoints[{}].Rack', 'i11'), 595: ('NodeEndpoints[{}].Rack', 'i11'), 596: ('NodeEndpoints[{}].Rack', 'i11'), 597: ('NodeEndpoints[{}].Rack', 'i11'), 598: ('NodeEndpoints[{}].Rack', 'i11'), 599: ('NodeEndpoints[{}].Rack', 'i11'), 600: ('NodeEndpoints[{}].Rack', 'i11'), 601: ('NodeEndpoints', 'i11'), 602: ('NodeEndpoints', 'i11'), 603: ('NodeEndpoints', 'i11'), 604: ('NodeEndpoints', 'i11'), 605: ('NodeEndpoints', 'i11'), 606: ('NodeEndpoints', None), 607: ('NodeEndpoints', None), 608: ('NodeEndpoints', None), 609: ('NodeEndpoints', None), 611: ('_tagged', None), 612: ('_tagged', None), 613: ('_tagged', None), 621: ('ThrottleTimeMs+ErrorCode', None), 622: ('ErrorMessage', None), 623: ('ErrorMessage', None), 624: ('ErrorMessage', None), 625: ('ErrorMessage', None), 626: ('ErrorMessage', None), 627: ('ErrorMessage', None), 628: ('ErrorMessage', None), 629: ('ErrorMessage', None), 630: ('ErrorMessage', None), 631: ('ErrorMessage', None), 632: ('AcquisitionLockTimeoutMs', None), 633: ('Responses', None), 634: ('Responses', None), 635: ('Responses', None), 636: ('Responses', None), 637: ('Responses', None), 638: ('Responses', None), 639: ('Responses', None), 640: ('Responses', 'i8'), 641: ('Responses', 'i8'), 642: ('Responses', None), 643: ('Responses', None), 644: ('Responses', None), 645: ('Responses', None), 646: ('NodeEndpoints', None), 647: ('NodeEndpoints', None), 648: ('NodeEndpoints', None), 649: ('NodeEndpoints', None), 650: ('NodeEndpoints', None), 651: ('NodeEndpoints', None), 652: ('NodeEndpoints', None), 653: ('NodeEndpoints[{}].NodeId', 'i12'), 654: ('NodeEndpoints[{}].Host', 'i12'), 655: ('NodeEndpoints[{}].Host', 'i12'), 656: ('NodeEndpoints[{}].Host', 'i12'), 657: ('NodeEndpoints[{}].Host', 'i12'), 658: ('NodeEndpoints[{}].Host', 'i12'), 659: ('NodeEndpoints[{}].Host', 'i12'), 660: ('NodeEndpoints[{}].Host', 'i12'), 661: ('NodeEndpoints[{}].Host', 'i12'), 662: ('NodeEndpoints[{}].Host', 'i12'), 663: ('NodeEndpoints[{}].Host', 'i12'), 664: ('NodeEndpoints[{}].Port', 'i12'), 665: ('NodeEndpoints[{}].Rack', 'i12'), 666: ('NodeEndpoints[{}].Rack', 'i12'), 667: ('NodeEndpoints[{}].Rack', 'i12'), 668: ('NodeEndpoints[{}].Rack', 'i12'), 669: ('NodeEndpoints[{}].Rack', 'i12'), 670: ('NodeEndpoints[{}].Rack', 'i12'), 671: ('NodeEndpoints[{}].Rack', 'i12'), 672: ('NodeEndpoints[{}].Rack', 'i12'), 673: ('NodeEndpoints[{}].Rack', 'i12'), 674: ('NodeEndpoints[{}].Rack', 'i12'), 675: ('NodeEndpoints', 'i12'), 676: ('NodeEndpoints', 'i12'), 677: ('NodeEndpoints', 'i12'), 678: ('NodeEndpoints', 'i12'), 679: ('NodeEndpoints', 'i12'), 680: ('NodeEndpoints', None), 681: ('NodeEndpoints', None), 682: ('NodeEndpoints', None), 683: ('NodeEndpoints', None), 685: ('_tagged', None), 686: ('_tagged', None), 687: ('_tagged', None)}
-BUILD_HASH = 'c0f67fa592733cd8'
+_LINES = {25: ('FirstOffset+LastOffset', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 34: ('AcknowledgeTypes', None), 35: ('AcknowledgeTypes', None), 36: ('AcknowledgeTypes', None), 37: ('AcknowledgeTypes', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('PartitionIndex+PartitionMaxBytes', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches', None), 54: ('AcknowledgementBatches', None), 55: ('AcknowledgementBatches', None), 56: ('AcknowledgementBatches', None), 57: ('AcknowledgementBatches', None), 58: ('AcknowledgementBatches', None), 59: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i5'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 63: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 64: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 65: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 66: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 67: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 68: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 69: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 70: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 71: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 72: ('AcknowledgementBatches', 'i5'), 73: ('AcknowledgementBatches', 'i5'), 74: ('AcknowledgementBatches', 'i5'), 75: ('AcknowledgementBatches', 'i5'), 76: ('AcknowledgementBatches', 'i5'), 77: ('AcknowledgementBatches', None), 78: ('AcknowledgementBatches', None), 79: ('AcknowledgementBatches', None), 80: ('AcknowledgementBatches', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('TopicId', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', 'i4'), 103: ('Partitions', 'i4'), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('TopicId', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('GroupId', None), 148: ('GroupId', None), 149: ('GroupId', None), 150: ('GroupId', None), 151: ('GroupId', None), 152: ('GroupId', None), 153: ('MemberId', None), 154: ('MemberId', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', 'i11'), 174: ('Topics', 'i11'), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('ForgottenTopicsData', None), 180: ('ForgottenTopicsData', None), 181: ('ForgottenTopicsData', None), 182: ('ForgottenTopicsData', None), 183: ('ForgottenTopicsData', None), 184: ('ForgottenTopicsData', None), 185: ('ForgottenTopicsData', None), 186: ('ForgottenTopicsData', None), 187: ('ForgottenTopicsData', None), 188: ('ForgottenTopicsData[{}].TopicId', 'i15'), 189: ('ForgottenTopicsData[{}].Partitions', 'i15'), 190: ('ForgottenTopicsData[{}].Partitions', 'i15'), 191: ('ForgottenTopicsData[{}].Partitions', 'i15'), 192: ('ForgottenTopicsData[{}].Partitions', 'i15'), 193: ('ForgottenTopicsData[{}].Partitions', 'i15'), 194: ('ForgottenTopicsData[{}].Partitions', 'i15'), 195: ('ForgottenTopicsData[{}].Partitions', 'i15'), 196: ('ForgottenTopicsData[{}].Partitions', 'i15'), 197: ('ForgottenTopicsData[{}].Partitions', 'i15'), 198: ('ForgottenTopicsData[{}].Partitions', 'i15'), 199: ('ForgottenTopicsData[{}].Partitions', 'i15'), 200: ('ForgottenTopicsData[{}].Partitions', 'i15'), 201: ('ForgottenTopicsData', 'i15'), 202: ('ForgottenTopicsData', 'i15'), 203: ('ForgottenTopicsData', 'i15'), 204: ('ForgottenTopicsData', 'i15'), 205: ('ForgottenTopicsData', 'i15'), 206: ('ForgottenTopicsData', None), 207: ('ForgottenTopicsData', None), 208: ('ForgottenTopicsData', None), 209: ('ForgottenTopicsData', None), 211: ('_tagged', None), 212: ('_tagged', None), 213: ('_tagged', None), 221: ('PartitionIndex', None), 222: ('AcknowledgementBatches', None), 223: ('AcknowledgementBatches', None), 224: ('AcknowledgementBatches', None), 225: ('AcknowledgementBatches', None), 226: ('AcknowledgementBatches', None), 227: ('AcknowledgementBatches', None), 228: ('AcknowledgementBatches', None), 229: ('AcknowledgementBatches', None), 230: ('AcknowledgementBatches', None), 231: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 232: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 233: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 234: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 235: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 236: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 237: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 238: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 239: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 240: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 241: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 242: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 243: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 244: ('AcknowledgementBatches', 'i4'), 245: ('AcknowledgementBatches', 'i4'), 246: ('AcknowledgementBatches', 'i4'), 247: ('AcknowledgementBatches', 'i4'), 248: ('AcknowledgementBatches', 'i4'), 249: ('AcknowledgementBatches', None), 250: ('AcknowledgementBatches', None), 251: ('AcknowledgementBatches', None), 252: ('AcknowledgementBatches', None), 254: ('_tagged', None), 255: ('_tagged', None), 256: ('_tagged', None), 264: ('TopicId', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', 'i4'), 275: ('Partitions', 'i4'), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions', None), 281: ('_tagged', None), 282: ('_tagged', None), 283: ('_tagged', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('GroupId', None), 300: ('GroupId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('MemberId', None), 308: ('MemberId', None), 309: ('MemberId', None), 310: ('MemberId', None), 311: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', 'i13'), 322: ('Topics', 'i13'), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('ForgottenTopicsData', None), 328: ('ForgottenTopicsData', None), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 332: ('ForgottenTopicsData', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData', None), 335: ('ForgottenTopicsData', None), 336: ('ForgottenTopicsData[{}].TopicId', 'i17'), 337: ('ForgottenTopicsData[{}].Partitions', 'i17'), 338: ('ForgottenTopicsData[{}].Partitions', 'i17'), 339: ('ForgottenTopicsData[{}].Partitions', 'i17'), 340: ('ForgottenTopicsData[{}].Partitions', 'i17'), 341: ('ForgottenTopicsData[{}].Partitions', 'i17'), 342: ('ForgottenTopicsData[{}].Partitions', 'i17'), 343: ('ForgottenTopicsData[{}].Partitions', 'i17'), 344: ('ForgottenTopicsData[{}].Partitions', 'i17'), 345: ('ForgottenTopicsData[{}].Partitions', 'i17'), 346: ('ForgottenTopicsData[{}].Partitions', 'i17'), 347: ('ForgottenTopicsData[{}].Partitions', 'i17'), 348: ('ForgottenTopicsData[{}].Partitions', 'i17'), 349: ('ForgottenTopicsData', 'i17'), 350: ('ForgottenTopicsData', 'i17'), 351: ('ForgottenTopicsData', 'i17'), 352: ('ForgottenTopicsData', 'i17'), 353: ('ForgottenTopicsData', 'i17'), 354: ('ForgottenTopicsData', None), 355: ('ForgottenTopicsData', None), 356: ('ForgottenTopicsData', None), 357: ('ForgottenTopicsData', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('GroupId', None), 376: ('GroupId', None), 377: ('GroupId', None), 378: ('GroupId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberId', None), 386: ('MemberId', None), 387: ('MemberId', None), 388: ('MemberId', None), 389: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', 'i15'), 400: ('Topics', 'i15'), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('ForgottenTopicsData', None), 406: ('ForgottenTopicsData', None), 407: ('ForgottenTopicsData', None), 408: ('ForgottenTopicsData', None), 409: ('ForgottenTopicsData', None), 410: ('ForgottenTopicsData', None), 411: ('ForgottenTopicsData', None), 412: ('ForgottenTopicsData', None), 413: ('ForgottenTopicsData', None), 414: ('ForgottenTopicsData[{}].TopicId', 'i19'), 415: ('ForgottenTopicsData[{}].Partitions', 'i19'), 416: ('ForgottenTopicsData[{}].Partitions', 'i19'), 417: ('ForgottenTopicsData[{}].Partitions', 'i19'), 418: ('ForgottenTopicsData[{}].Partitions', 'i19'), 419: ('ForgottenTopicsData[{}].Partitions', 'i19'), 420: ('ForgottenTopicsData[{}].Partitions', 'i19'), 421: ('ForgottenTopicsData[{}].Partitions', 'i19'), 422: ('ForgottenTopicsData[{}].Partitions', 'i19'), 423: ('ForgottenTopicsData[{}].Partitions', 'i19'), 424: ('ForgottenTopicsData[{}].Partitions', 'i19'), 425: ('ForgottenTopicsData[{}].Partitions', 'i19'), 426: ('ForgottenTopicsData[{}].Partitions', 'i19'), 427: ('ForgottenTopicsData', 'i19'), 428: ('ForgottenTopicsData', 'i19'), 429: ('ForgottenTopicsData', 'i19'), 430: ('ForgottenTopicsData', 'i19'), 431: ('ForgottenTopicsData', 'i19'), 432: ('ForgottenTopicsData', None), 433: ('ForgottenTopicsData', None), 434: ('ForgottenTopicsData', None), 435: ('ForgottenTopicsData', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None), 447: ('LeaderId+LeaderEpoch', None), 449: ('_tagged', None), 450: ('_tagged', None), 451: ('_tagged', None), 459: ('FirstOffset+LastOffset+DeliveryCount', None), 461: ('_tagged', None), 462: ('_tagged', None), 463: ('_tagged', None), 471: ('PartitionIndex+ErrorCode', None), 472: ('ErrorMessage', None), 473: ('ErrorMessage', None), 474: ('ErrorMessage', None), 475: ('ErrorMessage', None), 476: ('ErrorMessage', None), 477: ('ErrorMessage', None), 478: ('ErrorMessage', None), 479: ('ErrorMessage', None), 480: ('ErrorMessage', None), 481: ('ErrorMessage', None), 482: ('AcknowledgeErrorCode', None), 483: ('AcknowledgeErrorMessage', None), 484: ('AcknowledgeErrorMessage', None), 485: ('AcknowledgeErrorMessage', None), 486: ('AcknowledgeErrorMessage', None), 487: ('AcknowledgeErrorMessage', None), 488: ('AcknowledgeErrorMessage', None), 489: ('AcknowledgeErrorMessage', None), 490: ('AcknowledgeErrorMessage', None), 491: ('AcknowledgeErrorMessage', None), 492: ('AcknowledgeErrorMessage', None), 493: ('CurrentLeader', None), 494: ('Records', None), 495: ('Records', None), 496: ('Records', None), 497: ('Records', None), 498: ('Records', None), 499: ('Records', None), 500: ('Records', None), 501: ('Records', None), 502: ('Records', None), 503: ('Records', None), 504: ('AcquiredRecords', None), 505: ('AcquiredRecords', None), 506: ('AcquiredRecords', None), 507: ('AcquiredRecords', None), 508: ('AcquiredRecords', None), 509: ('AcquiredRecords', None), 510: ('AcquiredRecords', None), 511: ('AcquiredRecords', None), 512: ('AcquiredRecords', None), 513: ('AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', 'i13'), 514: ('AcquiredRecords', 'i13'), 515: ('AcquiredRecords', 'i13'), 516: ('AcquiredRecords', 'i13'), 517: ('AcquiredRecords', 'i13'), 518: ('AcquiredRecords', 'i13'), 519: ('AcquiredRecords', None), 520: ('AcquiredRecords', None), 521: ('AcquiredRecords', None), 522: ('AcquiredRecords', None), 524: ('_tagged', None), 525: ('_tagged', None), 526: ('_tagged', None), 534: ('TopicId', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', 'i4'), 545: ('Partitions', 'i4'), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions', None), 551: ('_tagged', None), 552: ('_tagged', None), 553: ('_tagged', None), 561: ('NodeId', None), 562: ('Host', None), 563: ('Host', None), 564: ('Host', None), 565: ('Host', None), 566: ('Host', None), 567: ('Host', None), 568: ('Host', None), 569: ('Host', None), 570: ('Host', None), 571: ('Host', None), 572: ('Port', None), 573: ('Rack', None), 574: ('Rack', None), 575: ('Rack', None), 576: ('Rack', None), 577: ('Rack', None), 578: ('Rack', None), 579: ('Rack', None), 580: ('Rack', None), 581: ('Rack', None), 582: ('Rack', None), 584: ('_tagged', None), 585: ('_tagged', None), 586: ('_tagged', None), 594: ('ThrottleTimeMs+ErrorCode', None), 595: ('ErrorMessage', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('ErrorMessage', None), 601: ('ErrorMessage', None), 602: ('ErrorMessage', None), 603: ('ErrorMessage', None), 604: ('ErrorMessage', None), 605: ('Responses', None), 606: ('Responses', None), 607: ('Responses', None), 608: ('Responses', None), 609: ('Responses', None), 610: ('Responses', None), 611: ('Responses', None), 612: ('Responses', None), 613: ('Responses', None), 614: ('Responses', 'i7'), 615: ('Responses', 'i7'), 616: ('Responses', None), 617: ('Responses', None), 618: ('Responses', None), 619: ('Responses', None), 620: ('NodeEndpoints', None), 621: ('NodeEndpoints', None), 622: ('NodeEndpoints', None), 623: ('NodeEndpoints', None), 624: ('NodeEndpoints', None), 625: ('NodeEndpoints', None), 626: ('NodeEndpoints', None), 627: ('NodeEndpoints', None), 628: ('NodeEndpoints', None), 629: ('NodeEndpoints[{}].NodeId', 'i11'), 630: ('NodeEndpoints[{}].Host', 'i11'), 631: ('NodeEndpoints[{}].Host', 'i11'), 632: ('NodeEndpoints[{}].Host', 'i11'), 633: ('NodeEndpoints[{}].Host', 'i11'), 634: ('NodeEndpoints[{}].Host', 'i11'), 635: ('NodeEndpoints[{}].Host', 'i11'), 636: ('NodeEndpoints[{}].Host', 'i11'), 637: ('NodeEndpoints[{}].Host', 'i11'), 638: ('NodeEndpoints[{}].Host', 'i11'), 639: ('NodeEndpoints[{}].Host', 'i11'), 640: ('NodeEndpoints[{}].Port', 'i11'), 641: ('NodeEndpoints[{}].Rack', 'i11'), 642: ('NodeEndpoints[{}].Rack', 'i11'), 643: ('NodeEndpoints[{}].Rack', 'i11'), 644: ('NodeEndpoints[{}].Rack', 'i11'), 645: ('NodeEndpoints[{}].Rack', 'i11'), 646: ('NodeEndpoints[{}].Rack', 'i11'), 647: ('NodeEndpoints[{}].Rack', 'i11'), 648: ('NodeEndpoints[{}].Rack', 'i11'), 649: ('NodeEndpoints[{}].Rack', 'i11'), 650: ('NodeEndpoints[{}].Rack', 'i11'), 651: ('NodeEndpoints', 'i11'), 652: ('NodeEndpoints', 'i11'), 653: ('NodeEndpoints', 'i11'), 654: ('NodeEndpoints', 'i11'), 655: ('NodeEndpoints', 'i11'), 656: ('NodeEndpoints', None), 657: ('NodeEndpoints', None), 658: ('NodeEndpoints', None), 659: ('NodeEndpoints', None), 661: ('_tagged', None), 662: ('_tagged', None), 663: ('_tagged', None), 671: ('ThrottleTimeMs+ErrorCode', None), 672: ('ErrorMessage', None), 673: ('ErrorMessage', None), 674: ('ErrorMessage', None), 675: ('ErrorMessage', None), 676: ('ErrorMessage', None), 677: ('ErrorMessage', None), 678: ('ErrorMessage', None), 679: ('ErrorMessage', None), 680: ('ErrorMessage', None), 681: ('ErrorMessage', None), 682: ('AcquisitionLockTimeoutMs', None), 683: ('Responses', None), 684: ('Responses', None), 685: ('Responses', None), 686: ('Responses', None), 687: ('Responses', None), 688: ('Responses', None), 689: ('Responses', None), 690: ('Responses', None), 691: ('Responses', None), 692: ('Responses', 'i8'), 693: ('Responses', 'i8'), 694: ('Responses', None), 695: ('Responses', None), 696: ('Responses', None), 697: ('Responses', None), 698: ('NodeEndpoints', None), 699: ('NodeEndpoints', None), 700: ('NodeEndpoints', None), 701: ('NodeEndpoints', None), 702: ('NodeEndpoints', None), 703: ('NodeEndpoints', None), 704: ('NodeEndpoints', None), 705: ('NodeEndpoints', None), 706: ('NodeEndpoints', None), 707: ('NodeEndpoints[{}].NodeId', 'i12'), 708: ('NodeEndpoints[{}].Host', 'i12'), 709: ('NodeEndpoints[{}].Host', 'i12'), 710: ('NodeEndpoints[{}].Host', 'i12'), 711: ('NodeEndpoints[{}].Host', 'i12'), 712: ('NodeEndpoints[{}].Host', 'i12'), 713: ('NodeEndpoints[{}].Host', 'i12'), 714: ('NodeEndpoints[{}].Host', 'i12'), 715: ('NodeEndpoints[{}].Host', 'i12'), 716: ('NodeEndpoints[{}].Host', 'i12'), 717: ('NodeEndpoints[{}].Host', 'i12'), 718: ('NodeEndpoints[{}].Port', 'i12'), 719: ('NodeEndpoints[{}].Rack', 'i12'), 720: ('NodeEndpoints[{}].Rack', 'i12'), 721: ('NodeEndpoints[{}].Rack', 'i12'), 722: ('NodeEndpoints[{}].Rack', 'i12'), 723: ('NodeEndpoints[{}].Rack', 'i12'), 724: ('NodeEndpoints[{}].Rack', 'i12'), 725: ('NodeEndpoints[{}].Rack', 'i12'), 726: ('NodeEndpoints[{}].Rack', 'i12'), 727: ('NodeEndpoints[{}].Rack', 'i12'), 728: ('NodeEndpoints[{}].Rack', 'i12'), 729: ('NodeEndpoints', 'i12'), 730: ('NodeEndpoints', 'i12'), 731: ('NodeEndpoints', 'i12'), 732: ('NodeEndpoints', 'i12'), 733: ('NodeEndpoints', 'i12'), 734: ('NodeEndpoints', None), 735: ('NodeEndpoints', None), 736: ('NodeEndpoints', None), 737: ('NodeEndpoints', None), 739: ('_tagged', None), 740: ('_tagged', None), 741: ('_tagged', None)}
+BUILD_HASH = 'e8789bb7b083863c'

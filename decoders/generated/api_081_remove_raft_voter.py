@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i16s').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 
@@ -59,5 +60,5 @@ NAME = 'RemoveRaftVoter'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {14: ('ClusterId', None), 15: ('ClusterId', None), 16: ('ClusterId', None), 17: ('ClusterId', None), 18: ('ClusterId', None), 19: ('ClusterId', None), 20: ('ClusterId', None), 21: ('ClusterId', None), 22: ('ClusterId', None), 23: ('ClusterId', None), 24: ('VoterId+VoterDirectoryId', None), 26: ('_tagged', None), 27: ('_tagged', None), 28: ('_tagged', None), 36: ('ThrottleTimeMs+ErrorCode', None), 37: ('ErrorMessage', None), 38: ('ErrorMessage', None), 39: ('ErrorMessage', None), 40: ('ErrorMessage', None), 41: ('ErrorMessage', None), 42: ('ErrorMessage', None), 43: ('ErrorMessage', None), 44: ('ErrorMessage', None), 45: ('ErrorMessage', None), 46: ('ErrorMessage', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None)}
-BUILD_HASH = '06f8204d4ccd1b90'
+_LINES = {15: ('ClusterId', None), 16: ('ClusterId', None), 17: ('ClusterId', None), 18: ('ClusterId', None), 19: ('ClusterId', None), 20: ('ClusterId', None), 21: ('ClusterId', None), 22: ('ClusterId', None), 23: ('ClusterId', None), 24: ('ClusterId', None), 25: ('VoterId+VoterDirectoryId', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('ThrottleTimeMs+ErrorCode', None), 38: ('ErrorMessage', None), 39: ('ErrorMessage', None), 40: ('ErrorMessage', None), 41: ('ErrorMessage', None), 42: ('ErrorMessage', None), 43: ('ErrorMessage', None), 44: ('ErrorMessage', None), 45: ('ErrorMessage', None), 46: ('ErrorMessage', None), 47: ('ErrorMessage', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None)}
+BUILD_HASH = '839066eb944836b3'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -32,6 +33,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
@@ -70,6 +73,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -118,6 +123,8 @@ def _f4(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 20 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 v10, v11, v12, v13, = _U4(b, p); p += 19
@@ -147,6 +154,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f4(b, p)
@@ -171,6 +180,8 @@ def _f6(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f5(b, p)
@@ -194,5 +205,5 @@ NAME = 'ReadShareGroupState'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f6}
 
-_LINES = {17: ('Partition+LeaderEpoch', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('Partition+ErrorCode', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('StateEpoch+StartOffset', None), 116: ('StateBatches', None), 117: ('StateBatches', None), 118: ('StateBatches', None), 119: ('StateBatches', None), 120: ('StateBatches', None), 121: ('StateBatches', None), 122: ('StateBatches', None), 123: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i9'), 124: ('StateBatches', 'i9'), 125: ('StateBatches', 'i9'), 126: ('StateBatches', 'i9'), 127: ('StateBatches', 'i9'), 128: ('StateBatches', 'i9'), 129: ('StateBatches', None), 130: ('StateBatches', None), 131: ('StateBatches', None), 132: ('StateBatches', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None), 144: ('TopicId', None), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', 'i4'), 153: ('Partitions', 'i4'), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('Results', None), 170: ('Results', None), 171: ('Results', None), 172: ('Results', None), 173: ('Results', None), 174: ('Results', None), 175: ('Results', None), 176: ('Results', 'i3'), 177: ('Results', 'i3'), 178: ('Results', None), 179: ('Results', None), 180: ('Results', None), 181: ('Results', None), 183: ('_tagged', None), 184: ('_tagged', None), 185: ('_tagged', None)}
-BUILD_HASH = '3b674975a698af81'
+_LINES = {18: ('Partition+LeaderEpoch', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('TopicId', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', 'i4'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i5'), 81: ('Topics', 'i5'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('Partition+ErrorCode', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('StateEpoch+StartOffset', None), 121: ('StateBatches', None), 122: ('StateBatches', None), 123: ('StateBatches', None), 124: ('StateBatches', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches', None), 129: ('StateBatches', None), 130: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i9'), 131: ('StateBatches', 'i9'), 132: ('StateBatches', 'i9'), 133: ('StateBatches', 'i9'), 134: ('StateBatches', 'i9'), 135: ('StateBatches', 'i9'), 136: ('StateBatches', None), 137: ('StateBatches', None), 138: ('StateBatches', None), 139: ('StateBatches', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicId', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', 'i4'), 162: ('Partitions', 'i4'), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('Results', None), 179: ('Results', None), 180: ('Results', None), 181: ('Results', None), 182: ('Results', None), 183: ('Results', None), 184: ('Results', None), 185: ('Results', None), 186: ('Results', None), 187: ('Results', 'i3'), 188: ('Results', 'i3'), 189: ('Results', None), 190: ('Results', None), 191: ('Results', None), 192: ('Results', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None)}
+BUILD_HASH = '1abb2e03e55eec97'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>iiiq').unpack_from
 _U2 = _struct.Struct('>qqbh').unpack_from
@@ -32,6 +33,8 @@ def _f1(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 20 > L - p: raise _rt.short_count(n6, L - p)
+            _B[0] -= n6
+            if _B[0] < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U2(b, p); p += 19
@@ -61,6 +64,8 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 22 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f1(b, p)
@@ -95,6 +100,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f2(b, p)
@@ -120,6 +127,8 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 20 > L - p: raise _rt.short_count(n7, L - p)
+            _B[0] -= n7
+            if _B[0] < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U2(b, p); p += 19
@@ -149,6 +158,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 26 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f4(b, p)
@@ -183,6 +194,8 @@ def _f6(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f5(b, p)
@@ -230,6 +243,8 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U4(b, p); p += 6
@@ -268,6 +283,8 @@ def _f9(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f8(b, p)
@@ -291,5 +308,5 @@ NAME = 'WriteShareGroupState'
 REQUEST = {0: _f3, 1: _f6}
 RESPONSE = {0: _f9, 1: _f9}
 
-_LINES = {17: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('Partition+StateEpoch+LeaderEpoch+StartOffset', None), 30: ('StateBatches', None), 31: ('StateBatches', None), 32: ('StateBatches', None), 33: ('StateBatches', None), 34: ('StateBatches', None), 35: ('StateBatches', None), 36: ('StateBatches', None), 37: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i7'), 38: ('StateBatches', 'i7'), 39: ('StateBatches', 'i7'), 40: ('StateBatches', 'i7'), 41: ('StateBatches', 'i7'), 42: ('StateBatches', 'i7'), 43: ('StateBatches', None), 44: ('StateBatches', None), 45: ('StateBatches', None), 46: ('StateBatches', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('TopicId', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', 'i4'), 67: ('Partitions', 'i4'), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('GroupId', None), 84: ('GroupId', None), 85: ('GroupId', None), 86: ('GroupId', None), 87: ('GroupId', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', 'i5'), 101: ('Topics', 'i5'), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 107: ('_tagged', None), 108: ('_tagged', None), 109: ('_tagged', None), 117: ('Partition+StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 118: ('StateBatches', None), 119: ('StateBatches', None), 120: ('StateBatches', None), 121: ('StateBatches', None), 122: ('StateBatches', None), 123: ('StateBatches', None), 124: ('StateBatches', None), 125: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i8'), 126: ('StateBatches', 'i8'), 127: ('StateBatches', 'i8'), 128: ('StateBatches', 'i8'), 129: ('StateBatches', 'i8'), 130: ('StateBatches', 'i8'), 131: ('StateBatches', None), 132: ('StateBatches', None), 133: ('StateBatches', None), 134: ('StateBatches', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('TopicId', None), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', 'i4'), 155: ('Partitions', 'i4'), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None), 171: ('GroupId', None), 172: ('GroupId', None), 173: ('GroupId', None), 174: ('GroupId', None), 175: ('GroupId', None), 176: ('GroupId', None), 177: ('GroupId', None), 178: ('GroupId', None), 179: ('GroupId', None), 180: ('GroupId', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', 'i5'), 189: ('Topics', 'i5'), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('Partition+ErrorCode', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('TopicId', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions[{}].Partition+ErrorCode', 'i4'), 236: ('Partitions[{}].ErrorMessage', 'i4'), 237: ('Partitions[{}].ErrorMessage', 'i4'), 238: ('Partitions[{}].ErrorMessage', 'i4'), 239: ('Partitions[{}].ErrorMessage', 'i4'), 240: ('Partitions[{}].ErrorMessage', 'i4'), 241: ('Partitions[{}].ErrorMessage', 'i4'), 242: ('Partitions[{}].ErrorMessage', 'i4'), 243: ('Partitions[{}].ErrorMessage', 'i4'), 244: ('Partitions[{}].ErrorMessage', 'i4'), 245: ('Partitions[{}].ErrorMessage', 'i4'), 246: ('Partitions', 'i4'), 247: ('Partitions', 'i4'), 248: ('Partitions', 'i4'), 249: ('Partitions', 'i4'), 250: ('Partitions', 'i4'), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 256: ('_tagged', None), 257: ('_tagged', None), 258: ('_tagged', None), 266: ('Results', None), 267: ('Results', None), 268: ('Results', None), 269: ('Results', None), 270: ('Results', None), 271: ('Results', None), 272: ('Results', None), 273: ('Results', 'i3'), 274: ('Results', 'i3'), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', None), 280: ('_tagged', None), 281: ('_tagged', None), 282: ('_tagged', None)}
-BUILD_HASH = '4442eae6754013bd'
+_LINES = {18: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('Partition+StateEpoch+LeaderEpoch+StartOffset', None), 31: ('StateBatches', None), 32: ('StateBatches', None), 33: ('StateBatches', None), 34: ('StateBatches', None), 35: ('StateBatches', None), 36: ('StateBatches', None), 37: ('StateBatches', None), 38: ('StateBatches', None), 39: ('StateBatches', None), 40: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i7'), 41: ('StateBatches', 'i7'), 42: ('StateBatches', 'i7'), 43: ('StateBatches', 'i7'), 44: ('StateBatches', 'i7'), 45: ('StateBatches', 'i7'), 46: ('StateBatches', None), 47: ('StateBatches', None), 48: ('StateBatches', None), 49: ('StateBatches', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('TopicId', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', 'i4'), 72: ('Partitions', 'i4'), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('GroupId', None), 97: ('GroupId', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', 'i5'), 108: ('Topics', 'i5'), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('Partition+StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches', None), 129: ('StateBatches', None), 130: ('StateBatches', None), 131: ('StateBatches', None), 132: ('StateBatches', None), 133: ('StateBatches', None), 134: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i8'), 135: ('StateBatches', 'i8'), 136: ('StateBatches', 'i8'), 137: ('StateBatches', 'i8'), 138: ('StateBatches', 'i8'), 139: ('StateBatches', 'i8'), 140: ('StateBatches', None), 141: ('StateBatches', None), 142: ('StateBatches', None), 143: ('StateBatches', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('TopicId', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', 'i4'), 166: ('Partitions', 'i4'), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', 'i5'), 202: ('Topics', 'i5'), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('Partition+ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('TopicId', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions[{}].Partition+ErrorCode', 'i4'), 251: ('Partitions[{}].ErrorMessage', 'i4'), 252: ('Partitions[{}].ErrorMessage', 'i4'), 253: ('Partitions[{}].ErrorMessage', 'i4'), 254: ('Partitions[{}].ErrorMessage', 'i4'), 255: ('Partitions[{}].ErrorMessage', 'i4'), 256: ('Partitions[{}].ErrorMessage', 'i4'), 257: ('Partitions[{}].ErrorMessage', 'i4'), 258: ('Partitions[{}].ErrorMessage', 'i4'), 259: ('Partitions[{}].ErrorMessage', 'i4'), 260: ('Partitions[{}].ErrorMessage', 'i4'), 261: ('Partitions', 'i4'), 262: ('Partitions', 'i4'), 263: ('Partitions', 'i4'), 264: ('Partitions', 'i4'), 265: ('Partitions', 'i4'), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 271: ('_tagged', None), 272: ('_tagged', None), 273: ('_tagged', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 288: ('Results', None), 289: ('Results', None), 290: ('Results', 'i3'), 291: ('Results', 'i3'), 292: ('Results', None), 293: ('Results', None), 294: ('Results', None), 295: ('Results', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None)}
+BUILD_HASH = 'd2d867a250741ded'

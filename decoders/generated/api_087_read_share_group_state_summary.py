@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -32,6 +33,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
@@ -70,6 +73,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f1(b, p)
@@ -118,6 +123,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 24 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 6
@@ -157,6 +164,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f4(b, p)
@@ -205,6 +214,8 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 6
@@ -244,6 +255,8 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f7(b, p)
@@ -267,5 +280,5 @@ NAME = 'ReadShareGroupStateSummary'
 REQUEST = {0: _f2, 1: _f2}
 RESPONSE = {0: _f5, 1: _f8}
 
-_LINES = {17: ('Partition+LeaderEpoch', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('Partition+ErrorCode', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('StateEpoch+LeaderEpoch+StartOffset', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicId', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions[{}].Partition+ErrorCode', 'i4'), 124: ('Partitions[{}].ErrorMessage', 'i4'), 125: ('Partitions[{}].ErrorMessage', 'i4'), 126: ('Partitions[{}].ErrorMessage', 'i4'), 127: ('Partitions[{}].ErrorMessage', 'i4'), 128: ('Partitions[{}].ErrorMessage', 'i4'), 129: ('Partitions[{}].ErrorMessage', 'i4'), 130: ('Partitions[{}].ErrorMessage', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset', 'i4'), 135: ('Partitions', 'i4'), 136: ('Partitions', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', 'i3'), 163: ('Results', 'i3'), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 169: ('_tagged', None), 170: ('_tagged', None), 171: ('_tagged', None), 179: ('Partition+ErrorCode', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('TopicId', None), 203: ('Partitions', None), 204: ('Partitions', None), 205: ('Partitions', None), 206: ('Partitions', None), 207: ('Partitions', None), 208: ('Partitions', None), 209: ('Partitions', None), 210: ('Partitions[{}].Partition+ErrorCode', 'i4'), 211: ('Partitions[{}].ErrorMessage', 'i4'), 212: ('Partitions[{}].ErrorMessage', 'i4'), 213: ('Partitions[{}].ErrorMessage', 'i4'), 214: ('Partitions[{}].ErrorMessage', 'i4'), 215: ('Partitions[{}].ErrorMessage', 'i4'), 216: ('Partitions[{}].ErrorMessage', 'i4'), 217: ('Partitions[{}].ErrorMessage', 'i4'), 218: ('Partitions[{}].ErrorMessage', 'i4'), 219: ('Partitions[{}].ErrorMessage', 'i4'), 220: ('Partitions[{}].ErrorMessage', 'i4'), 221: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', 'i4'), 222: ('Partitions', 'i4'), 223: ('Partitions', 'i4'), 224: ('Partitions', 'i4'), 225: ('Partitions', 'i4'), 226: ('Partitions', 'i4'), 227: ('Partitions', None), 228: ('Partitions', None), 229: ('Partitions', None), 230: ('Partitions', None), 232: ('_tagged', None), 233: ('_tagged', None), 234: ('_tagged', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', None), 245: ('Results', None), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', 'i3'), 250: ('Results', 'i3'), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 256: ('_tagged', None), 257: ('_tagged', None), 258: ('_tagged', None)}
-BUILD_HASH = '4e79bdaecf7df549'
+_LINES = {18: ('Partition+LeaderEpoch', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('TopicId', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', 'i4'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i5'), 81: ('Topics', 'i5'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('Partition+ErrorCode', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('StateEpoch+LeaderEpoch+StartOffset', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('TopicId', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions[{}].Partition+ErrorCode', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].ErrorMessage', 'i4'), 135: ('Partitions[{}].ErrorMessage', 'i4'), 136: ('Partitions[{}].ErrorMessage', 'i4'), 137: ('Partitions[{}].ErrorMessage', 'i4'), 138: ('Partitions[{}].ErrorMessage', 'i4'), 139: ('Partitions[{}].ErrorMessage', 'i4'), 140: ('Partitions[{}].ErrorMessage', 'i4'), 141: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset', 'i4'), 142: ('Partitions', 'i4'), 143: ('Partitions', 'i4'), 144: ('Partitions', 'i4'), 145: ('Partitions', 'i4'), 146: ('Partitions', 'i4'), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 168: ('Results', None), 169: ('Results', None), 170: ('Results', None), 171: ('Results', 'i3'), 172: ('Results', 'i3'), 173: ('Results', None), 174: ('Results', None), 175: ('Results', None), 176: ('Results', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('Partition+ErrorCode', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('TopicId', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions', None), 219: ('Partitions', None), 220: ('Partitions', None), 221: ('Partitions[{}].Partition+ErrorCode', 'i4'), 222: ('Partitions[{}].ErrorMessage', 'i4'), 223: ('Partitions[{}].ErrorMessage', 'i4'), 224: ('Partitions[{}].ErrorMessage', 'i4'), 225: ('Partitions[{}].ErrorMessage', 'i4'), 226: ('Partitions[{}].ErrorMessage', 'i4'), 227: ('Partitions[{}].ErrorMessage', 'i4'), 228: ('Partitions[{}].ErrorMessage', 'i4'), 229: ('Partitions[{}].ErrorMessage', 'i4'), 230: ('Partitions[{}].ErrorMessage', 'i4'), 231: ('Partitions[{}].ErrorMessage', 'i4'), 232: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', 'i4'), 233: ('Partitions', 'i4'), 234: ('Partitions', 'i4'), 235: ('Partitions', 'i4'), 236: ('Partitions', 'i4'), 237: ('Partitions', 'i4'), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 243: ('_tagged', None), 244: ('_tagged', None), 245: ('_tagged', None), 253: ('Results', None), 254: ('Results', None), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 259: ('Results', None), 260: ('Results', None), 261: ('Results', None), 262: ('Results', 'i3'), 263: ('Results', 'i3'), 264: ('Results', None), 265: ('Results', None), 266: ('Results', None), 267: ('Results', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None)}
+BUILD_HASH = '910d579581647cd1'

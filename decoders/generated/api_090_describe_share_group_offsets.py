@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>iqih').unpack_from
@@ -29,6 +30,9 @@ def _f0(b, p):
         if n4 > 127: n4, p = _rt.uvarint(b, p, n4)
         n4 -= 1
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -60,6 +64,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -76,6 +82,9 @@ def _f1(b, p):
                 if n9 > 127: n9, p = _rt.uvarint(b, p, n9)
                 n9 -= 1
                 if n9 >= 0:
+                    if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
+                    _B[0] -= n9
+                    if _B[0] < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -106,6 +115,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 x4, p = _f1(b, p)
@@ -163,6 +174,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 20 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U2(b, p); p += 18
@@ -211,6 +224,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f4(b, p)
@@ -247,6 +262,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f5(b, p)
@@ -304,6 +321,8 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 28 > L - p: raise _rt.short_count(n5, L - p)
+            _B[0] -= n5
+            if _B[0] < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, v11, = _U4(b, p); p += 26
@@ -352,6 +371,8 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 x6, p = _f8(b, p)
@@ -388,6 +409,8 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f9(b, p)
@@ -411,5 +434,5 @@ NAME = 'DescribeShareGroupOffsets'
 REQUEST = {0: _f2, 1: _f2}
 RESPONSE = {0: _f6, 1: _f10}
 
-_LINES = {18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics[{}].TopicName', 'i5'), 66: ('Topics[{}].TopicName', 'i5'), 67: ('Topics[{}].TopicName', 'i5'), 68: ('Topics[{}].TopicName', 'i5'), 69: ('Topics[{}].TopicName', 'i5'), 70: ('Topics[{}].TopicName', 'i5'), 71: ('Topics[{}].TopicName', 'i5'), 72: ('Topics[{}].TopicName', 'i5'), 73: ('Topics[{}].TopicName', 'i5'), 74: ('Topics[{}].TopicName', 'i5'), 75: ('Topics[{}].Partitions', 'i5'), 76: ('Topics[{}].Partitions', 'i5'), 77: ('Topics[{}].Partitions', 'i5'), 78: ('Topics[{}].Partitions', 'i5'), 79: ('Topics[{}].Partitions', 'i5'), 80: ('Topics[{}].Partitions', 'i5'), 81: ('Topics[{}].Partitions', 'i5'), 82: ('Topics[{}].Partitions', 'i5'), 83: ('Topics[{}].Partitions', 'i5'), 84: ('Topics', 'i5'), 85: ('Topics', 'i5'), 86: ('Topics', 'i5'), 87: ('Topics', 'i5'), 88: ('Topics', 'i5'), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('Groups', None), 105: ('Groups', None), 106: ('Groups', None), 107: ('Groups', None), 108: ('Groups', None), 109: ('Groups', None), 110: ('Groups', None), 111: ('Groups', 'i3'), 112: ('Groups', 'i3'), 113: ('Groups', None), 114: ('Groups', None), 115: ('Groups', None), 116: ('Groups', None), 118: ('_tagged', None), 119: ('_tagged', None), 120: ('_tagged', None), 128: ('PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', None), 129: ('ErrorMessage', None), 130: ('ErrorMessage', None), 131: ('ErrorMessage', None), 132: ('ErrorMessage', None), 133: ('ErrorMessage', None), 134: ('ErrorMessage', None), 135: ('ErrorMessage', None), 136: ('ErrorMessage', None), 137: ('ErrorMessage', None), 138: ('ErrorMessage', None), 140: ('_tagged', None), 141: ('_tagged', None), 142: ('_tagged', None), 150: ('TopicName', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicId', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', 'i6'), 169: ('Partitions[{}].ErrorMessage', 'i6'), 170: ('Partitions[{}].ErrorMessage', 'i6'), 171: ('Partitions[{}].ErrorMessage', 'i6'), 172: ('Partitions[{}].ErrorMessage', 'i6'), 173: ('Partitions[{}].ErrorMessage', 'i6'), 174: ('Partitions[{}].ErrorMessage', 'i6'), 175: ('Partitions[{}].ErrorMessage', 'i6'), 176: ('Partitions[{}].ErrorMessage', 'i6'), 177: ('Partitions[{}].ErrorMessage', 'i6'), 178: ('Partitions[{}].ErrorMessage', 'i6'), 179: ('Partitions', 'i6'), 180: ('Partitions', 'i6'), 181: ('Partitions', 'i6'), 182: ('Partitions', 'i6'), 183: ('Partitions', 'i6'), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('GroupId', None), 204: ('GroupId', None), 205: ('GroupId', None), 206: ('GroupId', None), 207: ('GroupId', None), 208: ('GroupId', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', 'i5'), 217: ('Topics', 'i5'), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('ErrorCode', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 234: ('_tagged', None), 235: ('_tagged', None), 236: ('_tagged', None), 244: ('ThrottleTimeMs', None), 245: ('Groups', None), 246: ('Groups', None), 247: ('Groups', None), 248: ('Groups', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', 'i4'), 253: ('Groups', 'i4'), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', None), 257: ('Groups', None), 259: ('_tagged', None), 260: ('_tagged', None), 261: ('_tagged', None), 269: ('PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', None), 270: ('ErrorMessage', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 281: ('_tagged', None), 282: ('_tagged', None), 283: ('_tagged', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('TopicName', None), 296: ('TopicName', None), 297: ('TopicName', None), 298: ('TopicName', None), 299: ('TopicName', None), 300: ('TopicName', None), 301: ('TopicId', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', 'i6'), 310: ('Partitions[{}].ErrorMessage', 'i6'), 311: ('Partitions[{}].ErrorMessage', 'i6'), 312: ('Partitions[{}].ErrorMessage', 'i6'), 313: ('Partitions[{}].ErrorMessage', 'i6'), 314: ('Partitions[{}].ErrorMessage', 'i6'), 315: ('Partitions[{}].ErrorMessage', 'i6'), 316: ('Partitions[{}].ErrorMessage', 'i6'), 317: ('Partitions[{}].ErrorMessage', 'i6'), 318: ('Partitions[{}].ErrorMessage', 'i6'), 319: ('Partitions[{}].ErrorMessage', 'i6'), 320: ('Partitions', 'i6'), 321: ('Partitions', 'i6'), 322: ('Partitions', 'i6'), 323: ('Partitions', 'i6'), 324: ('Partitions', 'i6'), 325: ('Partitions', None), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None), 340: ('GroupId', None), 341: ('GroupId', None), 342: ('GroupId', None), 343: ('GroupId', None), 344: ('GroupId', None), 345: ('GroupId', None), 346: ('GroupId', None), 347: ('GroupId', None), 348: ('GroupId', None), 349: ('GroupId', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', None), 355: ('Topics', None), 356: ('Topics', None), 357: ('Topics', 'i5'), 358: ('Topics', 'i5'), 359: ('Topics', None), 360: ('Topics', None), 361: ('Topics', None), 362: ('Topics', None), 363: ('ErrorCode', None), 364: ('ErrorMessage', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('ErrorMessage', None), 375: ('_tagged', None), 376: ('_tagged', None), 377: ('_tagged', None), 385: ('ThrottleTimeMs', None), 386: ('Groups', None), 387: ('Groups', None), 388: ('Groups', None), 389: ('Groups', None), 390: ('Groups', None), 391: ('Groups', None), 392: ('Groups', None), 393: ('Groups', 'i4'), 394: ('Groups', 'i4'), 395: ('Groups', None), 396: ('Groups', None), 397: ('Groups', None), 398: ('Groups', None), 400: ('_tagged', None), 401: ('_tagged', None), 402: ('_tagged', None)}
-BUILD_HASH = 'df8430c96e741d6c'
+_LINES = {19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 42: ('_tagged', None), 43: ('_tagged', None), 44: ('_tagged', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics[{}].TopicName', 'i5'), 72: ('Topics[{}].TopicName', 'i5'), 73: ('Topics[{}].TopicName', 'i5'), 74: ('Topics[{}].TopicName', 'i5'), 75: ('Topics[{}].TopicName', 'i5'), 76: ('Topics[{}].TopicName', 'i5'), 77: ('Topics[{}].TopicName', 'i5'), 78: ('Topics[{}].TopicName', 'i5'), 79: ('Topics[{}].TopicName', 'i5'), 80: ('Topics[{}].TopicName', 'i5'), 81: ('Topics[{}].Partitions', 'i5'), 82: ('Topics[{}].Partitions', 'i5'), 83: ('Topics[{}].Partitions', 'i5'), 84: ('Topics[{}].Partitions', 'i5'), 85: ('Topics[{}].Partitions', 'i5'), 86: ('Topics[{}].Partitions', 'i5'), 87: ('Topics[{}].Partitions', 'i5'), 88: ('Topics[{}].Partitions', 'i5'), 89: ('Topics[{}].Partitions', 'i5'), 90: ('Topics[{}].Partitions', 'i5'), 91: ('Topics[{}].Partitions', 'i5'), 92: ('Topics[{}].Partitions', 'i5'), 93: ('Topics', 'i5'), 94: ('Topics', 'i5'), 95: ('Topics', 'i5'), 96: ('Topics', 'i5'), 97: ('Topics', 'i5'), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Groups', None), 114: ('Groups', None), 115: ('Groups', None), 116: ('Groups', None), 117: ('Groups', None), 118: ('Groups', None), 119: ('Groups', None), 120: ('Groups', None), 121: ('Groups', None), 122: ('Groups', 'i3'), 123: ('Groups', 'i3'), 124: ('Groups', None), 125: ('Groups', None), 126: ('Groups', None), 127: ('Groups', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('TopicName', None), 171: ('TopicId', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', 'i6'), 182: ('Partitions[{}].ErrorMessage', 'i6'), 183: ('Partitions[{}].ErrorMessage', 'i6'), 184: ('Partitions[{}].ErrorMessage', 'i6'), 185: ('Partitions[{}].ErrorMessage', 'i6'), 186: ('Partitions[{}].ErrorMessage', 'i6'), 187: ('Partitions[{}].ErrorMessage', 'i6'), 188: ('Partitions[{}].ErrorMessage', 'i6'), 189: ('Partitions[{}].ErrorMessage', 'i6'), 190: ('Partitions[{}].ErrorMessage', 'i6'), 191: ('Partitions[{}].ErrorMessage', 'i6'), 192: ('Partitions', 'i6'), 193: ('Partitions', 'i6'), 194: ('Partitions', 'i6'), 195: ('Partitions', 'i6'), 196: ('Partitions', 'i6'), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('GroupId', None), 213: ('GroupId', None), 214: ('GroupId', None), 215: ('GroupId', None), 216: ('GroupId', None), 217: ('GroupId', None), 218: ('GroupId', None), 219: ('GroupId', None), 220: ('GroupId', None), 221: ('GroupId', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', 'i5'), 232: ('Topics', 'i5'), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('ErrorCode', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 249: ('_tagged', None), 250: ('_tagged', None), 251: ('_tagged', None), 259: ('ThrottleTimeMs', None), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', None), 268: ('Groups', None), 269: ('Groups', 'i4'), 270: ('Groups', 'i4'), 271: ('Groups', None), 272: ('Groups', None), 273: ('Groups', None), 274: ('Groups', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 298: ('_tagged', None), 299: ('_tagged', None), 300: ('_tagged', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('TopicName', None), 315: ('TopicName', None), 316: ('TopicName', None), 317: ('TopicName', None), 318: ('TopicId', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', 'i6'), 329: ('Partitions[{}].ErrorMessage', 'i6'), 330: ('Partitions[{}].ErrorMessage', 'i6'), 331: ('Partitions[{}].ErrorMessage', 'i6'), 332: ('Partitions[{}].ErrorMessage', 'i6'), 333: ('Partitions[{}].ErrorMessage', 'i6'), 334: ('Partitions[{}].ErrorMessage', 'i6'), 335: ('Partitions[{}].ErrorMessage', 'i6'), 336: ('Partitions[{}].ErrorMessage', 'i6'), 337: ('Partitions[{}].ErrorMessage', 'i6'), 338: ('Partitions[{}].ErrorMessage', 'i6'), 339: ('Partitions', 'i6'), 340: ('Partitions', 'i6'), 341: ('Partitions', 'i6'), 342: ('Partitions', 'i6'), 343: ('Partitions', 'i6'), 344: ('Partitions', None), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('GroupId', None), 364: ('GroupId', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', 'i5'), 379: ('Topics', 'i5'), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('ErrorCode', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('ErrorMessage', None), 390: ('ErrorMessage', None), 391: ('ErrorMessage', None), 392: ('ErrorMessage', None), 393: ('ErrorMessage', None), 394: ('ErrorMessage', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('ThrottleTimeMs', None), 407: ('Groups', None), 408: ('Groups', None), 409: ('Groups', None), 410: ('Groups', None), 411: ('Groups', None), 412: ('Groups', None), 413: ('Groups', None), 414: ('Groups', None), 415: ('Groups', None), 416: ('Groups', 'i4'), 417: ('Groups', 'i4'), 418: ('Groups', None), 419: ('Groups', None), 420: ('Groups', None), 421: ('Groups', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None)}
+BUILD_HASH = '3e37c517b188e6ab'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>qqqq').unpack_from
 
 
@@ -20,5 +21,5 @@ def _f0(b, p):
 NAME = 'AbortedTxn'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
-BUILD_HASH = '13c04cde2bf80be2'
+_LINES = {14: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
+BUILD_HASH = 'c51d20d1031a9625'

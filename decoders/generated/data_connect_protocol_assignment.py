@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -23,6 +24,9 @@ def _f0(b, p):
             raise _rt.negative(n2)
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -57,6 +61,8 @@ def _f1(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11, = _U0(b, p); p += 2
@@ -69,6 +75,9 @@ def _f1(b, p):
                     raise _rt.negative(n11)
                 n13, = _U2(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -109,6 +118,8 @@ def _f2(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
+            _B[0] -= n8
+            if _B[0] < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11, = _U0(b, p); p += 2
@@ -121,6 +132,9 @@ def _f2(b, p):
                     raise _rt.negative(n11)
                 n13, = _U2(b, p); p += 4
                 if n13 >= 0:
+                    if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
+                    _B[0] -= n13
+                    if _B[0] < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -135,6 +149,8 @@ def _f2(b, p):
         n16, = _U2(b, p); p += 4
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
+            _B[0] -= n16
+            if _B[0] < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19, = _U0(b, p); p += 2
@@ -147,6 +163,9 @@ def _f2(b, p):
                     raise _rt.negative(n19)
                 n21, = _U2(b, p); p += 4
                 if n21 >= 0:
+                    if n21 * 4 > L - p: raise _rt.short_count(n21, L - p)
+                    _B[0] -= n21
+                    if _B[0] < 0: raise _rt.over_budget(n21)
                     v20 = _Ai(b, p, n21); p += n21 * 4
                 elif n21 == -1:
                     v20 = None
@@ -168,5 +187,5 @@ def _f2(b, p):
 NAME = 'ConnectProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f2, 2: _f2}
 
-_LINES = {16: ('Connector', None), 17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Connector', None), 24: ('Tasks', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 39: ('Error', None), 40: ('Leader', None), 41: ('Leader', None), 42: ('Leader', None), 43: ('Leader', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('LeaderUrl', None), 49: ('LeaderUrl', None), 50: ('LeaderUrl', None), 51: ('LeaderUrl', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('ConfigOffset', None), 57: ('Assignment', None), 58: ('Assignment', None), 59: ('Assignment', None), 60: ('Assignment', None), 61: ('Assignment', None), 62: ('Assignment[{}].Connector', 'i9'), 63: ('Assignment[{}].Connector', 'i9'), 64: ('Assignment[{}].Connector', 'i9'), 65: ('Assignment[{}].Connector', 'i9'), 66: ('Assignment[{}].Connector', 'i9'), 67: ('Assignment[{}].Connector', 'i9'), 68: ('Assignment[{}].Connector', 'i9'), 69: ('Assignment[{}].Connector', 'i9'), 70: ('Assignment[{}].Tasks', 'i9'), 71: ('Assignment[{}].Tasks', 'i9'), 72: ('Assignment[{}].Tasks', 'i9'), 73: ('Assignment[{}].Tasks', 'i9'), 74: ('Assignment[{}].Tasks', 'i9'), 75: ('Assignment[{}].Tasks', 'i9'), 76: ('Assignment[{}].Tasks', 'i9'), 77: ('Assignment', 'i9'), 78: ('Assignment', 'i9'), 79: ('Assignment', None), 80: ('Assignment', None), 81: ('Assignment', None), 82: ('Assignment', None), 91: ('Error', None), 92: ('Leader', None), 93: ('Leader', None), 94: ('Leader', None), 95: ('Leader', None), 96: ('Leader', None), 97: ('Leader', None), 98: ('Leader', None), 99: ('Leader', None), 100: ('LeaderUrl', None), 101: ('LeaderUrl', None), 102: ('LeaderUrl', None), 103: ('LeaderUrl', None), 104: ('LeaderUrl', None), 105: ('LeaderUrl', None), 106: ('LeaderUrl', None), 107: ('LeaderUrl', None), 108: ('ConfigOffset', None), 109: ('Assignment', None), 110: ('Assignment', None), 111: ('Assignment', None), 112: ('Assignment', None), 113: ('Assignment', None), 114: ('Assignment[{}].Connector', 'i9'), 115: ('Assignment[{}].Connector', 'i9'), 116: ('Assignment[{}].Connector', 'i9'), 117: ('Assignment[{}].Connector', 'i9'), 118: ('Assignment[{}].Connector', 'i9'), 119: ('Assignment[{}].Connector', 'i9'), 120: ('Assignment[{}].Connector', 'i9'), 121: ('Assignment[{}].Connector', 'i9'), 122: ('Assignment[{}].Tasks', 'i9'), 123: ('Assignment[{}].Tasks', 'i9'), 124: ('Assignment[{}].Tasks', 'i9'), 125: ('Assignment[{}].Tasks', 'i9'), 126: ('Assignment[{}].Tasks', 'i9'), 127: ('Assignment[{}].Tasks', 'i9'), 128: ('Assignment[{}].Tasks', 'i9'), 129: ('Assignment', 'i9'), 130: ('Assignment', 'i9'), 131: ('Assignment', None), 132: ('Assignment', None), 133: ('Assignment', None), 134: ('Assignment', None), 135: ('Revoked', None), 136: ('Revoked', None), 137: ('Revoked', None), 138: ('Revoked', None), 139: ('Revoked', None), 140: ('Revoked[{}].Connector', 'i17'), 141: ('Revoked[{}].Connector', 'i17'), 142: ('Revoked[{}].Connector', 'i17'), 143: ('Revoked[{}].Connector', 'i17'), 144: ('Revoked[{}].Connector', 'i17'), 145: ('Revoked[{}].Connector', 'i17'), 146: ('Revoked[{}].Connector', 'i17'), 147: ('Revoked[{}].Connector', 'i17'), 148: ('Revoked[{}].Tasks', 'i17'), 149: ('Revoked[{}].Tasks', 'i17'), 150: ('Revoked[{}].Tasks', 'i17'), 151: ('Revoked[{}].Tasks', 'i17'), 152: ('Revoked[{}].Tasks', 'i17'), 153: ('Revoked[{}].Tasks', 'i17'), 154: ('Revoked[{}].Tasks', 'i17'), 155: ('Revoked', 'i17'), 156: ('Revoked', 'i17'), 157: ('Revoked', None), 158: ('Revoked', None), 159: ('Revoked', None), 160: ('Revoked', None), 161: ('Delay', None)}
-BUILD_HASH = 'ec64fbc5b72afc89'
+_LINES = {17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Connector', None), 24: ('Connector', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 31: ('Tasks', None), 32: ('Tasks', None), 33: ('Tasks', None), 34: ('Tasks', None), 43: ('Error', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('Leader', None), 49: ('Leader', None), 50: ('Leader', None), 51: ('Leader', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('LeaderUrl', None), 57: ('LeaderUrl', None), 58: ('LeaderUrl', None), 59: ('LeaderUrl', None), 60: ('ConfigOffset', None), 61: ('Assignment', None), 62: ('Assignment', None), 63: ('Assignment', None), 64: ('Assignment', None), 65: ('Assignment', None), 66: ('Assignment', None), 67: ('Assignment', None), 68: ('Assignment[{}].Connector', 'i9'), 69: ('Assignment[{}].Connector', 'i9'), 70: ('Assignment[{}].Connector', 'i9'), 71: ('Assignment[{}].Connector', 'i9'), 72: ('Assignment[{}].Connector', 'i9'), 73: ('Assignment[{}].Connector', 'i9'), 74: ('Assignment[{}].Connector', 'i9'), 75: ('Assignment[{}].Connector', 'i9'), 76: ('Assignment[{}].Tasks', 'i9'), 77: ('Assignment[{}].Tasks', 'i9'), 78: ('Assignment[{}].Tasks', 'i9'), 79: ('Assignment[{}].Tasks', 'i9'), 80: ('Assignment[{}].Tasks', 'i9'), 81: ('Assignment[{}].Tasks', 'i9'), 82: ('Assignment[{}].Tasks', 'i9'), 83: ('Assignment[{}].Tasks', 'i9'), 84: ('Assignment[{}].Tasks', 'i9'), 85: ('Assignment[{}].Tasks', 'i9'), 86: ('Assignment', 'i9'), 87: ('Assignment', 'i9'), 88: ('Assignment', None), 89: ('Assignment', None), 90: ('Assignment', None), 91: ('Assignment', None), 100: ('Error', None), 101: ('Leader', None), 102: ('Leader', None), 103: ('Leader', None), 104: ('Leader', None), 105: ('Leader', None), 106: ('Leader', None), 107: ('Leader', None), 108: ('Leader', None), 109: ('LeaderUrl', None), 110: ('LeaderUrl', None), 111: ('LeaderUrl', None), 112: ('LeaderUrl', None), 113: ('LeaderUrl', None), 114: ('LeaderUrl', None), 115: ('LeaderUrl', None), 116: ('LeaderUrl', None), 117: ('ConfigOffset', None), 118: ('Assignment', None), 119: ('Assignment', None), 120: ('Assignment', None), 121: ('Assignment', None), 122: ('Assignment', None), 123: ('Assignment', None), 124: ('Assignment', None), 125: ('Assignment[{}].Connector', 'i9'), 126: ('Assignment[{}].Connector', 'i9'), 127: ('Assignment[{}].Connector', 'i9'), 128: ('Assignment[{}].Connector', 'i9'), 129: ('Assignment[{}].Connector', 'i9'), 130: ('Assignment[{}].Connector', 'i9'), 131: ('Assignment[{}].Connector', 'i9'), 132: ('Assignment[{}].Connector', 'i9'), 133: ('Assignment[{}].Tasks', 'i9'), 134: ('Assignment[{}].Tasks', 'i9'), 135: ('Assignment[{}].Tasks', 'i9'), 136: ('Assignment[{}].Tasks', 'i9'), 137: ('Assignment[{}].Tasks', 'i9'), 138: ('Assignment[{}].Tasks', 'i9'), 139: ('Assignment[{}].Tasks', 'i9'), 140: ('Assignment[{}].Tasks', 'i9'), 141: ('Assignment[{}].Tasks', 'i9'), 142: ('Assignment[{}].Tasks', 'i9'), 143: ('Assignment', 'i9'), 144: ('Assignment', 'i9'), 145: ('Assignment', None), 146: ('Assignment', None), 147: ('Assignment', None), 148: ('Assignment', None), 149: ('Revoked', None), 150: ('Revoked', None), 151: ('Revoked', None), 152: ('Revoked', None), 153: ('Revoked', None), 154: ('Revoked', None), 155: ('Revoked', None), 156: ('Revoked[{}].Connector', 'i17'), 157: ('Revoked[{}].Connector', 'i17'), 158: ('Revoked[{}].Connector', 'i17'), 159: ('Revoked[{}].Connector', 'i17'), 160: ('Revoked[{}].Connector', 'i17'), 161: ('Revoked[{}].Connector', 'i17'), 162: ('Revoked[{}].Connector', 'i17'), 163: ('Revoked[{}].Connector', 'i17'), 164: ('Revoked[{}].Tasks', 'i17'), 165: ('Revoked[{}].Tasks', 'i17'), 166: ('Revoked[{}].Tasks', 'i17'), 167: ('Revoked[{}].Tasks', 'i17'), 168: ('Revoked[{}].Tasks', 'i17'), 169: ('Revoked[{}].Tasks', 'i17'), 170: ('Revoked[{}].Tasks', 'i17'), 171: ('Revoked[{}].Tasks', 'i17'), 172: ('Revoked[{}].Tasks', 'i17'), 173: ('Revoked[{}].Tasks', 'i17'), 174: ('Revoked', 'i17'), 175: ('Revoked', 'i17'), 176: ('Revoked', None), 177: ('Revoked', None), 178: ('Revoked', None), 179: ('Revoked', None), 180: ('Delay', None)}
+BUILD_HASH = '90247529b9e6a641'

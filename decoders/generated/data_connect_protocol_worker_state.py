@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -55,5 +56,5 @@ def _f1(b, p):
 NAME = 'ConnectProtocolWorkerState'
 VERSIONS = {0: _f0, 1: _f1, 2: _f1}
 
-_LINES = {15: ('Url', None), 16: ('Url', None), 17: ('Url', None), 18: ('Url', None), 19: ('Url', None), 20: ('Url', None), 21: ('Url', None), 22: ('Url', None), 23: ('ConfigOffset', None), 32: ('Url', None), 33: ('Url', None), 34: ('Url', None), 35: ('Url', None), 36: ('Url', None), 37: ('Url', None), 38: ('Url', None), 39: ('Url', None), 40: ('ConfigOffset', None), 41: ('Allocation', None), 42: ('Allocation', None), 43: ('Allocation', None), 44: ('Allocation', None), 45: ('Allocation', None), 46: ('Allocation', None), 47: ('Allocation', None), 48: ('Allocation', None)}
-BUILD_HASH = '466a2336ea038d8b'
+_LINES = {16: ('Url', None), 17: ('Url', None), 18: ('Url', None), 19: ('Url', None), 20: ('Url', None), 21: ('Url', None), 22: ('Url', None), 23: ('Url', None), 24: ('ConfigOffset', None), 33: ('Url', None), 34: ('Url', None), 35: ('Url', None), 36: ('Url', None), 37: ('Url', None), 38: ('Url', None), 39: ('Url', None), 40: ('Url', None), 41: ('ConfigOffset', None), 42: ('Allocation', None), 43: ('Allocation', None), 44: ('Allocation', None), 45: ('Allocation', None), 46: ('Allocation', None), 47: ('Allocation', None), 48: ('Allocation', None), 49: ('Allocation', None)}
+BUILD_HASH = '1f48539bcbf5548c'

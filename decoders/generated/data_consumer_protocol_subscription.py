@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _Ai = _rt.array_reader('i')
@@ -15,6 +16,8 @@ def _f0(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -56,6 +59,9 @@ def _f1(b, p):
             raise _rt.negative(n2)
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
+            if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -72,6 +78,8 @@ def _f2(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -98,6 +106,8 @@ def _f2(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -110,6 +120,9 @@ def _f2(b, p):
                     raise _rt.negative(n12)
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -132,6 +145,8 @@ def _f3(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -158,6 +173,8 @@ def _f3(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -170,6 +187,9 @@ def _f3(b, p):
                     raise _rt.negative(n12)
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -193,6 +213,8 @@ def _f4(b, p):
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
+            _B[0] -= n2
+            if _B[0] < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -219,6 +241,8 @@ def _f4(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
+            _B[0] -= n9
+            if _B[0] < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -231,6 +255,9 @@ def _f4(b, p):
                     raise _rt.negative(n12)
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
+                    if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
+                    _B[0] -= n14
+                    if _B[0] < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -260,5 +287,5 @@ def _f4(b, p):
 NAME = 'ConsumerProtocolSubscription'
 VERSIONS = {0: _f0, 1: _f2, 2: _f3, 3: _f4}
 
-_LINES = {15: ('Topics', None), 16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', 'i3'), 21: ('Topics', 'i3'), 22: ('Topics', 'i3'), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', None), 30: ('Topics', None), 31: ('Topics', None), 32: ('Topics', None), 33: ('UserData', None), 34: ('UserData', None), 35: ('UserData', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', 'i3'), 78: ('Topics', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('UserData', None), 91: ('UserData', None), 92: ('UserData', None), 93: ('UserData', None), 94: ('UserData', None), 95: ('UserData', None), 96: ('UserData', None), 97: ('UserData', None), 98: ('OwnedPartitions', None), 99: ('OwnedPartitions', None), 100: ('OwnedPartitions', None), 101: ('OwnedPartitions', None), 102: ('OwnedPartitions', None), 103: ('OwnedPartitions[{}].Topic', 'i10'), 104: ('OwnedPartitions[{}].Topic', 'i10'), 105: ('OwnedPartitions[{}].Topic', 'i10'), 106: ('OwnedPartitions[{}].Topic', 'i10'), 107: ('OwnedPartitions[{}].Topic', 'i10'), 108: ('OwnedPartitions[{}].Topic', 'i10'), 109: ('OwnedPartitions[{}].Topic', 'i10'), 110: ('OwnedPartitions[{}].Topic', 'i10'), 111: ('OwnedPartitions[{}].Partitions', 'i10'), 112: ('OwnedPartitions[{}].Partitions', 'i10'), 113: ('OwnedPartitions[{}].Partitions', 'i10'), 114: ('OwnedPartitions[{}].Partitions', 'i10'), 115: ('OwnedPartitions[{}].Partitions', 'i10'), 116: ('OwnedPartitions[{}].Partitions', 'i10'), 117: ('OwnedPartitions[{}].Partitions', 'i10'), 118: ('OwnedPartitions', 'i10'), 119: ('OwnedPartitions', 'i10'), 120: ('OwnedPartitions', None), 121: ('OwnedPartitions', None), 122: ('OwnedPartitions', None), 123: ('OwnedPartitions', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', 'i3'), 138: ('Topics', 'i3'), 139: ('Topics', 'i3'), 140: ('Topics', 'i3'), 141: ('Topics', 'i3'), 142: ('Topics', 'i3'), 143: ('Topics', 'i3'), 144: ('Topics', 'i3'), 145: ('Topics', 'i3'), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('UserData', None), 151: ('UserData', None), 152: ('UserData', None), 153: ('UserData', None), 154: ('UserData', None), 155: ('UserData', None), 156: ('UserData', None), 157: ('UserData', None), 158: ('OwnedPartitions', None), 159: ('OwnedPartitions', None), 160: ('OwnedPartitions', None), 161: ('OwnedPartitions', None), 162: ('OwnedPartitions', None), 163: ('OwnedPartitions[{}].Topic', 'i10'), 164: ('OwnedPartitions[{}].Topic', 'i10'), 165: ('OwnedPartitions[{}].Topic', 'i10'), 166: ('OwnedPartitions[{}].Topic', 'i10'), 167: ('OwnedPartitions[{}].Topic', 'i10'), 168: ('OwnedPartitions[{}].Topic', 'i10'), 169: ('OwnedPartitions[{}].Topic', 'i10'), 170: ('OwnedPartitions[{}].Topic', 'i10'), 171: ('OwnedPartitions[{}].Partitions', 'i10'), 172: ('OwnedPartitions[{}].Partitions', 'i10'), 173: ('OwnedPartitions[{}].Partitions', 'i10'), 174: ('OwnedPartitions[{}].Partitions', 'i10'), 175: ('OwnedPartitions[{}].Partitions', 'i10'), 176: ('OwnedPartitions[{}].Partitions', 'i10'), 177: ('OwnedPartitions[{}].Partitions', 'i10'), 178: ('OwnedPartitions', 'i10'), 179: ('OwnedPartitions', 'i10'), 180: ('OwnedPartitions', None), 181: ('OwnedPartitions', None), 182: ('OwnedPartitions', None), 183: ('OwnedPartitions', None), 184: ('GenerationId', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', 'i3'), 199: ('Topics', 'i3'), 200: ('Topics', 'i3'), 201: ('Topics', 'i3'), 202: ('Topics', 'i3'), 203: ('Topics', 'i3'), 204: ('Topics', 'i3'), 205: ('Topics', 'i3'), 206: ('Topics', 'i3'), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('UserData', None), 212: ('UserData', None), 213: ('UserData', None), 214: ('UserData', None), 215: ('UserData', None), 216: ('UserData', None), 217: ('UserData', None), 218: ('UserData', None), 219: ('OwnedPartitions', None), 220: ('OwnedPartitions', None), 221: ('OwnedPartitions', None), 222: ('OwnedPartitions', None), 223: ('OwnedPartitions', None), 224: ('OwnedPartitions[{}].Topic', 'i10'), 225: ('OwnedPartitions[{}].Topic', 'i10'), 226: ('OwnedPartitions[{}].Topic', 'i10'), 227: ('OwnedPartitions[{}].Topic', 'i10'), 228: ('OwnedPartitions[{}].Topic', 'i10'), 229: ('OwnedPartitions[{}].Topic', 'i10'), 230: ('OwnedPartitions[{}].Topic', 'i10'), 231: ('OwnedPartitions[{}].Topic', 'i10'), 232: ('OwnedPartitions[{}].Partitions', 'i10'), 233: ('OwnedPartitions[{}].Partitions', 'i10'), 234: ('OwnedPartitions[{}].Partitions', 'i10'), 235: ('OwnedPartitions[{}].Partitions', 'i10'), 236: ('OwnedPartitions[{}].Partitions', 'i10'), 237: ('OwnedPartitions[{}].Partitions', 'i10'), 238: ('OwnedPartitions[{}].Partitions', 'i10'), 239: ('OwnedPartitions', 'i10'), 240: ('OwnedPartitions', 'i10'), 241: ('OwnedPartitions', None), 242: ('OwnedPartitions', None), 243: ('OwnedPartitions', None), 244: ('OwnedPartitions', None), 245: ('GenerationId', None), 246: ('RackId', None), 247: ('RackId', None), 248: ('RackId', None), 249: ('RackId', None), 250: ('RackId', None), 251: ('RackId', None), 252: ('RackId', None), 253: ('RackId', None)}
-BUILD_HASH = '66031fe88b4987db'
+_LINES = {16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', None), 21: ('Topics', None), 22: ('Topics', None), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', 'i3'), 30: ('Topics', 'i3'), 31: ('Topics', 'i3'), 32: ('Topics', None), 33: ('Topics', None), 34: ('Topics', None), 35: ('Topics', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 41: ('UserData', None), 42: ('UserData', None), 43: ('UserData', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Topic', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', 'i3'), 86: ('Topics', 'i3'), 87: ('Topics', 'i3'), 88: ('Topics', 'i3'), 89: ('Topics', 'i3'), 90: ('Topics', 'i3'), 91: ('Topics', 'i3'), 92: ('Topics', 'i3'), 93: ('Topics', 'i3'), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('UserData', None), 99: ('UserData', None), 100: ('UserData', None), 101: ('UserData', None), 102: ('UserData', None), 103: ('UserData', None), 104: ('UserData', None), 105: ('UserData', None), 106: ('OwnedPartitions', None), 107: ('OwnedPartitions', None), 108: ('OwnedPartitions', None), 109: ('OwnedPartitions', None), 110: ('OwnedPartitions', None), 111: ('OwnedPartitions', None), 112: ('OwnedPartitions', None), 113: ('OwnedPartitions[{}].Topic', 'i10'), 114: ('OwnedPartitions[{}].Topic', 'i10'), 115: ('OwnedPartitions[{}].Topic', 'i10'), 116: ('OwnedPartitions[{}].Topic', 'i10'), 117: ('OwnedPartitions[{}].Topic', 'i10'), 118: ('OwnedPartitions[{}].Topic', 'i10'), 119: ('OwnedPartitions[{}].Topic', 'i10'), 120: ('OwnedPartitions[{}].Topic', 'i10'), 121: ('OwnedPartitions[{}].Partitions', 'i10'), 122: ('OwnedPartitions[{}].Partitions', 'i10'), 123: ('OwnedPartitions[{}].Partitions', 'i10'), 124: ('OwnedPartitions[{}].Partitions', 'i10'), 125: ('OwnedPartitions[{}].Partitions', 'i10'), 126: ('OwnedPartitions[{}].Partitions', 'i10'), 127: ('OwnedPartitions[{}].Partitions', 'i10'), 128: ('OwnedPartitions[{}].Partitions', 'i10'), 129: ('OwnedPartitions[{}].Partitions', 'i10'), 130: ('OwnedPartitions[{}].Partitions', 'i10'), 131: ('OwnedPartitions', 'i10'), 132: ('OwnedPartitions', 'i10'), 133: ('OwnedPartitions', None), 134: ('OwnedPartitions', None), 135: ('OwnedPartitions', None), 136: ('OwnedPartitions', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', 'i3'), 153: ('Topics', 'i3'), 154: ('Topics', 'i3'), 155: ('Topics', 'i3'), 156: ('Topics', 'i3'), 157: ('Topics', 'i3'), 158: ('Topics', 'i3'), 159: ('Topics', 'i3'), 160: ('Topics', 'i3'), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('UserData', None), 166: ('UserData', None), 167: ('UserData', None), 168: ('UserData', None), 169: ('UserData', None), 170: ('UserData', None), 171: ('UserData', None), 172: ('UserData', None), 173: ('OwnedPartitions', None), 174: ('OwnedPartitions', None), 175: ('OwnedPartitions', None), 176: ('OwnedPartitions', None), 177: ('OwnedPartitions', None), 178: ('OwnedPartitions', None), 179: ('OwnedPartitions', None), 180: ('OwnedPartitions[{}].Topic', 'i10'), 181: ('OwnedPartitions[{}].Topic', 'i10'), 182: ('OwnedPartitions[{}].Topic', 'i10'), 183: ('OwnedPartitions[{}].Topic', 'i10'), 184: ('OwnedPartitions[{}].Topic', 'i10'), 185: ('OwnedPartitions[{}].Topic', 'i10'), 186: ('OwnedPartitions[{}].Topic', 'i10'), 187: ('OwnedPartitions[{}].Topic', 'i10'), 188: ('OwnedPartitions[{}].Partitions', 'i10'), 189: ('OwnedPartitions[{}].Partitions', 'i10'), 190: ('OwnedPartitions[{}].Partitions', 'i10'), 191: ('OwnedPartitions[{}].Partitions', 'i10'), 192: ('OwnedPartitions[{}].Partitions', 'i10'), 193: ('OwnedPartitions[{}].Partitions', 'i10'), 194: ('OwnedPartitions[{}].Partitions', 'i10'), 195: ('OwnedPartitions[{}].Partitions', 'i10'), 196: ('OwnedPartitions[{}].Partitions', 'i10'), 197: ('OwnedPartitions[{}].Partitions', 'i10'), 198: ('OwnedPartitions', 'i10'), 199: ('OwnedPartitions', 'i10'), 200: ('OwnedPartitions', None), 201: ('OwnedPartitions', None), 202: ('OwnedPartitions', None), 203: ('OwnedPartitions', None), 204: ('GenerationId', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', 'i3'), 221: ('Topics', 'i3'), 222: ('Topics', 'i3'), 223: ('Topics', 'i3'), 224: ('Topics', 'i3'), 225: ('Topics', 'i3'), 226: ('Topics', 'i3'), 227: ('Topics', 'i3'), 228: ('Topics', 'i3'), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('UserData', None), 234: ('UserData', None), 235: ('UserData', None), 236: ('UserData', None), 237: ('UserData', None), 238: ('UserData', None), 239: ('UserData', None), 240: ('UserData', None), 241: ('OwnedPartitions', None), 242: ('OwnedPartitions', None), 243: ('OwnedPartitions', None), 244: ('OwnedPartitions', None), 245: ('OwnedPartitions', None), 246: ('OwnedPartitions', None), 247: ('OwnedPartitions', None), 248: ('OwnedPartitions[{}].Topic', 'i10'), 249: ('OwnedPartitions[{}].Topic', 'i10'), 250: ('OwnedPartitions[{}].Topic', 'i10'), 251: ('OwnedPartitions[{}].Topic', 'i10'), 252: ('OwnedPartitions[{}].Topic', 'i10'), 253: ('OwnedPartitions[{}].Topic', 'i10'), 254: ('OwnedPartitions[{}].Topic', 'i10'), 255: ('OwnedPartitions[{}].Topic', 'i10'), 256: ('OwnedPartitions[{}].Partitions', 'i10'), 257: ('OwnedPartitions[{}].Partitions', 'i10'), 258: ('OwnedPartitions[{}].Partitions', 'i10'), 259: ('OwnedPartitions[{}].Partitions', 'i10'), 260: ('OwnedPartitions[{}].Partitions', 'i10'), 261: ('OwnedPartitions[{}].Partitions', 'i10'), 262: ('OwnedPartitions[{}].Partitions', 'i10'), 263: ('OwnedPartitions[{}].Partitions', 'i10'), 264: ('OwnedPartitions[{}].Partitions', 'i10'), 265: ('OwnedPartitions[{}].Partitions', 'i10'), 266: ('OwnedPartitions', 'i10'), 267: ('OwnedPartitions', 'i10'), 268: ('OwnedPartitions', None), 269: ('OwnedPartitions', None), 270: ('OwnedPartitions', None), 271: ('OwnedPartitions', None), 272: ('GenerationId', None), 273: ('RackId', None), 274: ('RackId', None), 275: ('RackId', None), 276: ('RackId', None), 277: ('RackId', None), 278: ('RackId', None), 279: ('RackId', None), 280: ('RackId', None)}
+BUILD_HASH = 'ae35c6ae63b6482b'

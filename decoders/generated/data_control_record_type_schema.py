@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 
 
@@ -20,5 +21,5 @@ def _f0(b, p):
 NAME = 'ControlRecordTypeSchema'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('Type', None)}
-BUILD_HASH = 'a77ec5af189b0ca8'
+_LINES = {14: ('Type', None)}
+BUILD_HASH = '9335affaee0ae2db'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 
 
@@ -44,5 +45,5 @@ _T0 = {}
 NAME = 'DefaultPrincipalData'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('Type', None), 14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Type', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('TokenAuthenticated', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None)}
-BUILD_HASH = 'ef3e9d9fd268e253'
+_LINES = {14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Type', None), 23: ('Type', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('TokenAuthenticated', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None)}
+BUILD_HASH = 'c7f7ea277bd2a3fa'

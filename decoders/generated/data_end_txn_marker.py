@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 
 
@@ -20,5 +21,5 @@ def _f0(b, p):
 NAME = 'EndTxnMarker'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('CoordinatorEpoch', None)}
-BUILD_HASH = '6ab2e0d986b23d55'
+_LINES = {14: ('CoordinatorEpoch', None)}
+BUILD_HASH = 'e59c2ddcd13567ae'

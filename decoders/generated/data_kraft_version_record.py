@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>hh').unpack_from
 
 
@@ -24,5 +25,5 @@ _T0 = {}
 NAME = 'KRaftVersionRecord'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('Version+KRaftVersion', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
-BUILD_HASH = 'b9bdd8a674b84bac'
+_LINES = {14: ('Version+KRaftVersion', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None)}
+BUILD_HASH = 'e9436a771a18e4b2'

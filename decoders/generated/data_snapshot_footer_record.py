@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 
 
@@ -24,5 +25,5 @@ _T0 = {}
 NAME = 'SnapshotFooterRecord'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('Version', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
-BUILD_HASH = 'e01fc4e2267fa6d6'
+_LINES = {14: ('Version', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None)}
+BUILD_HASH = '8a765469490e5d7c'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>hq').unpack_from
 
 
@@ -24,5 +25,5 @@ _T0 = {}
 NAME = 'SnapshotHeaderRecord'
 VERSIONS = {0: _f0}
 
-_LINES = {13: ('Version+LastContainedLogTimestamp', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None)}
-BUILD_HASH = '7f8a7ef2629482ea'
+_LINES = {14: ('Version+LastContainedLogTimestamp', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None)}
+BUILD_HASH = '238f866dc6c8f393'

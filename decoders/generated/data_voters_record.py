@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i16s').unpack_from
 _U2 = _struct.Struct('>H').unpack_from
@@ -63,6 +64,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
+            _B[0] -= n4
+            if _B[0] < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -113,6 +116,8 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 27 > L - p: raise _rt.short_count(n3, L - p)
+            _B[0] -= n3
+            if _B[0] < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 x5, p = _f2(b, p)
@@ -134,5 +139,5 @@ _T0 = {}
 NAME = 'VotersRecord'
 VERSIONS = {0: _f3}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Port', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('MinSupportedVersion+MaxSupportedVersion', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('VoterId+VoterDirectoryId', None), 61: ('Endpoints', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints[{}].Name', 'i5'), 69: ('Endpoints[{}].Name', 'i5'), 70: ('Endpoints[{}].Name', 'i5'), 71: ('Endpoints[{}].Name', 'i5'), 72: ('Endpoints[{}].Name', 'i5'), 73: ('Endpoints[{}].Name', 'i5'), 74: ('Endpoints[{}].Name', 'i5'), 75: ('Endpoints[{}].Name', 'i5'), 76: ('Endpoints[{}].Name', 'i5'), 77: ('Endpoints[{}].Name', 'i5'), 78: ('Endpoints[{}].Host', 'i5'), 79: ('Endpoints[{}].Host', 'i5'), 80: ('Endpoints[{}].Host', 'i5'), 81: ('Endpoints[{}].Host', 'i5'), 82: ('Endpoints[{}].Host', 'i5'), 83: ('Endpoints[{}].Host', 'i5'), 84: ('Endpoints[{}].Host', 'i5'), 85: ('Endpoints[{}].Host', 'i5'), 86: ('Endpoints[{}].Host', 'i5'), 87: ('Endpoints[{}].Host', 'i5'), 88: ('Endpoints[{}].Port', 'i5'), 89: ('Endpoints', 'i5'), 90: ('Endpoints', 'i5'), 91: ('Endpoints', 'i5'), 92: ('Endpoints', 'i5'), 93: ('Endpoints', 'i5'), 94: ('Endpoints', None), 95: ('Endpoints', None), 96: ('Endpoints', None), 97: ('Endpoints', None), 98: ('KRaftVersionFeature', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('Version', None), 111: ('Voters', None), 112: ('Voters', None), 113: ('Voters', None), 114: ('Voters', None), 115: ('Voters', None), 116: ('Voters', None), 117: ('Voters', None), 118: ('Voters', 'i4'), 119: ('Voters', 'i4'), 120: ('Voters', None), 121: ('Voters', None), 122: ('Voters', None), 123: ('Voters', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None)}
-BUILD_HASH = '4d2e3f55dd077a4a'
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Port', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('MinSupportedVersion+MaxSupportedVersion', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('VoterId+VoterDirectoryId', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints', None), 69: ('Endpoints', None), 70: ('Endpoints', None), 71: ('Endpoints[{}].Name', 'i5'), 72: ('Endpoints[{}].Name', 'i5'), 73: ('Endpoints[{}].Name', 'i5'), 74: ('Endpoints[{}].Name', 'i5'), 75: ('Endpoints[{}].Name', 'i5'), 76: ('Endpoints[{}].Name', 'i5'), 77: ('Endpoints[{}].Name', 'i5'), 78: ('Endpoints[{}].Name', 'i5'), 79: ('Endpoints[{}].Name', 'i5'), 80: ('Endpoints[{}].Name', 'i5'), 81: ('Endpoints[{}].Host', 'i5'), 82: ('Endpoints[{}].Host', 'i5'), 83: ('Endpoints[{}].Host', 'i5'), 84: ('Endpoints[{}].Host', 'i5'), 85: ('Endpoints[{}].Host', 'i5'), 86: ('Endpoints[{}].Host', 'i5'), 87: ('Endpoints[{}].Host', 'i5'), 88: ('Endpoints[{}].Host', 'i5'), 89: ('Endpoints[{}].Host', 'i5'), 90: ('Endpoints[{}].Host', 'i5'), 91: ('Endpoints[{}].Port', 'i5'), 92: ('Endpoints', 'i5'), 93: ('Endpoints', 'i5'), 94: ('Endpoints', 'i5'), 95: ('Endpoints', 'i5'), 96: ('Endpoints', 'i5'), 97: ('Endpoints', None), 98: ('Endpoints', None), 99: ('Endpoints', None), 100: ('Endpoints', None), 101: ('KRaftVersionFeature', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Version', None), 114: ('Voters', None), 115: ('Voters', None), 116: ('Voters', None), 117: ('Voters', None), 118: ('Voters', None), 119: ('Voters', None), 120: ('Voters', None), 121: ('Voters', None), 122: ('Voters', None), 123: ('Voters', 'i4'), 124: ('Voters', 'i4'), 125: ('Voters', None), 126: ('Voters', None), 127: ('Voters', None), 128: ('Voters', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None)}
+BUILD_HASH = 'f2368e1027388571'

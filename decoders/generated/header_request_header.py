@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>hhi').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 
@@ -59,5 +60,5 @@ _T0 = {}
 NAME = 'RequestHeader'
 VERSIONS = {0: _f0, 1: _f1, 2: _f2}
 
-_LINES = {14: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 23: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 24: ('ClientId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 31: ('ClientId', None), 40: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 41: ('ClientId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 48: ('ClientId', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None)}
-BUILD_HASH = '9897e63da9d39005'
+_LINES = {15: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 24: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 31: ('ClientId', None), 32: ('ClientId', None), 41: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 48: ('ClientId', None), 49: ('ClientId', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None)}
+BUILD_HASH = '5a4d24d607055f52'

@@ -4,6 +4,7 @@ import struct as _struct
 
 from decoders import _runtime as _rt
 
+_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 
 
@@ -33,5 +34,5 @@ _T0 = {}
 NAME = 'ResponseHeader'
 VERSIONS = {0: _f0, 1: _f1}
 
-_LINES = {13: ('CorrelationId', None), 22: ('CorrelationId', None), 24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None)}
-BUILD_HASH = '9d241b6531bf4b09'
+_LINES = {14: ('CorrelationId', None), 23: ('CorrelationId', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None)}
+BUILD_HASH = '150ebc9eebea09c8'

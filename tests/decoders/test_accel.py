@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from decoders import _runtime as rt
 from decoders import api
 from decoders.generated import registry
 from decoders.records import Records
@@ -46,21 +47,22 @@ def plain(value: Any) -> Any:
     return value
 
 
-def outcome(header: Any, body: Any, frame: bytes) -> tuple[Any, ...]:
+def outcome(header: Any, body: Any, frame: bytes, budget: int = rt.MAX_ELEMENTS) -> tuple[Any, ...]:
+    rt.BUDGET[0] = budget
     try:
         h, p = header(frame, 0)
         v, end = body(frame, p)
     except Exception:  # noqa: BLE001 - failing is one of the two outcomes compared
-        return ("fails",)
-    return (plain(h), plain(v), end)
+        return ("fails", rt.BUDGET[0] < 0)
+    return (plain(h), plain(v), end, rt.BUDGET[0])
 
 
-def assert_same(kind: str, api_key: int, version: int, frame: bytes) -> None:
+def assert_same(kind: str, api_key: int, version: int, frame: bytes, budget: int = rt.MAX_ELEMENTS) -> None:
     entry = api._readers(api_key, version, kind)
     assert entry is not None and entry[4] is not entry[1]
-    pure = outcome(entry[0], entry[1], frame)
-    fast = outcome(entry[3], entry[4], frame)
-    assert fast == pure, (kind, api_key, version, frame.hex())
+    pure = outcome(entry[0], entry[1], frame, budget)
+    fast = outcome(entry[3], entry[4], frame, budget)
+    assert fast == pure, (kind, api_key, version, budget, frame.hex())
 
 
 @cache
@@ -79,6 +81,13 @@ def test_vectors_whole_cut_and_with_trailing_bytes() -> None:
         assert_same(vec.kind, vec.api_key, vec.version, frame + b"\x00\x01\xff")
         checked += 1
     assert checked > 1000
+
+
+def test_vectors_under_small_element_budgets() -> None:
+    """Both spend the element budget alike: the same elements left, or both over it."""
+    for vec in vectors():
+        for budget in (0, 1, 2, 5, 20):
+            assert_same(vec.kind, vec.api_key, vec.version, vec.frame, budget)
 
 
 def test_vectors_with_corrupted_bytes() -> None:

@@ -15,10 +15,10 @@ $(BIN)/kafka-inspector: pyproject.toml setup.py
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# The compiled decoders (decoders/accel/*.pyx, generated) are built by the install above; this
-# rebuilds the ones whose sources changed since (after `make regen`), in place.
+# The compiled modules (decoders/accel/*.pyx, generated, and the inspector's hot path) are built by
+# the install above; this rebuilds the ones whose sources changed since, in place.
 ACCEL_STAMP := decoders/accel/.built
-$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) decoders/accel/_cy.pxd
+$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) decoders/accel/_cy.pxd $(wildcard inspector/*.py)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $@
 
@@ -64,4 +64,4 @@ bench: setup system-deps
 	$(BIN)/python bench/bench_read.py
 
 clean:
-	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build decoders/accel/*.c decoders/accel/*.so $(ACCEL_STAMP)
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build decoders/accel/*.c decoders/accel/*.so inspector/*.c inspector/*.so inspector/_compiled.json $(ACCEL_STAMP)

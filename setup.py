@@ -1,11 +1,14 @@
-"""Build the compiled decoders (decoders/accel/*.pyx, generated) when the package is installed.
+"""Build the compiled modules when the package is installed: the decoders' Cython twins
+(decoders/accel/*.pyx, generated) and the inspector's hot path (plain Python compiled by Cython).
 
 Everything else is in pyproject.toml. The extensions are optional: without Cython or a C compiler
-the install still succeeds and the pure-Python decoders (same results, slower) do the work.
+the install still succeeds and the pure-Python modules (same results, slower) do the work.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,6 +17,10 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
+# The same list as inspector/_compiled.py's COMPILED (not imported: the build must not import the package).
+INSPECTOR_COMPILED = ("packets", "capture_file", "reassembly", "framing", "connection", "pipeline", "events",
+                      "summary", "reader")
+COMPILED_SOURCES: dict[str, str] = {}  # inspector module -> SHA-256 of the source compiled
 
 
 class OptionalBuildExt(build_ext):
@@ -24,11 +31,17 @@ class OptionalBuildExt(build_ext):
         self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
+        target = ROOT if self.inplace else Path(self.build_lib)
+        manifest = target / "inspector" / "_compiled.json"
+        manifest.unlink(missing_ok=True)  # extensions without a record of their source are not used
         try:
             super().run()
-        except Exception as err:  # noqa: BLE001 - any build failure leaves the pure-Python decoders
-            print(f"warning: compiled decoders not built ({err}); using the pure-Python decoders",
-                  file=sys.stderr)
+        except Exception as err:  # noqa: BLE001 - any build failure leaves the pure-Python modules
+            print(f"warning: compiled modules not built ({err}); using the pure-Python modules", file=sys.stderr)
+            return
+        if COMPILED_SOURCES:
+            manifest.parent.mkdir(parents=True, exist_ok=True)
+            manifest.write_text(json.dumps(COMPILED_SOURCES, indent=1, sort_keys=True) + "\n")
 
 
 def extensions() -> list:
@@ -40,6 +53,12 @@ def extensions() -> list:
         print("warning: Cython not available; using the pure-Python decoders", file=sys.stderr)
         return []
     sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "decoders" / "accel").glob("*.pyx"))
+    # The inspector's hot path, compiled as plain Python (the .py stays the source and runs without a
+    # build); inspector/_compiled.py keeps an edited source from being shadowed by an old build.
+    for name in INSPECTOR_COMPILED:
+        path = ROOT / "inspector" / f"{name}.py"
+        sources.append(str(path.relative_to(ROOT)))
+        COMPILED_SOURCES[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return cythonize(sources, language_level=3, quiet=True, nthreads=os.cpu_count() or 1)
 
 

@@ -1,0 +1,5 @@
+"""Captures to events: packets, TCP reassembly, Kafka framing and correlation, writers, CLI."""
+
+from inspector import _compiled
+
+_compiled.install()

@@ -276,11 +276,11 @@ def decode_response(
     return msg
 
 
-def decodes_exactly(frame: bytes, api_key: int, api_version: int) -> bool:
+def decodes_exactly(frame: bytes, api_key: int, api_version: int, max_elements: int = rt.MAX_ELEMENTS) -> bool:
     """Whether a response frame decodes exactly (header and body, no trailing bytes) at this api key and
     version: the cheap test behind guessing, without the error detail a failed decode_response builds."""
     frame = frame if type(frame) is bytes else bytes(frame)
-    rt.BUDGET[0] = rt.MAX_ELEMENTS
+    rt.BUDGET[0] = max_elements
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
     return entry is not None and len(frame) >= 4 and _exact(entry, frame) is not None
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from decoders._runtime import MAX_ELEMENTS
 from decoders.api import DecodedMessage, decode_response, decodes_exactly
 from decoders.generated import registry
 
@@ -72,9 +73,11 @@ def _score(msg: DecodedMessage) -> float:
 
 
 def guess_response(
-    frame: bytes, preferred: Iterable[tuple[int, int]] = (), api_keys: Iterable[int] | None = None
+    frame: bytes, preferred: Iterable[tuple[int, int]] = (), api_keys: Iterable[int] | None = None,
+    max_elements: int = MAX_ELEMENTS,
 ) -> Guess:
-    """Try every known (api key, version); ``preferred`` ones (seen on the connection) rank first."""
+    """Try every known (api key, version); ``preferred`` ones (seen on the connection) rank first.
+    Each candidate decode has the element budget ``max_elements`` (see ``decode_request``)."""
     preferred_set = set(preferred)
     keys = sorted(registry.API_NAMES) if api_keys is None else sorted(api_keys)
     found: list[tuple[int, float, int, DecodedMessage]] = []
@@ -83,9 +86,9 @@ def guess_response(
         for version in range(lo, hi + 1):
             if (key, version) not in registry.RESPONSE_HEADER_VERSION:
                 continue
-            if not decodes_exactly(frame, key, version):  # most layouts fail: skip building their errors
+            if not decodes_exactly(frame, key, version, max_elements):  # most fail: skip building their errors
                 continue
-            msg = decode_response(frame, key, version, postprocess=False)
+            msg = decode_response(frame, key, version, postprocess=False, max_elements=max_elements)
             if msg.ok and msg.body_version is None and _plausible(msg.body):
                 rank = 0 if (key, version) in preferred_set else 1
                 found.append((rank, -_score(msg), key, msg))
@@ -94,7 +97,7 @@ def guess_response(
     found.sort(key=lambda item: (item[0], item[1], item[2], item[3].api_version or 0))
     best = found[0][3]
     assert best.api_key is not None and best.api_version is not None
-    best = decode_response(frame, best.api_key, best.api_version)
+    best = decode_response(frame, best.api_key, best.api_version, max_elements=max_elements)
     candidates = tuple((m.api_key or 0, m.api_version or 0) for _, _, _, m in found)
     return Guess(best, candidates, _confidence(found))
 

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from inspector.capture_file import CaptureError
-from inspector.connection import MAX_PENDING
+from inspector.connection import MAX_ELEMENTS, MAX_PENDING
 from inspector.events import EventTable, RecordsOptions
 from inspector.pipeline import MAX_HELD
 from inspector.reader import ReadOptions, iter_capture, read_captures, write_connections
@@ -46,6 +46,16 @@ def _size(text: str) -> int:
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
     return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (examples: 1000000, 1_000_000)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (must not be negative)")
+    return value
 
 
 def _add_decode_options(p: argparse.ArgumentParser) -> None:
@@ -70,6 +80,10 @@ def _add_decode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-held", type=_size, default=MAX_HELD, metavar="SIZE",
                    help=f"bytes held in incomplete frames and behind holes, all connections together; beyond it "
                         f"the connections holding the most are released and resync (default {MAX_HELD >> 20}MB)")
+    p.add_argument("--max-elements", type=_count, default=MAX_ELEMENTS, metavar="N",
+                   help=f"array elements decoded per message, all its arrays (and embedded protocols, Envelope "
+                        f"contents) together; a message with more is reported, not decoded (default "
+                        f"{MAX_ELEMENTS:,})")
 
 
 def _read_options(args: argparse.Namespace) -> ReadOptions:
@@ -81,6 +95,7 @@ def _read_options(args: argparse.Namespace) -> ReadOptions:
         max_connections=args.max_connections,
         max_pending=args.max_pending,
         max_held=args.max_held,
+        max_elements=args.max_elements,
     )
 
 

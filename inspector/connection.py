@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass, field
 
 from decoders import DecodedMessage, decode_request, decode_response
+from decoders._runtime import MAX_ELEMENTS
 from decoders.generated import registry
 from decoders.guess import guess_response
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
@@ -22,6 +23,20 @@ _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
 MAX_UNDECIDED_FRAMES = 64
 #: Requests kept waiting for a response per connection before the oldest are given up.
 MAX_PENDING = 10_000
+#: How a message's ``decode_status`` starts when it hit the per-message array element budget
+#: (``--max-elements``, :data:`MAX_ELEMENTS` by default): the decoder's ``limit: array of N elements ...``.
+ELEMENTS_LIMIT_STATUS = "limit: array of "
+
+
+def hit_elements_limit(msg: DecodedMessage) -> bool:
+    """Whether decoding ``msg`` stopped at the array element budget (``--max-elements``)."""
+    return msg.status.startswith(ELEMENTS_LIMIT_STATUS) and "(--max-elements)" in msg.status
+
+
+def is_kafka(msg: DecodedMessage) -> bool:
+    """Whether ``msg`` is evidence of Kafka: it decoded, or it stopped only at the element budget (its header
+    and every field before the big array decoded, and that array's count fits in the frame)."""
+    return msg.ok or hit_elements_limit(msg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +123,11 @@ class KafkaConnection:
         synced: bool = True,
         max_frame: int = 100 * 1024 * 1024,
         max_pending: int = MAX_PENDING,
+        max_elements: int = MAX_ELEMENTS,
     ) -> None:
         self.conn_id = conn_id
         self.max_pending = max_pending
+        self.max_elements = max_elements  # array elements one message may decode (--max-elements)
         self.endpoints = (a, b)
         self.client_side = client_side
         self.pending: dict[int, PendingRequest] = {}
@@ -200,7 +217,7 @@ class KafkaConnection:
         return out
 
     def _try_decide(self, side: int, frame: Frame) -> None:
-        if decode_request(frame.data, postprocess=False).ok:
+        if is_kafka(decode_request(frame.data, postprocess=False, max_elements=self.max_elements)):
             # A side whose frames decode as requests is the client, unless the other side's do too.
             self.client_side = side
         else:
@@ -210,8 +227,9 @@ class KafkaConnection:
 
     def _decide_by_majority(self) -> None:
         ok = [0, 0]
+        max_elements = self.max_elements
         for side, frame in self._undecided:
-            if decode_request(frame.data, postprocess=False).ok:
+            if is_kafka(decode_request(frame.data, postprocess=False, max_elements=max_elements)):
                 ok[side] += 1
         self.client_side = 0 if ok[0] >= ok[1] else 1
 
@@ -227,7 +245,7 @@ class KafkaConnection:
         return self._response(frame)
 
     def _request(self, frame: Frame) -> KafkaMessage:
-        msg = decode_request(frame.data)
+        msg = decode_request(frame.data, max_elements=self.max_elements)
         if not msg.ok:
             self.stats.decode_failures += 1
         if msg.correlation_id is not None:
@@ -255,14 +273,15 @@ class KafkaConnection:
         corr = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is not None:
-            msg = decode_response(data, req.api_key, req.api_version, inner=req.inner)
+            msg = decode_response(data, req.api_key, req.api_version, inner=req.inner,
+                                  max_elements=self.max_elements)
             if not msg.ok:
                 self.stats.decode_failures += 1
             latency = round((frame.ts - req.ts) * 1000.0, 3)
             return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,
                                 req.client_id, latency_ms=latency)
         self.stats.requests_missing += 1
-        guess = guess_response(data, preferred=self.seen_versions)
+        guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
         if guess.message is not None:
             msg = guess.message
         else:
@@ -298,10 +317,12 @@ class KafkaConnection:
     def _confirm_for(self, side: int):  # type: ignore[no-untyped-def]
         def confirm(frame: bytes) -> bool:
             is_client = self.client_side == side if self.client_side is not None else None
-            if is_client is not False and decode_request(frame, postprocess=False).ok:
+            if is_client is not False and is_kafka(decode_request(frame, postprocess=False,
+                                                                  max_elements=self.max_elements)):
                 return True
             if is_client is not True:
-                return guess_response(frame, api_keys={k for k, _ in self.seen_versions} or None).message is not None
+                return guess_response(frame, api_keys={k for k, _ in self.seen_versions} or None,
+                                      max_elements=self.max_elements).message is not None
             return False
         return confirm
 

@@ -16,11 +16,13 @@ import heapq
 from collections.abc import Iterable, Sequence
 
 from inspector.connection import (
+    MAX_ELEMENTS,
     MAX_PENDING,
     ConnectionEvent,
     Endpoint,
     KafkaConnection,
     KafkaMessage,
+    is_kafka,
 )
 from inspector.packets import Segment
 from inspector.reassembly import (
@@ -53,8 +55,10 @@ class _Tracked:
 
     __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes")
 
-    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int], kafka: bool | None) -> None:
-        self._spec = spec  # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending
+    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int],
+                 kafka: bool | None) -> None:
+        # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements
+        self._spec = spec
         self._conn: KafkaConnection | None = None
         self.kafka = kafka  # None while undecided
         self.held: list[ConnectionEvent] = []
@@ -71,9 +75,9 @@ class _Tracked:
         return conn
 
     def new_conn(self) -> KafkaConnection:
-        conn_id, a, b, client_side, synced, max_frame, max_pending = self._spec
+        conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements = self._spec
         return KafkaConnection(conn_id, a, b, client_side=client_side, synced=synced, max_frame=max_frame,
-                               max_pending=max_pending)
+                               max_pending=max_pending, max_elements=max_elements)
 
     @property
     def has_conn(self) -> bool:
@@ -109,14 +113,18 @@ class Closed:
 class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
                  max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
-                 max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD) -> None:
+                 max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD,
+                 max_elements: int = MAX_ELEMENTS) -> None:
         if max_held < 0:
             raise ValueError("max_held must be >= 0")
+        if max_elements < 0:
+            raise ValueError("max_elements must be >= 0")
         self.ports = ports or set()
         self.conn_id_base = conn_id_base
         self.max_frame = max_frame
         self.max_pending = max_pending
         self.max_held = max_held
+        self.max_elements = max_elements  # array elements one message may decode (--max-elements)
         self.evicted = 0  # connections closed because more than max_connections were open
         self.released = 0  # connections whose held bytes were released because more than max_held were held
         self.held_bytes = 0  # bytes held in framers and behind holes, all open connections together
@@ -283,15 +291,16 @@ class Inspector:
                 kafka = False
         conn_id = self.conn_id_base + ev.conn_id
         self.max_conn_id = max(self.max_conn_id, conn_id)
-        self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending),
-                                          kafka)
+        self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending,
+                                           self.max_elements), kafka)
 
     def _emit(self, tracked: _Tracked, events: list[ConnectionEvent], out: list[ConnectionEvent]) -> None:
         if tracked.kafka:
             out.extend(events)
             return
         tracked.held.extend(events)
-        if any(isinstance(e, KafkaMessage) and e.message.ok for e in events):
+        # A message that stopped only at --max-elements is Kafka too (else a hostile frame hides in "not Kafka").
+        if any(isinstance(e, KafkaMessage) and is_kafka(e.message) for e in events):
             tracked.kafka = True
             out.extend(tracked.held)
             tracked.held = []

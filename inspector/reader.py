@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from inspector.capture_file import open_capture
-from inspector.connection import MAX_PENDING, KafkaMessage, StreamIssue
+from inspector.connection import MAX_ELEMENTS, MAX_PENDING, KafkaMessage, StreamIssue
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import MAX_HELD, Inspector
@@ -32,6 +32,7 @@ class ReadOptions:
     max_connections: int = 100_000
     max_pending: int = MAX_PENDING
     max_held: int = MAX_HELD
+    max_elements: int = MAX_ELEMENTS
 
 
 def iter_capture(
@@ -44,7 +45,8 @@ def iter_capture(
     """Yield every Kafka message of one capture file; totals go into ``summary``."""
     inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
                           max_buffered=options.max_buffered, max_connections=options.max_connections,
-                          max_pending=options.max_pending, max_held=options.max_held)
+                          max_pending=options.max_pending, max_held=options.max_held,
+                          max_elements=options.max_elements)
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     with open_capture(path) as reader:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue
+from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
 
 #: Limits (named by their command-line option) and what a hit means; ``Summary.limits`` counts hits.
@@ -17,6 +17,8 @@ LIMITS: dict[str, str] = {
                   "undecodable bytes and gaps) because all connections together held more than the limit",
     "--max-pending": "requests given up while waiting for their response",
     "--max-decompressed": "messages whose record data hit the decompression limit (records not all decoded)",
+    "--max-elements": "messages with more array elements than the per-message limit (not decoded; the status "
+                      "names the array)",
     "max_records": "messages whose records hit the per-message record limit",
 }
 
@@ -102,8 +104,9 @@ class Summary:
 
     def message(self, ev: KafkaMessage) -> None:
         msg = ev.message
+        inner = msg.inner
         self.frames += 1
-        self.messages += 1 + (1 if msg.inner is not None else 0)
+        self.messages += 1 + (1 if inner is not None else 0)
         name = msg.api_name or ("unknown" if msg.api_key is None else f"key {msg.api_key}")
         stats = self.apis.get(name)
         if stats is None:
@@ -124,6 +127,10 @@ class Summary:
             else:
                 stats.decode_failures += 1
                 self.decode_failures += 1
+            if hit_elements_limit(msg):
+                self.limit_hit("--max-elements")
+        if inner is not None and not inner.ok and hit_elements_limit(inner):  # the Envelope's message (one row)
+            self.limit_hit("--max-elements")
 
     def issue(self, ev: StreamIssue) -> None:
         self.stream_issues[ev.kind] = self.stream_issues.get(ev.kind, 0) + ev.length

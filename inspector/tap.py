@@ -591,7 +591,8 @@ class Tap:
         self.inspector = Inspector(ports=set(self.options.ports), max_frame=self.options.max_frame,
                                    max_buffered=self.options.max_buffered,
                                    max_connections=self.options.max_connections,
-                                   max_pending=self.options.max_pending, max_held=self.options.max_held)
+                                   max_pending=self.options.max_pending, max_held=self.options.max_held,
+                                   max_elements=self.options.max_elements)
         self.live_stats = LiveStats()
         self.counters = TapCounters()
         self.reservoir = _Reservoir()
@@ -1031,6 +1032,11 @@ class Tap:
         self._flush()
         self._drain_closed()
         self.summary.max_conn_id = max(self.summary.max_conn_id, self.inspector.max_conn_id)
+        # The limits the pipeline and the event table count, as `read` records them (inspector/reader.py).
+        self.summary.limit_hit("--max-connections", self.inspector.evicted)
+        self.summary.limit_hit("--max-held", self.inspector.released)
+        for limit, hits in self.table.limit_hits.items():
+            self.summary.limit_hit(limit, hits)
         files = self.writer.close()  # OutputError (the file in progress removed) if the disk refuses
         st = self.capture_stats
         if st.kernel_dropped:

@@ -1,0 +1,142 @@
+"""``--max-elements`` reaches the decoder on every path of a connection: requests, correlated responses,
+responses whose request is missing (guessed), frames judged while the client side or the frame start are
+still unknown; through ``Inspector`` and ``iter_capture``; and ``Summary`` counts the messages it stopped."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from decoders import _runtime
+from inspector.connection import Endpoint, KafkaConnection, KafkaMessage, hit_elements_limit, is_kafka
+from inspector.events import EventTable
+from inspector.pipeline import Inspector
+from inspector.reader import ReadOptions, iter_capture
+from inspector.summary import LIMITS, Summary
+from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, request_header
+from tests.inspector.test_hostile import envelope
+from tests.inspector.test_hostile_elements import (
+    AFTER,
+    HELLO,
+    join_group_v6_request,
+    join_group_v6_response,
+)
+from tests.inspector.test_hostile_elements import conversation_pcap as pcap_of
+
+A = Endpoint("10.0.0.1", 40000)
+B = Endpoint("10.0.0.2", 9092)
+KEYS = [(18, 0, 3), (11, 0, 9), (3, 0, 12)]  # an ApiVersions v0 response of 3 elements
+LIMIT = "limit: array of {} elements exceeds the elements left of this message's budget (--max-elements) at {}"
+
+
+def _messages(events: list) -> list[KafkaMessage]:
+    return [e for e in events if isinstance(e, KafkaMessage)]
+
+
+def test_default_is_the_decoders() -> None:
+    conn = KafkaConnection(1, A, B)
+    assert conn.max_elements == _runtime.MAX_ELEMENTS == Inspector().max_elements
+
+
+@pytest.mark.parametrize(("max_elements", "limited"), [(9_999, True), (10_000, False), (None, False)])
+def test_request(max_elements: int | None, limited: bool) -> None:
+    kwargs = {} if max_elements is None else {"max_elements": max_elements}
+    conn = KafkaConnection(1, A, B, client_side=0, **kwargs)  # type: ignore[arg-type]
+    (msg,) = _messages(conn.data(0, 1.0, join_group_v6_request(2, 10_000)))
+    if limited:
+        assert msg.message.status.startswith(LIMIT.format(10000, "Protocols")) and msg.message.body is None
+        assert hit_elements_limit(msg.message) and is_kafka(msg.message) and not msg.message.ok
+        assert conn.stats.decode_failures == 1
+    else:
+        assert msg.message.ok and len((msg.message.body or {})["Protocols"]) == 10_000
+    # Either way the request was understood enough to wait for its response.
+    assert list(conn.pending) == [2] and (11, 6) in conn.seen_versions
+
+
+@pytest.mark.parametrize(("max_elements", "limited"), [(2, True), (3, False)])
+def test_correlated_response(max_elements: int, limited: bool) -> None:
+    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    out = conn.data(0, 1.0, frame(api_versions_request_v0(1)))
+    out += conn.data(1, 1.5, frame(api_versions_response_v0(1, KEYS)))
+    _, resp = _messages(out)
+    assert resp.latency_ms == 500.0 and not resp.request_missing
+    if limited:
+        assert resp.message.status == LIMIT.format(3, "ApiKeys") + " (offset 10)"
+        assert conn.stats.decode_failures == 1
+    else:
+        assert resp.message.ok and len((resp.message.body or {})["ApiKeys"]) == 3
+
+
+@pytest.mark.parametrize(("max_elements", "limited"), [(2, True), (3, False)])
+def test_guessed_response(max_elements: int, limited: bool) -> None:
+    """A response whose request is missing: every candidate is decoded within the connection's budget, so a
+    layout that needs more elements than allowed is not a candidate."""
+    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    (resp,) = _messages(conn.data(1, 1.0, frame(api_versions_response_v0(9, KEYS))))
+    assert resp.request_missing and conn.stats.requests_missing == 1
+    if limited:
+        assert (18, 0) not in resp.candidates and resp.message.api_key != 18
+    else:
+        assert (18, 0) in resp.candidates and resp.message.api_key == 18
+        assert resp.message.ok and conn.stats.decode_failures == 0
+
+
+def test_sides_and_frame_start_found_by_content_with_a_small_budget() -> None:
+    """No SYN, mid-stream, the broker on side 0: the framer confirms the frame start and the client side is
+    decided by decoding the frame with the connection's budget; a frame that stops at the budget is a request
+    (before, it counted as a failure: its frame start was not confirmed and its bytes were skipped)."""
+    conn = KafkaConnection(1, B, A, client_side=None, synced=False, max_elements=5_000)
+    out = conn.data(1, 1.0, join_group_v6_request(2, 10_000))
+    out += conn.finish(2.0)
+    (msg,) = _messages(out)
+    assert conn.client_side == 1 and msg.direction == "request" and msg.client == A
+    assert msg.message.status.startswith(LIMIT.format(10000, "Protocols"))
+    assert conn.stats.bytes_skipped == [0, 0]
+
+
+def test_envelope_inner_message_shares_the_budget_and_is_counted() -> None:
+    """The Envelope decodes; the request it carries (a JoinGroup of 10,000 protocols) gets what is left of the
+    budget, stops, and is counted once, as the row of its own it becomes."""
+    inner = join_group_v6_request(5, 10_000)[4:]
+    conn = KafkaConnection(1, A, B, client_side=0, max_elements=5_000)
+    (msg,) = _messages(conn.data(0, 1.0, frame(envelope(inner, 77))))
+    assert msg.message.ok and msg.message.api_name == "Envelope"
+    assert msg.message.inner is not None and hit_elements_limit(msg.message.inner)
+    summary = Summary()
+    summary.message(msg)
+    assert summary.limits == {"--max-elements": 1} and summary.messages == 2
+    table = EventTable()
+    table.add(msg)
+    rows = table.take().to_pylist()
+    assert [r["decode_status"][:30] for r in rows] == ["ok", "limit: array of 10000 elements"]
+
+
+def test_summary_counts_only_the_element_limit() -> None:
+    conn = KafkaConnection(1, A, B, client_side=0, max_elements=5_000)
+    out = conn.data(0, 1.0, join_group_v6_request(2, 10_000))  # stopped by the budget
+    out += conn.data(0, 1.1, frame(request_header(3, 0, 4) + struct.pack(">i", 5)))  # 5 topics, none there
+    summary = Summary()
+    for ev in _messages(out):
+        summary.message(ev)
+    assert [e.message.status[:9] for e in _messages(out)] == ["limit: ar", "truncated"]
+    assert summary.decode_failures == 2 and summary.limits == {"--max-elements": 1}
+    assert "--max-elements" in LIMITS
+
+
+def test_inspector_passes_it_to_every_connection(tmp_path: Path) -> None:
+    """Through ReadOptions → Inspector → the connections it makes (also those made only when data comes)."""
+    pcap = pcap_of(tmp_path / "join.pcap", [*HELLO, ("c", join_group_v6_request(2, 10_000)),
+                                             ("b", join_group_v6_response(2)), *AFTER])
+    for options, limited in ((ReadOptions(max_elements=5_000), True), (ReadOptions(), False)):
+        summary = Summary()
+        events = list(iter_capture(str(pcap), summary, options))
+        (join,) = [e for e in events if e.message.api_name == "JoinGroup" and e.direction == "request"]
+        assert hit_elements_limit(join.message) is limited
+        assert summary.limits == ({"--max-elements": 1} if limited else {})
+        assert sum(e.message.ok for e in events) == len(events) - limited
+    inspector = Inspector(max_elements=123)
+    assert inspector.max_elements == 123
+    with pytest.raises(ValueError, match="max_elements"):
+        Inspector(max_elements=-1)

@@ -28,6 +28,10 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def source_hash_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def stale_modules(package_dir: Path, pure: bool) -> list[str]:
     """Modules of ``package_dir`` that must be imported from source: compiled, but from another source."""
     try:

@@ -1,0 +1,60 @@
+"""The compiled inspector modules: in use when built, never shadowing an edited source."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import inspector.framing
+from inspector import _compiled
+
+PACKAGE = Path(_compiled.__file__).resolve().parent
+BUILT = (PACKAGE / _compiled.MANIFEST).exists()
+
+
+@pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
+def test_hot_path_is_compiled_after_setup() -> None:
+    assert BUILT, "inspector/_compiled.json missing: run `make setup` (needs Cython and a C compiler)"
+    assert _compiled.compiled(inspector.framing)
+
+
+def _package(tmp: Path, source: str, manifest: dict[str, str] | None) -> Path:
+    pkg = tmp / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text(source)
+    (pkg / "mod.cpython-311-x86_64-linux-gnu.so").write_bytes(b"not a real extension")
+    if manifest is not None:
+        (pkg / _compiled.MANIFEST).write_text(json.dumps(manifest))
+    return pkg
+
+
+def test_stale_and_unrecorded_extensions_are_found(tmp_path: Path) -> None:
+    source = "VALUE = 1\n"
+    current = _package(tmp_path / "a", source, {"mod": _compiled.source_hash_text(source)})
+    assert _compiled.stale_modules(current, pure=False) == []
+    assert _compiled.stale_modules(current, pure=True) == ["mod"]
+    edited = _package(tmp_path / "b", source, {"mod": "0" * 64})
+    assert _compiled.stale_modules(edited, pure=False) == ["mod"]
+    unrecorded = _package(tmp_path / "c", source, None)
+    assert _compiled.stale_modules(unrecorded, pure=False) == ["mod"]
+
+
+def test_a_stale_extension_is_not_imported(tmp_path: Path) -> None:
+    """A (broken) extension beside an edited source: the guard imports the source, with a warning."""
+    pkg = _package(tmp_path / "a", "VALUE = 2\n", {"mod": "0" * 64})
+    code = ("import warnings, sys; from pathlib import Path; from inspector import _compiled\n"
+            f"with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    names = _compiled.install('pkg', Path({str(pkg)!r}))\n"
+            "import pkg.mod\n"
+            "print(names, pkg.mod.VALUE, len(w))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pkg.parent), str(PACKAGE.parent)])}
+    env.pop("KAFKA_INSPECTOR_PURE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["['mod']", "2", "1"]

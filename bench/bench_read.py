@@ -71,6 +71,16 @@ def bench_tshark(capture: Path, ports: set[int]) -> dict[str, float]:
     return {"seconds": seconds, "cpu": _last_cpu[0], "frames": frames, "rss_mb": rss / 1024}
 
 
+def _build_note() -> str:
+    """Which code ran: compiled (decoders/accel, inspector hot path) or pure Python."""
+    probe = ("import decoders.api as a, inspector._compiled as c, inspector.framing as f;"
+             "print(a.accelerated(), c.compiled(f), ','.join(c.STALE))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    decoders_compiled, inspector_compiled, stale = (out.stdout.strip().split(" ") + [""])[:3]
+    note = f"compiled decoders: {decoders_compiled}; compiled inspector hot path: {inspector_compiled}"
+    return note + (f" (stale, run from source: {stale}; `make setup` rebuilds)" if stale else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("captures", nargs="*", type=Path)
@@ -102,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("all", f"kafka-inspector read --jobs {args.jobs}", all_mb,
                          {"seconds": seconds, "cpu": _last_cpu[0], "frames": frames, "rss_mb": float("nan")}))
     print(f"load average before: {os.getloadavg()[0]:.2f} (wall times suffer on a busy machine; CPU times less)")
+    print(_build_note())
     print(f"{'capture':24} {'tool':32} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'frames':>9} {'frames/s':>9} "
           f"{'frames/cpu-s':>12} {'MB/s':>6} {'peak RSS MB':>11}")
     for name, tool, size_mb, r in rows:

@@ -64,7 +64,7 @@ def iter_capture(
                 else:
                     summary.issue(ev)
             if inspector.closed:  # account closed connections as they go: memory stays bounded
-                _drain_closed(inspector, summary, name)
+                drain_closed(inspector, summary, name)
             if progress is not None and count % 4096 == 0:
                 progress(name, reader.bytes_read, summary.frames)
         for ev in inspector.finish(last_ts):
@@ -76,13 +76,14 @@ def iter_capture(
         summary.warnings.extend(f"{name}: {w}" for w in reader.warnings)
         if progress is not None:
             progress(name, reader.bytes_read, summary.frames)
-    _drain_closed(inspector, summary, name)
+    drain_closed(inspector, summary, name)
     summary.limit_hit("--max-connections", inspector.evicted)
     summary.limit_hit("--max-held", inspector.released)
     summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
 
 
-def _drain_closed(inspector: Inspector, summary: Summary, name: str) -> None:
+def drain_closed(inspector: Inspector, summary: Summary, name: str) -> None:
+    """Account the connections ``inspector`` closed since the last call (read and tap alike)."""
     closed, inspector.closed = inspector.closed, []
     for c in closed:
         if c.kafka and not c.carried_data:

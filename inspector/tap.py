@@ -109,6 +109,7 @@ from inspector.events import EventTable
 from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import Inspector
+from inspector.reader import drain_closed
 from inspector.summary import Summary
 from inspector.writers import OutputError, ParquetDatasetWriter, output_error, remove_quietly
 
@@ -991,13 +992,7 @@ class Tap:
             self.live_stats.add_batch(batch)
 
     def _drain_closed(self) -> None:
-        closed, self.inspector.closed = self.inspector.closed, []
-        for c in closed:
-            if c.kafka:
-                self.summary.connection_closed(c.conn, self.capture_name)
-            else:
-                self.summary.non_kafka_connections += 1
-                self.summary.non_kafka_bytes += c.ignored_bytes
+        drain_closed(self.inspector, self.summary, self.capture_name)
 
     def _refresh(self) -> None:
         s = self.summary

@@ -15,7 +15,7 @@ import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
 
@@ -149,6 +149,13 @@ class ModuleBuilder:
             fn.emit(ind, f"{n}, = {self.fmt('>i')}(b, p); p += 4")
         return n
 
+    def _null_or_negative(self, fn: _Func, n: str, v: str, ind: int) -> None:
+        """The end of a length-prefixed read: -1 is null, any other negative length is invalid."""
+        fn.emit(ind, f"elif {n} == -1:")
+        fn.emit(ind + 1, f"{v} = None")
+        fn.emit(ind, "else:")
+        fn.emit(ind + 1, f"raise _rt.negative({n})")
+
     def _field(self, fn: _Func, f: Field, ind: int, index: str | None = None) -> str:
         """Emit code reading field ``f``; return the variable holding its value."""
         if f.name:
@@ -170,10 +177,7 @@ class ModuleBuilder:
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
             else:
                 fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
-            fn.emit(ind, f"elif {n} == -1:")
-            fn.emit(ind + 1, f"{v} = None")
-            fn.emit(ind, "else:")
-            fn.emit(ind + 1, f"raise _rt.negative({n})")
+            self._null_or_negative(fn, n, v, ind)
             return v
         if f.kind == "struct":
             assert f.struct is not None
@@ -241,10 +245,7 @@ class ModuleBuilder:
                 fn.current = (f.name, i)
                 fn.emit(ind + 2, f"{v}.append({x})")
             fn.current = (f.name, index)
-        fn.emit(ind, f"elif {n} == -1:")
-        fn.emit(ind + 1, f"{v} = None")
-        fn.emit(ind, "else:")
-        fn.emit(ind + 1, f"raise _rt.negative({n})")
+        self._null_or_negative(fn, n, v, ind)
         return v
 
     def _inline_struct(self, fn: _Func, st: Struct, array: str, index: str, target: str, ind: int) -> None:
@@ -335,7 +336,12 @@ def _inlinable(st: Struct | None) -> bool:
         for f in st.fields)
 
 
-def _versioned_table(builder: ModuleBuilder, variants: list[dict[str, Any]], root: str) -> dict[int, str]:
+class StructRenderer(Protocol):
+    def struct_fn(self, st: Struct) -> str: ...
+
+
+def versioned_table(builder: StructRenderer, variants: list[dict[str, Any]], root: str) -> dict[int, str]:
+    """Version -> name of the function ``builder`` renders for the root struct at that version."""
     table: dict[int, str] = {}
     for variant in variants:
         for version in versions_of(variant):
@@ -351,8 +357,8 @@ def _dict_text(table: dict[int, str]) -> str:
 
 def render_api(doc: dict[str, Any]) -> str:
     builder = ModuleBuilder()
-    request = _versioned_table(builder, doc["request"], doc["name"] + "Request")
-    response = _versioned_table(builder, doc["response"], doc["name"] + "Response")
+    request = versioned_table(builder, doc["request"], doc["name"] + "Request")
+    response = versioned_table(builder, doc["response"], doc["name"] + "Response")
     tail = [
         f"API_KEY = {doc['apiKey']}",
         f"NAME = {doc['name']!r}",
@@ -368,7 +374,7 @@ def render_data(doc: dict[str, Any], extra_versions: range | None = None) -> str
     if extra_versions is not None:
         # RequestHeader v0 (ControlledShutdown v0) is described by the v1 fields' version ranges.
         variants = [{**variants[0], "versions": f"{extra_versions.start}-{extra_versions.stop - 1}"}]
-    table = _versioned_table(builder, variants, doc["name"])
+    table = versioned_table(builder, variants, doc["name"])
     tail = [f"NAME = {doc['name']!r}", f"VERSIONS = {_dict_text(table)}"]
     return builder.render(tail)
 

@@ -835,9 +835,15 @@ def decode_records(
         return {"size": n}
     if level not in LEVELS:
         return _empty(n, f"unknown level {level!r}")
-    ctx = _Ctx(level == "records", decompress, max_decompressed, max_records, budget)
-    start = (ctx.budget, ctx.records_left, ctx.headers_left)
-    records_level = ctx.records
+    # The context (budgets, first problem) is only built when something can use a budget: record
+    # level, or a legacy/short batch; magic 2 batch headers alone use none (``status`` meanwhile).
+    records_level = level == "records"
+    ctx: _Ctx | None = None
+    start = (0, 0, 0)
+    if records_level:
+        ctx = _Ctx(True, decompress, max_decompressed, max_records, budget)
+        start = (ctx.budget, ctx.records_left, ctx.headers_left)
+    status = "ok"
     batches: list[dict[str, Any]] = []
     append = batches.append
     unpack_v2 = _V2_HEADER.unpack_from
@@ -864,7 +870,10 @@ def decode_records(
                     count,
                 ) = unpack_v2(mv, pos)
                 if length < _V2_MIN_LENGTH:
-                    ctx.fail(_bad_length(length, _V2_MIN_LENGTH, pos))
+                    if ctx is None:
+                        status = _bad_length(length, _V2_MIN_LENGTH, pos)
+                    else:
+                        ctx.fail(_bad_length(length, _V2_MIN_LENGTH, pos))
                     break
                 end = pos + _LOG_OVERHEAD + length
                 if end > n:
@@ -880,9 +889,9 @@ def decode_records(
                     "attributes": attrs,
                     "compression": names[attrs & 0x07],
                     "timestampType": "LogAppendTime" if attrs & 0x08 else "CreateTime",
-                    "isTransactional": bool(attrs & 0x10),
-                    "isControl": bool(attrs & 0x20),
-                    "hasDeleteHorizon": bool(attrs & 0x40),
+                    "isTransactional": (attrs & 0x10) != 0,
+                    "isControl": (attrs & 0x20) != 0,
+                    "hasDeleteHorizon": (attrs & 0x40) != 0,
                     "lastOffsetDelta": last_delta,
                     "baseTimestamp": base_ts,
                     "maxTimestamp": max_ts,
@@ -893,11 +902,15 @@ def decode_records(
                     "status": "ok",
                 }
                 if records_level:
+                    assert ctx is not None  # built up front at record level
                     _v2_records(mv, pos, end, batch, ctx)
                 append(batch)
                 pos = end
                 continue
             # slow path: legacy messages, short remainders, garbage
+            if ctx is None:
+                ctx = _Ctx(False, decompress, max_decompressed, max_records, budget)
+                start = (ctx.budget, ctx.records_left, ctx.headers_left)
             if rem < _LOG_OVERHEAD:
                 partial = rem
                 break
@@ -926,7 +939,13 @@ def decode_records(
             append(_legacy_batch(mv, pos, end, ctx))
             pos = end
     except Exception as exc:  # last line of defence: a decoder bug must not kill a pipeline
-        ctx.fail(f"internal decoder error at byte {pos}: {type(exc).__name__}: {exc}")
+        reason = f"internal decoder error at byte {pos}: {type(exc).__name__}: {exc}"
+        if ctx is not None:
+            ctx.fail(reason)
+        elif status == "ok":
+            status = reason
+    if ctx is None:  # nothing used a budget
+        return {"size": n, "status": status, "batches": batches, "partial_tail": partial}
     if budget is not None:
         ctx.settle(budget, start)
     return {"size": n, "status": ctx.status, "batches": batches, "partial_tail": partial}

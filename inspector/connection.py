@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from decoders import DecodedMessage, decode_request, decode_response
+from decoders import OK, DecodedMessage, decode_request, decode_response
 from decoders._runtime import MAX_ELEMENTS
 from decoders.generated import registry
 from decoders.guess import guess_response
@@ -246,7 +246,7 @@ class KafkaConnection:
 
     def _request(self, frame: Frame) -> KafkaMessage:
         msg = decode_request(frame.data, max_elements=self.max_elements)
-        if not msg.ok:
+        if msg.status != OK:  # not msg.ok (a property call)
             self.stats.decode_failures += 1
         if msg.correlation_id is not None:
             self.last_correlation_id = msg.correlation_id
@@ -275,7 +275,7 @@ class KafkaConnection:
         if req is not None:
             msg = decode_response(data, req.api_key, req.api_version, inner=req.inner,
                                   max_elements=self.max_elements)
-            if not msg.ok:
+            if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
             latency = round((frame.ts - req.ts) * 1000.0, 3)
             return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,

@@ -15,6 +15,7 @@ import orjson
 import pyarrow as pa
 
 from decoders import DecodedMessage
+from decoders.generated.registry import API_NAMES as _API_NAMES
 from decoders.records import MAX_RECORDS_DEFAULT, Budget
 from inspector.connection import KafkaMessage
 
@@ -115,11 +116,13 @@ def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OP
 
 
 _ERROR_CODE = re.compile(r'"ErrorCode":(-?\d+)')
+# A non-zero code (orjson writes integers without leading zeros): without one there is nothing to report.
+_NONZERO_ERROR_CODE = re.compile(r'"ErrorCode":-?[1-9]')
 
 
 def nested_error_codes(body_text: str | None, top_level: int | None) -> list[int] | None:
     """Distinct non-zero error codes below the top level, found in the body's JSON text."""
-    if body_text is None or '"ErrorCode"' not in body_text:
+    if body_text is None or '"ErrorCode"' not in body_text or _NONZERO_ERROR_CODE.search(body_text) is None:
         return None
     counts: dict[int, int] = {}
     for match in _ERROR_CODE.finditer(body_text):
@@ -129,6 +132,9 @@ def nested_error_codes(body_text: str | None, top_level: int | None) -> list[int
         counts[top_level] -= 1
     codes = sorted(code for code, n in counts.items() if code and n > 0)
     return codes or None
+
+
+_NO_BODY: dict[str, Any] = {}  # read only: the body of a message that has none
 
 
 def _str(value: Any) -> str | None:
@@ -188,8 +194,9 @@ class EventTable:
             self._rows.append(self._row(event, inner, event.message))
 
     def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> tuple[Any, ...]:
+        # The column helpers (_str, _int, _member_id, ...) are inlined here: this runs once per message.
         body = msg.body
-        b = body if body is not None else {}
+        b = body if body is not None else _NO_BODY
         encoder = self._default
         encoder.reset()
         text = orjson.dumps(body, default=encoder).decode() if body is not None else None
@@ -200,10 +207,40 @@ class EventTable:
                                   ("max_records", "record limit reached")):
                 if any(needle in p for p in encoder.problems):
                     self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1
-        response = msg.kind == "response"
-        error_code = _int(b.get("ErrorCode")) if response else None
+        api_key = msg.api_key
+        api_version = msg.api_version
+        body_version = msg.body_version
+        if msg.kind == "response":
+            error_code = b.get("ErrorCode")
+            if not isinstance(error_code, int) or isinstance(error_code, bool):
+                error_code = None
+            nested = nested_error_codes(text, error_code)
+        else:
+            error_code = nested = None
         client, broker = ev.client, ev.broker
-        gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
+        get = b.get
+        gen = get("GenerationId", get("GenerationIdOrMemberEpoch"))
+        if not isinstance(gen, int) or isinstance(gen, bool):
+            gen = None
+        node_id = get("NodeId")
+        if not isinstance(node_id, int) or isinstance(node_id, bool):
+            node_id = None
+        group_id = get("GroupId")
+        protocol_type = get("ProtocolType")
+        cluster_id = get("ClusterId")
+        if "MemberId" in b:
+            member_id = b["MemberId"]
+            if not isinstance(member_id, str):
+                member_id = None
+        else:
+            member_id = _member_id(b)
+        if api_key == 11 or api_key == 15:
+            protocol_name = _protocol_name(msg, b)
+        else:  # what _protocol_name returns for every other API
+            protocol_name = get("ProtocolName")
+            if not isinstance(protocol_name, str):
+                protocol_name = None
+        candidates = ev.candidates
         # In SCHEMA order.
         return (
             int(round(ev.ts * 1_000_000)),
@@ -214,30 +251,30 @@ class EventTable:
             broker.ip,
             broker.port,
             ev.direction,
-            msg.api_key,
-            msg.api_name,
-            msg.api_version,
+            api_key,
+            _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
+            api_version,
             msg.correlation_id,
             msg.client_id if envelope is not None else ev.client_id,
             ev.frame_offset,
             msg.size,
             error_code,
-            nested_error_codes(text, error_code) if response else None,
+            nested,
             ev.latency_ms,
             msg.status,
             text,
-            msg.body_version if msg.body_version is not None else msg.api_version,
-            _str(b.get("GroupId")),
-            _member_id(b),
-            _int(gen),
-            _str(b.get("ProtocolType")),
-            _protocol_name(msg, b),
-            _str(b.get("ClusterId")),
-            _int(b.get("NodeId")),
+            body_version if body_version is not None else api_version,
+            group_id if isinstance(group_id, str) else None,
+            member_id,
+            gen,
+            protocol_type if isinstance(protocol_type, str) else None,
+            protocol_name,
+            cluster_id if isinstance(cluster_id, str) else None,
+            node_id,
             envelope.correlation_id if envelope is not None else None,
             _principal(envelope.body or {}) if envelope is not None else None,
             ev.request_missing,
-            ",".join(f"{k}v{v}" for k, v in ev.candidates) if ev.candidates else None,
+            ",".join(f"{k}v{v}" for k, v in candidates) if candidates else None,
             ev.confidence,
             "; ".join(notes) if notes else None,
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,18 +106,39 @@ def read_captures(
 ) -> Summary:
     """Decode every capture into ``writer``; returns the totals."""
     summary = summary if summary is not None else Summary()
-    for path in paths:
-        name = Path(path).name if path != "-" else "<stdin>"
-        table = EventTable(capture=name, records=options.records)
-        for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress):
-            table.add(ev)
-            if len(table) >= BATCH_ROWS:
+    with _fewer_collections():
+        for path in paths:
+            name = Path(path).name if path != "-" else "<stdin>"
+            table = EventTable(capture=name, records=options.records)
+            for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress):
+                table.add(ev)
+                if len(table) >= BATCH_ROWS:
+                    writer.write(table.take())
+            if len(table):
                 writer.write(table.take())
-        if len(table):
-            writer.write(table.take())
-        for limit, hits in table.limit_hits.items():
-            summary.limit_hit(limit, hits)
+            for limit, hits in table.limit_hits.items():
+                summary.limit_hit(limit, hits)
     return summary
+
+
+#: Youngest-generation threshold of the cyclic garbage collector while reading. Decoding allocates
+#: several container objects per message, nearly all freed by reference counting; with Python's
+#: default (700) the collector ran some 400 times on a 120k-message capture (about 5% of the CPU
+#: time, the rows waiting for their batch traversed again and again). Reference cycles are still
+#: collected, a little later.
+GC_THRESHOLD = 20_000
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the collector's first threshold (never lower it; 0, collection off, stays) for the duration."""
+    old = gc.get_threshold()
+    if old[0]:
+        gc.set_threshold(max(old[0], GC_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 CONNECTION_SCHEMA = pa.schema(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from decoders import OK
+from decoders.generated.registry import API_NAMES as _API_NAMES
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
 
@@ -107,7 +109,9 @@ class Summary:
         inner = msg.inner
         self.frames += 1
         self.messages += 1 + (1 if inner is not None else 0)
-        name = msg.api_name or ("unknown" if msg.api_key is None else f"key {msg.api_key}")
+        api_key = msg.api_key
+        name = (_API_NAMES.get(api_key) if api_key is not None else None) or (  # msg.api_name, without the call
+            "unknown" if api_key is None else f"key {api_key}")
         stats = self.apis.get(name)
         if stats is None:
             stats = self.apis[name] = ApiStats()
@@ -120,7 +124,7 @@ class Summary:
                 stats.errors += 1
             if ev.latency_ms is not None:
                 stats.latencies.append(ev.latency_ms)
-        if not msg.ok:
+        if msg.status != OK:  # not msg.ok
             if msg.body is not None:
                 stats.decode_warnings += 1
                 self.decode_warnings += 1

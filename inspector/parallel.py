@@ -20,7 +20,7 @@ def _one(index: int, path: str, out: str, fmt: str, options: ReadOptions) -> Sum
     if fmt == "parquet":
         writer = ParquetDatasetWriter(out_dir, prefix=f"part-f{index:04d}")
     else:
-        writer = JsonLinesWriter(None, (out_dir / f"events-f{index:04d}.jsonl").open("w", encoding="utf-8"))
+        writer = JsonLinesWriter(out_dir, name=f"events-f{index:04d}.jsonl")  # renamed into place when complete
     summary = Summary()
     summary.max_conn_id = index << CONN_ID_SHIFT
     try:

@@ -198,20 +198,20 @@ class ParquetDatasetWriter:
 
 
 class JsonLinesWriter:
-    """Writes ``DIR/events.jsonl`` (one JSON object per row; ``body`` embedded as an object).
+    """Writes ``DIR/events.jsonl`` (or ``DIR/NAME``; one JSON object per row; ``body`` embedded as an object).
 
     The file is written as ``DIR/.events.jsonl.inprogress`` (opened by the first write) and renamed by
     ``close()``; a write failure removes it and raises :class:`OutputError`. Given a ``stream`` instead, rows
     go there (a failure raises :class:`OutputError` too; what reached the stream stays).
     """
 
-    def __init__(self, out_dir: Path | None, stream: IO[str] | None = None) -> None:
+    def __init__(self, out_dir: Path | None, stream: IO[str] | None = None, name: str = "events.jsonl") -> None:
         self._tmp: Path | None = None
         self._stream: IO[str] | None = stream
         if stream is None:
             assert out_dir is not None
             out_dir.mkdir(parents=True, exist_ok=True)
-            self.path: Path | None = out_dir / "events.jsonl"
+            self.path: Path | None = out_dir / name
         else:
             self.path = None
         self.rows = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import pickle
 import subprocess
@@ -175,6 +176,24 @@ def test_read_onto_a_full_disk(small_fs: Path, capsys: pytest.CaptureFixture[str
     for name in after:
         pq.read_table(out / "events" / name)
     assert (out / "summary.json").read_bytes() == summary_before and _leftovers(small_fs) == []
+
+
+def test_parallel_jsonl_onto_a_full_disk_leaves_no_partial_file(small_fs: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`read --jobs 2 --format jsonl`: each worker's file is renamed into place only when complete."""
+    out = small_fs / "out"
+    out.mkdir()
+    written = fill(small_fs)
+    os.truncate(small_fs / "filler", written - 48 * 1024)  # room for part of a file: the disk fills mid-write
+    code = main(["read", str(LARGE), str(SMALL), "-o", str(out), "--format", "jsonl", "--quiet", "--jobs", "2"])
+    err = capsys.readouterr().err
+    assert code == EXIT_OUTPUT and err.count("\n") == 1 and "No space left on device (ENOSPC)" in err, err
+    assert _leftovers(small_fs) == []
+    for path in out.glob("*.jsonl"):  # whatever is there is whole
+        text = path.read_text()
+        assert text == "" or text.endswith("\n")
+        for line in text.splitlines():
+            json.loads(line)
 
 
 def test_read_when_the_totals_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -229,19 +229,15 @@ def decode_response(
     """
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
-    rt.BUDGET[0] = max_elements
-    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
-    decoded = _exact(entry, b) if entry is not None and size >= 4 else None
-    if decoded is not None:
-        assert entry is not None
-        msg = DecodedMessage("response", api_key, api_version, decoded[0]["CorrelationId"], OK, decoded[1], size,
-                             None, entry[2], decoded[0])
+    msg = decode_response_exact(b, api_key, api_version, max_elements)
+    if msg is not None:
         if postprocess:
             handler = (_POST or _postprocessors()).get(("response", api_key))
             if handler is not None:
                 msg = handler(msg, inner)
         return msg
     rt.BUDGET[0] = max_elements
+    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
@@ -276,13 +272,21 @@ def decode_response(
     return msg
 
 
-def decodes_exactly(frame: bytes, api_key: int, api_version: int, max_elements: int = rt.MAX_ELEMENTS) -> bool:
-    """Whether a response frame decodes exactly (header and body, no trailing bytes) at this api key and
-    version: the cheap test behind guessing, without the error detail a failed decode_response builds."""
-    frame = frame if type(frame) is bytes else bytes(frame)
+def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
+                          max_elements: int = rt.MAX_ELEMENTS) -> DecodedMessage | None:
+    """The response (not postprocessed) when the frame decodes exactly (header and body, no trailing
+    bytes) at this api key and version, else None without the error detail a failed decode builds:
+    decode_response's fast path and the cheap test behind guessing."""
+    b = frame if type(frame) is bytes else bytes(frame)
     rt.BUDGET[0] = max_elements
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
-    return entry is not None and len(frame) >= 4 and _exact(entry, frame) is not None
+    decoded = _exact(entry, b) if entry is not None and len(b) >= 4 else None
+    if decoded is None:
+        return None
+    assert entry is not None
+    header, body = decoded
+    return DecodedMessage("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
+                          entry[2], header)
 
 
 def _finish(

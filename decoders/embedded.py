@@ -47,24 +47,22 @@ def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, 
 
 def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription."""
-    if len(raw) >= 2 and schema != "ConnectProtocolWorkerState":
-        # Fast path: a known version that decodes exactly.
-        (version,) = _I16(raw, 0)
-        reader = (_versions_cache.get(schema) or _schema_versions(schema))[2].get(version)
-        if reader is not None:
-            budget = rt.BUDGET[0]
-            try:
-                value, end = reader(raw, 2)
-            except Exception:  # noqa: BLE001 - the slow path below decodes again and says why
-                end = -1
-            if end == len(raw):
-                return {"schema": schema, "version": version, "value": value, "status": "ok"}
-            rt.BUDGET[0] = budget
     if len(raw) < 2:
         return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
     (version,) = _I16(raw, 0)
+    versions, known, fast = _versions_cache.get(schema) or _schema_versions(schema)
+    reader = fast.get(version)
+    if reader is not None:
+        # Fast path: a known version that decodes exactly (the compiled reader, when built).
+        budget = rt.BUDGET[0]
+        try:
+            value, end = reader(raw, 2)
+        except Exception:  # noqa: BLE001 - decoded again below, which says why
+            end = -1
+        if end == len(raw):
+            return _versioned_value(schema, {"schema": schema, "version": version, "value": value, "status": "ok"})
+        rt.BUDGET[0] = budget
     result: dict[str, Any] = {"schema": schema, "version": version}
-    versions, known, fast = _schema_versions(schema)
     if version < 0:
         result["status"] = f"invalid: negative version {version}"
         return result
@@ -73,21 +71,21 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     if use is None:
         result["status"] = f"unknown version {version} of {schema}"
         return result
-    budget = rt.BUDGET[0]
     try:
-        value, end = fast[use](raw, 2)
-    except Exception:  # noqa: BLE001 - the compiled reader says nothing: decode again to say why
-        rt.BUDGET[0] = budget
-        try:
-            value, end = versions[use](raw, 2)
-        except rt.DecodeError as err:
-            result["status"] = err.describe()
-            return result
+        value, end = versions[use](raw, 2)
+    except rt.DecodeError as err:
+        result["status"] = err.describe()
+        return result
     result["value"] = value
     if end != len(raw) and version <= known:
         result["status"] = f"trailing bytes: {len(raw) - end} after the body (offset {end})"
     else:
         result["status"] = "ok"
+    return _versioned_value(schema, result)
+
+
+def _versioned_value(schema: str, result: dict[str, Any]) -> dict[str, Any]:
+    value = result["value"]
     if schema == "ConnectProtocolWorkerState" and isinstance(value.get("Allocation"), bytes):
         # The worker's previous assignment, serialised as a complete (version-prefixed) assignment.
         value["AllocationDecoded"] = decode_versioned("ConnectProtocolAssignment", value["Allocation"])
@@ -233,10 +231,3 @@ POSTPROCESSORS: dict[tuple[str, int], _Post] = {
     ("request", 58): _envelope_request,
     ("response", 58): _envelope_response,
 }
-
-
-def postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:
-    if msg.api_key is None:
-        return msg
-    handler = POSTPROCESSORS.get((msg.kind, msg.api_key))
-    return handler(msg, inner) if handler is not None else msg

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decoders._runtime import MAX_ELEMENTS
-from decoders.api import DecodedMessage, decode_response, decodes_exactly
+from decoders.api import DecodedMessage, decode_response, decode_response_exact
 from decoders.generated import registry
 
 #: Kafka's error codes run from -1 (UNKNOWN_SERVER_ERROR) upward; leave room for new ones.
@@ -86,10 +86,9 @@ def guess_response(
         for version in range(lo, hi + 1):
             if (key, version) not in registry.RESPONSE_HEADER_VERSION:
                 continue
-            if not decodes_exactly(frame, key, version, max_elements):  # most fail: skip building their errors
-                continue
-            msg = decode_response(frame, key, version, postprocess=False, max_elements=max_elements)
-            if msg.ok and msg.body_version is None and _plausible(msg.body):
+            # Exact decodes only: most layouts fail, and their error detail is not needed.
+            msg = decode_response_exact(frame, key, version, max_elements)
+            if msg is not None and _plausible(msg.body):
                 rank = 0 if (key, version) in preferred_set else 1
                 found.append((rank, -_score(msg), key, msg))
     if not found:

@@ -194,7 +194,6 @@ class EventTable:
             self._rows.append(self._row(event, inner, event.message))
 
     def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> tuple[Any, ...]:
-        # The column helpers (_str, _int, _member_id, ...) are inlined here: this runs once per message.
         body = msg.body
         b = body if body is not None else _NO_BODY
         encoder = self._default
@@ -211,35 +210,12 @@ class EventTable:
         api_version = msg.api_version
         body_version = msg.body_version
         if msg.kind == "response":
-            error_code = b.get("ErrorCode")
-            if not isinstance(error_code, int) or isinstance(error_code, bool):
-                error_code = None
+            error_code = _int(b.get("ErrorCode"))
             nested = nested_error_codes(text, error_code)
         else:
             error_code = nested = None
         client, broker = ev.client, ev.broker
-        get = b.get
-        gen = get("GenerationId", get("GenerationIdOrMemberEpoch"))
-        if not isinstance(gen, int) or isinstance(gen, bool):
-            gen = None
-        node_id = get("NodeId")
-        if not isinstance(node_id, int) or isinstance(node_id, bool):
-            node_id = None
-        group_id = get("GroupId")
-        protocol_type = get("ProtocolType")
-        cluster_id = get("ClusterId")
-        if "MemberId" in b:
-            member_id = b["MemberId"]
-            if not isinstance(member_id, str):
-                member_id = None
-        else:
-            member_id = _member_id(b)
-        if api_key == 11 or api_key == 15:
-            protocol_name = _protocol_name(msg, b)
-        else:  # what _protocol_name returns for every other API
-            protocol_name = get("ProtocolName")
-            if not isinstance(protocol_name, str):
-                protocol_name = None
+        gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
         candidates = ev.candidates
         # In SCHEMA order.
         return (
@@ -264,13 +240,13 @@ class EventTable:
             msg.status,
             text,
             body_version if body_version is not None else api_version,
-            group_id if isinstance(group_id, str) else None,
-            member_id,
-            gen,
-            protocol_type if isinstance(protocol_type, str) else None,
-            protocol_name,
-            cluster_id if isinstance(cluster_id, str) else None,
-            node_id,
+            _str(b.get("GroupId")),
+            _member_id(b),
+            _int(gen),
+            _str(b.get("ProtocolType")),
+            _protocol_name(msg, b),
+            _str(b.get("ClusterId")),
+            _int(b.get("NodeId")),
             envelope.correlation_id if envelope is not None else None,
             _principal(envelope.body or {}) if envelope is not None else None,
             ev.request_missing,

@@ -78,6 +78,12 @@ def iter_capture(
         summary.warnings.extend(f"{name}: {w}" for w in reader.warnings)
         if progress is not None:
             progress(name, reader.bytes_read, summary.frames)
+    account_finished(inspector, summary, name)
+
+
+def account_finished(inspector: Inspector, summary: Summary, name: str) -> None:
+    """What read and tap record once ``inspector`` is finished: the connections it closed, the limit hits it
+    counted and the highest conn_id it gave."""
     drain_closed(inspector, summary, name)
     summary.limit_hit("--max-connections", inspector.evicted)
     summary.limit_hit("--max-held", inspector.released)

@@ -109,7 +109,7 @@ from inspector.events import EventTable
 from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.packets import Segment, parse_packet
 from inspector.pipeline import Inspector
-from inspector.reader import drain_closed
+from inspector.reader import account_finished, drain_closed
 from inspector.summary import Summary
 from inspector.writers import OutputError, ParquetDatasetWriter, output_error, remove_quietly
 
@@ -1025,11 +1025,7 @@ class Tap:
             elif isinstance(ev, StreamIssue):
                 self.summary.issue(ev)
         self._flush()
-        self._drain_closed()
-        self.summary.max_conn_id = max(self.summary.max_conn_id, self.inspector.max_conn_id)
-        # The limits the pipeline and the event table count, as `read` records them (inspector/reader.py).
-        self.summary.limit_hit("--max-connections", self.inspector.evicted)
-        self.summary.limit_hit("--max-held", self.inspector.released)
+        account_finished(self.inspector, self.summary, self.capture_name)  # as `read` does
         for limit, hits in self.table.limit_hits.items():
             self.summary.limit_hit(limit, hits)
         files = self.writer.close()  # OutputError (the file in progress removed) if the disk refuses

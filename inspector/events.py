@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from decoders import DecodedMessage
 from decoders.generated.registry import API_NAMES as _API_NAMES
-from decoders.records import MAX_RECORDS_DEFAULT, Budget
+from decoders.native import load as _load_native
+from decoders.records import MAX_RECORDS_DEFAULT, Budget, Records
 from inspector.connection import KafkaMessage
 
 SCHEMA = pa.schema(
@@ -69,6 +70,11 @@ class RecordsOptions:
     max_decompressed: int = 64 * 1024 * 1024
 
 
+_native_records = _load_native("_records")
+#: JSON text of a record set's headers-level summary, or None where the pure decoder must decide.
+_headers_json = _native_records.headers_json if _native_records is not None else None
+
+
 class _BodyEncoder:
     """orjson ``default`` for bodies: bytes as hex, record sets as their summary.
 
@@ -93,6 +99,10 @@ class _BodyEncoder:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value).hex()
+        if _headers_json is not None and type(value) is Records and self.records.level == "headers":
+            text = _headers_json(value.data)  # the common case, already as JSON (no budget, no problem)
+            if text is not None:
+                return orjson.Fragment(text)
         summary = getattr(value, "summary", None)
         if summary is not None:
             records = self.records

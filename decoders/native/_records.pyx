@@ -1,0 +1,155 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Typed twin of ``decoders.records.decode_records(data, "headers")`` for the common case, as JSON.
+
+``headers_json(data)`` returns the compact JSON text (bytes) of the summary the pure function
+returns, exactly as ``orjson.dumps`` writes it, when every batch of the field is a whole magic-2
+batch (a partial last batch included); for anything else (legacy magic, short or bad lengths) it
+returns ``None`` and the pure function decides. ``tests/decoders/test_native.py`` holds both to
+the same text.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+cdef enum:
+    HEADER_SIZE = 61
+    MIN_LENGTH = 49  # batchLength counts from partitionLeaderEpoch
+    LOG_OVERHEAD = 12
+    MAGIC_POS = 16
+    # Upper bound of one batch's JSON text (keys, 13 integers of at most 20 characters, flags).
+    BATCH_MAX = 640
+
+cdef const char* _NAMES[8]
+_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd", b"unknown(5)", b"unknown(6)", b"unknown(7)"]
+
+
+cdef inline long long _rd(const unsigned char* c, Py_ssize_t p, int k) noexcept:
+    cdef unsigned long long u = 0
+    cdef int i
+    for i in range(k):
+        u = (u << 8) | c[p + i]
+    if k == 8:
+        return <long long>u
+    if k == 4:
+        return <int>(<unsigned int>u)
+    return <short>(<unsigned short>u)
+
+
+cdef inline char* _put(char* o, const char* s) noexcept:
+    while s[0]:
+        o[0] = s[0]
+        o += 1
+        s += 1
+    return o
+
+
+cdef inline char* _int(char* o, long long v) noexcept:
+    cdef char tmp[24]
+    cdef int k = 0
+    cdef unsigned long long u
+    if v < 0:
+        o[0] = b'-'
+        o += 1
+        u = <unsigned long long>(-(v + 1)) + 1
+    else:
+        u = <unsigned long long>v
+    while True:
+        tmp[k] = <char>(48 + u % 10)
+        k += 1
+        u //= 10
+        if u == 0:
+            break
+    while k:
+        k -= 1
+        o[0] = tmp[k]
+        o += 1
+    return o
+
+
+cdef inline char* _bool(char* o, bint v) noexcept:
+    return _put(o, b"true" if v else b"false")
+
+
+def headers_json(data):
+    """JSON text of the headers-level summary of ``data`` (bytes-like), or None (see the module)."""
+    cdef const unsigned char[::1] view = data
+    cdef Py_ssize_t n = view.shape[0]
+    cdef const unsigned char* c = &view[0] if n else NULL
+    cdef Py_ssize_t pos = 0, rem, end, partial = 0, count = 0
+    cdef long long length
+    # First pass: only the shapes handled here, and how many batches.
+    while pos < n:
+        rem = n - pos
+        if rem < HEADER_SIZE or c[pos + MAGIC_POS] != 2:
+            return None
+        length = _rd(c, pos + 8, 4)
+        if length < MIN_LENGTH:
+            return None
+        end = pos + LOG_OVERHEAD + length
+        if end > n:
+            partial = rem
+            break
+        count += 1
+        pos = end
+    cdef char* buf = <char*>malloc(count * BATCH_MAX + 128)
+    if buf == NULL:
+        raise MemoryError()
+    cdef char* o = buf
+    cdef int attrs
+    cdef Py_ssize_t i
+    try:
+        o = _put(o, b'{"size":')
+        o = _int(o, n)
+        o = _put(o, b',"status":"ok","batches":[')
+        pos = 0
+        for i in range(count):
+            if i:
+                o[0] = b','
+                o += 1
+            attrs = <int>_rd(c, pos + 21, 2)
+            o = _put(o, b'{"byteOffset":')
+            o = _int(o, pos)
+            o = _put(o, b',"baseOffset":')
+            o = _int(o, _rd(c, pos, 8))
+            length = _rd(c, pos + 8, 4)
+            o = _put(o, b',"batchLength":')
+            o = _int(o, length)
+            o = _put(o, b',"partitionLeaderEpoch":')
+            o = _int(o, _rd(c, pos + 12, 4))
+            o = _put(o, b',"magic":2,"crc":')
+            o = _int(o, <unsigned int>_rd(c, pos + 17, 4))
+            o = _put(o, b',"attributes":')
+            o = _int(o, attrs)
+            o = _put(o, b',"compression":"')
+            o = _put(o, _NAMES[attrs & 0x07])
+            o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
+            o = _put(o, b',"isTransactional":')
+            o = _bool(o, attrs & 0x10)
+            o = _put(o, b',"isControl":')
+            o = _bool(o, attrs & 0x20)
+            o = _put(o, b',"hasDeleteHorizon":')
+            o = _bool(o, attrs & 0x40)
+            o = _put(o, b',"lastOffsetDelta":')
+            o = _int(o, _rd(c, pos + 23, 4))
+            o = _put(o, b',"baseTimestamp":')
+            o = _int(o, _rd(c, pos + 27, 8))
+            o = _put(o, b',"maxTimestamp":')
+            o = _int(o, _rd(c, pos + 35, 8))
+            o = _put(o, b',"producerId":')
+            o = _int(o, _rd(c, pos + 43, 8))
+            o = _put(o, b',"producerEpoch":')
+            o = _int(o, _rd(c, pos + 51, 2))
+            o = _put(o, b',"baseSequence":')
+            o = _int(o, _rd(c, pos + 53, 4))
+            o = _put(o, b',"recordCount":')
+            o = _int(o, _rd(c, pos + 57, 4))
+            o = _put(o, b',"status":"ok"}')
+            pos += LOG_OVERHEAD + length
+        o = _put(o, b'],"partial_tail":')
+        o = _int(o, partial)
+        o[0] = b'}'
+        o += 1
+        return PyBytes_FromStringAndSize(buf, o - buf)
+    finally:
+        free(buf)

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent
 INSPECTOR_COMPILED = ("packets", "capture_file", "reassembly", "framing", "connection", "pipeline", "events",
                       "summary", "reader")
 COMPILED_SOURCES: dict[str, str] = {}  # inspector module -> SHA-256 of the source compiled
-NATIVE_SOURCES: dict[str, str] = {}  # decoders/native module -> SHA-256 of the .pyx compiled
+NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed twins
+NATIVE_SOURCES: dict[str, dict[str, str]] = {}  # native dir -> module -> SHA-256 of the .pyx compiled
 
 
 class OptionalBuildExt(build_ext):
@@ -34,8 +35,8 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         target = ROOT if self.inplace else Path(self.build_lib)
         manifest = target / "inspector" / "_compiled.json"
-        native = target / "decoders" / "native" / "_built.json"
-        for path in (manifest, native):
+        natives = {folder: target / folder / "_built.json" for folder in NATIVE_DIRS}
+        for path in (manifest, *natives.values()):
             path.unlink(missing_ok=True)  # extensions without a record of their source are not used
         try:
             super().run()
@@ -45,9 +46,9 @@ class OptionalBuildExt(build_ext):
         if COMPILED_SOURCES:
             manifest.parent.mkdir(parents=True, exist_ok=True)
             manifest.write_text(json.dumps(COMPILED_SOURCES, indent=1, sort_keys=True) + "\n")
-        if NATIVE_SOURCES:
-            native.parent.mkdir(parents=True, exist_ok=True)
-            native.write_text(json.dumps(NATIVE_SOURCES, indent=1, sort_keys=True) + "\n")
+        for folder, hashes in NATIVE_SOURCES.items():
+            natives[folder].parent.mkdir(parents=True, exist_ok=True)
+            natives[folder].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
 
 
 def extensions() -> list:
@@ -59,10 +60,11 @@ def extensions() -> list:
         print("warning: Cython not available; using the pure-Python decoders", file=sys.stderr)
         return []
     sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "decoders" / "accel").glob("*.pyx"))
-    # Hand-written typed twins (decoders/native/*.pyx); decoders.native.load checks _built.json.
-    for path in sorted((ROOT / "decoders" / "native").glob("*.pyx")):
-        sources.append(str(path.relative_to(ROOT)))
-        NATIVE_SOURCES[path.stem] = hashlib.sha256(path.read_bytes()).hexdigest()
+    # Hand-written typed twins (*/native/*.pyx); decoders.native.NativeModules.load checks _built.json.
+    for folder in NATIVE_DIRS:
+        for path in sorted((ROOT / folder).glob("*.pyx")):
+            sources.append(str(path.relative_to(ROOT)))
+            NATIVE_SOURCES.setdefault(folder, {})[path.stem] = hashlib.sha256(path.read_bytes()).hexdigest()
     # The inspector's hot path, compiled as plain Python (the .py stays the source and runs without a
     # build); inspector/_compiled.py keeps an edited source from being shadowed by an old build.
     for name in INSPECTOR_COMPILED:

@@ -19,7 +19,7 @@ import io
 import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from struct import Struct
 from typing import IO, Any, TypeVar, cast
@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+#: ``make_batch(little_endian, time_scale, linktype)`` of :meth:`CaptureReader.parsed`.
+MakeBatch = Callable[[bool, float, int], Callable[[bytes, int, list[Any]], tuple[int, int]] | None]
 
 
 def fast_frozen_init(cls: type[_T]) -> type[_T]:
@@ -204,7 +206,9 @@ class CaptureReader:
         self._consumed_uncompressed = 0  # bytes read from `stream` (only used when not compressed)
         self._closed = False
         magic = head[:4]
-        self._gen: Iterator[RawPacket]
+        self._head = head
+        self._iterated = False  # whether iteration was handed out (parsed() can still choose its loop)
+        self._gen: Generator[Any, None, None]
         if magic in _PCAP_MAGICS:
             self.format = "pcap"
             self._gen = self._iter_pcap(head)
@@ -224,7 +228,23 @@ class CaptureReader:
         return self._consumed_uncompressed
 
     def __iter__(self) -> Iterator[RawPacket]:
+        self._iterated = True
         return self._gen
+
+    def parsed(self, one: Callable[[RawPacket], _T], make_batch: MakeBatch | None = None) -> Iterator[_T]:
+        """What ``one`` makes of every packet, in order (instead of the packets).
+
+        For a classic pcap not yet iterated, ``make_batch(little_endian, time_scale, linktype)`` may
+        return a function that parses, in one call, the records lying whole in a chunk:
+        ``batch(chunk, pos, out) -> (pos after them, count)``, appending what ``one`` would make of each
+        (``inspector.native``); it returns None when it has no such function.
+        """
+        if self.format == "pcap" and not self._iterated:
+            self._iterated = True
+            self._gen = self._iter_pcap(self._head, one, make_batch)
+            return self._gen
+        self._iterated = True
+        return (one(pkt) for pkt in self._gen)
 
     def __enter__(self) -> CaptureReader:
         return self
@@ -301,12 +321,15 @@ class CaptureReader:
         self.nanosecond = divisor == 1_000_000_000
         return endian, divisor
 
-    def _iter_pcap(self, head: bytes) -> Iterator[RawPacket]:
+    def _iter_pcap(self, head: bytes, one: Callable[[RawPacket], Any] | None = None,
+                   make_batch: MakeBatch | None = None) -> Generator[Any, None, None]:
+        """The packets (or, with ``one``, what ``one`` makes of each; see :meth:`parsed`)."""
         endian, divisor = self._parse_pcap_header(head)
         linktype = self.linktype
         assert linktype is not None
         unpack_rec = Struct(endian + "IIII").unpack_from
         scale = 1.0 / divisor
+        batch = make_batch(endian == "<", scale, linktype) if make_batch is not None else None
         read = self._read
         buf = head
         pos = 24
@@ -315,6 +338,12 @@ class CaptureReader:
         make = RawPacket
         try:
             while True:
+                if batch is not None and buflen - pos >= 16:
+                    results: list[Any] = []
+                    pos, _ = batch(buf, pos, results)  # the records whole in this chunk, in one call
+                    for result in results:
+                        count += 1
+                        yield result
                 if buflen - pos < 16:
                     buf = buf[pos:] + read(_CHUNK)
                     pos = 0
@@ -323,6 +352,7 @@ class CaptureReader:
                         if buflen:
                             self._truncated(count, "last record header", 16, buflen)
                         return
+                    continue
                 sec, frac, caplen, wirelen = unpack_rec(buf, pos)
                 start = pos + 16
                 end = start + caplen
@@ -342,17 +372,19 @@ class CaptureReader:
                         self._truncated(count, "last record", caplen, len(data))
                         return
                     count += 1
-                    yield make(sec + frac * scale, linktype, data, caplen, wirelen)
+                    pkt = make(sec + frac * scale, linktype, data, caplen, wirelen)
+                    yield pkt if one is None else one(pkt)
                     continue
                 count += 1
-                yield make(sec + frac * scale, linktype, buf[start:end], caplen, wirelen)
+                pkt = make(sec + frac * scale, linktype, buf[start:end], caplen, wirelen)
+                yield pkt if one is None else one(pkt)
                 pos = end
         finally:
             self._finish(count)
 
     # -- pcapng ---------------------------------------------------------------------------------------
 
-    def _iter_pcapng(self, head: bytes) -> Iterator[RawPacket]:
+    def _iter_pcapng(self, head: bytes) -> Generator[RawPacket, None, None]:
         read = self._read
         buf = head
         pos = 0

@@ -184,8 +184,34 @@ def _principal(body: dict[str, Any]) -> str | None:
     return None
 
 
+#: Top-level body fields behind the promoted columns (besides ErrorCode): a body with none of them (Produce,
+#: Fetch, Metadata, ...) skips their look-ups.
+_PROMOTED_KEYS = frozenset(("GroupId", "MemberId", "Members", "GenerationId", "GenerationIdOrMemberEpoch",
+                            "ProtocolType", "ProtocolName", "Protocols", "Groups", "ClusterId", "NodeId"))
+#: Where the columns come from (SCHEMA order): a row's own values ("row", index), its connection's
+#: ("conn", index), or the values few rows have ("extra", index; null, or False for request_missing).
+_ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
+                "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
+_CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", "broker_port")
+_EXTRA_COLUMNS = ("nested_error_codes", "group_id", "member_id", "generation_id", "protocol_type", "protocol_name",
+                  "cluster_id", "node_id", "envelope_correlation_id", "principal", "request_missing", "candidates",
+                  "confidence", "notes")
+_SOURCES = tuple(
+    ("row", _ROW_COLUMNS.index(name)) if name in _ROW_COLUMNS
+    else ("conn", _CONN_COLUMNS.index(name)) if name in _CONN_COLUMNS
+    else ("extra", _EXTRA_COLUMNS.index(name))
+    for name in COLUMNS
+)
+assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
+
+
 class EventTable:
-    """Accumulates rows column by column; ``take()`` returns them as an Arrow record batch."""
+    """Accumulates rows; ``take()`` returns them as an Arrow record batch.
+
+    Built for the hot path: each row keeps its own values in one tuple (transposed into columns once per
+    batch), the connection columns once per connection (expanded with an Arrow ``take``), and the columns
+    most rows leave null (group fields, envelope, guesses, notes) only for the rows that have them.
+    """
 
     def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS) -> None:
         self.capture = capture
@@ -193,17 +219,36 @@ class EventTable:
         self._default = _BodyEncoder(records)
         self.limit_hits: dict[str, int] = {}  # record-data limits hit (Summary.LIMITS names), by message
         self._rows: list[tuple[Any, ...]] = []
+        self._conn_rows: list[int] = []  # per row: index into _conns
+        self._conns: list[tuple[Any, ...]] = []  # _CONN_COLUMNS values of the connections of this batch
+        self._conn_index: dict[tuple[int, int, int], int] = {}  # (conn_id, id(client), id(broker)) -> index
+        self._last_conn: tuple[int, Any, Any, int] = (-1, None, None, -1)
+        self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def add(self, event: KafkaMessage) -> None:
-        self._rows.append(self._row(event, event.message, None))
+        conn = self._conn(event)
+        self._add(event, event.message, None, conn)
         inner = event.message.inner
         if inner is not None:
-            self._rows.append(self._row(event, inner, event.message))
+            self._add(event, inner, event.message, conn)
 
-    def _row(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None) -> tuple[Any, ...]:
+    def _conn(self, ev: KafkaMessage) -> int:
+        conn_id, client, broker = ev.conn_id, ev.client, ev.broker
+        last = self._last_conn
+        if last[0] == conn_id and last[1] is client and last[2] is broker:
+            return last[3]
+        key = (conn_id, id(client), id(broker))
+        index = self._conn_index.get(key)
+        if index is None:
+            index = self._conn_index[key] = len(self._conns)
+            self._conns.append((self.capture, conn_id, client.ip, client.port, broker.ip, broker.port))
+        self._last_conn = (conn_id, client, broker, index)
+        return index
+
+    def _add(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None, conn: int) -> None:
         body = msg.body
         b = body if body is not None else _NO_BODY
         encoder = self._default
@@ -224,18 +269,10 @@ class EventTable:
             nested = nested_error_codes(text, error_code)
         else:
             error_code = nested = None
-        client, broker = ev.client, ev.broker
-        gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
-        candidates = ev.candidates
-        # In SCHEMA order.
-        return (
+        row = len(self._rows)
+        # In _ROW_COLUMNS order.
+        self._rows.append((
             int(round(ev.ts * 1_000_000)),
-            self.capture,
-            ev.conn_id,
-            client.ip,
-            client.port,
-            broker.ip,
-            broker.port,
             ev.direction,
             api_key,
             _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
@@ -245,11 +282,20 @@ class EventTable:
             ev.frame_offset,
             msg.size,
             error_code,
-            nested,
             ev.latency_ms,
             msg.status,
             text,
             body_version if body_version is not None else api_version,
+        ))
+        self._conn_rows.append(conn)
+        candidates = ev.candidates
+        if (nested is None and _PROMOTED_KEYS.isdisjoint(b) and envelope is None and not ev.request_missing
+                and not candidates and ev.confidence is None and not notes):
+            return  # every extra column is null (request_missing False): nothing more to keep
+        gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
+        # In _EXTRA_COLUMNS order.
+        self._extras.append((row, (
+            nested,
             _str(b.get("GroupId")),
             _member_id(b),
             _int(gen),
@@ -263,11 +309,36 @@ class EventTable:
             ",".join(f"{k}v{v}" for k, v in candidates) if candidates else None,
             ev.confidence,
             "; ".join(notes) if notes else None,
-        )
+        )))
 
     def take(self) -> pa.RecordBatch:
         """Return the accumulated rows as one record batch and start afresh."""
-        rows, self._rows = self._rows, []
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in SCHEMA]
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, SCHEMA, strict=True)]
+        rows, conns, conn_rows, extras = self._rows, self._conns, self._conn_rows, self._extras
+        self._rows, self._conns, self._conn_rows, self._extras = [], [], [], []
+        self._conn_index = {}
+        self._last_conn = (-1, None, None, -1)
+        n = len(rows)
+        row_columns = list(zip(*rows, strict=True)) if rows else [() for _ in _ROW_COLUMNS]
+        conn_columns = list(zip(*conns, strict=True)) if conns else [() for _ in _CONN_COLUMNS]
+        indices = pa.array(conn_rows, type=pa.int32())
+        extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)
+        if extras:
+            for i in range(len(_EXTRA_COLUMNS)):
+                default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
+                filled: list[Any] = [default] * n
+                for row, values in extras:
+                    filled[row] = values[i]
+                extra_columns[i] = filled
+        arrays = []
+        for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
+            if source == "row":
+                arrays.append(pa.array(row_columns[i], type=f.type))
+            elif source == "conn":
+                arrays.append(pa.array(conn_columns[i], type=f.type).take(indices))
+            elif (extra := extra_columns[i]) is not None:
+                arrays.append(pa.array(extra, type=f.type))
+            elif f.name == "request_missing":
+                arrays.append(pa.repeat(pa.scalar(False), n))
+            else:
+                arrays.append(pa.nulls(n, type=f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)

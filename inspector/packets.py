@@ -13,10 +13,13 @@ short, low-cardinality string suitable for counting.
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from struct import Struct
+from typing import Any
 
-from inspector.capture_file import RawPacket, fast_frozen_init
+from inspector.capture_file import CaptureReader, RawPacket, fast_frozen_init
+from inspector.native import load as _load_native
 
 __all__ = [
     "ACK",
@@ -29,6 +32,7 @@ __all__ = [
     "Segment",
     "Skipped",
     "parse_packet",
+    "segments",
 ]
 
 # TCP flag bits
@@ -263,3 +267,25 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
         return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
     payload = memoryview(data)[start:] if n > start else _EMPTY
     return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
+
+
+_native = _load_native("_packets")
+
+
+_Batch = Callable[[bytes, int, list[Any]], tuple[int, int]]
+
+
+def _native_batch(little: bool, scale: float, linktype: int) -> _Batch | None:
+    """The typed twin's record loop for one classic pcap (None when it is not built)."""
+    if _native is None:
+        return None
+    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, Segment, _EMPTY,
+                                  _v4_names, _v4, _v6_names, _v6)
+    batch: _Batch = parser.parse_records
+    return batch
+
+
+def segments(reader: CaptureReader) -> Iterator[Segment | Skipped]:
+    """:func:`parse_packet` of every packet of ``reader``, in order; the records of a classic pcap go
+    through the typed twin (``inspector/native/_packets.pyx``) when it is built."""
+    return reader.parsed(parse_packet, _native_batch)

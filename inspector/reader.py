@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from inspector.capture_file import open_capture
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING, KafkaMessage, StreamIssue
 from inspector.events import EventTable, RecordsOptions
-from inspector.packets import Segment, parse_packet
+from inspector.packets import Segment, segments
 from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
@@ -52,8 +52,7 @@ def iter_capture(
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     with open_capture(path) as reader:
-        for count, pkt in enumerate(reader, 1):
-            seg = parse_packet(pkt)
+        for count, seg in enumerate(segments(reader), 1):
             summary.packets += 1
             if not isinstance(seg, Segment):
                 summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1

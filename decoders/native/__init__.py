@@ -4,7 +4,7 @@ Each ``*.pyx`` here is the fast twin of a pure-Python function and answers ``Non
 it does not handle, so the caller's pure path (the reference) decides. ``setup.py`` builds them
 and records the SHA-256 of each source it compiled in ``_built.json``; :func:`load` only returns a
 module built from the source present (an edited ``.pyx`` with an old build is not used), and none
-with ``KAFKA_INSPECTOR_PURE=1``.
+with ``KAFKA_INSPECTOR_PURE=1``. ``inspector.native`` holds the inspector's twins the same way.
 """
 
 from __future__ import annotations
@@ -16,27 +16,36 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-HERE = Path(__file__).resolve().parent
-MANIFEST = HERE / "_built.json"
-#: Native modules present but built from another source (rebuild: `make setup`).
-STALE: list[str] = []
+MANIFEST = "_built.json"
 
 
-def source_hash(name: str) -> str:
-    return hashlib.sha256((HERE / f"{name}.pyx").read_bytes()).hexdigest()
+class NativeModules:
+    """The typed twins of one package directory and the manifest of their build."""
+
+    def __init__(self, package: str, directory: Path) -> None:
+        self.package = package
+        self.dir = directory
+        #: Modules present but built from another source (rebuild: `make setup`).
+        self.stale: list[str] = []
+
+    def source_hash(self, name: str) -> str:
+        return hashlib.sha256((self.dir / f"{name}.pyx").read_bytes()).hexdigest()
+
+    def load(self, name: str) -> ModuleType | None:
+        """The compiled module ``<package>.<name>``, when built from its current source."""
+        if os.environ.get("KAFKA_INSPECTOR_PURE") == "1":
+            return None
+        try:
+            built = json.loads((self.dir / MANIFEST).read_text()).get(name)
+            module = importlib.import_module(f"{self.package}.{name}")
+            current = self.source_hash(name)
+        except (OSError, ValueError, ImportError):
+            return None
+        if built != current:
+            self.stale.append(name)
+            return None
+        return module
 
 
-def load(name: str) -> ModuleType | None:
-    """The compiled module ``decoders.native.<name>``, when built from its current source."""
-    if os.environ.get("KAFKA_INSPECTOR_PURE") == "1":
-        return None
-    try:
-        built = json.loads(MANIFEST.read_text()).get(name)
-        module = importlib.import_module(f"{__name__}.{name}")
-        current = source_hash(name)
-    except (OSError, ValueError, ImportError):
-        return None
-    if built != current:
-        STALE.append(name)
-        return None
-    return module
+MODULES = NativeModules(__name__, Path(__file__).resolve().parent)
+load = MODULES.load

@@ -64,15 +64,15 @@ def test_pure_install_has_no_native_module(monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
 def test_built_after_setup_and_not_stale() -> None:
     assert records_native is not None, "decoders/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert not native.STALE
+    assert not native.MODULES.stale
 
 
 def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_INSPECTOR_PURE", raising=False)
-    monkeypatch.setattr(native, "source_hash", lambda name: "0" * 64)
-    monkeypatch.setattr(native, "STALE", [])
-    assert native.load("_records") is None
-    assert native.STALE == (["_records"] if records_native is not None else [])
+    modules = native.NativeModules(native.__name__, native.MODULES.dir)
+    monkeypatch.setattr(modules, "source_hash", lambda name: "0" * 64)
+    assert modules.load("_records") is None
+    assert modules.stale == (["_records"] if records_native is not None else [])
 
 
 @needs_build

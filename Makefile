@@ -18,7 +18,7 @@ $(BIN)/kafka-inspector: pyproject.toml setup.py
 # The compiled modules (decoders/accel/*.pyx, generated, and the inspector's hot path) are built by
 # the install above; this rebuilds the ones whose sources changed since, in place.
 ACCEL_STAMP := decoders/accel/.built
-$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) decoders/accel/_cy.pxd $(wildcard inspector/*.py)
+$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) decoders/accel/_cy.pxd $(wildcard inspector/*.py decoders/*.py)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $@
 

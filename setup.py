@@ -17,10 +17,13 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-# The same list as inspector/_compiled.py's COMPILED (not imported: the build must not import the package).
-INSPECTOR_COMPILED = ("packets", "capture_file", "reassembly", "framing", "connection", "pipeline", "events",
-                      "summary", "reader")
-COMPILED_SOURCES: dict[str, str] = {}  # inspector module -> SHA-256 of the source compiled
+# Plain-Python modules compiled by Cython, by package (decoders._compiled guards them against edits).
+COMPILED = {
+    "inspector": ("packets", "capture_file", "reassembly", "framing", "connection", "pipeline", "events",
+                  "summary", "reader"),
+    "decoders": ("api", "_runtime", "records", "guess", "embedded"),
+}
+COMPILED_SOURCES: dict[str, dict[str, str]] = {}  # package -> module -> SHA-256 of the source compiled
 NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed twins
 NATIVE_SOURCES: dict[str, dict[str, str]] = {}  # native dir -> module -> SHA-256 of the .pyx compiled
 
@@ -34,18 +37,18 @@ class OptionalBuildExt(build_ext):
 
     def run(self) -> None:
         target = ROOT if self.inplace else Path(self.build_lib)
-        manifest = target / "inspector" / "_compiled.json"
+        manifests = {package: target / package / "_compiled.json" for package in COMPILED}
         natives = {folder: target / folder / "_built.json" for folder in NATIVE_DIRS}
-        for path in (manifest, *natives.values()):
+        for path in (*manifests.values(), *natives.values()):
             path.unlink(missing_ok=True)  # extensions without a record of their source are not used
         try:
             super().run()
         except Exception as err:  # noqa: BLE001 - any build failure leaves the pure-Python modules
             print(f"warning: compiled modules not built ({err}); using the pure-Python modules", file=sys.stderr)
             return
-        if COMPILED_SOURCES:
-            manifest.parent.mkdir(parents=True, exist_ok=True)
-            manifest.write_text(json.dumps(COMPILED_SOURCES, indent=1, sort_keys=True) + "\n")
+        for package, hashes in COMPILED_SOURCES.items():
+            manifests[package].parent.mkdir(parents=True, exist_ok=True)
+            manifests[package].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
         for folder, hashes in NATIVE_SOURCES.items():
             natives[folder].parent.mkdir(parents=True, exist_ok=True)
             natives[folder].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
@@ -65,12 +68,13 @@ def extensions() -> list:
         for path in sorted((ROOT / folder).glob("*.pyx")):
             sources.append(str(path.relative_to(ROOT)))
             NATIVE_SOURCES.setdefault(folder, {})[path.stem] = hashlib.sha256(path.read_bytes()).hexdigest()
-    # The inspector's hot path, compiled as plain Python (the .py stays the source and runs without a
-    # build); inspector/_compiled.py keeps an edited source from being shadowed by an old build.
-    for name in INSPECTOR_COMPILED:
-        path = ROOT / "inspector" / f"{name}.py"
-        sources.append(str(path.relative_to(ROOT)))
-        COMPILED_SOURCES[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    # The hot path, compiled as plain Python (the .py stays the source and runs without a build);
+    # decoders/_compiled.py keeps an edited source from being shadowed by an old build.
+    for package, names in COMPILED.items():
+        for name in names:
+            path = ROOT / package / f"{name}.py"
+            sources.append(str(path.relative_to(ROOT)))
+            COMPILED_SOURCES.setdefault(package, {})[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return cythonize(sources, language_level=3, quiet=True, nthreads=os.cpu_count() or 1)
 
 

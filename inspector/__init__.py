@@ -2,4 +2,4 @@
 
 from inspector import _compiled
 
-_compiled.install()
+_compiled.install("inspector", _compiled.PACKAGE)

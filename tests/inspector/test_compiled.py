@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import decoders.api
+import decoders.records
 import inspector.framing
 from inspector import _compiled
 
@@ -21,6 +23,8 @@ BUILT = (PACKAGE / _compiled.MANIFEST).exists()
 def test_hot_path_is_compiled_after_setup() -> None:
     assert BUILT, "inspector/_compiled.json missing: run `make setup` (needs Cython and a C compiler)"
     assert _compiled.compiled(inspector.framing)
+    assert _compiled.compiled(decoders.api) and _compiled.compiled(decoders.records)
+    assert (Path(decoders.api.__file__).parent / _compiled.MANIFEST).exists()
     assert not _compiled.STALE, f"compiled modules older than their source: {_compiled.STALE}; run `make setup`"
 
 

@@ -125,14 +125,14 @@ def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OP
     return orjson.dumps(body, default=_BodyEncoder(records)).decode()
 
 
-_ERROR_CODE = re.compile(r'"ErrorCode":(-?\d+)')
+_ERROR_CODE = re.compile(rb'"ErrorCode":(-?\d+)')
 # A non-zero code (orjson writes integers without leading zeros): without one there is nothing to report.
-_NONZERO_ERROR_CODE = re.compile(r'"ErrorCode":-?[1-9]')
+_NONZERO_ERROR_CODE = re.compile(rb'"ErrorCode":-?[1-9]')
 
 
-def nested_error_codes(body_text: str | None, top_level: int | None) -> list[int] | None:
-    """Distinct non-zero error codes below the top level, found in the body's JSON text."""
-    if body_text is None or '"ErrorCode"' not in body_text or _NONZERO_ERROR_CODE.search(body_text) is None:
+def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
+    """Distinct non-zero error codes below the top level, found in the body's JSON text (UTF-8)."""
+    if body_text is None or b'"ErrorCode"' not in body_text or _NONZERO_ERROR_CODE.search(body_text) is None:
         return None
     counts: dict[int, int] = {}
     for match in _ERROR_CODE.finditer(body_text):
@@ -203,6 +203,8 @@ _SOURCES = tuple(
     for name in COLUMNS
 )
 assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
+#: Row columns converted as another type of the same layout (no per-value conversion), then viewed.
+_STORAGE = {"ts": pa.int64(), "body": pa.binary()}
 
 
 class EventTable:
@@ -253,7 +255,7 @@ class EventTable:
         b = body if body is not None else _NO_BODY
         encoder = self._default
         encoder.reset()
-        text = orjson.dumps(body, default=encoder).decode() if body is not None else None
+        text = orjson.dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
         notes = msg.notes
         if encoder.problems:  # limits hit and damage found in record data (the body has the details)
             notes = notes + tuple(f"records: {p}" for p in encoder.problems)
@@ -332,7 +334,12 @@ class EventTable:
         arrays = []
         for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
             if source == "row":
-                arrays.append(pa.array(row_columns[i], type=f.type))
+                # ts (µs integers) and body (orjson's UTF-8 bytes) are built as their storage type, then viewed
+                storage = _STORAGE.get(f.name)
+                if storage is not None:
+                    arrays.append(pa.array(row_columns[i], type=storage).view(f.type))
+                else:
+                    arrays.append(pa.array(row_columns[i], type=f.type))
             elif source == "conn":
                 arrays.append(pa.array(conn_columns[i], type=f.type).take(indices))
             elif (extra := extra_columns[i]) is not None:

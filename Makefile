@@ -15,11 +15,14 @@ $(BIN)/kafka-inspector: pyproject.toml setup.py
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# The compiled modules (decoders/accel/*.pyx, generated, and the inspector's hot path) are built by
-# the install above; this rebuilds the ones whose sources changed since, in place.
+# The compiled modules (decoders/accel/*.pyx, generated; */native/*.pyx; the hot path's .py) are built
+# by the install above; this rebuilds the ones whose sources changed since, in place, and writes the
+# bytecode of the pure modules as pip does for an installed package (an editable install has none,
+# and with PYTHONDONTWRITEBYTECODE set every run would compile the generated decoders (~6 MB) again).
 ACCEL_STAMP := decoders/accel/.built
 $(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) decoders/accel/_cy.pxd $(wildcard inspector/*.py decoders/*.py)
 	$(BIN)/python setup.py -q build_ext --inplace
+	$(BIN)/python -m compileall -q inspector decoders pipelines >/dev/null
 	touch $@
 
 setup: $(BIN)/kafka-inspector $(ACCEL_STAMP)

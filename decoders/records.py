@@ -135,18 +135,25 @@ def _crc32c_pure(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-_crc32c_impl: Callable[[bytes | bytearray | memoryview], int]
-try:  # optional C implementation (the ``crc32c`` package); same results, much faster
-    import crc32c as _crc32c_ext
+_crc32c_impl: Callable[[bytes | bytearray | memoryview], int] | None = None
 
-    _crc32c_impl = _crc32c_ext.crc32c
-except ImportError:  # pragma: no cover - depends on the environment
-    _crc32c_impl = _crc32c_pure
+
+def _crc32c_choose() -> Callable[[bytes | bytearray | memoryview], int]:
+    """The optional C implementation (the ``crc32c`` package; same results, much faster), else the pure
+    one. Chosen on first use: importing ``crc32c`` costs ~20 ms, and only record-level decoding needs it."""
+    global _crc32c_impl
+    try:
+        import crc32c as _crc32c_ext
+
+        _crc32c_impl = _crc32c_ext.crc32c
+    except ImportError:  # pragma: no cover - depends on the environment
+        _crc32c_impl = _crc32c_pure
+    return _crc32c_impl
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C of ``data`` (the RecordBatch v2 checksum)."""
-    return _crc32c_impl(data)
+    return (_crc32c_impl or _crc32c_choose())(data)
 
 
 _XXH_P1: Final = 2654435761

@@ -1,0 +1,97 @@
+"""Event rows: the promoted columns read from the body's JSON text, and the row columns' typed twin."""
+
+from __future__ import annotations
+
+import orjson
+import pyarrow as pa
+import pytest
+
+from inspector import events
+from inspector.events import nested_error_codes
+from inspector.reader import iter_capture
+from inspector.summary import Summary
+from tests.inspector.capture_frames import CAPTURES
+
+
+def _codes(body: object, top: int | None) -> list[int] | None:
+    return nested_error_codes(orjson.dumps(body), top)
+
+
+def test_nested_error_codes() -> None:
+    zero = {"ErrorCode": 0, "Topics": [{"ErrorCode": 0, "P": [{"ErrorCode": 0}]}]}
+    assert _codes(zero, 0) is None
+    assert _codes({"Topics": []}, None) is None
+    assert nested_error_codes(None, None) is None
+    assert _codes({"ErrorCode": 0, "Topics": [{"ErrorCode": 3}, {"ErrorCode": 0}, {"ErrorCode": 3}]}, 0) == [3]
+    assert _codes({"ErrorCode": 7, "Topics": [{"ErrorCode": 0}]}, 7) is None  # the top level is not nested
+    assert _codes({"ErrorCode": 7, "Topics": [{"ErrorCode": 7}, {"ErrorCode": -1}]}, 7) == [-1, 7]
+    assert _codes({"Topics": [{"ErrorCode": 10}, {"ErrorCode": 0}]}, None) == [10]
+    assert _codes({"Topics": [{"ErrorCode": 100}]}, None) == [100]
+    assert _codes({"Name": 'x"ErrorCode":5,'}, None) is None  # text inside a string is escaped
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The row columns' typed twin (inspector/native/_columns.pyx) against pyarrow's own conversion
+
+needs_twin = pytest.mark.skipif(events._columns is None, reason="inspector/native not built (pure install)")
+KINDS = b"qihdsb"
+TYPES = [pa.int64(), pa.int32(), pa.int16(), pa.float64(), pa.string(), pa.string()]
+
+
+def _by_pyarrow(rows: list[tuple[object, ...]]) -> list[pa.Array]:
+    columns = list(zip(*rows, strict=True))
+    return [pa.array(col, type=pa.binary() if kind == ord("b") else t).view(t)
+            for col, kind, t in zip(columns, KINDS, TYPES, strict=True)]
+
+
+def _by_twin(rows: list[tuple[object, ...]]) -> list[pa.Array] | None:
+    assert events._columns is not None
+    buffers = events._columns(rows, KINDS)
+    if buffers is None:
+        return None
+    out = []
+    for (validity, offsets, data, nulls), t in zip(buffers, TYPES, strict=True):
+        parts = [None if validity is None else pa.py_buffer(validity)]
+        parts += [pa.py_buffer(offsets)] if offsets is not None else []
+        out.append(pa.Array.from_buffers(t, len(rows), parts + [pa.py_buffer(data)], null_count=nulls))
+    return out
+
+
+@needs_twin
+def test_twin_builds_what_pyarrow_builds() -> None:
+    rows = [
+        (1, 2, 3, 4.5, "a", b"{}"),
+        (None, None, None, None, None, None),
+        (-(1 << 63), -(1 << 31), -(1 << 15), -0.0, "", b""),
+        ((1 << 63) - 1, (1 << 31) - 1, (1 << 15) - 1, float("inf"), "é☃\U0001f600", "ü".encode()),
+    ] * 5
+    got = _by_twin(rows)
+    assert got is not None
+    for a, b in zip(got, _by_pyarrow(rows), strict=True):
+        a.validate(full=True)
+        assert a.equals(b)
+
+
+@needs_twin
+@pytest.mark.parametrize("bad", [
+    (1 << 63, 0, 0, 0.0, "", b""), (0, 1 << 31, 0, 0.0, "", b""), (0, 0, 1 << 15, 0.0, "", b""),
+    (True, 0, 0, 0.0, "", b""), (1.0, 0, 0, 0.0, "", b""), (0, 0, 0, 1, "", b""), (0, 0, 0, 0.0, b"", b""),
+    (0, 0, 0, 0.0, "", ""), (0, 0, 0, 0.0, "\ud800", b""), (0, 0, 0, 0.0, ""),
+])
+def test_twin_leaves_other_values_to_pyarrow(bad: tuple[object, ...]) -> None:
+    assert _by_twin([(1, 2, 3, 4.0, "x", b"y"), bad]) is None
+
+
+@needs_twin
+@pytest.mark.parametrize("capture", CAPTURES[:8] + CAPTURES[-4:], ids=lambda p: p.name)
+def test_event_batches_are_the_same_without_the_twin(capture: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = list(iter_capture(str(capture), Summary()))
+    batches = []
+    for twin in (events._columns, None):
+        monkeypatch.setattr(events, "_columns", twin)
+        table = events.EventTable(capture="x")
+        for m in messages:
+            table.add(m)
+        batches.append(table.take())
+    batches[0].validate(full=True)
+    assert batches[0].num_rows == len(messages) and batches[0].equals(batches[1])

@@ -16,6 +16,7 @@ from typing import Any
 
 from decoders import _runtime as rt
 from decoders.generated import registry
+from decoders.native import maker
 
 OK = "ok"
 _HEAD = struct.Struct(">hhi").unpack_from
@@ -91,6 +92,10 @@ class DecodedMessage:
     @property
     def api_name(self) -> str | None:
         return api_name(self.api_key)
+
+
+# DecodedMessage(...) for the fast paths: every field, positionally (decoders.native.maker).
+_new_message = maker(DecodedMessage)
 
 
 class _Failure(Exception):
@@ -171,8 +176,8 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
         if decoded is not None:
             assert entry is not None
             header, body = decoded
-            msg = DecodedMessage("request", api_key, version, corr, OK, body, size,
-                                 header.get("ClientId"), entry[2], header)
+            msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"), entry[2],
+                               header, None, None, None, (), None)
             if postprocess:
                 handler = (_POST or _postprocessors()).get(("request", api_key))
                 if handler is not None:
@@ -285,8 +290,8 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
         return None
     assert entry is not None
     header, body = decoded
-    return DecodedMessage("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
-                          entry[2], header)
+    return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
+                        entry[2], header, None, None, None, (), None)
 
 
 def _finish(

@@ -14,6 +14,7 @@ from decoders import OK, DecodedMessage, decode_request, decode_response
 from decoders._runtime import MAX_ELEMENTS
 from decoders.generated import registry
 from decoders.guess import guess_response
+from decoders.native import maker
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
@@ -90,6 +91,10 @@ class StreamIssue:
 
 
 ConnectionEvent = KafkaMessage | StreamIssue
+
+# The hot path's constructors: every field, positionally (decoders.native.maker).
+_new_pending = maker(PendingRequest)
+_new_message = maker(KafkaMessage)
 
 
 @dataclass
@@ -254,7 +259,7 @@ class KafkaConnection:
             self.seen_versions.add((msg.api_key, msg.api_version))
             if not _expects_no_response(msg):
                 inner = msg.inner
-                self.pending[msg.correlation_id or 0] = PendingRequest(
+                self.pending[msg.correlation_id or 0] = _new_pending(
                     msg.api_key, msg.api_version, frame.ts, msg.client_id,
                     (inner.api_key, inner.api_version)
                     if inner is not None and inner.api_key is not None and inner.api_version is not None else None,
@@ -265,8 +270,8 @@ class KafkaConnection:
                     del self.pending[oldest]
                     self.stats.responses_missing += 1
                     self.stats.pending_dropped += 1
-        return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "request", frame.offset, msg,
-                            msg.client_id)
+        return _new_message(frame.ts, self.conn_id, self.client, self.broker, "request", frame.offset, msg,
+                            msg.client_id, None, False, (), None)
 
     def _response(self, frame: Frame) -> KafkaMessage:
         data = frame.data
@@ -278,8 +283,8 @@ class KafkaConnection:
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
             latency = round((frame.ts - req.ts) * 1000.0, 3)
-            return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,
-                                req.client_id, latency_ms=latency)
+            return _new_message(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,
+                                req.client_id, latency, False, (), None)
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
         if guess.message is not None:

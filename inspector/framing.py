@@ -15,6 +15,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from decoders.native import maker
+
 _LEN = struct.Struct(">i").unpack_from
 #: Buffered segments are joined into one bytes object this many at a time, so an incomplete frame costs
 #: about its own size in memory (not a captured packet plus a memoryview per segment) and taking it out
@@ -38,6 +40,10 @@ class Frame:
     first_ts: float  # timestamp of the segment that started it
     offset: int  # stream offset of the length prefix
     data: bytes  # the frame without its length prefix
+
+
+#: Frame(...) for the hot path: every field, positionally (decoders.native.maker).
+_new_frame = maker(Frame)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +201,7 @@ class Framer:
             end = pos + 4 + length
             if end > n:
                 break
-            out.append(Frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
+            out.append(_new_frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
             pos = end
         if out:
             framed = pos

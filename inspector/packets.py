@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from struct import Struct
 from typing import Any
 
+from decoders.native import maker
 from inspector.capture_file import CaptureReader, RawPacket, fast_frozen_init
 from inspector.native import load as _load_native
 
@@ -279,7 +280,7 @@ def _native_batch(little: bool, scale: float, linktype: int) -> _Batch | None:
     """The typed twin's record loop for one classic pcap (None when it is not built)."""
     if _native is None:
         return None
-    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, Segment, _EMPTY,
+    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, maker(Segment), _EMPTY,
                                   _v4_names, _v4, _v6_names, _v6)
     batch: _Batch = parser.parse_records
     return batch

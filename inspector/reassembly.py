@@ -38,6 +38,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Final
 
+from decoders.native import maker
 from inspector.capture_file import fast_frozen_init
 from inspector.packets import ACK, FIN, RST, SYN, Segment
 
@@ -127,6 +128,10 @@ class StreamData:
     data: memoryview
     src: Endpoint = _NO_ENDPOINT
     dst: Endpoint = _NO_ENDPOINT
+
+
+#: StreamData(...) for the hot path: every field, positionally (decoders.native.maker).
+_new_stream_data = maker(StreamData)
 
 
 @fast_frozen_init
@@ -346,7 +351,7 @@ class Reassembler:
         n = len(payload)
         if n:
             if seg.seq == d.nxt_seq and not d.heap:  # the common case: next bytes, nothing waiting
-                out.append(StreamData(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
+                out.append(_new_stream_data(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
                 d.seen += n
                 d.delivered += n
                 d.nxt += n

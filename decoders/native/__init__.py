@@ -9,12 +9,17 @@ with ``KAFKA_INSPECTOR_PURE=1``. ``inspector.native`` holds the inspector's twin
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 MANIFEST = "_built.json"
 
@@ -49,3 +54,22 @@ class NativeModules:
 
 MODULES = NativeModules(__name__, Path(__file__).resolve().parent)
 load = MODULES.load
+
+
+_slots = load("_slots")
+
+
+def maker(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor of ``cls`` (a ``@dataclass(slots=True)``) taking every field positionally, in field
+    order: the typed twin (``_slots.pyx``, stores the slots from C) when built and ``cls`` qualifies
+    (plain fields only: no ``__post_init__``, no ``init=False``, no default factory), else ``cls`` itself."""
+    if _slots is None or not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return cls
+    fields = dataclasses.fields(cls)
+    if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields):
+        return cls
+    slots = cls.__dict__.get("__slots__", ())
+    if tuple(slots) != tuple(f.name for f in fields):
+        return cls
+    made: Callable[..., Any] = _slots.Maker(cls, [f.name for f in fields])
+    return made

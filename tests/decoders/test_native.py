@@ -8,10 +8,13 @@ extreme values; every real capture's record fields too.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
 import os
 import random
 import struct
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +28,7 @@ from tests.inspector.capture_frames import capture_frames
 
 records_native = native.load("_records")
 needs_build = pytest.mark.skipif(records_native is None, reason="decoders/native not built (pure install)")
+needs_slots = pytest.mark.skipif(native._slots is None, reason="decoders/native not built (pure install)")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
@@ -150,3 +154,85 @@ def test_every_record_field_of_the_real_captures() -> None:
             total += 1
             answered += _check(bytes(field.data)) is not None
     assert total and answered >= total * 0.9, (answered, total)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# maker: the slotted dataclass constructor of the hot path
+
+
+def _hot_classes() -> list[tuple[type, tuple[Any, ...]]]:
+    from decoders.api import DecodedMessage
+    from inspector.connection import Endpoint, KafkaMessage, PendingRequest
+    from inspector.framing import Frame
+    from inspector.packets import Segment
+    from inspector.reassembly import StreamData
+
+    e = Endpoint("10.0.0.1", 9092)
+    msg = DecodedMessage("request", 0, 9, 7, "ok", {"Acks": 1}, 100)
+    return [
+        (Segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
+        (StreamData, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
+        (Frame, (1.0, 0.5, 3, b"frame")),
+        (PendingRequest, (0, 9, 1.0, "client", None, None)),
+        (KafkaMessage, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
+        (DecodedMessage, ("response", 1, 12, 5, "ok", {}, 4, None, 1, {}, None, None, None, (), None)),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_maker_builds_what_the_class_builds(index: int) -> None:
+    cls, values = _hot_classes()[index]
+    make = native.maker(cls)
+    if native._slots is not None:
+        assert make is not cls  # the typed twin serves every hot-path class
+    made = make(*values)
+    assert type(made) is cls and made == cls(*values)
+    assert [getattr(made, f.name) for f in dataclasses.fields(cls)] == list(values)
+    assert not hasattr(made, "__dict__")
+    if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.ts = 0.0
+    with pytest.raises(TypeError):
+        make(*values[:-1])
+
+
+@needs_slots
+def test_maker_keeps_references_right() -> None:
+    cls, values = _hot_classes()[1]
+    make = native.maker(cls)
+    probe = object()
+    args = (*values[:4], probe, *values[5:])
+    before = sys.getrefcount(probe)
+    made = [make(*args) for _ in range(100)]
+    assert sys.getrefcount(probe) == before + 100
+    del made
+    gc.collect()
+    assert sys.getrefcount(probe) == before
+
+
+def test_maker_leaves_other_classes_alone() -> None:
+    @dataclasses.dataclass(slots=True)
+    class Factory:
+        x: list[int] = dataclasses.field(default_factory=list)
+
+    @dataclasses.dataclass(slots=True)
+    class Post:
+        x: int
+
+        def __post_init__(self) -> None:
+            self.x += 1
+
+    @dataclasses.dataclass
+    class NoSlots:
+        x: int
+
+    @dataclasses.dataclass(slots=True)
+    class NoInit:
+        x: int
+        y: int = dataclasses.field(init=False, default=0)
+
+    class Plain:
+        __slots__ = ("x",)
+
+    for cls in (Factory, Post, NoSlots, NoInit, Plain):
+        assert native.maker(cls) is cls

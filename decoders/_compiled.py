@@ -11,8 +11,8 @@ of them) and has them imported from their source instead.
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -48,7 +48,7 @@ def stale_modules(package_dir: Path, pure: bool) -> list[str]:
     return out
 
 
-class _SourceFirst(importlib.abc.MetaPathFinder):
+class _SourceFirst:
     """Imports the named modules of one package from their ``.py``, whatever else is beside it."""
 
     def __init__(self, package: str, package_dir: Path, names: list[str]) -> None:
@@ -60,8 +60,11 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         if package != self.package or name not in self.names:
             return None
         source = str(self.dir / f"{name}.py")
-        return importlib.machinery.ModuleSpec(fullname, importlib.machinery.SourceFileLoader(fullname, source),
+        spec = importlib.machinery.ModuleSpec(fullname, importlib.machinery.SourceFileLoader(fullname, source),
                                               origin=source)
+        spec.has_location = True  # the module's __file__ is its source (as for any module loaded from one)
+        spec.cached = importlib.util.cache_from_source(source)  # and its bytecode is read/written as usual
+        return spec
 
 
 def install(package: str, package_dir: Path) -> list[str]:

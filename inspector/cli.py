@@ -17,11 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, cast
 
 from inspector.capture_file import CaptureError
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING
@@ -38,7 +34,35 @@ from inspector.writers import (
     remove_quietly,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+
+class _LazyConsole:
+    """rich's Console, made (and rich imported, ~30 ms) when something is first printed: ``read --quiet``
+    prints nothing."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def _real(console: Console) -> Console:
+    """The Console itself (rich's Progress needs one, not a stand-in)."""
+    return console.real if isinstance(console, _LazyConsole) else console
 
 
 def _size(text: str) -> int:
@@ -99,7 +123,13 @@ def _read_options(args: argparse.Namespace) -> ReadOptions:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: Commands whose modules need nothing of ``tap`` and ``report`` (nor rich, which they import).
+_LEAN_COMMANDS = ("read", "show")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; for ``command`` read or show, without the tap and report subcommands (their modules
+    cost ~40 ms to import, a tenth of reading a small capture)."""
     parser = argparse.ArgumentParser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -125,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--limit", type=int, default=0, help="stop after N messages")
     _add_decode_options(show)
 
+    if command in _LEAN_COMMANDS:
+        return parser
     from inspector import tap
 
     tap.add_parser(sub)
@@ -176,8 +208,10 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
         elif args.quiet:
             read_captures(args.captures, writer, options, summary=summary)
         else:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                          TimeElapsedColumn(), console=console, transient=True) as bar:
+                          TimeElapsedColumn(), console=_real(console), transient=True) as bar:
                 task = bar.add_task("reading", total=total, info="")
                 done_before = [0]
                 current = [""]
@@ -261,6 +295,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 
 
 def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
+    from rich.table import Table
+
     table = Table(title=f"Kafka traffic: {summary.frames:,} frames in {elapsed:.2f}s", title_justify="left")
     for col, justify in (("API", "left"), ("req", "right"), ("resp", "right"), ("errors", "right"),
                          ("p50 ms", "right"), ("p99 ms", "right"), ("undecoded", "right"),
@@ -409,9 +445,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
-    console = Console(stderr=args.command == "read")
+    console = cast("Console", _LazyConsole(stderr=args.command == "read"))
     try:
         return COMMANDS[args.command](args, console)
     except KeyboardInterrupt:

@@ -133,13 +133,7 @@ _NONZERO_ERROR_CODE = re.compile(rb'"ErrorCode":-?[1-9]')
 
 def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
     """Distinct non-zero error codes below the top level, found in the body's JSON text (UTF-8)."""
-    if body_text is None:
-        return None
-    # Most bodies hold only zero codes: counting substrings (memchr speed) settles them without a regex.
-    found = body_text.count(b'"ErrorCode":')
-    if not found or found == body_text.count(b'"ErrorCode":0,') + body_text.count(b'"ErrorCode":0}'):
-        return None
-    if _NONZERO_ERROR_CODE.search(body_text) is None:
+    if body_text is None or _NONZERO_ERROR_CODE.search(body_text) is None:  # one pass (measured fastest)
         return None
     counts: dict[int, int] = {}
     for match in _ERROR_CODE.finditer(body_text):

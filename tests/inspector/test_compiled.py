@@ -58,8 +58,8 @@ def test_a_stale_extension_is_not_imported(tmp_path: Path) -> None:
             "    warnings.simplefilter('always')\n"
             f"    names = _compiled.install('pkg', Path({str(pkg)!r}))\n"
             "import pkg.mod\n"
-            "print(names, pkg.mod.VALUE, len(w))\n")
+            "print(names, pkg.mod.VALUE, len(w), Path(pkg.mod.__file__).name)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pkg.parent), str(PACKAGE.parent)])}
     env.pop("KAFKA_INSPECTOR_PURE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.split() == ["['mod']", "2", "0"] and out.stderr == ""
+    assert out.stdout.split() == ["['mod']", "2", "0", "mod.py"] and out.stderr == ""

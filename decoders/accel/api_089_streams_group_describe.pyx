@@ -568,7 +568,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n13)
     n13 -= 1
     if n13 >= 0:
-        if n13 * 31 > L - p: raise IndexError('truncated')
+        if n13 * 28 > L - p: raise IndexError('truncated')
         _budget -= n13
         if _budget < 0: raise ValueError('over budget')
         v12 = []
@@ -599,7 +599,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n3)
     n3 -= 1
     if n3 >= 0:
-        if n3 * 25 > L - p: raise IndexError('truncated')
+        if n3 * 20 > L - p: raise IndexError('truncated')
         _budget -= n3
         if _budget < 0: raise ValueError('over budget')
         v2 = []
@@ -847,7 +847,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n13)
     n13 -= 1
     if n13 >= 0:
-        if n13 * 31 > L - p: raise IndexError('truncated')
+        if n13 * 28 > L - p: raise IndexError('truncated')
         _budget -= n13
         if _budget < 0: raise ValueError('over budget')
         v12 = []
@@ -887,7 +887,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p = uvar(c, p, L, &n3)
     n3 -= 1
     if n3 >= 0:
-        if n3 * 29 > L - p: raise IndexError('truncated')
+        if n3 * 22 > L - p: raise IndexError('truncated')
         _budget -= n3
         if _budget < 0: raise ValueError('over budget')
         v2 = []
@@ -943,4 +943,4 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1}
 RESPONSE = {0: _w12, 1: _w18}
-BUILD_HASH = 'a982fab70815dfd2'
+BUILD_HASH = 'c23ac24ea558f912'

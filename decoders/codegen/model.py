@@ -63,7 +63,7 @@ def field_min_size(f: Field) -> int:
         return FIXED[f.type_name][1]
     if f.kind == "struct":
         assert f.struct is not None
-        return f.struct.min_size()
+        return 1 if f.nullable else f.struct.min_size()  # a null one is its -1 marker byte alone
     if f.kind in ("string",):
         return 1 if f.compact else 2
     # bytes, records, arrays

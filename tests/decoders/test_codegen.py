@@ -56,3 +56,13 @@ def test_unknown_key_and_version_are_statuses() -> None:
     msg = decode_request(request_header(3, 99, 1))
     assert msg.status == "unknown version 99 of Metadata (known 0-13)" and msg.client_id == "test-client"
     assert decode_response(b"\x00\x00", 3, 0).status.startswith("truncated")
+
+
+def test_array_count_check_takes_a_null_struct_as_one_byte() -> None:
+    """Found by hypothesis (kio round trip): a StreamsGroupDescribe v0 group whose nullable Topology is null
+    takes 21 bytes; the count check once counted the whole Topology's minimum size and refused it."""
+    frame = bytes.fromhex("00000000" "00" "00000000" "02" "ffff" "00" "01" "01" "00000000" "00000000" "ff" "01"
+                          "80000000" "00" "00")
+    msg = decode_response(frame, 89, 0)
+    assert msg.status == "ok", msg.status
+    assert msg.body is not None and msg.body["Groups"][0]["Topology"] is None

@@ -273,7 +273,7 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
 _native = _load_native("_packets")
 
 
-_Batch = Callable[[bytes, int, list[Any]], tuple[int, int]]
+_Batch = Callable[[bytes | memoryview, int, list[Any]], tuple[int, int]]
 
 
 def _native_batch(little: bool, scale: float, linktype: int) -> _Batch | None:

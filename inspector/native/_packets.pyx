@@ -70,10 +70,12 @@ cdef class PacketParser:
         self.v6_names = v6_names
         self.v6 = v6
 
-    def parse_records(self, bytes buf, Py_ssize_t pos, list out):
-        """Parse the records whole in ``buf`` from ``pos``; returns (position after them, records parsed)."""
-        cdef const unsigned char* c = buf
-        cdef Py_ssize_t buflen = len(buf), start, end, count = 0
+    def parse_records(self, buf, Py_ssize_t pos, list out):
+        """Parse the records whole in ``buf`` (bytes-like) from ``pos``; returns (position after them, records
+        parsed). Nothing it returns refers to ``buf``: packets and payloads are copies."""
+        cdef const unsigned char[::1] view = buf
+        cdef Py_ssize_t buflen = view.shape[0], start, end, count = 0
+        cdef const unsigned char* c = &view[0] if buflen else NULL
         cdef unsigned int sec, frac, caplen, wirelen
         cdef double ts
         cdef object result
@@ -87,16 +89,17 @@ cdef class PacketParser:
             if end > buflen:
                 break
             ts = sec + frac * self.scale
-            result = self._segment(buf, c + start, start, caplen, wirelen, ts)
+            result = self._segment(c + start, caplen, wirelen, ts)
             if result is None:
-                result = self.parse_one(self.make_raw(ts, self.linktype, buf[start:end], caplen, wirelen))
+                result = self.parse_one(self.make_raw(ts, self.linktype,
+                                                      PyBytes_FromStringAndSize(<const char*>c + start, caplen),
+                                                      caplen, wirelen))
             out.append(result)
             count += 1
             pos = end
         return pos, count
 
-    cdef object _segment(self, bytes buf, const unsigned char* d, Py_ssize_t base, Py_ssize_t n,
-                         unsigned int wirelen, double ts):
+    cdef object _segment(self, const unsigned char* d, Py_ssize_t n, unsigned int wirelen, double ts):
         """The Segment of one record (``n`` bytes at ``d``), or None where the pure parser must decide."""
         cdef int lt = self.linktype
         cdef Py_ssize_t off, tcp_off, ip_end, start, extra

@@ -83,29 +83,36 @@ class _BodyEncoder:
     message), and the problems their summaries report are kept for the row's notes.
     """
 
-    __slots__ = ("budget", "problems", "records")
+    __slots__ = ("budget", "headers_json", "problems", "records", "used")
 
     def __init__(self, records: RecordsOptions) -> None:
         self.records = records
         self.budget = Budget(records.max_decompressed)
         self.problems: list[str] = []
+        self.used = False  # whether the budget or problems changed since the last reset
+        # The typed twin for headers-level summaries of the common shape (no budget, no problem).
+        self.headers_json = _headers_json if records.level == "headers" else None
 
     def reset(self) -> None:
+        if not self.used:
+            return
         budget = self.budget
         budget.decompressed = self.records.max_decompressed
         budget.records = budget.headers = MAX_RECORDS_DEFAULT
         if self.problems:
             self.problems = []
+        self.used = False
 
     def __call__(self, value: Any) -> Any:
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value).hex()
-        if _headers_json is not None and type(value) is Records and self.records.level == "headers":
-            text = _headers_json(value.data)  # the common case, already as JSON (no budget, no problem)
+        if type(value) is Records and self.headers_json is not None:
+            text = self.headers_json(value.data)  # the common case, already as JSON
             if text is not None:
                 return orjson.Fragment(text)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value).hex()
         summary = getattr(value, "summary", None)
         if summary is not None:
+            self.used = True
             records = self.records
             result = summary(records.level, decompress=records.decompress, max_decompressed=records.max_decompressed,
                              budget=self.budget)
@@ -284,7 +291,7 @@ class EventTable:
         row = len(self._rows)
         # In _ROW_COLUMNS order.
         self._rows.append((
-            int(round(ev.ts * 1_000_000)),
+            round(ev.ts * 1_000_000),  # an int (round of a float without digits)
             ev.direction,
             api_key,
             _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call

@@ -220,8 +220,21 @@ _ROW_KINDS = b"".join(
     for name in _ROW_COLUMNS
 )
 assert _ROW_KINDS == b"qshshisqihdsbh"
+_CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(name).type, b"q")
+                       for name in _CONN_COLUMNS)
+assert _CONN_KINDS == b"sqsisi"
 _native_columns = _load_native_inspector("_columns")
 _columns = _native_columns.columns if _native_columns is not None else None
+
+
+def _from_buffers(type_: pa.DataType, n: int, column: tuple[Any, ...]) -> pa.Array:
+    """An Arrow array of one column made by the typed twin: (validity, offsets, data, null count)."""
+    validity, offsets, data, nulls = column
+    parts = [None if validity is None else pa.py_buffer(validity)]
+    if offsets is not None:
+        parts.append(pa.py_buffer(offsets))
+    parts.append(pa.py_buffer(data))
+    return pa.Array.from_buffers(type_, n, parts, null_count=nulls)
 
 
 class EventTable:
@@ -339,6 +352,8 @@ class EventTable:
         n = len(rows)
         # The row columns' Arrow buffers in one typed pass when the twin is built (and handles the values).
         buffers = _columns(rows, _ROW_KINDS) if _columns is not None and rows else None
+        conn_buffers = (_columns([conns[k] for k in conn_rows], _CONN_KINDS)
+                        if _columns is not None and buffers is not None else None)
         row_columns = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
                        else [() for _ in _ROW_COLUMNS])
         conn_columns = list(zip(*conns, strict=True)) if conns else [() for _ in _CONN_COLUMNS]
@@ -353,12 +368,9 @@ class EventTable:
         arrays = []
         for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
             if source == "row" and buffers is not None:
-                validity, offsets, data, nulls = buffers[i]
-                parts = [None if validity is None else pa.py_buffer(validity)]
-                if offsets is not None:
-                    parts.append(pa.py_buffer(offsets))
-                parts.append(pa.py_buffer(data))
-                arrays.append(pa.Array.from_buffers(f.type, n, parts, null_count=nulls))
+                arrays.append(_from_buffers(f.type, n, buffers[i]))
+            elif source == "conn" and conn_buffers is not None:
+                arrays.append(_from_buffers(f.type, n, conn_buffers[i]))
             elif source == "row":
                 # ts (µs integers) and body (orjson's UTF-8 bytes) are built as their storage type, then viewed
                 storage = _STORAGE.get(f.name)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from decoders.native import maker
+from inspector.native import load as load_native
 
 _LEN = struct.Struct(">i").unpack_from
 #: Buffered segments are joined into one bytes object this many at a time, so an incomplete frame costs
@@ -44,6 +45,8 @@ class Frame:
 
 #: Frame(...) for the hot path: every field, positionally (decoders.native.maker).
 _new_frame = maker(Frame)
+_native = load_native("_frames")
+_native_whole_frames = _native.whole_frames if _native is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,17 +195,20 @@ class Framer:
         """Fast path with nothing buffered: slice complete frames straight out of ``view``."""
         out: list[FramerEvent] = []
         n = len(view)
-        pos = 0
         max_frame = self.max_frame
-        while n - pos >= 4:
-            (length,) = _LEN(view, pos)
-            if length < 0 or length > max_frame:
-                break
-            end = pos + 4 + length
-            if end > n:
-                break
-            out.append(_new_frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
-            pos = end
+        if _native_whole_frames is not None:  # the same loop, typed (inspector/native/_frames.pyx)
+            pos = _native_whole_frames(view, max_frame, self.offset, ts, _new_frame, out)
+        else:
+            pos = 0
+            while n - pos >= 4:
+                (length,) = _LEN(view, pos)
+                if length < 0 or length > max_frame:
+                    break
+                end = pos + 4 + length
+                if end > n:
+                    break
+                out.append(_new_frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
+                pos = end
         if out:
             framed = pos
             self.frames += len(out)

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from inspector import framing
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 from tests.frames import api_versions_request_v0, frame, metadata_request_v0
 
 PAYLOADS = [api_versions_request_v0(1), metadata_request_v0(2, ["orders", "payments"]), b"", b"\x00" * 1000]
 STREAM = b"".join(frame(p) for p in PAYLOADS)
+
+
+@pytest.fixture(autouse=True, params=["typed", "pure"])
+def whole_frames_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the typed twin of the whole-frames loop (inspector/native/_frames.pyx) and
+    with the pure loop."""
+    if request.param == "pure":
+        monkeypatch.setattr(framing, "_native_whole_frames", None)
+    elif framing._native_whole_frames is None:
+        pytest.skip("inspector/native not built (pure install)")
+    return str(request.param)
 
 
 def _frames(events: list) -> list[bytes]:
@@ -120,3 +133,22 @@ def test_stream_that_never_frames_is_skipped_in_bounded_memory() -> None:
         assert f.buffered < 1 << 17
     skipped += sum(e.length for e in f.finish(0.0) if isinstance(e, Skipped))
     assert skipped == total
+
+
+@given(st.lists(st.one_of(st.binary(max_size=40),
+                          st.builds(lambda n, b: struct.pack(">i", n) + b,
+                                    st.integers(-5, 60), st.binary(max_size=60))), max_size=12),
+       st.integers(0, 64))
+def test_typed_and_pure_whole_frames_loops_agree(parts: list[bytes], max_frame: int) -> None:
+    data = b"".join(parts)
+    results = []
+    for loop in (framing._native_whole_frames, None):  # typed (under the "typed" fixture) and pure
+        old = framing._native_whole_frames
+        framing._native_whole_frames = loop
+        try:
+            f = Framer(max_frame=max_frame, synced=True)
+            events = f.data(1.0, memoryview(data)) + f.finish(2.0)
+        finally:
+            framing._native_whole_frames = old
+        results.append((events, f.offset, f.frames, f.bytes_framed, f.bytes_skipped))
+    assert all(r == results[0] for r in results)

@@ -1,0 +1,33 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Typed twin of the loop of ``inspector.framing.Framer._whole_frames``: slice the complete frames out of
+stream bytes that start at a frame boundary.
+
+``whole_frames(view, max_frame, offset, ts, new_frame, out)`` appends ``new_frame(ts, ts, offset + pos,
+frame bytes)`` for each complete frame (4-byte big-endian length in 0..max_frame, then that many bytes)
+and returns the position where it stopped (the start of an incomplete or implausible frame, or the end);
+the framer decides what follows, as in its pure loop. ``tests/inspector/test_framing.py`` feeds every
+framer with and without the twin.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+
+
+def whole_frames(view, Py_ssize_t max_frame, Py_ssize_t offset, double ts, new_frame, list out):
+    cdef const unsigned char[::1] v = view
+    cdef Py_ssize_t n = v.shape[0], pos = 0, end
+    cdef long long length
+    cdef const unsigned char* c
+    if n < 4:
+        return 0
+    c = &v[0]
+    while n - pos >= 4:
+        length = <int>((<unsigned int>c[pos] << 24) | (<unsigned int>c[pos + 1] << 16)
+                       | (<unsigned int>c[pos + 2] << 8) | <unsigned int>c[pos + 3])
+        if length < 0 or length > max_frame:
+            break
+        end = pos + 4 + length
+        if end > n:
+            break
+        out.append(new_frame(ts, ts, offset + pos, PyBytes_FromStringAndSize(<const char*>c + pos + 4, length)))
+        pos = end
+    return pos

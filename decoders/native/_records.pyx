@@ -22,6 +22,18 @@ cdef enum:
 
 cdef const char* _NAMES[8]
 _NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd", b"unknown(5)", b"unknown(6)", b"unknown(7)"]
+# The attribute flags, then the integer fields after them: key, and (offset in the batch, size) or mask.
+cdef const char* _FLAG_KEYS[3]
+_FLAG_KEYS[:] = [b',"isTransactional":', b',"isControl":', b',"hasDeleteHorizon":']
+cdef int _FLAG_MASKS[3]
+_FLAG_MASKS[:] = [0x10, 0x20, 0x40]
+cdef const char* _TAIL_KEYS[7]
+_TAIL_KEYS[:] = [b',"lastOffsetDelta":', b',"baseTimestamp":', b',"maxTimestamp":', b',"producerId":',
+                 b',"producerEpoch":', b',"baseSequence":', b',"recordCount":']
+cdef int _TAIL_AT[7]
+_TAIL_AT[:] = [23, 27, 35, 43, 51, 53, 57]
+cdef int _TAIL_SIZE[7]
+_TAIL_SIZE[:] = [4, 8, 8, 8, 2, 4, 4]
 
 
 cdef inline long long _rd(const unsigned char* c, Py_ssize_t p, int k) noexcept:
@@ -96,7 +108,7 @@ def headers_json(data):
     if buf == NULL:
         raise MemoryError()
     cdef char* o = buf
-    cdef int attrs
+    cdef int attrs, k
     cdef Py_ssize_t i
     try:
         o = _put(o, b'{"size":')
@@ -124,26 +136,12 @@ def headers_json(data):
             o = _put(o, b',"compression":"')
             o = _put(o, _NAMES[attrs & 0x07])
             o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
-            o = _put(o, b',"isTransactional":')
-            o = _bool(o, attrs & 0x10)
-            o = _put(o, b',"isControl":')
-            o = _bool(o, attrs & 0x20)
-            o = _put(o, b',"hasDeleteHorizon":')
-            o = _bool(o, attrs & 0x40)
-            o = _put(o, b',"lastOffsetDelta":')
-            o = _int(o, _rd(c, pos + 23, 4))
-            o = _put(o, b',"baseTimestamp":')
-            o = _int(o, _rd(c, pos + 27, 8))
-            o = _put(o, b',"maxTimestamp":')
-            o = _int(o, _rd(c, pos + 35, 8))
-            o = _put(o, b',"producerId":')
-            o = _int(o, _rd(c, pos + 43, 8))
-            o = _put(o, b',"producerEpoch":')
-            o = _int(o, _rd(c, pos + 51, 2))
-            o = _put(o, b',"baseSequence":')
-            o = _int(o, _rd(c, pos + 53, 4))
-            o = _put(o, b',"recordCount":')
-            o = _int(o, _rd(c, pos + 57, 4))
+            for k in range(3):
+                o = _put(o, _FLAG_KEYS[k])
+                o = _bool(o, attrs & _FLAG_MASKS[k])
+            for k in range(7):
+                o = _put(o, _TAIL_KEYS[k])
+                o = _int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
             o = _put(o, b',"status":"ok"}')
             pos += LOG_OVERHEAD + length
         o = _put(o, b'],"partial_tail":')

@@ -1,0 +1,28 @@
+"""Kafka's error names, checked against kafka-python's table (an independent copy of Errors.java)."""
+
+from __future__ import annotations
+
+import inspect
+
+import kafka.errors
+
+from decoders.errors import ERROR_NAMES, error_name
+
+#: Codes kafka-python still names as older Kafka releases did (ours follow Errors.java today).
+OLD_NAMES = {-1: "UNKNOWN", 0: "NO_ERROR", 6: "NOT_LEADER_FOR_PARTITION", 10: "MESSAGE_SIZE_TOO_LARGE",
+             17: "INVALID_TOPIC", 39: "INVALID_REPLICATION_ASSIGNMENT"}
+
+
+def test_names_agree_with_kafka_python() -> None:
+    theirs = {cls.errno: cls.message for _, cls in inspect.getmembers(kafka.errors, inspect.isclass)
+              if issubclass(cls, kafka.errors.BrokerResponseError) and getattr(cls, "errno", None) is not None}
+    assert len(theirs) > 120
+    for code, name in theirs.items():
+        assert ERROR_NAMES.get(code) == name or OLD_NAMES.get(code) == name, (code, name, ERROR_NAMES.get(code))
+
+
+def test_codes_are_contiguous_and_named_once() -> None:
+    assert sorted(ERROR_NAMES) == list(range(-1, max(ERROR_NAMES) + 1))
+    assert len(set(ERROR_NAMES.values())) == len(ERROR_NAMES)
+    assert error_name(67) == "INVALID_PRINCIPAL_TYPE"  # the live view once called it COORDINATOR_NOT_AVAILABLE
+    assert error_name(15) == "COORDINATOR_NOT_AVAILABLE" and error_name(9999) == "error 9999"

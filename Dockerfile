@@ -24,7 +24,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_CONSTRAINT=/tmp/constraints.txt
 
-# A C compiler for the compiled modules (decoders/accel and the inspector's hot path); builder stage only.
+# A C compiler for the compiled modules (decoders/accel, the */native twins and the hot path); builder stage only.
 ARG GCC_VERSION=4:12.2.0-3
 ARG LIBC_DEV_VERSION=2.36-9+deb12u14
 RUN apt-get update \
@@ -69,8 +69,10 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
     && if [ -n "$unpinned" ]; then echo "not pinned in the Dockerfile: $unpinned" >&2; exit 1; fi \
     && /opt/venv/bin/kafka-inspector --help > /dev/null \
     && /opt/venv/bin/python -c "import inspector.tap, inspector.live_view, pipelines.report" \
-    && /opt/venv/bin/python -c "import decoders.api as d, inspector._compiled as c, inspector.framing as f; \
-assert d.accelerated() and c.compiled(f) and not c.STALE, 'compiled modules missing'"
+    && /opt/venv/bin/python -c "import decoders.api as d, inspector._compiled as c, inspector.framing as f, \
+inspector.packets as p, inspector.events as e, decoders.native as dn, inspector.native as n; \
+assert d.accelerated() and c.compiled(f) and c.compiled(d) and not c.STALE, 'compiled modules missing'; \
+assert p._native and e._columns and dn._slots and not dn.MODULES.stale + n.MODULES.stale, 'native twins missing'"
 
 # ---------------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -76,7 +76,8 @@ def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     modules = native.NativeModules(native.__name__, native.MODULES.dir)
     monkeypatch.setattr(modules, "source_hash", lambda name: "0" * 64)
     assert modules.load("_records") is None
-    assert modules.stale == (["_records"] if records_native is not None else [])
+    built = (native.MODULES.dir / native.MANIFEST).exists()
+    assert modules.stale == (["_records"] if built else [])
 
 
 @needs_build
@@ -192,8 +193,9 @@ def test_maker_builds_what_the_class_builds(index: int) -> None:
     if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.ts = 0.0
-    with pytest.raises(TypeError):
-        make(*values[:-1])
+    if make is not cls:  # the twin takes every field (the class itself has defaults for some)
+        with pytest.raises(TypeError):
+            make(*values[:-1])
 
 
 @needs_slots

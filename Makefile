@@ -67,4 +67,5 @@ bench: setup system-deps
 	$(BIN)/python bench/bench_read.py
 
 clean:
-	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build decoders/accel/*.c decoders/accel/*.so inspector/*.c inspector/*.so inspector/_compiled.json $(ACCEL_STAMP)
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build $(ACCEL_STAMP)
+	find decoders inspector \( -name '*.so' -o -name '*.c' -o -name _compiled.json \) -delete

@@ -23,9 +23,10 @@ COMPILED = {
                   "summary", "reader"),
     "decoders": ("api", "_runtime", "records", "guess", "embedded"),
 }
-COMPILED_SOURCES: dict[str, dict[str, str]] = {}  # package -> module -> SHA-256 of the source compiled
-NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed twins
-NATIVE_SOURCES: dict[str, dict[str, str]] = {}  # native dir -> module -> SHA-256 of the .pyx compiled
+NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed twins (*.pyx)
+#: Folder -> module -> SHA-256 of the source compiled, written as the folder's _compiled.json (the one
+#: manifest decoders._compiled reads for the plain modules and decoders.native for the twins).
+BUILT_SOURCES: dict[str, dict[str, str]] = {}
 
 
 class OptionalBuildExt(build_ext):
@@ -37,21 +38,17 @@ class OptionalBuildExt(build_ext):
 
     def run(self) -> None:
         target = ROOT if self.inplace else Path(self.build_lib)
-        manifests = {package: target / package / "_compiled.json" for package in COMPILED}
-        natives = {folder: target / folder / "_built.json" for folder in NATIVE_DIRS}
-        for path in (*manifests.values(), *natives.values()):
+        manifests = {folder: target / folder / "_compiled.json" for folder in (*COMPILED, *NATIVE_DIRS)}
+        for path in manifests.values():
             path.unlink(missing_ok=True)  # extensions without a record of their source are not used
         try:
             super().run()
         except Exception as err:  # noqa: BLE001 - any build failure leaves the pure-Python modules
             print(f"warning: compiled modules not built ({err}); using the pure-Python modules", file=sys.stderr)
             return
-        for package, hashes in COMPILED_SOURCES.items():
-            manifests[package].parent.mkdir(parents=True, exist_ok=True)
-            manifests[package].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
-        for folder, hashes in NATIVE_SOURCES.items():
-            natives[folder].parent.mkdir(parents=True, exist_ok=True)
-            natives[folder].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+        for folder, hashes in BUILT_SOURCES.items():
+            manifests[folder].parent.mkdir(parents=True, exist_ok=True)
+            manifests[folder].write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
 
 
 def extensions() -> list:
@@ -63,18 +60,15 @@ def extensions() -> list:
         print("warning: Cython not available; using the pure-Python decoders", file=sys.stderr)
         return []
     sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "decoders" / "accel").glob("*.pyx"))
-    # Hand-written typed twins (*/native/*.pyx); decoders.native.NativeModules.load checks _built.json.
-    for folder in NATIVE_DIRS:
-        for path in sorted((ROOT / folder).glob("*.pyx")):
-            sources.append(str(path.relative_to(ROOT)))
-            NATIVE_SOURCES.setdefault(folder, {})[path.stem] = hashlib.sha256(path.read_bytes()).hexdigest()
-    # The hot path, compiled as plain Python (the .py stays the source and runs without a build);
-    # decoders/_compiled.py keeps an edited source from being shadowed by an old build.
-    for package, names in COMPILED.items():
-        for name in names:
-            path = ROOT / package / f"{name}.py"
-            sources.append(str(path.relative_to(ROOT)))
-            COMPILED_SOURCES.setdefault(package, {})[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    # The hand-written typed twins (*/native/*.pyx), and the hot path compiled as plain Python (the .py
+    # stays the source and runs without a build). Each folder's manifest keeps an edited source from
+    # being shadowed by an old build (decoders._compiled, decoders.native).
+    recorded = [path for folder in NATIVE_DIRS for path in sorted((ROOT / folder).glob("*.pyx"))]
+    recorded += [ROOT / package / f"{name}.py" for package, names in COMPILED.items() for name in names]
+    for path in recorded:
+        sources.append(str(path.relative_to(ROOT)))
+        folder = str(path.parent.relative_to(ROOT))
+        BUILT_SOURCES.setdefault(folder, {})[path.stem] = hashlib.sha256(path.read_bytes()).hexdigest()
     return cythonize(sources, language_level=3, quiet=True, nthreads=os.cpu_count() or 1)
 
 

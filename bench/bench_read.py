@@ -74,9 +74,9 @@ def bench_tshark(capture: Path, ports: set[int]) -> dict[str, float]:
 def _build_note() -> str:
     """Which code ran: compiled (decoders/accel, the hot path's modules, the */native twins) or pure Python."""
     probe = ("import decoders.api as a, inspector._compiled as c, inspector.framing as f, inspector.events as e,"
-             " inspector.packets as p, decoders.native as dn, inspector.native as n;"
+             " inspector.packets as p, decoders.native as dn;"
              "print(a.accelerated(), c.compiled(f), p._native is not None and e._columns is not None"
-             " and dn._slots is not None, ','.join(c.STALE + dn.MODULES.stale + n.MODULES.stale))")
+             " and dn._slots is not None, ','.join(c.STALE))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
     decoders_compiled, inspector_compiled, native, stale = (out.stdout.strip().split(" ") + [""])[:4]
     note = (f"compiled decoders: {decoders_compiled}; compiled hot path: {inspector_compiled}; "

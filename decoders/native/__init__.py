@@ -2,15 +2,16 @@
 
 Each ``*.pyx`` here is the fast twin of a pure-Python function and answers ``None`` for anything
 it does not handle, so the caller's pure path (the reference) decides. ``setup.py`` builds them
-and records the SHA-256 of each source it compiled in ``_built.json``; :func:`load` only returns a
-module built from the source present (an edited ``.pyx`` with an old build is not used), and none
-with ``KAFKA_INSPECTOR_PURE=1``. ``inspector.native`` holds the inspector's twins the same way.
+and records the SHA-256 of each source it compiled in the folder's ``_compiled.json`` (the manifest
+``decoders._compiled`` reads for the compiled plain modules); :func:`load` only returns a module built
+from the source present (an edited ``.pyx`` with an old build is not used, and is listed in
+``decoders._compiled.STALE``), and none with ``KAFKA_INSPECTOR_PURE=1``. ``inspector.native`` holds
+the inspector's twins the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import json
 import os
@@ -19,9 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-_T = TypeVar("_T")
+from decoders import _compiled
 
-MANIFEST = "_built.json"
+_T = TypeVar("_T")
 
 
 class NativeModules:
@@ -30,24 +31,22 @@ class NativeModules:
     def __init__(self, package: str, directory: Path) -> None:
         self.package = package
         self.dir = directory
-        #: Modules present but built from another source (rebuild: `make setup`).
-        self.stale: list[str] = []
 
     def source_hash(self, name: str) -> str:
-        return hashlib.sha256((self.dir / f"{name}.pyx").read_bytes()).hexdigest()
+        return _compiled.source_hash(self.dir / f"{name}.pyx")
 
     def load(self, name: str) -> ModuleType | None:
         """The compiled module ``<package>.<name>``, when built from its current source."""
         if os.environ.get("KAFKA_INSPECTOR_PURE") == "1":
             return None
         try:
-            built = json.loads((self.dir / MANIFEST).read_text()).get(name)
+            built = json.loads((self.dir / _compiled.MANIFEST).read_text()).get(name)
             module = importlib.import_module(f"{self.package}.{name}")
             current = self.source_hash(name)
         except (OSError, ValueError, ImportError):
             return None
         if built != current:
-            self.stale.append(name)
+            _compiled.STALE.append(name)  # present, but built from another source (rebuild: `make setup`)
             return None
         return module
 

@@ -22,7 +22,7 @@ import orjson
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from decoders import decode_request, decode_response, native
+from decoders import _compiled, decode_request, decode_response, native
 from decoders.records import Records, decode_records
 from tests.inspector.capture_frames import capture_frames
 
@@ -68,16 +68,17 @@ def test_pure_install_has_no_native_module(monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
 def test_built_after_setup_and_not_stale() -> None:
     assert records_native is not None, "decoders/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert not native.MODULES.stale
+    assert "_records" not in _compiled.STALE and "_slots" not in _compiled.STALE
 
 
 def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_INSPECTOR_PURE", raising=False)
     modules = native.NativeModules(native.__name__, native.MODULES.dir)
     monkeypatch.setattr(modules, "source_hash", lambda name: "0" * 64)
+    monkeypatch.setattr(_compiled, "STALE", [])
     assert modules.load("_records") is None
-    built = (native.MODULES.dir / native.MANIFEST).exists()
-    assert modules.stale == (["_records"] if built else [])
+    built = (native.MODULES.dir / _compiled.MANIFEST).exists()
+    assert _compiled.STALE == (["_records"] if built else [])
 
 
 @needs_build

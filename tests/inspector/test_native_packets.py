@@ -20,7 +20,8 @@ from scapy.layers.l2 import CookedLinux, CookedLinuxV2, Dot1AD, Dot1Q, Loopback,
 from scapy.layers.l2 import Ether as _Ether
 from scapy.packet import Packet, Raw
 
-from inspector import native, packets
+from decoders import _compiled
+from inspector import packets
 from inspector.capture_file import open_capture
 from inspector.packets import parse_packet, segments
 from tests.inspector.capture_frames import CAPTURES
@@ -151,4 +152,4 @@ def test_records_straddling_chunks_and_a_truncated_end(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
 def test_built_after_setup_and_not_stale() -> None:
     assert packets._native is not None, "inspector/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert not native.MODULES.stale
+    assert not {"_packets", "_columns", "_frames"} & set(_compiled.STALE)

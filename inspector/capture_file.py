@@ -33,8 +33,12 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-#: ``make_batch(little_endian, time_scale, linktype)`` of :meth:`CaptureReader.parsed`.
-MakeBatch = Callable[[bool, float, int], Callable[[bytes | memoryview, int, list[Any]], tuple[int, int]] | None]
+#: ``batch(chunk, pos, out) -> (pos after them, count)`` and ``make_batch(little_endian, time_scale, linktype)``
+#: of :meth:`CaptureReader.parsed`.
+Batch = Callable[[bytes | memoryview, int, list[Any]], tuple[int, int]]
+MakeBatch = Callable[[bool, float, int], Batch | None]
+#: What reading the stream may raise; each ends the data (the reason goes into the warnings).
+_STREAM_ERRORS = (EOFError, OSError, zlib.error)
 
 
 def fast_frozen_init(cls: type[_T]) -> type[_T]:
@@ -240,11 +244,11 @@ class CaptureReader:
         (``inspector.native``); it returns None when it has no such function. ``chunk`` is bytes-like and
         may be reused for the next chunk: nothing the batch makes may refer to it.
         """
-        if self.format == "pcap" and not self._iterated:
-            self._iterated = True
+        own_loop = self.format == "pcap" and not self._iterated
+        self._iterated = True
+        if own_loop:
             self._gen = self._iter_pcap(self._head, one, make_batch)
             return self._gen
-        self._iterated = True
         return (one(pkt) for pkt in self._gen)
 
     def __enter__(self) -> CaptureReader:
@@ -284,9 +288,8 @@ class CaptureReader:
         while got < n:
             try:
                 data = read(n - got)
-            except (EOFError, OSError, zlib.error) as exc:
-                self._stream_error = str(exc) or type(exc).__name__
-                self._stream_broken = True
+            except _STREAM_ERRORS as exc:
+                self._stream_failed(exc)
                 break
             if not data:
                 break
@@ -299,6 +302,11 @@ class CaptureReader:
     _stream_broken = False
     _stream_error = ""
 
+    def _stream_failed(self, exc: BaseException) -> None:
+        """The stream broke: no more data (``_finish`` reports why)."""
+        self._stream_error = str(exc) or type(exc).__name__
+        self._stream_broken = True
+
     def _refill(self, pool: memoryview, left: bytes) -> memoryview:
         """``left`` then up to a chunk of the (uncompressed) stream, in ``pool``; the filled part."""
         k = len(left)
@@ -310,9 +318,8 @@ class CaptureReader:
             while got < want:
                 try:
                     n = readinto(pool[k + got:])
-                except OSError as exc:
-                    self._stream_error = str(exc) or type(exc).__name__
-                    self._stream_broken = True
+                except _STREAM_ERRORS as exc:
+                    self._stream_failed(exc)
                     break
                 if not n:
                     break

@@ -13,13 +13,12 @@ short, low-cardinality string suitable for counting.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from struct import Struct
-from typing import Any
 
 from decoders.native import maker
-from inspector.capture_file import CaptureReader, RawPacket, fast_frozen_init
+from inspector.capture_file import Batch, CaptureReader, RawPacket, fast_frozen_init
 from inspector.native import load as _load_native
 
 __all__ = [
@@ -106,6 +105,10 @@ class Segment:
     payload: memoryview
     truncated: bool
     missing: int
+
+
+#: Segment(...) for parse_packet and the typed twin: every field, positionally (decoders.native.maker).
+_new_segment = maker(Segment)
 
 
 @fast_frozen_init
@@ -265,24 +268,21 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
         return SKIP_TRUNCATED
     if ip_end <= n:
         payload = memoryview(data)[start:ip_end] if ip_end > start else _EMPTY
-        return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
+        return _new_segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
     payload = memoryview(data)[start:] if n > start else _EMPTY
-    return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
+    return _new_segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
 
 
 _native = _load_native("_packets")
 
 
-_Batch = Callable[[bytes | memoryview, int, list[Any]], tuple[int, int]]
-
-
-def _native_batch(little: bool, scale: float, linktype: int) -> _Batch | None:
+def _native_batch(little: bool, scale: float, linktype: int) -> Batch | None:
     """The typed twin's record loop for one classic pcap (None when it is not built)."""
     if _native is None:
         return None
-    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, maker(Segment), _EMPTY,
+    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, _new_segment, _EMPTY,
                                   _v4_names, _v4, _v6_names, _v6)
-    batch: _Batch = parser.parse_records
+    batch: Batch = parser.parse_records
     return batch
 
 

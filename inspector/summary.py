@@ -133,7 +133,7 @@ class Summary:
                 self.decode_failures += 1
             if hit_elements_limit(msg):
                 self.limit_hit("--max-elements")
-        if inner is not None and not inner.ok and hit_elements_limit(inner):  # the Envelope's message (one row)
+        if inner is not None and hit_elements_limit(inner):  # the Envelope's message (one row)
             self.limit_hit("--max-elements")
 
     def issue(self, ev: StreamIssue) -> None:

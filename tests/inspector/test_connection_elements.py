@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from decoders import _runtime
-from inspector.connection import Endpoint, KafkaConnection, KafkaMessage, hit_elements_limit, is_kafka
+from inspector.connection import KafkaConnection, hit_elements_limit, is_kafka
 from inspector.events import EventTable
 from inspector.pipeline import Inspector
 from inspector.reader import ReadOptions, iter_capture
 from inspector.summary import LIMITS, Summary
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, request_header
+from tests.inspector.test_connection import A, B, _messages
 from tests.inspector.test_hostile import envelope
 from tests.inspector.test_hostile_elements import (
     AFTER,
@@ -25,14 +26,8 @@ from tests.inspector.test_hostile_elements import (
 )
 from tests.inspector.test_hostile_elements import conversation_pcap as pcap_of
 
-A = Endpoint("10.0.0.1", 40000)
-B = Endpoint("10.0.0.2", 9092)
 KEYS = [(18, 0, 3), (11, 0, 9), (3, 0, 12)]  # an ApiVersions v0 response of 3 elements
 LIMIT = "limit: array of {} elements exceeds the elements left of this message's budget (--max-elements) at {}"
-
-
-def _messages(events: list) -> list[KafkaMessage]:
-    return [e for e in events if isinstance(e, KafkaMessage)]
 
 
 def test_default_is_the_decoders() -> None:

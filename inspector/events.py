@@ -74,6 +74,8 @@ class RecordsOptions:
 _native_records = _load_native("_records")
 #: JSON text of a record set's headers-level summary, or None where the pure decoder must decide.
 _headers_json = _native_records.headers_json if _native_records is not None else None
+#: The same writer for other twins (a capsule).
+_headers_writer = _native_records.HEADERS_WRITER if _native_records is not None else None
 
 
 class _BodyEncoder:
@@ -138,18 +140,29 @@ _ERROR_CODE = re.compile(rb'"ErrorCode":(-?\d+)')
 _NONZERO_ERROR_CODE = re.compile(rb'"ErrorCode":-?[1-9]')
 
 
-def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
-    """Distinct non-zero error codes below the top level, found in the body's JSON text (UTF-8)."""
+def error_codes(body_text: bytes | None) -> list[int] | None:
+    """The non-zero ``ErrorCode`` values in a body's JSON text (UTF-8), in order; None when there is none."""
     if body_text is None or _NONZERO_ERROR_CODE.search(body_text) is None:  # one pass (measured fastest)
         return None
+    return [code for match in _ERROR_CODE.finditer(body_text) if (code := int(match.group(1)))]
+
+
+def nested_codes(codes: list[int] | None, top_level: int | None) -> list[int] | None:
+    """Distinct codes of ``codes`` (a body's non-zero ErrorCode values) below the top level: the top-level
+    code's own occurrence is not one."""
+    if codes is None:
+        return None
     counts: dict[int, int] = {}
-    for match in _ERROR_CODE.finditer(body_text):
-        code = int(match.group(1))
+    for code in codes:
         counts[code] = counts.get(code, 0) + 1
-    if top_level is not None:
-        counts[top_level] -= 1
-    codes = sorted(code for code, n in counts.items() if code and n > 0)
-    return codes or None
+    if top_level:
+        counts[top_level] = counts.get(top_level, 0) - 1
+    return sorted(code for code, n in counts.items() if n > 0) or None
+
+
+def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
+    """Distinct non-zero error codes below the top level, found in the body's JSON text (UTF-8)."""
+    return nested_codes(error_codes(body_text), top_level)
 
 
 _NO_BODY: dict[str, Any] = {}  # read only: the body of a message that has none
@@ -225,6 +238,13 @@ _CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(na
 assert _CONN_KINDS == b"sqsisi"
 _native_columns = _load_native_inspector("_columns")
 _columns = _native_columns.columns if _native_columns is not None else None
+_native_body = _load_native_inspector("_body")
+#: The body column, written as JSON straight into Arrow buffers (inspector/native/_body.pyx), when built.
+_BodyColumn = _native_body.BodyColumn if _native_body is not None else None
+_FALLBACK = _native_body.FALLBACK if _native_body is not None else None
+_BODY = _ROW_COLUMNS.index("body")
+#: The row columns' kinds when the body column is made by the twin (the rows hold None there).
+_ROW_KINDS_NO_BODY = _ROW_KINDS[:_BODY] + b"-" + _ROW_KINDS[_BODY + 1:]
 
 
 def _from_buffers(type_: pa.DataType, n: int, column: tuple[Any, ...]) -> pa.Array:
@@ -256,6 +276,9 @@ class EventTable:
         self._conn_index: dict[tuple[int, int, int], int] = {}  # (conn_id, id(client), id(broker)) -> index
         self._last_conn: tuple[int, Any, Any, int] = (-1, None, None, -1)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
+        # The body column's twin, when built: bodies go straight into its buffers (the rows hold None).
+        self._bodies = (_BodyColumn(Records, _headers_writer if records.level == "headers" else None)
+                        if _BodyColumn is not None else None)
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -285,7 +308,18 @@ class EventTable:
         b = body if body is not None else _NO_BODY
         encoder = self._default
         encoder.reset()
-        text = orjson.dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
+        bodies = self._bodies
+        if bodies is None:
+            text = orjson.dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
+            codes = error_codes(text) if msg.kind == "response" else None
+        else:
+            text = None  # the twin wrote it into the column
+            codes = bodies.append(body, encoder)
+            if codes is _FALLBACK:  # a shape the twin leaves to orjson (a float, ...): same encoder state
+                encoder.reset()
+                written = orjson.dumps(body, default=encoder)
+                bodies.append_text(written)
+                codes = error_codes(written)
         notes = msg.notes
         if encoder.problems:  # limits hit and damage found in record data (the body has the details)
             notes = notes + tuple(f"records: {p}" for p in encoder.problems)
@@ -298,7 +332,7 @@ class EventTable:
         body_version = msg.body_version
         if msg.kind == "response":
             error_code = _int(b.get("ErrorCode"))
-            nested = nested_error_codes(text, error_code)
+            nested = nested_codes(codes, error_code)
         else:
             error_code = nested = None
         row = len(self._rows)
@@ -350,8 +384,10 @@ class EventTable:
         self._conn_index = {}
         self._last_conn = (-1, None, None, -1)
         n = len(rows)
+        bodies = self._bodies.take() if self._bodies is not None else None  # buffers, or a list of values
         # The row columns' Arrow buffers in one typed pass when the twin is built (and handles the values).
-        buffers = _columns(rows, _ROW_KINDS) if _columns is not None and rows else None
+        buffers = (_columns(rows, _ROW_KINDS if self._bodies is None else _ROW_KINDS_NO_BODY)
+                   if _columns is not None and rows else None)
         conn_buffers = (_columns([conns[k] for k in conn_rows], _CONN_KINDS)
                         if _columns is not None and buffers is not None else None)
         row_columns = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
@@ -367,7 +403,10 @@ class EventTable:
                 extra_columns[i] = filled
         arrays = []
         for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
-            if source == "row" and buffers is not None:
+            if source == "row" and i == _BODY and bodies is not None:
+                arrays.append(_from_buffers(f.type, n, bodies) if type(bodies) is tuple
+                              else pa.array(bodies, type=pa.binary()).view(f.type))
+            elif source == "row" and buffers is not None:
                 arrays.append(_from_buffers(f.type, n, buffers[i]))
             elif source == "conn" and conn_buffers is not None:
                 arrays.append(_from_buffers(f.type, n, conn_buffers[i]))

@@ -8,9 +8,12 @@ returns ``None`` and the pure function decides. ``tests/decoders/test_native.py`
 the same text.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.pycapsule cimport PyCapsule_New
+
+#: The capsule's name: a twin that takes the writer checks it (another layout gets another name).
+cdef const char* HEADERS_WRITER_NAME = b"decoders.native._records.HeadersWriter.v1"
 
 cdef enum:
     HEADER_SIZE = 61
@@ -83,71 +86,96 @@ cdef inline char* _bool(char* o, bint v) noexcept:
     return _put(o, b"true" if v else b"false")
 
 
-def headers_json(data):
-    """JSON text of the headers-level summary of ``data`` (bytes-like), or None (see the module)."""
-    cdef const unsigned char[::1] view = data
-    cdef Py_ssize_t n = view.shape[0]
-    cdef const unsigned char* c = &view[0] if n else NULL
-    cdef Py_ssize_t pos = 0, rem, end, partial = 0, count = 0
+cdef Py_ssize_t headers_bound(const unsigned char* c, Py_ssize_t n) noexcept:
+    """An upper bound of the JSON text's size, or -1 for a shape this twin does not handle."""
+    cdef Py_ssize_t pos = 0, rem, count = 0
     cdef long long length
-    # First pass: only the shapes handled here, and how many batches.
     while pos < n:
         rem = n - pos
         if rem < HEADER_SIZE or c[pos + MAGIC_POS] != 2:
-            return None
+            return -1
         length = _rd(c, pos + 8, 4)
         if length < MIN_LENGTH:
-            return None
-        end = pos + LOG_OVERHEAD + length
-        if end > n:
-            partial = rem
-            break
+            return -1
+        if pos + LOG_OVERHEAD + length > n:
+            break  # a partial last batch
         count += 1
-        pos = end
-    cdef char* buf = <char*>malloc(count * BATCH_MAX + 128)
-    if buf == NULL:
-        raise MemoryError()
-    cdef char* o = buf
+        pos += LOG_OVERHEAD + length
+    return count * BATCH_MAX + 128
+
+
+cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) noexcept:
+    """Write the JSON text of a field headers_bound() accepted into ``buf`` (room for that bound); its size."""
+    cdef char* o = _put(buf, b'{"size":')
+    cdef Py_ssize_t pos = 0, partial = 0
+    cdef long long length
     cdef int attrs, k
-    cdef Py_ssize_t i
+    o = _int(o, n)
+    o = _put(o, b',"status":"ok","batches":[')
+    while pos < n:
+        length = _rd(c, pos + 8, 4)
+        if pos + LOG_OVERHEAD + length > n:
+            partial = n - pos
+            break
+        if pos:
+            o[0] = b','
+            o += 1
+        attrs = <int>_rd(c, pos + 21, 2)
+        o = _put(o, b'{"byteOffset":')
+        o = _int(o, pos)
+        o = _put(o, b',"baseOffset":')
+        o = _int(o, _rd(c, pos, 8))
+        o = _put(o, b',"batchLength":')
+        o = _int(o, length)
+        o = _put(o, b',"partitionLeaderEpoch":')
+        o = _int(o, _rd(c, pos + 12, 4))
+        o = _put(o, b',"magic":2,"crc":')
+        o = _int(o, <unsigned int>_rd(c, pos + 17, 4))
+        o = _put(o, b',"attributes":')
+        o = _int(o, attrs)
+        o = _put(o, b',"compression":"')
+        o = _put(o, _NAMES[attrs & 0x07])
+        o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
+        for k in range(3):
+            o = _put(o, _FLAG_KEYS[k])
+            o = _bool(o, attrs & _FLAG_MASKS[k])
+        for k in range(7):
+            o = _put(o, _TAIL_KEYS[k])
+            o = _int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
+        o = _put(o, b',"status":"ok"}')
+        pos += LOG_OVERHEAD + length
+    o = _put(o, b'],"partial_tail":')
+    o = _int(o, partial)
+    o[0] = b'}'
+    return o + 1 - buf
+
+
+ctypedef Py_ssize_t (*_bound_fn)(const unsigned char*, Py_ssize_t) noexcept
+ctypedef Py_ssize_t (*_write_fn)(const unsigned char*, Py_ssize_t, char*) noexcept
+
+cdef struct HeadersWriter:
+    _bound_fn bound
+    _write_fn write
+
+cdef HeadersWriter _writer
+_writer.bound = headers_bound
+_writer.write = headers_write
+#: The two functions above for other typed twins (inspector/native/_body.pyx writes record sets into its
+#: own buffer): a capsule of a ``HeadersWriter`` struct, named with its layout's version.
+HEADERS_WRITER = PyCapsule_New(<void*>&_writer, HEADERS_WRITER_NAME, NULL)
+
+
+def headers_json(data):
+    """JSON text of the headers-level summary of ``data`` (bytes-like), or None (see the module)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    cdef Py_ssize_t bound, size
     try:
-        o = _put(o, b'{"size":')
-        o = _int(o, n)
-        o = _put(o, b',"status":"ok","batches":[')
-        pos = 0
-        for i in range(count):
-            if i:
-                o[0] = b','
-                o += 1
-            attrs = <int>_rd(c, pos + 21, 2)
-            o = _put(o, b'{"byteOffset":')
-            o = _int(o, pos)
-            o = _put(o, b',"baseOffset":')
-            o = _int(o, _rd(c, pos, 8))
-            length = _rd(c, pos + 8, 4)
-            o = _put(o, b',"batchLength":')
-            o = _int(o, length)
-            o = _put(o, b',"partitionLeaderEpoch":')
-            o = _int(o, _rd(c, pos + 12, 4))
-            o = _put(o, b',"magic":2,"crc":')
-            o = _int(o, <unsigned int>_rd(c, pos + 17, 4))
-            o = _put(o, b',"attributes":')
-            o = _int(o, attrs)
-            o = _put(o, b',"compression":"')
-            o = _put(o, _NAMES[attrs & 0x07])
-            o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
-            for k in range(3):
-                o = _put(o, _FLAG_KEYS[k])
-                o = _bool(o, attrs & _FLAG_MASKS[k])
-            for k in range(7):
-                o = _put(o, _TAIL_KEYS[k])
-                o = _int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
-            o = _put(o, b',"status":"ok"}')
-            pos += LOG_OVERHEAD + length
-        o = _put(o, b'],"partial_tail":')
-        o = _int(o, partial)
-        o[0] = b'}'
-        o += 1
-        return PyBytes_FromStringAndSize(buf, o - buf)
+        bound = headers_bound(<const unsigned char*>view.buf, view.len)
+        if bound < 0:
+            return None
+        text = PyBytes_FromStringAndSize(NULL, bound)
+        size = headers_write(<const unsigned char*>view.buf, view.len, PyBytes_AS_STRING(text))
+        return text[:size]
     finally:
-        free(buf)
+        PyBuffer_Release(&view)

@@ -4,7 +4,8 @@
 ``columns(rows, kinds)`` transposes a list of equal-length tuples into one set of Arrow buffers per
 column in one pass, instead of building a Python list per column and converting it value by value.
 ``kinds`` has one letter per column: ``q`` int64, ``i`` int32, ``h`` int16, ``d`` float64 (exact
-``int``/``float`` values or None), ``s`` UTF-8 from ``str``, ``b`` UTF-8 from ``bytes``. Each column
+``int``/``float`` values or None), ``s`` UTF-8 from ``str``, ``b`` UTF-8 from ``bytes``; ``-`` skips a
+column (built elsewhere: None in its place). Each column
 comes back as ``(validity, offsets, data, null_count)`` (validity None without nulls, offsets None
 for fixed-width columns), ready for ``pyarrow.Array.from_buffers``. For anything else (another type,
 an integer out of range, over 2 GiB of text in one column) it returns None and the caller converts
@@ -122,6 +123,9 @@ def columns(list rows, bytes kinds):
     out = []
     try:
         for c in range(ncols):
+            if k[c] == b'-':
+                out.append(None)
+                continue
             validity = PyBytes_FromStringAndSize(NULL, vbytes)
             memset(PyBytes_AS_STRING(validity), 0xFF, vbytes)
             nulls = 0

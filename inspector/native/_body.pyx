@@ -1,0 +1,378 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
+"""Typed twin of the events' ``body`` column: decoded bodies written as JSON straight into one buffer.
+
+``inspector.events.EventTable`` turns each message's body into ``orjson.dumps(body, default=encoder)``
+(bytes kept per row, then copied into the Arrow column). :class:`BodyColumn` writes the same text for
+the common shapes into one growing buffer per batch (the column's data, with its offsets), so no
+bytes object is made per message and record sets are written by the headers twin without going
+through ``default``. While writing it collects the non-zero ``ErrorCode`` values of the text (what
+``events.error_codes`` finds with a regex in it).
+
+Handled: ``dict`` (``str`` keys), ``list``, ``tuple``, ``str``, ``int`` (64-bit signed), ``bool``,
+``None``, bytes-likes (hex, like the encoder), record sets the headers twin writes, and what the
+encoder makes of other record sets (a summary dict). Anything else (a float, a subclass, a fragment,
+an integer beyond 64 bits, a string that is not valid UTF-8, nesting deeper than orjson allows) makes :meth:`BodyColumn.append` return :data:`FALLBACK` with nothing appended, and the caller
+writes orjson's text with :meth:`BodyColumn.append_text`. ``tests/inspector/test_native_body.py``
+holds the text equal to orjson's.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.dict cimport PyDict_Next
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.object cimport PyObject
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
+
+import orjson
+
+#: What :meth:`BodyColumn.append` returns for a body it does not write (nothing was appended).
+FALLBACK = object()
+
+cdef object _Fragment = orjson.Fragment
+cdef const char* _HEX = b"0123456789abcdef"
+# orjson refuses containers nested deeper than this; the fallback lets it say so.
+cdef enum:
+    MAX_DEPTH = 254
+# decoders/native/_records.pyx's writer of headers-level record set summaries (HEADERS_WRITER): the layout
+# of that name.
+ctypedef Py_ssize_t (*_bound_fn)(const unsigned char*, Py_ssize_t) noexcept
+ctypedef Py_ssize_t (*_write_fn)(const unsigned char*, Py_ssize_t, char*) noexcept
+
+cdef struct HeadersWriter:
+    _bound_fn bound
+    _write_fn write
+
+cdef const char* HEADERS_WRITER_NAME = b"decoders.native._records.HeadersWriter.v1"
+
+
+class _Unhandled(Exception):
+    pass
+
+
+cdef class BodyColumn:
+    """One batch of ``body`` values as Arrow buffers (see the module)."""
+
+    cdef char* data
+    cdef Py_ssize_t size, cap
+    cdef int64_t* offsets  # n + 1 entries
+    cdef unsigned char* nulls  # one byte per row (1 = null)
+    cdef Py_ssize_t n, ncap, null_count
+    cdef Py_ssize_t max_text  # more text than this in a batch is taken as a list (int32 offsets)
+    cdef object records_type
+    cdef HeadersWriter* headers  # writes a record set's headers-level summary (NULL: ask the encoder)
+    cdef list codes  # the non-zero ErrorCode values of the body being written
+
+    def __cinit__(self, records_type, headers_writer=None, Py_ssize_t max_text=0x7FFFFFFF):
+        """``records_type``: the lazy record set type (``decoders.records.Records``); ``headers_writer``: the
+        records twin's ``HEADERS_WRITER`` when record sets are summarised at the headers level, else None."""
+        self.records_type = records_type
+        self.max_text = min(max_text, 0x7FFFFFFF)
+        self.headers = NULL
+        if headers_writer is not None and PyCapsule_IsValid(headers_writer, HEADERS_WRITER_NAME):
+            self.headers = <HeadersWriter*>PyCapsule_GetPointer(headers_writer, HEADERS_WRITER_NAME)
+        self._reset()
+
+    def __dealloc__(self):
+        free(self.data)
+        free(self.offsets)
+        free(self.nulls)
+
+    cdef void _reset(self) noexcept:
+        free(self.data)
+        free(self.offsets)
+        free(self.nulls)
+        self.data = NULL
+        self.offsets = NULL
+        self.nulls = NULL
+        self.size = self.cap = self.n = self.ncap = self.null_count = 0
+
+    def __len__(self):
+        return self.n
+
+    cdef int _row(self, bint null) except -1:
+        cdef Py_ssize_t cap
+        cdef void* p
+        if self.n + 2 > self.ncap:
+            cap = max(1024, self.ncap * 2)
+            p = realloc(self.offsets, cap * sizeof(int64_t))
+            if p == NULL:
+                raise MemoryError()
+            self.offsets = <int64_t*>p
+            p = realloc(self.nulls, cap)
+            if p == NULL:
+                raise MemoryError()
+            self.nulls = <unsigned char*>p
+            self.ncap = cap
+            if self.n == 0:
+                self.offsets[0] = 0
+        self.nulls[self.n] = null
+        self.null_count += null
+        self.n += 1
+        self.offsets[self.n] = self.size
+        return 0
+
+    cdef inline int _reserve(self, Py_ssize_t more) except -1:
+        cdef Py_ssize_t cap
+        cdef void* p
+        if self.size + more <= self.cap:
+            return 0
+        cap = max(65536, self.cap * 2, self.size + more)
+        p = realloc(self.data, cap)
+        if p == NULL:
+            raise MemoryError()
+        self.data = <char*>p
+        self.cap = cap
+        return 0
+
+    cdef inline int _put(self, const char* s, Py_ssize_t k) except -1:
+        self._reserve(k)
+        memcpy(self.data + self.size, s, k)
+        self.size += k
+        return 0
+
+    cdef inline int _byte(self, char c) except -1:
+        if self.size + 1 > self.cap:
+            self._reserve(1)
+        self.data[self.size] = c
+        self.size += 1
+        return 0
+
+    cdef int _int(self, long long v) except -1:
+        cdef char tmp[24]
+        cdef int k = 0
+        cdef unsigned long long u
+        self._reserve(21)
+        cdef char* o = self.data + self.size
+        if v < 0:
+            o[0] = b'-'
+            o += 1
+            u = <unsigned long long>(-(v + 1)) + 1
+        else:
+            u = <unsigned long long>v
+        while True:
+            tmp[k] = <char>(48 + u % 10)
+            k += 1
+            u //= 10
+            if u == 0:
+                break
+        while k:
+            k -= 1
+            o[0] = tmp[k]
+            o += 1
+        self.size = o - self.data
+        return 0
+
+    cdef int _str(self, str s) except -1:
+        cdef Py_ssize_t k, i
+        cdef const unsigned char* p
+        try:
+            p = <const unsigned char*>PyUnicode_AsUTF8AndSize(s, &k)
+        except UnicodeError:
+            raise _Unhandled()
+        self._reserve(k * 6 + 2)  # at most \u00XX per byte
+        cdef char* o = self.data + self.size
+        cdef unsigned char c
+        o[0] = b'"'
+        o += 1
+        for i in range(k):
+            c = p[i]
+            if c >= 0x20 and c != 0x22 and c != 0x5C:
+                o[0] = <char>c
+                o += 1
+            elif c == 0x22 or c == 0x5C:
+                o[0] = b'\\'
+                o[1] = <char>c
+                o += 2
+            elif c == 0x08 or c == 0x09 or c == 0x0A or c == 0x0C or c == 0x0D:
+                o[0] = b'\\'
+                o[1] = b'b' if c == 0x08 else b't' if c == 0x09 else b'n' if c == 0x0A else b'f' if c == 0x0C else b'r'
+                o += 2
+            else:
+                memcpy(o, b"\\u00", 4)
+                o[4] = _HEX[c >> 4]
+                o[5] = _HEX[c & 15]
+                o += 6
+        o[0] = b'"'
+        o += 1
+        self.size = o - self.data
+        return 0
+
+    cdef int _hex(self, object value) except -1:
+        cdef Py_buffer view
+        try:
+            PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
+        except BufferError:  # a memoryview that is not contiguous
+            raise _Unhandled()
+        cdef Py_ssize_t i, k = view.len
+        cdef const unsigned char* p = <const unsigned char*>view.buf
+        cdef char* o
+        try:
+            self._reserve(2 * k + 2)
+            o = self.data + self.size
+            o[0] = b'"'
+            o += 1
+            for i in range(k):
+                o[0] = _HEX[p[i] >> 4]
+                o[1] = _HEX[p[i] & 15]
+                o += 2
+            o[0] = b'"'
+            self.size = o + 1 - self.data
+        finally:
+            PyBuffer_Release(&view)
+        return 0
+
+    cdef bint _headers(self, object data) except -1:
+        """Write a record set's headers-level summary (the records twin's text); False if it leaves it."""
+        cdef Py_buffer view
+        cdef Py_ssize_t bound
+        try:
+            PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        except BufferError:
+            return False
+        try:
+            bound = self.headers.bound(<const unsigned char*>view.buf, view.len)
+            if bound < 0:
+                return False
+            self._reserve(bound)
+            self.size += self.headers.write(<const unsigned char*>view.buf, view.len, self.data + self.size)
+            return True  # fixed keys, no ErrorCode among them
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef inline int _code(self, long long v) except -1:
+        if self.codes is None:
+            self.codes = []
+        self.codes.append(v)
+        return 0
+
+    cdef int _value(self, object v, object default, int depth) except -1:
+        cdef type t = type(v)
+        cdef long long x
+        cdef int overflow
+        if t is str:
+            return self._str(<str>v)
+        if t is dict:
+            return self._dict(<dict>v, default, depth)
+        if t is int:
+            x = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow:
+                raise _Unhandled()
+            return self._int(x)
+        if v is None:
+            return self._put(b"null", 4)
+        if t is bool:
+            return self._put(b"true", 4) if v else self._put(b"false", 5)
+        cdef bint first = True
+        if t is list or t is tuple:
+            if depth >= MAX_DEPTH:
+                raise _Unhandled()
+            self._byte(b'[')
+            for item in v:
+                if not first:
+                    self._byte(b',')
+                first = False
+                self._value(item, default, depth + 1)
+            return self._byte(b']')
+        if t is self.records_type:
+            if self.headers != NULL and self._headers(v.data):
+                return 0
+            if default is None:
+                raise _Unhandled()
+            result = default(v)  # the encoder's summary (a dict; a fragment's text cannot be read: orjson's)
+            if type(result) is _Fragment or depth >= MAX_DEPTH:
+                raise _Unhandled()
+            return self._value(result, default, depth + 1)
+        if t is bytes or t is bytearray or t is memoryview:
+            return self._hex(v)  # what the encoder makes of them
+        raise _Unhandled()  # a float, a subclass, a fragment, another type: orjson decides
+
+    cdef int _dict(self, dict d, object default, int depth) except -1:
+        cdef PyObject* key
+        cdef PyObject* value
+        cdef Py_ssize_t pos = 0
+        cdef bint first = True
+        cdef long long x
+        cdef int overflow
+        if depth >= MAX_DEPTH:
+            raise _Unhandled()
+        self._byte(b'{')
+        while PyDict_Next(d, &pos, &key, &value):
+            if type(<object>key) is not str:
+                raise _Unhandled()
+            if not first:
+                self._byte(b',')
+            first = False
+            self._str(<str>key)
+            self._byte(b':')
+            if type(<object>value) is int and <str>key == "ErrorCode":
+                x = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
+                if overflow:
+                    raise _Unhandled()
+                if x:
+                    self._code(x)
+                self._int(x)
+            else:
+                self._value(<object>value, default, depth + 1)
+        return self._byte(b'}')
+
+    def append(self, body, default):
+        """Append ``body``'s JSON (None: a null); return the non-zero ErrorCode values of its text in order
+        (None when there are none), or :data:`FALLBACK` with nothing appended."""
+        if body is None:
+            self._row(True)
+            return None
+        cdef Py_ssize_t start = self.size
+        self.codes = None
+        try:
+            self._value(body, default, 0)
+        except _Unhandled:
+            self.size = start
+            self.codes = None
+            return FALLBACK
+        except BaseException:
+            self.size = start
+            self.codes = None
+            raise
+        self._row(False)
+        codes, self.codes = self.codes, None
+        return codes
+
+    def append_text(self, bytes text):
+        """Append JSON text made elsewhere (orjson's, for a body :meth:`append` left)."""
+        self._put(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        self._row(False)
+
+    def take(self):
+        """The batch as ``(validity, offsets, data, null_count)`` for ``pyarrow.Array.from_buffers`` (int32
+        offsets), or as a list of values (bytes or None) when it holds more text than that (over 2 GiB); then
+        empty."""
+        cdef Py_ssize_t n = self.n, i
+        cdef int32_t* off
+        cdef unsigned char* valid
+        try:
+            if self.size > self.max_text:
+                return [None if self.nulls[i] else
+                        PyBytes_FromStringAndSize(self.data + self.offsets[i], self.offsets[i + 1] - self.offsets[i])
+                        for i in range(n)]
+            data = PyBytes_FromStringAndSize(self.data, self.size)
+            offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4)
+            off = <int32_t*>PyBytes_AS_STRING(offsets)
+            off[0] = 0
+            for i in range(n):
+                off[i + 1] = <int32_t>self.offsets[i + 1]
+            validity = None
+            if self.null_count:
+                validity = PyBytes_FromStringAndSize(NULL, (n + 7) >> 3)
+                valid = <unsigned char*>PyBytes_AS_STRING(validity)
+                memset(valid, 0xFF, (n + 7) >> 3)
+                for i in range(n):
+                    if self.nulls[i]:
+                        valid[i >> 3] &= ~(1 << (i & 7))
+            return validity, offsets, data, self.null_count
+        finally:
+            self._reset()
+

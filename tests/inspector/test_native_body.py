@@ -1,0 +1,176 @@
+"""The body column's typed twin (inspector/native/_body.pyx) writes what orjson writes, and finds the same
+non-zero ErrorCode values as the regex over that text."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from decoders.records import Records
+from inspector import events
+from inspector.events import RecordsOptions, _BodyEncoder, error_codes
+from inspector.reader import iter_capture
+from inspector.summary import Summary
+from tests.inspector.capture_frames import CAPTURES
+
+pytestmark = pytest.mark.skipif(events._BodyColumn is None, reason="inspector/native not built (pure install)")
+LEVELS = ("headers", "records", "size")
+
+
+def _column(level: str = "headers", **kw: Any) -> Any:
+    assert events._BodyColumn is not None
+    return events._BodyColumn(Records, events._headers_writer if level == "headers" else None, **kw)
+
+
+def _texts(column: Any) -> list[bytes | None]:
+    """The column's values, through Arrow (what the events table makes of its buffers)."""
+    taken = column.take()
+    if type(taken) is list:
+        return taken
+    validity, offsets, data, nulls = taken
+    n = len(offsets) // 4 - 1
+    array = pa.Array.from_buffers(pa.binary(), n, [None if validity is None else pa.py_buffer(validity),
+                                                   pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+    array.validate(full=True)
+    return array.to_pylist()
+
+
+def _same_as_orjson(body: Any, level: str = "headers") -> bool:
+    """Write ``body`` both ways; True when the twin wrote it (False: it left it to orjson, nothing appended)."""
+    options = RecordsOptions(level=level)
+    ours, theirs = _BodyEncoder(options), _BodyEncoder(options)
+    column = _column(level)
+    codes = column.append(body, ours)
+    if codes is events._FALLBACK:
+        assert len(column) == 0 and column.take()[2] == b""
+        return False
+    expected = orjson.dumps(body, default=theirs)
+    assert _texts(column) == [expected]
+    assert codes == error_codes(expected)
+    assert ours.problems == theirs.problems
+    return True
+
+
+def _batch(n: int, codec: int = 0) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+    for i in range(n):
+        builder.append(i, 1_700_000_000_000 + i, f"k{i}".encode(), b"v" * (i * 7), [("h", b"x")])
+    return bytes(builder.build())
+
+
+def test_every_body_of_the_captures() -> None:
+    written = total = 0
+    for path in CAPTURES:
+        for ev in iter_capture(str(path), Summary()):
+            for msg in (ev.message, ev.message.inner):
+                if msg is not None and msg.body is not None:
+                    total += 1
+                    written += _same_as_orjson(msg.body)
+    assert total > 1000 and written == total, (written, total)
+
+
+def test_record_sets_at_every_level() -> None:
+    data = _batch(3) + _batch(1)
+    bodies = [
+        {"Records": Records(data)},
+        {"Records": Records(memoryview(data))},
+        {"Records": Records(data + data[:70])},  # a partial last batch
+        {"Records": Records(data[:30])},  # too short for a batch header: the pure decoder's summary
+        {"Records": Records(b"")},
+        {"Topics": [{"Records": Records(_batch(2, codec=1)), "ErrorCode": 0}, {"Records": None}]},
+    ]
+    for level in LEVELS:
+        for body in bodies:
+            assert _same_as_orjson(body, level), (level, body)
+
+
+def test_strings_numbers_and_containers() -> None:
+    every_ascii = "".join(chr(i) for i in range(128))
+    assert _same_as_orjson({"s": every_ascii, "u": "é☃\U0001f600\u2028\ufeff", "": ""})
+    assert _same_as_orjson({"i": [0, -1, 1, -(1 << 63), (1 << 63) - 1], "b": [True, False], "n": None})
+    assert _same_as_orjson({"t": (1, (2, [3])), "e": {}, "l": [], "x": b"\x00\xff", "y": bytearray(b"ab"),
+                            "m": memoryview(b"cd")})
+
+
+def test_error_codes_as_the_regex_finds_them() -> None:
+    column = _column()
+    body = {"ErrorCode": 7, "T": [{"ErrorCode": 0}, {"ErrorCode": -1, "P": [{"ErrorCode": 7}]}],
+            "Name": 'x"ErrorCode":5,', "TopicErrorCode": 3, "K": {"ErrorCode\n": 4}}
+    assert column.append(body, None) == [7, -1, 7] == error_codes(orjson.dumps(body))
+    assert column.append({"ErrorCode": True, "E": {"ErrorCode": None}}, None) is None
+    assert column.append({"ErrorCode": 0}, None) is None
+
+
+@pytest.mark.parametrize("body", [
+    {"f": 1.5}, {"i": 1 << 63}, {"i": -(1 << 63) - 1}, {"s": "\ud800"}, {1: "non-str key"},
+    OrderedDict(a=1), {"d": OrderedDict(a=1)}, {"o": object()},
+    {"m": memoryview(b"abcd")[::2]}, {"f": orjson.Fragment(b"1"), "g": 2}, {"a": [1, {"b": 2.0}]},
+], ids=str)
+def test_other_shapes_are_left_to_orjson(body: Any) -> None:
+    column = _column()
+    column.append({"before": 1}, None)
+    assert column.append(body, _BodyEncoder(RecordsOptions())) is events._FALLBACK
+    column.append_text(b'{"after":2}')
+    assert _texts(column) == [b'{"before":1}', b'{"after":2}']  # nothing of the body left behind
+
+
+def test_nesting_deeper_than_orjson_allows() -> None:
+    body: Any = []
+    for _ in range(300):
+        body = [body]
+    column = _column()
+    assert column.append({"x": body}, None) is events._FALLBACK
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps({"x": body})
+
+
+def test_nulls_and_the_list_for_large_batches() -> None:
+    for max_text in (1 << 31, 10):
+        column = _column(max_text=max_text)
+        assert column.append(None, None) is None
+        column.append({"a": "x" * 20}, None)
+        column.append(None, None)
+        column.append_text(b"{}")
+        assert _texts(column) == [None, b'{"a":"' + b"x" * 20 + b'"}', None, b"{}"]
+        assert len(column) == 0 and _texts(column) == []
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(1 << 64), max_value=1 << 64) | st.text()
+    | st.binary(max_size=8) | st.floats(allow_nan=False) | st.characters().map(lambda c: c * 3),
+    lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=6) | st.just("ErrorCode"), inner, max_size=4),
+    max_leaves=24,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=6) | st.just("ErrorCode"), json_values, max_size=5))
+def test_random_bodies(body: dict[str, Any]) -> None:
+    # Written (and then equal) unless it holds a float or an integer beyond 64 bits signed.
+    assert _same_as_orjson(body) == (not _has_float(body) and not _has_big_int(body))
+
+
+def _walk(value: Any) -> Any:
+    yield value
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _walk(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _walk(v)
+
+
+def _has_float(body: Any) -> bool:
+    return any(type(v) is float for v in _walk(body))
+
+
+def _has_big_int(body: Any) -> bool:
+    return any(type(v) is int and not -(1 << 63) <= v < (1 << 63) for v in _walk(body))

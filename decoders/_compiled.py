@@ -6,6 +6,11 @@ and records the SHA-256 of each source it compiled in each package's ``_compiled
 imports an extension module before a source file of the same name, so a source edited after the build
 would silently not run; :func:`install` finds such modules (and, with ``KAFKA_INSPECTOR_PURE=1``, all
 of them) and has them imported from their source instead.
+
+A module may have a ``.pxd`` beside it (its classes compiled as extension types, their attributes and
+some methods typed); its hash covers both files. A compiled module that cimports another one's
+declarations needs that one compiled too (its extension type, not a class of the same name from the
+source), so a module is also imported from source when one it cimports is.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +32,25 @@ STALE: list[str] = []
 
 
 def source_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of a compiled source: a ``.py`` with its ``.pxd`` (when there is one), or a ``.pyx``."""
+    data = path.read_bytes()
+    declarations = path.with_suffix(".pxd")
+    if path.suffix == ".py" and declarations.exists():
+        data += b"\0" + declarations.read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+_CIMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+cimport\b", re.MULTILINE)
+
+
+def cimported(package_dir: Path, name: str) -> list[str]:
+    """Modules of the same package whose declarations ``name``'s ``.pxd`` cimports."""
+    declarations = package_dir / f"{name}.pxd"
+    if not declarations.exists():
+        return []
+    package = package_dir.name
+    return [module.rsplit(".", 1)[1] for module in _CIMPORT.findall(declarations.read_text())
+            if module.startswith(f"{package}.") and module.count(".") == 1]
 
 
 def source_hash_text(text: str) -> str:
@@ -39,13 +63,17 @@ def stale_modules(package_dir: Path, pure: bool) -> list[str]:
         built: dict[str, str] = json.loads((package_dir / MANIFEST).read_text())
     except (OSError, ValueError):
         built = {}  # no record of a build: whatever extension is there is of unknown source
-    out = []
-    for extension in sorted(package_dir.glob("*.so")):
-        name = extension.name.split(".", 1)[0]
-        source = package_dir / f"{name}.py"
-        if source.exists() and (pure or built.get(name) != source_hash(source)):
-            out.append(name)
-    return out
+    names = {extension.name.split(".", 1)[0] for extension in package_dir.glob("*.so")}
+    names = {name for name in names if (package_dir / f"{name}.py").exists()}
+    stale = {name for name in names if pure or built.get(name) != source_hash(package_dir / f"{name}.py")}
+    changed = True
+    while changed:  # what cimports a module imported from source is imported from source too
+        changed = False
+        for name in names - stale:
+            if any(dep in stale for dep in cimported(package_dir, name)):
+                stale.add(name)
+                changed = True
+    return sorted(stale)
 
 
 class _SourceFirst:

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decoders._compiled import MANIFEST, STALE, compiled, install, source_hash, source_hash_text, stale_modules
+from decoders._compiled import (
+    MANIFEST,
+    STALE,
+    cimported,
+    compiled,
+    install,
+    source_hash,
+    source_hash_text,
+    stale_modules,
+)
 
 PACKAGE = Path(__file__).resolve().parent
 
-__all__ = ["MANIFEST", "PACKAGE", "STALE", "compiled", "install", "source_hash", "source_hash_text",
+__all__ = ["MANIFEST", "PACKAGE", "STALE", "cimported", "compiled", "install", "source_hash", "source_hash_text",
            "stale_modules"]

@@ -154,7 +154,8 @@ class KafkaConnection:
 
     def data(self, side: int, ts: float, view: memoryview | bytes) -> list[ConnectionEvent]:
         self.stats.bytes_seen[side] += len(view)
-        return self._handle(side, self.framers[side].data(ts, view))
+        framer = self.framers[side]
+        return self._handle(side, framer.data(ts, view))
 
     def gap(self, side: int, ts: float, length: int, reason: str) -> list[ConnectionEvent]:
         self.stats.bytes_gap[side] += length

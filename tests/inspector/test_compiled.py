@@ -63,3 +63,26 @@ def test_a_stale_extension_is_not_imported(tmp_path: Path) -> None:
     env.pop("KAFKA_INSPECTOR_PURE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["['mod']", "2", "0", "mod.py"] and out.stderr == ""
+
+
+def _module(pkg: Path, name: str, source: str, declarations: str | None = None) -> None:
+    (pkg / f"{name}.py").write_text(source)
+    if declarations is not None:
+        (pkg / f"{name}.pxd").write_text(declarations)
+    (pkg / f"{name}.cpython-311-x86_64-linux-gnu.so").write_bytes(b"not a real extension")
+
+
+def test_declarations_count_and_cimports_follow(tmp_path: Path) -> None:
+    """A .pxd is part of its module's source; what cimports a module imported from source is imported from
+    source too (its extension types would be classes there)."""
+    pkg = _package(tmp_path, "VALUE = 1\n", None)
+    _module(pkg, "base", "class A:\n    pass\n", "cdef class A:\n    cdef public object x\n")
+    _module(pkg, "user", "from pkg.base import A\n", "from pkg.base cimport A\ncdef class B:\n    pass\n")
+    _module(pkg, "other", "VALUE = 3\n")
+    hashes = {name: _compiled.source_hash(pkg / f"{name}.py") for name in ("mod", "base", "user", "other")}
+    (pkg / _compiled.MANIFEST).write_text(json.dumps(hashes))
+    assert _compiled.cimported(pkg, "user") == ["base"] and _compiled.cimported(pkg, "other") == []
+    assert _compiled.stale_modules(pkg, pure=False) == []
+    assert hashes["base"] != _compiled.source_hash_text((pkg / "base.py").read_text())  # the .pxd counts
+    (pkg / "base.pxd").write_text("cdef class A:\n    cdef public object x, y\n")  # only the declarations
+    assert _compiled.stale_modules(pkg, pure=False) == ["base", "user"]

@@ -1,0 +1,13 @@
+cimport cython
+from inspector.framing cimport Framer
+
+cdef class KafkaConnection:
+    cdef public object conn_id, max_pending, max_elements, endpoints, client_side, pending, seen_versions
+    cdef public object last_correlation_id, stats, framers, _undecided, _request_failures
+
+    @cython.locals(framer=Framer)
+    cpdef list data(self, side, ts, view)
+    cpdef list _handle(self, side, list events)
+    cpdef _frame(self, side, frame)
+    cpdef _request(self, frame)
+    cpdef _response(self, frame)

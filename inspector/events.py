@@ -197,6 +197,20 @@ def _member_id(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _records_notes(problems: list[str], limit_hits: dict[str, int]) -> tuple[str, ...]:
+    """A row's notes for the problems its record data had; the limits among them counted in ``limit_hits``."""
+    for limit, needle in (("--max-decompressed", "decompression limit exceeded"),
+                          ("max_records", "record limit reached")):
+        if any(needle in p for p in problems):
+            limit_hits[limit] = limit_hits.get(limit, 0) + 1
+    return tuple(f"records: {p}" for p in problems)
+
+
+def _candidates_text(candidates: tuple[tuple[int, int], ...]) -> str:
+    """The candidate (api key, version) pairs of a guessed response, as ``"1v12,3v9"``."""
+    return ",".join(f"{k}v{v}" for k, v in candidates)
+
+
 def _principal(body: dict[str, Any]) -> str | None:
     decoded = body.get("RequestPrincipalDecoded")
     if isinstance(decoded, dict) and isinstance(decoded.get("value"), dict):
@@ -322,11 +336,7 @@ class EventTable:
                 codes = error_codes(written)
         notes = msg.notes
         if encoder.problems:  # limits hit and damage found in record data (the body has the details)
-            notes = notes + tuple(f"records: {p}" for p in encoder.problems)
-            for limit, needle in (("--max-decompressed", "decompression limit exceeded"),
-                                  ("max_records", "record limit reached")):
-                if any(needle in p for p in encoder.problems):
-                    self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1
+            notes = notes + _records_notes(encoder.problems, self.limit_hits)
         api_key = msg.api_key
         api_version = msg.api_version
         body_version = msg.body_version
@@ -372,7 +382,7 @@ class EventTable:
             envelope.correlation_id if envelope is not None else None,
             _principal(envelope.body or {}) if envelope is not None else None,
             ev.request_missing,
-            ",".join(f"{k}v{v}" for k, v in candidates) if candidates else None,
+            _candidates_text(candidates) if candidates else None,
             ev.confidence,
             "; ".join(notes) if notes else None,
         )))

@@ -1,0 +1,16 @@
+cimport cython
+
+cdef class _BodyEncoder:
+    cdef public object budget, headers_json, problems, records
+    cdef public bint used
+
+    cpdef reset(self)
+
+cdef class EventTable:
+    cdef public object capture, records, limit_hits
+    cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _last_conn, _extras, _bodies
+
+    cpdef add(self, event)
+    cpdef _conn(self, ev)
+    @cython.locals(encoder=_BodyEncoder)
+    cpdef _add(self, ev, msg, envelope, conn)

@@ -11,3 +11,4 @@ cdef class KafkaConnection:
     cpdef _frame(self, side, frame)
     cpdef _request(self, frame)
     cpdef _response(self, frame)
+    cpdef tuple _roles(self)

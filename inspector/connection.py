@@ -19,6 +19,7 @@ from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
 _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
+_INT32 = struct.Struct(">i").unpack_from
 
 #: Frames kept while it is not yet known which side is the client.
 MAX_UNDECIDED_FRAMES = 64
@@ -193,11 +194,16 @@ class KafkaConnection:
 
     @property
     def client(self) -> Endpoint:
-        return self.endpoints[self.client_side or 0]
+        return self._roles()[0]
 
     @property
     def broker(self) -> Endpoint:
-        return self.endpoints[1 - (self.client_side or 0)]
+        return self._roles()[1]
+
+    def _roles(self) -> tuple[Endpoint, Endpoint]:
+        """(client, broker): side 0 is the client until the content says otherwise."""
+        side = self.client_side or 0
+        return self.endpoints[side], self.endpoints[1 - side]
 
     def _handle(self, side: int, events: list[Frame | Skipped | Oversized]) -> list[ConnectionEvent]:
         out: list[ConnectionEvent] = []
@@ -271,12 +277,13 @@ class KafkaConnection:
                     del self.pending[oldest]
                     self.stats.responses_missing += 1
                     self.stats.pending_dropped += 1
-        return _new_message(frame.ts, self.conn_id, self.client, self.broker, "request", frame.offset, msg,
+        client, broker = self._roles()
+        return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
                             msg.client_id, None, False, (), None)
 
     def _response(self, frame: Frame) -> KafkaMessage:
         data = frame.data
-        corr = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
+        corr = _INT32(data, 0)[0] if len(data) >= 4 else None
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is not None:
             msg = decode_response(data, req.api_key, req.api_version, inner=req.inner,
@@ -284,7 +291,8 @@ class KafkaConnection:
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
             latency = round((frame.ts - req.ts) * 1000.0, 3)
-            return _new_message(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg,
+            client, broker = self._roles()
+            return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
                                 req.client_id, latency, False, (), None)
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)

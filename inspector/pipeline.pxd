@@ -1,14 +1,17 @@
 cimport cython
 from inspector.connection cimport KafkaConnection
 from inspector.framing cimport Framer
+from inspector.reassembly cimport Reassembler
 
 cdef class _Tracked:
     cdef public object _spec, _conn, kafka, held, ignored_bytes, framer_bytes, reasm_bytes
 
 cdef class Inspector:
     cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released
-    cdef public object held_bytes, reassembler, conns, closed, max_conn_id, _holders, _holders_max, _reasm_held
+    cdef public object held_bytes, conns, closed, max_conn_id, _holders, _holders_max, _reasm_held
+    cdef public Reassembler reassembler
 
+    @cython.locals(reassembler=Reassembler)
     cpdef list segment(self, seg)
     @cython.locals(tracked=_Tracked, conn=KafkaConnection, framer=Framer)
     cpdef list _dispatch(self, events)

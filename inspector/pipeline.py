@@ -170,7 +170,7 @@ class Inspector:
                 if tracked.kafka is False:
                     tracked.ignored_bytes += len(ev.data)
                     continue
-                conn = tracked.conn
+                conn = tracked._conn if tracked._conn is not None else tracked.conn
                 framer = conn.framers[ev.side]
                 before = framer.buffered
                 self._emit(tracked, conn.data(ev.side, ev.ts, ev.data), out)

@@ -149,14 +149,42 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
     return entry
 
 
-def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(header, body) when ``b`` decodes exactly with these readers, else None (no error detail)."""
+#: What :func:`_exact` returns when the decode stopped at the message's array element budget.
+_OVER_BUDGET = "over budget"
+
+
+def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
+    """(header, body) when ``b`` decodes exactly with these readers, :data:`_OVER_BUDGET` when the decode
+    stopped at the element budget, else None (no error detail)."""
     try:
         header, p = entry[3](b, 0)
         body, end = entry[4](b, p)
+    except (ValueError, rt.DecodeError) as err:  # the compiled twins' budget error, the readers' limit
+        if err.args == (_OVER_BUDGET,) or (isinstance(err, rt.DecodeError) and err.reason.startswith(ELEMENTS_LIMIT)):
+            return _OVER_BUDGET
+        return None
     except Exception:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return None
     return (header, body) if end == len(b) else None
+
+
+#: How a message's status starts when its decode stopped at the array element budget (``--max-elements``).
+ELEMENTS_LIMIT = "limit: array of "
+
+
+def hit_elements_limit(msg: DecodedMessage) -> bool:
+    """Whether decoding ``msg`` stopped at the array element budget (``--max-elements``)."""
+    return msg.status.startswith(ELEMENTS_LIMIT) and "(--max-elements)" in msg.status
+
+
+#: How the note on a message starts when embedded structures of it (group metadata and assignments, an
+#: Envelope's principal) stopped at the element budget (decoders.embedded writes it).
+EMBEDDED_LIMIT_NOTE = "embedded: "
+
+
+def embedded_limit_hit(msg: DecodedMessage) -> bool:
+    """Whether some embedded structure of ``msg`` stopped at the element budget (its notes say so)."""
+    return any(note.startswith(EMBEDDED_LIMIT_NOTE) for note in msg.notes)
 
 
 def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True,
@@ -173,7 +201,7 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
         api_key, version, corr = _HEAD(b, 0)
         entry = _request_readers.get((api_key, version)) or _readers(api_key, version, "request")
         decoded = _exact(entry, b) if entry is not None else None
-        if decoded is not None:
+        if isinstance(decoded, tuple):
             assert entry is not None
             header, body = decoded
             msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"), entry[2],
@@ -278,15 +306,19 @@ def decode_response(
 
 
 def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
-                          max_elements: int = rt.MAX_ELEMENTS) -> DecodedMessage | None:
+                          max_elements: int = rt.MAX_ELEMENTS,
+                          over_budget: list[tuple[int, int]] | None = None) -> DecodedMessage | None:
     """The response (not postprocessed) when the frame decodes exactly (header and body, no trailing
     bytes) at this api key and version, else None without the error detail a failed decode builds:
-    decode_response's fast path and the cheap test behind guessing."""
+    decode_response's fast path and the cheap test behind guessing. A decode that stopped at the element
+    budget appends (api_key, api_version) to ``over_budget`` when given."""
     b = frame if type(frame) is bytes else bytes(frame)
     rt.BUDGET[0] = max_elements
     entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
     decoded = _exact(entry, b) if entry is not None and len(b) >= 4 else None
-    if decoded is None:
+    if not isinstance(decoded, tuple):
+        if decoded is _OVER_BUDGET and over_budget is not None:
+            over_budget.append((api_key, api_version))
         return None
     assert entry is not None
     header, body = decoded

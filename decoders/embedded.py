@@ -19,10 +19,22 @@ from collections.abc import Callable
 from typing import Any
 
 from decoders import _runtime as rt
-from decoders.api import DecodedMessage, _module, accel_module, decode_request, decode_response
+from decoders.api import (
+    ELEMENTS_LIMIT,
+    EMBEDDED_LIMIT_NOTE,
+    DecodedMessage,
+    _module,
+    accel_module,
+    decode_request,
+    decode_response,
+)
 from decoders.generated import registry
 
 _I16 = struct.Struct(">h").unpack_from
+#: Embedded structures that stopped at the element budget while the current message was postprocessed.
+_BUDGET_STOPS = [0]
+_EMBEDDED_LIMIT_TEXT = (EMBEDDED_LIMIT_NOTE + "{} structure(s) not decoded: more array elements than the "
+                        "message's budget (--max-elements); their ...Decoded status names the array")
 
 #: Embedded schema names by protocol type and role.
 SCHEMAS: dict[str, dict[str, str]] = {
@@ -75,6 +87,8 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
         value, end = versions[use](raw, 2)
     except rt.DecodeError as err:
         result["status"] = err.describe()
+        if err.reason.startswith(ELEMENTS_LIMIT):
+            _BUDGET_STOPS[0] += 1  # noted on the message by its postprocessor (_noting_budget_stops)
         return result
     result["value"] = value
     if end != len(raw) and version <= known:
@@ -222,12 +236,30 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> De
 
 _Post = Callable[[DecodedMessage, "tuple[int, int] | None"], DecodedMessage]
 
+def _noting_budget_stops(handler: _Post) -> _Post:
+    """``handler``, with a note on the message when embedded structures it decoded stopped at the element
+    budget (a message nested in it, as an Envelope's, is noted on its own)."""
+    def run(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+        outer, _BUDGET_STOPS[0] = _BUDGET_STOPS[0], 0
+        try:
+            msg = handler(msg, inner)
+            stops = _BUDGET_STOPS[0]
+        finally:
+            _BUDGET_STOPS[0] = outer
+        if stops:
+            msg = dataclasses.replace(msg, notes=(*msg.notes, _EMBEDDED_LIMIT_TEXT.format(stops)))
+        return msg
+    return run
+
+
 POSTPROCESSORS: dict[tuple[str, int], _Post] = {
-    ("request", 11): _join_group_request,
-    ("response", 11): _join_group_response,
-    ("request", 14): _sync_group_request,
-    ("response", 14): _sync_group_response,
-    ("response", 15): _describe_groups_response,
-    ("request", 58): _envelope_request,
-    ("response", 58): _envelope_response,
+    key: _noting_budget_stops(handler) for key, handler in {
+        ("request", 11): _join_group_request,
+        ("response", 11): _join_group_response,
+        ("request", 14): _sync_group_request,
+        ("response", 14): _sync_group_response,
+        ("response", 15): _describe_groups_response,
+        ("request", 58): _envelope_request,
+        ("response", 58): _envelope_response,
+    }.items()
 }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decoders._runtime import MAX_ELEMENTS
-from decoders.api import DecodedMessage, decode_response, decode_response_exact
+from decoders.api import DecodedMessage, decode_response, decode_response_exact, hit_elements_limit
 from decoders.generated import registry
 
 #: Kafka's error codes run from -1 (UNKNOWN_SERVER_ERROR) upward; leave room for new ones.
@@ -81,24 +81,44 @@ def guess_response(
     preferred_set = set(preferred)
     keys = sorted(registry.API_NAMES) if api_keys is None else sorted(api_keys)
     found: list[tuple[int, float, int, DecodedMessage]] = []
+    over_budget: list[tuple[int, int]] = []  # candidates whose decode stopped at the element budget
     for key in keys:
         lo, hi = registry.VERSION_RANGES[key]
         for version in range(lo, hi + 1):
             if (key, version) not in registry.RESPONSE_HEADER_VERSION:
                 continue
             # Exact decodes only: most layouts fail, and their error detail is not needed.
-            msg = decode_response_exact(frame, key, version, max_elements)
+            msg = decode_response_exact(frame, key, version, max_elements, over_budget)
             if msg is not None and _plausible(msg.body):
                 rank = 0 if (key, version) in preferred_set else 1
                 found.append((rank, -_score(msg), key, msg))
     if not found:
-        return Guess(None, (), 0.0)
+        return _over_budget(frame, over_budget, preferred_set, max_elements)
     found.sort(key=lambda item: (item[0], item[1], item[2], item[3].api_version or 0))
     best = found[0][3]
     assert best.api_key is not None and best.api_version is not None
     best = decode_response(frame, best.api_key, best.api_version, max_elements=max_elements)
     candidates = tuple((m.api_key or 0, m.api_version or 0) for _, _, _, m in found)
     return Guess(best, candidates, _confidence(found))
+
+
+#: Candidates stopped by the element budget decoded again (with the error detail) to confirm it.
+MAX_BUDGET_CONFIRMS = 8
+
+
+def _over_budget(frame: bytes, candidates: list[tuple[int, int]], preferred: set[tuple[int, int]],
+                 max_elements: int) -> Guess:
+    """No candidate decodes within the element budget: when some stopped only at that budget (everything
+    before their big array decoded), the response is reported as such (its status names the array and
+    ``--max-elements``) rather than as undecodable. Candidates the connection used rank first."""
+    ranked = sorted(candidates, key=lambda kv: (kv not in preferred, kv[0] not in COMMON_APIS, kv))
+    for key, version in ranked[:MAX_BUDGET_CONFIRMS]:
+        msg = decode_response(frame, key, version, max_elements=max_elements)
+        if hit_elements_limit(msg):
+            keys = {k for k, _ in ranked}
+            confidence = 1.0 / len(keys) + (0.25 if (key, version) in preferred else 0.0)
+            return Guess(msg, tuple(ranked), round(min(1.0, confidence), 3))
+    return Guess(None, (), 0.0)
 
 
 def _confidence(found: list[tuple[int, float, int, DecodedMessage]]) -> float:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from decoders import OK, DecodedMessage, decode_request, decode_response
 from decoders._runtime import MAX_ELEMENTS
+from decoders.api import ELEMENTS_LIMIT
+from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
 from decoders.native import maker
@@ -27,12 +29,7 @@ MAX_UNDECIDED_FRAMES = 64
 MAX_PENDING = 10_000
 #: How a message's ``decode_status`` starts when it hit the per-message array element budget
 #: (``--max-elements``, :data:`MAX_ELEMENTS` by default): the decoder's ``limit: array of N elements ...``.
-ELEMENTS_LIMIT_STATUS = "limit: array of "
-
-
-def hit_elements_limit(msg: DecodedMessage) -> bool:
-    """Whether decoding ``msg`` stopped at the array element budget (``--max-elements``)."""
-    return msg.status.startswith(ELEMENTS_LIMIT_STATUS) and "(--max-elements)" in msg.status
+ELEMENTS_LIMIT_STATUS = ELEMENTS_LIMIT
 
 
 def is_kafka(msg: DecodedMessage) -> bool:
@@ -297,7 +294,9 @@ class KafkaConnection:
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
         if guess.message is not None:
-            msg = guess.message
+            msg = guess.message  # decoded exactly, or stopped at the element budget (--max-elements)
+            if msg.status != OK:
+                self.stats.decode_failures += 1
         else:
             msg = DecodedMessage("response", None, None, corr,
                                  "request missing: no api key/version decodes this response", None, len(data))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from decoders import OK
+from decoders.api import embedded_limit_hit
 from decoders.generated.registry import API_NAMES as _API_NAMES
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
@@ -20,7 +21,8 @@ LIMITS: dict[str, str] = {
     "--max-pending": "requests given up while waiting for their response",
     "--max-decompressed": "messages whose record data hit the decompression limit (records not all decoded)",
     "--max-elements": "messages with more array elements than the per-message limit (not decoded; the status "
-                      "names the array)",
+                      "names the array), or with embedded structures that were not decoded for it (a note says "
+                      "so)",
     "max_records": "messages whose records hit the per-message record limit",
 }
 
@@ -133,8 +135,10 @@ class Summary:
                 self.decode_failures += 1
             if hit_elements_limit(msg):
                 self.limit_hit("--max-elements")
-        if inner is not None and hit_elements_limit(inner):  # the Envelope's message (one row)
+        if msg.notes and embedded_limit_hit(msg):  # group metadata, assignments... stopped by the budget
             self.limit_hit("--max-elements")
+        if inner is not None and (hit_elements_limit(inner) or (inner.notes and embedded_limit_hit(inner))):
+            self.limit_hit("--max-elements")  # the Envelope's message (one row)
 
     def issue(self, ev: StreamIssue) -> None:
         self.stream_issues[ev.kind] = self.stream_issues.get(ev.kind, 0) + ev.length

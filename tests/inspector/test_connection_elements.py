@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from decoders import _runtime
+from decoders import _runtime, api
+from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, hit_elements_limit, is_kafka
 from inspector.events import EventTable
 from inspector.pipeline import Inspector
@@ -17,10 +18,11 @@ from inspector.reader import ReadOptions, iter_capture
 from inspector.summary import LIMITS, Summary
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, request_header
 from tests.inspector.test_connection import A, B, _messages
-from tests.inspector.test_hostile import envelope
+from tests.inspector.test_hostile import envelope, uvarint
 from tests.inspector.test_hostile_elements import (
     AFTER,
     HELLO,
+    cstr,
     join_group_v6_request,
     join_group_v6_response,
 )
@@ -67,15 +69,83 @@ def test_correlated_response(max_elements: int, limited: bool) -> None:
 @pytest.mark.parametrize(("max_elements", "limited"), [(2, True), (3, False)])
 def test_guessed_response(max_elements: int, limited: bool) -> None:
     """A response whose request is missing: every candidate is decoded within the connection's budget, so a
-    layout that needs more elements than allowed is not a candidate."""
+    layout that needs more elements than allowed does not decode; when none decodes, those that stopped only
+    at the budget are what the response is reported as (ApiVersions, a common API, first)."""
     conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
     (resp,) = _messages(conn.data(1, 1.0, frame(api_versions_response_v0(9, KEYS))))
     assert resp.request_missing and conn.stats.requests_missing == 1
     if limited:
-        assert (18, 0) not in resp.candidates and resp.message.api_key != 18
+        assert resp.candidates[0] == (18, 0) and resp.message.api_key == 18 and resp.message.body is None
+        assert hit_elements_limit(resp.message) and conn.stats.decode_failures == 1
     else:
         assert (18, 0) in resp.candidates and resp.message.api_key == 18
         assert resp.message.ok and conn.stats.decode_failures == 0
+
+
+def test_guessed_response_stopped_by_the_budget() -> None:
+    """No candidate decodes within the budget, but ApiVersions v0 (seen on the connection) stops only at it:
+    the response is reported as stopped by --max-elements (and counted so), not as undecodable."""
+    many = [(k % 70, 0, 9) for k in range(3000)]
+    for max_elements, limited in ((1000, True), (3000, False)):
+        conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+        conn.data(0, 1.0, frame(api_versions_request_v0(1)))
+        conn.data(1, 1.5, frame(api_versions_response_v0(1, KEYS)))
+        (resp,) = _messages(conn.data(1, 2.0, frame(api_versions_response_v0(9, many))))
+        assert resp.request_missing and resp.candidates[0] == (18, 0) and resp.message.api_key == 18
+        assert hit_elements_limit(resp.message) is limited and conn.stats.decode_failures == limited
+        summary = Summary()
+        summary.message(resp)
+        assert summary.limits == ({"--max-elements": 1} if limited else {})
+        if limited:
+            assert resp.message.status.startswith(LIMIT.format(3000, "ApiKeys")) and resp.message.body is None
+            assert 0 < (resp.confidence or 0) <= 1
+        else:
+            assert resp.message.ok and len((resp.message.body or {})["ApiKeys"]) == 3000
+
+
+def test_budget_stops_are_told_apart_by_both_readers() -> None:
+    """The exact decode behind guessing says 'over budget' for the compiled twins' error and for the pure
+    readers' limit alike (and nothing for other failures)."""
+    data = frame(api_versions_response_v0(9, [(1, 0, 9)] * 50))[4:]
+    entry = api._readers(18, 0, "response")
+    assert entry is not None
+    for readers in (entry, (*entry[:3], entry[0], entry[1])):  # compiled (when built), then pure
+        _runtime.BUDGET[0] = 10
+        assert api._exact(readers, data) is api._OVER_BUDGET
+        _runtime.BUDGET[0] = 10
+        assert api._exact(readers, data[:-3]) is None  # cut short: another failure
+        _runtime.BUDGET[0] = 100
+        decoded = api._exact(readers, data)
+        assert isinstance(decoded, tuple) and len(decoded[1]["ApiKeys"]) == 50
+    over: list[tuple[int, int]] = []
+    assert api.decode_response_exact(data, 18, 0, 10, over) is None and over == [(18, 0)]
+
+
+def _subscription(topics: int) -> bytes:
+    """ConsumerProtocolSubscription v0 of ``topics`` topics, no user data."""
+    return struct.pack(">hi", 0, topics) + b"".join(struct.pack(">h", 2) + b"t%d" % (i % 10) for i in range(topics)) \
+        + struct.pack(">i", -1)
+
+
+@pytest.mark.parametrize(("max_elements", "limited"), [(50, True), (101, False)])
+def test_embedded_structures_stopped_by_the_budget_are_noted_and_counted(max_elements: int, limited: bool) -> None:
+    """The JoinGroup decodes; its member's subscription (100 topics) gets what is left of the budget: when it
+    stops, the message carries a note, the notes column shows it and the summary counts the limit."""
+    metadata = _subscription(100)
+    entry = cstr("range") + uvarint(len(metadata) + 1) + metadata + b"\x00"
+    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    (msg,) = _messages(conn.data(0, 1.0, join_group_v6_request(2, 1, entry)))
+    assert msg.message.ok and msg.message.body is not None
+    decoded = msg.message.body["Protocols"][0]["MetadataDecoded"]
+    assert decoded["status"].startswith(LIMIT.format(100, "Topics")[:40]) is limited
+    assert embedded_limit_hit(msg.message) is limited
+    summary = Summary()
+    summary.message(msg)
+    assert summary.limits == ({"--max-elements": 1} if limited else {}) and summary.decode_failures == 0
+    table = EventTable()
+    table.add(msg)
+    (row,) = table.take().to_pylist()
+    assert (row["notes"] or "").startswith("embedded: 1 structure(s) not decoded") is limited
 
 
 def test_sides_and_frame_start_found_by_content_with_a_small_budget() -> None:

@@ -9,25 +9,28 @@ the framer decides what follows, as in its pure loop. ``tests/inspector/test_fra
 framer with and without the twin.
 """
 
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 
 
 def whole_frames(view, Py_ssize_t max_frame, Py_ssize_t offset, double ts, new_frame, list out):
-    cdef const unsigned char[::1] v = view
-    cdef Py_ssize_t n = v.shape[0], pos = 0, end
+    cdef Py_buffer buf
+    PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)  # (a typed memoryview costs more than a segment's frames)
+    cdef Py_ssize_t n = buf.len, pos = 0, end
     cdef long long length
-    cdef const unsigned char* c
-    if n < 4:
-        return 0
-    c = &v[0]
-    while n - pos >= 4:
-        length = <int>((<unsigned int>c[pos] << 24) | (<unsigned int>c[pos + 1] << 16)
-                       | (<unsigned int>c[pos + 2] << 8) | <unsigned int>c[pos + 3])
-        if length < 0 or length > max_frame:
-            break
-        end = pos + 4 + length
-        if end > n:
-            break
-        out.append(new_frame(ts, ts, offset + pos, PyBytes_FromStringAndSize(<const char*>c + pos + 4, length)))
-        pos = end
+    cdef const unsigned char* c = <const unsigned char*>buf.buf
+    try:
+        while n - pos >= 4:
+            length = <int>((<unsigned int>c[pos] << 24) | (<unsigned int>c[pos + 1] << 16)
+                           | (<unsigned int>c[pos + 2] << 8) | <unsigned int>c[pos + 3])
+            if length < 0 or length > max_frame:
+                break
+            end = pos + 4 + length
+            if end > n:
+                break
+            out.append(new_frame(ts, ts, offset + pos,
+                                 PyBytes_FromStringAndSize(<const char*>c + pos + 4, length)))
+            pos = end
+    finally:
+        PyBuffer_Release(&buf)
     return pos

@@ -32,11 +32,22 @@ STALE: list[str] = []
 
 
 def source_hash(path: Path) -> str:
-    """SHA-256 of a compiled source: a ``.py`` with its ``.pxd`` (when there is one), or a ``.pyx``."""
+    """SHA-256 of a compiled source: a ``.py`` with its ``.pxd`` (when there is one), or a ``.pyx``; with
+    the ``.pxd`` files of this project that either cimports (their inline code is compiled in)."""
     data = path.read_bytes()
     declarations = path.with_suffix(".pxd")
     if path.suffix == ".py" and declarations.exists():
         data += b"\0" + declarations.read_bytes()
+        text = declarations.read_text()
+    else:
+        text = data.decode(errors="replace")
+    root = path.parent
+    while (root / "__init__.py").exists():
+        root = root.parent  # the folder holding the top-level package
+    for module in sorted(set(_CIMPORT.findall(text))):
+        shared = root.joinpath(*module.split(".")).with_suffix(".pxd")
+        if shared.exists() and shared != declarations:
+            data += b"\0" + shared.read_bytes()
     return hashlib.sha256(data).hexdigest()
 
 

@@ -12,6 +12,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_New
 
+from decoders.native._json cimport write_int
+
 #: The capsule's name: a twin that takes the writer checks it (another layout gets another name).
 cdef const char* HEADERS_WRITER_NAME = b"decoders.native._records.HeadersWriter.v1"
 
@@ -59,29 +61,6 @@ cdef inline char* _put(char* o, const char* s) noexcept:
     return o
 
 
-cdef inline char* _int(char* o, long long v) noexcept:
-    cdef char tmp[24]
-    cdef int k = 0
-    cdef unsigned long long u
-    if v < 0:
-        o[0] = b'-'
-        o += 1
-        u = <unsigned long long>(-(v + 1)) + 1
-    else:
-        u = <unsigned long long>v
-    while True:
-        tmp[k] = <char>(48 + u % 10)
-        k += 1
-        u //= 10
-        if u == 0:
-            break
-    while k:
-        k -= 1
-        o[0] = tmp[k]
-        o += 1
-    return o
-
-
 cdef inline char* _bool(char* o, bint v) noexcept:
     return _put(o, b"true" if v else b"false")
 
@@ -110,7 +89,7 @@ cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) n
     cdef Py_ssize_t pos = 0, partial = 0
     cdef long long length
     cdef int attrs, k
-    o = _int(o, n)
+    o = write_int(o, n)
     o = _put(o, b',"status":"ok","batches":[')
     while pos < n:
         length = _rd(c, pos + 8, 4)
@@ -122,17 +101,17 @@ cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) n
             o += 1
         attrs = <int>_rd(c, pos + 21, 2)
         o = _put(o, b'{"byteOffset":')
-        o = _int(o, pos)
+        o = write_int(o, pos)
         o = _put(o, b',"baseOffset":')
-        o = _int(o, _rd(c, pos, 8))
+        o = write_int(o, _rd(c, pos, 8))
         o = _put(o, b',"batchLength":')
-        o = _int(o, length)
+        o = write_int(o, length)
         o = _put(o, b',"partitionLeaderEpoch":')
-        o = _int(o, _rd(c, pos + 12, 4))
+        o = write_int(o, _rd(c, pos + 12, 4))
         o = _put(o, b',"magic":2,"crc":')
-        o = _int(o, <unsigned int>_rd(c, pos + 17, 4))
+        o = write_int(o, <unsigned int>_rd(c, pos + 17, 4))
         o = _put(o, b',"attributes":')
-        o = _int(o, attrs)
+        o = write_int(o, attrs)
         o = _put(o, b',"compression":"')
         o = _put(o, _NAMES[attrs & 0x07])
         o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
@@ -141,11 +120,11 @@ cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) n
             o = _bool(o, attrs & _FLAG_MASKS[k])
         for k in range(7):
             o = _put(o, _TAIL_KEYS[k])
-            o = _int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
+            o = write_int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
         o = _put(o, b',"status":"ok"}')
         pos += LOG_OVERHEAD + length
     o = _put(o, b'],"partial_tail":')
-    o = _int(o, partial)
+    o = write_int(o, partial)
     o[0] = b'}'
     return o + 1 - buf
 

@@ -27,6 +27,8 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
+from decoders.native._json cimport write_int
+
 import orjson
 
 #: What :meth:`BodyColumn.append` returns for a body it does not write (nothing was appended).
@@ -142,28 +144,8 @@ cdef class BodyColumn:
         return 0
 
     cdef int _int(self, long long v) except -1:
-        cdef char tmp[24]
-        cdef int k = 0
-        cdef unsigned long long u
         self._reserve(21)
-        cdef char* o = self.data + self.size
-        if v < 0:
-            o[0] = b'-'
-            o += 1
-            u = <unsigned long long>(-(v + 1)) + 1
-        else:
-            u = <unsigned long long>v
-        while True:
-            tmp[k] = <char>(48 + u % 10)
-            k += 1
-            u //= 10
-            if u == 0:
-                break
-        while k:
-            k -= 1
-            o[0] = tmp[k]
-            o += 1
-        self.size = o - self.data
+        self.size = write_int(self.data + self.size, v) - self.data
         return 0
 
     cdef int _str(self, str s) except -1:

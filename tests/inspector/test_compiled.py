@@ -86,3 +86,14 @@ def test_declarations_count_and_cimports_follow(tmp_path: Path) -> None:
     assert hashes["base"] != _compiled.source_hash_text((pkg / "base.py").read_text())  # the .pxd counts
     (pkg / "base.pxd").write_text("cdef class A:\n    cdef public object x, y\n")  # only the declarations
     assert _compiled.stale_modules(pkg, pure=False) == ["base", "user"]
+
+
+def test_shared_declarations_count_for_every_source_that_cimports_them(tmp_path: Path) -> None:
+    """Inline code of a shared .pxd is compiled into each twin that cimports it: editing it changes their hash."""
+    pkg = _package(tmp_path, "VALUE = 1\n", None)
+    (pkg / "twin.pyx").write_text("from libc.string cimport memcpy\nfrom pkg.shared cimport f\n")
+    (pkg / "shared.pxd").write_text("cdef inline int f() noexcept:\n    return 1\n")
+    before = _compiled.source_hash(pkg / "twin.pyx")
+    (pkg / "shared.pxd").write_text("cdef inline int f() noexcept:\n    return 2\n")
+    assert _compiled.source_hash(pkg / "twin.pyx") != before
+    assert _compiled.source_hash(pkg / "mod.py") == _compiled.source_hash_text("VALUE = 1\n")  # nothing else

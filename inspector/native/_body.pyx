@@ -17,7 +17,7 @@ holds the text equal to orjson's.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyObject_GetBuffer, PyBuffer_Release
 from cpython.dict cimport PyDict_Next
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
@@ -53,6 +53,26 @@ cdef const char* HEADERS_WRITER_NAME = b"decoders.native._records.HeadersWriter.
 
 class _Unhandled(Exception):
     pass
+
+
+cdef class _Text:
+    """A batch's text, handed over by :meth:`BodyColumn.take`: read-only bytes through the buffer protocol,
+    freed with the last reference (an Arrow buffer made from it keeps it)."""
+
+    cdef char* data
+    cdef Py_ssize_t size
+
+    def __dealloc__(self):
+        free(self.data)
+
+    def __len__(self):
+        return self.size
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.data if self.data != NULL else <char*>b"", self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
 
 
 cdef class BodyColumn:
@@ -330,7 +350,7 @@ cdef class BodyColumn:
 
     def take(self):
         """The batch as ``(validity, offsets, data, null_count)`` for ``pyarrow.Array.from_buffers`` (int32
-        offsets), or as a list of values (bytes or None) when it holds more text than that (over 2 GiB); then
+        offsets; ``data`` a read-only buffer-protocol object owning the text), or as a list of values (bytes or None) when it holds more text than that (over 2 GiB); then
         empty."""
         cdef Py_ssize_t n = self.n, i
         cdef int32_t* off
@@ -340,7 +360,9 @@ cdef class BodyColumn:
                 return [None if self.nulls[i] else
                         PyBytes_FromStringAndSize(self.data + self.offsets[i], self.offsets[i + 1] - self.offsets[i])
                         for i in range(n)]
-            data = PyBytes_FromStringAndSize(self.data, self.size)
+            data = _Text.__new__(_Text)  # the buffer itself, handed over (no copy of the batch's text)
+            (<_Text>data).data, (<_Text>data).size = self.data, self.size
+            self.data = NULL
             offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4)
             off = <int32_t*>PyBytes_AS_STRING(offsets)
             off[0] = 0

@@ -76,7 +76,7 @@ def extensions() -> list:
         BUILT_SOURCES.setdefault(folder, {})[path.stem] = _guard.source_hash(path)
     # A plain module with a .pxd (its classes declared as extension types there) is compiled with its
     # annotations not taken as C types (the .pxd says which types matter; an `int` annotation would clash
-    # with them); the others keep Cython's reading of annotations, measured faster for them.
+    # with them); the others are compiled as before.
     declared = [path for path in sources if path.endswith(".py") and (ROOT / path).with_suffix(".pxd").exists()]
     options = {"language_level": 3, "quiet": True, "nthreads": os.cpu_count() or 1}
     return (cythonize([path for path in sources if path not in declared], **options)

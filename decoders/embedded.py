@@ -236,6 +236,7 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> De
 
 _Post = Callable[[DecodedMessage, "tuple[int, int] | None"], DecodedMessage]
 
+
 def _noting_budget_stops(handler: _Post) -> _Post:
     """``handler``, with a note on the message when embedded structures it decoded stopped at the element
     budget (a message nested in it, as an Envelope's, is noted on its own)."""

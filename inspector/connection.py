@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from decoders import OK, DecodedMessage, decode_request, decode_response
 from decoders._runtime import MAX_ELEMENTS
-from decoders.api import ELEMENTS_LIMIT
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
@@ -27,9 +26,6 @@ _INT32 = struct.Struct(">i").unpack_from
 MAX_UNDECIDED_FRAMES = 64
 #: Requests kept waiting for a response per connection before the oldest are given up.
 MAX_PENDING = 10_000
-#: How a message's ``decode_status`` starts when it hit the per-message array element budget
-#: (``--max-elements``, :data:`MAX_ELEMENTS` by default): the decoder's ``limit: array of N elements ...``.
-ELEMENTS_LIMIT_STATUS = ELEMENTS_LIMIT
 
 
 def is_kafka(msg: DecodedMessage) -> bool:

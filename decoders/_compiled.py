@@ -78,10 +78,10 @@ def stale_modules(package_dir: Path, pure: bool) -> list[str]:
     names = {name for name in names if (package_dir / f"{name}.py").exists()}
     stale = {name for name in names if pure or built.get(name) != source_hash(package_dir / f"{name}.py")}
     changed = True
-    while changed:  # what cimports a module imported from source is imported from source too
+    while changed:  # what cimports a module imported from source (stale, or never built) is too
         changed = False
         for name in names - stale:
-            if any(dep in stale for dep in cimported(package_dir, name)):
+            if any(dep in stale or dep not in names for dep in cimported(package_dir, name)):
                 stale.add(name)
                 changed = True
     return sorted(stale)

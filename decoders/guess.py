@@ -102,8 +102,9 @@ def guess_response(
     return Guess(best, candidates, _confidence(found))
 
 
-#: Candidates stopped by the element budget decoded again (with the error detail) to confirm it.
-MAX_BUDGET_CONFIRMS = 8
+#: Candidates stopped by the element budget decoded again (with the error detail) to confirm it: a few, since
+#: resynchronisation asks this of every candidate frame start (hostile data included).
+MAX_BUDGET_CONFIRMS = 4
 
 
 def _over_budget(frame: bytes, candidates: list[tuple[int, int]], preferred: set[tuple[int, int]],

@@ -335,34 +335,40 @@ class EventTable:
                 bodies.append_text(written)
                 codes = error_codes(written)
         notes = msg.notes
-        if encoder.problems:  # limits hit and damage found in record data (the body has the details)
-            notes = notes + _records_notes(encoder.problems, self.limit_hits)
-        api_key = msg.api_key
-        api_version = msg.api_version
-        body_version = msg.body_version
-        if msg.kind == "response":
-            error_code = _int(b.get("ErrorCode"))
-            nested = nested_codes(codes, error_code)
-        else:
-            error_code = nested = None
+        try:
+            if encoder.problems:  # limits hit and damage found in record data (the body has the details)
+                notes = notes + _records_notes(encoder.problems, self.limit_hits)
+            api_key = msg.api_key
+            api_version = msg.api_version
+            body_version = msg.body_version
+            if msg.kind == "response":
+                error_code = _int(b.get("ErrorCode"))
+                nested = nested_codes(codes, error_code)
+            else:
+                error_code = nested = None
+            # In _ROW_COLUMNS order.
+            values = (
+                round(ev.ts * 1_000_000),  # an int (round of a float without digits)
+                ev.direction,
+                api_key,
+                _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
+                api_version,
+                msg.correlation_id,
+                msg.client_id if envelope is not None else ev.client_id,
+                ev.frame_offset,
+                msg.size,
+                error_code,
+                ev.latency_ms,
+                msg.status,
+                text,
+                body_version if body_version is not None else api_version,
+            )
+        except BaseException:
+            if bodies is not None:
+                bodies.drop_last()  # the body column stays row for row with the others
+            raise
         row = len(self._rows)
-        # In _ROW_COLUMNS order.
-        self._rows.append((
-            round(ev.ts * 1_000_000),  # an int (round of a float without digits)
-            ev.direction,
-            api_key,
-            _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
-            api_version,
-            msg.correlation_id,
-            msg.client_id if envelope is not None else ev.client_id,
-            ev.frame_offset,
-            msg.size,
-            error_code,
-            ev.latency_ms,
-            msg.status,
-            text,
-            body_version if body_version is not None else api_version,
-        ))
+        self._rows.append(values)
         self._conn_rows.append(conn)
         candidates = ev.candidates
         if (nested is None and _PROMOTED_KEYS.isdisjoint(b) and envelope is None and not ev.request_missing

@@ -343,10 +343,17 @@ cdef class BodyColumn:
         codes, self.codes = self.codes, None
         return codes
 
-    def append_text(self, bytes text):
+    def append_text(self, bytes text not None):
         """Append JSON text made elsewhere (orjson's, for a body :meth:`append` left)."""
         self._put(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
         self._row(False)
+
+    def drop_last(self):
+        """Remove the last value appended (its row was not added after all)."""
+        if self.n:
+            self.n -= 1
+            self.null_count -= self.nulls[self.n]
+            self.size = self.offsets[self.n]
 
     def take(self):
         """The batch as ``(validity, offsets, data, null_count)`` for ``pyarrow.Array.from_buffers`` (int32
@@ -355,11 +362,16 @@ cdef class BodyColumn:
         cdef Py_ssize_t n = self.n, i
         cdef int32_t* off
         cdef unsigned char* valid
+        cdef void* p
         try:
             if self.size > self.max_text:
                 return [None if self.nulls[i] else
                         PyBytes_FromStringAndSize(self.data + self.offsets[i], self.offsets[i + 1] - self.offsets[i])
                         for i in range(n)]
+            if self.cap > self.size + 65536:  # the growth room is not kept alive with the batch
+                p = realloc(self.data, max(self.size, 1))
+                if p != NULL:
+                    self.data = <char*>p
             data = _Text.__new__(_Text)  # the buffer itself, handed over (no copy of the batch's text)
             (<_Text>data).data, (<_Text>data).size = self.data, self.size
             self.data = NULL

@@ -86,6 +86,10 @@ def test_declarations_count_and_cimports_follow(tmp_path: Path) -> None:
     assert hashes["base"] != _compiled.source_hash_text((pkg / "base.py").read_text())  # the .pxd counts
     (pkg / "base.pxd").write_text("cdef class A:\n    cdef public object x, y\n")  # only the declarations
     assert _compiled.stale_modules(pkg, pure=False) == ["base", "user"]
+    (pkg / "base.pxd").write_text("cdef class A:\n    cdef public object x\n")
+    assert _compiled.stale_modules(pkg, pure=False) == []
+    (pkg / "base.cpython-311-x86_64-linux-gnu.so").unlink()  # never built (or removed): base is its source
+    assert _compiled.stale_modules(pkg, pure=False) == ["user"]
 
 
 def test_shared_declarations_count_for_every_source_that_cimports_them(tmp_path: Path) -> None:

@@ -191,3 +191,35 @@ def test_taken_text_outlives_the_column() -> None:
     assert array.to_pylist() == ['{"a":"first"}']
     with pytest.raises(TypeError):
         memoryview(_column().take()[2]).cast("B")[0:1] = b"x"  # read-only
+
+
+def test_drop_last_and_text_must_be_bytes() -> None:
+    column = _column()
+    column.append({"a": 1}, None)
+    column.append(None, None)
+    column.drop_last()
+    column.append({"b": 2}, None)
+    column.drop_last()
+    column.append({"c": 3}, None)
+    with pytest.raises(TypeError):
+        column.append_text(None)
+    assert _texts(column) == [b'{"a":1}', b'{"c":3}']
+
+
+def test_a_row_that_fails_leaves_the_body_column_in_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose values cannot be made after its body was written: the body is taken back, so every later
+    row keeps its own body."""
+    messages = [m for m in iter_capture(str(CAPTURES[0]), Summary()) if m.direction == "response"][:3]
+    table = events.EventTable(capture="x")
+    table.add(messages[0])
+
+    def boom(value: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(events, "_int", boom)
+    with pytest.raises(RuntimeError):
+        table.add(messages[1])
+    monkeypatch.undo()
+    table.add(messages[2])
+    bodies = table.take().column("body").to_pylist()
+    assert bodies == [events.body_json(m.message.body) for m in (messages[0], messages[2])]

@@ -53,9 +53,23 @@ MAX_ELEMENTS = 1_000_000
 BUDGET = [MAX_ELEMENTS]
 
 
+#: How the reason (and a message's status) starts when the budget is spent: ``limit: array of N elements ...``.
+ELEMENTS_LIMIT = "limit: array of "
+#: What the compiled twins (decoders/accel, generated with this text) raise instead: ``ValueError(OVER_BUDGET)``.
+OVER_BUDGET = "over budget"
+
+
 def over_budget(n: int) -> DecodeError:
-    return DecodeError(f"limit: array of {n} elements exceeds the elements left of this message's budget "
+    return DecodeError(f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
                        f"(--max-elements)")
+
+
+def spent_budget(err: BaseException) -> bool:
+    """Whether ``err`` is a decode stopping at the element budget: the readers' :func:`over_budget` error or
+    the compiled twins' ``ValueError(OVER_BUDGET)``."""
+    if isinstance(err, DecodeError):
+        return err.reason.startswith(ELEMENTS_LIMIT)
+    return type(err) is ValueError and err.args == (OVER_BUDGET,)
 
 
 def negative(n: int) -> DecodeError:

@@ -150,7 +150,7 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
 
 
 #: What :func:`_exact` returns when the decode stopped at the message's array element budget.
-_OVER_BUDGET = "over budget"
+_OVER_BUDGET = rt.OVER_BUDGET
 
 
 def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
@@ -159,17 +159,13 @@ def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] |
     try:
         header, p = entry[3](b, 0)
         body, end = entry[4](b, p)
-    except (ValueError, rt.DecodeError) as err:  # the compiled twins' budget error, the readers' limit
-        if err.args == (_OVER_BUDGET,) or (isinstance(err, rt.DecodeError) and err.reason.startswith(ELEMENTS_LIMIT)):
-            return _OVER_BUDGET
-        return None
-    except Exception:  # noqa: BLE001 - any failure: the slow path decodes again and says why
-        return None
+    except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
+        return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
 
 
 #: How a message's status starts when its decode stopped at the array element budget (``--max-elements``).
-ELEMENTS_LIMIT = "limit: array of "
+ELEMENTS_LIMIT = rt.ELEMENTS_LIMIT
 
 
 def hit_elements_limit(msg: DecodedMessage) -> bool:

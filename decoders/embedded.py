@@ -19,15 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from decoders import _runtime as rt
-from decoders.api import (
-    ELEMENTS_LIMIT,
-    EMBEDDED_LIMIT_NOTE,
-    DecodedMessage,
-    _module,
-    accel_module,
-    decode_request,
-    decode_response,
-)
+from decoders.api import EMBEDDED_LIMIT_NOTE, DecodedMessage, _module, accel_module, decode_request, decode_response
 from decoders.generated import registry
 
 _I16 = struct.Struct(">h").unpack_from
@@ -87,7 +79,7 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
         value, end = versions[use](raw, 2)
     except rt.DecodeError as err:
         result["status"] = err.describe()
-        if err.reason.startswith(ELEMENTS_LIMIT):
+        if rt.spent_budget(err):
             _BUDGET_STOPS[0] += 1  # noted on the message by its postprocessor (_noting_budget_stops)
         return result
     result["value"] = value

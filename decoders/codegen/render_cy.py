@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from decoders import _runtime as rt
 from decoders.codegen.model import FIXED, Field, Struct
 from decoders.codegen.render import module_name, versioned_table
 
@@ -204,7 +205,7 @@ class CyModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        spend = [f"_budget -= {n}", "if _budget < 0: raise ValueError('over budget')"]
+        spend = [f"_budget -= {n}", f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})"]
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
             fn.emit(ind + 1, f"if {n} * {size} > L - p: raise IndexError('truncated')")

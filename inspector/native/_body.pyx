@@ -99,9 +99,7 @@ cdef class BodyColumn:
         self._reset()
 
     def __dealloc__(self):
-        free(self.data)
-        free(self.offsets)
-        free(self.nulls)
+        self._reset()
 
     cdef void _reset(self) noexcept:
         free(self.data)
@@ -251,19 +249,24 @@ cdef class BodyColumn:
         self.codes.append(v)
         return 0
 
+    cdef long long _integer(self, object v) except? -1:
+        """Write an ``int`` (64-bit signed, else orjson decides); its value."""
+        cdef int overflow
+        cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            raise _Unhandled()
+        self._int(x)
+        return x
+
     cdef int _value(self, object v, object default, int depth) except -1:
         cdef type t = type(v)
-        cdef long long x
-        cdef int overflow
         if t is str:
             return self._str(<str>v)
         if t is dict:
             return self._dict(<dict>v, default, depth)
         if t is int:
-            x = PyLong_AsLongLongAndOverflow(v, &overflow)
-            if overflow:
-                raise _Unhandled()
-            return self._int(x)
+            self._integer(v)
+            return 0
         if v is None:
             return self._put(b"null", 4)
         if t is bool:
@@ -298,7 +301,6 @@ cdef class BodyColumn:
         cdef Py_ssize_t pos = 0
         cdef bint first = True
         cdef long long x
-        cdef int overflow
         if depth >= MAX_DEPTH:
             raise _Unhandled()
         self._byte(b'{')
@@ -311,12 +313,9 @@ cdef class BodyColumn:
             self._str(<str>key)
             self._byte(b':')
             if type(<object>value) is int and <str>key == "ErrorCode":
-                x = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
-                if overflow:
-                    raise _Unhandled()
+                x = self._integer(<object>value)
                 if x:
                     self._code(x)
-                self._int(x)
             else:
                 self._value(<object>value, default, depth + 1)
         return self._byte(b'}')

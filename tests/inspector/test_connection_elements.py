@@ -119,6 +119,8 @@ def test_budget_stops_are_told_apart_by_both_readers() -> None:
         assert isinstance(decoded, tuple) and len(decoded[1]["ApiKeys"]) == 50
     over: list[tuple[int, int]] = []
     assert api.decode_response_exact(data, 18, 0, 10, over) is None and over == [(18, 0)]
+    assert _runtime.spent_budget(_runtime.over_budget(3)) and _runtime.spent_budget(ValueError(_runtime.OVER_BUDGET))
+    assert not _runtime.spent_budget(_runtime.short(3, 2)) and not _runtime.spent_budget(ValueError("other"))
 
 
 def _subscription(topics: int) -> bytes:

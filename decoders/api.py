@@ -153,15 +153,32 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
 _OVER_BUDGET = rt.OVER_BUDGET
 
 
-def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
-    """(header, body) when ``b`` decodes exactly with these readers, :data:`_OVER_BUDGET` when the decode
+def _exact(fast: tuple[rt.Reader, rt.Reader] | _Fast, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
+    """(header, body) when ``b`` decodes exactly with these fast readers, :data:`_OVER_BUDGET` when the decode
     stopped at the element budget, else None (no error detail)."""
     try:
-        header, p = entry[3](b, 0)
-        body, end = entry[4](b, p)
+        header, p = fast[0](b, 0)
+        body, end = fast[1](b, p)
     except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
+
+
+#: The exact decode of a known api key and version: (fast header reader, fast body reader, header version,
+#: postprocessor or None).
+_Fast = tuple[rt.Reader, rt.Reader, int, Any]
+#: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup); None for an unknown one.
+_fast_requests: dict[int, _Fast | None] = {}
+_fast_responses: dict[int, _Fast | None] = {}
+_UNSEEN: Any = object()
+_BUDGET = rt.BUDGET
+
+
+def _fast_entry(api_key: int, version: int, kind: str) -> _Fast | None:
+    entry = _readers(api_key, version, kind)
+    fast = None if entry is None else (entry[3], entry[4], entry[2], (_POST or _postprocessors()).get((kind, api_key)))
+    (_fast_requests if kind == "request" else _fast_responses)[(api_key << 16) | (version & 0xFFFF)] = fast
+    return fast
 
 
 #: How a message's status starts when its decode stopped at the array element budget (``--max-elements``).
@@ -191,23 +208,23 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
     structures together); past it the status says so (``limit: ...``)."""
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
-    rt.BUDGET[0] = max_elements
+    _BUDGET[0] = max_elements
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
         api_key, version, corr = _HEAD(b, 0)
-        entry = _request_readers.get((api_key, version)) or _readers(api_key, version, "request")
-        decoded = _exact(entry, b) if entry is not None else None
-        if isinstance(decoded, tuple):
-            assert entry is not None
-            header, body = decoded
-            msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"), entry[2],
-                               header, None, None, None, (), None)
-            if postprocess:
-                handler = (_POST or _postprocessors()).get(("request", api_key))
-                if handler is not None:
-                    msg = handler(msg, None)
-            return msg
-    rt.BUDGET[0] = max_elements
+        fast = _fast_requests.get((api_key << 16) | (version & 0xFFFF), _UNSEEN)
+        if fast is _UNSEEN:
+            fast = _fast_entry(api_key, version, "request")
+        if fast is not None:
+            decoded = _exact(fast, b)
+            if type(decoded) is tuple:
+                header, body = decoded
+                msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"),
+                                   fast[2], header, None, None, None, (), None)
+                if postprocess and fast[3] is not None:
+                    msg = fast[3](msg, None)
+                return msg
+    _BUDGET[0] = max_elements
     return _decode_request_slow(b, postprocess)
 
 
@@ -258,10 +275,10 @@ def decode_response(
     """
     b = frame if type(frame) is bytes else bytes(frame)
     size = len(b)
-    msg = decode_response_exact(b, api_key, api_version, max_elements)
+    msg = _response_exact(b, api_key, api_version, max_elements, None)
     if msg is not None:
         if postprocess:
-            handler = (_POST or _postprocessors()).get(("response", api_key))
+            handler = _fast_responses[(api_key << 16) | (api_version & 0xFFFF)][3]  # type: ignore[index]
             if handler is not None:
                 msg = handler(msg, inner)
         return msg
@@ -308,18 +325,24 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
     bytes) at this api key and version, else None without the error detail a failed decode builds:
     decode_response's fast path and the cheap test behind guessing. A decode that stopped at the element
     budget appends (api_key, api_version) to ``over_budget`` when given."""
-    b = frame if type(frame) is bytes else bytes(frame)
-    rt.BUDGET[0] = max_elements
-    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
-    decoded = _exact(entry, b) if entry is not None and len(b) >= 4 else None
-    if not isinstance(decoded, tuple):
+    return _response_exact(frame if type(frame) is bytes else bytes(frame), api_key, api_version, max_elements,
+                           over_budget)
+
+
+def _response_exact(b: bytes, api_key: int, api_version: int, max_elements: int,
+                    over_budget: list[tuple[int, int]] | None) -> DecodedMessage | None:
+    _BUDGET[0] = max_elements
+    fast = _fast_responses.get((api_key << 16) | (api_version & 0xFFFF), _UNSEEN)
+    if fast is _UNSEEN:
+        fast = _fast_entry(api_key, api_version, "response")
+    decoded = _exact(fast, b) if fast is not None and len(b) >= 4 else None
+    if type(decoded) is not tuple:
         if decoded is _OVER_BUDGET and over_budget is not None:
             over_budget.append((api_key, api_version))
         return None
-    assert entry is not None
     header, body = decoded
     return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
-                        entry[2], header, None, None, None, (), None)
+                        fast[2], header, None, None, None, (), None)
 
 
 def _finish(

@@ -283,7 +283,8 @@ class KafkaConnection:
                                   max_elements=self.max_elements)
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
-            latency = round((frame.ts - req.ts) * 1000.0, 3)
+            # milliseconds to the microsecond: round(x, 3) would give the same value, ten times slower
+            latency = round((frame.ts - req.ts) * 1_000_000.0) / 1000.0
             client, broker = self._roles()
             return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
                                 req.client_id, latency, False, (), None)

@@ -84,6 +84,7 @@ cdef class BodyColumn:
     cdef unsigned char* nulls  # one byte per row (1 = null)
     cdef Py_ssize_t n, ncap, null_count
     cdef Py_ssize_t max_text  # more text than this in a batch is taken as a list (int32 offsets)
+    cdef Py_ssize_t hint  # the text buffer's first size: the last batch's text and an eighth (fewer regrowths)
     cdef object records_type
     cdef HeadersWriter* headers  # writes a record set's headers-level summary (NULL: ask the encoder)
     cdef list codes  # the non-zero ErrorCode values of the body being written
@@ -140,7 +141,7 @@ cdef class BodyColumn:
         cdef void* p
         if self.size + more <= self.cap:
             return 0
-        cap = max(65536, self.cap * 2, self.size + more)
+        cap = max(65536, self.hint, self.cap * 2, self.size + more)
         p = realloc(self.data, cap)
         if p == NULL:
             raise MemoryError()
@@ -362,6 +363,7 @@ cdef class BodyColumn:
         cdef int32_t* off
         cdef unsigned char* valid
         cdef void* p
+        self.hint = self.size + (self.size >> 3)
         try:
             if self.size > self.max_text:
                 return [None if self.nulls[i] else

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from inspector.capture_file import open_capture
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING, KafkaMessage, StreamIssue
 from inspector.events import EventTable, RecordsOptions
-from inspector.packets import Segment, segments
+from inspector.packets import Segment, Skipped, segments
 from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
@@ -51,19 +51,15 @@ def iter_capture(
                           max_elements=options.max_elements)
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
+    out: list[KafkaMessage] = []
     with open_capture(path) as reader:
         for count, seg in enumerate(segments(reader), 1):
-            summary.packets += 1
-            if not isinstance(seg, Segment):
-                summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
-                continue
-            last_ts = seg.ts
-            for ev in inspector.segment(seg):
-                if isinstance(ev, KafkaMessage):
-                    summary.message(ev)
-                    yield ev
-                else:
-                    summary.issue(ev)
+            ts = packet_messages(inspector, summary, seg, out)
+            if ts is not None:
+                last_ts = ts
+                if out:
+                    yield from out
+                    out.clear()
             if inspector.closed:  # account closed connections as they go: memory stays bounded
                 drain_closed(inspector, summary, name)
             if progress is not None and count % 4096 == 0:
@@ -78,6 +74,23 @@ def iter_capture(
         if progress is not None:
             progress(name, reader.bytes_read, summary.frames)
     account_finished(inspector, summary, name)
+
+
+def packet_messages(inspector: Inspector, summary: Summary, seg: Segment | Skipped,
+                    out: list[KafkaMessage]) -> float | None:
+    """One packet through ``inspector``: its Kafka messages appended to ``out``, everything counted in
+    ``summary``; the TCP segment's timestamp (None for a packet skipped: why is counted)."""
+    summary.packets += 1
+    if not isinstance(seg, Segment):
+        summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
+        return None
+    for ev in inspector.segment(seg):
+        if isinstance(ev, KafkaMessage):
+            summary.message(ev)
+            out.append(ev)
+        else:
+            summary.issue(ev)
+    return seg.ts
 
 
 def account_finished(inspector: Inspector, summary: Summary, name: str) -> None:

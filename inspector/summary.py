@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,13 +38,13 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def _merge_fields(into: Any, other: Any) -> None:
+def _merge_fields(into: Any, other: Any, combine: dict[str, Callable[[Any, Any], Any]] | None = None) -> None:
     """Add ``other``'s totals to ``into`` (instances of the same dataclass), field by field: numbers are
-    added (or combined by the field's ``metadata["merge"]``), lists extended, dicts merged by key
+    added (or combined by the function ``combine`` gives for the field), lists extended, dicts merged by key
     (values the same way). A field of another type is an error, so none can be forgotten."""
     for f in fields(into):
         mine, theirs = getattr(into, f.name), getattr(other, f.name)
-        how = f.metadata.get("merge")
+        how = combine.get(f.name) if combine else None
         if how is not None:
             setattr(into, f.name, how(mine, theirs))
         else:
@@ -95,12 +96,12 @@ class Summary:
     packets: int = 0
     packets_skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    max_conn_id: int = field(default=0, metadata={"merge": max})
+    max_conn_id: int = 0  # merged as the larger of the two
     limits: dict[str, int] = field(default_factory=dict)  # LIMITS key -> hits
 
     def merge(self, other: Summary) -> None:
         """Add the totals of ``other`` (e.g. another process's capture) to these."""
-        _merge_fields(self, other)
+        _merge_fields(self, other, {"max_conn_id": max})
 
     def limit_hit(self, name: str, count: int = 1) -> None:
         if count:

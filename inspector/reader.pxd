@@ -1,0 +1,10 @@
+cimport cython
+from inspector.events cimport EventTable
+from inspector.pipeline cimport Inspector
+from inspector.summary cimport Summary
+
+@cython.locals(inspector=Inspector, summary=Summary)
+cpdef packet_messages(inspector, summary, seg, list out)
+
+@cython.locals(table=EventTable, summary=Summary)
+cpdef read_captures(paths, writer, options=*, progress=*, summary=*)

@@ -12,3 +12,5 @@ cdef class KafkaConnection:
     cpdef _request(self, frame)
     cpdef _response(self, frame)
     cpdef tuple _roles(self)
+
+cpdef bint _expects_no_response(msg) except -1

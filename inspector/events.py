@@ -409,10 +409,12 @@ class EventTable:
         row_columns = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
                        else [() for _ in _ROW_COLUMNS])
         conn_columns = list(zip(*conns, strict=True)) if conns else [() for _ in _CONN_COLUMNS]
-        extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)
+        extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)  # None: every row has the default
         if extras:
             for i in range(len(_EXTRA_COLUMNS)):
                 default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
+                if all(values[i] is default for _, values in extras):
+                    continue  # the column stays all default (null or False), made without a list of n values
                 filled: list[Any] = [default] * n
                 for row, values in extras:
                     filled[row] = values[i]

@@ -2,8 +2,12 @@ cimport cython
 from inspector.framing cimport Framer
 
 cdef class KafkaConnection:
-    cdef public object conn_id, max_pending, max_elements, endpoints, client_side, pending, seen_versions
-    cdef public object last_correlation_id, stats, framers, _undecided, _request_failures
+    cdef public dict pending
+    cdef public set seen_versions
+    cdef public tuple framers
+    cdef public list _undecided, _request_failures
+    cdef public object conn_id, max_pending, max_elements, endpoints, client_side
+    cdef public object last_correlation_id, stats
 
     @cython.locals(framer=Framer)
     cpdef list data(self, side, ts, view)

@@ -1,5 +1,6 @@
 cdef class Framer:
-    cdef public object plausible, confirm, max_frame, max_scan, offset, _chunks, _loose, buffered, _need, _length
+    cdef public list _chunks
+    cdef public object plausible, confirm, max_frame, max_scan, offset, _loose, buffered, _need, _length
     cdef public object _first_ts, _scan_need, min_frame, scan_window, _top, _maybe_start, frames, bytes_framed
     cdef public object bytes_skipped
     cdef public bint synced

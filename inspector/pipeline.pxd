@@ -4,11 +4,14 @@ from inspector.framing cimport Framer
 from inspector.reassembly cimport Reassembler
 
 cdef class _Tracked:
-    cdef public object _spec, _conn, kafka, held, ignored_bytes, framer_bytes, reasm_bytes
+    cdef public list held
+    cdef public object _spec, _conn, kafka, ignored_bytes, framer_bytes, reasm_bytes
 
 cdef class Inspector:
     cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released
-    cdef public object held_bytes, conns, closed, max_conn_id, _holders, _holders_max, _reasm_held
+    cdef public dict conns
+    cdef public list closed
+    cdef public object held_bytes, max_conn_id, _holders, _holders_max, _reasm_held
     cdef public Reassembler reassembler
 
     @cython.locals(reassembler=Reassembler)

@@ -154,8 +154,9 @@ json_values = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(st.text(max_size=6) | st.just("ErrorCode"), json_values, max_size=5))
 def test_random_bodies(body: dict[str, Any]) -> None:
-    # Written (and then equal) unless it holds a float or an integer beyond 64 bits signed.
-    assert _same_as_orjson(body) == (not _has_float(body) and not _has_big_int(body))
+    # Written (and then equal) unless it holds a float, an integer beyond 64 bits signed or a string that is not
+    # valid UTF-8 (a lone surrogate: orjson refuses it, the twin leaves it to orjson).
+    assert _same_as_orjson(body) == (not _has_float(body) and not _has_big_int(body) and not _has_surrogate(body))
 
 
 def _walk(value: Any) -> Any:
@@ -170,6 +171,17 @@ def _walk(value: Any) -> Any:
 
 def _has_float(body: Any) -> bool:
     return any(type(v) is float for v in _walk(body))
+
+
+def _has_surrogate(body: Any) -> bool:
+    """A key or string value that UTF-8 cannot encode."""
+    def bad(s: Any) -> bool:
+        try:
+            s.encode()
+        except UnicodeEncodeError:
+            return True
+        return False
+    return any(isinstance(v, str) and bad(v) or isinstance(v, dict) and any(bad(k) for k in v) for v in _walk(body))
 
 
 def _has_big_int(body: Any) -> bool:

@@ -167,17 +167,24 @@ def _exact(fast: tuple[rt.Reader, rt.Reader] | _Fast, b: bytes) -> tuple[dict[st
 #: The exact decode of a known api key and version: (fast header reader, fast body reader, header version,
 #: postprocessor or None).
 _Fast = tuple[rt.Reader, rt.Reader, int, Any]
-#: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup); None for an unknown one.
+#: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as a version is
+#: 0..0xFFFF here); None for an unknown pair.
 _fast_requests: dict[int, _Fast | None] = {}
 _fast_responses: dict[int, _Fast | None] = {}
 _UNSEEN: Any = object()
 _BUDGET = rt.BUDGET
 
 
-def _fast_entry(api_key: int, version: int, kind: str) -> _Fast | None:
-    entry = _readers(api_key, version, kind)
-    fast = None if entry is None else (entry[3], entry[4], entry[2], (_POST or _postprocessors()).get((kind, api_key)))
-    (_fast_requests if kind == "request" else _fast_responses)[(api_key << 16) | (version & 0xFFFF)] = fast
+def _fast(table: dict[int, _Fast | None], api_key: int, version: int) -> _Fast | None:
+    """The exact decode's entry of ``table`` (``_fast_requests`` or ``_fast_responses``) for this pair."""
+    if not 0 <= version <= 0xFFFF:
+        return None  # no such version (the slow path says so)
+    fast = table.get((api_key << 16) | version, _UNSEEN)
+    if fast is _UNSEEN:
+        kind = "request" if table is _fast_requests else "response"
+        entry = _readers(api_key, version, kind)
+        post = (_POST or _postprocessors()).get((kind, api_key))
+        fast = table[(api_key << 16) | version] = None if entry is None else (entry[3], entry[4], entry[2], post)
     return fast
 
 
@@ -212,9 +219,7 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
         api_key, version, corr = _HEAD(b, 0)
-        fast = _fast_requests.get((api_key << 16) | (version & 0xFFFF), _UNSEEN)
-        if fast is _UNSEEN:
-            fast = _fast_entry(api_key, version, "request")
+        fast = _fast(_fast_requests, api_key, version)
         if fast is not None:
             decoded = _exact(fast, b)
             if type(decoded) is tuple:
@@ -278,7 +283,8 @@ def decode_response(
     msg = _response_exact(b, api_key, api_version, max_elements, None)
     if msg is not None:
         if postprocess:
-            handler = _fast_responses[(api_key << 16) | (api_version & 0xFFFF)][3]  # type: ignore[index]
+            fast = _fast(_fast_responses, api_key, api_version)
+            handler = fast[3] if fast is not None else None
             if handler is not None:
                 msg = handler(msg, inner)
         return msg
@@ -332,14 +338,13 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
 def _response_exact(b: bytes, api_key: int, api_version: int, max_elements: int,
                     over_budget: list[tuple[int, int]] | None) -> DecodedMessage | None:
     _BUDGET[0] = max_elements
-    fast = _fast_responses.get((api_key << 16) | (api_version & 0xFFFF), _UNSEEN)
-    if fast is _UNSEEN:
-        fast = _fast_entry(api_key, api_version, "response")
+    fast = _fast(_fast_responses, api_key, api_version)
     decoded = _exact(fast, b) if fast is not None and len(b) >= 4 else None
     if type(decoded) is not tuple:
         if decoded is _OVER_BUDGET and over_budget is not None:
             over_budget.append((api_key, api_version))
         return None
+    assert fast is not None
     header, body = decoded
     return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
                         fast[2], header, None, None, None, (), None)

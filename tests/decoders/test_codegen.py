@@ -8,7 +8,7 @@ import struct
 from decoders import decode_request, decode_response
 from decoders.codegen.__main__ import main as codegen_main
 from decoders.generated import api_003_metadata
-from tests.frames import metadata_request_v0, request_header
+from tests.frames import api_versions_response_v0, metadata_request_v0, request_header
 
 
 def test_generated_code_is_up_to_date() -> None:
@@ -56,6 +56,16 @@ def test_unknown_key_and_version_are_statuses() -> None:
     msg = decode_request(request_header(3, 99, 1))
     assert msg.status == "unknown version 99 of Metadata (known 0-13)" and msg.client_id == "test-client"
     assert decode_response(b"\x00\x00", 3, 0).status.startswith("truncated")
+
+
+def test_a_version_out_of_range_is_not_taken_for_another() -> None:
+    """The exact decode finds its readers by ``api_key << 16 | version``: a version beyond 16 bits (or
+    negative) must not land on a real one's entry."""
+    frame = api_versions_response_v0(7, [(18, 0, 3)])
+    assert decode_response(frame, 18, 0).ok
+    for version in (1 << 16, -(1 << 16), -1):
+        assert decode_response(frame, 18, version).status == f"unknown version {version} of ApiVersions (known 0-5)"
+    assert decode_response(frame, 18 - 1, 1 << 16).status.startswith("unknown version")
 
 
 def test_array_count_check_takes_a_null_struct_as_one_byte() -> None:

@@ -58,8 +58,7 @@ class _Unhandled(Exception):
 
 cdef class _Text:
     """A batch's text, handed over by :meth:`BodyColumn.take`: read-only bytes through the buffer protocol,
-    kept (with the Arrow buffer holding them) until the last reference goes (an Arrow buffer made from it
-    keeps it)."""
+    over the column's Arrow buffer, which it keeps alive (as an Arrow buffer made from it keeps it)."""
 
     cdef object owner
     cdef char* data

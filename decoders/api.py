@@ -118,21 +118,28 @@ def _header_module(name: str) -> ModuleType:
     return _module(registry.DATA_MODULES[name])
 
 
-# (header reader, body reader, header version, fast header reader, fast body reader): the fast ones
-# are the compiled twins when built (else the same pure readers); they only serve exact decodes.
-_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader]
-_request_readers: dict[tuple[int, int], _Readers | None] = {}
-_response_readers: dict[tuple[int, int], _Readers | None] = {}
+# (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None):
+# the fast readers are the compiled twins when built (else the same pure readers); they only serve exact decodes.
+_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any]
+#: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as only versions
+#: 0..0xFFFF are kept); None for an unknown pair.
+_request_readers: dict[int, _Readers | None] = {}
+_response_readers: dict[int, _Readers | None] = {}
+_UNSEEN: Any = object()
+_BUDGET = rt.BUDGET
 
 
 def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
-    """(header reader, body reader, header version) of a known api key and version."""
+    """The readers (see ``_Readers``) of a known api key and version, else None."""
+    if not 0 <= version <= 0xFFFF:
+        return None  # no such version (the caller's status says so)
     table = _request_readers if kind == "request" else _response_readers
-    if (api_key, version) in table:
-        return table[(api_key, version)]
+    entry: _Readers | None = table.get((api_key << 16) | version, _UNSEEN)
+    if entry is not _UNSEEN:
+        return entry
     versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
     header_version = versions.get((api_key, version))
-    entry: _Readers | None = None
+    entry = None
     if header_version is not None:
         header_name = registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
         header = _module(header_name).VERSIONS[header_version]
@@ -144,8 +151,9 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
         if fast_header_module is not None and fast_module is not None:
             fast_header = fast_header_module.VERSIONS[header_version]
             fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
-        entry = (header, body, header_version, fast_header, fast_body)
-    table[(api_key, version)] = entry
+        post = (_POST or _postprocessors()).get((kind, api_key))
+        entry = (header, body, header_version, fast_header, fast_body, post)
+    table[(api_key << 16) | version] = entry
     return entry
 
 
@@ -153,39 +161,15 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
 _OVER_BUDGET = rt.OVER_BUDGET
 
 
-def _exact(fast: tuple[rt.Reader, rt.Reader] | _Fast, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
-    """(header, body) when ``b`` decodes exactly with these fast readers, :data:`_OVER_BUDGET` when the decode
+def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
+    """(header, body) when ``b`` decodes exactly with these readers, :data:`_OVER_BUDGET` when the decode
     stopped at the element budget, else None (no error detail)."""
     try:
-        header, p = fast[0](b, 0)
-        body, end = fast[1](b, p)
+        header, p = entry[3](b, 0)
+        body, end = entry[4](b, p)
     except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
-
-
-#: The exact decode of a known api key and version: (fast header reader, fast body reader, header version,
-#: postprocessor or None).
-_Fast = tuple[rt.Reader, rt.Reader, int, Any]
-#: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as a version is
-#: 0..0xFFFF here); None for an unknown pair.
-_fast_requests: dict[int, _Fast | None] = {}
-_fast_responses: dict[int, _Fast | None] = {}
-_UNSEEN: Any = object()
-_BUDGET = rt.BUDGET
-
-
-def _fast(table: dict[int, _Fast | None], api_key: int, version: int) -> _Fast | None:
-    """The exact decode's entry of ``table`` (``_fast_requests`` or ``_fast_responses``) for this pair."""
-    if not 0 <= version <= 0xFFFF:
-        return None  # no such version (the slow path says so)
-    fast = table.get((api_key << 16) | version, _UNSEEN)
-    if fast is _UNSEEN:
-        kind = "request" if table is _fast_requests else "response"
-        entry = _readers(api_key, version, kind)
-        post = (_POST or _postprocessors()).get((kind, api_key))
-        fast = table[(api_key << 16) | version] = None if entry is None else (entry[3], entry[4], entry[2], post)
-    return fast
 
 
 #: How a message's status starts when its decode stopped at the array element budget (``--max-elements``).
@@ -219,15 +203,15 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
         api_key, version, corr = _HEAD(b, 0)
-        fast = _fast(_fast_requests, api_key, version)
-        if fast is not None:
-            decoded = _exact(fast, b)
+        entry = _readers(api_key, version, "request")
+        if entry is not None:
+            decoded = _exact(entry, b)
             if type(decoded) is tuple:
                 header, body = decoded
                 msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"),
-                                   fast[2], header, None, None, None, (), None)
-                if postprocess and fast[3] is not None:
-                    msg = fast[3](msg, None)
+                                   entry[2], header, None, None, None, (), None)
+                if postprocess and entry[5] is not None:
+                    msg = entry[5](msg, None)
                 return msg
     _BUDGET[0] = max_elements
     return _decode_request_slow(b, postprocess)
@@ -283,13 +267,13 @@ def decode_response(
     msg = _response_exact(b, api_key, api_version, max_elements, None)
     if msg is not None:
         if postprocess:
-            fast = _fast(_fast_responses, api_key, api_version)
-            handler = fast[3] if fast is not None else None
+            entry = _readers(api_key, api_version, "response")
+            handler = entry[5] if entry is not None else None
             if handler is not None:
                 msg = handler(msg, inner)
         return msg
-    rt.BUDGET[0] = max_elements
-    entry = _response_readers.get((api_key, api_version)) or _readers(api_key, api_version, "response")
+    _BUDGET[0] = max_elements
+    entry = _readers(api_key, api_version, "response")
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
@@ -313,7 +297,7 @@ def decode_response(
     if api_key == 18 and api_version > 0 and not msg.ok:
         # A broker that does not support the requested ApiVersions version answers at v0 (the
         # Java client retries the parse at v0 the same way).
-        rt.BUDGET[0] = max_elements
+        _BUDGET[0] = max_elements
         body0, end0, fail0 = _run(module.RESPONSE[0], b, p)
         if fail0 is None and end0 == size:
             msg = _finish("response", api_key, api_version, corr, b, body0, end0, None, header_version,
@@ -338,16 +322,16 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
 def _response_exact(b: bytes, api_key: int, api_version: int, max_elements: int,
                     over_budget: list[tuple[int, int]] | None) -> DecodedMessage | None:
     _BUDGET[0] = max_elements
-    fast = _fast(_fast_responses, api_key, api_version)
-    decoded = _exact(fast, b) if fast is not None and len(b) >= 4 else None
+    entry = _readers(api_key, api_version, "response")
+    decoded = _exact(entry, b) if entry is not None and len(b) >= 4 else None
     if type(decoded) is not tuple:
         if decoded is _OVER_BUDGET and over_budget is not None:
             over_budget.append((api_key, api_version))
         return None
-    assert fast is not None
+    assert entry is not None
     header, body = decoded
     return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
-                        fast[2], header, None, None, None, (), None)
+                        entry[2], header, None, None, None, (), None)
 
 
 def _finish(

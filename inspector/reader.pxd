@@ -8,3 +8,6 @@ cpdef packet_messages(inspector, summary, seg, list out)
 
 @cython.locals(table=EventTable, summary=Summary)
 cpdef read_captures(paths, writer, options=*, progress=*, summary=*)
+
+@cython.locals(summary=Summary)
+cpdef void count_events(summary, list events, list out) except *

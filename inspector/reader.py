@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from inspector.capture_file import open_capture
-from inspector.connection import MAX_ELEMENTS, MAX_PENDING, KafkaMessage, StreamIssue
+from inspector.connection import MAX_ELEMENTS, MAX_PENDING, ConnectionEvent, KafkaMessage
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, Skipped, segments
 from inspector.pipeline import MAX_HELD, Inspector
@@ -64,12 +64,8 @@ def iter_capture(
                 drain_closed(inspector, summary, name)
             if progress is not None and count % 4096 == 0:
                 progress(name, reader.bytes_read, summary.frames)
-        for ev in inspector.finish(last_ts):
-            if isinstance(ev, KafkaMessage):
-                summary.message(ev)
-                yield ev
-            elif isinstance(ev, StreamIssue):
-                summary.issue(ev)
+        count_events(summary, inspector.finish(last_ts), out)
+        yield from out
         summary.warnings.extend(f"{name}: {w}" for w in reader.warnings)
         if progress is not None:
             progress(name, reader.bytes_read, summary.frames)
@@ -84,13 +80,18 @@ def packet_messages(inspector: Inspector, summary: Summary, seg: Segment | Skipp
     if not isinstance(seg, Segment):
         summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
         return None
-    for ev in inspector.segment(seg):
+    count_events(summary, inspector.segment(seg), out)
+    return seg.ts
+
+
+def count_events(summary: Summary, events: list[ConnectionEvent], out: list[KafkaMessage]) -> None:
+    """Count ``events`` (the inspector's) in ``summary``; their Kafka messages appended to ``out``."""
+    for ev in events:
         if isinstance(ev, KafkaMessage):
             summary.message(ev)
             out.append(ev)
         else:
             summary.issue(ev)
-    return seg.ts
 
 
 def account_finished(inspector: Inspector, summary: Summary, name: str) -> None:

@@ -109,9 +109,9 @@ def test_budget_stops_are_told_apart_by_both_readers() -> None:
     data = frame(api_versions_response_v0(9, [(1, 0, 9)] * 50))[4:]
     entry = api._readers(18, 0, "response")
     assert entry is not None
-    for readers in ((entry[3], entry[4]), (entry[0], entry[1])):  # compiled (when built), then pure
+    for readers in (entry, (*entry[:3], entry[0], entry[1], entry[5])):  # compiled (when built), then pure
         _runtime.BUDGET[0] = 10
-        assert api._exact(readers, data) is api._OVER_BUDGET  # type: ignore[arg-type]
+        assert api._exact(readers, data) is api._OVER_BUDGET
         _runtime.BUDGET[0] = 10
         assert api._exact(readers, data[:-3]) is None  # cut short: another failure
         _runtime.BUDGET[0] = 100

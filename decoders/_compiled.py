@@ -10,7 +10,8 @@ of them) and has them imported from their source instead.
 A module may have a ``.pxd`` beside it (its classes compiled as extension types, their attributes and
 some methods typed); its hash covers both files. A compiled module that cimports another one's
 declarations needs that one compiled too (its extension type, not a class of the same name from the
-source), so a module is also imported from source when one it cimports is.
+source), so a module is also imported from source when one it cimports is, in its own package or in
+another guarded package installed before it (``inspector`` cimports ``decoders.api``'s message class).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from types import ModuleType
 MANIFEST = "_compiled.json"
 #: Compiled modules not used because their source changed since the build (rebuild: `make setup`).
 STALE: list[str] = []
+#: Modules (full names) that guarded packages import compiled: a module cimporting one not in here runs
+#: from source. Filled by :func:`install`, package by package.
+COMPILED: set[str] = set()
 
 
 def source_hash(path: Path) -> str:
@@ -56,20 +60,32 @@ _CIMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+cimport\b", re.MULTILINE)
 
 def cimported(package_dir: Path, name: str) -> list[str]:
     """Modules of the same package whose declarations ``name``'s ``.pxd`` cimports."""
+    package = package_dir.name
+    return [module.rsplit(".", 1)[1] for module in cimported_modules(package_dir, name)
+            if module.startswith(f"{package}.") and module.count(".") == 1]
+
+
+def cimported_modules(package_dir: Path, name: str) -> list[str]:
+    """Full names of the project modules (a ``.py`` beside a ``.pxd``) ``name``'s ``.pxd`` cimports."""
     declarations = package_dir / f"{name}.pxd"
     if not declarations.exists():
         return []
-    package = package_dir.name
-    return [module.rsplit(".", 1)[1] for module in _CIMPORT.findall(declarations.read_text())
-            if module.startswith(f"{package}.") and module.count(".") == 1]
+    root = package_dir
+    while (root / "__init__.py").exists():
+        root = root.parent
+    return [module for module in _CIMPORT.findall(declarations.read_text())
+            if root.joinpath(*module.split(".")).with_suffix(".py").exists()]
 
 
 def source_hash_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def stale_modules(package_dir: Path, pure: bool) -> list[str]:
-    """Modules of ``package_dir`` that must be imported from source: compiled, but from another source."""
+def stale_modules(package_dir: Path, pure: bool, compiled_elsewhere: set[str] | None = None) -> list[str]:
+    """Modules of ``package_dir`` that must be imported from source: compiled, but from another source, or
+    cimporting one imported from source. A cimported module of another package counts as compiled when it is
+    in ``compiled_elsewhere`` (default :data:`COMPILED`, what the packages guarded so far import compiled)."""
+    elsewhere = COMPILED if compiled_elsewhere is None else compiled_elsewhere
     try:
         built: dict[str, str] = json.loads((package_dir / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -77,6 +93,11 @@ def stale_modules(package_dir: Path, pure: bool) -> list[str]:
     names = {extension.name.split(".", 1)[0] for extension in package_dir.glob("*.so")}
     names = {name for name in names if (package_dir / f"{name}.py").exists()}
     stale = {name for name in names if pure or built.get(name) != source_hash(package_dir / f"{name}.py")}
+    package = package_dir.name
+    for name in names - stale:  # cimports of another package's modules: compiled there, or not at all
+        if any(not dep.startswith(f"{package}.") and dep not in elsewhere
+               for dep in cimported_modules(package_dir, name)):
+            stale.add(name)
     changed = True
     while changed:  # what cimports a module imported from source (stale, or never built) is too
         changed = False
@@ -110,6 +131,8 @@ def install(package: str, package_dir: Path) -> list[str]:
     """Guard ``package``: stale compiled modules (or all, with KAFKA_INSPECTOR_PURE=1) load from source."""
     pure = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
     names = stale_modules(package_dir, pure)
+    built = {extension.name.split(".", 1)[0] for extension in package_dir.glob("*.so")}
+    COMPILED.update(f"{package}.{name}" for name in built - set(names) if (package_dir / f"{name}.py").exists())
     if names:
         # Quietly: the results are the same, only slower (the CLI's stderr carries one-line errors only).
         # STALE says which; the benchmarks print it and the suite fails on it after `make setup`.

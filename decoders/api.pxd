@@ -1,3 +1,12 @@
+cimport cython
+
+cdef class DecodedMessage:
+    cdef public object kind, api_key, api_version, correlation_id, status, body, size, client_id
+    cdef public object header_version, header, body_version, error_path, error_offset, notes, inner
+
+@cython.locals(m=DecodedMessage)
+cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,
+                                  header_version, header, body_version, error_path, error_offset, notes, inner)
 cpdef object _readers(object api_key, object version, str kind)
 cpdef object _exact(tuple entry, bytes b)
 cpdef object _response_exact(bytes b, object api_key, object api_version, object max_elements, object over_budget)

@@ -16,7 +16,6 @@ from typing import Any
 
 from decoders import _runtime as rt
 from decoders.generated import registry
-from decoders.native import maker
 
 OK = "ok"
 _HEAD = struct.Struct(">hhi").unpack_from
@@ -65,7 +64,7 @@ def api_name(api_key: int | None) -> str | None:
     return registry.API_NAMES.get(api_key)
 
 
-@dataclass(slots=True)
+@dataclass  # compiled, an extension type (api.pxd): its fields live in the object, read from C
 class DecodedMessage:
     """One decoded request or response (treat as immutable; not frozen only for speed)."""
 
@@ -94,8 +93,30 @@ class DecodedMessage:
         return api_name(self.api_key)
 
 
-# DecodedMessage(...) for the fast paths: every field, positionally (decoders.native.maker).
-_new_message = maker(DecodedMessage)
+def _new_message(kind: str, api_key: int | None, api_version: int | None, correlation_id: int | None,
+                 status: str, body: dict[str, Any] | None, size: int, client_id: str | None,
+                 header_version: int | None, header: dict[str, Any] | None, body_version: int | None,
+                 error_path: str | None, error_offset: int | None, notes: tuple[str, ...],
+                 inner: DecodedMessage | None) -> DecodedMessage:
+    """DecodedMessage(...) for the fast paths, every field positionally: compiled, the fields are stored
+    from C (no ``__init__`` call)."""
+    m = DecodedMessage.__new__(DecodedMessage)
+    m.kind = kind
+    m.api_key = api_key
+    m.api_version = api_version
+    m.correlation_id = correlation_id
+    m.status = status
+    m.body = body
+    m.size = size
+    m.client_id = client_id
+    m.header_version = header_version
+    m.header = header
+    m.body_version = body_version
+    m.error_path = error_path
+    m.error_offset = error_offset
+    m.notes = notes
+    m.inner = inner
+    return m
 
 
 class _Failure(Exception):

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from decoders._compiled import (
+    COMPILED,
     MANIFEST,
     STALE,
     cimported,
+    cimported_modules,
     compiled,
     install,
     source_hash,
@@ -21,5 +23,5 @@ from decoders._compiled import (
 
 PACKAGE = Path(__file__).resolve().parent
 
-__all__ = ["MANIFEST", "PACKAGE", "STALE", "cimported", "compiled", "install", "source_hash", "source_hash_text",
-           "stale_modules"]
+__all__ = ["COMPILED", "MANIFEST", "PACKAGE", "STALE", "cimported", "cimported_modules", "compiled", "install",
+           "source_hash", "source_hash_text", "stale_modules"]

@@ -49,9 +49,13 @@ def fast_frozen_init(cls: type[_T]) -> type[_T]:
     their member descriptors does the same thing (the instance stays frozen: assigning an attribute
     afterwards still raises ``FrozenInstanceError``) at about half the cost, which matters for the
     per-packet objects of the hot path. Fields with ``init=False``, default factories or ``__post_init__``
-    are not supported (the decorator refuses such classes).
+    are not supported (the decorator refuses such classes). A class compiled as an extension type (a
+    ``.pxd`` declares it; its fields are in the object, read-only to Python) is returned as it is.
     """
     import dataclasses
+
+    if not cls.__flags__ & (1 << 9):  # not Py_TPFLAGS_HEAPTYPE: a compiled extension type
+        return cls
 
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:

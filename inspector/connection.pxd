@@ -1,5 +1,19 @@
 cimport cython
-from inspector.framing cimport Framer
+from decoders.api cimport DecodedMessage
+from inspector.framing cimport Frame, Framer
+
+cdef class PendingRequest:
+    cdef public object api_key, api_version, ts, client_id, inner, inner_correlation_id
+
+cdef class KafkaMessage:
+    cdef public object ts, conn_id, client, broker, direction, frame_offset, message, client_id, latency_ms
+    cdef public object request_missing, candidates, confidence
+
+@cython.locals(p=PendingRequest)
+cpdef PendingRequest _new_pending(api_key, api_version, ts, client_id, inner, inner_correlation_id)
+@cython.locals(m=KafkaMessage)
+cpdef KafkaMessage _new_message(ts, conn_id, client, broker, direction, frame_offset, message, client_id,
+                                latency_ms, request_missing, candidates, confidence)
 
 cdef class ConnectionStats:
     cdef public list bytes_seen, bytes_framed, bytes_gap, bytes_skipped, bytes_retransmitted, frames
@@ -17,9 +31,11 @@ cdef class KafkaConnection:
     @cython.locals(framer=Framer)
     cpdef list data(self, side, ts, view)
     cpdef list _handle(self, side, list events)
-    cpdef _frame(self, side, frame)
-    cpdef _request(self, frame)
-    cpdef _response(self, frame)
+    cpdef _frame(self, side, Frame frame)
+    @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
+    cpdef _request(self, Frame frame)
+    @cython.locals(msg=DecodedMessage, req=PendingRequest)
+    cpdef _response(self, Frame frame)
     cpdef tuple _roles(self)
 
-cpdef bint _expects_no_response(msg) except -1
+cpdef bint _expects_no_response(DecodedMessage msg) except -1

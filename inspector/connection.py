@@ -10,12 +10,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from decoders import OK, DecodedMessage, decode_request, decode_response
+from decoders import OK, decode_request, decode_response
 from decoders._runtime import MAX_ELEMENTS
+from decoders.api import DecodedMessage
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
-from decoders.native import maker
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
@@ -43,7 +43,7 @@ class Endpoint:
         return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
 
 
-@dataclass(slots=True)
+@dataclass  # compiled, an extension type (connection.pxd), as KafkaMessage
 class PendingRequest:
     api_key: int
     api_version: int
@@ -53,7 +53,7 @@ class PendingRequest:
     inner_correlation_id: int | None
 
 
-@dataclass(slots=True)
+@dataclass  # compiled, an extension type (connection.pxd): its fields live in the object, read from C
 class KafkaMessage:
     """A decoded frame with its connection context: what becomes an event row."""
 
@@ -86,9 +86,37 @@ class StreamIssue:
 
 ConnectionEvent = KafkaMessage | StreamIssue
 
-# The hot path's constructors: every field, positionally (decoders.native.maker).
-_new_pending = maker(PendingRequest)
-_new_message = maker(KafkaMessage)
+def _new_pending(api_key: int, api_version: int, ts: float, client_id: str | None, inner: tuple[int, int] | None,
+                 inner_correlation_id: int | None) -> PendingRequest:
+    """PendingRequest(...) for the hot path, every field positionally: compiled, stored from C."""
+    p = PendingRequest.__new__(PendingRequest)
+    p.api_key = api_key
+    p.api_version = api_version
+    p.ts = ts
+    p.client_id = client_id
+    p.inner = inner
+    p.inner_correlation_id = inner_correlation_id
+    return p
+
+
+def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, direction: str, frame_offset: int,
+                 message: DecodedMessage, client_id: str | None, latency_ms: float | None, request_missing: bool,
+                 candidates: tuple[tuple[int, int], ...], confidence: float | None) -> KafkaMessage:
+    """KafkaMessage(...) for the hot path, every field positionally: compiled, stored from C."""
+    m = KafkaMessage.__new__(KafkaMessage)
+    m.ts = ts
+    m.conn_id = conn_id
+    m.client = client
+    m.broker = broker
+    m.direction = direction
+    m.frame_offset = frame_offset
+    m.message = message
+    m.client_id = client_id
+    m.latency_ms = latency_ms
+    m.request_missing = request_missing
+    m.candidates = candidates
+    m.confidence = confidence
+    return m
 
 
 @dataclass

@@ -1,4 +1,6 @@
 cimport cython
+from decoders.api cimport DecodedMessage
+from inspector.connection cimport KafkaMessage
 
 cdef class _BodyEncoder:
     cdef public object budget, headers_json, problems, records
@@ -10,7 +12,8 @@ cdef class EventTable:
     cdef public object capture, records, limit_hits
     cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _last_conn, _extras, _bodies
 
-    cpdef add(self, event)
-    cpdef _conn(self, ev)
+    @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
+    cpdef add(self, KafkaMessage event)
+    cpdef _conn(self, KafkaMessage ev)
     @cython.locals(encoder=_BodyEncoder)
-    cpdef _add(self, ev, msg, envelope, conn)
+    cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)

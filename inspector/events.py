@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from decoders import DecodedMessage
+from decoders.api import DecodedMessage
 from decoders.generated.registry import API_NAMES as _API_NAMES
 from decoders.native import load as _load_native
 from decoders.records import MAX_RECORDS_DEFAULT, Budget, Records
@@ -299,10 +299,11 @@ class EventTable:
 
     def add(self, event: KafkaMessage) -> None:
         conn = self._conn(event)
-        self._add(event, event.message, None, conn)
-        inner = event.message.inner
+        msg = event.message
+        self._add(event, msg, None, conn)
+        inner = msg.inner
         if inner is not None:
-            self._add(event, inner, event.message, conn)
+            self._add(event, inner, msg, conn)
 
     def _conn(self, ev: KafkaMessage) -> int:
         conn_id, client, broker = ev.conn_id, ev.client, ev.broker

@@ -1,3 +1,6 @@
+cdef class Frame:
+    cdef public object ts, first_ts, offset, data
+
 cdef class Framer:
     cdef public list _chunks
     cdef public object plausible, confirm, max_frame, max_scan, offset, _loose, buffered, _need, _length

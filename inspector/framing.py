@@ -35,15 +35,18 @@ class Verdict:
     YES = 2
 
 
-@dataclass(slots=True)
+@dataclass  # compiled, an extension type (framing.pxd); from source, the slots below
 class Frame:
+    __slots__ = ("ts", "first_ts", "offset", "data")
+
     ts: float  # timestamp of the segment that completed the frame
     first_ts: float  # timestamp of the segment that started it
     offset: int  # stream offset of the length prefix
     data: bytes  # the frame without its length prefix
 
 
-#: Frame(...) for the hot path: every field, positionally (decoders.native.maker).
+#: Frame(...) for the hot path: every field, positionally (decoders.native.maker; the class itself when
+#: compiled).
 _new_frame = maker(Frame)
 _native = load_native("_frames")
 _native_whole_frames = _native.whole_frames if _native is not None else None

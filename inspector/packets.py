@@ -82,8 +82,7 @@ _tcp = Struct("!HHIIBB").unpack_from  # sport, dport, seq, ack, data offset, fla
 _EMPTY = memoryview(b"")
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (packets.pxd); from source, the slots below
 class Segment:
     """One TCP segment.
 
@@ -93,6 +92,9 @@ class Segment:
     bytes that were cut, so the segment's real payload length is ``len(payload) + missing``. (A frame cut
     only in its link-layer trailer is not truncated: all its TCP payload is there.)
     """
+
+    __slots__ = ("ts", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload", "truncated",
+                 "missing")
 
     ts: float
     src_ip: str
@@ -107,7 +109,10 @@ class Segment:
     missing: int
 
 
-#: Segment(...) for parse_packet and the typed twin: every field, positionally (decoders.native.maker).
+fast_frozen_init(Segment)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
+
+#: Segment(...) for parse_packet and the typed twin: every field, positionally (decoders.native.maker; the
+#: class itself when compiled).
 _new_segment = maker(Segment)
 
 

@@ -1,7 +1,7 @@
 cimport cython
 from inspector.connection cimport KafkaConnection
 from inspector.framing cimport Framer
-from inspector.reassembly cimport Reassembler
+from inspector.reassembly cimport Reassembler, StreamData
 
 cdef class _Tracked:
     cdef public list held
@@ -16,5 +16,7 @@ cdef class Inspector:
 
     @cython.locals(reassembler=Reassembler)
     cpdef list segment(self, seg)
-    @cython.locals(tracked=_Tracked, conn=KafkaConnection, framer=Framer)
+    @cython.locals(tracked=_Tracked, conn=KafkaConnection)
     cpdef list _dispatch(self, events)
+    @cython.locals(tracked=_Tracked, conn=KafkaConnection, framer=Framer)
+    cpdef _data(self, StreamData ev, list out)

@@ -164,22 +164,7 @@ class Inspector:
         out: list[ConnectionEvent] = []
         for ev in events:
             if isinstance(ev, StreamData):
-                tracked = self.conns.get(ev.conn_id)
-                if tracked is None:
-                    continue
-                if tracked.kafka is False:
-                    tracked.ignored_bytes += len(ev.data)
-                    continue
-                conn = tracked._conn if tracked._conn is not None else tracked.conn
-                framer = conn.framers[ev.side]
-                before = framer.buffered
-                self._emit(tracked, conn.data(ev.side, ev.ts, ev.data), out)
-                grown = framer.buffered - before
-                if grown:  # an incomplete frame grew or completed: count it (inline, once per segment)
-                    tracked.framer_bytes += grown
-                    self.held_bytes += grown
-                    if self._holders is not None:
-                        self._changed(ev.conn_id, tracked, grown > 0)
+                self._data(ev, out)
             elif isinstance(ev, StreamGap):
                 tracked = self.conns.get(ev.conn_id)
                 if tracked is None or tracked.kafka is False:
@@ -195,6 +180,24 @@ class Inspector:
                     self.evicted += 1
                 out.extend(self._close(ev.conn_id, ev.ts, ev.stats))
         return out
+
+    def _data(self, ev: StreamData, out: list[ConnectionEvent]) -> None:
+        tracked = self.conns.get(ev.conn_id)
+        if tracked is None:
+            return
+        if tracked.kafka is False:
+            tracked.ignored_bytes += len(ev.data)
+            return
+        conn = tracked._conn if tracked._conn is not None else tracked.conn
+        framer = conn.framers[ev.side]
+        before = framer.buffered
+        self._emit(tracked, conn.data(ev.side, ev.ts, ev.data), out)
+        grown = framer.buffered - before
+        if grown:  # an incomplete frame grew or completed: count it (inline, once per segment)
+            tracked.framer_bytes += grown
+            self.held_bytes += grown
+            if self._holders is not None:
+                self._changed(ev.conn_id, tracked, grown > 0)
 
     # -- memory held across connections ------------------------------------------------------------
 

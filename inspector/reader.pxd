@@ -1,4 +1,5 @@
 cimport cython
+from inspector.connection cimport KafkaMessage
 from inspector.events cimport EventTable
 from inspector.pipeline cimport Inspector
 from inspector.summary cimport Summary

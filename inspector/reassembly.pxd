@@ -1,4 +1,8 @@
 cimport cython
+from inspector.packets cimport Segment
+
+cdef class StreamData:
+    cdef readonly object conn_id, side, ts, offset, data, src, dst
 
 cdef class _Dir:
     cdef public list heap
@@ -17,4 +21,4 @@ cdef class Reassembler:
     cdef public object ignored_segments
 
     @cython.locals(d=_Dir, o=_Dir, conn=_Conn)
-    cpdef list feed(self, seg)
+    cpdef list feed(self, Segment seg)

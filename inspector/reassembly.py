@@ -112,8 +112,7 @@ class ConnectionOpened:
     saw_syn: bool
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
 class StreamData:
     """Contiguous stream bytes ``[offset, offset + len(data))`` of one direction, delivered once.
 
@@ -121,16 +120,21 @@ class StreamData:
     of the sending and receiving side of this direction.
     """
 
+    __slots__ = ("conn_id", "side", "ts", "offset", "data", "src", "dst")
+
     conn_id: int
     side: int
     ts: float
     offset: int
     data: memoryview
-    src: Endpoint = _NO_ENDPOINT
-    dst: Endpoint = _NO_ENDPOINT
+    src: Endpoint
+    dst: Endpoint
 
 
-#: StreamData(...) for the hot path: every field, positionally (decoders.native.maker).
+fast_frozen_init(StreamData)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
+
+#: StreamData(...) for the hot path: every field, positionally (decoders.native.maker; the class itself when
+#: compiled).
 _new_stream_data = maker(StreamData)
 
 

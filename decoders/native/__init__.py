@@ -56,13 +56,18 @@ load = MODULES.load
 
 
 _slots = load("_slots")
+#: Py_TPFLAGS_HEAPTYPE: set on classes made by a class statement, not on compiled extension types.
+_HEAP_TYPE = 1 << 9
 
 
 def maker(cls: type[_T]) -> Callable[..., _T]:
     """A constructor of ``cls`` (a ``@dataclass(slots=True)``) taking every field positionally, in field
     order: the typed twin (``_slots.pyx``, stores the slots from C) when built and ``cls`` qualifies
-    (plain fields only: no ``__post_init__``, no ``init=False``, no default factory), else ``cls`` itself."""
-    if _slots is None or not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+    (plain fields only: no ``__post_init__``, no ``init=False``, no default factory), else ``cls`` itself.
+    A class compiled as an extension type (a ``.pxd`` declares it) is its own constructor: its fields are
+    not slots of the kind the twin stores."""
+    if (_slots is None or not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__")
+            or not cls.__flags__ & _HEAP_TYPE):
         return cls
     fields = dataclasses.fields(cls)
     if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields):

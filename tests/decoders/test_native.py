@@ -159,11 +159,16 @@ def test_every_record_field_of_the_real_captures() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# maker: the slotted dataclass constructor of the hot path
+# maker and the hot path's constructors
+
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's class, not a compiled extension type
 
 
-def _hot_classes() -> list[tuple[type, tuple[Any, ...]]]:
+def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
+    """(class, the hot path's constructor of it, every field's value in order)."""
+    from decoders import api
     from decoders.api import DecodedMessage
+    from inspector import connection, framing, packets, reassembly
     from inspector.connection import Endpoint, KafkaMessage, PendingRequest
     from inspector.framing import Frame
     from inspector.packets import Segment
@@ -172,45 +177,89 @@ def _hot_classes() -> list[tuple[type, tuple[Any, ...]]]:
     e = Endpoint("10.0.0.1", 9092)
     msg = DecodedMessage("request", 0, 9, 7, "ok", {"Acks": 1}, 100)
     return [
-        (Segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
-        (StreamData, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
-        (Frame, (1.0, 0.5, 3, b"frame")),
-        (PendingRequest, (0, 9, 1.0, "client", None, None)),
-        (KafkaMessage, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
-        (DecodedMessage, ("response", 1, 12, 5, "ok", {}, 4, None, 1, {}, None, None, None, (), None)),
+        (Segment, packets._new_segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
+        (StreamData, reassembly._new_stream_data, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
+        (Frame, framing._new_frame, (1.0, 0.5, 3, b"frame")),
+        (PendingRequest, connection._new_pending, (0, 9, 1.0, "client", None, None)),
+        (KafkaMessage, connection._new_message, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
+        (DecodedMessage, api._new_message,
+         ("response", 1, 12, 5, "ok", {}, 4, None, 1, {}, None, None, None, (), None)),
     ]
 
 
 @pytest.mark.parametrize("index", range(6))
-def test_maker_builds_what_the_class_builds(index: int) -> None:
-    cls, values = _hot_classes()[index]
-    make = native.maker(cls)
-    if native._slots is not None:
-        assert make is not cls  # the typed twin serves every hot-path class
+def test_hot_constructors_build_what_the_class_builds(index: int) -> None:
+    """Each hot-path class is built with every field positionally, whether compiled (an extension type, its
+    fields in the object) or from source; frozen ones stay read-only."""
+    cls, make, values = _hot_classes()[index]
     made = make(*values)
     assert type(made) is cls and made == cls(*values)
     assert [getattr(made, f.name) for f in dataclasses.fields(cls)] == list(values)
-    assert not hasattr(made, "__dict__")
+    compiled = not cls.__flags__ & HEAP_TYPE
+    if compiled or "__slots__" in cls.__dict__:
+        assert not hasattr(made, "__dict__")
     if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(AttributeError):  # FrozenInstanceError from source; a read-only field compiled
             made.ts = 0.0
-    if make is not cls:  # the twin takes every field (the class itself has defaults for some)
-        with pytest.raises(TypeError):
+    if compiled or (native._slots is not None and "__slots__" in cls.__dict__):
+        with pytest.raises(TypeError):  # every field, none defaulted
             make(*values[:-1])
+
+
+def test_compiled_classes_are_extension_types() -> None:
+    """After `make setup` the hot-path classes are extension types (their fields read from C), and maker
+    leaves them alone: they are their own constructors."""
+    for cls, _make, _values in _hot_classes():
+        module = sys.modules[cls.__module__]
+        if _compiled.compiled(module):
+            assert not cls.__flags__ & HEAP_TYPE, cls
+            assert native.maker(cls) is cls
+        else:
+            assert cls.__flags__ & HEAP_TYPE, cls
+
+
+def test_maker_builds_what_a_slotted_class_builds() -> None:
+    @dataclasses.dataclass(slots=True)
+    class Plain:
+        a: int
+        b: str
+        c: tuple[int, ...] = ()
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Frozen:
+        ts: float
+        x: object
+
+    for cls, values in ((Plain, (1, "b", (2,))), (Frozen, (1.5, None))):
+        make = native.maker(cls)
+        if native._slots is not None:
+            assert make is not cls
+        made = make(*values)
+        assert type(made) is cls and made == cls(*values) and not hasattr(made, "__dict__")
+        if make is not cls:
+            with pytest.raises(TypeError):
+                make(*values[:-1])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        native.maker(Frozen)(1.0, 2).ts = 0.0  # type: ignore[misc]
 
 
 @needs_slots
 def test_maker_keeps_references_right() -> None:
-    cls, values = _hot_classes()[1]
-    make = native.maker(cls)
-    probe = object()
-    args = (*values[:4], probe, *values[5:])
-    before = sys.getrefcount(probe)
-    made = [make(*args) for _ in range(100)]
-    assert sys.getrefcount(probe) == before + 100
-    del made
-    gc.collect()
-    assert sys.getrefcount(probe) == before
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Pair:
+        a: object
+        b: object
+
+    makers = [(native.maker(Pair), (0, 0))] + [(make, values) for _cls, make, values in _hot_classes()]
+    for make, values in makers:
+        probe = object()
+        args = (*values[:1], probe, *values[2:])
+        before = sys.getrefcount(probe)
+        made = [make(*args) for _ in range(100)]
+        assert sys.getrefcount(probe) == before + 100
+        del made
+        gc.collect()
+        assert sys.getrefcount(probe) == before
 
 
 def test_maker_leaves_other_classes_alone() -> None:

@@ -101,3 +101,27 @@ def test_shared_declarations_count_for_every_source_that_cimports_them(tmp_path:
     (pkg / "shared.pxd").write_text("cdef inline int f() noexcept:\n    return 2\n")
     assert _compiled.source_hash(pkg / "twin.pyx") != before
     assert _compiled.source_hash(pkg / "mod.py") == _compiled.source_hash_text("VALUE = 1\n")  # nothing else
+
+
+def test_cimports_of_another_package_follow_what_that_package_runs(tmp_path: Path) -> None:
+    """A module cimporting another guarded package's module (inspector's .pxd files cimport
+    decoders.api's DecodedMessage) is imported from source unless that package imports it compiled."""
+    base = _package(tmp_path, "VALUE = 1\n", None)
+    _module(base, "types", "class A:\n    pass\n", "cdef class A:\n    cdef public object x\n")
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "__init__.py").write_text("")
+    _module(user, "reader", "from pkg.types import A\n", "from pkg.types cimport A\ncpdef f(A a)\n")
+    _module(user, "writer", "from user.reader import f\n", "from user.reader cimport f\n")
+    (user / _compiled.MANIFEST).write_text(json.dumps(
+        {name: _compiled.source_hash(user / f"{name}.py") for name in ("reader", "writer")}))
+    assert _compiled.cimported_modules(user, "reader") == ["pkg.types"]
+    assert _compiled.stale_modules(user, pure=False, compiled_elsewhere={"pkg.types"}) == []
+    # pkg.types edited (or never built) runs from source: its cimporters too, and theirs in turn
+    assert _compiled.stale_modules(user, pure=False, compiled_elsewhere=set()) == ["reader", "writer"]
+
+
+def test_the_guard_records_what_runs_compiled() -> None:
+    if _compiled.compiled(decoders.api):
+        assert "decoders.api" in _compiled.COMPILED and "inspector.events" in _compiled.COMPILED
+    assert not set(_compiled.STALE) & {name.rsplit(".", 1)[1] for name in _compiled.COMPILED}

@@ -3,12 +3,14 @@ from decoders.api cimport DecodedMessage
 from inspector.connection cimport KafkaMessage
 
 cdef class ApiStats:
-    cdef public object requests, responses, errors, decode_failures, decode_warnings, latencies
+    cdef public long long requests, responses, errors, decode_failures, decode_warnings
+    cdef public list latencies
 
 cdef class Summary:
-    cdef public object apis, frames, messages, decode_failures, decode_warnings, stream_issues, connections
-    cdef public object empty_connections, non_kafka_connections, non_kafka_bytes, packets, packets_skipped
-    cdef public object warnings, max_conn_id, limits
+    cdef public dict apis, stream_issues, packets_skipped, limits
+    cdef public list connections, warnings
+    cdef public long long frames, messages, decode_failures, decode_warnings, empty_connections
+    cdef public long long non_kafka_connections, non_kafka_bytes, packets, max_conn_id
 
     @cython.locals(stats=ApiStats, msg=DecodedMessage, inner=DecodedMessage)
     cpdef message(self, KafkaMessage ev)

@@ -11,6 +11,7 @@ the same text.
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_New
+from libc.string cimport memcpy, strlen
 
 from decoders.native._json cimport write_int
 
@@ -54,11 +55,9 @@ cdef inline long long _rd(const unsigned char* c, Py_ssize_t p, int k) noexcept:
 
 
 cdef inline char* _put(char* o, const char* s) noexcept:
-    while s[0]:
-        o[0] = s[0]
-        o += 1
-        s += 1
-    return o
+    cdef size_t k = strlen(s)  # inlined with a literal, the C compiler knows it: a few fixed-size stores
+    memcpy(o, s, k)
+    return o + k
 
 
 cdef inline char* _bool(char* o, bint v) noexcept:

@@ -99,6 +99,19 @@ def test_strings_numbers_and_containers() -> None:
                             "m": memoryview(b"cd")})
 
 
+def test_strings_escaped_as_orjson_does_at_every_position() -> None:
+    """Strings are copied eight bytes at a time where none needs escaping: every character that does (each
+    control character, '"', a backslash), and multi-byte UTF-8, at every position of strings of 0..24
+    characters, is written as orjson writes it."""
+    specials = [chr(c) for c in range(0x20)] + ['"', "\\", "\x7f", "\u00e9", "\u20ac", "\U0001f600"]
+    for n in range(25):
+        for special in specials:
+            for at in range(n):
+                text = "a" * at + special + "b" * (n - at - 1)
+                assert _same_as_orjson({"s": text, "k" + text: [text]})
+        assert _same_as_orjson({"s": "x" * n})
+
+
 def test_error_codes_as_the_regex_finds_them() -> None:
     column = _column()
     body = {"ErrorCode": 7, "T": [{"ErrorCode": 0}, {"ErrorCode": -1, "P": [{"ErrorCode": 7}]}],

@@ -21,6 +21,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyObject_GetBuffer,
 from cpython.dict cimport PyDict_Next
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
+from cpython.ref cimport _Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
@@ -91,7 +92,11 @@ cdef class BodyColumn:
     # The text: an Arrow buffer from Arrow's memory pool, handed over at take(). The pool keeps the pages of
     # the batches written before: a buffer from malloc was returned to the system when its batch was written,
     # and the next batch's took a page fault per 4 KiB written (a quarter of a million faults per GB of text).
+    # Once nothing refers to the text handed over any more (the batch was written and dropped), the next
+    # batch writes into the same buffer: a new one from the pool still came with fresh pages to fault in
+    # and a copy at each regrowth (some 5% of a read's time).
     cdef object buf
+    cdef _Text spare  # the text handed over last, kept to take its buffer back when it is free
     cdef char* data
     cdef Py_ssize_t size, cap
     cdef int64_t* offsets  # n + 1 entries
@@ -156,7 +161,14 @@ cdef class BodyColumn:
         return self._grow(max(65536, self.hint, self.cap * 2, self.size + more))
 
     cdef int _grow(self, Py_ssize_t cap) except -1:
-        if self.buf is None:
+        cdef _Text spare = self.spare
+        if self.buf is None and spare is not None and _Py_REFCNT(<PyObject*>spare) == 2:  # spare's and ours
+            self.spare = None  # nothing else refers to the text handed over: its buffer is free again
+            self.buf, spare.owner, spare.data, spare.size = spare.owner, None, NULL, 0
+            if self.buf.size < cap:
+                self.buf.resize(cap)
+            cap = self.buf.size
+        elif self.buf is None:
             self.buf = pyarrow.allocate_buffer(cap, resizable=True)
         else:
             self.buf.resize(cap)  # the text written so far is kept
@@ -392,6 +404,7 @@ cdef class BodyColumn:
                         for i in range(n)]
             data = _Text.__new__(_Text)  # the buffer itself, handed over (no copy of the batch's text)
             (<_Text>data).owner, (<_Text>data).data, (<_Text>data).size = self.buf, self.data, self.size
+            self.spare = data
             offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4)
             off = <int32_t*>PyBytes_AS_STRING(offsets)
             off[0] = 0

@@ -218,6 +218,35 @@ def test_taken_text_outlives_the_column() -> None:
         memoryview(_column().take()[2]).cast("B")[0:1] = b"x"  # read-only
 
 
+def test_the_next_batch_writes_into_the_text_handed_over_only_once_it_is_free() -> None:
+    """The buffer handed over at take() is written again by a later batch once nothing refers to its text (the
+    batch was written and dropped), and never while something does."""
+    column = _column()
+
+    def batch(text: str, n: int = 200) -> tuple[pa.Array, int]:
+        for _ in range(n):
+            column.append({"t": text}, None)
+        validity, offsets, data, nulls = column.take()
+        buffer = pa.py_buffer(data)
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), buffer]), buffer.address
+
+    first, address = batch("a" * 50)
+    kept = first.to_pylist()
+    second, address2 = batch("b" * 50)  # the first batch's text is still referred to: a buffer of its own
+    assert address2 != address and first.to_pylist() == kept == ['{"t":"' + "a" * 50 + '"}'] * 200
+    del second
+    third, _ = batch("c" * 80, 400)  # the second's text is free again: written over, grown as needed
+    assert third.to_pylist() == ['{"t":"' + "c" * 80 + '"}'] * 400 and first.to_pylist() == kept
+    del third
+    fourth, address4 = batch("d")
+    assert fourth.to_pylist() == ['{"t":"d"}'] * 200 and first.to_pylist() == kept
+    fourth_text = fourth.to_pylist()
+    del fourth
+    fifth, address5 = batch("e")
+    assert address5 == address4  # the same buffer, batch after batch, while each is dropped before the next
+    assert fifth.to_pylist() == ['{"t":"e"}'] * 200 and fourth_text == ['{"t":"d"}'] * 200
+
+
 def test_drop_last_and_text_must_be_bytes() -> None:
     column = _column()
     column.append({"a": 1}, None)

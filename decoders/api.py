@@ -218,7 +218,11 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
 
     ``max_elements`` bounds the array elements decoded (all arrays of the message and its embedded
     structures together); past it the status says so (``limit: ...``)."""
-    b = frame if type(frame) is bytes else bytes(frame)
+    return decode_request_bytes(frame if type(frame) is bytes else bytes(frame), postprocess, max_elements)
+
+
+def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int) -> DecodedMessage:
+    """:func:`decode_request` of a ``bytes`` frame, every argument positional (a C call from compiled code)."""
     size = len(b)
     _BUDGET[0] = max_elements
     if size >= 8:
@@ -283,7 +287,13 @@ def decode_response(
     the EnvelopeResponse's ResponseData can be decoded as that response. ``max_elements`` as for
     :func:`decode_request`.
     """
-    b = frame if type(frame) is bytes else bytes(frame)
+    return decode_response_bytes(frame if type(frame) is bytes else bytes(frame), api_key, api_version, inner,
+                                 postprocess, max_elements)
+
+
+def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple[int, int] | None,
+                          postprocess: bool, max_elements: int) -> DecodedMessage:
+    """:func:`decode_response` of a ``bytes`` frame, every argument positional (a C call from compiled code)."""
     size = len(b)
     msg = _response_exact(b, api_key, api_version, max_elements, None)
     if msg is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from decoders import OK, decode_request, decode_response
+from decoders import OK, decode_request
 from decoders._runtime import MAX_ELEMENTS
-from decoders.api import DecodedMessage
+from decoders.api import DecodedMessage, decode_request_bytes, decode_response_bytes
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
@@ -278,7 +278,7 @@ class KafkaConnection:
         return self._response(frame)
 
     def _request(self, frame: Frame) -> KafkaMessage:
-        msg = decode_request(frame.data, max_elements=self.max_elements)
+        msg = decode_request_bytes(frame.data, True, self.max_elements)
         if msg.status != OK:  # not msg.ok (a property call)
             self.stats.decode_failures += 1
         if msg.correlation_id is not None:
@@ -307,8 +307,7 @@ class KafkaConnection:
         corr = _INT32(data, 0)[0] if len(data) >= 4 else None
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is not None:
-            msg = decode_response(data, req.api_key, req.api_version, inner=req.inner,
-                                  max_elements=self.max_elements)
+            msg = decode_response_bytes(data, req.api_key, req.api_version, req.inner, True, self.max_elements)
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
             # milliseconds to the microsecond: round(x, 3) would give the same value, ten times slower

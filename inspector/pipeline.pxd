@@ -20,3 +20,6 @@ cdef class Inspector:
     cpdef list _dispatch(self, events)
     @cython.locals(tracked=_Tracked, conn=KafkaConnection, framer=Framer)
     cpdef _data(self, StreamData ev, list out)
+    cpdef _emit(self, _Tracked tracked, list events, list out)
+
+cpdef bint _confirms_kafka(list events) except -1

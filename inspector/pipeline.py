@@ -302,8 +302,7 @@ class Inspector:
             out.extend(events)
             return
         tracked.held.extend(events)
-        # A message that stopped only at --max-elements is Kafka too (else a hostile frame hides in "not Kafka").
-        if any(isinstance(e, KafkaMessage) and is_kafka(e.message) for e in events):
+        if _confirms_kafka(events):
             tracked.kafka = True
             out.extend(tracked.held)
             tracked.held = []
@@ -337,3 +336,12 @@ class Inspector:
             retransmitted[1] = stats.sides[1].retransmitted_bytes
         self.closed.append(Closed(tracked, bool(tracked.kafka), tracked.ignored_bytes))
         return out
+
+
+def _confirms_kafka(events: list[ConnectionEvent]) -> bool:
+    """Whether a connection's events show it is Kafka: a message that decoded, or that stopped only at
+    --max-elements (else a hostile frame hides in "not Kafka")."""
+    for e in events:
+        if isinstance(e, KafkaMessage) and is_kafka(e.message):
+            return True
+    return False

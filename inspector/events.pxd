@@ -2,6 +2,9 @@ cimport cython
 from decoders.api cimport DecodedMessage
 from inspector.connection cimport KafkaMessage
 
+cpdef object nested_codes(object codes, object top_level)
+cpdef object _int(object value)
+
 cdef class _BodyEncoder:
     cdef public object budget, headers_json, problems, records
     cdef public bint used

@@ -157,7 +157,7 @@ def nested_codes(codes: list[int] | None, top_level: int | None) -> list[int] | 
         counts[code] = counts.get(code, 0) + 1
     if top_level:
         counts[top_level] = counts.get(top_level, 0) - 1
-    return sorted(code for code, n in counts.items() if n > 0) or None
+    return sorted([code for code, n in counts.items() if n > 0]) or None
 
 
 def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
@@ -240,13 +240,15 @@ _SOURCES = tuple(
 assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
 #: Row columns converted as another type of the same layout (no per-value conversion), then viewed.
 _STORAGE = {"ts": pa.int64(), "body": pa.binary()}
+#: Rows hold a message's ts in seconds (a float); the column holds microseconds.
+_TS = _ROW_COLUMNS.index("ts")
 #: The row columns' kinds for the typed twin (inspector/native/_columns.pyx): body is orjson's bytes.
 _ROW_KINDS = b"".join(
-    b"b" if name == "body" else b"s" if SCHEMA.field(name).type == pa.string()
+    b"b" if name == "body" else b"t" if name == "ts" else b"s" if SCHEMA.field(name).type == pa.string()
     else {pa.int16(): b"h", pa.int32(): b"i", pa.float64(): b"d"}.get(SCHEMA.field(name).type, b"q")
     for name in _ROW_COLUMNS
 )
-assert _ROW_KINDS == b"qshshisqihdsbh"
+assert _ROW_KINDS == b"tshshisqihdsbh"
 _CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(name).type, b"q")
                        for name in _CONN_COLUMNS)
 assert _CONN_KINDS == b"sqsisi"
@@ -349,7 +351,7 @@ class EventTable:
                 error_code = nested = None
             # In _ROW_COLUMNS order.
             values = (
-                round(ev.ts * 1_000_000),  # an int (round of a float without digits)
+                ev.ts,  # seconds: the ts column holds round(ts * 1_000_000) microseconds (take() converts)
                 ev.direction,
                 api_key,
                 _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
@@ -407,8 +409,10 @@ class EventTable:
                    if _columns is not None and rows else None)
         conn_buffers = (_columns([conns[k] for k in conn_rows], _CONN_KINDS)
                         if _columns is not None and buffers is not None else None)
-        row_columns = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
-                       else [() for _ in _ROW_COLUMNS])
+        row_columns: list[Any] = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
+                                  else [() for _ in _ROW_COLUMNS])
+        if row_columns:
+            row_columns[_TS] = [round(ts * 1_000_000) for ts in row_columns[_TS]]  # an int: round without digits
         conn_columns = list(zip(*conns, strict=True)) if conns else [() for _ in _CONN_COLUMNS]
         extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)  # None: every row has the default
         if extras:

@@ -4,7 +4,8 @@
 ``columns(rows, kinds)`` transposes a list of equal-length tuples into one set of Arrow buffers per
 column in one pass, instead of building a Python list per column and converting it value by value.
 ``kinds`` has one letter per column: ``q`` int64, ``i`` int32, ``h`` int16, ``d`` float64 (exact
-``int``/``float`` values or None), ``s`` UTF-8 from ``str``, ``b`` UTF-8 from ``bytes``; ``-`` skips a
+``int``/``float`` values or None), ``t`` int64 microseconds from ``float`` seconds (``round(v * 1_000_000)``:
+half to even), ``s`` UTF-8 from ``str``, ``b`` UTF-8 from ``bytes``; ``-`` skips a
 column (built elsewhere: None in its place). Each column
 comes back as ``(validity, offsets, data, null_count)`` (validity None without nulls, offsets None
 for fixed-width columns), ready for ``pyarrow.Array.from_buffers``. For anything else (another type,
@@ -16,6 +17,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_AsLongLong
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.math cimport rint
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int16_t, int32_t, int64_t
 
@@ -25,7 +27,7 @@ class _Unhandled(Exception):
 
 
 cdef inline int _width(char kind) noexcept:
-    if kind == b'q' or kind == b'd':
+    if kind == b'q' or kind == b'd' or kind == b't':
         return 8
     if kind == b'i':
         return 4
@@ -84,6 +86,7 @@ cdef object _fixed(list rows, Py_ssize_t col, char kind, char* valid, Py_ssize_t
     cdef char* out = PyBytes_AS_STRING(data)
     cdef object v
     cdef long long x
+    cdef double r
     memset(out, 0, n * width)
     for i in range(n):
         v = (<tuple>rows[i])[col]
@@ -95,6 +98,14 @@ cdef object _fixed(list rows, Py_ssize_t col, char kind, char* valid, Py_ssize_t
             if type(v) is not float:
                 raise _Unhandled()
             (<double*>out)[i] = PyFloat_AS_DOUBLE(v)
+            continue
+        if kind == b't':
+            if type(v) is not float:
+                raise _Unhandled()
+            r = rint(PyFloat_AS_DOUBLE(v) * 1000000.0)  # Python's round(): half to even (the default mode)
+            if not (-9223372036854775808.0 <= r < 9223372036854775808.0):  # NaN fails too
+                raise _Unhandled()
+            (<int64_t*>out)[i] = <int64_t>r
             continue
         if type(v) is not int:
             raise _Unhandled()

@@ -36,12 +36,13 @@ def test_nested_error_codes() -> None:
 # The row columns' typed twin (inspector/native/_columns.pyx) against pyarrow's own conversion
 
 needs_twin = pytest.mark.skipif(events._columns is None, reason="inspector/native not built (pure install)")
-KINDS = b"qihdsb"
-TYPES = [pa.int64(), pa.int32(), pa.int16(), pa.float64(), pa.string(), pa.string()]
+KINDS = b"qihdsbt"
+TYPES = [pa.int64(), pa.int32(), pa.int16(), pa.float64(), pa.string(), pa.string(), pa.int64()]
 
 
 def _by_pyarrow(rows: list[tuple[object, ...]]) -> list[pa.Array]:
     columns = list(zip(*rows, strict=True))
+    columns[-1] = [None if ts is None else round(ts * 1_000_000) for ts in columns[-1]]  # t: seconds to µs
     return [pa.array(col, type=pa.binary() if kind == ord("b") else t).view(t)
             for col, kind, t in zip(columns, KINDS, TYPES, strict=True)]
 
@@ -62,11 +63,14 @@ def _by_twin(rows: list[tuple[object, ...]]) -> list[pa.Array] | None:
 @needs_twin
 def test_twin_builds_what_pyarrow_builds() -> None:
     rows = [
-        (1, 2, 3, 4.5, "a", b"{}"),
-        (None, None, None, None, None, None),
-        (-(1 << 63), -(1 << 31), -(1 << 15), -0.0, "", b""),
-        ((1 << 63) - 1, (1 << 31) - 1, (1 << 15) - 1, float("inf"), "é☃\U0001f600", "ü".encode()),
+        (1, 2, 3, 4.5, "a", b"{}", 1_700_000_000.123456),
+        (None, None, None, None, None, None, None),
+        (-(1 << 63), -(1 << 31), -(1 << 15), -0.0, "", b"", -0.0000005),
+        ((1 << 63) - 1, (1 << 31) - 1, (1 << 15) - 1, float("inf"), "é☃\U0001f600", "ü".encode(), 9.2e12),
     ] * 5
+    # microseconds rounded half to even, as round() does: .5 exactly (2**-k seconds) and just around it
+    rows += [(0, 0, 0, 0.0, "", b"", ts) for ts in (0.5e-6, 1.5e-6, 2.5e-6, 0.0000025000001, 2**-21, 3 * 2**-21,
+                                                     -(2**-21), 1_699_999_999.9999995, 1e-300, -1e-7)]
     got = _by_twin(rows)
     assert got is not None
     for a, b in zip(got, _by_pyarrow(rows), strict=True):
@@ -76,12 +80,14 @@ def test_twin_builds_what_pyarrow_builds() -> None:
 
 @needs_twin
 @pytest.mark.parametrize("bad", [
-    (1 << 63, 0, 0, 0.0, "", b""), (0, 1 << 31, 0, 0.0, "", b""), (0, 0, 1 << 15, 0.0, "", b""),
-    (True, 0, 0, 0.0, "", b""), (1.0, 0, 0, 0.0, "", b""), (0, 0, 0, 1, "", b""), (0, 0, 0, 0.0, b"", b""),
-    (0, 0, 0, 0.0, "", ""), (0, 0, 0, 0.0, "\ud800", b""), (0, 0, 0, 0.0, ""),
+    (1 << 63, 0, 0, 0.0, "", b"", 0.0), (0, 1 << 31, 0, 0.0, "", b"", 0.0), (0, 0, 1 << 15, 0.0, "", b"", 0.0),
+    (True, 0, 0, 0.0, "", b"", 0.0), (1.0, 0, 0, 0.0, "", b"", 0.0), (0, 0, 0, 1, "", b"", 0.0),
+    (0, 0, 0, 0.0, b"", b"", 0.0), (0, 0, 0, 0.0, "", "", 0.0), (0, 0, 0, 0.0, "\ud800", b"", 0.0),
+    (0, 0, 0, 0.0, ""), (0, 0, 0, 0.0, "", b"", 1), (0, 0, 0, 0.0, "", b"", float("nan")),
+    (0, 0, 0, 0.0, "", b"", float("inf")), (0, 0, 0, 0.0, "", b"", 9.3e12),
 ])
 def test_twin_leaves_other_values_to_pyarrow(bad: tuple[object, ...]) -> None:
-    assert _by_twin([(1, 2, 3, 4.0, "x", b"y"), bad]) is None
+    assert _by_twin([(1, 2, 3, 4.0, "x", b"y", 1.0), bad]) is None
 
 
 @needs_twin

@@ -31,6 +31,7 @@ cdef class KafkaConnection:
     @cython.locals(framer=Framer)
     cpdef list data(self, side, ts, view)
     cpdef list _handle(self, side, list events)
+    cpdef _framed(self, side, Frame frame, list out)
     cpdef _frame(self, side, Frame frame)
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef _request(self, Frame frame)
@@ -38,4 +39,5 @@ cdef class KafkaConnection:
     cpdef _response(self, Frame frame)
     cpdef tuple _roles(self)
 
+@cython.locals(body=dict)
 cpdef bint _expects_no_response(DecodedMessage msg) except -1

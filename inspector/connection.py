@@ -230,17 +230,7 @@ class KafkaConnection:
         out: list[ConnectionEvent] = []
         for ev in events:
             if isinstance(ev, Frame):
-                self.stats.frames[side] += 1
-                self.stats.bytes_framed[side] += 4 + len(ev.data)
-                if self.client_side is None:
-                    self._undecided.append((side, ev))
-                    self._try_decide(side, ev)
-                    if self.client_side is not None or len(self._undecided) >= MAX_UNDECIDED_FRAMES:
-                        if self.client_side is None:
-                            self._decide_by_majority()
-                        out.extend(self._flush_undecided())
-                    continue
-                out.append(self._frame(side, ev))
+                self._framed(side, ev, out)
             elif isinstance(ev, Skipped):
                 self.stats.bytes_skipped[side] += ev.length
                 out.append(StreamIssue(ev.ts, self.conn_id, side, ev.offset, ev.length, "skipped", ev.reason))
@@ -248,6 +238,20 @@ class KafkaConnection:
                 out.append(StreamIssue(ev.ts, self.conn_id, side, ev.offset, 4, "oversized",
                                        f"frame length {ev.length} outside 0..{self.framers[side].max_frame}"))
         return out
+
+    def _framed(self, side: int, frame: Frame, out: list[ConnectionEvent]) -> None:
+        """A frame of ``side``: counted, and its message appended to ``out`` (once the roles are known)."""
+        self.stats.frames[side] += 1
+        self.stats.bytes_framed[side] += 4 + len(frame.data)
+        if self.client_side is None:
+            self._undecided.append((side, frame))
+            self._try_decide(side, frame)
+            if self.client_side is not None or len(self._undecided) >= MAX_UNDECIDED_FRAMES:
+                if self.client_side is None:
+                    self._decide_by_majority()
+                out.extend(self._flush_undecided())
+            return
+        out.append(self._frame(side, frame))
 
     def _try_decide(self, side: int, frame: Frame) -> None:
         if is_kafka(decode_request(frame.data, postprocess=False, max_elements=self.max_elements)):
@@ -366,4 +370,7 @@ class KafkaConnection:
 
 def _expects_no_response(msg: DecodedMessage) -> bool:
     """Produce with acks=0 gets no response."""
-    return msg.api_key == 0 and msg.body is not None and msg.body.get("Acks") == 0
+    if msg.api_key != 0:
+        return False
+    body = msg.body
+    return body is not None and body.get("Acks") == 0

@@ -2,6 +2,8 @@ cimport cython
 from decoders.api cimport DecodedMessage
 from inspector.connection cimport KafkaMessage
 
+cdef frozenset _PROMOTED_KEYS
+cpdef bint _has_promoted(dict body) except -1
 cpdef object nested_codes(object codes, object top_level)
 cpdef object _int(object value)
 
@@ -18,5 +20,5 @@ cdef class EventTable:
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)
     cpdef _conn(self, KafkaMessage ev)
-    @cython.locals(encoder=_BodyEncoder)
+    @cython.locals(encoder=_BodyEncoder, b=dict)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)

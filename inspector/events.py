@@ -263,6 +263,15 @@ _BODY = _ROW_COLUMNS.index("body")
 _ROW_KINDS_NO_BODY = _ROW_KINDS[:_BODY] + b"-" + _ROW_KINDS[_BODY + 1:]
 
 
+def _has_promoted(body: dict[str, Any]) -> bool:
+    """Whether ``body`` has a key some extra column is read from (not ``_PROMOTED_KEYS.isdisjoint``: a loop
+    that compiles to C)."""
+    for key in body:
+        if key in _PROMOTED_KEYS:
+            return True
+    return False
+
+
 def _from_buffers(type_: pa.DataType, n: int, column: tuple[Any, ...]) -> pa.Array:
     """An Arrow array of one column made by the typed twin: (validity, offsets, data, null count)."""
     validity, offsets, data, nulls = column
@@ -374,7 +383,7 @@ class EventTable:
         self._rows.append(values)
         self._conn_rows.append(conn)
         candidates = ev.candidates
-        if (nested is None and _PROMOTED_KEYS.isdisjoint(b) and envelope is None and not ev.request_missing
+        if (nested is None and not _has_promoted(b) and envelope is None and not ev.request_missing
                 and not candidates and ev.confidence is None and not notes):
             return  # every extra column is null (request_missing False): nothing more to keep
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))

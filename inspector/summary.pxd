@@ -12,5 +12,5 @@ cdef class Summary:
     cdef public long long frames, messages, decode_failures, decode_warnings, empty_connections
     cdef public long long non_kafka_connections, non_kafka_bytes, packets, max_conn_id
 
-    @cython.locals(stats=ApiStats, msg=DecodedMessage, inner=DecodedMessage)
+    @cython.locals(stats=ApiStats, msg=DecodedMessage, inner=DecodedMessage, body=dict)
     cpdef message(self, KafkaMessage ev)

@@ -122,7 +122,8 @@ class Summary:
             stats.requests += 1
         else:
             stats.responses += 1
-            code = (msg.body or {}).get("ErrorCode")
+            body = msg.body
+            code = body.get("ErrorCode") if body is not None else None
             if isinstance(code, int) and code != 0:
                 stats.errors += 1
             if ev.latency_ms is not None:

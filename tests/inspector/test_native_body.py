@@ -112,6 +112,15 @@ def test_strings_escaped_as_orjson_does_at_every_position() -> None:
         assert _same_as_orjson({"s": "x" * n})
 
 
+def test_integers_around_every_power_of_ten() -> None:
+    """Integers are written two digits at a time: each number of digits, its bounds and both signs."""
+    values = [0, 1, -1, (1 << 63) - 1, -(1 << 63), -(1 << 63) + 1]
+    for digits in range(1, 20):
+        for v in (10 ** digits - 1, 10 ** digits, 10 ** digits + 1, 10 ** digits // 2 + 7):
+            values += [v, -v] if v < (1 << 63) else []
+    assert _same_as_orjson({"i": values, "n": len(values)})
+
+
 def test_error_codes_as_the_regex_finds_them() -> None:
     column = _column()
     body = {"ErrorCode": 7, "T": [{"ErrorCode": 0}, {"ErrorCode": -1, "P": [{"ErrorCode": 7}]}],

@@ -15,7 +15,6 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from decoders.native import maker
 from inspector.native import load as load_native
 
 _LEN = struct.Struct(">i").unpack_from
@@ -45,9 +44,6 @@ class Frame:
     data: bytes  # the frame without its length prefix
 
 
-#: Frame(...) for the hot path: every field, positionally (decoders.native.maker; the class itself when
-#: compiled).
-_new_frame = maker(Frame)
 _native = load_native("_frames")
 _native_whole_frames = _native.whole_frames if _native is not None else None
 
@@ -200,7 +196,7 @@ class Framer:
         n = len(view)
         max_frame = self.max_frame
         if _native_whole_frames is not None:  # the same loop, typed (inspector/native/_frames.pyx)
-            pos = _native_whole_frames(view, max_frame, self.offset, ts, _new_frame, out)
+            pos = _native_whole_frames(view, max_frame, self.offset, ts, Frame, out)
         else:
             pos = 0
             while n - pos >= 4:
@@ -210,7 +206,7 @@ class Framer:
                 end = pos + 4 + length
                 if end > n:
                     break
-                out.append(_new_frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
+                out.append(Frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
                 pos = end
         if out:
             framed = pos

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from struct import Struct
 
-from decoders.native import maker
 from inspector.capture_file import Batch, CaptureReader, RawPacket, fast_frozen_init
 from inspector.native import load as _load_native
 
@@ -110,10 +109,6 @@ class Segment:
 
 
 fast_frozen_init(Segment)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
-
-#: Segment(...) for parse_packet and the typed twin: every field, positionally (decoders.native.maker; the
-#: class itself when compiled).
-_new_segment = maker(Segment)
 
 
 @fast_frozen_init
@@ -273,9 +268,9 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
         return SKIP_TRUNCATED
     if ip_end <= n:
         payload = memoryview(data)[start:ip_end] if ip_end > start else _EMPTY
-        return _new_segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
+        return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
     payload = memoryview(data)[start:] if n > start else _EMPTY
-    return _new_segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
+    return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
 
 
 _native = _load_native("_packets")
@@ -285,7 +280,7 @@ def _native_batch(little: bool, scale: float, linktype: int) -> Batch | None:
     """The typed twin's record loop for one classic pcap (None when it is not built)."""
     if _native is None:
         return None
-    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, _new_segment, _EMPTY,
+    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, Segment, _EMPTY,
                                   _v4_names, _v4, _v6_names, _v6)
     batch: Batch = parser.parse_records
     return batch

@@ -38,7 +38,6 @@ import heapq
 from dataclasses import dataclass
 from typing import Final
 
-from decoders.native import maker
 from inspector.capture_file import fast_frozen_init
 from inspector.packets import ACK, FIN, RST, SYN, Segment
 
@@ -132,10 +131,6 @@ class StreamData:
 
 
 fast_frozen_init(StreamData)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
-
-#: StreamData(...) for the hot path: every field, positionally (decoders.native.maker; the class itself when
-#: compiled).
-_new_stream_data = maker(StreamData)
 
 
 @fast_frozen_init
@@ -355,7 +350,7 @@ class Reassembler:
         n = len(payload)
         if n:
             if seg.seq == d.nxt_seq and not d.heap:  # the common case: next bytes, nothing waiting
-                out.append(_new_stream_data(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
+                out.append(StreamData(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
                 d.seen += n
                 d.delivered += n
                 d.nxt += n

@@ -11,18 +11,13 @@ the inspector's twins the same way.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
 
 from decoders import _compiled
-
-_T = TypeVar("_T")
 
 
 class NativeModules:
@@ -54,26 +49,3 @@ class NativeModules:
 MODULES = NativeModules(__name__, Path(__file__).resolve().parent)
 load = MODULES.load
 
-
-_slots = load("_slots")
-#: Py_TPFLAGS_HEAPTYPE: set on classes made by a class statement, not on compiled extension types.
-_HEAP_TYPE = 1 << 9
-
-
-def maker(cls: type[_T]) -> Callable[..., _T]:
-    """A constructor of ``cls`` (a ``@dataclass(slots=True)``) taking every field positionally, in field
-    order: the typed twin (``_slots.pyx``, stores the slots from C) when built and ``cls`` qualifies
-    (plain fields only: no ``__post_init__``, no ``init=False``, no default factory), else ``cls`` itself.
-    A class compiled as an extension type (a ``.pxd`` declares it) is its own constructor: its fields are
-    not slots of the kind the twin stores."""
-    if (_slots is None or not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__")
-            or not cls.__flags__ & _HEAP_TYPE):
-        return cls
-    fields = dataclasses.fields(cls)
-    if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields):
-        return cls
-    slots = cls.__dict__.get("__slots__", ())
-    if tuple(slots) != tuple(f.name for f in fields):
-        return cls
-    made: Callable[..., Any] = _slots.Maker(cls, [f.name for f in fields])
-    return made

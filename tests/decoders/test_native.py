@@ -28,7 +28,6 @@ from tests.inspector.capture_frames import capture_frames
 
 records_native = native.load("_records")
 needs_build = pytest.mark.skipif(records_native is None, reason="decoders/native not built (pure install)")
-needs_slots = pytest.mark.skipif(native._slots is None, reason="decoders/native not built (pure install)")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
@@ -68,7 +67,7 @@ def test_pure_install_has_no_native_module(monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
 def test_built_after_setup_and_not_stale() -> None:
     assert records_native is not None, "decoders/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert "_records" not in _compiled.STALE and "_slots" not in _compiled.STALE
+    assert "_records" not in _compiled.STALE
 
 
 def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,7 +158,7 @@ def test_every_record_field_of_the_real_captures() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# maker and the hot path's constructors
+# the hot path's record classes and their constructors
 
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's class, not a compiled extension type
 
@@ -168,7 +167,7 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
     """(class, the hot path's constructor of it, every field's value in order)."""
     from decoders import api
     from decoders.api import DecodedMessage
-    from inspector import connection, framing, packets, reassembly
+    from inspector import connection
     from inspector.connection import Endpoint, KafkaMessage, PendingRequest
     from inspector.framing import Frame
     from inspector.packets import Segment
@@ -177,9 +176,9 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
     e = Endpoint("10.0.0.1", 9092)
     msg = DecodedMessage("request", 0, 9, 7, "ok", {"Acks": 1}, 100)
     return [
-        (Segment, packets._new_segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
-        (StreamData, reassembly._new_stream_data, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
-        (Frame, framing._new_frame, (1.0, 0.5, 3, b"frame")),
+        (Segment, Segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
+        (StreamData, StreamData, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
+        (Frame, Frame, (1.0, 0.5, 3, b"frame")),
         (PendingRequest, connection._new_pending, (0, 9, 1.0, "client", None, None)),
         (KafkaMessage, connection._new_message, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
         (DecodedMessage, api._new_message,
@@ -201,57 +200,21 @@ def test_hot_constructors_build_what_the_class_builds(index: int) -> None:
     if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         with pytest.raises(AttributeError):  # FrozenInstanceError from source; a read-only field compiled
             made.ts = 0.0
-    if compiled or (native._slots is not None and "__slots__" in cls.__dict__):
-        with pytest.raises(TypeError):  # every field, none defaulted
+    if make is not cls:
+        with pytest.raises(TypeError):  # the hot path's constructors take every field
             make(*values[:-1])
 
 
 def test_compiled_classes_are_extension_types() -> None:
-    """After `make setup` the hot-path classes are extension types (their fields read from C), and maker
-    leaves them alone: they are their own constructors."""
+    """After `make setup` the hot-path classes are extension types (their fields read from C); from source,
+    plain dataclasses."""
     for cls, _make, _values in _hot_classes():
         module = sys.modules[cls.__module__]
-        if _compiled.compiled(module):
-            assert not cls.__flags__ & HEAP_TYPE, cls
-            assert native.maker(cls) is cls
-        else:
-            assert cls.__flags__ & HEAP_TYPE, cls
+        assert bool(cls.__flags__ & HEAP_TYPE) != _compiled.compiled(module), cls
 
 
-def test_maker_builds_what_a_slotted_class_builds() -> None:
-    @dataclasses.dataclass(slots=True)
-    class Plain:
-        a: int
-        b: str
-        c: tuple[int, ...] = ()
-
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Frozen:
-        ts: float
-        x: object
-
-    for cls, values in ((Plain, (1, "b", (2,))), (Frozen, (1.5, None))):
-        make = native.maker(cls)
-        if native._slots is not None:
-            assert make is not cls
-        made = make(*values)
-        assert type(made) is cls and made == cls(*values) and not hasattr(made, "__dict__")
-        if make is not cls:
-            with pytest.raises(TypeError):
-                make(*values[:-1])
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        native.maker(Frozen)(1.0, 2).ts = 0.0  # type: ignore[misc]
-
-
-@needs_slots
-def test_maker_keeps_references_right() -> None:
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Pair:
-        a: object
-        b: object
-
-    makers = [(native.maker(Pair), (0, 0))] + [(make, values) for _cls, make, values in _hot_classes()]
-    for make, values in makers:
+def test_hot_constructors_keep_references_right() -> None:
+    for _cls, make, values in _hot_classes():
         probe = object()
         args = (*values[:1], probe, *values[2:])
         before = sys.getrefcount(probe)
@@ -260,31 +223,3 @@ def test_maker_keeps_references_right() -> None:
         del made
         gc.collect()
         assert sys.getrefcount(probe) == before
-
-
-def test_maker_leaves_other_classes_alone() -> None:
-    @dataclasses.dataclass(slots=True)
-    class Factory:
-        x: list[int] = dataclasses.field(default_factory=list)
-
-    @dataclasses.dataclass(slots=True)
-    class Post:
-        x: int
-
-        def __post_init__(self) -> None:
-            self.x += 1
-
-    @dataclasses.dataclass
-    class NoSlots:
-        x: int
-
-    @dataclasses.dataclass(slots=True)
-    class NoInit:
-        x: int
-        y: int = dataclasses.field(init=False, default=0)
-
-    class Plain:
-        __slots__ = ("x",)
-
-    for cls in (Factory, Post, NoSlots, NoInit, Plain):
-        assert native.maker(cls) is cls

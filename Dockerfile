@@ -72,7 +72,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
     && /opt/venv/bin/python -c "import decoders.api as d, inspector._compiled as c, inspector.framing as f, \
 inspector.packets as p, inspector.events as e, decoders.native as dn; \
 assert d.accelerated() and c.compiled(f) and c.compiled(d) and not c.STALE, 'compiled modules missing'; \
-assert p._native and e._columns and e._BodyColumn and dn._slots, 'native twins missing'"
+assert p._native and e._columns and e._BodyColumn and dn.load('_records'), 'native twins missing'"
 
 # ---------------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -78,7 +78,7 @@ def _build_note() -> str:
     probe = ("import decoders.api as a, inspector._compiled as c, inspector.framing as f, inspector.events as e,"
              " inspector.packets as p, decoders.native as dn;"
              "print(a.accelerated(), c.compiled(f), p._native is not None and e._columns is not None"
-             " and e._BodyColumn is not None and dn._slots is not None, ','.join(c.STALE))")
+             " and e._BodyColumn is not None and dn.load('_records') is not None, ','.join(c.STALE))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
     decoders_compiled, inspector_compiled, native, stale = (out.stdout.strip().split(" ") + [""])[:4]
     note = (f"compiled decoders: {decoders_compiled}; compiled hot path: {inspector_compiled}; "

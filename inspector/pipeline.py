@@ -182,6 +182,8 @@ class Inspector:
         return out
 
     def _data(self, ev: StreamData, out: list[ConnectionEvent]) -> None:
+        """Stream data to its connection (unless it is known not to be Kafka); what the framer now holds
+        counted in the memory held."""
         tracked = self.conns.get(ev.conn_id)
         if tracked is None:
             return

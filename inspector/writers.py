@@ -66,6 +66,11 @@ class EventWriter(Protocol):
 #: writing and 15% smaller files than dictionary-encoding every column; the integer columns' dictionaries
 #: gained nothing).
 DICTIONARY_COLUMNS = [field.name for field in SCHEMA if field.type == pa.string() and field.name != "body"]
+#: Columns with min/max statistics per row group and page: the numbers and times, by which a reader skips
+#: row groups (a time range, a connection, an api key). Text bounds prune next to nothing in batches of
+#: mixed traffic (equality on a dictionary-encoded column is answered from its dictionary) and computing
+#: them compared every value of every batch: ~1.5% of a read.
+STATISTICS_COLUMNS = [field.name for field in SCHEMA if field.type != pa.string()]
 
 
 class ParquetDatasetWriter:
@@ -123,7 +128,8 @@ class ParquetDatasetWriter:
         self._index += 1
         self.rows_in_file = 0
         self._opened_at = self.clock()
-        return pq.ParquetWriter(self._tmp, SCHEMA, compression=self.compression, use_dictionary=DICTIONARY_COLUMNS)
+        return pq.ParquetWriter(self._tmp, SCHEMA, compression=self.compression, use_dictionary=DICTIONARY_COLUMNS,
+                                write_statistics=STATISTICS_COLUMNS)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:

@@ -225,3 +225,24 @@ def test_read_when_the_totals_cannot_be_written(tmp_path: Path, capsys: pytest.C
     assert "Input/output error (EIO); the event files and connections.parquet are complete; summary.json not " \
            "written" in capsys.readouterr().err
     assert not (tmp_path / "b" / "summary.json").exists() and _leftovers(tmp_path / "b") == []
+
+
+def test_parquet_files_keep_statistics_for_numbers_and_times_and_dictionaries_for_text(tmp_path: Path) -> None:
+    """Min/max per row group for the columns a reader prunes by (ts, conn_id, api_key...), none for text;
+    the repeating text columns dictionary-encoded."""
+    table = EventTable(capture="c")
+    for ev in iter_capture(str(Path(__file__).resolve().parents[2] / "pcaps" / "tansu-admin-operations.pcap"),
+                           Summary()):
+        table.add(ev)
+    writer = ParquetDatasetWriter(tmp_path)
+    writer.write(table.take())
+    writer.close()
+    (path,) = (tmp_path / "events").glob("*.parquet")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for name in ("ts", "conn_id", "api_key", "frame_size", "latency_ms"):
+        stats = columns[name].statistics
+        assert stats is not None and stats.has_min_max, name
+    for name in ("body", "client_id", "api_name", "decode_status"):
+        assert columns[name].statistics is None or not columns[name].statistics.has_min_max, name
+    assert "RLE_DICTIONARY" in columns["api_name"].encodings and "RLE_DICTIONARY" not in columns["body"].encodings

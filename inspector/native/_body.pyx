@@ -40,6 +40,12 @@ cdef object _Fragment = orjson.Fragment
 cdef const char* _HEX = b"0123456789abcdef"
 
 
+cdef enum:
+    # The text buffer's first size. Pages are only touched as text is written, so room never written costs
+    # nothing; growing does (a copy of what is there into fresh pages): a batch of 8192 rows holds some MB.
+    FIRST_TEXT = 8 << 20
+
+
 cdef inline bint _plain8(const unsigned char* p) noexcept:
     """Whether none of the 8 bytes at ``p`` needs escaping in a JSON string (a control character, '"' or
     a backslash): the word tests of "Bit Twiddling Hacks" (hasless, haszero), exact for "is there any"."""
@@ -158,7 +164,7 @@ cdef class BodyColumn:
     cdef inline int _reserve(self, Py_ssize_t more) except -1:
         if self.size + more <= self.cap:
             return 0
-        return self._grow(max(65536, self.hint, self.cap * 2, self.size + more))
+        return self._grow(max(FIRST_TEXT, self.hint, self.cap * 2, self.size + more))
 
     cdef int _grow(self, Py_ssize_t cap) except -1:
         cdef _Text spare = self.spare

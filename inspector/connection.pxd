@@ -9,8 +9,6 @@ cdef class KafkaMessage:
     cdef public object ts, conn_id, client, broker, direction, frame_offset, message, client_id, latency_ms
     cdef public object request_missing, candidates, confidence
 
-@cython.locals(p=PendingRequest)
-cpdef PendingRequest _new_pending(api_key, api_version, ts, client_id, inner, inner_correlation_id)
 @cython.locals(m=KafkaMessage)
 cpdef KafkaMessage _new_message(ts, conn_id, client, broker, direction, frame_offset, message, client_id,
                                 latency_ms, request_missing, candidates, confidence)

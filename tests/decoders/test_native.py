@@ -179,7 +179,7 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
         (Segment, Segment, (1.5, "a", 1, "b", 2, 3, 4, 5, memoryview(b"xy"), False, 0)),
         (StreamData, StreamData, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
         (Frame, Frame, (1.0, 0.5, 3, b"frame")),
-        (PendingRequest, connection._new_pending, (0, 9, 1.0, "client", None, None)),
+        (PendingRequest, PendingRequest, (0, 9, 1.0, "client", None, None)),
         (KafkaMessage, connection._new_message, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
         (DecodedMessage, api._new_message,
          ("response", 1, 12, 5, "ok", {}, 4, None, 1, {}, None, None, None, (), None)),

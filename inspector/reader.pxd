@@ -5,10 +5,10 @@ from inspector.pipeline cimport Inspector
 from inspector.summary cimport Summary
 
 @cython.locals(inspector=Inspector, summary=Summary)
-cpdef packet_messages(inspector, summary, seg, list out)
+cpdef packet_messages(inspector, summary, seg, list out, counted=*)
 
 @cython.locals(table=EventTable, summary=Summary)
 cpdef read_captures(paths, writer, options=*, progress=*, summary=*)
 
 @cython.locals(summary=Summary)
-cpdef void count_events(summary, list events, list out) except *
+cpdef void count_events(summary, list events, list out, counted=*) except *

@@ -72,23 +72,29 @@ def iter_capture(
     account_finished(inspector, summary, name)
 
 
-def packet_messages(inspector: Inspector, summary: Summary, seg: Segment | Skipped,
-                    out: list[KafkaMessage]) -> float | None:
+def packet_messages(inspector: Inspector, summary: Summary, seg: Segment | Skipped, out: list[KafkaMessage],
+                    counted: Callable[[Summary, KafkaMessage], None] | None = None) -> float | None:
     """One packet through ``inspector``: its Kafka messages appended to ``out``, everything counted in
-    ``summary``; the TCP segment's timestamp (None for a packet skipped: why is counted)."""
+    ``summary`` (``counted`` as for :func:`count_events`); the TCP segment's timestamp (None for a packet
+    skipped: why is counted)."""
     summary.packets += 1
     if not isinstance(seg, Segment):
         summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
         return None
-    count_events(summary, inspector.segment(seg), out)
+    count_events(summary, inspector.segment(seg), out, counted)
     return seg.ts
 
 
-def count_events(summary: Summary, events: list[ConnectionEvent], out: list[KafkaMessage]) -> None:
-    """Count ``events`` (the inspector's) in ``summary``; their Kafka messages appended to ``out``."""
+def count_events(summary: Summary, events: list[ConnectionEvent], out: list[KafkaMessage],
+                 counted: Callable[[Summary, KafkaMessage], None] | None = None) -> None:
+    """Count ``events`` (the inspector's) in ``summary``; their Kafka messages appended to ``out``.
+    ``counted(summary, message)``, when given, runs right after each message is counted (the tap's latency
+    reservoir takes the value the count just appended)."""
     for ev in events:
         if isinstance(ev, KafkaMessage):
             summary.message(ev)
+            if counted is not None:
+                counted(summary, ev)
             out.append(ev)
         else:
             summary.issue(ev)

@@ -104,12 +104,12 @@ from types import FrameType
 from typing import IO, Any
 
 from inspector.capture_file import CaptureError, RawPacket
-from inspector.connection import KafkaMessage, StreamIssue
+from inspector.connection import KafkaMessage
 from inspector.events import EventTable
 from inspector.live_view import LiveStats, LiveView, TapCounters
-from inspector.packets import Segment, parse_packet
+from inspector.packets import parse_packet
 from inspector.pipeline import Inspector
-from inspector.reader import account_finished, drain_closed
+from inspector.reader import account_finished, count_events, drain_closed, packet_messages
 from inspector.summary import Summary
 from inspector.writers import OutputError, ParquetDatasetWriter, output_error, remove_quietly
 
@@ -965,24 +965,16 @@ class Tap:
         inspector = self.inspector
         table = self.table
         counters = self.counters
-        skipped = summary.packets_skipped
-        reservoir = self.reservoir
+        counted = self.reservoir.after_message
+        out: list[KafkaMessage] = []
         if packets:
             self.stream_ts = packets[-1].ts
         for pkt in packets:
             counters.wire_bytes += pkt.wirelen
-            seg = parse_packet(pkt)
-            if not isinstance(seg, Segment):
-                skipped[seg.reason] = skipped.get(seg.reason, 0) + 1
-                continue
-            for ev in inspector.segment(seg):
-                if isinstance(ev, KafkaMessage):
-                    summary.message(ev)
-                    reservoir.after_message(summary, ev)
-                    table.add(ev)
-                else:
-                    summary.issue(ev)
-        summary.packets += len(packets)
+            packet_messages(inspector, summary, parse_packet(pkt), out, counted)  # as `read` does
+            for ev in out:
+                table.add(ev)
+            out.clear()
 
     def _flush(self) -> None:
         assert self.writer is not None
@@ -1017,13 +1009,11 @@ class Tap:
 
     def _finish(self) -> None:
         assert self.writer is not None and self.tcpdump is not None
-        for ev in self.inspector.finish(self.stream_ts or time.time()):
-            if isinstance(ev, KafkaMessage):
-                self.summary.message(ev)
-                self.reservoir.after_message(self.summary, ev)
-                self.table.add(ev)
-            elif isinstance(ev, StreamIssue):
-                self.summary.issue(ev)
+        out: list[KafkaMessage] = []
+        count_events(self.summary, self.inspector.finish(self.stream_ts or time.time()), out,
+                     self.reservoir.after_message)
+        for ev in out:
+            self.table.add(ev)
         self._flush()
         account_finished(self.inspector, self.summary, self.capture_name)  # as `read` does
         for limit, hits in self.table.limit_hits.items():

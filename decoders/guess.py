@@ -21,8 +21,10 @@ MIN_ERROR, MAX_ERROR = -1, 200
 MAX_THROTTLE_MS = 24 * 3600 * 1000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (guess.pxd); from source, the slots below
 class Guess:
+    __slots__ = ("message", "candidates", "confidence")
+
     message: DecodedMessage | None  # the best candidate's decode, or None
     candidates: tuple[tuple[int, int], ...]  # every surviving (api key, version), best first
     confidence: float  # 0..1

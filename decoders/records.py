@@ -56,9 +56,8 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, Final
-
-import cramjam
 
 __all__ = ["Budget", "Records", "decode_records", "crc32c", "xxh32"]
 
@@ -318,6 +317,13 @@ def _signed8(b: int) -> int:
 # --------------------------------------------------------------------------- decompression
 
 
+def _cramjam() -> ModuleType:
+    """cramjam, imported on first use (a read that decompresses nothing never needs it: ~2 ms of every start)."""
+    import cramjam
+
+    return cramjam
+
+
 def _decompress(codec: int, src: memoryview, ctx: _Ctx, legacy: bool) -> tuple[memoryview | None, str]:
     """Inflate ``src`` within ``ctx.budget``; returns (payload, "") or (None, reason)."""
     try:
@@ -326,9 +332,9 @@ def _decompress(codec: int, src: memoryview, ctx: _Ctx, legacy: bool) -> tuple[m
         if codec == 2:
             return _unsnappy(src, ctx)
         if codec == 3:
-            return _bounded(cramjam.lz4.decompress_into, "lz4", _fix_lz4_header(src) if legacy else src, ctx)
+            return _bounded(_cramjam().lz4.decompress_into, "lz4", _fix_lz4_header(src) if legacy else src, ctx)
         if codec == 4:
-            return _bounded(cramjam.zstd.decompress_into, "zstd", src, ctx)
+            return _bounded(_cramjam().zstd.decompress_into, "zstd", src, ctx)
     except Exception as exc:  # a codec must never take the caller down
         return None, f"{COMPRESSION_NAMES[codec]} decompression failed: {exc}"
     return None, f"unsupported compression codec {codec}"
@@ -365,6 +371,7 @@ def _gunzip(src: memoryview, ctx: _Ctx) -> tuple[memoryview | None, str]:
 
 def _unsnappy(src: memoryview, ctx: _Ctx) -> tuple[memoryview | None, str]:
     """Raw snappy or the xerial (snappy-java) framing; sizes are known before inflating."""
+    snappy = _cramjam().snappy
     n = len(src)
     blocks: list[tuple[memoryview, int]] = []
     total = 0
@@ -381,13 +388,13 @@ def _unsnappy(src: memoryview, ctx: _Ctx) -> tuple[memoryview | None, str]:
                 )
             block = src[p : p + blen]
             p += blen
-            ulen = cramjam.snappy.decompress_raw_len(block)
+            ulen = snappy.decompress_raw_len(block)
             total += ulen
             if total > ctx.budget:
                 return None, ctx.limit_reason()
             blocks.append((block, ulen))
     else:
-        total = cramjam.snappy.decompress_raw_len(src)
+        total = snappy.decompress_raw_len(src)
         if total > ctx.budget:
             return None, ctx.limit_reason()
         blocks.append((src, total))
@@ -395,7 +402,7 @@ def _unsnappy(src: memoryview, ctx: _Ctx) -> tuple[memoryview | None, str]:
     view = memoryview(out)
     o = 0
     for block, ulen in blocks:
-        written = cramjam.snappy.decompress_raw_into(block, view[o : o + ulen])
+        written = snappy.decompress_raw_into(block, view[o : o + ulen])
         if written != ulen:
             return None, f"snappy decompression failed: block inflated to {written} bytes, expected {ulen}"
         o += ulen

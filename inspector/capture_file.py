@@ -88,8 +88,7 @@ class CaptureError(Exception):
     """The file cannot be read as a capture (missing, empty, not pcap/pcapng, damaged header)."""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (capture_file.pxd); from source, the slots below
 class RawPacket:
     """One captured frame, as stored in the file.
 
@@ -97,6 +96,8 @@ class RawPacket:
     on the wire. ``caplen < wirelen`` means the capture cut the frame (snap length). Some writers store
     a ``wirelen`` smaller than ``caplen`` (a bug); the record is still returned as stored.
     """
+
+    __slots__ = ("ts", "linktype", "data", "caplen", "wirelen")
 
     ts: float
     linktype: int
@@ -106,6 +107,9 @@ class RawPacket:
 
 
 # Classic pcap magic numbers as they appear in the first 4 bytes of the file.
+
+
+fast_frozen_init(RawPacket)  # from source (compiled, a no-op)
 _PCAP_MAGICS: dict[bytes, tuple[str, int]] = {
     b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),  # little-endian, microseconds
     b"\xa1\xb2\xc3\xd4": (">", 1_000_000),  # big-endian, microseconds

@@ -39,3 +39,9 @@ cdef class KafkaConnection:
 
 @cython.locals(body=dict)
 cpdef bint _expects_no_response(DecodedMessage msg) except -1
+
+cdef class Endpoint:
+    cdef readonly object ip, port
+
+cdef class StreamIssue:
+    cdef readonly object ts, conn_id, side, offset, length, kind, reason

@@ -34,8 +34,10 @@ def is_kafka(msg: DecodedMessage) -> bool:
     return msg.ok or hit_elements_limit(msg)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (connection.pxd); from source, the slots below
 class Endpoint:
+    __slots__ = ("ip", "port")
+
     ip: str
     port: int
 
@@ -71,9 +73,11 @@ class KafkaMessage:
     confidence: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (connection.pxd); from source, the slots below
 class StreamIssue:
     """Bytes of a stream that did not become a frame (skipped, oversized, or lost in a gap)."""
+
+    __slots__ = ("ts", "conn_id", "side", "offset", "length", "kind", "reason")
 
     ts: float
     conn_id: int

@@ -22,3 +22,6 @@ cdef class EventTable:
     cpdef _conn(self, KafkaMessage ev)
     @cython.locals(encoder=_BodyEncoder, b=dict)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
+
+cdef class RecordsOptions:
+    cdef readonly object level, decompress, max_decompressed

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from decoders.api import DecodedMessage
@@ -62,13 +62,21 @@ SCHEMA = pa.schema(
 COLUMNS = tuple(SCHEMA.names)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (events.pxd); from source, a plain frozen dataclass
 class RecordsOptions:
     """How much of Produce/Fetch record data goes into ``body``."""
 
     level: str = "headers"  # "size" | "headers" | "records"
     decompress: bool = False
     max_decompressed: int = 64 * 1024 * 1024
+
+
+def _orjson() -> ModuleType:
+    """orjson, imported on first use: a read whose bodies the typed twin writes never needs it, and importing it
+    (with datetime, uuid and platform) is ~5 ms of every start."""
+    import orjson
+
+    return orjson
 
 
 _native_records = _load_native("_records")
@@ -109,7 +117,7 @@ class _BodyEncoder:
         if type(value) is Records and self.headers_json is not None:
             text = self.headers_json(value.data)  # the common case, already as JSON
             if text is not None:
-                return orjson.Fragment(text)
+                return _orjson().Fragment(text)
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value).hex()
         summary = getattr(value, "summary", None)
@@ -132,7 +140,7 @@ def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OP
     """The decoded body as compact JSON: bytes as hex, record sets as their summary."""
     if body is None:
         return None
-    return orjson.dumps(body, default=_BodyEncoder(records)).decode()
+    return _orjson().dumps(body, default=_BodyEncoder(records)).decode()
 
 
 _ERROR_CODE = re.compile(rb'"ErrorCode":(-?\d+)')
@@ -336,14 +344,14 @@ class EventTable:
         encoder.reset()
         bodies = self._bodies
         if bodies is None:
-            text = orjson.dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
+            text = _orjson().dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
             codes = error_codes(text) if msg.kind == "response" else None
         else:
             text = None  # the twin wrote it into the column
             codes = bodies.append(body, encoder)
             if codes is _FALLBACK:  # a shape the twin leaves to orjson (a float, ...): same encoder state
                 encoder.reset()
-                written = orjson.dumps(body, default=encoder)
+                written = _orjson().dumps(body, default=encoder)
                 bodies.append_text(written)
                 codes = error_codes(written)
         notes = msg.notes

@@ -11,3 +11,9 @@ cdef class Framer:
     cpdef list data(self, ts, view)
     cpdef list _whole_frames(self, ts, view)
     cpdef _drain_synced(self, ts, list out)
+
+cdef class Skipped:
+    cdef readonly object ts, offset, length, reason
+
+cdef class Oversized:
+    cdef readonly object ts, offset, length

@@ -48,9 +48,11 @@ _native = load_native("_frames")
 _native_whole_frames = _native.whole_frames if _native is not None else None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (framing.pxd); from source, the slots below
 class Skipped:
     """Bytes that are not part of any frame the framer could find."""
+
+    __slots__ = ("ts", "offset", "length", "reason")
 
     ts: float
     offset: int
@@ -58,9 +60,11 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (framing.pxd); from source, the slots below
 class Oversized:
     """A length prefix above the limit: the framer gives up on this position and resyncs."""
+
+    __slots__ = ("ts", "offset", "length")
 
     ts: float
     offset: int

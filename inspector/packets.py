@@ -111,15 +111,19 @@ class Segment:
 fast_frozen_init(Segment)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (packets.pxd); from source, the slots below
 class Skipped:
     """A packet that carries no TCP segment we can use; ``reason`` is short and low-cardinality."""
+
+    __slots__ = ("reason",)
 
     reason: str
 
 
 # Skipped values are shared: parsing allocates nothing for packets it skips.
+
+
+fast_frozen_init(Skipped)  # from source (compiled, a no-op)
 _skips: dict[str, Skipped] = {}
 
 

@@ -12,3 +12,6 @@ cpdef read_captures(paths, writer, options=*, progress=*, summary=*)
 
 @cython.locals(summary=Summary)
 cpdef void count_events(summary, list events, list out, counted=*) except *
+
+cdef class ReadOptions:
+    cdef readonly object ports, records, max_frame, max_buffered, max_connections, max_pending, max_held, max_elements

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from inspector.capture_file import open_capture
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING, ConnectionEvent, KafkaMessage
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, Skipped, segments
+from inspector.parquet_file import write_table
 from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
@@ -25,7 +25,7 @@ BATCH_ROWS = 8192
 Progress = Callable[[str, int, int], None]  # (capture, bytes read, frames so far)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reader.pxd); from source, a plain frozen dataclass
 class ReadOptions:
     ports: frozenset[int] = frozenset()
     records: RecordsOptions = RecordsOptions()
@@ -191,5 +191,5 @@ def write_connections(summary: Summary, out_dir: Path) -> Path:
     """``DIR/connections.parquet``: the per-connection byte accounting."""
     path = out_dir / "connections.parquet"
     table = pa.Table.from_pylist(summary.connections, schema=CONNECTION_SCHEMA)
-    pq.write_table(table, path)
+    write_table(table, path)
     return path

@@ -93,14 +93,15 @@ _LATE_WINDOW = 1 << 24  # data this far behind a closed connection's end is a la
 # Events
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
 class ConnectionOpened:
     """First packet of a connection. Side 0 is ``a``, side 1 is ``b``.
 
     ``saw_syn`` is True when that first packet was part of the handshake (SYN or SYN-ACK), so both
     streams start at their beginning; False for a connection already running when the capture started.
     """
+
+    __slots__ = ("conn_id", "ts", "a_ip", "a_port", "b_ip", "b_port", "saw_syn")
 
     conn_id: int
     ts: float
@@ -109,6 +110,9 @@ class ConnectionOpened:
     b_ip: str
     b_port: int
     saw_syn: bool
+
+
+fast_frozen_init(ConnectionOpened)  # from source (compiled, a no-op)
 
 
 @dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
@@ -133,8 +137,7 @@ class StreamData:
 fast_frozen_init(StreamData)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
 class StreamGap:
     """Stream bytes ``[offset, offset + length)`` of one direction that will never be delivered."""
 
@@ -148,8 +151,7 @@ class StreamGap:
     dst: Endpoint = _NO_ENDPOINT
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
 class SegmentTruncated:
     """A segment cut by the capture's snap length: ``captured`` bytes present, ``missing`` cut.
 
@@ -167,10 +169,14 @@ class SegmentTruncated:
     dst: Endpoint = _NO_ENDPOINT
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
 class DirectionStats:
     """Counters of one direction (bytes are TCP payload bytes)."""
+
+    __slots__ = (
+        "bytes_seen", "bytes_delivered", "bytes_gap", "retransmitted_bytes", "out_of_order_segments",
+        "truncated_segments", "highest_offset", "buffered_bytes",
+    )
 
     bytes_seen: int  # payload of every segment seen, retransmissions and cut bytes included
     bytes_delivered: int  # delivered in StreamData events
@@ -182,10 +188,14 @@ class DirectionStats:
     buffered_bytes: int  # waiting behind a hole right now (0 once closed)
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+fast_frozen_init(DirectionStats)  # from source (compiled, a no-op)
+
+
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
 class ConnStats:
     """Counters of one connection; ``sides[0]`` is the direction sent by side 0."""
+
+    __slots__ = ("conn_id", "sides")
 
     conn_id: int
     sides: tuple[DirectionStats, DirectionStats]
@@ -211,8 +221,10 @@ class ConnStats:
         return self.sides[0].out_of_order_segments + self.sides[1].out_of_order_segments
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+fast_frozen_init(ConnStats)  # from source (compiled, a no-op)
+
+
+@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
 class ConnectionClosed:
     """The connection ended; ``reason`` is one of the ``CLOSE_*`` values. No event follows for it.
 

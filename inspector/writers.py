@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from inspector.events import SCHEMA
+from inspector.parquet_file import ParquetFile, write_table
 
 
 class OutputError(OSError):
@@ -104,7 +104,7 @@ class ParquetDatasetWriter:
         self.files: list[Path] = []
         self.rows = 0
         self.rows_in_file = 0
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: ParquetFile | None = None
         self._tmp: Path | None = None
         self._final: Path | None = None
         self._opened_at = 0.0
@@ -122,14 +122,14 @@ class ParquetDatasetWriter:
     def open_file(self) -> Path | None:
         return self._final if self._writer is not None else None
 
-    def _open(self) -> pq.ParquetWriter:
+    def _open(self) -> ParquetFile:
         self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
         self._tmp = self.dir / f".{self._final.name}.inprogress"
         self._index += 1
         self.rows_in_file = 0
         self._opened_at = self.clock()
-        return pq.ParquetWriter(self._tmp, SCHEMA, compression=self.compression, use_dictionary=DICTIONARY_COLUMNS,
-                                write_statistics=STATISTICS_COLUMNS)
+        return ParquetFile(self._tmp, SCHEMA, compression=self.compression, use_dictionary=DICTIONARY_COLUMNS,
+                           write_statistics=STATISTICS_COLUMNS)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -202,7 +202,7 @@ class ParquetDatasetWriter:
             self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
             self._tmp = self.dir / f".{self._final.name}.inprogress"
             try:
-                pq.write_table(SCHEMA.empty_table(), self._tmp, compression=self.compression)
+                write_table(SCHEMA.empty_table(), self._tmp, compression=self.compression)
                 os.replace(self._tmp, self._final)
             except OSError as exc:
                 raise self._fail(exc) from exc

@@ -30,13 +30,11 @@ from libc.string cimport memcpy, memset
 
 from decoders.native._json cimport write_int
 
-import orjson
 import pyarrow
 
 #: What :meth:`BodyColumn.append` returns for a body it does not write (nothing was appended).
 FALLBACK = object()
 
-cdef object _Fragment = orjson.Fragment
 cdef const char* _HEX = b"0123456789abcdef"
 
 
@@ -328,8 +326,8 @@ cdef class BodyColumn:
                 return 0
             if default is None:
                 raise _Unhandled()
-            result = default(v)  # the encoder's summary (a dict; a fragment's text cannot be read: orjson's)
-            if type(result) is _Fragment or depth >= MAX_DEPTH:
+            result = default(v)  # the encoder's summary: a dict, else an orjson fragment (its text unreadable here)
+            if type(result) is not dict or depth >= MAX_DEPTH:
                 raise _Unhandled()
             return self._value(result, default, depth + 1)
         if t is bytes or t is bytearray or t is memoryview:

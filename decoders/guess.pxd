@@ -1,0 +1,2 @@
+cdef class Guess:
+    cdef readonly object message, candidates, confidence

@@ -1,0 +1,77 @@
+"""Writing one local Parquet file, without importing ``pyarrow.parquet``.
+
+``pyarrow.parquet`` imports pyarrow's filesystem layer when it is imported (S3, GCS, Azure and HDFS
+bindings, and with them ``ssl``): 15-20 ms of every run of ``kafka-inspector read``, which only ever writes
+local files. :class:`ParquetFile` uses the writer class ``pyarrow.parquet.ParquetWriter`` wraps
+(``pyarrow._parquet.ParquetWriter``) with the options ``pyarrow.parquet`` passes for a local path, so the
+files are the same byte for byte (``tests/inspector/test_parquet_file.py`` compares them). Where that class
+is missing or takes other arguments (another pyarrow), ``pyarrow.parquet`` writes instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+try:
+    from pyarrow._parquet import ParquetWriter as _CoreWriter
+except ImportError:  # pragma: no cover - a pyarrow without it: pyarrow.parquet writes
+    _CoreWriter = None
+
+#: What ``pyarrow.parquet.ParquetWriter`` passes beyond its caller's options (its defaults).
+_PQ_OPTIONS: dict[str, Any] = {"version": "2.6", "writer_engine_version": "V2", "data_page_version": "1.0"}
+#: ``pyarrow.parquet.ParquetWriter``'s defaults for the options callers here may leave out.
+_PQ_DEFAULTS: dict[str, Any] = {"compression": "snappy", "use_dictionary": True, "write_statistics": True}
+
+
+class ParquetFile:
+    """Writes record batches to a new Parquet file at ``path`` (one row group per batch); ``close()`` ends it.
+
+    ``options`` are ``pyarrow.parquet.ParquetWriter``'s (compression, use_dictionary, write_statistics, ...).
+    """
+
+    def __init__(self, path: str | Path, schema: pa.Schema, **options: Any) -> None:
+        self.schema = schema
+        merged = {**_PQ_DEFAULTS, **options}
+        self._writer: Any = None
+        if _CoreWriter is not None:
+            try:
+                self._writer = _CoreWriter(str(path), schema, **_PQ_OPTIONS, **merged)
+            except TypeError:  # pragma: no cover - arguments of another pyarrow: pyarrow.parquet writes
+                self._writer = None
+        if self._writer is None:  # pragma: no cover
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(str(path), schema, **merged)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self.write_table(pa.Table.from_batches([batch], self.schema))
+
+    def write_table(self, table: pa.Table) -> None:
+        if self._writer is None:
+            raise ValueError("the Parquet file is closed")
+        if not table.schema.equals(self.schema, check_metadata=False):
+            raise ValueError(f"table schema does not match the file's:\n{table.schema}\nvs\n{self.schema}")
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        """End the file (its footer written, closed); again, nothing."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+
+
+def write_table(table: pa.Table, path: str | Path, **options: Any) -> None:
+    """``pyarrow.parquet.write_table(table, path, **options)`` for a local path: the file is removed when
+    writing it fails."""
+    try:
+        writer = ParquetFile(path, table.schema, **options)
+        try:
+            writer.write_table(table)
+        finally:
+            writer.close()
+    except Exception:
+        Path(path).unlink(missing_ok=True)
+        raise

@@ -7,9 +7,13 @@ cdef class DecodedMessage:
 @cython.locals(m=DecodedMessage)
 cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,
                                   header_version, header, body_version, error_path, error_offset, notes, inner)
+@cython.locals(entry=tuple, header=dict, decoded=object)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements)
+@cython.locals(entry=tuple)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,
                                            bint postprocess, object max_elements)
-cpdef object _readers(object api_key, object version, str kind)
+@cython.locals(table=dict, key=cython.longlong)
+cpdef object _readers(long long api_key, long long version, str kind)
 cpdef object _exact(tuple entry, bytes b)
+@cython.locals(entry=tuple, header=dict)
 cpdef object _response_exact(bytes b, object api_key, object api_version, object max_elements, object over_budget)

@@ -151,11 +151,13 @@ _BUDGET = rt.BUDGET
 
 
 def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
-    """The readers (see ``_Readers``) of a known api key and version, else None."""
+    """The readers (see ``_Readers``) of a known api key and version, else None. (Compiled, the key and
+    version are C integers and the table a typed dict: a C lookup per message.)"""
     if not 0 <= version <= 0xFFFF:
         return None  # no such version (the caller's status says so)
     table = _request_readers if kind == "request" else _response_readers
-    entry: _Readers | None = table.get((api_key << 16) | version, _UNSEEN)
+    key = (api_key << 16) | version
+    entry: _Readers | None = table.get(key, _UNSEEN)
     if entry is not _UNSEEN:
         return entry
     versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
@@ -174,7 +176,7 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
             fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
         post = (_POST or _postprocessors()).get((kind, api_key))
         entry = (header, body, header_version, fast_header, fast_body, post)
-    table[(api_key << 16) | version] = entry
+    table[key] = entry
     return entry
 
 

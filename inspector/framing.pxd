@@ -1,5 +1,10 @@
+cimport cython
+
 cdef class Frame:
     cdef public object ts, first_ts, offset, data
+
+@cython.locals(f=Frame)
+cpdef Frame _new_frame(ts, first_ts, offset, data)
 
 cdef class Framer:
     cdef public list _chunks

@@ -81,7 +81,7 @@ _tcp = Struct("!HHIIBB").unpack_from  # sport, dport, seq, ack, data offset, fla
 _EMPTY = memoryview(b"")
 
 
-@dataclass(frozen=True)  # compiled, an extension type (packets.pxd); from source, the slots below
+@dataclass  # compiled, an extension type (packets.pxd), read-only to Python; from source, the slots below
 class Segment:
     """One TCP segment.
 
@@ -108,7 +108,23 @@ class Segment:
     missing: int
 
 
-fast_frozen_init(Segment)  # from source (Cython takes no decorator on an extension type; compiled, a no-op)
+def _new_segment(ts: float, src_ip: str, src_port: int, dst_ip: str, dst_port: int, seq: int, ack: int, flags: int,
+                 payload: memoryview, truncated: bool, missing: int) -> Segment:
+    """Segment(...) for the typed packet parser, every field positionally: compiled, stored from C (the class's
+    own ``__init__`` parses its eleven arguments: ~900 instructions a packet, measured)."""
+    s = Segment.__new__(Segment)
+    s.ts = ts
+    s.src_ip = src_ip
+    s.src_port = src_port
+    s.dst_ip = dst_ip
+    s.dst_port = dst_port
+    s.seq = seq
+    s.ack = ack
+    s.flags = flags
+    s.payload = payload
+    s.truncated = truncated
+    s.missing = missing
+    return s
 
 
 @dataclass(frozen=True)  # compiled, an extension type (packets.pxd); from source, the slots below
@@ -284,7 +300,7 @@ def _native_batch(little: bool, scale: float, linktype: int) -> Batch | None:
     """The typed twin's record loop for one classic pcap (None when it is not built)."""
     if _native is None:
         return None
-    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, Segment, _EMPTY,
+    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, _new_segment, _EMPTY,
                                   _v4_names, _v4, _v6_names, _v6)
     batch: Batch = parser.parse_records
     return batch

@@ -4,6 +4,9 @@ from inspector.packets cimport Segment
 cdef class StreamData:
     cdef readonly object conn_id, side, ts, offset, data, src, dst
 
+@cython.locals(s=StreamData)
+cpdef StreamData _new_stream_data(conn_id, side, ts, offset, data, src, dst)
+
 cdef class _Dir:
     cdef public list heap
     cdef public object src, dst, fin_off, base_seq, nxt, nxt_seq, buf_bytes, seen, delivered, gap, retrans

@@ -125,3 +125,49 @@ def test_the_guard_records_what_runs_compiled() -> None:
     if _compiled.compiled(decoders.api):
         assert "decoders.api" in _compiled.COMPILED and "inspector.events" in _compiled.COMPILED
     assert not set(_compiled.STALE) & {name.rsplit(".", 1)[1] for name in _compiled.COMPILED}
+
+
+def test_compiled_modules_run_their_body_with_argspecs_cached() -> None:
+    import inspect
+
+    from decoders import _compiled as guard
+
+    original = inspect.getfullargspec
+    seen: list[object] = []
+
+    def field(a: int, *, b: int = 0) -> None: ...
+
+    class Loader:
+        def create_module(self, spec: object) -> None:
+            return None
+
+        def exec_module(self, module: object) -> None:
+            patched = inspect.getfullargspec
+            assert patched is not original
+            first = patched(field)
+            assert patched(field) is first and first == original(field)  # the second answer from the cache
+            assert patched(functools_partial_unhashable) == original(functools_partial_unhashable)
+            seen.append(first)
+            raise RuntimeError("the module body failed")
+
+    functools_partial_unhashable = _Unhashable()
+    with pytest.raises(RuntimeError, match="body failed"):
+        guard._CachedArgspecs(Loader()).exec_module(object())  # type: ignore[arg-type]
+    assert seen and inspect.getfullargspec is original  # restored, even after a failure
+
+
+class _Unhashable:
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, x: int) -> int:
+        return x
+
+
+@pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
+def test_compiled_modules_are_loaded_through_the_argspec_cache() -> None:
+    import inspect
+
+    assert inspect.getfullargspec.__module__ == "inspect"  # nothing left patched after the imports
+    for module in (inspector.framing, decoders.api, decoders.records):
+        assert _compiled.compiled(module)
+        assert type(module.__loader__).__name__ == "_CachedArgspecs"

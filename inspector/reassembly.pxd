@@ -1,6 +1,8 @@
 cimport cython
 from inspector.packets cimport Segment
 
+cdef int _SYN, _FIN, _RST, _ACK
+
 cdef class StreamData:
     cdef readonly object conn_id, side, ts, offset, data, src, dst
 
@@ -23,7 +25,7 @@ cdef class Reassembler:
     cdef public object max_buffered_per_direction, max_connections, _next_id, _tiebreak, buffered
     cdef public object ignored_segments
 
-    @cython.locals(d=_Dir, o=_Dir, conn=_Conn)
+    @cython.locals(d=_Dir, o=_Dir, conn=_Conn, flags=cython.int)
     cpdef list feed(self, Segment seg)
 
 cdef class ConnectionOpened:

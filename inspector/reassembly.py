@@ -82,6 +82,10 @@ CLOSE_END: Final = "end of capture"
 CLOSE_EVICTED: Final = "evicted"
 CLOSE_PORT_REUSE: Final = "port reuse"  # a new handshake on the same 4-tuple replaced a connection still open
 
+# The TCP flags the per-segment path tests, under private names: compiled, C integers (reassembly.pxd), so
+# those tests are C operations rather than Python ones on the flags object.
+_SYN, _FIN, _RST, _ACK = SYN, FIN, RST, ACK
+
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 _WRAP = 0x100000000
@@ -352,13 +356,13 @@ class Reassembler:
         flags = seg.flags
         entry = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
         if entry is None:
-            if flags & RST:
+            if flags & _RST:
                 self.ignored_segments += 1
                 return out
             conn, side = self._open(seg, out)
         else:
             conn, side = entry
-            if conn.closed or flags & SYN:
+            if conn.closed or flags & _SYN:
                 found = self._check_reuse(conn, side, seg, out)
                 if found is None:
                     self.ignored_segments += 1
@@ -367,7 +371,7 @@ class Reassembler:
         ts = seg.ts
         conn.last_ts = ts
         d = conn.dirs[side]
-        if flags & (SYN | FIN | RST) or seg.truncated or not d.base_set:
+        if flags & (_SYN | _FIN | _RST) or seg.truncated or not d.base_set:
             self._slow(conn, side, d, seg, out)
             return out
         payload = seg.payload
@@ -383,7 +387,7 @@ class Reassembler:
                     self._maybe_finished(conn, ts, out)
             else:
                 self._data(conn, side, d, d.offset_of(seg.seq), payload, n, ts, out)
-        if flags & ACK:
+        if flags & _ACK:
             o = conn.dirs[1 - side]
             if o.base_set:
                 delta = (seg.ack - o.nxt_seq) & _MASK

@@ -16,7 +16,11 @@ with ``pyarrow.array``, which decides. ``tests/inspector/test_events.py`` holds 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong
 from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    void* PyUnicode_DATA(object o)
 from libc.math cimport rint
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int16_t, int32_t, int64_t
@@ -36,6 +40,15 @@ cdef inline int _width(char kind) noexcept:
     return 0
 
 
+cdef inline const char* _utf8(object v, Py_ssize_t* size) except NULL:
+    """A str's UTF-8: an ASCII string's own data (no call), else Python's cached encoding (raises on a lone
+    surrogate)."""
+    if PyUnicode_IS_COMPACT_ASCII(v):
+        size[0] = PyUnicode_GET_LENGTH(v)
+        return <const char*>PyUnicode_DATA(v)
+    return PyUnicode_AsUTF8AndSize(v, size)
+
+
 cdef object _text(list rows, Py_ssize_t col, bint from_str, char* valid, Py_ssize_t* nulls):
     """(offsets, data) of a text column; marks nulls in ``valid``."""
     cdef Py_ssize_t n = len(rows), i, total = 0, size
@@ -48,7 +61,7 @@ cdef object _text(list rows, Py_ssize_t col, bint from_str, char* valid, Py_ssiz
         if from_str:
             if type(v) is not str:
                 raise _Unhandled()
-            PyUnicode_AsUTF8AndSize(v, &size)
+            _utf8(v, &size)
         else:
             if type(v) is not bytes:
                 raise _Unhandled()
@@ -69,7 +82,7 @@ cdef object _text(list rows, Py_ssize_t col, bint from_str, char* valid, Py_ssiz
             nulls[0] += 1
         else:
             if from_str:
-                p = PyUnicode_AsUTF8AndSize(v, &size)
+                p = _utf8(v, &size)
             else:
                 p = PyBytes_AS_STRING(v)
                 size = PyBytes_GET_SIZE(v)

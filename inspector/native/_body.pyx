@@ -23,12 +23,16 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.ref cimport _Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
 from decoders.native._json cimport write_int
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    void* PyUnicode_DATA(object o)
 
 import pyarrow
 
@@ -201,10 +205,14 @@ cdef class BodyColumn:
     cdef int _str(self, str s) except -1:
         cdef Py_ssize_t k, i
         cdef const unsigned char* p
-        try:
-            p = <const unsigned char*>PyUnicode_AsUTF8AndSize(s, &k)
-        except UnicodeError:
-            raise _Unhandled()
+        if PyUnicode_IS_COMPACT_ASCII(s):  # its UTF-8 is its own data (no call, nothing to raise)
+            p = <const unsigned char*>PyUnicode_DATA(s)
+            k = PyUnicode_GET_LENGTH(s)
+        else:
+            try:
+                p = <const unsigned char*>PyUnicode_AsUTF8AndSize(s, &k)
+            except UnicodeError:
+                raise _Unhandled()
         self._reserve(k * 6 + 2)  # at most \u00XX per byte
         cdef char* o = self.data + self.size
         cdef unsigned char c

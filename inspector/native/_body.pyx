@@ -21,11 +21,11 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyObject_GetBuffer,
 from cpython.dict cimport PyDict_Next
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
-from cpython.ref cimport _Py_REFCNT
+from cpython.ref cimport Py_INCREF, Py_XDECREF, _Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy, memset
 
 from decoders.native._json cimport write_int
@@ -94,6 +94,17 @@ cdef class _Text:
         pass
 
 
+cdef enum:
+    KEY_SLOTS = 256  # keys remembered, by address (a power of two)
+    KEY_TEXT = 48  # the longest remembered key text, quotes and colon included
+
+
+cdef struct _Key:
+    PyObject* key  # a reference held (its address cannot be another string's while it is here), or NULL
+    Py_ssize_t size
+    char text[KEY_TEXT]  # the key as written: '"Name":'
+
+
 cdef class BodyColumn:
     """One batch of ``body`` values as Arrow buffers (see the module)."""
 
@@ -115,19 +126,30 @@ cdef class BodyColumn:
     cdef object records_type
     cdef HeadersWriter* headers  # writes a record set's headers-level summary (NULL: ask the encoder)
     cdef list codes  # the non-zero ErrorCode values of the body being written
+    # Keys as written last time, by the key string's address: bodies from the generated decoders share their
+    # keys (the field names, one string each), so most keys are copied, not escaped again.
+    cdef _Key* keys
 
     def __cinit__(self, records_type, headers_writer=None, Py_ssize_t max_text=0x7FFFFFFF):
         """``records_type``: the lazy record set type (``decoders.records.Records``); ``headers_writer``: the
         records twin's ``HEADERS_WRITER`` when record sets are summarised at the headers level, else None."""
         self.records_type = records_type
         self.max_text = min(max_text, 0x7FFFFFFF)
+        self.keys = <_Key*>calloc(KEY_SLOTS, sizeof(_Key))
+        if self.keys == NULL:
+            raise MemoryError()
         self.headers = NULL
         if headers_writer is not None and PyCapsule_IsValid(headers_writer, HEADERS_WRITER_NAME):
             self.headers = <HeadersWriter*>PyCapsule_GetPointer(headers_writer, HEADERS_WRITER_NAME)
         self._reset()
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
         self._reset()
+        if self.keys != NULL:
+            for i in range(KEY_SLOTS):
+                Py_XDECREF(self.keys[i].key)
+            free(self.keys)
 
     cdef void _reset(self) noexcept:
         self.buf = None
@@ -342,6 +364,26 @@ cdef class BodyColumn:
             return self._hex(v)  # what the encoder makes of them
         raise _Unhandled()  # a float, a subclass, a fragment, another type: orjson decides
 
+    cdef inline int _key(self, PyObject* key) except -1:
+        """Write a (str) key and its colon: copied when this key string was written before."""
+        cdef _Key* slot = &self.keys[(<size_t>key >> 4) & (KEY_SLOTS - 1)]
+        cdef Py_ssize_t start
+        if slot.key == key:
+            self._reserve(slot.size)
+            memcpy(self.data + self.size, slot.text, slot.size)
+            self.size += slot.size
+            return 0
+        start = self.size
+        self._str(<str>key)
+        self._byte(b':')
+        if self.size - start <= KEY_TEXT:
+            Py_XDECREF(slot.key)
+            Py_INCREF(<object>key)
+            slot.key = key
+            slot.size = self.size - start
+            memcpy(slot.text, self.data + start, slot.size)
+        return 0
+
     cdef int _dict(self, dict d, object default, int depth) except -1:
         cdef PyObject* key
         cdef PyObject* value
@@ -357,8 +399,7 @@ cdef class BodyColumn:
             if not first:
                 self._byte(b',')
             first = False
-            self._str(<str>key)
-            self._byte(b':')
+            self._key(key)
             if type(<object>value) is int and <str>key == "ErrorCode":
                 x = self._integer(<object>value)
                 if x:

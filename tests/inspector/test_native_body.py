@@ -287,3 +287,23 @@ def test_a_row_that_fails_leaves_the_body_column_in_step(monkeypatch: pytest.Mon
     table.add(messages[2])
     bodies = table.take().column("body").to_pylist()
     assert bodies == [events.body_json(m.message.body) for m in (messages[0], messages[2])]
+
+
+def test_keys_written_again_are_the_same_text() -> None:
+    # The column remembers each key string's text by the string's address (256 places): keys shared by
+    # many bodies, keys that evict each other, escaped keys, a key too long to remember, and a key string
+    # freed and another made (perhaps at its address) with other text.
+    column = _column()
+    shared = [f"Field{i}" for i in range(600)]  # more than the places: they evict each other
+    odd = ['quo"te', "back\\slash", "tab\there", "é☃", "x" * 60, ""]
+    bodies: list[dict[str, Any]] = []
+    for round_ in range(3):
+        for start in range(0, 600, 50):
+            bodies.append({key: round_ for key in shared[start:start + 50]} | {k: start for k in odd})
+    for round_ in range(200):
+        made = "".join(["Key", str(round_)])  # a new string each time, freed after its body is written
+        bodies.append({made: round_})
+    encoder = _BodyEncoder(RecordsOptions())
+    for body in bodies:
+        assert column.append(body, encoder) is None
+    assert _texts(column) == [orjson.dumps(body) for body in bodies]

@@ -20,7 +20,7 @@ cdef class EventTable:
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)
     cpdef _conn(self, KafkaMessage ev)
-    @cython.locals(encoder=_BodyEncoder, b=dict)
+    @cython.locals(encoder=_BodyEncoder, b=dict, promoted=bint)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
 
 cdef class RecordsOptions:

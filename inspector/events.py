@@ -310,7 +310,8 @@ class EventTable:
         self._last_conn: tuple[int, Any, Any, int] = (-1, None, None, -1)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
         # The body column's twin, when built: bodies go straight into its buffers (the rows hold None).
-        self._bodies = (_BodyColumn(Records, _headers_writer if records.level == "headers" else None)
+        self._bodies = (_BodyColumn(Records, _headers_writer if records.level == "headers" else None,
+                                    promoted_keys=_PROMOTED_KEYS)
                         if _BodyColumn is not None else None)
 
     def __len__(self) -> int:
@@ -346,6 +347,7 @@ class EventTable:
         if bodies is None:
             text = _orjson().dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
             codes = error_codes(text) if msg.kind == "response" else None
+            promoted = _has_promoted(b)
         else:
             text = None  # the twin wrote it into the column
             codes = bodies.append(body, encoder)
@@ -354,6 +356,9 @@ class EventTable:
                 written = _orjson().dumps(body, default=encoder)
                 bodies.append_text(written)
                 codes = error_codes(written)
+                promoted = _has_promoted(b)
+            else:
+                promoted = bodies.promoted  # found by the twin while it wrote the keys
         notes = msg.notes
         try:
             if encoder.problems:  # limits hit and damage found in record data (the body has the details)
@@ -391,7 +396,7 @@ class EventTable:
         self._rows.append(values)
         self._conn_rows.append(conn)
         candidates = ev.candidates
-        if (nested is None and not _has_promoted(b) and envelope is None and not ev.request_missing
+        if (nested is None and not promoted and envelope is None and not ev.request_missing
                 and not candidates and ev.confidence is None and not notes):
             return  # every extra column is null (request_missing False): nothing more to keep
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))

@@ -102,6 +102,7 @@ cdef enum:
 cdef struct _Key:
     PyObject* key  # a reference held (its address cannot be another string's while it is here), or NULL
     Py_ssize_t size
+    bint promoted  # the key is one of ``promoted_keys``
     char text[KEY_TEXT]  # the key as written: '"Name":'
 
 
@@ -129,11 +130,18 @@ cdef class BodyColumn:
     # Keys as written last time, by the key string's address: bodies from the generated decoders share their
     # keys (the field names, one string each), so most keys are copied, not escaped again.
     cdef _Key* keys
+    cdef frozenset promoted_keys
+    #: Whether the last body appended by :meth:`append` has a top-level key in ``promoted_keys`` (the events
+    #: table reads its promoted columns only then); found while its keys are written.
+    cdef readonly bint promoted
 
-    def __cinit__(self, records_type, headers_writer=None, Py_ssize_t max_text=0x7FFFFFFF):
+    def __cinit__(self, records_type, headers_writer=None, Py_ssize_t max_text=0x7FFFFFFF,
+                  frozenset promoted_keys=frozenset()):
         """``records_type``: the lazy record set type (``decoders.records.Records``); ``headers_writer``: the
-        records twin's ``HEADERS_WRITER`` when record sets are summarised at the headers level, else None."""
+        records twin's ``HEADERS_WRITER`` when record sets are summarised at the headers level, else None;
+        ``promoted_keys``: the top-level keys :attr:`promoted` looks for."""
         self.records_type = records_type
+        self.promoted_keys = promoted_keys
         self.max_text = min(max_text, 0x7FFFFFFF)
         self.keys = <_Key*>calloc(KEY_SLOTS, sizeof(_Key))
         if self.keys == NULL:
@@ -364,23 +372,31 @@ cdef class BodyColumn:
             return self._hex(v)  # what the encoder makes of them
         raise _Unhandled()  # a float, a subclass, a fragment, another type: orjson decides
 
-    cdef inline int _key(self, PyObject* key) except -1:
-        """Write a (str) key and its colon: copied when this key string was written before."""
+    cdef inline int _key(self, PyObject* key, int depth) except -1:
+        """Write a (str) key and its colon: copied when this key string was written before. A top-level key
+        (``depth`` 0) in ``promoted_keys`` sets :attr:`promoted`."""
         cdef _Key* slot = &self.keys[(<size_t>key >> 4) & (KEY_SLOTS - 1)]
         cdef Py_ssize_t start
+        cdef bint promoted
         if slot.key == key:
             self._reserve(slot.size)
             memcpy(self.data + self.size, slot.text, slot.size)
             self.size += slot.size
+            if depth == 0 and slot.promoted:
+                self.promoted = True
             return 0
         start = self.size
         self._str(<str>key)
         self._byte(b':')
+        promoted = <object>key in self.promoted_keys
+        if depth == 0 and promoted:
+            self.promoted = True
         if self.size - start <= KEY_TEXT:
             Py_XDECREF(slot.key)
             Py_INCREF(<object>key)
             slot.key = key
             slot.size = self.size - start
+            slot.promoted = promoted
             memcpy(slot.text, self.data + start, slot.size)
         return 0
 
@@ -399,7 +415,7 @@ cdef class BodyColumn:
             if not first:
                 self._byte(b',')
             first = False
-            self._key(key)
+            self._key(key, depth)
             if type(<object>value) is int and <str>key == "ErrorCode":
                 x = self._integer(<object>value)
                 if x:
@@ -411,6 +427,7 @@ cdef class BodyColumn:
     def append(self, body, default):
         """Append ``body``'s JSON (None: a null); return the non-zero ErrorCode values of its text in order
         (None when there are none), or :data:`FALLBACK` with nothing appended."""
+        self.promoted = False
         if body is None:
             self._row(True)
             return None

@@ -307,3 +307,23 @@ def test_keys_written_again_are_the_same_text() -> None:
     for body in bodies:
         assert column.append(body, encoder) is None
     assert _texts(column) == [orjson.dumps(body) for body in bodies]
+
+
+def test_promoted_is_whether_a_top_level_key_is_promoted() -> None:
+    keys = frozenset(("GroupId", "MemberId", "NodeId", "ProtocolType", "ClusterId"))
+    column = events._BodyColumn(Records, None, promoted_keys=keys)  # type: ignore[misc]
+    encoder = _BodyEncoder(RecordsOptions())
+    seen = {True: 0, False: 0}
+    bodies: list[dict[str, Any] | None] = [
+        {"GroupId": "g"}, {"Topics": [{"GroupId": "nested, not top-level"}]}, None, {"NodeId": 1, "x": 2},
+        {"x" * 70: 1, "MemberId": "m"}, {"x" * 70: 1},
+    ]
+    for path in CAPTURES[:6]:
+        bodies += [m.body for ev in iter_capture(str(path), Summary()) for m in (ev.message, ev.message.inner)
+                   if m is not None]
+    for body in bodies * 2:  # the second time from the remembered keys
+        column.append(body, encoder)
+        expected = body is not None and any(key in keys for key in body)
+        assert column.promoted == expected, body
+        seen[expected] += 1
+    assert seen[True] > 20 and seen[False] > 20

@@ -3,8 +3,9 @@ from inspector.connection cimport KafkaMessage
 from inspector.events cimport EventTable
 from inspector.pipeline cimport Inspector
 from inspector.summary cimport Summary
+from inspector.packets cimport Segment
 
-@cython.locals(inspector=Inspector, summary=Summary)
+@cython.locals(inspector=Inspector, summary=Summary, segment=Segment)
 cpdef packet_messages(inspector, summary, seg, list out, counted=*)
 
 @cython.locals(table=EventTable, summary=Summary)

@@ -81,8 +81,9 @@ def packet_messages(inspector: Inspector, summary: Summary, seg: Segment | Skipp
     if not isinstance(seg, Segment):
         summary.packets_skipped[seg.reason] = summary.packets_skipped.get(seg.reason, 0) + 1
         return None
-    count_events(summary, inspector.segment(seg), out, counted)
-    return seg.ts
+    segment = seg  # compiled, typed (reader.pxd): its timestamp read from C
+    count_events(summary, inspector.segment(segment), out, counted)
+    return segment.ts
 
 
 def count_events(summary: Summary, events: list[ConnectionEvent], out: list[KafkaMessage],

@@ -2,6 +2,8 @@ cimport cython
 from decoders.api cimport DecodedMessage
 from inspector.connection cimport KafkaMessage
 
+cdef dict _API_NAMES
+
 cdef class ApiStats:
     cdef public long long requests, responses, errors, decode_failures, decode_warnings
     cdef public list latencies

@@ -360,7 +360,7 @@ cdef class BodyColumn:
                 self._value(item, default, depth + 1)
             return self._byte(b']')
         if t is self.records_type:
-            if self.headers != NULL and self._headers(v.data):
+            if self.headers != NULL and self._headers(v._data):  # the record set's bytes (its slot: no property call)
                 return 0
             if default is None:
                 raise _Unhandled()

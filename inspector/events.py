@@ -71,6 +71,10 @@ class RecordsOptions:
     max_decompressed: int = 64 * 1024 * 1024
 
 
+#: The api name of a key (None for an unknown key), as a bound method: one call, no attribute lookup per row.
+_api_name = _API_NAMES.get
+
+
 def _orjson() -> ModuleType:
     """orjson, imported on first use: a read whose bodies the typed twin writes never needs it, and importing it
     (with datetime, uuid and platform) is ~5 ms of every start."""
@@ -376,7 +380,7 @@ class EventTable:
                 ev.ts,  # seconds: the ts column holds round(ts * 1_000_000) microseconds (take() converts)
                 ev.direction,
                 api_key,
-                _API_NAMES.get(api_key) if api_key is not None else None,  # msg.api_name, without the call
+                _api_name(api_key) if api_key is not None else None,  # msg.api_name, without its property call
                 api_version,
                 msg.correlation_id,
                 msg.client_id if envelope is not None else ev.client_id,

@@ -7,7 +7,11 @@ cdef class DecodedMessage:
 @cython.locals(m=DecodedMessage)
 cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,
                                   header_version, header, body_version, error_path, error_offset, notes, inner)
-@cython.locals(entry=tuple, header=dict, decoded=object)
+@cython.locals(hi=cython.uchar, lo=cython.uchar)
+cpdef long be16(bytes b, Py_ssize_t p) except? -1
+@cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
+cpdef long long be32(bytes b, Py_ssize_t p) except? -1
+@cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements)
 @cython.locals(entry=tuple)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,

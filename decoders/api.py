@@ -223,13 +223,31 @@ def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool =
     return decode_request_bytes(frame if type(frame) is bytes else bytes(frame), postprocess, max_elements)
 
 
+def be16(b: bytes, p: int) -> int:
+    """The signed big-endian 16-bit integer at ``b[p:p + 2]`` (compiled: two C byte reads, no struct call)."""
+    hi = b[p]
+    lo = b[p + 1]
+    return ((hi ^ 0x80) - 0x80) * 256 + lo  # the high byte sign-extended (small constants: C arithmetic)
+
+
+def be32(b: bytes, p: int) -> int:
+    """The signed big-endian 32-bit integer at ``b[p:p + 4]`` (compiled: four C byte reads, no struct call)."""
+    b0 = b[p]
+    b1 = b[p + 1]
+    b2 = b[p + 2]
+    b3 = b[p + 3]
+    return ((b0 ^ 0x80) - 0x80) * 16777216 + b1 * 65536 + b2 * 256 + b3  # the high byte sign-extended
+
+
 def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int) -> DecodedMessage:
     """:func:`decode_request` of a ``bytes`` frame, every argument positional (a C call from compiled code)."""
     size = len(b)
     _BUDGET[0] = max_elements
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
-        api_key, version, corr = _HEAD(b, 0)
+        api_key = be16(b, 0)
+        version = be16(b, 2)
+        corr = be32(b, 4)
         entry = _readers(api_key, version, "request")
         if entry is not None:
             decoded = _exact(entry, b)

@@ -1,5 +1,5 @@
 cimport cython
-from decoders.api cimport DecodedMessage, decode_request_bytes, decode_response_bytes
+from decoders.api cimport DecodedMessage, be32, decode_request_bytes, decode_response_bytes
 from inspector.framing cimport Frame, Framer
 
 cdef class PendingRequest:

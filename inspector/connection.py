@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from decoders import OK, decode_request
 from decoders._runtime import MAX_ELEMENTS
-from decoders.api import DecodedMessage, decode_request_bytes, decode_response_bytes
+from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_response_bytes
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
@@ -20,7 +20,6 @@ from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
 _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
-_INT32 = struct.Struct(">i").unpack_from
 
 #: Frames kept while it is not yet known which side is the client.
 MAX_UNDECIDED_FRAMES = 64
@@ -301,7 +300,7 @@ class KafkaConnection:
 
     def _response(self, frame: Frame) -> KafkaMessage:
         data = frame.data
-        corr = _INT32(data, 0)[0] if len(data) >= 4 else None
+        corr = be32(data, 0) if len(data) >= 4 else None
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is not None:
             msg = decode_response_bytes(data, req.api_key, req.api_version, req.inner, True, self.max_elements)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import struct
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -18,8 +17,6 @@ from decoders import _runtime as rt
 from decoders.generated import registry
 
 OK = "ok"
-_HEAD = struct.Struct(">hhi").unpack_from
-_CORR = struct.Struct(">i").unpack_from
 
 _modules: dict[str, ModuleType] = {}
 
@@ -267,7 +264,7 @@ def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
     if size < 8:
         return DecodedMessage("request", None, None, None,
                               f"truncated: request header needs 8 bytes, frame has {size}", None, size)
-    api_key, version, corr = _HEAD(b, 0)
+    api_key, version, corr = be16(b, 0), be16(b, 2), be32(b, 4)
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("request", api_key, version, corr, f"unknown api key {api_key}", None, size,
@@ -328,7 +325,7 @@ def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size)
-    (corr,) = _CORR(b, 0)
+    corr = be32(b, 0)
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size)
@@ -416,7 +413,7 @@ def _best_effort_client_id(b: bytes) -> str | None:
     """The v1 header's client id, when the bytes look like one (unknown key or version)."""
     if len(b) < 10:
         return None
-    (n,) = struct.unpack_from(">h", b, 8)
+    n = be16(b, 8)
     if n < 0 or 10 + n > len(b):
         return None
     return b[10 : 10 + n].decode("utf-8", "backslashreplace")

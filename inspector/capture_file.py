@@ -106,10 +106,9 @@ class RawPacket:
     wirelen: int
 
 
-# Classic pcap magic numbers as they appear in the first 4 bytes of the file.
-
-
 fast_frozen_init(RawPacket)  # from source (compiled, a no-op)
+
+# Classic pcap magic numbers as they appear in the first 4 bytes of the file.
 _PCAP_MAGICS: dict[bytes, tuple[str, int]] = {
     b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),  # little-endian, microseconds
     b"\xa1\xb2\xc3\xd4": (">", 1_000_000),  # big-endian, microseconds

@@ -136,10 +136,9 @@ class Skipped:
     reason: str
 
 
-# Skipped values are shared: parsing allocates nothing for packets it skips.
-
-
 fast_frozen_init(Skipped)  # from source (compiled, a no-op)
+
+# Skipped values are shared: parsing allocates nothing for packets it skips.
 _skips: dict[str, Skipped] = {}
 
 

@@ -634,7 +634,7 @@ class Reassembler:
                 self._gap(conn, side, d, end - nxt, GAP_SNAPLEN, ts, out)
                 continue
             out.append(_new_stream_data(conn.conn_id, side, ts, nxt, data[nxt - off:] if off < nxt else data,
-                                  d.src, d.dst))
+                                        d.src, d.dst))
             d.delivered += end - nxt
             d.nxt = end
             d.nxt_seq = (d.base_seq + end) & _MASK

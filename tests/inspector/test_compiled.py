@@ -146,11 +146,11 @@ def test_compiled_modules_run_their_body_with_argspecs_cached() -> None:
             assert patched is not original
             first = patched(field)
             assert patched(field) is first and first == original(field)  # the second answer from the cache
-            assert patched(functools_partial_unhashable) == original(functools_partial_unhashable)
+            assert patched(unhashable) == original(unhashable)
             seen.append(first)
             raise RuntimeError("the module body failed")
 
-    functools_partial_unhashable = _Unhashable()
+    unhashable = _Unhashable()
     with pytest.raises(RuntimeError, match="body failed"):
         guard._CachedArgspecs(Loader()).exec_module(object())  # type: ignore[arg-type]
     assert seen and inspect.getfullargspec is original  # restored, even after a failure

@@ -207,7 +207,7 @@ _records_view: list[Callable[[memoryview], Any]] = []
 def records(b: bytes, p: int, n: int) -> Any:
     """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``)."""
     if not _records_view:
-        from decoders.records import Records  # imported late: decoders.records imports this module
+        from decoders.records import _new_records  # imported late: decoders.records imports this module
 
-        _records_view.append(Records)
+        _records_view.append(_new_records)
     return _records_view[0](memoryview(b)[p : p + n])

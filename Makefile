@@ -20,7 +20,7 @@ $(BIN)/kafka-inspector: pyproject.toml setup.py
 # bytecode of the pure modules as pip does for an installed package (an editable install has none,
 # and with PYTHONDONTWRITEBYTECODE set every run would compile the generated decoders (~6 MB) again).
 ACCEL_STAMP := decoders/accel/.built
-$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) decoders/accel/_cy.pxd $(wildcard inspector/*.py decoders/*.py) $(wildcard inspector/*.pxd decoders/*.pxd decoders/native/*.pxd)
+$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) $(wildcard decoders/accel/*.pxd) $(wildcard inspector/*.py decoders/*.py) $(wildcard inspector/*.pxd decoders/*.pxd decoders/native/*.pxd)
 	$(BIN)/python setup.py -q build_ext --inplace
 	$(BIN)/python -m compileall -q inspector decoders pipelines >/dev/null
 	touch $@

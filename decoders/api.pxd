@@ -2,7 +2,7 @@ cimport cython
 
 cdef class DecodedMessage:
     cdef public object kind, api_key, api_version, correlation_id, status, body, size, client_id
-    cdef public object header_version, header, body_version, error_path, error_offset, notes, inner
+    cdef public object header_version, header, body_version, error_path, error_offset, notes, inner, text, codes
 
 @cython.locals(m=DecodedMessage)
 cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,
@@ -12,12 +12,13 @@ cpdef long be16(bytes b, Py_ssize_t p) except? -1
 @cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
 cpdef long long be32(bytes b, Py_ssize_t p) except? -1
 @cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong)
-cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements)
+cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements, bint text=*)
 @cython.locals(entry=tuple)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,
-                                           bint postprocess, object max_elements)
+                                           bint postprocess, object max_elements, bint text=*)
 @cython.locals(table=dict, key=cython.longlong)
 cpdef object _readers(long long api_key, long long version, str kind)
 cpdef object _exact(tuple entry, bytes b)
+cpdef object _text(tuple entry, bytes b)
 @cython.locals(entry=tuple, header=dict)
 cpdef object _response_exact(bytes b, object api_key, object api_version, object max_elements, object over_budget)

@@ -80,6 +80,11 @@ class DecodedMessage:
     error_offset: int | None = None
     notes: tuple[str, ...] = ()
     inner: DecodedMessage | None = None  # the request/response an Envelope carried
+    # The body's JSON text (UTF-8), when the decoder wrote it straight from the frame (``text`` mode of
+    # decode_request_bytes / decode_response_bytes, for the events' body column). ``body`` then holds only the
+    # body's top-level integer fields, and ``codes`` the non-zero ErrorCode values of the text, in order.
+    text: bytes | None = None
+    codes: list[int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -138,7 +143,9 @@ def _header_module(name: str) -> ModuleType:
 
 # (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None):
 # the fast readers are the compiled twins when built (else the same pure readers); they only serve exact decodes.
-_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any]
+#: (header reader, body reader, header version, compiled header reader, compiled body reader, postprocessor,
+#: compiled JSON text writer of the body or None).
+_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any, Any]
 #: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as only versions
 #: 0..0xFFFF are kept); None for an unknown pair.
 _request_readers: dict[int, _Readers | None] = {}
@@ -165,14 +172,16 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
         header = _module(header_name).VERSIONS[header_version]
         module = _module(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
-        fast_header, fast_body = header, body
+        fast_header, fast_body, text = header, body, None
         fast_header_module = accel_module(header_name)
         fast_module = accel_module(registry.API_MODULES[api_key])
+        post = (_POST or _postprocessors()).get((kind, api_key))
         if fast_header_module is not None and fast_module is not None:
             fast_header = fast_header_module.VERSIONS[header_version]
             fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
-        post = (_POST or _postprocessors()).get((kind, api_key))
-        entry = (header, body, header_version, fast_header, fast_body, post)
+            if post is None:  # a postprocessor reads the whole body
+                text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
+        entry = (header, body, header_version, fast_header, fast_body, post, text)
     table[key] = entry
     return entry
 
@@ -190,6 +199,17 @@ def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] |
     except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
+
+
+def _text(entry: _Readers, b: bytes) -> tuple[dict[str, Any], tuple[bytes, list[int] | None, dict[str, Any]]] | None:
+    """(header, (text, codes, partial body)) when the compiled JSON writer of ``entry`` writes the whole body of
+    ``b``, else None (the dict path decodes it, and says why where it fails)."""
+    try:
+        header, p = entry[3](b, 0)
+    except Exception:  # noqa: BLE001 - the dict path decodes again and says why
+        return None
+    written = entry[6](b, p)
+    return (header, written) if written is not None else None
 
 
 #: How a message's status starts when its decode stopped at the array element budget (``--max-elements``).
@@ -236,8 +256,10 @@ def be32(b: bytes, p: int) -> int:
     return ((b0 ^ 0x80) - 0x80) * 16777216 + b1 * 65536 + b2 * 256 + b3  # the high byte sign-extended
 
 
-def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int) -> DecodedMessage:
-    """:func:`decode_request` of a ``bytes`` frame, every argument positional (a C call from compiled code)."""
+def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: bool = False) -> DecodedMessage:
+    """:func:`decode_request` of a ``bytes`` frame, every argument positional (a C call from compiled code).
+    With ``text``, a body the compiled decoders can write as JSON straight from the frame (Produce, Fetch) comes
+    as ``text`` with a partial ``body`` (see :class:`DecodedMessage`)."""
     size = len(b)
     _BUDGET[0] = max_elements
     if size >= 8:
@@ -247,6 +269,16 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int) -> Deco
         corr = be32(b, 4)
         entry = _readers(api_key, version, "request")
         if entry is not None:
+            if text and entry[6] is not None:
+                written = _text(entry, b)
+                if written is not None:
+                    header, out = written
+                    msg = _new_message("request", api_key, version, corr, OK, out[2], size, header.get("ClientId"),
+                                       entry[2], header, None, None, None, (), None)
+                    msg.text = out[0]
+                    msg.codes = out[1]
+                    return msg
+                _BUDGET[0] = max_elements
             decoded = _exact(entry, b)
             if type(decoded) is tuple:
                 header, body = decoded
@@ -309,9 +341,22 @@ def decode_response(
 
 
 def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple[int, int] | None,
-                          postprocess: bool, max_elements: int) -> DecodedMessage:
-    """:func:`decode_response` of a ``bytes`` frame, every argument positional (a C call from compiled code)."""
+                          postprocess: bool, max_elements: int, text: bool = False) -> DecodedMessage:
+    """:func:`decode_response` of a ``bytes`` frame, every argument positional (a C call from compiled code);
+    ``text`` as for :func:`decode_request_bytes`."""
     size = len(b)
+    if text and size >= 4:
+        _BUDGET[0] = max_elements
+        entry = _readers(api_key, api_version, "response")
+        if entry is not None and entry[6] is not None:
+            written = _text(entry, b)
+            if written is not None:
+                text_header, out = written
+                written_msg = _new_message("response", api_key, api_version, text_header["CorrelationId"], OK,
+                                           out[2], size, None, entry[2], text_header, None, None, None, (), None)
+                written_msg.text = out[0]
+                written_msg.codes = out[1]
+                return written_msg
     msg = _response_exact(b, api_key, api_version, max_elements, None)
     if msg is not None:
         if postprocess:

@@ -23,6 +23,7 @@ cdef class KafkaConnection:
     cdef public tuple framers
     cdef public list _undecided, _request_failures
     cdef public object conn_id, max_pending, max_elements, endpoints, client_side
+    cdef public bint body_text
     cdef public object last_correlation_id
     cdef public ConnectionStats stats
 

@@ -143,10 +143,14 @@ class KafkaConnection:
         max_frame: int = 100 * 1024 * 1024,
         max_pending: int = MAX_PENDING,
         max_elements: int = MAX_ELEMENTS,
+        body_text: bool = False,
     ) -> None:
         self.conn_id = conn_id
         self.max_pending = max_pending
         self.max_elements = max_elements  # array elements one message may decode (--max-elements)
+        # Whether Produce/Fetch bodies come as JSON text written from the frame, with a partial body (decoders.api's
+        # ``text`` mode: for a consumer that only writes the text, the events table).
+        self.body_text = body_text
         self.endpoints = (a, b)
         self.client_side = client_side
         self.pending: dict[int, PendingRequest] = {}
@@ -274,7 +278,7 @@ class KafkaConnection:
         return self._response(frame)
 
     def _request(self, frame: Frame) -> KafkaMessage:
-        msg = decode_request_bytes(frame.data, True, self.max_elements)
+        msg = decode_request_bytes(frame.data, True, self.max_elements, self.body_text)
         if msg.status != OK:  # not msg.ok (a property call)
             self.stats.decode_failures += 1
         if msg.correlation_id is not None:
@@ -303,7 +307,8 @@ class KafkaConnection:
         corr = be32(data, 0) if len(data) >= 4 else None
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is not None:
-            msg = decode_response_bytes(data, req.api_key, req.api_version, req.inner, True, self.max_elements)
+            msg = decode_response_bytes(data, req.api_key, req.api_version, req.inner, True, self.max_elements,
+                                        self.body_text)
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
             # milliseconds to the microsecond: round(x, 3) would give the same value, ten times slower

@@ -235,6 +235,7 @@ def _principal(body: dict[str, Any]) -> str | None:
 #: Fetch, Metadata, ...) skips their look-ups.
 _PROMOTED_KEYS = frozenset(("GroupId", "MemberId", "Members", "GenerationId", "GenerationIdOrMemberEpoch",
                             "ProtocolType", "ProtocolName", "Protocols", "Groups", "ClusterId", "NodeId"))
+PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above is a C global)
 #: Where the columns come from (SCHEMA order): a row's own values ("row", index), its connection's
 #: ("conn", index), or the values few rows have ("extra", index; null, or False for request_missing).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
@@ -321,6 +322,13 @@ class EventTable:
     def __len__(self) -> int:
         return len(self._rows)
 
+    @property
+    def takes_text(self) -> bool:
+        """Whether bodies may come as JSON text written by the decoder (``DecodedMessage.text``, with a partial
+        body): the body column's twin writes them as they are, when it summarises record sets at the headers
+        level (the text's record sets are the records twin's headers-level summaries)."""
+        return self._bodies is not None and self.records.level == "headers"
+
     def add(self, event: KafkaMessage) -> None:
         conn = self._conn(event)
         msg = event.message
@@ -351,6 +359,11 @@ class EventTable:
         if bodies is None:
             text = _orjson().dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
             codes = error_codes(text) if msg.kind == "response" else None
+            promoted = _has_promoted(b)
+        elif msg.text is not None:  # written from the frame by the decoder (takes_text); b: top-level integers
+            text = None
+            bodies.append_text(msg.text)
+            codes = msg.codes
             promoted = _has_promoted(b)
         else:
             text = None  # the twin wrote it into the column

@@ -9,6 +9,7 @@ cdef class _Tracked:
 
 cdef class Inspector:
     cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released
+    cdef public object body_text
     cdef public dict conns
     cdef public list closed
     cdef public object held_bytes, max_conn_id, _holders, _holders_max, _reasm_held

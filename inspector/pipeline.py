@@ -55,9 +55,10 @@ class _Tracked:
 
     __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes")
 
-    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int],
+    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int, bool],
                  kafka: bool | None) -> None:
-        # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements
+        # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements,
+        # body_text
         self._spec = spec
         self._conn: KafkaConnection | None = None
         self.kafka = kafka  # None while undecided
@@ -75,9 +76,9 @@ class _Tracked:
         return conn
 
     def new_conn(self) -> KafkaConnection:
-        conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements = self._spec
+        conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements, body_text = self._spec
         return KafkaConnection(conn_id, a, b, client_side=client_side, synced=synced, max_frame=max_frame,
-                               max_pending=max_pending, max_elements=max_elements)
+                               max_pending=max_pending, max_elements=max_elements, body_text=body_text)
 
     @property
     def has_conn(self) -> bool:
@@ -114,7 +115,7 @@ class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
                  max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
                  max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD,
-                 max_elements: int = MAX_ELEMENTS) -> None:
+                 max_elements: int = MAX_ELEMENTS, body_text: bool = False) -> None:
         if max_held < 0:
             raise ValueError("max_held must be >= 0")
         if max_elements < 0:
@@ -125,6 +126,7 @@ class Inspector:
         self.max_pending = max_pending
         self.max_held = max_held
         self.max_elements = max_elements  # array elements one message may decode (--max-elements)
+        self.body_text = body_text  # Produce/Fetch bodies as JSON text (KafkaConnection's body_text)
         self.evicted = 0  # connections closed because more than max_connections were open
         self.released = 0  # connections whose held bytes were released because more than max_held were held
         self.held_bytes = 0  # bytes held in framers and behind holes, all open connections together
@@ -297,7 +299,7 @@ class Inspector:
         conn_id = self.conn_id_base + ev.conn_id
         self.max_conn_id = max(self.max_conn_id, conn_id)
         self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending,
-                                           self.max_elements), kafka)
+                                           self.max_elements, self.body_text), kafka)
 
     def _emit(self, tracked: _Tracked, events: list[ConnectionEvent], out: list[ConnectionEvent]) -> None:
         if tracked.kafka:

@@ -43,12 +43,15 @@ def iter_capture(
     options: ReadOptions = ReadOptions(),
     conn_id_base: int = 0,
     progress: Progress | None = None,
+    body_text: bool = False,
 ) -> Iterator[KafkaMessage]:
-    """Yield every Kafka message of one capture file; totals go into ``summary``."""
+    """Yield every Kafka message of one capture file; totals go into ``summary``. With ``body_text``, Produce and
+    Fetch messages carry their body as JSON text and only its top-level integer fields as ``body``
+    (``decoders.api.DecodedMessage.text``): for a consumer that writes the text, as the events table does."""
     inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
                           max_buffered=options.max_buffered, max_connections=options.max_connections,
                           max_pending=options.max_pending, max_held=options.max_held,
-                          max_elements=options.max_elements)
+                          max_elements=options.max_elements, body_text=body_text)
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     out: list[KafkaMessage] = []
@@ -136,7 +139,7 @@ def read_captures(
         for path in paths:
             name = Path(path).name if path != "-" else "<stdin>"
             table = EventTable(capture=name, records=options.records)
-            for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress):
+            for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress, table.takes_text):
                 table.add(ev)
                 if len(table) >= BATCH_ROWS:
                     writer.write(table.take())

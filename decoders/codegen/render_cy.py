@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from decoders import _runtime as rt
-from decoders.codegen.model import FIXED, Field, Struct
+from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
 from decoders.codegen.render import module_name, versioned_table
 
 ACCEL_DIR = Path(__file__).resolve().parent.parent / "accel"
@@ -36,6 +36,34 @@ _READ: dict[str, str] = {
     "float64": "rf64(c, p + {off})",
     "uuid": "_rt.uuid(b[p + {off}:p + {off} + 16])",
 }
+
+
+#: APIs whose compiled decoders also write each body's JSON text straight from the frame (Produce and Fetch:
+#: nearly every frame of a busy cluster), for ``decoders.api``'s ``text`` mode (``read``'s events). The text is
+#: what the events' body column writes for the decoded dict; anything else (tagged fields, a string that is not
+#: ASCII, a float, a record set the records twin leaves) makes the writer give up, and the dict path decodes the
+#: frame. ``tests/decoders/test_text.py`` holds the two equal.
+TEXT_APIS = frozenset({0, 1})
+
+#: Writer of each fixed-width type read at ``c``, ``p + {off}`` (decoders/accel/_text.pxd); float64: none.
+_WRITE: dict[str, str] = {
+    "bool": "jbool(&_out, c[p + {off}] != 0)",
+    "int8": "jint(&_out, rd8(c, p + {off}))",
+    "int16": "jint(&_out, rd16(c, p + {off}))",
+    "uint16": "jint(&_out, ru16(c, p + {off}))",
+    "int32": "jint(&_out, rd32(c, p + {off}))",
+    "uint32": "jint(&_out, ru32(c, p + {off}))",
+    "int64": "jint(&_out, rd64(c, p + {off}))",
+    "uuid": "juuid(&_out, c + p + {off})",
+}
+#: Integer types: a top-level field of one of these is also kept in the message's (partial) body.
+_INTEGER = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
+
+
+def _c_text(text: str) -> str:
+    """A Cython bytes literal of ASCII ``text`` (a JSON key and its punctuation)."""
+    assert text.isascii() and "\\" not in text and "'" not in text
+    return f"b'{text}'"
 
 
 @dataclass
@@ -64,11 +92,13 @@ class _CFunc:
 @dataclass
 class CyModuleBuilder:
     functions: dict[str, str] = field(default_factory=dict)  # canonical text -> name
+    text_functions: dict[str, str] = field(default_factory=dict)  # canonical text -> name (JSON writers)
+    text_entries: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name (JSON writers)
     ordered: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
     tables: dict[str, str] = field(default_factory=dict)
     wrappers: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name
 
-    def _add(self, fn: _CFunc, uses_t: bool) -> str:
+    def _add(self, fn: _CFunc, uses_t: bool, text: bool = False) -> str:
         decls = ["    global _budget"] if any("_budget -=" in line for line in fn.lines) else []
         if fn.longs or uses_t:
             decls.append("    cdef long long " + ", ".join(fn.longs + (["t"] if uses_t else [])))
@@ -77,10 +107,11 @@ class CyModuleBuilder:
         objects = fn.objects + ["d"]
         decls.append("    cdef object " + ", ".join(objects))
         body = "\n".join(decls + fn.lines)
-        name = self.functions.get(body)
+        functions, prefix = (self.text_functions, "_t") if text else (self.functions, "_f")
+        name = functions.get(body)
         if name is None:
-            name = f"_f{len(self.functions)}"
-            self.functions[body] = name
+            name = f"{prefix}{len(functions)}"
+            functions[body] = name
             self.ordered.append((name, body))
         return name
 
@@ -117,6 +148,124 @@ class CyModuleBuilder:
         fn.emit(1, "pp[0] = p")
         fn.emit(1, "return d")
         return self._add(fn, st.flexible)
+
+    def text_fn(self, st: Struct, top: bool = False) -> str:
+        """A cdef function writing ``st``'s JSON text into ``_out`` as it reads it; it returns the top-level
+        integer fields as a dict when ``top`` (the message's partial body), else None."""
+        fn = _CFunc()
+        fn.emit(1, "cdef Py_ssize_t p = pp[0]")
+        kept: list[tuple[str, str]] | None = [] if top else None
+        for i, f in enumerate(st.fields):
+            key = ("{" if i == 0 else ",") + json.dumps(f.name) + ":"
+            fn.emit(1, f"jput(&_out, {_c_text(key)}, {len(key)})")
+            self._text_field(fn, f, 1, kept)
+        fn.emit(1, "jput(&_out, b'}', 1)" if st.fields else "jput(&_out, b'{}', 2)")
+        if st.flexible:
+            fn.emit(1, "p = uvar(c, p, L, &t)")
+            fn.emit(1, "if t: raise ValueError('tagged fields')")  # the dict path places them
+        fn.emit(1, "pp[0] = p")
+        if kept is None:
+            fn.emit(1, "d = None")
+        else:
+            fn.emit(1, "d = {" + ", ".join(f"{json.dumps(n)}: {v}" for n, v in kept) + "}")
+        fn.emit(1, "return d")
+        return self._add(fn, st.flexible, text=True)
+
+    def _text_fixed(self, fn: _CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None) -> None:
+        """Write one fixed-width value at ``p`` (its bytes checked) and step over it."""
+        if f.type_name == "float64":
+            fn.emit(ind, "raise ValueError('float')")  # orjson's text of a float is left to it
+            return
+        size = FIXED[f.type_name][1]
+        fn.emit(ind, f"need(p, {size}, L)")
+        code = f.name == "ErrorCode" and f.type_name in _INTEGER
+        if (kept is not None or code) and f.type_name in _INTEGER:
+            m = fn.var("m")
+            fn.emit(ind, f"{m} = {_READ[f.type_name].format(off=0)}")
+            fn.emit(ind, f"jint(&_out, {m})")
+            if code:
+                fn.emit(ind, f"if {m}: _code({m})")
+            if kept is not None:
+                kept.append((f.name, m))
+        else:
+            fn.emit(ind, _WRITE[f.type_name].format(off=0))
+        fn.emit(ind, f"p += {size}")
+
+    def _text_field(self, fn: _CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None = None) -> None:
+        if f.kind == "fixed":
+            self._text_fixed(fn, f, ind, kept)
+            return
+        if f.kind in ("string", "bytes", "records"):
+            n = self._length(fn, f.compact, ind, int16=f.kind == "string")
+            fn.emit(ind, f"if {n} >= 0:")
+            fn.emit(ind + 1, f"need(p, {n}, L)")
+            write = {"string": "jstr", "bytes": "jhex", "records": "jrecords"}[f.kind]
+            fn.emit(ind + 1, f"{write}(&_out, c + p, {n}); p += {n}")
+            self._text_null_or_negative(fn, n, ind)
+            return
+        if f.kind == "struct":
+            assert f.struct is not None
+            sub = self.text_fn(f.struct)
+            if f.nullable:
+                m = fn.var("m")
+                fn.emit(ind, "need(p, 1, L)")
+                fn.emit(ind, f"{m} = rd8(c, p); p += 1")
+                fn.emit(ind, f"if {m} < 0:")
+                fn.emit(ind + 1, "jput(&_out, b'null', 4)")
+                fn.emit(ind, "else:")
+                fn.emit(ind + 1, f"{sub}(b, c, L, &p)")
+            else:
+                fn.emit(ind, f"{sub}(b, c, L, &p)")
+            return
+        if f.kind == "array":
+            self._text_array(fn, f, ind)
+            return
+        raise AssertionError(f.kind)
+
+    def _text_null_or_negative(self, fn: _CFunc, n: str, ind: int) -> None:
+        fn.emit(ind, f"elif {n} == -1:")
+        fn.emit(ind + 1, "jput(&_out, b'null', 4)")
+        fn.emit(ind, "else:")
+        fn.emit(ind + 1, "raise ValueError('negative length')")
+
+    def _text_array(self, fn: _CFunc, f: Field, ind: int) -> None:
+        """An array, checked and counted against the budget as :meth:`_array` does."""
+        elem = f.element
+        assert elem is not None
+        n = self._length(fn, f.compact, ind, int16=False)
+        fn.emit(ind, f"if {n} >= 0:")
+        if elem.kind == "fixed":
+            min_size = FIXED[elem.type_name][1]
+        elif elem.kind == "struct":
+            assert elem.struct is not None
+            min_size = elem.struct.min_size()
+        else:
+            min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
+        if min_size:
+            fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
+        else:
+            fn.emit(ind + 1, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
+        fn.emit(ind + 1, f"_budget -= {n}")
+        fn.emit(ind + 1, f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})")
+        i = fn.var("i")
+        fn.emit(ind + 1, "jput(&_out, b'[', 1)")
+        fn.emit(ind + 1, f"for {i} in range({n}):")
+        fn.emit(ind + 2, f"if {i}: jput(&_out, b',', 1)")
+        if elem.kind == "struct":
+            assert elem.struct is not None
+            fn.emit(ind + 2, f"{self.text_fn(elem.struct)}(b, c, L, &p)")
+        else:
+            self._text_field(fn, elem, ind + 2)
+        fn.emit(ind + 1, "jput(&_out, b']', 1)")
+        self._text_null_or_negative(fn, n, ind)
+
+    def text_entry(self, cname: str) -> str:
+        """A Python-callable ``(b, p) -> (text, codes, partial body) | None`` around the JSON writer ``cname``."""
+        name = self.text_entries.get(cname)
+        if name is None:
+            name = f"_x{cname[2:]}"
+            self.text_entries[cname] = name
+        return name
 
     def value_fn(self, f: Field) -> str:
         fn = _CFunc()
@@ -254,6 +403,31 @@ class CyModuleBuilder:
                "# Array elements left for this message (decoders._runtime.BUDGET, read and written back by",
                "# the entry points below).",
                "cdef Py_ssize_t _budget = 0", "cdef list _BUDGET = _rt.BUDGET", ""]
+        if self.text_functions:
+            out[3:3] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
+                        "from decoders.accel._text cimport *"]
+            out += [
+                "try:",
+                "    from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER",
+                "except ImportError:  # the records twin is not built: record sets are left to the dict path",
+                "    _HEADERS_WRITER = None",
+                "",
+                "# The JSON text being written (one message at a time), and the non-zero ErrorCode values in it.",
+                "cdef JOut _out",
+                "_out.data = NULL",
+                "_out.size = _out.cap = 0",
+                "_out.headers = headers_writer(_HEADERS_WRITER)",
+                "cdef list _codes = None",
+                "",
+                "",
+                "cdef int _code(long long v) except -1:",
+                "    global _codes",
+                "    if _codes is None:",
+                "        _codes = []",
+                "    _codes.append(v)",
+                "    return 0",
+                "",
+            ]
         for name, body in self.ordered:
             out.append("")
             out.append(f"cdef object {name}(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):")
@@ -276,6 +450,22 @@ class CyModuleBuilder:
                 # A tagged field's reader, called back by _rt.tags while an entry point runs.
                 out.append(f"    v = {cname}(b, b, len(b), &p)")
             out.append("    return v, p")
+        for cname, xname in self.text_entries.items():
+            out.append("")
+            out.append(f"def {xname}(bytes b, Py_ssize_t p):")
+            out.append("    global _budget, _codes")
+            out.append("    _budget = _BUDGET[0]")
+            out.append("    _out.size = 0")
+            out.append("    _codes = None")
+            out.append("    try:")
+            out.append(f"        d = {cname}(b, b, len(b), &p)")
+            out.append("    except Exception:")
+            out.append("        return None  # left to the dict path, which says why")
+            out.append("    finally:")
+            out.append("        _BUDGET[0] = _budget")
+            out.append("    if p != len(b):")
+            out.append("        return None")
+            out.append("    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d")
         out.append("")
         for text, name in self.tables.items():
             out.append(f"{name} = {text}")
@@ -294,12 +484,27 @@ def _dict_text(builder: CyModuleBuilder, table: dict[int, str]) -> str:
     return "{" + ", ".join(f"{k}: {builder.wrapper(v)}" for k, v in sorted(table.items())) + "}"
 
 
+def _text_table(builder: CyModuleBuilder, variants: list[dict[str, Any]], root: str) -> dict[int, str]:
+    """Version -> name of the JSON writer entry of the root struct at that version."""
+    table: dict[int, str] = {}
+    for variant in variants:
+        for version in versions_of(variant):
+            st = resolve_struct(root, variant["fields"], version, is_flexible(variant, version))
+            table[version] = builder.text_entry(builder.text_fn(st, top=True))
+    return table
+
+
 def render_api_cy(doc: dict[str, Any]) -> str:
     builder = CyModuleBuilder()
     request = versioned_table(builder, doc["request"], doc["name"] + "Request")
     response = versioned_table(builder, doc["response"], doc["name"] + "Response")
     entries = sorted(set(request.values()) | set(response.values()), key=lambda n: int(n[2:]))
     tail = [f"REQUEST = {_dict_text(builder, request)}", f"RESPONSE = {_dict_text(builder, response)}"]
+    if doc["apiKey"] in TEXT_APIS:
+        texts = {kind: _text_table(builder, doc[kind], doc["name"] + kind.capitalize())
+                 for kind in ("request", "response")}
+        tail += [f"{kind.upper()}_TEXT = {{" + ", ".join(f"{k}: {v}" for k, v in sorted(table.items())) + "}"
+                 for kind, table in texts.items()]
     return builder.render(entries, tail)
 
 

@@ -111,3 +111,32 @@ def test_event_batches_are_the_same_without_the_twins(capture: object, monkeypat
     assert batches[0].num_rows == len(messages)
     for other in batches[1:]:
         assert batches[0].equals(other)
+
+
+@needs_twin
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_event_batches_are_the_same_with_bodies_written_by_the_decoders(capture: object) -> None:
+    """``read`` has the decoders write Produce and Fetch bodies as JSON text (``takes_text``): the same batch as
+    from the decoded dicts, and the same summary."""
+    batches, summaries, texts = [], [], []
+    for body_text in (False, True):
+        summary = Summary()
+        table = events.EventTable(capture="x")
+        messages = list(iter_capture(str(capture), summary, body_text=body_text))
+        for m in messages:
+            table.add(m)
+        batches.append(table.take())
+        summaries.append((summary.rows(), summary.accounting(), summary.frames, summary.messages,
+                          summary.decode_failures, summary.decode_warnings, summary.limits))
+        texts.append(sum(m.message.text is not None for m in messages))
+    assert batches[0].equals(batches[1])
+    assert summaries[0] == summaries[1]
+    assert texts[0] == 0
+    has_text_apis = any(key in (0, 1) for key in batches[0].column("api_key").to_pylist())
+    assert (texts[1] > 0) == has_text_apis
+
+
+def test_bodies_come_as_text_only_for_the_headers_level() -> None:
+    assert events.EventTable().takes_text == (events._BodyColumn is not None)
+    assert not events.EventTable(records=events.RecordsOptions(level="records")).takes_text
+    assert not events.EventTable(records=events.RecordsOptions(level="size")).takes_text

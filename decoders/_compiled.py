@@ -16,7 +16,6 @@ another guarded package installed before it (``inspector`` cimports ``decoders.a
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
@@ -27,6 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL first (~4 ms of every start, measured)
+    from _sha256 import sha256
+except ImportError:  # an interpreter built without it
+    from hashlib import sha256
 
 MANIFEST = "_compiled.json"
 #: Compiled modules not used because their source changed since the build (rebuild: `make setup`).
@@ -53,7 +57,7 @@ def source_hash(path: Path) -> str:
         shared = root.joinpath(*module.split(".")).with_suffix(".pxd")
         if shared.exists() and shared != declarations:
             data += b"\0" + shared.read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 _CIMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+cimport\b", re.MULTILINE)
@@ -79,7 +83,7 @@ def cimported_modules(package_dir: Path, name: str) -> list[str]:
 
 
 def source_hash_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def stale_modules(package_dir: Path, pure: bool, compiled_elsewhere: set[str] | None = None) -> list[str]:

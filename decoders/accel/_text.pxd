@@ -34,19 +34,23 @@ cdef inline HeadersWriter* headers_writer(object capsule):
     return <HeadersWriter*>PyCapsule_GetPointer(capsule, b"decoders.native._records.HeadersWriter.v1")
 
 
+cdef inline int _grow(JOut* o, Py_ssize_t k) except -1:
+    cdef Py_ssize_t cap = o.cap * 2 if o.cap else 1 << 16
+    cdef char* data
+    while cap < o.size + k:
+        cap *= 2
+    data = <char*>realloc(o.data, cap)
+    if data == NULL:
+        raise MemoryError()
+    o.data = data
+    o.cap = cap
+    return 0
+
+
 cdef inline char* jroom(JOut* o, Py_ssize_t k) except NULL:
     """Room for ``k`` more bytes; where to write them."""
-    cdef Py_ssize_t cap
-    cdef char* data
     if o.size + k > o.cap:
-        cap = o.cap * 2 if o.cap else 1 << 16
-        while cap < o.size + k:
-            cap *= 2
-        data = <char*>realloc(o.data, cap)
-        if data == NULL:
-            raise MemoryError()
-        o.data = data
-        o.cap = cap
+        _grow(o, k)
     return o.data + o.size
 
 

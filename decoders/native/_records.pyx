@@ -28,18 +28,6 @@ cdef enum:
 
 cdef const char* _NAMES[8]
 _NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd", b"unknown(5)", b"unknown(6)", b"unknown(7)"]
-# The attribute flags, then the integer fields after them: key, and (offset in the batch, size) or mask.
-cdef const char* _FLAG_KEYS[3]
-_FLAG_KEYS[:] = [b',"isTransactional":', b',"isControl":', b',"hasDeleteHorizon":']
-cdef int _FLAG_MASKS[3]
-_FLAG_MASKS[:] = [0x10, 0x20, 0x40]
-cdef const char* _TAIL_KEYS[7]
-_TAIL_KEYS[:] = [b',"lastOffsetDelta":', b',"baseTimestamp":', b',"maxTimestamp":', b',"producerId":',
-                 b',"producerEpoch":', b',"baseSequence":', b',"recordCount":']
-cdef int _TAIL_AT[7]
-_TAIL_AT[:] = [23, 27, 35, 43, 51, 53, 57]
-cdef int _TAIL_SIZE[7]
-_TAIL_SIZE[:] = [4, 8, 8, 8, 2, 4, 4]
 
 
 cdef inline long long _rd(const unsigned char* c, Py_ssize_t p, int k) noexcept:
@@ -87,7 +75,7 @@ cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) n
     cdef char* o = _put(buf, b'{"size":')
     cdef Py_ssize_t pos = 0, partial = 0
     cdef long long length
-    cdef int attrs, k
+    cdef int attrs
     o = write_int(o, n)
     o = _put(o, b',"status":"ok","batches":[')
     while pos < n:
@@ -114,12 +102,18 @@ cdef Py_ssize_t headers_write(const unsigned char* c, Py_ssize_t n, char* buf) n
         o = _put(o, b',"compression":"')
         o = _put(o, _NAMES[attrs & 0x07])
         o = _put(o, b'","timestampType":"LogAppendTime"' if attrs & 0x08 else b'","timestampType":"CreateTime"')
-        for k in range(3):
-            o = _put(o, _FLAG_KEYS[k])
-            o = _bool(o, attrs & _FLAG_MASKS[k])
-        for k in range(7):
-            o = _put(o, _TAIL_KEYS[k])
-            o = write_int(o, _rd(c, pos + _TAIL_AT[k], _TAIL_SIZE[k]))
+        # Spelled out, not looped over tables: each key a literal (fixed-size stores, no strlen or memcpy
+        # call) and each integer read at a constant offset and width.
+        o = _bool(_put(o, b',"isTransactional":'), attrs & 0x10)
+        o = _bool(_put(o, b',"isControl":'), attrs & 0x20)
+        o = _bool(_put(o, b',"hasDeleteHorizon":'), attrs & 0x40)
+        o = write_int(_put(o, b',"lastOffsetDelta":'), _rd(c, pos + 23, 4))
+        o = write_int(_put(o, b',"baseTimestamp":'), _rd(c, pos + 27, 8))
+        o = write_int(_put(o, b',"maxTimestamp":'), _rd(c, pos + 35, 8))
+        o = write_int(_put(o, b',"producerId":'), _rd(c, pos + 43, 8))
+        o = write_int(_put(o, b',"producerEpoch":'), _rd(c, pos + 51, 2))
+        o = write_int(_put(o, b',"baseSequence":'), _rd(c, pos + 53, 4))
+        o = write_int(_put(o, b',"recordCount":'), _rd(c, pos + 57, 4))
         o = _put(o, b',"status":"ok"}')
         pos += LOG_OVERHEAD + length
     o = _put(o, b'],"partial_tail":')

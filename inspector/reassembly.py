@@ -86,6 +86,7 @@ CLOSE_PORT_REUSE: Final = "port reuse"  # a new handshake on the same 4-tuple re
 # those tests are C operations rather than Python ones on the flags object.
 _SYN, _FIN, _RST, _ACK = SYN, FIN, RST, ACK
 
+# Compiled, _MASK and _ACK_WINDOW are C integers too (reassembly.pxd): the common path's sequence arithmetic is C.
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 _WRAP = 0x100000000
@@ -347,6 +348,19 @@ class Reassembler:
         self._tiebreak = 0
         self.buffered = 0  # bytes waiting behind holes, all connections together
         self.ignored_segments = 0  # segments for no connection (stray RSTs, late packets after close)
+        # The flow table's last two hits (the two directions of the busiest connection), matched by the address
+        # strings' identity and the ports: most segments skip the 4-tuple and its look-up. Emptied whenever the
+        # table changes.
+        self._forget_hits()
+
+    def _forget_hits(self) -> None:
+        self._src0: str | None = None
+        self._dst0: str | None = None
+        self._src1: str | None = None
+        self._dst1: str | None = None
+        self._sport0 = self._dport0 = self._sport1 = self._dport1 = 0
+        self._hit0: tuple[_Conn, int] | None = None
+        self._hit1: tuple[_Conn, int] | None = None
 
     # -- public API ------------------------------------------------------------------------------------
 
@@ -354,7 +368,18 @@ class Reassembler:
         """Process one segment; return the events it causes, in order."""
         out: list[Event] = []
         flags = seg.flags
-        entry = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
+        src, dst, sport, dport = seg.src_ip, seg.dst_ip, seg.src_port, seg.dst_port
+        if src is self._src0 and dst is self._dst0 and sport == self._sport0 and dport == self._dport0:
+            entry = self._hit0
+        elif src is self._src1 and dst is self._dst1 and sport == self._sport1 and dport == self._dport1:
+            entry = self._hit1
+        else:
+            entry = self._flows.get((src, sport, dst, dport))
+            if entry is not None:
+                self._src1, self._dst1, self._sport1, self._dport1 = self._src0, self._dst0, self._sport0, self._dport0
+                self._hit1 = self._hit0
+                self._src0, self._dst0, self._sport0, self._dport0 = src, dst, sport, dport
+                self._hit0 = entry
         if entry is None:
             if flags & _RST:
                 self.ignored_segments += 1
@@ -377,12 +402,15 @@ class Reassembler:
         payload = seg.payload
         n = len(payload)
         if n:
-            if seg.seq == d.nxt_seq and not d.heap:  # the common case: next bytes, nothing waiting
+            nxt_seq = d.nxt_seq
+            seq = seg.seq
+            if seq == nxt_seq and not d.heap:  # the common case: next bytes, nothing waiting
                 out.append(_new_stream_data(conn.conn_id, side, ts, d.nxt, payload, d.src, d.dst))
                 d.seen += n
                 d.delivered += n
                 d.nxt += n
-                d.nxt_seq = (d.nxt_seq + n) & _MASK
+                size = n  # compiled, a C integer (n stays the object the counters add)
+                d.nxt_seq = (nxt_seq + size) & _MASK
                 if d.fin_off is not None:
                     self._maybe_finished(conn, ts, out)
             else:
@@ -390,7 +418,9 @@ class Reassembler:
         if flags & _ACK:
             o = conn.dirs[1 - side]
             if o.base_set:
-                delta = (seg.ack - o.nxt_seq) & _MASK
+                ack = seg.ack
+                nxt_seq = o.nxt_seq
+                delta = (ack - nxt_seq) & _MASK
                 if 0 < delta < _ACK_WINDOW:
                     self._acked(conn, 1 - side, o, o.nxt + delta, ts, out)
         return out
@@ -475,10 +505,12 @@ class Reassembler:
         self._conns[conn.conn_id] = conn
         self._flows[conn.keys[0]] = (conn, 0)
         self._flows[conn.keys[1]] = (conn, 1)
+        self._forget_hits()
         out.append(ConnectionOpened(conn.conn_id, seg.ts, a[0], a[1], b[0], b[1], conn.saw_syn))
         return conn, side
 
     def _forget(self, conn: _Conn) -> None:
+        self._forget_hits()
         self._conns.pop(conn.conn_id, None)
         for side, key in enumerate(conn.keys):
             if self._flows.get(key) == (conn, side):

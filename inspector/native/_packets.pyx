@@ -55,6 +55,9 @@ cdef class PacketParser:
     cdef int linktype
     cdef object make_raw, parse_one, make_segment, empty, v4, v6
     cdef dict v4_names, v6_names
+    # The two IPv4 names looked up last (a connection's two addresses): no int object or dict look-up for them.
+    cdef unsigned int key0, key1
+    cdef object name0, name1
 
     def __init__(self, bint little, double scale, int linktype, make_raw, parse_one, make_segment, empty,
                  dict v4_names, v4, dict v6_names, v6):
@@ -69,6 +72,19 @@ cdef class PacketParser:
         self.v4 = v4
         self.v6_names = v6_names
         self.v6 = v6
+
+    cdef inline object _v4_name(self, unsigned int key):
+        """The text of IPv4 address ``key`` (the pure module's cache, and its maker for a new one)."""
+        if key == self.key0 and self.name0 is not None:
+            return self.name0
+        if key == self.key1 and self.name1 is not None:
+            return self.name1
+        name = self.v4_names.get(key)
+        if name is None:
+            name = self.v4(key)
+        self.key1, self.name1 = self.key0, self.name0
+        self.key0, self.name0 = key, name
+        return name
 
     def parse_records(self, buf, Py_ssize_t pos, list out):
         """Parse the records whole in ``buf`` (bytes-like) from ``pos``; returns (position after them, records
@@ -161,14 +177,8 @@ cdef class PacketParser:
             else:
                 ip_end = off + total
             tcp_off = off + ihl
-            key = _u32(d + off + 12)
-            src_ip = self.v4_names.get(key)
-            if src_ip is None:
-                src_ip = self.v4(key)
-            key = _u32(d + off + 16)
-            dst_ip = self.v4_names.get(key)
-            if dst_ip is None:
-                dst_ip = self.v4(key)
+            src_ip = self._v4_name(_u32(d + off + 12))
+            dst_ip = self._v4_name(_u32(d + off + 16))
         elif etype == ETH_IPV6:
             if n < off + 40 or d[off] >> 4 != 6 or d[off + 6] != 6:
                 return None

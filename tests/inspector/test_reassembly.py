@@ -599,3 +599,35 @@ def test_shared_real_captures_reassemble_without_gaps(path: Path) -> None:
     st_ = pipeline(path)
     assert st_.opened and not st_.all_gaps()
     assert all(len(d) > 0 for d in st_.data.values())
+
+
+def test_interleaved_connections_reused_and_evicted_tuples_land_on_their_own_connection() -> None:
+    """The flow table's last two hits are remembered (compiled, a segment of the busiest connection skips the
+    4-tuple): three connections in turn, a 4-tuple reused after its FIN and connections evicted in between
+    still deliver each byte to its own connection."""
+    clients = [(f"10.0.1.{i}", 50_000 + i) for i in range(3)]
+    segments: list[Segment] = []
+    for i, c in enumerate(clients):
+        segments += [mk(c, S, 99 + i, flags=SYN), mk(S, c, 499 + i, flags=SYN | ACK, ack=100 + i)]
+    for k in range(6):
+        for i, c in enumerate(clients):  # each in turn: the remembered pair never holds the next one
+            segments += [mk(c, S, 100 + i + 2 * k, f"{i}{k}".encode()),
+                         mk(S, c, 500 + i + 2 * k, f"r{k}".encode(), ack=102 + i + 2 * k)]
+    c0 = clients[0]
+    segments += [mk(c0, S, 112, flags=FIN | ACK), mk(S, c0, 512, flags=FIN | ACK, ack=113), mk(c0, S, 113, ack=513),
+                 mk(c0, S, 7_999, flags=SYN), mk(S, c0, 8_999, flags=SYN | ACK, ack=8_000), mk(c0, S, 8_000, b"again")]
+    st_ = run(segments)
+    assert [bytes(st_.data[i, 0]) for i in (1, 2, 3)] == [b"000102030405", b"101112131415", b"202122232425"]
+    assert all(bytes(st_.data[i, 1]) == b"r0r1r2r3r4r5" for i in (1, 2, 3))
+    assert bytes(st_.data[4, 0]) == b"again" and st_.closed[1].reason == "fin"
+    evicting = run(segments, max_connections=2)  # each new connection evicts one: the table changes under it
+    assert len(evicting.opened) > len(st_.opened)
+
+    def by_sender(streams: Streams) -> dict[tuple[str, int, str, int], bytes]:
+        out: dict[tuple[str, int, str, int], bytes] = defaultdict(bytes)
+        for ev in streams.events:
+            if isinstance(ev, StreamData):
+                out[ev.src[0], ev.src[1], ev.dst[0], ev.dst[1]] += bytes(ev.data)
+        return dict(out)
+
+    assert by_sender(evicting) == by_sender(st_)

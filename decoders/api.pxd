@@ -11,9 +11,10 @@ cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, st
 cpdef long be16(bytes b, Py_ssize_t p) except? -1
 @cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
 cpdef long long be32(bytes b, Py_ssize_t p) except? -1
-@cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong)
+@cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong,
+               written_msg=DecodedMessage)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements, bint text=*)
-@cython.locals(entry=tuple)
+@cython.locals(entry=tuple, written_msg=DecodedMessage)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,
                                            bint postprocess, object max_elements, bint text=*)
 @cython.locals(table=dict, key=cython.longlong)

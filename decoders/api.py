@@ -273,11 +273,11 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: b
                 written = _text(entry, b)
                 if written is not None:
                     header, out = written
-                    msg = _new_message("request", api_key, version, corr, OK, out[2], size, header.get("ClientId"),
-                                       entry[2], header, None, None, None, (), None)
-                    msg.text = out[0]
-                    msg.codes = out[1]
-                    return msg
+                    written_msg = _new_message("request", api_key, version, corr, OK, out[2], size,
+                                               header.get("ClientId"), entry[2], header, None, None, None, (), None)
+                    written_msg.text = out[0]
+                    written_msg.codes = out[1]
+                    return written_msg
                 _BUDGET[0] = max_elements
             decoded = _exact(entry, b)
             if type(decoded) is tuple:

@@ -318,6 +318,8 @@ class EventTable:
         self._bodies = (_BodyColumn(Records, _headers_writer if records.level == "headers" else None,
                                     promoted_keys=_PROMOTED_KEYS)
                         if _BodyColumn is not None else None)
+        # Its method for a body's ready text, bound once (not looked up per message).
+        self._append_text: Any = self._bodies.append_text if self._bodies is not None else None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -362,7 +364,7 @@ class EventTable:
             promoted = _has_promoted(b)
         elif msg.text is not None:  # written from the frame by the decoder (takes_text); b: top-level integers
             text = None
-            bodies.append_text(msg.text)
+            self._append_text(msg.text)
             codes = msg.codes
             promoted = _has_promoted(b)
         else:

@@ -2,6 +2,8 @@ cimport cython
 from decoders.api cimport DecodedMessage, be32, decode_request_bytes, decode_response_bytes
 from inspector.framing cimport Frame, Framer
 
+cdef double _ROUNDER
+
 cdef class PendingRequest:
     cdef public object api_key, api_version, ts, client_id, inner, inner_correlation_id
 
@@ -32,9 +34,10 @@ cdef class KafkaConnection:
     cpdef list _handle(self, side, list events)
     cpdef _framed(self, side, Frame frame, list out)
     cpdef _frame(self, side, Frame frame)
-    @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
+    @cython.locals(msg=DecodedMessage, inner=DecodedMessage, pending=PendingRequest)
     cpdef _request(self, Frame frame)
-    @cython.locals(msg=DecodedMessage, req=PendingRequest)
+    @cython.locals(msg=DecodedMessage, req=PendingRequest, micros=cython.double,
+                   sent=cython.double, answered=cython.double)
     cpdef _response(self, Frame frame)
     cpdef tuple _roles(self)
 

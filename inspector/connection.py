@@ -25,6 +25,7 @@ _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
 MAX_UNDECIDED_FRAMES = 64
 #: Requests kept waiting for a response per connection before the oldest are given up.
 MAX_PENDING = 10_000
+_ROUNDER = 6755399441055744.0  # 1.5 * 2**52: x + it - it is x rounded half to even (see _response)
 
 
 def is_kafka(msg: DecodedMessage) -> bool:
@@ -287,12 +288,17 @@ class KafkaConnection:
             self.seen_versions.add((msg.api_key, msg.api_version))
             if not _expects_no_response(msg):
                 inner = msg.inner
-                self.pending[msg.correlation_id or 0] = PendingRequest(
-                    msg.api_key, msg.api_version, frame.ts, msg.client_id,
-                    (inner.api_key, inner.api_version)
-                    if inner is not None and inner.api_key is not None and inner.api_version is not None else None,
-                    inner.correlation_id if inner is not None else None,
-                )
+                # PendingRequest(...), its fields stored from C when compiled (the class call parses six
+                # arguments: ~700 instructions a request, measured).
+                pending = PendingRequest.__new__(PendingRequest)
+                pending.api_key = msg.api_key
+                pending.api_version = msg.api_version
+                pending.ts = frame.ts
+                pending.client_id = msg.client_id
+                pending.inner = ((inner.api_key, inner.api_version) if inner is not None
+                                 and inner.api_key is not None and inner.api_version is not None else None)
+                pending.inner_correlation_id = inner.correlation_id if inner is not None else None
+                self.pending[msg.correlation_id or 0] = pending
                 if len(self.pending) > self.max_pending:
                     oldest = next(iter(self.pending))
                     del self.pending[oldest]
@@ -311,8 +317,13 @@ class KafkaConnection:
                                         self.body_text)
             if msg.status != OK:  # not msg.ok (a property call)
                 self.stats.decode_failures += 1
-            # milliseconds to the microsecond: round(x, 3) would give the same value, ten times slower
-            latency = round((frame.ts - req.ts) * 1_000_000.0) / 1000.0
+            # Milliseconds to the microsecond: round(x * 1e6) / 1e3, round(x, 3) being ten times slower. The
+            # microseconds are rounded half to even by adding and taking away 1.5 * 2**52 (a double has no
+            # fraction bits left at that size), which is exact below 2**51 µs (71 years) and, compiled, C
+            # arithmetic rather than a call of round() (~650 instructions a response, measured).
+            sent, answered = req.ts, frame.ts
+            micros = (answered - sent) * 1_000_000.0
+            latency = ((micros + _ROUNDER) - _ROUNDER) / 1000.0
             client, broker = self._roles()
             return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
                                 req.client_id, latency, False, (), None)

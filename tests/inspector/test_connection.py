@@ -80,3 +80,21 @@ def test_gap_is_accounted_and_next_request_resyncs() -> None:
     assert sum(i.length for i in issues if i.kind == "skipped") == 9 + 5
     st = conn.stats
     assert st.bytes_framed[0] + st.bytes_skipped[0] == st.bytes_seen[0]
+
+
+def test_latency_is_rounded_to_the_microsecond_half_to_even() -> None:
+    """The latency is round((answered - sent) * 1e6) / 1000 (half to even), however it is computed: exact
+    half microseconds, negative differences (clocks stepping back), long waits and random ones."""
+    import random
+
+    rng = random.Random(3)
+    pairs = [(1.0, 1.0 + 2.5e-6), (1.0, 1.0 + 3.5e-6), (5.0, 5.0 - 2.5e-6), (0.0, 0.0), (1.0, 0.9999995),
+             (1_700_000_000.0, 1_700_000_000.0 + 86_400.0 * 365)]
+    pairs += [(t, t + rng.uniform(-1.0, 100.0)) for t in (rng.uniform(0, 2e9) for _ in range(300))]
+    pairs += [(t, t + rng.randrange(0, 10**7) / 2e6) for t in (rng.uniform(0, 4.0) for _ in range(300))]
+    conn = KafkaConnection(1, A, B, client_side=0)
+    for corr, (sent, answered) in enumerate(pairs):
+        out = conn.data(0, sent, frame(metadata_request_v0(corr, ["t"])))
+        out += conn.data(1, answered, frame(metadata_response_v0(corr, [], ["t"])))
+        _, resp = _messages(out)
+        assert resp.latency_ms == round((answered - sent) * 1_000_000.0) / 1000.0, (sent, answered)

@@ -29,9 +29,10 @@ COMPILED = {
     "decoders": ("api", "_runtime", "records", "guess", "embedded"),
 }
 NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed twins (*.pyx)
-#: Folder -> module -> SHA-256 of the source compiled, written as the folder's _compiled.json (the one
-#: manifest decoders._compiled reads for the plain modules and decoders.native for the twins).
-BUILT_SOURCES: dict[str, dict[str, str]] = {}
+#: Folder -> module -> SHA-256 of the source compiled and its files' sizes and times, written as the folder's
+#: _compiled.json (the one manifest decoders._compiled reads for the plain modules and decoders.native for
+#: the twins).
+BUILT_SOURCES: dict[str, dict[str, dict]] = {}
 
 
 class OptionalBuildExt(build_ext):
@@ -73,7 +74,7 @@ def extensions() -> list:
     for path in recorded:
         sources.append(str(path.relative_to(ROOT)))
         folder = str(path.parent.relative_to(ROOT))
-        BUILT_SOURCES.setdefault(folder, {})[path.stem] = _guard.source_hash(path)
+        BUILT_SOURCES.setdefault(folder, {})[path.stem] = _guard.source_record(path)
     # A plain module with a .pxd (its classes declared as extension types there) is compiled with its
     # annotations not taken as C types (the .pxd says which types matter; an `int` annotation would clash
     # with them); the others are compiled as before.

@@ -27,11 +27,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-try:  # the interpreter's own SHA-256: hashlib would load OpenSSL first (~4 ms of every start, measured)
-    from _sha256 import sha256
-except ImportError:  # an interpreter built without it
-    from hashlib import sha256
-
 MANIFEST = "_compiled.json"
 #: Compiled modules not used because their source changed since the build (rebuild: `make setup`).
 STALE: list[str] = []
@@ -40,24 +35,65 @@ STALE: list[str] = []
 COMPILED: set[str] = set()
 
 
-def source_hash(path: Path) -> str:
-    """SHA-256 of a compiled source: a ``.py`` with its ``.pxd`` (when there is one), or a ``.pyx``; with
+def source_files(path: Path) -> list[Path]:
+    """The files of a compiled source: a ``.py`` with its ``.pxd`` (when there is one), or a ``.pyx``; with
     the ``.pxd`` files of this project that either cimports (their inline code is compiled in)."""
-    data = path.read_bytes()
+    files = [path]
     declarations = path.with_suffix(".pxd")
     if path.suffix == ".py" and declarations.exists():
-        data += b"\0" + declarations.read_bytes()
+        files.append(declarations)
         text = declarations.read_text()
     else:
-        text = data.decode(errors="replace")
+        text = path.read_bytes().decode(errors="replace")
     root = path.parent
     while (root / "__init__.py").exists():
         root = root.parent  # the folder holding the top-level package
     for module in sorted(set(_CIMPORT.findall(text))):
         shared = root.joinpath(*module.split(".")).with_suffix(".pxd")
         if shared.exists() and shared != declarations:
-            data += b"\0" + shared.read_bytes()
+            files.append(shared)
+    return files
+
+
+def _sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``, imported on first use (a start whose sources match their stamps hashes nothing):
+    the interpreter's own, as hashlib would load OpenSSL first (~4 ms, measured)."""
+    try:
+        from _sha256 import sha256
+    except ImportError:  # an interpreter built without it
+        from hashlib import sha256
     return sha256(data).hexdigest()
+
+
+def source_hash(path: Path) -> str:
+    """SHA-256 of a compiled source's files (:func:`source_files`)."""
+    return _sha256(b"\0".join(f.read_bytes() for f in source_files(path)))
+
+
+def source_stamp(path: Path) -> list[list[Any]]:
+    """Name, size and modification time (ns) of each of a compiled source's files (:func:`source_files`)."""
+    stamp: list[list[Any]] = []
+    for f in source_files(path):
+        st = f.stat()
+        stamp.append([f.name, st.st_size, st.st_mtime_ns])
+    return stamp
+
+
+def source_record(path: Path) -> dict[str, Any]:
+    """What the build records of a compiled source (its manifest entry): its hash and its files' stamp."""
+    return {"sha256": source_hash(path), "stamp": source_stamp(path)}
+
+
+def source_matches(path: Path, built: Any) -> bool:
+    """Whether manifest entry ``built`` (:func:`source_record`'s, or the bare hash) is of the source now at
+    ``path``: at once when its files' sizes and modification times are the recorded ones (nothing read; every
+    start checks some 30 sources, and hashing them took ~3 ms of it), else by their hash (a file touched but
+    not changed still matches)."""
+    if isinstance(built, dict):
+        if built.get("stamp") == source_stamp(path):
+            return True
+        built = built.get("sha256")
+    return built == source_hash(path)
 
 
 _CIMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+cimport\b", re.MULTILINE)
@@ -83,7 +119,7 @@ def cimported_modules(package_dir: Path, name: str) -> list[str]:
 
 
 def source_hash_text(text: str) -> str:
-    return sha256(text.encode()).hexdigest()
+    return _sha256(text.encode())
 
 
 def stale_modules(package_dir: Path, pure: bool, compiled_elsewhere: set[str] | None = None) -> list[str]:
@@ -92,12 +128,12 @@ def stale_modules(package_dir: Path, pure: bool, compiled_elsewhere: set[str] | 
     in ``compiled_elsewhere`` (default :data:`COMPILED`, what the packages guarded so far import compiled)."""
     elsewhere = COMPILED if compiled_elsewhere is None else compiled_elsewhere
     try:
-        built: dict[str, str] = json.loads((package_dir / MANIFEST).read_text())
+        built: dict[str, Any] = json.loads((package_dir / MANIFEST).read_text())
     except (OSError, ValueError):
         built = {}  # no record of a build: whatever extension is there is of unknown source
     names = {extension.name.split(".", 1)[0] for extension in package_dir.glob("*.so")}
     names = {name for name in names if (package_dir / f"{name}.py").exists()}
-    stale = {name for name in names if pure or built.get(name) != source_hash(package_dir / f"{name}.py")}
+    stale = {name for name in names if pure or not source_matches(package_dir / f"{name}.py", built.get(name))}
     package = package_dir.name
     for name in names - stale:  # cimports of another package's modules: compiled there, or not at all
         if any(not dep.startswith(f"{package}.") and dep not in elsewhere

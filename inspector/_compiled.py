@@ -18,10 +18,13 @@ from decoders._compiled import (
     install,
     source_hash,
     source_hash_text,
+    source_matches,
+    source_record,
+    source_stamp,
     stale_modules,
 )
 
 PACKAGE = Path(__file__).resolve().parent
 
 __all__ = ["COMPILED", "MANIFEST", "PACKAGE", "STALE", "cimported", "cimported_modules", "compiled", "install",
-           "source_hash", "source_hash_text", "stale_modules"]
+           "source_hash", "source_hash_text", "source_matches", "source_record", "source_stamp", "stale_modules"]

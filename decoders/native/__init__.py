@@ -2,8 +2,9 @@
 
 Each ``*.pyx`` here is the fast twin of a pure-Python function and answers ``None`` for anything
 it does not handle, so the caller's pure path (the reference) decides. ``setup.py`` builds them
-and records the SHA-256 of each source it compiled in the folder's ``_compiled.json`` (the manifest
-``decoders._compiled`` reads for the compiled plain modules); :func:`load` only returns a module built
+and records the SHA-256 (and the files' sizes and times) of each source it compiled in the folder's
+``_compiled.json`` (the manifest ``decoders._compiled`` reads for the compiled plain modules, see
+``source_matches``); :func:`load` only returns a module built
 from the source present (an edited ``.pyx`` with an old build is not used, and is listed in
 ``decoders._compiled.STALE``), and none with ``KAFKA_INSPECTOR_PURE=1``. ``inspector.native`` holds
 the inspector's twins the same way.
@@ -37,10 +38,10 @@ class NativeModules:
         try:
             built = json.loads((self.dir / _compiled.MANIFEST).read_text()).get(name)
             module = importlib.import_module(f"{self.package}.{name}")
-            current = self.source_hash(name)
+            current = _compiled.source_matches(self.dir / f"{name}.pyx", built)
         except (OSError, ValueError, ImportError):
             return None
-        if built != current:
+        if not current:
             _compiled.STALE.append(name)  # present, but built from another source (rebuild: `make setup`)
             return None
         return module

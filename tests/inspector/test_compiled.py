@@ -171,3 +171,29 @@ def test_compiled_modules_are_loaded_through_the_argspec_cache() -> None:
     for module in (inspector.framing, decoders.api, decoders.records):
         assert _compiled.compiled(module)
         assert type(module.__loader__).__name__ == "_CachedArgspecs"
+
+
+def test_a_source_matches_its_record_by_stamp_or_else_by_hash(tmp_path: Path) -> None:
+    """The build records each source's hash and its files' sizes and times: a start whose files still have the
+    recorded ones reads nothing; a file touched (or checked out again) unchanged still matches by its hash."""
+    source = "VALUE = 1\n"
+    pkg = _package(tmp_path, source, None)
+    path = pkg / "mod.py"
+    record = _compiled.source_record(path)
+    assert record["sha256"] == _compiled.source_hash_text(source)
+    assert record["stamp"] == [["mod.py", len(source), path.stat().st_mtime_ns]]
+    (pkg / _compiled.MANIFEST).write_text(json.dumps({"mod": record}))
+    assert _compiled.stale_modules(pkg, pure=False) == []
+    # The stamp alone decides when it is the recorded one (the hash is not computed).
+    assert _compiled.source_matches(path, {"sha256": "0" * 64, "stamp": record["stamp"]})
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # touched, not changed
+    assert _compiled.source_matches(path, record) and _compiled.stale_modules(pkg, pure=False) == []
+    path.write_text("VALUE = 2\n")  # changed: same size, a new time and hash
+    assert not _compiled.source_matches(path, record) and _compiled.stale_modules(pkg, pure=False) == ["mod"]
+    assert _compiled.source_matches(path, _compiled.source_hash(path))  # a bare hash (older manifests)
+
+
+def test_the_build_records_hash_and_stamp() -> None:
+    manifest = json.loads((PACKAGE / _compiled.MANIFEST).read_text()) if BUILT else {}
+    assert manifest and all(set(entry) == {"sha256", "stamp"} for entry in manifest.values())
+    assert all(_compiled.source_matches(PACKAGE / f"{name}.py", entry) for name, entry in manifest.items())

@@ -24,7 +24,8 @@ cdef class KafkaConnection:
     cdef public set seen_versions
     cdef public tuple framers
     cdef public list _undecided, _request_failures
-    cdef public object conn_id, max_pending, max_elements, endpoints, client_side
+    cdef public object conn_id, max_pending, max_elements, client_side
+    cdef public tuple endpoints
     cdef public bint body_text
     cdef public object last_correlation_id
     cdef public ConnectionStats stats
@@ -39,6 +40,7 @@ cdef class KafkaConnection:
     @cython.locals(msg=DecodedMessage, req=PendingRequest, micros=cython.double,
                    sent=cython.double, answered=cython.double)
     cpdef _response(self, Frame frame)
+    @cython.locals(side=cython.int)
     cpdef tuple _roles(self)
 
 @cython.locals(body=dict)

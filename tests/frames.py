@@ -21,6 +21,18 @@ def request_header(api_key: int, version: int, corr: int, client_id: str | None 
     return struct.pack(">hhi", api_key, version, corr) + kstr(client_id)
 
 
+def valid_header(kind: str, api_key: int, version: int, header_version: int) -> bytes:
+    """The shortest valid request or response header of ``header_version`` (correlation id 7, client id "id")."""
+    if kind == "request":
+        head = struct.pack(">hhi", api_key, version, 7)
+        if header_version >= 1:
+            head += kstr("id")
+        if header_version >= 2:
+            head += b"\x00"  # no tagged fields
+        return head
+    return struct.pack(">i", 7) + (b"\x00" if header_version >= 1 else b"")
+
+
 def api_versions_request_v0(corr: int, client_id: str | None = "test-client") -> bytes:
     return request_header(18, 0, corr, client_id)
 

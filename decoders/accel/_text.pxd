@@ -6,11 +6,10 @@
 # cython: language_level=3
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
-from libc.stdint cimport uint64_t
 from libc.stdlib cimport realloc
 from libc.string cimport memcpy
 
-from decoders.native._json cimport write_int
+from decoders.native._json cimport write_int, write_string
 
 # decoders/native/_records.pyx's writer of headers-level record set summaries (its HEADERS_WRITER capsule).
 ctypedef Py_ssize_t (*_bound_fn)(const unsigned char*, Py_ssize_t) noexcept
@@ -72,54 +71,14 @@ cdef inline int jbool(JOut* o, bint v) except -1:
     return jput(o, b"false", 5)
 
 
-cdef inline bint _ascii_plain8(const unsigned char* p) noexcept:
-    """Whether the 8 bytes at ``p`` are ASCII and none needs escaping in a JSON string (a control character,
-    '"' or a backslash): the word tests of "Bit Twiddling Hacks" (hasless, haszero)."""
-    cdef uint64_t v, q, b
-    memcpy(&v, p, 8)
-    q = v ^ 0x2222222222222222ULL
-    b = v ^ 0x5C5C5C5C5C5C5C5CULL
-    return ((v | ((v - 0x2020202020202020ULL) & ~v) | ((q - 0x0101010101010101ULL) & ~q)
-             | ((b - 0x0101010101010101ULL) & ~b)) & 0x8080808080808080ULL) == 0
-
-
 cdef inline int jstr(JOut* o, const unsigned char* p, Py_ssize_t k) except -1:
     """``p[:k]`` as a JSON string, escaped as orjson escapes it; raises when a byte is not ASCII (its text
     depends on how the dict path decodes it)."""
     cdef char* start = jroom(o, k * 6 + 2)
-    cdef char* w = start
-    cdef Py_ssize_t i = 0
-    cdef unsigned char ch
-    w[0] = b'"'
-    w += 1
-    while i < k:
-        if i + 8 <= k and _ascii_plain8(p + i):
-            memcpy(w, p + i, 8)
-            w += 8
-            i += 8
-            continue
-        ch = p[i]
-        i += 1
-        if ch >= 0x80:
-            raise ValueError("not ASCII")
-        if ch >= 0x20 and ch != 0x22 and ch != 0x5C:
-            w[0] = <char>ch
-            w += 1
-        elif ch == 0x22 or ch == 0x5C:
-            w[0] = b'\\'
-            w[1] = <char>ch
-            w += 2
-        elif ch == 0x08 or ch == 0x09 or ch == 0x0A or ch == 0x0C or ch == 0x0D:
-            w[0] = b'\\'
-            w[1] = b'b' if ch == 0x08 else b't' if ch == 0x09 else b'n' if ch == 0x0A else b'f' if ch == 0x0C else b'r'
-            w += 2
-        else:
-            memcpy(w, b"\\u00", 4)
-            w[4] = b"0123456789abcdef"[ch >> 4]
-            w[5] = b"0123456789abcdef"[ch & 15]
-            w += 6
-    w[0] = b'"'
-    o.size += w + 1 - start
+    cdef char* end = write_string(start, p, k, True)
+    if end == NULL:
+        raise ValueError("not ASCII")
+    o.size += end - start
     return 0
 
 

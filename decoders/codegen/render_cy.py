@@ -234,19 +234,7 @@ class CyModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        if elem.kind == "fixed":
-            min_size = FIXED[elem.type_name][1]
-        elif elem.kind == "struct":
-            assert elem.struct is not None
-            min_size = elem.struct.min_size()
-        else:
-            min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
-        if min_size:
-            fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
-        else:
-            fn.emit(ind + 1, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
-        fn.emit(ind + 1, f"_budget -= {n}")
-        fn.emit(ind + 1, f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})")
+        self._array_guard(fn, elem, n, ind + 1)
         i = fn.var("i")
         fn.emit(ind + 1, "jput(&_out, b'[', 1)")
         fn.emit(ind + 1, f"for {i} in range({n}):")
@@ -354,30 +342,18 @@ class CyModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        spend = [f"_budget -= {n}", f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})"]
+        self._array_guard(fn, elem, n, ind + 1)
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
-            fn.emit(ind + 1, f"if {n} * {size} > L - p: raise IndexError('truncated')")
-            for line in spend:
-                fn.emit(ind + 1, line)
             if elem.type_name == "uuid":
                 fn.emit(ind + 1, f"{v} = _rt.uuid_array(b, p, {n}); p += {n} * 16")
             else:
                 fn.emit(ind + 1, f"{v} = arr_fixed(c, p, L, {n}, b'{fmt}'); p += {n} * {size}")
         else:
+            sub = ""
             if elem.kind == "struct":
                 assert elem.struct is not None
-                min_size = elem.struct.min_size()
                 sub = self.struct_fn(elem.struct)
-            else:
-                min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
-                sub = ""
-            if min_size:
-                fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
-            else:
-                fn.emit(ind + 1, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
-            for line in spend:
-                fn.emit(ind + 1, line)
             i = fn.var("i")
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
@@ -388,6 +364,23 @@ class CyModuleBuilder:
                 fn.emit(ind + 2, f"{v}.append({x})")
         self._null_or_negative(fn, n, v, ind)
         return v
+
+    def _array_guard(self, fn: _CFunc, elem: Field, n: str, ind: int) -> None:
+        """An array's ``n`` elements checked against the bytes left (at their smallest size) and spent from
+        the element budget, as the pure decoder checks and spends them."""
+        if elem.kind == "fixed":
+            min_size = FIXED[elem.type_name][1]
+        elif elem.kind == "struct":
+            assert elem.struct is not None
+            min_size = elem.struct.min_size()
+        else:
+            min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
+        if min_size:
+            fn.emit(ind, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
+        else:
+            fn.emit(ind, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
+        fn.emit(ind, f"_budget -= {n}")
+        fn.emit(ind, f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})")
 
     def _tagged(self, fn: _CFunc, st: Struct, ind: int, target: str) -> None:
         entries = [f"{t.tag}: ({json.dumps(t.name)}, {self.wrapper(self.value_fn(t))})" for t in st.tagged]

@@ -28,8 +28,9 @@ class NativeModules:
         self.package = package
         self.dir = directory
 
-    def source_hash(self, name: str) -> str:
-        return _compiled.source_hash(self.dir / f"{name}.pyx")
+    def current(self, name: str, built: object) -> bool:
+        """Whether manifest entry ``built`` is of the source of ``name`` now (``decoders._compiled.source_matches``)."""
+        return _compiled.source_matches(self.dir / f"{name}.pyx", built)
 
     def load(self, name: str) -> ModuleType | None:
         """The compiled module ``<package>.<name>``, when built from its current source."""
@@ -38,7 +39,7 @@ class NativeModules:
         try:
             built = json.loads((self.dir / _compiled.MANIFEST).read_text()).get(name)
             module = importlib.import_module(f"{self.package}.{name}")
-            current = _compiled.source_matches(self.dir / f"{name}.pyx", built)
+            current = self.current(name, built)
         except (OSError, ValueError, ImportError):
             return None
         if not current:

@@ -28,7 +28,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy, memset
 
-from decoders.native._json cimport write_int
+from decoders.native._json cimport write_int, write_string
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -48,15 +48,6 @@ cdef enum:
     FIRST_TEXT = 8 << 20
 
 
-cdef inline bint _plain8(const unsigned char* p) noexcept:
-    """Whether none of the 8 bytes at ``p`` needs escaping in a JSON string (a control character, '"' or
-    a backslash): the word tests of "Bit Twiddling Hacks" (hasless, haszero), exact for "is there any"."""
-    cdef uint64_t v, q, b
-    memcpy(&v, p, 8)
-    q = v ^ 0x2222222222222222ULL  # a zero byte where v has '"'
-    b = v ^ 0x5C5C5C5C5C5C5C5CULL  # ... where v has a backslash
-    return ((((v - 0x2020202020202020ULL) & ~v) | ((q - 0x0101010101010101ULL) & ~q)
-             | ((b - 0x0101010101010101ULL) & ~b)) & 0x8080808080808080ULL) == 0
 # orjson refuses containers nested deeper than this; the fallback lets it say so.
 cdef enum:
     MAX_DEPTH = 254
@@ -244,38 +235,7 @@ cdef class BodyColumn:
             except UnicodeError:
                 raise _Unhandled()
         self._reserve(k * 6 + 2)  # at most \u00XX per byte
-        cdef char* o = self.data + self.size
-        cdef unsigned char c
-        o[0] = b'"'
-        o += 1
-        i = 0
-        while i < k:
-            if i + 8 <= k and _plain8(p + i):  # eight bytes to copy as they are
-                memcpy(o, p + i, 8)
-                o += 8
-                i += 8
-                continue
-            c = p[i]
-            i += 1
-            if c >= 0x20 and c != 0x22 and c != 0x5C:
-                o[0] = <char>c
-                o += 1
-            elif c == 0x22 or c == 0x5C:
-                o[0] = b'\\'
-                o[1] = <char>c
-                o += 2
-            elif c == 0x08 or c == 0x09 or c == 0x0A or c == 0x0C or c == 0x0D:
-                o[0] = b'\\'
-                o[1] = b'b' if c == 0x08 else b't' if c == 0x09 else b'n' if c == 0x0A else b'f' if c == 0x0C else b'r'
-                o += 2
-            else:
-                memcpy(o, b"\\u00", 4)
-                o[4] = _HEX[c >> 4]
-                o[5] = _HEX[c & 15]
-                o += 6
-        o[0] = b'"'
-        o += 1
-        self.size = o - self.data
+        self.size = write_string(self.data + self.size, p, k, False) - self.data
         return 0
 
     cdef int _hex(self, object value) except -1:

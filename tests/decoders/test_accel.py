@@ -23,6 +23,7 @@ from decoders import api
 from decoders.generated import registry
 from decoders.records import Records
 from tests.decoders import vectors as V
+from tests.frames import valid_header
 
 PURE = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
 pytestmark = pytest.mark.skipif(PURE, reason="KAFKA_INSPECTOR_PURE=1: the compiled decoders are disabled")
@@ -112,15 +113,8 @@ KNOWN = sorted((kind, key, v) for kind, table in (("request", registry.REQUEST_H
 @given(case=st.sampled_from(KNOWN), tail=st.binary(max_size=300))
 def test_random_bytes_after_a_valid_header(case: tuple[str, int, int], tail: bytes) -> None:
     kind, key, version = case
-    if kind == "request":
-        header_version = registry.REQUEST_HEADER_VERSION[(key, version)]
-        head = key.to_bytes(2, "big") + version.to_bytes(2, "big") + b"\x00\x00\x00\x07"
-        if header_version >= 1:
-            head += b"\x00\x02id"
-        if header_version >= 2:
-            head += b"\x00"
-    else:
-        head = b"\x00\x00\x00\x07" + (b"\x00" if registry.RESPONSE_HEADER_VERSION[(key, version)] >= 1 else b"")
+    versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
+    head = valid_header(kind, key, version, versions[(key, version)])
     assert_same(kind, key, version, head + tail)
 
 

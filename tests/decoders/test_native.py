@@ -73,7 +73,7 @@ def test_built_after_setup_and_not_stale() -> None:
 def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_INSPECTOR_PURE", raising=False)
     modules = native.NativeModules(native.__name__, native.MODULES.dir)
-    monkeypatch.setattr(modules, "source_hash", lambda name: "0" * 64)
+    monkeypatch.setattr(modules, "current", lambda name, built: False)  # as for a source edited since the build
     monkeypatch.setattr(_compiled, "STALE", [])
     assert modules.load("_records") is None
     built = (native.MODULES.dir / _compiled.MANIFEST).exists()

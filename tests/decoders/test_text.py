@@ -181,15 +181,8 @@ KNOWN = sorted((kind, key, v) for kind, table in (("request", registry.REQUEST_H
 @given(case=st.sampled_from(KNOWN), tail=st.binary(max_size=300))
 def test_random_bytes_after_a_valid_header(case: tuple[str, int, int], tail: bytes) -> None:
     kind, key, version = case
-    if kind == "request":
-        header_version = registry.REQUEST_HEADER_VERSION[(key, version)]
-        head = key.to_bytes(2, "big") + version.to_bytes(2, "big") + b"\x00\x00\x00\x07"
-        if header_version >= 1:
-            head += b"\x00\x02id"
-        if header_version >= 2:
-            head += b"\x00"
-    else:
-        head = b"\x00\x00\x00\x07" + (b"\x00" if registry.RESPONSE_HEADER_VERSION[(key, version)] >= 1 else b"")
+    versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
+    head = F.valid_header(kind, key, version, versions[(key, version)])
     check(kind, key, version, head + tail)
 
 

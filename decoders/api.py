@@ -141,10 +141,9 @@ def _header_module(name: str) -> ModuleType:
     return _module(registry.DATA_MODULES[name])
 
 
-# (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None):
-# the fast readers are the compiled twins when built (else the same pure readers); they only serve exact decodes.
-#: (header reader, body reader, header version, compiled header reader, compiled body reader, postprocessor,
-#: compiled JSON text writer of the body or None).
+# (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None,
+# the body's compiled JSON text writer or None): the fast readers are the compiled twins when built (else the
+# same pure readers); they, and the text writer (Produce, Fetch), only serve exact decodes.
 _Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any, Any]
 #: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as only versions
 #: 0..0xFFFF are kept); None for an unknown pair.

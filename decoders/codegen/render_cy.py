@@ -6,6 +6,10 @@ lengths. The compiled decoders are the fast path only: they check every read aga
 present but report nothing about a failure; on any exception ``decoders.api`` decodes the frame
 again with the pure-Python decoders, which name the field path and offset. Both must give the
 same result on every frame they both accept (``tests/decoders/test_accel.py``).
+
+For the APIs in :data:`TEXT_APIS` each struct at each version also becomes a JSON writer (``_t``
+functions, ``REQUEST_TEXT``/``RESPONSE_TEXT`` entries): the same reads and checks, writing the body's
+text as it goes instead of building dicts (``tests/decoders/test_text.py``).
 """
 
 from __future__ import annotations

@@ -209,22 +209,26 @@ class CyModuleBuilder:
             return
         if f.kind == "struct":
             assert f.struct is not None
-            sub = self.text_fn(f.struct)
-            if f.nullable:
-                m = fn.var("m")
-                fn.emit(ind, "need(p, 1, L)")
-                fn.emit(ind, f"{m} = rd8(c, p); p += 1")
-                fn.emit(ind, f"if {m} < 0:")
-                fn.emit(ind + 1, "jput(&_out, b'null', 4)")
-                fn.emit(ind, "else:")
-                fn.emit(ind + 1, f"{sub}(b, c, L, &p)")
-            else:
-                fn.emit(ind, f"{sub}(b, c, L, &p)")
+            self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p)", "jput(&_out, b'null', 4)")
             return
         if f.kind == "array":
             self._text_array(fn, f, ind)
             return
         raise AssertionError(f.kind)
+
+    def _struct_call(self, fn: _CFunc, f: Field, ind: int, call: str, on_null: str) -> None:
+        """Emit ``call`` (a struct's reader or writer at p); a nullable struct is preceded by its int8 marker,
+        and a negative marker runs ``on_null`` instead."""
+        if not f.nullable:
+            fn.emit(ind, call)
+            return
+        m = fn.var("m")
+        fn.emit(ind, "need(p, 1, L)")
+        fn.emit(ind, f"{m} = rd8(c, p); p += 1")
+        fn.emit(ind, f"if {m} < 0:")
+        fn.emit(ind + 1, on_null)
+        fn.emit(ind, "else:")
+        fn.emit(ind + 1, call)
 
     def _text_null_or_negative(self, fn: _CFunc, n: str, ind: int) -> None:
         fn.emit(ind, f"elif {n} == -1:")
@@ -325,17 +329,7 @@ class CyModuleBuilder:
             return v
         if f.kind == "struct":
             assert f.struct is not None
-            sub = self.struct_fn(f.struct)
-            if f.nullable:
-                m = fn.var("m")
-                fn.emit(ind, "need(p, 1, L)")
-                fn.emit(ind, f"{m} = rd8(c, p); p += 1")
-                fn.emit(ind, f"if {m} < 0:")
-                fn.emit(ind + 1, f"{v} = None")
-                fn.emit(ind, "else:")
-                fn.emit(ind + 1, f"{v} = {sub}(b, c, L, &p)")
-            else:
-                fn.emit(ind, f"{v} = {sub}(b, c, L, &p)")
+            self._struct_call(fn, f, ind, f"{v} = {self.struct_fn(f.struct)}(b, c, L, &p)", f"{v} = None")
             return v
         if f.kind == "array":
             return self._array(fn, f, v, ind)

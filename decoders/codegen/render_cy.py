@@ -62,6 +62,8 @@ _WRITE: dict[str, str] = {
 }
 #: Integer types: a top-level field of one of these is also kept in the message's (partial) body.
 _INTEGER = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
+#: The JSON writers' statement for a null string, bytes, array or struct.
+_JSON_NULL = "jput(&_out, b'null', 4)"
 
 
 def _c_text(text: str) -> str:
@@ -205,11 +207,11 @@ class CyModuleBuilder:
             fn.emit(ind + 1, f"need(p, {n}, L)")
             write = {"string": "jstr", "bytes": "jhex", "records": "jrecords"}[f.kind]
             fn.emit(ind + 1, f"{write}(&_out, c + p, {n}); p += {n}")
-            self._text_null_or_negative(fn, n, ind)
+            self._null_or_negative(fn, n, ind, _JSON_NULL)
             return
         if f.kind == "struct":
             assert f.struct is not None
-            self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p)", "jput(&_out, b'null', 4)")
+            self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p)", _JSON_NULL)
             return
         if f.kind == "array":
             self._text_array(fn, f, ind)
@@ -230,12 +232,6 @@ class CyModuleBuilder:
         fn.emit(ind, "else:")
         fn.emit(ind + 1, call)
 
-    def _text_null_or_negative(self, fn: _CFunc, n: str, ind: int) -> None:
-        fn.emit(ind, f"elif {n} == -1:")
-        fn.emit(ind + 1, "jput(&_out, b'null', 4)")
-        fn.emit(ind, "else:")
-        fn.emit(ind + 1, "raise ValueError('negative length')")
-
     def _text_array(self, fn: _CFunc, f: Field, ind: int) -> None:
         """An array, checked and counted against the budget as :meth:`_array` does."""
         elem = f.element
@@ -253,7 +249,7 @@ class CyModuleBuilder:
         else:
             self._text_field(fn, elem, ind + 2)
         fn.emit(ind + 1, "jput(&_out, b']', 1)")
-        self._text_null_or_negative(fn, n, ind)
+        self._null_or_negative(fn, n, ind, _JSON_NULL)
 
     def text_entry(self, cname: str) -> str:
         """A Python-callable ``(b, p) -> (text, codes, partial body) | None`` around the JSON writer ``cname``."""
@@ -301,10 +297,11 @@ class CyModuleBuilder:
             fn.emit(ind, f"{n} = rd32(c, p); p += 4")
         return n
 
-    def _null_or_negative(self, fn: _CFunc, n: str, v: str, ind: int) -> None:
-        """The end of a length-prefixed read: -1 is null, any other negative length is invalid."""
+    def _null_or_negative(self, fn: _CFunc, n: str, ind: int, on_null: str) -> None:
+        """The end of a length-prefixed read or write: a length of -1 runs ``on_null``, any other negative
+        length is invalid."""
         fn.emit(ind, f"elif {n} == -1:")
-        fn.emit(ind + 1, f"{v} = None")
+        fn.emit(ind + 1, on_null)
         fn.emit(ind, "else:")
         fn.emit(ind + 1, "raise ValueError('negative length')")
 
@@ -325,7 +322,7 @@ class CyModuleBuilder:
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
             else:
                 fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
-            self._null_or_negative(fn, n, v, ind)
+            self._null_or_negative(fn, n, ind, f"{v} = None")
             return v
         if f.kind == "struct":
             assert f.struct is not None
@@ -360,7 +357,7 @@ class CyModuleBuilder:
             else:
                 x = self._field(fn, elem, ind + 2)
                 fn.emit(ind + 2, f"{v}.append({x})")
-        self._null_or_negative(fn, n, v, ind)
+        self._null_or_negative(fn, n, ind, f"{v} = None")
         return v
 
     def _array_guard(self, fn: _CFunc, elem: Field, n: str, ind: int) -> None:

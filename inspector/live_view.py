@@ -23,7 +23,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from decoders.errors import error_name
+from contract.kafka import error_name
 from inspector.summary import percentile
 
 #: Latencies kept per API for the live p50/p99 (the most recent ones).

@@ -29,19 +29,19 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
-from pipelines.findings import as_findings, error_label, error_list
-from pipelines.kafka import (
+from contract.kafka import (
     ACL_OPERATIONS,
     ACL_PERMISSIONS,
     ACL_RESOURCE_TYPES,
-    ADMIN_WRITES,
     CLUSTER_AUTHORIZATION_FAILED,
     CONFIG_OPERATIONS,
     CONFIG_RESOURCE_TYPES,
     ENVELOPE,
     NOT_CONTROLLER,
 )
+from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.findings import as_findings, error_label, error_list
+from pipelines.kafka import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
 ADMIN_REQUEST_DDL = (

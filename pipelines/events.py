@@ -1,7 +1,7 @@
 """The events dataset as Spark sees it: schema, loading, and the joins every detector shares.
 
-This module knows only the Parquet contract that ``kafka-inspector read`` writes (README.md, "The
-events contract"); it never imports the decoder. Field names inside ``body`` are the Kafka spec's.
+This module knows only the Parquet contract that ``kafka-inspector read`` writes (``contract/events.py``,
+README.md "The events contract"); it never imports the decoder. Field names inside ``body`` are the Kafka spec's.
 """
 
 from __future__ import annotations
@@ -25,45 +25,21 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-#: The events contract as a Spark schema (same names, types and order as the Arrow schema).
-EVENTS_SCHEMA = StructType(
-    [
-        StructField("ts", TimestampType(), False),
-        StructField("capture", StringType()),
-        StructField("conn_id", LongType(), False),
-        StructField("client_ip", StringType()),
-        StructField("client_port", IntegerType()),
-        StructField("broker_ip", StringType()),
-        StructField("broker_port", IntegerType()),
-        StructField("direction", StringType(), False),
-        StructField("api_key", ShortType()),
-        StructField("api_name", StringType()),
-        StructField("api_version", ShortType()),
-        StructField("correlation_id", IntegerType()),
-        StructField("client_id", StringType()),
-        StructField("frame_offset", LongType()),
-        StructField("frame_size", IntegerType()),
-        StructField("error_code", ShortType()),
-        StructField("nested_error_codes", ArrayType(ShortType())),
-        StructField("latency_ms", DoubleType()),
-        StructField("decode_status", StringType(), False),
-        StructField("body", StringType()),
-        StructField("body_version", ShortType()),
-        StructField("group_id", StringType()),
-        StructField("member_id", StringType()),
-        StructField("generation_id", IntegerType()),
-        StructField("protocol_type", StringType()),
-        StructField("protocol_name", StringType()),
-        StructField("cluster_id", StringType()),
-        StructField("node_id", IntegerType()),
-        StructField("envelope_correlation_id", IntegerType()),
-        StructField("principal", StringType()),
-        StructField("request_missing", BooleanType()),
-        StructField("candidates", StringType()),
-        StructField("confidence", DoubleType()),
-        StructField("notes", StringType()),
-    ]
-)
+from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
+
+#: The contract's logical types as Spark types.
+_SPARK_TYPES = {
+    TIMESTAMP: TimestampType(),
+    STRING: StringType(),
+    BOOL: BooleanType(),
+    INT16: ShortType(),
+    INT32: IntegerType(),
+    INT64: LongType(),
+    FLOAT64: DoubleType(),
+    LIST_INT16: ArrayType(ShortType()),
+}
+#: The events contract (contract/events.py) as a Spark schema (the same columns as the files' Arrow schema).
+EVENTS_SCHEMA = StructType([StructField(c.name, _SPARK_TYPES[c.type], c.nullable) for c in EVENT_COLUMNS])
 
 #: One request/response exchange inside one connection (an Envelope's inner message has its own
 #: correlation id and carries the outer one in ``envelope_correlation_id``).

@@ -16,7 +16,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.kafka import ERROR_NAMES
+from contract.kafka import ERROR_NAMES
 
 EVIDENCE_TYPE = ArrayType(
     StructType([StructField("conn_id", LongType()), StructField("correlation_id", IntegerType())])

@@ -19,10 +19,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
 from pipelines.events import asof, collect_evidence, evidence, exchanges, responses, with_endpoints
 from pipelines.findings import as_findings, error_label
 from pipelines.identity import identity_observations
-from pipelines.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
 
 _SUBSCRIPTION = "STRUCT<status: STRING, inferred: BOOLEAN, value: STRUCT<Topics: ARRAY<STRING>>>"
 _ASSIGNMENT = (

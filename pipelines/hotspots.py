@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract.kafka import API_VERSIONS, UNSUPPORTED_VERSION
 from pipelines.events import collect_evidence, evidence, with_endpoints
 from pipelines.findings import as_findings, error_label
-from pipelines.kafka import API_VERSIONS, LONG_POLL_APIS, ROUTINE_ERRORS, UNSUPPORTED_VERSION
+from pipelines.kafka import LONG_POLL_APIS, ROUTINE_ERRORS
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,14 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from contract.kafka import (
+    API_VERSIONS,
+    DESCRIBE_CLUSTER,
+    FIND_COORDINATOR,
+    INVALID_REQUEST,
+    METADATA,
+    REBOOTSTRAP_REQUIRED,
+)
 from pipelines.events import (
     asof,
     collect_evidence,
@@ -37,14 +45,6 @@ from pipelines.events import (
     with_endpoints,
 )
 from pipelines.findings import as_findings, error_label
-from pipelines.kafka import (
-    API_VERSIONS,
-    DESCRIBE_CLUSTER,
-    FIND_COORDINATOR,
-    INVALID_REQUEST,
-    METADATA,
-    REBOOTSTRAP_REQUIRED,
-)
 
 METADATA_RESPONSE_DDL = "ClusterId STRING, Brokers ARRAY<STRUCT<NodeId: INT, Host: STRING, Port: INT>>"
 DESCRIBE_CLUSTER_RESPONSE_DDL = (

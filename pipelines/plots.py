@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from contract.kafka import JOIN_GROUP
 from pipelines.events import exchanges, with_endpoints
 from pipelines.hotspots import _error_codes
-from pipelines.kafka import JOIN_GROUP
 
 Series = dict[str, list[tuple[float, float]]]
 

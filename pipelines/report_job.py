@@ -18,11 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines import admin, groups, hotspots, html, identity, plots, versions
-from pipelines.events import load_events, severity_rank, shared_exchanges
-from pipelines.findings import FINDINGS_SCHEMA, union_findings
-from pipelines.kafka import (
-    ADMIN_WRITES,
+from contract.kafka import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
     DESCRIBE_GROUPS,
@@ -32,6 +28,10 @@ from pipelines.kafka import (
     METADATA,
     SYNC_GROUP,
 )
+from pipelines import admin, groups, hotspots, html, identity, plots, versions
+from pipelines.events import load_events, severity_rank, shared_exchanges
+from pipelines.findings import FINDINGS_SCHEMA, union_findings
+from pipelines.kafka import ADMIN_WRITES
 
 
 @dataclass

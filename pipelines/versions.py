@@ -13,15 +13,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.events import asof, collect_evidence, evidence, exchanges, with_endpoints
-from pipelines.findings import as_findings, error_label
-from pipelines.kafka import (
+from contract.kafka import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
     ENDPOINT_TYPES,
     MISMATCHED_ENDPOINT_TYPE,
     UNSUPPORTED_ENDPOINT_TYPE,
 )
+from pipelines.events import asof, collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.findings import as_findings, error_label
 
 API_VERSIONS_RESPONSE_DDL = "ErrorCode SMALLINT, ApiKeys ARRAY<STRUCT<ApiKey: SMALLINT, MinVersion: SMALLINT, " \
     "MaxVersion: SMALLINT>>"

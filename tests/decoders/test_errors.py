@@ -1,4 +1,5 @@
-"""Kafka's error names, checked against kafka-python's table (an independent copy of Errors.java)."""
+"""Kafka's error names (``contract.kafka``), checked against kafka-python's table (an independent copy of
+Errors.java), and the named codes and API keys the detectors use, checked against the names."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import inspect
 
 import kafka.errors
 
-from decoders.errors import ERROR_NAMES, error_name
+import contract.kafka
+from contract.kafka import ERROR_NAMES, error_name
 
 #: Codes kafka-python still names as older Kafka releases did (ours follow Errors.java today).
 OLD_NAMES = {-1: "UNKNOWN", 0: "NO_ERROR", 6: "NOT_LEADER_FOR_PARTITION", 10: "MESSAGE_SIZE_TOO_LARGE",
@@ -26,3 +28,19 @@ def test_codes_are_contiguous_and_named_once() -> None:
     assert len(set(ERROR_NAMES.values())) == len(ERROR_NAMES)
     assert error_name(67) == "INVALID_PRINCIPAL_TYPE"  # the live view once called it COORDINATOR_NOT_AVAILABLE
     assert error_name(15) == "COORDINATOR_NOT_AVAILABLE" and error_name(9999) == "error 9999"
+
+
+#: The named error codes and API keys of contract.kafka, as Kafka names them (names written here, not derived).
+NAMED_ERRORS = ("INCONSISTENT_GROUP_PROTOCOL", "CLUSTER_AUTHORIZATION_FAILED", "UNSUPPORTED_VERSION", "NOT_CONTROLLER",
+                "INVALID_REQUEST", "MEMBER_ID_REQUIRED", "MISMATCHED_ENDPOINT_TYPE", "UNSUPPORTED_ENDPOINT_TYPE",
+                "REBOOTSTRAP_REQUIRED")
+NAMED_APIS = {"METADATA": "Metadata", "FIND_COORDINATOR": "FindCoordinator", "JOIN_GROUP": "JoinGroup",
+              "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups", "API_VERSIONS": "ApiVersions",
+              "ENVELOPE": "Envelope", "DESCRIBE_CLUSTER": "DescribeCluster"}
+
+
+def test_named_codes_and_keys_match_their_names() -> None:
+    for name in NAMED_ERRORS:
+        assert ERROR_NAMES[getattr(contract.kafka, name)] == name
+    for constant, api in NAMED_APIS.items():
+        assert contract.kafka.API_NAMES[getattr(contract.kafka, constant)] == api

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.apis import API_NAMES
 from decoders.generated import registry
 from decoders.spec.convert import SCHEMA_DIR, convert, load_kafka_json, write_schema
 from decoders.spec.versions import OPEN, VersionRange
@@ -29,8 +30,9 @@ def test_version_ranges() -> None:
 
 
 def test_every_api_key_0_to_93_is_covered() -> None:
-    assert sorted(registry.API_NAMES) == list(range(94))
-    assert registry.API_NAMES[58] == "Envelope" and registry.API_NAMES[70] == "ControllerRegistration"
+    assert sorted(API_NAMES) == list(range(94)) == sorted(registry.API_MODULES) == sorted(registry.VERSION_RANGES)
+    assert API_NAMES[58] == "Envelope" and API_NAMES[70] == "ControllerRegistration"
+    assert registry.API_NAMES is API_NAMES  # the decoders use the contract's names, not a copy
 
 
 @pytest.mark.parametrize("key,lo,hi", [

@@ -8,16 +8,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from contract.apis import API_NAMES
 from pipelines.events import EVENTS_SCHEMA
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 CLIENT = "192.0.2.10"
 B1, B2, B3 = "198.51.100.1", "198.51.100.2", "198.51.100.3"
-
-API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 10: "FindCoordinator", 11: "JoinGroup",
-             12: "Heartbeat", 14: "SyncGroup", 15: "DescribeGroups", 18: "ApiVersions", 19: "CreateTopics",
-             20: "DeleteTopics", 30: "CreateAcls", 33: "AlterConfigs", 44: "IncrementalAlterConfigs",
-             58: "Envelope", 60: "DescribeCluster"}
 
 
 def at(seconds: float) -> datetime:

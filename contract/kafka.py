@@ -1,11 +1,15 @@
-"""Kafka's error codes and their names, as in Kafka's ``Errors.java`` (-1 .. 133), in code order.
+"""Kafka's own numbers and names: error codes, API keys, and the enums the reports describe.
 
-The message specs name no error codes, so this list is kept by hand; ``tests/decoders/test_errors.py``
-checks it against kafka-python's own table. Used by the live view and the Spark reports.
+Only what Kafka itself defines (``Errors.java``, the message specs). The API names are generated from the
+specs into ``contract/apis.py``; the message specs name no error codes, so that list is kept here by hand
+and ``tests/decoders/test_errors.py`` checks it against kafka-python's own table.
 """
 
 from __future__ import annotations
 
+from contract.apis import API_NAMES as API_NAMES  # generated from the message specs
+
+# Errors.java's names (-1 .. 133), in code order.
 _ERROR_NAMES = """
 UNKNOWN_SERVER_ERROR NONE OFFSET_OUT_OF_RANGE CORRUPT_MESSAGE UNKNOWN_TOPIC_OR_PARTITION INVALID_FETCH_SIZE
 LEADER_NOT_AVAILABLE NOT_LEADER_OR_FOLLOWER REQUEST_TIMED_OUT BROKER_NOT_AVAILABLE REPLICA_NOT_AVAILABLE
@@ -45,3 +49,40 @@ ERROR_NAMES: dict[int, str] = {code: name for code, name in enumerate(_ERROR_NAM
 def error_name(code: int) -> str:
     """The code's name, or ``error N`` for a code this list does not know."""
     return ERROR_NAMES.get(code, f"error {code}")
+
+
+# Error codes the detectors look for (tests/decoders/test_errors.py checks each against ERROR_NAMES).
+INCONSISTENT_GROUP_PROTOCOL = 23
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+NOT_CONTROLLER = 41
+INVALID_REQUEST = 42
+MEMBER_ID_REQUIRED = 79
+MISMATCHED_ENDPOINT_TYPE = 114
+UNSUPPORTED_ENDPOINT_TYPE = 115
+REBOOTSTRAP_REQUIRED = 129
+
+# API keys the detectors look for (checked against API_NAMES the same way).
+METADATA = 3
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+API_VERSIONS = 18
+ENVELOPE = 58
+DESCRIBE_CLUSTER = 60
+
+#: KIP-919 DescribeCluster EndpointType values.
+ENDPOINT_TYPES = {1: "broker", 2: "controller"}
+
+#: ACL enums (CreateAcls/DeleteAcls).
+ACL_RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
+                      6: "DELEGATION_TOKEN", 7: "USER"}
+ACL_OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
+                  8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS",
+                  12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+ACL_PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
+#: ConfigResource types (AlterConfigs, IncrementalAlterConfigs).
+CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
+                         32: "GROUP"}
+CONFIG_OPERATIONS = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}

@@ -1,0 +1,6 @@
+"""The contract between the packages: the events dataset's columns and Kafka's own numbers and names.
+
+``inspector`` writes the events, ``pipelines`` reads them, ``decoders`` names the APIs; all three take these
+definitions from here, and this package imports only the standard library (an import-linter contract in
+pyproject.toml keeps it so).
+"""

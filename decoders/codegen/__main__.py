@@ -1,4 +1,5 @@
-"""``python -m decoders.codegen [--check]``: regenerate ``decoders/generated`` from ``decoders/schema``.
+"""``python -m decoders.codegen [--check]``: regenerate ``decoders/generated`` (and ``contract/apis.py``) from
+``decoders/schema``.
 
 With ``--check`` nothing is written: the command fails when the committed generated code differs
 from what the generator makes of the committed schema (CI runs this).
@@ -12,14 +13,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from decoders.codegen.render import GENERATED_DIR, generate_all
-from decoders.codegen.render_cy import ACCEL_DIR
+from decoders.codegen.generate import ACCEL_DIR, CONTRACT_DIR, GENERATED_DIR, generate_all
 from decoders.spec.convert import SCHEMA_DIR
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m decoders.codegen", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail if decoders/generated is out of date")
+    parser.add_argument("--check", action="store_true", help="fail if the generated code is out of date")
     args = parser.parse_args(argv)
     if not args.check:
         written = generate_all(SCHEMA_DIR)
@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     stale: list[str] = []
     count = 0
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel")
-        for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx")):
+        fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel", Path(tmp) / "contract")
+        for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx"), (CONTRACT_DIR, "apis.py")):
             made = {p.name for p in fresh if p.parent.name == folder.name}
             committed = {p.name for p in folder.glob(pattern)}
             count += len(made)
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print("generated decoders are out of date; run `python -m decoders.codegen`: " + ", ".join(stale))
         return 1
-    print(f"decoders/generated and decoders/accel are up to date ({count} modules)")
+    print(f"decoders/generated, decoders/accel and contract/apis.py are up to date ({count} modules)")
     return 0
 
 

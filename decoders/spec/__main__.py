@@ -1,6 +1,7 @@
-"""``python -m decoders.spec NEWEST_DIR [OLDER_DIR ...]``: convert specs, then regenerate decoders.
+"""``python -m decoders.spec NEWEST_DIR [OLDER_DIR ...]``: convert Kafka's message specs into the schema.
 
-Updating to a newer Kafka is this one command with the new spec directory first.
+This only writes ``decoders/schema``; ``python -m decoders.regen`` (the same arguments) converts and then
+regenerates the decoders, the one command for updating to a newer Kafka.
 """
 
 from __future__ import annotations
@@ -12,27 +13,32 @@ from pathlib import Path
 from decoders.spec.convert import SCHEMA_DIR, SpecError, convert, write_schema
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m decoders.spec", description=__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The spec directories and ``--schema-dir`` (shared with ``python -m decoders.regen``)."""
     parser.add_argument("sources", nargs="+", type=Path,
                         help="Kafka clients/src/main/resources/common/message directories, newest first")
     parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR)
-    parser.add_argument("--no-codegen", action="store_true", help="only write the schema")
-    args = parser.parse_args(argv)
+
+
+def convert_specs(sources: list[Path], schema_dir: Path) -> bool:
+    """Convert ``sources`` (newest first) into ``schema_dir``; False, with the error on stderr, if they cannot be."""
     try:
-        documents = convert(args.sources)
+        documents = convert(sources)
     except (SpecError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    written = write_schema(documents, args.schema_dir)
-    print(f"wrote {len(written)} schema files to {args.schema_dir}")
-    if not args.no_codegen:
-        from decoders.codegen.render import generate_all
+        return False
+    written = write_schema(documents, schema_dir)
+    print(f"wrote {len(written)} schema files to {schema_dir}")
+    return True
 
-        modules = generate_all(args.schema_dir)
-        print(f"generated {len(modules)} decoder modules")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m decoders.spec", description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return 0 if convert_specs(args.sources, args.schema_dir) else 1
 
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -1,0 +1,122 @@
+"""Write every generated file from the schema: both decoder backends, the registry, ``contract/apis.py``.
+
+``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
+(``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
+writes the files (``python -m decoders.codegen``; ``python -m decoders.regen`` after converting new specs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from decoders.codegen.model import is_flexible, versions_of
+from decoders.codegen.render import render_api, render_data
+from decoders.codegen.render_cy import accel_files
+from decoders.codegen.shared import HEADER, module_name
+
+GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
+ACCEL_DIR = Path(__file__).resolve().parent.parent / "accel"
+#: The top-level ``contract`` package: the API names are generated into it (``contract/apis.py``), once, for the
+#: decoders, the inspector and the Spark jobs alike.
+CONTRACT_DIR = Path(__file__).resolve().parent.parent.parent / "contract"
+
+
+def _api_names(apis: list[dict[str, Any]]) -> str:
+    """``contract/apis.py``: API key -> name, the one copy every package uses."""
+    names = {d["apiKey"]: d["name"] for d in apis}
+    lines = [
+        HEADER.rstrip("\n"),
+        '"""Kafka\'s API keys and their names, from the message specs."""',
+        "",
+        f"API_NAMES: dict[int, str] = {names!r}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> str:
+    modules = {d["apiKey"]: module_name(d) for d in apis}
+    listeners = {d["apiKey"]: d.get("listeners", []) for d in apis}
+    request_header: dict[tuple[int, int], int] = {}
+    response_header: dict[tuple[int, int], int] = {}
+    versions: dict[int, tuple[int, int]] = {}
+    for d in apis:
+        key = d["apiKey"]
+        seen: list[int] = []
+        for variant in d["request"]:
+            for v in versions_of(variant):
+                seen.append(v)
+                flexible = is_flexible(variant, v)
+                request_header[(key, v)] = 0 if (key == 7 and v == 0) else (2 if flexible else 1)
+        for variant in d["response"]:
+            for v in versions_of(variant):
+                flexible = is_flexible(variant, v)
+                response_header[(key, v)] = 0 if key == 18 else (1 if flexible else 0)
+        versions[key] = (min(seen), max(seen))
+    data_modules = {d["name"]: module_name(d) for d in data_docs}
+    lines = [
+        HEADER.rstrip("\n"),
+        '"""Which API keys and versions exist, and their header versions."""',
+        "",
+        "from contract.apis import API_NAMES as API_NAMES  # generated into the contract, once",
+        "",
+        f"API_MODULES: dict[int, str] = {modules!r}",
+        f"API_LISTENERS: dict[int, list[str]] = {listeners!r}",
+        f"VERSION_RANGES: dict[int, tuple[int, int]] = {versions!r}",
+        f"REQUEST_HEADER_VERSION: dict[tuple[int, int], int] = {request_header!r}",
+        f"RESPONSE_HEADER_VERSION: dict[tuple[int, int], int] = {response_header!r}",
+        f"DATA_MODULES: dict[str, str] = {data_modules!r}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Path = ACCEL_DIR,
+                 contract_dir: Path = CONTRACT_DIR) -> list[Path]:
+    """Regenerate every decoder module from the schema; returns the files written.
+
+    The pure-Python decoders go to ``out_dir``, their compiled (Cython) twins to ``accel_dir``
+    (``decoders/accel`` by default), the API names to ``contract_dir/apis.py``.
+    """
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(schema_dir.glob("*.json"))]
+    apis = [d for d in docs if "apiKey" in d]
+    data_docs = [d for d in docs if d.get("type") in ("header", "data")]
+    extra_dir = schema_dir.parent / "protocols"
+    for p in sorted(extra_dir.glob("*.json")):
+        data_docs.append(json.loads(p.read_text(encoding="utf-8")))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    for doc in apis:
+        files[module_name(doc) + ".py"] = render_api(doc)
+    for doc in data_docs:
+        extra = range(0, 3) if doc["name"] == "RequestHeader" else None
+        files[module_name(doc) + ".py"] = render_data(doc, extra)
+    files["registry.py"] = _registry(apis, data_docs)
+    files["__init__.py"] = HEADER + '"""Decoders generated from the project schema."""\n'
+    accel = accel_files(apis, data_docs)
+    for name, text in accel.items():
+        # Both twins carry one hash of both texts: a compiled module built from other sources than
+        # the pure module beside it (a stale build) is recognised and not used.
+        py = name[:-4] + ".py"
+        line = f"BUILD_HASH = {hashlib.sha256((files[py] + text).encode()).hexdigest()[:16]!r}\n"
+        files[py] += line
+        accel[name] = text + line
+    written = _write(out_dir, "*.py", files)
+    written += _write(accel_dir, "*.pyx", accel)
+    written += _write(contract_dir, "apis.py", {"apis.py": _api_names(apis)})  # the contract's other modules stay
+    return written
+
+
+def _write(out_dir: Path, pattern: str, files: dict[str, str]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob(pattern):
+        if old.name not in files:
+            old.unlink()
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,146 @@
+"""What the Cython renderer's readers (``render_cy_read``) and JSON writers (``render_cy_text``) share.
+
+A ``cdef`` function under construction (:class:`CFunc`), the module's collected functions and tables
+(:class:`CyBuilderBase`, which both mixins extend), and the steps both emit alike: a length prefix, its null
+or negative end, a nullable struct's marker, an array's checks against the bytes left and the element budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from decoders import _runtime as rt
+from decoders.codegen.model import FIXED, Field
+
+#: C reader expression of each fixed-width type at ``c``, ``p + {off}``.
+READ: dict[str, str] = {
+    "bool": "(c[p + {off}] != 0)",
+    "int8": "rd8(c, p + {off})",
+    "int16": "rd16(c, p + {off})",
+    "uint16": "ru16(c, p + {off})",
+    "int32": "rd32(c, p + {off})",
+    "uint32": "ru32(c, p + {off})",
+    "int64": "rd64(c, p + {off})",
+    "float64": "rf64(c, p + {off})",
+    "uuid": "_rt.uuid(b[p + {off}:p + {off} + 16])",
+}
+
+
+@dataclass
+class CFunc:
+    """A ``cdef`` function body under construction: its lines and its typed locals."""
+
+    lines: list[str] = field(default_factory=list)
+    counter: int = 0
+    longs: list[str] = field(default_factory=list)  # C long long locals
+    sizes: list[str] = field(default_factory=list)  # Py_ssize_t locals
+    objects: list[str] = field(default_factory=list)  # object locals, declared so Cython never infers
+
+    def var(self, prefix: str = "v") -> str:
+        self.counter += 1
+        name = f"{prefix}{self.counter}"
+        if prefix == "n" or prefix == "m":
+            self.longs.append(name)
+        elif prefix == "i":
+            self.sizes.append(name)
+        else:
+            self.objects.append(name)
+        return name
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+
+@dataclass
+class CyBuilderBase:
+    """One compiled module's deduplicated ``cdef`` functions, their Python-callable wrappers and tables."""
+
+    functions: dict[str, str] = field(default_factory=dict)  # canonical text -> name
+    text_functions: dict[str, str] = field(default_factory=dict)  # canonical text -> name (JSON writers)
+    text_entries: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name (JSON writers)
+    ordered: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
+    tables: dict[str, str] = field(default_factory=dict)
+    wrappers: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name
+
+    def _add(self, fn: CFunc, uses_t: bool, text: bool = False) -> str:
+        decls = ["    global _budget"] if any("_budget -=" in line for line in fn.lines) else []
+        if fn.longs or uses_t:
+            decls.append("    cdef long long " + ", ".join(fn.longs + (["t"] if uses_t else [])))
+        if fn.sizes:
+            decls.append("    cdef Py_ssize_t " + ", ".join(fn.sizes))
+        objects = fn.objects + ["d"]
+        decls.append("    cdef object " + ", ".join(objects))
+        body = "\n".join(decls + fn.lines)
+        functions, prefix = (self.text_functions, "_t") if text else (self.functions, "_f")
+        name = functions.get(body)
+        if name is None:
+            name = f"{prefix}{len(functions)}"
+            functions[body] = name
+            self.ordered.append((name, body))
+        return name
+
+    def wrapper(self, cname: str) -> str:
+        """A Python-callable ``(b, p) -> (value, p)`` around the cdef function ``cname``."""
+        name = self.wrappers.get(cname)
+        if name is None:
+            name = f"_w{cname[2:]}"
+            self.wrappers[cname] = name
+        return name
+
+    def _length(self, fn: CFunc, compact: bool, ind: int, int16: bool) -> str:
+        n = fn.var("n")
+        if compact:
+            fn.emit(ind, f"p = uvar(c, p, L, &{n})")
+            fn.emit(ind, f"{n} -= 1")
+        elif int16:
+            fn.emit(ind, "need(p, 2, L)")
+            fn.emit(ind, f"{n} = rd16(c, p); p += 2")
+        else:
+            fn.emit(ind, "need(p, 4, L)")
+            fn.emit(ind, f"{n} = rd32(c, p); p += 4")
+        return n
+
+    def _null_or_negative(self, fn: CFunc, n: str, ind: int, on_null: str) -> None:
+        """The end of a length-prefixed read or write: a length of -1 runs ``on_null``, any other negative
+        length is invalid."""
+        fn.emit(ind, f"elif {n} == -1:")
+        fn.emit(ind + 1, on_null)
+        fn.emit(ind, "else:")
+        fn.emit(ind + 1, "raise ValueError('negative length')")
+
+    def _struct_call(self, fn: CFunc, f: Field, ind: int, call: str, on_null: str) -> None:
+        """Emit ``call`` (a struct's reader or writer at p); a nullable struct is preceded by its int8 marker,
+        and a negative marker runs ``on_null`` instead."""
+        if not f.nullable:
+            fn.emit(ind, call)
+            return
+        m = fn.var("m")
+        fn.emit(ind, "need(p, 1, L)")
+        fn.emit(ind, f"{m} = rd8(c, p); p += 1")
+        fn.emit(ind, f"if {m} < 0:")
+        fn.emit(ind + 1, on_null)
+        fn.emit(ind, "else:")
+        fn.emit(ind + 1, call)
+
+    def _array_guard(self, fn: CFunc, elem: Field, n: str, ind: int) -> None:
+        """An array's ``n`` elements checked against the bytes left (at their smallest size) and spent from
+        the element budget, as the pure decoder checks and spends them."""
+        if elem.kind == "fixed":
+            min_size = FIXED[elem.type_name][1]
+        elif elem.kind == "struct":
+            assert elem.struct is not None
+            min_size = elem.struct.min_size()
+        else:
+            min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
+        if min_size:
+            fn.emit(ind, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
+        else:
+            fn.emit(ind, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
+        fn.emit(ind, f"_budget -= {n}")
+        fn.emit(ind, f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})")
+
+
+def _max_empty() -> int:
+    from decoders._runtime import MAX_EMPTY_ELEMENTS
+
+    return MAX_EMPTY_ELEMENTS

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from decoders.records import _new_records
+
 Reader = Callable[[bytes, int], tuple[Any, int]]
 
 #: Arrays whose elements can take zero bytes are bounded by this count instead of the bytes left.
@@ -201,13 +203,6 @@ def uuid_array(b: bytes, p: int, n: int) -> list[str]:
     return [uuid(b[p + 16 * i : p + 16 * (i + 1)]) for i in range(n)]
 
 
-_records_view: list[Callable[[memoryview], Any]] = []
-
-
 def records(b: bytes, p: int, n: int) -> Any:
     """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``)."""
-    if not _records_view:
-        from decoders.records import _new_records  # imported late: decoders.records imports this module
-
-        _records_view.append(_new_records)
-    return _records_view[0](memoryview(b)[p : p + n])
+    return _new_records(memoryview(b)[p : p + n])

@@ -7,52 +7,27 @@ field path and byte offset) and whatever could be decoded.
 
 from __future__ import annotations
 
-import importlib
-import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from decoders import _runtime as rt
+from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postprocessors
 from decoders.generated import registry
+from decoders.generated_modules import accel_module
+from decoders.generated_modules import pure_module as _module
 
-OK = "ok"
-
-_modules: dict[str, ModuleType] = {}
-
-
-def _module(name: str) -> ModuleType:
-    mod = _modules.get(name)
-    if mod is None:
-        mod = importlib.import_module(f"decoders.generated.{name}")
-        _modules[name] = mod
-    return mod
-
-
-_PURE = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
-_accel_modules: dict[str, ModuleType | None] = {}
-
-
-def accel_module(name: str) -> ModuleType | None:
-    """The compiled twin of generated module ``name`` (decoders/accel), or None when it is not built,
-    was built from other sources (a stale build), or ``KAFKA_INSPECTOR_PURE=1`` is set."""
-    if name in _accel_modules:
-        return _accel_modules[name]
-    mod: ModuleType | None = None
-    if not _PURE:
-        try:
-            mod = importlib.import_module(f"decoders.accel.{name}")
-        except ImportError:
-            mod = None
-        if mod is not None and getattr(mod, "BUILD_HASH", None) != getattr(_module(name), "BUILD_HASH", ""):
-            mod = None
-    _accel_modules[name] = mod
-    return mod
+__all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "accelerated", "api_name",
+           "be16", "be32", "decode_request", "decode_request_bytes", "decode_response", "decode_response_bytes",
+           "decode_response_exact", "embedded_limit_hit", "hit_elements_limit"]
 
 
 def accelerated() -> bool:
-    """Whether the compiled decoders are in use (built, current, and not disabled)."""
+    """Whether the compiled decoders are in use (always, once built: ``make setup``)."""
     return accel_module(registry.API_MODULES[3]) is not None
+
+
+OK = "ok"
 
 
 def api_name(api_key: int | None) -> str | None:
@@ -171,15 +146,13 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
         header = _module(header_name).VERSIONS[header_version]
         module = _module(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
-        fast_header, fast_body, text = header, body, None
-        fast_header_module = accel_module(header_name)
         fast_module = accel_module(registry.API_MODULES[api_key])
+        fast_header = accel_module(header_name).VERSIONS[header_version]
+        fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
         post = (_POST or _postprocessors()).get((kind, api_key))
-        if fast_header_module is not None and fast_module is not None:
-            fast_header = fast_header_module.VERSIONS[header_version]
-            fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
-            if post is None:  # a postprocessor reads the whole body
-                text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
+        text = None
+        if post is None:  # a postprocessor reads the whole body
+            text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
         entry = (header, body, header_version, fast_header, fast_body, post, text)
     table[key] = entry
     return entry
@@ -220,14 +193,6 @@ def hit_elements_limit(msg: DecodedMessage) -> bool:
     return msg.status.startswith(ELEMENTS_LIMIT) and "(--max-elements)" in msg.status
 
 
-#: How the note on a message starts when embedded structures of it (group metadata and assignments, an
-#: Envelope's principal) stopped at the element budget (decoders.embedded writes it).
-EMBEDDED_LIMIT_NOTE = "embedded: "
-
-
-def embedded_limit_hit(msg: DecodedMessage) -> bool:
-    """Whether some embedded structure of ``msg`` stopped at the element budget (its notes say so)."""
-    return any(note.startswith(EMBEDDED_LIMIT_NOTE) for note in msg.notes)
 
 
 def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True,
@@ -467,11 +432,10 @@ _POST: dict[tuple[str, int], Any] = {}
 
 
 def _postprocessors() -> dict[tuple[str, int], Any]:
-    """decoders.embedded.POSTPROCESSORS, imported on first use (it imports this module)."""
+    """decoders.embedded's postprocessors, made on first use: an Envelope's inner message is decoded by this
+    module's decoders."""
     if not _POST:
-        from decoders.embedded import POSTPROCESSORS
-
-        _POST.update(POSTPROCESSORS)
+        _POST.update(postprocessors(decode_request, decode_response))
     return _POST
 
 

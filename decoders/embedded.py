@@ -16,13 +16,30 @@ import dataclasses
 import ipaddress
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decoders import _runtime as rt
-from decoders.api import EMBEDDED_LIMIT_NOTE, DecodedMessage, _module, accel_module, decode_request, decode_response
 from decoders.generated import registry
+from decoders.generated_modules import accel_module, pure_module
+
+if TYPE_CHECKING:  # a type only: decoders.api imports this module, never the reverse
+    from decoders.api import DecodedMessage
 
 _I16 = struct.Struct(">h").unpack_from
+
+#: How the note on a message starts when embedded structures of it (group metadata and assignments, an
+#: Envelope's principal) stopped at the element budget (this module writes it).
+EMBEDDED_LIMIT_NOTE = "embedded: "
+
+
+def embedded_limit_hit(msg: DecodedMessage) -> bool:
+    """Whether some embedded structure of ``msg`` stopped at the element budget (its notes say so)."""
+    return any(note.startswith(EMBEDDED_LIMIT_NOTE) for note in msg.notes)
+
+
+#: ``decoders.api.decode_request`` and ``decode_response``, as this module calls them (Envelope contents).
+DecodeRequest = Callable[..., "DecodedMessage"]
+DecodeResponse = Callable[..., "DecodedMessage"]
 #: Embedded structures that stopped at the element budget while the current message was postprocessed.
 _BUDGET_STOPS = [0]
 _EMBEDDED_LIMIT_TEXT = (EMBEDDED_LIMIT_NOTE + "{} structure(s) not decoded: more array elements than the "
@@ -43,9 +60,9 @@ def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, 
     entry = _versions_cache.get(schema)
     if entry is None:
         name = registry.DATA_MODULES[schema]
-        versions: dict[int, rt.Reader] = _module(name).VERSIONS
+        versions: dict[int, rt.Reader] = pure_module(name).VERSIONS
         fast = accel_module(name)
-        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS if fast is not None else versions)
+        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS)
     return entry
 
 
@@ -192,7 +209,7 @@ def format_address(raw: bytes | None) -> str | None:
     return None
 
 
-def _envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _envelope_request(msg: DecodedMessage, decode_request: DecodeRequest) -> DecodedMessage:
     body = msg.body or {}
     data = body.get("RequestData")
     inner_msg = None
@@ -213,7 +230,8 @@ def _envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> Dec
     return dataclasses.replace(msg, inner=inner_msg)
 
 
-def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None,
+                       decode_response: DecodeResponse) -> DecodedMessage:
     body = msg.body or {}
     data = body.get("ResponseData")
     if not isinstance(data, bytes):
@@ -226,7 +244,7 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> De
     return dataclasses.replace(msg, inner=inner_msg)
 
 
-_Post = Callable[[DecodedMessage, "tuple[int, int] | None"], DecodedMessage]
+_Post = Callable[["DecodedMessage", "tuple[int, int] | None"], "DecodedMessage"]
 
 
 def _noting_budget_stops(handler: _Post) -> _Post:
@@ -245,14 +263,24 @@ def _noting_budget_stops(handler: _Post) -> _Post:
     return run
 
 
-POSTPROCESSORS: dict[tuple[str, int], _Post] = {
-    key: _noting_budget_stops(handler) for key, handler in {
-        ("request", 11): _join_group_request,
-        ("response", 11): _join_group_response,
-        ("request", 14): _sync_group_request,
-        ("response", 14): _sync_group_response,
-        ("response", 15): _describe_groups_response,
-        ("request", 58): _envelope_request,
-        ("response", 58): _envelope_response,
-    }.items()
-}
+def postprocessors(decode_request: DecodeRequest, decode_response: DecodeResponse) -> dict[tuple[str, int], _Post]:
+    """The postprocessors by (kind, api key), for ``decoders.api``; an Envelope's inner message is decoded with
+    ``decode_request`` / ``decode_response`` (the api's own, given by it: this module does not import it)."""
+
+    def envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+        return _envelope_request(msg, decode_request)
+
+    def envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+        return _envelope_response(msg, inner, decode_response)
+
+    return {
+        key: _noting_budget_stops(handler) for key, handler in {
+            ("request", 11): _join_group_request,
+            ("response", 11): _join_group_response,
+            ("request", 14): _sync_group_request,
+            ("response", 14): _sync_group_response,
+            ("response", 15): _describe_groups_response,
+            ("request", 58): envelope_request,
+            ("response", 58): envelope_response,
+        }.items()
+    }

@@ -1,7 +1,8 @@
 cimport cython
 from inspector.connection cimport KafkaConnection
 from inspector.framing cimport Framer
-from inspector.reassembly cimport Reassembler, StreamData
+from inspector.reassembly cimport Reassembler
+from inspector.stream_events cimport StreamData
 
 cdef class _Tracked:
     cdef public list held

@@ -25,14 +25,14 @@ from inspector.connection import (
     is_kafka,
 )
 from inspector.packets import Segment
-from inspector.reassembly import (
+from inspector.reassembly import Reassembler
+from inspector.stream_events import (
     CLOSE_EVICTED,
     GAP_HELD,
     ConnectionClosed,
     ConnectionOpened,
     ConnStats,
     Event,
-    Reassembler,
     StreamData,
     StreamGap,
 )

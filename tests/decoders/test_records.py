@@ -33,6 +33,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
+from decoders import checksums, record_batches
 from decoders import records as rec_mod
 from decoders.records import Records, decode_records
 
@@ -165,16 +166,16 @@ def expected_records(records: Sequence[RecordSpec], base_offset: int) -> list[di
 
 def test_crc32c_known_vector_and_pure_fallback() -> None:
     assert rec_mod.crc32c(b"123456789") == 0xE3069283
-    assert rec_mod._crc32c_pure(b"123456789") == 0xE3069283
+    assert checksums._crc32c_pure(b"123456789") == 0xE3069283
     data = bytes(range(256)) * 7 + b"kafka"
-    assert rec_mod._crc32c_pure(data) == kafka_pure_crc32c.crc(data)
-    assert rec_mod._crc32c_pure(memoryview(data)[3:]) == kafka_pure_crc32c.crc(data[3:])
+    assert checksums._crc32c_pure(data) == kafka_pure_crc32c.crc(data)
+    assert checksums._crc32c_pure(memoryview(data)[3:]) == kafka_pure_crc32c.crc(data[3:])
     assert rec_mod.crc32c(memoryview(data)) == kafka_pure_crc32c.crc(data)
 
 
 def test_records_level_with_pure_python_crc32c(monkeypatch: pytest.MonkeyPatch) -> None:
     """The decoder works without the optional crc32c package."""
-    monkeypatch.setattr(rec_mod, "_crc32c_impl", rec_mod._crc32c_pure)
+    monkeypatch.setattr(checksums, "_crc32c_impl", checksums._crc32c_pure)
     good = v2_batch(SAMPLE, "zstd")
     bad = bytearray(good)
     bad[-1] ^= 0x01
@@ -980,8 +981,9 @@ def test_headers_level_does_not_touch_records(monkeypatch: pytest.MonkeyPatch) -
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("record-level work on the headers path")
 
-    for name in ("_v2_records", "_legacy_inner", "_decompress", "crc32c", "_varint"):
-        monkeypatch.setattr(rec_mod, name, boom)
+    monkeypatch.setattr(rec_mod, "v2_records", boom)
+    for name in ("_legacy_inner", "decompress", "crc32c", "_varint"):
+        monkeypatch.setattr(record_batches, name, boom)
     raw = b"".join(v2_batch(SAMPLE, c) for c in CODECS) * 20
     result = decode_records(raw, "headers", decompress=True)
     assert result["status"] == "ok" and len(result["batches"]) == 100

@@ -14,7 +14,8 @@ from pathlib import Path
 from inspector.capture_file import open_capture
 from inspector.packets import Segment, segments
 from inspector.reader import iter_capture
-from inspector.reassembly import Event, Reassembler, StreamData
+from inspector.reassembly import Reassembler
+from inspector.stream_events import Event, StreamData
 from inspector.summary import Summary
 
 REPO = Path(__file__).resolve().parents[2]

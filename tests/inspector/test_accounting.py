@@ -22,7 +22,8 @@ from scapy.utils import PcapWriter, rdpcap
 from inspector.capture_file import open_capture
 from inspector.cli import EXIT_OK, main
 from inspector.packets import Segment, parse_packet
-from inspector.reassembly import ConnectionClosed, Reassembler
+from inspector.reassembly import Reassembler
+from inspector.stream_events import ConnectionClosed
 
 PCAPS = Path(__file__).parents[2] / "pcaps"
 CAPTURES = ["tansu-produce-fetch-compression.pcap", "mock-cluster-3-brokers-multi-client.pcap",

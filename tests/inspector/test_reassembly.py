@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from inspector.capture_file import open_capture
 from inspector.packets import ACK, FIN, PSH, RST, SYN, Segment, parse_packet
-from inspector.reassembly import (
+from inspector.reassembly import Reassembler
+from inspector.stream_events import (
     GAP_ACKED,
     GAP_BUFFER,
     GAP_CLOSE,
@@ -22,7 +23,6 @@ from inspector.reassembly import (
     ConnectionClosed,
     ConnectionOpened,
     Event,
-    Reassembler,
     SegmentTruncated,
     StreamData,
     StreamGap,

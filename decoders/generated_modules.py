@@ -1,0 +1,33 @@
+"""The generated decoder modules, imported on first use: the plain readers (``decoders/generated``) and their
+compiled twins (``decoders/accel``), by module name (``decoders.generated.registry``)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["accel_module", "pure_module"]
+
+_modules: dict[str, ModuleType] = {}
+
+
+def pure_module(name: str) -> ModuleType:
+    """The plain readers of generated module ``name`` (decoders/generated), which say why a decode failed."""
+    mod = _modules.get(name)
+    if mod is None:
+        mod = importlib.import_module(f"decoders.generated.{name}")
+        _modules[name] = mod
+    return mod
+
+
+_accel_modules: dict[str, ModuleType] = {}
+
+
+def accel_module(name: str) -> ModuleType:
+    """The compiled readers of generated module ``name`` (decoders/accel): the fast path, raising on any
+    failure without detail (the module's plain readers then decode again and say why). Both are rendered from
+    one model by ``decoders.codegen``; the build keeps them in step (the suite fails on a stale extension)."""
+    mod = _accel_modules.get(name)
+    if mod is None:
+        mod = _accel_modules[name] = importlib.import_module(f"decoders.accel.{name}")
+    return mod

@@ -1,0 +1,2 @@
+cdef class RawPacket:
+    cdef readonly object ts, linktype, data, caplen, wirelen

@@ -7,7 +7,7 @@ packets (or the sender cannot reach its rate). For each step the table shows the
 capture saw, the kernel drops, and how long after the end of the load the tap had decoded
 everything ("lag": a tap that keeps up has none).
 
-Capture back ends compared, all feeding the same decode path (``inspector.tap.Tap``):
+Capture back ends compared, all feeding the same decode path (``inspector.tap_decode.TapDecoder``):
 
 * ``tcpdump``: ``kafka-inspector tap`` itself (tcpdump writing pcap into a pipe; libpcap's TPACKET_V3
   ring hands packets over block by block, within 1 s);
@@ -170,16 +170,23 @@ def scapy_tap(port: int, out: str) -> dict[str, Any]:
     from scapy.arch.linux import L2ListenSocket
     from scapy.config import conf
 
-    from inspector.capture_file import RawPacket
-    from inspector.tap import Tap, add_parser
+    from inspector.capture_parser import RawPacket
+    from inspector.decode_options import read_options
+    from inspector.tap import add_parser
+    from inspector.tap_decode import TapDecoder
     from inspector.writers import ParquetDatasetWriter
 
     conf.bufsize = 128 << 20
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["tap", "-i", "lo", "--port", str(port), "-o", out, "--quiet"])
-    tap = Tap(args)
-    tap.writer = ParquetDatasetWriter(Path(out), rows_per_file=0)
+    tap = TapDecoder(read_options(args), "tap:lo")
+    writer = ParquetDatasetWriter(Path(out), rows_per_file=0)
+
+    def flush() -> None:
+        batch = tap.take()
+        if batch is not None:
+            writer.write(batch)
     stop: list[float] = []
     signal.signal(signal.SIGINT, lambda *_: stop.append(time.monotonic()))
     sock = L2ListenSocket(iface="lo", filter=f"tcp port {port}")
@@ -203,19 +210,19 @@ def scapy_tap(port: int, out: str) -> dict[str, Any]:
                 batch.append(RawPacket(time.time(), 1, data, len(data), len(data)))
                 packets += 1
         if len(batch) >= 256 or (batch and now - last_flush > 0.05):
-            tap._packets(batch)
+            tap.packets(batch)
             batch = []
         if now - last_flush >= 1.0:
-            tap._flush()
+            flush()
             last_flush = now
         if stop and now - last_data >= 0.3 and now - stop[0] >= 0.3:
             break
-    tap._packets(batch)
+    tap.packets(batch)
     raw = ins.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
     _, drops = struct.unpack("II", raw)
     sock.close()
-    tap._flush()
-    tap.writer.close()
+    flush()
+    writer.close()
     return {"packets": packets, "kernel_dropped": drops, "messages": tap.summary.messages,
             "catch_up": max(0.0, last_data - stop[0])}
 

@@ -32,20 +32,15 @@ import pytest
 from rich.console import Console
 
 from inspector.capture_file import open_capture
+from inspector.decode_options import read_options
 from inspector.events import SCHEMA, EventTable
 from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.reader import iter_capture
 from inspector.summary import Summary
-from inspector.tap import (
-    CAP_FIX,
-    EXIT_CAPTURE,
-    PcapStream,
-    add_parser,
-    build_filter,
-    parse_duration,
-    parse_size,
-    run,
-)
+from inspector.tap import add_parser, parse_duration, parse_size, run
+from inspector.tap_decode import TapDecoder
+from inspector.tap_events import EXIT_CAPTURE
+from inspector.tap_tcpdump import CAP_FIX, build_filter
 from inspector.writers import ParquetDatasetWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,20 +57,29 @@ def _args(*argv: str) -> argparse.Namespace:
 # -- no capture needed ---------------------------------------------------------------------------------
 
 
-def test_pcap_stream_cuts_packets_like_open_capture() -> None:
+def test_pcap_stream_fed_in_pieces_decodes_like_read() -> None:
     path = PCAPS / "tansu-consumer-group-3-members.pcap"
     with open_capture(str(path)) as reader:
-        expected = [(p.ts, p.linktype, bytes(p.data), p.caplen, p.wirelen) for p in reader]
+        packets = [(p.ts, p.linktype, bytes(p.data), p.caplen, p.wirelen) for p in reader]
+    summary = Summary()
+    table = EventTable(capture="tap:lo")
+    for ev in iter_capture(str(path), summary):
+        table.add(ev)
+    expected = table.take().to_pylist()
     raw = path.read_bytes()
     rnd = random.Random(7)
-    stream = PcapStream()
-    got = []
-    pos = 0
+    decoder = TapDecoder(read_options(_args("-i", "lo", "-o", "out")), "tap:lo")
+    fed = pos = 0
     while pos < len(raw):  # pieces of 1 byte .. 3000 bytes: records and the header get cut anywhere
         n = rnd.choice((1, 3, 17, 100, 1500, 3000))
-        got += [(p.ts, p.linktype, bytes(p.data), p.caplen, p.wirelen) for p in stream.feed(raw[pos:pos + n])]
+        fed += decoder.feed(raw[pos:pos + n])
         pos += n
-    assert got == expected and stream.pending == 0 and stream.packets == len(expected)
+    assert decoder.end_stream() == [] and fed == len(packets)
+    assert decoder.wire_bytes == sum(p[4] for p in packets) and decoder.stream_ts == packets[-1][0]
+    decoder.finish(decoder.stream_ts)
+    batch = decoder.take()
+    assert batch is not None and batch.to_pylist() == expected
+    assert decoder.summary.messages == summary.messages and decoder.summary.packets == summary.packets
 
 
 def test_filter_duration_and_size_options() -> None:

@@ -26,14 +26,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.tap import (
-    EXIT_CAPTURE,
-    RETRY_FIRST,
-    RETRY_MAX,
-    CaptureStats,
-    interface_outage,
-    interface_state,
-)
+from inspector.tap_controller import RETRY_FIRST, RETRY_MAX, interface_outage
+from inspector.tap_events import EXIT_CAPTURE
+from inspector.tap_tcpdump import CaptureStats, interface_state
 from tests.frames import frame, metadata_request_v0, metadata_response_v0
 
 REPO = Path(__file__).resolve().parents[2]

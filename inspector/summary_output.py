@@ -1,0 +1,77 @@
+"""``summary.json``'s document and the summary table printed at the end of ``read`` and ``tap``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from inspector.summary import LIMITS, Summary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    issues = summary.stream_issues
+    return {
+        "packets": summary.packets,
+        "packets_skipped": summary.packets_skipped,
+        "frames": summary.frames,
+        "messages": summary.messages,
+        "decode_failures": summary.decode_failures,
+        "decode_warnings": summary.decode_warnings,
+        "stream_issue_bytes": issues,
+        "kafka_connections": len(summary.connections) + summary.empty_connections,
+        "kafka_connections_without_data": summary.empty_connections,
+        "non_kafka_connections": summary.non_kafka_connections,
+        "non_kafka_bytes": summary.non_kafka_bytes,
+        "apis": summary.rows(),
+        "accounting": summary.accounting(),
+        "limits": {name: {"hits": hits, "meaning": LIMITS.get(name, "")}
+                   for name, hits in sorted(summary.limits.items())},
+        "warnings": summary.warnings,
+    }
+
+
+def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Kafka traffic: {summary.frames:,} frames in {elapsed:.2f}s", title_justify="left")
+    for col, justify in (("API", "left"), ("req", "right"), ("resp", "right"), ("errors", "right"),
+                         ("p50 ms", "right"), ("p99 ms", "right"), ("undecoded", "right"),
+                         ("trailing", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in summary.rows():
+        table.add_row(
+            escape_markup(row["api"]), f"{row['requests']:,}", f"{row['responses']:,}",
+            f"[red]{row['errors']:,}[/]" if row["errors"] else "0",
+            _ms(row["p50_ms"]), _ms(row["p99_ms"]),
+            f"[red]{row['decode_failures']:,}[/]" if row["decode_failures"] else "0",
+            f"[yellow]{row['decode_warnings']:,}[/]" if row["decode_warnings"] else "0",
+        )
+    console.print(table)
+    seen = sum(c["bytes_seen"] for c in summary.connections)
+    decoded = sum(c["bytes_decoded"] for c in summary.connections)
+    gap = sum(c["bytes_gap"] for c in summary.connections)
+    junk = sum(c["bytes_undecodable"] for c in summary.connections)
+    console.print(
+        f"{len(summary.connections) + summary.empty_connections} Kafka connections: {seen:,} bytes seen, "
+        f"{decoded:,} decoded, "
+        f"{gap:,} lost in gaps, {junk:,} undecodable"
+        + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
+           if summary.non_kafka_connections else "")
+    )
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {escape_markup(warning)}")
+    for name, hits in sorted(summary.limits.items()):
+        console.print(f"[yellow]limit {name}:[/] {hits:,} {LIMITS.get(name, 'hits')}", highlight=False)
+
+
+def escape_markup(text: str) -> str:
+    """``text`` shown as it is by rich (its ``[...]`` not read as markup)."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

@@ -1,0 +1,132 @@
+"""What the tap decodes: tcpdump's pcap bytes in, Kafka event rows out, counted as ``read`` counts them.
+
+Sans-I/O, like the pipeline it feeds: the bytes of the pcap stream go to the parser ``read`` uses
+(:class:`~inspector.capture_parser.CaptureParser`, fed as they arrive: packets come out as soon as their
+last byte is in), then through :func:`~inspector.packets.parse_packet` → :class:`~inspector.pipeline.Inspector`
+→ :class:`~inspector.events.EventTable`, with the totals in a :class:`~inspector.summary.Summary`. Each
+tcpdump run writes a pcap stream of its own (its own header): :meth:`TapDecoder.end_stream` ends one, and
+the next bytes start the next; the connections and everything counted carry on across them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from inspector.capture_parser import CaptureError, CaptureParser, RawPacket
+from inspector.connection import KafkaMessage
+from inspector.events import EventTable
+from inspector.packets import Segment, Skipped, parse_packet
+from inspector.pipeline import Inspector
+from inspector.reader import ReadOptions, account_finished, count_events, drain_closed, packet_messages
+from inspector.summary import Summary
+
+#: Latencies kept per API for the p50/p99 of summary.json (a uniform reservoir sample beyond this).
+LATENCY_RESERVOIR = 100_000
+
+
+@dataclass
+class LatencyReservoir:
+    """Keeps Summary's per-API latency lists to a uniform sample of at most ``cap`` values."""
+
+    cap: int = LATENCY_RESERVOIR
+    seen: dict[str, int] = field(default_factory=dict)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+
+    def after_message(self, summary: Summary, ev: KafkaMessage) -> None:
+        if ev.direction != "response" or ev.latency_ms is None:
+            return
+        msg = ev.message
+        name = msg.api_name or ("unknown" if msg.api_key is None else f"key {msg.api_key}")
+        n = self.seen.get(name, 0) + 1
+        self.seen[name] = n
+        stats = summary.apis.get(name)
+        if stats is None or len(stats.latencies) <= self.cap:
+            return
+        # Algorithm R: the newest value (just appended) replaces a random slot with probability cap/n.
+        newest = stats.latencies.pop()
+        j = self.rng.randrange(n)
+        if j < self.cap:
+            stats.latencies[j] = newest
+
+
+class TapDecoder:
+    """Pcap stream bytes (or packets) in; event rows in :attr:`table`, totals in :attr:`summary`."""
+
+    def __init__(self, options: ReadOptions, capture_name: str, stream_name: str = "tcpdump") -> None:
+        self.capture_name = capture_name
+        self.stream_name = stream_name  # names the pcap stream in errors
+        self.summary = Summary()
+        self.table = EventTable(capture=capture_name, records=options.records)
+        self.inspector = Inspector(ports=set(options.ports), max_frame=options.max_frame,
+                                   max_buffered=options.max_buffered, max_connections=options.max_connections,
+                                   max_pending=options.max_pending, max_held=options.max_held,
+                                   max_elements=options.max_elements)
+        self.reservoir = LatencyReservoir()
+        self.stream_ts = 0.0  # capture time of the newest packet
+        self.wire_bytes = 0  # the packets' lengths on the wire
+        self._parser: CaptureParser | None = None
+        self._out: list[KafkaMessage] = []
+
+    def feed(self, data: bytes) -> int:
+        """Bytes of the current pcap stream; the number of packets whole in them. Raises CaptureError for a
+        stream that is no pcap or is damaged (what came before stays decoded)."""
+        parser = self._parser
+        if parser is None:
+            parser = self._parser = CaptureParser(one=self._one)
+        try:
+            segments = parser.feed(data)
+        except CaptureError as exc:
+            raise CaptureError(f"{self.stream_name}: {exc}") from None
+        self.segments(segments)
+        if parser.done:
+            raise CaptureError(f"{self.stream_name}: {parser.warnings[-1]}: stream damaged")
+        return len(segments)
+
+    def end_stream(self) -> list[str]:
+        """The current pcap stream ended (its tcpdump exited); what was wrong with its end, if anything."""
+        parser, self._parser = self._parser, None
+        if parser is None:
+            return []
+        parser.end()
+        return [f"the pcap stream ended inside a record ({w})" for w in parser.warnings]
+
+    def _one(self, pkt: RawPacket) -> Segment | Skipped:
+        self.wire_bytes += pkt.wirelen
+        return parse_packet(pkt)
+
+    def packets(self, packets: Iterable[RawPacket]) -> None:
+        """Packets captured some other way (``bench/bench_tap.py``'s scapy socket)."""
+        self.segments([self._one(pkt) for pkt in packets])
+
+    def segments(self, segments: Iterable[Segment | Skipped]) -> None:
+        summary, inspector, table, out = self.summary, self.inspector, self.table, self._out
+        counted = self.reservoir.after_message
+        for seg in segments:
+            ts = packet_messages(inspector, summary, seg, out, counted)  # as `read` does
+            if ts is not None:
+                self.stream_ts = ts
+            for ev in out:
+                table.add(ev)
+            out.clear()
+
+    def take(self) -> pa.RecordBatch | None:
+        """The rows not taken yet, as one batch (None when there are none)."""
+        return self.table.take() if len(self.table) else None
+
+    def drain_closed(self) -> None:
+        drain_closed(self.inspector, self.summary, self.capture_name)
+
+    def finish(self, ts: float) -> None:
+        """End every open connection at ``ts``: their last rows go to the table, the rest to the summary."""
+        out = self._out
+        count_events(self.summary, self.inspector.finish(ts), out, self.reservoir.after_message)
+        for ev in out:
+            self.table.add(ev)
+        out.clear()
+        account_finished(self.inspector, self.summary, self.capture_name)  # as `read` does
+        for limit, hits in self.table.limit_hits.items():
+            self.summary.limit_hit(limit, hits)

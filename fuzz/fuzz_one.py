@@ -1,7 +1,12 @@
-"""Run one fuzz target under atheris (libFuzzer): ``python fuzz/fuzz_one.py TARGET [libFuzzer args...]``.
+"""Run one fuzz target under atheris (libFuzzer): ``python fuzz/fuzz_one.py [--compiled] TARGET [libFuzzer args...]``.
 
 ``fuzz/run.py`` is the usual entry point; this script is what it starts, once per target. Modules of
-``decoders`` and ``inspector`` are instrumented for coverage as they are imported. The import hook
+``decoders`` and ``inspector`` are instrumented for coverage as they are imported. The plain modules
+that ship compiled (``setup.py``'s ``COMPILED``) are loaded from their ``.py`` source so that atheris
+sees them (``fuzz/source_import.py``; fuzz-only, the package itself always imports the extensions);
+``--compiled`` imports the extensions instead, as shipped but not instrumented (coverage blind to them).
+The ``.pyx``-only modules (``decoders/accel``, ``decoders/native``, ``inspector/native``) are always the
+compiled ones, uninstrumented. The import hook
 stays installed while fuzzing, so the generated decoders (imported lazily, one per API the input
 names) are instrumented when the fuzzer first reaches them instead of all at start-up (instrumenting
 all 100+ of them takes ~15 s).
@@ -17,6 +22,8 @@ import atheris
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from fuzz import source_import  # noqa: E402 - after the path set-up; imports nothing of the package
 
 #: Packages whose code is instrumented.
 PACKAGES = ["decoders", "inspector"]
@@ -38,12 +45,20 @@ def _modules(package: str) -> list[str]:
 
 
 def main() -> None:
-    if len(sys.argv) < 2:
-        sys.exit("usage: fuzz_one.py TARGET [libFuzzer args...]")
-    name = sys.argv[1]
+    args = sys.argv[1:]
+    compiled = bool(args) and args[0] == "--compiled"
+    if compiled:
+        args = args[1:]
+    if not args:
+        sys.exit("usage: fuzz_one.py [--compiled] TARGET [libFuzzer args...]")
+    name = args[0]
     exclude = [m for package in EXCLUDE.get(name, []) for m in _modules(package)]
     hook = atheris.instrument_imports(include=PACKAGES, exclude=exclude)
     hook.__enter__()  # never left: lazily imported modules are instrumented too
+    modules = source_import.compiled_modules()
+    if not compiled:
+        # Behind atheris' hook, which instruments what it finds; never left either (the targets import lazily).
+        source_import.install(modules)
     import decoders.api  # noqa: F401 - the core, instrumented up front
     import decoders.embedded  # noqa: F401
     import decoders.records  # noqa: F401
@@ -51,8 +66,13 @@ def main() -> None:
 
     if name not in TARGETS:
         sys.exit(f"unknown target {name!r}; targets: {', '.join(TARGETS)}")
+    wrong = source_import.check(modules, compiled=compiled)
+    if wrong:
+        sys.exit(f"fuzz_one.py: not {'compiled' if compiled else 'from source'}: {', '.join(wrong)}")
+    print(f"INFO: the plain hot-path modules are {'compiled (not instrumented)' if compiled else 'from source'}",
+          file=sys.stderr)
     target = TARGETS[name]
-    atheris.Setup([sys.argv[0], *sys.argv[2:]], target)
+    atheris.Setup([sys.argv[0], *args[1:]], target)
     atheris.Fuzz()
 
 

@@ -39,7 +39,8 @@ from fuzz.targets import MAX_LEN, encode_envelope, encode_segment  # noqa: E402
 from inspector.capture_file import open_capture  # noqa: E402
 from inspector.framing import Frame, Framer  # noqa: E402
 from inspector.packets import Segment, parse_packet  # noqa: E402
-from inspector.reassembly import Reassembler, StreamData, StreamGap  # noqa: E402
+from inspector.reassembly import Reassembler  # noqa: E402
+from inspector.stream_events import StreamData, StreamGap  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "real-captures"
 MAX_SEEDS = 400  # per target and capture

@@ -6,6 +6,9 @@ lives in ``fuzz/corpus/TARGET`` (``fuzz/make_corpus.py`` seeds it from the real 
 the committed regression inputs in ``tests/fixtures/hostile/TARGET`` are always read as extra seeds.
 Findings (crash, timeout, out-of-memory inputs) are written to ``fuzz/artifacts/TARGET/``.
 
+The plain modules that ship compiled are fuzzed from their ``.py`` source, instrumented (see
+``fuzz/source_import.py``); ``--compiled`` fuzzes the extensions as shipped, blind to their coverage.
+
 Prints one line per target (executions, coverage, corpus size, findings) and exits 1 if anything
 was found. ``--json FILE`` also writes the results as JSON (for docs/fuzzing.md).
 """
@@ -55,13 +58,13 @@ class Result:
 
 
 def run_target(name: str, seconds: int, *, timeout: int, rss_limit_mb: int, corpus: Path, artifacts: Path,
-               extra_args: list[str] | None = None, log: Path | None = None) -> Result:
+               extra_args: list[str] | None = None, log: Path | None = None, compiled: bool = False) -> Result:
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     dirs = [str(corpus)]
     if (REGRESSIONS / name).is_dir():
         dirs.append(str(REGRESSIONS / name))
-    cmd = [sys.executable, str(FUZZ / "fuzz_one.py"), name, *dirs,
+    cmd = [sys.executable, str(FUZZ / "fuzz_one.py"), *(["--compiled"] if compiled else []), name, *dirs,
            f"-max_total_time={seconds}", f"-timeout={timeout}", f"-rss_limit_mb={rss_limit_mb}",
            f"-max_len={MAX_LEN[name]}", f"-artifact_prefix={artifacts}/", "-print_final_stats=1",
            *(extra_args or [])]
@@ -103,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="start from an empty temporary corpus (plus the regression inputs) instead of "
                              "fuzz/corpus/TARGET")
+    parser.add_argument("--compiled", action="store_true",
+                        help="import the compiled extensions of the plain hot-path modules, as shipped (not "
+                             "instrumented: coverage blind to them) instead of their instrumented .py source")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     parser.add_argument("--logs", type=Path, help="keep each target's fuzzer output in this directory")
     args = parser.parse_args(argv)
@@ -119,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             corpus = (scratch / name) if scratch else FUZZ / "corpus" / name
             result = run_target(name, args.seconds, timeout=args.timeout, rss_limit_mb=args.rss_limit_mb,
                                 corpus=corpus, artifacts=FUZZ / "artifacts" / name,
-                                log=(args.logs / f"{name}.log") if args.logs else None)
+                                log=(args.logs / f"{name}.log") if args.logs else None, compiled=args.compiled)
             results.append(result)
             status = "; ".join(result.findings) if result.findings else "no findings"
             print(f"{name:12} {result.execs:>9,} execs  cov {result.cov:>5}  ft {result.features:>6}  "

@@ -303,14 +303,8 @@ def encode_segment(conn: int, direction: int, flags: int, seq: int, ack: int, pa
 
 
 def target_reassembler(data: bytes) -> None:
-    from inspector.reassembly import (
-        ConnectionClosed,
-        ConnectionOpened,
-        Reassembler,
-        SegmentTruncated,
-        StreamData,
-        StreamGap,
-    )
+    from inspector.reassembly import Reassembler
+    from inspector.stream_events import ConnectionClosed, ConnectionOpened, SegmentTruncated, StreamData, StreamGap
 
     r = Reassembler(max_buffered_per_direction=REASSEMBLER_MAX_BUFFERED,
                     max_connections=REASSEMBLER_MAX_CONNECTIONS)

@@ -444,9 +444,10 @@ class CaptureParser:
         hdr = Struct(endian + "HH").unpack_from
         while opt + 4 <= opt_end:
             code, length = hdr(buf, opt)
-            value = buf[opt + 4:opt + 4 + length]
             if code == 0:  # opt_endofopt
                 break
+            value = buf[opt + 4:min(opt + 4 + length, opt_end)]  # an option never reaches past its block
+            length = len(value)
             if code == 9 and length >= 1:  # if_tsresol
                 v = value[0]
                 exp = v & 0x7F

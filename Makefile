@@ -9,20 +9,23 @@ OUT ?= out
 
 .PHONY: setup system-deps test lint demo regen check-generated bench captures clean
 
+# A C compiler is required: the install compiles the hot path (setup.py), once, in place.
 $(BIN)/kafka-inspector: pyproject.toml setup.py
+	@command -v cc >/dev/null || { echo "a C compiler is needed (Debian: apt-get install build-essential)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
 # The compiled modules (decoders/accel/*.pyx, generated; */native/*.pyx; the hot path's .py) are built
-# by the install above; this rebuilds the ones whose sources changed since, in place, and writes the
+# by the install above, in place; this rebuilds the ones whose sources changed since (nothing right after
+# the install: setup.py compiles a module only when it is older than its sources), and writes the
 # bytecode of the pure modules as pip does for an installed package (an editable install has none,
 # and with PYTHONDONTWRITEBYTECODE set every run would compile the generated decoders (~6 MB) again).
 ACCEL_STAMP := decoders/accel/.built
 $(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) $(wildcard decoders/accel/*.pxd) $(wildcard inspector/*.py decoders/*.py) $(wildcard inspector/*.pxd decoders/*.pxd decoders/native/*.pxd)
 	$(BIN)/python setup.py -q build_ext --inplace
-	$(BIN)/python -m compileall -q inspector decoders pipelines >/dev/null
+	$(BIN)/python -m compileall -q inspector decoders pipelines contract >/dev/null
 	touch $@
 
 setup: $(BIN)/kafka-inspector $(ACCEL_STAMP)
@@ -43,6 +46,7 @@ system-deps:
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 check-generated: setup
 	$(BIN)/python -m decoders.codegen --check
@@ -56,7 +60,7 @@ demo: setup system-deps
 
 # Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
 regen: setup
-	$(BIN)/python -m decoders.spec $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
+	$(BIN)/python -m decoders.regen $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
 	$(BIN)/python setup.py -q build_ext --inplace
 
 captures: setup system-deps

@@ -1,5 +1,1 @@
 """Captures to events: packets, TCP reassembly, Kafka framing and correlation, writers, CLI."""
-
-from inspector import _compiled
-
-_compiled.install("inspector", _compiled.PACKAGE)

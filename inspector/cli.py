@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from inspector.capture_file import CaptureError
-from inspector.connection import MAX_ELEMENTS, MAX_PENDING
-from inspector.events import EventTable, RecordsOptions
-from inspector.pipeline import MAX_HELD
-from inspector.reader import ReadOptions, iter_capture, read_captures, write_connections
-from inspector.summary import LIMITS, Summary
+from inspector.decode_options import add_decode_options as _add_decode_options
+from inspector.decode_options import read_options as _read_options
+from inspector.events import EventTable
+from inspector.reader import iter_capture, read_captures, write_connections
+from inspector.summary import Summary
+from inspector.summary_output import escape_markup, print_summary, summary_dict
 from inspector.writers import (
     EventWriter,
     JsonLinesWriter,
@@ -64,64 +65,6 @@ class _LazyConsole:
 def _real(console: Console) -> Console:
     """The Console itself (rich's Progress needs one, not a stand-in)."""
     return console.real if isinstance(console, _LazyConsole) else console
-
-
-def _size(text: str) -> int:
-    m = re.fullmatch(r"(\d+)\s*([kKmMgG]?)i?[bB]?", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r} (examples: 1000000, 1_000_000)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r} (must not be negative)")
-    return value
-
-
-def _add_decode_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, action="append", default=[],
-                   help="broker port: only connections to it are Kafka, and that side is the broker "
-                        "(repeatable; default: detect Kafka by content on any port)")
-    p.add_argument("--records", choices=("size", "headers", "records"), default="headers",
-                   help="how much of Produce/Fetch record data to decode (default: batch headers)")
-    p.add_argument("--decompress", action="store_true", help="decompress record batches (with --records records)")
-    p.add_argument("--max-decompressed", type=_size, default=64 << 20, metavar="SIZE",
-                   help="cap on decompressed record data per message, all its records fields together "
-                        "(default 64MB)")
-    p.add_argument("--max-frame", type=_size, default=100 << 20, metavar="SIZE",
-                   help="largest Kafka frame accepted; larger length prefixes are reported and skipped")
-    p.add_argument("--max-buffered", type=_size, default=8 << 20, metavar="SIZE",
-                   help="out-of-order bytes buffered per TCP direction before a hole is declared a gap")
-    p.add_argument("--max-connections", type=int, default=100_000,
-                   help="TCP connections tracked at once (the oldest idle ones are evicted)")
-    p.add_argument("--max-pending", type=int, default=MAX_PENDING, metavar="N",
-                   help=f"requests per connection kept waiting for their response; beyond it the oldest is "
-                        f"given up and counted as a missing response (default {MAX_PENDING:,})")
-    p.add_argument("--max-held", type=_size, default=MAX_HELD, metavar="SIZE",
-                   help=f"bytes held in incomplete frames and behind holes, all connections together; beyond it "
-                        f"the connections holding the most are released and resync (default {MAX_HELD >> 20}MB)")
-    p.add_argument("--max-elements", type=_count, default=MAX_ELEMENTS, metavar="N",
-                   help=f"array elements decoded per message, all its arrays (and embedded protocols, Envelope "
-                        f"contents) together; a message with more is reported, not decoded (default "
-                        f"{MAX_ELEMENTS:,})")
-
-
-def _read_options(args: argparse.Namespace) -> ReadOptions:
-    return ReadOptions(
-        ports=frozenset(args.port),
-        records=RecordsOptions(args.records, args.decompress, args.max_decompressed),
-        max_frame=args.max_frame,
-        max_buffered=args.max_buffered,
-        max_connections=args.max_connections,
-        max_pending=args.max_pending,
-        max_held=args.max_held,
-        max_elements=args.max_elements,
-    )
 
 
 #: Commands whose modules need nothing of ``tap`` and ``report`` (nor rich, which they import).
@@ -250,7 +193,7 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OUTPUT
     if not args.quiet:
         print_summary(console, summary, time.perf_counter() - started)
-        console.print(f"wrote {summary.messages:,} events to {out} "
+        console.print(f"wrote {summary.messages:,} events to {escape_markup(str(out))} "
                       f"({len(files) or 'several'} file{'s' if len(files) != 1 else ''})")
     return EXIT_OK
 
@@ -271,66 +214,6 @@ def _write_totals(summary: Summary, out: Path) -> None:
         remove_quietly(tmp)
         raise output_error(out, exc, "the event files and connections.parquet are complete; summary.json "
                                      "not written") from exc
-
-
-def summary_dict(summary: Summary) -> dict[str, Any]:
-    issues = summary.stream_issues
-    return {
-        "packets": summary.packets,
-        "packets_skipped": summary.packets_skipped,
-        "frames": summary.frames,
-        "messages": summary.messages,
-        "decode_failures": summary.decode_failures,
-        "decode_warnings": summary.decode_warnings,
-        "stream_issue_bytes": issues,
-        "kafka_connections": len(summary.connections) + summary.empty_connections,
-        "kafka_connections_without_data": summary.empty_connections,
-        "non_kafka_connections": summary.non_kafka_connections,
-        "non_kafka_bytes": summary.non_kafka_bytes,
-        "apis": summary.rows(),
-        "accounting": summary.accounting(),
-        "limits": {name: {"hits": hits, "meaning": LIMITS.get(name, "")}
-                   for name, hits in sorted(summary.limits.items())},
-        "warnings": summary.warnings,
-    }
-
-
-def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Kafka traffic: {summary.frames:,} frames in {elapsed:.2f}s", title_justify="left")
-    for col, justify in (("API", "left"), ("req", "right"), ("resp", "right"), ("errors", "right"),
-                         ("p50 ms", "right"), ("p99 ms", "right"), ("undecoded", "right"),
-                         ("trailing", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for row in summary.rows():
-        table.add_row(
-            row["api"], f"{row['requests']:,}", f"{row['responses']:,}",
-            f"[red]{row['errors']:,}[/]" if row["errors"] else "0",
-            _ms(row["p50_ms"]), _ms(row["p99_ms"]),
-            f"[red]{row['decode_failures']:,}[/]" if row["decode_failures"] else "0",
-            f"[yellow]{row['decode_warnings']:,}[/]" if row["decode_warnings"] else "0",
-        )
-    console.print(table)
-    seen = sum(c["bytes_seen"] for c in summary.connections)
-    decoded = sum(c["bytes_decoded"] for c in summary.connections)
-    gap = sum(c["bytes_gap"] for c in summary.connections)
-    junk = sum(c["bytes_undecodable"] for c in summary.connections)
-    console.print(
-        f"{len(summary.connections) + summary.empty_connections} Kafka connections: {seen:,} bytes seen, "
-        f"{decoded:,} decoded, "
-        f"{gap:,} lost in gaps, {junk:,} undecodable"
-        + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
-           if summary.non_kafka_connections else "")
-    )
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    for name, hits in sorted(summary.limits.items()):
-        console.print(f"[yellow]limit {name}:[/] {hits:,} {LIMITS.get(name, 'hits')}", highlight=False)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 # -- show -------------------------------------------------------------------------------------
@@ -383,24 +266,29 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
 
 
 def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
+    """One message's line; every value taken from the traffic (client id, principal, status, ...) is escaped, so
+    text such as ``[/]`` in a client id prints as it is, never as rich markup."""
+    escape = escape_markup
     ts = row["ts"].strftime("%H:%M:%S.%f")
     arrow = "→" if row["direction"] == "request" else "←"
-    name = row["api_name"] or f"key {row['api_key']}"
-    head = (f"{ts} #{row['conn_id']} {row['client_ip']}:{row['client_port']} {arrow} "
-            f"{row['broker_ip']}:{row['broker_port']} [bold]{name}[/] v{row['api_version']} "
+    name = escape(row["api_name"] or f"key {row['api_key']}")
+    head = (f"{ts} #{row['conn_id']} {escape(str(row['client_ip']))}:{row['client_port']} {arrow} "
+            f"{escape(str(row['broker_ip']))}:{row['broker_port']} [bold]{name}[/] v{row['api_version']} "
             f"{row['direction']} corr={row['correlation_id']}")
     if row["client_id"]:
-        head += f" client={row['client_id']}"
+        head += f" client={escape(row['client_id'])}"
     if row["latency_ms"] is not None:
         head += f" {row['latency_ms']:.2f}ms"
     if row["error_code"]:
         head += f" [red]error={row['error_code']}[/]"
     if row["envelope_correlation_id"] is not None:
-        head += f" (in Envelope corr={row['envelope_correlation_id']} principal={row['principal']})"
+        head += (f" (in Envelope corr={row['envelope_correlation_id']} "
+                 f"principal={escape(str(row['principal']))})")
     if row["request_missing"]:
-        head += f" [yellow](request missing; candidates {row['candidates']}, confidence {row['confidence']})[/]"
+        head += (f" [yellow](request missing; candidates {escape(str(row['candidates']))}, "
+                 f"confidence {row['confidence']})[/]")
     if row["decode_status"] != "ok":
-        head += f" [red]{row['decode_status']}[/]"
+        head += f" [red]{escape(row['decode_status'])}[/]"
     console.print(head, highlight=False, markup=True)
     if verbose and row["body"]:
         _print_tree(console, json.loads(row["body"]), "    ")

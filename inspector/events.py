@@ -1,4 +1,4 @@
-"""The events contract: one row per Kafka message, as an Arrow schema, built in column batches.
+"""The events contract (``contract/events.py``) as an Arrow schema, and its rows built in column batches.
 
 Every row is one request or response; an Envelope adds one more row for the request or response
 it carries. ``body`` holds the whole decoded message as JSON (field names as in the Kafka spec);
@@ -12,53 +12,30 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import decoders.native._records as _native_records
 import pyarrow as pa
 
+import inspector.native._body as _native_body
+import inspector.native._columns as _native_columns
+from contract.apis import API_NAMES as _API_NAMES
+from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 from decoders.api import DecodedMessage
-from decoders.generated.registry import API_NAMES as _API_NAMES
-from decoders.native import load as _load_native
 from decoders.records import MAX_RECORDS_DEFAULT, Budget, Records
 from inspector.connection import KafkaMessage
-from inspector.native import load as _load_native_inspector
 
-SCHEMA = pa.schema(
-    [
-        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("capture", pa.string()),
-        pa.field("conn_id", pa.int64(), nullable=False),
-        pa.field("client_ip", pa.string()),
-        pa.field("client_port", pa.int32()),
-        pa.field("broker_ip", pa.string()),
-        pa.field("broker_port", pa.int32()),
-        pa.field("direction", pa.string(), nullable=False),
-        pa.field("api_key", pa.int16()),
-        pa.field("api_name", pa.string()),
-        pa.field("api_version", pa.int16()),
-        pa.field("correlation_id", pa.int32()),
-        pa.field("client_id", pa.string()),
-        pa.field("frame_offset", pa.int64()),
-        pa.field("frame_size", pa.int32()),
-        pa.field("error_code", pa.int16()),
-        pa.field("nested_error_codes", pa.list_(pa.int16())),
-        pa.field("latency_ms", pa.float64()),
-        pa.field("decode_status", pa.string(), nullable=False),
-        pa.field("body", pa.string()),
-        pa.field("body_version", pa.int16()),
-        pa.field("group_id", pa.string()),
-        pa.field("member_id", pa.string()),
-        pa.field("generation_id", pa.int32()),
-        pa.field("protocol_type", pa.string()),
-        pa.field("protocol_name", pa.string()),
-        pa.field("cluster_id", pa.string()),
-        pa.field("node_id", pa.int32()),
-        pa.field("envelope_correlation_id", pa.int32()),
-        pa.field("principal", pa.string()),
-        pa.field("request_missing", pa.bool_()),
-        pa.field("candidates", pa.string()),
-        pa.field("confidence", pa.float64()),
-        pa.field("notes", pa.string()),
-    ]
-)
+#: The contract's logical types as Arrow types.
+_ARROW_TYPES = {
+    TIMESTAMP: pa.timestamp("us", tz="UTC"),
+    STRING: pa.string(),
+    BOOL: pa.bool_(),
+    INT16: pa.int16(),
+    INT32: pa.int32(),
+    INT64: pa.int64(),
+    FLOAT64: pa.float64(),
+    LIST_INT16: pa.list_(pa.int16()),
+}
+#: The events contract (contract/events.py) as an Arrow schema: the files' schema.
+SCHEMA = pa.schema([pa.field(c.name, _ARROW_TYPES[c.type], nullable=c.nullable) for c in EVENT_COLUMNS])
 COLUMNS = tuple(SCHEMA.names)
 
 
@@ -83,11 +60,10 @@ def _orjson() -> ModuleType:
     return orjson
 
 
-_native_records = _load_native("_records")
 #: JSON text of a record set's headers-level summary, or None where the pure decoder must decide.
-_headers_json = _native_records.headers_json if _native_records is not None else None
+_headers_json = _native_records.headers_json
 #: The same writer for other twins (a capsule).
-_headers_writer = _native_records.HEADERS_WRITER if _native_records is not None else None
+_headers_writer = _native_records.HEADERS_WRITER
 
 
 class _BodyEncoder:
@@ -265,12 +241,10 @@ assert _ROW_KINDS == b"tshshisqihdsbh"
 _CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(name).type, b"q")
                        for name in _CONN_COLUMNS)
 assert _CONN_KINDS == b"sqsisi"
-_native_columns = _load_native_inspector("_columns")
-_columns = _native_columns.columns if _native_columns is not None else None
-_native_body = _load_native_inspector("_body")
-#: The body column, written as JSON straight into Arrow buffers (inspector/native/_body.pyx), when built.
-_BodyColumn = _native_body.BodyColumn if _native_body is not None else None
-_FALLBACK = _native_body.FALLBACK if _native_body is not None else None
+_columns = _native_columns.columns
+#: The body column, written as JSON straight into Arrow buffers (inspector/native/_body.pyx).
+_BodyColumn = _native_body.BodyColumn
+_FALLBACK = _native_body.FALLBACK
 _BODY = _ROW_COLUMNS.index("body")
 #: The row columns' kinds when the body column is made by the twin (the rows hold None there).
 _ROW_KINDS_NO_BODY = _ROW_KINDS[:_BODY] + b"-" + _ROW_KINDS[_BODY + 1:]
@@ -314,12 +288,11 @@ class EventTable:
         self._conn_index: dict[tuple[int, int, int], int] = {}  # (conn_id, id(client), id(broker)) -> index
         self._last_conn: tuple[int, Any, Any, int] = (-1, None, None, -1)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
-        # The body column's twin, when built: bodies go straight into its buffers (the rows hold None).
-        self._bodies = (_BodyColumn(Records, _headers_writer if records.level == "headers" else None,
-                                    promoted_keys=_PROMOTED_KEYS)
-                        if _BodyColumn is not None else None)
+        # The body column: bodies go straight into its buffers (the rows hold None).
+        self._bodies = _BodyColumn(Records, _headers_writer if records.level == "headers" else None,
+                                   promoted_keys=_PROMOTED_KEYS)
         # Its method for a body's ready text, bound once (not looked up per message).
-        self._append_text: Any = self._bodies.append_text if self._bodies is not None else None
+        self._append_text: Any = self._bodies.append_text
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -329,7 +302,7 @@ class EventTable:
         """Whether bodies may come as JSON text written by the decoder (``DecodedMessage.text``, with a partial
         body): the body column's twin writes them as they are, when it summarises record sets at the headers
         level (the text's record sets are the records twin's headers-level summaries)."""
-        return self._bodies is not None and self.records.level == "headers"
+        return self.records.level == "headers"
 
     def add(self, event: KafkaMessage) -> None:
         conn = self._conn(event)
@@ -358,11 +331,7 @@ class EventTable:
         encoder = self._default
         encoder.reset()
         bodies = self._bodies
-        if bodies is None:
-            text = _orjson().dumps(body, default=encoder) if body is not None else None  # UTF-8, kept as bytes
-            codes = error_codes(text) if msg.kind == "response" else None
-            promoted = _has_promoted(b)
-        elif msg.text is not None:  # written from the frame by the decoder (takes_text); b: top-level integers
+        if msg.text is not None:  # written from the frame by the decoder (takes_text); b: top-level integers
             text = None
             self._append_text(msg.text)
             codes = msg.codes
@@ -444,12 +413,10 @@ class EventTable:
         self._conn_index = {}
         self._last_conn = (-1, None, None, -1)
         n = len(rows)
-        bodies = self._bodies.take() if self._bodies is not None else None  # buffers, or a list of values
-        # The row columns' Arrow buffers in one typed pass when the twin is built (and handles the values).
-        buffers = (_columns(rows, _ROW_KINDS if self._bodies is None else _ROW_KINDS_NO_BODY)
-                   if _columns is not None and rows else None)
-        conn_buffers = (_columns([conns[k] for k in conn_rows], _CONN_KINDS)
-                        if _columns is not None and buffers is not None else None)
+        bodies = self._bodies.take()  # buffers, or a list of values
+        # The row columns' Arrow buffers in one typed pass (None for values it leaves to pyarrow).
+        buffers = _columns(rows, _ROW_KINDS_NO_BODY) if rows else None
+        conn_buffers = _columns([conns[k] for k in conn_rows], _CONN_KINDS) if buffers is not None else None
         row_columns: list[Any] = ([] if buffers is not None else list(zip(*rows, strict=True)) if rows
                                   else [() for _ in _ROW_COLUMNS])
         if row_columns:
@@ -467,7 +434,7 @@ class EventTable:
                 extra_columns[i] = filled
         arrays = []
         for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
-            if source == "row" and i == _BODY and bodies is not None:
+            if source == "row" and i == _BODY:
                 arrays.append(_from_buffers(f.type, n, bodies) if type(bodies) is tuple
                               else pa.array(bodies, type=pa.binary()).view(f.type))
             elif source == "row" and buffers is not None:

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inspector.native import load as load_native
+from inspector.native._frames import whole_frames as _native_whole_frames
 
 _LEN = struct.Struct(">i").unpack_from
 #: Buffered segments are joined into one bytes object this many at a time, so an incomplete frame costs
@@ -55,8 +55,6 @@ def _new_frame(ts: float, first_ts: float, offset: int, data: bytes) -> Frame:
     return f
 
 
-_native = load_native("_frames")
-_native_whole_frames = _native.whole_frames if _native is not None else None
 
 
 @dataclass(frozen=True)  # compiled, an extension type (framing.pxd); from source, the slots below
@@ -210,19 +208,7 @@ class Framer:
         out: list[FramerEvent] = []
         n = len(view)
         max_frame = self.max_frame
-        if _native_whole_frames is not None:  # the same loop, typed (inspector/native/_frames.pyx)
-            pos = _native_whole_frames(view, max_frame, self.offset, ts, _new_frame, out)
-        else:
-            pos = 0
-            while n - pos >= 4:
-                (length,) = _LEN(view, pos)
-                if length < 0 or length > max_frame:
-                    break
-                end = pos + 4 + length
-                if end > n:
-                    break
-                out.append(_new_frame(ts, ts, self.offset + pos, bytes(view[pos + 4 : end])))
-                pos = end
+        pos = _native_whole_frames(view, max_frame, self.offset, ts, _new_frame, out)  # inspector/native/_frames.pyx
         if out:
             framed = pos
             self.frames += len(out)

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from contract.apis import API_NAMES as _API_NAMES
 from decoders import OK
 from decoders.api import embedded_limit_hit
-from decoders.generated.registry import API_NAMES as _API_NAMES
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
 

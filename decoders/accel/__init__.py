@@ -1,6 +1,6 @@
-"""Compiled (Cython) twins of the generated decoders: the fast path of ``decoders.api``.
+"""Compiled (Cython) readers of the generated decoders: the fast path of ``decoders.api``.
 
-The ``.pyx`` modules are generated with the pure-Python ones (``python -m decoders.codegen``) and
-compiled when the package is installed. Without a compiler, or with ``KAFKA_INSPECTOR_PURE=1`` in
-the environment, the pure-Python decoders do all the work (same results, slower).
+The ``.pyx`` modules are rendered with the plain-Python readers from one model (``python -m decoders.codegen``)
+and compiled by ``setup.py``. A fast reader raises on any failure without detail; the plain reader of the same
+layout then decodes again and names the field and offset where it stopped.
 """

@@ -1,10 +1,7 @@
-"""Typed Cython twins of inspector hot spots (see ``decoders.native``: same build, manifest and rules)."""
+"""The inspector's typed native modules (Cython, compiled by ``setup.py``): the one place each of these
+behaviours lives, called directly by the plain modules around them.
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from decoders.native import NativeModules
-
-MODULES = NativeModules(__name__, Path(__file__).resolve().parent)
-load = MODULES.load
+``_packets``: a classic pcap's record loop with Ethernet/IP/TCP headers; ``_frames``: slicing whole Kafka
+frames out of stream bytes; ``_columns``: row values into Arrow buffers; ``_body``: a decoded body's JSON into
+the ``body`` column's Arrow buffers.
+"""

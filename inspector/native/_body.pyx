@@ -191,7 +191,8 @@ cdef class BodyColumn:
 
     cdef int _grow(self, Py_ssize_t cap) except -1:
         cdef _Text spare = self.spare
-        if self.buf is None and spare is not None and _Py_REFCNT(<PyObject*>spare) == 2:  # spare's and ours
+        if (self.buf is None and spare is not None and spare.owner is not None
+                and _Py_REFCNT(<PyObject*>spare) == 2):  # spare's and ours
             self.spare = None  # nothing else refers to the text handed over: its buffer is free again
             self.buf, spare.owner, spare.data, spare.size = spare.owner, None, NULL, 0
             if self.buf.size < cap:
@@ -434,7 +435,7 @@ cdef class BodyColumn:
                         for i in range(n)]
             data = _Text.__new__(_Text)  # the buffer itself, handed over (no copy of the batch's text)
             (<_Text>data).owner, (<_Text>data).data, (<_Text>data).size = self.buf, self.data, self.size
-            self.spare = data
+            self.spare = data if self.buf is not None else None  # a batch of null bodies owns no buffer
             offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4)
             off = <int32_t*>PyBytes_AS_STRING(offsets)
             off[0] = 0

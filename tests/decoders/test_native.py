@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import os
 import random
 import struct
 import sys
@@ -22,12 +21,11 @@ import orjson
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from decoders import _compiled, decode_request, decode_response, native
+from decoders import decode_request, decode_response
+from decoders.native import _records as records_native
 from decoders.records import Records, decode_records
 from tests.inspector.capture_frames import capture_frames
 
-records_native = native.load("_records")
-needs_build = pytest.mark.skipif(records_native is None, reason="decoders/native not built (pure install)")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
@@ -59,28 +57,6 @@ def _packed(values: tuple[Any, ...], body: bytes = b"") -> bytes:
     return bytes(head) + body
 
 
-def test_pure_install_has_no_native_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAFKA_INSPECTOR_PURE", "1")
-    assert native.load("_records") is None
-
-
-@pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
-def test_built_after_setup_and_not_stale() -> None:
-    assert records_native is not None, "decoders/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert "_records" not in _compiled.STALE
-
-
-def test_an_edited_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KAFKA_INSPECTOR_PURE", raising=False)
-    modules = native.NativeModules(native.__name__, native.MODULES.dir)
-    monkeypatch.setattr(modules, "current", lambda name, built: False)  # as for a source edited since the build
-    monkeypatch.setattr(_compiled, "STALE", [])
-    assert modules.load("_records") is None
-    built = (native.MODULES.dir / _compiled.MANIFEST).exists()
-    assert _compiled.STALE == (["_records"] if built else [])
-
-
-@needs_build
 def test_common_shapes_are_answered_and_identical() -> None:
     batches = [_batch(1), _batch(5, codec=0), _batch(3, transactional=True, pid=77), _batch(0)]
     for batch in batches:
@@ -92,7 +68,6 @@ def test_common_shapes_are_answered_and_identical() -> None:
         _check(joined[:cut])
 
 
-@needs_build
 def test_every_attribute_and_extreme_header_values() -> None:
     extremes = [(-(1 << 63), -(1 << 31), -128 + 130, 0, -(1 << 15), -(1 << 31), -(1 << 63), -(1 << 63),
                  -(1 << 63), -(1 << 15), -(1 << 31), -(1 << 31)),
@@ -105,7 +80,6 @@ def test_every_attribute_and_extreme_header_values() -> None:
         assert _check(_packed((1, 0, 0, 2, 5, attrs, 0, 0, 0, -1, -1, -1, 0), b"abc")) is not None
 
 
-@needs_build
 def test_other_shapes_are_left_to_the_pure_decoder() -> None:
     good = _batch(2)
     legacy = bytearray(good)
@@ -121,7 +95,6 @@ def test_other_shapes_are_left_to_the_pure_decoder() -> None:
     assert records_native.headers_json(bytes(short_length)) is None
 
 
-@needs_build
 def test_random_bytes() -> None:
     rng = random.Random(7)
     good = _batch(3)
@@ -144,7 +117,6 @@ def _record_fields(value: Any) -> Iterator[Records]:
             yield from _record_fields(v)
 
 
-@needs_build
 def test_every_record_field_of_the_real_captures() -> None:
     answered = total = 0
     for kind, api_key, api_version, frame in capture_frames():
@@ -171,7 +143,7 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
     from inspector.connection import Endpoint, KafkaMessage, PendingRequest
     from inspector.framing import Frame
     from inspector.packets import Segment
-    from inspector.reassembly import StreamData
+    from inspector.stream_events import StreamData
 
     e = Endpoint("10.0.0.1", 9092)
     msg = DecodedMessage("request", 0, 9, 7, "ok", {"Acks": 1}, 100)
@@ -209,11 +181,9 @@ def test_hot_constructors_build_what_the_class_builds(index: int) -> None:
 
 
 def test_compiled_classes_are_extension_types() -> None:
-    """After `make setup` the hot-path classes are extension types (their fields read from C); from source,
-    plain dataclasses."""
+    """The hot-path classes are extension types (their fields read from C)."""
     for cls, _make, _values in _hot_classes():
-        module = sys.modules[cls.__module__]
-        assert bool(cls.__flags__ & HEAP_TYPE) != _compiled.compiled(module), cls
+        assert not cls.__flags__ & HEAP_TYPE, cls
 
 
 def test_hot_constructors_keep_references_right() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 from functools import cache
 from pathlib import Path
@@ -34,8 +33,6 @@ from inspector.events import PROMOTED_KEYS, body_json, error_codes
 from tests import frames as F
 from tests.decoders import vectors as V
 
-PURE = os.environ.get("KAFKA_INSPECTOR_PURE") == "1"
-pytestmark = pytest.mark.skipif(PURE, reason="KAFKA_INSPECTOR_PURE=1: the compiled decoders are disabled")
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ("kind", "api_key", "api_version", "correlation_id", "status", "size", "client_id", "header_version",
           "header", "body_version", "error_path", "error_offset", "notes", "inner")

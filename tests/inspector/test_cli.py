@@ -180,3 +180,24 @@ def test_non_kafka_tcp_is_counted_not_decoded(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["non_kafka_connections"] >= 1 and summary["non_kafka_bytes"] > 0
     assert summary["kafka_connections"] == 0
+
+
+def test_show_verbose_prints_undecodable_frames_and_markup_in_client_ids(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``show -v`` on a frame no layout decodes (no body: a batch of null bodies) followed by decodable ones, from
+    a client whose id is rich markup (``[/]``, ``[bold red]``): every line printed, the id as it is."""
+    pcap = tmp_path / "markup.pcap"
+    undecodable = frame(b"\x7f\x7f" + b"\x00" * 6)  # api key 32639: no such api
+    conversation(pcap, [
+        ("c", undecodable),
+        ("c", frame(metadata_request_v0(1, ["t"], client_id="[/]"))),
+        ("b", frame(metadata_response_v0(1, [(1, "b1", 9092)], ["t"]))),
+        ("c", frame(metadata_request_v0(2, ["[bold red]x[/]"], client_id="[bold red]x"))),
+        ("b", frame(metadata_response_v0(2, [(1, "b1", 9092)], ["[bold red]x[/]"]))),
+    ])
+    assert main(["show", str(pcap), "-v"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "key 32639" in out
+    assert "client=[/]" in out and "client=[bold red]x" in out
+    assert '"[bold red]x[/]"' in out  # a body value, as it is
+    assert "5 of 5 messages shown" in out

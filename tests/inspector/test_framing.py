@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,17 +13,6 @@ from tests.frames import api_versions_request_v0, frame, metadata_request_v0
 
 PAYLOADS = [api_versions_request_v0(1), metadata_request_v0(2, ["orders", "payments"]), b"", b"\x00" * 1000]
 STREAM = b"".join(frame(p) for p in PAYLOADS)
-
-
-@pytest.fixture(autouse=True, params=["typed", "pure"])
-def whole_frames_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with the typed twin of the whole-frames loop (inspector/native/_frames.pyx) and
-    with the pure loop."""
-    if request.param == "pure":
-        monkeypatch.setattr(framing, "_native_whole_frames", None)
-    elif framing._native_whole_frames is None:
-        pytest.skip("inspector/native not built (pure install)")
-    return str(request.param)
 
 
 def _frames(events: list) -> list[bytes]:
@@ -139,16 +127,21 @@ def test_stream_that_never_frames_is_skipped_in_bounded_memory() -> None:
                           st.builds(lambda n, b: struct.pack(">i", n) + b,
                                     st.integers(-5, 60), st.binary(max_size=60))), max_size=12),
        st.integers(0, 64))
-def test_typed_and_pure_whole_frames_loops_agree(parts: list[bytes], max_frame: int) -> None:
+def test_whole_frames_are_sliced_as_the_length_prefixes_say(parts: list[bytes], max_frame: int) -> None:
+    """The typed loop (inspector/native/_frames.pyx) against the definition: from the start, while a 4-byte
+    length in 0..max_frame and that many bytes follow, one frame each; the rest is the framer's to report."""
     data = b"".join(parts)
-    results = []
-    for loop in (framing._native_whole_frames, None):  # typed (under the "typed" fixture) and pure
-        old = framing._native_whole_frames
-        framing._native_whole_frames = loop
-        try:
-            f = Framer(max_frame=max_frame, synced=True)
-            events = f.data(1.0, memoryview(data)) + f.finish(2.0)
-        finally:
-            framing._native_whole_frames = old
-        results.append((events, f.offset, f.frames, f.bytes_framed, f.bytes_skipped))
-    assert all(r == results[0] for r in results)
+    expected, pos = [], 0
+    while len(data) - pos >= 4:
+        (length,) = struct.unpack_from(">i", data, pos)
+        if not 0 <= length <= max_frame or pos + 4 + length > len(data):
+            break
+        expected.append((pos, data[pos + 4:pos + 4 + length]))
+        pos += 4 + length
+    out: list[Frame] = []
+    assert framing._native_whole_frames(memoryview(data), max_frame, 100, 1.5, framing._new_frame, out) == pos
+    assert [(f.offset - 100, f.data, f.ts, f.first_ts) for f in out] == [(p, d, 1.5, 1.5) for p, d in expected]
+    f = Framer(max_frame=max_frame, synced=True)
+    events = f.data(1.0, memoryview(data)) + f.finish(2.0)
+    assert [(e.offset, e.data) for e in events if isinstance(e, Frame)][:len(expected)] == expected
+    assert f.bytes_framed + f.bytes_skipped + f.buffered == len(data)

@@ -8,7 +8,6 @@ frames cut, corrupted and with odd record lengths, in both byte orders and time 
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from pathlib import Path
@@ -20,14 +19,10 @@ from scapy.layers.l2 import CookedLinux, CookedLinuxV2, Dot1AD, Dot1Q, Loopback,
 from scapy.layers.l2 import Ether as _Ether
 from scapy.packet import Packet, Raw
 
-from decoders import _compiled
-from inspector import packets
 from inspector.capture_file import open_capture
 from inspector.packets import parse_packet, segments
 from tests.inspector.capture_frames import CAPTURES
 from tests.inspector.test_capture_file import pcap_file
-
-needs_build = pytest.mark.skipif(packets._native is None, reason="inspector/native not built (pure install)")
 
 
 def Ether(**kw: object) -> _Ether:  # noqa: N802 - reads like the scapy layer it builds
@@ -92,20 +87,11 @@ def _same(path: Path) -> int:
     return len(got[0])
 
 
-def test_segments_without_the_twin_are_parse_packet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(packets, "_native", None)
-    path = tmp_path / "a.pcap"
-    path.write_bytes(pcap_file([(1, 2, frame, len(frame)) for frame, lt in FRAMES if lt == 1]))
-    assert _same(path) > 10
-
-
-@needs_build
 @pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
 def test_every_real_capture(capture: Path) -> None:
     assert _same(capture) > 0
 
 
-@needs_build
 @pytest.mark.parametrize(("endian", "nano"), [("<", False), (">", False), ("<", True), (">", True)])
 def test_every_link_type_and_shape(tmp_path: Path, endian: str, nano: bool) -> None:
     for i, (frame, linktype) in enumerate(FRAMES):
@@ -116,7 +102,6 @@ def test_every_link_type_and_shape(tmp_path: Path, endian: str, nano: bool) -> N
         assert _same(path) == 4
 
 
-@needs_build
 def test_cut_and_corrupted_frames(tmp_path: Path) -> None:
     rng = random.Random(11)
     for linktype in sorted({lt for _, lt in FRAMES}):
@@ -136,7 +121,6 @@ def test_cut_and_corrupted_frames(tmp_path: Path) -> None:
         assert _same(path) == len(records)
 
 
-@needs_build
 def test_records_straddling_chunks_and_a_truncated_end(tmp_path: Path) -> None:
     frame = bytes(Ether() / _tcp4(payload=b"z" * 1400))
     records = [(1, k, frame, len(frame)) for k in range(2000)]  # ~3 MB: several 1 MiB chunks
@@ -149,7 +133,3 @@ def test_records_straddling_chunks_and_a_truncated_end(tmp_path: Path) -> None:
     assert got == _reference(path) and got[1]
 
 
-@pytest.mark.skipif(os.environ.get("KAFKA_INSPECTOR_PURE") == "1", reason="KAFKA_INSPECTOR_PURE=1")
-def test_built_after_setup_and_not_stale() -> None:
-    assert packets._native is not None, "inspector/native not built: run `make setup` (needs Cython and a C compiler)"
-    assert not {"_packets", "_columns", "_frames"} & set(_compiled.STALE)

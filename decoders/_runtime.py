@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from decoders.records import _new_records
+from decoders.status import StatusKind
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 
@@ -22,10 +23,12 @@ MAX_EMPTY_ELEMENTS = 1 << 16
 
 
 class DecodeError(Exception):
-    """Raised inside the generated decoders; caught by ``decoders.api`` and turned into a status."""
+    """Raised inside the generated decoders; caught by ``decoders.api`` and turned into a status (its kind
+    and its text)."""
 
-    def __init__(self, reason: str, offset: int | None = None) -> None:
+    def __init__(self, kind: StatusKind, reason: str, offset: int | None = None) -> None:
         super().__init__(reason)
+        self.kind = kind
         self.reason = reason
         self.offset = offset
         self.path: list[str] = []
@@ -36,15 +39,15 @@ class DecodeError(Exception):
 
 
 def short(n: int, available: int) -> DecodeError:
-    return DecodeError(f"truncated: length {n} exceeds the {available} bytes left")
+    return DecodeError(StatusKind.TRUNCATED, f"truncated: length {n} exceeds the {available} bytes left")
 
 
 def short_count(n: int, available: int) -> DecodeError:
-    return DecodeError(f"truncated: count {n} cannot fit in the {available} bytes left")
+    return DecodeError(StatusKind.TRUNCATED, f"truncated: count {n} cannot fit in the {available} bytes left")
 
 
 def too_many(n: int) -> DecodeError:
-    return DecodeError(f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
+    return DecodeError(StatusKind.INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
 
 
 #: Array elements one message may decode, all arrays together (``--max-elements``): a frame's bytes
@@ -62,20 +65,20 @@ OVER_BUDGET = "over budget"
 
 
 def over_budget(n: int) -> DecodeError:
-    return DecodeError(f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
-                       f"(--max-elements)")
+    return DecodeError(StatusKind.LIMIT, f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this "
+                       f"message's budget (--max-elements)")
 
 
 def spent_budget(err: BaseException) -> bool:
     """Whether ``err`` is a decode stopping at the element budget: the readers' :func:`over_budget` error or
     the compiled twins' ``ValueError(OVER_BUDGET)``."""
     if isinstance(err, DecodeError):
-        return err.reason.startswith(ELEMENTS_LIMIT)
+        return err.kind == StatusKind.LIMIT
     return type(err) is ValueError and err.args == (OVER_BUDGET,)
 
 
 def negative(n: int) -> DecodeError:
-    return DecodeError(f"invalid: negative length {n}")
+    return DecodeError(StatusKind.INVALID, f"invalid: negative length {n}")
 
 
 def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
@@ -84,7 +87,7 @@ def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
     shift = 7
     while True:
         if shift > 28:
-            raise DecodeError("invalid: unsigned varint longer than 5 bytes", p)
+            raise DecodeError(StatusKind.INVALID, "invalid: unsigned varint longer than 5 bytes", p)
         byte = b[p]
         p += 1
         value |= (byte & 0x7F) << shift
@@ -125,7 +128,8 @@ def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: di
                 err.path.insert(0, name)
                 raise
             if q != end:
-                mismatch = DecodeError(f"invalid: tagged field {tag} declared {size} bytes, decoded {q - p}", p)
+                mismatch = DecodeError(StatusKind.INVALID,
+                                       f"invalid: tagged field {tag} declared {size} bytes, decoded {q - p}", p)
                 mismatch.path.insert(0, name)
                 raise mismatch
             out[name] = value
@@ -141,9 +145,9 @@ def annotate(exc: BaseException, lines: dict[int, tuple[str, str | None]], loc: 
         if err.offset is None:
             err.offset = p
     elif isinstance(exc, (struct.error, IndexError)):
-        err = DecodeError("truncated", p)
+        err = DecodeError(StatusKind.TRUNCATED, "truncated", p)
     else:
-        err = DecodeError(f"invalid: {type(exc).__name__}: {exc}", p)
+        err = DecodeError(StatusKind.INVALID, f"invalid: {type(exc).__name__}: {exc}", p)
     tb = exc.__traceback__
     entry = lines.get(tb.tb_lineno) if tb is not None else None
     if entry is not None:

@@ -16,6 +16,7 @@ from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postproce
 from decoders.generated import registry
 from decoders.generated_modules import accel_module
 from decoders.generated_modules import pure_module as _module
+from decoders.status import StatusKind
 
 __all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "accelerated", "api_name",
            "be16", "be32", "decode_request", "decode_request_bytes", "decode_response", "decode_response_bytes",
@@ -44,7 +45,7 @@ class DecodedMessage:
     api_key: int | None
     api_version: int | None
     correlation_id: int | None
-    status: str  # "ok" or the reason decoding stopped
+    status: str  # "ok" or the reason decoding stopped (text, as the events keep it)
     body: dict[str, Any] | None
     size: int  # frame size in bytes (without the length prefix)
     client_id: str | None = None
@@ -55,6 +56,7 @@ class DecodedMessage:
     error_offset: int | None = None
     notes: tuple[str, ...] = ()
     inner: DecodedMessage | None = None  # the request/response an Envelope carried
+    status_kind: StatusKind = StatusKind.OK  # how the decode ended (decoders.status): what code tests
     # The body's JSON text (UTF-8), when the decoder wrote it straight from the frame (``text`` mode of
     # decode_request_bytes / decode_response_bytes, for the events' body column). ``body`` then holds only the
     # body's top-level integer fields, and ``codes`` the non-zero ErrorCode values of the text, in order.
@@ -68,6 +70,9 @@ class DecodedMessage:
     @property
     def api_name(self) -> str | None:
         return api_name(self.api_key)
+
+
+_KIND_OK = StatusKind.OK
 
 
 def _new_message(kind: str, api_key: int | None, api_version: int | None, correlation_id: int | None,
@@ -93,22 +98,23 @@ def _new_message(kind: str, api_key: int | None, api_version: int | None, correl
     m.error_offset = error_offset
     m.notes = notes
     m.inner = inner
+    m.status_kind = _KIND_OK
     return m
 
 
 class _Failure(Exception):
-    def __init__(self, status: str, path: str | None, offset: int | None) -> None:
+    def __init__(self, kind: StatusKind, status: str, path: str | None, offset: int | None) -> None:
         super().__init__(status)
-        self.status, self.path, self.offset = status, path, offset
+        self.kind, self.status, self.path, self.offset = kind, status, path, offset
 
 
 def _run(reader: rt.Reader, b: bytes, p: int) -> tuple[dict[str, Any] | None, int, _Failure | None]:
     try:
         value, end = reader(b, p)
     except rt.DecodeError as err:
-        return None, p, _Failure(err.describe(), ".".join(err.path) or None, err.offset)
+        return None, p, _Failure(err.kind, err.describe(), ".".join(err.path) or None, err.offset)
     except RecursionError:
-        return None, p, _Failure("invalid: nesting too deep", None, p)
+        return None, p, _Failure(StatusKind.INVALID, "invalid: nesting too deep", None, p)
     return value, end, None
 
 
@@ -190,7 +196,7 @@ ELEMENTS_LIMIT = rt.ELEMENTS_LIMIT
 
 def hit_elements_limit(msg: DecodedMessage) -> bool:
     """Whether decoding ``msg`` stopped at the array element budget (``--max-elements``)."""
-    return msg.status.startswith(ELEMENTS_LIMIT) and "(--max-elements)" in msg.status
+    return msg.status_kind == StatusKind.LIMIT
 
 
 
@@ -259,24 +265,26 @@ def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
     size = len(b)
     if size < 8:
         return DecodedMessage("request", None, None, None,
-                              f"truncated: request header needs 8 bytes, frame has {size}", None, size)
+                              f"truncated: request header needs 8 bytes, frame has {size}", None, size,
+                              status_kind=StatusKind.TRUNCATED)
     api_key, version, corr = be16(b, 0), be16(b, 2), be32(b, 4)
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("request", api_key, version, corr, f"unknown api key {api_key}", None, size,
-                              client_id=_best_effort_client_id(b))
+                              client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_API)
     entry = _readers(api_key, version, "request")
     if entry is None:
         lo, hi = registry.VERSION_RANGES[api_key]
         return DecodedMessage("request", api_key, version, corr,
                               f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
-                              client_id=_best_effort_client_id(b))
+                              client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_VERSION)
     header_reader, reader, header_version = entry[:3]
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
-                              header_version=header_version, error_path=fail.path, error_offset=fail.offset)
+                              header_version=header_version, error_path=fail.path, error_offset=fail.offset,
+                              status_kind=fail.kind)
     client_id = header.get("ClientId")
     body, end, fail = _run(reader, b, p)
     msg = _finish("request", api_key, version, corr, b, body, end, fail, header_version, header, client_id)
@@ -333,21 +341,25 @@ def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple
     entry = _readers(api_key, api_version, "response")
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
-                              f"truncated: response header needs 4 bytes, frame has {size}", None, size)
+                              f"truncated: response header needs 4 bytes, frame has {size}", None, size,
+                              status_kind=StatusKind.TRUNCATED)
     corr = be32(b, 0)
     name = registry.API_NAMES.get(api_key)
     if name is None:
-        return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size)
+        return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size,
+                              status_kind=StatusKind.UNKNOWN_API)
     if entry is None:
         lo, hi = registry.VERSION_RANGES[api_key]
         return DecodedMessage("response", api_key, api_version, corr,
-                              f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size)
+                              f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size,
+                              status_kind=StatusKind.UNKNOWN_VERSION)
     header_reader, reader, header_version = entry[:3]
     header, p, fail = _run(header_reader, b, 0)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("response", api_key, api_version, corr, f"header {fail.status}", None, size,
-                              header_version=header_version, error_path=fail.path, error_offset=fail.offset)
+                              header_version=header_version, error_path=fail.path, error_offset=fail.offset,
+                              status_kind=fail.kind)
     module = _module(registry.API_MODULES[api_key])
     body, end, fail = _run(reader, b, p)
     msg = _finish("response", api_key, api_version, corr, b, body, end, fail, header_version, header, None)
@@ -408,14 +420,17 @@ def _finish(
 ) -> DecodedMessage:
     if fail is not None:
         return DecodedMessage(kind, api_key, version, corr, fail.status, None, len(b), client_id,
-                              header_version, header, body_version, fail.path, fail.offset, notes)
+                              header_version, header, body_version, fail.path, fail.offset, notes,
+                              status_kind=fail.kind)
     status = OK
+    status_kind = StatusKind.OK
     err_offset = None
     if end != len(b):
         status = f"trailing bytes: {len(b) - end} after the body (offset {end})"
+        status_kind = StatusKind.TRAILING_BYTES
         err_offset = end
     return DecodedMessage(kind, api_key, version, corr, status, body, len(b), client_id,
-                          header_version, header, body_version, None, err_offset, notes)
+                          header_version, header, body_version, None, err_offset, notes, status_kind=status_kind)
 
 
 def _best_effort_client_id(b: bytes) -> str | None:

@@ -68,6 +68,7 @@ from decoders.record_batches import (
     V2_HEADER,
     V2_HEADER_SIZE,
     V2_MIN_LENGTH,
+    _as_view,
     legacy_batch,
     signed8,
     v2_records,
@@ -78,16 +79,6 @@ from decoders.record_codecs import COMPRESSION_NAMES
 __all__ = ["MAX_DECOMPRESSED_DEFAULT", "MAX_RECORDS_DEFAULT", "Budget", "Records", "crc32c", "decode_records", "xxh32"]
 
 LEVELS: Final = ("size", "headers", "records")
-
-
-def _as_view(data: bytes | bytearray | memoryview) -> memoryview:
-    mv = memoryview(data)
-    if mv.ndim != 1 or mv.format != "B":
-        try:
-            mv = mv.cast("B")
-        except (TypeError, ValueError):
-            mv = memoryview(mv.tobytes())
-    return mv
 
 
 # --------------------------------------------------------------------------- entry points

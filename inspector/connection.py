@@ -16,6 +16,7 @@ from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_resp
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
+from decoders.status import StatusKind
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
@@ -334,8 +335,9 @@ class KafkaConnection:
             if msg.status != OK:
                 self.stats.decode_failures += 1
         else:
-            msg = DecodedMessage("response", None, None, corr,
-                                 "request missing: no api key/version decodes this response", None, len(data))
+            msg = DecodedMessage("response", None, None, corr,  # its api is not known: no layout decodes it
+                                 "request missing: no api key/version decodes this response", None, len(data),
+                                 status_kind=StatusKind.UNKNOWN_API)
             self.stats.decode_failures += 1
         if corr is not None:
             self.last_correlation_id = corr

@@ -59,9 +59,11 @@ class LiveStats:
         cols = {name: batch.column(name).to_pylist() for name in (
             "api_name", "api_key", "direction", "error_code", "nested_error_codes", "latency_ms", "group_id",
             "decode_status")}
-        for name, key, direction, code, nested, latency, group, status in zip(
+        # A decode failure has no body (as Summary counts them); a body with a status decoded with trailing bytes.
+        no_body = batch.column("body").is_null().to_pylist()
+        for name, key, direction, code, nested, latency, group, status, failed in zip(
                 cols["api_name"], cols["api_key"], cols["direction"], cols["error_code"],
-                cols["nested_error_codes"], cols["latency_ms"], cols["group_id"], cols["decode_status"],
+                cols["nested_error_codes"], cols["latency_ms"], cols["group_id"], cols["decode_status"], no_body,
                 strict=True):
             api = name or ("unknown" if key is None else f"key {key}")
             st = self.apis.get(api)
@@ -78,7 +80,7 @@ class LiveStats:
                     self.errors[(api, code)] += 1
                 for inner in nested or ():
                     self.errors[(api, inner)] += 1
-            if status != "ok" and not status.startswith("trailing bytes"):
+            if status != "ok" and failed:
                 st.decode_failures += 1
             if group:
                 self.groups[group] += 1

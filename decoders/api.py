@@ -152,12 +152,14 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
         header = _module(header_name).VERSIONS[header_version]
         module = _module(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
-        fast_module = accel_module(registry.API_MODULES[api_key])
-        fast_header = accel_module(header_name).VERSIONS[header_version]
-        fast_body = (fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
+        fast_header_module = accel_module(header_name)
+        fast_header = fast_header_module.VERSIONS[header_version] if fast_header_module is not None else header
+        fast_module = accel_module(registry.API_MODULES[api_key])  # None: an API whose readers are not compiled
+        fast_body = ((fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
+                     if fast_module is not None else body)
         post = (_POST or _postprocessors()).get((kind, api_key))
         text = None
-        if post is None:  # a postprocessor reads the whole body
+        if post is None and fast_module is not None:  # a postprocessor reads the whole body
             text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
         entry = (header, body, header_version, fast_header, fast_body, post, text)
     table[key] = entry

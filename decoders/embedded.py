@@ -62,7 +62,7 @@ def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, 
         name = registry.DATA_MODULES[schema]
         versions: dict[int, rt.Reader] = pure_module(name).VERSIONS
         fast = accel_module(name)
-        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS)
+        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS if fast is not None else versions)
     return entry
 
 

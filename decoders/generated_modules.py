@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from decoders.generated import registry
+
 __all__ = ["accel_module", "pure_module"]
 
 _modules: dict[str, ModuleType] = {}
@@ -23,11 +25,14 @@ def pure_module(name: str) -> ModuleType:
 _accel_modules: dict[str, ModuleType] = {}
 
 
-def accel_module(name: str) -> ModuleType:
+def accel_module(name: str) -> ModuleType | None:
     """The compiled readers of generated module ``name`` (decoders/accel): the fast path, raising on any
-    failure without detail (the module's plain readers then decode again and say why). Both are rendered from
-    one model by ``decoders.codegen``; the build keeps them in step (the suite fails on a stale extension)."""
+    failure without detail (the module's plain readers then decode again and say why); None for a module whose
+    readers are not compiled (``registry.ACCEL_MODULES``: the rarely seen admin and inter-broker APIs). Both
+    are rendered from one model by ``decoders.codegen``; the suite fails on a stale extension."""
     mod = _accel_modules.get(name)
     if mod is None:
+        if name not in registry.ACCEL_MODULES:
+            return None
         mod = _accel_modules[name] = importlib.import_module(f"decoders.accel.{name}")
     return mod

@@ -14,7 +14,7 @@ from typing import Any
 
 from decoders.codegen.model import is_flexible, versions_of
 from decoders.codegen.render import render_api, render_data
-from decoders.codegen.render_cy import accel_files
+from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
 from decoders.codegen.shared import HEADER, module_name
 
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
@@ -56,6 +56,7 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
                 response_header[(key, v)] = 0 if key == 18 else (1 if flexible else 0)
         versions[key] = (min(seen), max(seen))
     data_modules = {d["name"]: module_name(d) for d in data_docs}
+    accel = sorted([module_name(d) for d in apis if d["apiKey"] in COMPILED_API_KEYS] + list(data_modules.values()))
     lines = [
         HEADER.rstrip("\n"),
         '"""Which API keys and versions exist, and their header versions."""',
@@ -68,6 +69,8 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
         f"REQUEST_HEADER_VERSION: dict[tuple[int, int], int] = {request_header!r}",
         f"RESPONSE_HEADER_VERSION: dict[tuple[int, int], int] = {response_header!r}",
         f"DATA_MODULES: dict[str, str] = {data_modules!r}",
+        "#: The modules whose readers are also compiled (decoders/accel); the others run their plain readers.",
+        f"ACCEL_MODULES: frozenset[str] = frozenset({accel!r})",
     ]
     return "\n".join(lines) + "\n"
 

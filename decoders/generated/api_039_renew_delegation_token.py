@@ -78,4 +78,3 @@ REQUEST = {0: _f0, 1: _f0, 2: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f3}
 
 _LINES = {16: ('Hmac', None), 17: ('Hmac', None), 18: ('Hmac', None), 19: ('Hmac', None), 20: ('Hmac', None), 21: ('Hmac', None), 22: ('Hmac', None), 23: ('Hmac', None), 24: ('RenewPeriodMs', None), 33: ('Hmac', None), 34: ('Hmac', None), 35: ('Hmac', None), 36: ('Hmac', None), 37: ('Hmac', None), 38: ('Hmac', None), 39: ('Hmac', None), 40: ('Hmac', None), 41: ('Hmac', None), 42: ('Hmac', None), 43: ('RenewPeriodMs', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 64: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None)}
-BUILD_HASH = '1d73f81aeb7bcb00'

@@ -51,4 +51,3 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {15: ('BrokerId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode', None), 28: ('ErrorMessage', None), 29: ('ErrorMessage', None), 30: ('ErrorMessage', None), 31: ('ErrorMessage', None), 32: ('ErrorMessage', None), 33: ('ErrorMessage', None), 34: ('ErrorMessage', None), 35: ('ErrorMessage', None), 36: ('ErrorMessage', None), 37: ('ErrorMessage', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None)}
-BUILD_HASH = '7ba1252d90839824'

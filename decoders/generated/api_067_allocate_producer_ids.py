@@ -41,4 +41,3 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {15: ('BrokerId+BrokerEpoch', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None)}
-BUILD_HASH = '0c9a2b4770516153'

@@ -61,4 +61,3 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {15: ('ClusterId', None), 16: ('ClusterId', None), 17: ('ClusterId', None), 18: ('ClusterId', None), 19: ('ClusterId', None), 20: ('ClusterId', None), 21: ('ClusterId', None), 22: ('ClusterId', None), 23: ('ClusterId', None), 24: ('ClusterId', None), 25: ('VoterId+VoterDirectoryId', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('ThrottleTimeMs+ErrorCode', None), 38: ('ErrorMessage', None), 39: ('ErrorMessage', None), 40: ('ErrorMessage', None), 41: ('ErrorMessage', None), 42: ('ErrorMessage', None), 43: ('ErrorMessage', None), 44: ('ErrorMessage', None), 45: ('ErrorMessage', None), 46: ('ErrorMessage', None), 47: ('ErrorMessage', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None)}
-BUILD_HASH = '839066eb944836b3'

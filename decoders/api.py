@@ -201,8 +201,6 @@ def hit_elements_limit(msg: DecodedMessage) -> bool:
     return msg.status_kind == StatusKind.LIMIT
 
 
-
-
 def decode_request(frame: bytes | bytearray | memoryview, *, postprocess: bool = True,
                    max_elements: int = rt.MAX_ELEMENTS) -> DecodedMessage:
     """Decode a request frame: header (v0/v1/v2 by api key and version) and body.

@@ -55,8 +55,6 @@ def _new_frame(ts: float, first_ts: float, offset: int, data: bytes) -> Frame:
     return f
 
 
-
-
 @dataclass(frozen=True)  # compiled, an extension type (framing.pxd); from source, the slots below
 class Skipped:
     """Bytes that are not part of any frame the framer could find."""

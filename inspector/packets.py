@@ -293,7 +293,6 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
     return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
 
 
-
 def _native_batch(little: bool, scale: float, linktype: int) -> Batch:
     """The record loop for one classic pcap, typed (``inspector/native/_packets.pyx``)."""
     parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, _new_segment, _EMPTY,

@@ -191,8 +191,7 @@ cdef class BodyColumn:
 
     cdef int _grow(self, Py_ssize_t cap) except -1:
         cdef _Text spare = self.spare
-        if (self.buf is None and spare is not None and spare.owner is not None
-                and _Py_REFCNT(<PyObject*>spare) == 2):  # spare's and ours
+        if self.buf is None and spare is not None and _Py_REFCNT(<PyObject*>spare) == 2:  # spare's and ours
             self.spare = None  # nothing else refers to the text handed over: its buffer is free again
             self.buf, spare.owner, spare.data, spare.size = spare.owner, None, NULL, 0
             if self.buf.size < cap:

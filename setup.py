@@ -24,8 +24,8 @@ _sources = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sources)
 # Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it types it).
 COMPILED = {
-    "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "reassembly", "framing",
-                  "connection", "pipeline", "events", "summary", "reader"),
+    "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
+                  "framing", "connection", "pipeline", "events", "summary", "reader"),
     "decoders": ("api", "_runtime", "records", "record_batches", "record_codecs", "record_budget", "checksums",
                  "guess", "embedded"),
 }

@@ -1,20 +1,10 @@
 cimport cython
 from inspector.packets cimport Segment
 from inspector.stream_events cimport StreamData, _new_stream_data
+from inspector.stream_state cimport ConnState, DirState
 
 cdef int _SYN, _FIN, _RST, _ACK
 cdef long long _MASK, _ACK_WINDOW
-
-cdef class _Dir:
-    cdef public list heap
-    cdef public object src, dst, fin_off, base_seq, nxt, nxt_seq, buf_bytes, seen, delivered, gap, retrans
-    cdef public object ooo, trunc
-    cdef public bint base_set
-
-cdef class _Conn:
-    cdef public tuple dirs
-    cdef public object conn_id, keys, last_ts
-    cdef public bint closed, saw_syn
 
 cdef class Reassembler:
     cdef public dict _flows, _conns
@@ -25,7 +15,7 @@ cdef class Reassembler:
     cdef tuple _hit0, _hit1
 
     cpdef _forget_hits(self)
-    @cython.locals(d=_Dir, o=_Dir, conn=_Conn, flags=cython.int, sport=cython.long, dport=cython.long,
-                   nxt_seq=cython.longlong, seq=cython.longlong, ack=cython.longlong, delta=cython.longlong,
+    @cython.locals(d=DirState, o=DirState, conn=ConnState, flags=cython.int, sport=cython.long,
+                   dport=cython.long, nxt_seq=cython.longlong, seq=cython.longlong, ack=cython.longlong, delta=cython.longlong,
                    size=cython.Py_ssize_t)
     cpdef list feed(self, Segment seg)

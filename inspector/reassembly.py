@@ -52,13 +52,13 @@ from inspector.stream_events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnStats,
-    DirectionStats,
     Endpoint,
     Event,
     SegmentTruncated,
     StreamGap,
     _new_stream_data,
 )
+from inspector.stream_state import SEQ_MASK, ConnState, DirState
 
 __all__ = ["Reassembler"]
 
@@ -68,77 +68,9 @@ __all__ = ["Reassembler"]
 _SYN, _FIN, _RST, _ACK = SYN, FIN, RST, ACK
 
 # Compiled, _MASK and _ACK_WINDOW are C integers too (reassembly.pxd): the common path's sequence arithmetic is C.
-_MASK = 0xFFFFFFFF
-_HALF = 0x80000000
-_WRAP = 0x100000000
+_MASK = SEQ_MASK
 _ACK_WINDOW = 1 << 30  # an ACK further ahead than this (max scaled TCP window) is ignored as bogus
 _LATE_WINDOW = 1 << 24  # data this far behind a closed connection's end is a late retransmission
-
-
-# ----------------------------------------------------------------------------------------------------
-# State
-
-
-class _Dir:
-    """One direction of a connection."""
-
-    __slots__ = ("base_set", "base_seq", "buf_bytes", "delivered", "dst", "fin_off", "gap", "heap", "nxt",
-                 "nxt_seq", "ooo", "retrans", "seen", "src", "trunc")
-
-    def __init__(self, src: Endpoint, dst: Endpoint) -> None:
-        self.src = src
-        self.dst = dst
-        self.base_set = False
-        self.base_seq = 0  # sequence number of stream offset 0
-        self.nxt = 0  # next stream offset to deliver (== highest offset reached)
-        self.nxt_seq = 0  # (base_seq + nxt) mod 2**32
-        # Segments waiting behind a hole: (offset, tiebreak, end, data or None for a snaplen-cut one).
-        self.heap: list[tuple[int, int, int, memoryview | None]] = []
-        self.buf_bytes = 0
-        self.fin_off: int | None = None
-        self.seen = 0
-        self.delivered = 0
-        self.gap = 0
-        self.retrans = 0
-        self.ooo = 0
-        self.trunc = 0
-
-    def set_base(self, seq: int) -> None:
-        self.base_set = True
-        self.base_seq = self.nxt_seq = seq & _MASK
-
-    def offset_of(self, seq: int) -> int:
-        """Stream offset of sequence number ``seq``: the one nearest to the next expected offset."""
-        delta = (seq - self.nxt_seq) & _MASK
-        if delta >= _HALF:
-            delta -= _WRAP
-        return self.nxt + delta
-
-    def end_offset(self) -> int:
-        return self.nxt if self.fin_off is None else max(self.nxt, self.fin_off)
-
-    def stats(self) -> DirectionStats:
-        return DirectionStats(self.seen, self.delivered, self.gap, self.retrans, self.ooo, self.trunc,
-                              self.nxt, self.buf_bytes)
-
-
-class _Conn:
-    __slots__ = ("closed", "conn_id", "dirs", "keys", "last_ts", "saw_syn")
-
-    def __init__(self, conn_id: int, a: Endpoint, b: Endpoint, ts: float, saw_syn: bool) -> None:
-        self.conn_id = conn_id
-        self.dirs = (_Dir(a, b), _Dir(b, a))
-        self.keys = ((a[0], a[1], b[0], b[1]), (b[0], b[1], a[0], a[1]))
-        self.last_ts = ts
-        self.closed = False
-        self.saw_syn = saw_syn
-
-    def has_data(self) -> bool:
-        return any(d.base_set for d in self.dirs)
-
-    def stats(self) -> ConnStats:
-        return ConnStats(self.conn_id, (self.dirs[0].stats(), self.dirs[1].stats()))
-
 
 # ----------------------------------------------------------------------------------------------------
 # Reassembler
@@ -160,8 +92,8 @@ class Reassembler:
             raise ValueError("max_buffered_per_direction must be >= 0 and max_connections >= 1")
         self.max_buffered_per_direction = max_buffered_per_direction
         self.max_connections = max_connections
-        self._flows: dict[tuple[str, int, str, int], tuple[_Conn, int]] = {}
-        self._conns: dict[int, _Conn] = {}
+        self._flows: dict[tuple[str, int, str, int], tuple[ConnState, int]] = {}
+        self._conns: dict[int, ConnState] = {}
         self._next_id = 1
         self._tiebreak = 0
         self.buffered = 0  # bytes waiting behind holes, all connections together
@@ -177,8 +109,8 @@ class Reassembler:
         self._src1: str | None = None
         self._dst1: str | None = None
         self._sport0 = self._dport0 = self._sport1 = self._dport1 = 0
-        self._hit0: tuple[_Conn, int] | None = None
-        self._hit1: tuple[_Conn, int] | None = None
+        self._hit0: tuple[ConnState, int] | None = None
+        self._hit1: tuple[ConnState, int] | None = None
 
     # -- public API ------------------------------------------------------------------------------------
 
@@ -309,7 +241,7 @@ class Reassembler:
 
     # -- connection table ------------------------------------------------------------------------------
 
-    def _open(self, seg: Segment, out: list[Event]) -> tuple[_Conn, int]:
+    def _open(self, seg: Segment, out: list[Event]) -> tuple[ConnState, int]:
         if len(self._conns) >= self.max_connections:
             self._evict(seg.ts, out)
         src: Endpoint = (seg.src_ip, seg.src_port)
@@ -318,7 +250,7 @@ class Reassembler:
         # A SYN-ACK's sender answered a SYN: it is side 1 even though the SYN itself was not seen.
         side = 1 if flags & SYN and flags & ACK else 0
         a, b = (src, dst) if side == 0 else (dst, src)
-        conn = _Conn(self._next_id, a, b, seg.ts, bool(flags & SYN))
+        conn = ConnState(self._next_id, a, b, seg.ts, bool(flags & SYN))
         self._next_id += 1
         self._conns[conn.conn_id] = conn
         self._flows[conn.keys[0]] = (conn, 0)
@@ -327,7 +259,7 @@ class Reassembler:
         out.append(ConnectionOpened(conn.conn_id, seg.ts, a[0], a[1], b[0], b[1], conn.saw_syn))
         return conn, side
 
-    def _forget(self, conn: _Conn) -> None:
+    def _forget(self, conn: ConnState) -> None:
         self._forget_hits()
         self._conns.pop(conn.conn_id, None)
         for side, key in enumerate(conn.keys):
@@ -342,7 +274,7 @@ class Reassembler:
                 self._close(conn, ts, CLOSE_EVICTED, out)
             self._forget(conn)
 
-    def _check_reuse(self, conn: _Conn, side: int, seg: Segment, out: list[Event]) -> tuple[_Conn, int] | None:
+    def _check_reuse(self, conn: ConnState, side: int, seg: Segment, out: list[Event]) -> tuple[ConnState, int] | None:
         """A SYN, or a packet for a closed connection: same connection, a new one, or ignore (None)."""
         flags = seg.flags
         d = conn.dirs[side]
@@ -369,7 +301,7 @@ class Reassembler:
 
     # -- per-direction processing ----------------------------------------------------------------------
 
-    def _slow(self, conn: _Conn, side: int, d: _Dir, seg: Segment, out: list[Event]) -> None:
+    def _slow(self, conn: ConnState, side: int, d: DirState, seg: Segment, out: list[Event]) -> None:
         """Segments with SYN/FIN/RST flags, snaplen-cut segments and the first segment of a direction."""
         flags = seg.flags
         ts = seg.ts
@@ -403,7 +335,7 @@ class Reassembler:
         if not conn.closed and (conn.dirs[0].fin_off is not None or conn.dirs[1].fin_off is not None):
             self._maybe_finished(conn, ts, out)
 
-    def _data(self, conn: _Conn, side: int, d: _Dir, off: int, payload: memoryview, n: int, ts: float,
+    def _data(self, conn: ConnState, side: int, d: DirState, off: int, payload: memoryview, n: int, ts: float,
               out: list[Event]) -> None:
         d.seen += n
         nxt = d.nxt
@@ -433,7 +365,7 @@ class Reassembler:
         if d.fin_off is not None and not conn.closed:
             self._maybe_finished(conn, ts, out)
 
-    def _truncated(self, conn: _Conn, side: int, d: _Dir, off: int, captured: int, missing: int, ts: float,
+    def _truncated(self, conn: ConnState, side: int, d: DirState, off: int, captured: int, missing: int, ts: float,
                    out: list[Event]) -> None:
         length = captured + missing
         d.seen += length
@@ -460,14 +392,14 @@ class Reassembler:
             if d.buf_bytes > self.max_buffered_per_direction:
                 self._overflow(conn, side, d, ts, out)
 
-    def _gap(self, conn: _Conn, side: int, d: _Dir, length: int, reason: str, ts: float,
+    def _gap(self, conn: ConnState, side: int, d: DirState, length: int, reason: str, ts: float,
              out: list[Event]) -> None:
         out.append(StreamGap(conn.conn_id, side, ts, d.nxt, length, reason, d.src, d.dst))
         d.gap += length
         d.nxt += length
         d.nxt_seq = (d.base_seq + d.nxt) & _MASK
 
-    def _drain(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+    def _drain(self, conn: ConnState, side: int, d: DirState, ts: float, out: list[Event]) -> None:
         """Deliver the buffered segments that the stream has reached."""
         heap = d.heap
         while heap and heap[0][0] <= d.nxt:
@@ -489,12 +421,12 @@ class Reassembler:
             d.nxt = end
             d.nxt_seq = (d.base_seq + end) & _MASK
 
-    def _overflow(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+    def _overflow(self, conn: ConnState, side: int, d: DirState, ts: float, out: list[Event]) -> None:
         while d.heap and d.buf_bytes > self.max_buffered_per_direction:
             self._gap(conn, side, d, d.heap[0][0] - d.nxt, GAP_BUFFER, ts, out)
             self._drain(conn, side, d, ts, out)
 
-    def _acked(self, conn: _Conn, side: int, d: _Dir, ack_off: int, ts: float, out: list[Event]) -> None:
+    def _acked(self, conn: ConnState, side: int, d: DirState, ack_off: int, ts: float, out: list[Event]) -> None:
         """The receiver of direction ``side`` acknowledged up to ``ack_off``: bytes below it that the
         capture has not delivered will never come (the sender will not retransmit them)."""
         if d.fin_off is not None and ack_off > d.fin_off:
@@ -509,14 +441,14 @@ class Reassembler:
         if d.fin_off is not None and not conn.closed:
             self._maybe_finished(conn, ts, out)
 
-    def _maybe_finished(self, conn: _Conn, ts: float, out: list[Event]) -> None:
+    def _maybe_finished(self, conn: ConnState, ts: float, out: list[Event]) -> None:
         """Close the connection once both directions sent a FIN and every byte before them is settled."""
         d0, d1 = conn.dirs
         if (d0.fin_off is not None and d1.fin_off is not None and not d0.heap and not d1.heap
                 and d0.nxt >= d0.fin_off and d1.nxt >= d1.fin_off):
             self._close(conn, ts, CLOSE_FIN, out)
 
-    def _flush_dir(self, conn: _Conn, side: int, d: _Dir, ts: float, out: list[Event]) -> None:
+    def _flush_dir(self, conn: ConnState, side: int, d: DirState, ts: float, out: list[Event]) -> None:
         while d.heap:
             first = d.heap[0][0]
             if first > d.nxt:
@@ -525,7 +457,7 @@ class Reassembler:
         if d.fin_off is not None and d.fin_off > d.nxt:
             self._gap(conn, side, d, d.fin_off - d.nxt, GAP_CLOSE, ts, out)
 
-    def _close(self, conn: _Conn, ts: float, reason: str, out: list[Event]) -> None:
+    def _close(self, conn: ConnState, ts: float, reason: str, out: list[Event]) -> None:
         for side, d in enumerate(conn.dirs):
             self._flush_dir(conn, side, d, ts, out)
         conn.closed = True

@@ -17,8 +17,8 @@ from inspector.pipeline import Inspector
 from inspector.reader import ReadOptions, iter_capture
 from inspector.summary import LIMITS, Summary
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, request_header
+from tests.inspector.hostile_captures import envelope, uvarint
 from tests.inspector.test_connection import A, B, _messages
-from tests.inspector.test_hostile import envelope, uvarint
 from tests.inspector.test_hostile_elements import (
     AFTER,
     HELLO,

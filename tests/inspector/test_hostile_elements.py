@@ -36,7 +36,7 @@ from inspector.summary import LIMITS, Summary
 from inspector.tap import add_parser
 from inspector.tap import run as run_tap
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, kstr, request_header
-from tests.inspector.test_hostile import check_bounds, produce_v3, record_batch, run_read, uvarint
+from tests.inspector.hostile_captures import check_bounds, produce_v3, record_batch, run_read, uvarint
 
 ETHERNET = bytes.fromhex("020000000002" "020000000001" "0800")
 CLIENT = (bytes([10, 0, 0, 1]), 40000)

@@ -20,7 +20,7 @@ import pytest
 from inspector.cli import EXIT_OK, main
 from inspector.pipeline import MAX_HELD
 from tests.frames import api_versions_request_v0, frame, request_header
-from tests.inspector.test_hostile import check_bounds, run_read
+from tests.inspector.hostile_captures import check_bounds, run_read
 
 BROKER = (bytes([10, 0, 0, 2]), 9092)
 ETHERNET = bytes.fromhex("020000000002" "020000000001" "0800")

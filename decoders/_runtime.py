@@ -13,10 +13,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from decoders.element_budget import MAX_ELEMENTS as MAX_ELEMENTS
+from decoders.element_budget import ElementBudget
 from decoders.records import _new_records
 from decoders.status import StatusKind
 
-Reader = Callable[[bytes, int], tuple[Any, int]]
+#: A generated reader: ``(frame, position, the message's element budget) -> (value, position after it)``.
+Reader = Callable[[bytes, int, ElementBudget], tuple[Any, int]]
 
 #: Arrays whose elements can take zero bytes are bounded by this count instead of the bytes left.
 MAX_EMPTY_ELEMENTS = 1 << 16
@@ -48,14 +51,6 @@ def short_count(n: int, available: int) -> DecodeError:
 
 def too_many(n: int) -> DecodeError:
     return DecodeError(StatusKind.INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
-
-
-#: Array elements one message may decode, all arrays together (``--max-elements``): a frame's bytes
-#: bound its allocations, but a Python object per element costs far more than the byte or two an
-#: element can take on the wire. ``decoders.api`` resets ``BUDGET[0]`` for each message it decodes;
-#: the generated decoders spend it (single-threaded use, as everywhere in this package).
-MAX_ELEMENTS = 1_000_000
-BUDGET = [MAX_ELEMENTS]
 
 
 #: How the reason (and a message's status) starts when the budget is spent: ``limit: array of N elements ...``.
@@ -103,8 +98,10 @@ def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
     return uvarint(b, p + 1, first)
 
 
-def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: dict[str, Any]) -> int:
-    """Read ``n`` tagged fields at ``p`` into ``out``: known tags by name, unknown ones kept raw."""
+def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: dict[str, Any],
+         budget: ElementBudget) -> int:
+    """Read ``n`` tagged fields at ``p`` into ``out``: known tags by name (their readers spend ``budget``),
+    unknown ones kept raw."""
     size_left = len(b) - p
     if n * 2 > size_left:
         raise short_count(n, size_left)
@@ -123,7 +120,7 @@ def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: di
         else:
             name, reader = entry
             try:
-                value, q = reader(b, p)
+                value, q = reader(b, p, budget)
             except DecodeError as err:
                 err.path.insert(0, name)
                 raise

@@ -1,4 +1,5 @@
 cimport cython
+from decoders.element_budget cimport ElementBudget
 
 cdef class DecodedMessage:
     cdef public object kind, api_key, api_version, correlation_id, status, body, size, client_id
@@ -13,14 +14,17 @@ cpdef long be16(bytes b, Py_ssize_t p) except? -1
 @cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
 cpdef long long be32(bytes b, Py_ssize_t p) except? -1
 @cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong,
-               written_msg=DecodedMessage)
+               written_msg=DecodedMessage, start=Py_ssize_t)
+cpdef DecodedMessage decode_request_within(bytes b, bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements, bint text=*)
-@cython.locals(entry=tuple, written_msg=DecodedMessage)
+@cython.locals(entry=tuple, written_msg=DecodedMessage, start=Py_ssize_t)
+cpdef DecodedMessage decode_response_within(bytes b, object api_key, object api_version, object inner,
+                                            bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,
                                            bint postprocess, object max_elements, bint text=*)
 @cython.locals(table=dict, key=cython.longlong)
 cpdef object _readers(long long api_key, long long version, str kind)
-cpdef object _exact(tuple entry, bytes b)
-cpdef object _text(tuple entry, bytes b)
+cpdef object _exact(tuple entry, bytes b, ElementBudget budget)
+cpdef object _text(tuple entry, bytes b, ElementBudget budget)
 @cython.locals(entry=tuple, header=dict)
-cpdef object _response_exact(bytes b, object api_key, object api_version, object max_elements, object over_budget)
+cpdef object _response_exact(bytes b, object api_key, object api_version, ElementBudget budget, object over_budget)

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from decoders import _runtime as rt
+from decoders.element_budget import ElementBudget
 from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postprocessors
 from decoders.generated import registry
 from decoders.generated_modules import accel_module
@@ -108,9 +109,10 @@ class _Failure(Exception):
         self.kind, self.status, self.path, self.offset = kind, status, path, offset
 
 
-def _run(reader: rt.Reader, b: bytes, p: int) -> tuple[dict[str, Any] | None, int, _Failure | None]:
+def _run(reader: rt.Reader, b: bytes, p: int,
+         budget: ElementBudget) -> tuple[dict[str, Any] | None, int, _Failure | None]:
     try:
-        value, end = reader(b, p)
+        value, end = reader(b, p, budget)
     except rt.DecodeError as err:
         return None, p, _Failure(err.kind, err.describe(), ".".join(err.path) or None, err.offset)
     except RecursionError:
@@ -131,7 +133,6 @@ _Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any, Any]
 _request_readers: dict[int, _Readers | None] = {}
 _response_readers: dict[int, _Readers | None] = {}
 _UNSEEN: Any = object()
-_BUDGET = rt.BUDGET
 
 
 def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
@@ -170,25 +171,26 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
 _OVER_BUDGET = rt.OVER_BUDGET
 
 
-def _exact(entry: _Readers, b: bytes) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
-    """(header, body) when ``b`` decodes exactly with these readers, :data:`_OVER_BUDGET` when the decode
-    stopped at the element budget, else None (no error detail)."""
+def _exact(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
+    """(header, body) when ``b`` decodes exactly with these readers (spending ``budget``), :data:`_OVER_BUDGET`
+    when the decode stopped at the element budget, else None (no error detail)."""
     try:
-        header, p = entry[3](b, 0)
-        body, end = entry[4](b, p)
+        header, p = entry[3](b, 0, budget)
+        body, end = entry[4](b, p, budget)
     except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
 
 
-def _text(entry: _Readers, b: bytes) -> tuple[dict[str, Any], tuple[bytes, list[int] | None, dict[str, Any]]] | None:
+def _text(entry: _Readers, b: bytes,
+          budget: ElementBudget) -> tuple[dict[str, Any], tuple[bytes, list[int] | None, dict[str, Any]]] | None:
     """(header, (text, codes, partial body)) when the compiled JSON writer of ``entry`` writes the whole body of
-    ``b``, else None (the dict path decodes it, and says why where it fails)."""
+    ``b`` (spending ``budget``), else None (the dict path decodes it, and says why where it fails)."""
     try:
-        header, p = entry[3](b, 0)
+        header, p = entry[3](b, 0, budget)
     except Exception:  # noqa: BLE001 - the dict path decodes again and says why
         return None
-    written = entry[6](b, p)
+    written = entry[6](b, p, budget)
     return (header, written) if written is not None else None
 
 
@@ -230,8 +232,15 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: b
     """:func:`decode_request` of a ``bytes`` frame, every argument positional (a C call from compiled code).
     With ``text``, a body the compiled decoders can write as JSON straight from the frame (Produce, Fetch) comes
     as ``text`` with a partial ``body`` (see :class:`DecodedMessage`)."""
+    return decode_request_within(b, postprocess, ElementBudget(max_elements), text)
+
+
+def decode_request_within(b: bytes, postprocess: bool, budget: ElementBudget, text: bool = False) -> DecodedMessage:
+    """:func:`decode_request_bytes` spending ``budget``, the element budget of the message this one belongs to
+    (an Envelope's inner request spends its Envelope's). Each attempt (the JSON writer, the exact readers, the
+    slow path) starts from what ``budget`` had at the call; what the decode that counts left stays in it."""
     size = len(b)
-    _BUDGET[0] = max_elements
+    start = budget.left
     if size >= 8:
         # Fast path: a known key and version that decodes exactly.
         api_key = be16(b, 0)
@@ -240,7 +249,7 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: b
         entry = _readers(api_key, version, "request")
         if entry is not None:
             if text and entry[6] is not None:
-                written = _text(entry, b)
+                written = _text(entry, b, budget)
                 if written is not None:
                     header, out = written
                     written_msg = _new_message("request", api_key, version, corr, OK, out[2], size,
@@ -248,20 +257,20 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: b
                     written_msg.text = out[0]
                     written_msg.codes = out[1]
                     return written_msg
-                _BUDGET[0] = max_elements
-            decoded = _exact(entry, b)
+                budget.left = start
+            decoded = _exact(entry, b, budget)
             if type(decoded) is tuple:
                 header, body = decoded
                 msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"),
                                    entry[2], header, None, None, None, (), None)
                 if postprocess and entry[5] is not None:
-                    msg = entry[5](msg, None)
+                    msg = entry[5](msg, None, budget)
                 return msg
-    _BUDGET[0] = max_elements
-    return _decode_request_slow(b, postprocess)
+    budget.left = start
+    return _decode_request_slow(b, postprocess, budget)
 
 
-def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
+def _decode_request_slow(b: bytes, postprocess: bool, budget: ElementBudget) -> DecodedMessage:
     size = len(b)
     if size < 8:
         return DecodedMessage("request", None, None, None,
@@ -279,17 +288,17 @@ def _decode_request_slow(b: bytes, postprocess: bool) -> DecodedMessage:
                               f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
                               client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_VERSION)
     header_reader, reader, header_version = entry[:3]
-    header, p, fail = _run(header_reader, b, 0)
+    header, p, fail = _run(header_reader, b, 0, budget)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
                               header_version=header_version, error_path=fail.path, error_offset=fail.offset,
                               status_kind=fail.kind)
     client_id = header.get("ClientId")
-    body, end, fail = _run(reader, b, p)
+    body, end, fail = _run(reader, b, p, budget)
     msg = _finish("request", api_key, version, corr, b, body, end, fail, header_version, header, client_id)
     if postprocess and body is not None:
-        msg = _postprocess(msg)
+        msg = _postprocess(msg, None, budget)
     return msg
 
 
@@ -316,12 +325,18 @@ def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple
                           postprocess: bool, max_elements: int, text: bool = False) -> DecodedMessage:
     """:func:`decode_response` of a ``bytes`` frame, every argument positional (a C call from compiled code);
     ``text`` as for :func:`decode_request_bytes`."""
+    return decode_response_within(b, api_key, api_version, inner, postprocess, ElementBudget(max_elements), text)
+
+
+def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tuple[int, int] | None,
+                           postprocess: bool, budget: ElementBudget, text: bool = False) -> DecodedMessage:
+    """:func:`decode_response_bytes` spending ``budget``, as :func:`decode_request_within` does."""
     size = len(b)
+    start = budget.left
     if text and size >= 4:
-        _BUDGET[0] = max_elements
         entry = _readers(api_key, api_version, "response")
         if entry is not None and entry[6] is not None:
-            written = _text(entry, b)
+            written = _text(entry, b, budget)
             if written is not None:
                 text_header, out = written
                 written_msg = _new_message("response", api_key, api_version, text_header["CorrelationId"], OK,
@@ -329,15 +344,16 @@ def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple
                 written_msg.text = out[0]
                 written_msg.codes = out[1]
                 return written_msg
-    msg = _response_exact(b, api_key, api_version, max_elements, None)
+            budget.left = start
+    msg = _response_exact(b, api_key, api_version, budget, None)
     if msg is not None:
         if postprocess:
             entry = _readers(api_key, api_version, "response")
             handler = entry[5] if entry is not None else None
             if handler is not None:
-                msg = handler(msg, inner)
+                msg = handler(msg, inner, budget)
         return msg
-    _BUDGET[0] = max_elements
+    budget.left = start
     entry = _readers(api_key, api_version, "response")
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
@@ -354,26 +370,26 @@ def decode_response_bytes(b: bytes, api_key: int, api_version: int, inner: tuple
                               f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size,
                               status_kind=StatusKind.UNKNOWN_VERSION)
     header_reader, reader, header_version = entry[:3]
-    header, p, fail = _run(header_reader, b, 0)
+    header, p, fail = _run(header_reader, b, 0, budget)
     if fail is not None or header is None:
         assert fail is not None
         return DecodedMessage("response", api_key, api_version, corr, f"header {fail.status}", None, size,
                               header_version=header_version, error_path=fail.path, error_offset=fail.offset,
                               status_kind=fail.kind)
     module = _module(registry.API_MODULES[api_key])
-    body, end, fail = _run(reader, b, p)
+    body, end, fail = _run(reader, b, p, budget)
     msg = _finish("response", api_key, api_version, corr, b, body, end, fail, header_version, header, None)
     if api_key == 18 and api_version > 0 and not msg.ok:
         # A broker that does not support the requested ApiVersions version answers at v0 (the
         # Java client retries the parse at v0 the same way).
-        _BUDGET[0] = max_elements
-        body0, end0, fail0 = _run(module.RESPONSE[0], b, p)
+        budget.left = start
+        body0, end0, fail0 = _run(module.RESPONSE[0], b, p, budget)
         if fail0 is None and end0 == size:
             msg = _finish("response", api_key, api_version, corr, b, body0, end0, None, header_version,
                           header, None, body_version=0,
                           notes=(f"body did not parse at v{api_version} ({msg.status}); decoded at v0",))
     if postprocess and msg.body is not None:
-        msg = _postprocess(msg, inner=inner)
+        msg = _postprocess(msg, inner, budget)
     return msg
 
 
@@ -384,15 +400,14 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
     bytes) at this api key and version, else None without the error detail a failed decode builds:
     decode_response's fast path and the cheap test behind guessing. A decode that stopped at the element
     budget appends (api_key, api_version) to ``over_budget`` when given."""
-    return _response_exact(frame if type(frame) is bytes else bytes(frame), api_key, api_version, max_elements,
-                           over_budget)
+    return _response_exact(frame if type(frame) is bytes else bytes(frame), api_key, api_version,
+                           ElementBudget(max_elements), over_budget)
 
 
-def _response_exact(b: bytes, api_key: int, api_version: int, max_elements: int,
+def _response_exact(b: bytes, api_key: int, api_version: int, budget: ElementBudget,
                     over_budget: list[tuple[int, int]] | None) -> DecodedMessage | None:
-    _BUDGET[0] = max_elements
     entry = _readers(api_key, api_version, "response")
-    decoded = _exact(entry, b) if entry is not None and len(b) >= 4 else None
+    decoded = _exact(entry, b, budget) if entry is not None and len(b) >= 4 else None
     if type(decoded) is not tuple:
         if decoded is _OVER_BUDGET and over_budget is not None:
             over_budget.append((api_key, api_version))
@@ -450,12 +465,12 @@ def _postprocessors() -> dict[tuple[str, int], Any]:
     """decoders.embedded's postprocessors, made on first use: an Envelope's inner message is decoded by this
     module's decoders."""
     if not _POST:
-        _POST.update(postprocessors(decode_request, decode_response))
+        _POST.update(postprocessors(decode_request_within, decode_response_within))
     return _POST
 
 
-def _postprocess(msg: DecodedMessage, inner: tuple[int, int] | None = None) -> DecodedMessage:
+def _postprocess(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     if msg.api_key is None:
         return msg
     handler = (_POST or _postprocessors()).get((msg.kind, msg.api_key))
-    return handler(msg, inner) if handler is not None else msg
+    return handler(msg, inner, budget) if handler is not None else msg

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from decoders import _runtime as rt
+from decoders.element_budget import ElementBudget
 from decoders.generated import registry
 from decoders.generated_modules import accel_module, pure_module
 
@@ -37,11 +38,10 @@ def embedded_limit_hit(msg: DecodedMessage) -> bool:
     return any(note.startswith(EMBEDDED_LIMIT_NOTE) for note in msg.notes)
 
 
-#: ``decoders.api.decode_request`` and ``decode_response``, as this module calls them (Envelope contents).
+#: ``decoders.api.decode_request_within`` and ``decode_response_within``, as this module calls them (an Envelope's
+#: contents, decoded within the Envelope's element budget).
 DecodeRequest = Callable[..., "DecodedMessage"]
 DecodeResponse = Callable[..., "DecodedMessage"]
-#: Embedded structures that stopped at the element budget while the current message was postprocessed.
-_BUDGET_STOPS = [0]
 _EMBEDDED_LIMIT_TEXT = (EMBEDDED_LIMIT_NOTE + "{} structure(s) not decoded: more array elements than the "
                         "message's budget (--max-elements); their ...Decoded status names the array")
 
@@ -66,8 +66,9 @@ def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, 
     return entry
 
 
-def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
-    """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription."""
+def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str, Any]:
+    """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription, spending ``budget`` (the
+    message's that carries it); one that stops at the budget is counted in ``budget.stops``."""
     if len(raw) < 2:
         return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
     (version,) = _I16(raw, 0)
@@ -75,14 +76,15 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
     reader = fast.get(version)
     if reader is not None:
         # Fast path: a known version that decodes exactly (the compiled reader, when built).
-        budget = rt.BUDGET[0]
+        left = budget.left
         try:
-            value, end = reader(raw, 2)
+            value, end = reader(raw, 2, budget)
         except Exception:  # noqa: BLE001 - decoded again below, which says why
             end = -1
         if end == len(raw):
-            return _versioned_value(schema, {"schema": schema, "version": version, "value": value, "status": "ok"})
-        rt.BUDGET[0] = budget
+            return _versioned_value(schema, {"schema": schema, "version": version, "value": value, "status": "ok"},
+                                    budget)
+        budget.left = left
     result: dict[str, Any] = {"schema": schema, "version": version}
     if version < 0:
         result["status"] = f"invalid: negative version {version}"
@@ -93,35 +95,37 @@ def decode_versioned(schema: str, raw: bytes) -> dict[str, Any]:
         result["status"] = f"unknown version {version} of {schema}"
         return result
     try:
-        value, end = versions[use](raw, 2)
+        value, end = versions[use](raw, 2, budget)
     except rt.DecodeError as err:
         result["status"] = err.describe()
         if rt.spent_budget(err):
-            _BUDGET_STOPS[0] += 1  # noted on the message by its postprocessor (_noting_budget_stops)
+            budget.stops += 1  # noted on the message by its postprocessor (_noting_budget_stops)
         return result
     result["value"] = value
     if end != len(raw) and version <= known:
         result["status"] = f"trailing bytes: {len(raw) - end} after the body (offset {end})"
     else:
         result["status"] = "ok"
-    return _versioned_value(schema, result)
+    return _versioned_value(schema, result, budget)
 
 
-def _versioned_value(schema: str, result: dict[str, Any]) -> dict[str, Any]:
+def _versioned_value(schema: str, result: dict[str, Any], budget: ElementBudget) -> dict[str, Any]:
     value = result["value"]
     if schema == "ConnectProtocolWorkerState" and isinstance(value.get("Allocation"), bytes):
         # The worker's previous assignment, serialised as a complete (version-prefixed) assignment.
-        value["AllocationDecoded"] = decode_versioned("ConnectProtocolAssignment", value["Allocation"])
+        value["AllocationDecoded"] = decode_versioned("ConnectProtocolAssignment", value["Allocation"], budget)
     return result
 
 
-def decode_group_bytes(protocol_type: str | None, role: str, raw: bytes | None) -> dict[str, Any] | None:
-    """Decode member metadata (role "subscription") or an assignment by the declared protocol type."""
+def decode_group_bytes(protocol_type: str | None, role: str, raw: bytes | None,
+                       budget: ElementBudget) -> dict[str, Any] | None:
+    """Decode member metadata (role "subscription") or an assignment by the declared protocol type, spending
+    ``budget``."""
     if raw is None:
         return None
     if protocol_type is None:
         result: dict[str, Any] = (
-            decode_versioned(SCHEMAS["consumer"][role], raw) if raw else {"status": "empty"})
+            decode_versioned(SCHEMAS["consumer"][role], raw, budget) if raw else {"status": "empty"})
         result["inferred"] = True
         return result
     schemas = SCHEMAS.get(protocol_type)
@@ -130,51 +134,57 @@ def decode_group_bytes(protocol_type: str | None, role: str, raw: bytes | None) 
                 "protocolType": protocol_type}
     if not raw:
         return {"schema": schemas[role], "status": "empty", "inferred": False}
-    result = decode_versioned(schemas[role], raw)
+    result = decode_versioned(schemas[role], raw, budget)
     result["inferred"] = False
     return result
 
 
-def _join_group_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+#: A postprocessor: ``(message, inner request's (api key, version) or None, the message's budget) -> message``.
+_Post = Callable[["DecodedMessage", "tuple[int, int] | None", ElementBudget], "DecodedMessage"]
+
+
+def _join_group_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     ptype = body.get("ProtocolType")
     for proto in body.get("Protocols") or ():
-        proto["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", proto.get("Metadata"))
+        proto["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", proto.get("Metadata"), budget)
     return msg
 
 
-def _join_group_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _join_group_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     ptype = body.get("ProtocolType") if "ProtocolType" in body else None
     for member in body.get("Members") or ():
-        member["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", member.get("Metadata"))
+        member["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", member.get("Metadata"), budget)
     return msg
 
 
-def _sync_group_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _sync_group_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     ptype = body.get("ProtocolType") if "ProtocolType" in body else None
     for assignment in body.get("Assignments") or ():
-        assignment["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", assignment.get("Assignment"))
+        assignment["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", assignment.get("Assignment"),
+                                                             budget)
     return msg
 
 
-def _sync_group_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _sync_group_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     ptype = body.get("ProtocolType") if "ProtocolType" in body else None
     if "Assignment" in body:
-        body["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", body.get("Assignment"))
+        body["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", body.get("Assignment"), budget)
     return msg
 
 
-def _describe_groups_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
+def _describe_groups_response(msg: DecodedMessage, inner: tuple[int, int] | None,
+                              budget: ElementBudget) -> DecodedMessage:
     for group in (msg.body or {}).get("Groups") or ():
         ptype = group.get("ProtocolType") or None
         for member in group.get("Members") or ():
             member["MemberMetadataDecoded"] = decode_group_bytes(
-                ptype, "subscription", member.get("MemberMetadata"))
+                ptype, "subscription", member.get("MemberMetadata"), budget)
             member["MemberAssignmentDecoded"] = decode_group_bytes(
-                ptype, "assignment", member.get("MemberAssignment"))
+                ptype, "assignment", member.get("MemberAssignment"), budget)
     return msg
 
 
@@ -194,11 +204,11 @@ def message_dict(msg: DecodedMessage) -> dict[str, Any]:
     return out
 
 
-def decode_principal(raw: bytes | None) -> dict[str, Any] | None:
+def decode_principal(raw: bytes | None, budget: ElementBudget) -> dict[str, Any] | None:
     """Envelope RequestPrincipal: a version-prefixed DefaultPrincipalData."""
     if raw is None:
         return None
-    return decode_versioned("DefaultPrincipalData", raw)
+    return decode_versioned("DefaultPrincipalData", raw, budget)
 
 
 def format_address(raw: bytes | None) -> str | None:
@@ -209,7 +219,7 @@ def format_address(raw: bytes | None) -> str | None:
     return None
 
 
-def _envelope_request(msg: DecodedMessage, decode_request: DecodeRequest) -> DecodedMessage:
+def _envelope_request(msg: DecodedMessage, decode_request: DecodeRequest, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     data = body.get("RequestData")
     inner_msg = None
@@ -217,12 +227,14 @@ def _envelope_request(msg: DecodedMessage, decode_request: DecodeRequest) -> Dec
         # Kafka forwards a request once; an Envelope inside an Envelope is not unwrapped further
         # (which also bounds the work a crafted frame can cause).
         nested = len(data) >= 2 and data[:2] == b"\x00\x3a"
-        inner_msg = decode_request(data, postprocess=not nested, max_elements=rt.BUDGET[0])
+        inner_budget = ElementBudget(budget.left)  # what is left of the Envelope's, its stops counted apart
+        inner_msg = decode_request(data, not nested, inner_budget)
+        budget.left = inner_budget.left
         if nested:
             inner_msg.notes = inner_msg.notes + ("Envelope inside an Envelope: not unwrapped further",)
     if inner_msg is not None:
         body["RequestDataDecoded"] = message_dict(inner_msg)
-    body["RequestPrincipalDecoded"] = decode_principal(body.get("RequestPrincipal"))
+    body["RequestPrincipalDecoded"] = decode_principal(body.get("RequestPrincipal"), budget)
     address = body.get("ClientHostAddress")
     body["ClientHostAddressDecoded"] = format_address(address)
     if isinstance(address, bytes) and body["ClientHostAddressDecoded"] is None:
@@ -230,8 +242,8 @@ def _envelope_request(msg: DecodedMessage, decode_request: DecodeRequest) -> Dec
     return dataclasses.replace(msg, inner=inner_msg)
 
 
-def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None,
-                       decode_response: DecodeResponse) -> DecodedMessage:
+def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None, decode_response: DecodeResponse,
+                       budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
     data = body.get("ResponseData")
     if not isinstance(data, bytes):
@@ -239,24 +251,19 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None,
     if inner is None:
         body["ResponseDataDecoded"] = None
         return dataclasses.replace(msg, notes=msg.notes + ("inner request unknown: ResponseData kept raw",))
-    inner_msg = decode_response(data, inner[0], inner[1], max_elements=rt.BUDGET[0])
+    inner_budget = ElementBudget(budget.left)
+    inner_msg = decode_response(data, inner[0], inner[1], None, True, inner_budget)
+    budget.left = inner_budget.left
     body["ResponseDataDecoded"] = message_dict(inner_msg)
     return dataclasses.replace(msg, inner=inner_msg)
 
 
-_Post = Callable[["DecodedMessage", "tuple[int, int] | None"], "DecodedMessage"]
-
-
 def _noting_budget_stops(handler: _Post) -> _Post:
     """``handler``, with a note on the message when embedded structures it decoded stopped at the element
-    budget (a message nested in it, as an Envelope's, is noted on its own)."""
-    def run(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
-        outer, _BUDGET_STOPS[0] = _BUDGET_STOPS[0], 0
-        try:
-            msg = handler(msg, inner)
-            stops = _BUDGET_STOPS[0]
-        finally:
-            _BUDGET_STOPS[0] = outer
+    budget (a message nested in it, as an Envelope's, has a budget of its own and is noted on its own)."""
+    def run(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
+        msg = handler(msg, inner, budget)
+        stops = budget.stops
         if stops:
             msg = dataclasses.replace(msg, notes=(*msg.notes, _EMBEDDED_LIMIT_TEXT.format(stops)))
         return msg
@@ -267,11 +274,11 @@ def postprocessors(decode_request: DecodeRequest, decode_response: DecodeRespons
     """The postprocessors by (kind, api key), for ``decoders.api``; an Envelope's inner message is decoded with
     ``decode_request`` / ``decode_response`` (the api's own, given by it: this module does not import it)."""
 
-    def envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
-        return _envelope_request(msg, decode_request)
+    def envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
+        return _envelope_request(msg, decode_request, budget)
 
-    def envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None) -> DecodedMessage:
-        return _envelope_response(msg, inner, decode_response)
+    def envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
+        return _envelope_response(msg, inner, decode_response, budget)
 
     return {
         key: _noting_budget_stops(handler) for key, handler in {

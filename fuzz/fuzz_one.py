@@ -55,7 +55,7 @@ def main() -> None:
     exclude = [m for package in EXCLUDE.get(name, []) for m in _modules(package)]
     hook = atheris.instrument_imports(include=PACKAGES, exclude=exclude)
     hook.__enter__()  # never left: lazily imported modules are instrumented too
-    modules = source_import.compiled_modules()
+    modules = source_import.compiled_modules() if compiled else source_import.source_modules()
     if not compiled:
         # Behind atheris' hook, which instruments what it finds; never left either (the targets import lazily).
         source_import.install(modules)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
@@ -44,6 +45,29 @@ def compiled_modules(setup_py: Path = REPO / "setup.py") -> dict[str, Path]:
             return {f"{package}.{name}": REPO / package / f"{name}.py"
                     for package, names in packages.items() for name in names}
     raise LookupError(f"no COMPILED = {{...}} assignment in {setup_py.name}")
+
+
+def cimported_by_native(modules: dict[str, Path], repo: Path = REPO) -> set[str]:
+    """The modules among ``modules`` that a ``.pyx``-only module cimports (``decoders.element_budget``,
+    whose extension type the generated fast readers take as an argument).
+
+    They must stay compiled: a ``.pyx`` module reads their C fields at fixed offsets, and from source the
+    class would be a plain slotted one of the same size whose slots hold object pointers there.
+    """
+    found: set[str] = set()
+    for pyx in repo.glob("*/**/*.pyx"):
+        for match in re.finditer(r"^from ([\w.]+) cimport", pyx.read_text(), re.MULTILINE):
+            if match.group(1) in modules:
+                found.add(match.group(1))
+    return found
+
+
+def source_modules(modules: dict[str, Path] | None = None) -> dict[str, Path]:
+    """What the fuzzers load from source: ``modules`` (default: ``setup.py``'s ``COMPILED``) but those
+    :func:`cimported_by_native`."""
+    modules = compiled_modules() if modules is None else modules
+    shared = cimported_by_native(modules)
+    return {name: path for name, path in modules.items() if name not in shared}
 
 
 class SourceFinder(MetaPathFinder):

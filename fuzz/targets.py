@@ -114,6 +114,7 @@ GROUP_CHOICES: tuple[tuple[str | None, str], ...] = (
 
 
 def target_embedded(data: bytes) -> None:
+    from decoders.element_budget import ElementBudget
     from decoders.embedded import decode_group_bytes, decode_versioned
 
     if not data:
@@ -121,10 +122,10 @@ def target_embedded(data: bytes) -> None:
     choice, raw = data[0], data[1:]
     n = len(EMBEDDED_SCHEMAS)
     if choice % (n + len(GROUP_CHOICES)) < n:
-        result: dict[str, Any] | None = decode_versioned(EMBEDDED_SCHEMAS[choice % n], raw)
+        result: dict[str, Any] | None = decode_versioned(EMBEDDED_SCHEMAS[choice % n], raw, ElementBudget())
     else:
         ptype, role = GROUP_CHOICES[choice % len(GROUP_CHOICES)]
-        result = decode_group_bytes(ptype, role, raw)
+        result = decode_group_bytes(ptype, role, raw, ElementBudget())
     check(result is not None and isinstance(result.get("status"), str), "embedded result needs a status")
     _json(result)
 

@@ -4,12 +4,9 @@ from decoders.accel._cy cimport *
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from decoders.accel._text cimport *
 
-from decoders import _runtime as _rt
+from decoders.element_budget cimport ElementBudget
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
+from decoders import _runtime as _rt
 
 try:
     from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER
@@ -32,7 +29,7 @@ cdef int _code(long long v) except -1:
     return 0
 
 
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -52,8 +49,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -71,11 +67,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -84,8 +80,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -98,11 +93,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f1(b, c, L, &p))
+            v3.append(_f1(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -111,8 +106,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -134,11 +128,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f1(b, c, L, &p))
+            v5.append(_f1(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -147,7 +141,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -165,12 +159,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Index": v1, "Records": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -188,23 +181,22 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f4(b, c, L, &p))
+            v3.append(_f4(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "PartitionData": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -226,23 +218,22 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f5(b, c, L, &p))
+            v5.append(_f5(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -254,23 +245,22 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f4(b, c, L, &p))
+            v2.append(_f4(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "PartitionData": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -292,22 +282,22 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f7(b, c, L, &p))
+            v5.append(_f7(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
     need(p, 14, L)
@@ -319,8 +309,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -338,11 +327,11 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f9(b, c, L, &p))
+            v3.append(_f9(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -351,8 +340,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -361,11 +349,11 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f10(b, c, L, &p))
+            v1.append(_f10(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -374,8 +362,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -384,11 +371,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f10(b, c, L, &p))
+            v1.append(_f10(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -400,7 +387,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
     need(p, 22, L)
@@ -413,8 +400,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -432,11 +418,11 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 22 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f13(b, c, L, &p))
+            v3.append(_f13(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -445,8 +431,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -455,11 +440,11 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f14(b, c, L, &p))
+            v1.append(_f14(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -471,7 +456,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
     need(p, 30, L)
@@ -485,8 +470,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -504,11 +488,11 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 30 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f16(b, c, L, &p))
+            v3.append(_f16(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -517,8 +501,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -527,11 +510,11 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f17(b, c, L, &p))
+            v1.append(_f17(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -543,7 +526,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -563,8 +546,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n10
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, d
@@ -580,11 +562,11 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f19(b, c, L, &p))
+            v6.append(_f19(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -602,8 +584,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -621,11 +602,11 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 36 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f20(b, c, L, &p))
+            v3.append(_f20(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -634,8 +615,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -644,11 +624,11 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f21(b, c, L, &p))
+            v1.append(_f21(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -660,7 +640,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -678,12 +658,11 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"BatchIndex": v1, "BatchIndexErrorMessage": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n10, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, d
@@ -699,11 +678,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f23(b, c, L, &p))
+            v6.append(_f23(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -719,12 +698,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -742,23 +720,22 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f24(b, c, L, &p))
+            v3.append(_f24(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "PartitionResponses": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -767,11 +744,11 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f25(b, c, L, &p))
+            v1.append(_f25(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -781,11 +758,11 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"Responses": v1, "ThrottleTimeMs": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -795,20 +772,19 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f27(b, c, L, &p)
+    v1 = _f27(b, c, L, &p, B)
     pp[0] = p
     d = v1
     return d
 
-cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n10, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, d
@@ -824,11 +800,11 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f23(b, c, L, &p))
+            v6.append(_f23(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -844,12 +820,11 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T1, d)
+    if t: p = _rt.tags(b, p, t, _T1, d, B)
     pp[0] = p
     return d
 
-cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -867,22 +842,22 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f29(b, c, L, &p))
+            v3.append(_f29(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "PartitionResponses": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -912,12 +887,11 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -926,11 +900,11 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f31(b, c, L, &p))
+            v1.append(_f31(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -939,8 +913,7 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = v1
     return d
 
-cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -949,11 +922,11 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f30(b, c, L, &p))
+            v1.append(_f30(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -963,12 +936,11 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"Responses": v1, "ThrottleTimeMs": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T2, d)
+    if t: p = _rt.tags(b, p, t, _T2, d, B)
     pp[0] = p
     return d
 
-cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -980,23 +952,22 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f29(b, c, L, &p))
+            v2.append(_f29(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "PartitionResponses": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -1005,11 +976,11 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f34(b, c, L, &p))
+            v1.append(_f34(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -1019,11 +990,11 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"Responses": v1, "ThrottleTimeMs": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T2, d)
+    if t: p = _rt.tags(b, p, t, _T2, d, B)
     pp[0] = p
     return d
 
-cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1046,8 +1017,7 @@ cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1067,12 +1037,12 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t0(b, c, L, &p)
+            _t0(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1083,8 +1053,7 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, n3
     cdef Py_ssize_t i4
     cdef object d
@@ -1104,12 +1073,12 @@ cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i4 in range(n3):
             if i4: jput(&_out, b',', 1)
-            _t1(b, c, L, &p)
+            _t1(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n3 == -1:
         jput(&_out, b'null', 4)
@@ -1120,8 +1089,7 @@ cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"Acks": m1, "TimeoutMs": m2}
     return d
 
-cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m2, m3, n4
     cdef Py_ssize_t i5
     cdef object d
@@ -1151,12 +1119,12 @@ cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t1(b, c, L, &p)
+            _t1(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -1167,7 +1135,7 @@ cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"Acks": m2, "TimeoutMs": m3}
     return d
 
-cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1192,8 +1160,7 @@ cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2, t
     cdef Py_ssize_t i3
     cdef object d
@@ -1213,12 +1180,12 @@ cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t4(b, c, L, &p)
+            _t4(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1231,8 +1198,7 @@ cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m2, m3, n4, t
     cdef Py_ssize_t i5
     cdef object d
@@ -1262,12 +1228,12 @@ cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t5(b, c, L, &p)
+            _t5(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -1280,8 +1246,7 @@ cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"Acks": m2, "TimeoutMs": m3}
     return d
 
-cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef Py_ssize_t i2
     cdef object d
@@ -1295,12 +1260,12 @@ cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t4(b, c, L, &p)
+            _t4(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1313,8 +1278,7 @@ cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m2, m3, n4, t
     cdef Py_ssize_t i5
     cdef object d
@@ -1344,12 +1308,12 @@ cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t7(b, c, L, &p)
+            _t7(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -1362,7 +1326,7 @@ cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"Acks": m2, "TimeoutMs": m3}
     return d
 
-cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1385,8 +1349,7 @@ cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1406,12 +1369,12 @@ cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t9(b, c, L, &p)
+            _t9(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1422,8 +1385,7 @@ cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1
     cdef Py_ssize_t i2
     cdef object d
@@ -1433,12 +1395,12 @@ cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t10(b, c, L, &p)
+            _t10(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1449,8 +1411,7 @@ cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {}
     return d
 
-cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3
     cdef Py_ssize_t i2
     cdef object d
@@ -1460,12 +1421,12 @@ cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t10(b, c, L, &p)
+            _t10(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1481,7 +1442,7 @@ cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1508,8 +1469,7 @@ cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1529,12 +1489,12 @@ cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 22 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t13(b, c, L, &p)
+            _t13(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1545,8 +1505,7 @@ cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3
     cdef Py_ssize_t i2
     cdef object d
@@ -1556,12 +1515,12 @@ cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t14(b, c, L, &p)
+            _t14(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1577,7 +1536,7 @@ cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1608,8 +1567,7 @@ cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1629,12 +1587,12 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 30 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t16(b, c, L, &p)
+            _t16(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1645,8 +1603,7 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3
     cdef Py_ssize_t i2
     cdef object d
@@ -1656,12 +1613,12 @@ cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t17(b, c, L, &p)
+            _t17(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1677,7 +1634,7 @@ cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1700,8 +1657,7 @@ cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4
     cdef Py_ssize_t i3
     cdef object d
@@ -1733,12 +1689,12 @@ cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t19(b, c, L, &p)
+            _t19(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1759,8 +1715,7 @@ cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1780,12 +1735,12 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 36 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t20(b, c, L, &p)
+            _t20(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1796,8 +1751,7 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3
     cdef Py_ssize_t i2
     cdef object d
@@ -1807,12 +1761,12 @@ cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t21(b, c, L, &p)
+            _t21(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1828,7 +1782,7 @@ cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -1853,8 +1807,7 @@ cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4, t
     cdef Py_ssize_t i3
     cdef object d
@@ -1886,12 +1839,12 @@ cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t23(b, c, L, &p)
+            _t23(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1914,8 +1867,7 @@ cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2, t
     cdef Py_ssize_t i3
     cdef object d
@@ -1935,12 +1887,12 @@ cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t24(b, c, L, &p)
+            _t24(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1953,8 +1905,7 @@ cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3, t
     cdef Py_ssize_t i2
     cdef object d
@@ -1964,12 +1915,12 @@ cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t25(b, c, L, &p)
+            _t25(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1987,8 +1938,7 @@ cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef Py_ssize_t i2
     cdef object d
@@ -2002,12 +1952,12 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t24(b, c, L, &p)
+            _t24(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -2020,8 +1970,7 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, m3, t
     cdef Py_ssize_t i2
     cdef object d
@@ -2031,12 +1980,12 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t27(b, c, L, &p)
+            _t27(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -2054,283 +2003,190 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m3}
     return d
 
-def _w28(bytes b, Py_ssize_t p):
-    v = _f28(b, b, len(b), &p)
+def _w28(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f28(b, b, len(b), &p, B)
     return v, p
 
-def _w32(bytes b, Py_ssize_t p):
-    v = _f32(b, b, len(b), &p)
+def _w32(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f32(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w6(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f6(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f6(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w11(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f11(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f11(b, b, len(b), &p, B)
     return v, p
 
-def _w12(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f12(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f12(b, b, len(b), &p, B)
     return v, p
 
-def _w15(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f15(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f15(b, b, len(b), &p, B)
     return v, p
 
-def _w18(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f18(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w18(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f18(b, b, len(b), &p, B)
     return v, p
 
-def _w22(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f22(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w22(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f22(b, b, len(b), &p, B)
     return v, p
 
-def _w26(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f26(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w26(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f26(b, b, len(b), &p, B)
     return v, p
 
-def _w33(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f33(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w33(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f33(b, b, len(b), &p, B)
     return v, p
 
-def _w35(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f35(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w35(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f35(b, b, len(b), &p, B)
     return v, p
 
-def _x2(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t2(b, b, len(b), &p)
+        d = _t2(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x3(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t3(b, b, len(b), &p)
+        d = _t3(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x6(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x6(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t6(b, b, len(b), &p)
+        d = _t6(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x8(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t8(b, b, len(b), &p)
+        d = _t8(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x11(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x11(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t11(b, b, len(b), &p)
+        d = _t11(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x12(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t12(b, b, len(b), &p)
+        d = _t12(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x15(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x15(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t15(b, b, len(b), &p)
+        d = _t15(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x18(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x18(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t18(b, b, len(b), &p)
+        d = _t18(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x22(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x22(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t22(b, b, len(b), &p)
+        d = _t22(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x26(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x26(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t26(b, b, len(b), &p)
+        d = _t26(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x28(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x28(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t28(b, b, len(b), &p)
+        d = _t28(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
@@ -2343,4 +2199,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3, 5: _w3, 6: _w3, 7: _w3, 8: _w
 RESPONSE = {0: _w11, 1: _w12, 2: _w15, 3: _w15, 4: _w15, 5: _w18, 6: _w18, 7: _w18, 8: _w22, 9: _w26, 10: _w33, 11: _w33, 12: _w33, 13: _w35}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x3, 5: _x3, 6: _x3, 7: _x3, 8: _x3, 9: _x6, 10: _x6, 11: _x6, 12: _x6, 13: _x8}
 RESPONSE_TEXT = {0: _x11, 1: _x12, 2: _x15, 3: _x15, 4: _x15, 5: _x18, 6: _x18, 7: _x18, 8: _x22, 9: _x26, 10: _x26, 11: _x26, 12: _x26, 13: _x28}
-BUILD_HASH = 'deb9518ea8e397d3'
+BUILD_HASH = 'd4771c3dd39e54f9'

@@ -4,12 +4,9 @@ from decoders.accel._cy cimport *
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from decoders.accel._text cimport *
 
-from decoders import _runtime as _rt
+from decoders.element_budget cimport ElementBudget
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
+from decoders import _runtime as _rt
 
 try:
     from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER
@@ -32,7 +29,7 @@ cdef int _code(long long v) except -1:
     return 0
 
 
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
     need(p, 16, L)
@@ -44,8 +41,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -63,11 +59,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -76,8 +72,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -91,11 +86,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f1(b, c, L, &p))
+            v4.append(_f1(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
@@ -104,8 +99,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v3, v4, v5, d
@@ -120,11 +114,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f1(b, c, L, &p))
+            v5.append(_f1(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -133,8 +127,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, d
@@ -150,11 +143,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f1(b, c, L, &p))
+            v6.append(_f1(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -163,7 +156,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
     need(p, 24, L)
@@ -176,8 +169,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -195,11 +187,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 24 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f5(b, c, L, &p))
+            v3.append(_f5(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -208,8 +200,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, d
@@ -225,11 +216,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f6(b, c, L, &p))
+            v6.append(_f6(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -238,8 +229,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -256,8 +246,8 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -267,8 +257,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n9, n12
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, d
@@ -286,11 +275,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f6(b, c, L, &p))
+            v8.append(_f6(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -299,11 +288,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f8(b, c, L, &p))
+            v11.append(_f8(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -312,7 +301,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
     need(p, 28, L)
@@ -326,8 +315,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -345,11 +333,11 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 28 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f10(b, c, L, &p))
+            v3.append(_f10(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -358,8 +346,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n9, n12
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, d
@@ -377,11 +364,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f11(b, c, L, &p))
+            v8.append(_f11(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -390,11 +377,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f8(b, c, L, &p))
+            v11.append(_f8(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -403,8 +390,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n9, n12, n15
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -422,11 +408,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f11(b, c, L, &p))
+            v8.append(_f11(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -435,11 +421,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f8(b, c, L, &p))
+            v11.append(_f8(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -457,7 +443,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, v4, v5, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -471,12 +457,11 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 32
     d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -494,23 +479,22 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f14(b, c, L, &p))
+            v3.append(_f14(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Topic": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -527,8 +511,8 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -536,11 +520,11 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Topic": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -557,8 +541,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = v1
     return d
 
-cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n9, n12, n15, t
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -576,11 +559,11 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f15(b, c, L, &p))
+            v8.append(_f15(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -589,11 +572,11 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f16(b, c, L, &p))
+            v11.append(_f16(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -609,12 +592,11 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11, "RackId": v14}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T1, d)
+    if t: p = _rt.tags(b, p, t, _T1, d, B)
     pp[0] = p
     return d
 
-cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -626,23 +608,22 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f14(b, c, L, &p))
+            v2.append(_f14(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -653,8 +634,8 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = arr_fixed(c, p, L, n3, b'i'); p += n3 * 4
     elif n3 == -1:
         v2 = None
@@ -662,12 +643,11 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n9, n12, n15, t
     cdef Py_ssize_t i10, i13
     cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, d
@@ -685,11 +665,11 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f19(b, c, L, &p))
+            v8.append(_f19(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -698,11 +678,11 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f20(b, c, L, &p))
+            v11.append(_f20(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -718,11 +698,11 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11, "RackId": v14}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T1, d)
+    if t: p = _rt.tags(b, p, t, _T1, d, B)
     pp[0] = p
     return d
 
-cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -732,20 +712,19 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 12
     d = {"ReplicaId": v1, "ReplicaEpoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f22(b, c, L, &p)
+    v1 = _f22(b, c, L, &p, B)
     pp[0] = p
     d = v1
     return d
 
-cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -762,11 +741,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f19(b, c, L, &p))
+            v7.append(_f19(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -775,11 +754,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f20(b, c, L, &p))
+            v10.append(_f20(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -795,11 +774,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v13}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T2, d)
+    if t: p = _rt.tags(b, p, t, _T2, d, B)
     pp[0] = p
     return d
 
-cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
     need(p, 16, L)
@@ -809,7 +788,7 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = v1
     return d
 
-cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, v4, v5, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -823,12 +802,11 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 32
     d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T3, d)
+    if t: p = _rt.tags(b, p, t, _T3, d, B)
     pp[0] = p
     return d
 
-cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -840,23 +818,22 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f26(b, c, L, &p))
+            v2.append(_f26(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -873,11 +850,11 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f27(b, c, L, &p))
+            v7.append(_f27(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -886,11 +863,11 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f20(b, c, L, &p))
+            v10.append(_f20(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -906,11 +883,11 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v13}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T2, d)
+    if t: p = _rt.tags(b, p, t, _T2, d, B)
     pp[0] = p
     return d
 
-cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
     need(p, 8, L)
@@ -920,7 +897,7 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = v1
     return d
 
-cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, v4, v5, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -934,12 +911,11 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 32
     d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T4, d)
+    if t: p = _rt.tags(b, p, t, _T4, d, B)
     pp[0] = p
     return d
 
-cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -951,23 +927,22 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f30(b, c, L, &p))
+            v2.append(_f30(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n8, n11, n14, t
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, d
@@ -984,11 +959,11 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f31(b, c, L, &p))
+            v7.append(_f31(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -997,11 +972,11 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f20(b, c, L, &p))
+            v10.append(_f20(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -1017,11 +992,11 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v13}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T2, d)
+    if t: p = _rt.tags(b, p, t, _T2, d, B)
     pp[0] = p
     return d
 
-cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -1043,8 +1018,7 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1062,11 +1036,11 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f33(b, c, L, &p))
+            v3.append(_f33(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -1075,8 +1049,7 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -1085,11 +1058,11 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f34(b, c, L, &p))
+            v1.append(_f34(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -1098,8 +1071,7 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1111,11 +1083,11 @@ cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f34(b, c, L, &p))
+            v2.append(_f34(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1124,7 +1096,7 @@ cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
     need(p, 16, L)
@@ -1135,8 +1107,7 @@ cdef object _f37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n6, n9
     cdef Py_ssize_t i7
     cdef object v1, v2, v3, v4, v5, v8, d
@@ -1151,11 +1122,11 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f37(b, c, L, &p))
+            v5.append(_f37(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -1173,8 +1144,7 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1192,11 +1162,11 @@ cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 30 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f38(b, c, L, &p))
+            v3.append(_f38(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -1205,8 +1175,7 @@ cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1218,11 +1187,11 @@ cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f39(b, c, L, &p))
+            v2.append(_f39(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1231,8 +1200,7 @@ cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n10
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, d
@@ -1248,11 +1216,11 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f37(b, c, L, &p))
+            v6.append(_f37(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -1270,8 +1238,7 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1289,11 +1256,11 @@ cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 38 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f41(b, c, L, &p))
+            v3.append(_f41(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -1302,8 +1269,7 @@ cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1315,11 +1281,11 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f42(b, c, L, &p))
+            v2.append(_f42(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1328,8 +1294,7 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1343,11 +1308,11 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f42(b, c, L, &p))
+            v4.append(_f42(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
@@ -1356,8 +1321,7 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n11
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d
@@ -1373,11 +1337,11 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f37(b, c, L, &p))
+            v6.append(_f37(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -1398,8 +1362,7 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1417,11 +1380,11 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 42 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f45(b, c, L, &p))
+            v3.append(_f45(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -1430,8 +1393,7 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1445,11 +1407,11 @@ cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f46(b, c, L, &p))
+            v4.append(_f46(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
@@ -1458,7 +1420,7 @@ cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -1468,11 +1430,11 @@ cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 16
     d = {"ProducerId": v1, "FirstOffset": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f49(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f49(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -1482,19 +1444,19 @@ cdef object _f49(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 12
     d = {"Epoch": v1, "EndOffset": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f50(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f50(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f49(b, c, L, &p)
+    v1 = _f49(b, c, L, &p, B)
     pp[0] = p
     d = v1
     return d
 
-cdef object _f51(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f51(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -1504,19 +1466,19 @@ cdef object _f51(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f52(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f52(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f51(b, c, L, &p)
+    v1 = _f51(b, c, L, &p, B)
     pp[0] = p
     d = v1
     return d
 
-cdef object _f53(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f53(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -1526,20 +1488,19 @@ cdef object _f53(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 12
     d = {"EndOffset": v1, "Epoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f54(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f54(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f53(b, c, L, &p)
+    v1 = _f53(b, c, L, &p, B)
     pp[0] = p
     d = v1
     return d
 
-cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n7, n11, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d
@@ -1555,11 +1516,11 @@ cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 17 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f48(b, c, L, &p))
+            v6.append(_f48(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -1578,12 +1539,11 @@ cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v9, "Records": v10}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T5, d)
+    if t: p = _rt.tags(b, p, t, _T5, d, B)
     pp[0] = p
     return d
 
-cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -1601,23 +1561,22 @@ cdef object _f56(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 37 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f55(b, c, L, &p))
+            v3.append(_f55(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Topic": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1631,23 +1590,22 @@ cdef object _f57(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f56(b, c, L, &p))
+            v4.append(_f56(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -1659,23 +1617,22 @@ cdef object _f58(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 37 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f55(b, c, L, &p))
+            v2.append(_f55(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f59(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f59(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1689,22 +1646,22 @@ cdef object _f59(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f58(b, c, L, &p))
+            v4.append(_f58(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f60(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f60(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -1734,12 +1691,11 @@ cdef object _f60(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -1748,11 +1704,11 @@ cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f60(b, c, L, &p))
+            v1.append(_f60(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -1761,8 +1717,7 @@ cdef object _f61(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = v1
     return d
 
-cdef object _f62(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f62(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, t
     cdef Py_ssize_t i6
     cdef object v1, v2, v3, v4, d
@@ -1776,22 +1731,22 @@ cdef object _f62(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 -= 1
     if n5 >= 0:
         if n5 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f58(b, c, L, &p))
+            v4.append(_f58(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T6, d)
+    if t: p = _rt.tags(b, p, t, _T6, d, B)
     pp[0] = p
     return d
 
-cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object d
     cdef Py_ssize_t p = pp[0]
     jput(&_out, b'{"Partition":', 13)
@@ -1811,8 +1766,7 @@ cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -1832,12 +1786,12 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t0(b, c, L, &p)
+            _t0(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -1848,8 +1802,7 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, n4
     cdef Py_ssize_t i5
     cdef object d
@@ -1874,12 +1827,12 @@ cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t1(b, c, L, &p)
+            _t1(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -1890,8 +1843,7 @@ cdef object _t2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3}
     return d
 
-cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, n5
     cdef Py_ssize_t i6
     cdef object d
@@ -1921,12 +1873,12 @@ cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i6 in range(n5):
             if i6: jput(&_out, b',', 1)
-            _t1(b, c, L, &p)
+            _t1(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n5 == -1:
         jput(&_out, b'null', 4)
@@ -1937,8 +1889,7 @@ cdef object _t3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4}
     return d
 
-cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, n6
     cdef Py_ssize_t i7
     cdef object d
@@ -1973,12 +1924,12 @@ cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i7 in range(n6):
             if i7: jput(&_out, b',', 1)
-            _t1(b, c, L, &p)
+            _t1(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n6 == -1:
         jput(&_out, b'null', 4)
@@ -1989,7 +1940,7 @@ cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5}
     return d
 
-cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object d
     cdef Py_ssize_t p = pp[0]
     jput(&_out, b'{"Partition":', 13)
@@ -2013,8 +1964,7 @@ cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -2034,12 +1984,12 @@ cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 24 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t5(b, c, L, &p)
+            _t5(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -2050,8 +2000,7 @@ cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, n6
     cdef Py_ssize_t i7
     cdef object d
@@ -2086,12 +2035,12 @@ cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i7 in range(n6):
             if i7: jput(&_out, b',', 1)
-            _t6(b, c, L, &p)
+            _t6(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n6 == -1:
         jput(&_out, b'null', 4)
@@ -2102,8 +2051,7 @@ cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5}
     return d
 
-cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -2123,8 +2071,8 @@ cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
@@ -2141,8 +2089,7 @@ cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, m7, n8, n10
     cdef Py_ssize_t i9, i11
     cdef object d
@@ -2187,12 +2134,12 @@ cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i9 in range(n8):
             if i9: jput(&_out, b',', 1)
-            _t6(b, c, L, &p)
+            _t6(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n8 == -1:
         jput(&_out, b'null', 4)
@@ -2203,12 +2150,12 @@ cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i11 in range(n10):
             if i11: jput(&_out, b',', 1)
-            _t8(b, c, L, &p)
+            _t8(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n10 == -1:
         jput(&_out, b'null', 4)
@@ -2219,7 +2166,7 @@ cdef object _t9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5, "SessionId": m6, "SessionEpoch": m7}
     return d
 
-cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object d
     cdef Py_ssize_t p = pp[0]
     jput(&_out, b'{"Partition":', 13)
@@ -2247,8 +2194,7 @@ cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -2268,12 +2214,12 @@ cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 28 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t10(b, c, L, &p)
+            _t10(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -2284,8 +2230,7 @@ cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, m7, n8, n10
     cdef Py_ssize_t i9, i11
     cdef object d
@@ -2330,12 +2275,12 @@ cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i9 in range(n8):
             if i9: jput(&_out, b',', 1)
-            _t11(b, c, L, &p)
+            _t11(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n8 == -1:
         jput(&_out, b'null', 4)
@@ -2346,12 +2291,12 @@ cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i11 in range(n10):
             if i11: jput(&_out, b',', 1)
-            _t8(b, c, L, &p)
+            _t8(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n10 == -1:
         jput(&_out, b'null', 4)
@@ -2362,8 +2307,7 @@ cdef object _t12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5, "SessionId": m6, "SessionEpoch": m7}
     return d
 
-cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, m7, n8, n10, n12
     cdef Py_ssize_t i9, i11
     cdef object d
@@ -2408,12 +2352,12 @@ cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i9 in range(n8):
             if i9: jput(&_out, b',', 1)
-            _t11(b, c, L, &p)
+            _t11(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n8 == -1:
         jput(&_out, b'null', 4)
@@ -2424,12 +2368,12 @@ cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i11 in range(n10):
             if i11: jput(&_out, b',', 1)
-            _t8(b, c, L, &p)
+            _t8(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n10 == -1:
         jput(&_out, b'null', 4)
@@ -2450,7 +2394,7 @@ cdef object _t13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5, "SessionId": m6, "SessionEpoch": m7}
     return d
 
-cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -2485,8 +2429,7 @@ cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2, t
     cdef Py_ssize_t i3
     cdef object d
@@ -2506,12 +2449,12 @@ cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t14(b, c, L, &p)
+            _t14(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -2524,8 +2467,7 @@ cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2, t
     cdef Py_ssize_t i3
     cdef object d
@@ -2545,8 +2487,8 @@ cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
@@ -2565,8 +2507,7 @@ cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, m7, n8, n10, n12, t
     cdef Py_ssize_t i9, i11
     cdef object d
@@ -2611,12 +2552,12 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i9 in range(n8):
             if i9: jput(&_out, b',', 1)
-            _t15(b, c, L, &p)
+            _t15(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n8 == -1:
         jput(&_out, b'null', 4)
@@ -2627,12 +2568,12 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i11 in range(n10):
             if i11: jput(&_out, b',', 1)
-            _t16(b, c, L, &p)
+            _t16(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n10 == -1:
         jput(&_out, b'null', 4)
@@ -2655,8 +2596,7 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5, "SessionId": m6, "SessionEpoch": m7}
     return d
 
-cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef Py_ssize_t i2
     cdef object d
@@ -2670,12 +2610,12 @@ cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 33 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t14(b, c, L, &p)
+            _t14(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -2688,8 +2628,7 @@ cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef Py_ssize_t i2
     cdef object d
@@ -2703,8 +2642,8 @@ cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
@@ -2723,8 +2662,7 @@ cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, m7, n8, n10, n12, t
     cdef Py_ssize_t i9, i11
     cdef object d
@@ -2769,12 +2707,12 @@ cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i9 in range(n8):
             if i9: jput(&_out, b',', 1)
-            _t18(b, c, L, &p)
+            _t18(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n8 == -1:
         jput(&_out, b'null', 4)
@@ -2785,12 +2723,12 @@ cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i11 in range(n10):
             if i11: jput(&_out, b',', 1)
-            _t19(b, c, L, &p)
+            _t19(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n10 == -1:
         jput(&_out, b'null', 4)
@@ -2813,8 +2751,7 @@ cdef object _t20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ReplicaId": m1, "MaxWaitMs": m2, "MinBytes": m3, "MaxBytes": m4, "IsolationLevel": m5, "SessionId": m6, "SessionEpoch": m7}
     return d
 
-cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, m4, m5, m6, n7, n9, n11, t
     cdef Py_ssize_t i8, i10
     cdef object d
@@ -2854,12 +2791,12 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i8 in range(n7):
             if i8: jput(&_out, b',', 1)
-            _t18(b, c, L, &p)
+            _t18(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n7 == -1:
         jput(&_out, b'null', 4)
@@ -2870,12 +2807,12 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i10 in range(n9):
             if i10: jput(&_out, b',', 1)
-            _t19(b, c, L, &p)
+            _t19(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n9 == -1:
         jput(&_out, b'null', 4)
@@ -2898,7 +2835,7 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"MaxWaitMs": m1, "MinBytes": m2, "MaxBytes": m3, "IsolationLevel": m4, "SessionId": m5, "SessionEpoch": m6}
     return d
 
-cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -2931,8 +2868,7 @@ cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -2952,12 +2888,12 @@ cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t22(b, c, L, &p)
+            _t22(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -2968,8 +2904,7 @@ cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1
     cdef Py_ssize_t i2
     cdef object d
@@ -2979,12 +2914,12 @@ cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         if n1 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t23(b, c, L, &p)
+            _t23(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -2995,8 +2930,7 @@ cdef object _t24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {}
     return d
 
-cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3011,12 +2945,12 @@ cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t23(b, c, L, &p)
+            _t23(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3027,7 +2961,7 @@ cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1}
     return d
 
-cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object d
     cdef Py_ssize_t p = pp[0]
     jput(&_out, b'{"ProducerId":', 14)
@@ -3043,8 +2977,7 @@ cdef object _t26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4
     cdef Py_ssize_t i3
     cdef object d
@@ -3072,12 +3005,12 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t26(b, c, L, &p)
+            _t26(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3098,8 +3031,7 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3119,12 +3051,12 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 30 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t27(b, c, L, &p)
+            _t27(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3135,8 +3067,7 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3151,12 +3082,12 @@ cdef object _t29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t28(b, c, L, &p)
+            _t28(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3167,8 +3098,7 @@ cdef object _t29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1}
     return d
 
-cdef object _t30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4
     cdef Py_ssize_t i3
     cdef object d
@@ -3200,12 +3130,12 @@ cdef object _t30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t26(b, c, L, &p)
+            _t26(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3226,8 +3156,7 @@ cdef object _t30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3247,12 +3176,12 @@ cdef object _t31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 38 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t30(b, c, L, &p)
+            _t30(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3263,8 +3192,7 @@ cdef object _t31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3279,12 +3207,12 @@ cdef object _t32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t31(b, c, L, &p)
+            _t31(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3295,8 +3223,7 @@ cdef object _t32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1}
     return d
 
-cdef object _t33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, n4
     cdef Py_ssize_t i5
     cdef object d
@@ -3322,12 +3249,12 @@ cdef object _t33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t31(b, c, L, &p)
+            _t31(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3338,8 +3265,7 @@ cdef object _t33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1, "ErrorCode": m2, "SessionId": m3}
     return d
 
-cdef object _t34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4
     cdef Py_ssize_t i3
     cdef object d
@@ -3371,12 +3297,12 @@ cdef object _t34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t26(b, c, L, &p)
+            _t26(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3401,8 +3327,7 @@ cdef object _t34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2
     cdef Py_ssize_t i3
     cdef object d
@@ -3422,12 +3347,12 @@ cdef object _t35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 42 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t34(b, c, L, &p)
+            _t34(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3438,8 +3363,7 @@ cdef object _t35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, n4
     cdef Py_ssize_t i5
     cdef object d
@@ -3465,12 +3389,12 @@ cdef object _t36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t35(b, c, L, &p)
+            _t35(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3481,7 +3405,7 @@ cdef object _t36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1, "ErrorCode": m2, "SessionId": m3}
     return d
 
-cdef object _t37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _t37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object d
     cdef Py_ssize_t p = pp[0]
@@ -3500,8 +3424,7 @@ cdef object _t37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, n2, n4, t
     cdef Py_ssize_t i3
     cdef object d
@@ -3533,12 +3456,12 @@ cdef object _t38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 17 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t37(b, c, L, &p)
+            _t37(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3565,8 +3488,7 @@ cdef object _t38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, n2, t
     cdef Py_ssize_t i3
     cdef object d
@@ -3586,12 +3508,12 @@ cdef object _t39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 37 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i3 in range(n2):
             if i3: jput(&_out, b',', 1)
-            _t38(b, c, L, &p)
+            _t38(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3604,8 +3526,7 @@ cdef object _t39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, n4, t
     cdef Py_ssize_t i5
     cdef object d
@@ -3631,12 +3552,12 @@ cdef object _t40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t39(b, c, L, &p)
+            _t39(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3649,8 +3570,7 @@ cdef object _t40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1, "ErrorCode": m2, "SessionId": m3}
     return d
 
-cdef object _t41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n1, t
     cdef Py_ssize_t i2
     cdef object d
@@ -3664,12 +3584,12 @@ cdef object _t41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n1 -= 1
     if n1 >= 0:
         if n1 * 37 > L - p: raise IndexError('truncated')
-        _budget -= n1
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n1
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i2 in range(n1):
             if i2: jput(&_out, b',', 1)
-            _t38(b, c, L, &p)
+            _t38(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -3682,8 +3602,7 @@ cdef object _t41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = None
     return d
 
-cdef object _t42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _t42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long m1, m2, m3, n4, t
     cdef Py_ssize_t i5
     cdef object d
@@ -3709,12 +3628,12 @@ cdef object _t42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         jput(&_out, b'[', 1)
         for i5 in range(n4):
             if i5: jput(&_out, b',', 1)
-            _t41(b, c, L, &p)
+            _t41(b, c, L, &p, B)
         jput(&_out, b']', 1)
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3727,493 +3646,334 @@ cdef object _t42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     d = {"ThrottleTimeMs": m1, "ErrorCode": m2, "SessionId": m3}
     return d
 
-def _w17(bytes b, Py_ssize_t p):
-    v = _f17(b, b, len(b), &p)
+def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f17(b, b, len(b), &p, B)
     return v, p
 
-def _w23(bytes b, Py_ssize_t p):
-    v = _f23(b, b, len(b), &p)
+def _w23(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f23(b, b, len(b), &p, B)
     return v, p
 
-def _w25(bytes b, Py_ssize_t p):
-    v = _f25(b, b, len(b), &p)
+def _w25(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f25(b, b, len(b), &p, B)
     return v, p
 
-def _w29(bytes b, Py_ssize_t p):
-    v = _f29(b, b, len(b), &p)
+def _w29(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f29(b, b, len(b), &p, B)
     return v, p
 
-def _w50(bytes b, Py_ssize_t p):
-    v = _f50(b, b, len(b), &p)
+def _w50(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f50(b, b, len(b), &p, B)
     return v, p
 
-def _w52(bytes b, Py_ssize_t p):
-    v = _f52(b, b, len(b), &p)
+def _w52(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f52(b, b, len(b), &p, B)
     return v, p
 
-def _w54(bytes b, Py_ssize_t p):
-    v = _f54(b, b, len(b), &p)
+def _w54(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f54(b, b, len(b), &p, B)
     return v, p
 
-def _w61(bytes b, Py_ssize_t p):
-    v = _f61(b, b, len(b), &p)
+def _w61(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f61(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
-def _w7(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f7(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f7(b, b, len(b), &p, B)
     return v, p
 
-def _w9(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f9(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f9(b, b, len(b), &p, B)
     return v, p
 
-def _w12(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f12(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f12(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
-def _w18(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f18(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w18(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f18(b, b, len(b), &p, B)
     return v, p
 
-def _w21(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f21(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w21(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f21(b, b, len(b), &p, B)
     return v, p
 
-def _w24(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f24(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w24(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f24(b, b, len(b), &p, B)
     return v, p
 
-def _w28(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f28(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w28(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f28(b, b, len(b), &p, B)
     return v, p
 
-def _w32(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f32(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w32(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f32(b, b, len(b), &p, B)
     return v, p
 
-def _w35(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f35(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w35(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f35(b, b, len(b), &p, B)
     return v, p
 
-def _w36(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f36(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w36(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f36(b, b, len(b), &p, B)
     return v, p
 
-def _w40(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f40(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w40(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f40(b, b, len(b), &p, B)
     return v, p
 
-def _w43(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f43(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w43(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f43(b, b, len(b), &p, B)
     return v, p
 
-def _w44(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f44(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w44(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f44(b, b, len(b), &p, B)
     return v, p
 
-def _w47(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f47(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w47(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f47(b, b, len(b), &p, B)
     return v, p
 
-def _w57(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f57(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w57(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f57(b, b, len(b), &p, B)
     return v, p
 
-def _w59(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f59(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w59(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f59(b, b, len(b), &p, B)
     return v, p
 
-def _w62(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f62(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w62(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f62(b, b, len(b), &p, B)
     return v, p
 
-def _x2(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t2(b, b, len(b), &p)
+        d = _t2(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x3(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t3(b, b, len(b), &p)
+        d = _t3(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x4(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t4(b, b, len(b), &p)
+        d = _t4(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x7(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x7(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t7(b, b, len(b), &p)
+        d = _t7(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x9(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t9(b, b, len(b), &p)
+        d = _t9(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x12(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t12(b, b, len(b), &p)
+        d = _t12(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x13(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t13(b, b, len(b), &p)
+        d = _t13(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x17(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x17(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t17(b, b, len(b), &p)
+        d = _t17(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x20(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x20(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t20(b, b, len(b), &p)
+        d = _t20(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x21(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x21(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t21(b, b, len(b), &p)
+        d = _t21(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x24(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x24(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t24(b, b, len(b), &p)
+        d = _t24(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x25(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x25(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t25(b, b, len(b), &p)
+        d = _t25(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x29(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x29(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t29(b, b, len(b), &p)
+        d = _t29(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x32(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x32(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t32(b, b, len(b), &p)
+        d = _t32(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x33(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x33(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t33(b, b, len(b), &p)
+        d = _t33(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x36(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x36(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t36(b, b, len(b), &p)
+        d = _t36(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x40(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x40(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t40(b, b, len(b), &p)
+        d = _t40(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
 
-def _x42(bytes b, Py_ssize_t p):
-    global _budget, _codes
-    _budget = _BUDGET[0]
+def _x42(bytes b, Py_ssize_t p, ElementBudget B not None):
+    global _codes
     _out.size = 0
     _codes = None
     try:
-        d = _t42(b, b, len(b), &p)
+        d = _t42(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
-    finally:
-        _BUDGET[0] = _budget
     if p != len(b):
         return None
     return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
@@ -4230,4 +3990,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w4, 5: _w7, 6: _w7, 7: _w9, 8: _w
 RESPONSE = {0: _w35, 1: _w36, 2: _w36, 3: _w36, 4: _w40, 5: _w43, 6: _w43, 7: _w44, 8: _w44, 9: _w44, 10: _w44, 11: _w47, 12: _w57, 13: _w59, 14: _w59, 15: _w59, 16: _w62, 17: _w62, 18: _w62}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x4, 5: _x7, 6: _x7, 7: _x9, 8: _x9, 9: _x12, 10: _x12, 11: _x13, 12: _x17, 13: _x20, 14: _x20, 15: _x21, 16: _x21, 17: _x21, 18: _x21}
 RESPONSE_TEXT = {0: _x24, 1: _x25, 2: _x25, 3: _x25, 4: _x29, 5: _x32, 6: _x32, 7: _x33, 8: _x33, 9: _x33, 10: _x33, 11: _x36, 12: _x40, 13: _x42, 14: _x42, 15: _x42, 16: _x42, 17: _x42, 18: _x42}
-BUILD_HASH = '81b1c7eba940183c'
+BUILD_HASH = 'c95de93e498f265a'

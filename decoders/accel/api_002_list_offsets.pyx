@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
     need(p, 16, L)
@@ -22,8 +19,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -41,11 +37,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -54,8 +50,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -67,11 +62,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f1(b, c, L, &p))
+            v2.append(_f1(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -80,7 +75,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
     need(p, 12, L)
@@ -91,8 +86,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -110,11 +104,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f3(b, c, L, &p))
+            v3.append(_f3(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -123,8 +117,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -136,11 +129,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f4(b, c, L, &p))
+            v2.append(_f4(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -149,8 +142,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -163,11 +155,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f4(b, c, L, &p))
+            v3.append(_f4(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -176,7 +168,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
     need(p, 16, L)
@@ -188,8 +180,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -207,11 +198,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 16 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f7(b, c, L, &p))
+            v3.append(_f7(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -220,8 +211,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -234,11 +224,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f8(b, c, L, &p))
+            v3.append(_f8(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -247,7 +237,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -258,12 +248,11 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 16
     d = {"PartitionIndex": v1, "CurrentLeaderEpoch": v2, "Timestamp": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -281,23 +270,22 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 17 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f10(b, c, L, &p))
+            v3.append(_f10(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -310,23 +298,22 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f11(b, c, L, &p))
+            v3.append(_f11(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, v6, d
@@ -339,11 +326,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f11(b, c, L, &p))
+            v3.append(_f11(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -353,12 +340,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3, "TimeoutMs": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -370,8 +356,8 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'q'); p += n4 * 8
     elif n4 == -1:
         v3 = None
@@ -381,8 +367,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -400,11 +385,11 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 10 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f14(b, c, L, &p))
+            v3.append(_f14(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -413,8 +398,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -423,11 +407,11 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f15(b, c, L, &p))
+            v1.append(_f15(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -436,7 +420,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
     need(p, 22, L)
@@ -449,8 +433,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -468,11 +451,11 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 22 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f17(b, c, L, &p))
+            v3.append(_f17(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -481,8 +464,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -491,11 +473,11 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f18(b, c, L, &p))
+            v1.append(_f18(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -504,8 +486,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -517,11 +498,11 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f18(b, c, L, &p))
+            v2.append(_f18(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -530,7 +511,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
     need(p, 26, L)
@@ -544,8 +525,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -563,11 +543,11 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f21(b, c, L, &p))
+            v3.append(_f21(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -576,8 +556,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -589,11 +568,11 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f22(b, c, L, &p))
+            v2.append(_f22(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -602,7 +581,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -615,12 +594,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 26
     d = {"PartitionIndex": v1, "ErrorCode": v2, "Timestamp": v3, "Offset": v4, "LeaderEpoch": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -638,23 +616,22 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 27 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f24(b, c, L, &p))
+            v3.append(_f24(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -666,122 +643,67 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f25(b, c, L, &p))
+            v2.append(_f25(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w6(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f6(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f6(b, b, len(b), &p, B)
     return v, p
 
-def _w9(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f9(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f9(b, b, len(b), &p, B)
     return v, p
 
-def _w12(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f12(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f12(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
-def _w16(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f16(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f16(b, b, len(b), &p, B)
     return v, p
 
-def _w19(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f19(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w19(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f19(b, b, len(b), &p, B)
     return v, p
 
-def _w20(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f20(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w20(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f20(b, b, len(b), &p, B)
     return v, p
 
-def _w23(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f23(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w23(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f23(b, b, len(b), &p, B)
     return v, p
 
-def _w26(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f26(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w26(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f26(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w5, 2: _w6, 3: _w6, 4: _w9, 5: _w9, 6: _w12, 7: _w12, 8: _w12, 9: _w12, 10: _w13, 11: _w13}
 RESPONSE = {0: _w16, 1: _w19, 2: _w20, 3: _w20, 4: _w23, 5: _w23, 6: _w26, 7: _w26, 8: _w26, 9: _w26, 10: _w26, 11: _w26}
-BUILD_HASH = '0a2debce2eb6baa6'
+BUILD_HASH = '52b8f6fced054c09'

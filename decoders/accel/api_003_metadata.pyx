@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -27,8 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -37,11 +33,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f0(b, c, L, &p))
+            v1.append(_f0(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -50,8 +46,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, d
@@ -60,11 +55,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f0(b, c, L, &p))
+            v1.append(_f0(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -76,8 +71,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef Py_ssize_t i3
     cdef object v1, v4, v5, v6, d
@@ -86,11 +80,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f0(b, c, L, &p))
+            v1.append(_f0(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -104,7 +98,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -119,12 +113,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Name": v1}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v5, v6, d
@@ -133,11 +126,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f4(b, c, L, &p))
+            v1.append(_f4(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -149,11 +142,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 3
     d = {"Topics": v1, "AllowAutoTopicCreation": v4, "IncludeClusterAuthorizedOperations": v5, "IncludeTopicAuthorizedOperations": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -171,12 +164,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"TopicId": v1, "Name": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v5, v6, d
@@ -185,11 +177,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f6(b, c, L, &p))
+            v1.append(_f6(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -201,12 +193,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 3
     d = {"Topics": v1, "AllowAutoTopicCreation": v4, "IncludeClusterAuthorizedOperations": v5, "IncludeTopicAuthorizedOperations": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, v4, v5, d
@@ -215,11 +206,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f6(b, c, L, &p))
+            v1.append(_f6(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -230,11 +221,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 2
     d = {"Topics": v1, "AllowAutoTopicCreation": v4, "IncludeTopicAuthorizedOperations": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef object v1, v2, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -257,8 +248,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7
     cdef object v1, v2, v3, v4, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -271,8 +261,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = arr_fixed(c, p, L, n5, b'i'); p += n5 * 4
     elif n5 == -1:
         v4 = None
@@ -282,8 +272,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = arr_fixed(c, p, L, n7, b'i'); p += n7 * 4
     elif n7 == -1:
         v6 = None
@@ -293,8 +283,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5
     cdef Py_ssize_t i6
     cdef object v1, v2, v4, d
@@ -315,11 +304,11 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f10(b, c, L, &p))
+            v4.append(_f10(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
@@ -328,8 +317,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5
     cdef Py_ssize_t i3, i6
     cdef object v1, v4, d
@@ -338,11 +326,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 10 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f9(b, c, L, &p))
+            v1.append(_f9(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -351,11 +339,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = []
         for i6 in range(n5):
-            v4.append(_f11(b, c, L, &p))
+            v4.append(_f11(b, c, L, &p, B))
     elif n5 == -1:
         v4 = None
     else:
@@ -364,7 +352,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -396,8 +384,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, d
@@ -421,11 +408,11 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f10(b, c, L, &p))
+            v5.append(_f10(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -434,8 +421,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6
     cdef Py_ssize_t i3, i7
     cdef object v1, v4, v5, d
@@ -444,11 +430,11 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f13(b, c, L, &p))
+            v1.append(_f13(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -460,11 +446,11 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f14(b, c, L, &p))
+            v5.append(_f14(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -473,8 +459,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n8
     cdef Py_ssize_t i3, i9
     cdef object v1, v4, v6, v7, d
@@ -483,11 +468,11 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if n2 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f13(b, c, L, &p))
+            v1.append(_f13(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
@@ -508,11 +493,11 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f14(b, c, L, &p))
+            v7.append(_f14(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -521,8 +506,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, d
@@ -534,11 +518,11 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f13(b, c, L, &p))
+            v2.append(_f13(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -559,11 +543,11 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f14(b, c, L, &p))
+            v8.append(_f14(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -572,8 +556,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9
     cdef object v1, v2, v3, v4, v6, v8, d
     cdef Py_ssize_t p = pp[0]
@@ -586,8 +569,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if n5 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n5
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n5
+        if B.left < 0: raise ValueError('over budget')
         v4 = arr_fixed(c, p, L, n5, b'i'); p += n5 * 4
     elif n5 == -1:
         v4 = None
@@ -597,8 +580,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = arr_fixed(c, p, L, n7, b'i'); p += n7 * 4
     elif n7 == -1:
         v6 = None
@@ -608,8 +591,8 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = arr_fixed(c, p, L, n9, b'i'); p += n9 * 4
     elif n9 == -1:
         v8 = None
@@ -619,8 +602,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, d
@@ -644,11 +626,11 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 22 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f18(b, c, L, &p))
+            v5.append(_f18(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -657,8 +639,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, d
@@ -670,11 +651,11 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f13(b, c, L, &p))
+            v2.append(_f13(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -695,11 +676,11 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f19(b, c, L, &p))
+            v8.append(_f19(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -708,8 +689,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n6, n8, n10
     cdef object v1, v2, v3, v4, v5, v7, v9, d
     cdef Py_ssize_t p = pp[0]
@@ -723,8 +703,8 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = arr_fixed(c, p, L, n6, b'i'); p += n6 * 4
     elif n6 == -1:
         v5 = None
@@ -734,8 +714,8 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = arr_fixed(c, p, L, n8, b'i'); p += n8 * 4
     elif n8 == -1:
         v7 = None
@@ -745,8 +725,8 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = arr_fixed(c, p, L, n10, b'i'); p += n10 * 4
     elif n10 == -1:
         v9 = None
@@ -756,8 +736,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, d
@@ -781,11 +760,11 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f21(b, c, L, &p))
+            v5.append(_f21(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -794,8 +773,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, d
@@ -807,11 +785,11 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f13(b, c, L, &p))
+            v2.append(_f13(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -832,11 +810,11 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f22(b, c, L, &p))
+            v8.append(_f22(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -845,8 +823,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, d
@@ -870,11 +847,11 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f21(b, c, L, &p))
+            v5.append(_f21(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -886,8 +863,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, v11, d
@@ -899,11 +875,11 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 12 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f13(b, c, L, &p))
+            v2.append(_f13(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -924,11 +900,11 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 13 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f24(b, c, L, &p))
+            v8.append(_f24(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -940,7 +916,7 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -970,12 +946,11 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n6, n8, n10, t
     cdef object v1, v2, v3, v4, v5, v7, v9, d
     cdef Py_ssize_t p = pp[0]
@@ -989,8 +964,8 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = arr_fixed(c, p, L, n6, b'i'); p += n6 * 4
     elif n6 == -1:
         v5 = None
@@ -1000,8 +975,8 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = arr_fixed(c, p, L, n8, b'i'); p += n8 * 4
     elif n8 == -1:
         v7 = None
@@ -1011,8 +986,8 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = arr_fixed(c, p, L, n10, b'i'); p += n10 * 4
     elif n10 == -1:
         v9 = None
@@ -1020,12 +995,11 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"ErrorCode": v1, "PartitionIndex": v2, "LeaderId": v3, "LeaderEpoch": v4, "ReplicaNodes": v5, "IsrNodes": v7, "OfflineReplicas": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, d
@@ -1049,11 +1023,11 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f27(b, c, L, &p))
+            v5.append(_f27(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -1063,12 +1037,11 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9, t
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, v11, d
@@ -1080,11 +1053,11 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f26(b, c, L, &p))
+            v2.append(_f26(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1105,11 +1078,11 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 10 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f28(b, c, L, &p))
+            v8.append(_f28(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -1119,12 +1092,11 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v5, "ControllerId": v7, "Topics": v8, "ClusterAuthorizedOperations": v11}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n7, t
     cdef Py_ssize_t i8
     cdef object v1, v2, v4, v5, v6, v9, d
@@ -1149,11 +1121,11 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f27(b, c, L, &p))
+            v6.append(_f27(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -1163,12 +1135,11 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"ErrorCode": v1, "Name": v2, "TopicId": v4, "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9, t
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, v11, d
@@ -1180,11 +1151,11 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f26(b, c, L, &p))
+            v2.append(_f26(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1205,11 +1176,11 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f30(b, c, L, &p))
+            v8.append(_f30(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -1219,12 +1190,11 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v5, "ControllerId": v7, "Topics": v8, "ClusterAuthorizedOperations": v11}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9, t
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, d
@@ -1236,11 +1206,11 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f26(b, c, L, &p))
+            v2.append(_f26(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1261,23 +1231,22 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f30(b, c, L, &p))
+            v8.append(_f30(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v5, "ControllerId": v7, "Topics": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, n9, t
     cdef Py_ssize_t i4, i10
     cdef object v1, v2, v5, v7, v8, v11, d
@@ -1289,11 +1258,11 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f26(b, c, L, &p))
+            v2.append(_f26(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -1314,11 +1283,11 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 26 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f30(b, c, L, &p))
+            v8.append(_f30(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -1328,165 +1297,80 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 2
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v5, "ControllerId": v7, "Topics": v8, "ErrorCode": v11}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w7(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f7(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f7(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w12(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f12(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f12(b, b, len(b), &p, B)
     return v, p
 
-def _w15(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f15(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f15(b, b, len(b), &p, B)
     return v, p
 
-def _w16(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f16(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f16(b, b, len(b), &p, B)
     return v, p
 
-def _w17(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f17(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f17(b, b, len(b), &p, B)
     return v, p
 
-def _w20(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f20(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w20(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f20(b, b, len(b), &p, B)
     return v, p
 
-def _w23(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f23(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w23(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f23(b, b, len(b), &p, B)
     return v, p
 
-def _w25(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f25(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w25(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f25(b, b, len(b), &p, B)
     return v, p
 
-def _w29(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f29(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w29(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f29(b, b, len(b), &p, B)
     return v, p
 
-def _w31(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f31(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w31(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f31(b, b, len(b), &p, B)
     return v, p
 
-def _w32(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f32(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w32(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f32(b, b, len(b), &p, B)
     return v, p
 
-def _w33(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f33(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w33(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f33(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w1, 2: _w1, 3: _w1, 4: _w2, 5: _w2, 6: _w2, 7: _w2, 8: _w3, 9: _w5, 10: _w7, 11: _w8, 12: _w8, 13: _w8}
 RESPONSE = {0: _w12, 1: _w15, 2: _w16, 3: _w17, 4: _w17, 5: _w20, 6: _w20, 7: _w23, 8: _w25, 9: _w29, 10: _w31, 11: _w32, 12: _w32, 13: _w33}
-BUILD_HASH = '36c788a0ce1e0f90'
+BUILD_HASH = '5b472081c8f5ce46'

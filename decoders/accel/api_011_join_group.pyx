@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -36,8 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n7, n9
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -76,11 +72,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f0(b, c, L, &p))
+            v8.append(_f0(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -89,8 +85,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, n8, n10
     cdef Py_ssize_t i11
     cdef object v1, v3, v4, v5, v7, v9, d
@@ -130,11 +125,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = []
         for i11 in range(n10):
-            v9.append(_f0(b, c, L, &p))
+            v9.append(_f0(b, c, L, &p, B))
     elif n10 == -1:
         v9 = None
     else:
@@ -143,8 +138,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, n8, n10, n12
     cdef Py_ssize_t i13
     cdef object v1, v3, v4, v5, v7, v9, v11, d
@@ -193,11 +187,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
         if n12 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f0(b, c, L, &p))
+            v11.append(_f0(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -206,7 +200,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -230,12 +224,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Name": v1, "Metadata": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, n8, n10, n12, t
     cdef Py_ssize_t i13
     cdef object v1, v3, v4, v5, v7, v9, v11, d
@@ -284,23 +277,22 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f4(b, c, L, &p))
+            v11.append(_f4(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, n8, n10, n12, n15, t
     cdef Py_ssize_t i13
     cdef object v1, v3, v4, v5, v7, v9, v11, v14, d
@@ -349,11 +341,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f4(b, c, L, &p))
+            v11.append(_f4(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -369,11 +361,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v14}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -399,8 +391,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n8, n10
     cdef Py_ssize_t i11
     cdef object v1, v2, v3, v5, v7, v9, d
@@ -440,11 +431,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if n10 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = []
         for i11 in range(n10):
-            v9.append(_f7(b, c, L, &p))
+            v9.append(_f7(b, c, L, &p, B))
     elif n10 == -1:
         v9 = None
     else:
@@ -453,8 +444,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9, n11
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, d
@@ -495,11 +485,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
         if n11 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f7(b, c, L, &p))
+            v10.append(_f7(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -508,7 +498,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n6
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -543,8 +533,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9, n11
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, d
@@ -585,11 +574,11 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
         if n11 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f10(b, c, L, &p))
+            v10.append(_f10(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -598,7 +587,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n6, t
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -631,12 +620,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"MemberId": v1, "GroupInstanceId": v3, "Metadata": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9, n11, t
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, d
@@ -677,23 +665,22 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 -= 1
     if n11 >= 0:
         if n11 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f12(b, c, L, &p))
+            v10.append(_f12(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9, n11, n13, t
     cdef Py_ssize_t i14
     cdef object v1, v2, v3, v4, v6, v8, v10, v12, d
@@ -743,23 +730,22 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n13
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n13
+        if B.left < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
-            v12.append(_f12(b, c, L, &p))
+            v12.append(_f12(b, c, L, &p, B))
     elif n13 == -1:
         v12 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "MemberId": v10, "Members": v12}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, n7, n9, n12, n14, t
     cdef Py_ssize_t i15
     cdef object v1, v2, v3, v4, v6, v8, v10, v11, v13, d
@@ -812,122 +798,67 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n14 -= 1
     if n14 >= 0:
         if n14 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n14
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n14
+        if B.left < 0: raise ValueError('over budget')
         v13 = []
         for i15 in range(n14):
-            v13.append(_f12(b, c, L, &p))
+            v13.append(_f12(b, c, L, &p, B))
     elif n14 == -1:
         v13 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "SkipAssignment": v10, "MemberId": v11, "Members": v13}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w6(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f6(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f6(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w9(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f9(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f9(b, b, len(b), &p, B)
     return v, p
 
-def _w11(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f11(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f11(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
-def _w14(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f14(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w14(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f14(b, b, len(b), &p, B)
     return v, p
 
-def _w15(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f15(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f15(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w2, 2: _w2, 3: _w2, 4: _w2, 5: _w3, 6: _w5, 7: _w5, 8: _w6, 9: _w6}
 RESPONSE = {0: _w8, 1: _w8, 2: _w9, 3: _w9, 4: _w9, 5: _w11, 6: _w13, 7: _w14, 8: _w14, 9: _w15}
-BUILD_HASH = 'de512d94a20644ac'
+BUILD_HASH = '6b2a514f31f2cead'

@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -36,8 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n7
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v6, d
@@ -67,11 +63,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if n7 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f0(b, c, L, &p))
+            v6.append(_f0(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -80,8 +76,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n7, n9
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -120,11 +115,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         if n9 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f0(b, c, L, &p))
+            v8.append(_f0(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
@@ -133,7 +128,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -157,12 +152,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"MemberId": v1, "Assignment": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n7, n9, t
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, d
@@ -201,23 +195,22 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f3(b, c, L, &p))
+            v8.append(_f3(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "Assignments": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n5, n7, n9, n11, n13, t
     cdef Py_ssize_t i14
     cdef object v1, v3, v4, v6, v8, v10, v12, d
@@ -274,22 +267,22 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n13
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n13
+        if B.left < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
-            v12.append(_f3(b, c, L, &p))
+            v12.append(_f3(b, c, L, &p, B))
     elif n13 == -1:
         v12 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "ProtocolType": v8, "ProtocolName": v10, "Assignments": v12}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -309,7 +302,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -330,7 +323,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -349,11 +342,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Assignment": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n8, t
     cdef object v1, v2, v3, v5, v7, d
     cdef Py_ssize_t p = pp[0]
@@ -390,84 +383,44 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProtocolType": v3, "ProtocolName": v5, "Assignment": v7}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w6(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f6(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f6(b, b, len(b), &p, B)
     return v, p
 
-def _w7(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f7(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f7(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w9(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f9(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f9(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w1, 2: _w1, 3: _w2, 4: _w4, 5: _w5}
 RESPONSE = {0: _w6, 1: _w7, 2: _w7, 3: _w7, 4: _w8, 5: _w9}
-BUILD_HASH = '11f6badf7539324a'
+BUILD_HASH = '38243b7d2f4e0d77'

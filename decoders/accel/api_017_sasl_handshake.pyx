@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -27,8 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, d
@@ -40,8 +36,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
             need(p, 2, L)
@@ -62,25 +58,15 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-def _w0(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f0(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B)
     return v, p
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w1, 1: _w1}
-BUILD_HASH = '7ad5aee53e921957'
+BUILD_HASH = '20823cb7e0a19cc0'

@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -28,8 +24,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -39,8 +35,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -62,11 +57,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
         if n6 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f0(b, c, L, &p))
+            v5.append(_f0(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -75,8 +70,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -93,8 +87,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -102,12 +96,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -129,23 +122,22 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f2(b, c, L, &p))
+            v5.append(_f2(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
         raise ValueError('negative length')
     d = {"V3AndBelowTransactionalId": v1, "V3AndBelowProducerId": v3, "V3AndBelowProducerEpoch": v4, "V3AndBelowTopics": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n7, t
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v5, v6, d
@@ -168,23 +160,22 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f2(b, c, L, &p))
+            v6.append(_f2(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "VerifyOnly": v5, "Topics": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -193,22 +184,22 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f4(b, c, L, &p))
+            v1.append(_f4(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
         raise ValueError('negative length')
     d = {"Transactions": v1}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
     need(p, 6, L)
@@ -219,8 +210,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -238,11 +228,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f6(b, c, L, &p))
+            v3.append(_f6(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -251,8 +241,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -264,11 +253,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f7(b, c, L, &p))
+            v2.append(_f7(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -277,7 +266,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -287,12 +276,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 6
     d = {"PartitionIndex": v1, "PartitionErrorCode": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -310,23 +298,22 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 7 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f9(b, c, L, &p))
+            v3.append(_f9(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "ResultsByPartition": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -338,23 +325,22 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f10(b, c, L, &p))
+            v2.append(_f10(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ResultsByTopicV3AndBelow": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -372,23 +358,22 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f10(b, c, L, &p))
+            v3.append(_f10(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "TopicResults": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -401,77 +386,47 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f12(b, c, L, &p))
+            v3.append(_f12(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ResultsByTransaction": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w11(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f11(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f11(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w1, 2: _w1, 3: _w3, 4: _w5, 5: _w5}
 RESPONSE = {0: _w8, 1: _w8, 2: _w8, 3: _w11, 4: _w13, 5: _w13}
-BUILD_HASH = '072afff9815c7c6c'
+BUILD_HASH = '84b6c556ca915012'

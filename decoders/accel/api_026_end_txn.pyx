@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef object v1, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -32,7 +29,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef object v1, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -52,11 +49,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 11
     d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "Committed": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
     need(p, 6, L)
@@ -67,7 +64,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -77,11 +74,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 6
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -93,57 +90,32 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 16
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w0(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f0(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B)
     return v, p
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w1, 5: _w1}
 RESPONSE = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3, 5: _w4}
-BUILD_HASH = '6430fcabe65308ee'
+BUILD_HASH = '30513735f8a1a7a5'

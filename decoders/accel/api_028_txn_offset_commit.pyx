@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -31,8 +28,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -50,11 +46,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -63,8 +59,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n8
     cdef Py_ssize_t i9
     cdef object v1, v3, v5, v6, v7, d
@@ -95,11 +90,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f1(b, c, L, &p))
+            v7.append(_f1(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -108,7 +103,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -130,8 +125,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -149,11 +143,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f3(b, c, L, &p))
+            v3.append(_f3(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -162,8 +156,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n8
     cdef Py_ssize_t i9
     cdef object v1, v3, v5, v6, v7, d
@@ -194,11 +187,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f4(b, c, L, &p))
+            v7.append(_f4(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -207,7 +200,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n5, t
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -227,12 +220,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "CommittedOffset": v2, "CommittedLeaderEpoch": v3, "CommittedMetadata": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -250,23 +242,22 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f6(b, c, L, &p))
+            v3.append(_f6(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n9, n11, n13, t
     cdef Py_ssize_t i14
     cdef object v1, v3, v5, v6, v7, v8, v10, v12, d
@@ -316,23 +307,22 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n13
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n13
+        if B.left < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
-            v12.append(_f7(b, c, L, &p))
+            v12.append(_f7(b, c, L, &p, B))
     elif n13 == -1:
         v12 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -344,23 +334,22 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f6(b, c, L, &p))
+            v2.append(_f6(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n9, n11, n13, t
     cdef Py_ssize_t i14
     cdef object v1, v3, v5, v6, v7, v8, v10, v12, d
@@ -410,22 +399,22 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n13
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n13
+        if B.left < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
-            v12.append(_f9(b, c, L, &p))
+            v12.append(_f9(b, c, L, &p, B))
     elif n13 == -1:
         v12 = None
     else:
         raise ValueError('negative length')
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
     need(p, 6, L)
@@ -436,8 +425,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -455,11 +443,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f11(b, c, L, &p))
+            v3.append(_f11(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
@@ -468,8 +456,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -481,11 +468,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f12(b, c, L, &p))
+            v2.append(_f12(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -494,7 +481,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -504,12 +491,11 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 6
     d = {"PartitionIndex": v1, "ErrorCode": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef Py_ssize_t i5
     cdef object v1, v3, d
@@ -527,23 +513,22 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 7 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f14(b, c, L, &p))
+            v3.append(_f14(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -555,23 +540,22 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f15(b, c, L, &p))
+            v2.append(_f15(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -583,23 +567,22 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 7 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f14(b, c, L, &p))
+            v2.append(_f14(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -611,86 +594,51 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f17(b, c, L, &p))
+            v2.append(_f17(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w5(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f5(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f5(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w10(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f10(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f10(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
-def _w16(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f16(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f16(b, b, len(b), &p, B)
     return v, p
 
-def _w18(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f18(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w18(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f18(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w2, 2: _w5, 3: _w8, 4: _w8, 5: _w8, 6: _w10}
 RESPONSE = {0: _w13, 1: _w13, 2: _w13, 3: _w16, 4: _w16, 5: _w16, 6: _w18}
-BUILD_HASH = '271382df8ffbd827'
+BUILD_HASH = '5ce9a36ee9cc7e6f'

@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -27,7 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
@@ -42,11 +39,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"AuthBytes": v1}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5
     cdef object v1, v2, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -75,7 +72,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5
     cdef object v1, v2, v4, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -107,7 +104,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5, t
     cdef object v1, v2, v4, v6, d
     cdef Py_ssize_t p = pp[0]
@@ -137,57 +134,32 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 8
     d = {"ErrorCode": v1, "ErrorMessage": v2, "AuthBytes": v4, "SessionLifetimeMs": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w0(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f0(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B)
     return v, p
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w1}
 RESPONSE = {0: _w2, 1: _w3, 2: _w4}
-BUILD_HASH = 'd61dc76dac1f3da3'
+BUILD_HASH = '053ddd7b64981e6e'

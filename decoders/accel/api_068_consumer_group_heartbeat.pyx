@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -22,8 +18,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = arr_fixed(c, p, L, n3, b'i'); p += n3 * 4
     elif n3 == -1:
         v2 = None
@@ -31,12 +27,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n7, n9, n12, n15, n17, n19, t
     cdef Py_ssize_t i13, i20
     cdef object v1, v3, v5, v6, v8, v10, v11, v14, v16, v18, d
@@ -87,8 +82,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             p = uvar(c, p, L, &n15)
@@ -118,23 +113,22 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n19 -= 1
     if n19 >= 0:
         if n19 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n19
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n19
+        if B.left < 0: raise ValueError('over budget')
         v18 = []
         for i20 in range(n19):
-            v18.append(_f0(b, c, L, &p))
+            v18.append(_f0(b, c, L, &p, B))
     elif n19 == -1:
         v18 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "ServerAssignor": v16, "TopicPartitions": v18}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n7, n9, n12, n15, n17, n19, n21, t
     cdef Py_ssize_t i13, i22
     cdef object v1, v3, v5, v6, v8, v10, v11, v14, v16, v18, v20, d
@@ -185,8 +179,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
             p = uvar(c, p, L, &n15)
@@ -225,23 +219,22 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n21
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n21
+        if B.left < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
-            v20.append(_f0(b, c, L, &p))
+            v20.append(_f0(b, c, L, &p, B))
     elif n21 == -1:
         v20 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "SubscribedTopicRegex": v16, "ServerAssignor": v18, "TopicPartitions": v20}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -250,22 +243,22 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f0(b, c, L, &p))
+            v1.append(_f0(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
         raise ValueError('negative length')
     d = {"TopicPartitions": v1}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, m10, t
     cdef object v1, v2, v3, v5, v7, v8, v9, d
     cdef Py_ssize_t p = pp[0]
@@ -300,42 +293,27 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     if m10 < 0:
         v9 = None
     else:
-        v9 = _f3(b, c, L, &p)
+        v9 = _f3(b, c, L, &p, B)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w2}
 RESPONSE = {0: _w4, 1: _w4}
-BUILD_HASH = 'e6b13b6b10f896d1'
+BUILD_HASH = '70e39324849debf1'

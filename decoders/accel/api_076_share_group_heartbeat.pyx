@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n7, n9, n12, t
     cdef Py_ssize_t i10
     cdef object v1, v3, v5, v6, v8, v11, d
@@ -50,8 +46,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             p = uvar(c, p, L, &n12)
@@ -70,12 +66,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "RackId": v6, "SubscribedTopicNames": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -86,8 +81,8 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = arr_fixed(c, p, L, n3, b'i'); p += n3 * 4
     elif n3 == -1:
         v2 = None
@@ -95,12 +90,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef Py_ssize_t i3
     cdef object v1, d
@@ -109,22 +103,22 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = []
         for i3 in range(n2):
-            v1.append(_f1(b, c, L, &p))
+            v1.append(_f1(b, c, L, &p, B))
     elif n2 == -1:
         v1 = None
     else:
         raise ValueError('negative length')
     d = {"TopicPartitions": v1}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, m10, t
     cdef object v1, v2, v3, v5, v7, v8, v9, d
     cdef Py_ssize_t p = pp[0]
@@ -159,33 +153,23 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     if m10 < 0:
         v9 = None
     else:
-        v9 = _f2(b, c, L, &p)
+        v9 = _f2(b, c, L, &p, B)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w0(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f0(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B)
     return v, p
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w3, 1: _w3}
-BUILD_HASH = '87a4d515b44763ff'
+BUILD_HASH = 'b84ef0f7ead31d87'

@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -23,8 +19,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'b'); p += n4 * 1
     elif n4 == -1:
         v3 = None
@@ -32,12 +28,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"FirstOffset": v1, "LastOffset": v2, "AcknowledgeTypes": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, d
@@ -50,23 +45,22 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "PartitionMaxBytes": v2, "AcknowledgementBatches": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -78,23 +72,22 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 10 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f1(b, c, L, &p))
+            v2.append(_f1(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -105,8 +98,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = arr_fixed(c, p, L, n3, b'i'); p += n3 * 4
     elif n3 == -1:
         v2 = None
@@ -114,12 +107,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n10, n13, t
     cdef Py_ssize_t i11, i14
     cdef object v1, v3, v5, v6, v7, v8, v9, v12, d
@@ -152,11 +144,11 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = []
         for i11 in range(n10):
-            v9.append(_f2(b, c, L, &p))
+            v9.append(_f2(b, c, L, &p, B))
     elif n10 == -1:
         v9 = None
     else:
@@ -165,23 +157,22 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n13 -= 1
     if n13 >= 0:
         if n13 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n13
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n13
+        if B.left < 0: raise ValueError('over budget')
         v12 = []
         for i14 in range(n13):
-            v12.append(_f3(b, c, L, &p))
+            v12.append(_f3(b, c, L, &p, B))
     elif n13 == -1:
         v12 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "Topics": v9, "ForgottenTopicsData": v12}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -193,23 +184,22 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f0(b, c, L, &p))
+            v2.append(_f0(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -221,23 +211,22 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f5(b, c, L, &p))
+            v2.append(_f5(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n12, n15, t
     cdef Py_ssize_t i13, i16
     cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v14, d
@@ -272,11 +261,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f6(b, c, L, &p))
+            v11.append(_f6(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -285,23 +274,22 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n15
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n15
+        if B.left < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
-            v14.append(_f3(b, c, L, &p))
+            v14.append(_f3(b, c, L, &p, B))
     elif n15 == -1:
         v14 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "Topics": v11, "ForgottenTopicsData": v14}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n14, n17, t
     cdef Py_ssize_t i15, i18
     cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v16, d
@@ -338,11 +326,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n14 -= 1
     if n14 >= 0:
         if n14 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n14
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n14
+        if B.left < 0: raise ValueError('over budget')
         v13 = []
         for i15 in range(n14):
-            v13.append(_f6(b, c, L, &p))
+            v13.append(_f6(b, c, L, &p, B))
     elif n14 == -1:
         v13 = None
     else:
@@ -351,22 +339,22 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n17 -= 1
     if n17 >= 0:
         if n17 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n17
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n17
+        if B.left < 0: raise ValueError('over budget')
         v16 = []
         for i18 in range(n17):
-            v16.append(_f3(b, c, L, &p))
+            v16.append(_f3(b, c, L, &p, B))
     elif n17 == -1:
         v16 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "ShareAcquireMode": v11, "IsRenewAck": v12, "Topics": v13, "ForgottenTopicsData": v16}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -376,11 +364,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -391,12 +379,11 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 18
     d = {"FirstOffset": v1, "LastOffset": v2, "DeliveryCount": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n7, n10, n12, t
     cdef Py_ssize_t i13
     cdef object v1, v2, v3, v5, v6, v8, v9, v11, d
@@ -426,7 +413,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         v6 = None
     else:
         raise ValueError('negative length')
-    v8 = _f9(b, c, L, &p)
+    v8 = _f9(b, c, L, &p, B)
     p = uvar(c, p, L, &n10)
     n10 -= 1
     if n10 >= 0:
@@ -440,23 +427,22 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 19 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f10(b, c, L, &p))
+            v11.append(_f10(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcknowledgeErrorCode": v5, "AcknowledgeErrorMessage": v6, "CurrentLeader": v8, "Records": v9, "AcquiredRecords": v11}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -468,22 +454,22 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 22 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f11(b, c, L, &p))
+            v2.append(_f11(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -513,12 +499,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n9, t
     cdef Py_ssize_t i7, i10
     cdef object v1, v2, v3, v5, v8, d
@@ -540,11 +525,11 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f12(b, c, L, &p))
+            v5.append(_f12(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -553,23 +538,22 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f13(b, c, L, &p))
+            v8.append(_f13(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n7, n10, t
     cdef Py_ssize_t i8, i11
     cdef object v1, v2, v3, v5, v6, v9, d
@@ -594,11 +578,11 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f12(b, c, L, &p))
+            v6.append(_f12(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -607,68 +591,43 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = []
         for i11 in range(n10):
-            v9.append(_f13(b, c, L, &p))
+            v9.append(_f13(b, c, L, &p, B))
     elif n10 == -1:
         v9 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
-def _w7(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f7(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f7(b, b, len(b), &p, B)
     return v, p
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w14(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f14(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w14(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f14(b, b, len(b), &p, B)
     return v, p
 
-def _w15(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f15(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f15(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w4, 1: _w7, 2: _w8}
 RESPONSE = {0: _w14, 1: _w15, 2: _w15}
-BUILD_HASH = 'e8789bb7b083863c'
+BUILD_HASH = '533acd2c3f86b6dd'

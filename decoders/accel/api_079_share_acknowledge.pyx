@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -23,8 +19,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'b'); p += n4 * 1
     elif n4 == -1:
         v3 = None
@@ -32,12 +28,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"FirstOffset": v1, "LastOffset": v2, "AcknowledgeTypes": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -49,23 +44,22 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f0(b, c, L, &p))
+            v2.append(_f0(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -77,23 +71,22 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f1(b, c, L, &p))
+            v2.append(_f1(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n7, t
     cdef Py_ssize_t i8
     cdef object v1, v3, v5, v6, d
@@ -123,23 +116,22 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f2(b, c, L, &p))
+            v6.append(_f2(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "Topics": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n8, t
     cdef Py_ssize_t i9
     cdef object v1, v3, v5, v6, v7, d
@@ -170,22 +162,22 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 -= 1
     if n8 >= 0:
         if n8 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f2(b, c, L, &p))
+            v7.append(_f2(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
         raise ValueError('negative length')
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "IsRenewAck": v6, "Topics": v7}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -195,11 +187,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef object v1, v2, v3, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -216,15 +208,14 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         v3 = None
     else:
         raise ValueError('negative length')
-    v5 = _f5(b, c, L, &p)
+    v5 = _f5(b, c, L, &p, B)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "CurrentLeader": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -236,22 +227,22 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 17 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f6(b, c, L, &p))
+            v2.append(_f6(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef object v1, v2, v4, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -281,12 +272,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n9, t
     cdef Py_ssize_t i7, i10
     cdef object v1, v2, v3, v5, v8, d
@@ -308,11 +298,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f7(b, c, L, &p))
+            v5.append(_f7(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
@@ -321,23 +311,22 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
-            v8.append(_f8(b, c, L, &p))
+            v8.append(_f8(b, c, L, &p, B))
     elif n9 == -1:
         v8 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v8}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n7, n10, t
     cdef Py_ssize_t i8, i11
     cdef object v1, v2, v3, v5, v6, v9, d
@@ -362,11 +351,11 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n7 -= 1
     if n7 >= 0:
         if n7 * 18 > L - p: raise IndexError('truncated')
-        _budget -= n7
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n7
+        if B.left < 0: raise ValueError('over budget')
         v6 = []
         for i8 in range(n7):
-            v6.append(_f7(b, c, L, &p))
+            v6.append(_f7(b, c, L, &p, B))
     elif n7 == -1:
         v6 = None
     else:
@@ -375,59 +364,39 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n10 -= 1
     if n10 >= 0:
         if n10 * 11 > L - p: raise IndexError('truncated')
-        _budget -= n10
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n10
+        if B.left < 0: raise ValueError('over budget')
         v9 = []
         for i11 in range(n10):
-            v9.append(_f8(b, c, L, &p))
+            v9.append(_f8(b, c, L, &p, B))
     elif n10 == -1:
         v9 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v9}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
-def _w4(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f4(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f4(b, b, len(b), &p, B)
     return v, p
 
-def _w9(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f9(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f9(b, b, len(b), &p, B)
     return v, p
 
-def _w10(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f10(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f10(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w3, 1: _w3, 2: _w4}
 RESPONSE = {0: _w9, 1: _w9, 2: _w10}
-BUILD_HASH = '7b9f8abc0a542b66'
+BUILD_HASH = '44380730bc8b6379'

@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -34,12 +31,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Key": v1, "Value": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n6, t
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, d
@@ -61,23 +57,22 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f0(b, c, L, &p))
+            v5.append(_f0(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
         raise ValueError('negative length')
     d = {"Name": v1, "Partitions": v3, "ReplicationFactor": v4, "TopicConfigs": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n6, t
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -85,8 +80,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n2 -= 1
     if n2 >= 0:
         if n2 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n2
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n2
+        if B.left < 0: raise ValueError('over budget')
         v1 = arr_fixed(c, p, L, n2, b'h'); p += n2 * 2
     elif n2 == -1:
         v1 = None
@@ -96,8 +91,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'h'); p += n4 * 2
     elif n4 == -1:
         v3 = None
@@ -107,8 +102,8 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 2 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = arr_fixed(c, p, L, n6, b'h'); p += n6 * 2
     elif n6 == -1:
         v5 = None
@@ -116,12 +111,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"SourceTopics": v1, "SourceTopicRegex": v3, "RepartitionSourceTopics": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n7, n9, n12, n14, n17, n20, n22, n25, t
     cdef Py_ssize_t i5, i10, i15, i18, i23, i26
     cdef object v1, v3, v6, v8, v11, v13, v16, v19, v21, v24, d
@@ -139,8 +133,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
             p = uvar(c, p, L, &n7)
@@ -161,8 +155,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n9 -= 1
     if n9 >= 0:
         if n9 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n9
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n9
+        if B.left < 0: raise ValueError('over budget')
         v8 = []
         for i10 in range(n9):
             p = uvar(c, p, L, &n12)
@@ -183,11 +177,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n14 -= 1
     if n14 >= 0:
         if n14 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n14
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n14
+        if B.left < 0: raise ValueError('over budget')
         v13 = []
         for i15 in range(n14):
-            v13.append(_f1(b, c, L, &p))
+            v13.append(_f1(b, c, L, &p, B))
     elif n14 == -1:
         v13 = None
     else:
@@ -196,8 +190,8 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n17 -= 1
     if n17 >= 0:
         if n17 * 1 > L - p: raise IndexError('truncated')
-        _budget -= n17
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n17
+        if B.left < 0: raise ValueError('over budget')
         v16 = []
         for i18 in range(n17):
             p = uvar(c, p, L, &n20)
@@ -218,11 +212,11 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n22 -= 1
     if n22 >= 0:
         if n22 * 9 > L - p: raise IndexError('truncated')
-        _budget -= n22
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n22
+        if B.left < 0: raise ValueError('over budget')
         v21 = []
         for i23 in range(n22):
-            v21.append(_f1(b, c, L, &p))
+            v21.append(_f1(b, c, L, &p, B))
     elif n22 == -1:
         v21 = None
     else:
@@ -231,23 +225,22 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n25 -= 1
     if n25 >= 0:
         if n25 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n25
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n25
+        if B.left < 0: raise ValueError('over budget')
         v24 = []
         for i26 in range(n25):
-            v24.append(_f2(b, c, L, &p))
+            v24.append(_f2(b, c, L, &p, B))
     elif n25 == -1:
         v24 = None
     else:
         raise ValueError('negative length')
     d = {"SubtopologyId": v1, "SourceTopics": v3, "SourceTopicRegex": v8, "StateChangelogTopics": v13, "RepartitionSinkTopics": v16, "RepartitionSourceTopics": v21, "CopartitionGroups": v24}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -259,23 +252,22 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 8 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f3(b, c, L, &p))
+            v2.append(_f3(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"Epoch": v1, "Subtopologies": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -292,8 +284,8 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -301,11 +293,11 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"SubtopologyId": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -323,11 +315,11 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 2
     d = {"Host": v1, "Port": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, t
     cdef object v1, v3, v4, d
     cdef Py_ssize_t p = pp[0]
@@ -346,12 +338,11 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 12
     d = {"SubtopologyId": v1, "Partition": v3, "Offset": v4}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, n8, n10, m13, n15, n18, n21, n24, m26, n28, n31, n34, t
     cdef Py_ssize_t i16, i19, i22, i29, i32, i35
     cdef object v1, v3, v5, v6, v7, v9, v11, v12, v14, v17, v20, v23, v25, v27, v30, v33, v36, d
@@ -404,16 +395,16 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     if m13 < 0:
         v12 = None
     else:
-        v12 = _f4(b, c, L, &p)
+        v12 = _f4(b, c, L, &p, B)
     p = uvar(c, p, L, &n15)
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n15
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n15
+        if B.left < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
-            v14.append(_f5(b, c, L, &p))
+            v14.append(_f5(b, c, L, &p, B))
     elif n15 == -1:
         v14 = None
     else:
@@ -422,11 +413,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n18
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n18
+        if B.left < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
-            v17.append(_f5(b, c, L, &p))
+            v17.append(_f5(b, c, L, &p, B))
     elif n18 == -1:
         v17 = None
     else:
@@ -435,11 +426,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n21
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n21
+        if B.left < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
-            v20.append(_f5(b, c, L, &p))
+            v20.append(_f5(b, c, L, &p, B))
     elif n21 == -1:
         v20 = None
     else:
@@ -458,16 +449,16 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     if m26 < 0:
         v25 = None
     else:
-        v25 = _f6(b, c, L, &p)
+        v25 = _f6(b, c, L, &p, B)
     p = uvar(c, p, L, &n28)
     n28 -= 1
     if n28 >= 0:
         if n28 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n28
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n28
+        if B.left < 0: raise ValueError('over budget')
         v27 = []
         for i29 in range(n28):
-            v27.append(_f0(b, c, L, &p))
+            v27.append(_f0(b, c, L, &p, B))
     elif n28 == -1:
         v27 = None
     else:
@@ -476,11 +467,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n31 -= 1
     if n31 >= 0:
         if n31 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n31
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n31
+        if B.left < 0: raise ValueError('over budget')
         v30 = []
         for i32 in range(n31):
-            v30.append(_f7(b, c, L, &p))
+            v30.append(_f7(b, c, L, &p, B))
     elif n31 == -1:
         v30 = None
     else:
@@ -489,11 +480,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n34 -= 1
     if n34 >= 0:
         if n34 * 14 > L - p: raise IndexError('truncated')
-        _budget -= n34
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n34
+        if B.left < 0: raise ValueError('over budget')
         v33 = []
         for i35 in range(n34):
-            v33.append(_f7(b, c, L, &p))
+            v33.append(_f7(b, c, L, &p, B))
     elif n34 == -1:
         v33 = None
     else:
@@ -503,11 +494,11 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 1
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "EndpointInformationEpoch": v6, "InstanceId": v7, "RackId": v9, "RebalanceTimeoutMs": v11, "Topology": v12, "ActiveTasks": v14, "StandbyTasks": v17, "WarmupTasks": v20, "ProcessId": v23, "UserEndpoint": v25, "ClientTags": v27, "TaskOffsets": v30, "TaskEndOffsets": v33, "ShutdownApplication": v36}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -525,12 +516,11 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"StatusCode": v1, "StatusDetail": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -547,8 +537,8 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -556,26 +546,25 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
         raise ValueError('negative length')
     d = {"Topic": v1, "Partitions": v3}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n6, t
     cdef Py_ssize_t i4, i7
     cdef object v1, v2, v5, d
     cdef Py_ssize_t p = pp[0]
-    v1 = _f6(b, c, L, &p)
+    v1 = _f6(b, c, L, &p, B)
     p = uvar(c, p, L, &n3)
     n3 -= 1
     if n3 >= 0:
         if n3 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f10(b, c, L, &p))
+            v2.append(_f10(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
@@ -584,23 +573,22 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n6 -= 1
     if n6 >= 0:
         if n6 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n6
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n6
+        if B.left < 0: raise ValueError('over budget')
         v5 = []
         for i7 in range(n6):
-            v5.append(_f10(b, c, L, &p))
+            v5.append(_f10(b, c, L, &p, B))
     elif n6 == -1:
         v5 = None
     else:
         raise ValueError('negative length')
     d = {"UserEndpoint": v1, "ActivePartitions": v2, "StandbyPartitions": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n12, n15, n18, n21, n25, t
     cdef Py_ssize_t i13, i16, i19, i22, i26
     cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v17, v20, v23, v24, d
@@ -637,11 +625,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f9(b, c, L, &p))
+            v11.append(_f9(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -650,11 +638,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n15
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n15
+        if B.left < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
-            v14.append(_f5(b, c, L, &p))
+            v14.append(_f5(b, c, L, &p, B))
     elif n15 == -1:
         v14 = None
     else:
@@ -663,11 +651,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n18
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n18
+        if B.left < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
-            v17.append(_f5(b, c, L, &p))
+            v17.append(_f5(b, c, L, &p, B))
     elif n18 == -1:
         v17 = None
     else:
@@ -676,11 +664,11 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n21
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n21
+        if B.left < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
-            v20.append(_f5(b, c, L, &p))
+            v20.append(_f5(b, c, L, &p, B))
     elif n21 == -1:
         v20 = None
     else:
@@ -692,23 +680,22 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n25 -= 1
     if n25 >= 0:
         if n25 * 7 > L - p: raise IndexError('truncated')
-        _budget -= n25
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n25
+        if B.left < 0: raise ValueError('over budget')
         v24 = []
         for i26 in range(n25):
-            v24.append(_f11(b, c, L, &p))
+            v24.append(_f11(b, c, L, &p, B))
     elif n25 == -1:
         v24 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "AcceptableRecoveryLagLegacy": v9, "TaskOffsetIntervalMs": v10, "Status": v11, "ActiveTasks": v14, "StandbyTasks": v17, "WarmupTasks": v20, "EndpointInformationEpoch": v23, "PartitionsByUserEndpoint": v24}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, n6, n12, n15, n18, n21, n26, t
     cdef Py_ssize_t i13, i16, i19, i22, i27
     cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v17, v20, v23, v24, v25, d
@@ -745,11 +732,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n12 -= 1
     if n12 >= 0:
         if n12 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n12
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n12
+        if B.left < 0: raise ValueError('over budget')
         v11 = []
         for i13 in range(n12):
-            v11.append(_f9(b, c, L, &p))
+            v11.append(_f9(b, c, L, &p, B))
     elif n12 == -1:
         v11 = None
     else:
@@ -758,11 +745,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n15 -= 1
     if n15 >= 0:
         if n15 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n15
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n15
+        if B.left < 0: raise ValueError('over budget')
         v14 = []
         for i16 in range(n15):
-            v14.append(_f5(b, c, L, &p))
+            v14.append(_f5(b, c, L, &p, B))
     elif n15 == -1:
         v14 = None
     else:
@@ -771,11 +758,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n18 -= 1
     if n18 >= 0:
         if n18 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n18
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n18
+        if B.left < 0: raise ValueError('over budget')
         v17 = []
         for i19 in range(n18):
-            v17.append(_f5(b, c, L, &p))
+            v17.append(_f5(b, c, L, &p, B))
     elif n18 == -1:
         v17 = None
     else:
@@ -784,11 +771,11 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n21 -= 1
     if n21 >= 0:
         if n21 * 3 > L - p: raise IndexError('truncated')
-        _budget -= n21
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n21
+        if B.left < 0: raise ValueError('over budget')
         v20 = []
         for i22 in range(n21):
-            v20.append(_f5(b, c, L, &p))
+            v20.append(_f5(b, c, L, &p, B))
     elif n21 == -1:
         v20 = None
     else:
@@ -801,50 +788,35 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n26 -= 1
     if n26 >= 0:
         if n26 * 7 > L - p: raise IndexError('truncated')
-        _budget -= n26
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n26
+        if B.left < 0: raise ValueError('over budget')
         v25 = []
         for i27 in range(n26):
-            v25.append(_f11(b, c, L, &p))
+            v25.append(_f11(b, c, L, &p, B))
     elif n26 == -1:
         v25 = None
     else:
         raise ValueError('negative length')
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "TaskOffsetIntervalMs": v9, "AcceptableRecoveryLag": v10, "Status": v11, "ActiveTasks": v14, "StandbyTasks": v17, "WarmupTasks": v20, "TopologyDescriptionRequired": v23, "EndpointInformationEpoch": v24, "PartitionsByUserEndpoint": v25}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w8(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f8(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f8(b, b, len(b), &p, B)
     return v, p
 
-def _w12(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f12(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f12(b, b, len(b), &p, B)
     return v, p
 
-def _w13(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f13(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f13(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w8, 1: _w8}
 RESPONSE = {0: _w12, 1: _w13}
-BUILD_HASH = 'b46be1c80516019a'
+BUILD_HASH = '1c61ae6f0559219b'

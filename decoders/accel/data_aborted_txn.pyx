@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
     need(p, 32, L)
@@ -23,15 +20,10 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-def _w0(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f0(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B)
     return v, p
 
 
 VERSIONS = {0: _w0}
-BUILD_HASH = 'c51d20d1031a9625'
+BUILD_HASH = 'e5628892e6a870e3'

@@ -2,16 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
@@ -28,8 +24,8 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if n4 * 4 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = arr_fixed(c, p, L, n4, b'i'); p += n4 * 4
     elif n4 == -1:
         v3 = None
@@ -39,8 +35,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5, n8
     cdef Py_ssize_t i9
     cdef object v1, v2, v4, v6, v7, d
@@ -73,11 +68,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f0(b, c, L, &p))
+            v7.append(_f0(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -86,8 +81,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, n5, n8, n11
     cdef Py_ssize_t i9, i12
     cdef object v1, v2, v4, v6, v7, v10, v13, d
@@ -120,11 +114,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
         if n8 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n8
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n8
+        if B.left < 0: raise ValueError('over budget')
         v7 = []
         for i9 in range(n8):
-            v7.append(_f0(b, c, L, &p))
+            v7.append(_f0(b, c, L, &p, B))
     elif n8 == -1:
         v7 = None
     else:
@@ -133,11 +127,11 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
         if n11 * 6 > L - p: raise IndexError('truncated')
-        _budget -= n11
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n11
+        if B.left < 0: raise ValueError('over budget')
         v10 = []
         for i12 in range(n11):
-            v10.append(_f0(b, c, L, &p))
+            v10.append(_f0(b, c, L, &p, B))
     elif n11 == -1:
         v10 = None
     else:
@@ -149,24 +143,14 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     pp[0] = p
     return d
 
-def _w1(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f1(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B)
     return v, p
 
-def _w2(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f2(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B)
     return v, p
 
 
 VERSIONS = {0: _w1, 1: _w2, 2: _w2}
-BUILD_HASH = '90247529b9e6a641'
+BUILD_HASH = '6b0fa82536162c51'

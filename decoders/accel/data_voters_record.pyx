@@ -2,15 +2,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 
+from decoders.element_budget cimport ElementBudget
+
 from decoders import _runtime as _rt
 
-# Array elements left for this message (decoders._runtime.BUDGET, read and written back by
-# the entry points below).
-cdef Py_ssize_t _budget = 0
-cdef list _BUDGET = _rt.BUDGET
 
-
-cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n2, n4, t
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
@@ -37,11 +34,11 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 2
     d = {"Name": v1, "Host": v3, "Port": v5}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
+cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
@@ -51,12 +48,11 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     p += 4
     d = {"MinSupportedVersion": v1, "MaxSupportedVersion": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n4, t
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, v6, d
@@ -69,24 +65,23 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n4 -= 1
     if n4 >= 0:
         if n4 * 5 > L - p: raise IndexError('truncated')
-        _budget -= n4
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n4
+        if B.left < 0: raise ValueError('over budget')
         v3 = []
         for i5 in range(n4):
-            v3.append(_f0(b, c, L, &p))
+            v3.append(_f0(b, c, L, &p, B))
     elif n4 == -1:
         v3 = None
     else:
         raise ValueError('negative length')
-    v6 = _f1(b, c, L, &p)
+    v6 = _f1(b, c, L, &p, B)
     d = {"VoterId": v1, "VoterDirectoryId": v2, "Endpoints": v3, "KRaftVersionFeature": v6}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
-    global _budget
+cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
     cdef long long n3, t
     cdef Py_ssize_t i4
     cdef object v1, v2, d
@@ -98,31 +93,26 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):
     n3 -= 1
     if n3 >= 0:
         if n3 * 27 > L - p: raise IndexError('truncated')
-        _budget -= n3
-        if _budget < 0: raise ValueError('over budget')
+        B.left -= n3
+        if B.left < 0: raise ValueError('over budget')
         v2 = []
         for i4 in range(n3):
-            v2.append(_f2(b, c, L, &p))
+            v2.append(_f2(b, c, L, &p, B))
     elif n3 == -1:
         v2 = None
     else:
         raise ValueError('negative length')
     d = {"Version": v1, "Voters": v2}
     p = uvar(c, p, L, &t)
-    if t: p = _rt.tags(b, p, t, _T0, d)
+    if t: p = _rt.tags(b, p, t, _T0, d, B)
     pp[0] = p
     return d
 
-def _w3(bytes b, Py_ssize_t p):
-    global _budget
-    _budget = _BUDGET[0]
-    try:
-        v = _f3(b, b, len(b), &p)
-    finally:
-        _BUDGET[0] = _budget
+def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B)
     return v, p
 
 _T0 = {}
 
 VERSIONS = {0: _w3}
-BUILD_HASH = 'f2368e1027388571'
+BUILD_HASH = 'be39ef0010fa9bc1'

@@ -1,6 +1,6 @@
 """Render the resolved model into straight-line Python decoder modules.
 
-Each struct at each version becomes one function ``f(b, p) -> (dict, p)`` that reads its fields
+Each struct at each version becomes one function ``f(b, p, B) -> (dict, p)`` that reads its fields
 in wire order with precompiled ``struct`` formats (consecutive fixed-width fields share one
 unpack). Identical functions are emitted once per module, so versions that did not change the
 wire format share code. A line table maps each source line to the field it decodes, which is how
@@ -102,7 +102,7 @@ class ModuleBuilder:
         return self.add(fn)
 
     def value_fn(self, f: Field) -> str:
-        """A function reading one (tagged) field's value: ``(b, p) -> (value, p)``."""
+        """A function reading one (tagged) field's value: ``(b, p, B) -> (value, p)``."""
         fn = _Func()
         fn.emit(1, "L = len(b)")
         fn.emit(1, "try:")
@@ -180,9 +180,9 @@ class ModuleBuilder:
                 fn.emit(ind, f"if {m} < 0:")
                 fn.emit(ind + 1, f"{v} = None")
                 fn.emit(ind, "else:")
-                fn.emit(ind + 1, f"{v}, p = {sub}(b, p)")
+                fn.emit(ind + 1, f"{v}, p = {sub}(b, p, B)")
             else:
-                fn.emit(ind, f"{v}, p = {sub}(b, p)")
+                fn.emit(ind, f"{v}, p = {sub}(b, p, B)")
             return v
         if f.kind == "array":
             return self._array(fn, f, v, ind, index)
@@ -193,7 +193,7 @@ class ModuleBuilder:
         assert elem is not None
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        spend = [f"_B[0] -= {n}", f"if _B[0] < 0: raise _rt.over_budget({n})"]
+        spend = [f"B.left -= {n}", f"if B.left < 0: raise _rt.over_budget({n})"]
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
             # The bytes first (a count that cannot fit is truncation), then the element budget.
@@ -228,7 +228,7 @@ class ModuleBuilder:
                 self._inline_struct(fn, elem.struct, f.name, i, v, ind + 2)
             elif elem.kind == "struct":
                 x = fn.var("x")
-                fn.emit(ind + 2, f"{x}, p = {sub}(b, p)")
+                fn.emit(ind + 2, f"{x}, p = {sub}(b, p, B)")
                 fn.emit(ind + 2, f"{v}.append({x})")
             else:
                 x = self._field(fn, elem, ind + 2, i)
@@ -271,7 +271,7 @@ class ModuleBuilder:
             table = self._tag_table(st)
             fn.emit(ind, "t = b[p]; p += 1")
             fn.emit(ind, "if t > 127: t, p = _rt.uvarint(b, p, t)")
-            fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {table}, {d})")
+            fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {table}, {d}, B)")
         fn.emit(ind, f"{target}.append({d})")
 
     def _tag_table(self, st: Struct) -> str:
@@ -286,14 +286,14 @@ class ModuleBuilder:
         fn.current = ("_tagged", None)
         fn.emit(ind, "t = b[p]; p += 1")
         fn.emit(ind, "if t > 127: t, p = _rt.uvarint(b, p, t)")
-        fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {table}, d)")
+        fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {table}, d, B)")
         fn.current = None
 
     # -- module text -----------------------------------------------------------------------
 
     def render(self, tail: list[str]) -> str:
         out = [HEADER.rstrip("\n"), "# ruff: noqa", "import struct as _struct", "",
-               "from decoders import _runtime as _rt", "", "_B = _rt.BUDGET"]
+               "from decoders import _runtime as _rt"]
         for fmt, name in self.formats.items():
             out.append(f"{name} = _struct.Struct({fmt!r}).unpack_from")
         for fmt, name in self.arrays.items():
@@ -303,7 +303,7 @@ class ModuleBuilder:
         # Tables reference functions, so functions come first; they reference tables lazily.
         for name, lines, fields in self.ordered:
             out.append("")
-            out.append(f"def {name}(b, p):")
+            out.append(f"def {name}(b, p, B):")
             base = len(out) + 1  # 1-based line number of the first body line
             for offset, (line, fld) in enumerate(zip(lines, fields, strict=True)):
                 out.append(line)

@@ -33,10 +33,8 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
 
     def render(self, entries: list[str], tail: list[str]) -> str:
         out = [HEADER.rstrip("\n"), DIRECTIVES, "from decoders.accel._cy cimport *", "",
-               "from decoders import _runtime as _rt", "",
-               "# Array elements left for this message (decoders._runtime.BUDGET, read and written back by",
-               "# the entry points below).",
-               "cdef Py_ssize_t _budget = 0", "cdef list _BUDGET = _rt.BUDGET", ""]
+               "from decoders.element_budget cimport ElementBudget", "",
+               "from decoders import _runtime as _rt", ""]
         if self.text_functions:
             out[3:3] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
                         "from decoders.accel._text cimport *"]
@@ -64,39 +62,28 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             ]
         for name, body in self.ordered:
             out.append("")
-            out.append(f"cdef object {name}(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp):")
+            out.append(f"cdef object {name}(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, "
+                       "ElementBudget B):")
             out.append(body)
         for cname in entries:
             self.wrapper(cname)
-        entry_set = set(entries)
         for cname, wname in self.wrappers.items():
             out.append("")
-            out.append(f"def {wname}(bytes b, Py_ssize_t p):")
-            if cname in entry_set:
-                # An entry point (a message, header or embedded structure): spends the shared budget.
-                out.append("    global _budget")
-                out.append("    _budget = _BUDGET[0]")
-                out.append("    try:")
-                out.append(f"        v = {cname}(b, b, len(b), &p)")
-                out.append("    finally:")
-                out.append("        _BUDGET[0] = _budget")
-            else:
-                # A tagged field's reader, called back by _rt.tags while an entry point runs.
-                out.append(f"    v = {cname}(b, b, len(b), &p)")
+            # An entry point (a message, header or embedded structure), or a tagged field's reader called back
+            # by _rt.tags: each spends the budget it is given (the message's).
+            out.append(f"def {wname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
+            out.append(f"    v = {cname}(b, b, len(b), &p, B)")
             out.append("    return v, p")
         for cname, xname in self.text_entries.items():
             out.append("")
-            out.append(f"def {xname}(bytes b, Py_ssize_t p):")
-            out.append("    global _budget, _codes")
-            out.append("    _budget = _BUDGET[0]")
+            out.append(f"def {xname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
+            out.append("    global _codes")
             out.append("    _out.size = 0")
             out.append("    _codes = None")
             out.append("    try:")
-            out.append(f"        d = {cname}(b, b, len(b), &p)")
+            out.append(f"        d = {cname}(b, b, len(b), &p, B)")
             out.append("    except Exception:")
             out.append("        return None  # left to the dict path, which says why")
-            out.append("    finally:")
-            out.append("        _BUDGET[0] = _budget")
             out.append("    if p != len(b):")
             out.append("        return None")
             out.append("    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d")

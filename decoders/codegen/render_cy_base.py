@@ -63,7 +63,7 @@ class CyBuilderBase:
     wrappers: dict[str, str] = field(default_factory=dict)  # cdef name -> def wrapper name
 
     def _add(self, fn: CFunc, uses_t: bool, text: bool = False) -> str:
-        decls = ["    global _budget"] if any("_budget -=" in line for line in fn.lines) else []
+        decls = []
         if fn.longs or uses_t:
             decls.append("    cdef long long " + ", ".join(fn.longs + (["t"] if uses_t else [])))
         if fn.sizes:
@@ -80,7 +80,7 @@ class CyBuilderBase:
         return name
 
     def wrapper(self, cname: str) -> str:
-        """A Python-callable ``(b, p) -> (value, p)`` around the cdef function ``cname``."""
+        """A Python-callable ``(b, p, budget) -> (value, p)`` around the cdef function ``cname``."""
         name = self.wrappers.get(cname)
         if name is None:
             name = f"_w{cname[2:]}"
@@ -136,8 +136,8 @@ class CyBuilderBase:
             fn.emit(ind, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
         else:
             fn.emit(ind, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
-        fn.emit(ind, f"_budget -= {n}")
-        fn.emit(ind, f"if _budget < 0: raise ValueError({rt.OVER_BUDGET!r})")
+        fn.emit(ind, f"B.left -= {n}")
+        fn.emit(ind, f"if B.left < 0: raise ValueError({rt.OVER_BUDGET!r})")
 
 
 def _max_empty() -> int:

@@ -87,7 +87,7 @@ class CyReaders(CyBuilderBase):
             return v
         if f.kind == "struct":
             assert f.struct is not None
-            self._struct_call(fn, f, ind, f"{v} = {self.struct_fn(f.struct)}(b, c, L, &p)", f"{v} = None")
+            self._struct_call(fn, f, ind, f"{v} = {self.struct_fn(f.struct)}(b, c, L, &p, B)", f"{v} = None")
             return v
         if f.kind == "array":
             return self._array(fn, f, v, ind)
@@ -114,7 +114,7 @@ class CyReaders(CyBuilderBase):
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
             if elem.kind == "struct":
-                fn.emit(ind + 2, f"{v}.append({sub}(b, c, L, &p))")
+                fn.emit(ind + 2, f"{v}.append({sub}(b, c, L, &p, B))")
             else:
                 x = self._field(fn, elem, ind + 2)
                 fn.emit(ind + 2, f"{v}.append({x})")
@@ -127,4 +127,4 @@ class CyReaders(CyBuilderBase):
         if text not in self.tables:
             self.tables[text] = f"_T{len(self.tables)}"
         fn.emit(ind, "p = uvar(c, p, L, &t)")
-        fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {self.tables[text]}, {target})")
+        fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {self.tables[text]}, {target}, B)")

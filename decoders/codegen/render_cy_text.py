@@ -103,7 +103,7 @@ class CyTextWriters(CyBuilderBase):
             return
         if f.kind == "struct":
             assert f.struct is not None
-            self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p)", _JSON_NULL)
+            self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p, B)", _JSON_NULL)
             return
         if f.kind == "array":
             self._text_array(fn, f, ind)
@@ -123,14 +123,15 @@ class CyTextWriters(CyBuilderBase):
         fn.emit(ind + 2, f"if {i}: jput(&_out, b',', 1)")
         if elem.kind == "struct":
             assert elem.struct is not None
-            fn.emit(ind + 2, f"{self.text_fn(elem.struct)}(b, c, L, &p)")
+            fn.emit(ind + 2, f"{self.text_fn(elem.struct)}(b, c, L, &p, B)")
         else:
             self._text_field(fn, elem, ind + 2)
         fn.emit(ind + 1, "jput(&_out, b']', 1)")
         self._null_or_negative(fn, n, ind, _JSON_NULL)
 
     def text_entry(self, cname: str) -> str:
-        """A Python-callable ``(b, p) -> (text, codes, partial body) | None`` around the JSON writer ``cname``."""
+        """A Python-callable ``(b, p, budget) -> (text, codes, partial body) | None`` around the JSON writer
+        ``cname``."""
         name = self.text_entries.get(cname)
         if name is None:
             name = f"_x{cname[2:]}"

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>hi').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -15,7 +13,7 @@ _U6 = _struct.Struct('>ihqqq').unpack_from
 _U7 = _struct.Struct('>ii').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -32,7 +30,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -46,8 +44,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U1(b, p); p += 4
@@ -70,18 +68,18 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -92,7 +90,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -107,11 +105,11 @@ def _f3(b, p):
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f1(b, p)
+                x8, p = _f1(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -122,7 +120,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -139,12 +137,12 @@ def _f4(b, p):
         d = {"Index": v1, "Records": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -162,8 +160,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U1(b, p); p += 4
@@ -180,7 +178,7 @@ def _f5(b, p):
                 d9 = {"Index": v6, "Records": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -189,12 +187,12 @@ def _f5(b, p):
         d = {"Name": v1, "PartitionData": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -213,11 +211,11 @@ def _f6(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f5(b, p)
+                x8, p = _f5(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -226,12 +224,12 @@ def _f6(b, p):
         d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -240,8 +238,8 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -258,7 +256,7 @@ def _f7(b, p):
                 d8 = {"Index": v5, "Records": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -267,12 +265,12 @@ def _f7(b, p):
         d = {"TopicId": _rt.uuid(v1), "PartitionData": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -291,11 +289,11 @@ def _f8(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f7(b, p)
+                x8, p = _f7(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -304,12 +302,12 @@ def _f8(b, p):
         d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 14
@@ -318,7 +316,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -332,8 +330,8 @@ def _f10(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U4(b, p); p += 14
@@ -348,17 +346,17 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f10(b, p)
+                x4, p = _f10(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -369,17 +367,17 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f10(b, p)
+                x4, p = _f10(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -391,7 +389,7 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 22
@@ -400,7 +398,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -414,8 +412,8 @@ def _f14(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 22
@@ -430,17 +428,17 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f14(b, p)
+                x4, p = _f14(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -452,7 +450,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U6(b, p); p += 30
@@ -461,7 +459,7 @@ def _f16(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -475,8 +473,8 @@ def _f17(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U6(b, p); p += 30
@@ -491,17 +489,17 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f17(b, p)
+                x4, p = _f17(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -513,7 +511,7 @@ def _f18(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -530,15 +528,15 @@ def _f19(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U6(b, p); p += 30
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, = _U1(b, p); p += 4
@@ -569,7 +567,7 @@ def _f20(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -583,11 +581,11 @@ def _f21(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 36 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f20(b, p)
+                x6, p = _f20(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -598,17 +596,17 @@ def _f21(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f21(b, p)
+                x4, p = _f21(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -620,7 +618,7 @@ def _f22(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -637,12 +635,12 @@ def _f23(b, p):
         d = {"BatchIndex": v1, "BatchIndexErrorMessage": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U6(b, p); p += 30
@@ -651,8 +649,8 @@ def _f24(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, = _U1(b, p); p += 4
@@ -669,7 +667,7 @@ def _f24(b, p):
                 d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v6.append(d12)
         elif n7 == -1:
             v6 = None
@@ -688,12 +686,12 @@ def _f24(b, p):
         d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -711,11 +709,11 @@ def _f25(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 33 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f24(b, p)
+                x6, p = _f24(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -724,12 +722,12 @@ def _f25(b, p):
         d = {"Name": v1, "PartitionResponses": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -737,11 +735,11 @@ def _f26(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f25(b, p)
+                x4, p = _f25(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -751,32 +749,32 @@ def _f26(b, p):
         d = {"Responses": v1, "ThrottleTimeMs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f27(b, p):
+def _f27(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 8
         d = {"LeaderId": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f28(b, p):
+def _f28(b, p, B):
     L = len(b)
     try:
-        v1, p = _f27(b, p)
+        v1, p = _f27(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f29(b, p):
+def _f29(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U6(b, p); p += 30
@@ -785,8 +783,8 @@ def _f29(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, = _U1(b, p); p += 4
@@ -803,7 +801,7 @@ def _f29(b, p):
                 d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v6.append(d12)
         elif n7 == -1:
             v6 = None
@@ -822,12 +820,12 @@ def _f29(b, p):
         d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f30(b, p):
+def _f30(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -845,11 +843,11 @@ def _f30(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 33 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f29(b, p)
+                x6, p = _f29(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -858,12 +856,12 @@ def _f30(b, p):
         d = {"Name": v1, "PartitionResponses": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f31(b, p):
+def _f31(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -891,12 +889,12 @@ def _f31(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f32(b, p):
+def _f32(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -904,8 +902,8 @@ def _f32(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 11 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -933,7 +931,7 @@ def _f32(b, p):
                 d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v1.append(d10)
         elif n2 == -1:
             v1 = None
@@ -943,7 +941,7 @@ def _f32(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f33(b, p):
+def _f33(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -951,11 +949,11 @@ def _f33(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f30(b, p)
+                x4, p = _f30(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -965,12 +963,12 @@ def _f33(b, p):
         d = {"Responses": v1, "ThrottleTimeMs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f34(b, p):
+def _f34(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -979,11 +977,11 @@ def _f34(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f29(b, p)
+                x5, p = _f29(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -992,12 +990,12 @@ def _f34(b, p):
         d = {"TopicId": _rt.uuid(v1), "PartitionResponses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f35(b, p):
+def _f35(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1005,11 +1003,11 @@ def _f35(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f34(b, p)
+                x4, p = _f34(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -1019,7 +1017,7 @@ def _f35(b, p):
         d = {"Responses": v1, "ThrottleTimeMs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1033,5 +1031,5 @@ NAME = 'Produce'
 REQUEST = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f3, 5: _f3, 6: _f3, 7: _f3, 8: _f3, 9: _f6, 10: _f6, 11: _f6, 12: _f6, 13: _f8}
 RESPONSE = {0: _f11, 1: _f12, 2: _f15, 3: _f15, 4: _f15, 5: _f18, 6: _f18, 7: _f18, 8: _f22, 9: _f26, 10: _f33, 11: _f33, 12: _f33, 13: _f35}
 
-_LINES = {21: ('Index', None), 22: ('Records', None), 23: ('Records', None), 24: ('Records', None), 25: ('Records', None), 26: ('Records', None), 27: ('Records', None), 28: ('Records', None), 29: ('Records', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('PartitionData', None), 47: ('PartitionData', None), 48: ('PartitionData', None), 49: ('PartitionData', None), 50: ('PartitionData', None), 51: ('PartitionData', None), 52: ('PartitionData', None), 53: ('PartitionData[{}].Index', 'i5'), 54: ('PartitionData[{}].Records', 'i5'), 55: ('PartitionData[{}].Records', 'i5'), 56: ('PartitionData[{}].Records', 'i5'), 57: ('PartitionData[{}].Records', 'i5'), 58: ('PartitionData[{}].Records', 'i5'), 59: ('PartitionData[{}].Records', 'i5'), 60: ('PartitionData[{}].Records', 'i5'), 61: ('PartitionData[{}].Records', 'i5'), 62: ('PartitionData', 'i5'), 63: ('PartitionData', 'i5'), 64: ('PartitionData', None), 65: ('PartitionData', None), 66: ('PartitionData', None), 67: ('PartitionData', None), 76: ('Acks+TimeoutMs', None), 77: ('TopicData', None), 78: ('TopicData', None), 79: ('TopicData', None), 80: ('TopicData', None), 81: ('TopicData', None), 82: ('TopicData', None), 83: ('TopicData', None), 84: ('TopicData', 'i5'), 85: ('TopicData', 'i5'), 86: ('TopicData', None), 87: ('TopicData', None), 88: ('TopicData', None), 89: ('TopicData', None), 98: ('TransactionalId', None), 99: ('TransactionalId', None), 100: ('TransactionalId', None), 101: ('TransactionalId', None), 102: ('TransactionalId', None), 103: ('TransactionalId', None), 104: ('TransactionalId', None), 105: ('TransactionalId', None), 106: ('Acks+TimeoutMs', None), 107: ('TopicData', None), 108: ('TopicData', None), 109: ('TopicData', None), 110: ('TopicData', None), 111: ('TopicData', None), 112: ('TopicData', None), 113: ('TopicData', None), 114: ('TopicData', 'i7'), 115: ('TopicData', 'i7'), 116: ('TopicData', None), 117: ('TopicData', None), 118: ('TopicData', None), 119: ('TopicData', None), 128: ('Index', None), 129: ('Records', None), 130: ('Records', None), 131: ('Records', None), 132: ('Records', None), 133: ('Records', None), 134: ('Records', None), 135: ('Records', None), 136: ('Records', None), 137: ('Records', None), 138: ('Records', None), 140: ('_tagged', None), 141: ('_tagged', None), 142: ('_tagged', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('PartitionData', None), 161: ('PartitionData', None), 162: ('PartitionData', None), 163: ('PartitionData', None), 164: ('PartitionData', None), 165: ('PartitionData', None), 166: ('PartitionData', None), 167: ('PartitionData', None), 168: ('PartitionData', None), 169: ('PartitionData[{}].Index', 'i5'), 170: ('PartitionData[{}].Records', 'i5'), 171: ('PartitionData[{}].Records', 'i5'), 172: ('PartitionData[{}].Records', 'i5'), 173: ('PartitionData[{}].Records', 'i5'), 174: ('PartitionData[{}].Records', 'i5'), 175: ('PartitionData[{}].Records', 'i5'), 176: ('PartitionData[{}].Records', 'i5'), 177: ('PartitionData[{}].Records', 'i5'), 178: ('PartitionData[{}].Records', 'i5'), 179: ('PartitionData[{}].Records', 'i5'), 180: ('PartitionData', 'i5'), 181: ('PartitionData', 'i5'), 182: ('PartitionData', 'i5'), 183: ('PartitionData', 'i5'), 184: ('PartitionData', 'i5'), 185: ('PartitionData', None), 186: ('PartitionData', None), 187: ('PartitionData', None), 188: ('PartitionData', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('TransactionalId', None), 201: ('TransactionalId', None), 202: ('TransactionalId', None), 203: ('TransactionalId', None), 204: ('TransactionalId', None), 205: ('TransactionalId', None), 206: ('TransactionalId', None), 207: ('TransactionalId', None), 208: ('TransactionalId', None), 209: ('TransactionalId', None), 210: ('Acks+TimeoutMs', None), 211: ('TopicData', None), 212: ('TopicData', None), 213: ('TopicData', None), 214: ('TopicData', None), 215: ('TopicData', None), 216: ('TopicData', None), 217: ('TopicData', None), 218: ('TopicData', None), 219: ('TopicData', None), 220: ('TopicData', 'i7'), 221: ('TopicData', 'i7'), 222: ('TopicData', None), 223: ('TopicData', None), 224: ('TopicData', None), 225: ('TopicData', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('TopicId', None), 238: ('PartitionData', None), 239: ('PartitionData', None), 240: ('PartitionData', None), 241: ('PartitionData', None), 242: ('PartitionData', None), 243: ('PartitionData', None), 244: ('PartitionData', None), 245: ('PartitionData', None), 246: ('PartitionData', None), 247: ('PartitionData[{}].Index', 'i4'), 248: ('PartitionData[{}].Records', 'i4'), 249: ('PartitionData[{}].Records', 'i4'), 250: ('PartitionData[{}].Records', 'i4'), 251: ('PartitionData[{}].Records', 'i4'), 252: ('PartitionData[{}].Records', 'i4'), 253: ('PartitionData[{}].Records', 'i4'), 254: ('PartitionData[{}].Records', 'i4'), 255: ('PartitionData[{}].Records', 'i4'), 256: ('PartitionData[{}].Records', 'i4'), 257: ('PartitionData[{}].Records', 'i4'), 258: ('PartitionData', 'i4'), 259: ('PartitionData', 'i4'), 260: ('PartitionData', 'i4'), 261: ('PartitionData', 'i4'), 262: ('PartitionData', 'i4'), 263: ('PartitionData', None), 264: ('PartitionData', None), 265: ('PartitionData', None), 266: ('PartitionData', None), 268: ('_tagged', None), 269: ('_tagged', None), 270: ('_tagged', None), 278: ('TransactionalId', None), 279: ('TransactionalId', None), 280: ('TransactionalId', None), 281: ('TransactionalId', None), 282: ('TransactionalId', None), 283: ('TransactionalId', None), 284: ('TransactionalId', None), 285: ('TransactionalId', None), 286: ('TransactionalId', None), 287: ('TransactionalId', None), 288: ('Acks+TimeoutMs', None), 289: ('TopicData', None), 290: ('TopicData', None), 291: ('TopicData', None), 292: ('TopicData', None), 293: ('TopicData', None), 294: ('TopicData', None), 295: ('TopicData', None), 296: ('TopicData', None), 297: ('TopicData', None), 298: ('TopicData', 'i7'), 299: ('TopicData', 'i7'), 300: ('TopicData', None), 301: ('TopicData', None), 302: ('TopicData', None), 303: ('TopicData', None), 305: ('_tagged', None), 306: ('_tagged', None), 307: ('_tagged', None), 315: ('Index+ErrorCode+BaseOffset', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('Name', None), 331: ('Name', None), 332: ('PartitionResponses', None), 333: ('PartitionResponses', None), 334: ('PartitionResponses', None), 335: ('PartitionResponses', None), 336: ('PartitionResponses', None), 337: ('PartitionResponses', None), 338: ('PartitionResponses', None), 339: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset', 'i5'), 340: ('PartitionResponses', 'i5'), 341: ('PartitionResponses', 'i5'), 342: ('PartitionResponses', None), 343: ('PartitionResponses', None), 344: ('PartitionResponses', None), 345: ('PartitionResponses', None), 354: ('Responses', None), 355: ('Responses', None), 356: ('Responses', None), 357: ('Responses', None), 358: ('Responses', None), 359: ('Responses', None), 360: ('Responses', None), 361: ('Responses', 'i3'), 362: ('Responses', 'i3'), 363: ('Responses', None), 364: ('Responses', None), 365: ('Responses', None), 366: ('Responses', None), 375: ('Responses', None), 376: ('Responses', None), 377: ('Responses', None), 378: ('Responses', None), 379: ('Responses', None), 380: ('Responses', None), 381: ('Responses', None), 382: ('Responses', 'i3'), 383: ('Responses', 'i3'), 384: ('Responses', None), 385: ('Responses', None), 386: ('Responses', None), 387: ('Responses', None), 388: ('ThrottleTimeMs', None), 397: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs', None), 406: ('Name', None), 407: ('Name', None), 408: ('Name', None), 409: ('Name', None), 410: ('Name', None), 411: ('Name', None), 412: ('Name', None), 413: ('Name', None), 414: ('PartitionResponses', None), 415: ('PartitionResponses', None), 416: ('PartitionResponses', None), 417: ('PartitionResponses', None), 418: ('PartitionResponses', None), 419: ('PartitionResponses', None), 420: ('PartitionResponses', None), 421: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', 'i5'), 422: ('PartitionResponses', 'i5'), 423: ('PartitionResponses', 'i5'), 424: ('PartitionResponses', None), 425: ('PartitionResponses', None), 426: ('PartitionResponses', None), 427: ('PartitionResponses', None), 436: ('Responses', None), 437: ('Responses', None), 438: ('Responses', None), 439: ('Responses', None), 440: ('Responses', None), 441: ('Responses', None), 442: ('Responses', None), 443: ('Responses', 'i3'), 444: ('Responses', 'i3'), 445: ('Responses', None), 446: ('Responses', None), 447: ('Responses', None), 448: ('Responses', None), 449: ('ThrottleTimeMs', None), 458: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('Name', None), 474: ('Name', None), 475: ('PartitionResponses', None), 476: ('PartitionResponses', None), 477: ('PartitionResponses', None), 478: ('PartitionResponses', None), 479: ('PartitionResponses', None), 480: ('PartitionResponses', None), 481: ('PartitionResponses', None), 482: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', 'i5'), 483: ('PartitionResponses', 'i5'), 484: ('PartitionResponses', 'i5'), 485: ('PartitionResponses', None), 486: ('PartitionResponses', None), 487: ('PartitionResponses', None), 488: ('PartitionResponses', None), 497: ('Responses', None), 498: ('Responses', None), 499: ('Responses', None), 500: ('Responses', None), 501: ('Responses', None), 502: ('Responses', None), 503: ('Responses', None), 504: ('Responses', 'i3'), 505: ('Responses', 'i3'), 506: ('Responses', None), 507: ('Responses', None), 508: ('Responses', None), 509: ('Responses', None), 510: ('ThrottleTimeMs', None), 519: ('BatchIndex', None), 520: ('BatchIndexErrorMessage', None), 521: ('BatchIndexErrorMessage', None), 522: ('BatchIndexErrorMessage', None), 523: ('BatchIndexErrorMessage', None), 524: ('BatchIndexErrorMessage', None), 525: ('BatchIndexErrorMessage', None), 526: ('BatchIndexErrorMessage', None), 527: ('BatchIndexErrorMessage', None), 536: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 537: ('RecordErrors', None), 538: ('RecordErrors', None), 539: ('RecordErrors', None), 540: ('RecordErrors', None), 541: ('RecordErrors', None), 542: ('RecordErrors', None), 543: ('RecordErrors', None), 544: ('RecordErrors[{}].BatchIndex', 'i8'), 545: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 546: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 547: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 548: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 549: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 550: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 551: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 552: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 553: ('RecordErrors', 'i8'), 554: ('RecordErrors', 'i8'), 555: ('RecordErrors', None), 556: ('RecordErrors', None), 557: ('RecordErrors', None), 558: ('RecordErrors', None), 559: ('ErrorMessage', None), 560: ('ErrorMessage', None), 561: ('ErrorMessage', None), 562: ('ErrorMessage', None), 563: ('ErrorMessage', None), 564: ('ErrorMessage', None), 565: ('ErrorMessage', None), 566: ('ErrorMessage', None), 575: ('Name', None), 576: ('Name', None), 577: ('Name', None), 578: ('Name', None), 579: ('Name', None), 580: ('Name', None), 581: ('Name', None), 582: ('Name', None), 583: ('PartitionResponses', None), 584: ('PartitionResponses', None), 585: ('PartitionResponses', None), 586: ('PartitionResponses', None), 587: ('PartitionResponses', None), 588: ('PartitionResponses', None), 589: ('PartitionResponses', None), 590: ('PartitionResponses', 'i5'), 591: ('PartitionResponses', 'i5'), 592: ('PartitionResponses', None), 593: ('PartitionResponses', None), 594: ('PartitionResponses', None), 595: ('PartitionResponses', None), 604: ('Responses', None), 605: ('Responses', None), 606: ('Responses', None), 607: ('Responses', None), 608: ('Responses', None), 609: ('Responses', None), 610: ('Responses', None), 611: ('Responses', 'i3'), 612: ('Responses', 'i3'), 613: ('Responses', None), 614: ('Responses', None), 615: ('Responses', None), 616: ('Responses', None), 617: ('ThrottleTimeMs', None), 626: ('BatchIndex', None), 627: ('BatchIndexErrorMessage', None), 628: ('BatchIndexErrorMessage', None), 629: ('BatchIndexErrorMessage', None), 630: ('BatchIndexErrorMessage', None), 631: ('BatchIndexErrorMessage', None), 632: ('BatchIndexErrorMessage', None), 633: ('BatchIndexErrorMessage', None), 634: ('BatchIndexErrorMessage', None), 635: ('BatchIndexErrorMessage', None), 636: ('BatchIndexErrorMessage', None), 638: ('_tagged', None), 639: ('_tagged', None), 640: ('_tagged', None), 648: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 649: ('RecordErrors', None), 650: ('RecordErrors', None), 651: ('RecordErrors', None), 652: ('RecordErrors', None), 653: ('RecordErrors', None), 654: ('RecordErrors', None), 655: ('RecordErrors', None), 656: ('RecordErrors', None), 657: ('RecordErrors', None), 658: ('RecordErrors[{}].BatchIndex', 'i8'), 659: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 660: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 661: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 662: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 663: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 664: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 665: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 666: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 667: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 668: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 669: ('RecordErrors', 'i8'), 670: ('RecordErrors', 'i8'), 671: ('RecordErrors', 'i8'), 672: ('RecordErrors', 'i8'), 673: ('RecordErrors', 'i8'), 674: ('RecordErrors', None), 675: ('RecordErrors', None), 676: ('RecordErrors', None), 677: ('RecordErrors', None), 678: ('ErrorMessage', None), 679: ('ErrorMessage', None), 680: ('ErrorMessage', None), 681: ('ErrorMessage', None), 682: ('ErrorMessage', None), 683: ('ErrorMessage', None), 684: ('ErrorMessage', None), 685: ('ErrorMessage', None), 686: ('ErrorMessage', None), 687: ('ErrorMessage', None), 689: ('_tagged', None), 690: ('_tagged', None), 691: ('_tagged', None), 699: ('Name', None), 700: ('Name', None), 701: ('Name', None), 702: ('Name', None), 703: ('Name', None), 704: ('Name', None), 705: ('Name', None), 706: ('Name', None), 707: ('Name', None), 708: ('Name', None), 709: ('PartitionResponses', None), 710: ('PartitionResponses', None), 711: ('PartitionResponses', None), 712: ('PartitionResponses', None), 713: ('PartitionResponses', None), 714: ('PartitionResponses', None), 715: ('PartitionResponses', None), 716: ('PartitionResponses', None), 717: ('PartitionResponses', None), 718: ('PartitionResponses', 'i5'), 719: ('PartitionResponses', 'i5'), 720: ('PartitionResponses', None), 721: ('PartitionResponses', None), 722: ('PartitionResponses', None), 723: ('PartitionResponses', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None), 735: ('Responses', None), 736: ('Responses', None), 737: ('Responses', None), 738: ('Responses', None), 739: ('Responses', None), 740: ('Responses', None), 741: ('Responses', None), 742: ('Responses', None), 743: ('Responses', None), 744: ('Responses', 'i3'), 745: ('Responses', 'i3'), 746: ('Responses', None), 747: ('Responses', None), 748: ('Responses', None), 749: ('Responses', None), 750: ('ThrottleTimeMs', None), 752: ('_tagged', None), 753: ('_tagged', None), 754: ('_tagged', None), 762: ('LeaderId+LeaderEpoch', None), 764: ('_tagged', None), 765: ('_tagged', None), 766: ('_tagged', None), 774: ('CurrentLeader', None), 782: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 783: ('RecordErrors', None), 784: ('RecordErrors', None), 785: ('RecordErrors', None), 786: ('RecordErrors', None), 787: ('RecordErrors', None), 788: ('RecordErrors', None), 789: ('RecordErrors', None), 790: ('RecordErrors', None), 791: ('RecordErrors', None), 792: ('RecordErrors[{}].BatchIndex', 'i8'), 793: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 794: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 795: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 796: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 797: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 798: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 799: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 800: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 801: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 802: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 803: ('RecordErrors', 'i8'), 804: ('RecordErrors', 'i8'), 805: ('RecordErrors', 'i8'), 806: ('RecordErrors', 'i8'), 807: ('RecordErrors', 'i8'), 808: ('RecordErrors', None), 809: ('RecordErrors', None), 810: ('RecordErrors', None), 811: ('RecordErrors', None), 812: ('ErrorMessage', None), 813: ('ErrorMessage', None), 814: ('ErrorMessage', None), 815: ('ErrorMessage', None), 816: ('ErrorMessage', None), 817: ('ErrorMessage', None), 818: ('ErrorMessage', None), 819: ('ErrorMessage', None), 820: ('ErrorMessage', None), 821: ('ErrorMessage', None), 823: ('_tagged', None), 824: ('_tagged', None), 825: ('_tagged', None), 833: ('Name', None), 834: ('Name', None), 835: ('Name', None), 836: ('Name', None), 837: ('Name', None), 838: ('Name', None), 839: ('Name', None), 840: ('Name', None), 841: ('Name', None), 842: ('Name', None), 843: ('PartitionResponses', None), 844: ('PartitionResponses', None), 845: ('PartitionResponses', None), 846: ('PartitionResponses', None), 847: ('PartitionResponses', None), 848: ('PartitionResponses', None), 849: ('PartitionResponses', None), 850: ('PartitionResponses', None), 851: ('PartitionResponses', None), 852: ('PartitionResponses', 'i5'), 853: ('PartitionResponses', 'i5'), 854: ('PartitionResponses', None), 855: ('PartitionResponses', None), 856: ('PartitionResponses', None), 857: ('PartitionResponses', None), 859: ('_tagged', None), 860: ('_tagged', None), 861: ('_tagged', None), 869: ('NodeId', None), 870: ('Host', None), 871: ('Host', None), 872: ('Host', None), 873: ('Host', None), 874: ('Host', None), 875: ('Host', None), 876: ('Host', None), 877: ('Host', None), 878: ('Host', None), 879: ('Host', None), 880: ('Port', None), 881: ('Rack', None), 882: ('Rack', None), 883: ('Rack', None), 884: ('Rack', None), 885: ('Rack', None), 886: ('Rack', None), 887: ('Rack', None), 888: ('Rack', None), 889: ('Rack', None), 890: ('Rack', None), 892: ('_tagged', None), 893: ('_tagged', None), 894: ('_tagged', None), 902: ('NodeEndpoints', None), 903: ('NodeEndpoints', None), 904: ('NodeEndpoints', None), 905: ('NodeEndpoints', None), 906: ('NodeEndpoints', None), 907: ('NodeEndpoints', None), 908: ('NodeEndpoints', None), 909: ('NodeEndpoints', None), 910: ('NodeEndpoints', None), 911: ('NodeEndpoints[{}].NodeId', 'i3'), 912: ('NodeEndpoints[{}].Host', 'i3'), 913: ('NodeEndpoints[{}].Host', 'i3'), 914: ('NodeEndpoints[{}].Host', 'i3'), 915: ('NodeEndpoints[{}].Host', 'i3'), 916: ('NodeEndpoints[{}].Host', 'i3'), 917: ('NodeEndpoints[{}].Host', 'i3'), 918: ('NodeEndpoints[{}].Host', 'i3'), 919: ('NodeEndpoints[{}].Host', 'i3'), 920: ('NodeEndpoints[{}].Host', 'i3'), 921: ('NodeEndpoints[{}].Host', 'i3'), 922: ('NodeEndpoints[{}].Port', 'i3'), 923: ('NodeEndpoints[{}].Rack', 'i3'), 924: ('NodeEndpoints[{}].Rack', 'i3'), 925: ('NodeEndpoints[{}].Rack', 'i3'), 926: ('NodeEndpoints[{}].Rack', 'i3'), 927: ('NodeEndpoints[{}].Rack', 'i3'), 928: ('NodeEndpoints[{}].Rack', 'i3'), 929: ('NodeEndpoints[{}].Rack', 'i3'), 930: ('NodeEndpoints[{}].Rack', 'i3'), 931: ('NodeEndpoints[{}].Rack', 'i3'), 932: ('NodeEndpoints[{}].Rack', 'i3'), 933: ('NodeEndpoints', 'i3'), 934: ('NodeEndpoints', 'i3'), 935: ('NodeEndpoints', 'i3'), 936: ('NodeEndpoints', 'i3'), 937: ('NodeEndpoints', 'i3'), 938: ('NodeEndpoints', None), 939: ('NodeEndpoints', None), 940: ('NodeEndpoints', None), 941: ('NodeEndpoints', None), 949: ('Responses', None), 950: ('Responses', None), 951: ('Responses', None), 952: ('Responses', None), 953: ('Responses', None), 954: ('Responses', None), 955: ('Responses', None), 956: ('Responses', None), 957: ('Responses', None), 958: ('Responses', 'i3'), 959: ('Responses', 'i3'), 960: ('Responses', None), 961: ('Responses', None), 962: ('Responses', None), 963: ('Responses', None), 964: ('ThrottleTimeMs', None), 966: ('_tagged', None), 967: ('_tagged', None), 968: ('_tagged', None), 976: ('TopicId', None), 977: ('PartitionResponses', None), 978: ('PartitionResponses', None), 979: ('PartitionResponses', None), 980: ('PartitionResponses', None), 981: ('PartitionResponses', None), 982: ('PartitionResponses', None), 983: ('PartitionResponses', None), 984: ('PartitionResponses', None), 985: ('PartitionResponses', None), 986: ('PartitionResponses', 'i4'), 987: ('PartitionResponses', 'i4'), 988: ('PartitionResponses', None), 989: ('PartitionResponses', None), 990: ('PartitionResponses', None), 991: ('PartitionResponses', None), 993: ('_tagged', None), 994: ('_tagged', None), 995: ('_tagged', None), 1003: ('Responses', None), 1004: ('Responses', None), 1005: ('Responses', None), 1006: ('Responses', None), 1007: ('Responses', None), 1008: ('Responses', None), 1009: ('Responses', None), 1010: ('Responses', None), 1011: ('Responses', None), 1012: ('Responses', 'i3'), 1013: ('Responses', 'i3'), 1014: ('Responses', None), 1015: ('Responses', None), 1016: ('Responses', None), 1017: ('Responses', None), 1018: ('ThrottleTimeMs', None), 1020: ('_tagged', None), 1021: ('_tagged', None), 1022: ('_tagged', None)}
-BUILD_HASH = 'deb9518ea8e397d3'
+_LINES = {19: ('Index', None), 20: ('Records', None), 21: ('Records', None), 22: ('Records', None), 23: ('Records', None), 24: ('Records', None), 25: ('Records', None), 26: ('Records', None), 27: ('Records', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('PartitionData', None), 45: ('PartitionData', None), 46: ('PartitionData', None), 47: ('PartitionData', None), 48: ('PartitionData', None), 49: ('PartitionData', None), 50: ('PartitionData', None), 51: ('PartitionData[{}].Index', 'i5'), 52: ('PartitionData[{}].Records', 'i5'), 53: ('PartitionData[{}].Records', 'i5'), 54: ('PartitionData[{}].Records', 'i5'), 55: ('PartitionData[{}].Records', 'i5'), 56: ('PartitionData[{}].Records', 'i5'), 57: ('PartitionData[{}].Records', 'i5'), 58: ('PartitionData[{}].Records', 'i5'), 59: ('PartitionData[{}].Records', 'i5'), 60: ('PartitionData', 'i5'), 61: ('PartitionData', 'i5'), 62: ('PartitionData', None), 63: ('PartitionData', None), 64: ('PartitionData', None), 65: ('PartitionData', None), 74: ('Acks+TimeoutMs', None), 75: ('TopicData', None), 76: ('TopicData', None), 77: ('TopicData', None), 78: ('TopicData', None), 79: ('TopicData', None), 80: ('TopicData', None), 81: ('TopicData', None), 82: ('TopicData', 'i5'), 83: ('TopicData', 'i5'), 84: ('TopicData', None), 85: ('TopicData', None), 86: ('TopicData', None), 87: ('TopicData', None), 96: ('TransactionalId', None), 97: ('TransactionalId', None), 98: ('TransactionalId', None), 99: ('TransactionalId', None), 100: ('TransactionalId', None), 101: ('TransactionalId', None), 102: ('TransactionalId', None), 103: ('TransactionalId', None), 104: ('Acks+TimeoutMs', None), 105: ('TopicData', None), 106: ('TopicData', None), 107: ('TopicData', None), 108: ('TopicData', None), 109: ('TopicData', None), 110: ('TopicData', None), 111: ('TopicData', None), 112: ('TopicData', 'i7'), 113: ('TopicData', 'i7'), 114: ('TopicData', None), 115: ('TopicData', None), 116: ('TopicData', None), 117: ('TopicData', None), 126: ('Index', None), 127: ('Records', None), 128: ('Records', None), 129: ('Records', None), 130: ('Records', None), 131: ('Records', None), 132: ('Records', None), 133: ('Records', None), 134: ('Records', None), 135: ('Records', None), 136: ('Records', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('PartitionData', None), 159: ('PartitionData', None), 160: ('PartitionData', None), 161: ('PartitionData', None), 162: ('PartitionData', None), 163: ('PartitionData', None), 164: ('PartitionData', None), 165: ('PartitionData', None), 166: ('PartitionData', None), 167: ('PartitionData[{}].Index', 'i5'), 168: ('PartitionData[{}].Records', 'i5'), 169: ('PartitionData[{}].Records', 'i5'), 170: ('PartitionData[{}].Records', 'i5'), 171: ('PartitionData[{}].Records', 'i5'), 172: ('PartitionData[{}].Records', 'i5'), 173: ('PartitionData[{}].Records', 'i5'), 174: ('PartitionData[{}].Records', 'i5'), 175: ('PartitionData[{}].Records', 'i5'), 176: ('PartitionData[{}].Records', 'i5'), 177: ('PartitionData[{}].Records', 'i5'), 178: ('PartitionData', 'i5'), 179: ('PartitionData', 'i5'), 180: ('PartitionData', 'i5'), 181: ('PartitionData', 'i5'), 182: ('PartitionData', 'i5'), 183: ('PartitionData', None), 184: ('PartitionData', None), 185: ('PartitionData', None), 186: ('PartitionData', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None), 198: ('TransactionalId', None), 199: ('TransactionalId', None), 200: ('TransactionalId', None), 201: ('TransactionalId', None), 202: ('TransactionalId', None), 203: ('TransactionalId', None), 204: ('TransactionalId', None), 205: ('TransactionalId', None), 206: ('TransactionalId', None), 207: ('TransactionalId', None), 208: ('Acks+TimeoutMs', None), 209: ('TopicData', None), 210: ('TopicData', None), 211: ('TopicData', None), 212: ('TopicData', None), 213: ('TopicData', None), 214: ('TopicData', None), 215: ('TopicData', None), 216: ('TopicData', None), 217: ('TopicData', None), 218: ('TopicData', 'i7'), 219: ('TopicData', 'i7'), 220: ('TopicData', None), 221: ('TopicData', None), 222: ('TopicData', None), 223: ('TopicData', None), 225: ('_tagged', None), 226: ('_tagged', None), 227: ('_tagged', None), 235: ('TopicId', None), 236: ('PartitionData', None), 237: ('PartitionData', None), 238: ('PartitionData', None), 239: ('PartitionData', None), 240: ('PartitionData', None), 241: ('PartitionData', None), 242: ('PartitionData', None), 243: ('PartitionData', None), 244: ('PartitionData', None), 245: ('PartitionData[{}].Index', 'i4'), 246: ('PartitionData[{}].Records', 'i4'), 247: ('PartitionData[{}].Records', 'i4'), 248: ('PartitionData[{}].Records', 'i4'), 249: ('PartitionData[{}].Records', 'i4'), 250: ('PartitionData[{}].Records', 'i4'), 251: ('PartitionData[{}].Records', 'i4'), 252: ('PartitionData[{}].Records', 'i4'), 253: ('PartitionData[{}].Records', 'i4'), 254: ('PartitionData[{}].Records', 'i4'), 255: ('PartitionData[{}].Records', 'i4'), 256: ('PartitionData', 'i4'), 257: ('PartitionData', 'i4'), 258: ('PartitionData', 'i4'), 259: ('PartitionData', 'i4'), 260: ('PartitionData', 'i4'), 261: ('PartitionData', None), 262: ('PartitionData', None), 263: ('PartitionData', None), 264: ('PartitionData', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('TransactionalId', None), 277: ('TransactionalId', None), 278: ('TransactionalId', None), 279: ('TransactionalId', None), 280: ('TransactionalId', None), 281: ('TransactionalId', None), 282: ('TransactionalId', None), 283: ('TransactionalId', None), 284: ('TransactionalId', None), 285: ('TransactionalId', None), 286: ('Acks+TimeoutMs', None), 287: ('TopicData', None), 288: ('TopicData', None), 289: ('TopicData', None), 290: ('TopicData', None), 291: ('TopicData', None), 292: ('TopicData', None), 293: ('TopicData', None), 294: ('TopicData', None), 295: ('TopicData', None), 296: ('TopicData', 'i7'), 297: ('TopicData', 'i7'), 298: ('TopicData', None), 299: ('TopicData', None), 300: ('TopicData', None), 301: ('TopicData', None), 303: ('_tagged', None), 304: ('_tagged', None), 305: ('_tagged', None), 313: ('Index+ErrorCode+BaseOffset', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Name', None), 329: ('Name', None), 330: ('PartitionResponses', None), 331: ('PartitionResponses', None), 332: ('PartitionResponses', None), 333: ('PartitionResponses', None), 334: ('PartitionResponses', None), 335: ('PartitionResponses', None), 336: ('PartitionResponses', None), 337: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset', 'i5'), 338: ('PartitionResponses', 'i5'), 339: ('PartitionResponses', 'i5'), 340: ('PartitionResponses', None), 341: ('PartitionResponses', None), 342: ('PartitionResponses', None), 343: ('PartitionResponses', None), 352: ('Responses', None), 353: ('Responses', None), 354: ('Responses', None), 355: ('Responses', None), 356: ('Responses', None), 357: ('Responses', None), 358: ('Responses', None), 359: ('Responses', 'i3'), 360: ('Responses', 'i3'), 361: ('Responses', None), 362: ('Responses', None), 363: ('Responses', None), 364: ('Responses', None), 373: ('Responses', None), 374: ('Responses', None), 375: ('Responses', None), 376: ('Responses', None), 377: ('Responses', None), 378: ('Responses', None), 379: ('Responses', None), 380: ('Responses', 'i3'), 381: ('Responses', 'i3'), 382: ('Responses', None), 383: ('Responses', None), 384: ('Responses', None), 385: ('Responses', None), 386: ('ThrottleTimeMs', None), 395: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs', None), 404: ('Name', None), 405: ('Name', None), 406: ('Name', None), 407: ('Name', None), 408: ('Name', None), 409: ('Name', None), 410: ('Name', None), 411: ('Name', None), 412: ('PartitionResponses', None), 413: ('PartitionResponses', None), 414: ('PartitionResponses', None), 415: ('PartitionResponses', None), 416: ('PartitionResponses', None), 417: ('PartitionResponses', None), 418: ('PartitionResponses', None), 419: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', 'i5'), 420: ('PartitionResponses', 'i5'), 421: ('PartitionResponses', 'i5'), 422: ('PartitionResponses', None), 423: ('PartitionResponses', None), 424: ('PartitionResponses', None), 425: ('PartitionResponses', None), 434: ('Responses', None), 435: ('Responses', None), 436: ('Responses', None), 437: ('Responses', None), 438: ('Responses', None), 439: ('Responses', None), 440: ('Responses', None), 441: ('Responses', 'i3'), 442: ('Responses', 'i3'), 443: ('Responses', None), 444: ('Responses', None), 445: ('Responses', None), 446: ('Responses', None), 447: ('ThrottleTimeMs', None), 456: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Name', None), 472: ('Name', None), 473: ('PartitionResponses', None), 474: ('PartitionResponses', None), 475: ('PartitionResponses', None), 476: ('PartitionResponses', None), 477: ('PartitionResponses', None), 478: ('PartitionResponses', None), 479: ('PartitionResponses', None), 480: ('PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', 'i5'), 481: ('PartitionResponses', 'i5'), 482: ('PartitionResponses', 'i5'), 483: ('PartitionResponses', None), 484: ('PartitionResponses', None), 485: ('PartitionResponses', None), 486: ('PartitionResponses', None), 495: ('Responses', None), 496: ('Responses', None), 497: ('Responses', None), 498: ('Responses', None), 499: ('Responses', None), 500: ('Responses', None), 501: ('Responses', None), 502: ('Responses', 'i3'), 503: ('Responses', 'i3'), 504: ('Responses', None), 505: ('Responses', None), 506: ('Responses', None), 507: ('Responses', None), 508: ('ThrottleTimeMs', None), 517: ('BatchIndex', None), 518: ('BatchIndexErrorMessage', None), 519: ('BatchIndexErrorMessage', None), 520: ('BatchIndexErrorMessage', None), 521: ('BatchIndexErrorMessage', None), 522: ('BatchIndexErrorMessage', None), 523: ('BatchIndexErrorMessage', None), 524: ('BatchIndexErrorMessage', None), 525: ('BatchIndexErrorMessage', None), 534: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 535: ('RecordErrors', None), 536: ('RecordErrors', None), 537: ('RecordErrors', None), 538: ('RecordErrors', None), 539: ('RecordErrors', None), 540: ('RecordErrors', None), 541: ('RecordErrors', None), 542: ('RecordErrors[{}].BatchIndex', 'i8'), 543: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 544: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 545: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 546: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 547: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 548: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 549: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 550: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 551: ('RecordErrors', 'i8'), 552: ('RecordErrors', 'i8'), 553: ('RecordErrors', None), 554: ('RecordErrors', None), 555: ('RecordErrors', None), 556: ('RecordErrors', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('ErrorMessage', None), 560: ('ErrorMessage', None), 561: ('ErrorMessage', None), 562: ('ErrorMessage', None), 563: ('ErrorMessage', None), 564: ('ErrorMessage', None), 573: ('Name', None), 574: ('Name', None), 575: ('Name', None), 576: ('Name', None), 577: ('Name', None), 578: ('Name', None), 579: ('Name', None), 580: ('Name', None), 581: ('PartitionResponses', None), 582: ('PartitionResponses', None), 583: ('PartitionResponses', None), 584: ('PartitionResponses', None), 585: ('PartitionResponses', None), 586: ('PartitionResponses', None), 587: ('PartitionResponses', None), 588: ('PartitionResponses', 'i5'), 589: ('PartitionResponses', 'i5'), 590: ('PartitionResponses', None), 591: ('PartitionResponses', None), 592: ('PartitionResponses', None), 593: ('PartitionResponses', None), 602: ('Responses', None), 603: ('Responses', None), 604: ('Responses', None), 605: ('Responses', None), 606: ('Responses', None), 607: ('Responses', None), 608: ('Responses', None), 609: ('Responses', 'i3'), 610: ('Responses', 'i3'), 611: ('Responses', None), 612: ('Responses', None), 613: ('Responses', None), 614: ('Responses', None), 615: ('ThrottleTimeMs', None), 624: ('BatchIndex', None), 625: ('BatchIndexErrorMessage', None), 626: ('BatchIndexErrorMessage', None), 627: ('BatchIndexErrorMessage', None), 628: ('BatchIndexErrorMessage', None), 629: ('BatchIndexErrorMessage', None), 630: ('BatchIndexErrorMessage', None), 631: ('BatchIndexErrorMessage', None), 632: ('BatchIndexErrorMessage', None), 633: ('BatchIndexErrorMessage', None), 634: ('BatchIndexErrorMessage', None), 636: ('_tagged', None), 637: ('_tagged', None), 638: ('_tagged', None), 646: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 647: ('RecordErrors', None), 648: ('RecordErrors', None), 649: ('RecordErrors', None), 650: ('RecordErrors', None), 651: ('RecordErrors', None), 652: ('RecordErrors', None), 653: ('RecordErrors', None), 654: ('RecordErrors', None), 655: ('RecordErrors', None), 656: ('RecordErrors[{}].BatchIndex', 'i8'), 657: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 658: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 659: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 660: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 661: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 662: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 663: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 664: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 665: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 666: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 667: ('RecordErrors', 'i8'), 668: ('RecordErrors', 'i8'), 669: ('RecordErrors', 'i8'), 670: ('RecordErrors', 'i8'), 671: ('RecordErrors', 'i8'), 672: ('RecordErrors', None), 673: ('RecordErrors', None), 674: ('RecordErrors', None), 675: ('RecordErrors', None), 676: ('ErrorMessage', None), 677: ('ErrorMessage', None), 678: ('ErrorMessage', None), 679: ('ErrorMessage', None), 680: ('ErrorMessage', None), 681: ('ErrorMessage', None), 682: ('ErrorMessage', None), 683: ('ErrorMessage', None), 684: ('ErrorMessage', None), 685: ('ErrorMessage', None), 687: ('_tagged', None), 688: ('_tagged', None), 689: ('_tagged', None), 697: ('Name', None), 698: ('Name', None), 699: ('Name', None), 700: ('Name', None), 701: ('Name', None), 702: ('Name', None), 703: ('Name', None), 704: ('Name', None), 705: ('Name', None), 706: ('Name', None), 707: ('PartitionResponses', None), 708: ('PartitionResponses', None), 709: ('PartitionResponses', None), 710: ('PartitionResponses', None), 711: ('PartitionResponses', None), 712: ('PartitionResponses', None), 713: ('PartitionResponses', None), 714: ('PartitionResponses', None), 715: ('PartitionResponses', None), 716: ('PartitionResponses', 'i5'), 717: ('PartitionResponses', 'i5'), 718: ('PartitionResponses', None), 719: ('PartitionResponses', None), 720: ('PartitionResponses', None), 721: ('PartitionResponses', None), 723: ('_tagged', None), 724: ('_tagged', None), 725: ('_tagged', None), 733: ('Responses', None), 734: ('Responses', None), 735: ('Responses', None), 736: ('Responses', None), 737: ('Responses', None), 738: ('Responses', None), 739: ('Responses', None), 740: ('Responses', None), 741: ('Responses', None), 742: ('Responses', 'i3'), 743: ('Responses', 'i3'), 744: ('Responses', None), 745: ('Responses', None), 746: ('Responses', None), 747: ('Responses', None), 748: ('ThrottleTimeMs', None), 750: ('_tagged', None), 751: ('_tagged', None), 752: ('_tagged', None), 760: ('LeaderId+LeaderEpoch', None), 762: ('_tagged', None), 763: ('_tagged', None), 764: ('_tagged', None), 772: ('CurrentLeader', None), 780: ('Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', None), 781: ('RecordErrors', None), 782: ('RecordErrors', None), 783: ('RecordErrors', None), 784: ('RecordErrors', None), 785: ('RecordErrors', None), 786: ('RecordErrors', None), 787: ('RecordErrors', None), 788: ('RecordErrors', None), 789: ('RecordErrors', None), 790: ('RecordErrors[{}].BatchIndex', 'i8'), 791: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 792: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 793: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 794: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 795: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 796: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 797: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 798: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 799: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 800: ('RecordErrors[{}].BatchIndexErrorMessage', 'i8'), 801: ('RecordErrors', 'i8'), 802: ('RecordErrors', 'i8'), 803: ('RecordErrors', 'i8'), 804: ('RecordErrors', 'i8'), 805: ('RecordErrors', 'i8'), 806: ('RecordErrors', None), 807: ('RecordErrors', None), 808: ('RecordErrors', None), 809: ('RecordErrors', None), 810: ('ErrorMessage', None), 811: ('ErrorMessage', None), 812: ('ErrorMessage', None), 813: ('ErrorMessage', None), 814: ('ErrorMessage', None), 815: ('ErrorMessage', None), 816: ('ErrorMessage', None), 817: ('ErrorMessage', None), 818: ('ErrorMessage', None), 819: ('ErrorMessage', None), 821: ('_tagged', None), 822: ('_tagged', None), 823: ('_tagged', None), 831: ('Name', None), 832: ('Name', None), 833: ('Name', None), 834: ('Name', None), 835: ('Name', None), 836: ('Name', None), 837: ('Name', None), 838: ('Name', None), 839: ('Name', None), 840: ('Name', None), 841: ('PartitionResponses', None), 842: ('PartitionResponses', None), 843: ('PartitionResponses', None), 844: ('PartitionResponses', None), 845: ('PartitionResponses', None), 846: ('PartitionResponses', None), 847: ('PartitionResponses', None), 848: ('PartitionResponses', None), 849: ('PartitionResponses', None), 850: ('PartitionResponses', 'i5'), 851: ('PartitionResponses', 'i5'), 852: ('PartitionResponses', None), 853: ('PartitionResponses', None), 854: ('PartitionResponses', None), 855: ('PartitionResponses', None), 857: ('_tagged', None), 858: ('_tagged', None), 859: ('_tagged', None), 867: ('NodeId', None), 868: ('Host', None), 869: ('Host', None), 870: ('Host', None), 871: ('Host', None), 872: ('Host', None), 873: ('Host', None), 874: ('Host', None), 875: ('Host', None), 876: ('Host', None), 877: ('Host', None), 878: ('Port', None), 879: ('Rack', None), 880: ('Rack', None), 881: ('Rack', None), 882: ('Rack', None), 883: ('Rack', None), 884: ('Rack', None), 885: ('Rack', None), 886: ('Rack', None), 887: ('Rack', None), 888: ('Rack', None), 890: ('_tagged', None), 891: ('_tagged', None), 892: ('_tagged', None), 900: ('NodeEndpoints', None), 901: ('NodeEndpoints', None), 902: ('NodeEndpoints', None), 903: ('NodeEndpoints', None), 904: ('NodeEndpoints', None), 905: ('NodeEndpoints', None), 906: ('NodeEndpoints', None), 907: ('NodeEndpoints', None), 908: ('NodeEndpoints', None), 909: ('NodeEndpoints[{}].NodeId', 'i3'), 910: ('NodeEndpoints[{}].Host', 'i3'), 911: ('NodeEndpoints[{}].Host', 'i3'), 912: ('NodeEndpoints[{}].Host', 'i3'), 913: ('NodeEndpoints[{}].Host', 'i3'), 914: ('NodeEndpoints[{}].Host', 'i3'), 915: ('NodeEndpoints[{}].Host', 'i3'), 916: ('NodeEndpoints[{}].Host', 'i3'), 917: ('NodeEndpoints[{}].Host', 'i3'), 918: ('NodeEndpoints[{}].Host', 'i3'), 919: ('NodeEndpoints[{}].Host', 'i3'), 920: ('NodeEndpoints[{}].Port', 'i3'), 921: ('NodeEndpoints[{}].Rack', 'i3'), 922: ('NodeEndpoints[{}].Rack', 'i3'), 923: ('NodeEndpoints[{}].Rack', 'i3'), 924: ('NodeEndpoints[{}].Rack', 'i3'), 925: ('NodeEndpoints[{}].Rack', 'i3'), 926: ('NodeEndpoints[{}].Rack', 'i3'), 927: ('NodeEndpoints[{}].Rack', 'i3'), 928: ('NodeEndpoints[{}].Rack', 'i3'), 929: ('NodeEndpoints[{}].Rack', 'i3'), 930: ('NodeEndpoints[{}].Rack', 'i3'), 931: ('NodeEndpoints', 'i3'), 932: ('NodeEndpoints', 'i3'), 933: ('NodeEndpoints', 'i3'), 934: ('NodeEndpoints', 'i3'), 935: ('NodeEndpoints', 'i3'), 936: ('NodeEndpoints', None), 937: ('NodeEndpoints', None), 938: ('NodeEndpoints', None), 939: ('NodeEndpoints', None), 947: ('Responses', None), 948: ('Responses', None), 949: ('Responses', None), 950: ('Responses', None), 951: ('Responses', None), 952: ('Responses', None), 953: ('Responses', None), 954: ('Responses', None), 955: ('Responses', None), 956: ('Responses', 'i3'), 957: ('Responses', 'i3'), 958: ('Responses', None), 959: ('Responses', None), 960: ('Responses', None), 961: ('Responses', None), 962: ('ThrottleTimeMs', None), 964: ('_tagged', None), 965: ('_tagged', None), 966: ('_tagged', None), 974: ('TopicId', None), 975: ('PartitionResponses', None), 976: ('PartitionResponses', None), 977: ('PartitionResponses', None), 978: ('PartitionResponses', None), 979: ('PartitionResponses', None), 980: ('PartitionResponses', None), 981: ('PartitionResponses', None), 982: ('PartitionResponses', None), 983: ('PartitionResponses', None), 984: ('PartitionResponses', 'i4'), 985: ('PartitionResponses', 'i4'), 986: ('PartitionResponses', None), 987: ('PartitionResponses', None), 988: ('PartitionResponses', None), 989: ('PartitionResponses', None), 991: ('_tagged', None), 992: ('_tagged', None), 993: ('_tagged', None), 1001: ('Responses', None), 1002: ('Responses', None), 1003: ('Responses', None), 1004: ('Responses', None), 1005: ('Responses', None), 1006: ('Responses', None), 1007: ('Responses', None), 1008: ('Responses', None), 1009: ('Responses', None), 1010: ('Responses', 'i3'), 1011: ('Responses', 'i3'), 1012: ('Responses', None), 1013: ('Responses', None), 1014: ('Responses', None), 1015: ('Responses', None), 1016: ('ThrottleTimeMs', None), 1018: ('_tagged', None), 1019: ('_tagged', None), 1020: ('_tagged', None)}
+BUILD_HASH = 'd4771c3dd39e54f9'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -29,7 +27,7 @@ _U20 = _struct.Struct('>qi').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 16
@@ -38,7 +36,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -52,8 +50,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 16
@@ -68,18 +66,18 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 12
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f1(b, p)
+                x7, p = _f1(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -90,18 +88,18 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f1(b, p)
+                x8, p = _f1(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -112,18 +110,18 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U5(b, p); p += 17
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f1(b, p)
+                x9, p = _f1(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -134,7 +132,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 24
@@ -143,7 +141,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -157,8 +155,8 @@ def _f6(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 24 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 24
@@ -173,18 +171,18 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U5(b, p); p += 17
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f6(b, p)
+                x9, p = _f6(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -195,7 +193,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -209,8 +207,8 @@ def _f8(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -221,18 +219,18 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U7(b, p); p += 25
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f6(b, p)
+                x11, p = _f6(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -241,8 +239,8 @@ def _f9(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -256,8 +254,8 @@ def _f9(b, p):
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -274,7 +272,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U8(b, p); p += 28
@@ -283,7 +281,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -297,8 +295,8 @@ def _f11(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 28 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 28
@@ -313,18 +311,18 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U7(b, p); p += 25
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f11(b, p)
+                x11, p = _f11(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -333,8 +331,8 @@ def _f12(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -348,8 +346,8 @@ def _f12(b, p):
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -366,18 +364,18 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U7(b, p); p += 25
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f11(b, p)
+                x11, p = _f11(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -386,8 +384,8 @@ def _f13(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 6 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U2(b, p); p += 2
@@ -401,8 +399,8 @@ def _f13(b, p):
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -427,19 +425,19 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U9(b, p); p += 32
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -457,15 +455,15 @@ def _f15(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 33 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, = _U9(b, p); p += 32
                 d12 = {"Partition": v6, "CurrentLeaderEpoch": v7, "FetchOffset": v8, "LastFetchedEpoch": v9, "LogStartOffset": v10, "PartitionMaxBytes": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v3.append(d12)
         elif n4 == -1:
             v3 = None
@@ -474,12 +472,12 @@ def _f15(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -497,8 +495,8 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -507,12 +505,12 @@ def _f16(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -529,7 +527,7 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U7(b, p); p += 25
@@ -538,11 +536,11 @@ def _f18(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 3 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f15(b, p)
+                x11, p = _f15(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -553,8 +551,8 @@ def _f18(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -572,8 +570,8 @@ def _f18(b, p):
                 n18 -= 1
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -582,7 +580,7 @@ def _f18(b, p):
                 d19 = {"Topic": v15, "Partitions": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v12.append(d19)
         elif n13 == -1:
             v12 = None
@@ -601,12 +599,12 @@ def _f18(b, p):
         d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -615,15 +613,15 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
                 d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -632,12 +630,12 @@ def _f19(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -646,8 +644,8 @@ def _f20(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -656,12 +654,12 @@ def _f20(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U7(b, p); p += 25
@@ -670,11 +668,11 @@ def _f21(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 18 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f19(b, p)
+                x11, p = _f19(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -685,8 +683,8 @@ def _f21(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 18 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 v15, = _U10(b, p); p += 16
@@ -695,8 +693,8 @@ def _f21(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -705,7 +703,7 @@ def _f21(b, p):
                 d18 = {"TopicId": _rt.uuid(v15), "Partitions": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v12.append(d18)
         elif n13 == -1:
             v12 = None
@@ -724,32 +722,32 @@ def _f21(b, p):
         d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U12(b, p); p += 12
         d = {"ReplicaId": v1, "ReplicaEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
-        v1, p = _f22(b, p)
+        v1, p = _f22(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U11(b, p); p += 21
@@ -758,11 +756,11 @@ def _f24(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f19(b, p)
+                x10, p = _f19(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -773,8 +771,8 @@ def _f24(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -783,8 +781,8 @@ def _f24(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -793,7 +791,7 @@ def _f24(b, p):
                 d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -812,12 +810,12 @@ def _f24(b, p):
         d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -825,19 +823,19 @@ def _f25(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return _rt.uuid(v1), p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U9(b, p); p += 32
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T3, d)
+        if t: p = _rt.tags(b, p, t, _T3, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f27(b, p):
+def _f27(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -846,15 +844,15 @@ def _f27(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
                 d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T3, d11)
+                if t: p = _rt.tags(b, p, t, _T3, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -863,12 +861,12 @@ def _f27(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f28(b, p):
+def _f28(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U11(b, p); p += 21
@@ -877,11 +875,11 @@ def _f28(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f27(b, p)
+                x10, p = _f27(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -892,8 +890,8 @@ def _f28(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -902,8 +900,8 @@ def _f28(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -912,7 +910,7 @@ def _f28(b, p):
                 d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -931,12 +929,12 @@ def _f28(b, p):
         d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f29(b, p):
+def _f29(b, p, B):
     L = len(b)
     try:
         v1, = _U13(b, p); p += 8
@@ -944,19 +942,19 @@ def _f29(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f30(b, p):
+def _f30(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U9(b, p); p += 32
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "FetchOffset": v3, "LastFetchedEpoch": v4, "LogStartOffset": v5, "PartitionMaxBytes": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T4, d)
+        if t: p = _rt.tags(b, p, t, _T4, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f31(b, p):
+def _f31(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -965,15 +963,15 @@ def _f31(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 33 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, v9, v10, = _U9(b, p); p += 32
                 d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T4, d11)
+                if t: p = _rt.tags(b, p, t, _T4, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -982,12 +980,12 @@ def _f31(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f32(b, p):
+def _f32(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U11(b, p); p += 21
@@ -996,11 +994,11 @@ def _f32(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f31(b, p)
+                x10, p = _f31(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -1011,8 +1009,8 @@ def _f32(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U10(b, p); p += 16
@@ -1021,8 +1019,8 @@ def _f32(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -1031,7 +1029,7 @@ def _f32(b, p):
                 d17 = {"TopicId": _rt.uuid(v14), "Partitions": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -1050,12 +1048,12 @@ def _f32(b, p):
         d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f33(b, p):
+def _f33(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U14(b, p); p += 14
@@ -1072,7 +1070,7 @@ def _f33(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f34(b, p):
+def _f34(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -1086,8 +1084,8 @@ def _f34(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U14(b, p); p += 14
@@ -1110,17 +1108,17 @@ def _f34(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f35(b, p):
+def _f35(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f34(b, p)
+                x4, p = _f34(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -1131,18 +1129,18 @@ def _f35(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f36(b, p):
+def _f36(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f34(b, p)
+                x5, p = _f34(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1153,7 +1151,7 @@ def _f36(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f37(b, p):
+def _f37(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U16(b, p); p += 16
@@ -1162,15 +1160,15 @@ def _f37(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f38(b, p):
+def _f38(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U15(b, p); p += 22
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 16 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, = _U16(b, p); p += 16
@@ -1193,7 +1191,7 @@ def _f38(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f39(b, p):
+def _f39(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -1207,11 +1205,11 @@ def _f39(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f38(b, p)
+                x6, p = _f38(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -1222,18 +1220,18 @@ def _f39(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f40(b, p):
+def _f40(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f39(b, p)
+                x5, p = _f39(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1244,15 +1242,15 @@ def _f40(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f41(b, p):
+def _f41(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U17(b, p); p += 30
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 16 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
@@ -1275,7 +1273,7 @@ def _f41(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f42(b, p):
+def _f42(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -1289,11 +1287,11 @@ def _f42(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 38 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f41(b, p)
+                x6, p = _f41(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -1304,18 +1302,18 @@ def _f42(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f43(b, p):
+def _f43(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f42(b, p)
+                x5, p = _f42(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1326,18 +1324,18 @@ def _f43(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f44(b, p):
+def _f44(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U18(b, p); p += 10
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f42(b, p)
+                x7, p = _f42(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1348,15 +1346,15 @@ def _f44(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f45(b, p):
+def _f45(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U17(b, p); p += 30
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 16 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
@@ -1380,7 +1378,7 @@ def _f45(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f46(b, p):
+def _f46(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -1394,11 +1392,11 @@ def _f46(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 42 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f45(b, p)
+                x6, p = _f45(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -1409,18 +1407,18 @@ def _f46(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f47(b, p):
+def _f47(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U18(b, p); p += 10
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f46(b, p)
+                x7, p = _f46(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1431,79 +1429,79 @@ def _f47(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f48(b, p):
+def _f48(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U16(b, p); p += 16
         d = {"ProducerId": v1, "FirstOffset": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f49(b, p):
+def _f49(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U12(b, p); p += 12
         d = {"Epoch": v1, "EndOffset": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f50(b, p):
+def _f50(b, p, B):
     L = len(b)
     try:
-        v1, p = _f49(b, p)
+        v1, p = _f49(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f51(b, p):
+def _f51(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U19(b, p); p += 8
         d = {"LeaderId": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f52(b, p):
+def _f52(b, p, B):
     L = len(b)
     try:
-        v1, p = _f51(b, p)
+        v1, p = _f51(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f53(b, p):
+def _f53(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U20(b, p); p += 12
         d = {"EndOffset": v1, "Epoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f54(b, p):
+def _f54(b, p, B):
     L = len(b)
     try:
-        v1, p = _f53(b, p)
+        v1, p = _f53(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f55(b, p):
+def _f55(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U17(b, p); p += 30
@@ -1512,15 +1510,15 @@ def _f55(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 17 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U16(b, p); p += 16
                 d11 = {"ProducerId": v9, "FirstOffset": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v6.append(d11)
         elif n7 == -1:
             v6 = None
@@ -1540,12 +1538,12 @@ def _f55(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v12, "Records": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T5, d)
+        if t: p = _rt.tags(b, p, t, _T5, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f56(b, p):
+def _f56(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1563,11 +1561,11 @@ def _f56(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f55(b, p)
+                x6, p = _f55(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -1576,12 +1574,12 @@ def _f56(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f57(b, p):
+def _f57(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U18(b, p); p += 10
@@ -1590,11 +1588,11 @@ def _f57(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f56(b, p)
+                x7, p = _f56(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1603,12 +1601,12 @@ def _f57(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f58(b, p):
+def _f58(b, p, B):
     L = len(b)
     try:
         v1, = _U10(b, p); p += 16
@@ -1617,11 +1615,11 @@ def _f58(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 37 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f55(b, p)
+                x5, p = _f55(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1630,12 +1628,12 @@ def _f58(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f59(b, p):
+def _f59(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U18(b, p); p += 10
@@ -1644,11 +1642,11 @@ def _f59(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f58(b, p)
+                x7, p = _f58(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1657,12 +1655,12 @@ def _f59(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f60(b, p):
+def _f60(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -1690,12 +1688,12 @@ def _f60(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f61(b, p):
+def _f61(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1703,8 +1701,8 @@ def _f61(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 11 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -1732,7 +1730,7 @@ def _f61(b, p):
                 d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v1.append(d10)
         elif n2 == -1:
             v1 = None
@@ -1742,7 +1740,7 @@ def _f61(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f62(b, p):
+def _f62(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U18(b, p); p += 10
@@ -1751,11 +1749,11 @@ def _f62(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f58(b, p)
+                x7, p = _f58(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1764,7 +1762,7 @@ def _f62(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T6, d)
+        if t: p = _rt.tags(b, p, t, _T6, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1782,5 +1780,5 @@ NAME = 'Fetch'
 REQUEST = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f4, 5: _f7, 6: _f7, 7: _f9, 8: _f9, 9: _f12, 10: _f12, 11: _f13, 12: _f18, 13: _f21, 14: _f21, 15: _f24, 16: _f24, 17: _f28, 18: _f32}
 RESPONSE = {0: _f35, 1: _f36, 2: _f36, 3: _f36, 4: _f40, 5: _f43, 6: _f43, 7: _f44, 8: _f44, 9: _f44, 10: _f44, 11: _f47, 12: _f57, 13: _f59, 14: _f59, 15: _f59, 16: _f62, 17: _f62, 18: _f62}
 
-_LINES = {35: ('Partition+FetchOffset+PartitionMaxBytes', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', 'i5'), 60: ('Partitions', 'i5'), 61: ('Partitions', 'i5'), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 74: ('ReplicaId+MaxWaitMs+MinBytes', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', 'i6'), 83: ('Topics', 'i6'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 96: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', 'i7'), 105: ('Topics', 'i7'), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 118: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', 'i8'), 127: ('Topics', 'i8'), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 140: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 149: ('Topic', None), 150: ('Topic', None), 151: ('Topic', None), 152: ('Topic', None), 153: ('Topic', None), 154: ('Topic', None), 155: ('Topic', None), 156: ('Topic', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 165: ('Partitions', 'i5'), 166: ('Partitions', 'i5'), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 179: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', 'i8'), 188: ('Topics', 'i8'), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 201: ('Topic', None), 202: ('Topic', None), 203: ('Topic', None), 204: ('Topic', None), 205: ('Topic', None), 206: ('Topic', None), 207: ('Topic', None), 208: ('Topic', None), 209: ('Partitions', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions', None), 227: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', 'i10'), 236: ('Topics', 'i10'), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('ForgottenTopicsData', None), 242: ('ForgottenTopicsData', None), 243: ('ForgottenTopicsData', None), 244: ('ForgottenTopicsData', None), 245: ('ForgottenTopicsData', None), 246: ('ForgottenTopicsData', None), 247: ('ForgottenTopicsData', None), 248: ('ForgottenTopicsData[{}].Topic', 'i14'), 249: ('ForgottenTopicsData[{}].Topic', 'i14'), 250: ('ForgottenTopicsData[{}].Topic', 'i14'), 251: ('ForgottenTopicsData[{}].Topic', 'i14'), 252: ('ForgottenTopicsData[{}].Topic', 'i14'), 253: ('ForgottenTopicsData[{}].Topic', 'i14'), 254: ('ForgottenTopicsData[{}].Topic', 'i14'), 255: ('ForgottenTopicsData[{}].Topic', 'i14'), 256: ('ForgottenTopicsData[{}].Partitions', 'i14'), 257: ('ForgottenTopicsData[{}].Partitions', 'i14'), 258: ('ForgottenTopicsData[{}].Partitions', 'i14'), 259: ('ForgottenTopicsData[{}].Partitions', 'i14'), 260: ('ForgottenTopicsData[{}].Partitions', 'i14'), 261: ('ForgottenTopicsData[{}].Partitions', 'i14'), 262: ('ForgottenTopicsData[{}].Partitions', 'i14'), 263: ('ForgottenTopicsData[{}].Partitions', 'i14'), 264: ('ForgottenTopicsData[{}].Partitions', 'i14'), 265: ('ForgottenTopicsData[{}].Partitions', 'i14'), 266: ('ForgottenTopicsData', 'i14'), 267: ('ForgottenTopicsData', 'i14'), 268: ('ForgottenTopicsData', None), 269: ('ForgottenTopicsData', None), 270: ('ForgottenTopicsData', None), 271: ('ForgottenTopicsData', None), 280: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 289: ('Topic', None), 290: ('Topic', None), 291: ('Topic', None), 292: ('Topic', None), 293: ('Topic', None), 294: ('Topic', None), 295: ('Topic', None), 296: ('Topic', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', 'i5'), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 319: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', 'i10'), 328: ('Topics', 'i10'), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData', None), 335: ('ForgottenTopicsData', None), 336: ('ForgottenTopicsData', None), 337: ('ForgottenTopicsData', None), 338: ('ForgottenTopicsData', None), 339: ('ForgottenTopicsData', None), 340: ('ForgottenTopicsData[{}].Topic', 'i14'), 341: ('ForgottenTopicsData[{}].Topic', 'i14'), 342: ('ForgottenTopicsData[{}].Topic', 'i14'), 343: ('ForgottenTopicsData[{}].Topic', 'i14'), 344: ('ForgottenTopicsData[{}].Topic', 'i14'), 345: ('ForgottenTopicsData[{}].Topic', 'i14'), 346: ('ForgottenTopicsData[{}].Topic', 'i14'), 347: ('ForgottenTopicsData[{}].Topic', 'i14'), 348: ('ForgottenTopicsData[{}].Partitions', 'i14'), 349: ('ForgottenTopicsData[{}].Partitions', 'i14'), 350: ('ForgottenTopicsData[{}].Partitions', 'i14'), 351: ('ForgottenTopicsData[{}].Partitions', 'i14'), 352: ('ForgottenTopicsData[{}].Partitions', 'i14'), 353: ('ForgottenTopicsData[{}].Partitions', 'i14'), 354: ('ForgottenTopicsData[{}].Partitions', 'i14'), 355: ('ForgottenTopicsData[{}].Partitions', 'i14'), 356: ('ForgottenTopicsData[{}].Partitions', 'i14'), 357: ('ForgottenTopicsData[{}].Partitions', 'i14'), 358: ('ForgottenTopicsData', 'i14'), 359: ('ForgottenTopicsData', 'i14'), 360: ('ForgottenTopicsData', None), 361: ('ForgottenTopicsData', None), 362: ('ForgottenTopicsData', None), 363: ('ForgottenTopicsData', None), 372: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', 'i10'), 381: ('Topics', 'i10'), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('ForgottenTopicsData', None), 387: ('ForgottenTopicsData', None), 388: ('ForgottenTopicsData', None), 389: ('ForgottenTopicsData', None), 390: ('ForgottenTopicsData', None), 391: ('ForgottenTopicsData', None), 392: ('ForgottenTopicsData', None), 393: ('ForgottenTopicsData[{}].Topic', 'i14'), 394: ('ForgottenTopicsData[{}].Topic', 'i14'), 395: ('ForgottenTopicsData[{}].Topic', 'i14'), 396: ('ForgottenTopicsData[{}].Topic', 'i14'), 397: ('ForgottenTopicsData[{}].Topic', 'i14'), 398: ('ForgottenTopicsData[{}].Topic', 'i14'), 399: ('ForgottenTopicsData[{}].Topic', 'i14'), 400: ('ForgottenTopicsData[{}].Topic', 'i14'), 401: ('ForgottenTopicsData[{}].Partitions', 'i14'), 402: ('ForgottenTopicsData[{}].Partitions', 'i14'), 403: ('ForgottenTopicsData[{}].Partitions', 'i14'), 404: ('ForgottenTopicsData[{}].Partitions', 'i14'), 405: ('ForgottenTopicsData[{}].Partitions', 'i14'), 406: ('ForgottenTopicsData[{}].Partitions', 'i14'), 407: ('ForgottenTopicsData[{}].Partitions', 'i14'), 408: ('ForgottenTopicsData[{}].Partitions', 'i14'), 409: ('ForgottenTopicsData[{}].Partitions', 'i14'), 410: ('ForgottenTopicsData[{}].Partitions', 'i14'), 411: ('ForgottenTopicsData', 'i14'), 412: ('ForgottenTopicsData', 'i14'), 413: ('ForgottenTopicsData', None), 414: ('ForgottenTopicsData', None), 415: ('ForgottenTopicsData', None), 416: ('ForgottenTopicsData', None), 417: ('RackId', None), 418: ('RackId', None), 419: ('RackId', None), 420: ('RackId', None), 421: ('RackId', None), 422: ('RackId', None), 423: ('RackId', None), 424: ('RackId', None), 433: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 435: ('_tagged', None), 436: ('_tagged', None), 437: ('_tagged', None), 445: ('Topic', None), 446: ('Topic', None), 447: ('Topic', None), 448: ('Topic', None), 449: ('Topic', None), 450: ('Topic', None), 451: ('Topic', None), 452: ('Topic', None), 453: ('Topic', None), 454: ('Topic', None), 455: ('Partitions', None), 456: ('Partitions', None), 457: ('Partitions', None), 458: ('Partitions', None), 459: ('Partitions', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i5'), 465: ('Partitions', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', 'i5'), 468: ('Partitions', 'i5'), 469: ('Partitions', 'i5'), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 475: ('_tagged', None), 476: ('_tagged', None), 477: ('_tagged', None), 485: ('Topic', None), 486: ('Topic', None), 487: ('Topic', None), 488: ('Topic', None), 489: ('Topic', None), 490: ('Topic', None), 491: ('Topic', None), 492: ('Topic', None), 493: ('Topic', None), 494: ('Topic', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 504: ('Partitions', None), 505: ('Partitions', None), 506: ('Partitions', None), 508: ('_tagged', None), 509: ('_tagged', None), 510: ('_tagged', None), 518: ('ClusterId', None), 519: ('ClusterId', None), 520: ('ClusterId', None), 521: ('ClusterId', None), 522: ('ClusterId', None), 523: ('ClusterId', None), 524: ('ClusterId', None), 525: ('ClusterId', None), 526: ('ClusterId', None), 527: ('ClusterId', None), 535: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', None), 545: ('Topics', 'i10'), 546: ('Topics', 'i10'), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('ForgottenTopicsData', None), 552: ('ForgottenTopicsData', None), 553: ('ForgottenTopicsData', None), 554: ('ForgottenTopicsData', None), 555: ('ForgottenTopicsData', None), 556: ('ForgottenTopicsData', None), 557: ('ForgottenTopicsData', None), 558: ('ForgottenTopicsData', None), 559: ('ForgottenTopicsData', None), 560: ('ForgottenTopicsData[{}].Topic', 'i14'), 561: ('ForgottenTopicsData[{}].Topic', 'i14'), 562: ('ForgottenTopicsData[{}].Topic', 'i14'), 563: ('ForgottenTopicsData[{}].Topic', 'i14'), 564: ('ForgottenTopicsData[{}].Topic', 'i14'), 565: ('ForgottenTopicsData[{}].Topic', 'i14'), 566: ('ForgottenTopicsData[{}].Topic', 'i14'), 567: ('ForgottenTopicsData[{}].Topic', 'i14'), 568: ('ForgottenTopicsData[{}].Topic', 'i14'), 569: ('ForgottenTopicsData[{}].Topic', 'i14'), 570: ('ForgottenTopicsData[{}].Partitions', 'i14'), 571: ('ForgottenTopicsData[{}].Partitions', 'i14'), 572: ('ForgottenTopicsData[{}].Partitions', 'i14'), 573: ('ForgottenTopicsData[{}].Partitions', 'i14'), 574: ('ForgottenTopicsData[{}].Partitions', 'i14'), 575: ('ForgottenTopicsData[{}].Partitions', 'i14'), 576: ('ForgottenTopicsData[{}].Partitions', 'i14'), 577: ('ForgottenTopicsData[{}].Partitions', 'i14'), 578: ('ForgottenTopicsData[{}].Partitions', 'i14'), 579: ('ForgottenTopicsData[{}].Partitions', 'i14'), 580: ('ForgottenTopicsData[{}].Partitions', 'i14'), 581: ('ForgottenTopicsData[{}].Partitions', 'i14'), 582: ('ForgottenTopicsData', 'i14'), 583: ('ForgottenTopicsData', 'i14'), 584: ('ForgottenTopicsData', 'i14'), 585: ('ForgottenTopicsData', 'i14'), 586: ('ForgottenTopicsData', 'i14'), 587: ('ForgottenTopicsData', None), 588: ('ForgottenTopicsData', None), 589: ('ForgottenTopicsData', None), 590: ('ForgottenTopicsData', None), 591: ('RackId', None), 592: ('RackId', None), 593: ('RackId', None), 594: ('RackId', None), 595: ('RackId', None), 596: ('RackId', None), 597: ('RackId', None), 598: ('RackId', None), 599: ('RackId', None), 600: ('RackId', None), 602: ('_tagged', None), 603: ('_tagged', None), 604: ('_tagged', None), 612: ('TopicId', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions', None), 621: ('Partitions', None), 622: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 623: ('Partitions', 'i4'), 624: ('Partitions', 'i4'), 625: ('Partitions', 'i4'), 626: ('Partitions', 'i4'), 627: ('Partitions', 'i4'), 628: ('Partitions', None), 629: ('Partitions', None), 630: ('Partitions', None), 631: ('Partitions', None), 633: ('_tagged', None), 634: ('_tagged', None), 635: ('_tagged', None), 643: ('TopicId', None), 644: ('Partitions', None), 645: ('Partitions', None), 646: ('Partitions', None), 647: ('Partitions', None), 648: ('Partitions', None), 649: ('Partitions', None), 650: ('Partitions', None), 651: ('Partitions', None), 652: ('Partitions', None), 653: ('Partitions', None), 654: ('Partitions', None), 655: ('Partitions', None), 657: ('_tagged', None), 658: ('_tagged', None), 659: ('_tagged', None), 667: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', 'i10'), 678: ('Topics', 'i10'), 679: ('Topics', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('ForgottenTopicsData', None), 684: ('ForgottenTopicsData', None), 685: ('ForgottenTopicsData', None), 686: ('ForgottenTopicsData', None), 687: ('ForgottenTopicsData', None), 688: ('ForgottenTopicsData', None), 689: ('ForgottenTopicsData', None), 690: ('ForgottenTopicsData', None), 691: ('ForgottenTopicsData', None), 692: ('ForgottenTopicsData[{}].TopicId', 'i14'), 693: ('ForgottenTopicsData[{}].Partitions', 'i14'), 694: ('ForgottenTopicsData[{}].Partitions', 'i14'), 695: ('ForgottenTopicsData[{}].Partitions', 'i14'), 696: ('ForgottenTopicsData[{}].Partitions', 'i14'), 697: ('ForgottenTopicsData[{}].Partitions', 'i14'), 698: ('ForgottenTopicsData[{}].Partitions', 'i14'), 699: ('ForgottenTopicsData[{}].Partitions', 'i14'), 700: ('ForgottenTopicsData[{}].Partitions', 'i14'), 701: ('ForgottenTopicsData[{}].Partitions', 'i14'), 702: ('ForgottenTopicsData[{}].Partitions', 'i14'), 703: ('ForgottenTopicsData[{}].Partitions', 'i14'), 704: ('ForgottenTopicsData[{}].Partitions', 'i14'), 705: ('ForgottenTopicsData', 'i14'), 706: ('ForgottenTopicsData', 'i14'), 707: ('ForgottenTopicsData', 'i14'), 708: ('ForgottenTopicsData', 'i14'), 709: ('ForgottenTopicsData', 'i14'), 710: ('ForgottenTopicsData', None), 711: ('ForgottenTopicsData', None), 712: ('ForgottenTopicsData', None), 713: ('ForgottenTopicsData', None), 714: ('RackId', None), 715: ('RackId', None), 716: ('RackId', None), 717: ('RackId', None), 718: ('RackId', None), 719: ('RackId', None), 720: ('RackId', None), 721: ('RackId', None), 722: ('RackId', None), 723: ('RackId', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None), 735: ('ReplicaId+ReplicaEpoch', None), 737: ('_tagged', None), 738: ('_tagged', None), 739: ('_tagged', None), 747: ('ReplicaState', None), 755: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 756: ('Topics', None), 757: ('Topics', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('Topics', None), 761: ('Topics', None), 762: ('Topics', None), 763: ('Topics', None), 764: ('Topics', None), 765: ('Topics', 'i9'), 766: ('Topics', 'i9'), 767: ('Topics', None), 768: ('Topics', None), 769: ('Topics', None), 770: ('Topics', None), 771: ('ForgottenTopicsData', None), 772: ('ForgottenTopicsData', None), 773: ('ForgottenTopicsData', None), 774: ('ForgottenTopicsData', None), 775: ('ForgottenTopicsData', None), 776: ('ForgottenTopicsData', None), 777: ('ForgottenTopicsData', None), 778: ('ForgottenTopicsData', None), 779: ('ForgottenTopicsData', None), 780: ('ForgottenTopicsData[{}].TopicId', 'i13'), 781: ('ForgottenTopicsData[{}].Partitions', 'i13'), 782: ('ForgottenTopicsData[{}].Partitions', 'i13'), 783: ('ForgottenTopicsData[{}].Partitions', 'i13'), 784: ('ForgottenTopicsData[{}].Partitions', 'i13'), 785: ('ForgottenTopicsData[{}].Partitions', 'i13'), 786: ('ForgottenTopicsData[{}].Partitions', 'i13'), 787: ('ForgottenTopicsData[{}].Partitions', 'i13'), 788: ('ForgottenTopicsData[{}].Partitions', 'i13'), 789: ('ForgottenTopicsData[{}].Partitions', 'i13'), 790: ('ForgottenTopicsData[{}].Partitions', 'i13'), 791: ('ForgottenTopicsData[{}].Partitions', 'i13'), 792: ('ForgottenTopicsData[{}].Partitions', 'i13'), 793: ('ForgottenTopicsData', 'i13'), 794: ('ForgottenTopicsData', 'i13'), 795: ('ForgottenTopicsData', 'i13'), 796: ('ForgottenTopicsData', 'i13'), 797: ('ForgottenTopicsData', 'i13'), 798: ('ForgottenTopicsData', None), 799: ('ForgottenTopicsData', None), 800: ('ForgottenTopicsData', None), 801: ('ForgottenTopicsData', None), 802: ('RackId', None), 803: ('RackId', None), 804: ('RackId', None), 805: ('RackId', None), 806: ('RackId', None), 807: ('RackId', None), 808: ('RackId', None), 809: ('RackId', None), 810: ('RackId', None), 811: ('RackId', None), 813: ('_tagged', None), 814: ('_tagged', None), 815: ('_tagged', None), 823: ('ReplicaDirectoryId', None), 831: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 833: ('_tagged', None), 834: ('_tagged', None), 835: ('_tagged', None), 843: ('TopicId', None), 844: ('Partitions', None), 845: ('Partitions', None), 846: ('Partitions', None), 847: ('Partitions', None), 848: ('Partitions', None), 849: ('Partitions', None), 850: ('Partitions', None), 851: ('Partitions', None), 852: ('Partitions', None), 853: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 854: ('Partitions', 'i4'), 855: ('Partitions', 'i4'), 856: ('Partitions', 'i4'), 857: ('Partitions', 'i4'), 858: ('Partitions', 'i4'), 859: ('Partitions', None), 860: ('Partitions', None), 861: ('Partitions', None), 862: ('Partitions', None), 864: ('_tagged', None), 865: ('_tagged', None), 866: ('_tagged', None), 874: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 875: ('Topics', None), 876: ('Topics', None), 877: ('Topics', None), 878: ('Topics', None), 879: ('Topics', None), 880: ('Topics', None), 881: ('Topics', None), 882: ('Topics', None), 883: ('Topics', None), 884: ('Topics', 'i9'), 885: ('Topics', 'i9'), 886: ('Topics', None), 887: ('Topics', None), 888: ('Topics', None), 889: ('Topics', None), 890: ('ForgottenTopicsData', None), 891: ('ForgottenTopicsData', None), 892: ('ForgottenTopicsData', None), 893: ('ForgottenTopicsData', None), 894: ('ForgottenTopicsData', None), 895: ('ForgottenTopicsData', None), 896: ('ForgottenTopicsData', None), 897: ('ForgottenTopicsData', None), 898: ('ForgottenTopicsData', None), 899: ('ForgottenTopicsData[{}].TopicId', 'i13'), 900: ('ForgottenTopicsData[{}].Partitions', 'i13'), 901: ('ForgottenTopicsData[{}].Partitions', 'i13'), 902: ('ForgottenTopicsData[{}].Partitions', 'i13'), 903: ('ForgottenTopicsData[{}].Partitions', 'i13'), 904: ('ForgottenTopicsData[{}].Partitions', 'i13'), 905: ('ForgottenTopicsData[{}].Partitions', 'i13'), 906: ('ForgottenTopicsData[{}].Partitions', 'i13'), 907: ('ForgottenTopicsData[{}].Partitions', 'i13'), 908: ('ForgottenTopicsData[{}].Partitions', 'i13'), 909: ('ForgottenTopicsData[{}].Partitions', 'i13'), 910: ('ForgottenTopicsData[{}].Partitions', 'i13'), 911: ('ForgottenTopicsData[{}].Partitions', 'i13'), 912: ('ForgottenTopicsData', 'i13'), 913: ('ForgottenTopicsData', 'i13'), 914: ('ForgottenTopicsData', 'i13'), 915: ('ForgottenTopicsData', 'i13'), 916: ('ForgottenTopicsData', 'i13'), 917: ('ForgottenTopicsData', None), 918: ('ForgottenTopicsData', None), 919: ('ForgottenTopicsData', None), 920: ('ForgottenTopicsData', None), 921: ('RackId', None), 922: ('RackId', None), 923: ('RackId', None), 924: ('RackId', None), 925: ('RackId', None), 926: ('RackId', None), 927: ('RackId', None), 928: ('RackId', None), 929: ('RackId', None), 930: ('RackId', None), 932: ('_tagged', None), 933: ('_tagged', None), 934: ('_tagged', None), 942: ('HighWatermark', None), 950: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 952: ('_tagged', None), 953: ('_tagged', None), 954: ('_tagged', None), 962: ('TopicId', None), 963: ('Partitions', None), 964: ('Partitions', None), 965: ('Partitions', None), 966: ('Partitions', None), 967: ('Partitions', None), 968: ('Partitions', None), 969: ('Partitions', None), 970: ('Partitions', None), 971: ('Partitions', None), 972: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 973: ('Partitions', 'i4'), 974: ('Partitions', 'i4'), 975: ('Partitions', 'i4'), 976: ('Partitions', 'i4'), 977: ('Partitions', 'i4'), 978: ('Partitions', None), 979: ('Partitions', None), 980: ('Partitions', None), 981: ('Partitions', None), 983: ('_tagged', None), 984: ('_tagged', None), 985: ('_tagged', None), 993: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', None), 1000: ('Topics', None), 1001: ('Topics', None), 1002: ('Topics', None), 1003: ('Topics', 'i9'), 1004: ('Topics', 'i9'), 1005: ('Topics', None), 1006: ('Topics', None), 1007: ('Topics', None), 1008: ('Topics', None), 1009: ('ForgottenTopicsData', None), 1010: ('ForgottenTopicsData', None), 1011: ('ForgottenTopicsData', None), 1012: ('ForgottenTopicsData', None), 1013: ('ForgottenTopicsData', None), 1014: ('ForgottenTopicsData', None), 1015: ('ForgottenTopicsData', None), 1016: ('ForgottenTopicsData', None), 1017: ('ForgottenTopicsData', None), 1018: ('ForgottenTopicsData[{}].TopicId', 'i13'), 1019: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1020: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1021: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1022: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1023: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1024: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1025: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1026: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1027: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1028: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1029: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1030: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1031: ('ForgottenTopicsData', 'i13'), 1032: ('ForgottenTopicsData', 'i13'), 1033: ('ForgottenTopicsData', 'i13'), 1034: ('ForgottenTopicsData', 'i13'), 1035: ('ForgottenTopicsData', 'i13'), 1036: ('ForgottenTopicsData', None), 1037: ('ForgottenTopicsData', None), 1038: ('ForgottenTopicsData', None), 1039: ('ForgottenTopicsData', None), 1040: ('RackId', None), 1041: ('RackId', None), 1042: ('RackId', None), 1043: ('RackId', None), 1044: ('RackId', None), 1045: ('RackId', None), 1046: ('RackId', None), 1047: ('RackId', None), 1048: ('RackId', None), 1049: ('RackId', None), 1051: ('_tagged', None), 1052: ('_tagged', None), 1053: ('_tagged', None), 1061: ('PartitionIndex+ErrorCode+HighWatermark', None), 1062: ('Records', None), 1063: ('Records', None), 1064: ('Records', None), 1065: ('Records', None), 1066: ('Records', None), 1067: ('Records', None), 1068: ('Records', None), 1069: ('Records', None), 1078: ('Topic', None), 1079: ('Topic', None), 1080: ('Topic', None), 1081: ('Topic', None), 1082: ('Topic', None), 1083: ('Topic', None), 1084: ('Topic', None), 1085: ('Topic', None), 1086: ('Partitions', None), 1087: ('Partitions', None), 1088: ('Partitions', None), 1089: ('Partitions', None), 1090: ('Partitions', None), 1091: ('Partitions', None), 1092: ('Partitions', None), 1093: ('Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', 'i5'), 1094: ('Partitions[{}].Records', 'i5'), 1095: ('Partitions[{}].Records', 'i5'), 1096: ('Partitions[{}].Records', 'i5'), 1097: ('Partitions[{}].Records', 'i5'), 1098: ('Partitions[{}].Records', 'i5'), 1099: ('Partitions[{}].Records', 'i5'), 1100: ('Partitions[{}].Records', 'i5'), 1101: ('Partitions[{}].Records', 'i5'), 1102: ('Partitions', 'i5'), 1103: ('Partitions', 'i5'), 1104: ('Partitions', None), 1105: ('Partitions', None), 1106: ('Partitions', None), 1107: ('Partitions', None), 1116: ('Responses', None), 1117: ('Responses', None), 1118: ('Responses', None), 1119: ('Responses', None), 1120: ('Responses', None), 1121: ('Responses', None), 1122: ('Responses', None), 1123: ('Responses', 'i3'), 1124: ('Responses', 'i3'), 1125: ('Responses', None), 1126: ('Responses', None), 1127: ('Responses', None), 1128: ('Responses', None), 1137: ('ThrottleTimeMs', None), 1138: ('Responses', None), 1139: ('Responses', None), 1140: ('Responses', None), 1141: ('Responses', None), 1142: ('Responses', None), 1143: ('Responses', None), 1144: ('Responses', None), 1145: ('Responses', 'i4'), 1146: ('Responses', 'i4'), 1147: ('Responses', None), 1148: ('Responses', None), 1149: ('Responses', None), 1150: ('Responses', None), 1159: ('ProducerId+FirstOffset', None), 1168: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 1169: ('AbortedTransactions', None), 1170: ('AbortedTransactions', None), 1171: ('AbortedTransactions', None), 1172: ('AbortedTransactions', None), 1173: ('AbortedTransactions', None), 1174: ('AbortedTransactions', None), 1175: ('AbortedTransactions', None), 1176: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i7'), 1177: ('AbortedTransactions', 'i7'), 1178: ('AbortedTransactions', 'i7'), 1179: ('AbortedTransactions', None), 1180: ('AbortedTransactions', None), 1181: ('AbortedTransactions', None), 1182: ('AbortedTransactions', None), 1183: ('Records', None), 1184: ('Records', None), 1185: ('Records', None), 1186: ('Records', None), 1187: ('Records', None), 1188: ('Records', None), 1189: ('Records', None), 1190: ('Records', None), 1199: ('Topic', None), 1200: ('Topic', None), 1201: ('Topic', None), 1202: ('Topic', None), 1203: ('Topic', None), 1204: ('Topic', None), 1205: ('Topic', None), 1206: ('Topic', None), 1207: ('Partitions', None), 1208: ('Partitions', None), 1209: ('Partitions', None), 1210: ('Partitions', None), 1211: ('Partitions', None), 1212: ('Partitions', None), 1213: ('Partitions', None), 1214: ('Partitions', 'i5'), 1215: ('Partitions', 'i5'), 1216: ('Partitions', None), 1217: ('Partitions', None), 1218: ('Partitions', None), 1219: ('Partitions', None), 1228: ('ThrottleTimeMs', None), 1229: ('Responses', None), 1230: ('Responses', None), 1231: ('Responses', None), 1232: ('Responses', None), 1233: ('Responses', None), 1234: ('Responses', None), 1235: ('Responses', None), 1236: ('Responses', 'i4'), 1237: ('Responses', 'i4'), 1238: ('Responses', None), 1239: ('Responses', None), 1240: ('Responses', None), 1241: ('Responses', None), 1250: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1251: ('AbortedTransactions', None), 1252: ('AbortedTransactions', None), 1253: ('AbortedTransactions', None), 1254: ('AbortedTransactions', None), 1255: ('AbortedTransactions', None), 1256: ('AbortedTransactions', None), 1257: ('AbortedTransactions', None), 1258: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1259: ('AbortedTransactions', 'i8'), 1260: ('AbortedTransactions', 'i8'), 1261: ('AbortedTransactions', None), 1262: ('AbortedTransactions', None), 1263: ('AbortedTransactions', None), 1264: ('AbortedTransactions', None), 1265: ('Records', None), 1266: ('Records', None), 1267: ('Records', None), 1268: ('Records', None), 1269: ('Records', None), 1270: ('Records', None), 1271: ('Records', None), 1272: ('Records', None), 1281: ('Topic', None), 1282: ('Topic', None), 1283: ('Topic', None), 1284: ('Topic', None), 1285: ('Topic', None), 1286: ('Topic', None), 1287: ('Topic', None), 1288: ('Topic', None), 1289: ('Partitions', None), 1290: ('Partitions', None), 1291: ('Partitions', None), 1292: ('Partitions', None), 1293: ('Partitions', None), 1294: ('Partitions', None), 1295: ('Partitions', None), 1296: ('Partitions', 'i5'), 1297: ('Partitions', 'i5'), 1298: ('Partitions', None), 1299: ('Partitions', None), 1300: ('Partitions', None), 1301: ('Partitions', None), 1310: ('ThrottleTimeMs', None), 1311: ('Responses', None), 1312: ('Responses', None), 1313: ('Responses', None), 1314: ('Responses', None), 1315: ('Responses', None), 1316: ('Responses', None), 1317: ('Responses', None), 1318: ('Responses', 'i4'), 1319: ('Responses', 'i4'), 1320: ('Responses', None), 1321: ('Responses', None), 1322: ('Responses', None), 1323: ('Responses', None), 1332: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1333: ('Responses', None), 1334: ('Responses', None), 1335: ('Responses', None), 1336: ('Responses', None), 1337: ('Responses', None), 1338: ('Responses', None), 1339: ('Responses', None), 1340: ('Responses', 'i6'), 1341: ('Responses', 'i6'), 1342: ('Responses', None), 1343: ('Responses', None), 1344: ('Responses', None), 1345: ('Responses', None), 1354: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1355: ('AbortedTransactions', None), 1356: ('AbortedTransactions', None), 1357: ('AbortedTransactions', None), 1358: ('AbortedTransactions', None), 1359: ('AbortedTransactions', None), 1360: ('AbortedTransactions', None), 1361: ('AbortedTransactions', None), 1362: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1363: ('AbortedTransactions', 'i8'), 1364: ('AbortedTransactions', 'i8'), 1365: ('AbortedTransactions', None), 1366: ('AbortedTransactions', None), 1367: ('AbortedTransactions', None), 1368: ('AbortedTransactions', None), 1369: ('PreferredReadReplica', None), 1370: ('Records', None), 1371: ('Records', None), 1372: ('Records', None), 1373: ('Records', None), 1374: ('Records', None), 1375: ('Records', None), 1376: ('Records', None), 1377: ('Records', None), 1386: ('Topic', None), 1387: ('Topic', None), 1388: ('Topic', None), 1389: ('Topic', None), 1390: ('Topic', None), 1391: ('Topic', None), 1392: ('Topic', None), 1393: ('Topic', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions', None), 1400: ('Partitions', None), 1401: ('Partitions', 'i5'), 1402: ('Partitions', 'i5'), 1403: ('Partitions', None), 1404: ('Partitions', None), 1405: ('Partitions', None), 1406: ('Partitions', None), 1415: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1416: ('Responses', None), 1417: ('Responses', None), 1418: ('Responses', None), 1419: ('Responses', None), 1420: ('Responses', None), 1421: ('Responses', None), 1422: ('Responses', None), 1423: ('Responses', 'i6'), 1424: ('Responses', 'i6'), 1425: ('Responses', None), 1426: ('Responses', None), 1427: ('Responses', None), 1428: ('Responses', None), 1437: ('ProducerId+FirstOffset', None), 1439: ('_tagged', None), 1440: ('_tagged', None), 1441: ('_tagged', None), 1449: ('Epoch+EndOffset', None), 1451: ('_tagged', None), 1452: ('_tagged', None), 1453: ('_tagged', None), 1461: ('DivergingEpoch', None), 1469: ('LeaderId+LeaderEpoch', None), 1471: ('_tagged', None), 1472: ('_tagged', None), 1473: ('_tagged', None), 1481: ('CurrentLeader', None), 1489: ('EndOffset+Epoch', None), 1491: ('_tagged', None), 1492: ('_tagged', None), 1493: ('_tagged', None), 1501: ('SnapshotId', None), 1509: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1510: ('AbortedTransactions', None), 1511: ('AbortedTransactions', None), 1512: ('AbortedTransactions', None), 1513: ('AbortedTransactions', None), 1514: ('AbortedTransactions', None), 1515: ('AbortedTransactions', None), 1516: ('AbortedTransactions', None), 1517: ('AbortedTransactions', None), 1518: ('AbortedTransactions', None), 1519: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1520: ('AbortedTransactions', 'i8'), 1521: ('AbortedTransactions', 'i8'), 1522: ('AbortedTransactions', 'i8'), 1523: ('AbortedTransactions', 'i8'), 1524: ('AbortedTransactions', 'i8'), 1525: ('AbortedTransactions', None), 1526: ('AbortedTransactions', None), 1527: ('AbortedTransactions', None), 1528: ('AbortedTransactions', None), 1529: ('PreferredReadReplica', None), 1530: ('Records', None), 1531: ('Records', None), 1532: ('Records', None), 1533: ('Records', None), 1534: ('Records', None), 1535: ('Records', None), 1536: ('Records', None), 1537: ('Records', None), 1538: ('Records', None), 1539: ('Records', None), 1541: ('_tagged', None), 1542: ('_tagged', None), 1543: ('_tagged', None), 1551: ('Topic', None), 1552: ('Topic', None), 1553: ('Topic', None), 1554: ('Topic', None), 1555: ('Topic', None), 1556: ('Topic', None), 1557: ('Topic', None), 1558: ('Topic', None), 1559: ('Topic', None), 1560: ('Topic', None), 1561: ('Partitions', None), 1562: ('Partitions', None), 1563: ('Partitions', None), 1564: ('Partitions', None), 1565: ('Partitions', None), 1566: ('Partitions', None), 1567: ('Partitions', None), 1568: ('Partitions', None), 1569: ('Partitions', None), 1570: ('Partitions', 'i5'), 1571: ('Partitions', 'i5'), 1572: ('Partitions', None), 1573: ('Partitions', None), 1574: ('Partitions', None), 1575: ('Partitions', None), 1577: ('_tagged', None), 1578: ('_tagged', None), 1579: ('_tagged', None), 1587: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1588: ('Responses', None), 1589: ('Responses', None), 1590: ('Responses', None), 1591: ('Responses', None), 1592: ('Responses', None), 1593: ('Responses', None), 1594: ('Responses', None), 1595: ('Responses', None), 1596: ('Responses', None), 1597: ('Responses', 'i6'), 1598: ('Responses', 'i6'), 1599: ('Responses', None), 1600: ('Responses', None), 1601: ('Responses', None), 1602: ('Responses', None), 1604: ('_tagged', None), 1605: ('_tagged', None), 1606: ('_tagged', None), 1614: ('TopicId', None), 1615: ('Partitions', None), 1616: ('Partitions', None), 1617: ('Partitions', None), 1618: ('Partitions', None), 1619: ('Partitions', None), 1620: ('Partitions', None), 1621: ('Partitions', None), 1622: ('Partitions', None), 1623: ('Partitions', None), 1624: ('Partitions', 'i4'), 1625: ('Partitions', 'i4'), 1626: ('Partitions', None), 1627: ('Partitions', None), 1628: ('Partitions', None), 1629: ('Partitions', None), 1631: ('_tagged', None), 1632: ('_tagged', None), 1633: ('_tagged', None), 1641: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1642: ('Responses', None), 1643: ('Responses', None), 1644: ('Responses', None), 1645: ('Responses', None), 1646: ('Responses', None), 1647: ('Responses', None), 1648: ('Responses', None), 1649: ('Responses', None), 1650: ('Responses', None), 1651: ('Responses', 'i6'), 1652: ('Responses', 'i6'), 1653: ('Responses', None), 1654: ('Responses', None), 1655: ('Responses', None), 1656: ('Responses', None), 1658: ('_tagged', None), 1659: ('_tagged', None), 1660: ('_tagged', None), 1668: ('NodeId', None), 1669: ('Host', None), 1670: ('Host', None), 1671: ('Host', None), 1672: ('Host', None), 1673: ('Host', None), 1674: ('Host', None), 1675: ('Host', None), 1676: ('Host', None), 1677: ('Host', None), 1678: ('Host', None), 1679: ('Port', None), 1680: ('Rack', None), 1681: ('Rack', None), 1682: ('Rack', None), 1683: ('Rack', None), 1684: ('Rack', None), 1685: ('Rack', None), 1686: ('Rack', None), 1687: ('Rack', None), 1688: ('Rack', None), 1689: ('Rack', None), 1691: ('_tagged', None), 1692: ('_tagged', None), 1693: ('_tagged', None), 1701: ('NodeEndpoints', None), 1702: ('NodeEndpoints', None), 1703: ('NodeEndpoints', None), 1704: ('NodeEndpoints', None), 1705: ('NodeEndpoints', None), 1706: ('NodeEndpoints', None), 1707: ('NodeEndpoints', None), 1708: ('NodeEndpoints', None), 1709: ('NodeEndpoints', None), 1710: ('NodeEndpoints[{}].NodeId', 'i3'), 1711: ('NodeEndpoints[{}].Host', 'i3'), 1712: ('NodeEndpoints[{}].Host', 'i3'), 1713: ('NodeEndpoints[{}].Host', 'i3'), 1714: ('NodeEndpoints[{}].Host', 'i3'), 1715: ('NodeEndpoints[{}].Host', 'i3'), 1716: ('NodeEndpoints[{}].Host', 'i3'), 1717: ('NodeEndpoints[{}].Host', 'i3'), 1718: ('NodeEndpoints[{}].Host', 'i3'), 1719: ('NodeEndpoints[{}].Host', 'i3'), 1720: ('NodeEndpoints[{}].Host', 'i3'), 1721: ('NodeEndpoints[{}].Port', 'i3'), 1722: ('NodeEndpoints[{}].Rack', 'i3'), 1723: ('NodeEndpoints[{}].Rack', 'i3'), 1724: ('NodeEndpoints[{}].Rack', 'i3'), 1725: ('NodeEndpoints[{}].Rack', 'i3'), 1726: ('NodeEndpoints[{}].Rack', 'i3'), 1727: ('NodeEndpoints[{}].Rack', 'i3'), 1728: ('NodeEndpoints[{}].Rack', 'i3'), 1729: ('NodeEndpoints[{}].Rack', 'i3'), 1730: ('NodeEndpoints[{}].Rack', 'i3'), 1731: ('NodeEndpoints[{}].Rack', 'i3'), 1732: ('NodeEndpoints', 'i3'), 1733: ('NodeEndpoints', 'i3'), 1734: ('NodeEndpoints', 'i3'), 1735: ('NodeEndpoints', 'i3'), 1736: ('NodeEndpoints', 'i3'), 1737: ('NodeEndpoints', None), 1738: ('NodeEndpoints', None), 1739: ('NodeEndpoints', None), 1740: ('NodeEndpoints', None), 1748: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1749: ('Responses', None), 1750: ('Responses', None), 1751: ('Responses', None), 1752: ('Responses', None), 1753: ('Responses', None), 1754: ('Responses', None), 1755: ('Responses', None), 1756: ('Responses', None), 1757: ('Responses', None), 1758: ('Responses', 'i6'), 1759: ('Responses', 'i6'), 1760: ('Responses', None), 1761: ('Responses', None), 1762: ('Responses', None), 1763: ('Responses', None), 1765: ('_tagged', None), 1766: ('_tagged', None), 1767: ('_tagged', None)}
-BUILD_HASH = '81b1c7eba940183c'
+_LINES = {33: ('Partition+FetchOffset+PartitionMaxBytes', None), 42: ('Topic', None), 43: ('Topic', None), 44: ('Topic', None), 45: ('Topic', None), 46: ('Topic', None), 47: ('Topic', None), 48: ('Topic', None), 49: ('Topic', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', 'i5'), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 72: ('ReplicaId+MaxWaitMs+MinBytes', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i6'), 81: ('Topics', 'i6'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 94: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', 'i7'), 103: ('Topics', 'i7'), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 116: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', 'i8'), 125: ('Topics', 'i8'), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 138: ('Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 147: ('Topic', None), 148: ('Topic', None), 149: ('Topic', None), 150: ('Topic', None), 151: ('Topic', None), 152: ('Topic', None), 153: ('Topic', None), 154: ('Topic', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 163: ('Partitions', 'i5'), 164: ('Partitions', 'i5'), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 177: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', 'i8'), 186: ('Topics', 'i8'), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 199: ('Topic', None), 200: ('Topic', None), 201: ('Topic', None), 202: ('Topic', None), 203: ('Topic', None), 204: ('Topic', None), 205: ('Topic', None), 206: ('Topic', None), 207: ('Partitions', None), 208: ('Partitions', None), 209: ('Partitions', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 225: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', 'i10'), 234: ('Topics', 'i10'), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('ForgottenTopicsData', None), 240: ('ForgottenTopicsData', None), 241: ('ForgottenTopicsData', None), 242: ('ForgottenTopicsData', None), 243: ('ForgottenTopicsData', None), 244: ('ForgottenTopicsData', None), 245: ('ForgottenTopicsData', None), 246: ('ForgottenTopicsData[{}].Topic', 'i14'), 247: ('ForgottenTopicsData[{}].Topic', 'i14'), 248: ('ForgottenTopicsData[{}].Topic', 'i14'), 249: ('ForgottenTopicsData[{}].Topic', 'i14'), 250: ('ForgottenTopicsData[{}].Topic', 'i14'), 251: ('ForgottenTopicsData[{}].Topic', 'i14'), 252: ('ForgottenTopicsData[{}].Topic', 'i14'), 253: ('ForgottenTopicsData[{}].Topic', 'i14'), 254: ('ForgottenTopicsData[{}].Partitions', 'i14'), 255: ('ForgottenTopicsData[{}].Partitions', 'i14'), 256: ('ForgottenTopicsData[{}].Partitions', 'i14'), 257: ('ForgottenTopicsData[{}].Partitions', 'i14'), 258: ('ForgottenTopicsData[{}].Partitions', 'i14'), 259: ('ForgottenTopicsData[{}].Partitions', 'i14'), 260: ('ForgottenTopicsData[{}].Partitions', 'i14'), 261: ('ForgottenTopicsData[{}].Partitions', 'i14'), 262: ('ForgottenTopicsData[{}].Partitions', 'i14'), 263: ('ForgottenTopicsData[{}].Partitions', 'i14'), 264: ('ForgottenTopicsData', 'i14'), 265: ('ForgottenTopicsData', 'i14'), 266: ('ForgottenTopicsData', None), 267: ('ForgottenTopicsData', None), 268: ('ForgottenTopicsData', None), 269: ('ForgottenTopicsData', None), 278: ('Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', None), 287: ('Topic', None), 288: ('Topic', None), 289: ('Topic', None), 290: ('Topic', None), 291: ('Topic', None), 292: ('Topic', None), 293: ('Topic', None), 294: ('Topic', None), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', 'i5'), 303: ('Partitions', 'i5'), 304: ('Partitions', 'i5'), 305: ('Partitions', None), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 317: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', 'i10'), 326: ('Topics', 'i10'), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('ForgottenTopicsData', None), 332: ('ForgottenTopicsData', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData', None), 335: ('ForgottenTopicsData', None), 336: ('ForgottenTopicsData', None), 337: ('ForgottenTopicsData', None), 338: ('ForgottenTopicsData[{}].Topic', 'i14'), 339: ('ForgottenTopicsData[{}].Topic', 'i14'), 340: ('ForgottenTopicsData[{}].Topic', 'i14'), 341: ('ForgottenTopicsData[{}].Topic', 'i14'), 342: ('ForgottenTopicsData[{}].Topic', 'i14'), 343: ('ForgottenTopicsData[{}].Topic', 'i14'), 344: ('ForgottenTopicsData[{}].Topic', 'i14'), 345: ('ForgottenTopicsData[{}].Topic', 'i14'), 346: ('ForgottenTopicsData[{}].Partitions', 'i14'), 347: ('ForgottenTopicsData[{}].Partitions', 'i14'), 348: ('ForgottenTopicsData[{}].Partitions', 'i14'), 349: ('ForgottenTopicsData[{}].Partitions', 'i14'), 350: ('ForgottenTopicsData[{}].Partitions', 'i14'), 351: ('ForgottenTopicsData[{}].Partitions', 'i14'), 352: ('ForgottenTopicsData[{}].Partitions', 'i14'), 353: ('ForgottenTopicsData[{}].Partitions', 'i14'), 354: ('ForgottenTopicsData[{}].Partitions', 'i14'), 355: ('ForgottenTopicsData[{}].Partitions', 'i14'), 356: ('ForgottenTopicsData', 'i14'), 357: ('ForgottenTopicsData', 'i14'), 358: ('ForgottenTopicsData', None), 359: ('ForgottenTopicsData', None), 360: ('ForgottenTopicsData', None), 361: ('ForgottenTopicsData', None), 370: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', 'i10'), 379: ('Topics', 'i10'), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('ForgottenTopicsData', None), 385: ('ForgottenTopicsData', None), 386: ('ForgottenTopicsData', None), 387: ('ForgottenTopicsData', None), 388: ('ForgottenTopicsData', None), 389: ('ForgottenTopicsData', None), 390: ('ForgottenTopicsData', None), 391: ('ForgottenTopicsData[{}].Topic', 'i14'), 392: ('ForgottenTopicsData[{}].Topic', 'i14'), 393: ('ForgottenTopicsData[{}].Topic', 'i14'), 394: ('ForgottenTopicsData[{}].Topic', 'i14'), 395: ('ForgottenTopicsData[{}].Topic', 'i14'), 396: ('ForgottenTopicsData[{}].Topic', 'i14'), 397: ('ForgottenTopicsData[{}].Topic', 'i14'), 398: ('ForgottenTopicsData[{}].Topic', 'i14'), 399: ('ForgottenTopicsData[{}].Partitions', 'i14'), 400: ('ForgottenTopicsData[{}].Partitions', 'i14'), 401: ('ForgottenTopicsData[{}].Partitions', 'i14'), 402: ('ForgottenTopicsData[{}].Partitions', 'i14'), 403: ('ForgottenTopicsData[{}].Partitions', 'i14'), 404: ('ForgottenTopicsData[{}].Partitions', 'i14'), 405: ('ForgottenTopicsData[{}].Partitions', 'i14'), 406: ('ForgottenTopicsData[{}].Partitions', 'i14'), 407: ('ForgottenTopicsData[{}].Partitions', 'i14'), 408: ('ForgottenTopicsData[{}].Partitions', 'i14'), 409: ('ForgottenTopicsData', 'i14'), 410: ('ForgottenTopicsData', 'i14'), 411: ('ForgottenTopicsData', None), 412: ('ForgottenTopicsData', None), 413: ('ForgottenTopicsData', None), 414: ('ForgottenTopicsData', None), 415: ('RackId', None), 416: ('RackId', None), 417: ('RackId', None), 418: ('RackId', None), 419: ('RackId', None), 420: ('RackId', None), 421: ('RackId', None), 422: ('RackId', None), 431: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 433: ('_tagged', None), 434: ('_tagged', None), 435: ('_tagged', None), 443: ('Topic', None), 444: ('Topic', None), 445: ('Topic', None), 446: ('Topic', None), 447: ('Topic', None), 448: ('Topic', None), 449: ('Topic', None), 450: ('Topic', None), 451: ('Topic', None), 452: ('Topic', None), 453: ('Partitions', None), 454: ('Partitions', None), 455: ('Partitions', None), 456: ('Partitions', None), 457: ('Partitions', None), 458: ('Partitions', None), 459: ('Partitions', None), 460: ('Partitions', None), 461: ('Partitions', None), 462: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i5'), 463: ('Partitions', 'i5'), 464: ('Partitions', 'i5'), 465: ('Partitions', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', 'i5'), 468: ('Partitions', None), 469: ('Partitions', None), 470: ('Partitions', None), 471: ('Partitions', None), 473: ('_tagged', None), 474: ('_tagged', None), 475: ('_tagged', None), 483: ('Topic', None), 484: ('Topic', None), 485: ('Topic', None), 486: ('Topic', None), 487: ('Topic', None), 488: ('Topic', None), 489: ('Topic', None), 490: ('Topic', None), 491: ('Topic', None), 492: ('Topic', None), 493: ('Partitions', None), 494: ('Partitions', None), 495: ('Partitions', None), 496: ('Partitions', None), 497: ('Partitions', None), 498: ('Partitions', None), 499: ('Partitions', None), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 504: ('Partitions', None), 506: ('_tagged', None), 507: ('_tagged', None), 508: ('_tagged', None), 516: ('ClusterId', None), 517: ('ClusterId', None), 518: ('ClusterId', None), 519: ('ClusterId', None), 520: ('ClusterId', None), 521: ('ClusterId', None), 522: ('ClusterId', None), 523: ('ClusterId', None), 524: ('ClusterId', None), 525: ('ClusterId', None), 533: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 534: ('Topics', None), 535: ('Topics', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', 'i10'), 544: ('Topics', 'i10'), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('ForgottenTopicsData', None), 550: ('ForgottenTopicsData', None), 551: ('ForgottenTopicsData', None), 552: ('ForgottenTopicsData', None), 553: ('ForgottenTopicsData', None), 554: ('ForgottenTopicsData', None), 555: ('ForgottenTopicsData', None), 556: ('ForgottenTopicsData', None), 557: ('ForgottenTopicsData', None), 558: ('ForgottenTopicsData[{}].Topic', 'i14'), 559: ('ForgottenTopicsData[{}].Topic', 'i14'), 560: ('ForgottenTopicsData[{}].Topic', 'i14'), 561: ('ForgottenTopicsData[{}].Topic', 'i14'), 562: ('ForgottenTopicsData[{}].Topic', 'i14'), 563: ('ForgottenTopicsData[{}].Topic', 'i14'), 564: ('ForgottenTopicsData[{}].Topic', 'i14'), 565: ('ForgottenTopicsData[{}].Topic', 'i14'), 566: ('ForgottenTopicsData[{}].Topic', 'i14'), 567: ('ForgottenTopicsData[{}].Topic', 'i14'), 568: ('ForgottenTopicsData[{}].Partitions', 'i14'), 569: ('ForgottenTopicsData[{}].Partitions', 'i14'), 570: ('ForgottenTopicsData[{}].Partitions', 'i14'), 571: ('ForgottenTopicsData[{}].Partitions', 'i14'), 572: ('ForgottenTopicsData[{}].Partitions', 'i14'), 573: ('ForgottenTopicsData[{}].Partitions', 'i14'), 574: ('ForgottenTopicsData[{}].Partitions', 'i14'), 575: ('ForgottenTopicsData[{}].Partitions', 'i14'), 576: ('ForgottenTopicsData[{}].Partitions', 'i14'), 577: ('ForgottenTopicsData[{}].Partitions', 'i14'), 578: ('ForgottenTopicsData[{}].Partitions', 'i14'), 579: ('ForgottenTopicsData[{}].Partitions', 'i14'), 580: ('ForgottenTopicsData', 'i14'), 581: ('ForgottenTopicsData', 'i14'), 582: ('ForgottenTopicsData', 'i14'), 583: ('ForgottenTopicsData', 'i14'), 584: ('ForgottenTopicsData', 'i14'), 585: ('ForgottenTopicsData', None), 586: ('ForgottenTopicsData', None), 587: ('ForgottenTopicsData', None), 588: ('ForgottenTopicsData', None), 589: ('RackId', None), 590: ('RackId', None), 591: ('RackId', None), 592: ('RackId', None), 593: ('RackId', None), 594: ('RackId', None), 595: ('RackId', None), 596: ('RackId', None), 597: ('RackId', None), 598: ('RackId', None), 600: ('_tagged', None), 601: ('_tagged', None), 602: ('_tagged', None), 610: ('TopicId', None), 611: ('Partitions', None), 612: ('Partitions', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 621: ('Partitions', 'i4'), 622: ('Partitions', 'i4'), 623: ('Partitions', 'i4'), 624: ('Partitions', 'i4'), 625: ('Partitions', 'i4'), 626: ('Partitions', None), 627: ('Partitions', None), 628: ('Partitions', None), 629: ('Partitions', None), 631: ('_tagged', None), 632: ('_tagged', None), 633: ('_tagged', None), 641: ('TopicId', None), 642: ('Partitions', None), 643: ('Partitions', None), 644: ('Partitions', None), 645: ('Partitions', None), 646: ('Partitions', None), 647: ('Partitions', None), 648: ('Partitions', None), 649: ('Partitions', None), 650: ('Partitions', None), 651: ('Partitions', None), 652: ('Partitions', None), 653: ('Partitions', None), 655: ('_tagged', None), 656: ('_tagged', None), 657: ('_tagged', None), 665: ('ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 666: ('Topics', None), 667: ('Topics', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', 'i10'), 676: ('Topics', 'i10'), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', None), 680: ('Topics', None), 681: ('ForgottenTopicsData', None), 682: ('ForgottenTopicsData', None), 683: ('ForgottenTopicsData', None), 684: ('ForgottenTopicsData', None), 685: ('ForgottenTopicsData', None), 686: ('ForgottenTopicsData', None), 687: ('ForgottenTopicsData', None), 688: ('ForgottenTopicsData', None), 689: ('ForgottenTopicsData', None), 690: ('ForgottenTopicsData[{}].TopicId', 'i14'), 691: ('ForgottenTopicsData[{}].Partitions', 'i14'), 692: ('ForgottenTopicsData[{}].Partitions', 'i14'), 693: ('ForgottenTopicsData[{}].Partitions', 'i14'), 694: ('ForgottenTopicsData[{}].Partitions', 'i14'), 695: ('ForgottenTopicsData[{}].Partitions', 'i14'), 696: ('ForgottenTopicsData[{}].Partitions', 'i14'), 697: ('ForgottenTopicsData[{}].Partitions', 'i14'), 698: ('ForgottenTopicsData[{}].Partitions', 'i14'), 699: ('ForgottenTopicsData[{}].Partitions', 'i14'), 700: ('ForgottenTopicsData[{}].Partitions', 'i14'), 701: ('ForgottenTopicsData[{}].Partitions', 'i14'), 702: ('ForgottenTopicsData[{}].Partitions', 'i14'), 703: ('ForgottenTopicsData', 'i14'), 704: ('ForgottenTopicsData', 'i14'), 705: ('ForgottenTopicsData', 'i14'), 706: ('ForgottenTopicsData', 'i14'), 707: ('ForgottenTopicsData', 'i14'), 708: ('ForgottenTopicsData', None), 709: ('ForgottenTopicsData', None), 710: ('ForgottenTopicsData', None), 711: ('ForgottenTopicsData', None), 712: ('RackId', None), 713: ('RackId', None), 714: ('RackId', None), 715: ('RackId', None), 716: ('RackId', None), 717: ('RackId', None), 718: ('RackId', None), 719: ('RackId', None), 720: ('RackId', None), 721: ('RackId', None), 723: ('_tagged', None), 724: ('_tagged', None), 725: ('_tagged', None), 733: ('ReplicaId+ReplicaEpoch', None), 735: ('_tagged', None), 736: ('_tagged', None), 737: ('_tagged', None), 745: ('ReplicaState', None), 753: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 754: ('Topics', None), 755: ('Topics', None), 756: ('Topics', None), 757: ('Topics', None), 758: ('Topics', None), 759: ('Topics', None), 760: ('Topics', None), 761: ('Topics', None), 762: ('Topics', None), 763: ('Topics', 'i9'), 764: ('Topics', 'i9'), 765: ('Topics', None), 766: ('Topics', None), 767: ('Topics', None), 768: ('Topics', None), 769: ('ForgottenTopicsData', None), 770: ('ForgottenTopicsData', None), 771: ('ForgottenTopicsData', None), 772: ('ForgottenTopicsData', None), 773: ('ForgottenTopicsData', None), 774: ('ForgottenTopicsData', None), 775: ('ForgottenTopicsData', None), 776: ('ForgottenTopicsData', None), 777: ('ForgottenTopicsData', None), 778: ('ForgottenTopicsData[{}].TopicId', 'i13'), 779: ('ForgottenTopicsData[{}].Partitions', 'i13'), 780: ('ForgottenTopicsData[{}].Partitions', 'i13'), 781: ('ForgottenTopicsData[{}].Partitions', 'i13'), 782: ('ForgottenTopicsData[{}].Partitions', 'i13'), 783: ('ForgottenTopicsData[{}].Partitions', 'i13'), 784: ('ForgottenTopicsData[{}].Partitions', 'i13'), 785: ('ForgottenTopicsData[{}].Partitions', 'i13'), 786: ('ForgottenTopicsData[{}].Partitions', 'i13'), 787: ('ForgottenTopicsData[{}].Partitions', 'i13'), 788: ('ForgottenTopicsData[{}].Partitions', 'i13'), 789: ('ForgottenTopicsData[{}].Partitions', 'i13'), 790: ('ForgottenTopicsData[{}].Partitions', 'i13'), 791: ('ForgottenTopicsData', 'i13'), 792: ('ForgottenTopicsData', 'i13'), 793: ('ForgottenTopicsData', 'i13'), 794: ('ForgottenTopicsData', 'i13'), 795: ('ForgottenTopicsData', 'i13'), 796: ('ForgottenTopicsData', None), 797: ('ForgottenTopicsData', None), 798: ('ForgottenTopicsData', None), 799: ('ForgottenTopicsData', None), 800: ('RackId', None), 801: ('RackId', None), 802: ('RackId', None), 803: ('RackId', None), 804: ('RackId', None), 805: ('RackId', None), 806: ('RackId', None), 807: ('RackId', None), 808: ('RackId', None), 809: ('RackId', None), 811: ('_tagged', None), 812: ('_tagged', None), 813: ('_tagged', None), 821: ('ReplicaDirectoryId', None), 829: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 831: ('_tagged', None), 832: ('_tagged', None), 833: ('_tagged', None), 841: ('TopicId', None), 842: ('Partitions', None), 843: ('Partitions', None), 844: ('Partitions', None), 845: ('Partitions', None), 846: ('Partitions', None), 847: ('Partitions', None), 848: ('Partitions', None), 849: ('Partitions', None), 850: ('Partitions', None), 851: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 852: ('Partitions', 'i4'), 853: ('Partitions', 'i4'), 854: ('Partitions', 'i4'), 855: ('Partitions', 'i4'), 856: ('Partitions', 'i4'), 857: ('Partitions', None), 858: ('Partitions', None), 859: ('Partitions', None), 860: ('Partitions', None), 862: ('_tagged', None), 863: ('_tagged', None), 864: ('_tagged', None), 872: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 873: ('Topics', None), 874: ('Topics', None), 875: ('Topics', None), 876: ('Topics', None), 877: ('Topics', None), 878: ('Topics', None), 879: ('Topics', None), 880: ('Topics', None), 881: ('Topics', None), 882: ('Topics', 'i9'), 883: ('Topics', 'i9'), 884: ('Topics', None), 885: ('Topics', None), 886: ('Topics', None), 887: ('Topics', None), 888: ('ForgottenTopicsData', None), 889: ('ForgottenTopicsData', None), 890: ('ForgottenTopicsData', None), 891: ('ForgottenTopicsData', None), 892: ('ForgottenTopicsData', None), 893: ('ForgottenTopicsData', None), 894: ('ForgottenTopicsData', None), 895: ('ForgottenTopicsData', None), 896: ('ForgottenTopicsData', None), 897: ('ForgottenTopicsData[{}].TopicId', 'i13'), 898: ('ForgottenTopicsData[{}].Partitions', 'i13'), 899: ('ForgottenTopicsData[{}].Partitions', 'i13'), 900: ('ForgottenTopicsData[{}].Partitions', 'i13'), 901: ('ForgottenTopicsData[{}].Partitions', 'i13'), 902: ('ForgottenTopicsData[{}].Partitions', 'i13'), 903: ('ForgottenTopicsData[{}].Partitions', 'i13'), 904: ('ForgottenTopicsData[{}].Partitions', 'i13'), 905: ('ForgottenTopicsData[{}].Partitions', 'i13'), 906: ('ForgottenTopicsData[{}].Partitions', 'i13'), 907: ('ForgottenTopicsData[{}].Partitions', 'i13'), 908: ('ForgottenTopicsData[{}].Partitions', 'i13'), 909: ('ForgottenTopicsData[{}].Partitions', 'i13'), 910: ('ForgottenTopicsData', 'i13'), 911: ('ForgottenTopicsData', 'i13'), 912: ('ForgottenTopicsData', 'i13'), 913: ('ForgottenTopicsData', 'i13'), 914: ('ForgottenTopicsData', 'i13'), 915: ('ForgottenTopicsData', None), 916: ('ForgottenTopicsData', None), 917: ('ForgottenTopicsData', None), 918: ('ForgottenTopicsData', None), 919: ('RackId', None), 920: ('RackId', None), 921: ('RackId', None), 922: ('RackId', None), 923: ('RackId', None), 924: ('RackId', None), 925: ('RackId', None), 926: ('RackId', None), 927: ('RackId', None), 928: ('RackId', None), 930: ('_tagged', None), 931: ('_tagged', None), 932: ('_tagged', None), 940: ('HighWatermark', None), 948: ('Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', None), 950: ('_tagged', None), 951: ('_tagged', None), 952: ('_tagged', None), 960: ('TopicId', None), 961: ('Partitions', None), 962: ('Partitions', None), 963: ('Partitions', None), 964: ('Partitions', None), 965: ('Partitions', None), 966: ('Partitions', None), 967: ('Partitions', None), 968: ('Partitions', None), 969: ('Partitions', None), 970: ('Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', 'i4'), 971: ('Partitions', 'i4'), 972: ('Partitions', 'i4'), 973: ('Partitions', 'i4'), 974: ('Partitions', 'i4'), 975: ('Partitions', 'i4'), 976: ('Partitions', None), 977: ('Partitions', None), 978: ('Partitions', None), 979: ('Partitions', None), 981: ('_tagged', None), 982: ('_tagged', None), 983: ('_tagged', None), 991: ('MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', None), 992: ('Topics', None), 993: ('Topics', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', None), 1000: ('Topics', None), 1001: ('Topics', 'i9'), 1002: ('Topics', 'i9'), 1003: ('Topics', None), 1004: ('Topics', None), 1005: ('Topics', None), 1006: ('Topics', None), 1007: ('ForgottenTopicsData', None), 1008: ('ForgottenTopicsData', None), 1009: ('ForgottenTopicsData', None), 1010: ('ForgottenTopicsData', None), 1011: ('ForgottenTopicsData', None), 1012: ('ForgottenTopicsData', None), 1013: ('ForgottenTopicsData', None), 1014: ('ForgottenTopicsData', None), 1015: ('ForgottenTopicsData', None), 1016: ('ForgottenTopicsData[{}].TopicId', 'i13'), 1017: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1018: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1019: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1020: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1021: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1022: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1023: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1024: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1025: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1026: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1027: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1028: ('ForgottenTopicsData[{}].Partitions', 'i13'), 1029: ('ForgottenTopicsData', 'i13'), 1030: ('ForgottenTopicsData', 'i13'), 1031: ('ForgottenTopicsData', 'i13'), 1032: ('ForgottenTopicsData', 'i13'), 1033: ('ForgottenTopicsData', 'i13'), 1034: ('ForgottenTopicsData', None), 1035: ('ForgottenTopicsData', None), 1036: ('ForgottenTopicsData', None), 1037: ('ForgottenTopicsData', None), 1038: ('RackId', None), 1039: ('RackId', None), 1040: ('RackId', None), 1041: ('RackId', None), 1042: ('RackId', None), 1043: ('RackId', None), 1044: ('RackId', None), 1045: ('RackId', None), 1046: ('RackId', None), 1047: ('RackId', None), 1049: ('_tagged', None), 1050: ('_tagged', None), 1051: ('_tagged', None), 1059: ('PartitionIndex+ErrorCode+HighWatermark', None), 1060: ('Records', None), 1061: ('Records', None), 1062: ('Records', None), 1063: ('Records', None), 1064: ('Records', None), 1065: ('Records', None), 1066: ('Records', None), 1067: ('Records', None), 1076: ('Topic', None), 1077: ('Topic', None), 1078: ('Topic', None), 1079: ('Topic', None), 1080: ('Topic', None), 1081: ('Topic', None), 1082: ('Topic', None), 1083: ('Topic', None), 1084: ('Partitions', None), 1085: ('Partitions', None), 1086: ('Partitions', None), 1087: ('Partitions', None), 1088: ('Partitions', None), 1089: ('Partitions', None), 1090: ('Partitions', None), 1091: ('Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', 'i5'), 1092: ('Partitions[{}].Records', 'i5'), 1093: ('Partitions[{}].Records', 'i5'), 1094: ('Partitions[{}].Records', 'i5'), 1095: ('Partitions[{}].Records', 'i5'), 1096: ('Partitions[{}].Records', 'i5'), 1097: ('Partitions[{}].Records', 'i5'), 1098: ('Partitions[{}].Records', 'i5'), 1099: ('Partitions[{}].Records', 'i5'), 1100: ('Partitions', 'i5'), 1101: ('Partitions', 'i5'), 1102: ('Partitions', None), 1103: ('Partitions', None), 1104: ('Partitions', None), 1105: ('Partitions', None), 1114: ('Responses', None), 1115: ('Responses', None), 1116: ('Responses', None), 1117: ('Responses', None), 1118: ('Responses', None), 1119: ('Responses', None), 1120: ('Responses', None), 1121: ('Responses', 'i3'), 1122: ('Responses', 'i3'), 1123: ('Responses', None), 1124: ('Responses', None), 1125: ('Responses', None), 1126: ('Responses', None), 1135: ('ThrottleTimeMs', None), 1136: ('Responses', None), 1137: ('Responses', None), 1138: ('Responses', None), 1139: ('Responses', None), 1140: ('Responses', None), 1141: ('Responses', None), 1142: ('Responses', None), 1143: ('Responses', 'i4'), 1144: ('Responses', 'i4'), 1145: ('Responses', None), 1146: ('Responses', None), 1147: ('Responses', None), 1148: ('Responses', None), 1157: ('ProducerId+FirstOffset', None), 1166: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', None), 1167: ('AbortedTransactions', None), 1168: ('AbortedTransactions', None), 1169: ('AbortedTransactions', None), 1170: ('AbortedTransactions', None), 1171: ('AbortedTransactions', None), 1172: ('AbortedTransactions', None), 1173: ('AbortedTransactions', None), 1174: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i7'), 1175: ('AbortedTransactions', 'i7'), 1176: ('AbortedTransactions', 'i7'), 1177: ('AbortedTransactions', None), 1178: ('AbortedTransactions', None), 1179: ('AbortedTransactions', None), 1180: ('AbortedTransactions', None), 1181: ('Records', None), 1182: ('Records', None), 1183: ('Records', None), 1184: ('Records', None), 1185: ('Records', None), 1186: ('Records', None), 1187: ('Records', None), 1188: ('Records', None), 1197: ('Topic', None), 1198: ('Topic', None), 1199: ('Topic', None), 1200: ('Topic', None), 1201: ('Topic', None), 1202: ('Topic', None), 1203: ('Topic', None), 1204: ('Topic', None), 1205: ('Partitions', None), 1206: ('Partitions', None), 1207: ('Partitions', None), 1208: ('Partitions', None), 1209: ('Partitions', None), 1210: ('Partitions', None), 1211: ('Partitions', None), 1212: ('Partitions', 'i5'), 1213: ('Partitions', 'i5'), 1214: ('Partitions', None), 1215: ('Partitions', None), 1216: ('Partitions', None), 1217: ('Partitions', None), 1226: ('ThrottleTimeMs', None), 1227: ('Responses', None), 1228: ('Responses', None), 1229: ('Responses', None), 1230: ('Responses', None), 1231: ('Responses', None), 1232: ('Responses', None), 1233: ('Responses', None), 1234: ('Responses', 'i4'), 1235: ('Responses', 'i4'), 1236: ('Responses', None), 1237: ('Responses', None), 1238: ('Responses', None), 1239: ('Responses', None), 1248: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1249: ('AbortedTransactions', None), 1250: ('AbortedTransactions', None), 1251: ('AbortedTransactions', None), 1252: ('AbortedTransactions', None), 1253: ('AbortedTransactions', None), 1254: ('AbortedTransactions', None), 1255: ('AbortedTransactions', None), 1256: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1257: ('AbortedTransactions', 'i8'), 1258: ('AbortedTransactions', 'i8'), 1259: ('AbortedTransactions', None), 1260: ('AbortedTransactions', None), 1261: ('AbortedTransactions', None), 1262: ('AbortedTransactions', None), 1263: ('Records', None), 1264: ('Records', None), 1265: ('Records', None), 1266: ('Records', None), 1267: ('Records', None), 1268: ('Records', None), 1269: ('Records', None), 1270: ('Records', None), 1279: ('Topic', None), 1280: ('Topic', None), 1281: ('Topic', None), 1282: ('Topic', None), 1283: ('Topic', None), 1284: ('Topic', None), 1285: ('Topic', None), 1286: ('Topic', None), 1287: ('Partitions', None), 1288: ('Partitions', None), 1289: ('Partitions', None), 1290: ('Partitions', None), 1291: ('Partitions', None), 1292: ('Partitions', None), 1293: ('Partitions', None), 1294: ('Partitions', 'i5'), 1295: ('Partitions', 'i5'), 1296: ('Partitions', None), 1297: ('Partitions', None), 1298: ('Partitions', None), 1299: ('Partitions', None), 1308: ('ThrottleTimeMs', None), 1309: ('Responses', None), 1310: ('Responses', None), 1311: ('Responses', None), 1312: ('Responses', None), 1313: ('Responses', None), 1314: ('Responses', None), 1315: ('Responses', None), 1316: ('Responses', 'i4'), 1317: ('Responses', 'i4'), 1318: ('Responses', None), 1319: ('Responses', None), 1320: ('Responses', None), 1321: ('Responses', None), 1330: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1331: ('Responses', None), 1332: ('Responses', None), 1333: ('Responses', None), 1334: ('Responses', None), 1335: ('Responses', None), 1336: ('Responses', None), 1337: ('Responses', None), 1338: ('Responses', 'i6'), 1339: ('Responses', 'i6'), 1340: ('Responses', None), 1341: ('Responses', None), 1342: ('Responses', None), 1343: ('Responses', None), 1352: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1353: ('AbortedTransactions', None), 1354: ('AbortedTransactions', None), 1355: ('AbortedTransactions', None), 1356: ('AbortedTransactions', None), 1357: ('AbortedTransactions', None), 1358: ('AbortedTransactions', None), 1359: ('AbortedTransactions', None), 1360: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1361: ('AbortedTransactions', 'i8'), 1362: ('AbortedTransactions', 'i8'), 1363: ('AbortedTransactions', None), 1364: ('AbortedTransactions', None), 1365: ('AbortedTransactions', None), 1366: ('AbortedTransactions', None), 1367: ('PreferredReadReplica', None), 1368: ('Records', None), 1369: ('Records', None), 1370: ('Records', None), 1371: ('Records', None), 1372: ('Records', None), 1373: ('Records', None), 1374: ('Records', None), 1375: ('Records', None), 1384: ('Topic', None), 1385: ('Topic', None), 1386: ('Topic', None), 1387: ('Topic', None), 1388: ('Topic', None), 1389: ('Topic', None), 1390: ('Topic', None), 1391: ('Topic', None), 1392: ('Partitions', None), 1393: ('Partitions', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions', 'i5'), 1400: ('Partitions', 'i5'), 1401: ('Partitions', None), 1402: ('Partitions', None), 1403: ('Partitions', None), 1404: ('Partitions', None), 1413: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1414: ('Responses', None), 1415: ('Responses', None), 1416: ('Responses', None), 1417: ('Responses', None), 1418: ('Responses', None), 1419: ('Responses', None), 1420: ('Responses', None), 1421: ('Responses', 'i6'), 1422: ('Responses', 'i6'), 1423: ('Responses', None), 1424: ('Responses', None), 1425: ('Responses', None), 1426: ('Responses', None), 1435: ('ProducerId+FirstOffset', None), 1437: ('_tagged', None), 1438: ('_tagged', None), 1439: ('_tagged', None), 1447: ('Epoch+EndOffset', None), 1449: ('_tagged', None), 1450: ('_tagged', None), 1451: ('_tagged', None), 1459: ('DivergingEpoch', None), 1467: ('LeaderId+LeaderEpoch', None), 1469: ('_tagged', None), 1470: ('_tagged', None), 1471: ('_tagged', None), 1479: ('CurrentLeader', None), 1487: ('EndOffset+Epoch', None), 1489: ('_tagged', None), 1490: ('_tagged', None), 1491: ('_tagged', None), 1499: ('SnapshotId', None), 1507: ('PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', None), 1508: ('AbortedTransactions', None), 1509: ('AbortedTransactions', None), 1510: ('AbortedTransactions', None), 1511: ('AbortedTransactions', None), 1512: ('AbortedTransactions', None), 1513: ('AbortedTransactions', None), 1514: ('AbortedTransactions', None), 1515: ('AbortedTransactions', None), 1516: ('AbortedTransactions', None), 1517: ('AbortedTransactions[{}].ProducerId+FirstOffset', 'i8'), 1518: ('AbortedTransactions', 'i8'), 1519: ('AbortedTransactions', 'i8'), 1520: ('AbortedTransactions', 'i8'), 1521: ('AbortedTransactions', 'i8'), 1522: ('AbortedTransactions', 'i8'), 1523: ('AbortedTransactions', None), 1524: ('AbortedTransactions', None), 1525: ('AbortedTransactions', None), 1526: ('AbortedTransactions', None), 1527: ('PreferredReadReplica', None), 1528: ('Records', None), 1529: ('Records', None), 1530: ('Records', None), 1531: ('Records', None), 1532: ('Records', None), 1533: ('Records', None), 1534: ('Records', None), 1535: ('Records', None), 1536: ('Records', None), 1537: ('Records', None), 1539: ('_tagged', None), 1540: ('_tagged', None), 1541: ('_tagged', None), 1549: ('Topic', None), 1550: ('Topic', None), 1551: ('Topic', None), 1552: ('Topic', None), 1553: ('Topic', None), 1554: ('Topic', None), 1555: ('Topic', None), 1556: ('Topic', None), 1557: ('Topic', None), 1558: ('Topic', None), 1559: ('Partitions', None), 1560: ('Partitions', None), 1561: ('Partitions', None), 1562: ('Partitions', None), 1563: ('Partitions', None), 1564: ('Partitions', None), 1565: ('Partitions', None), 1566: ('Partitions', None), 1567: ('Partitions', None), 1568: ('Partitions', 'i5'), 1569: ('Partitions', 'i5'), 1570: ('Partitions', None), 1571: ('Partitions', None), 1572: ('Partitions', None), 1573: ('Partitions', None), 1575: ('_tagged', None), 1576: ('_tagged', None), 1577: ('_tagged', None), 1585: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1586: ('Responses', None), 1587: ('Responses', None), 1588: ('Responses', None), 1589: ('Responses', None), 1590: ('Responses', None), 1591: ('Responses', None), 1592: ('Responses', None), 1593: ('Responses', None), 1594: ('Responses', None), 1595: ('Responses', 'i6'), 1596: ('Responses', 'i6'), 1597: ('Responses', None), 1598: ('Responses', None), 1599: ('Responses', None), 1600: ('Responses', None), 1602: ('_tagged', None), 1603: ('_tagged', None), 1604: ('_tagged', None), 1612: ('TopicId', None), 1613: ('Partitions', None), 1614: ('Partitions', None), 1615: ('Partitions', None), 1616: ('Partitions', None), 1617: ('Partitions', None), 1618: ('Partitions', None), 1619: ('Partitions', None), 1620: ('Partitions', None), 1621: ('Partitions', None), 1622: ('Partitions', 'i4'), 1623: ('Partitions', 'i4'), 1624: ('Partitions', None), 1625: ('Partitions', None), 1626: ('Partitions', None), 1627: ('Partitions', None), 1629: ('_tagged', None), 1630: ('_tagged', None), 1631: ('_tagged', None), 1639: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1640: ('Responses', None), 1641: ('Responses', None), 1642: ('Responses', None), 1643: ('Responses', None), 1644: ('Responses', None), 1645: ('Responses', None), 1646: ('Responses', None), 1647: ('Responses', None), 1648: ('Responses', None), 1649: ('Responses', 'i6'), 1650: ('Responses', 'i6'), 1651: ('Responses', None), 1652: ('Responses', None), 1653: ('Responses', None), 1654: ('Responses', None), 1656: ('_tagged', None), 1657: ('_tagged', None), 1658: ('_tagged', None), 1666: ('NodeId', None), 1667: ('Host', None), 1668: ('Host', None), 1669: ('Host', None), 1670: ('Host', None), 1671: ('Host', None), 1672: ('Host', None), 1673: ('Host', None), 1674: ('Host', None), 1675: ('Host', None), 1676: ('Host', None), 1677: ('Port', None), 1678: ('Rack', None), 1679: ('Rack', None), 1680: ('Rack', None), 1681: ('Rack', None), 1682: ('Rack', None), 1683: ('Rack', None), 1684: ('Rack', None), 1685: ('Rack', None), 1686: ('Rack', None), 1687: ('Rack', None), 1689: ('_tagged', None), 1690: ('_tagged', None), 1691: ('_tagged', None), 1699: ('NodeEndpoints', None), 1700: ('NodeEndpoints', None), 1701: ('NodeEndpoints', None), 1702: ('NodeEndpoints', None), 1703: ('NodeEndpoints', None), 1704: ('NodeEndpoints', None), 1705: ('NodeEndpoints', None), 1706: ('NodeEndpoints', None), 1707: ('NodeEndpoints', None), 1708: ('NodeEndpoints[{}].NodeId', 'i3'), 1709: ('NodeEndpoints[{}].Host', 'i3'), 1710: ('NodeEndpoints[{}].Host', 'i3'), 1711: ('NodeEndpoints[{}].Host', 'i3'), 1712: ('NodeEndpoints[{}].Host', 'i3'), 1713: ('NodeEndpoints[{}].Host', 'i3'), 1714: ('NodeEndpoints[{}].Host', 'i3'), 1715: ('NodeEndpoints[{}].Host', 'i3'), 1716: ('NodeEndpoints[{}].Host', 'i3'), 1717: ('NodeEndpoints[{}].Host', 'i3'), 1718: ('NodeEndpoints[{}].Host', 'i3'), 1719: ('NodeEndpoints[{}].Port', 'i3'), 1720: ('NodeEndpoints[{}].Rack', 'i3'), 1721: ('NodeEndpoints[{}].Rack', 'i3'), 1722: ('NodeEndpoints[{}].Rack', 'i3'), 1723: ('NodeEndpoints[{}].Rack', 'i3'), 1724: ('NodeEndpoints[{}].Rack', 'i3'), 1725: ('NodeEndpoints[{}].Rack', 'i3'), 1726: ('NodeEndpoints[{}].Rack', 'i3'), 1727: ('NodeEndpoints[{}].Rack', 'i3'), 1728: ('NodeEndpoints[{}].Rack', 'i3'), 1729: ('NodeEndpoints[{}].Rack', 'i3'), 1730: ('NodeEndpoints', 'i3'), 1731: ('NodeEndpoints', 'i3'), 1732: ('NodeEndpoints', 'i3'), 1733: ('NodeEndpoints', 'i3'), 1734: ('NodeEndpoints', 'i3'), 1735: ('NodeEndpoints', None), 1736: ('NodeEndpoints', None), 1737: ('NodeEndpoints', None), 1738: ('NodeEndpoints', None), 1746: ('ThrottleTimeMs+ErrorCode+SessionId', None), 1747: ('Responses', None), 1748: ('Responses', None), 1749: ('Responses', None), 1750: ('Responses', None), 1751: ('Responses', None), 1752: ('Responses', None), 1753: ('Responses', None), 1754: ('Responses', None), 1755: ('Responses', None), 1756: ('Responses', 'i6'), 1757: ('Responses', 'i6'), 1758: ('Responses', None), 1759: ('Responses', None), 1760: ('Responses', None), 1761: ('Responses', None), 1763: ('_tagged', None), 1764: ('_tagged', None), 1765: ('_tagged', None)}
+BUILD_HASH = 'c95de93e498f265a'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqi').unpack_from
@@ -17,7 +15,7 @@ _U8 = _struct.Struct('>ihqqi').unpack_from
 _Aq = _rt.array_reader('q')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 16
@@ -26,7 +24,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -40,8 +38,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 16
@@ -56,18 +54,18 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -78,7 +76,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 12
@@ -87,7 +85,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -101,8 +99,8 @@ def _f4(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 12
@@ -117,18 +115,18 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -139,18 +137,18 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 5
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -161,7 +159,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -170,7 +168,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -184,8 +182,8 @@ def _f8(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -200,18 +198,18 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 5
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f8(b, p)
+                x6, p = _f8(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -222,19 +220,19 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
         d = {"PartitionIndex": v1, "CurrentLeaderEpoch": v2, "Timestamp": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -252,15 +250,15 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 17 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
                 d9 = {"PartitionIndex": v6, "CurrentLeaderEpoch": v7, "Timestamp": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -269,12 +267,12 @@ def _f11(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 5
@@ -283,11 +281,11 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
+                x6, p = _f11(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -296,12 +294,12 @@ def _f12(b, p):
         d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 5
@@ -310,11 +308,11 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
+                x6, p = _f11(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -324,20 +322,20 @@ def _f13(b, p):
         d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3, "TimeoutMs": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U6(b, p); p += 6
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Aq(b, p, n4); p += n4 * 8
         elif n4 == -1:
             v3 = None
@@ -348,7 +346,7 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -362,16 +360,16 @@ def _f15(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 10 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U6(b, p); p += 6
                 n9, = _U0(b, p); p += 4
                 if n9 >= 0:
                     if n9 * 8 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Aq(b, p, n9); p += n9 * 8
                 elif n9 == -1:
                     v8 = None
@@ -388,17 +386,17 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f15(b, p)
+                x4, p = _f15(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -409,7 +407,7 @@ def _f16(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U7(b, p); p += 22
@@ -418,7 +416,7 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -432,8 +430,8 @@ def _f18(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U7(b, p); p += 22
@@ -448,17 +446,17 @@ def _f18(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f18(b, p)
+                x4, p = _f18(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -469,18 +467,18 @@ def _f19(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
+                x5, p = _f18(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -491,7 +489,7 @@ def _f20(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U8(b, p); p += 26
@@ -500,7 +498,7 @@ def _f21(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -514,8 +512,8 @@ def _f22(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 26
@@ -530,18 +528,18 @@ def _f22(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f22(b, p)
+                x5, p = _f22(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -552,19 +550,19 @@ def _f23(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U8(b, p); p += 26
         d = {"PartitionIndex": v1, "ErrorCode": v2, "Timestamp": v3, "Offset": v4, "LeaderEpoch": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -582,15 +580,15 @@ def _f25(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 27 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U8(b, p); p += 26
                 d11 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9, "LeaderEpoch": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -599,12 +597,12 @@ def _f25(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -613,11 +611,11 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f25(b, p)
+                x5, p = _f25(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -626,7 +624,7 @@ def _f26(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -638,5 +636,5 @@ NAME = 'ListOffsets'
 REQUEST = {0: _f2, 1: _f5, 2: _f6, 3: _f6, 4: _f9, 5: _f9, 6: _f12, 7: _f12, 8: _f12, 9: _f12, 10: _f13, 11: _f13}
 RESPONSE = {0: _f16, 1: _f19, 2: _f20, 3: _f20, 4: _f23, 5: _f23, 6: _f26, 7: _f26, 8: _f26, 9: _f26, 10: _f26, 11: _f26}
 
-_LINES = {23: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', 'i5'), 48: ('Partitions', 'i5'), 49: ('Partitions', 'i5'), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 62: ('ReplicaId', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', 'i4'), 71: ('Topics', 'i4'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 84: ('PartitionIndex+Timestamp', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions[{}].PartitionIndex+Timestamp', 'i5'), 109: ('Partitions', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 123: ('ReplicaId', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', 'i4'), 132: ('Topics', 'i4'), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 145: ('ReplicaId+IsolationLevel', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', 'i5'), 154: ('Topics', 'i5'), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 167: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 192: ('Partitions', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', None), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 206: ('ReplicaId+IsolationLevel', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i5'), 215: ('Topics', 'i5'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 228: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Name', None), 248: ('Name', None), 249: ('Name', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', 'i5'), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ReplicaId+IsolationLevel', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', 'i5'), 291: ('Topics', 'i5'), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None), 307: ('ReplicaId+IsolationLevel', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', 'i5'), 318: ('Topics', 'i5'), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('TimeoutMs', None), 325: ('_tagged', None), 326: ('_tagged', None), 327: ('_tagged', None), 335: ('PartitionIndex+ErrorCode', None), 336: ('OldStyleOffsets', None), 337: ('OldStyleOffsets', None), 338: ('OldStyleOffsets', None), 339: ('OldStyleOffsets', None), 340: ('OldStyleOffsets', None), 341: ('OldStyleOffsets', None), 342: ('OldStyleOffsets', None), 343: ('OldStyleOffsets', None), 344: ('OldStyleOffsets', None), 345: ('OldStyleOffsets', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('Name', None), 360: ('Name', None), 361: ('Name', None), 362: ('Partitions', None), 363: ('Partitions', None), 364: ('Partitions', None), 365: ('Partitions', None), 366: ('Partitions', None), 367: ('Partitions', None), 368: ('Partitions', None), 369: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 370: ('Partitions[{}].OldStyleOffsets', 'i5'), 371: ('Partitions[{}].OldStyleOffsets', 'i5'), 372: ('Partitions[{}].OldStyleOffsets', 'i5'), 373: ('Partitions[{}].OldStyleOffsets', 'i5'), 374: ('Partitions[{}].OldStyleOffsets', 'i5'), 375: ('Partitions[{}].OldStyleOffsets', 'i5'), 376: ('Partitions[{}].OldStyleOffsets', 'i5'), 377: ('Partitions[{}].OldStyleOffsets', 'i5'), 378: ('Partitions[{}].OldStyleOffsets', 'i5'), 379: ('Partitions[{}].OldStyleOffsets', 'i5'), 380: ('Partitions', 'i5'), 381: ('Partitions', 'i5'), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', 'i3'), 402: ('Topics', 'i3'), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', None), 406: ('Topics', None), 415: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Name', None), 430: ('Name', None), 431: ('Name', None), 432: ('Partitions', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', 'i5'), 440: ('Partitions', 'i5'), 441: ('Partitions', 'i5'), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', None), 445: ('Partitions', None), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', None), 458: ('Topics', None), 459: ('Topics', None), 460: ('Topics', None), 461: ('Topics', 'i3'), 462: ('Topics', 'i3'), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics', None), 475: ('ThrottleTimeMs', None), 476: ('Topics', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', 'i4'), 484: ('Topics', 'i4'), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', None), 497: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Partitions', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 520: ('Partitions', None), 521: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 522: ('Partitions', 'i5'), 523: ('Partitions', 'i5'), 524: ('Partitions', None), 525: ('Partitions', None), 526: ('Partitions', None), 527: ('Partitions', None), 536: ('ThrottleTimeMs', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', None), 543: ('Topics', None), 544: ('Topics', 'i4'), 545: ('Topics', 'i4'), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 558: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 560: ('_tagged', None), 561: ('_tagged', None), 562: ('_tagged', None), 570: ('Name', None), 571: ('Name', None), 572: ('Name', None), 573: ('Name', None), 574: ('Name', None), 575: ('Name', None), 576: ('Name', None), 577: ('Name', None), 578: ('Name', None), 579: ('Name', None), 580: ('Partitions', None), 581: ('Partitions', None), 582: ('Partitions', None), 583: ('Partitions', None), 584: ('Partitions', None), 585: ('Partitions', None), 586: ('Partitions', None), 587: ('Partitions', None), 588: ('Partitions', None), 589: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 590: ('Partitions', 'i5'), 591: ('Partitions', 'i5'), 592: ('Partitions', 'i5'), 593: ('Partitions', 'i5'), 594: ('Partitions', 'i5'), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 600: ('_tagged', None), 601: ('_tagged', None), 602: ('_tagged', None), 610: ('ThrottleTimeMs', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', 'i4'), 621: ('Topics', 'i4'), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', None), 627: ('_tagged', None), 628: ('_tagged', None), 629: ('_tagged', None)}
-BUILD_HASH = '0a2debce2eb6baa6'
+_LINES = {21: ('PartitionIndex+Timestamp+MaxNumOffsets', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', 'i5'), 46: ('Partitions', 'i5'), 47: ('Partitions', 'i5'), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 60: ('ReplicaId', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', 'i4'), 69: ('Topics', 'i4'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 82: ('PartitionIndex+Timestamp', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions[{}].PartitionIndex+Timestamp', 'i5'), 107: ('Partitions', 'i5'), 108: ('Partitions', 'i5'), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 121: ('ReplicaId', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', 'i4'), 130: ('Topics', 'i4'), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 143: ('ReplicaId+IsolationLevel', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', 'i5'), 152: ('Topics', 'i5'), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 165: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 190: ('Partitions', 'i5'), 191: ('Partitions', 'i5'), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', None), 204: ('ReplicaId+IsolationLevel', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', 'i5'), 213: ('Topics', 'i5'), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 226: ('PartitionIndex+CurrentLeaderEpoch+Timestamp', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Name', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', 'i5'), 258: ('Partitions', 'i5'), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 268: ('_tagged', None), 269: ('_tagged', None), 270: ('_tagged', None), 278: ('ReplicaId+IsolationLevel', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', 'i5'), 289: ('Topics', 'i5'), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None), 305: ('ReplicaId+IsolationLevel', None), 306: ('Topics', None), 307: ('Topics', None), 308: ('Topics', None), 309: ('Topics', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', 'i5'), 316: ('Topics', 'i5'), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('TimeoutMs', None), 323: ('_tagged', None), 324: ('_tagged', None), 325: ('_tagged', None), 333: ('PartitionIndex+ErrorCode', None), 334: ('OldStyleOffsets', None), 335: ('OldStyleOffsets', None), 336: ('OldStyleOffsets', None), 337: ('OldStyleOffsets', None), 338: ('OldStyleOffsets', None), 339: ('OldStyleOffsets', None), 340: ('OldStyleOffsets', None), 341: ('OldStyleOffsets', None), 342: ('OldStyleOffsets', None), 343: ('OldStyleOffsets', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('Name', None), 360: ('Partitions', None), 361: ('Partitions', None), 362: ('Partitions', None), 363: ('Partitions', None), 364: ('Partitions', None), 365: ('Partitions', None), 366: ('Partitions', None), 367: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 368: ('Partitions[{}].OldStyleOffsets', 'i5'), 369: ('Partitions[{}].OldStyleOffsets', 'i5'), 370: ('Partitions[{}].OldStyleOffsets', 'i5'), 371: ('Partitions[{}].OldStyleOffsets', 'i5'), 372: ('Partitions[{}].OldStyleOffsets', 'i5'), 373: ('Partitions[{}].OldStyleOffsets', 'i5'), 374: ('Partitions[{}].OldStyleOffsets', 'i5'), 375: ('Partitions[{}].OldStyleOffsets', 'i5'), 376: ('Partitions[{}].OldStyleOffsets', 'i5'), 377: ('Partitions[{}].OldStyleOffsets', 'i5'), 378: ('Partitions', 'i5'), 379: ('Partitions', 'i5'), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', 'i3'), 400: ('Topics', 'i3'), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 413: ('PartitionIndex+ErrorCode+Timestamp+Offset', None), 422: ('Name', None), 423: ('Name', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Name', None), 430: ('Partitions', None), 431: ('Partitions', None), 432: ('Partitions', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', 'i5'), 438: ('Partitions', 'i5'), 439: ('Partitions', 'i5'), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 452: ('Topics', None), 453: ('Topics', None), 454: ('Topics', None), 455: ('Topics', None), 456: ('Topics', None), 457: ('Topics', None), 458: ('Topics', None), 459: ('Topics', 'i3'), 460: ('Topics', 'i3'), 461: ('Topics', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 473: ('ThrottleTimeMs', None), 474: ('Topics', None), 475: ('Topics', None), 476: ('Topics', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', 'i4'), 482: ('Topics', 'i4'), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', None), 495: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 504: ('Name', None), 505: ('Name', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Partitions', None), 513: ('Partitions', None), 514: ('Partitions', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 520: ('Partitions', 'i5'), 521: ('Partitions', 'i5'), 522: ('Partitions', None), 523: ('Partitions', None), 524: ('Partitions', None), 525: ('Partitions', None), 534: ('ThrottleTimeMs', None), 535: ('Topics', None), 536: ('Topics', None), 537: ('Topics', None), 538: ('Topics', None), 539: ('Topics', None), 540: ('Topics', None), 541: ('Topics', None), 542: ('Topics', 'i4'), 543: ('Topics', 'i4'), 544: ('Topics', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 556: ('PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', None), 558: ('_tagged', None), 559: ('_tagged', None), 560: ('_tagged', None), 568: ('Name', None), 569: ('Name', None), 570: ('Name', None), 571: ('Name', None), 572: ('Name', None), 573: ('Name', None), 574: ('Name', None), 575: ('Name', None), 576: ('Name', None), 577: ('Name', None), 578: ('Partitions', None), 579: ('Partitions', None), 580: ('Partitions', None), 581: ('Partitions', None), 582: ('Partitions', None), 583: ('Partitions', None), 584: ('Partitions', None), 585: ('Partitions', None), 586: ('Partitions', None), 587: ('Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', 'i5'), 588: ('Partitions', 'i5'), 589: ('Partitions', 'i5'), 590: ('Partitions', 'i5'), 591: ('Partitions', 'i5'), 592: ('Partitions', 'i5'), 593: ('Partitions', None), 594: ('Partitions', None), 595: ('Partitions', None), 596: ('Partitions', None), 598: ('_tagged', None), 599: ('_tagged', None), 600: ('_tagged', None), 608: ('ThrottleTimeMs', None), 609: ('Topics', None), 610: ('Topics', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', 'i4'), 619: ('Topics', 'i4'), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 625: ('_tagged', None), 626: ('_tagged', None), 627: ('_tagged', None)}
+BUILD_HASH = '52b8f6fced054c09'

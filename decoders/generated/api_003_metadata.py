@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
@@ -17,7 +15,7 @@ _U8 = _struct.Struct('>16s?').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -33,14 +31,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -62,14 +60,14 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -92,14 +90,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -122,7 +120,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -138,12 +136,12 @@ def _f4(b, p):
         d = {"Name": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -151,8 +149,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -168,7 +166,7 @@ def _f5(b, p):
                 d6 = {"Name": v4}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d6)
+                if t: p = _rt.tags(b, p, t, _T0, d6, B)
                 v1.append(d6)
         elif n2 == -1:
             v1 = None
@@ -178,12 +176,12 @@ def _f5(b, p):
         d = {"Topics": v1, "AllowAutoTopicCreation": v7, "IncludeClusterAuthorizedOperations": v8, "IncludeTopicAuthorizedOperations": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -200,12 +198,12 @@ def _f6(b, p):
         d = {"TopicId": _rt.uuid(v1), "Name": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -213,8 +211,8 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -231,7 +229,7 @@ def _f7(b, p):
                 d7 = {"TopicId": _rt.uuid(v4), "Name": v5}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -241,12 +239,12 @@ def _f7(b, p):
         d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeClusterAuthorizedOperations": v9, "IncludeTopicAuthorizedOperations": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -254,8 +252,8 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -272,7 +270,7 @@ def _f8(b, p):
                 d7 = {"TopicId": _rt.uuid(v4), "Name": v5}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -282,12 +280,12 @@ def _f8(b, p):
         d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeTopicAuthorizedOperations": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -305,15 +303,15 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U6(b, p); p += 10
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -322,8 +320,8 @@ def _f10(b, p):
         n7, = _U0(b, p); p += 4
         if n7 >= 0:
             if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -334,7 +332,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -349,16 +347,16 @@ def _f11(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 18 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, = _U6(b, p); p += 10
                 n11, = _U0(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -367,8 +365,8 @@ def _f11(b, p):
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -385,14 +383,14 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -414,11 +412,11 @@ def _f12(b, p):
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
             if n10 * 8 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f11(b, p)
+                x12, p = _f11(b, p, B)
                 v9.append(x12)
         elif n10 == -1:
             v9 = None
@@ -429,7 +427,7 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -455,7 +453,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -471,16 +469,16 @@ def _f14(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, = _U6(b, p); p += 10
                 n12, = _U0(b, p); p += 4
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -489,8 +487,8 @@ def _f14(b, p):
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -507,14 +505,14 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -545,11 +543,11 @@ def _f15(b, p):
         n13, = _U0(b, p); p += 4
         if n13 >= 0:
             if n13 * 9 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f14(b, p)
+                x15, p = _f14(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -560,14 +558,14 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U0(b, p); p += 4
@@ -606,11 +604,11 @@ def _f16(b, p):
         n15, = _U0(b, p); p += 4
         if n15 >= 0:
             if n15 * 9 > L - p: raise _rt.short_count(n15, L - p)
-            _B[0] -= n15
-            if _B[0] < 0: raise _rt.over_budget(n15)
+            B.left -= n15
+            if B.left < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
-                x17, p = _f14(b, p)
+                x17, p = _f14(b, p, B)
                 v14.append(x17)
         elif n15 == -1:
             v14 = None
@@ -621,15 +619,15 @@ def _f16(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -668,11 +666,11 @@ def _f17(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f14(b, p)
+                x18, p = _f14(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -683,15 +681,15 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U6(b, p); p += 10
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -700,8 +698,8 @@ def _f18(b, p):
         n7, = _U0(b, p); p += 4
         if n7 >= 0:
             if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -710,8 +708,8 @@ def _f18(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -722,7 +720,7 @@ def _f18(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -738,16 +736,16 @@ def _f19(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 22 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, = _U6(b, p); p += 10
                 n12, = _U0(b, p); p += 4
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -756,8 +754,8 @@ def _f19(b, p):
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -766,8 +764,8 @@ def _f19(b, p):
                 n16, = _U0(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -784,15 +782,15 @@ def _f19(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -831,11 +829,11 @@ def _f20(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f19(b, p)
+                x18, p = _f19(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -846,15 +844,15 @@ def _f20(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U7(b, p); p += 14
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -863,8 +861,8 @@ def _f21(b, p):
         n8, = _U0(b, p); p += 4
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -873,8 +871,8 @@ def _f21(b, p):
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
             if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
@@ -885,7 +883,7 @@ def _f21(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -901,16 +899,16 @@ def _f22(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -919,8 +917,8 @@ def _f22(b, p):
                 n15, = _U0(b, p); p += 4
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -929,8 +927,8 @@ def _f22(b, p):
                 n17, = _U0(b, p); p += 4
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -947,15 +945,15 @@ def _f22(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -994,11 +992,11 @@ def _f23(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 9 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f22(b, p)
+                x18, p = _f22(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1009,7 +1007,7 @@ def _f23(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -1025,16 +1023,16 @@ def _f24(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 26 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
                 n13, = _U0(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -1043,8 +1041,8 @@ def _f24(b, p):
                 n15, = _U0(b, p); p += 4
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -1053,8 +1051,8 @@ def _f24(b, p):
                 n17, = _U0(b, p); p += 4
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -1072,15 +1070,15 @@ def _f24(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1119,11 +1117,11 @@ def _f25(b, p):
         n16, = _U0(b, p); p += 4
         if n16 >= 0:
             if n16 * 13 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f24(b, p)
+                x18, p = _f24(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1135,7 +1133,7 @@ def _f25(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -1163,12 +1161,12 @@ def _f26(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f27(b, p):
+def _f27(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U7(b, p); p += 14
@@ -1177,8 +1175,8 @@ def _f27(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -1189,8 +1187,8 @@ def _f27(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -1201,8 +1199,8 @@ def _f27(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
@@ -1211,12 +1209,12 @@ def _f27(b, p):
         d = {"ErrorCode": v1, "PartitionIndex": v2, "LeaderId": v3, "LeaderEpoch": v4, "ReplicaNodes": v5, "IsrNodes": v7, "OfflineReplicas": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f28(b, p):
+def _f28(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -1236,8 +1234,8 @@ def _f28(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U7(b, p); p += 14
@@ -1246,8 +1244,8 @@ def _f28(b, p):
                 n13 -= 1
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -1258,8 +1256,8 @@ def _f28(b, p):
                 n15 -= 1
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -1270,8 +1268,8 @@ def _f28(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -1280,7 +1278,7 @@ def _f28(b, p):
                 d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v5.append(d18)
         elif n6 == -1:
             v5 = None
@@ -1290,12 +1288,12 @@ def _f28(b, p):
         d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f29(b, p):
+def _f29(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -1304,8 +1302,8 @@ def _f29(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1333,7 +1331,7 @@ def _f29(b, p):
                 d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -1355,11 +1353,11 @@ def _f29(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 10 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f28(b, p)
+                x18, p = _f28(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1369,12 +1367,12 @@ def _f29(b, p):
         d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f30(b, p):
+def _f30(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -1394,8 +1392,8 @@ def _f30(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U7(b, p); p += 14
@@ -1404,8 +1402,8 @@ def _f30(b, p):
                 n14 -= 1
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -1416,8 +1414,8 @@ def _f30(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -1428,8 +1426,8 @@ def _f30(b, p):
                 n18 -= 1
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -1438,7 +1436,7 @@ def _f30(b, p):
                 d19 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "OfflineReplicas": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v6.append(d19)
         elif n7 == -1:
             v6 = None
@@ -1448,12 +1446,12 @@ def _f30(b, p):
         d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f31(b, p):
+def _f31(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -1462,8 +1460,8 @@ def _f31(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1491,7 +1489,7 @@ def _f31(b, p):
                 d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -1513,11 +1511,11 @@ def _f31(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f30(b, p)
+                x18, p = _f30(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1527,12 +1525,12 @@ def _f31(b, p):
         d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f32(b, p):
+def _f32(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -1541,8 +1539,8 @@ def _f32(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1570,7 +1568,7 @@ def _f32(b, p):
                 d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -1592,11 +1590,11 @@ def _f32(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f30(b, p)
+                x18, p = _f30(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1605,12 +1603,12 @@ def _f32(b, p):
         d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f33(b, p):
+def _f33(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -1619,8 +1617,8 @@ def _f33(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U0(b, p); p += 4
@@ -1648,7 +1646,7 @@ def _f33(b, p):
                 d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -1670,11 +1668,11 @@ def _f33(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 26 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
-                x18, p = _f30(b, p)
+                x18, p = _f30(b, p, B)
                 v15.append(x18)
         elif n16 == -1:
             v15 = None
@@ -1684,7 +1682,7 @@ def _f33(b, p):
         d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ErrorCode": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1696,5 +1694,5 @@ NAME = 'Metadata'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f2, 5: _f2, 6: _f2, 7: _f2, 8: _f3, 9: _f5, 10: _f7, 11: _f8, 12: _f8, 13: _f8}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f17, 4: _f17, 5: _f20, 6: _f20, 7: _f23, 8: _f25, 9: _f29, 10: _f31, 11: _f32, 12: _f32, 13: _f33}
 
-_LINES = {23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics[{}].Name', 'i3'), 47: ('Topics[{}].Name', 'i3'), 48: ('Topics[{}].Name', 'i3'), 49: ('Topics[{}].Name', 'i3'), 50: ('Topics[{}].Name', 'i3'), 51: ('Topics[{}].Name', 'i3'), 52: ('Topics[{}].Name', 'i3'), 53: ('Topics[{}].Name', 'i3'), 54: ('Topics', 'i3'), 55: ('Topics', 'i3'), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics[{}].Name', 'i3'), 79: ('Topics[{}].Name', 'i3'), 80: ('Topics[{}].Name', 'i3'), 81: ('Topics[{}].Name', 'i3'), 82: ('Topics[{}].Name', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('AllowAutoTopicCreation', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics[{}].Name', 'i3'), 106: ('Topics[{}].Name', 'i3'), 107: ('Topics[{}].Name', 'i3'), 108: ('Topics[{}].Name', 'i3'), 109: ('Topics[{}].Name', 'i3'), 110: ('Topics[{}].Name', 'i3'), 111: ('Topics[{}].Name', 'i3'), 112: ('Topics[{}].Name', 'i3'), 113: ('Topics', 'i3'), 114: ('Topics', 'i3'), 115: ('Topics', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics[{}].Name', 'i3'), 159: ('Topics[{}].Name', 'i3'), 160: ('Topics[{}].Name', 'i3'), 161: ('Topics[{}].Name', 'i3'), 162: ('Topics[{}].Name', 'i3'), 163: ('Topics[{}].Name', 'i3'), 164: ('Topics[{}].Name', 'i3'), 165: ('Topics[{}].Name', 'i3'), 166: ('Topics[{}].Name', 'i3'), 167: ('Topics[{}].Name', 'i3'), 168: ('Topics', 'i3'), 169: ('Topics', 'i3'), 170: ('Topics', 'i3'), 171: ('Topics', 'i3'), 172: ('Topics', 'i3'), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('TopicId', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Name', None), 198: ('Name', None), 199: ('Name', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics[{}].TopicId', 'i3'), 221: ('Topics[{}].Name', 'i3'), 222: ('Topics[{}].Name', 'i3'), 223: ('Topics[{}].Name', 'i3'), 224: ('Topics[{}].Name', 'i3'), 225: ('Topics[{}].Name', 'i3'), 226: ('Topics[{}].Name', 'i3'), 227: ('Topics[{}].Name', 'i3'), 228: ('Topics[{}].Name', 'i3'), 229: ('Topics[{}].Name', 'i3'), 230: ('Topics[{}].Name', 'i3'), 231: ('Topics', 'i3'), 232: ('Topics', 'i3'), 233: ('Topics', 'i3'), 234: ('Topics', 'i3'), 235: ('Topics', 'i3'), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics[{}].TopicId', 'i3'), 262: ('Topics[{}].Name', 'i3'), 263: ('Topics[{}].Name', 'i3'), 264: ('Topics[{}].Name', 'i3'), 265: ('Topics[{}].Name', 'i3'), 266: ('Topics[{}].Name', 'i3'), 267: ('Topics[{}].Name', 'i3'), 268: ('Topics[{}].Name', 'i3'), 269: ('Topics[{}].Name', 'i3'), 270: ('Topics[{}].Name', 'i3'), 271: ('Topics[{}].Name', 'i3'), 272: ('Topics', 'i3'), 273: ('Topics', 'i3'), 274: ('Topics', 'i3'), 275: ('Topics', 'i3'), 276: ('Topics', 'i3'), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 283: ('_tagged', None), 284: ('_tagged', None), 285: ('_tagged', None), 293: ('NodeId', None), 294: ('Host', None), 295: ('Host', None), 296: ('Host', None), 297: ('Host', None), 298: ('Host', None), 299: ('Host', None), 300: ('Host', None), 301: ('Host', None), 302: ('Port', None), 311: ('ErrorCode+PartitionIndex+LeaderId', None), 312: ('ReplicaNodes', None), 313: ('ReplicaNodes', None), 314: ('ReplicaNodes', None), 315: ('ReplicaNodes', None), 316: ('ReplicaNodes', None), 317: ('ReplicaNodes', None), 318: ('ReplicaNodes', None), 319: ('ReplicaNodes', None), 320: ('ReplicaNodes', None), 321: ('ReplicaNodes', None), 322: ('IsrNodes', None), 323: ('IsrNodes', None), 324: ('IsrNodes', None), 325: ('IsrNodes', None), 326: ('IsrNodes', None), 327: ('IsrNodes', None), 328: ('IsrNodes', None), 329: ('IsrNodes', None), 330: ('IsrNodes', None), 331: ('IsrNodes', None), 340: ('ErrorCode', None), 341: ('Name', None), 342: ('Name', None), 343: ('Name', None), 344: ('Name', None), 345: ('Name', None), 346: ('Name', None), 347: ('Name', None), 348: ('Name', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i6'), 357: ('Partitions[{}].ReplicaNodes', 'i6'), 358: ('Partitions[{}].ReplicaNodes', 'i6'), 359: ('Partitions[{}].ReplicaNodes', 'i6'), 360: ('Partitions[{}].ReplicaNodes', 'i6'), 361: ('Partitions[{}].ReplicaNodes', 'i6'), 362: ('Partitions[{}].ReplicaNodes', 'i6'), 363: ('Partitions[{}].ReplicaNodes', 'i6'), 364: ('Partitions[{}].ReplicaNodes', 'i6'), 365: ('Partitions[{}].ReplicaNodes', 'i6'), 366: ('Partitions[{}].ReplicaNodes', 'i6'), 367: ('Partitions[{}].IsrNodes', 'i6'), 368: ('Partitions[{}].IsrNodes', 'i6'), 369: ('Partitions[{}].IsrNodes', 'i6'), 370: ('Partitions[{}].IsrNodes', 'i6'), 371: ('Partitions[{}].IsrNodes', 'i6'), 372: ('Partitions[{}].IsrNodes', 'i6'), 373: ('Partitions[{}].IsrNodes', 'i6'), 374: ('Partitions[{}].IsrNodes', 'i6'), 375: ('Partitions[{}].IsrNodes', 'i6'), 376: ('Partitions[{}].IsrNodes', 'i6'), 377: ('Partitions', 'i6'), 378: ('Partitions', 'i6'), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 391: ('Brokers', None), 392: ('Brokers', None), 393: ('Brokers', None), 394: ('Brokers', None), 395: ('Brokers', None), 396: ('Brokers', None), 397: ('Brokers', None), 398: ('Brokers[{}].NodeId', 'i3'), 399: ('Brokers[{}].Host', 'i3'), 400: ('Brokers[{}].Host', 'i3'), 401: ('Brokers[{}].Host', 'i3'), 402: ('Brokers[{}].Host', 'i3'), 403: ('Brokers[{}].Host', 'i3'), 404: ('Brokers[{}].Host', 'i3'), 405: ('Brokers[{}].Host', 'i3'), 406: ('Brokers[{}].Host', 'i3'), 407: ('Brokers[{}].Port', 'i3'), 408: ('Brokers', 'i3'), 409: ('Brokers', 'i3'), 410: ('Brokers', None), 411: ('Brokers', None), 412: ('Brokers', None), 413: ('Brokers', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', 'i11'), 422: ('Topics', 'i11'), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 435: ('NodeId', None), 436: ('Host', None), 437: ('Host', None), 438: ('Host', None), 439: ('Host', None), 440: ('Host', None), 441: ('Host', None), 442: ('Host', None), 443: ('Host', None), 444: ('Port', None), 445: ('Rack', None), 446: ('Rack', None), 447: ('Rack', None), 448: ('Rack', None), 449: ('Rack', None), 450: ('Rack', None), 451: ('Rack', None), 452: ('Rack', None), 461: ('ErrorCode', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('IsInternal', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions', None), 477: ('Partitions', None), 478: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 479: ('Partitions[{}].ReplicaNodes', 'i7'), 480: ('Partitions[{}].ReplicaNodes', 'i7'), 481: ('Partitions[{}].ReplicaNodes', 'i7'), 482: ('Partitions[{}].ReplicaNodes', 'i7'), 483: ('Partitions[{}].ReplicaNodes', 'i7'), 484: ('Partitions[{}].ReplicaNodes', 'i7'), 485: ('Partitions[{}].ReplicaNodes', 'i7'), 486: ('Partitions[{}].ReplicaNodes', 'i7'), 487: ('Partitions[{}].ReplicaNodes', 'i7'), 488: ('Partitions[{}].ReplicaNodes', 'i7'), 489: ('Partitions[{}].IsrNodes', 'i7'), 490: ('Partitions[{}].IsrNodes', 'i7'), 491: ('Partitions[{}].IsrNodes', 'i7'), 492: ('Partitions[{}].IsrNodes', 'i7'), 493: ('Partitions[{}].IsrNodes', 'i7'), 494: ('Partitions[{}].IsrNodes', 'i7'), 495: ('Partitions[{}].IsrNodes', 'i7'), 496: ('Partitions[{}].IsrNodes', 'i7'), 497: ('Partitions[{}].IsrNodes', 'i7'), 498: ('Partitions[{}].IsrNodes', 'i7'), 499: ('Partitions', 'i7'), 500: ('Partitions', 'i7'), 501: ('Partitions', None), 502: ('Partitions', None), 503: ('Partitions', None), 504: ('Partitions', None), 513: ('Brokers', None), 514: ('Brokers', None), 515: ('Brokers', None), 516: ('Brokers', None), 517: ('Brokers', None), 518: ('Brokers', None), 519: ('Brokers', None), 520: ('Brokers[{}].NodeId', 'i3'), 521: ('Brokers[{}].Host', 'i3'), 522: ('Brokers[{}].Host', 'i3'), 523: ('Brokers[{}].Host', 'i3'), 524: ('Brokers[{}].Host', 'i3'), 525: ('Brokers[{}].Host', 'i3'), 526: ('Brokers[{}].Host', 'i3'), 527: ('Brokers[{}].Host', 'i3'), 528: ('Brokers[{}].Host', 'i3'), 529: ('Brokers[{}].Port', 'i3'), 530: ('Brokers[{}].Rack', 'i3'), 531: ('Brokers[{}].Rack', 'i3'), 532: ('Brokers[{}].Rack', 'i3'), 533: ('Brokers[{}].Rack', 'i3'), 534: ('Brokers[{}].Rack', 'i3'), 535: ('Brokers[{}].Rack', 'i3'), 536: ('Brokers[{}].Rack', 'i3'), 537: ('Brokers[{}].Rack', 'i3'), 538: ('Brokers', 'i3'), 539: ('Brokers', 'i3'), 540: ('Brokers', None), 541: ('Brokers', None), 542: ('Brokers', None), 543: ('Brokers', None), 544: ('ControllerId', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', 'i14'), 553: ('Topics', 'i14'), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 566: ('Brokers', None), 567: ('Brokers', None), 568: ('Brokers', None), 569: ('Brokers', None), 570: ('Brokers', None), 571: ('Brokers', None), 572: ('Brokers', None), 573: ('Brokers[{}].NodeId', 'i3'), 574: ('Brokers[{}].Host', 'i3'), 575: ('Brokers[{}].Host', 'i3'), 576: ('Brokers[{}].Host', 'i3'), 577: ('Brokers[{}].Host', 'i3'), 578: ('Brokers[{}].Host', 'i3'), 579: ('Brokers[{}].Host', 'i3'), 580: ('Brokers[{}].Host', 'i3'), 581: ('Brokers[{}].Host', 'i3'), 582: ('Brokers[{}].Port', 'i3'), 583: ('Brokers[{}].Rack', 'i3'), 584: ('Brokers[{}].Rack', 'i3'), 585: ('Brokers[{}].Rack', 'i3'), 586: ('Brokers[{}].Rack', 'i3'), 587: ('Brokers[{}].Rack', 'i3'), 588: ('Brokers[{}].Rack', 'i3'), 589: ('Brokers[{}].Rack', 'i3'), 590: ('Brokers[{}].Rack', 'i3'), 591: ('Brokers', 'i3'), 592: ('Brokers', 'i3'), 593: ('Brokers', None), 594: ('Brokers', None), 595: ('Brokers', None), 596: ('Brokers', None), 597: ('ClusterId', None), 598: ('ClusterId', None), 599: ('ClusterId', None), 600: ('ClusterId', None), 601: ('ClusterId', None), 602: ('ClusterId', None), 603: ('ClusterId', None), 604: ('ClusterId', None), 605: ('ControllerId', None), 606: ('Topics', None), 607: ('Topics', None), 608: ('Topics', None), 609: ('Topics', None), 610: ('Topics', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', 'i16'), 614: ('Topics', 'i16'), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 627: ('ThrottleTimeMs', None), 628: ('Brokers', None), 629: ('Brokers', None), 630: ('Brokers', None), 631: ('Brokers', None), 632: ('Brokers', None), 633: ('Brokers', None), 634: ('Brokers', None), 635: ('Brokers[{}].NodeId', 'i4'), 636: ('Brokers[{}].Host', 'i4'), 637: ('Brokers[{}].Host', 'i4'), 638: ('Brokers[{}].Host', 'i4'), 639: ('Brokers[{}].Host', 'i4'), 640: ('Brokers[{}].Host', 'i4'), 641: ('Brokers[{}].Host', 'i4'), 642: ('Brokers[{}].Host', 'i4'), 643: ('Brokers[{}].Host', 'i4'), 644: ('Brokers[{}].Port', 'i4'), 645: ('Brokers[{}].Rack', 'i4'), 646: ('Brokers[{}].Rack', 'i4'), 647: ('Brokers[{}].Rack', 'i4'), 648: ('Brokers[{}].Rack', 'i4'), 649: ('Brokers[{}].Rack', 'i4'), 650: ('Brokers[{}].Rack', 'i4'), 651: ('Brokers[{}].Rack', 'i4'), 652: ('Brokers[{}].Rack', 'i4'), 653: ('Brokers', 'i4'), 654: ('Brokers', 'i4'), 655: ('Brokers', None), 656: ('Brokers', None), 657: ('Brokers', None), 658: ('Brokers', None), 659: ('ClusterId', None), 660: ('ClusterId', None), 661: ('ClusterId', None), 662: ('ClusterId', None), 663: ('ClusterId', None), 664: ('ClusterId', None), 665: ('ClusterId', None), 666: ('ClusterId', None), 667: ('ControllerId', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', 'i17'), 676: ('Topics', 'i17'), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', None), 680: ('Topics', None), 689: ('ErrorCode+PartitionIndex+LeaderId', None), 690: ('ReplicaNodes', None), 691: ('ReplicaNodes', None), 692: ('ReplicaNodes', None), 693: ('ReplicaNodes', None), 694: ('ReplicaNodes', None), 695: ('ReplicaNodes', None), 696: ('ReplicaNodes', None), 697: ('ReplicaNodes', None), 698: ('ReplicaNodes', None), 699: ('ReplicaNodes', None), 700: ('IsrNodes', None), 701: ('IsrNodes', None), 702: ('IsrNodes', None), 703: ('IsrNodes', None), 704: ('IsrNodes', None), 705: ('IsrNodes', None), 706: ('IsrNodes', None), 707: ('IsrNodes', None), 708: ('IsrNodes', None), 709: ('IsrNodes', None), 710: ('OfflineReplicas', None), 711: ('OfflineReplicas', None), 712: ('OfflineReplicas', None), 713: ('OfflineReplicas', None), 714: ('OfflineReplicas', None), 715: ('OfflineReplicas', None), 716: ('OfflineReplicas', None), 717: ('OfflineReplicas', None), 718: ('OfflineReplicas', None), 719: ('OfflineReplicas', None), 728: ('ErrorCode', None), 729: ('Name', None), 730: ('Name', None), 731: ('Name', None), 732: ('Name', None), 733: ('Name', None), 734: ('Name', None), 735: ('Name', None), 736: ('Name', None), 737: ('IsInternal', None), 738: ('Partitions', None), 739: ('Partitions', None), 740: ('Partitions', None), 741: ('Partitions', None), 742: ('Partitions', None), 743: ('Partitions', None), 744: ('Partitions', None), 745: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 746: ('Partitions[{}].ReplicaNodes', 'i7'), 747: ('Partitions[{}].ReplicaNodes', 'i7'), 748: ('Partitions[{}].ReplicaNodes', 'i7'), 749: ('Partitions[{}].ReplicaNodes', 'i7'), 750: ('Partitions[{}].ReplicaNodes', 'i7'), 751: ('Partitions[{}].ReplicaNodes', 'i7'), 752: ('Partitions[{}].ReplicaNodes', 'i7'), 753: ('Partitions[{}].ReplicaNodes', 'i7'), 754: ('Partitions[{}].ReplicaNodes', 'i7'), 755: ('Partitions[{}].ReplicaNodes', 'i7'), 756: ('Partitions[{}].IsrNodes', 'i7'), 757: ('Partitions[{}].IsrNodes', 'i7'), 758: ('Partitions[{}].IsrNodes', 'i7'), 759: ('Partitions[{}].IsrNodes', 'i7'), 760: ('Partitions[{}].IsrNodes', 'i7'), 761: ('Partitions[{}].IsrNodes', 'i7'), 762: ('Partitions[{}].IsrNodes', 'i7'), 763: ('Partitions[{}].IsrNodes', 'i7'), 764: ('Partitions[{}].IsrNodes', 'i7'), 765: ('Partitions[{}].IsrNodes', 'i7'), 766: ('Partitions[{}].OfflineReplicas', 'i7'), 767: ('Partitions[{}].OfflineReplicas', 'i7'), 768: ('Partitions[{}].OfflineReplicas', 'i7'), 769: ('Partitions[{}].OfflineReplicas', 'i7'), 770: ('Partitions[{}].OfflineReplicas', 'i7'), 771: ('Partitions[{}].OfflineReplicas', 'i7'), 772: ('Partitions[{}].OfflineReplicas', 'i7'), 773: ('Partitions[{}].OfflineReplicas', 'i7'), 774: ('Partitions[{}].OfflineReplicas', 'i7'), 775: ('Partitions[{}].OfflineReplicas', 'i7'), 776: ('Partitions', 'i7'), 777: ('Partitions', 'i7'), 778: ('Partitions', None), 779: ('Partitions', None), 780: ('Partitions', None), 781: ('Partitions', None), 790: ('ThrottleTimeMs', None), 791: ('Brokers', None), 792: ('Brokers', None), 793: ('Brokers', None), 794: ('Brokers', None), 795: ('Brokers', None), 796: ('Brokers', None), 797: ('Brokers', None), 798: ('Brokers[{}].NodeId', 'i4'), 799: ('Brokers[{}].Host', 'i4'), 800: ('Brokers[{}].Host', 'i4'), 801: ('Brokers[{}].Host', 'i4'), 802: ('Brokers[{}].Host', 'i4'), 803: ('Brokers[{}].Host', 'i4'), 804: ('Brokers[{}].Host', 'i4'), 805: ('Brokers[{}].Host', 'i4'), 806: ('Brokers[{}].Host', 'i4'), 807: ('Brokers[{}].Port', 'i4'), 808: ('Brokers[{}].Rack', 'i4'), 809: ('Brokers[{}].Rack', 'i4'), 810: ('Brokers[{}].Rack', 'i4'), 811: ('Brokers[{}].Rack', 'i4'), 812: ('Brokers[{}].Rack', 'i4'), 813: ('Brokers[{}].Rack', 'i4'), 814: ('Brokers[{}].Rack', 'i4'), 815: ('Brokers[{}].Rack', 'i4'), 816: ('Brokers', 'i4'), 817: ('Brokers', 'i4'), 818: ('Brokers', None), 819: ('Brokers', None), 820: ('Brokers', None), 821: ('Brokers', None), 822: ('ClusterId', None), 823: ('ClusterId', None), 824: ('ClusterId', None), 825: ('ClusterId', None), 826: ('ClusterId', None), 827: ('ClusterId', None), 828: ('ClusterId', None), 829: ('ClusterId', None), 830: ('ControllerId', None), 831: ('Topics', None), 832: ('Topics', None), 833: ('Topics', None), 834: ('Topics', None), 835: ('Topics', None), 836: ('Topics', None), 837: ('Topics', None), 838: ('Topics', 'i17'), 839: ('Topics', 'i17'), 840: ('Topics', None), 841: ('Topics', None), 842: ('Topics', None), 843: ('Topics', None), 852: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 853: ('ReplicaNodes', None), 854: ('ReplicaNodes', None), 855: ('ReplicaNodes', None), 856: ('ReplicaNodes', None), 857: ('ReplicaNodes', None), 858: ('ReplicaNodes', None), 859: ('ReplicaNodes', None), 860: ('ReplicaNodes', None), 861: ('ReplicaNodes', None), 862: ('ReplicaNodes', None), 863: ('IsrNodes', None), 864: ('IsrNodes', None), 865: ('IsrNodes', None), 866: ('IsrNodes', None), 867: ('IsrNodes', None), 868: ('IsrNodes', None), 869: ('IsrNodes', None), 870: ('IsrNodes', None), 871: ('IsrNodes', None), 872: ('IsrNodes', None), 873: ('OfflineReplicas', None), 874: ('OfflineReplicas', None), 875: ('OfflineReplicas', None), 876: ('OfflineReplicas', None), 877: ('OfflineReplicas', None), 878: ('OfflineReplicas', None), 879: ('OfflineReplicas', None), 880: ('OfflineReplicas', None), 881: ('OfflineReplicas', None), 882: ('OfflineReplicas', None), 891: ('ErrorCode', None), 892: ('Name', None), 893: ('Name', None), 894: ('Name', None), 895: ('Name', None), 896: ('Name', None), 897: ('Name', None), 898: ('Name', None), 899: ('Name', None), 900: ('IsInternal', None), 901: ('Partitions', None), 902: ('Partitions', None), 903: ('Partitions', None), 904: ('Partitions', None), 905: ('Partitions', None), 906: ('Partitions', None), 907: ('Partitions', None), 908: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 909: ('Partitions[{}].ReplicaNodes', 'i7'), 910: ('Partitions[{}].ReplicaNodes', 'i7'), 911: ('Partitions[{}].ReplicaNodes', 'i7'), 912: ('Partitions[{}].ReplicaNodes', 'i7'), 913: ('Partitions[{}].ReplicaNodes', 'i7'), 914: ('Partitions[{}].ReplicaNodes', 'i7'), 915: ('Partitions[{}].ReplicaNodes', 'i7'), 916: ('Partitions[{}].ReplicaNodes', 'i7'), 917: ('Partitions[{}].ReplicaNodes', 'i7'), 918: ('Partitions[{}].ReplicaNodes', 'i7'), 919: ('Partitions[{}].IsrNodes', 'i7'), 920: ('Partitions[{}].IsrNodes', 'i7'), 921: ('Partitions[{}].IsrNodes', 'i7'), 922: ('Partitions[{}].IsrNodes', 'i7'), 923: ('Partitions[{}].IsrNodes', 'i7'), 924: ('Partitions[{}].IsrNodes', 'i7'), 925: ('Partitions[{}].IsrNodes', 'i7'), 926: ('Partitions[{}].IsrNodes', 'i7'), 927: ('Partitions[{}].IsrNodes', 'i7'), 928: ('Partitions[{}].IsrNodes', 'i7'), 929: ('Partitions[{}].OfflineReplicas', 'i7'), 930: ('Partitions[{}].OfflineReplicas', 'i7'), 931: ('Partitions[{}].OfflineReplicas', 'i7'), 932: ('Partitions[{}].OfflineReplicas', 'i7'), 933: ('Partitions[{}].OfflineReplicas', 'i7'), 934: ('Partitions[{}].OfflineReplicas', 'i7'), 935: ('Partitions[{}].OfflineReplicas', 'i7'), 936: ('Partitions[{}].OfflineReplicas', 'i7'), 937: ('Partitions[{}].OfflineReplicas', 'i7'), 938: ('Partitions[{}].OfflineReplicas', 'i7'), 939: ('Partitions', 'i7'), 940: ('Partitions', 'i7'), 941: ('Partitions', None), 942: ('Partitions', None), 943: ('Partitions', None), 944: ('Partitions', None), 953: ('ThrottleTimeMs', None), 954: ('Brokers', None), 955: ('Brokers', None), 956: ('Brokers', None), 957: ('Brokers', None), 958: ('Brokers', None), 959: ('Brokers', None), 960: ('Brokers', None), 961: ('Brokers[{}].NodeId', 'i4'), 962: ('Brokers[{}].Host', 'i4'), 963: ('Brokers[{}].Host', 'i4'), 964: ('Brokers[{}].Host', 'i4'), 965: ('Brokers[{}].Host', 'i4'), 966: ('Brokers[{}].Host', 'i4'), 967: ('Brokers[{}].Host', 'i4'), 968: ('Brokers[{}].Host', 'i4'), 969: ('Brokers[{}].Host', 'i4'), 970: ('Brokers[{}].Port', 'i4'), 971: ('Brokers[{}].Rack', 'i4'), 972: ('Brokers[{}].Rack', 'i4'), 973: ('Brokers[{}].Rack', 'i4'), 974: ('Brokers[{}].Rack', 'i4'), 975: ('Brokers[{}].Rack', 'i4'), 976: ('Brokers[{}].Rack', 'i4'), 977: ('Brokers[{}].Rack', 'i4'), 978: ('Brokers[{}].Rack', 'i4'), 979: ('Brokers', 'i4'), 980: ('Brokers', 'i4'), 981: ('Brokers', None), 982: ('Brokers', None), 983: ('Brokers', None), 984: ('Brokers', None), 985: ('ClusterId', None), 986: ('ClusterId', None), 987: ('ClusterId', None), 988: ('ClusterId', None), 989: ('ClusterId', None), 990: ('ClusterId', None), 991: ('ClusterId', None), 992: ('ClusterId', None), 993: ('ControllerId', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', None), 1000: ('Topics', None), 1001: ('Topics', 'i17'), 1002: ('Topics', 'i17'), 1003: ('Topics', None), 1004: ('Topics', None), 1005: ('Topics', None), 1006: ('Topics', None), 1015: ('ErrorCode', None), 1016: ('Name', None), 1017: ('Name', None), 1018: ('Name', None), 1019: ('Name', None), 1020: ('Name', None), 1021: ('Name', None), 1022: ('Name', None), 1023: ('Name', None), 1024: ('IsInternal', None), 1025: ('Partitions', None), 1026: ('Partitions', None), 1027: ('Partitions', None), 1028: ('Partitions', None), 1029: ('Partitions', None), 1030: ('Partitions', None), 1031: ('Partitions', None), 1032: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1033: ('Partitions[{}].ReplicaNodes', 'i7'), 1034: ('Partitions[{}].ReplicaNodes', 'i7'), 1035: ('Partitions[{}].ReplicaNodes', 'i7'), 1036: ('Partitions[{}].ReplicaNodes', 'i7'), 1037: ('Partitions[{}].ReplicaNodes', 'i7'), 1038: ('Partitions[{}].ReplicaNodes', 'i7'), 1039: ('Partitions[{}].ReplicaNodes', 'i7'), 1040: ('Partitions[{}].ReplicaNodes', 'i7'), 1041: ('Partitions[{}].ReplicaNodes', 'i7'), 1042: ('Partitions[{}].ReplicaNodes', 'i7'), 1043: ('Partitions[{}].IsrNodes', 'i7'), 1044: ('Partitions[{}].IsrNodes', 'i7'), 1045: ('Partitions[{}].IsrNodes', 'i7'), 1046: ('Partitions[{}].IsrNodes', 'i7'), 1047: ('Partitions[{}].IsrNodes', 'i7'), 1048: ('Partitions[{}].IsrNodes', 'i7'), 1049: ('Partitions[{}].IsrNodes', 'i7'), 1050: ('Partitions[{}].IsrNodes', 'i7'), 1051: ('Partitions[{}].IsrNodes', 'i7'), 1052: ('Partitions[{}].IsrNodes', 'i7'), 1053: ('Partitions[{}].OfflineReplicas', 'i7'), 1054: ('Partitions[{}].OfflineReplicas', 'i7'), 1055: ('Partitions[{}].OfflineReplicas', 'i7'), 1056: ('Partitions[{}].OfflineReplicas', 'i7'), 1057: ('Partitions[{}].OfflineReplicas', 'i7'), 1058: ('Partitions[{}].OfflineReplicas', 'i7'), 1059: ('Partitions[{}].OfflineReplicas', 'i7'), 1060: ('Partitions[{}].OfflineReplicas', 'i7'), 1061: ('Partitions[{}].OfflineReplicas', 'i7'), 1062: ('Partitions[{}].OfflineReplicas', 'i7'), 1063: ('Partitions', 'i7'), 1064: ('Partitions', 'i7'), 1065: ('Partitions', None), 1066: ('Partitions', None), 1067: ('Partitions', None), 1068: ('Partitions', None), 1069: ('TopicAuthorizedOperations', None), 1078: ('ThrottleTimeMs', None), 1079: ('Brokers', None), 1080: ('Brokers', None), 1081: ('Brokers', None), 1082: ('Brokers', None), 1083: ('Brokers', None), 1084: ('Brokers', None), 1085: ('Brokers', None), 1086: ('Brokers[{}].NodeId', 'i4'), 1087: ('Brokers[{}].Host', 'i4'), 1088: ('Brokers[{}].Host', 'i4'), 1089: ('Brokers[{}].Host', 'i4'), 1090: ('Brokers[{}].Host', 'i4'), 1091: ('Brokers[{}].Host', 'i4'), 1092: ('Brokers[{}].Host', 'i4'), 1093: ('Brokers[{}].Host', 'i4'), 1094: ('Brokers[{}].Host', 'i4'), 1095: ('Brokers[{}].Port', 'i4'), 1096: ('Brokers[{}].Rack', 'i4'), 1097: ('Brokers[{}].Rack', 'i4'), 1098: ('Brokers[{}].Rack', 'i4'), 1099: ('Brokers[{}].Rack', 'i4'), 1100: ('Brokers[{}].Rack', 'i4'), 1101: ('Brokers[{}].Rack', 'i4'), 1102: ('Brokers[{}].Rack', 'i4'), 1103: ('Brokers[{}].Rack', 'i4'), 1104: ('Brokers', 'i4'), 1105: ('Brokers', 'i4'), 1106: ('Brokers', None), 1107: ('Brokers', None), 1108: ('Brokers', None), 1109: ('Brokers', None), 1110: ('ClusterId', None), 1111: ('ClusterId', None), 1112: ('ClusterId', None), 1113: ('ClusterId', None), 1114: ('ClusterId', None), 1115: ('ClusterId', None), 1116: ('ClusterId', None), 1117: ('ClusterId', None), 1118: ('ControllerId', None), 1119: ('Topics', None), 1120: ('Topics', None), 1121: ('Topics', None), 1122: ('Topics', None), 1123: ('Topics', None), 1124: ('Topics', None), 1125: ('Topics', None), 1126: ('Topics', 'i17'), 1127: ('Topics', 'i17'), 1128: ('Topics', None), 1129: ('Topics', None), 1130: ('Topics', None), 1131: ('Topics', None), 1132: ('ClusterAuthorizedOperations', None), 1141: ('NodeId', None), 1142: ('Host', None), 1143: ('Host', None), 1144: ('Host', None), 1145: ('Host', None), 1146: ('Host', None), 1147: ('Host', None), 1148: ('Host', None), 1149: ('Host', None), 1150: ('Host', None), 1151: ('Host', None), 1152: ('Port', None), 1153: ('Rack', None), 1154: ('Rack', None), 1155: ('Rack', None), 1156: ('Rack', None), 1157: ('Rack', None), 1158: ('Rack', None), 1159: ('Rack', None), 1160: ('Rack', None), 1161: ('Rack', None), 1162: ('Rack', None), 1164: ('_tagged', None), 1165: ('_tagged', None), 1166: ('_tagged', None), 1174: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 1175: ('ReplicaNodes', None), 1176: ('ReplicaNodes', None), 1177: ('ReplicaNodes', None), 1178: ('ReplicaNodes', None), 1179: ('ReplicaNodes', None), 1180: ('ReplicaNodes', None), 1181: ('ReplicaNodes', None), 1182: ('ReplicaNodes', None), 1183: ('ReplicaNodes', None), 1184: ('ReplicaNodes', None), 1185: ('ReplicaNodes', None), 1186: ('ReplicaNodes', None), 1187: ('IsrNodes', None), 1188: ('IsrNodes', None), 1189: ('IsrNodes', None), 1190: ('IsrNodes', None), 1191: ('IsrNodes', None), 1192: ('IsrNodes', None), 1193: ('IsrNodes', None), 1194: ('IsrNodes', None), 1195: ('IsrNodes', None), 1196: ('IsrNodes', None), 1197: ('IsrNodes', None), 1198: ('IsrNodes', None), 1199: ('OfflineReplicas', None), 1200: ('OfflineReplicas', None), 1201: ('OfflineReplicas', None), 1202: ('OfflineReplicas', None), 1203: ('OfflineReplicas', None), 1204: ('OfflineReplicas', None), 1205: ('OfflineReplicas', None), 1206: ('OfflineReplicas', None), 1207: ('OfflineReplicas', None), 1208: ('OfflineReplicas', None), 1209: ('OfflineReplicas', None), 1210: ('OfflineReplicas', None), 1212: ('_tagged', None), 1213: ('_tagged', None), 1214: ('_tagged', None), 1222: ('ErrorCode', None), 1223: ('Name', None), 1224: ('Name', None), 1225: ('Name', None), 1226: ('Name', None), 1227: ('Name', None), 1228: ('Name', None), 1229: ('Name', None), 1230: ('Name', None), 1231: ('Name', None), 1232: ('Name', None), 1233: ('IsInternal', None), 1234: ('Partitions', None), 1235: ('Partitions', None), 1236: ('Partitions', None), 1237: ('Partitions', None), 1238: ('Partitions', None), 1239: ('Partitions', None), 1240: ('Partitions', None), 1241: ('Partitions', None), 1242: ('Partitions', None), 1243: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1244: ('Partitions[{}].ReplicaNodes', 'i7'), 1245: ('Partitions[{}].ReplicaNodes', 'i7'), 1246: ('Partitions[{}].ReplicaNodes', 'i7'), 1247: ('Partitions[{}].ReplicaNodes', 'i7'), 1248: ('Partitions[{}].ReplicaNodes', 'i7'), 1249: ('Partitions[{}].ReplicaNodes', 'i7'), 1250: ('Partitions[{}].ReplicaNodes', 'i7'), 1251: ('Partitions[{}].ReplicaNodes', 'i7'), 1252: ('Partitions[{}].ReplicaNodes', 'i7'), 1253: ('Partitions[{}].ReplicaNodes', 'i7'), 1254: ('Partitions[{}].ReplicaNodes', 'i7'), 1255: ('Partitions[{}].ReplicaNodes', 'i7'), 1256: ('Partitions[{}].IsrNodes', 'i7'), 1257: ('Partitions[{}].IsrNodes', 'i7'), 1258: ('Partitions[{}].IsrNodes', 'i7'), 1259: ('Partitions[{}].IsrNodes', 'i7'), 1260: ('Partitions[{}].IsrNodes', 'i7'), 1261: ('Partitions[{}].IsrNodes', 'i7'), 1262: ('Partitions[{}].IsrNodes', 'i7'), 1263: ('Partitions[{}].IsrNodes', 'i7'), 1264: ('Partitions[{}].IsrNodes', 'i7'), 1265: ('Partitions[{}].IsrNodes', 'i7'), 1266: ('Partitions[{}].IsrNodes', 'i7'), 1267: ('Partitions[{}].IsrNodes', 'i7'), 1268: ('Partitions[{}].OfflineReplicas', 'i7'), 1269: ('Partitions[{}].OfflineReplicas', 'i7'), 1270: ('Partitions[{}].OfflineReplicas', 'i7'), 1271: ('Partitions[{}].OfflineReplicas', 'i7'), 1272: ('Partitions[{}].OfflineReplicas', 'i7'), 1273: ('Partitions[{}].OfflineReplicas', 'i7'), 1274: ('Partitions[{}].OfflineReplicas', 'i7'), 1275: ('Partitions[{}].OfflineReplicas', 'i7'), 1276: ('Partitions[{}].OfflineReplicas', 'i7'), 1277: ('Partitions[{}].OfflineReplicas', 'i7'), 1278: ('Partitions[{}].OfflineReplicas', 'i7'), 1279: ('Partitions[{}].OfflineReplicas', 'i7'), 1280: ('Partitions', 'i7'), 1281: ('Partitions', 'i7'), 1282: ('Partitions', 'i7'), 1283: ('Partitions', 'i7'), 1284: ('Partitions', 'i7'), 1285: ('Partitions', None), 1286: ('Partitions', None), 1287: ('Partitions', None), 1288: ('Partitions', None), 1289: ('TopicAuthorizedOperations', None), 1291: ('_tagged', None), 1292: ('_tagged', None), 1293: ('_tagged', None), 1301: ('ThrottleTimeMs', None), 1302: ('Brokers', None), 1303: ('Brokers', None), 1304: ('Brokers', None), 1305: ('Brokers', None), 1306: ('Brokers', None), 1307: ('Brokers', None), 1308: ('Brokers', None), 1309: ('Brokers', None), 1310: ('Brokers', None), 1311: ('Brokers[{}].NodeId', 'i4'), 1312: ('Brokers[{}].Host', 'i4'), 1313: ('Brokers[{}].Host', 'i4'), 1314: ('Brokers[{}].Host', 'i4'), 1315: ('Brokers[{}].Host', 'i4'), 1316: ('Brokers[{}].Host', 'i4'), 1317: ('Brokers[{}].Host', 'i4'), 1318: ('Brokers[{}].Host', 'i4'), 1319: ('Brokers[{}].Host', 'i4'), 1320: ('Brokers[{}].Host', 'i4'), 1321: ('Brokers[{}].Host', 'i4'), 1322: ('Brokers[{}].Port', 'i4'), 1323: ('Brokers[{}].Rack', 'i4'), 1324: ('Brokers[{}].Rack', 'i4'), 1325: ('Brokers[{}].Rack', 'i4'), 1326: ('Brokers[{}].Rack', 'i4'), 1327: ('Brokers[{}].Rack', 'i4'), 1328: ('Brokers[{}].Rack', 'i4'), 1329: ('Brokers[{}].Rack', 'i4'), 1330: ('Brokers[{}].Rack', 'i4'), 1331: ('Brokers[{}].Rack', 'i4'), 1332: ('Brokers[{}].Rack', 'i4'), 1333: ('Brokers', 'i4'), 1334: ('Brokers', 'i4'), 1335: ('Brokers', 'i4'), 1336: ('Brokers', 'i4'), 1337: ('Brokers', 'i4'), 1338: ('Brokers', None), 1339: ('Brokers', None), 1340: ('Brokers', None), 1341: ('Brokers', None), 1342: ('ClusterId', None), 1343: ('ClusterId', None), 1344: ('ClusterId', None), 1345: ('ClusterId', None), 1346: ('ClusterId', None), 1347: ('ClusterId', None), 1348: ('ClusterId', None), 1349: ('ClusterId', None), 1350: ('ClusterId', None), 1351: ('ClusterId', None), 1352: ('ControllerId', None), 1353: ('Topics', None), 1354: ('Topics', None), 1355: ('Topics', None), 1356: ('Topics', None), 1357: ('Topics', None), 1358: ('Topics', None), 1359: ('Topics', None), 1360: ('Topics', None), 1361: ('Topics', None), 1362: ('Topics', 'i17'), 1363: ('Topics', 'i17'), 1364: ('Topics', None), 1365: ('Topics', None), 1366: ('Topics', None), 1367: ('Topics', None), 1368: ('ClusterAuthorizedOperations', None), 1370: ('_tagged', None), 1371: ('_tagged', None), 1372: ('_tagged', None), 1380: ('ErrorCode', None), 1381: ('Name', None), 1382: ('Name', None), 1383: ('Name', None), 1384: ('Name', None), 1385: ('Name', None), 1386: ('Name', None), 1387: ('Name', None), 1388: ('Name', None), 1389: ('Name', None), 1390: ('Name', None), 1391: ('TopicId+IsInternal', None), 1392: ('Partitions', None), 1393: ('Partitions', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions', None), 1400: ('Partitions', None), 1401: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 1402: ('Partitions[{}].ReplicaNodes', 'i8'), 1403: ('Partitions[{}].ReplicaNodes', 'i8'), 1404: ('Partitions[{}].ReplicaNodes', 'i8'), 1405: ('Partitions[{}].ReplicaNodes', 'i8'), 1406: ('Partitions[{}].ReplicaNodes', 'i8'), 1407: ('Partitions[{}].ReplicaNodes', 'i8'), 1408: ('Partitions[{}].ReplicaNodes', 'i8'), 1409: ('Partitions[{}].ReplicaNodes', 'i8'), 1410: ('Partitions[{}].ReplicaNodes', 'i8'), 1411: ('Partitions[{}].ReplicaNodes', 'i8'), 1412: ('Partitions[{}].ReplicaNodes', 'i8'), 1413: ('Partitions[{}].ReplicaNodes', 'i8'), 1414: ('Partitions[{}].IsrNodes', 'i8'), 1415: ('Partitions[{}].IsrNodes', 'i8'), 1416: ('Partitions[{}].IsrNodes', 'i8'), 1417: ('Partitions[{}].IsrNodes', 'i8'), 1418: ('Partitions[{}].IsrNodes', 'i8'), 1419: ('Partitions[{}].IsrNodes', 'i8'), 1420: ('Partitions[{}].IsrNodes', 'i8'), 1421: ('Partitions[{}].IsrNodes', 'i8'), 1422: ('Partitions[{}].IsrNodes', 'i8'), 1423: ('Partitions[{}].IsrNodes', 'i8'), 1424: ('Partitions[{}].IsrNodes', 'i8'), 1425: ('Partitions[{}].IsrNodes', 'i8'), 1426: ('Partitions[{}].OfflineReplicas', 'i8'), 1427: ('Partitions[{}].OfflineReplicas', 'i8'), 1428: ('Partitions[{}].OfflineReplicas', 'i8'), 1429: ('Partitions[{}].OfflineReplicas', 'i8'), 1430: ('Partitions[{}].OfflineReplicas', 'i8'), 1431: ('Partitions[{}].OfflineReplicas', 'i8'), 1432: ('Partitions[{}].OfflineReplicas', 'i8'), 1433: ('Partitions[{}].OfflineReplicas', 'i8'), 1434: ('Partitions[{}].OfflineReplicas', 'i8'), 1435: ('Partitions[{}].OfflineReplicas', 'i8'), 1436: ('Partitions[{}].OfflineReplicas', 'i8'), 1437: ('Partitions[{}].OfflineReplicas', 'i8'), 1438: ('Partitions', 'i8'), 1439: ('Partitions', 'i8'), 1440: ('Partitions', 'i8'), 1441: ('Partitions', 'i8'), 1442: ('Partitions', 'i8'), 1443: ('Partitions', None), 1444: ('Partitions', None), 1445: ('Partitions', None), 1446: ('Partitions', None), 1447: ('TopicAuthorizedOperations', None), 1449: ('_tagged', None), 1450: ('_tagged', None), 1451: ('_tagged', None), 1459: ('ThrottleTimeMs', None), 1460: ('Brokers', None), 1461: ('Brokers', None), 1462: ('Brokers', None), 1463: ('Brokers', None), 1464: ('Brokers', None), 1465: ('Brokers', None), 1466: ('Brokers', None), 1467: ('Brokers', None), 1468: ('Brokers', None), 1469: ('Brokers[{}].NodeId', 'i4'), 1470: ('Brokers[{}].Host', 'i4'), 1471: ('Brokers[{}].Host', 'i4'), 1472: ('Brokers[{}].Host', 'i4'), 1473: ('Brokers[{}].Host', 'i4'), 1474: ('Brokers[{}].Host', 'i4'), 1475: ('Brokers[{}].Host', 'i4'), 1476: ('Brokers[{}].Host', 'i4'), 1477: ('Brokers[{}].Host', 'i4'), 1478: ('Brokers[{}].Host', 'i4'), 1479: ('Brokers[{}].Host', 'i4'), 1480: ('Brokers[{}].Port', 'i4'), 1481: ('Brokers[{}].Rack', 'i4'), 1482: ('Brokers[{}].Rack', 'i4'), 1483: ('Brokers[{}].Rack', 'i4'), 1484: ('Brokers[{}].Rack', 'i4'), 1485: ('Brokers[{}].Rack', 'i4'), 1486: ('Brokers[{}].Rack', 'i4'), 1487: ('Brokers[{}].Rack', 'i4'), 1488: ('Brokers[{}].Rack', 'i4'), 1489: ('Brokers[{}].Rack', 'i4'), 1490: ('Brokers[{}].Rack', 'i4'), 1491: ('Brokers', 'i4'), 1492: ('Brokers', 'i4'), 1493: ('Brokers', 'i4'), 1494: ('Brokers', 'i4'), 1495: ('Brokers', 'i4'), 1496: ('Brokers', None), 1497: ('Brokers', None), 1498: ('Brokers', None), 1499: ('Brokers', None), 1500: ('ClusterId', None), 1501: ('ClusterId', None), 1502: ('ClusterId', None), 1503: ('ClusterId', None), 1504: ('ClusterId', None), 1505: ('ClusterId', None), 1506: ('ClusterId', None), 1507: ('ClusterId', None), 1508: ('ClusterId', None), 1509: ('ClusterId', None), 1510: ('ControllerId', None), 1511: ('Topics', None), 1512: ('Topics', None), 1513: ('Topics', None), 1514: ('Topics', None), 1515: ('Topics', None), 1516: ('Topics', None), 1517: ('Topics', None), 1518: ('Topics', None), 1519: ('Topics', None), 1520: ('Topics', 'i17'), 1521: ('Topics', 'i17'), 1522: ('Topics', None), 1523: ('Topics', None), 1524: ('Topics', None), 1525: ('Topics', None), 1526: ('ClusterAuthorizedOperations', None), 1528: ('_tagged', None), 1529: ('_tagged', None), 1530: ('_tagged', None), 1538: ('ThrottleTimeMs', None), 1539: ('Brokers', None), 1540: ('Brokers', None), 1541: ('Brokers', None), 1542: ('Brokers', None), 1543: ('Brokers', None), 1544: ('Brokers', None), 1545: ('Brokers', None), 1546: ('Brokers', None), 1547: ('Brokers', None), 1548: ('Brokers[{}].NodeId', 'i4'), 1549: ('Brokers[{}].Host', 'i4'), 1550: ('Brokers[{}].Host', 'i4'), 1551: ('Brokers[{}].Host', 'i4'), 1552: ('Brokers[{}].Host', 'i4'), 1553: ('Brokers[{}].Host', 'i4'), 1554: ('Brokers[{}].Host', 'i4'), 1555: ('Brokers[{}].Host', 'i4'), 1556: ('Brokers[{}].Host', 'i4'), 1557: ('Brokers[{}].Host', 'i4'), 1558: ('Brokers[{}].Host', 'i4'), 1559: ('Brokers[{}].Port', 'i4'), 1560: ('Brokers[{}].Rack', 'i4'), 1561: ('Brokers[{}].Rack', 'i4'), 1562: ('Brokers[{}].Rack', 'i4'), 1563: ('Brokers[{}].Rack', 'i4'), 1564: ('Brokers[{}].Rack', 'i4'), 1565: ('Brokers[{}].Rack', 'i4'), 1566: ('Brokers[{}].Rack', 'i4'), 1567: ('Brokers[{}].Rack', 'i4'), 1568: ('Brokers[{}].Rack', 'i4'), 1569: ('Brokers[{}].Rack', 'i4'), 1570: ('Brokers', 'i4'), 1571: ('Brokers', 'i4'), 1572: ('Brokers', 'i4'), 1573: ('Brokers', 'i4'), 1574: ('Brokers', 'i4'), 1575: ('Brokers', None), 1576: ('Brokers', None), 1577: ('Brokers', None), 1578: ('Brokers', None), 1579: ('ClusterId', None), 1580: ('ClusterId', None), 1581: ('ClusterId', None), 1582: ('ClusterId', None), 1583: ('ClusterId', None), 1584: ('ClusterId', None), 1585: ('ClusterId', None), 1586: ('ClusterId', None), 1587: ('ClusterId', None), 1588: ('ClusterId', None), 1589: ('ControllerId', None), 1590: ('Topics', None), 1591: ('Topics', None), 1592: ('Topics', None), 1593: ('Topics', None), 1594: ('Topics', None), 1595: ('Topics', None), 1596: ('Topics', None), 1597: ('Topics', None), 1598: ('Topics', None), 1599: ('Topics', 'i17'), 1600: ('Topics', 'i17'), 1601: ('Topics', None), 1602: ('Topics', None), 1603: ('Topics', None), 1604: ('Topics', None), 1606: ('_tagged', None), 1607: ('_tagged', None), 1608: ('_tagged', None), 1616: ('ThrottleTimeMs', None), 1617: ('Brokers', None), 1618: ('Brokers', None), 1619: ('Brokers', None), 1620: ('Brokers', None), 1621: ('Brokers', None), 1622: ('Brokers', None), 1623: ('Brokers', None), 1624: ('Brokers', None), 1625: ('Brokers', None), 1626: ('Brokers[{}].NodeId', 'i4'), 1627: ('Brokers[{}].Host', 'i4'), 1628: ('Brokers[{}].Host', 'i4'), 1629: ('Brokers[{}].Host', 'i4'), 1630: ('Brokers[{}].Host', 'i4'), 1631: ('Brokers[{}].Host', 'i4'), 1632: ('Brokers[{}].Host', 'i4'), 1633: ('Brokers[{}].Host', 'i4'), 1634: ('Brokers[{}].Host', 'i4'), 1635: ('Brokers[{}].Host', 'i4'), 1636: ('Brokers[{}].Host', 'i4'), 1637: ('Brokers[{}].Port', 'i4'), 1638: ('Brokers[{}].Rack', 'i4'), 1639: ('Brokers[{}].Rack', 'i4'), 1640: ('Brokers[{}].Rack', 'i4'), 1641: ('Brokers[{}].Rack', 'i4'), 1642: ('Brokers[{}].Rack', 'i4'), 1643: ('Brokers[{}].Rack', 'i4'), 1644: ('Brokers[{}].Rack', 'i4'), 1645: ('Brokers[{}].Rack', 'i4'), 1646: ('Brokers[{}].Rack', 'i4'), 1647: ('Brokers[{}].Rack', 'i4'), 1648: ('Brokers', 'i4'), 1649: ('Brokers', 'i4'), 1650: ('Brokers', 'i4'), 1651: ('Brokers', 'i4'), 1652: ('Brokers', 'i4'), 1653: ('Brokers', None), 1654: ('Brokers', None), 1655: ('Brokers', None), 1656: ('Brokers', None), 1657: ('ClusterId', None), 1658: ('ClusterId', None), 1659: ('ClusterId', None), 1660: ('ClusterId', None), 1661: ('ClusterId', None), 1662: ('ClusterId', None), 1663: ('ClusterId', None), 1664: ('ClusterId', None), 1665: ('ClusterId', None), 1666: ('ClusterId', None), 1667: ('ControllerId', None), 1668: ('Topics', None), 1669: ('Topics', None), 1670: ('Topics', None), 1671: ('Topics', None), 1672: ('Topics', None), 1673: ('Topics', None), 1674: ('Topics', None), 1675: ('Topics', None), 1676: ('Topics', None), 1677: ('Topics', 'i17'), 1678: ('Topics', 'i17'), 1679: ('Topics', None), 1680: ('Topics', None), 1681: ('Topics', None), 1682: ('Topics', None), 1683: ('ErrorCode', None), 1685: ('_tagged', None), 1686: ('_tagged', None), 1687: ('_tagged', None)}
-BUILD_HASH = '36c788a0ce1e0f90'
+_LINES = {21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 37: ('Topics', None), 38: ('Topics', None), 39: ('Topics', None), 40: ('Topics', None), 41: ('Topics', None), 42: ('Topics', None), 43: ('Topics', None), 44: ('Topics[{}].Name', 'i3'), 45: ('Topics[{}].Name', 'i3'), 46: ('Topics[{}].Name', 'i3'), 47: ('Topics[{}].Name', 'i3'), 48: ('Topics[{}].Name', 'i3'), 49: ('Topics[{}].Name', 'i3'), 50: ('Topics[{}].Name', 'i3'), 51: ('Topics[{}].Name', 'i3'), 52: ('Topics', 'i3'), 53: ('Topics', 'i3'), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics[{}].Name', 'i3'), 79: ('Topics[{}].Name', 'i3'), 80: ('Topics[{}].Name', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('AllowAutoTopicCreation', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics[{}].Name', 'i3'), 104: ('Topics[{}].Name', 'i3'), 105: ('Topics[{}].Name', 'i3'), 106: ('Topics[{}].Name', 'i3'), 107: ('Topics[{}].Name', 'i3'), 108: ('Topics[{}].Name', 'i3'), 109: ('Topics[{}].Name', 'i3'), 110: ('Topics[{}].Name', 'i3'), 111: ('Topics', 'i3'), 112: ('Topics', 'i3'), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics', None), 117: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics[{}].Name', 'i3'), 157: ('Topics[{}].Name', 'i3'), 158: ('Topics[{}].Name', 'i3'), 159: ('Topics[{}].Name', 'i3'), 160: ('Topics[{}].Name', 'i3'), 161: ('Topics[{}].Name', 'i3'), 162: ('Topics[{}].Name', 'i3'), 163: ('Topics[{}].Name', 'i3'), 164: ('Topics[{}].Name', 'i3'), 165: ('Topics[{}].Name', 'i3'), 166: ('Topics', 'i3'), 167: ('Topics', 'i3'), 168: ('Topics', 'i3'), 169: ('Topics', 'i3'), 170: ('Topics', 'i3'), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('TopicId', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Name', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics[{}].TopicId', 'i3'), 219: ('Topics[{}].Name', 'i3'), 220: ('Topics[{}].Name', 'i3'), 221: ('Topics[{}].Name', 'i3'), 222: ('Topics[{}].Name', 'i3'), 223: ('Topics[{}].Name', 'i3'), 224: ('Topics[{}].Name', 'i3'), 225: ('Topics[{}].Name', 'i3'), 226: ('Topics[{}].Name', 'i3'), 227: ('Topics[{}].Name', 'i3'), 228: ('Topics[{}].Name', 'i3'), 229: ('Topics', 'i3'), 230: ('Topics', 'i3'), 231: ('Topics', 'i3'), 232: ('Topics', 'i3'), 233: ('Topics', 'i3'), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Topics', None), 251: ('Topics', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics[{}].TopicId', 'i3'), 260: ('Topics[{}].Name', 'i3'), 261: ('Topics[{}].Name', 'i3'), 262: ('Topics[{}].Name', 'i3'), 263: ('Topics[{}].Name', 'i3'), 264: ('Topics[{}].Name', 'i3'), 265: ('Topics[{}].Name', 'i3'), 266: ('Topics[{}].Name', 'i3'), 267: ('Topics[{}].Name', 'i3'), 268: ('Topics[{}].Name', 'i3'), 269: ('Topics[{}].Name', 'i3'), 270: ('Topics', 'i3'), 271: ('Topics', 'i3'), 272: ('Topics', 'i3'), 273: ('Topics', 'i3'), 274: ('Topics', 'i3'), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', None), 281: ('_tagged', None), 282: ('_tagged', None), 283: ('_tagged', None), 291: ('NodeId', None), 292: ('Host', None), 293: ('Host', None), 294: ('Host', None), 295: ('Host', None), 296: ('Host', None), 297: ('Host', None), 298: ('Host', None), 299: ('Host', None), 300: ('Port', None), 309: ('ErrorCode+PartitionIndex+LeaderId', None), 310: ('ReplicaNodes', None), 311: ('ReplicaNodes', None), 312: ('ReplicaNodes', None), 313: ('ReplicaNodes', None), 314: ('ReplicaNodes', None), 315: ('ReplicaNodes', None), 316: ('ReplicaNodes', None), 317: ('ReplicaNodes', None), 318: ('ReplicaNodes', None), 319: ('ReplicaNodes', None), 320: ('IsrNodes', None), 321: ('IsrNodes', None), 322: ('IsrNodes', None), 323: ('IsrNodes', None), 324: ('IsrNodes', None), 325: ('IsrNodes', None), 326: ('IsrNodes', None), 327: ('IsrNodes', None), 328: ('IsrNodes', None), 329: ('IsrNodes', None), 338: ('ErrorCode', None), 339: ('Name', None), 340: ('Name', None), 341: ('Name', None), 342: ('Name', None), 343: ('Name', None), 344: ('Name', None), 345: ('Name', None), 346: ('Name', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i6'), 355: ('Partitions[{}].ReplicaNodes', 'i6'), 356: ('Partitions[{}].ReplicaNodes', 'i6'), 357: ('Partitions[{}].ReplicaNodes', 'i6'), 358: ('Partitions[{}].ReplicaNodes', 'i6'), 359: ('Partitions[{}].ReplicaNodes', 'i6'), 360: ('Partitions[{}].ReplicaNodes', 'i6'), 361: ('Partitions[{}].ReplicaNodes', 'i6'), 362: ('Partitions[{}].ReplicaNodes', 'i6'), 363: ('Partitions[{}].ReplicaNodes', 'i6'), 364: ('Partitions[{}].ReplicaNodes', 'i6'), 365: ('Partitions[{}].IsrNodes', 'i6'), 366: ('Partitions[{}].IsrNodes', 'i6'), 367: ('Partitions[{}].IsrNodes', 'i6'), 368: ('Partitions[{}].IsrNodes', 'i6'), 369: ('Partitions[{}].IsrNodes', 'i6'), 370: ('Partitions[{}].IsrNodes', 'i6'), 371: ('Partitions[{}].IsrNodes', 'i6'), 372: ('Partitions[{}].IsrNodes', 'i6'), 373: ('Partitions[{}].IsrNodes', 'i6'), 374: ('Partitions[{}].IsrNodes', 'i6'), 375: ('Partitions', 'i6'), 376: ('Partitions', 'i6'), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 389: ('Brokers', None), 390: ('Brokers', None), 391: ('Brokers', None), 392: ('Brokers', None), 393: ('Brokers', None), 394: ('Brokers', None), 395: ('Brokers', None), 396: ('Brokers[{}].NodeId', 'i3'), 397: ('Brokers[{}].Host', 'i3'), 398: ('Brokers[{}].Host', 'i3'), 399: ('Brokers[{}].Host', 'i3'), 400: ('Brokers[{}].Host', 'i3'), 401: ('Brokers[{}].Host', 'i3'), 402: ('Brokers[{}].Host', 'i3'), 403: ('Brokers[{}].Host', 'i3'), 404: ('Brokers[{}].Host', 'i3'), 405: ('Brokers[{}].Port', 'i3'), 406: ('Brokers', 'i3'), 407: ('Brokers', 'i3'), 408: ('Brokers', None), 409: ('Brokers', None), 410: ('Brokers', None), 411: ('Brokers', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', 'i11'), 420: ('Topics', 'i11'), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 433: ('NodeId', None), 434: ('Host', None), 435: ('Host', None), 436: ('Host', None), 437: ('Host', None), 438: ('Host', None), 439: ('Host', None), 440: ('Host', None), 441: ('Host', None), 442: ('Port', None), 443: ('Rack', None), 444: ('Rack', None), 445: ('Rack', None), 446: ('Rack', None), 447: ('Rack', None), 448: ('Rack', None), 449: ('Rack', None), 450: ('Rack', None), 459: ('ErrorCode', None), 460: ('Name', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('IsInternal', None), 469: ('Partitions', None), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 477: ('Partitions[{}].ReplicaNodes', 'i7'), 478: ('Partitions[{}].ReplicaNodes', 'i7'), 479: ('Partitions[{}].ReplicaNodes', 'i7'), 480: ('Partitions[{}].ReplicaNodes', 'i7'), 481: ('Partitions[{}].ReplicaNodes', 'i7'), 482: ('Partitions[{}].ReplicaNodes', 'i7'), 483: ('Partitions[{}].ReplicaNodes', 'i7'), 484: ('Partitions[{}].ReplicaNodes', 'i7'), 485: ('Partitions[{}].ReplicaNodes', 'i7'), 486: ('Partitions[{}].ReplicaNodes', 'i7'), 487: ('Partitions[{}].IsrNodes', 'i7'), 488: ('Partitions[{}].IsrNodes', 'i7'), 489: ('Partitions[{}].IsrNodes', 'i7'), 490: ('Partitions[{}].IsrNodes', 'i7'), 491: ('Partitions[{}].IsrNodes', 'i7'), 492: ('Partitions[{}].IsrNodes', 'i7'), 493: ('Partitions[{}].IsrNodes', 'i7'), 494: ('Partitions[{}].IsrNodes', 'i7'), 495: ('Partitions[{}].IsrNodes', 'i7'), 496: ('Partitions[{}].IsrNodes', 'i7'), 497: ('Partitions', 'i7'), 498: ('Partitions', 'i7'), 499: ('Partitions', None), 500: ('Partitions', None), 501: ('Partitions', None), 502: ('Partitions', None), 511: ('Brokers', None), 512: ('Brokers', None), 513: ('Brokers', None), 514: ('Brokers', None), 515: ('Brokers', None), 516: ('Brokers', None), 517: ('Brokers', None), 518: ('Brokers[{}].NodeId', 'i3'), 519: ('Brokers[{}].Host', 'i3'), 520: ('Brokers[{}].Host', 'i3'), 521: ('Brokers[{}].Host', 'i3'), 522: ('Brokers[{}].Host', 'i3'), 523: ('Brokers[{}].Host', 'i3'), 524: ('Brokers[{}].Host', 'i3'), 525: ('Brokers[{}].Host', 'i3'), 526: ('Brokers[{}].Host', 'i3'), 527: ('Brokers[{}].Port', 'i3'), 528: ('Brokers[{}].Rack', 'i3'), 529: ('Brokers[{}].Rack', 'i3'), 530: ('Brokers[{}].Rack', 'i3'), 531: ('Brokers[{}].Rack', 'i3'), 532: ('Brokers[{}].Rack', 'i3'), 533: ('Brokers[{}].Rack', 'i3'), 534: ('Brokers[{}].Rack', 'i3'), 535: ('Brokers[{}].Rack', 'i3'), 536: ('Brokers', 'i3'), 537: ('Brokers', 'i3'), 538: ('Brokers', None), 539: ('Brokers', None), 540: ('Brokers', None), 541: ('Brokers', None), 542: ('ControllerId', None), 543: ('Topics', None), 544: ('Topics', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', 'i14'), 551: ('Topics', 'i14'), 552: ('Topics', None), 553: ('Topics', None), 554: ('Topics', None), 555: ('Topics', None), 564: ('Brokers', None), 565: ('Brokers', None), 566: ('Brokers', None), 567: ('Brokers', None), 568: ('Brokers', None), 569: ('Brokers', None), 570: ('Brokers', None), 571: ('Brokers[{}].NodeId', 'i3'), 572: ('Brokers[{}].Host', 'i3'), 573: ('Brokers[{}].Host', 'i3'), 574: ('Brokers[{}].Host', 'i3'), 575: ('Brokers[{}].Host', 'i3'), 576: ('Brokers[{}].Host', 'i3'), 577: ('Brokers[{}].Host', 'i3'), 578: ('Brokers[{}].Host', 'i3'), 579: ('Brokers[{}].Host', 'i3'), 580: ('Brokers[{}].Port', 'i3'), 581: ('Brokers[{}].Rack', 'i3'), 582: ('Brokers[{}].Rack', 'i3'), 583: ('Brokers[{}].Rack', 'i3'), 584: ('Brokers[{}].Rack', 'i3'), 585: ('Brokers[{}].Rack', 'i3'), 586: ('Brokers[{}].Rack', 'i3'), 587: ('Brokers[{}].Rack', 'i3'), 588: ('Brokers[{}].Rack', 'i3'), 589: ('Brokers', 'i3'), 590: ('Brokers', 'i3'), 591: ('Brokers', None), 592: ('Brokers', None), 593: ('Brokers', None), 594: ('Brokers', None), 595: ('ClusterId', None), 596: ('ClusterId', None), 597: ('ClusterId', None), 598: ('ClusterId', None), 599: ('ClusterId', None), 600: ('ClusterId', None), 601: ('ClusterId', None), 602: ('ClusterId', None), 603: ('ControllerId', None), 604: ('Topics', None), 605: ('Topics', None), 606: ('Topics', None), 607: ('Topics', None), 608: ('Topics', None), 609: ('Topics', None), 610: ('Topics', None), 611: ('Topics', 'i16'), 612: ('Topics', 'i16'), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 625: ('ThrottleTimeMs', None), 626: ('Brokers', None), 627: ('Brokers', None), 628: ('Brokers', None), 629: ('Brokers', None), 630: ('Brokers', None), 631: ('Brokers', None), 632: ('Brokers', None), 633: ('Brokers[{}].NodeId', 'i4'), 634: ('Brokers[{}].Host', 'i4'), 635: ('Brokers[{}].Host', 'i4'), 636: ('Brokers[{}].Host', 'i4'), 637: ('Brokers[{}].Host', 'i4'), 638: ('Brokers[{}].Host', 'i4'), 639: ('Brokers[{}].Host', 'i4'), 640: ('Brokers[{}].Host', 'i4'), 641: ('Brokers[{}].Host', 'i4'), 642: ('Brokers[{}].Port', 'i4'), 643: ('Brokers[{}].Rack', 'i4'), 644: ('Brokers[{}].Rack', 'i4'), 645: ('Brokers[{}].Rack', 'i4'), 646: ('Brokers[{}].Rack', 'i4'), 647: ('Brokers[{}].Rack', 'i4'), 648: ('Brokers[{}].Rack', 'i4'), 649: ('Brokers[{}].Rack', 'i4'), 650: ('Brokers[{}].Rack', 'i4'), 651: ('Brokers', 'i4'), 652: ('Brokers', 'i4'), 653: ('Brokers', None), 654: ('Brokers', None), 655: ('Brokers', None), 656: ('Brokers', None), 657: ('ClusterId', None), 658: ('ClusterId', None), 659: ('ClusterId', None), 660: ('ClusterId', None), 661: ('ClusterId', None), 662: ('ClusterId', None), 663: ('ClusterId', None), 664: ('ClusterId', None), 665: ('ControllerId', None), 666: ('Topics', None), 667: ('Topics', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', 'i17'), 674: ('Topics', 'i17'), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', None), 678: ('Topics', None), 687: ('ErrorCode+PartitionIndex+LeaderId', None), 688: ('ReplicaNodes', None), 689: ('ReplicaNodes', None), 690: ('ReplicaNodes', None), 691: ('ReplicaNodes', None), 692: ('ReplicaNodes', None), 693: ('ReplicaNodes', None), 694: ('ReplicaNodes', None), 695: ('ReplicaNodes', None), 696: ('ReplicaNodes', None), 697: ('ReplicaNodes', None), 698: ('IsrNodes', None), 699: ('IsrNodes', None), 700: ('IsrNodes', None), 701: ('IsrNodes', None), 702: ('IsrNodes', None), 703: ('IsrNodes', None), 704: ('IsrNodes', None), 705: ('IsrNodes', None), 706: ('IsrNodes', None), 707: ('IsrNodes', None), 708: ('OfflineReplicas', None), 709: ('OfflineReplicas', None), 710: ('OfflineReplicas', None), 711: ('OfflineReplicas', None), 712: ('OfflineReplicas', None), 713: ('OfflineReplicas', None), 714: ('OfflineReplicas', None), 715: ('OfflineReplicas', None), 716: ('OfflineReplicas', None), 717: ('OfflineReplicas', None), 726: ('ErrorCode', None), 727: ('Name', None), 728: ('Name', None), 729: ('Name', None), 730: ('Name', None), 731: ('Name', None), 732: ('Name', None), 733: ('Name', None), 734: ('Name', None), 735: ('IsInternal', None), 736: ('Partitions', None), 737: ('Partitions', None), 738: ('Partitions', None), 739: ('Partitions', None), 740: ('Partitions', None), 741: ('Partitions', None), 742: ('Partitions', None), 743: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId', 'i7'), 744: ('Partitions[{}].ReplicaNodes', 'i7'), 745: ('Partitions[{}].ReplicaNodes', 'i7'), 746: ('Partitions[{}].ReplicaNodes', 'i7'), 747: ('Partitions[{}].ReplicaNodes', 'i7'), 748: ('Partitions[{}].ReplicaNodes', 'i7'), 749: ('Partitions[{}].ReplicaNodes', 'i7'), 750: ('Partitions[{}].ReplicaNodes', 'i7'), 751: ('Partitions[{}].ReplicaNodes', 'i7'), 752: ('Partitions[{}].ReplicaNodes', 'i7'), 753: ('Partitions[{}].ReplicaNodes', 'i7'), 754: ('Partitions[{}].IsrNodes', 'i7'), 755: ('Partitions[{}].IsrNodes', 'i7'), 756: ('Partitions[{}].IsrNodes', 'i7'), 757: ('Partitions[{}].IsrNodes', 'i7'), 758: ('Partitions[{}].IsrNodes', 'i7'), 759: ('Partitions[{}].IsrNodes', 'i7'), 760: ('Partitions[{}].IsrNodes', 'i7'), 761: ('Partitions[{}].IsrNodes', 'i7'), 762: ('Partitions[{}].IsrNodes', 'i7'), 763: ('Partitions[{}].IsrNodes', 'i7'), 764: ('Partitions[{}].OfflineReplicas', 'i7'), 765: ('Partitions[{}].OfflineReplicas', 'i7'), 766: ('Partitions[{}].OfflineReplicas', 'i7'), 767: ('Partitions[{}].OfflineReplicas', 'i7'), 768: ('Partitions[{}].OfflineReplicas', 'i7'), 769: ('Partitions[{}].OfflineReplicas', 'i7'), 770: ('Partitions[{}].OfflineReplicas', 'i7'), 771: ('Partitions[{}].OfflineReplicas', 'i7'), 772: ('Partitions[{}].OfflineReplicas', 'i7'), 773: ('Partitions[{}].OfflineReplicas', 'i7'), 774: ('Partitions', 'i7'), 775: ('Partitions', 'i7'), 776: ('Partitions', None), 777: ('Partitions', None), 778: ('Partitions', None), 779: ('Partitions', None), 788: ('ThrottleTimeMs', None), 789: ('Brokers', None), 790: ('Brokers', None), 791: ('Brokers', None), 792: ('Brokers', None), 793: ('Brokers', None), 794: ('Brokers', None), 795: ('Brokers', None), 796: ('Brokers[{}].NodeId', 'i4'), 797: ('Brokers[{}].Host', 'i4'), 798: ('Brokers[{}].Host', 'i4'), 799: ('Brokers[{}].Host', 'i4'), 800: ('Brokers[{}].Host', 'i4'), 801: ('Brokers[{}].Host', 'i4'), 802: ('Brokers[{}].Host', 'i4'), 803: ('Brokers[{}].Host', 'i4'), 804: ('Brokers[{}].Host', 'i4'), 805: ('Brokers[{}].Port', 'i4'), 806: ('Brokers[{}].Rack', 'i4'), 807: ('Brokers[{}].Rack', 'i4'), 808: ('Brokers[{}].Rack', 'i4'), 809: ('Brokers[{}].Rack', 'i4'), 810: ('Brokers[{}].Rack', 'i4'), 811: ('Brokers[{}].Rack', 'i4'), 812: ('Brokers[{}].Rack', 'i4'), 813: ('Brokers[{}].Rack', 'i4'), 814: ('Brokers', 'i4'), 815: ('Brokers', 'i4'), 816: ('Brokers', None), 817: ('Brokers', None), 818: ('Brokers', None), 819: ('Brokers', None), 820: ('ClusterId', None), 821: ('ClusterId', None), 822: ('ClusterId', None), 823: ('ClusterId', None), 824: ('ClusterId', None), 825: ('ClusterId', None), 826: ('ClusterId', None), 827: ('ClusterId', None), 828: ('ControllerId', None), 829: ('Topics', None), 830: ('Topics', None), 831: ('Topics', None), 832: ('Topics', None), 833: ('Topics', None), 834: ('Topics', None), 835: ('Topics', None), 836: ('Topics', 'i17'), 837: ('Topics', 'i17'), 838: ('Topics', None), 839: ('Topics', None), 840: ('Topics', None), 841: ('Topics', None), 850: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 851: ('ReplicaNodes', None), 852: ('ReplicaNodes', None), 853: ('ReplicaNodes', None), 854: ('ReplicaNodes', None), 855: ('ReplicaNodes', None), 856: ('ReplicaNodes', None), 857: ('ReplicaNodes', None), 858: ('ReplicaNodes', None), 859: ('ReplicaNodes', None), 860: ('ReplicaNodes', None), 861: ('IsrNodes', None), 862: ('IsrNodes', None), 863: ('IsrNodes', None), 864: ('IsrNodes', None), 865: ('IsrNodes', None), 866: ('IsrNodes', None), 867: ('IsrNodes', None), 868: ('IsrNodes', None), 869: ('IsrNodes', None), 870: ('IsrNodes', None), 871: ('OfflineReplicas', None), 872: ('OfflineReplicas', None), 873: ('OfflineReplicas', None), 874: ('OfflineReplicas', None), 875: ('OfflineReplicas', None), 876: ('OfflineReplicas', None), 877: ('OfflineReplicas', None), 878: ('OfflineReplicas', None), 879: ('OfflineReplicas', None), 880: ('OfflineReplicas', None), 889: ('ErrorCode', None), 890: ('Name', None), 891: ('Name', None), 892: ('Name', None), 893: ('Name', None), 894: ('Name', None), 895: ('Name', None), 896: ('Name', None), 897: ('Name', None), 898: ('IsInternal', None), 899: ('Partitions', None), 900: ('Partitions', None), 901: ('Partitions', None), 902: ('Partitions', None), 903: ('Partitions', None), 904: ('Partitions', None), 905: ('Partitions', None), 906: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 907: ('Partitions[{}].ReplicaNodes', 'i7'), 908: ('Partitions[{}].ReplicaNodes', 'i7'), 909: ('Partitions[{}].ReplicaNodes', 'i7'), 910: ('Partitions[{}].ReplicaNodes', 'i7'), 911: ('Partitions[{}].ReplicaNodes', 'i7'), 912: ('Partitions[{}].ReplicaNodes', 'i7'), 913: ('Partitions[{}].ReplicaNodes', 'i7'), 914: ('Partitions[{}].ReplicaNodes', 'i7'), 915: ('Partitions[{}].ReplicaNodes', 'i7'), 916: ('Partitions[{}].ReplicaNodes', 'i7'), 917: ('Partitions[{}].IsrNodes', 'i7'), 918: ('Partitions[{}].IsrNodes', 'i7'), 919: ('Partitions[{}].IsrNodes', 'i7'), 920: ('Partitions[{}].IsrNodes', 'i7'), 921: ('Partitions[{}].IsrNodes', 'i7'), 922: ('Partitions[{}].IsrNodes', 'i7'), 923: ('Partitions[{}].IsrNodes', 'i7'), 924: ('Partitions[{}].IsrNodes', 'i7'), 925: ('Partitions[{}].IsrNodes', 'i7'), 926: ('Partitions[{}].IsrNodes', 'i7'), 927: ('Partitions[{}].OfflineReplicas', 'i7'), 928: ('Partitions[{}].OfflineReplicas', 'i7'), 929: ('Partitions[{}].OfflineReplicas', 'i7'), 930: ('Partitions[{}].OfflineReplicas', 'i7'), 931: ('Partitions[{}].OfflineReplicas', 'i7'), 932: ('Partitions[{}].OfflineReplicas', 'i7'), 933: ('Partitions[{}].OfflineReplicas', 'i7'), 934: ('Partitions[{}].OfflineReplicas', 'i7'), 935: ('Partitions[{}].OfflineReplicas', 'i7'), 936: ('Partitions[{}].OfflineReplicas', 'i7'), 937: ('Partitions', 'i7'), 938: ('Partitions', 'i7'), 939: ('Partitions', None), 940: ('Partitions', None), 941: ('Partitions', None), 942: ('Partitions', None), 951: ('ThrottleTimeMs', None), 952: ('Brokers', None), 953: ('Brokers', None), 954: ('Brokers', None), 955: ('Brokers', None), 956: ('Brokers', None), 957: ('Brokers', None), 958: ('Brokers', None), 959: ('Brokers[{}].NodeId', 'i4'), 960: ('Brokers[{}].Host', 'i4'), 961: ('Brokers[{}].Host', 'i4'), 962: ('Brokers[{}].Host', 'i4'), 963: ('Brokers[{}].Host', 'i4'), 964: ('Brokers[{}].Host', 'i4'), 965: ('Brokers[{}].Host', 'i4'), 966: ('Brokers[{}].Host', 'i4'), 967: ('Brokers[{}].Host', 'i4'), 968: ('Brokers[{}].Port', 'i4'), 969: ('Brokers[{}].Rack', 'i4'), 970: ('Brokers[{}].Rack', 'i4'), 971: ('Brokers[{}].Rack', 'i4'), 972: ('Brokers[{}].Rack', 'i4'), 973: ('Brokers[{}].Rack', 'i4'), 974: ('Brokers[{}].Rack', 'i4'), 975: ('Brokers[{}].Rack', 'i4'), 976: ('Brokers[{}].Rack', 'i4'), 977: ('Brokers', 'i4'), 978: ('Brokers', 'i4'), 979: ('Brokers', None), 980: ('Brokers', None), 981: ('Brokers', None), 982: ('Brokers', None), 983: ('ClusterId', None), 984: ('ClusterId', None), 985: ('ClusterId', None), 986: ('ClusterId', None), 987: ('ClusterId', None), 988: ('ClusterId', None), 989: ('ClusterId', None), 990: ('ClusterId', None), 991: ('ControllerId', None), 992: ('Topics', None), 993: ('Topics', None), 994: ('Topics', None), 995: ('Topics', None), 996: ('Topics', None), 997: ('Topics', None), 998: ('Topics', None), 999: ('Topics', 'i17'), 1000: ('Topics', 'i17'), 1001: ('Topics', None), 1002: ('Topics', None), 1003: ('Topics', None), 1004: ('Topics', None), 1013: ('ErrorCode', None), 1014: ('Name', None), 1015: ('Name', None), 1016: ('Name', None), 1017: ('Name', None), 1018: ('Name', None), 1019: ('Name', None), 1020: ('Name', None), 1021: ('Name', None), 1022: ('IsInternal', None), 1023: ('Partitions', None), 1024: ('Partitions', None), 1025: ('Partitions', None), 1026: ('Partitions', None), 1027: ('Partitions', None), 1028: ('Partitions', None), 1029: ('Partitions', None), 1030: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1031: ('Partitions[{}].ReplicaNodes', 'i7'), 1032: ('Partitions[{}].ReplicaNodes', 'i7'), 1033: ('Partitions[{}].ReplicaNodes', 'i7'), 1034: ('Partitions[{}].ReplicaNodes', 'i7'), 1035: ('Partitions[{}].ReplicaNodes', 'i7'), 1036: ('Partitions[{}].ReplicaNodes', 'i7'), 1037: ('Partitions[{}].ReplicaNodes', 'i7'), 1038: ('Partitions[{}].ReplicaNodes', 'i7'), 1039: ('Partitions[{}].ReplicaNodes', 'i7'), 1040: ('Partitions[{}].ReplicaNodes', 'i7'), 1041: ('Partitions[{}].IsrNodes', 'i7'), 1042: ('Partitions[{}].IsrNodes', 'i7'), 1043: ('Partitions[{}].IsrNodes', 'i7'), 1044: ('Partitions[{}].IsrNodes', 'i7'), 1045: ('Partitions[{}].IsrNodes', 'i7'), 1046: ('Partitions[{}].IsrNodes', 'i7'), 1047: ('Partitions[{}].IsrNodes', 'i7'), 1048: ('Partitions[{}].IsrNodes', 'i7'), 1049: ('Partitions[{}].IsrNodes', 'i7'), 1050: ('Partitions[{}].IsrNodes', 'i7'), 1051: ('Partitions[{}].OfflineReplicas', 'i7'), 1052: ('Partitions[{}].OfflineReplicas', 'i7'), 1053: ('Partitions[{}].OfflineReplicas', 'i7'), 1054: ('Partitions[{}].OfflineReplicas', 'i7'), 1055: ('Partitions[{}].OfflineReplicas', 'i7'), 1056: ('Partitions[{}].OfflineReplicas', 'i7'), 1057: ('Partitions[{}].OfflineReplicas', 'i7'), 1058: ('Partitions[{}].OfflineReplicas', 'i7'), 1059: ('Partitions[{}].OfflineReplicas', 'i7'), 1060: ('Partitions[{}].OfflineReplicas', 'i7'), 1061: ('Partitions', 'i7'), 1062: ('Partitions', 'i7'), 1063: ('Partitions', None), 1064: ('Partitions', None), 1065: ('Partitions', None), 1066: ('Partitions', None), 1067: ('TopicAuthorizedOperations', None), 1076: ('ThrottleTimeMs', None), 1077: ('Brokers', None), 1078: ('Brokers', None), 1079: ('Brokers', None), 1080: ('Brokers', None), 1081: ('Brokers', None), 1082: ('Brokers', None), 1083: ('Brokers', None), 1084: ('Brokers[{}].NodeId', 'i4'), 1085: ('Brokers[{}].Host', 'i4'), 1086: ('Brokers[{}].Host', 'i4'), 1087: ('Brokers[{}].Host', 'i4'), 1088: ('Brokers[{}].Host', 'i4'), 1089: ('Brokers[{}].Host', 'i4'), 1090: ('Brokers[{}].Host', 'i4'), 1091: ('Brokers[{}].Host', 'i4'), 1092: ('Brokers[{}].Host', 'i4'), 1093: ('Brokers[{}].Port', 'i4'), 1094: ('Brokers[{}].Rack', 'i4'), 1095: ('Brokers[{}].Rack', 'i4'), 1096: ('Brokers[{}].Rack', 'i4'), 1097: ('Brokers[{}].Rack', 'i4'), 1098: ('Brokers[{}].Rack', 'i4'), 1099: ('Brokers[{}].Rack', 'i4'), 1100: ('Brokers[{}].Rack', 'i4'), 1101: ('Brokers[{}].Rack', 'i4'), 1102: ('Brokers', 'i4'), 1103: ('Brokers', 'i4'), 1104: ('Brokers', None), 1105: ('Brokers', None), 1106: ('Brokers', None), 1107: ('Brokers', None), 1108: ('ClusterId', None), 1109: ('ClusterId', None), 1110: ('ClusterId', None), 1111: ('ClusterId', None), 1112: ('ClusterId', None), 1113: ('ClusterId', None), 1114: ('ClusterId', None), 1115: ('ClusterId', None), 1116: ('ControllerId', None), 1117: ('Topics', None), 1118: ('Topics', None), 1119: ('Topics', None), 1120: ('Topics', None), 1121: ('Topics', None), 1122: ('Topics', None), 1123: ('Topics', None), 1124: ('Topics', 'i17'), 1125: ('Topics', 'i17'), 1126: ('Topics', None), 1127: ('Topics', None), 1128: ('Topics', None), 1129: ('Topics', None), 1130: ('ClusterAuthorizedOperations', None), 1139: ('NodeId', None), 1140: ('Host', None), 1141: ('Host', None), 1142: ('Host', None), 1143: ('Host', None), 1144: ('Host', None), 1145: ('Host', None), 1146: ('Host', None), 1147: ('Host', None), 1148: ('Host', None), 1149: ('Host', None), 1150: ('Port', None), 1151: ('Rack', None), 1152: ('Rack', None), 1153: ('Rack', None), 1154: ('Rack', None), 1155: ('Rack', None), 1156: ('Rack', None), 1157: ('Rack', None), 1158: ('Rack', None), 1159: ('Rack', None), 1160: ('Rack', None), 1162: ('_tagged', None), 1163: ('_tagged', None), 1164: ('_tagged', None), 1172: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 1173: ('ReplicaNodes', None), 1174: ('ReplicaNodes', None), 1175: ('ReplicaNodes', None), 1176: ('ReplicaNodes', None), 1177: ('ReplicaNodes', None), 1178: ('ReplicaNodes', None), 1179: ('ReplicaNodes', None), 1180: ('ReplicaNodes', None), 1181: ('ReplicaNodes', None), 1182: ('ReplicaNodes', None), 1183: ('ReplicaNodes', None), 1184: ('ReplicaNodes', None), 1185: ('IsrNodes', None), 1186: ('IsrNodes', None), 1187: ('IsrNodes', None), 1188: ('IsrNodes', None), 1189: ('IsrNodes', None), 1190: ('IsrNodes', None), 1191: ('IsrNodes', None), 1192: ('IsrNodes', None), 1193: ('IsrNodes', None), 1194: ('IsrNodes', None), 1195: ('IsrNodes', None), 1196: ('IsrNodes', None), 1197: ('OfflineReplicas', None), 1198: ('OfflineReplicas', None), 1199: ('OfflineReplicas', None), 1200: ('OfflineReplicas', None), 1201: ('OfflineReplicas', None), 1202: ('OfflineReplicas', None), 1203: ('OfflineReplicas', None), 1204: ('OfflineReplicas', None), 1205: ('OfflineReplicas', None), 1206: ('OfflineReplicas', None), 1207: ('OfflineReplicas', None), 1208: ('OfflineReplicas', None), 1210: ('_tagged', None), 1211: ('_tagged', None), 1212: ('_tagged', None), 1220: ('ErrorCode', None), 1221: ('Name', None), 1222: ('Name', None), 1223: ('Name', None), 1224: ('Name', None), 1225: ('Name', None), 1226: ('Name', None), 1227: ('Name', None), 1228: ('Name', None), 1229: ('Name', None), 1230: ('Name', None), 1231: ('IsInternal', None), 1232: ('Partitions', None), 1233: ('Partitions', None), 1234: ('Partitions', None), 1235: ('Partitions', None), 1236: ('Partitions', None), 1237: ('Partitions', None), 1238: ('Partitions', None), 1239: ('Partitions', None), 1240: ('Partitions', None), 1241: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i7'), 1242: ('Partitions[{}].ReplicaNodes', 'i7'), 1243: ('Partitions[{}].ReplicaNodes', 'i7'), 1244: ('Partitions[{}].ReplicaNodes', 'i7'), 1245: ('Partitions[{}].ReplicaNodes', 'i7'), 1246: ('Partitions[{}].ReplicaNodes', 'i7'), 1247: ('Partitions[{}].ReplicaNodes', 'i7'), 1248: ('Partitions[{}].ReplicaNodes', 'i7'), 1249: ('Partitions[{}].ReplicaNodes', 'i7'), 1250: ('Partitions[{}].ReplicaNodes', 'i7'), 1251: ('Partitions[{}].ReplicaNodes', 'i7'), 1252: ('Partitions[{}].ReplicaNodes', 'i7'), 1253: ('Partitions[{}].ReplicaNodes', 'i7'), 1254: ('Partitions[{}].IsrNodes', 'i7'), 1255: ('Partitions[{}].IsrNodes', 'i7'), 1256: ('Partitions[{}].IsrNodes', 'i7'), 1257: ('Partitions[{}].IsrNodes', 'i7'), 1258: ('Partitions[{}].IsrNodes', 'i7'), 1259: ('Partitions[{}].IsrNodes', 'i7'), 1260: ('Partitions[{}].IsrNodes', 'i7'), 1261: ('Partitions[{}].IsrNodes', 'i7'), 1262: ('Partitions[{}].IsrNodes', 'i7'), 1263: ('Partitions[{}].IsrNodes', 'i7'), 1264: ('Partitions[{}].IsrNodes', 'i7'), 1265: ('Partitions[{}].IsrNodes', 'i7'), 1266: ('Partitions[{}].OfflineReplicas', 'i7'), 1267: ('Partitions[{}].OfflineReplicas', 'i7'), 1268: ('Partitions[{}].OfflineReplicas', 'i7'), 1269: ('Partitions[{}].OfflineReplicas', 'i7'), 1270: ('Partitions[{}].OfflineReplicas', 'i7'), 1271: ('Partitions[{}].OfflineReplicas', 'i7'), 1272: ('Partitions[{}].OfflineReplicas', 'i7'), 1273: ('Partitions[{}].OfflineReplicas', 'i7'), 1274: ('Partitions[{}].OfflineReplicas', 'i7'), 1275: ('Partitions[{}].OfflineReplicas', 'i7'), 1276: ('Partitions[{}].OfflineReplicas', 'i7'), 1277: ('Partitions[{}].OfflineReplicas', 'i7'), 1278: ('Partitions', 'i7'), 1279: ('Partitions', 'i7'), 1280: ('Partitions', 'i7'), 1281: ('Partitions', 'i7'), 1282: ('Partitions', 'i7'), 1283: ('Partitions', None), 1284: ('Partitions', None), 1285: ('Partitions', None), 1286: ('Partitions', None), 1287: ('TopicAuthorizedOperations', None), 1289: ('_tagged', None), 1290: ('_tagged', None), 1291: ('_tagged', None), 1299: ('ThrottleTimeMs', None), 1300: ('Brokers', None), 1301: ('Brokers', None), 1302: ('Brokers', None), 1303: ('Brokers', None), 1304: ('Brokers', None), 1305: ('Brokers', None), 1306: ('Brokers', None), 1307: ('Brokers', None), 1308: ('Brokers', None), 1309: ('Brokers[{}].NodeId', 'i4'), 1310: ('Brokers[{}].Host', 'i4'), 1311: ('Brokers[{}].Host', 'i4'), 1312: ('Brokers[{}].Host', 'i4'), 1313: ('Brokers[{}].Host', 'i4'), 1314: ('Brokers[{}].Host', 'i4'), 1315: ('Brokers[{}].Host', 'i4'), 1316: ('Brokers[{}].Host', 'i4'), 1317: ('Brokers[{}].Host', 'i4'), 1318: ('Brokers[{}].Host', 'i4'), 1319: ('Brokers[{}].Host', 'i4'), 1320: ('Brokers[{}].Port', 'i4'), 1321: ('Brokers[{}].Rack', 'i4'), 1322: ('Brokers[{}].Rack', 'i4'), 1323: ('Brokers[{}].Rack', 'i4'), 1324: ('Brokers[{}].Rack', 'i4'), 1325: ('Brokers[{}].Rack', 'i4'), 1326: ('Brokers[{}].Rack', 'i4'), 1327: ('Brokers[{}].Rack', 'i4'), 1328: ('Brokers[{}].Rack', 'i4'), 1329: ('Brokers[{}].Rack', 'i4'), 1330: ('Brokers[{}].Rack', 'i4'), 1331: ('Brokers', 'i4'), 1332: ('Brokers', 'i4'), 1333: ('Brokers', 'i4'), 1334: ('Brokers', 'i4'), 1335: ('Brokers', 'i4'), 1336: ('Brokers', None), 1337: ('Brokers', None), 1338: ('Brokers', None), 1339: ('Brokers', None), 1340: ('ClusterId', None), 1341: ('ClusterId', None), 1342: ('ClusterId', None), 1343: ('ClusterId', None), 1344: ('ClusterId', None), 1345: ('ClusterId', None), 1346: ('ClusterId', None), 1347: ('ClusterId', None), 1348: ('ClusterId', None), 1349: ('ClusterId', None), 1350: ('ControllerId', None), 1351: ('Topics', None), 1352: ('Topics', None), 1353: ('Topics', None), 1354: ('Topics', None), 1355: ('Topics', None), 1356: ('Topics', None), 1357: ('Topics', None), 1358: ('Topics', None), 1359: ('Topics', None), 1360: ('Topics', 'i17'), 1361: ('Topics', 'i17'), 1362: ('Topics', None), 1363: ('Topics', None), 1364: ('Topics', None), 1365: ('Topics', None), 1366: ('ClusterAuthorizedOperations', None), 1368: ('_tagged', None), 1369: ('_tagged', None), 1370: ('_tagged', None), 1378: ('ErrorCode', None), 1379: ('Name', None), 1380: ('Name', None), 1381: ('Name', None), 1382: ('Name', None), 1383: ('Name', None), 1384: ('Name', None), 1385: ('Name', None), 1386: ('Name', None), 1387: ('Name', None), 1388: ('Name', None), 1389: ('TopicId+IsInternal', None), 1390: ('Partitions', None), 1391: ('Partitions', None), 1392: ('Partitions', None), 1393: ('Partitions', None), 1394: ('Partitions', None), 1395: ('Partitions', None), 1396: ('Partitions', None), 1397: ('Partitions', None), 1398: ('Partitions', None), 1399: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 1400: ('Partitions[{}].ReplicaNodes', 'i8'), 1401: ('Partitions[{}].ReplicaNodes', 'i8'), 1402: ('Partitions[{}].ReplicaNodes', 'i8'), 1403: ('Partitions[{}].ReplicaNodes', 'i8'), 1404: ('Partitions[{}].ReplicaNodes', 'i8'), 1405: ('Partitions[{}].ReplicaNodes', 'i8'), 1406: ('Partitions[{}].ReplicaNodes', 'i8'), 1407: ('Partitions[{}].ReplicaNodes', 'i8'), 1408: ('Partitions[{}].ReplicaNodes', 'i8'), 1409: ('Partitions[{}].ReplicaNodes', 'i8'), 1410: ('Partitions[{}].ReplicaNodes', 'i8'), 1411: ('Partitions[{}].ReplicaNodes', 'i8'), 1412: ('Partitions[{}].IsrNodes', 'i8'), 1413: ('Partitions[{}].IsrNodes', 'i8'), 1414: ('Partitions[{}].IsrNodes', 'i8'), 1415: ('Partitions[{}].IsrNodes', 'i8'), 1416: ('Partitions[{}].IsrNodes', 'i8'), 1417: ('Partitions[{}].IsrNodes', 'i8'), 1418: ('Partitions[{}].IsrNodes', 'i8'), 1419: ('Partitions[{}].IsrNodes', 'i8'), 1420: ('Partitions[{}].IsrNodes', 'i8'), 1421: ('Partitions[{}].IsrNodes', 'i8'), 1422: ('Partitions[{}].IsrNodes', 'i8'), 1423: ('Partitions[{}].IsrNodes', 'i8'), 1424: ('Partitions[{}].OfflineReplicas', 'i8'), 1425: ('Partitions[{}].OfflineReplicas', 'i8'), 1426: ('Partitions[{}].OfflineReplicas', 'i8'), 1427: ('Partitions[{}].OfflineReplicas', 'i8'), 1428: ('Partitions[{}].OfflineReplicas', 'i8'), 1429: ('Partitions[{}].OfflineReplicas', 'i8'), 1430: ('Partitions[{}].OfflineReplicas', 'i8'), 1431: ('Partitions[{}].OfflineReplicas', 'i8'), 1432: ('Partitions[{}].OfflineReplicas', 'i8'), 1433: ('Partitions[{}].OfflineReplicas', 'i8'), 1434: ('Partitions[{}].OfflineReplicas', 'i8'), 1435: ('Partitions[{}].OfflineReplicas', 'i8'), 1436: ('Partitions', 'i8'), 1437: ('Partitions', 'i8'), 1438: ('Partitions', 'i8'), 1439: ('Partitions', 'i8'), 1440: ('Partitions', 'i8'), 1441: ('Partitions', None), 1442: ('Partitions', None), 1443: ('Partitions', None), 1444: ('Partitions', None), 1445: ('TopicAuthorizedOperations', None), 1447: ('_tagged', None), 1448: ('_tagged', None), 1449: ('_tagged', None), 1457: ('ThrottleTimeMs', None), 1458: ('Brokers', None), 1459: ('Brokers', None), 1460: ('Brokers', None), 1461: ('Brokers', None), 1462: ('Brokers', None), 1463: ('Brokers', None), 1464: ('Brokers', None), 1465: ('Brokers', None), 1466: ('Brokers', None), 1467: ('Brokers[{}].NodeId', 'i4'), 1468: ('Brokers[{}].Host', 'i4'), 1469: ('Brokers[{}].Host', 'i4'), 1470: ('Brokers[{}].Host', 'i4'), 1471: ('Brokers[{}].Host', 'i4'), 1472: ('Brokers[{}].Host', 'i4'), 1473: ('Brokers[{}].Host', 'i4'), 1474: ('Brokers[{}].Host', 'i4'), 1475: ('Brokers[{}].Host', 'i4'), 1476: ('Brokers[{}].Host', 'i4'), 1477: ('Brokers[{}].Host', 'i4'), 1478: ('Brokers[{}].Port', 'i4'), 1479: ('Brokers[{}].Rack', 'i4'), 1480: ('Brokers[{}].Rack', 'i4'), 1481: ('Brokers[{}].Rack', 'i4'), 1482: ('Brokers[{}].Rack', 'i4'), 1483: ('Brokers[{}].Rack', 'i4'), 1484: ('Brokers[{}].Rack', 'i4'), 1485: ('Brokers[{}].Rack', 'i4'), 1486: ('Brokers[{}].Rack', 'i4'), 1487: ('Brokers[{}].Rack', 'i4'), 1488: ('Brokers[{}].Rack', 'i4'), 1489: ('Brokers', 'i4'), 1490: ('Brokers', 'i4'), 1491: ('Brokers', 'i4'), 1492: ('Brokers', 'i4'), 1493: ('Brokers', 'i4'), 1494: ('Brokers', None), 1495: ('Brokers', None), 1496: ('Brokers', None), 1497: ('Brokers', None), 1498: ('ClusterId', None), 1499: ('ClusterId', None), 1500: ('ClusterId', None), 1501: ('ClusterId', None), 1502: ('ClusterId', None), 1503: ('ClusterId', None), 1504: ('ClusterId', None), 1505: ('ClusterId', None), 1506: ('ClusterId', None), 1507: ('ClusterId', None), 1508: ('ControllerId', None), 1509: ('Topics', None), 1510: ('Topics', None), 1511: ('Topics', None), 1512: ('Topics', None), 1513: ('Topics', None), 1514: ('Topics', None), 1515: ('Topics', None), 1516: ('Topics', None), 1517: ('Topics', None), 1518: ('Topics', 'i17'), 1519: ('Topics', 'i17'), 1520: ('Topics', None), 1521: ('Topics', None), 1522: ('Topics', None), 1523: ('Topics', None), 1524: ('ClusterAuthorizedOperations', None), 1526: ('_tagged', None), 1527: ('_tagged', None), 1528: ('_tagged', None), 1536: ('ThrottleTimeMs', None), 1537: ('Brokers', None), 1538: ('Brokers', None), 1539: ('Brokers', None), 1540: ('Brokers', None), 1541: ('Brokers', None), 1542: ('Brokers', None), 1543: ('Brokers', None), 1544: ('Brokers', None), 1545: ('Brokers', None), 1546: ('Brokers[{}].NodeId', 'i4'), 1547: ('Brokers[{}].Host', 'i4'), 1548: ('Brokers[{}].Host', 'i4'), 1549: ('Brokers[{}].Host', 'i4'), 1550: ('Brokers[{}].Host', 'i4'), 1551: ('Brokers[{}].Host', 'i4'), 1552: ('Brokers[{}].Host', 'i4'), 1553: ('Brokers[{}].Host', 'i4'), 1554: ('Brokers[{}].Host', 'i4'), 1555: ('Brokers[{}].Host', 'i4'), 1556: ('Brokers[{}].Host', 'i4'), 1557: ('Brokers[{}].Port', 'i4'), 1558: ('Brokers[{}].Rack', 'i4'), 1559: ('Brokers[{}].Rack', 'i4'), 1560: ('Brokers[{}].Rack', 'i4'), 1561: ('Brokers[{}].Rack', 'i4'), 1562: ('Brokers[{}].Rack', 'i4'), 1563: ('Brokers[{}].Rack', 'i4'), 1564: ('Brokers[{}].Rack', 'i4'), 1565: ('Brokers[{}].Rack', 'i4'), 1566: ('Brokers[{}].Rack', 'i4'), 1567: ('Brokers[{}].Rack', 'i4'), 1568: ('Brokers', 'i4'), 1569: ('Brokers', 'i4'), 1570: ('Brokers', 'i4'), 1571: ('Brokers', 'i4'), 1572: ('Brokers', 'i4'), 1573: ('Brokers', None), 1574: ('Brokers', None), 1575: ('Brokers', None), 1576: ('Brokers', None), 1577: ('ClusterId', None), 1578: ('ClusterId', None), 1579: ('ClusterId', None), 1580: ('ClusterId', None), 1581: ('ClusterId', None), 1582: ('ClusterId', None), 1583: ('ClusterId', None), 1584: ('ClusterId', None), 1585: ('ClusterId', None), 1586: ('ClusterId', None), 1587: ('ControllerId', None), 1588: ('Topics', None), 1589: ('Topics', None), 1590: ('Topics', None), 1591: ('Topics', None), 1592: ('Topics', None), 1593: ('Topics', None), 1594: ('Topics', None), 1595: ('Topics', None), 1596: ('Topics', None), 1597: ('Topics', 'i17'), 1598: ('Topics', 'i17'), 1599: ('Topics', None), 1600: ('Topics', None), 1601: ('Topics', None), 1602: ('Topics', None), 1604: ('_tagged', None), 1605: ('_tagged', None), 1606: ('_tagged', None), 1614: ('ThrottleTimeMs', None), 1615: ('Brokers', None), 1616: ('Brokers', None), 1617: ('Brokers', None), 1618: ('Brokers', None), 1619: ('Brokers', None), 1620: ('Brokers', None), 1621: ('Brokers', None), 1622: ('Brokers', None), 1623: ('Brokers', None), 1624: ('Brokers[{}].NodeId', 'i4'), 1625: ('Brokers[{}].Host', 'i4'), 1626: ('Brokers[{}].Host', 'i4'), 1627: ('Brokers[{}].Host', 'i4'), 1628: ('Brokers[{}].Host', 'i4'), 1629: ('Brokers[{}].Host', 'i4'), 1630: ('Brokers[{}].Host', 'i4'), 1631: ('Brokers[{}].Host', 'i4'), 1632: ('Brokers[{}].Host', 'i4'), 1633: ('Brokers[{}].Host', 'i4'), 1634: ('Brokers[{}].Host', 'i4'), 1635: ('Brokers[{}].Port', 'i4'), 1636: ('Brokers[{}].Rack', 'i4'), 1637: ('Brokers[{}].Rack', 'i4'), 1638: ('Brokers[{}].Rack', 'i4'), 1639: ('Brokers[{}].Rack', 'i4'), 1640: ('Brokers[{}].Rack', 'i4'), 1641: ('Brokers[{}].Rack', 'i4'), 1642: ('Brokers[{}].Rack', 'i4'), 1643: ('Brokers[{}].Rack', 'i4'), 1644: ('Brokers[{}].Rack', 'i4'), 1645: ('Brokers[{}].Rack', 'i4'), 1646: ('Brokers', 'i4'), 1647: ('Brokers', 'i4'), 1648: ('Brokers', 'i4'), 1649: ('Brokers', 'i4'), 1650: ('Brokers', 'i4'), 1651: ('Brokers', None), 1652: ('Brokers', None), 1653: ('Brokers', None), 1654: ('Brokers', None), 1655: ('ClusterId', None), 1656: ('ClusterId', None), 1657: ('ClusterId', None), 1658: ('ClusterId', None), 1659: ('ClusterId', None), 1660: ('ClusterId', None), 1661: ('ClusterId', None), 1662: ('ClusterId', None), 1663: ('ClusterId', None), 1664: ('ClusterId', None), 1665: ('ControllerId', None), 1666: ('Topics', None), 1667: ('Topics', None), 1668: ('Topics', None), 1669: ('Topics', None), 1670: ('Topics', None), 1671: ('Topics', None), 1672: ('Topics', None), 1673: ('Topics', None), 1674: ('Topics', None), 1675: ('Topics', 'i17'), 1676: ('Topics', 'i17'), 1677: ('Topics', None), 1678: ('Topics', None), 1679: ('Topics', None), 1680: ('Topics', None), 1681: ('ErrorCode', None), 1683: ('_tagged', None), 1684: ('_tagged', None), 1685: ('_tagged', None)}
+BUILD_HASH = '5b472081c8f5ce46'

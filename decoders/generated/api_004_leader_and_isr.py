@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -19,7 +17,7 @@ _U10 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -34,8 +32,8 @@ def _f0(b, p):
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -45,8 +43,8 @@ def _f0(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -57,7 +55,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -75,15 +73,15 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -98,8 +96,8 @@ def _f2(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -109,8 +107,8 @@ def _f2(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -125,8 +123,8 @@ def _f2(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 v21, = _U1(b, p); p += 4
@@ -150,7 +148,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -165,8 +163,8 @@ def _f3(b, p):
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -176,8 +174,8 @@ def _f3(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -189,15 +187,15 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 31 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -212,8 +210,8 @@ def _f4(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -223,8 +221,8 @@ def _f4(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -240,8 +238,8 @@ def _f4(b, p):
         n20, = _U1(b, p); p += 4
         if n20 >= 0:
             if n20 * 10 > L - p: raise _rt.short_count(n20, L - p)
-            _B[0] -= n20
-            if _B[0] < 0: raise _rt.over_budget(n20)
+            B.left -= n20
+            if B.left < 0: raise _rt.over_budget(n20)
             v19 = []
             for i21 in range(n20):
                 v22, = _U1(b, p); p += 4
@@ -265,15 +263,15 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -283,8 +281,8 @@ def _f5(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -296,7 +294,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -310,16 +308,16 @@ def _f6(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 29 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -329,8 +327,8 @@ def _f6(b, p):
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -348,18 +346,18 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f6(b, p)
+                x7, p = _f6(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -368,8 +366,8 @@ def _f7(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -393,15 +391,15 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -411,8 +409,8 @@ def _f8(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -421,8 +419,8 @@ def _f8(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -431,8 +429,8 @@ def _f8(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -444,7 +442,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -458,16 +456,16 @@ def _f9(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -477,8 +475,8 @@ def _f9(b, p):
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -487,8 +485,8 @@ def _f9(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -497,8 +495,8 @@ def _f9(b, p):
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -516,18 +514,18 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f9(b, p)
+                x7, p = _f9(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -536,8 +534,8 @@ def _f10(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -561,7 +559,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
@@ -570,8 +568,8 @@ def _f11(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -583,8 +581,8 @@ def _f11(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -595,8 +593,8 @@ def _f11(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -607,8 +605,8 @@ def _f11(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -618,12 +616,12 @@ def _f11(b, p):
         d = {"PartitionIndex": v1, "ControllerEpoch": v2, "Leader": v3, "LeaderEpoch": v4, "Isr": v5, "PartitionEpoch": v7, "Replicas": v8, "AddingReplicas": v10, "RemovingReplicas": v12, "IsNew": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -641,8 +639,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
@@ -651,8 +649,8 @@ def _f12(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -664,8 +662,8 @@ def _f12(b, p):
                 n14 -= 1
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -676,8 +674,8 @@ def _f12(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -688,8 +686,8 @@ def _f12(b, p):
                 n18 -= 1
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -699,7 +697,7 @@ def _f12(b, p):
                 d20 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12, "Replicas": v13, "AddingReplicas": v15, "RemovingReplicas": v17, "IsNew": v19}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d20)
+                if t: p = _rt.tags(b, p, t, _T0, d20, B)
                 v3.append(d20)
         elif n4 == -1:
             v3 = None
@@ -708,12 +706,12 @@ def _f12(b, p):
         d = {"TopicName": v1, "PartitionStates": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -731,12 +729,12 @@ def _f13(b, p):
         d = {"BrokerId": v1, "HostName": v2, "Port": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -745,11 +743,11 @@ def _f14(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f12(b, p)
+                x7, p = _f12(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -760,8 +758,8 @@ def _f14(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
@@ -779,7 +777,7 @@ def _f14(b, p):
                 d15 = {"BrokerId": v11, "HostName": v12, "Port": v14}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d15)
+                if t: p = _rt.tags(b, p, t, _T0, d15, B)
                 v8.append(d15)
         elif n9 == -1:
             v8 = None
@@ -788,12 +786,12 @@ def _f14(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "TopicStates": v4, "LiveLeaders": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -812,8 +810,8 @@ def _f15(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 26 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -822,8 +820,8 @@ def _f15(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -835,8 +833,8 @@ def _f15(b, p):
                 n15 -= 1
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -847,8 +845,8 @@ def _f15(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -859,8 +857,8 @@ def _f15(b, p):
                 n19 -= 1
                 if n19 >= 0:
                     if n19 * 4 > L - p: raise _rt.short_count(n19, L - p)
-                    _B[0] -= n19
-                    if _B[0] < 0: raise _rt.over_budget(n19)
+                    B.left -= n19
+                    if B.left < 0: raise _rt.over_budget(n19)
                     v18 = _Ai(b, p, n19); p += n19 * 4
                 elif n19 == -1:
                     v18 = None
@@ -870,7 +868,7 @@ def _f15(b, p):
                 d21 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "PartitionEpoch": v13, "Replicas": v14, "AddingReplicas": v16, "RemovingReplicas": v18, "IsNew": v20}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v4.append(d21)
         elif n5 == -1:
             v4 = None
@@ -879,12 +877,12 @@ def _f15(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "PartitionStates": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 17
@@ -893,11 +891,11 @@ def _f16(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f15(b, p)
+                x8, p = _f15(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -908,8 +906,8 @@ def _f16(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U1(b, p); p += 4
@@ -927,7 +925,7 @@ def _f16(b, p):
                 d16 = {"BrokerId": v12, "HostName": v13, "Port": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v9.append(d16)
         elif n10 == -1:
             v9 = None
@@ -936,12 +934,12 @@ def _f16(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "Type": v4, "TopicStates": v5, "LiveLeaders": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
@@ -950,8 +948,8 @@ def _f17(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -963,8 +961,8 @@ def _f17(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -975,8 +973,8 @@ def _f17(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -987,8 +985,8 @@ def _f17(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -998,12 +996,12 @@ def _f17(b, p):
         d = {"PartitionIndex": v1, "ControllerEpoch": v2, "Leader": v3, "LeaderEpoch": v4, "Isr": v5, "PartitionEpoch": v7, "Replicas": v8, "AddingReplicas": v10, "RemovingReplicas": v12, "IsNew": v14, "LeaderRecoveryState": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1022,8 +1020,8 @@ def _f18(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 27 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -1032,8 +1030,8 @@ def _f18(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -1045,8 +1043,8 @@ def _f18(b, p):
                 n15 -= 1
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -1057,8 +1055,8 @@ def _f18(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -1069,8 +1067,8 @@ def _f18(b, p):
                 n19 -= 1
                 if n19 >= 0:
                     if n19 * 4 > L - p: raise _rt.short_count(n19, L - p)
-                    _B[0] -= n19
-                    if _B[0] < 0: raise _rt.over_budget(n19)
+                    B.left -= n19
+                    if B.left < 0: raise _rt.over_budget(n19)
                     v18 = _Ai(b, p, n19); p += n19 * 4
                 elif n19 == -1:
                     v18 = None
@@ -1080,7 +1078,7 @@ def _f18(b, p):
                 d22 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "PartitionEpoch": v13, "Replicas": v14, "AddingReplicas": v16, "RemovingReplicas": v18, "IsNew": v20, "LeaderRecoveryState": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v4.append(d22)
         elif n5 == -1:
             v4 = None
@@ -1089,12 +1087,12 @@ def _f18(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "PartitionStates": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 17
@@ -1103,11 +1101,11 @@ def _f19(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f18(b, p)
+                x8, p = _f18(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -1118,8 +1116,8 @@ def _f19(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U1(b, p); p += 4
@@ -1137,7 +1135,7 @@ def _f19(b, p):
                 d16 = {"BrokerId": v12, "HostName": v13, "Port": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v9.append(d16)
         elif n10 == -1:
             v9 = None
@@ -1146,12 +1144,12 @@ def _f19(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "Type": v4, "TopicStates": v5, "LiveLeaders": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U9(b, p); p += 18
@@ -1160,11 +1158,11 @@ def _f20(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 19 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f18(b, p)
+                x9, p = _f18(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -1175,8 +1173,8 @@ def _f20(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 10 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 v13, = _U1(b, p); p += 4
@@ -1194,7 +1192,7 @@ def _f20(b, p):
                 d17 = {"BrokerId": v13, "HostName": v14, "Port": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v10.append(d17)
         elif n11 == -1:
             v10 = None
@@ -1203,12 +1201,12 @@ def _f20(b, p):
         d = {"ControllerId": v1, "isKRaftController": v2, "ControllerEpoch": v3, "BrokerEpoch": v4, "Type": v5, "TopicStates": v6, "LiveLeaders": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -1225,15 +1223,15 @@ def _f21(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U2(b, p); p += 2
@@ -1256,7 +1254,7 @@ def _f22(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1273,12 +1271,12 @@ def _f23(b, p):
         d = {"TopicName": v1, "PartitionIndex": v3, "ErrorCode": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -1287,8 +1285,8 @@ def _f24(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -1305,7 +1303,7 @@ def _f24(b, p):
                 d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -1314,24 +1312,24 @@ def _f24(b, p):
         d = {"ErrorCode": v1, "PartitionErrors": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U10(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, = _U7(b, p); p += 16
@@ -1340,15 +1338,15 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U10(b, p); p += 6
                 d7 = {"PartitionIndex": v5, "ErrorCode": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -1357,12 +1355,12 @@ def _f26(b, p):
         d = {"TopicId": _rt.uuid(v1), "PartitionErrors": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f27(b, p):
+def _f27(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -1371,11 +1369,11 @@ def _f27(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f26(b, p)
+                x5, p = _f26(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1384,7 +1382,7 @@ def _f27(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1396,4 +1394,4 @@ NAME = 'LeaderAndIsr'
 REQUEST = {0: _f2, 1: _f4, 2: _f7, 3: _f10, 4: _f14, 5: _f16, 6: _f19, 7: _f20}
 RESPONSE = {0: _f22, 1: _f22, 2: _f22, 3: _f22, 4: _f24, 5: _f27, 6: _f27, 7: _f27}
 
-_LINES = {25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('Isr', None), 41: ('Isr', None), 42: ('Isr', None), 43: ('Isr', None), 44: ('PartitionEpoch', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 50: ('Replicas', None), 51: ('Replicas', None), 52: ('Replicas', None), 53: ('Replicas', None), 54: ('Replicas', None), 63: ('BrokerId', None), 64: ('HostName', None), 65: ('HostName', None), 66: ('HostName', None), 67: ('HostName', None), 68: ('HostName', None), 69: ('HostName', None), 70: ('HostName', None), 71: ('HostName', None), 72: ('Port', None), 81: ('ControllerId+ControllerEpoch', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('UngroupedPartitionStates', None), 87: ('UngroupedPartitionStates', None), 88: ('UngroupedPartitionStates', None), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 93: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 94: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 95: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 96: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 97: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].Isr', 'i5'), 104: ('UngroupedPartitionStates[{}].Isr', 'i5'), 105: ('UngroupedPartitionStates[{}].Isr', 'i5'), 106: ('UngroupedPartitionStates[{}].Isr', 'i5'), 107: ('UngroupedPartitionStates[{}].Isr', 'i5'), 108: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 115: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 116: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 117: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 118: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 119: ('UngroupedPartitionStates', 'i5'), 120: ('UngroupedPartitionStates', 'i5'), 121: ('UngroupedPartitionStates', None), 122: ('UngroupedPartitionStates', None), 123: ('UngroupedPartitionStates', None), 124: ('UngroupedPartitionStates', None), 125: ('LiveLeaders', None), 126: ('LiveLeaders', None), 127: ('LiveLeaders', None), 128: ('LiveLeaders', None), 129: ('LiveLeaders', None), 130: ('LiveLeaders', None), 131: ('LiveLeaders', None), 132: ('LiveLeaders[{}].BrokerId', 'i20'), 133: ('LiveLeaders[{}].HostName', 'i20'), 134: ('LiveLeaders[{}].HostName', 'i20'), 135: ('LiveLeaders[{}].HostName', 'i20'), 136: ('LiveLeaders[{}].HostName', 'i20'), 137: ('LiveLeaders[{}].HostName', 'i20'), 138: ('LiveLeaders[{}].HostName', 'i20'), 139: ('LiveLeaders[{}].HostName', 'i20'), 140: ('LiveLeaders[{}].HostName', 'i20'), 141: ('LiveLeaders[{}].Port', 'i20'), 142: ('LiveLeaders', 'i20'), 143: ('LiveLeaders', 'i20'), 144: ('LiveLeaders', None), 145: ('LiveLeaders', None), 146: ('LiveLeaders', None), 147: ('LiveLeaders', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 165: ('Isr', None), 166: ('Isr', None), 167: ('Isr', None), 168: ('Isr', None), 169: ('Isr', None), 170: ('Isr', None), 171: ('Isr', None), 172: ('Isr', None), 173: ('Isr', None), 174: ('Isr', None), 175: ('PartitionEpoch', None), 176: ('Replicas', None), 177: ('Replicas', None), 178: ('Replicas', None), 179: ('Replicas', None), 180: ('Replicas', None), 181: ('Replicas', None), 182: ('Replicas', None), 183: ('Replicas', None), 184: ('Replicas', None), 185: ('Replicas', None), 186: ('IsNew', None), 195: ('ControllerId+ControllerEpoch', None), 196: ('UngroupedPartitionStates', None), 197: ('UngroupedPartitionStates', None), 198: ('UngroupedPartitionStates', None), 199: ('UngroupedPartitionStates', None), 200: ('UngroupedPartitionStates', None), 201: ('UngroupedPartitionStates', None), 202: ('UngroupedPartitionStates', None), 203: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 204: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 205: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 206: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 207: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 208: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 209: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 210: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 211: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 212: ('UngroupedPartitionStates[{}].Isr', 'i5'), 213: ('UngroupedPartitionStates[{}].Isr', 'i5'), 214: ('UngroupedPartitionStates[{}].Isr', 'i5'), 215: ('UngroupedPartitionStates[{}].Isr', 'i5'), 216: ('UngroupedPartitionStates[{}].Isr', 'i5'), 217: ('UngroupedPartitionStates[{}].Isr', 'i5'), 218: ('UngroupedPartitionStates[{}].Isr', 'i5'), 219: ('UngroupedPartitionStates[{}].Isr', 'i5'), 220: ('UngroupedPartitionStates[{}].Isr', 'i5'), 221: ('UngroupedPartitionStates[{}].Isr', 'i5'), 222: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 223: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 224: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 225: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 226: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 227: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 228: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 229: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 230: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 231: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 232: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 233: ('UngroupedPartitionStates[{}].IsNew', 'i5'), 234: ('UngroupedPartitionStates', 'i5'), 235: ('UngroupedPartitionStates', 'i5'), 236: ('UngroupedPartitionStates', None), 237: ('UngroupedPartitionStates', None), 238: ('UngroupedPartitionStates', None), 239: ('UngroupedPartitionStates', None), 240: ('LiveLeaders', None), 241: ('LiveLeaders', None), 242: ('LiveLeaders', None), 243: ('LiveLeaders', None), 244: ('LiveLeaders', None), 245: ('LiveLeaders', None), 246: ('LiveLeaders', None), 247: ('LiveLeaders[{}].BrokerId', 'i21'), 248: ('LiveLeaders[{}].HostName', 'i21'), 249: ('LiveLeaders[{}].HostName', 'i21'), 250: ('LiveLeaders[{}].HostName', 'i21'), 251: ('LiveLeaders[{}].HostName', 'i21'), 252: ('LiveLeaders[{}].HostName', 'i21'), 253: ('LiveLeaders[{}].HostName', 'i21'), 254: ('LiveLeaders[{}].HostName', 'i21'), 255: ('LiveLeaders[{}].HostName', 'i21'), 256: ('LiveLeaders[{}].Port', 'i21'), 257: ('LiveLeaders', 'i21'), 258: ('LiveLeaders', 'i21'), 259: ('LiveLeaders', None), 260: ('LiveLeaders', None), 261: ('LiveLeaders', None), 262: ('LiveLeaders', None), 271: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 272: ('Isr', None), 273: ('Isr', None), 274: ('Isr', None), 275: ('Isr', None), 276: ('Isr', None), 277: ('Isr', None), 278: ('Isr', None), 279: ('Isr', None), 280: ('Isr', None), 281: ('Isr', None), 282: ('PartitionEpoch', None), 283: ('Replicas', None), 284: ('Replicas', None), 285: ('Replicas', None), 286: ('Replicas', None), 287: ('Replicas', None), 288: ('Replicas', None), 289: ('Replicas', None), 290: ('Replicas', None), 291: ('Replicas', None), 292: ('Replicas', None), 293: ('IsNew', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('PartitionStates', None), 311: ('PartitionStates', None), 312: ('PartitionStates', None), 313: ('PartitionStates', None), 314: ('PartitionStates', None), 315: ('PartitionStates', None), 316: ('PartitionStates', None), 317: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 318: ('PartitionStates[{}].Isr', 'i5'), 319: ('PartitionStates[{}].Isr', 'i5'), 320: ('PartitionStates[{}].Isr', 'i5'), 321: ('PartitionStates[{}].Isr', 'i5'), 322: ('PartitionStates[{}].Isr', 'i5'), 323: ('PartitionStates[{}].Isr', 'i5'), 324: ('PartitionStates[{}].Isr', 'i5'), 325: ('PartitionStates[{}].Isr', 'i5'), 326: ('PartitionStates[{}].Isr', 'i5'), 327: ('PartitionStates[{}].Isr', 'i5'), 328: ('PartitionStates[{}].PartitionEpoch', 'i5'), 329: ('PartitionStates[{}].Replicas', 'i5'), 330: ('PartitionStates[{}].Replicas', 'i5'), 331: ('PartitionStates[{}].Replicas', 'i5'), 332: ('PartitionStates[{}].Replicas', 'i5'), 333: ('PartitionStates[{}].Replicas', 'i5'), 334: ('PartitionStates[{}].Replicas', 'i5'), 335: ('PartitionStates[{}].Replicas', 'i5'), 336: ('PartitionStates[{}].Replicas', 'i5'), 337: ('PartitionStates[{}].Replicas', 'i5'), 338: ('PartitionStates[{}].Replicas', 'i5'), 339: ('PartitionStates[{}].IsNew', 'i5'), 340: ('PartitionStates', 'i5'), 341: ('PartitionStates', 'i5'), 342: ('PartitionStates', None), 343: ('PartitionStates', None), 344: ('PartitionStates', None), 345: ('PartitionStates', None), 354: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 355: ('TopicStates', None), 356: ('TopicStates', None), 357: ('TopicStates', None), 358: ('TopicStates', None), 359: ('TopicStates', None), 360: ('TopicStates', None), 361: ('TopicStates', None), 362: ('TopicStates', 'i6'), 363: ('TopicStates', 'i6'), 364: ('TopicStates', None), 365: ('TopicStates', None), 366: ('TopicStates', None), 367: ('TopicStates', None), 368: ('LiveLeaders', None), 369: ('LiveLeaders', None), 370: ('LiveLeaders', None), 371: ('LiveLeaders', None), 372: ('LiveLeaders', None), 373: ('LiveLeaders', None), 374: ('LiveLeaders', None), 375: ('LiveLeaders[{}].BrokerId', 'i10'), 376: ('LiveLeaders[{}].HostName', 'i10'), 377: ('LiveLeaders[{}].HostName', 'i10'), 378: ('LiveLeaders[{}].HostName', 'i10'), 379: ('LiveLeaders[{}].HostName', 'i10'), 380: ('LiveLeaders[{}].HostName', 'i10'), 381: ('LiveLeaders[{}].HostName', 'i10'), 382: ('LiveLeaders[{}].HostName', 'i10'), 383: ('LiveLeaders[{}].HostName', 'i10'), 384: ('LiveLeaders[{}].Port', 'i10'), 385: ('LiveLeaders', 'i10'), 386: ('LiveLeaders', 'i10'), 387: ('LiveLeaders', None), 388: ('LiveLeaders', None), 389: ('LiveLeaders', None), 390: ('LiveLeaders', None), 399: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 400: ('Isr', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('PartitionEpoch', None), 411: ('Replicas', None), 412: ('Replicas', None), 413: ('Replicas', None), 414: ('Replicas', None), 415: ('Replicas', None), 416: ('Replicas', None), 417: ('Replicas', None), 418: ('Replicas', None), 419: ('Replicas', None), 420: ('Replicas', None), 421: ('AddingReplicas', None), 422: ('AddingReplicas', None), 423: ('AddingReplicas', None), 424: ('AddingReplicas', None), 425: ('AddingReplicas', None), 426: ('AddingReplicas', None), 427: ('AddingReplicas', None), 428: ('AddingReplicas', None), 429: ('AddingReplicas', None), 430: ('AddingReplicas', None), 431: ('RemovingReplicas', None), 432: ('RemovingReplicas', None), 433: ('RemovingReplicas', None), 434: ('RemovingReplicas', None), 435: ('RemovingReplicas', None), 436: ('RemovingReplicas', None), 437: ('RemovingReplicas', None), 438: ('RemovingReplicas', None), 439: ('RemovingReplicas', None), 440: ('RemovingReplicas', None), 441: ('IsNew', None), 450: ('TopicName', None), 451: ('TopicName', None), 452: ('TopicName', None), 453: ('TopicName', None), 454: ('TopicName', None), 455: ('TopicName', None), 456: ('TopicName', None), 457: ('TopicName', None), 458: ('PartitionStates', None), 459: ('PartitionStates', None), 460: ('PartitionStates', None), 461: ('PartitionStates', None), 462: ('PartitionStates', None), 463: ('PartitionStates', None), 464: ('PartitionStates', None), 465: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 466: ('PartitionStates[{}].Isr', 'i5'), 467: ('PartitionStates[{}].Isr', 'i5'), 468: ('PartitionStates[{}].Isr', 'i5'), 469: ('PartitionStates[{}].Isr', 'i5'), 470: ('PartitionStates[{}].Isr', 'i5'), 471: ('PartitionStates[{}].Isr', 'i5'), 472: ('PartitionStates[{}].Isr', 'i5'), 473: ('PartitionStates[{}].Isr', 'i5'), 474: ('PartitionStates[{}].Isr', 'i5'), 475: ('PartitionStates[{}].Isr', 'i5'), 476: ('PartitionStates[{}].PartitionEpoch', 'i5'), 477: ('PartitionStates[{}].Replicas', 'i5'), 478: ('PartitionStates[{}].Replicas', 'i5'), 479: ('PartitionStates[{}].Replicas', 'i5'), 480: ('PartitionStates[{}].Replicas', 'i5'), 481: ('PartitionStates[{}].Replicas', 'i5'), 482: ('PartitionStates[{}].Replicas', 'i5'), 483: ('PartitionStates[{}].Replicas', 'i5'), 484: ('PartitionStates[{}].Replicas', 'i5'), 485: ('PartitionStates[{}].Replicas', 'i5'), 486: ('PartitionStates[{}].Replicas', 'i5'), 487: ('PartitionStates[{}].AddingReplicas', 'i5'), 488: ('PartitionStates[{}].AddingReplicas', 'i5'), 489: ('PartitionStates[{}].AddingReplicas', 'i5'), 490: ('PartitionStates[{}].AddingReplicas', 'i5'), 491: ('PartitionStates[{}].AddingReplicas', 'i5'), 492: ('PartitionStates[{}].AddingReplicas', 'i5'), 493: ('PartitionStates[{}].AddingReplicas', 'i5'), 494: ('PartitionStates[{}].AddingReplicas', 'i5'), 495: ('PartitionStates[{}].AddingReplicas', 'i5'), 496: ('PartitionStates[{}].AddingReplicas', 'i5'), 497: ('PartitionStates[{}].RemovingReplicas', 'i5'), 498: ('PartitionStates[{}].RemovingReplicas', 'i5'), 499: ('PartitionStates[{}].RemovingReplicas', 'i5'), 500: ('PartitionStates[{}].RemovingReplicas', 'i5'), 501: ('PartitionStates[{}].RemovingReplicas', 'i5'), 502: ('PartitionStates[{}].RemovingReplicas', 'i5'), 503: ('PartitionStates[{}].RemovingReplicas', 'i5'), 504: ('PartitionStates[{}].RemovingReplicas', 'i5'), 505: ('PartitionStates[{}].RemovingReplicas', 'i5'), 506: ('PartitionStates[{}].RemovingReplicas', 'i5'), 507: ('PartitionStates[{}].IsNew', 'i5'), 508: ('PartitionStates', 'i5'), 509: ('PartitionStates', 'i5'), 510: ('PartitionStates', None), 511: ('PartitionStates', None), 512: ('PartitionStates', None), 513: ('PartitionStates', None), 522: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 523: ('TopicStates', None), 524: ('TopicStates', None), 525: ('TopicStates', None), 526: ('TopicStates', None), 527: ('TopicStates', None), 528: ('TopicStates', None), 529: ('TopicStates', None), 530: ('TopicStates', 'i6'), 531: ('TopicStates', 'i6'), 532: ('TopicStates', None), 533: ('TopicStates', None), 534: ('TopicStates', None), 535: ('TopicStates', None), 536: ('LiveLeaders', None), 537: ('LiveLeaders', None), 538: ('LiveLeaders', None), 539: ('LiveLeaders', None), 540: ('LiveLeaders', None), 541: ('LiveLeaders', None), 542: ('LiveLeaders', None), 543: ('LiveLeaders[{}].BrokerId', 'i10'), 544: ('LiveLeaders[{}].HostName', 'i10'), 545: ('LiveLeaders[{}].HostName', 'i10'), 546: ('LiveLeaders[{}].HostName', 'i10'), 547: ('LiveLeaders[{}].HostName', 'i10'), 548: ('LiveLeaders[{}].HostName', 'i10'), 549: ('LiveLeaders[{}].HostName', 'i10'), 550: ('LiveLeaders[{}].HostName', 'i10'), 551: ('LiveLeaders[{}].HostName', 'i10'), 552: ('LiveLeaders[{}].Port', 'i10'), 553: ('LiveLeaders', 'i10'), 554: ('LiveLeaders', 'i10'), 555: ('LiveLeaders', None), 556: ('LiveLeaders', None), 557: ('LiveLeaders', None), 558: ('LiveLeaders', None), 567: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 568: ('Isr', None), 569: ('Isr', None), 570: ('Isr', None), 571: ('Isr', None), 572: ('Isr', None), 573: ('Isr', None), 574: ('Isr', None), 575: ('Isr', None), 576: ('Isr', None), 577: ('Isr', None), 578: ('Isr', None), 579: ('Isr', None), 580: ('PartitionEpoch', None), 581: ('Replicas', None), 582: ('Replicas', None), 583: ('Replicas', None), 584: ('Replicas', None), 585: ('Replicas', None), 586: ('Replicas', None), 587: ('Replicas', None), 588: ('Replicas', None), 589: ('Replicas', None), 590: ('Replicas', None), 591: ('Replicas', None), 592: ('Replicas', None), 593: ('AddingReplicas', None), 594: ('AddingReplicas', None), 595: ('AddingReplicas', None), 596: ('AddingReplicas', None), 597: ('AddingReplicas', None), 598: ('AddingReplicas', None), 599: ('AddingReplicas', None), 600: ('AddingReplicas', None), 601: ('AddingReplicas', None), 602: ('AddingReplicas', None), 603: ('AddingReplicas', None), 604: ('AddingReplicas', None), 605: ('RemovingReplicas', None), 606: ('RemovingReplicas', None), 607: ('RemovingReplicas', None), 608: ('RemovingReplicas', None), 609: ('RemovingReplicas', None), 610: ('RemovingReplicas', None), 611: ('RemovingReplicas', None), 612: ('RemovingReplicas', None), 613: ('RemovingReplicas', None), 614: ('RemovingReplicas', None), 615: ('RemovingReplicas', None), 616: ('RemovingReplicas', None), 617: ('IsNew', None), 619: ('_tagged', None), 620: ('_tagged', None), 621: ('_tagged', None), 629: ('TopicName', None), 630: ('TopicName', None), 631: ('TopicName', None), 632: ('TopicName', None), 633: ('TopicName', None), 634: ('TopicName', None), 635: ('TopicName', None), 636: ('TopicName', None), 637: ('TopicName', None), 638: ('TopicName', None), 639: ('PartitionStates', None), 640: ('PartitionStates', None), 641: ('PartitionStates', None), 642: ('PartitionStates', None), 643: ('PartitionStates', None), 644: ('PartitionStates', None), 645: ('PartitionStates', None), 646: ('PartitionStates', None), 647: ('PartitionStates', None), 648: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 649: ('PartitionStates[{}].Isr', 'i5'), 650: ('PartitionStates[{}].Isr', 'i5'), 651: ('PartitionStates[{}].Isr', 'i5'), 652: ('PartitionStates[{}].Isr', 'i5'), 653: ('PartitionStates[{}].Isr', 'i5'), 654: ('PartitionStates[{}].Isr', 'i5'), 655: ('PartitionStates[{}].Isr', 'i5'), 656: ('PartitionStates[{}].Isr', 'i5'), 657: ('PartitionStates[{}].Isr', 'i5'), 658: ('PartitionStates[{}].Isr', 'i5'), 659: ('PartitionStates[{}].Isr', 'i5'), 660: ('PartitionStates[{}].Isr', 'i5'), 661: ('PartitionStates[{}].PartitionEpoch', 'i5'), 662: ('PartitionStates[{}].Replicas', 'i5'), 663: ('PartitionStates[{}].Replicas', 'i5'), 664: ('PartitionStates[{}].Replicas', 'i5'), 665: ('PartitionStates[{}].Replicas', 'i5'), 666: ('PartitionStates[{}].Replicas', 'i5'), 667: ('PartitionStates[{}].Replicas', 'i5'), 668: ('PartitionStates[{}].Replicas', 'i5'), 669: ('PartitionStates[{}].Replicas', 'i5'), 670: ('PartitionStates[{}].Replicas', 'i5'), 671: ('PartitionStates[{}].Replicas', 'i5'), 672: ('PartitionStates[{}].Replicas', 'i5'), 673: ('PartitionStates[{}].Replicas', 'i5'), 674: ('PartitionStates[{}].AddingReplicas', 'i5'), 675: ('PartitionStates[{}].AddingReplicas', 'i5'), 676: ('PartitionStates[{}].AddingReplicas', 'i5'), 677: ('PartitionStates[{}].AddingReplicas', 'i5'), 678: ('PartitionStates[{}].AddingReplicas', 'i5'), 679: ('PartitionStates[{}].AddingReplicas', 'i5'), 680: ('PartitionStates[{}].AddingReplicas', 'i5'), 681: ('PartitionStates[{}].AddingReplicas', 'i5'), 682: ('PartitionStates[{}].AddingReplicas', 'i5'), 683: ('PartitionStates[{}].AddingReplicas', 'i5'), 684: ('PartitionStates[{}].AddingReplicas', 'i5'), 685: ('PartitionStates[{}].AddingReplicas', 'i5'), 686: ('PartitionStates[{}].RemovingReplicas', 'i5'), 687: ('PartitionStates[{}].RemovingReplicas', 'i5'), 688: ('PartitionStates[{}].RemovingReplicas', 'i5'), 689: ('PartitionStates[{}].RemovingReplicas', 'i5'), 690: ('PartitionStates[{}].RemovingReplicas', 'i5'), 691: ('PartitionStates[{}].RemovingReplicas', 'i5'), 692: ('PartitionStates[{}].RemovingReplicas', 'i5'), 693: ('PartitionStates[{}].RemovingReplicas', 'i5'), 694: ('PartitionStates[{}].RemovingReplicas', 'i5'), 695: ('PartitionStates[{}].RemovingReplicas', 'i5'), 696: ('PartitionStates[{}].RemovingReplicas', 'i5'), 697: ('PartitionStates[{}].RemovingReplicas', 'i5'), 698: ('PartitionStates[{}].IsNew', 'i5'), 699: ('PartitionStates', 'i5'), 700: ('PartitionStates', 'i5'), 701: ('PartitionStates', 'i5'), 702: ('PartitionStates', 'i5'), 703: ('PartitionStates', 'i5'), 704: ('PartitionStates', None), 705: ('PartitionStates', None), 706: ('PartitionStates', None), 707: ('PartitionStates', None), 709: ('_tagged', None), 710: ('_tagged', None), 711: ('_tagged', None), 719: ('BrokerId', None), 720: ('HostName', None), 721: ('HostName', None), 722: ('HostName', None), 723: ('HostName', None), 724: ('HostName', None), 725: ('HostName', None), 726: ('HostName', None), 727: ('HostName', None), 728: ('HostName', None), 729: ('HostName', None), 730: ('Port', None), 732: ('_tagged', None), 733: ('_tagged', None), 734: ('_tagged', None), 742: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 743: ('TopicStates', None), 744: ('TopicStates', None), 745: ('TopicStates', None), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('TopicStates', None), 750: ('TopicStates', None), 751: ('TopicStates', None), 752: ('TopicStates', 'i6'), 753: ('TopicStates', 'i6'), 754: ('TopicStates', None), 755: ('TopicStates', None), 756: ('TopicStates', None), 757: ('TopicStates', None), 758: ('LiveLeaders', None), 759: ('LiveLeaders', None), 760: ('LiveLeaders', None), 761: ('LiveLeaders', None), 762: ('LiveLeaders', None), 763: ('LiveLeaders', None), 764: ('LiveLeaders', None), 765: ('LiveLeaders', None), 766: ('LiveLeaders', None), 767: ('LiveLeaders[{}].BrokerId', 'i10'), 768: ('LiveLeaders[{}].HostName', 'i10'), 769: ('LiveLeaders[{}].HostName', 'i10'), 770: ('LiveLeaders[{}].HostName', 'i10'), 771: ('LiveLeaders[{}].HostName', 'i10'), 772: ('LiveLeaders[{}].HostName', 'i10'), 773: ('LiveLeaders[{}].HostName', 'i10'), 774: ('LiveLeaders[{}].HostName', 'i10'), 775: ('LiveLeaders[{}].HostName', 'i10'), 776: ('LiveLeaders[{}].HostName', 'i10'), 777: ('LiveLeaders[{}].HostName', 'i10'), 778: ('LiveLeaders[{}].Port', 'i10'), 779: ('LiveLeaders', 'i10'), 780: ('LiveLeaders', 'i10'), 781: ('LiveLeaders', 'i10'), 782: ('LiveLeaders', 'i10'), 783: ('LiveLeaders', 'i10'), 784: ('LiveLeaders', None), 785: ('LiveLeaders', None), 786: ('LiveLeaders', None), 787: ('LiveLeaders', None), 789: ('_tagged', None), 790: ('_tagged', None), 791: ('_tagged', None), 799: ('TopicName', None), 800: ('TopicName', None), 801: ('TopicName', None), 802: ('TopicName', None), 803: ('TopicName', None), 804: ('TopicName', None), 805: ('TopicName', None), 806: ('TopicName', None), 807: ('TopicName', None), 808: ('TopicName', None), 809: ('TopicId', None), 810: ('PartitionStates', None), 811: ('PartitionStates', None), 812: ('PartitionStates', None), 813: ('PartitionStates', None), 814: ('PartitionStates', None), 815: ('PartitionStates', None), 816: ('PartitionStates', None), 817: ('PartitionStates', None), 818: ('PartitionStates', None), 819: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 820: ('PartitionStates[{}].Isr', 'i6'), 821: ('PartitionStates[{}].Isr', 'i6'), 822: ('PartitionStates[{}].Isr', 'i6'), 823: ('PartitionStates[{}].Isr', 'i6'), 824: ('PartitionStates[{}].Isr', 'i6'), 825: ('PartitionStates[{}].Isr', 'i6'), 826: ('PartitionStates[{}].Isr', 'i6'), 827: ('PartitionStates[{}].Isr', 'i6'), 828: ('PartitionStates[{}].Isr', 'i6'), 829: ('PartitionStates[{}].Isr', 'i6'), 830: ('PartitionStates[{}].Isr', 'i6'), 831: ('PartitionStates[{}].Isr', 'i6'), 832: ('PartitionStates[{}].PartitionEpoch', 'i6'), 833: ('PartitionStates[{}].Replicas', 'i6'), 834: ('PartitionStates[{}].Replicas', 'i6'), 835: ('PartitionStates[{}].Replicas', 'i6'), 836: ('PartitionStates[{}].Replicas', 'i6'), 837: ('PartitionStates[{}].Replicas', 'i6'), 838: ('PartitionStates[{}].Replicas', 'i6'), 839: ('PartitionStates[{}].Replicas', 'i6'), 840: ('PartitionStates[{}].Replicas', 'i6'), 841: ('PartitionStates[{}].Replicas', 'i6'), 842: ('PartitionStates[{}].Replicas', 'i6'), 843: ('PartitionStates[{}].Replicas', 'i6'), 844: ('PartitionStates[{}].Replicas', 'i6'), 845: ('PartitionStates[{}].AddingReplicas', 'i6'), 846: ('PartitionStates[{}].AddingReplicas', 'i6'), 847: ('PartitionStates[{}].AddingReplicas', 'i6'), 848: ('PartitionStates[{}].AddingReplicas', 'i6'), 849: ('PartitionStates[{}].AddingReplicas', 'i6'), 850: ('PartitionStates[{}].AddingReplicas', 'i6'), 851: ('PartitionStates[{}].AddingReplicas', 'i6'), 852: ('PartitionStates[{}].AddingReplicas', 'i6'), 853: ('PartitionStates[{}].AddingReplicas', 'i6'), 854: ('PartitionStates[{}].AddingReplicas', 'i6'), 855: ('PartitionStates[{}].AddingReplicas', 'i6'), 856: ('PartitionStates[{}].AddingReplicas', 'i6'), 857: ('PartitionStates[{}].RemovingReplicas', 'i6'), 858: ('PartitionStates[{}].RemovingReplicas', 'i6'), 859: ('PartitionStates[{}].RemovingReplicas', 'i6'), 860: ('PartitionStates[{}].RemovingReplicas', 'i6'), 861: ('PartitionStates[{}].RemovingReplicas', 'i6'), 862: ('PartitionStates[{}].RemovingReplicas', 'i6'), 863: ('PartitionStates[{}].RemovingReplicas', 'i6'), 864: ('PartitionStates[{}].RemovingReplicas', 'i6'), 865: ('PartitionStates[{}].RemovingReplicas', 'i6'), 866: ('PartitionStates[{}].RemovingReplicas', 'i6'), 867: ('PartitionStates[{}].RemovingReplicas', 'i6'), 868: ('PartitionStates[{}].RemovingReplicas', 'i6'), 869: ('PartitionStates[{}].IsNew', 'i6'), 870: ('PartitionStates', 'i6'), 871: ('PartitionStates', 'i6'), 872: ('PartitionStates', 'i6'), 873: ('PartitionStates', 'i6'), 874: ('PartitionStates', 'i6'), 875: ('PartitionStates', None), 876: ('PartitionStates', None), 877: ('PartitionStates', None), 878: ('PartitionStates', None), 880: ('_tagged', None), 881: ('_tagged', None), 882: ('_tagged', None), 890: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 891: ('TopicStates', None), 892: ('TopicStates', None), 893: ('TopicStates', None), 894: ('TopicStates', None), 895: ('TopicStates', None), 896: ('TopicStates', None), 897: ('TopicStates', None), 898: ('TopicStates', None), 899: ('TopicStates', None), 900: ('TopicStates', 'i7'), 901: ('TopicStates', 'i7'), 902: ('TopicStates', None), 903: ('TopicStates', None), 904: ('TopicStates', None), 905: ('TopicStates', None), 906: ('LiveLeaders', None), 907: ('LiveLeaders', None), 908: ('LiveLeaders', None), 909: ('LiveLeaders', None), 910: ('LiveLeaders', None), 911: ('LiveLeaders', None), 912: ('LiveLeaders', None), 913: ('LiveLeaders', None), 914: ('LiveLeaders', None), 915: ('LiveLeaders[{}].BrokerId', 'i11'), 916: ('LiveLeaders[{}].HostName', 'i11'), 917: ('LiveLeaders[{}].HostName', 'i11'), 918: ('LiveLeaders[{}].HostName', 'i11'), 919: ('LiveLeaders[{}].HostName', 'i11'), 920: ('LiveLeaders[{}].HostName', 'i11'), 921: ('LiveLeaders[{}].HostName', 'i11'), 922: ('LiveLeaders[{}].HostName', 'i11'), 923: ('LiveLeaders[{}].HostName', 'i11'), 924: ('LiveLeaders[{}].HostName', 'i11'), 925: ('LiveLeaders[{}].HostName', 'i11'), 926: ('LiveLeaders[{}].Port', 'i11'), 927: ('LiveLeaders', 'i11'), 928: ('LiveLeaders', 'i11'), 929: ('LiveLeaders', 'i11'), 930: ('LiveLeaders', 'i11'), 931: ('LiveLeaders', 'i11'), 932: ('LiveLeaders', None), 933: ('LiveLeaders', None), 934: ('LiveLeaders', None), 935: ('LiveLeaders', None), 937: ('_tagged', None), 938: ('_tagged', None), 939: ('_tagged', None), 947: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 948: ('Isr', None), 949: ('Isr', None), 950: ('Isr', None), 951: ('Isr', None), 952: ('Isr', None), 953: ('Isr', None), 954: ('Isr', None), 955: ('Isr', None), 956: ('Isr', None), 957: ('Isr', None), 958: ('Isr', None), 959: ('Isr', None), 960: ('PartitionEpoch', None), 961: ('Replicas', None), 962: ('Replicas', None), 963: ('Replicas', None), 964: ('Replicas', None), 965: ('Replicas', None), 966: ('Replicas', None), 967: ('Replicas', None), 968: ('Replicas', None), 969: ('Replicas', None), 970: ('Replicas', None), 971: ('Replicas', None), 972: ('Replicas', None), 973: ('AddingReplicas', None), 974: ('AddingReplicas', None), 975: ('AddingReplicas', None), 976: ('AddingReplicas', None), 977: ('AddingReplicas', None), 978: ('AddingReplicas', None), 979: ('AddingReplicas', None), 980: ('AddingReplicas', None), 981: ('AddingReplicas', None), 982: ('AddingReplicas', None), 983: ('AddingReplicas', None), 984: ('AddingReplicas', None), 985: ('RemovingReplicas', None), 986: ('RemovingReplicas', None), 987: ('RemovingReplicas', None), 988: ('RemovingReplicas', None), 989: ('RemovingReplicas', None), 990: ('RemovingReplicas', None), 991: ('RemovingReplicas', None), 992: ('RemovingReplicas', None), 993: ('RemovingReplicas', None), 994: ('RemovingReplicas', None), 995: ('RemovingReplicas', None), 996: ('RemovingReplicas', None), 997: ('IsNew+LeaderRecoveryState', None), 999: ('_tagged', None), 1000: ('_tagged', None), 1001: ('_tagged', None), 1009: ('TopicName', None), 1010: ('TopicName', None), 1011: ('TopicName', None), 1012: ('TopicName', None), 1013: ('TopicName', None), 1014: ('TopicName', None), 1015: ('TopicName', None), 1016: ('TopicName', None), 1017: ('TopicName', None), 1018: ('TopicName', None), 1019: ('TopicId', None), 1020: ('PartitionStates', None), 1021: ('PartitionStates', None), 1022: ('PartitionStates', None), 1023: ('PartitionStates', None), 1024: ('PartitionStates', None), 1025: ('PartitionStates', None), 1026: ('PartitionStates', None), 1027: ('PartitionStates', None), 1028: ('PartitionStates', None), 1029: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1030: ('PartitionStates[{}].Isr', 'i6'), 1031: ('PartitionStates[{}].Isr', 'i6'), 1032: ('PartitionStates[{}].Isr', 'i6'), 1033: ('PartitionStates[{}].Isr', 'i6'), 1034: ('PartitionStates[{}].Isr', 'i6'), 1035: ('PartitionStates[{}].Isr', 'i6'), 1036: ('PartitionStates[{}].Isr', 'i6'), 1037: ('PartitionStates[{}].Isr', 'i6'), 1038: ('PartitionStates[{}].Isr', 'i6'), 1039: ('PartitionStates[{}].Isr', 'i6'), 1040: ('PartitionStates[{}].Isr', 'i6'), 1041: ('PartitionStates[{}].Isr', 'i6'), 1042: ('PartitionStates[{}].PartitionEpoch', 'i6'), 1043: ('PartitionStates[{}].Replicas', 'i6'), 1044: ('PartitionStates[{}].Replicas', 'i6'), 1045: ('PartitionStates[{}].Replicas', 'i6'), 1046: ('PartitionStates[{}].Replicas', 'i6'), 1047: ('PartitionStates[{}].Replicas', 'i6'), 1048: ('PartitionStates[{}].Replicas', 'i6'), 1049: ('PartitionStates[{}].Replicas', 'i6'), 1050: ('PartitionStates[{}].Replicas', 'i6'), 1051: ('PartitionStates[{}].Replicas', 'i6'), 1052: ('PartitionStates[{}].Replicas', 'i6'), 1053: ('PartitionStates[{}].Replicas', 'i6'), 1054: ('PartitionStates[{}].Replicas', 'i6'), 1055: ('PartitionStates[{}].AddingReplicas', 'i6'), 1056: ('PartitionStates[{}].AddingReplicas', 'i6'), 1057: ('PartitionStates[{}].AddingReplicas', 'i6'), 1058: ('PartitionStates[{}].AddingReplicas', 'i6'), 1059: ('PartitionStates[{}].AddingReplicas', 'i6'), 1060: ('PartitionStates[{}].AddingReplicas', 'i6'), 1061: ('PartitionStates[{}].AddingReplicas', 'i6'), 1062: ('PartitionStates[{}].AddingReplicas', 'i6'), 1063: ('PartitionStates[{}].AddingReplicas', 'i6'), 1064: ('PartitionStates[{}].AddingReplicas', 'i6'), 1065: ('PartitionStates[{}].AddingReplicas', 'i6'), 1066: ('PartitionStates[{}].AddingReplicas', 'i6'), 1067: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1068: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1069: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1070: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1071: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1072: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1073: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1074: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1075: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1076: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1077: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1078: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1079: ('PartitionStates[{}].IsNew+LeaderRecoveryState', 'i6'), 1080: ('PartitionStates', 'i6'), 1081: ('PartitionStates', 'i6'), 1082: ('PartitionStates', 'i6'), 1083: ('PartitionStates', 'i6'), 1084: ('PartitionStates', 'i6'), 1085: ('PartitionStates', None), 1086: ('PartitionStates', None), 1087: ('PartitionStates', None), 1088: ('PartitionStates', None), 1090: ('_tagged', None), 1091: ('_tagged', None), 1092: ('_tagged', None), 1100: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 1101: ('TopicStates', None), 1102: ('TopicStates', None), 1103: ('TopicStates', None), 1104: ('TopicStates', None), 1105: ('TopicStates', None), 1106: ('TopicStates', None), 1107: ('TopicStates', None), 1108: ('TopicStates', None), 1109: ('TopicStates', None), 1110: ('TopicStates', 'i7'), 1111: ('TopicStates', 'i7'), 1112: ('TopicStates', None), 1113: ('TopicStates', None), 1114: ('TopicStates', None), 1115: ('TopicStates', None), 1116: ('LiveLeaders', None), 1117: ('LiveLeaders', None), 1118: ('LiveLeaders', None), 1119: ('LiveLeaders', None), 1120: ('LiveLeaders', None), 1121: ('LiveLeaders', None), 1122: ('LiveLeaders', None), 1123: ('LiveLeaders', None), 1124: ('LiveLeaders', None), 1125: ('LiveLeaders[{}].BrokerId', 'i11'), 1126: ('LiveLeaders[{}].HostName', 'i11'), 1127: ('LiveLeaders[{}].HostName', 'i11'), 1128: ('LiveLeaders[{}].HostName', 'i11'), 1129: ('LiveLeaders[{}].HostName', 'i11'), 1130: ('LiveLeaders[{}].HostName', 'i11'), 1131: ('LiveLeaders[{}].HostName', 'i11'), 1132: ('LiveLeaders[{}].HostName', 'i11'), 1133: ('LiveLeaders[{}].HostName', 'i11'), 1134: ('LiveLeaders[{}].HostName', 'i11'), 1135: ('LiveLeaders[{}].HostName', 'i11'), 1136: ('LiveLeaders[{}].Port', 'i11'), 1137: ('LiveLeaders', 'i11'), 1138: ('LiveLeaders', 'i11'), 1139: ('LiveLeaders', 'i11'), 1140: ('LiveLeaders', 'i11'), 1141: ('LiveLeaders', 'i11'), 1142: ('LiveLeaders', None), 1143: ('LiveLeaders', None), 1144: ('LiveLeaders', None), 1145: ('LiveLeaders', None), 1147: ('_tagged', None), 1148: ('_tagged', None), 1149: ('_tagged', None), 1157: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 1158: ('TopicStates', None), 1159: ('TopicStates', None), 1160: ('TopicStates', None), 1161: ('TopicStates', None), 1162: ('TopicStates', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', None), 1166: ('TopicStates', None), 1167: ('TopicStates', 'i8'), 1168: ('TopicStates', 'i8'), 1169: ('TopicStates', None), 1170: ('TopicStates', None), 1171: ('TopicStates', None), 1172: ('TopicStates', None), 1173: ('LiveLeaders', None), 1174: ('LiveLeaders', None), 1175: ('LiveLeaders', None), 1176: ('LiveLeaders', None), 1177: ('LiveLeaders', None), 1178: ('LiveLeaders', None), 1179: ('LiveLeaders', None), 1180: ('LiveLeaders', None), 1181: ('LiveLeaders', None), 1182: ('LiveLeaders[{}].BrokerId', 'i12'), 1183: ('LiveLeaders[{}].HostName', 'i12'), 1184: ('LiveLeaders[{}].HostName', 'i12'), 1185: ('LiveLeaders[{}].HostName', 'i12'), 1186: ('LiveLeaders[{}].HostName', 'i12'), 1187: ('LiveLeaders[{}].HostName', 'i12'), 1188: ('LiveLeaders[{}].HostName', 'i12'), 1189: ('LiveLeaders[{}].HostName', 'i12'), 1190: ('LiveLeaders[{}].HostName', 'i12'), 1191: ('LiveLeaders[{}].HostName', 'i12'), 1192: ('LiveLeaders[{}].HostName', 'i12'), 1193: ('LiveLeaders[{}].Port', 'i12'), 1194: ('LiveLeaders', 'i12'), 1195: ('LiveLeaders', 'i12'), 1196: ('LiveLeaders', 'i12'), 1197: ('LiveLeaders', 'i12'), 1198: ('LiveLeaders', 'i12'), 1199: ('LiveLeaders', None), 1200: ('LiveLeaders', None), 1201: ('LiveLeaders', None), 1202: ('LiveLeaders', None), 1204: ('_tagged', None), 1205: ('_tagged', None), 1206: ('_tagged', None), 1214: ('TopicName', None), 1215: ('TopicName', None), 1216: ('TopicName', None), 1217: ('TopicName', None), 1218: ('TopicName', None), 1219: ('TopicName', None), 1220: ('TopicName', None), 1221: ('TopicName', None), 1222: ('PartitionIndex+ErrorCode', None), 1231: ('ErrorCode', None), 1232: ('PartitionErrors', None), 1233: ('PartitionErrors', None), 1234: ('PartitionErrors', None), 1235: ('PartitionErrors', None), 1236: ('PartitionErrors', None), 1237: ('PartitionErrors', None), 1238: ('PartitionErrors', None), 1239: ('PartitionErrors[{}].TopicName', 'i4'), 1240: ('PartitionErrors[{}].TopicName', 'i4'), 1241: ('PartitionErrors[{}].TopicName', 'i4'), 1242: ('PartitionErrors[{}].TopicName', 'i4'), 1243: ('PartitionErrors[{}].TopicName', 'i4'), 1244: ('PartitionErrors[{}].TopicName', 'i4'), 1245: ('PartitionErrors[{}].TopicName', 'i4'), 1246: ('PartitionErrors[{}].TopicName', 'i4'), 1247: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1248: ('PartitionErrors', 'i4'), 1249: ('PartitionErrors', 'i4'), 1250: ('PartitionErrors', None), 1251: ('PartitionErrors', None), 1252: ('PartitionErrors', None), 1253: ('PartitionErrors', None), 1262: ('TopicName', None), 1263: ('TopicName', None), 1264: ('TopicName', None), 1265: ('TopicName', None), 1266: ('TopicName', None), 1267: ('TopicName', None), 1268: ('TopicName', None), 1269: ('TopicName', None), 1270: ('TopicName', None), 1271: ('TopicName', None), 1272: ('PartitionIndex+ErrorCode', None), 1274: ('_tagged', None), 1275: ('_tagged', None), 1276: ('_tagged', None), 1284: ('ErrorCode', None), 1285: ('PartitionErrors', None), 1286: ('PartitionErrors', None), 1287: ('PartitionErrors', None), 1288: ('PartitionErrors', None), 1289: ('PartitionErrors', None), 1290: ('PartitionErrors', None), 1291: ('PartitionErrors', None), 1292: ('PartitionErrors', None), 1293: ('PartitionErrors', None), 1294: ('PartitionErrors[{}].TopicName', 'i4'), 1295: ('PartitionErrors[{}].TopicName', 'i4'), 1296: ('PartitionErrors[{}].TopicName', 'i4'), 1297: ('PartitionErrors[{}].TopicName', 'i4'), 1298: ('PartitionErrors[{}].TopicName', 'i4'), 1299: ('PartitionErrors[{}].TopicName', 'i4'), 1300: ('PartitionErrors[{}].TopicName', 'i4'), 1301: ('PartitionErrors[{}].TopicName', 'i4'), 1302: ('PartitionErrors[{}].TopicName', 'i4'), 1303: ('PartitionErrors[{}].TopicName', 'i4'), 1304: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1305: ('PartitionErrors', 'i4'), 1306: ('PartitionErrors', 'i4'), 1307: ('PartitionErrors', 'i4'), 1308: ('PartitionErrors', 'i4'), 1309: ('PartitionErrors', 'i4'), 1310: ('PartitionErrors', None), 1311: ('PartitionErrors', None), 1312: ('PartitionErrors', None), 1313: ('PartitionErrors', None), 1315: ('_tagged', None), 1316: ('_tagged', None), 1317: ('_tagged', None), 1325: ('PartitionIndex+ErrorCode', None), 1327: ('_tagged', None), 1328: ('_tagged', None), 1329: ('_tagged', None), 1337: ('TopicId', None), 1338: ('PartitionErrors', None), 1339: ('PartitionErrors', None), 1340: ('PartitionErrors', None), 1341: ('PartitionErrors', None), 1342: ('PartitionErrors', None), 1343: ('PartitionErrors', None), 1344: ('PartitionErrors', None), 1345: ('PartitionErrors', None), 1346: ('PartitionErrors', None), 1347: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1348: ('PartitionErrors', 'i4'), 1349: ('PartitionErrors', 'i4'), 1350: ('PartitionErrors', 'i4'), 1351: ('PartitionErrors', 'i4'), 1352: ('PartitionErrors', 'i4'), 1353: ('PartitionErrors', None), 1354: ('PartitionErrors', None), 1355: ('PartitionErrors', None), 1356: ('PartitionErrors', None), 1358: ('_tagged', None), 1359: ('_tagged', None), 1360: ('_tagged', None), 1368: ('ErrorCode', None), 1369: ('Topics', None), 1370: ('Topics', None), 1371: ('Topics', None), 1372: ('Topics', None), 1373: ('Topics', None), 1374: ('Topics', None), 1375: ('Topics', None), 1376: ('Topics', None), 1377: ('Topics', None), 1378: ('Topics', 'i4'), 1379: ('Topics', 'i4'), 1380: ('Topics', None), 1381: ('Topics', None), 1382: ('Topics', None), 1383: ('Topics', None), 1385: ('_tagged', None), 1386: ('_tagged', None), 1387: ('_tagged', None)}
+_LINES = {23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('Isr', None), 41: ('Isr', None), 42: ('PartitionEpoch', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 50: ('Replicas', None), 51: ('Replicas', None), 52: ('Replicas', None), 61: ('BrokerId', None), 62: ('HostName', None), 63: ('HostName', None), 64: ('HostName', None), 65: ('HostName', None), 66: ('HostName', None), 67: ('HostName', None), 68: ('HostName', None), 69: ('HostName', None), 70: ('Port', None), 79: ('ControllerId+ControllerEpoch', None), 80: ('UngroupedPartitionStates', None), 81: ('UngroupedPartitionStates', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('UngroupedPartitionStates', None), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 93: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 94: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 95: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 96: ('UngroupedPartitionStates[{}].Isr', 'i5'), 97: ('UngroupedPartitionStates[{}].Isr', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].Isr', 'i5'), 104: ('UngroupedPartitionStates[{}].Isr', 'i5'), 105: ('UngroupedPartitionStates[{}].Isr', 'i5'), 106: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 107: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 108: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 115: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 116: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 117: ('UngroupedPartitionStates', 'i5'), 118: ('UngroupedPartitionStates', 'i5'), 119: ('UngroupedPartitionStates', None), 120: ('UngroupedPartitionStates', None), 121: ('UngroupedPartitionStates', None), 122: ('UngroupedPartitionStates', None), 123: ('LiveLeaders', None), 124: ('LiveLeaders', None), 125: ('LiveLeaders', None), 126: ('LiveLeaders', None), 127: ('LiveLeaders', None), 128: ('LiveLeaders', None), 129: ('LiveLeaders', None), 130: ('LiveLeaders[{}].BrokerId', 'i20'), 131: ('LiveLeaders[{}].HostName', 'i20'), 132: ('LiveLeaders[{}].HostName', 'i20'), 133: ('LiveLeaders[{}].HostName', 'i20'), 134: ('LiveLeaders[{}].HostName', 'i20'), 135: ('LiveLeaders[{}].HostName', 'i20'), 136: ('LiveLeaders[{}].HostName', 'i20'), 137: ('LiveLeaders[{}].HostName', 'i20'), 138: ('LiveLeaders[{}].HostName', 'i20'), 139: ('LiveLeaders[{}].Port', 'i20'), 140: ('LiveLeaders', 'i20'), 141: ('LiveLeaders', 'i20'), 142: ('LiveLeaders', None), 143: ('LiveLeaders', None), 144: ('LiveLeaders', None), 145: ('LiveLeaders', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 163: ('Isr', None), 164: ('Isr', None), 165: ('Isr', None), 166: ('Isr', None), 167: ('Isr', None), 168: ('Isr', None), 169: ('Isr', None), 170: ('Isr', None), 171: ('Isr', None), 172: ('Isr', None), 173: ('PartitionEpoch', None), 174: ('Replicas', None), 175: ('Replicas', None), 176: ('Replicas', None), 177: ('Replicas', None), 178: ('Replicas', None), 179: ('Replicas', None), 180: ('Replicas', None), 181: ('Replicas', None), 182: ('Replicas', None), 183: ('Replicas', None), 184: ('IsNew', None), 193: ('ControllerId+ControllerEpoch', None), 194: ('UngroupedPartitionStates', None), 195: ('UngroupedPartitionStates', None), 196: ('UngroupedPartitionStates', None), 197: ('UngroupedPartitionStates', None), 198: ('UngroupedPartitionStates', None), 199: ('UngroupedPartitionStates', None), 200: ('UngroupedPartitionStates', None), 201: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 202: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 203: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 204: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 205: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 206: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 207: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 208: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 209: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 210: ('UngroupedPartitionStates[{}].Isr', 'i5'), 211: ('UngroupedPartitionStates[{}].Isr', 'i5'), 212: ('UngroupedPartitionStates[{}].Isr', 'i5'), 213: ('UngroupedPartitionStates[{}].Isr', 'i5'), 214: ('UngroupedPartitionStates[{}].Isr', 'i5'), 215: ('UngroupedPartitionStates[{}].Isr', 'i5'), 216: ('UngroupedPartitionStates[{}].Isr', 'i5'), 217: ('UngroupedPartitionStates[{}].Isr', 'i5'), 218: ('UngroupedPartitionStates[{}].Isr', 'i5'), 219: ('UngroupedPartitionStates[{}].Isr', 'i5'), 220: ('UngroupedPartitionStates[{}].PartitionEpoch', 'i5'), 221: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 222: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 223: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 224: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 225: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 226: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 227: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 228: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 229: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 230: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 231: ('UngroupedPartitionStates[{}].IsNew', 'i5'), 232: ('UngroupedPartitionStates', 'i5'), 233: ('UngroupedPartitionStates', 'i5'), 234: ('UngroupedPartitionStates', None), 235: ('UngroupedPartitionStates', None), 236: ('UngroupedPartitionStates', None), 237: ('UngroupedPartitionStates', None), 238: ('LiveLeaders', None), 239: ('LiveLeaders', None), 240: ('LiveLeaders', None), 241: ('LiveLeaders', None), 242: ('LiveLeaders', None), 243: ('LiveLeaders', None), 244: ('LiveLeaders', None), 245: ('LiveLeaders[{}].BrokerId', 'i21'), 246: ('LiveLeaders[{}].HostName', 'i21'), 247: ('LiveLeaders[{}].HostName', 'i21'), 248: ('LiveLeaders[{}].HostName', 'i21'), 249: ('LiveLeaders[{}].HostName', 'i21'), 250: ('LiveLeaders[{}].HostName', 'i21'), 251: ('LiveLeaders[{}].HostName', 'i21'), 252: ('LiveLeaders[{}].HostName', 'i21'), 253: ('LiveLeaders[{}].HostName', 'i21'), 254: ('LiveLeaders[{}].Port', 'i21'), 255: ('LiveLeaders', 'i21'), 256: ('LiveLeaders', 'i21'), 257: ('LiveLeaders', None), 258: ('LiveLeaders', None), 259: ('LiveLeaders', None), 260: ('LiveLeaders', None), 269: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 270: ('Isr', None), 271: ('Isr', None), 272: ('Isr', None), 273: ('Isr', None), 274: ('Isr', None), 275: ('Isr', None), 276: ('Isr', None), 277: ('Isr', None), 278: ('Isr', None), 279: ('Isr', None), 280: ('PartitionEpoch', None), 281: ('Replicas', None), 282: ('Replicas', None), 283: ('Replicas', None), 284: ('Replicas', None), 285: ('Replicas', None), 286: ('Replicas', None), 287: ('Replicas', None), 288: ('Replicas', None), 289: ('Replicas', None), 290: ('Replicas', None), 291: ('IsNew', None), 300: ('TopicName', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('PartitionStates', None), 309: ('PartitionStates', None), 310: ('PartitionStates', None), 311: ('PartitionStates', None), 312: ('PartitionStates', None), 313: ('PartitionStates', None), 314: ('PartitionStates', None), 315: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 316: ('PartitionStates[{}].Isr', 'i5'), 317: ('PartitionStates[{}].Isr', 'i5'), 318: ('PartitionStates[{}].Isr', 'i5'), 319: ('PartitionStates[{}].Isr', 'i5'), 320: ('PartitionStates[{}].Isr', 'i5'), 321: ('PartitionStates[{}].Isr', 'i5'), 322: ('PartitionStates[{}].Isr', 'i5'), 323: ('PartitionStates[{}].Isr', 'i5'), 324: ('PartitionStates[{}].Isr', 'i5'), 325: ('PartitionStates[{}].Isr', 'i5'), 326: ('PartitionStates[{}].PartitionEpoch', 'i5'), 327: ('PartitionStates[{}].Replicas', 'i5'), 328: ('PartitionStates[{}].Replicas', 'i5'), 329: ('PartitionStates[{}].Replicas', 'i5'), 330: ('PartitionStates[{}].Replicas', 'i5'), 331: ('PartitionStates[{}].Replicas', 'i5'), 332: ('PartitionStates[{}].Replicas', 'i5'), 333: ('PartitionStates[{}].Replicas', 'i5'), 334: ('PartitionStates[{}].Replicas', 'i5'), 335: ('PartitionStates[{}].Replicas', 'i5'), 336: ('PartitionStates[{}].Replicas', 'i5'), 337: ('PartitionStates[{}].IsNew', 'i5'), 338: ('PartitionStates', 'i5'), 339: ('PartitionStates', 'i5'), 340: ('PartitionStates', None), 341: ('PartitionStates', None), 342: ('PartitionStates', None), 343: ('PartitionStates', None), 352: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 353: ('TopicStates', None), 354: ('TopicStates', None), 355: ('TopicStates', None), 356: ('TopicStates', None), 357: ('TopicStates', None), 358: ('TopicStates', None), 359: ('TopicStates', None), 360: ('TopicStates', 'i6'), 361: ('TopicStates', 'i6'), 362: ('TopicStates', None), 363: ('TopicStates', None), 364: ('TopicStates', None), 365: ('TopicStates', None), 366: ('LiveLeaders', None), 367: ('LiveLeaders', None), 368: ('LiveLeaders', None), 369: ('LiveLeaders', None), 370: ('LiveLeaders', None), 371: ('LiveLeaders', None), 372: ('LiveLeaders', None), 373: ('LiveLeaders[{}].BrokerId', 'i10'), 374: ('LiveLeaders[{}].HostName', 'i10'), 375: ('LiveLeaders[{}].HostName', 'i10'), 376: ('LiveLeaders[{}].HostName', 'i10'), 377: ('LiveLeaders[{}].HostName', 'i10'), 378: ('LiveLeaders[{}].HostName', 'i10'), 379: ('LiveLeaders[{}].HostName', 'i10'), 380: ('LiveLeaders[{}].HostName', 'i10'), 381: ('LiveLeaders[{}].HostName', 'i10'), 382: ('LiveLeaders[{}].Port', 'i10'), 383: ('LiveLeaders', 'i10'), 384: ('LiveLeaders', 'i10'), 385: ('LiveLeaders', None), 386: ('LiveLeaders', None), 387: ('LiveLeaders', None), 388: ('LiveLeaders', None), 397: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 398: ('Isr', None), 399: ('Isr', None), 400: ('Isr', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('PartitionEpoch', None), 409: ('Replicas', None), 410: ('Replicas', None), 411: ('Replicas', None), 412: ('Replicas', None), 413: ('Replicas', None), 414: ('Replicas', None), 415: ('Replicas', None), 416: ('Replicas', None), 417: ('Replicas', None), 418: ('Replicas', None), 419: ('AddingReplicas', None), 420: ('AddingReplicas', None), 421: ('AddingReplicas', None), 422: ('AddingReplicas', None), 423: ('AddingReplicas', None), 424: ('AddingReplicas', None), 425: ('AddingReplicas', None), 426: ('AddingReplicas', None), 427: ('AddingReplicas', None), 428: ('AddingReplicas', None), 429: ('RemovingReplicas', None), 430: ('RemovingReplicas', None), 431: ('RemovingReplicas', None), 432: ('RemovingReplicas', None), 433: ('RemovingReplicas', None), 434: ('RemovingReplicas', None), 435: ('RemovingReplicas', None), 436: ('RemovingReplicas', None), 437: ('RemovingReplicas', None), 438: ('RemovingReplicas', None), 439: ('IsNew', None), 448: ('TopicName', None), 449: ('TopicName', None), 450: ('TopicName', None), 451: ('TopicName', None), 452: ('TopicName', None), 453: ('TopicName', None), 454: ('TopicName', None), 455: ('TopicName', None), 456: ('PartitionStates', None), 457: ('PartitionStates', None), 458: ('PartitionStates', None), 459: ('PartitionStates', None), 460: ('PartitionStates', None), 461: ('PartitionStates', None), 462: ('PartitionStates', None), 463: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 464: ('PartitionStates[{}].Isr', 'i5'), 465: ('PartitionStates[{}].Isr', 'i5'), 466: ('PartitionStates[{}].Isr', 'i5'), 467: ('PartitionStates[{}].Isr', 'i5'), 468: ('PartitionStates[{}].Isr', 'i5'), 469: ('PartitionStates[{}].Isr', 'i5'), 470: ('PartitionStates[{}].Isr', 'i5'), 471: ('PartitionStates[{}].Isr', 'i5'), 472: ('PartitionStates[{}].Isr', 'i5'), 473: ('PartitionStates[{}].Isr', 'i5'), 474: ('PartitionStates[{}].PartitionEpoch', 'i5'), 475: ('PartitionStates[{}].Replicas', 'i5'), 476: ('PartitionStates[{}].Replicas', 'i5'), 477: ('PartitionStates[{}].Replicas', 'i5'), 478: ('PartitionStates[{}].Replicas', 'i5'), 479: ('PartitionStates[{}].Replicas', 'i5'), 480: ('PartitionStates[{}].Replicas', 'i5'), 481: ('PartitionStates[{}].Replicas', 'i5'), 482: ('PartitionStates[{}].Replicas', 'i5'), 483: ('PartitionStates[{}].Replicas', 'i5'), 484: ('PartitionStates[{}].Replicas', 'i5'), 485: ('PartitionStates[{}].AddingReplicas', 'i5'), 486: ('PartitionStates[{}].AddingReplicas', 'i5'), 487: ('PartitionStates[{}].AddingReplicas', 'i5'), 488: ('PartitionStates[{}].AddingReplicas', 'i5'), 489: ('PartitionStates[{}].AddingReplicas', 'i5'), 490: ('PartitionStates[{}].AddingReplicas', 'i5'), 491: ('PartitionStates[{}].AddingReplicas', 'i5'), 492: ('PartitionStates[{}].AddingReplicas', 'i5'), 493: ('PartitionStates[{}].AddingReplicas', 'i5'), 494: ('PartitionStates[{}].AddingReplicas', 'i5'), 495: ('PartitionStates[{}].RemovingReplicas', 'i5'), 496: ('PartitionStates[{}].RemovingReplicas', 'i5'), 497: ('PartitionStates[{}].RemovingReplicas', 'i5'), 498: ('PartitionStates[{}].RemovingReplicas', 'i5'), 499: ('PartitionStates[{}].RemovingReplicas', 'i5'), 500: ('PartitionStates[{}].RemovingReplicas', 'i5'), 501: ('PartitionStates[{}].RemovingReplicas', 'i5'), 502: ('PartitionStates[{}].RemovingReplicas', 'i5'), 503: ('PartitionStates[{}].RemovingReplicas', 'i5'), 504: ('PartitionStates[{}].RemovingReplicas', 'i5'), 505: ('PartitionStates[{}].IsNew', 'i5'), 506: ('PartitionStates', 'i5'), 507: ('PartitionStates', 'i5'), 508: ('PartitionStates', None), 509: ('PartitionStates', None), 510: ('PartitionStates', None), 511: ('PartitionStates', None), 520: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 521: ('TopicStates', None), 522: ('TopicStates', None), 523: ('TopicStates', None), 524: ('TopicStates', None), 525: ('TopicStates', None), 526: ('TopicStates', None), 527: ('TopicStates', None), 528: ('TopicStates', 'i6'), 529: ('TopicStates', 'i6'), 530: ('TopicStates', None), 531: ('TopicStates', None), 532: ('TopicStates', None), 533: ('TopicStates', None), 534: ('LiveLeaders', None), 535: ('LiveLeaders', None), 536: ('LiveLeaders', None), 537: ('LiveLeaders', None), 538: ('LiveLeaders', None), 539: ('LiveLeaders', None), 540: ('LiveLeaders', None), 541: ('LiveLeaders[{}].BrokerId', 'i10'), 542: ('LiveLeaders[{}].HostName', 'i10'), 543: ('LiveLeaders[{}].HostName', 'i10'), 544: ('LiveLeaders[{}].HostName', 'i10'), 545: ('LiveLeaders[{}].HostName', 'i10'), 546: ('LiveLeaders[{}].HostName', 'i10'), 547: ('LiveLeaders[{}].HostName', 'i10'), 548: ('LiveLeaders[{}].HostName', 'i10'), 549: ('LiveLeaders[{}].HostName', 'i10'), 550: ('LiveLeaders[{}].Port', 'i10'), 551: ('LiveLeaders', 'i10'), 552: ('LiveLeaders', 'i10'), 553: ('LiveLeaders', None), 554: ('LiveLeaders', None), 555: ('LiveLeaders', None), 556: ('LiveLeaders', None), 565: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 566: ('Isr', None), 567: ('Isr', None), 568: ('Isr', None), 569: ('Isr', None), 570: ('Isr', None), 571: ('Isr', None), 572: ('Isr', None), 573: ('Isr', None), 574: ('Isr', None), 575: ('Isr', None), 576: ('Isr', None), 577: ('Isr', None), 578: ('PartitionEpoch', None), 579: ('Replicas', None), 580: ('Replicas', None), 581: ('Replicas', None), 582: ('Replicas', None), 583: ('Replicas', None), 584: ('Replicas', None), 585: ('Replicas', None), 586: ('Replicas', None), 587: ('Replicas', None), 588: ('Replicas', None), 589: ('Replicas', None), 590: ('Replicas', None), 591: ('AddingReplicas', None), 592: ('AddingReplicas', None), 593: ('AddingReplicas', None), 594: ('AddingReplicas', None), 595: ('AddingReplicas', None), 596: ('AddingReplicas', None), 597: ('AddingReplicas', None), 598: ('AddingReplicas', None), 599: ('AddingReplicas', None), 600: ('AddingReplicas', None), 601: ('AddingReplicas', None), 602: ('AddingReplicas', None), 603: ('RemovingReplicas', None), 604: ('RemovingReplicas', None), 605: ('RemovingReplicas', None), 606: ('RemovingReplicas', None), 607: ('RemovingReplicas', None), 608: ('RemovingReplicas', None), 609: ('RemovingReplicas', None), 610: ('RemovingReplicas', None), 611: ('RemovingReplicas', None), 612: ('RemovingReplicas', None), 613: ('RemovingReplicas', None), 614: ('RemovingReplicas', None), 615: ('IsNew', None), 617: ('_tagged', None), 618: ('_tagged', None), 619: ('_tagged', None), 627: ('TopicName', None), 628: ('TopicName', None), 629: ('TopicName', None), 630: ('TopicName', None), 631: ('TopicName', None), 632: ('TopicName', None), 633: ('TopicName', None), 634: ('TopicName', None), 635: ('TopicName', None), 636: ('TopicName', None), 637: ('PartitionStates', None), 638: ('PartitionStates', None), 639: ('PartitionStates', None), 640: ('PartitionStates', None), 641: ('PartitionStates', None), 642: ('PartitionStates', None), 643: ('PartitionStates', None), 644: ('PartitionStates', None), 645: ('PartitionStates', None), 646: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 647: ('PartitionStates[{}].Isr', 'i5'), 648: ('PartitionStates[{}].Isr', 'i5'), 649: ('PartitionStates[{}].Isr', 'i5'), 650: ('PartitionStates[{}].Isr', 'i5'), 651: ('PartitionStates[{}].Isr', 'i5'), 652: ('PartitionStates[{}].Isr', 'i5'), 653: ('PartitionStates[{}].Isr', 'i5'), 654: ('PartitionStates[{}].Isr', 'i5'), 655: ('PartitionStates[{}].Isr', 'i5'), 656: ('PartitionStates[{}].Isr', 'i5'), 657: ('PartitionStates[{}].Isr', 'i5'), 658: ('PartitionStates[{}].Isr', 'i5'), 659: ('PartitionStates[{}].PartitionEpoch', 'i5'), 660: ('PartitionStates[{}].Replicas', 'i5'), 661: ('PartitionStates[{}].Replicas', 'i5'), 662: ('PartitionStates[{}].Replicas', 'i5'), 663: ('PartitionStates[{}].Replicas', 'i5'), 664: ('PartitionStates[{}].Replicas', 'i5'), 665: ('PartitionStates[{}].Replicas', 'i5'), 666: ('PartitionStates[{}].Replicas', 'i5'), 667: ('PartitionStates[{}].Replicas', 'i5'), 668: ('PartitionStates[{}].Replicas', 'i5'), 669: ('PartitionStates[{}].Replicas', 'i5'), 670: ('PartitionStates[{}].Replicas', 'i5'), 671: ('PartitionStates[{}].Replicas', 'i5'), 672: ('PartitionStates[{}].AddingReplicas', 'i5'), 673: ('PartitionStates[{}].AddingReplicas', 'i5'), 674: ('PartitionStates[{}].AddingReplicas', 'i5'), 675: ('PartitionStates[{}].AddingReplicas', 'i5'), 676: ('PartitionStates[{}].AddingReplicas', 'i5'), 677: ('PartitionStates[{}].AddingReplicas', 'i5'), 678: ('PartitionStates[{}].AddingReplicas', 'i5'), 679: ('PartitionStates[{}].AddingReplicas', 'i5'), 680: ('PartitionStates[{}].AddingReplicas', 'i5'), 681: ('PartitionStates[{}].AddingReplicas', 'i5'), 682: ('PartitionStates[{}].AddingReplicas', 'i5'), 683: ('PartitionStates[{}].AddingReplicas', 'i5'), 684: ('PartitionStates[{}].RemovingReplicas', 'i5'), 685: ('PartitionStates[{}].RemovingReplicas', 'i5'), 686: ('PartitionStates[{}].RemovingReplicas', 'i5'), 687: ('PartitionStates[{}].RemovingReplicas', 'i5'), 688: ('PartitionStates[{}].RemovingReplicas', 'i5'), 689: ('PartitionStates[{}].RemovingReplicas', 'i5'), 690: ('PartitionStates[{}].RemovingReplicas', 'i5'), 691: ('PartitionStates[{}].RemovingReplicas', 'i5'), 692: ('PartitionStates[{}].RemovingReplicas', 'i5'), 693: ('PartitionStates[{}].RemovingReplicas', 'i5'), 694: ('PartitionStates[{}].RemovingReplicas', 'i5'), 695: ('PartitionStates[{}].RemovingReplicas', 'i5'), 696: ('PartitionStates[{}].IsNew', 'i5'), 697: ('PartitionStates', 'i5'), 698: ('PartitionStates', 'i5'), 699: ('PartitionStates', 'i5'), 700: ('PartitionStates', 'i5'), 701: ('PartitionStates', 'i5'), 702: ('PartitionStates', None), 703: ('PartitionStates', None), 704: ('PartitionStates', None), 705: ('PartitionStates', None), 707: ('_tagged', None), 708: ('_tagged', None), 709: ('_tagged', None), 717: ('BrokerId', None), 718: ('HostName', None), 719: ('HostName', None), 720: ('HostName', None), 721: ('HostName', None), 722: ('HostName', None), 723: ('HostName', None), 724: ('HostName', None), 725: ('HostName', None), 726: ('HostName', None), 727: ('HostName', None), 728: ('Port', None), 730: ('_tagged', None), 731: ('_tagged', None), 732: ('_tagged', None), 740: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 741: ('TopicStates', None), 742: ('TopicStates', None), 743: ('TopicStates', None), 744: ('TopicStates', None), 745: ('TopicStates', None), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('TopicStates', None), 750: ('TopicStates', 'i6'), 751: ('TopicStates', 'i6'), 752: ('TopicStates', None), 753: ('TopicStates', None), 754: ('TopicStates', None), 755: ('TopicStates', None), 756: ('LiveLeaders', None), 757: ('LiveLeaders', None), 758: ('LiveLeaders', None), 759: ('LiveLeaders', None), 760: ('LiveLeaders', None), 761: ('LiveLeaders', None), 762: ('LiveLeaders', None), 763: ('LiveLeaders', None), 764: ('LiveLeaders', None), 765: ('LiveLeaders[{}].BrokerId', 'i10'), 766: ('LiveLeaders[{}].HostName', 'i10'), 767: ('LiveLeaders[{}].HostName', 'i10'), 768: ('LiveLeaders[{}].HostName', 'i10'), 769: ('LiveLeaders[{}].HostName', 'i10'), 770: ('LiveLeaders[{}].HostName', 'i10'), 771: ('LiveLeaders[{}].HostName', 'i10'), 772: ('LiveLeaders[{}].HostName', 'i10'), 773: ('LiveLeaders[{}].HostName', 'i10'), 774: ('LiveLeaders[{}].HostName', 'i10'), 775: ('LiveLeaders[{}].HostName', 'i10'), 776: ('LiveLeaders[{}].Port', 'i10'), 777: ('LiveLeaders', 'i10'), 778: ('LiveLeaders', 'i10'), 779: ('LiveLeaders', 'i10'), 780: ('LiveLeaders', 'i10'), 781: ('LiveLeaders', 'i10'), 782: ('LiveLeaders', None), 783: ('LiveLeaders', None), 784: ('LiveLeaders', None), 785: ('LiveLeaders', None), 787: ('_tagged', None), 788: ('_tagged', None), 789: ('_tagged', None), 797: ('TopicName', None), 798: ('TopicName', None), 799: ('TopicName', None), 800: ('TopicName', None), 801: ('TopicName', None), 802: ('TopicName', None), 803: ('TopicName', None), 804: ('TopicName', None), 805: ('TopicName', None), 806: ('TopicName', None), 807: ('TopicId', None), 808: ('PartitionStates', None), 809: ('PartitionStates', None), 810: ('PartitionStates', None), 811: ('PartitionStates', None), 812: ('PartitionStates', None), 813: ('PartitionStates', None), 814: ('PartitionStates', None), 815: ('PartitionStates', None), 816: ('PartitionStates', None), 817: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 818: ('PartitionStates[{}].Isr', 'i6'), 819: ('PartitionStates[{}].Isr', 'i6'), 820: ('PartitionStates[{}].Isr', 'i6'), 821: ('PartitionStates[{}].Isr', 'i6'), 822: ('PartitionStates[{}].Isr', 'i6'), 823: ('PartitionStates[{}].Isr', 'i6'), 824: ('PartitionStates[{}].Isr', 'i6'), 825: ('PartitionStates[{}].Isr', 'i6'), 826: ('PartitionStates[{}].Isr', 'i6'), 827: ('PartitionStates[{}].Isr', 'i6'), 828: ('PartitionStates[{}].Isr', 'i6'), 829: ('PartitionStates[{}].Isr', 'i6'), 830: ('PartitionStates[{}].PartitionEpoch', 'i6'), 831: ('PartitionStates[{}].Replicas', 'i6'), 832: ('PartitionStates[{}].Replicas', 'i6'), 833: ('PartitionStates[{}].Replicas', 'i6'), 834: ('PartitionStates[{}].Replicas', 'i6'), 835: ('PartitionStates[{}].Replicas', 'i6'), 836: ('PartitionStates[{}].Replicas', 'i6'), 837: ('PartitionStates[{}].Replicas', 'i6'), 838: ('PartitionStates[{}].Replicas', 'i6'), 839: ('PartitionStates[{}].Replicas', 'i6'), 840: ('PartitionStates[{}].Replicas', 'i6'), 841: ('PartitionStates[{}].Replicas', 'i6'), 842: ('PartitionStates[{}].Replicas', 'i6'), 843: ('PartitionStates[{}].AddingReplicas', 'i6'), 844: ('PartitionStates[{}].AddingReplicas', 'i6'), 845: ('PartitionStates[{}].AddingReplicas', 'i6'), 846: ('PartitionStates[{}].AddingReplicas', 'i6'), 847: ('PartitionStates[{}].AddingReplicas', 'i6'), 848: ('PartitionStates[{}].AddingReplicas', 'i6'), 849: ('PartitionStates[{}].AddingReplicas', 'i6'), 850: ('PartitionStates[{}].AddingReplicas', 'i6'), 851: ('PartitionStates[{}].AddingReplicas', 'i6'), 852: ('PartitionStates[{}].AddingReplicas', 'i6'), 853: ('PartitionStates[{}].AddingReplicas', 'i6'), 854: ('PartitionStates[{}].AddingReplicas', 'i6'), 855: ('PartitionStates[{}].RemovingReplicas', 'i6'), 856: ('PartitionStates[{}].RemovingReplicas', 'i6'), 857: ('PartitionStates[{}].RemovingReplicas', 'i6'), 858: ('PartitionStates[{}].RemovingReplicas', 'i6'), 859: ('PartitionStates[{}].RemovingReplicas', 'i6'), 860: ('PartitionStates[{}].RemovingReplicas', 'i6'), 861: ('PartitionStates[{}].RemovingReplicas', 'i6'), 862: ('PartitionStates[{}].RemovingReplicas', 'i6'), 863: ('PartitionStates[{}].RemovingReplicas', 'i6'), 864: ('PartitionStates[{}].RemovingReplicas', 'i6'), 865: ('PartitionStates[{}].RemovingReplicas', 'i6'), 866: ('PartitionStates[{}].RemovingReplicas', 'i6'), 867: ('PartitionStates[{}].IsNew', 'i6'), 868: ('PartitionStates', 'i6'), 869: ('PartitionStates', 'i6'), 870: ('PartitionStates', 'i6'), 871: ('PartitionStates', 'i6'), 872: ('PartitionStates', 'i6'), 873: ('PartitionStates', None), 874: ('PartitionStates', None), 875: ('PartitionStates', None), 876: ('PartitionStates', None), 878: ('_tagged', None), 879: ('_tagged', None), 880: ('_tagged', None), 888: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 889: ('TopicStates', None), 890: ('TopicStates', None), 891: ('TopicStates', None), 892: ('TopicStates', None), 893: ('TopicStates', None), 894: ('TopicStates', None), 895: ('TopicStates', None), 896: ('TopicStates', None), 897: ('TopicStates', None), 898: ('TopicStates', 'i7'), 899: ('TopicStates', 'i7'), 900: ('TopicStates', None), 901: ('TopicStates', None), 902: ('TopicStates', None), 903: ('TopicStates', None), 904: ('LiveLeaders', None), 905: ('LiveLeaders', None), 906: ('LiveLeaders', None), 907: ('LiveLeaders', None), 908: ('LiveLeaders', None), 909: ('LiveLeaders', None), 910: ('LiveLeaders', None), 911: ('LiveLeaders', None), 912: ('LiveLeaders', None), 913: ('LiveLeaders[{}].BrokerId', 'i11'), 914: ('LiveLeaders[{}].HostName', 'i11'), 915: ('LiveLeaders[{}].HostName', 'i11'), 916: ('LiveLeaders[{}].HostName', 'i11'), 917: ('LiveLeaders[{}].HostName', 'i11'), 918: ('LiveLeaders[{}].HostName', 'i11'), 919: ('LiveLeaders[{}].HostName', 'i11'), 920: ('LiveLeaders[{}].HostName', 'i11'), 921: ('LiveLeaders[{}].HostName', 'i11'), 922: ('LiveLeaders[{}].HostName', 'i11'), 923: ('LiveLeaders[{}].HostName', 'i11'), 924: ('LiveLeaders[{}].Port', 'i11'), 925: ('LiveLeaders', 'i11'), 926: ('LiveLeaders', 'i11'), 927: ('LiveLeaders', 'i11'), 928: ('LiveLeaders', 'i11'), 929: ('LiveLeaders', 'i11'), 930: ('LiveLeaders', None), 931: ('LiveLeaders', None), 932: ('LiveLeaders', None), 933: ('LiveLeaders', None), 935: ('_tagged', None), 936: ('_tagged', None), 937: ('_tagged', None), 945: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 946: ('Isr', None), 947: ('Isr', None), 948: ('Isr', None), 949: ('Isr', None), 950: ('Isr', None), 951: ('Isr', None), 952: ('Isr', None), 953: ('Isr', None), 954: ('Isr', None), 955: ('Isr', None), 956: ('Isr', None), 957: ('Isr', None), 958: ('PartitionEpoch', None), 959: ('Replicas', None), 960: ('Replicas', None), 961: ('Replicas', None), 962: ('Replicas', None), 963: ('Replicas', None), 964: ('Replicas', None), 965: ('Replicas', None), 966: ('Replicas', None), 967: ('Replicas', None), 968: ('Replicas', None), 969: ('Replicas', None), 970: ('Replicas', None), 971: ('AddingReplicas', None), 972: ('AddingReplicas', None), 973: ('AddingReplicas', None), 974: ('AddingReplicas', None), 975: ('AddingReplicas', None), 976: ('AddingReplicas', None), 977: ('AddingReplicas', None), 978: ('AddingReplicas', None), 979: ('AddingReplicas', None), 980: ('AddingReplicas', None), 981: ('AddingReplicas', None), 982: ('AddingReplicas', None), 983: ('RemovingReplicas', None), 984: ('RemovingReplicas', None), 985: ('RemovingReplicas', None), 986: ('RemovingReplicas', None), 987: ('RemovingReplicas', None), 988: ('RemovingReplicas', None), 989: ('RemovingReplicas', None), 990: ('RemovingReplicas', None), 991: ('RemovingReplicas', None), 992: ('RemovingReplicas', None), 993: ('RemovingReplicas', None), 994: ('RemovingReplicas', None), 995: ('IsNew+LeaderRecoveryState', None), 997: ('_tagged', None), 998: ('_tagged', None), 999: ('_tagged', None), 1007: ('TopicName', None), 1008: ('TopicName', None), 1009: ('TopicName', None), 1010: ('TopicName', None), 1011: ('TopicName', None), 1012: ('TopicName', None), 1013: ('TopicName', None), 1014: ('TopicName', None), 1015: ('TopicName', None), 1016: ('TopicName', None), 1017: ('TopicId', None), 1018: ('PartitionStates', None), 1019: ('PartitionStates', None), 1020: ('PartitionStates', None), 1021: ('PartitionStates', None), 1022: ('PartitionStates', None), 1023: ('PartitionStates', None), 1024: ('PartitionStates', None), 1025: ('PartitionStates', None), 1026: ('PartitionStates', None), 1027: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1028: ('PartitionStates[{}].Isr', 'i6'), 1029: ('PartitionStates[{}].Isr', 'i6'), 1030: ('PartitionStates[{}].Isr', 'i6'), 1031: ('PartitionStates[{}].Isr', 'i6'), 1032: ('PartitionStates[{}].Isr', 'i6'), 1033: ('PartitionStates[{}].Isr', 'i6'), 1034: ('PartitionStates[{}].Isr', 'i6'), 1035: ('PartitionStates[{}].Isr', 'i6'), 1036: ('PartitionStates[{}].Isr', 'i6'), 1037: ('PartitionStates[{}].Isr', 'i6'), 1038: ('PartitionStates[{}].Isr', 'i6'), 1039: ('PartitionStates[{}].Isr', 'i6'), 1040: ('PartitionStates[{}].PartitionEpoch', 'i6'), 1041: ('PartitionStates[{}].Replicas', 'i6'), 1042: ('PartitionStates[{}].Replicas', 'i6'), 1043: ('PartitionStates[{}].Replicas', 'i6'), 1044: ('PartitionStates[{}].Replicas', 'i6'), 1045: ('PartitionStates[{}].Replicas', 'i6'), 1046: ('PartitionStates[{}].Replicas', 'i6'), 1047: ('PartitionStates[{}].Replicas', 'i6'), 1048: ('PartitionStates[{}].Replicas', 'i6'), 1049: ('PartitionStates[{}].Replicas', 'i6'), 1050: ('PartitionStates[{}].Replicas', 'i6'), 1051: ('PartitionStates[{}].Replicas', 'i6'), 1052: ('PartitionStates[{}].Replicas', 'i6'), 1053: ('PartitionStates[{}].AddingReplicas', 'i6'), 1054: ('PartitionStates[{}].AddingReplicas', 'i6'), 1055: ('PartitionStates[{}].AddingReplicas', 'i6'), 1056: ('PartitionStates[{}].AddingReplicas', 'i6'), 1057: ('PartitionStates[{}].AddingReplicas', 'i6'), 1058: ('PartitionStates[{}].AddingReplicas', 'i6'), 1059: ('PartitionStates[{}].AddingReplicas', 'i6'), 1060: ('PartitionStates[{}].AddingReplicas', 'i6'), 1061: ('PartitionStates[{}].AddingReplicas', 'i6'), 1062: ('PartitionStates[{}].AddingReplicas', 'i6'), 1063: ('PartitionStates[{}].AddingReplicas', 'i6'), 1064: ('PartitionStates[{}].AddingReplicas', 'i6'), 1065: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1066: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1067: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1068: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1069: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1070: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1071: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1072: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1073: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1074: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1075: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1076: ('PartitionStates[{}].RemovingReplicas', 'i6'), 1077: ('PartitionStates[{}].IsNew+LeaderRecoveryState', 'i6'), 1078: ('PartitionStates', 'i6'), 1079: ('PartitionStates', 'i6'), 1080: ('PartitionStates', 'i6'), 1081: ('PartitionStates', 'i6'), 1082: ('PartitionStates', 'i6'), 1083: ('PartitionStates', None), 1084: ('PartitionStates', None), 1085: ('PartitionStates', None), 1086: ('PartitionStates', None), 1088: ('_tagged', None), 1089: ('_tagged', None), 1090: ('_tagged', None), 1098: ('ControllerId+ControllerEpoch+BrokerEpoch+Type', None), 1099: ('TopicStates', None), 1100: ('TopicStates', None), 1101: ('TopicStates', None), 1102: ('TopicStates', None), 1103: ('TopicStates', None), 1104: ('TopicStates', None), 1105: ('TopicStates', None), 1106: ('TopicStates', None), 1107: ('TopicStates', None), 1108: ('TopicStates', 'i7'), 1109: ('TopicStates', 'i7'), 1110: ('TopicStates', None), 1111: ('TopicStates', None), 1112: ('TopicStates', None), 1113: ('TopicStates', None), 1114: ('LiveLeaders', None), 1115: ('LiveLeaders', None), 1116: ('LiveLeaders', None), 1117: ('LiveLeaders', None), 1118: ('LiveLeaders', None), 1119: ('LiveLeaders', None), 1120: ('LiveLeaders', None), 1121: ('LiveLeaders', None), 1122: ('LiveLeaders', None), 1123: ('LiveLeaders[{}].BrokerId', 'i11'), 1124: ('LiveLeaders[{}].HostName', 'i11'), 1125: ('LiveLeaders[{}].HostName', 'i11'), 1126: ('LiveLeaders[{}].HostName', 'i11'), 1127: ('LiveLeaders[{}].HostName', 'i11'), 1128: ('LiveLeaders[{}].HostName', 'i11'), 1129: ('LiveLeaders[{}].HostName', 'i11'), 1130: ('LiveLeaders[{}].HostName', 'i11'), 1131: ('LiveLeaders[{}].HostName', 'i11'), 1132: ('LiveLeaders[{}].HostName', 'i11'), 1133: ('LiveLeaders[{}].HostName', 'i11'), 1134: ('LiveLeaders[{}].Port', 'i11'), 1135: ('LiveLeaders', 'i11'), 1136: ('LiveLeaders', 'i11'), 1137: ('LiveLeaders', 'i11'), 1138: ('LiveLeaders', 'i11'), 1139: ('LiveLeaders', 'i11'), 1140: ('LiveLeaders', None), 1141: ('LiveLeaders', None), 1142: ('LiveLeaders', None), 1143: ('LiveLeaders', None), 1145: ('_tagged', None), 1146: ('_tagged', None), 1147: ('_tagged', None), 1155: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch+Type', None), 1156: ('TopicStates', None), 1157: ('TopicStates', None), 1158: ('TopicStates', None), 1159: ('TopicStates', None), 1160: ('TopicStates', None), 1161: ('TopicStates', None), 1162: ('TopicStates', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', 'i8'), 1166: ('TopicStates', 'i8'), 1167: ('TopicStates', None), 1168: ('TopicStates', None), 1169: ('TopicStates', None), 1170: ('TopicStates', None), 1171: ('LiveLeaders', None), 1172: ('LiveLeaders', None), 1173: ('LiveLeaders', None), 1174: ('LiveLeaders', None), 1175: ('LiveLeaders', None), 1176: ('LiveLeaders', None), 1177: ('LiveLeaders', None), 1178: ('LiveLeaders', None), 1179: ('LiveLeaders', None), 1180: ('LiveLeaders[{}].BrokerId', 'i12'), 1181: ('LiveLeaders[{}].HostName', 'i12'), 1182: ('LiveLeaders[{}].HostName', 'i12'), 1183: ('LiveLeaders[{}].HostName', 'i12'), 1184: ('LiveLeaders[{}].HostName', 'i12'), 1185: ('LiveLeaders[{}].HostName', 'i12'), 1186: ('LiveLeaders[{}].HostName', 'i12'), 1187: ('LiveLeaders[{}].HostName', 'i12'), 1188: ('LiveLeaders[{}].HostName', 'i12'), 1189: ('LiveLeaders[{}].HostName', 'i12'), 1190: ('LiveLeaders[{}].HostName', 'i12'), 1191: ('LiveLeaders[{}].Port', 'i12'), 1192: ('LiveLeaders', 'i12'), 1193: ('LiveLeaders', 'i12'), 1194: ('LiveLeaders', 'i12'), 1195: ('LiveLeaders', 'i12'), 1196: ('LiveLeaders', 'i12'), 1197: ('LiveLeaders', None), 1198: ('LiveLeaders', None), 1199: ('LiveLeaders', None), 1200: ('LiveLeaders', None), 1202: ('_tagged', None), 1203: ('_tagged', None), 1204: ('_tagged', None), 1212: ('TopicName', None), 1213: ('TopicName', None), 1214: ('TopicName', None), 1215: ('TopicName', None), 1216: ('TopicName', None), 1217: ('TopicName', None), 1218: ('TopicName', None), 1219: ('TopicName', None), 1220: ('PartitionIndex+ErrorCode', None), 1229: ('ErrorCode', None), 1230: ('PartitionErrors', None), 1231: ('PartitionErrors', None), 1232: ('PartitionErrors', None), 1233: ('PartitionErrors', None), 1234: ('PartitionErrors', None), 1235: ('PartitionErrors', None), 1236: ('PartitionErrors', None), 1237: ('PartitionErrors[{}].TopicName', 'i4'), 1238: ('PartitionErrors[{}].TopicName', 'i4'), 1239: ('PartitionErrors[{}].TopicName', 'i4'), 1240: ('PartitionErrors[{}].TopicName', 'i4'), 1241: ('PartitionErrors[{}].TopicName', 'i4'), 1242: ('PartitionErrors[{}].TopicName', 'i4'), 1243: ('PartitionErrors[{}].TopicName', 'i4'), 1244: ('PartitionErrors[{}].TopicName', 'i4'), 1245: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1246: ('PartitionErrors', 'i4'), 1247: ('PartitionErrors', 'i4'), 1248: ('PartitionErrors', None), 1249: ('PartitionErrors', None), 1250: ('PartitionErrors', None), 1251: ('PartitionErrors', None), 1260: ('TopicName', None), 1261: ('TopicName', None), 1262: ('TopicName', None), 1263: ('TopicName', None), 1264: ('TopicName', None), 1265: ('TopicName', None), 1266: ('TopicName', None), 1267: ('TopicName', None), 1268: ('TopicName', None), 1269: ('TopicName', None), 1270: ('PartitionIndex+ErrorCode', None), 1272: ('_tagged', None), 1273: ('_tagged', None), 1274: ('_tagged', None), 1282: ('ErrorCode', None), 1283: ('PartitionErrors', None), 1284: ('PartitionErrors', None), 1285: ('PartitionErrors', None), 1286: ('PartitionErrors', None), 1287: ('PartitionErrors', None), 1288: ('PartitionErrors', None), 1289: ('PartitionErrors', None), 1290: ('PartitionErrors', None), 1291: ('PartitionErrors', None), 1292: ('PartitionErrors[{}].TopicName', 'i4'), 1293: ('PartitionErrors[{}].TopicName', 'i4'), 1294: ('PartitionErrors[{}].TopicName', 'i4'), 1295: ('PartitionErrors[{}].TopicName', 'i4'), 1296: ('PartitionErrors[{}].TopicName', 'i4'), 1297: ('PartitionErrors[{}].TopicName', 'i4'), 1298: ('PartitionErrors[{}].TopicName', 'i4'), 1299: ('PartitionErrors[{}].TopicName', 'i4'), 1300: ('PartitionErrors[{}].TopicName', 'i4'), 1301: ('PartitionErrors[{}].TopicName', 'i4'), 1302: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1303: ('PartitionErrors', 'i4'), 1304: ('PartitionErrors', 'i4'), 1305: ('PartitionErrors', 'i4'), 1306: ('PartitionErrors', 'i4'), 1307: ('PartitionErrors', 'i4'), 1308: ('PartitionErrors', None), 1309: ('PartitionErrors', None), 1310: ('PartitionErrors', None), 1311: ('PartitionErrors', None), 1313: ('_tagged', None), 1314: ('_tagged', None), 1315: ('_tagged', None), 1323: ('PartitionIndex+ErrorCode', None), 1325: ('_tagged', None), 1326: ('_tagged', None), 1327: ('_tagged', None), 1335: ('TopicId', None), 1336: ('PartitionErrors', None), 1337: ('PartitionErrors', None), 1338: ('PartitionErrors', None), 1339: ('PartitionErrors', None), 1340: ('PartitionErrors', None), 1341: ('PartitionErrors', None), 1342: ('PartitionErrors', None), 1343: ('PartitionErrors', None), 1344: ('PartitionErrors', None), 1345: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 1346: ('PartitionErrors', 'i4'), 1347: ('PartitionErrors', 'i4'), 1348: ('PartitionErrors', 'i4'), 1349: ('PartitionErrors', 'i4'), 1350: ('PartitionErrors', 'i4'), 1351: ('PartitionErrors', None), 1352: ('PartitionErrors', None), 1353: ('PartitionErrors', None), 1354: ('PartitionErrors', None), 1356: ('_tagged', None), 1357: ('_tagged', None), 1358: ('_tagged', None), 1366: ('ErrorCode', None), 1367: ('Topics', None), 1368: ('Topics', None), 1369: ('Topics', None), 1370: ('Topics', None), 1371: ('Topics', None), 1372: ('Topics', None), 1373: ('Topics', None), 1374: ('Topics', None), 1375: ('Topics', None), 1376: ('Topics', 'i4'), 1377: ('Topics', 'i4'), 1378: ('Topics', None), 1379: ('Topics', None), 1380: ('Topics', None), 1381: ('Topics', None), 1383: ('_tagged', None), 1384: ('_tagged', None), 1385: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii?').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -15,7 +13,7 @@ _U6 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -32,15 +30,15 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 9
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -63,7 +61,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -77,8 +75,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -89,15 +87,15 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 17
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9, = _U2(b, p); p += 2
@@ -111,8 +109,8 @@ def _f3(b, p):
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -129,7 +127,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -147,8 +145,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -157,12 +155,12 @@ def _f4(b, p):
         d = {"Name": v1, "PartitionIndexes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 17
@@ -171,8 +169,8 @@ def _f5(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -190,8 +188,8 @@ def _f5(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -200,7 +198,7 @@ def _f5(b, p):
                 d12 = {"Name": v8, "PartitionIndexes": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -209,24 +207,24 @@ def _f5(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "DeletePartitions": v4, "Topics": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 9
         d = {"PartitionIndex": v1, "LeaderEpoch": v2, "DeletePartition": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -244,15 +242,15 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 10 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U0(b, p); p += 9
                 d9 = {"PartitionIndex": v6, "LeaderEpoch": v7, "DeletePartition": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -261,12 +259,12 @@ def _f7(b, p):
         d = {"TopicName": v1, "PartitionStates": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
@@ -275,11 +273,11 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f7(b, p)
+                x7, p = _f7(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -288,12 +286,12 @@ def _f8(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "TopicStates": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 17
@@ -302,11 +300,11 @@ def _f9(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f7(b, p)
+                x8, p = _f7(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -315,12 +313,12 @@ def _f9(b, p):
         d = {"ControllerId": v1, "isKRaftController": v2, "ControllerEpoch": v3, "BrokerEpoch": v4, "TopicStates": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -337,15 +335,15 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U2(b, p); p += 2
@@ -368,7 +366,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -385,12 +383,12 @@ def _f12(b, p):
         d = {"TopicName": v1, "PartitionIndex": v3, "ErrorCode": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -399,8 +397,8 @@ def _f13(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -417,7 +415,7 @@ def _f13(b, p):
                 d9 = {"TopicName": v5, "PartitionIndex": v7, "ErrorCode": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -426,7 +424,7 @@ def _f13(b, p):
         d = {"ErrorCode": v1, "PartitionErrors": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -438,4 +436,4 @@ NAME = 'StopReplica'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f8, 4: _f9}
 RESPONSE = {0: _f11, 1: _f11, 2: _f13, 3: _f13, 4: _f13}
 
-_LINES = {21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('PartitionIndex', None), 38: ('ControllerId+ControllerEpoch+DeletePartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions', None), 44: ('UngroupedPartitions', None), 45: ('UngroupedPartitions', None), 46: ('UngroupedPartitions[{}].TopicName', 'i6'), 47: ('UngroupedPartitions[{}].TopicName', 'i6'), 48: ('UngroupedPartitions[{}].TopicName', 'i6'), 49: ('UngroupedPartitions[{}].TopicName', 'i6'), 50: ('UngroupedPartitions[{}].TopicName', 'i6'), 51: ('UngroupedPartitions[{}].TopicName', 'i6'), 52: ('UngroupedPartitions[{}].TopicName', 'i6'), 53: ('UngroupedPartitions[{}].TopicName', 'i6'), 54: ('UngroupedPartitions[{}].PartitionIndex', 'i6'), 55: ('UngroupedPartitions', 'i6'), 56: ('UngroupedPartitions', 'i6'), 57: ('UngroupedPartitions', None), 58: ('UngroupedPartitions', None), 59: ('UngroupedPartitions', None), 60: ('UngroupedPartitions', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('Name', None), 75: ('Name', None), 76: ('Name', None), 77: ('PartitionIndexes', None), 78: ('PartitionIndexes', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 81: ('PartitionIndexes', None), 82: ('PartitionIndexes', None), 83: ('PartitionIndexes', None), 84: ('PartitionIndexes', None), 85: ('PartitionIndexes', None), 86: ('PartitionIndexes', None), 95: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics[{}].Name', 'i7'), 104: ('Topics[{}].Name', 'i7'), 105: ('Topics[{}].Name', 'i7'), 106: ('Topics[{}].Name', 'i7'), 107: ('Topics[{}].Name', 'i7'), 108: ('Topics[{}].Name', 'i7'), 109: ('Topics[{}].Name', 'i7'), 110: ('Topics[{}].Name', 'i7'), 111: ('Topics[{}].PartitionIndexes', 'i7'), 112: ('Topics[{}].PartitionIndexes', 'i7'), 113: ('Topics[{}].PartitionIndexes', 'i7'), 114: ('Topics[{}].PartitionIndexes', 'i7'), 115: ('Topics[{}].PartitionIndexes', 'i7'), 116: ('Topics[{}].PartitionIndexes', 'i7'), 117: ('Topics[{}].PartitionIndexes', 'i7'), 118: ('Topics[{}].PartitionIndexes', 'i7'), 119: ('Topics[{}].PartitionIndexes', 'i7'), 120: ('Topics[{}].PartitionIndexes', 'i7'), 121: ('Topics', 'i7'), 122: ('Topics', 'i7'), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('PartitionIndexes', None), 146: ('PartitionIndexes', None), 147: ('PartitionIndexes', None), 148: ('PartitionIndexes', None), 149: ('PartitionIndexes', None), 150: ('PartitionIndexes', None), 151: ('PartitionIndexes', None), 152: ('PartitionIndexes', None), 153: ('PartitionIndexes', None), 154: ('PartitionIndexes', None), 155: ('PartitionIndexes', None), 156: ('PartitionIndexes', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics[{}].Name', 'i7'), 179: ('Topics[{}].Name', 'i7'), 180: ('Topics[{}].Name', 'i7'), 181: ('Topics[{}].Name', 'i7'), 182: ('Topics[{}].Name', 'i7'), 183: ('Topics[{}].Name', 'i7'), 184: ('Topics[{}].Name', 'i7'), 185: ('Topics[{}].Name', 'i7'), 186: ('Topics[{}].Name', 'i7'), 187: ('Topics[{}].Name', 'i7'), 188: ('Topics[{}].PartitionIndexes', 'i7'), 189: ('Topics[{}].PartitionIndexes', 'i7'), 190: ('Topics[{}].PartitionIndexes', 'i7'), 191: ('Topics[{}].PartitionIndexes', 'i7'), 192: ('Topics[{}].PartitionIndexes', 'i7'), 193: ('Topics[{}].PartitionIndexes', 'i7'), 194: ('Topics[{}].PartitionIndexes', 'i7'), 195: ('Topics[{}].PartitionIndexes', 'i7'), 196: ('Topics[{}].PartitionIndexes', 'i7'), 197: ('Topics[{}].PartitionIndexes', 'i7'), 198: ('Topics[{}].PartitionIndexes', 'i7'), 199: ('Topics[{}].PartitionIndexes', 'i7'), 200: ('Topics', 'i7'), 201: ('Topics', 'i7'), 202: ('Topics', 'i7'), 203: ('Topics', 'i7'), 204: ('Topics', 'i7'), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('TopicName', None), 233: ('TopicName', None), 234: ('TopicName', None), 235: ('TopicName', None), 236: ('TopicName', None), 237: ('TopicName', None), 238: ('TopicName', None), 239: ('TopicName', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('PartitionStates', None), 243: ('PartitionStates', None), 244: ('PartitionStates', None), 245: ('PartitionStates', None), 246: ('PartitionStates', None), 247: ('PartitionStates', None), 248: ('PartitionStates', None), 249: ('PartitionStates', None), 250: ('PartitionStates', None), 251: ('PartitionStates[{}].PartitionIndex+LeaderEpoch+DeletePartition', 'i5'), 252: ('PartitionStates', 'i5'), 253: ('PartitionStates', 'i5'), 254: ('PartitionStates', 'i5'), 255: ('PartitionStates', 'i5'), 256: ('PartitionStates', 'i5'), 257: ('PartitionStates', None), 258: ('PartitionStates', None), 259: ('PartitionStates', None), 260: ('PartitionStates', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 273: ('TopicStates', None), 274: ('TopicStates', None), 275: ('TopicStates', None), 276: ('TopicStates', None), 277: ('TopicStates', None), 278: ('TopicStates', None), 279: ('TopicStates', None), 280: ('TopicStates', None), 281: ('TopicStates', None), 282: ('TopicStates', 'i6'), 283: ('TopicStates', 'i6'), 284: ('TopicStates', None), 285: ('TopicStates', None), 286: ('TopicStates', None), 287: ('TopicStates', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 300: ('TopicStates', None), 301: ('TopicStates', None), 302: ('TopicStates', None), 303: ('TopicStates', None), 304: ('TopicStates', None), 305: ('TopicStates', None), 306: ('TopicStates', None), 307: ('TopicStates', None), 308: ('TopicStates', None), 309: ('TopicStates', 'i7'), 310: ('TopicStates', 'i7'), 311: ('TopicStates', None), 312: ('TopicStates', None), 313: ('TopicStates', None), 314: ('TopicStates', None), 316: ('_tagged', None), 317: ('_tagged', None), 318: ('_tagged', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('TopicName', None), 329: ('TopicName', None), 330: ('TopicName', None), 331: ('TopicName', None), 332: ('TopicName', None), 333: ('TopicName', None), 334: ('PartitionIndex+ErrorCode', None), 343: ('ErrorCode', None), 344: ('PartitionErrors', None), 345: ('PartitionErrors', None), 346: ('PartitionErrors', None), 347: ('PartitionErrors', None), 348: ('PartitionErrors', None), 349: ('PartitionErrors', None), 350: ('PartitionErrors', None), 351: ('PartitionErrors[{}].TopicName', 'i4'), 352: ('PartitionErrors[{}].TopicName', 'i4'), 353: ('PartitionErrors[{}].TopicName', 'i4'), 354: ('PartitionErrors[{}].TopicName', 'i4'), 355: ('PartitionErrors[{}].TopicName', 'i4'), 356: ('PartitionErrors[{}].TopicName', 'i4'), 357: ('PartitionErrors[{}].TopicName', 'i4'), 358: ('PartitionErrors[{}].TopicName', 'i4'), 359: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 360: ('PartitionErrors', 'i4'), 361: ('PartitionErrors', 'i4'), 362: ('PartitionErrors', None), 363: ('PartitionErrors', None), 364: ('PartitionErrors', None), 365: ('PartitionErrors', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('TopicName', None), 378: ('TopicName', None), 379: ('TopicName', None), 380: ('TopicName', None), 381: ('TopicName', None), 382: ('TopicName', None), 383: ('TopicName', None), 384: ('PartitionIndex+ErrorCode', None), 386: ('_tagged', None), 387: ('_tagged', None), 388: ('_tagged', None), 396: ('ErrorCode', None), 397: ('PartitionErrors', None), 398: ('PartitionErrors', None), 399: ('PartitionErrors', None), 400: ('PartitionErrors', None), 401: ('PartitionErrors', None), 402: ('PartitionErrors', None), 403: ('PartitionErrors', None), 404: ('PartitionErrors', None), 405: ('PartitionErrors', None), 406: ('PartitionErrors[{}].TopicName', 'i4'), 407: ('PartitionErrors[{}].TopicName', 'i4'), 408: ('PartitionErrors[{}].TopicName', 'i4'), 409: ('PartitionErrors[{}].TopicName', 'i4'), 410: ('PartitionErrors[{}].TopicName', 'i4'), 411: ('PartitionErrors[{}].TopicName', 'i4'), 412: ('PartitionErrors[{}].TopicName', 'i4'), 413: ('PartitionErrors[{}].TopicName', 'i4'), 414: ('PartitionErrors[{}].TopicName', 'i4'), 415: ('PartitionErrors[{}].TopicName', 'i4'), 416: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 417: ('PartitionErrors', 'i4'), 418: ('PartitionErrors', 'i4'), 419: ('PartitionErrors', 'i4'), 420: ('PartitionErrors', 'i4'), 421: ('PartitionErrors', 'i4'), 422: ('PartitionErrors', None), 423: ('PartitionErrors', None), 424: ('PartitionErrors', None), 425: ('PartitionErrors', None), 427: ('_tagged', None), 428: ('_tagged', None), 429: ('_tagged', None)}
+_LINES = {19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('PartitionIndex', None), 36: ('ControllerId+ControllerEpoch+DeletePartitions', None), 37: ('UngroupedPartitions', None), 38: ('UngroupedPartitions', None), 39: ('UngroupedPartitions', None), 40: ('UngroupedPartitions', None), 41: ('UngroupedPartitions', None), 42: ('UngroupedPartitions', None), 43: ('UngroupedPartitions', None), 44: ('UngroupedPartitions[{}].TopicName', 'i6'), 45: ('UngroupedPartitions[{}].TopicName', 'i6'), 46: ('UngroupedPartitions[{}].TopicName', 'i6'), 47: ('UngroupedPartitions[{}].TopicName', 'i6'), 48: ('UngroupedPartitions[{}].TopicName', 'i6'), 49: ('UngroupedPartitions[{}].TopicName', 'i6'), 50: ('UngroupedPartitions[{}].TopicName', 'i6'), 51: ('UngroupedPartitions[{}].TopicName', 'i6'), 52: ('UngroupedPartitions[{}].PartitionIndex', 'i6'), 53: ('UngroupedPartitions', 'i6'), 54: ('UngroupedPartitions', 'i6'), 55: ('UngroupedPartitions', None), 56: ('UngroupedPartitions', None), 57: ('UngroupedPartitions', None), 58: ('UngroupedPartitions', None), 67: ('Name', None), 68: ('Name', None), 69: ('Name', None), 70: ('Name', None), 71: ('Name', None), 72: ('Name', None), 73: ('Name', None), 74: ('Name', None), 75: ('PartitionIndexes', None), 76: ('PartitionIndexes', None), 77: ('PartitionIndexes', None), 78: ('PartitionIndexes', None), 79: ('PartitionIndexes', None), 80: ('PartitionIndexes', None), 81: ('PartitionIndexes', None), 82: ('PartitionIndexes', None), 83: ('PartitionIndexes', None), 84: ('PartitionIndexes', None), 93: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics[{}].Name', 'i7'), 102: ('Topics[{}].Name', 'i7'), 103: ('Topics[{}].Name', 'i7'), 104: ('Topics[{}].Name', 'i7'), 105: ('Topics[{}].Name', 'i7'), 106: ('Topics[{}].Name', 'i7'), 107: ('Topics[{}].Name', 'i7'), 108: ('Topics[{}].Name', 'i7'), 109: ('Topics[{}].PartitionIndexes', 'i7'), 110: ('Topics[{}].PartitionIndexes', 'i7'), 111: ('Topics[{}].PartitionIndexes', 'i7'), 112: ('Topics[{}].PartitionIndexes', 'i7'), 113: ('Topics[{}].PartitionIndexes', 'i7'), 114: ('Topics[{}].PartitionIndexes', 'i7'), 115: ('Topics[{}].PartitionIndexes', 'i7'), 116: ('Topics[{}].PartitionIndexes', 'i7'), 117: ('Topics[{}].PartitionIndexes', 'i7'), 118: ('Topics[{}].PartitionIndexes', 'i7'), 119: ('Topics', 'i7'), 120: ('Topics', 'i7'), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('PartitionIndexes', None), 144: ('PartitionIndexes', None), 145: ('PartitionIndexes', None), 146: ('PartitionIndexes', None), 147: ('PartitionIndexes', None), 148: ('PartitionIndexes', None), 149: ('PartitionIndexes', None), 150: ('PartitionIndexes', None), 151: ('PartitionIndexes', None), 152: ('PartitionIndexes', None), 153: ('PartitionIndexes', None), 154: ('PartitionIndexes', None), 156: ('_tagged', None), 157: ('_tagged', None), 158: ('_tagged', None), 166: ('ControllerId+ControllerEpoch+BrokerEpoch+DeletePartitions', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics[{}].Name', 'i7'), 177: ('Topics[{}].Name', 'i7'), 178: ('Topics[{}].Name', 'i7'), 179: ('Topics[{}].Name', 'i7'), 180: ('Topics[{}].Name', 'i7'), 181: ('Topics[{}].Name', 'i7'), 182: ('Topics[{}].Name', 'i7'), 183: ('Topics[{}].Name', 'i7'), 184: ('Topics[{}].Name', 'i7'), 185: ('Topics[{}].Name', 'i7'), 186: ('Topics[{}].PartitionIndexes', 'i7'), 187: ('Topics[{}].PartitionIndexes', 'i7'), 188: ('Topics[{}].PartitionIndexes', 'i7'), 189: ('Topics[{}].PartitionIndexes', 'i7'), 190: ('Topics[{}].PartitionIndexes', 'i7'), 191: ('Topics[{}].PartitionIndexes', 'i7'), 192: ('Topics[{}].PartitionIndexes', 'i7'), 193: ('Topics[{}].PartitionIndexes', 'i7'), 194: ('Topics[{}].PartitionIndexes', 'i7'), 195: ('Topics[{}].PartitionIndexes', 'i7'), 196: ('Topics[{}].PartitionIndexes', 'i7'), 197: ('Topics[{}].PartitionIndexes', 'i7'), 198: ('Topics', 'i7'), 199: ('Topics', 'i7'), 200: ('Topics', 'i7'), 201: ('Topics', 'i7'), 202: ('Topics', 'i7'), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('PartitionIndex+LeaderEpoch+DeletePartition', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('TopicName', None), 231: ('TopicName', None), 232: ('TopicName', None), 233: ('TopicName', None), 234: ('TopicName', None), 235: ('TopicName', None), 236: ('TopicName', None), 237: ('TopicName', None), 238: ('TopicName', None), 239: ('TopicName', None), 240: ('PartitionStates', None), 241: ('PartitionStates', None), 242: ('PartitionStates', None), 243: ('PartitionStates', None), 244: ('PartitionStates', None), 245: ('PartitionStates', None), 246: ('PartitionStates', None), 247: ('PartitionStates', None), 248: ('PartitionStates', None), 249: ('PartitionStates[{}].PartitionIndex+LeaderEpoch+DeletePartition', 'i5'), 250: ('PartitionStates', 'i5'), 251: ('PartitionStates', 'i5'), 252: ('PartitionStates', 'i5'), 253: ('PartitionStates', 'i5'), 254: ('PartitionStates', 'i5'), 255: ('PartitionStates', None), 256: ('PartitionStates', None), 257: ('PartitionStates', None), 258: ('PartitionStates', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 271: ('TopicStates', None), 272: ('TopicStates', None), 273: ('TopicStates', None), 274: ('TopicStates', None), 275: ('TopicStates', None), 276: ('TopicStates', None), 277: ('TopicStates', None), 278: ('TopicStates', None), 279: ('TopicStates', None), 280: ('TopicStates', 'i6'), 281: ('TopicStates', 'i6'), 282: ('TopicStates', None), 283: ('TopicStates', None), 284: ('TopicStates', None), 285: ('TopicStates', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None), 297: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 298: ('TopicStates', None), 299: ('TopicStates', None), 300: ('TopicStates', None), 301: ('TopicStates', None), 302: ('TopicStates', None), 303: ('TopicStates', None), 304: ('TopicStates', None), 305: ('TopicStates', None), 306: ('TopicStates', None), 307: ('TopicStates', 'i7'), 308: ('TopicStates', 'i7'), 309: ('TopicStates', None), 310: ('TopicStates', None), 311: ('TopicStates', None), 312: ('TopicStates', None), 314: ('_tagged', None), 315: ('_tagged', None), 316: ('_tagged', None), 324: ('TopicName', None), 325: ('TopicName', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('TopicName', None), 329: ('TopicName', None), 330: ('TopicName', None), 331: ('TopicName', None), 332: ('PartitionIndex+ErrorCode', None), 341: ('ErrorCode', None), 342: ('PartitionErrors', None), 343: ('PartitionErrors', None), 344: ('PartitionErrors', None), 345: ('PartitionErrors', None), 346: ('PartitionErrors', None), 347: ('PartitionErrors', None), 348: ('PartitionErrors', None), 349: ('PartitionErrors[{}].TopicName', 'i4'), 350: ('PartitionErrors[{}].TopicName', 'i4'), 351: ('PartitionErrors[{}].TopicName', 'i4'), 352: ('PartitionErrors[{}].TopicName', 'i4'), 353: ('PartitionErrors[{}].TopicName', 'i4'), 354: ('PartitionErrors[{}].TopicName', 'i4'), 355: ('PartitionErrors[{}].TopicName', 'i4'), 356: ('PartitionErrors[{}].TopicName', 'i4'), 357: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 358: ('PartitionErrors', 'i4'), 359: ('PartitionErrors', 'i4'), 360: ('PartitionErrors', None), 361: ('PartitionErrors', None), 362: ('PartitionErrors', None), 363: ('PartitionErrors', None), 372: ('TopicName', None), 373: ('TopicName', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('TopicName', None), 378: ('TopicName', None), 379: ('TopicName', None), 380: ('TopicName', None), 381: ('TopicName', None), 382: ('PartitionIndex+ErrorCode', None), 384: ('_tagged', None), 385: ('_tagged', None), 386: ('_tagged', None), 394: ('ErrorCode', None), 395: ('PartitionErrors', None), 396: ('PartitionErrors', None), 397: ('PartitionErrors', None), 398: ('PartitionErrors', None), 399: ('PartitionErrors', None), 400: ('PartitionErrors', None), 401: ('PartitionErrors', None), 402: ('PartitionErrors', None), 403: ('PartitionErrors', None), 404: ('PartitionErrors[{}].TopicName', 'i4'), 405: ('PartitionErrors[{}].TopicName', 'i4'), 406: ('PartitionErrors[{}].TopicName', 'i4'), 407: ('PartitionErrors[{}].TopicName', 'i4'), 408: ('PartitionErrors[{}].TopicName', 'i4'), 409: ('PartitionErrors[{}].TopicName', 'i4'), 410: ('PartitionErrors[{}].TopicName', 'i4'), 411: ('PartitionErrors[{}].TopicName', 'i4'), 412: ('PartitionErrors[{}].TopicName', 'i4'), 413: ('PartitionErrors[{}].TopicName', 'i4'), 414: ('PartitionErrors[{}].PartitionIndex+ErrorCode', 'i4'), 415: ('PartitionErrors', 'i4'), 416: ('PartitionErrors', 'i4'), 417: ('PartitionErrors', 'i4'), 418: ('PartitionErrors', 'i4'), 419: ('PartitionErrors', 'i4'), 420: ('PartitionErrors', None), 421: ('PartitionErrors', None), 422: ('PartitionErrors', None), 423: ('PartitionErrors', None), 425: ('_tagged', None), 426: ('_tagged', None), 427: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -16,7 +14,7 @@ _U7 = _struct.Struct('>b').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -31,8 +29,8 @@ def _f0(b, p):
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -42,8 +40,8 @@ def _f0(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -54,7 +52,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -72,15 +70,15 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -95,8 +93,8 @@ def _f2(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -106,8 +104,8 @@ def _f2(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -122,8 +120,8 @@ def _f2(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 v21, = _U1(b, p); p += 4
@@ -147,7 +145,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -165,15 +163,15 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -197,15 +195,15 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -220,8 +218,8 @@ def _f5(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -231,8 +229,8 @@ def _f5(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -247,11 +245,11 @@ def _f5(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 8 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
-                x21, p = _f4(b, p)
+                x21, p = _f4(b, p, B)
                 v18.append(x21)
         elif n19 == -1:
             v18 = None
@@ -262,15 +260,15 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -302,15 +300,15 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -325,8 +323,8 @@ def _f7(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -336,8 +334,8 @@ def _f7(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -352,11 +350,11 @@ def _f7(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
-                x21, p = _f6(b, p)
+                x21, p = _f6(b, p, B)
                 v18.append(x21)
         elif n19 == -1:
             v18 = None
@@ -367,7 +365,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -393,15 +391,15 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 10 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -441,15 +439,15 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -464,8 +462,8 @@ def _f10(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -475,8 +473,8 @@ def _f10(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -491,11 +489,11 @@ def _f10(b, p):
         n19, = _U1(b, p); p += 4
         if n19 >= 0:
             if n19 * 10 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
-                x21, p = _f9(b, p)
+                x21, p = _f9(b, p, B)
                 v18.append(x21)
         elif n19 == -1:
             v18 = None
@@ -506,7 +504,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -521,8 +519,8 @@ def _f11(b, p):
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -532,8 +530,8 @@ def _f11(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -542,8 +540,8 @@ def _f11(b, p):
         n13, = _U1(b, p); p += 4
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = _Ai(b, p, n13); p += n13 * 4
         elif n13 == -1:
             v12 = None
@@ -554,15 +552,15 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 34 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U2(b, p); p += 2
@@ -577,8 +575,8 @@ def _f12(b, p):
                 n13, = _U1(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -588,8 +586,8 @@ def _f12(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -598,8 +596,8 @@ def _f12(b, p):
                 n18, = _U1(b, p); p += 4
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -614,11 +612,11 @@ def _f12(b, p):
         n21, = _U1(b, p); p += 4
         if n21 >= 0:
             if n21 * 10 > L - p: raise _rt.short_count(n21, L - p)
-            _B[0] -= n21
-            if _B[0] < 0: raise _rt.over_budget(n21)
+            B.left -= n21
+            if B.left < 0: raise _rt.over_budget(n21)
             v20 = []
             for i22 in range(n21):
-                x23, p = _f9(b, p)
+                x23, p = _f9(b, p, B)
                 v20.append(x23)
         elif n21 == -1:
             v20 = None
@@ -629,15 +627,15 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
         n6, = _U1(b, p); p += 4
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -647,8 +645,8 @@ def _f13(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -657,8 +655,8 @@ def _f13(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -669,7 +667,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -683,16 +681,16 @@ def _f14(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 32 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
                 n11, = _U1(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -702,8 +700,8 @@ def _f14(b, p):
                 n14, = _U1(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -712,8 +710,8 @@ def _f14(b, p):
                 n16, = _U1(b, p); p += 4
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -730,18 +728,18 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f14(b, p)
+                x7, p = _f14(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -750,11 +748,11 @@ def _f15(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 10 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f9(b, p)
+                x11, p = _f9(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -765,7 +763,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
@@ -774,8 +772,8 @@ def _f16(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -787,8 +785,8 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = _Ai(b, p, n9); p += n9 * 4
         elif n9 == -1:
             v8 = None
@@ -799,8 +797,8 @@ def _f16(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = _Ai(b, p, n11); p += n11 * 4
         elif n11 == -1:
             v10 = None
@@ -809,12 +807,12 @@ def _f16(b, p):
         d = {"PartitionIndex": v1, "ControllerEpoch": v2, "Leader": v3, "LeaderEpoch": v4, "Isr": v5, "ZkVersion": v7, "Replicas": v8, "OfflineReplicas": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -832,8 +830,8 @@ def _f17(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 24 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 16
@@ -842,8 +840,8 @@ def _f17(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -855,8 +853,8 @@ def _f17(b, p):
                 n14 -= 1
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -867,8 +865,8 @@ def _f17(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -877,7 +875,7 @@ def _f17(b, p):
                 d17 = {"PartitionIndex": v6, "ControllerEpoch": v7, "Leader": v8, "LeaderEpoch": v9, "Isr": v10, "ZkVersion": v12, "Replicas": v13, "OfflineReplicas": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v3.append(d17)
         elif n4 == -1:
             v3 = None
@@ -886,12 +884,12 @@ def _f17(b, p):
         d = {"TopicName": v1, "PartitionStates": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -919,12 +917,12 @@ def _f18(b, p):
         d = {"Port": v1, "Host": v2, "Listener": v4, "SecurityProtocol": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -933,8 +931,8 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U1(b, p); p += 4
@@ -962,7 +960,7 @@ def _f19(b, p):
                 d11 = {"Port": v5, "Host": v6, "Listener": v8, "SecurityProtocol": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -981,12 +979,12 @@ def _f19(b, p):
         d = {"Id": v1, "Endpoints": v2, "Rack": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
@@ -995,11 +993,11 @@ def _f20(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f17(b, p)
+                x7, p = _f17(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1010,11 +1008,11 @@ def _f20(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 7 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f19(b, p)
+                x11, p = _f19(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -1023,12 +1021,12 @@ def _f20(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "TopicStates": v4, "LiveBrokers": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1047,8 +1045,8 @@ def _f21(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 24 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U3(b, p); p += 16
@@ -1057,8 +1055,8 @@ def _f21(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -1070,8 +1068,8 @@ def _f21(b, p):
                 n15 -= 1
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -1082,8 +1080,8 @@ def _f21(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 4 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = _Ai(b, p, n17); p += n17 * 4
                 elif n17 == -1:
                     v16 = None
@@ -1092,7 +1090,7 @@ def _f21(b, p):
                 d18 = {"PartitionIndex": v7, "ControllerEpoch": v8, "Leader": v9, "LeaderEpoch": v10, "Isr": v11, "ZkVersion": v13, "Replicas": v14, "OfflineReplicas": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v4.append(d18)
         elif n5 == -1:
             v4 = None
@@ -1101,12 +1099,12 @@ def _f21(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "PartitionStates": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
@@ -1115,11 +1113,11 @@ def _f22(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 19 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f21(b, p)
+                x7, p = _f21(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -1130,11 +1128,11 @@ def _f22(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 7 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f19(b, p)
+                x11, p = _f19(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -1143,12 +1141,12 @@ def _f22(b, p):
         d = {"ControllerId": v1, "ControllerEpoch": v2, "BrokerEpoch": v3, "TopicStates": v4, "LiveBrokers": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U7(b, p); p += 1
@@ -1156,7 +1154,7 @@ def _f23(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 17
@@ -1165,11 +1163,11 @@ def _f24(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f21(b, p)
+                x8, p = _f21(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -1180,11 +1178,11 @@ def _f24(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 7 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f19(b, p)
+                x12, p = _f19(b, p, B)
                 v9.append(x12)
         elif n10 == -1:
             v9 = None
@@ -1193,12 +1191,12 @@ def _f24(b, p):
         d = {"ControllerId": v1, "isKRaftController": v2, "ControllerEpoch": v3, "BrokerEpoch": v4, "TopicStates": v5, "LiveBrokers": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -1207,14 +1205,14 @@ def _f25(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
         d = {"ErrorCode": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1227,4 +1225,4 @@ NAME = 'UpdateMetadata'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f10, 4: _f12, 5: _f15, 6: _f20, 7: _f22, 8: _f24}
 RESPONSE = {0: _f25, 1: _f25, 2: _f25, 3: _f25, 4: _f25, 5: _f25, 6: _f26, 7: _f26, 8: _f26}
 
-_LINES = {22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('Isr', None), 40: ('Isr', None), 41: ('ZkVersion', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 50: ('Replicas', None), 51: ('Replicas', None), 60: ('Id', None), 61: ('V0Host', None), 62: ('V0Host', None), 63: ('V0Host', None), 64: ('V0Host', None), 65: ('V0Host', None), 66: ('V0Host', None), 67: ('V0Host', None), 68: ('V0Host', None), 69: ('V0Port', None), 78: ('ControllerId+ControllerEpoch', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates', None), 81: ('UngroupedPartitionStates', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates', None), 85: ('UngroupedPartitionStates', None), 86: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 93: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 94: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 95: ('UngroupedPartitionStates[{}].Isr', 'i5'), 96: ('UngroupedPartitionStates[{}].Isr', 'i5'), 97: ('UngroupedPartitionStates[{}].Isr', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].Isr', 'i5'), 104: ('UngroupedPartitionStates[{}].Isr', 'i5'), 105: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 106: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 107: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 108: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 115: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 116: ('UngroupedPartitionStates', 'i5'), 117: ('UngroupedPartitionStates', 'i5'), 118: ('UngroupedPartitionStates', None), 119: ('UngroupedPartitionStates', None), 120: ('UngroupedPartitionStates', None), 121: ('UngroupedPartitionStates', None), 122: ('LiveBrokers', None), 123: ('LiveBrokers', None), 124: ('LiveBrokers', None), 125: ('LiveBrokers', None), 126: ('LiveBrokers', None), 127: ('LiveBrokers', None), 128: ('LiveBrokers', None), 129: ('LiveBrokers[{}].Id', 'i20'), 130: ('LiveBrokers[{}].V0Host', 'i20'), 131: ('LiveBrokers[{}].V0Host', 'i20'), 132: ('LiveBrokers[{}].V0Host', 'i20'), 133: ('LiveBrokers[{}].V0Host', 'i20'), 134: ('LiveBrokers[{}].V0Host', 'i20'), 135: ('LiveBrokers[{}].V0Host', 'i20'), 136: ('LiveBrokers[{}].V0Host', 'i20'), 137: ('LiveBrokers[{}].V0Host', 'i20'), 138: ('LiveBrokers[{}].V0Port', 'i20'), 139: ('LiveBrokers', 'i20'), 140: ('LiveBrokers', 'i20'), 141: ('LiveBrokers', None), 142: ('LiveBrokers', None), 143: ('LiveBrokers', None), 144: ('LiveBrokers', None), 153: ('Port', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Host', None), 158: ('Host', None), 159: ('Host', None), 160: ('Host', None), 161: ('Host', None), 162: ('SecurityProtocol', None), 171: ('Id', None), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 176: ('Endpoints', None), 177: ('Endpoints', None), 178: ('Endpoints', None), 179: ('Endpoints[{}].Port', 'i4'), 180: ('Endpoints[{}].Host', 'i4'), 181: ('Endpoints[{}].Host', 'i4'), 182: ('Endpoints[{}].Host', 'i4'), 183: ('Endpoints[{}].Host', 'i4'), 184: ('Endpoints[{}].Host', 'i4'), 185: ('Endpoints[{}].Host', 'i4'), 186: ('Endpoints[{}].Host', 'i4'), 187: ('Endpoints[{}].Host', 'i4'), 188: ('Endpoints[{}].SecurityProtocol', 'i4'), 189: ('Endpoints', 'i4'), 190: ('Endpoints', 'i4'), 191: ('Endpoints', None), 192: ('Endpoints', None), 193: ('Endpoints', None), 194: ('Endpoints', None), 203: ('ControllerId+ControllerEpoch', None), 204: ('UngroupedPartitionStates', None), 205: ('UngroupedPartitionStates', None), 206: ('UngroupedPartitionStates', None), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('UngroupedPartitionStates', None), 210: ('UngroupedPartitionStates', None), 211: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 212: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 213: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 214: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 215: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 216: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 217: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 218: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 219: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 220: ('UngroupedPartitionStates[{}].Isr', 'i5'), 221: ('UngroupedPartitionStates[{}].Isr', 'i5'), 222: ('UngroupedPartitionStates[{}].Isr', 'i5'), 223: ('UngroupedPartitionStates[{}].Isr', 'i5'), 224: ('UngroupedPartitionStates[{}].Isr', 'i5'), 225: ('UngroupedPartitionStates[{}].Isr', 'i5'), 226: ('UngroupedPartitionStates[{}].Isr', 'i5'), 227: ('UngroupedPartitionStates[{}].Isr', 'i5'), 228: ('UngroupedPartitionStates[{}].Isr', 'i5'), 229: ('UngroupedPartitionStates[{}].Isr', 'i5'), 230: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 231: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 232: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 233: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 234: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 235: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 236: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 237: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 238: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 239: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 240: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 241: ('UngroupedPartitionStates', 'i5'), 242: ('UngroupedPartitionStates', 'i5'), 243: ('UngroupedPartitionStates', None), 244: ('UngroupedPartitionStates', None), 245: ('UngroupedPartitionStates', None), 246: ('UngroupedPartitionStates', None), 247: ('LiveBrokers', None), 248: ('LiveBrokers', None), 249: ('LiveBrokers', None), 250: ('LiveBrokers', None), 251: ('LiveBrokers', None), 252: ('LiveBrokers', None), 253: ('LiveBrokers', None), 254: ('LiveBrokers', 'i20'), 255: ('LiveBrokers', 'i20'), 256: ('LiveBrokers', None), 257: ('LiveBrokers', None), 258: ('LiveBrokers', None), 259: ('LiveBrokers', None), 268: ('Id', None), 269: ('Endpoints', None), 270: ('Endpoints', None), 271: ('Endpoints', None), 272: ('Endpoints', None), 273: ('Endpoints', None), 274: ('Endpoints', None), 275: ('Endpoints', None), 276: ('Endpoints[{}].Port', 'i4'), 277: ('Endpoints[{}].Host', 'i4'), 278: ('Endpoints[{}].Host', 'i4'), 279: ('Endpoints[{}].Host', 'i4'), 280: ('Endpoints[{}].Host', 'i4'), 281: ('Endpoints[{}].Host', 'i4'), 282: ('Endpoints[{}].Host', 'i4'), 283: ('Endpoints[{}].Host', 'i4'), 284: ('Endpoints[{}].Host', 'i4'), 285: ('Endpoints[{}].SecurityProtocol', 'i4'), 286: ('Endpoints', 'i4'), 287: ('Endpoints', 'i4'), 288: ('Endpoints', None), 289: ('Endpoints', None), 290: ('Endpoints', None), 291: ('Endpoints', None), 292: ('Rack', None), 293: ('Rack', None), 294: ('Rack', None), 295: ('Rack', None), 296: ('Rack', None), 297: ('Rack', None), 298: ('Rack', None), 299: ('Rack', None), 308: ('ControllerId+ControllerEpoch', None), 309: ('UngroupedPartitionStates', None), 310: ('UngroupedPartitionStates', None), 311: ('UngroupedPartitionStates', None), 312: ('UngroupedPartitionStates', None), 313: ('UngroupedPartitionStates', None), 314: ('UngroupedPartitionStates', None), 315: ('UngroupedPartitionStates', None), 316: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 317: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 318: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 319: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 320: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 321: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 322: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 323: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 324: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 325: ('UngroupedPartitionStates[{}].Isr', 'i5'), 326: ('UngroupedPartitionStates[{}].Isr', 'i5'), 327: ('UngroupedPartitionStates[{}].Isr', 'i5'), 328: ('UngroupedPartitionStates[{}].Isr', 'i5'), 329: ('UngroupedPartitionStates[{}].Isr', 'i5'), 330: ('UngroupedPartitionStates[{}].Isr', 'i5'), 331: ('UngroupedPartitionStates[{}].Isr', 'i5'), 332: ('UngroupedPartitionStates[{}].Isr', 'i5'), 333: ('UngroupedPartitionStates[{}].Isr', 'i5'), 334: ('UngroupedPartitionStates[{}].Isr', 'i5'), 335: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 336: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 337: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 338: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 339: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 340: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 341: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 342: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 343: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 344: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 345: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 346: ('UngroupedPartitionStates', 'i5'), 347: ('UngroupedPartitionStates', 'i5'), 348: ('UngroupedPartitionStates', None), 349: ('UngroupedPartitionStates', None), 350: ('UngroupedPartitionStates', None), 351: ('UngroupedPartitionStates', None), 352: ('LiveBrokers', None), 353: ('LiveBrokers', None), 354: ('LiveBrokers', None), 355: ('LiveBrokers', None), 356: ('LiveBrokers', None), 357: ('LiveBrokers', None), 358: ('LiveBrokers', None), 359: ('LiveBrokers', 'i20'), 360: ('LiveBrokers', 'i20'), 361: ('LiveBrokers', None), 362: ('LiveBrokers', None), 363: ('LiveBrokers', None), 364: ('LiveBrokers', None), 373: ('Port', None), 374: ('Host', None), 375: ('Host', None), 376: ('Host', None), 377: ('Host', None), 378: ('Host', None), 379: ('Host', None), 380: ('Host', None), 381: ('Host', None), 382: ('Listener', None), 383: ('Listener', None), 384: ('Listener', None), 385: ('Listener', None), 386: ('Listener', None), 387: ('Listener', None), 388: ('Listener', None), 389: ('Listener', None), 390: ('SecurityProtocol', None), 399: ('Id', None), 400: ('Endpoints', None), 401: ('Endpoints', None), 402: ('Endpoints', None), 403: ('Endpoints', None), 404: ('Endpoints', None), 405: ('Endpoints', None), 406: ('Endpoints', None), 407: ('Endpoints[{}].Port', 'i4'), 408: ('Endpoints[{}].Host', 'i4'), 409: ('Endpoints[{}].Host', 'i4'), 410: ('Endpoints[{}].Host', 'i4'), 411: ('Endpoints[{}].Host', 'i4'), 412: ('Endpoints[{}].Host', 'i4'), 413: ('Endpoints[{}].Host', 'i4'), 414: ('Endpoints[{}].Host', 'i4'), 415: ('Endpoints[{}].Host', 'i4'), 416: ('Endpoints[{}].Listener', 'i4'), 417: ('Endpoints[{}].Listener', 'i4'), 418: ('Endpoints[{}].Listener', 'i4'), 419: ('Endpoints[{}].Listener', 'i4'), 420: ('Endpoints[{}].Listener', 'i4'), 421: ('Endpoints[{}].Listener', 'i4'), 422: ('Endpoints[{}].Listener', 'i4'), 423: ('Endpoints[{}].Listener', 'i4'), 424: ('Endpoints[{}].SecurityProtocol', 'i4'), 425: ('Endpoints', 'i4'), 426: ('Endpoints', 'i4'), 427: ('Endpoints', None), 428: ('Endpoints', None), 429: ('Endpoints', None), 430: ('Endpoints', None), 431: ('Rack', None), 432: ('Rack', None), 433: ('Rack', None), 434: ('Rack', None), 435: ('Rack', None), 436: ('Rack', None), 437: ('Rack', None), 438: ('Rack', None), 447: ('ControllerId+ControllerEpoch', None), 448: ('UngroupedPartitionStates', None), 449: ('UngroupedPartitionStates', None), 450: ('UngroupedPartitionStates', None), 451: ('UngroupedPartitionStates', None), 452: ('UngroupedPartitionStates', None), 453: ('UngroupedPartitionStates', None), 454: ('UngroupedPartitionStates', None), 455: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 456: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 457: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 458: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 459: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 460: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 461: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 462: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 463: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 464: ('UngroupedPartitionStates[{}].Isr', 'i5'), 465: ('UngroupedPartitionStates[{}].Isr', 'i5'), 466: ('UngroupedPartitionStates[{}].Isr', 'i5'), 467: ('UngroupedPartitionStates[{}].Isr', 'i5'), 468: ('UngroupedPartitionStates[{}].Isr', 'i5'), 469: ('UngroupedPartitionStates[{}].Isr', 'i5'), 470: ('UngroupedPartitionStates[{}].Isr', 'i5'), 471: ('UngroupedPartitionStates[{}].Isr', 'i5'), 472: ('UngroupedPartitionStates[{}].Isr', 'i5'), 473: ('UngroupedPartitionStates[{}].Isr', 'i5'), 474: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 475: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 476: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 477: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 478: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 479: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 480: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 481: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 482: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 483: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 484: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 485: ('UngroupedPartitionStates', 'i5'), 486: ('UngroupedPartitionStates', 'i5'), 487: ('UngroupedPartitionStates', None), 488: ('UngroupedPartitionStates', None), 489: ('UngroupedPartitionStates', None), 490: ('UngroupedPartitionStates', None), 491: ('LiveBrokers', None), 492: ('LiveBrokers', None), 493: ('LiveBrokers', None), 494: ('LiveBrokers', None), 495: ('LiveBrokers', None), 496: ('LiveBrokers', None), 497: ('LiveBrokers', None), 498: ('LiveBrokers', 'i20'), 499: ('LiveBrokers', 'i20'), 500: ('LiveBrokers', None), 501: ('LiveBrokers', None), 502: ('LiveBrokers', None), 503: ('LiveBrokers', None), 512: ('TopicName', None), 513: ('TopicName', None), 514: ('TopicName', None), 515: ('TopicName', None), 516: ('TopicName', None), 517: ('TopicName', None), 518: ('TopicName', None), 519: ('TopicName', None), 520: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 521: ('Isr', None), 522: ('Isr', None), 523: ('Isr', None), 524: ('Isr', None), 525: ('Isr', None), 526: ('Isr', None), 527: ('Isr', None), 528: ('Isr', None), 529: ('Isr', None), 530: ('Isr', None), 531: ('ZkVersion', None), 532: ('Replicas', None), 533: ('Replicas', None), 534: ('Replicas', None), 535: ('Replicas', None), 536: ('Replicas', None), 537: ('Replicas', None), 538: ('Replicas', None), 539: ('Replicas', None), 540: ('Replicas', None), 541: ('Replicas', None), 542: ('OfflineReplicas', None), 543: ('OfflineReplicas', None), 544: ('OfflineReplicas', None), 545: ('OfflineReplicas', None), 546: ('OfflineReplicas', None), 547: ('OfflineReplicas', None), 548: ('OfflineReplicas', None), 549: ('OfflineReplicas', None), 550: ('OfflineReplicas', None), 551: ('OfflineReplicas', None), 560: ('ControllerId+ControllerEpoch', None), 561: ('UngroupedPartitionStates', None), 562: ('UngroupedPartitionStates', None), 563: ('UngroupedPartitionStates', None), 564: ('UngroupedPartitionStates', None), 565: ('UngroupedPartitionStates', None), 566: ('UngroupedPartitionStates', None), 567: ('UngroupedPartitionStates', None), 568: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 569: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 570: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 571: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 572: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 573: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 574: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 575: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 576: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 577: ('UngroupedPartitionStates[{}].Isr', 'i5'), 578: ('UngroupedPartitionStates[{}].Isr', 'i5'), 579: ('UngroupedPartitionStates[{}].Isr', 'i5'), 580: ('UngroupedPartitionStates[{}].Isr', 'i5'), 581: ('UngroupedPartitionStates[{}].Isr', 'i5'), 582: ('UngroupedPartitionStates[{}].Isr', 'i5'), 583: ('UngroupedPartitionStates[{}].Isr', 'i5'), 584: ('UngroupedPartitionStates[{}].Isr', 'i5'), 585: ('UngroupedPartitionStates[{}].Isr', 'i5'), 586: ('UngroupedPartitionStates[{}].Isr', 'i5'), 587: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 588: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 589: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 590: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 591: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 592: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 593: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 594: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 595: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 596: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 597: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 598: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 599: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 600: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 601: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 602: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 603: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 604: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 605: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 606: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 607: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 608: ('UngroupedPartitionStates', 'i5'), 609: ('UngroupedPartitionStates', 'i5'), 610: ('UngroupedPartitionStates', None), 611: ('UngroupedPartitionStates', None), 612: ('UngroupedPartitionStates', None), 613: ('UngroupedPartitionStates', None), 614: ('LiveBrokers', None), 615: ('LiveBrokers', None), 616: ('LiveBrokers', None), 617: ('LiveBrokers', None), 618: ('LiveBrokers', None), 619: ('LiveBrokers', None), 620: ('LiveBrokers', None), 621: ('LiveBrokers', 'i22'), 622: ('LiveBrokers', 'i22'), 623: ('LiveBrokers', None), 624: ('LiveBrokers', None), 625: ('LiveBrokers', None), 626: ('LiveBrokers', None), 635: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 636: ('Isr', None), 637: ('Isr', None), 638: ('Isr', None), 639: ('Isr', None), 640: ('Isr', None), 641: ('Isr', None), 642: ('Isr', None), 643: ('Isr', None), 644: ('Isr', None), 645: ('Isr', None), 646: ('ZkVersion', None), 647: ('Replicas', None), 648: ('Replicas', None), 649: ('Replicas', None), 650: ('Replicas', None), 651: ('Replicas', None), 652: ('Replicas', None), 653: ('Replicas', None), 654: ('Replicas', None), 655: ('Replicas', None), 656: ('Replicas', None), 657: ('OfflineReplicas', None), 658: ('OfflineReplicas', None), 659: ('OfflineReplicas', None), 660: ('OfflineReplicas', None), 661: ('OfflineReplicas', None), 662: ('OfflineReplicas', None), 663: ('OfflineReplicas', None), 664: ('OfflineReplicas', None), 665: ('OfflineReplicas', None), 666: ('OfflineReplicas', None), 675: ('TopicName', None), 676: ('TopicName', None), 677: ('TopicName', None), 678: ('TopicName', None), 679: ('TopicName', None), 680: ('TopicName', None), 681: ('TopicName', None), 682: ('TopicName', None), 683: ('PartitionStates', None), 684: ('PartitionStates', None), 685: ('PartitionStates', None), 686: ('PartitionStates', None), 687: ('PartitionStates', None), 688: ('PartitionStates', None), 689: ('PartitionStates', None), 690: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 691: ('PartitionStates[{}].Isr', 'i5'), 692: ('PartitionStates[{}].Isr', 'i5'), 693: ('PartitionStates[{}].Isr', 'i5'), 694: ('PartitionStates[{}].Isr', 'i5'), 695: ('PartitionStates[{}].Isr', 'i5'), 696: ('PartitionStates[{}].Isr', 'i5'), 697: ('PartitionStates[{}].Isr', 'i5'), 698: ('PartitionStates[{}].Isr', 'i5'), 699: ('PartitionStates[{}].Isr', 'i5'), 700: ('PartitionStates[{}].Isr', 'i5'), 701: ('PartitionStates[{}].ZkVersion', 'i5'), 702: ('PartitionStates[{}].Replicas', 'i5'), 703: ('PartitionStates[{}].Replicas', 'i5'), 704: ('PartitionStates[{}].Replicas', 'i5'), 705: ('PartitionStates[{}].Replicas', 'i5'), 706: ('PartitionStates[{}].Replicas', 'i5'), 707: ('PartitionStates[{}].Replicas', 'i5'), 708: ('PartitionStates[{}].Replicas', 'i5'), 709: ('PartitionStates[{}].Replicas', 'i5'), 710: ('PartitionStates[{}].Replicas', 'i5'), 711: ('PartitionStates[{}].Replicas', 'i5'), 712: ('PartitionStates[{}].OfflineReplicas', 'i5'), 713: ('PartitionStates[{}].OfflineReplicas', 'i5'), 714: ('PartitionStates[{}].OfflineReplicas', 'i5'), 715: ('PartitionStates[{}].OfflineReplicas', 'i5'), 716: ('PartitionStates[{}].OfflineReplicas', 'i5'), 717: ('PartitionStates[{}].OfflineReplicas', 'i5'), 718: ('PartitionStates[{}].OfflineReplicas', 'i5'), 719: ('PartitionStates[{}].OfflineReplicas', 'i5'), 720: ('PartitionStates[{}].OfflineReplicas', 'i5'), 721: ('PartitionStates[{}].OfflineReplicas', 'i5'), 722: ('PartitionStates', 'i5'), 723: ('PartitionStates', 'i5'), 724: ('PartitionStates', None), 725: ('PartitionStates', None), 726: ('PartitionStates', None), 727: ('PartitionStates', None), 736: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 737: ('TopicStates', None), 738: ('TopicStates', None), 739: ('TopicStates', None), 740: ('TopicStates', None), 741: ('TopicStates', None), 742: ('TopicStates', None), 743: ('TopicStates', None), 744: ('TopicStates', 'i6'), 745: ('TopicStates', 'i6'), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('TopicStates', None), 749: ('TopicStates', None), 750: ('LiveBrokers', None), 751: ('LiveBrokers', None), 752: ('LiveBrokers', None), 753: ('LiveBrokers', None), 754: ('LiveBrokers', None), 755: ('LiveBrokers', None), 756: ('LiveBrokers', None), 757: ('LiveBrokers', 'i10'), 758: ('LiveBrokers', 'i10'), 759: ('LiveBrokers', None), 760: ('LiveBrokers', None), 761: ('LiveBrokers', None), 762: ('LiveBrokers', None), 771: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 772: ('Isr', None), 773: ('Isr', None), 774: ('Isr', None), 775: ('Isr', None), 776: ('Isr', None), 777: ('Isr', None), 778: ('Isr', None), 779: ('Isr', None), 780: ('Isr', None), 781: ('Isr', None), 782: ('Isr', None), 783: ('Isr', None), 784: ('ZkVersion', None), 785: ('Replicas', None), 786: ('Replicas', None), 787: ('Replicas', None), 788: ('Replicas', None), 789: ('Replicas', None), 790: ('Replicas', None), 791: ('Replicas', None), 792: ('Replicas', None), 793: ('Replicas', None), 794: ('Replicas', None), 795: ('Replicas', None), 796: ('Replicas', None), 797: ('OfflineReplicas', None), 798: ('OfflineReplicas', None), 799: ('OfflineReplicas', None), 800: ('OfflineReplicas', None), 801: ('OfflineReplicas', None), 802: ('OfflineReplicas', None), 803: ('OfflineReplicas', None), 804: ('OfflineReplicas', None), 805: ('OfflineReplicas', None), 806: ('OfflineReplicas', None), 807: ('OfflineReplicas', None), 808: ('OfflineReplicas', None), 810: ('_tagged', None), 811: ('_tagged', None), 812: ('_tagged', None), 820: ('TopicName', None), 821: ('TopicName', None), 822: ('TopicName', None), 823: ('TopicName', None), 824: ('TopicName', None), 825: ('TopicName', None), 826: ('TopicName', None), 827: ('TopicName', None), 828: ('TopicName', None), 829: ('TopicName', None), 830: ('PartitionStates', None), 831: ('PartitionStates', None), 832: ('PartitionStates', None), 833: ('PartitionStates', None), 834: ('PartitionStates', None), 835: ('PartitionStates', None), 836: ('PartitionStates', None), 837: ('PartitionStates', None), 838: ('PartitionStates', None), 839: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 840: ('PartitionStates[{}].Isr', 'i5'), 841: ('PartitionStates[{}].Isr', 'i5'), 842: ('PartitionStates[{}].Isr', 'i5'), 843: ('PartitionStates[{}].Isr', 'i5'), 844: ('PartitionStates[{}].Isr', 'i5'), 845: ('PartitionStates[{}].Isr', 'i5'), 846: ('PartitionStates[{}].Isr', 'i5'), 847: ('PartitionStates[{}].Isr', 'i5'), 848: ('PartitionStates[{}].Isr', 'i5'), 849: ('PartitionStates[{}].Isr', 'i5'), 850: ('PartitionStates[{}].Isr', 'i5'), 851: ('PartitionStates[{}].Isr', 'i5'), 852: ('PartitionStates[{}].ZkVersion', 'i5'), 853: ('PartitionStates[{}].Replicas', 'i5'), 854: ('PartitionStates[{}].Replicas', 'i5'), 855: ('PartitionStates[{}].Replicas', 'i5'), 856: ('PartitionStates[{}].Replicas', 'i5'), 857: ('PartitionStates[{}].Replicas', 'i5'), 858: ('PartitionStates[{}].Replicas', 'i5'), 859: ('PartitionStates[{}].Replicas', 'i5'), 860: ('PartitionStates[{}].Replicas', 'i5'), 861: ('PartitionStates[{}].Replicas', 'i5'), 862: ('PartitionStates[{}].Replicas', 'i5'), 863: ('PartitionStates[{}].Replicas', 'i5'), 864: ('PartitionStates[{}].Replicas', 'i5'), 865: ('PartitionStates[{}].OfflineReplicas', 'i5'), 866: ('PartitionStates[{}].OfflineReplicas', 'i5'), 867: ('PartitionStates[{}].OfflineReplicas', 'i5'), 868: ('PartitionStates[{}].OfflineReplicas', 'i5'), 869: ('PartitionStates[{}].OfflineReplicas', 'i5'), 870: ('PartitionStates[{}].OfflineReplicas', 'i5'), 871: ('PartitionStates[{}].OfflineReplicas', 'i5'), 872: ('PartitionStates[{}].OfflineReplicas', 'i5'), 873: ('PartitionStates[{}].OfflineReplicas', 'i5'), 874: ('PartitionStates[{}].OfflineReplicas', 'i5'), 875: ('PartitionStates[{}].OfflineReplicas', 'i5'), 876: ('PartitionStates[{}].OfflineReplicas', 'i5'), 877: ('PartitionStates', 'i5'), 878: ('PartitionStates', 'i5'), 879: ('PartitionStates', 'i5'), 880: ('PartitionStates', 'i5'), 881: ('PartitionStates', 'i5'), 882: ('PartitionStates', None), 883: ('PartitionStates', None), 884: ('PartitionStates', None), 885: ('PartitionStates', None), 887: ('_tagged', None), 888: ('_tagged', None), 889: ('_tagged', None), 897: ('Port', None), 898: ('Host', None), 899: ('Host', None), 900: ('Host', None), 901: ('Host', None), 902: ('Host', None), 903: ('Host', None), 904: ('Host', None), 905: ('Host', None), 906: ('Host', None), 907: ('Host', None), 908: ('Listener', None), 909: ('Listener', None), 910: ('Listener', None), 911: ('Listener', None), 912: ('Listener', None), 913: ('Listener', None), 914: ('Listener', None), 915: ('Listener', None), 916: ('Listener', None), 917: ('Listener', None), 918: ('SecurityProtocol', None), 920: ('_tagged', None), 921: ('_tagged', None), 922: ('_tagged', None), 930: ('Id', None), 931: ('Endpoints', None), 932: ('Endpoints', None), 933: ('Endpoints', None), 934: ('Endpoints', None), 935: ('Endpoints', None), 936: ('Endpoints', None), 937: ('Endpoints', None), 938: ('Endpoints', None), 939: ('Endpoints', None), 940: ('Endpoints[{}].Port', 'i4'), 941: ('Endpoints[{}].Host', 'i4'), 942: ('Endpoints[{}].Host', 'i4'), 943: ('Endpoints[{}].Host', 'i4'), 944: ('Endpoints[{}].Host', 'i4'), 945: ('Endpoints[{}].Host', 'i4'), 946: ('Endpoints[{}].Host', 'i4'), 947: ('Endpoints[{}].Host', 'i4'), 948: ('Endpoints[{}].Host', 'i4'), 949: ('Endpoints[{}].Host', 'i4'), 950: ('Endpoints[{}].Host', 'i4'), 951: ('Endpoints[{}].Listener', 'i4'), 952: ('Endpoints[{}].Listener', 'i4'), 953: ('Endpoints[{}].Listener', 'i4'), 954: ('Endpoints[{}].Listener', 'i4'), 955: ('Endpoints[{}].Listener', 'i4'), 956: ('Endpoints[{}].Listener', 'i4'), 957: ('Endpoints[{}].Listener', 'i4'), 958: ('Endpoints[{}].Listener', 'i4'), 959: ('Endpoints[{}].Listener', 'i4'), 960: ('Endpoints[{}].Listener', 'i4'), 961: ('Endpoints[{}].SecurityProtocol', 'i4'), 962: ('Endpoints', 'i4'), 963: ('Endpoints', 'i4'), 964: ('Endpoints', 'i4'), 965: ('Endpoints', 'i4'), 966: ('Endpoints', 'i4'), 967: ('Endpoints', None), 968: ('Endpoints', None), 969: ('Endpoints', None), 970: ('Endpoints', None), 971: ('Rack', None), 972: ('Rack', None), 973: ('Rack', None), 974: ('Rack', None), 975: ('Rack', None), 976: ('Rack', None), 977: ('Rack', None), 978: ('Rack', None), 979: ('Rack', None), 980: ('Rack', None), 982: ('_tagged', None), 983: ('_tagged', None), 984: ('_tagged', None), 992: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 993: ('TopicStates', None), 994: ('TopicStates', None), 995: ('TopicStates', None), 996: ('TopicStates', None), 997: ('TopicStates', None), 998: ('TopicStates', None), 999: ('TopicStates', None), 1000: ('TopicStates', None), 1001: ('TopicStates', None), 1002: ('TopicStates', 'i6'), 1003: ('TopicStates', 'i6'), 1004: ('TopicStates', None), 1005: ('TopicStates', None), 1006: ('TopicStates', None), 1007: ('TopicStates', None), 1008: ('LiveBrokers', None), 1009: ('LiveBrokers', None), 1010: ('LiveBrokers', None), 1011: ('LiveBrokers', None), 1012: ('LiveBrokers', None), 1013: ('LiveBrokers', None), 1014: ('LiveBrokers', None), 1015: ('LiveBrokers', None), 1016: ('LiveBrokers', None), 1017: ('LiveBrokers', 'i10'), 1018: ('LiveBrokers', 'i10'), 1019: ('LiveBrokers', None), 1020: ('LiveBrokers', None), 1021: ('LiveBrokers', None), 1022: ('LiveBrokers', None), 1024: ('_tagged', None), 1025: ('_tagged', None), 1026: ('_tagged', None), 1034: ('TopicName', None), 1035: ('TopicName', None), 1036: ('TopicName', None), 1037: ('TopicName', None), 1038: ('TopicName', None), 1039: ('TopicName', None), 1040: ('TopicName', None), 1041: ('TopicName', None), 1042: ('TopicName', None), 1043: ('TopicName', None), 1044: ('TopicId', None), 1045: ('PartitionStates', None), 1046: ('PartitionStates', None), 1047: ('PartitionStates', None), 1048: ('PartitionStates', None), 1049: ('PartitionStates', None), 1050: ('PartitionStates', None), 1051: ('PartitionStates', None), 1052: ('PartitionStates', None), 1053: ('PartitionStates', None), 1054: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1055: ('PartitionStates[{}].Isr', 'i6'), 1056: ('PartitionStates[{}].Isr', 'i6'), 1057: ('PartitionStates[{}].Isr', 'i6'), 1058: ('PartitionStates[{}].Isr', 'i6'), 1059: ('PartitionStates[{}].Isr', 'i6'), 1060: ('PartitionStates[{}].Isr', 'i6'), 1061: ('PartitionStates[{}].Isr', 'i6'), 1062: ('PartitionStates[{}].Isr', 'i6'), 1063: ('PartitionStates[{}].Isr', 'i6'), 1064: ('PartitionStates[{}].Isr', 'i6'), 1065: ('PartitionStates[{}].Isr', 'i6'), 1066: ('PartitionStates[{}].Isr', 'i6'), 1067: ('PartitionStates[{}].ZkVersion', 'i6'), 1068: ('PartitionStates[{}].Replicas', 'i6'), 1069: ('PartitionStates[{}].Replicas', 'i6'), 1070: ('PartitionStates[{}].Replicas', 'i6'), 1071: ('PartitionStates[{}].Replicas', 'i6'), 1072: ('PartitionStates[{}].Replicas', 'i6'), 1073: ('PartitionStates[{}].Replicas', 'i6'), 1074: ('PartitionStates[{}].Replicas', 'i6'), 1075: ('PartitionStates[{}].Replicas', 'i6'), 1076: ('PartitionStates[{}].Replicas', 'i6'), 1077: ('PartitionStates[{}].Replicas', 'i6'), 1078: ('PartitionStates[{}].Replicas', 'i6'), 1079: ('PartitionStates[{}].Replicas', 'i6'), 1080: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1081: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1082: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1083: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1084: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1085: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1086: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1087: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1088: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1089: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1090: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1091: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1092: ('PartitionStates', 'i6'), 1093: ('PartitionStates', 'i6'), 1094: ('PartitionStates', 'i6'), 1095: ('PartitionStates', 'i6'), 1096: ('PartitionStates', 'i6'), 1097: ('PartitionStates', None), 1098: ('PartitionStates', None), 1099: ('PartitionStates', None), 1100: ('PartitionStates', None), 1102: ('_tagged', None), 1103: ('_tagged', None), 1104: ('_tagged', None), 1112: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 1113: ('TopicStates', None), 1114: ('TopicStates', None), 1115: ('TopicStates', None), 1116: ('TopicStates', None), 1117: ('TopicStates', None), 1118: ('TopicStates', None), 1119: ('TopicStates', None), 1120: ('TopicStates', None), 1121: ('TopicStates', None), 1122: ('TopicStates', 'i6'), 1123: ('TopicStates', 'i6'), 1124: ('TopicStates', None), 1125: ('TopicStates', None), 1126: ('TopicStates', None), 1127: ('TopicStates', None), 1128: ('LiveBrokers', None), 1129: ('LiveBrokers', None), 1130: ('LiveBrokers', None), 1131: ('LiveBrokers', None), 1132: ('LiveBrokers', None), 1133: ('LiveBrokers', None), 1134: ('LiveBrokers', None), 1135: ('LiveBrokers', None), 1136: ('LiveBrokers', None), 1137: ('LiveBrokers', 'i10'), 1138: ('LiveBrokers', 'i10'), 1139: ('LiveBrokers', None), 1140: ('LiveBrokers', None), 1141: ('LiveBrokers', None), 1142: ('LiveBrokers', None), 1144: ('_tagged', None), 1145: ('_tagged', None), 1146: ('_tagged', None), 1154: ('Type', None), 1162: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', None), 1166: ('TopicStates', None), 1167: ('TopicStates', None), 1168: ('TopicStates', None), 1169: ('TopicStates', None), 1170: ('TopicStates', None), 1171: ('TopicStates', None), 1172: ('TopicStates', 'i7'), 1173: ('TopicStates', 'i7'), 1174: ('TopicStates', None), 1175: ('TopicStates', None), 1176: ('TopicStates', None), 1177: ('TopicStates', None), 1178: ('LiveBrokers', None), 1179: ('LiveBrokers', None), 1180: ('LiveBrokers', None), 1181: ('LiveBrokers', None), 1182: ('LiveBrokers', None), 1183: ('LiveBrokers', None), 1184: ('LiveBrokers', None), 1185: ('LiveBrokers', None), 1186: ('LiveBrokers', None), 1187: ('LiveBrokers', 'i11'), 1188: ('LiveBrokers', 'i11'), 1189: ('LiveBrokers', None), 1190: ('LiveBrokers', None), 1191: ('LiveBrokers', None), 1192: ('LiveBrokers', None), 1194: ('_tagged', None), 1195: ('_tagged', None), 1196: ('_tagged', None), 1204: ('ErrorCode', None), 1213: ('ErrorCode', None), 1215: ('_tagged', None), 1216: ('_tagged', None), 1217: ('_tagged', None)}
+_LINES = {20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 29: ('Isr', None), 30: ('Isr', None), 31: ('Isr', None), 32: ('Isr', None), 33: ('Isr', None), 34: ('Isr', None), 35: ('Isr', None), 36: ('Isr', None), 37: ('Isr', None), 38: ('Isr', None), 39: ('ZkVersion', None), 40: ('Replicas', None), 41: ('Replicas', None), 42: ('Replicas', None), 43: ('Replicas', None), 44: ('Replicas', None), 45: ('Replicas', None), 46: ('Replicas', None), 47: ('Replicas', None), 48: ('Replicas', None), 49: ('Replicas', None), 58: ('Id', None), 59: ('V0Host', None), 60: ('V0Host', None), 61: ('V0Host', None), 62: ('V0Host', None), 63: ('V0Host', None), 64: ('V0Host', None), 65: ('V0Host', None), 66: ('V0Host', None), 67: ('V0Port', None), 76: ('ControllerId+ControllerEpoch', None), 77: ('UngroupedPartitionStates', None), 78: ('UngroupedPartitionStates', None), 79: ('UngroupedPartitionStates', None), 80: ('UngroupedPartitionStates', None), 81: ('UngroupedPartitionStates', None), 82: ('UngroupedPartitionStates', None), 83: ('UngroupedPartitionStates', None), 84: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 85: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 86: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 87: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 88: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 89: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 90: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 91: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 92: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 93: ('UngroupedPartitionStates[{}].Isr', 'i5'), 94: ('UngroupedPartitionStates[{}].Isr', 'i5'), 95: ('UngroupedPartitionStates[{}].Isr', 'i5'), 96: ('UngroupedPartitionStates[{}].Isr', 'i5'), 97: ('UngroupedPartitionStates[{}].Isr', 'i5'), 98: ('UngroupedPartitionStates[{}].Isr', 'i5'), 99: ('UngroupedPartitionStates[{}].Isr', 'i5'), 100: ('UngroupedPartitionStates[{}].Isr', 'i5'), 101: ('UngroupedPartitionStates[{}].Isr', 'i5'), 102: ('UngroupedPartitionStates[{}].Isr', 'i5'), 103: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 104: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 105: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 106: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 107: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 108: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 109: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 110: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 111: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 112: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 113: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 114: ('UngroupedPartitionStates', 'i5'), 115: ('UngroupedPartitionStates', 'i5'), 116: ('UngroupedPartitionStates', None), 117: ('UngroupedPartitionStates', None), 118: ('UngroupedPartitionStates', None), 119: ('UngroupedPartitionStates', None), 120: ('LiveBrokers', None), 121: ('LiveBrokers', None), 122: ('LiveBrokers', None), 123: ('LiveBrokers', None), 124: ('LiveBrokers', None), 125: ('LiveBrokers', None), 126: ('LiveBrokers', None), 127: ('LiveBrokers[{}].Id', 'i20'), 128: ('LiveBrokers[{}].V0Host', 'i20'), 129: ('LiveBrokers[{}].V0Host', 'i20'), 130: ('LiveBrokers[{}].V0Host', 'i20'), 131: ('LiveBrokers[{}].V0Host', 'i20'), 132: ('LiveBrokers[{}].V0Host', 'i20'), 133: ('LiveBrokers[{}].V0Host', 'i20'), 134: ('LiveBrokers[{}].V0Host', 'i20'), 135: ('LiveBrokers[{}].V0Host', 'i20'), 136: ('LiveBrokers[{}].V0Port', 'i20'), 137: ('LiveBrokers', 'i20'), 138: ('LiveBrokers', 'i20'), 139: ('LiveBrokers', None), 140: ('LiveBrokers', None), 141: ('LiveBrokers', None), 142: ('LiveBrokers', None), 151: ('Port', None), 152: ('Host', None), 153: ('Host', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Host', None), 158: ('Host', None), 159: ('Host', None), 160: ('SecurityProtocol', None), 169: ('Id', None), 170: ('Endpoints', None), 171: ('Endpoints', None), 172: ('Endpoints', None), 173: ('Endpoints', None), 174: ('Endpoints', None), 175: ('Endpoints', None), 176: ('Endpoints', None), 177: ('Endpoints[{}].Port', 'i4'), 178: ('Endpoints[{}].Host', 'i4'), 179: ('Endpoints[{}].Host', 'i4'), 180: ('Endpoints[{}].Host', 'i4'), 181: ('Endpoints[{}].Host', 'i4'), 182: ('Endpoints[{}].Host', 'i4'), 183: ('Endpoints[{}].Host', 'i4'), 184: ('Endpoints[{}].Host', 'i4'), 185: ('Endpoints[{}].Host', 'i4'), 186: ('Endpoints[{}].SecurityProtocol', 'i4'), 187: ('Endpoints', 'i4'), 188: ('Endpoints', 'i4'), 189: ('Endpoints', None), 190: ('Endpoints', None), 191: ('Endpoints', None), 192: ('Endpoints', None), 201: ('ControllerId+ControllerEpoch', None), 202: ('UngroupedPartitionStates', None), 203: ('UngroupedPartitionStates', None), 204: ('UngroupedPartitionStates', None), 205: ('UngroupedPartitionStates', None), 206: ('UngroupedPartitionStates', None), 207: ('UngroupedPartitionStates', None), 208: ('UngroupedPartitionStates', None), 209: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 210: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 211: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 212: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 213: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 214: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 215: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 216: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 217: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 218: ('UngroupedPartitionStates[{}].Isr', 'i5'), 219: ('UngroupedPartitionStates[{}].Isr', 'i5'), 220: ('UngroupedPartitionStates[{}].Isr', 'i5'), 221: ('UngroupedPartitionStates[{}].Isr', 'i5'), 222: ('UngroupedPartitionStates[{}].Isr', 'i5'), 223: ('UngroupedPartitionStates[{}].Isr', 'i5'), 224: ('UngroupedPartitionStates[{}].Isr', 'i5'), 225: ('UngroupedPartitionStates[{}].Isr', 'i5'), 226: ('UngroupedPartitionStates[{}].Isr', 'i5'), 227: ('UngroupedPartitionStates[{}].Isr', 'i5'), 228: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 229: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 230: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 231: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 232: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 233: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 234: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 235: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 236: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 237: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 238: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 239: ('UngroupedPartitionStates', 'i5'), 240: ('UngroupedPartitionStates', 'i5'), 241: ('UngroupedPartitionStates', None), 242: ('UngroupedPartitionStates', None), 243: ('UngroupedPartitionStates', None), 244: ('UngroupedPartitionStates', None), 245: ('LiveBrokers', None), 246: ('LiveBrokers', None), 247: ('LiveBrokers', None), 248: ('LiveBrokers', None), 249: ('LiveBrokers', None), 250: ('LiveBrokers', None), 251: ('LiveBrokers', None), 252: ('LiveBrokers', 'i20'), 253: ('LiveBrokers', 'i20'), 254: ('LiveBrokers', None), 255: ('LiveBrokers', None), 256: ('LiveBrokers', None), 257: ('LiveBrokers', None), 266: ('Id', None), 267: ('Endpoints', None), 268: ('Endpoints', None), 269: ('Endpoints', None), 270: ('Endpoints', None), 271: ('Endpoints', None), 272: ('Endpoints', None), 273: ('Endpoints', None), 274: ('Endpoints[{}].Port', 'i4'), 275: ('Endpoints[{}].Host', 'i4'), 276: ('Endpoints[{}].Host', 'i4'), 277: ('Endpoints[{}].Host', 'i4'), 278: ('Endpoints[{}].Host', 'i4'), 279: ('Endpoints[{}].Host', 'i4'), 280: ('Endpoints[{}].Host', 'i4'), 281: ('Endpoints[{}].Host', 'i4'), 282: ('Endpoints[{}].Host', 'i4'), 283: ('Endpoints[{}].SecurityProtocol', 'i4'), 284: ('Endpoints', 'i4'), 285: ('Endpoints', 'i4'), 286: ('Endpoints', None), 287: ('Endpoints', None), 288: ('Endpoints', None), 289: ('Endpoints', None), 290: ('Rack', None), 291: ('Rack', None), 292: ('Rack', None), 293: ('Rack', None), 294: ('Rack', None), 295: ('Rack', None), 296: ('Rack', None), 297: ('Rack', None), 306: ('ControllerId+ControllerEpoch', None), 307: ('UngroupedPartitionStates', None), 308: ('UngroupedPartitionStates', None), 309: ('UngroupedPartitionStates', None), 310: ('UngroupedPartitionStates', None), 311: ('UngroupedPartitionStates', None), 312: ('UngroupedPartitionStates', None), 313: ('UngroupedPartitionStates', None), 314: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 315: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 316: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 317: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 318: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 319: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 320: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 321: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 322: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 323: ('UngroupedPartitionStates[{}].Isr', 'i5'), 324: ('UngroupedPartitionStates[{}].Isr', 'i5'), 325: ('UngroupedPartitionStates[{}].Isr', 'i5'), 326: ('UngroupedPartitionStates[{}].Isr', 'i5'), 327: ('UngroupedPartitionStates[{}].Isr', 'i5'), 328: ('UngroupedPartitionStates[{}].Isr', 'i5'), 329: ('UngroupedPartitionStates[{}].Isr', 'i5'), 330: ('UngroupedPartitionStates[{}].Isr', 'i5'), 331: ('UngroupedPartitionStates[{}].Isr', 'i5'), 332: ('UngroupedPartitionStates[{}].Isr', 'i5'), 333: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 334: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 335: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 336: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 337: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 338: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 339: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 340: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 341: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 342: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 343: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 344: ('UngroupedPartitionStates', 'i5'), 345: ('UngroupedPartitionStates', 'i5'), 346: ('UngroupedPartitionStates', None), 347: ('UngroupedPartitionStates', None), 348: ('UngroupedPartitionStates', None), 349: ('UngroupedPartitionStates', None), 350: ('LiveBrokers', None), 351: ('LiveBrokers', None), 352: ('LiveBrokers', None), 353: ('LiveBrokers', None), 354: ('LiveBrokers', None), 355: ('LiveBrokers', None), 356: ('LiveBrokers', None), 357: ('LiveBrokers', 'i20'), 358: ('LiveBrokers', 'i20'), 359: ('LiveBrokers', None), 360: ('LiveBrokers', None), 361: ('LiveBrokers', None), 362: ('LiveBrokers', None), 371: ('Port', None), 372: ('Host', None), 373: ('Host', None), 374: ('Host', None), 375: ('Host', None), 376: ('Host', None), 377: ('Host', None), 378: ('Host', None), 379: ('Host', None), 380: ('Listener', None), 381: ('Listener', None), 382: ('Listener', None), 383: ('Listener', None), 384: ('Listener', None), 385: ('Listener', None), 386: ('Listener', None), 387: ('Listener', None), 388: ('SecurityProtocol', None), 397: ('Id', None), 398: ('Endpoints', None), 399: ('Endpoints', None), 400: ('Endpoints', None), 401: ('Endpoints', None), 402: ('Endpoints', None), 403: ('Endpoints', None), 404: ('Endpoints', None), 405: ('Endpoints[{}].Port', 'i4'), 406: ('Endpoints[{}].Host', 'i4'), 407: ('Endpoints[{}].Host', 'i4'), 408: ('Endpoints[{}].Host', 'i4'), 409: ('Endpoints[{}].Host', 'i4'), 410: ('Endpoints[{}].Host', 'i4'), 411: ('Endpoints[{}].Host', 'i4'), 412: ('Endpoints[{}].Host', 'i4'), 413: ('Endpoints[{}].Host', 'i4'), 414: ('Endpoints[{}].Listener', 'i4'), 415: ('Endpoints[{}].Listener', 'i4'), 416: ('Endpoints[{}].Listener', 'i4'), 417: ('Endpoints[{}].Listener', 'i4'), 418: ('Endpoints[{}].Listener', 'i4'), 419: ('Endpoints[{}].Listener', 'i4'), 420: ('Endpoints[{}].Listener', 'i4'), 421: ('Endpoints[{}].Listener', 'i4'), 422: ('Endpoints[{}].SecurityProtocol', 'i4'), 423: ('Endpoints', 'i4'), 424: ('Endpoints', 'i4'), 425: ('Endpoints', None), 426: ('Endpoints', None), 427: ('Endpoints', None), 428: ('Endpoints', None), 429: ('Rack', None), 430: ('Rack', None), 431: ('Rack', None), 432: ('Rack', None), 433: ('Rack', None), 434: ('Rack', None), 435: ('Rack', None), 436: ('Rack', None), 445: ('ControllerId+ControllerEpoch', None), 446: ('UngroupedPartitionStates', None), 447: ('UngroupedPartitionStates', None), 448: ('UngroupedPartitionStates', None), 449: ('UngroupedPartitionStates', None), 450: ('UngroupedPartitionStates', None), 451: ('UngroupedPartitionStates', None), 452: ('UngroupedPartitionStates', None), 453: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 454: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 455: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 456: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 457: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 458: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 459: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 460: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 461: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 462: ('UngroupedPartitionStates[{}].Isr', 'i5'), 463: ('UngroupedPartitionStates[{}].Isr', 'i5'), 464: ('UngroupedPartitionStates[{}].Isr', 'i5'), 465: ('UngroupedPartitionStates[{}].Isr', 'i5'), 466: ('UngroupedPartitionStates[{}].Isr', 'i5'), 467: ('UngroupedPartitionStates[{}].Isr', 'i5'), 468: ('UngroupedPartitionStates[{}].Isr', 'i5'), 469: ('UngroupedPartitionStates[{}].Isr', 'i5'), 470: ('UngroupedPartitionStates[{}].Isr', 'i5'), 471: ('UngroupedPartitionStates[{}].Isr', 'i5'), 472: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 473: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 474: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 475: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 476: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 477: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 478: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 479: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 480: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 481: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 482: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 483: ('UngroupedPartitionStates', 'i5'), 484: ('UngroupedPartitionStates', 'i5'), 485: ('UngroupedPartitionStates', None), 486: ('UngroupedPartitionStates', None), 487: ('UngroupedPartitionStates', None), 488: ('UngroupedPartitionStates', None), 489: ('LiveBrokers', None), 490: ('LiveBrokers', None), 491: ('LiveBrokers', None), 492: ('LiveBrokers', None), 493: ('LiveBrokers', None), 494: ('LiveBrokers', None), 495: ('LiveBrokers', None), 496: ('LiveBrokers', 'i20'), 497: ('LiveBrokers', 'i20'), 498: ('LiveBrokers', None), 499: ('LiveBrokers', None), 500: ('LiveBrokers', None), 501: ('LiveBrokers', None), 510: ('TopicName', None), 511: ('TopicName', None), 512: ('TopicName', None), 513: ('TopicName', None), 514: ('TopicName', None), 515: ('TopicName', None), 516: ('TopicName', None), 517: ('TopicName', None), 518: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 519: ('Isr', None), 520: ('Isr', None), 521: ('Isr', None), 522: ('Isr', None), 523: ('Isr', None), 524: ('Isr', None), 525: ('Isr', None), 526: ('Isr', None), 527: ('Isr', None), 528: ('Isr', None), 529: ('ZkVersion', None), 530: ('Replicas', None), 531: ('Replicas', None), 532: ('Replicas', None), 533: ('Replicas', None), 534: ('Replicas', None), 535: ('Replicas', None), 536: ('Replicas', None), 537: ('Replicas', None), 538: ('Replicas', None), 539: ('Replicas', None), 540: ('OfflineReplicas', None), 541: ('OfflineReplicas', None), 542: ('OfflineReplicas', None), 543: ('OfflineReplicas', None), 544: ('OfflineReplicas', None), 545: ('OfflineReplicas', None), 546: ('OfflineReplicas', None), 547: ('OfflineReplicas', None), 548: ('OfflineReplicas', None), 549: ('OfflineReplicas', None), 558: ('ControllerId+ControllerEpoch', None), 559: ('UngroupedPartitionStates', None), 560: ('UngroupedPartitionStates', None), 561: ('UngroupedPartitionStates', None), 562: ('UngroupedPartitionStates', None), 563: ('UngroupedPartitionStates', None), 564: ('UngroupedPartitionStates', None), 565: ('UngroupedPartitionStates', None), 566: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 567: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 568: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 569: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 570: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 571: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 572: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 573: ('UngroupedPartitionStates[{}].TopicName', 'i5'), 574: ('UngroupedPartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 575: ('UngroupedPartitionStates[{}].Isr', 'i5'), 576: ('UngroupedPartitionStates[{}].Isr', 'i5'), 577: ('UngroupedPartitionStates[{}].Isr', 'i5'), 578: ('UngroupedPartitionStates[{}].Isr', 'i5'), 579: ('UngroupedPartitionStates[{}].Isr', 'i5'), 580: ('UngroupedPartitionStates[{}].Isr', 'i5'), 581: ('UngroupedPartitionStates[{}].Isr', 'i5'), 582: ('UngroupedPartitionStates[{}].Isr', 'i5'), 583: ('UngroupedPartitionStates[{}].Isr', 'i5'), 584: ('UngroupedPartitionStates[{}].Isr', 'i5'), 585: ('UngroupedPartitionStates[{}].ZkVersion', 'i5'), 586: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 587: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 588: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 589: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 590: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 591: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 592: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 593: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 594: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 595: ('UngroupedPartitionStates[{}].Replicas', 'i5'), 596: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 597: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 598: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 599: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 600: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 601: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 602: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 603: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 604: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 605: ('UngroupedPartitionStates[{}].OfflineReplicas', 'i5'), 606: ('UngroupedPartitionStates', 'i5'), 607: ('UngroupedPartitionStates', 'i5'), 608: ('UngroupedPartitionStates', None), 609: ('UngroupedPartitionStates', None), 610: ('UngroupedPartitionStates', None), 611: ('UngroupedPartitionStates', None), 612: ('LiveBrokers', None), 613: ('LiveBrokers', None), 614: ('LiveBrokers', None), 615: ('LiveBrokers', None), 616: ('LiveBrokers', None), 617: ('LiveBrokers', None), 618: ('LiveBrokers', None), 619: ('LiveBrokers', 'i22'), 620: ('LiveBrokers', 'i22'), 621: ('LiveBrokers', None), 622: ('LiveBrokers', None), 623: ('LiveBrokers', None), 624: ('LiveBrokers', None), 633: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 634: ('Isr', None), 635: ('Isr', None), 636: ('Isr', None), 637: ('Isr', None), 638: ('Isr', None), 639: ('Isr', None), 640: ('Isr', None), 641: ('Isr', None), 642: ('Isr', None), 643: ('Isr', None), 644: ('ZkVersion', None), 645: ('Replicas', None), 646: ('Replicas', None), 647: ('Replicas', None), 648: ('Replicas', None), 649: ('Replicas', None), 650: ('Replicas', None), 651: ('Replicas', None), 652: ('Replicas', None), 653: ('Replicas', None), 654: ('Replicas', None), 655: ('OfflineReplicas', None), 656: ('OfflineReplicas', None), 657: ('OfflineReplicas', None), 658: ('OfflineReplicas', None), 659: ('OfflineReplicas', None), 660: ('OfflineReplicas', None), 661: ('OfflineReplicas', None), 662: ('OfflineReplicas', None), 663: ('OfflineReplicas', None), 664: ('OfflineReplicas', None), 673: ('TopicName', None), 674: ('TopicName', None), 675: ('TopicName', None), 676: ('TopicName', None), 677: ('TopicName', None), 678: ('TopicName', None), 679: ('TopicName', None), 680: ('TopicName', None), 681: ('PartitionStates', None), 682: ('PartitionStates', None), 683: ('PartitionStates', None), 684: ('PartitionStates', None), 685: ('PartitionStates', None), 686: ('PartitionStates', None), 687: ('PartitionStates', None), 688: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 689: ('PartitionStates[{}].Isr', 'i5'), 690: ('PartitionStates[{}].Isr', 'i5'), 691: ('PartitionStates[{}].Isr', 'i5'), 692: ('PartitionStates[{}].Isr', 'i5'), 693: ('PartitionStates[{}].Isr', 'i5'), 694: ('PartitionStates[{}].Isr', 'i5'), 695: ('PartitionStates[{}].Isr', 'i5'), 696: ('PartitionStates[{}].Isr', 'i5'), 697: ('PartitionStates[{}].Isr', 'i5'), 698: ('PartitionStates[{}].Isr', 'i5'), 699: ('PartitionStates[{}].ZkVersion', 'i5'), 700: ('PartitionStates[{}].Replicas', 'i5'), 701: ('PartitionStates[{}].Replicas', 'i5'), 702: ('PartitionStates[{}].Replicas', 'i5'), 703: ('PartitionStates[{}].Replicas', 'i5'), 704: ('PartitionStates[{}].Replicas', 'i5'), 705: ('PartitionStates[{}].Replicas', 'i5'), 706: ('PartitionStates[{}].Replicas', 'i5'), 707: ('PartitionStates[{}].Replicas', 'i5'), 708: ('PartitionStates[{}].Replicas', 'i5'), 709: ('PartitionStates[{}].Replicas', 'i5'), 710: ('PartitionStates[{}].OfflineReplicas', 'i5'), 711: ('PartitionStates[{}].OfflineReplicas', 'i5'), 712: ('PartitionStates[{}].OfflineReplicas', 'i5'), 713: ('PartitionStates[{}].OfflineReplicas', 'i5'), 714: ('PartitionStates[{}].OfflineReplicas', 'i5'), 715: ('PartitionStates[{}].OfflineReplicas', 'i5'), 716: ('PartitionStates[{}].OfflineReplicas', 'i5'), 717: ('PartitionStates[{}].OfflineReplicas', 'i5'), 718: ('PartitionStates[{}].OfflineReplicas', 'i5'), 719: ('PartitionStates[{}].OfflineReplicas', 'i5'), 720: ('PartitionStates', 'i5'), 721: ('PartitionStates', 'i5'), 722: ('PartitionStates', None), 723: ('PartitionStates', None), 724: ('PartitionStates', None), 725: ('PartitionStates', None), 734: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 735: ('TopicStates', None), 736: ('TopicStates', None), 737: ('TopicStates', None), 738: ('TopicStates', None), 739: ('TopicStates', None), 740: ('TopicStates', None), 741: ('TopicStates', None), 742: ('TopicStates', 'i6'), 743: ('TopicStates', 'i6'), 744: ('TopicStates', None), 745: ('TopicStates', None), 746: ('TopicStates', None), 747: ('TopicStates', None), 748: ('LiveBrokers', None), 749: ('LiveBrokers', None), 750: ('LiveBrokers', None), 751: ('LiveBrokers', None), 752: ('LiveBrokers', None), 753: ('LiveBrokers', None), 754: ('LiveBrokers', None), 755: ('LiveBrokers', 'i10'), 756: ('LiveBrokers', 'i10'), 757: ('LiveBrokers', None), 758: ('LiveBrokers', None), 759: ('LiveBrokers', None), 760: ('LiveBrokers', None), 769: ('PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', None), 770: ('Isr', None), 771: ('Isr', None), 772: ('Isr', None), 773: ('Isr', None), 774: ('Isr', None), 775: ('Isr', None), 776: ('Isr', None), 777: ('Isr', None), 778: ('Isr', None), 779: ('Isr', None), 780: ('Isr', None), 781: ('Isr', None), 782: ('ZkVersion', None), 783: ('Replicas', None), 784: ('Replicas', None), 785: ('Replicas', None), 786: ('Replicas', None), 787: ('Replicas', None), 788: ('Replicas', None), 789: ('Replicas', None), 790: ('Replicas', None), 791: ('Replicas', None), 792: ('Replicas', None), 793: ('Replicas', None), 794: ('Replicas', None), 795: ('OfflineReplicas', None), 796: ('OfflineReplicas', None), 797: ('OfflineReplicas', None), 798: ('OfflineReplicas', None), 799: ('OfflineReplicas', None), 800: ('OfflineReplicas', None), 801: ('OfflineReplicas', None), 802: ('OfflineReplicas', None), 803: ('OfflineReplicas', None), 804: ('OfflineReplicas', None), 805: ('OfflineReplicas', None), 806: ('OfflineReplicas', None), 808: ('_tagged', None), 809: ('_tagged', None), 810: ('_tagged', None), 818: ('TopicName', None), 819: ('TopicName', None), 820: ('TopicName', None), 821: ('TopicName', None), 822: ('TopicName', None), 823: ('TopicName', None), 824: ('TopicName', None), 825: ('TopicName', None), 826: ('TopicName', None), 827: ('TopicName', None), 828: ('PartitionStates', None), 829: ('PartitionStates', None), 830: ('PartitionStates', None), 831: ('PartitionStates', None), 832: ('PartitionStates', None), 833: ('PartitionStates', None), 834: ('PartitionStates', None), 835: ('PartitionStates', None), 836: ('PartitionStates', None), 837: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i5'), 838: ('PartitionStates[{}].Isr', 'i5'), 839: ('PartitionStates[{}].Isr', 'i5'), 840: ('PartitionStates[{}].Isr', 'i5'), 841: ('PartitionStates[{}].Isr', 'i5'), 842: ('PartitionStates[{}].Isr', 'i5'), 843: ('PartitionStates[{}].Isr', 'i5'), 844: ('PartitionStates[{}].Isr', 'i5'), 845: ('PartitionStates[{}].Isr', 'i5'), 846: ('PartitionStates[{}].Isr', 'i5'), 847: ('PartitionStates[{}].Isr', 'i5'), 848: ('PartitionStates[{}].Isr', 'i5'), 849: ('PartitionStates[{}].Isr', 'i5'), 850: ('PartitionStates[{}].ZkVersion', 'i5'), 851: ('PartitionStates[{}].Replicas', 'i5'), 852: ('PartitionStates[{}].Replicas', 'i5'), 853: ('PartitionStates[{}].Replicas', 'i5'), 854: ('PartitionStates[{}].Replicas', 'i5'), 855: ('PartitionStates[{}].Replicas', 'i5'), 856: ('PartitionStates[{}].Replicas', 'i5'), 857: ('PartitionStates[{}].Replicas', 'i5'), 858: ('PartitionStates[{}].Replicas', 'i5'), 859: ('PartitionStates[{}].Replicas', 'i5'), 860: ('PartitionStates[{}].Replicas', 'i5'), 861: ('PartitionStates[{}].Replicas', 'i5'), 862: ('PartitionStates[{}].Replicas', 'i5'), 863: ('PartitionStates[{}].OfflineReplicas', 'i5'), 864: ('PartitionStates[{}].OfflineReplicas', 'i5'), 865: ('PartitionStates[{}].OfflineReplicas', 'i5'), 866: ('PartitionStates[{}].OfflineReplicas', 'i5'), 867: ('PartitionStates[{}].OfflineReplicas', 'i5'), 868: ('PartitionStates[{}].OfflineReplicas', 'i5'), 869: ('PartitionStates[{}].OfflineReplicas', 'i5'), 870: ('PartitionStates[{}].OfflineReplicas', 'i5'), 871: ('PartitionStates[{}].OfflineReplicas', 'i5'), 872: ('PartitionStates[{}].OfflineReplicas', 'i5'), 873: ('PartitionStates[{}].OfflineReplicas', 'i5'), 874: ('PartitionStates[{}].OfflineReplicas', 'i5'), 875: ('PartitionStates', 'i5'), 876: ('PartitionStates', 'i5'), 877: ('PartitionStates', 'i5'), 878: ('PartitionStates', 'i5'), 879: ('PartitionStates', 'i5'), 880: ('PartitionStates', None), 881: ('PartitionStates', None), 882: ('PartitionStates', None), 883: ('PartitionStates', None), 885: ('_tagged', None), 886: ('_tagged', None), 887: ('_tagged', None), 895: ('Port', None), 896: ('Host', None), 897: ('Host', None), 898: ('Host', None), 899: ('Host', None), 900: ('Host', None), 901: ('Host', None), 902: ('Host', None), 903: ('Host', None), 904: ('Host', None), 905: ('Host', None), 906: ('Listener', None), 907: ('Listener', None), 908: ('Listener', None), 909: ('Listener', None), 910: ('Listener', None), 911: ('Listener', None), 912: ('Listener', None), 913: ('Listener', None), 914: ('Listener', None), 915: ('Listener', None), 916: ('SecurityProtocol', None), 918: ('_tagged', None), 919: ('_tagged', None), 920: ('_tagged', None), 928: ('Id', None), 929: ('Endpoints', None), 930: ('Endpoints', None), 931: ('Endpoints', None), 932: ('Endpoints', None), 933: ('Endpoints', None), 934: ('Endpoints', None), 935: ('Endpoints', None), 936: ('Endpoints', None), 937: ('Endpoints', None), 938: ('Endpoints[{}].Port', 'i4'), 939: ('Endpoints[{}].Host', 'i4'), 940: ('Endpoints[{}].Host', 'i4'), 941: ('Endpoints[{}].Host', 'i4'), 942: ('Endpoints[{}].Host', 'i4'), 943: ('Endpoints[{}].Host', 'i4'), 944: ('Endpoints[{}].Host', 'i4'), 945: ('Endpoints[{}].Host', 'i4'), 946: ('Endpoints[{}].Host', 'i4'), 947: ('Endpoints[{}].Host', 'i4'), 948: ('Endpoints[{}].Host', 'i4'), 949: ('Endpoints[{}].Listener', 'i4'), 950: ('Endpoints[{}].Listener', 'i4'), 951: ('Endpoints[{}].Listener', 'i4'), 952: ('Endpoints[{}].Listener', 'i4'), 953: ('Endpoints[{}].Listener', 'i4'), 954: ('Endpoints[{}].Listener', 'i4'), 955: ('Endpoints[{}].Listener', 'i4'), 956: ('Endpoints[{}].Listener', 'i4'), 957: ('Endpoints[{}].Listener', 'i4'), 958: ('Endpoints[{}].Listener', 'i4'), 959: ('Endpoints[{}].SecurityProtocol', 'i4'), 960: ('Endpoints', 'i4'), 961: ('Endpoints', 'i4'), 962: ('Endpoints', 'i4'), 963: ('Endpoints', 'i4'), 964: ('Endpoints', 'i4'), 965: ('Endpoints', None), 966: ('Endpoints', None), 967: ('Endpoints', None), 968: ('Endpoints', None), 969: ('Rack', None), 970: ('Rack', None), 971: ('Rack', None), 972: ('Rack', None), 973: ('Rack', None), 974: ('Rack', None), 975: ('Rack', None), 976: ('Rack', None), 977: ('Rack', None), 978: ('Rack', None), 980: ('_tagged', None), 981: ('_tagged', None), 982: ('_tagged', None), 990: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 991: ('TopicStates', None), 992: ('TopicStates', None), 993: ('TopicStates', None), 994: ('TopicStates', None), 995: ('TopicStates', None), 996: ('TopicStates', None), 997: ('TopicStates', None), 998: ('TopicStates', None), 999: ('TopicStates', None), 1000: ('TopicStates', 'i6'), 1001: ('TopicStates', 'i6'), 1002: ('TopicStates', None), 1003: ('TopicStates', None), 1004: ('TopicStates', None), 1005: ('TopicStates', None), 1006: ('LiveBrokers', None), 1007: ('LiveBrokers', None), 1008: ('LiveBrokers', None), 1009: ('LiveBrokers', None), 1010: ('LiveBrokers', None), 1011: ('LiveBrokers', None), 1012: ('LiveBrokers', None), 1013: ('LiveBrokers', None), 1014: ('LiveBrokers', None), 1015: ('LiveBrokers', 'i10'), 1016: ('LiveBrokers', 'i10'), 1017: ('LiveBrokers', None), 1018: ('LiveBrokers', None), 1019: ('LiveBrokers', None), 1020: ('LiveBrokers', None), 1022: ('_tagged', None), 1023: ('_tagged', None), 1024: ('_tagged', None), 1032: ('TopicName', None), 1033: ('TopicName', None), 1034: ('TopicName', None), 1035: ('TopicName', None), 1036: ('TopicName', None), 1037: ('TopicName', None), 1038: ('TopicName', None), 1039: ('TopicName', None), 1040: ('TopicName', None), 1041: ('TopicName', None), 1042: ('TopicId', None), 1043: ('PartitionStates', None), 1044: ('PartitionStates', None), 1045: ('PartitionStates', None), 1046: ('PartitionStates', None), 1047: ('PartitionStates', None), 1048: ('PartitionStates', None), 1049: ('PartitionStates', None), 1050: ('PartitionStates', None), 1051: ('PartitionStates', None), 1052: ('PartitionStates[{}].PartitionIndex+ControllerEpoch+Leader+LeaderEpoch', 'i6'), 1053: ('PartitionStates[{}].Isr', 'i6'), 1054: ('PartitionStates[{}].Isr', 'i6'), 1055: ('PartitionStates[{}].Isr', 'i6'), 1056: ('PartitionStates[{}].Isr', 'i6'), 1057: ('PartitionStates[{}].Isr', 'i6'), 1058: ('PartitionStates[{}].Isr', 'i6'), 1059: ('PartitionStates[{}].Isr', 'i6'), 1060: ('PartitionStates[{}].Isr', 'i6'), 1061: ('PartitionStates[{}].Isr', 'i6'), 1062: ('PartitionStates[{}].Isr', 'i6'), 1063: ('PartitionStates[{}].Isr', 'i6'), 1064: ('PartitionStates[{}].Isr', 'i6'), 1065: ('PartitionStates[{}].ZkVersion', 'i6'), 1066: ('PartitionStates[{}].Replicas', 'i6'), 1067: ('PartitionStates[{}].Replicas', 'i6'), 1068: ('PartitionStates[{}].Replicas', 'i6'), 1069: ('PartitionStates[{}].Replicas', 'i6'), 1070: ('PartitionStates[{}].Replicas', 'i6'), 1071: ('PartitionStates[{}].Replicas', 'i6'), 1072: ('PartitionStates[{}].Replicas', 'i6'), 1073: ('PartitionStates[{}].Replicas', 'i6'), 1074: ('PartitionStates[{}].Replicas', 'i6'), 1075: ('PartitionStates[{}].Replicas', 'i6'), 1076: ('PartitionStates[{}].Replicas', 'i6'), 1077: ('PartitionStates[{}].Replicas', 'i6'), 1078: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1079: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1080: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1081: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1082: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1083: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1084: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1085: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1086: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1087: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1088: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1089: ('PartitionStates[{}].OfflineReplicas', 'i6'), 1090: ('PartitionStates', 'i6'), 1091: ('PartitionStates', 'i6'), 1092: ('PartitionStates', 'i6'), 1093: ('PartitionStates', 'i6'), 1094: ('PartitionStates', 'i6'), 1095: ('PartitionStates', None), 1096: ('PartitionStates', None), 1097: ('PartitionStates', None), 1098: ('PartitionStates', None), 1100: ('_tagged', None), 1101: ('_tagged', None), 1102: ('_tagged', None), 1110: ('ControllerId+ControllerEpoch+BrokerEpoch', None), 1111: ('TopicStates', None), 1112: ('TopicStates', None), 1113: ('TopicStates', None), 1114: ('TopicStates', None), 1115: ('TopicStates', None), 1116: ('TopicStates', None), 1117: ('TopicStates', None), 1118: ('TopicStates', None), 1119: ('TopicStates', None), 1120: ('TopicStates', 'i6'), 1121: ('TopicStates', 'i6'), 1122: ('TopicStates', None), 1123: ('TopicStates', None), 1124: ('TopicStates', None), 1125: ('TopicStates', None), 1126: ('LiveBrokers', None), 1127: ('LiveBrokers', None), 1128: ('LiveBrokers', None), 1129: ('LiveBrokers', None), 1130: ('LiveBrokers', None), 1131: ('LiveBrokers', None), 1132: ('LiveBrokers', None), 1133: ('LiveBrokers', None), 1134: ('LiveBrokers', None), 1135: ('LiveBrokers', 'i10'), 1136: ('LiveBrokers', 'i10'), 1137: ('LiveBrokers', None), 1138: ('LiveBrokers', None), 1139: ('LiveBrokers', None), 1140: ('LiveBrokers', None), 1142: ('_tagged', None), 1143: ('_tagged', None), 1144: ('_tagged', None), 1152: ('Type', None), 1160: ('ControllerId+isKRaftController+ControllerEpoch+BrokerEpoch', None), 1161: ('TopicStates', None), 1162: ('TopicStates', None), 1163: ('TopicStates', None), 1164: ('TopicStates', None), 1165: ('TopicStates', None), 1166: ('TopicStates', None), 1167: ('TopicStates', None), 1168: ('TopicStates', None), 1169: ('TopicStates', None), 1170: ('TopicStates', 'i7'), 1171: ('TopicStates', 'i7'), 1172: ('TopicStates', None), 1173: ('TopicStates', None), 1174: ('TopicStates', None), 1175: ('TopicStates', None), 1176: ('LiveBrokers', None), 1177: ('LiveBrokers', None), 1178: ('LiveBrokers', None), 1179: ('LiveBrokers', None), 1180: ('LiveBrokers', None), 1181: ('LiveBrokers', None), 1182: ('LiveBrokers', None), 1183: ('LiveBrokers', None), 1184: ('LiveBrokers', None), 1185: ('LiveBrokers', 'i11'), 1186: ('LiveBrokers', 'i11'), 1187: ('LiveBrokers', None), 1188: ('LiveBrokers', None), 1189: ('LiveBrokers', None), 1190: ('LiveBrokers', None), 1192: ('_tagged', None), 1193: ('_tagged', None), 1194: ('_tagged', None), 1202: ('ErrorCode', None), 1211: ('ErrorCode', None), 1213: ('_tagged', None), 1214: ('_tagged', None), 1215: ('_tagged', None)}

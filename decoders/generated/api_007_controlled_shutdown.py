@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>iq').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -19,7 +17,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 12
@@ -28,19 +26,19 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 12
         d = {"BrokerId": v1, "BrokerEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -57,15 +55,15 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U2(b, p); p += 2
@@ -88,7 +86,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -105,12 +103,12 @@ def _f5(b, p):
         d = {"TopicName": v1, "PartitionIndex": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -119,8 +117,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -137,7 +135,7 @@ def _f6(b, p):
                 d8 = {"TopicName": v5, "PartitionIndex": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -146,7 +144,7 @@ def _f6(b, p):
         d = {"ErrorCode": v1, "RemainingPartitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -158,4 +156,4 @@ NAME = 'ControlledShutdown'
 REQUEST = {0: _f0, 1: _f0, 2: _f1, 3: _f2}
 RESPONSE = {0: _f4, 1: _f4, 2: _f4, 3: _f6}
 
-_LINES = {16: ('BrokerId', None), 25: ('BrokerId+BrokerEpoch', None), 34: ('BrokerId+BrokerEpoch', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('TopicName', None), 54: ('PartitionIndex', None), 63: ('ErrorCode', None), 64: ('RemainingPartitions', None), 65: ('RemainingPartitions', None), 66: ('RemainingPartitions', None), 67: ('RemainingPartitions', None), 68: ('RemainingPartitions', None), 69: ('RemainingPartitions', None), 70: ('RemainingPartitions', None), 71: ('RemainingPartitions[{}].TopicName', 'i4'), 72: ('RemainingPartitions[{}].TopicName', 'i4'), 73: ('RemainingPartitions[{}].TopicName', 'i4'), 74: ('RemainingPartitions[{}].TopicName', 'i4'), 75: ('RemainingPartitions[{}].TopicName', 'i4'), 76: ('RemainingPartitions[{}].TopicName', 'i4'), 77: ('RemainingPartitions[{}].TopicName', 'i4'), 78: ('RemainingPartitions[{}].TopicName', 'i4'), 79: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 80: ('RemainingPartitions', 'i4'), 81: ('RemainingPartitions', 'i4'), 82: ('RemainingPartitions', None), 83: ('RemainingPartitions', None), 84: ('RemainingPartitions', None), 85: ('RemainingPartitions', None), 94: ('TopicName', None), 95: ('TopicName', None), 96: ('TopicName', None), 97: ('TopicName', None), 98: ('TopicName', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('TopicName', None), 103: ('TopicName', None), 104: ('PartitionIndex', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('ErrorCode', None), 117: ('RemainingPartitions', None), 118: ('RemainingPartitions', None), 119: ('RemainingPartitions', None), 120: ('RemainingPartitions', None), 121: ('RemainingPartitions', None), 122: ('RemainingPartitions', None), 123: ('RemainingPartitions', None), 124: ('RemainingPartitions', None), 125: ('RemainingPartitions', None), 126: ('RemainingPartitions[{}].TopicName', 'i4'), 127: ('RemainingPartitions[{}].TopicName', 'i4'), 128: ('RemainingPartitions[{}].TopicName', 'i4'), 129: ('RemainingPartitions[{}].TopicName', 'i4'), 130: ('RemainingPartitions[{}].TopicName', 'i4'), 131: ('RemainingPartitions[{}].TopicName', 'i4'), 132: ('RemainingPartitions[{}].TopicName', 'i4'), 133: ('RemainingPartitions[{}].TopicName', 'i4'), 134: ('RemainingPartitions[{}].TopicName', 'i4'), 135: ('RemainingPartitions[{}].TopicName', 'i4'), 136: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 137: ('RemainingPartitions', 'i4'), 138: ('RemainingPartitions', 'i4'), 139: ('RemainingPartitions', 'i4'), 140: ('RemainingPartitions', 'i4'), 141: ('RemainingPartitions', 'i4'), 142: ('RemainingPartitions', None), 143: ('RemainingPartitions', None), 144: ('RemainingPartitions', None), 145: ('RemainingPartitions', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None)}
+_LINES = {14: ('BrokerId', None), 23: ('BrokerId+BrokerEpoch', None), 32: ('BrokerId+BrokerEpoch', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('PartitionIndex', None), 61: ('ErrorCode', None), 62: ('RemainingPartitions', None), 63: ('RemainingPartitions', None), 64: ('RemainingPartitions', None), 65: ('RemainingPartitions', None), 66: ('RemainingPartitions', None), 67: ('RemainingPartitions', None), 68: ('RemainingPartitions', None), 69: ('RemainingPartitions[{}].TopicName', 'i4'), 70: ('RemainingPartitions[{}].TopicName', 'i4'), 71: ('RemainingPartitions[{}].TopicName', 'i4'), 72: ('RemainingPartitions[{}].TopicName', 'i4'), 73: ('RemainingPartitions[{}].TopicName', 'i4'), 74: ('RemainingPartitions[{}].TopicName', 'i4'), 75: ('RemainingPartitions[{}].TopicName', 'i4'), 76: ('RemainingPartitions[{}].TopicName', 'i4'), 77: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 78: ('RemainingPartitions', 'i4'), 79: ('RemainingPartitions', 'i4'), 80: ('RemainingPartitions', None), 81: ('RemainingPartitions', None), 82: ('RemainingPartitions', None), 83: ('RemainingPartitions', None), 92: ('TopicName', None), 93: ('TopicName', None), 94: ('TopicName', None), 95: ('TopicName', None), 96: ('TopicName', None), 97: ('TopicName', None), 98: ('TopicName', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('PartitionIndex', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('ErrorCode', None), 115: ('RemainingPartitions', None), 116: ('RemainingPartitions', None), 117: ('RemainingPartitions', None), 118: ('RemainingPartitions', None), 119: ('RemainingPartitions', None), 120: ('RemainingPartitions', None), 121: ('RemainingPartitions', None), 122: ('RemainingPartitions', None), 123: ('RemainingPartitions', None), 124: ('RemainingPartitions[{}].TopicName', 'i4'), 125: ('RemainingPartitions[{}].TopicName', 'i4'), 126: ('RemainingPartitions[{}].TopicName', 'i4'), 127: ('RemainingPartitions[{}].TopicName', 'i4'), 128: ('RemainingPartitions[{}].TopicName', 'i4'), 129: ('RemainingPartitions[{}].TopicName', 'i4'), 130: ('RemainingPartitions[{}].TopicName', 'i4'), 131: ('RemainingPartitions[{}].TopicName', 'i4'), 132: ('RemainingPartitions[{}].TopicName', 'i4'), 133: ('RemainingPartitions[{}].TopicName', 'i4'), 134: ('RemainingPartitions[{}].PartitionIndex', 'i4'), 135: ('RemainingPartitions', 'i4'), 136: ('RemainingPartitions', 'i4'), 137: ('RemainingPartitions', 'i4'), 138: ('RemainingPartitions', 'i4'), 139: ('RemainingPartitions', 'i4'), 140: ('RemainingPartitions', None), 141: ('RemainingPartitions', None), 142: ('RemainingPartitions', None), 143: ('RemainingPartitions', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None)}

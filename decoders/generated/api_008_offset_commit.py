@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iq').unpack_from
@@ -15,7 +13,7 @@ _U6 = _struct.Struct('>16s').unpack_from
 _U7 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 12
@@ -32,7 +30,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -46,8 +44,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 12
@@ -70,7 +68,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -84,11 +82,11 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -99,7 +97,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 20
@@ -116,7 +114,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -130,8 +128,8 @@ def _f4(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 20
@@ -154,7 +152,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -177,11 +175,11 @@ def _f5(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f4(b, p)
+                x9, p = _f4(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -192,7 +190,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -216,11 +214,11 @@ def _f6(b, p):
         n8, = _U1(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f1(b, p)
+                x10, p = _f1(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -231,7 +229,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -254,11 +252,11 @@ def _f7(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f1(b, p)
+                x9, p = _f1(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -269,7 +267,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -286,7 +284,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -300,8 +298,8 @@ def _f9(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -324,7 +322,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -347,11 +345,11 @@ def _f10(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f9(b, p)
+                x9, p = _f9(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -362,7 +360,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -393,11 +391,11 @@ def _f11(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f9(b, p)
+                x11, p = _f9(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -408,7 +406,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -425,12 +423,12 @@ def _f12(b, p):
         d = {"PartitionIndex": v1, "CommittedOffset": v2, "CommittedLeaderEpoch": v3, "CommittedMetadata": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -448,8 +446,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -466,7 +464,7 @@ def _f13(b, p):
                 d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -475,12 +473,12 @@ def _f13(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -519,11 +517,11 @@ def _f14(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 3 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f13(b, p)
+                x11, p = _f13(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -532,12 +530,12 @@ def _f14(b, p):
         d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "GroupInstanceId": v6, "Topics": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U6(b, p); p += 16
@@ -546,8 +544,8 @@ def _f15(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U5(b, p); p += 16
@@ -564,7 +562,7 @@ def _f15(b, p):
                 d10 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "CommittedMetadata": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -573,12 +571,12 @@ def _f15(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -617,11 +615,11 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 18 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f15(b, p)
+                x11, p = _f15(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -630,12 +628,12 @@ def _f16(b, p):
         d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "GroupInstanceId": v6, "Topics": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
@@ -644,7 +642,7 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -658,8 +656,8 @@ def _f18(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U7(b, p); p += 6
@@ -674,17 +672,17 @@ def _f18(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f18(b, p)
+                x4, p = _f18(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -695,18 +693,18 @@ def _f19(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
+                x5, p = _f18(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -717,19 +715,19 @@ def _f20(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -747,15 +745,15 @@ def _f22(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U7(b, p); p += 6
                 d8 = {"PartitionIndex": v6, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -764,12 +762,12 @@ def _f22(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -778,11 +776,11 @@ def _f23(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f22(b, p)
+                x5, p = _f22(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -791,12 +789,12 @@ def _f23(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, = _U6(b, p); p += 16
@@ -805,15 +803,15 @@ def _f24(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U7(b, p); p += 6
                 d7 = {"PartitionIndex": v5, "ErrorCode": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -822,12 +820,12 @@ def _f24(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -836,11 +834,11 @@ def _f25(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f24(b, p)
+                x5, p = _f24(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -849,7 +847,7 @@ def _f25(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -861,5 +859,5 @@ NAME = 'OffsetCommit'
 REQUEST = {0: _f2, 1: _f5, 2: _f6, 3: _f6, 4: _f6, 5: _f7, 6: _f10, 7: _f11, 8: _f14, 9: _f14, 10: _f16}
 RESPONSE = {0: _f19, 1: _f19, 2: _f19, 3: _f20, 4: _f20, 5: _f20, 6: _f20, 7: _f20, 8: _f23, 9: _f23, 10: _f25}
 
-_LINES = {21: ('PartitionIndex+CommittedOffset', None), 22: ('CommittedMetadata', None), 23: ('CommittedMetadata', None), 24: ('CommittedMetadata', None), 25: ('CommittedMetadata', None), 26: ('CommittedMetadata', None), 27: ('CommittedMetadata', None), 28: ('CommittedMetadata', None), 29: ('CommittedMetadata', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 54: ('Partitions[{}].CommittedMetadata', 'i5'), 55: ('Partitions[{}].CommittedMetadata', 'i5'), 56: ('Partitions[{}].CommittedMetadata', 'i5'), 57: ('Partitions[{}].CommittedMetadata', 'i5'), 58: ('Partitions[{}].CommittedMetadata', 'i5'), 59: ('Partitions[{}].CommittedMetadata', 'i5'), 60: ('Partitions[{}].CommittedMetadata', 'i5'), 61: ('Partitions[{}].CommittedMetadata', 'i5'), 62: ('Partitions', 'i5'), 63: ('Partitions', 'i5'), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GroupId', None), 83: ('GroupId', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', 'i5'), 92: ('Topics', 'i5'), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 105: ('PartitionIndex+CommittedOffset+CommitTimestamp', None), 106: ('CommittedMetadata', None), 107: ('CommittedMetadata', None), 108: ('CommittedMetadata', None), 109: ('CommittedMetadata', None), 110: ('CommittedMetadata', None), 111: ('CommittedMetadata', None), 112: ('CommittedMetadata', None), 113: ('CommittedMetadata', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions[{}].PartitionIndex+CommittedOffset+CommitTimestamp', 'i5'), 138: ('Partitions[{}].CommittedMetadata', 'i5'), 139: ('Partitions[{}].CommittedMetadata', 'i5'), 140: ('Partitions[{}].CommittedMetadata', 'i5'), 141: ('Partitions[{}].CommittedMetadata', 'i5'), 142: ('Partitions[{}].CommittedMetadata', 'i5'), 143: ('Partitions[{}].CommittedMetadata', 'i5'), 144: ('Partitions[{}].CommittedMetadata', 'i5'), 145: ('Partitions[{}].CommittedMetadata', 'i5'), 146: ('Partitions', 'i5'), 147: ('Partitions', 'i5'), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 151: ('Partitions', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GenerationIdOrMemberEpoch', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', 'i8'), 185: ('Topics', 'i8'), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 198: ('GroupId', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('GroupId', None), 204: ('GroupId', None), 205: ('GroupId', None), 206: ('GenerationIdOrMemberEpoch', None), 207: ('MemberId', None), 208: ('MemberId', None), 209: ('MemberId', None), 210: ('MemberId', None), 211: ('MemberId', None), 212: ('MemberId', None), 213: ('MemberId', None), 214: ('MemberId', None), 215: ('RetentionTimeMs', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', 'i9'), 224: ('Topics', 'i9'), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 237: ('GroupId', None), 238: ('GroupId', None), 239: ('GroupId', None), 240: ('GroupId', None), 241: ('GroupId', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('GenerationIdOrMemberEpoch', None), 246: ('MemberId', None), 247: ('MemberId', None), 248: ('MemberId', None), 249: ('MemberId', None), 250: ('MemberId', None), 251: ('MemberId', None), 252: ('MemberId', None), 253: ('MemberId', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', 'i8'), 262: ('Topics', 'i8'), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 275: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 276: ('CommittedMetadata', None), 277: ('CommittedMetadata', None), 278: ('CommittedMetadata', None), 279: ('CommittedMetadata', None), 280: ('CommittedMetadata', None), 281: ('CommittedMetadata', None), 282: ('CommittedMetadata', None), 283: ('CommittedMetadata', None), 292: ('Name', None), 293: ('Name', None), 294: ('Name', None), 295: ('Name', None), 296: ('Name', None), 297: ('Name', None), 298: ('Name', None), 299: ('Name', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 306: ('Partitions', None), 307: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 308: ('Partitions[{}].CommittedMetadata', 'i5'), 309: ('Partitions[{}].CommittedMetadata', 'i5'), 310: ('Partitions[{}].CommittedMetadata', 'i5'), 311: ('Partitions[{}].CommittedMetadata', 'i5'), 312: ('Partitions[{}].CommittedMetadata', 'i5'), 313: ('Partitions[{}].CommittedMetadata', 'i5'), 314: ('Partitions[{}].CommittedMetadata', 'i5'), 315: ('Partitions[{}].CommittedMetadata', 'i5'), 316: ('Partitions', 'i5'), 317: ('Partitions', 'i5'), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 330: ('GroupId', None), 331: ('GroupId', None), 332: ('GroupId', None), 333: ('GroupId', None), 334: ('GroupId', None), 335: ('GroupId', None), 336: ('GroupId', None), 337: ('GroupId', None), 338: ('GenerationIdOrMemberEpoch', None), 339: ('MemberId', None), 340: ('MemberId', None), 341: ('MemberId', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('MemberId', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 354: ('Topics', 'i8'), 355: ('Topics', 'i8'), 356: ('Topics', None), 357: ('Topics', None), 358: ('Topics', None), 359: ('Topics', None), 368: ('GroupId', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('GroupId', None), 376: ('GenerationIdOrMemberEpoch', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('GroupInstanceId', None), 386: ('GroupInstanceId', None), 387: ('GroupInstanceId', None), 388: ('GroupInstanceId', None), 389: ('GroupInstanceId', None), 390: ('GroupInstanceId', None), 391: ('GroupInstanceId', None), 392: ('GroupInstanceId', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', None), 400: ('Topics', 'i10'), 401: ('Topics', 'i10'), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('Topics', None), 414: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 415: ('CommittedMetadata', None), 416: ('CommittedMetadata', None), 417: ('CommittedMetadata', None), 418: ('CommittedMetadata', None), 419: ('CommittedMetadata', None), 420: ('CommittedMetadata', None), 421: ('CommittedMetadata', None), 422: ('CommittedMetadata', None), 423: ('CommittedMetadata', None), 424: ('CommittedMetadata', None), 426: ('_tagged', None), 427: ('_tagged', None), 428: ('_tagged', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('Name', None), 440: ('Name', None), 441: ('Name', None), 442: ('Name', None), 443: ('Name', None), 444: ('Name', None), 445: ('Name', None), 446: ('Partitions', None), 447: ('Partitions', None), 448: ('Partitions', None), 449: ('Partitions', None), 450: ('Partitions', None), 451: ('Partitions', None), 452: ('Partitions', None), 453: ('Partitions', None), 454: ('Partitions', None), 455: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 456: ('Partitions[{}].CommittedMetadata', 'i5'), 457: ('Partitions[{}].CommittedMetadata', 'i5'), 458: ('Partitions[{}].CommittedMetadata', 'i5'), 459: ('Partitions[{}].CommittedMetadata', 'i5'), 460: ('Partitions[{}].CommittedMetadata', 'i5'), 461: ('Partitions[{}].CommittedMetadata', 'i5'), 462: ('Partitions[{}].CommittedMetadata', 'i5'), 463: ('Partitions[{}].CommittedMetadata', 'i5'), 464: ('Partitions[{}].CommittedMetadata', 'i5'), 465: ('Partitions[{}].CommittedMetadata', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', 'i5'), 468: ('Partitions', 'i5'), 469: ('Partitions', 'i5'), 470: ('Partitions', 'i5'), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 476: ('_tagged', None), 477: ('_tagged', None), 478: ('_tagged', None), 486: ('GroupId', None), 487: ('GroupId', None), 488: ('GroupId', None), 489: ('GroupId', None), 490: ('GroupId', None), 491: ('GroupId', None), 492: ('GroupId', None), 493: ('GroupId', None), 494: ('GroupId', None), 495: ('GroupId', None), 496: ('GenerationIdOrMemberEpoch', None), 497: ('MemberId', None), 498: ('MemberId', None), 499: ('MemberId', None), 500: ('MemberId', None), 501: ('MemberId', None), 502: ('MemberId', None), 503: ('MemberId', None), 504: ('MemberId', None), 505: ('MemberId', None), 506: ('MemberId', None), 507: ('GroupInstanceId', None), 508: ('GroupInstanceId', None), 509: ('GroupInstanceId', None), 510: ('GroupInstanceId', None), 511: ('GroupInstanceId', None), 512: ('GroupInstanceId', None), 513: ('GroupInstanceId', None), 514: ('GroupInstanceId', None), 515: ('GroupInstanceId', None), 516: ('GroupInstanceId', None), 517: ('Topics', None), 518: ('Topics', None), 519: ('Topics', None), 520: ('Topics', None), 521: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', None), 525: ('Topics', None), 526: ('Topics', 'i10'), 527: ('Topics', 'i10'), 528: ('Topics', None), 529: ('Topics', None), 530: ('Topics', None), 531: ('Topics', None), 533: ('_tagged', None), 534: ('_tagged', None), 535: ('_tagged', None), 543: ('TopicId', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions', None), 550: ('Partitions', None), 551: ('Partitions', None), 552: ('Partitions', None), 553: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 554: ('Partitions[{}].CommittedMetadata', 'i4'), 555: ('Partitions[{}].CommittedMetadata', 'i4'), 556: ('Partitions[{}].CommittedMetadata', 'i4'), 557: ('Partitions[{}].CommittedMetadata', 'i4'), 558: ('Partitions[{}].CommittedMetadata', 'i4'), 559: ('Partitions[{}].CommittedMetadata', 'i4'), 560: ('Partitions[{}].CommittedMetadata', 'i4'), 561: ('Partitions[{}].CommittedMetadata', 'i4'), 562: ('Partitions[{}].CommittedMetadata', 'i4'), 563: ('Partitions[{}].CommittedMetadata', 'i4'), 564: ('Partitions', 'i4'), 565: ('Partitions', 'i4'), 566: ('Partitions', 'i4'), 567: ('Partitions', 'i4'), 568: ('Partitions', 'i4'), 569: ('Partitions', None), 570: ('Partitions', None), 571: ('Partitions', None), 572: ('Partitions', None), 574: ('_tagged', None), 575: ('_tagged', None), 576: ('_tagged', None), 584: ('GroupId', None), 585: ('GroupId', None), 586: ('GroupId', None), 587: ('GroupId', None), 588: ('GroupId', None), 589: ('GroupId', None), 590: ('GroupId', None), 591: ('GroupId', None), 592: ('GroupId', None), 593: ('GroupId', None), 594: ('GenerationIdOrMemberEpoch', None), 595: ('MemberId', None), 596: ('MemberId', None), 597: ('MemberId', None), 598: ('MemberId', None), 599: ('MemberId', None), 600: ('MemberId', None), 601: ('MemberId', None), 602: ('MemberId', None), 603: ('MemberId', None), 604: ('MemberId', None), 605: ('GroupInstanceId', None), 606: ('GroupInstanceId', None), 607: ('GroupInstanceId', None), 608: ('GroupInstanceId', None), 609: ('GroupInstanceId', None), 610: ('GroupInstanceId', None), 611: ('GroupInstanceId', None), 612: ('GroupInstanceId', None), 613: ('GroupInstanceId', None), 614: ('GroupInstanceId', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', 'i10'), 625: ('Topics', 'i10'), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 631: ('_tagged', None), 632: ('_tagged', None), 633: ('_tagged', None), 641: ('PartitionIndex+ErrorCode', None), 650: ('Name', None), 651: ('Name', None), 652: ('Name', None), 653: ('Name', None), 654: ('Name', None), 655: ('Name', None), 656: ('Name', None), 657: ('Name', None), 658: ('Partitions', None), 659: ('Partitions', None), 660: ('Partitions', None), 661: ('Partitions', None), 662: ('Partitions', None), 663: ('Partitions', None), 664: ('Partitions', None), 665: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 666: ('Partitions', 'i5'), 667: ('Partitions', 'i5'), 668: ('Partitions', None), 669: ('Partitions', None), 670: ('Partitions', None), 671: ('Partitions', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('Topics', None), 684: ('Topics', None), 685: ('Topics', None), 686: ('Topics', None), 687: ('Topics', 'i3'), 688: ('Topics', 'i3'), 689: ('Topics', None), 690: ('Topics', None), 691: ('Topics', None), 692: ('Topics', None), 701: ('ThrottleTimeMs', None), 702: ('Topics', None), 703: ('Topics', None), 704: ('Topics', None), 705: ('Topics', None), 706: ('Topics', None), 707: ('Topics', None), 708: ('Topics', None), 709: ('Topics', 'i4'), 710: ('Topics', 'i4'), 711: ('Topics', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 723: ('PartitionIndex+ErrorCode', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None), 735: ('Name', None), 736: ('Name', None), 737: ('Name', None), 738: ('Name', None), 739: ('Name', None), 740: ('Name', None), 741: ('Name', None), 742: ('Name', None), 743: ('Name', None), 744: ('Name', None), 745: ('Partitions', None), 746: ('Partitions', None), 747: ('Partitions', None), 748: ('Partitions', None), 749: ('Partitions', None), 750: ('Partitions', None), 751: ('Partitions', None), 752: ('Partitions', None), 753: ('Partitions', None), 754: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 755: ('Partitions', 'i5'), 756: ('Partitions', 'i5'), 757: ('Partitions', 'i5'), 758: ('Partitions', 'i5'), 759: ('Partitions', 'i5'), 760: ('Partitions', None), 761: ('Partitions', None), 762: ('Partitions', None), 763: ('Partitions', None), 765: ('_tagged', None), 766: ('_tagged', None), 767: ('_tagged', None), 775: ('ThrottleTimeMs', None), 776: ('Topics', None), 777: ('Topics', None), 778: ('Topics', None), 779: ('Topics', None), 780: ('Topics', None), 781: ('Topics', None), 782: ('Topics', None), 783: ('Topics', None), 784: ('Topics', None), 785: ('Topics', 'i4'), 786: ('Topics', 'i4'), 787: ('Topics', None), 788: ('Topics', None), 789: ('Topics', None), 790: ('Topics', None), 792: ('_tagged', None), 793: ('_tagged', None), 794: ('_tagged', None), 802: ('TopicId', None), 803: ('Partitions', None), 804: ('Partitions', None), 805: ('Partitions', None), 806: ('Partitions', None), 807: ('Partitions', None), 808: ('Partitions', None), 809: ('Partitions', None), 810: ('Partitions', None), 811: ('Partitions', None), 812: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 813: ('Partitions', 'i4'), 814: ('Partitions', 'i4'), 815: ('Partitions', 'i4'), 816: ('Partitions', 'i4'), 817: ('Partitions', 'i4'), 818: ('Partitions', None), 819: ('Partitions', None), 820: ('Partitions', None), 821: ('Partitions', None), 823: ('_tagged', None), 824: ('_tagged', None), 825: ('_tagged', None), 833: ('ThrottleTimeMs', None), 834: ('Topics', None), 835: ('Topics', None), 836: ('Topics', None), 837: ('Topics', None), 838: ('Topics', None), 839: ('Topics', None), 840: ('Topics', None), 841: ('Topics', None), 842: ('Topics', None), 843: ('Topics', 'i4'), 844: ('Topics', 'i4'), 845: ('Topics', None), 846: ('Topics', None), 847: ('Topics', None), 848: ('Topics', None), 850: ('_tagged', None), 851: ('_tagged', None), 852: ('_tagged', None)}
-BUILD_HASH = '55f90253234b44e8'
+_LINES = {19: ('PartitionIndex+CommittedOffset', None), 20: ('CommittedMetadata', None), 21: ('CommittedMetadata', None), 22: ('CommittedMetadata', None), 23: ('CommittedMetadata', None), 24: ('CommittedMetadata', None), 25: ('CommittedMetadata', None), 26: ('CommittedMetadata', None), 27: ('CommittedMetadata', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 52: ('Partitions[{}].CommittedMetadata', 'i5'), 53: ('Partitions[{}].CommittedMetadata', 'i5'), 54: ('Partitions[{}].CommittedMetadata', 'i5'), 55: ('Partitions[{}].CommittedMetadata', 'i5'), 56: ('Partitions[{}].CommittedMetadata', 'i5'), 57: ('Partitions[{}].CommittedMetadata', 'i5'), 58: ('Partitions[{}].CommittedMetadata', 'i5'), 59: ('Partitions[{}].CommittedMetadata', 'i5'), 60: ('Partitions', 'i5'), 61: ('Partitions', 'i5'), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', 'i5'), 90: ('Topics', 'i5'), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 103: ('PartitionIndex+CommittedOffset+CommitTimestamp', None), 104: ('CommittedMetadata', None), 105: ('CommittedMetadata', None), 106: ('CommittedMetadata', None), 107: ('CommittedMetadata', None), 108: ('CommittedMetadata', None), 109: ('CommittedMetadata', None), 110: ('CommittedMetadata', None), 111: ('CommittedMetadata', None), 120: ('Name', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions[{}].PartitionIndex+CommittedOffset+CommitTimestamp', 'i5'), 136: ('Partitions[{}].CommittedMetadata', 'i5'), 137: ('Partitions[{}].CommittedMetadata', 'i5'), 138: ('Partitions[{}].CommittedMetadata', 'i5'), 139: ('Partitions[{}].CommittedMetadata', 'i5'), 140: ('Partitions[{}].CommittedMetadata', 'i5'), 141: ('Partitions[{}].CommittedMetadata', 'i5'), 142: ('Partitions[{}].CommittedMetadata', 'i5'), 143: ('Partitions[{}].CommittedMetadata', 'i5'), 144: ('Partitions', 'i5'), 145: ('Partitions', 'i5'), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 158: ('GroupId', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GenerationIdOrMemberEpoch', None), 167: ('MemberId', None), 168: ('MemberId', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', 'i8'), 183: ('Topics', 'i8'), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 196: ('GroupId', None), 197: ('GroupId', None), 198: ('GroupId', None), 199: ('GroupId', None), 200: ('GroupId', None), 201: ('GroupId', None), 202: ('GroupId', None), 203: ('GroupId', None), 204: ('GenerationIdOrMemberEpoch', None), 205: ('MemberId', None), 206: ('MemberId', None), 207: ('MemberId', None), 208: ('MemberId', None), 209: ('MemberId', None), 210: ('MemberId', None), 211: ('MemberId', None), 212: ('MemberId', None), 213: ('RetentionTimeMs', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', 'i9'), 222: ('Topics', 'i9'), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('GroupId', None), 238: ('GroupId', None), 239: ('GroupId', None), 240: ('GroupId', None), 241: ('GroupId', None), 242: ('GroupId', None), 243: ('GenerationIdOrMemberEpoch', None), 244: ('MemberId', None), 245: ('MemberId', None), 246: ('MemberId', None), 247: ('MemberId', None), 248: ('MemberId', None), 249: ('MemberId', None), 250: ('MemberId', None), 251: ('MemberId', None), 252: ('Topics', None), 253: ('Topics', None), 254: ('Topics', None), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', 'i8'), 260: ('Topics', 'i8'), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 273: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 274: ('CommittedMetadata', None), 275: ('CommittedMetadata', None), 276: ('CommittedMetadata', None), 277: ('CommittedMetadata', None), 278: ('CommittedMetadata', None), 279: ('CommittedMetadata', None), 280: ('CommittedMetadata', None), 281: ('CommittedMetadata', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('Name', None), 294: ('Name', None), 295: ('Name', None), 296: ('Name', None), 297: ('Name', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 306: ('Partitions[{}].CommittedMetadata', 'i5'), 307: ('Partitions[{}].CommittedMetadata', 'i5'), 308: ('Partitions[{}].CommittedMetadata', 'i5'), 309: ('Partitions[{}].CommittedMetadata', 'i5'), 310: ('Partitions[{}].CommittedMetadata', 'i5'), 311: ('Partitions[{}].CommittedMetadata', 'i5'), 312: ('Partitions[{}].CommittedMetadata', 'i5'), 313: ('Partitions[{}].CommittedMetadata', 'i5'), 314: ('Partitions', 'i5'), 315: ('Partitions', 'i5'), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 328: ('GroupId', None), 329: ('GroupId', None), 330: ('GroupId', None), 331: ('GroupId', None), 332: ('GroupId', None), 333: ('GroupId', None), 334: ('GroupId', None), 335: ('GroupId', None), 336: ('GenerationIdOrMemberEpoch', None), 337: ('MemberId', None), 338: ('MemberId', None), 339: ('MemberId', None), 340: ('MemberId', None), 341: ('MemberId', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('MemberId', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', 'i8'), 353: ('Topics', 'i8'), 354: ('Topics', None), 355: ('Topics', None), 356: ('Topics', None), 357: ('Topics', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GenerationIdOrMemberEpoch', None), 375: ('MemberId', None), 376: ('MemberId', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('GroupInstanceId', None), 384: ('GroupInstanceId', None), 385: ('GroupInstanceId', None), 386: ('GroupInstanceId', None), 387: ('GroupInstanceId', None), 388: ('GroupInstanceId', None), 389: ('GroupInstanceId', None), 390: ('GroupInstanceId', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', 'i10'), 399: ('Topics', 'i10'), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 412: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 413: ('CommittedMetadata', None), 414: ('CommittedMetadata', None), 415: ('CommittedMetadata', None), 416: ('CommittedMetadata', None), 417: ('CommittedMetadata', None), 418: ('CommittedMetadata', None), 419: ('CommittedMetadata', None), 420: ('CommittedMetadata', None), 421: ('CommittedMetadata', None), 422: ('CommittedMetadata', None), 424: ('_tagged', None), 425: ('_tagged', None), 426: ('_tagged', None), 434: ('Name', None), 435: ('Name', None), 436: ('Name', None), 437: ('Name', None), 438: ('Name', None), 439: ('Name', None), 440: ('Name', None), 441: ('Name', None), 442: ('Name', None), 443: ('Name', None), 444: ('Partitions', None), 445: ('Partitions', None), 446: ('Partitions', None), 447: ('Partitions', None), 448: ('Partitions', None), 449: ('Partitions', None), 450: ('Partitions', None), 451: ('Partitions', None), 452: ('Partitions', None), 453: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 454: ('Partitions[{}].CommittedMetadata', 'i5'), 455: ('Partitions[{}].CommittedMetadata', 'i5'), 456: ('Partitions[{}].CommittedMetadata', 'i5'), 457: ('Partitions[{}].CommittedMetadata', 'i5'), 458: ('Partitions[{}].CommittedMetadata', 'i5'), 459: ('Partitions[{}].CommittedMetadata', 'i5'), 460: ('Partitions[{}].CommittedMetadata', 'i5'), 461: ('Partitions[{}].CommittedMetadata', 'i5'), 462: ('Partitions[{}].CommittedMetadata', 'i5'), 463: ('Partitions[{}].CommittedMetadata', 'i5'), 464: ('Partitions', 'i5'), 465: ('Partitions', 'i5'), 466: ('Partitions', 'i5'), 467: ('Partitions', 'i5'), 468: ('Partitions', 'i5'), 469: ('Partitions', None), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 474: ('_tagged', None), 475: ('_tagged', None), 476: ('_tagged', None), 484: ('GroupId', None), 485: ('GroupId', None), 486: ('GroupId', None), 487: ('GroupId', None), 488: ('GroupId', None), 489: ('GroupId', None), 490: ('GroupId', None), 491: ('GroupId', None), 492: ('GroupId', None), 493: ('GroupId', None), 494: ('GenerationIdOrMemberEpoch', None), 495: ('MemberId', None), 496: ('MemberId', None), 497: ('MemberId', None), 498: ('MemberId', None), 499: ('MemberId', None), 500: ('MemberId', None), 501: ('MemberId', None), 502: ('MemberId', None), 503: ('MemberId', None), 504: ('MemberId', None), 505: ('GroupInstanceId', None), 506: ('GroupInstanceId', None), 507: ('GroupInstanceId', None), 508: ('GroupInstanceId', None), 509: ('GroupInstanceId', None), 510: ('GroupInstanceId', None), 511: ('GroupInstanceId', None), 512: ('GroupInstanceId', None), 513: ('GroupInstanceId', None), 514: ('GroupInstanceId', None), 515: ('Topics', None), 516: ('Topics', None), 517: ('Topics', None), 518: ('Topics', None), 519: ('Topics', None), 520: ('Topics', None), 521: ('Topics', None), 522: ('Topics', None), 523: ('Topics', None), 524: ('Topics', 'i10'), 525: ('Topics', 'i10'), 526: ('Topics', None), 527: ('Topics', None), 528: ('Topics', None), 529: ('Topics', None), 531: ('_tagged', None), 532: ('_tagged', None), 533: ('_tagged', None), 541: ('TopicId', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions', None), 550: ('Partitions', None), 551: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 552: ('Partitions[{}].CommittedMetadata', 'i4'), 553: ('Partitions[{}].CommittedMetadata', 'i4'), 554: ('Partitions[{}].CommittedMetadata', 'i4'), 555: ('Partitions[{}].CommittedMetadata', 'i4'), 556: ('Partitions[{}].CommittedMetadata', 'i4'), 557: ('Partitions[{}].CommittedMetadata', 'i4'), 558: ('Partitions[{}].CommittedMetadata', 'i4'), 559: ('Partitions[{}].CommittedMetadata', 'i4'), 560: ('Partitions[{}].CommittedMetadata', 'i4'), 561: ('Partitions[{}].CommittedMetadata', 'i4'), 562: ('Partitions', 'i4'), 563: ('Partitions', 'i4'), 564: ('Partitions', 'i4'), 565: ('Partitions', 'i4'), 566: ('Partitions', 'i4'), 567: ('Partitions', None), 568: ('Partitions', None), 569: ('Partitions', None), 570: ('Partitions', None), 572: ('_tagged', None), 573: ('_tagged', None), 574: ('_tagged', None), 582: ('GroupId', None), 583: ('GroupId', None), 584: ('GroupId', None), 585: ('GroupId', None), 586: ('GroupId', None), 587: ('GroupId', None), 588: ('GroupId', None), 589: ('GroupId', None), 590: ('GroupId', None), 591: ('GroupId', None), 592: ('GenerationIdOrMemberEpoch', None), 593: ('MemberId', None), 594: ('MemberId', None), 595: ('MemberId', None), 596: ('MemberId', None), 597: ('MemberId', None), 598: ('MemberId', None), 599: ('MemberId', None), 600: ('MemberId', None), 601: ('MemberId', None), 602: ('MemberId', None), 603: ('GroupInstanceId', None), 604: ('GroupInstanceId', None), 605: ('GroupInstanceId', None), 606: ('GroupInstanceId', None), 607: ('GroupInstanceId', None), 608: ('GroupInstanceId', None), 609: ('GroupInstanceId', None), 610: ('GroupInstanceId', None), 611: ('GroupInstanceId', None), 612: ('GroupInstanceId', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', None), 622: ('Topics', 'i10'), 623: ('Topics', 'i10'), 624: ('Topics', None), 625: ('Topics', None), 626: ('Topics', None), 627: ('Topics', None), 629: ('_tagged', None), 630: ('_tagged', None), 631: ('_tagged', None), 639: ('PartitionIndex+ErrorCode', None), 648: ('Name', None), 649: ('Name', None), 650: ('Name', None), 651: ('Name', None), 652: ('Name', None), 653: ('Name', None), 654: ('Name', None), 655: ('Name', None), 656: ('Partitions', None), 657: ('Partitions', None), 658: ('Partitions', None), 659: ('Partitions', None), 660: ('Partitions', None), 661: ('Partitions', None), 662: ('Partitions', None), 663: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 664: ('Partitions', 'i5'), 665: ('Partitions', 'i5'), 666: ('Partitions', None), 667: ('Partitions', None), 668: ('Partitions', None), 669: ('Partitions', None), 678: ('Topics', None), 679: ('Topics', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('Topics', None), 684: ('Topics', None), 685: ('Topics', 'i3'), 686: ('Topics', 'i3'), 687: ('Topics', None), 688: ('Topics', None), 689: ('Topics', None), 690: ('Topics', None), 699: ('ThrottleTimeMs', None), 700: ('Topics', None), 701: ('Topics', None), 702: ('Topics', None), 703: ('Topics', None), 704: ('Topics', None), 705: ('Topics', None), 706: ('Topics', None), 707: ('Topics', 'i4'), 708: ('Topics', 'i4'), 709: ('Topics', None), 710: ('Topics', None), 711: ('Topics', None), 712: ('Topics', None), 721: ('PartitionIndex+ErrorCode', None), 723: ('_tagged', None), 724: ('_tagged', None), 725: ('_tagged', None), 733: ('Name', None), 734: ('Name', None), 735: ('Name', None), 736: ('Name', None), 737: ('Name', None), 738: ('Name', None), 739: ('Name', None), 740: ('Name', None), 741: ('Name', None), 742: ('Name', None), 743: ('Partitions', None), 744: ('Partitions', None), 745: ('Partitions', None), 746: ('Partitions', None), 747: ('Partitions', None), 748: ('Partitions', None), 749: ('Partitions', None), 750: ('Partitions', None), 751: ('Partitions', None), 752: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 753: ('Partitions', 'i5'), 754: ('Partitions', 'i5'), 755: ('Partitions', 'i5'), 756: ('Partitions', 'i5'), 757: ('Partitions', 'i5'), 758: ('Partitions', None), 759: ('Partitions', None), 760: ('Partitions', None), 761: ('Partitions', None), 763: ('_tagged', None), 764: ('_tagged', None), 765: ('_tagged', None), 773: ('ThrottleTimeMs', None), 774: ('Topics', None), 775: ('Topics', None), 776: ('Topics', None), 777: ('Topics', None), 778: ('Topics', None), 779: ('Topics', None), 780: ('Topics', None), 781: ('Topics', None), 782: ('Topics', None), 783: ('Topics', 'i4'), 784: ('Topics', 'i4'), 785: ('Topics', None), 786: ('Topics', None), 787: ('Topics', None), 788: ('Topics', None), 790: ('_tagged', None), 791: ('_tagged', None), 792: ('_tagged', None), 800: ('TopicId', None), 801: ('Partitions', None), 802: ('Partitions', None), 803: ('Partitions', None), 804: ('Partitions', None), 805: ('Partitions', None), 806: ('Partitions', None), 807: ('Partitions', None), 808: ('Partitions', None), 809: ('Partitions', None), 810: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 811: ('Partitions', 'i4'), 812: ('Partitions', 'i4'), 813: ('Partitions', 'i4'), 814: ('Partitions', 'i4'), 815: ('Partitions', 'i4'), 816: ('Partitions', None), 817: ('Partitions', None), 818: ('Partitions', None), 819: ('Partitions', None), 821: ('_tagged', None), 822: ('_tagged', None), 823: ('_tagged', None), 831: ('ThrottleTimeMs', None), 832: ('Topics', None), 833: ('Topics', None), 834: ('Topics', None), 835: ('Topics', None), 836: ('Topics', None), 837: ('Topics', None), 838: ('Topics', None), 839: ('Topics', None), 840: ('Topics', None), 841: ('Topics', 'i4'), 842: ('Topics', 'i4'), 843: ('Topics', None), 844: ('Topics', None), 845: ('Topics', None), 846: ('Topics', None), 848: ('_tagged', None), 849: ('_tagged', None), 850: ('_tagged', None)}
+BUILD_HASH = 'de24de9bc7605d11'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>iqi').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -28,8 +26,8 @@ def _f0(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -40,7 +38,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -54,8 +52,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U0(b, p); p += 2
@@ -69,8 +67,8 @@ def _f1(b, p):
                 n9, = _U1(b, p); p += 4
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -87,7 +85,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -105,8 +103,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -115,12 +113,12 @@ def _f2(b, p):
         d = {"Name": v1, "PartitionIndexes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -138,8 +136,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -157,8 +155,8 @@ def _f3(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -167,7 +165,7 @@ def _f3(b, p):
                 d10 = {"Name": v6, "PartitionIndexes": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -176,12 +174,12 @@ def _f3(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -199,8 +197,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -218,8 +216,8 @@ def _f4(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -228,7 +226,7 @@ def _f4(b, p):
                 d10 = {"Name": v6, "PartitionIndexes": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -238,12 +236,12 @@ def _f4(b, p):
         d = {"GroupId": v1, "Topics": v3, "RequireStable": v11}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -251,11 +249,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f3(b, p)
+                x4, p = _f3(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -265,12 +263,12 @@ def _f5(b, p):
         d = {"Groups": v1, "RequireStable": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -299,8 +297,8 @@ def _f6(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -318,8 +316,8 @@ def _f6(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -328,7 +326,7 @@ def _f6(b, p):
                 d13 = {"Name": v9, "PartitionIndexes": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v6.append(d13)
         elif n7 == -1:
             v6 = None
@@ -337,12 +335,12 @@ def _f6(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "Topics": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -350,11 +348,11 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f6(b, p)
+                x4, p = _f6(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -364,12 +362,12 @@ def _f7(b, p):
         d = {"Groups": v1, "RequireStable": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -378,8 +376,8 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -388,12 +386,12 @@ def _f8(b, p):
         d = {"TopicId": _rt.uuid(v1), "PartitionIndexes": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -422,8 +420,8 @@ def _f9(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, = _U3(b, p); p += 16
@@ -432,8 +430,8 @@ def _f9(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -442,7 +440,7 @@ def _f9(b, p):
                 d12 = {"TopicId": _rt.uuid(v9), "PartitionIndexes": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v6.append(d12)
         elif n7 == -1:
             v6 = None
@@ -451,12 +449,12 @@ def _f9(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "Topics": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -464,11 +462,11 @@ def _f10(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f9(b, p)
+                x4, p = _f9(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -478,12 +476,12 @@ def _f10(b, p):
         d = {"Groups": v1, "RequireStable": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 12
@@ -501,7 +499,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -515,8 +513,8 @@ def _f12(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 12
@@ -540,17 +538,17 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f12(b, p)
+                x4, p = _f12(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -561,17 +559,17 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f12(b, p)
+                x4, p = _f12(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -583,18 +581,18 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f12(b, p)
+                x5, p = _f12(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -606,7 +604,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -624,7 +622,7 @@ def _f16(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -638,8 +636,8 @@ def _f17(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -663,18 +661,18 @@ def _f17(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f17(b, p)
+                x5, p = _f17(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -686,7 +684,7 @@ def _f18(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U5(b, p); p += 16
@@ -704,12 +702,12 @@ def _f19(b, p):
         d = {"PartitionIndex": v1, "CommittedOffset": v2, "CommittedLeaderEpoch": v3, "Metadata": v4, "ErrorCode": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f20(b, p):
+def _f20(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -727,8 +725,8 @@ def _f20(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U5(b, p); p += 16
@@ -746,7 +744,7 @@ def _f20(b, p):
                 d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v3.append(d12)
         elif n4 == -1:
             v3 = None
@@ -755,12 +753,12 @@ def _f20(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f21(b, p):
+def _f21(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -769,11 +767,11 @@ def _f21(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f20(b, p)
+                x5, p = _f20(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -783,12 +781,12 @@ def _f21(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f22(b, p):
+def _f22(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -806,11 +804,11 @@ def _f22(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f20(b, p)
+                x6, p = _f20(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -820,12 +818,12 @@ def _f22(b, p):
         d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f23(b, p):
+def _f23(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -834,11 +832,11 @@ def _f23(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f22(b, p)
+                x5, p = _f22(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -847,12 +845,12 @@ def _f23(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f24(b, p):
+def _f24(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -861,8 +859,8 @@ def _f24(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U5(b, p); p += 16
@@ -880,7 +878,7 @@ def _f24(b, p):
                 d11 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "Metadata": v8, "ErrorCode": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -889,12 +887,12 @@ def _f24(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f25(b, p):
+def _f25(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -912,11 +910,11 @@ def _f25(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f24(b, p)
+                x6, p = _f24(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -926,12 +924,12 @@ def _f25(b, p):
         d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f26(b, p):
+def _f26(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -940,11 +938,11 @@ def _f26(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f25(b, p)
+                x5, p = _f25(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -953,7 +951,7 @@ def _f26(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -965,5 +963,5 @@ NAME = 'OffsetFetch'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f1, 4: _f1, 5: _f1, 6: _f3, 7: _f4, 8: _f5, 9: _f7, 10: _f10}
 RESPONSE = {0: _f13, 1: _f13, 2: _f14, 3: _f15, 4: _f15, 5: _f18, 6: _f21, 7: _f21, 8: _f23, 9: _f23, 10: _f26}
 
-_LINES = {20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Name', 'i5'), 65: ('Topics[{}].Name', 'i5'), 66: ('Topics[{}].Name', 'i5'), 67: ('Topics[{}].Name', 'i5'), 68: ('Topics[{}].Name', 'i5'), 69: ('Topics[{}].PartitionIndexes', 'i5'), 70: ('Topics[{}].PartitionIndexes', 'i5'), 71: ('Topics[{}].PartitionIndexes', 'i5'), 72: ('Topics[{}].PartitionIndexes', 'i5'), 73: ('Topics[{}].PartitionIndexes', 'i5'), 74: ('Topics[{}].PartitionIndexes', 'i5'), 75: ('Topics[{}].PartitionIndexes', 'i5'), 76: ('Topics[{}].PartitionIndexes', 'i5'), 77: ('Topics[{}].PartitionIndexes', 'i5'), 78: ('Topics[{}].PartitionIndexes', 'i5'), 79: ('Topics', 'i5'), 80: ('Topics', 'i5'), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('PartitionIndexes', None), 104: ('PartitionIndexes', None), 105: ('PartitionIndexes', None), 106: ('PartitionIndexes', None), 107: ('PartitionIndexes', None), 108: ('PartitionIndexes', None), 109: ('PartitionIndexes', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 113: ('PartitionIndexes', None), 114: ('PartitionIndexes', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics[{}].Name', 'i5'), 146: ('Topics[{}].Name', 'i5'), 147: ('Topics[{}].Name', 'i5'), 148: ('Topics[{}].Name', 'i5'), 149: ('Topics[{}].Name', 'i5'), 150: ('Topics[{}].Name', 'i5'), 151: ('Topics[{}].Name', 'i5'), 152: ('Topics[{}].Name', 'i5'), 153: ('Topics[{}].Name', 'i5'), 154: ('Topics[{}].Name', 'i5'), 155: ('Topics[{}].PartitionIndexes', 'i5'), 156: ('Topics[{}].PartitionIndexes', 'i5'), 157: ('Topics[{}].PartitionIndexes', 'i5'), 158: ('Topics[{}].PartitionIndexes', 'i5'), 159: ('Topics[{}].PartitionIndexes', 'i5'), 160: ('Topics[{}].PartitionIndexes', 'i5'), 161: ('Topics[{}].PartitionIndexes', 'i5'), 162: ('Topics[{}].PartitionIndexes', 'i5'), 163: ('Topics[{}].PartitionIndexes', 'i5'), 164: ('Topics[{}].PartitionIndexes', 'i5'), 165: ('Topics[{}].PartitionIndexes', 'i5'), 166: ('Topics[{}].PartitionIndexes', 'i5'), 167: ('Topics', 'i5'), 168: ('Topics', 'i5'), 169: ('Topics', 'i5'), 170: ('Topics', 'i5'), 171: ('Topics', 'i5'), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics[{}].Name', 'i5'), 207: ('Topics[{}].Name', 'i5'), 208: ('Topics[{}].Name', 'i5'), 209: ('Topics[{}].Name', 'i5'), 210: ('Topics[{}].Name', 'i5'), 211: ('Topics[{}].Name', 'i5'), 212: ('Topics[{}].Name', 'i5'), 213: ('Topics[{}].Name', 'i5'), 214: ('Topics[{}].Name', 'i5'), 215: ('Topics[{}].Name', 'i5'), 216: ('Topics[{}].PartitionIndexes', 'i5'), 217: ('Topics[{}].PartitionIndexes', 'i5'), 218: ('Topics[{}].PartitionIndexes', 'i5'), 219: ('Topics[{}].PartitionIndexes', 'i5'), 220: ('Topics[{}].PartitionIndexes', 'i5'), 221: ('Topics[{}].PartitionIndexes', 'i5'), 222: ('Topics[{}].PartitionIndexes', 'i5'), 223: ('Topics[{}].PartitionIndexes', 'i5'), 224: ('Topics[{}].PartitionIndexes', 'i5'), 225: ('Topics[{}].PartitionIndexes', 'i5'), 226: ('Topics[{}].PartitionIndexes', 'i5'), 227: ('Topics[{}].PartitionIndexes', 'i5'), 228: ('Topics', 'i5'), 229: ('Topics', 'i5'), 230: ('Topics', 'i5'), 231: ('Topics', 'i5'), 232: ('Topics', 'i5'), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('RequireStable', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', None), 257: ('Groups', None), 258: ('Groups', 'i3'), 259: ('Groups', 'i3'), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('RequireStable', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('GroupId', None), 277: ('GroupId', None), 278: ('GroupId', None), 279: ('GroupId', None), 280: ('GroupId', None), 281: ('GroupId', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('GroupId', None), 285: ('GroupId', None), 286: ('MemberId', None), 287: ('MemberId', None), 288: ('MemberId', None), 289: ('MemberId', None), 290: ('MemberId', None), 291: ('MemberId', None), 292: ('MemberId', None), 293: ('MemberId', None), 294: ('MemberId', None), 295: ('MemberId', None), 296: ('MemberEpoch', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics[{}].Name', 'i8'), 307: ('Topics[{}].Name', 'i8'), 308: ('Topics[{}].Name', 'i8'), 309: ('Topics[{}].Name', 'i8'), 310: ('Topics[{}].Name', 'i8'), 311: ('Topics[{}].Name', 'i8'), 312: ('Topics[{}].Name', 'i8'), 313: ('Topics[{}].Name', 'i8'), 314: ('Topics[{}].Name', 'i8'), 315: ('Topics[{}].Name', 'i8'), 316: ('Topics[{}].PartitionIndexes', 'i8'), 317: ('Topics[{}].PartitionIndexes', 'i8'), 318: ('Topics[{}].PartitionIndexes', 'i8'), 319: ('Topics[{}].PartitionIndexes', 'i8'), 320: ('Topics[{}].PartitionIndexes', 'i8'), 321: ('Topics[{}].PartitionIndexes', 'i8'), 322: ('Topics[{}].PartitionIndexes', 'i8'), 323: ('Topics[{}].PartitionIndexes', 'i8'), 324: ('Topics[{}].PartitionIndexes', 'i8'), 325: ('Topics[{}].PartitionIndexes', 'i8'), 326: ('Topics[{}].PartitionIndexes', 'i8'), 327: ('Topics[{}].PartitionIndexes', 'i8'), 328: ('Topics', 'i8'), 329: ('Topics', 'i8'), 330: ('Topics', 'i8'), 331: ('Topics', 'i8'), 332: ('Topics', 'i8'), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('Groups', None), 349: ('Groups', None), 350: ('Groups', None), 351: ('Groups', None), 352: ('Groups', None), 353: ('Groups', None), 354: ('Groups', None), 355: ('Groups', None), 356: ('Groups', None), 357: ('Groups', 'i3'), 358: ('Groups', 'i3'), 359: ('Groups', None), 360: ('Groups', None), 361: ('Groups', None), 362: ('Groups', None), 363: ('RequireStable', None), 365: ('_tagged', None), 366: ('_tagged', None), 367: ('_tagged', None), 375: ('TopicId', None), 376: ('PartitionIndexes', None), 377: ('PartitionIndexes', None), 378: ('PartitionIndexes', None), 379: ('PartitionIndexes', None), 380: ('PartitionIndexes', None), 381: ('PartitionIndexes', None), 382: ('PartitionIndexes', None), 383: ('PartitionIndexes', None), 384: ('PartitionIndexes', None), 385: ('PartitionIndexes', None), 386: ('PartitionIndexes', None), 387: ('PartitionIndexes', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('GroupId', None), 406: ('GroupId', None), 407: ('GroupId', None), 408: ('GroupId', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('MemberId', None), 418: ('MemberId', None), 419: ('MemberEpoch', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics[{}].TopicId', 'i8'), 430: ('Topics[{}].PartitionIndexes', 'i8'), 431: ('Topics[{}].PartitionIndexes', 'i8'), 432: ('Topics[{}].PartitionIndexes', 'i8'), 433: ('Topics[{}].PartitionIndexes', 'i8'), 434: ('Topics[{}].PartitionIndexes', 'i8'), 435: ('Topics[{}].PartitionIndexes', 'i8'), 436: ('Topics[{}].PartitionIndexes', 'i8'), 437: ('Topics[{}].PartitionIndexes', 'i8'), 438: ('Topics[{}].PartitionIndexes', 'i8'), 439: ('Topics[{}].PartitionIndexes', 'i8'), 440: ('Topics[{}].PartitionIndexes', 'i8'), 441: ('Topics[{}].PartitionIndexes', 'i8'), 442: ('Topics', 'i8'), 443: ('Topics', 'i8'), 444: ('Topics', 'i8'), 445: ('Topics', 'i8'), 446: ('Topics', 'i8'), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 452: ('_tagged', None), 453: ('_tagged', None), 454: ('_tagged', None), 462: ('Groups', None), 463: ('Groups', None), 464: ('Groups', None), 465: ('Groups', None), 466: ('Groups', None), 467: ('Groups', None), 468: ('Groups', None), 469: ('Groups', None), 470: ('Groups', None), 471: ('Groups', 'i3'), 472: ('Groups', 'i3'), 473: ('Groups', None), 474: ('Groups', None), 475: ('Groups', None), 476: ('Groups', None), 477: ('RequireStable', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None), 489: ('PartitionIndex+CommittedOffset', None), 490: ('Metadata', None), 491: ('Metadata', None), 492: ('Metadata', None), 493: ('Metadata', None), 494: ('Metadata', None), 495: ('Metadata', None), 496: ('Metadata', None), 497: ('Metadata', None), 498: ('ErrorCode', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Name', None), 514: ('Name', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 520: ('Partitions', None), 521: ('Partitions', None), 522: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 523: ('Partitions[{}].Metadata', 'i5'), 524: ('Partitions[{}].Metadata', 'i5'), 525: ('Partitions[{}].Metadata', 'i5'), 526: ('Partitions[{}].Metadata', 'i5'), 527: ('Partitions[{}].Metadata', 'i5'), 528: ('Partitions[{}].Metadata', 'i5'), 529: ('Partitions[{}].Metadata', 'i5'), 530: ('Partitions[{}].Metadata', 'i5'), 531: ('Partitions[{}].ErrorCode', 'i5'), 532: ('Partitions', 'i5'), 533: ('Partitions', 'i5'), 534: ('Partitions', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', 'i3'), 554: ('Topics', 'i3'), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 567: ('Topics', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 573: ('Topics', None), 574: ('Topics', 'i3'), 575: ('Topics', 'i3'), 576: ('Topics', None), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('ErrorCode', None), 589: ('ThrottleTimeMs', None), 590: ('Topics', None), 591: ('Topics', None), 592: ('Topics', None), 593: ('Topics', None), 594: ('Topics', None), 595: ('Topics', None), 596: ('Topics', None), 597: ('Topics', 'i4'), 598: ('Topics', 'i4'), 599: ('Topics', None), 600: ('Topics', None), 601: ('Topics', None), 602: ('Topics', None), 603: ('ErrorCode', None), 612: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 613: ('Metadata', None), 614: ('Metadata', None), 615: ('Metadata', None), 616: ('Metadata', None), 617: ('Metadata', None), 618: ('Metadata', None), 619: ('Metadata', None), 620: ('Metadata', None), 621: ('ErrorCode', None), 630: ('Name', None), 631: ('Name', None), 632: ('Name', None), 633: ('Name', None), 634: ('Name', None), 635: ('Name', None), 636: ('Name', None), 637: ('Name', None), 638: ('Partitions', None), 639: ('Partitions', None), 640: ('Partitions', None), 641: ('Partitions', None), 642: ('Partitions', None), 643: ('Partitions', None), 644: ('Partitions', None), 645: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 646: ('Partitions[{}].Metadata', 'i5'), 647: ('Partitions[{}].Metadata', 'i5'), 648: ('Partitions[{}].Metadata', 'i5'), 649: ('Partitions[{}].Metadata', 'i5'), 650: ('Partitions[{}].Metadata', 'i5'), 651: ('Partitions[{}].Metadata', 'i5'), 652: ('Partitions[{}].Metadata', 'i5'), 653: ('Partitions[{}].Metadata', 'i5'), 654: ('Partitions[{}].ErrorCode', 'i5'), 655: ('Partitions', 'i5'), 656: ('Partitions', 'i5'), 657: ('Partitions', None), 658: ('Partitions', None), 659: ('Partitions', None), 660: ('Partitions', None), 669: ('ThrottleTimeMs', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', None), 676: ('Topics', None), 677: ('Topics', 'i4'), 678: ('Topics', 'i4'), 679: ('Topics', None), 680: ('Topics', None), 681: ('Topics', None), 682: ('Topics', None), 683: ('ErrorCode', None), 692: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 693: ('Metadata', None), 694: ('Metadata', None), 695: ('Metadata', None), 696: ('Metadata', None), 697: ('Metadata', None), 698: ('Metadata', None), 699: ('Metadata', None), 700: ('Metadata', None), 701: ('Metadata', None), 702: ('Metadata', None), 703: ('ErrorCode', None), 705: ('_tagged', None), 706: ('_tagged', None), 707: ('_tagged', None), 715: ('Name', None), 716: ('Name', None), 717: ('Name', None), 718: ('Name', None), 719: ('Name', None), 720: ('Name', None), 721: ('Name', None), 722: ('Name', None), 723: ('Name', None), 724: ('Name', None), 725: ('Partitions', None), 726: ('Partitions', None), 727: ('Partitions', None), 728: ('Partitions', None), 729: ('Partitions', None), 730: ('Partitions', None), 731: ('Partitions', None), 732: ('Partitions', None), 733: ('Partitions', None), 734: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 735: ('Partitions[{}].Metadata', 'i5'), 736: ('Partitions[{}].Metadata', 'i5'), 737: ('Partitions[{}].Metadata', 'i5'), 738: ('Partitions[{}].Metadata', 'i5'), 739: ('Partitions[{}].Metadata', 'i5'), 740: ('Partitions[{}].Metadata', 'i5'), 741: ('Partitions[{}].Metadata', 'i5'), 742: ('Partitions[{}].Metadata', 'i5'), 743: ('Partitions[{}].Metadata', 'i5'), 744: ('Partitions[{}].Metadata', 'i5'), 745: ('Partitions[{}].ErrorCode', 'i5'), 746: ('Partitions', 'i5'), 747: ('Partitions', 'i5'), 748: ('Partitions', 'i5'), 749: ('Partitions', 'i5'), 750: ('Partitions', 'i5'), 751: ('Partitions', None), 752: ('Partitions', None), 753: ('Partitions', None), 754: ('Partitions', None), 756: ('_tagged', None), 757: ('_tagged', None), 758: ('_tagged', None), 766: ('ThrottleTimeMs', None), 767: ('Topics', None), 768: ('Topics', None), 769: ('Topics', None), 770: ('Topics', None), 771: ('Topics', None), 772: ('Topics', None), 773: ('Topics', None), 774: ('Topics', None), 775: ('Topics', None), 776: ('Topics', 'i4'), 777: ('Topics', 'i4'), 778: ('Topics', None), 779: ('Topics', None), 780: ('Topics', None), 781: ('Topics', None), 782: ('ErrorCode', None), 784: ('_tagged', None), 785: ('_tagged', None), 786: ('_tagged', None), 794: ('GroupId', None), 795: ('GroupId', None), 796: ('GroupId', None), 797: ('GroupId', None), 798: ('GroupId', None), 799: ('GroupId', None), 800: ('GroupId', None), 801: ('GroupId', None), 802: ('GroupId', None), 803: ('GroupId', None), 804: ('Topics', None), 805: ('Topics', None), 806: ('Topics', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', None), 811: ('Topics', None), 812: ('Topics', None), 813: ('Topics', 'i5'), 814: ('Topics', 'i5'), 815: ('Topics', None), 816: ('Topics', None), 817: ('Topics', None), 818: ('Topics', None), 819: ('ErrorCode', None), 821: ('_tagged', None), 822: ('_tagged', None), 823: ('_tagged', None), 831: ('ThrottleTimeMs', None), 832: ('Groups', None), 833: ('Groups', None), 834: ('Groups', None), 835: ('Groups', None), 836: ('Groups', None), 837: ('Groups', None), 838: ('Groups', None), 839: ('Groups', None), 840: ('Groups', None), 841: ('Groups', 'i4'), 842: ('Groups', 'i4'), 843: ('Groups', None), 844: ('Groups', None), 845: ('Groups', None), 846: ('Groups', None), 848: ('_tagged', None), 849: ('_tagged', None), 850: ('_tagged', None), 858: ('TopicId', None), 859: ('Partitions', None), 860: ('Partitions', None), 861: ('Partitions', None), 862: ('Partitions', None), 863: ('Partitions', None), 864: ('Partitions', None), 865: ('Partitions', None), 866: ('Partitions', None), 867: ('Partitions', None), 868: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 869: ('Partitions[{}].Metadata', 'i4'), 870: ('Partitions[{}].Metadata', 'i4'), 871: ('Partitions[{}].Metadata', 'i4'), 872: ('Partitions[{}].Metadata', 'i4'), 873: ('Partitions[{}].Metadata', 'i4'), 874: ('Partitions[{}].Metadata', 'i4'), 875: ('Partitions[{}].Metadata', 'i4'), 876: ('Partitions[{}].Metadata', 'i4'), 877: ('Partitions[{}].Metadata', 'i4'), 878: ('Partitions[{}].Metadata', 'i4'), 879: ('Partitions[{}].ErrorCode', 'i4'), 880: ('Partitions', 'i4'), 881: ('Partitions', 'i4'), 882: ('Partitions', 'i4'), 883: ('Partitions', 'i4'), 884: ('Partitions', 'i4'), 885: ('Partitions', None), 886: ('Partitions', None), 887: ('Partitions', None), 888: ('Partitions', None), 890: ('_tagged', None), 891: ('_tagged', None), 892: ('_tagged', None), 900: ('GroupId', None), 901: ('GroupId', None), 902: ('GroupId', None), 903: ('GroupId', None), 904: ('GroupId', None), 905: ('GroupId', None), 906: ('GroupId', None), 907: ('GroupId', None), 908: ('GroupId', None), 909: ('GroupId', None), 910: ('Topics', None), 911: ('Topics', None), 912: ('Topics', None), 913: ('Topics', None), 914: ('Topics', None), 915: ('Topics', None), 916: ('Topics', None), 917: ('Topics', None), 918: ('Topics', None), 919: ('Topics', 'i5'), 920: ('Topics', 'i5'), 921: ('Topics', None), 922: ('Topics', None), 923: ('Topics', None), 924: ('Topics', None), 925: ('ErrorCode', None), 927: ('_tagged', None), 928: ('_tagged', None), 929: ('_tagged', None), 937: ('ThrottleTimeMs', None), 938: ('Groups', None), 939: ('Groups', None), 940: ('Groups', None), 941: ('Groups', None), 942: ('Groups', None), 943: ('Groups', None), 944: ('Groups', None), 945: ('Groups', None), 946: ('Groups', None), 947: ('Groups', 'i4'), 948: ('Groups', 'i4'), 949: ('Groups', None), 950: ('Groups', None), 951: ('Groups', None), 952: ('Groups', None), 954: ('_tagged', None), 955: ('_tagged', None), 956: ('_tagged', None)}
-BUILD_HASH = 'b0304d4e0d3bbee2'
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Name', 'i5'), 65: ('Topics[{}].Name', 'i5'), 66: ('Topics[{}].Name', 'i5'), 67: ('Topics[{}].PartitionIndexes', 'i5'), 68: ('Topics[{}].PartitionIndexes', 'i5'), 69: ('Topics[{}].PartitionIndexes', 'i5'), 70: ('Topics[{}].PartitionIndexes', 'i5'), 71: ('Topics[{}].PartitionIndexes', 'i5'), 72: ('Topics[{}].PartitionIndexes', 'i5'), 73: ('Topics[{}].PartitionIndexes', 'i5'), 74: ('Topics[{}].PartitionIndexes', 'i5'), 75: ('Topics[{}].PartitionIndexes', 'i5'), 76: ('Topics[{}].PartitionIndexes', 'i5'), 77: ('Topics', 'i5'), 78: ('Topics', 'i5'), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('PartitionIndexes', None), 102: ('PartitionIndexes', None), 103: ('PartitionIndexes', None), 104: ('PartitionIndexes', None), 105: ('PartitionIndexes', None), 106: ('PartitionIndexes', None), 107: ('PartitionIndexes', None), 108: ('PartitionIndexes', None), 109: ('PartitionIndexes', None), 110: ('PartitionIndexes', None), 111: ('PartitionIndexes', None), 112: ('PartitionIndexes', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics[{}].Name', 'i5'), 144: ('Topics[{}].Name', 'i5'), 145: ('Topics[{}].Name', 'i5'), 146: ('Topics[{}].Name', 'i5'), 147: ('Topics[{}].Name', 'i5'), 148: ('Topics[{}].Name', 'i5'), 149: ('Topics[{}].Name', 'i5'), 150: ('Topics[{}].Name', 'i5'), 151: ('Topics[{}].Name', 'i5'), 152: ('Topics[{}].Name', 'i5'), 153: ('Topics[{}].PartitionIndexes', 'i5'), 154: ('Topics[{}].PartitionIndexes', 'i5'), 155: ('Topics[{}].PartitionIndexes', 'i5'), 156: ('Topics[{}].PartitionIndexes', 'i5'), 157: ('Topics[{}].PartitionIndexes', 'i5'), 158: ('Topics[{}].PartitionIndexes', 'i5'), 159: ('Topics[{}].PartitionIndexes', 'i5'), 160: ('Topics[{}].PartitionIndexes', 'i5'), 161: ('Topics[{}].PartitionIndexes', 'i5'), 162: ('Topics[{}].PartitionIndexes', 'i5'), 163: ('Topics[{}].PartitionIndexes', 'i5'), 164: ('Topics[{}].PartitionIndexes', 'i5'), 165: ('Topics', 'i5'), 166: ('Topics', 'i5'), 167: ('Topics', 'i5'), 168: ('Topics', 'i5'), 169: ('Topics', 'i5'), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics[{}].Name', 'i5'), 205: ('Topics[{}].Name', 'i5'), 206: ('Topics[{}].Name', 'i5'), 207: ('Topics[{}].Name', 'i5'), 208: ('Topics[{}].Name', 'i5'), 209: ('Topics[{}].Name', 'i5'), 210: ('Topics[{}].Name', 'i5'), 211: ('Topics[{}].Name', 'i5'), 212: ('Topics[{}].Name', 'i5'), 213: ('Topics[{}].Name', 'i5'), 214: ('Topics[{}].PartitionIndexes', 'i5'), 215: ('Topics[{}].PartitionIndexes', 'i5'), 216: ('Topics[{}].PartitionIndexes', 'i5'), 217: ('Topics[{}].PartitionIndexes', 'i5'), 218: ('Topics[{}].PartitionIndexes', 'i5'), 219: ('Topics[{}].PartitionIndexes', 'i5'), 220: ('Topics[{}].PartitionIndexes', 'i5'), 221: ('Topics[{}].PartitionIndexes', 'i5'), 222: ('Topics[{}].PartitionIndexes', 'i5'), 223: ('Topics[{}].PartitionIndexes', 'i5'), 224: ('Topics[{}].PartitionIndexes', 'i5'), 225: ('Topics[{}].PartitionIndexes', 'i5'), 226: ('Topics', 'i5'), 227: ('Topics', 'i5'), 228: ('Topics', 'i5'), 229: ('Topics', 'i5'), 230: ('Topics', 'i5'), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('RequireStable', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('Groups', None), 248: ('Groups', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', 'i3'), 257: ('Groups', 'i3'), 258: ('Groups', None), 259: ('Groups', None), 260: ('Groups', None), 261: ('Groups', None), 262: ('RequireStable', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('GroupId', None), 275: ('GroupId', None), 276: ('GroupId', None), 277: ('GroupId', None), 278: ('GroupId', None), 279: ('GroupId', None), 280: ('GroupId', None), 281: ('GroupId', None), 282: ('GroupId', None), 283: ('GroupId', None), 284: ('MemberId', None), 285: ('MemberId', None), 286: ('MemberId', None), 287: ('MemberId', None), 288: ('MemberId', None), 289: ('MemberId', None), 290: ('MemberId', None), 291: ('MemberId', None), 292: ('MemberId', None), 293: ('MemberId', None), 294: ('MemberEpoch', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics[{}].Name', 'i8'), 305: ('Topics[{}].Name', 'i8'), 306: ('Topics[{}].Name', 'i8'), 307: ('Topics[{}].Name', 'i8'), 308: ('Topics[{}].Name', 'i8'), 309: ('Topics[{}].Name', 'i8'), 310: ('Topics[{}].Name', 'i8'), 311: ('Topics[{}].Name', 'i8'), 312: ('Topics[{}].Name', 'i8'), 313: ('Topics[{}].Name', 'i8'), 314: ('Topics[{}].PartitionIndexes', 'i8'), 315: ('Topics[{}].PartitionIndexes', 'i8'), 316: ('Topics[{}].PartitionIndexes', 'i8'), 317: ('Topics[{}].PartitionIndexes', 'i8'), 318: ('Topics[{}].PartitionIndexes', 'i8'), 319: ('Topics[{}].PartitionIndexes', 'i8'), 320: ('Topics[{}].PartitionIndexes', 'i8'), 321: ('Topics[{}].PartitionIndexes', 'i8'), 322: ('Topics[{}].PartitionIndexes', 'i8'), 323: ('Topics[{}].PartitionIndexes', 'i8'), 324: ('Topics[{}].PartitionIndexes', 'i8'), 325: ('Topics[{}].PartitionIndexes', 'i8'), 326: ('Topics', 'i8'), 327: ('Topics', 'i8'), 328: ('Topics', 'i8'), 329: ('Topics', 'i8'), 330: ('Topics', 'i8'), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('Groups', None), 347: ('Groups', None), 348: ('Groups', None), 349: ('Groups', None), 350: ('Groups', None), 351: ('Groups', None), 352: ('Groups', None), 353: ('Groups', None), 354: ('Groups', None), 355: ('Groups', 'i3'), 356: ('Groups', 'i3'), 357: ('Groups', None), 358: ('Groups', None), 359: ('Groups', None), 360: ('Groups', None), 361: ('RequireStable', None), 363: ('_tagged', None), 364: ('_tagged', None), 365: ('_tagged', None), 373: ('TopicId', None), 374: ('PartitionIndexes', None), 375: ('PartitionIndexes', None), 376: ('PartitionIndexes', None), 377: ('PartitionIndexes', None), 378: ('PartitionIndexes', None), 379: ('PartitionIndexes', None), 380: ('PartitionIndexes', None), 381: ('PartitionIndexes', None), 382: ('PartitionIndexes', None), 383: ('PartitionIndexes', None), 384: ('PartitionIndexes', None), 385: ('PartitionIndexes', None), 387: ('_tagged', None), 388: ('_tagged', None), 389: ('_tagged', None), 397: ('GroupId', None), 398: ('GroupId', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('GroupId', None), 406: ('GroupId', None), 407: ('MemberId', None), 408: ('MemberId', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('MemberEpoch', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics[{}].TopicId', 'i8'), 428: ('Topics[{}].PartitionIndexes', 'i8'), 429: ('Topics[{}].PartitionIndexes', 'i8'), 430: ('Topics[{}].PartitionIndexes', 'i8'), 431: ('Topics[{}].PartitionIndexes', 'i8'), 432: ('Topics[{}].PartitionIndexes', 'i8'), 433: ('Topics[{}].PartitionIndexes', 'i8'), 434: ('Topics[{}].PartitionIndexes', 'i8'), 435: ('Topics[{}].PartitionIndexes', 'i8'), 436: ('Topics[{}].PartitionIndexes', 'i8'), 437: ('Topics[{}].PartitionIndexes', 'i8'), 438: ('Topics[{}].PartitionIndexes', 'i8'), 439: ('Topics[{}].PartitionIndexes', 'i8'), 440: ('Topics', 'i8'), 441: ('Topics', 'i8'), 442: ('Topics', 'i8'), 443: ('Topics', 'i8'), 444: ('Topics', 'i8'), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 450: ('_tagged', None), 451: ('_tagged', None), 452: ('_tagged', None), 460: ('Groups', None), 461: ('Groups', None), 462: ('Groups', None), 463: ('Groups', None), 464: ('Groups', None), 465: ('Groups', None), 466: ('Groups', None), 467: ('Groups', None), 468: ('Groups', None), 469: ('Groups', 'i3'), 470: ('Groups', 'i3'), 471: ('Groups', None), 472: ('Groups', None), 473: ('Groups', None), 474: ('Groups', None), 475: ('RequireStable', None), 477: ('_tagged', None), 478: ('_tagged', None), 479: ('_tagged', None), 487: ('PartitionIndex+CommittedOffset', None), 488: ('Metadata', None), 489: ('Metadata', None), 490: ('Metadata', None), 491: ('Metadata', None), 492: ('Metadata', None), 493: ('Metadata', None), 494: ('Metadata', None), 495: ('Metadata', None), 496: ('ErrorCode', None), 505: ('Name', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Name', None), 510: ('Name', None), 511: ('Name', None), 512: ('Name', None), 513: ('Partitions', None), 514: ('Partitions', None), 515: ('Partitions', None), 516: ('Partitions', None), 517: ('Partitions', None), 518: ('Partitions', None), 519: ('Partitions', None), 520: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 521: ('Partitions[{}].Metadata', 'i5'), 522: ('Partitions[{}].Metadata', 'i5'), 523: ('Partitions[{}].Metadata', 'i5'), 524: ('Partitions[{}].Metadata', 'i5'), 525: ('Partitions[{}].Metadata', 'i5'), 526: ('Partitions[{}].Metadata', 'i5'), 527: ('Partitions[{}].Metadata', 'i5'), 528: ('Partitions[{}].Metadata', 'i5'), 529: ('Partitions[{}].ErrorCode', 'i5'), 530: ('Partitions', 'i5'), 531: ('Partitions', 'i5'), 532: ('Partitions', None), 533: ('Partitions', None), 534: ('Partitions', None), 535: ('Partitions', None), 544: ('Topics', None), 545: ('Topics', None), 546: ('Topics', None), 547: ('Topics', None), 548: ('Topics', None), 549: ('Topics', None), 550: ('Topics', None), 551: ('Topics', 'i3'), 552: ('Topics', 'i3'), 553: ('Topics', None), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 565: ('Topics', None), 566: ('Topics', None), 567: ('Topics', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', 'i3'), 573: ('Topics', 'i3'), 574: ('Topics', None), 575: ('Topics', None), 576: ('Topics', None), 577: ('Topics', None), 578: ('ErrorCode', None), 587: ('ThrottleTimeMs', None), 588: ('Topics', None), 589: ('Topics', None), 590: ('Topics', None), 591: ('Topics', None), 592: ('Topics', None), 593: ('Topics', None), 594: ('Topics', None), 595: ('Topics', 'i4'), 596: ('Topics', 'i4'), 597: ('Topics', None), 598: ('Topics', None), 599: ('Topics', None), 600: ('Topics', None), 601: ('ErrorCode', None), 610: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 611: ('Metadata', None), 612: ('Metadata', None), 613: ('Metadata', None), 614: ('Metadata', None), 615: ('Metadata', None), 616: ('Metadata', None), 617: ('Metadata', None), 618: ('Metadata', None), 619: ('ErrorCode', None), 628: ('Name', None), 629: ('Name', None), 630: ('Name', None), 631: ('Name', None), 632: ('Name', None), 633: ('Name', None), 634: ('Name', None), 635: ('Name', None), 636: ('Partitions', None), 637: ('Partitions', None), 638: ('Partitions', None), 639: ('Partitions', None), 640: ('Partitions', None), 641: ('Partitions', None), 642: ('Partitions', None), 643: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 644: ('Partitions[{}].Metadata', 'i5'), 645: ('Partitions[{}].Metadata', 'i5'), 646: ('Partitions[{}].Metadata', 'i5'), 647: ('Partitions[{}].Metadata', 'i5'), 648: ('Partitions[{}].Metadata', 'i5'), 649: ('Partitions[{}].Metadata', 'i5'), 650: ('Partitions[{}].Metadata', 'i5'), 651: ('Partitions[{}].Metadata', 'i5'), 652: ('Partitions[{}].ErrorCode', 'i5'), 653: ('Partitions', 'i5'), 654: ('Partitions', 'i5'), 655: ('Partitions', None), 656: ('Partitions', None), 657: ('Partitions', None), 658: ('Partitions', None), 667: ('ThrottleTimeMs', None), 668: ('Topics', None), 669: ('Topics', None), 670: ('Topics', None), 671: ('Topics', None), 672: ('Topics', None), 673: ('Topics', None), 674: ('Topics', None), 675: ('Topics', 'i4'), 676: ('Topics', 'i4'), 677: ('Topics', None), 678: ('Topics', None), 679: ('Topics', None), 680: ('Topics', None), 681: ('ErrorCode', None), 690: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 691: ('Metadata', None), 692: ('Metadata', None), 693: ('Metadata', None), 694: ('Metadata', None), 695: ('Metadata', None), 696: ('Metadata', None), 697: ('Metadata', None), 698: ('Metadata', None), 699: ('Metadata', None), 700: ('Metadata', None), 701: ('ErrorCode', None), 703: ('_tagged', None), 704: ('_tagged', None), 705: ('_tagged', None), 713: ('Name', None), 714: ('Name', None), 715: ('Name', None), 716: ('Name', None), 717: ('Name', None), 718: ('Name', None), 719: ('Name', None), 720: ('Name', None), 721: ('Name', None), 722: ('Name', None), 723: ('Partitions', None), 724: ('Partitions', None), 725: ('Partitions', None), 726: ('Partitions', None), 727: ('Partitions', None), 728: ('Partitions', None), 729: ('Partitions', None), 730: ('Partitions', None), 731: ('Partitions', None), 732: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 733: ('Partitions[{}].Metadata', 'i5'), 734: ('Partitions[{}].Metadata', 'i5'), 735: ('Partitions[{}].Metadata', 'i5'), 736: ('Partitions[{}].Metadata', 'i5'), 737: ('Partitions[{}].Metadata', 'i5'), 738: ('Partitions[{}].Metadata', 'i5'), 739: ('Partitions[{}].Metadata', 'i5'), 740: ('Partitions[{}].Metadata', 'i5'), 741: ('Partitions[{}].Metadata', 'i5'), 742: ('Partitions[{}].Metadata', 'i5'), 743: ('Partitions[{}].ErrorCode', 'i5'), 744: ('Partitions', 'i5'), 745: ('Partitions', 'i5'), 746: ('Partitions', 'i5'), 747: ('Partitions', 'i5'), 748: ('Partitions', 'i5'), 749: ('Partitions', None), 750: ('Partitions', None), 751: ('Partitions', None), 752: ('Partitions', None), 754: ('_tagged', None), 755: ('_tagged', None), 756: ('_tagged', None), 764: ('ThrottleTimeMs', None), 765: ('Topics', None), 766: ('Topics', None), 767: ('Topics', None), 768: ('Topics', None), 769: ('Topics', None), 770: ('Topics', None), 771: ('Topics', None), 772: ('Topics', None), 773: ('Topics', None), 774: ('Topics', 'i4'), 775: ('Topics', 'i4'), 776: ('Topics', None), 777: ('Topics', None), 778: ('Topics', None), 779: ('Topics', None), 780: ('ErrorCode', None), 782: ('_tagged', None), 783: ('_tagged', None), 784: ('_tagged', None), 792: ('GroupId', None), 793: ('GroupId', None), 794: ('GroupId', None), 795: ('GroupId', None), 796: ('GroupId', None), 797: ('GroupId', None), 798: ('GroupId', None), 799: ('GroupId', None), 800: ('GroupId', None), 801: ('GroupId', None), 802: ('Topics', None), 803: ('Topics', None), 804: ('Topics', None), 805: ('Topics', None), 806: ('Topics', None), 807: ('Topics', None), 808: ('Topics', None), 809: ('Topics', None), 810: ('Topics', None), 811: ('Topics', 'i5'), 812: ('Topics', 'i5'), 813: ('Topics', None), 814: ('Topics', None), 815: ('Topics', None), 816: ('Topics', None), 817: ('ErrorCode', None), 819: ('_tagged', None), 820: ('_tagged', None), 821: ('_tagged', None), 829: ('ThrottleTimeMs', None), 830: ('Groups', None), 831: ('Groups', None), 832: ('Groups', None), 833: ('Groups', None), 834: ('Groups', None), 835: ('Groups', None), 836: ('Groups', None), 837: ('Groups', None), 838: ('Groups', None), 839: ('Groups', 'i4'), 840: ('Groups', 'i4'), 841: ('Groups', None), 842: ('Groups', None), 843: ('Groups', None), 844: ('Groups', None), 846: ('_tagged', None), 847: ('_tagged', None), 848: ('_tagged', None), 856: ('TopicId', None), 857: ('Partitions', None), 858: ('Partitions', None), 859: ('Partitions', None), 860: ('Partitions', None), 861: ('Partitions', None), 862: ('Partitions', None), 863: ('Partitions', None), 864: ('Partitions', None), 865: ('Partitions', None), 866: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 867: ('Partitions[{}].Metadata', 'i4'), 868: ('Partitions[{}].Metadata', 'i4'), 869: ('Partitions[{}].Metadata', 'i4'), 870: ('Partitions[{}].Metadata', 'i4'), 871: ('Partitions[{}].Metadata', 'i4'), 872: ('Partitions[{}].Metadata', 'i4'), 873: ('Partitions[{}].Metadata', 'i4'), 874: ('Partitions[{}].Metadata', 'i4'), 875: ('Partitions[{}].Metadata', 'i4'), 876: ('Partitions[{}].Metadata', 'i4'), 877: ('Partitions[{}].ErrorCode', 'i4'), 878: ('Partitions', 'i4'), 879: ('Partitions', 'i4'), 880: ('Partitions', 'i4'), 881: ('Partitions', 'i4'), 882: ('Partitions', 'i4'), 883: ('Partitions', None), 884: ('Partitions', None), 885: ('Partitions', None), 886: ('Partitions', None), 888: ('_tagged', None), 889: ('_tagged', None), 890: ('_tagged', None), 898: ('GroupId', None), 899: ('GroupId', None), 900: ('GroupId', None), 901: ('GroupId', None), 902: ('GroupId', None), 903: ('GroupId', None), 904: ('GroupId', None), 905: ('GroupId', None), 906: ('GroupId', None), 907: ('GroupId', None), 908: ('Topics', None), 909: ('Topics', None), 910: ('Topics', None), 911: ('Topics', None), 912: ('Topics', None), 913: ('Topics', None), 914: ('Topics', None), 915: ('Topics', None), 916: ('Topics', None), 917: ('Topics', 'i5'), 918: ('Topics', 'i5'), 919: ('Topics', None), 920: ('Topics', None), 921: ('Topics', None), 922: ('Topics', None), 923: ('ErrorCode', None), 925: ('_tagged', None), 926: ('_tagged', None), 927: ('_tagged', None), 935: ('ThrottleTimeMs', None), 936: ('Groups', None), 937: ('Groups', None), 938: ('Groups', None), 939: ('Groups', None), 940: ('Groups', None), 941: ('Groups', None), 942: ('Groups', None), 943: ('Groups', None), 944: ('Groups', None), 945: ('Groups', 'i4'), 946: ('Groups', 'i4'), 947: ('Groups', None), 948: ('Groups', None), 949: ('Groups', None), 950: ('Groups', None), 952: ('_tagged', None), 953: ('_tagged', None), 954: ('_tagged', None)}
+BUILD_HASH = 'b9cc7afac6f2683d'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>hi').unpack_from
@@ -12,7 +10,7 @@ _U3 = _struct.Struct('>i').unpack_from
 _U4 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -28,7 +26,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -45,7 +43,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -62,12 +60,12 @@ def _f2(b, p):
         d = {"Key": v1, "KeyType": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -76,8 +74,8 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 1 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -98,12 +96,12 @@ def _f3(b, p):
         d = {"KeyType": v1, "CoordinatorKeys": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -121,7 +119,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -148,7 +146,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -177,12 +175,12 @@ def _f6(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "NodeId": v5, "Host": v6, "Port": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -220,12 +218,12 @@ def _f7(b, p):
         d = {"Key": v1, "NodeId": v3, "Host": v4, "Port": v6, "ErrorCode": v7, "ErrorMessage": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 4
@@ -234,8 +232,8 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 14 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -273,7 +271,7 @@ def _f8(b, p):
                 d14 = {"Key": v5, "NodeId": v7, "Host": v8, "Port": v10, "ErrorCode": v11, "ErrorMessage": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v2.append(d14)
         elif n3 == -1:
             v2 = None
@@ -282,7 +280,7 @@ def _f8(b, p):
         d = {"ThrottleTimeMs": v1, "Coordinators": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -294,5 +292,5 @@ NAME = 'FindCoordinator'
 REQUEST = {0: _f0, 1: _f1, 2: _f1, 3: _f2, 4: _f3, 5: _f3, 6: _f3}
 RESPONSE = {0: _f4, 1: _f5, 2: _f5, 3: _f6, 4: _f8, 5: _f8, 6: _f8}
 
-_LINES = {18: ('Key', None), 19: ('Key', None), 20: ('Key', None), 21: ('Key', None), 22: ('Key', None), 23: ('Key', None), 24: ('Key', None), 25: ('Key', None), 34: ('Key', None), 35: ('Key', None), 36: ('Key', None), 37: ('Key', None), 38: ('Key', None), 39: ('Key', None), 40: ('Key', None), 41: ('Key', None), 42: ('KeyType', None), 51: ('Key', None), 52: ('Key', None), 53: ('Key', None), 54: ('Key', None), 55: ('Key', None), 56: ('Key', None), 57: ('Key', None), 58: ('Key', None), 59: ('Key', None), 60: ('Key', None), 61: ('KeyType', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('KeyType', None), 74: ('CoordinatorKeys', None), 75: ('CoordinatorKeys', None), 76: ('CoordinatorKeys', None), 77: ('CoordinatorKeys', None), 78: ('CoordinatorKeys', None), 79: ('CoordinatorKeys', None), 80: ('CoordinatorKeys', None), 81: ('CoordinatorKeys', None), 82: ('CoordinatorKeys', None), 83: ('CoordinatorKeys', 'i4'), 84: ('CoordinatorKeys', 'i4'), 85: ('CoordinatorKeys', 'i4'), 86: ('CoordinatorKeys', 'i4'), 87: ('CoordinatorKeys', 'i4'), 88: ('CoordinatorKeys', 'i4'), 89: ('CoordinatorKeys', 'i4'), 90: ('CoordinatorKeys', 'i4'), 91: ('CoordinatorKeys', 'i4'), 92: ('CoordinatorKeys', 'i4'), 93: ('CoordinatorKeys', 'i4'), 94: ('CoordinatorKeys', None), 95: ('CoordinatorKeys', None), 96: ('CoordinatorKeys', None), 97: ('CoordinatorKeys', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('ErrorCode+NodeId', None), 110: ('Host', None), 111: ('Host', None), 112: ('Host', None), 113: ('Host', None), 114: ('Host', None), 115: ('Host', None), 116: ('Host', None), 117: ('Host', None), 118: ('Port', None), 127: ('ThrottleTimeMs+ErrorCode', None), 128: ('ErrorMessage', None), 129: ('ErrorMessage', None), 130: ('ErrorMessage', None), 131: ('ErrorMessage', None), 132: ('ErrorMessage', None), 133: ('ErrorMessage', None), 134: ('ErrorMessage', None), 135: ('ErrorMessage', None), 136: ('NodeId', None), 137: ('Host', None), 138: ('Host', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('Port', None), 154: ('ThrottleTimeMs+ErrorCode', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 165: ('NodeId', None), 166: ('Host', None), 167: ('Host', None), 168: ('Host', None), 169: ('Host', None), 170: ('Host', None), 171: ('Host', None), 172: ('Host', None), 173: ('Host', None), 174: ('Host', None), 175: ('Host', None), 176: ('Port', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('Key', None), 189: ('Key', None), 190: ('Key', None), 191: ('Key', None), 192: ('Key', None), 193: ('Key', None), 194: ('Key', None), 195: ('Key', None), 196: ('Key', None), 197: ('Key', None), 198: ('NodeId', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Host', None), 208: ('Host', None), 209: ('Port+ErrorCode', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('ThrottleTimeMs', None), 232: ('Coordinators', None), 233: ('Coordinators', None), 234: ('Coordinators', None), 235: ('Coordinators', None), 236: ('Coordinators', None), 237: ('Coordinators', None), 238: ('Coordinators', None), 239: ('Coordinators', None), 240: ('Coordinators', None), 241: ('Coordinators[{}].Key', 'i4'), 242: ('Coordinators[{}].Key', 'i4'), 243: ('Coordinators[{}].Key', 'i4'), 244: ('Coordinators[{}].Key', 'i4'), 245: ('Coordinators[{}].Key', 'i4'), 246: ('Coordinators[{}].Key', 'i4'), 247: ('Coordinators[{}].Key', 'i4'), 248: ('Coordinators[{}].Key', 'i4'), 249: ('Coordinators[{}].Key', 'i4'), 250: ('Coordinators[{}].Key', 'i4'), 251: ('Coordinators[{}].NodeId', 'i4'), 252: ('Coordinators[{}].Host', 'i4'), 253: ('Coordinators[{}].Host', 'i4'), 254: ('Coordinators[{}].Host', 'i4'), 255: ('Coordinators[{}].Host', 'i4'), 256: ('Coordinators[{}].Host', 'i4'), 257: ('Coordinators[{}].Host', 'i4'), 258: ('Coordinators[{}].Host', 'i4'), 259: ('Coordinators[{}].Host', 'i4'), 260: ('Coordinators[{}].Host', 'i4'), 261: ('Coordinators[{}].Host', 'i4'), 262: ('Coordinators[{}].Port+ErrorCode', 'i4'), 263: ('Coordinators[{}].ErrorMessage', 'i4'), 264: ('Coordinators[{}].ErrorMessage', 'i4'), 265: ('Coordinators[{}].ErrorMessage', 'i4'), 266: ('Coordinators[{}].ErrorMessage', 'i4'), 267: ('Coordinators[{}].ErrorMessage', 'i4'), 268: ('Coordinators[{}].ErrorMessage', 'i4'), 269: ('Coordinators[{}].ErrorMessage', 'i4'), 270: ('Coordinators[{}].ErrorMessage', 'i4'), 271: ('Coordinators[{}].ErrorMessage', 'i4'), 272: ('Coordinators[{}].ErrorMessage', 'i4'), 273: ('Coordinators', 'i4'), 274: ('Coordinators', 'i4'), 275: ('Coordinators', 'i4'), 276: ('Coordinators', 'i4'), 277: ('Coordinators', 'i4'), 278: ('Coordinators', None), 279: ('Coordinators', None), 280: ('Coordinators', None), 281: ('Coordinators', None), 283: ('_tagged', None), 284: ('_tagged', None), 285: ('_tagged', None)}
-BUILD_HASH = '32418080684e1668'
+_LINES = {16: ('Key', None), 17: ('Key', None), 18: ('Key', None), 19: ('Key', None), 20: ('Key', None), 21: ('Key', None), 22: ('Key', None), 23: ('Key', None), 32: ('Key', None), 33: ('Key', None), 34: ('Key', None), 35: ('Key', None), 36: ('Key', None), 37: ('Key', None), 38: ('Key', None), 39: ('Key', None), 40: ('KeyType', None), 49: ('Key', None), 50: ('Key', None), 51: ('Key', None), 52: ('Key', None), 53: ('Key', None), 54: ('Key', None), 55: ('Key', None), 56: ('Key', None), 57: ('Key', None), 58: ('Key', None), 59: ('KeyType', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('KeyType', None), 72: ('CoordinatorKeys', None), 73: ('CoordinatorKeys', None), 74: ('CoordinatorKeys', None), 75: ('CoordinatorKeys', None), 76: ('CoordinatorKeys', None), 77: ('CoordinatorKeys', None), 78: ('CoordinatorKeys', None), 79: ('CoordinatorKeys', None), 80: ('CoordinatorKeys', None), 81: ('CoordinatorKeys', 'i4'), 82: ('CoordinatorKeys', 'i4'), 83: ('CoordinatorKeys', 'i4'), 84: ('CoordinatorKeys', 'i4'), 85: ('CoordinatorKeys', 'i4'), 86: ('CoordinatorKeys', 'i4'), 87: ('CoordinatorKeys', 'i4'), 88: ('CoordinatorKeys', 'i4'), 89: ('CoordinatorKeys', 'i4'), 90: ('CoordinatorKeys', 'i4'), 91: ('CoordinatorKeys', 'i4'), 92: ('CoordinatorKeys', None), 93: ('CoordinatorKeys', None), 94: ('CoordinatorKeys', None), 95: ('CoordinatorKeys', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('ErrorCode+NodeId', None), 108: ('Host', None), 109: ('Host', None), 110: ('Host', None), 111: ('Host', None), 112: ('Host', None), 113: ('Host', None), 114: ('Host', None), 115: ('Host', None), 116: ('Port', None), 125: ('ThrottleTimeMs+ErrorCode', None), 126: ('ErrorMessage', None), 127: ('ErrorMessage', None), 128: ('ErrorMessage', None), 129: ('ErrorMessage', None), 130: ('ErrorMessage', None), 131: ('ErrorMessage', None), 132: ('ErrorMessage', None), 133: ('ErrorMessage', None), 134: ('NodeId', None), 135: ('Host', None), 136: ('Host', None), 137: ('Host', None), 138: ('Host', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Port', None), 152: ('ThrottleTimeMs+ErrorCode', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('NodeId', None), 164: ('Host', None), 165: ('Host', None), 166: ('Host', None), 167: ('Host', None), 168: ('Host', None), 169: ('Host', None), 170: ('Host', None), 171: ('Host', None), 172: ('Host', None), 173: ('Host', None), 174: ('Port', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('Key', None), 187: ('Key', None), 188: ('Key', None), 189: ('Key', None), 190: ('Key', None), 191: ('Key', None), 192: ('Key', None), 193: ('Key', None), 194: ('Key', None), 195: ('Key', None), 196: ('NodeId', None), 197: ('Host', None), 198: ('Host', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Port+ErrorCode', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 219: ('_tagged', None), 220: ('_tagged', None), 221: ('_tagged', None), 229: ('ThrottleTimeMs', None), 230: ('Coordinators', None), 231: ('Coordinators', None), 232: ('Coordinators', None), 233: ('Coordinators', None), 234: ('Coordinators', None), 235: ('Coordinators', None), 236: ('Coordinators', None), 237: ('Coordinators', None), 238: ('Coordinators', None), 239: ('Coordinators[{}].Key', 'i4'), 240: ('Coordinators[{}].Key', 'i4'), 241: ('Coordinators[{}].Key', 'i4'), 242: ('Coordinators[{}].Key', 'i4'), 243: ('Coordinators[{}].Key', 'i4'), 244: ('Coordinators[{}].Key', 'i4'), 245: ('Coordinators[{}].Key', 'i4'), 246: ('Coordinators[{}].Key', 'i4'), 247: ('Coordinators[{}].Key', 'i4'), 248: ('Coordinators[{}].Key', 'i4'), 249: ('Coordinators[{}].NodeId', 'i4'), 250: ('Coordinators[{}].Host', 'i4'), 251: ('Coordinators[{}].Host', 'i4'), 252: ('Coordinators[{}].Host', 'i4'), 253: ('Coordinators[{}].Host', 'i4'), 254: ('Coordinators[{}].Host', 'i4'), 255: ('Coordinators[{}].Host', 'i4'), 256: ('Coordinators[{}].Host', 'i4'), 257: ('Coordinators[{}].Host', 'i4'), 258: ('Coordinators[{}].Host', 'i4'), 259: ('Coordinators[{}].Host', 'i4'), 260: ('Coordinators[{}].Port+ErrorCode', 'i4'), 261: ('Coordinators[{}].ErrorMessage', 'i4'), 262: ('Coordinators[{}].ErrorMessage', 'i4'), 263: ('Coordinators[{}].ErrorMessage', 'i4'), 264: ('Coordinators[{}].ErrorMessage', 'i4'), 265: ('Coordinators[{}].ErrorMessage', 'i4'), 266: ('Coordinators[{}].ErrorMessage', 'i4'), 267: ('Coordinators[{}].ErrorMessage', 'i4'), 268: ('Coordinators[{}].ErrorMessage', 'i4'), 269: ('Coordinators[{}].ErrorMessage', 'i4'), 270: ('Coordinators[{}].ErrorMessage', 'i4'), 271: ('Coordinators', 'i4'), 272: ('Coordinators', 'i4'), 273: ('Coordinators', 'i4'), 274: ('Coordinators', 'i4'), 275: ('Coordinators', 'i4'), 276: ('Coordinators', None), 277: ('Coordinators', None), 278: ('Coordinators', None), 279: ('Coordinators', None), 281: ('_tagged', None), 282: ('_tagged', None), 283: ('_tagged', None)}
+BUILD_HASH = '0e4d22b1392ccfe1'

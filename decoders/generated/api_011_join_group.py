@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ihi').unpack_from
 _U5 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -37,7 +35,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -68,8 +66,8 @@ def _f1(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U0(b, p); p += 2
@@ -99,7 +97,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -130,8 +128,8 @@ def _f2(b, p):
         n10, = _U1(b, p); p += 4
         if n10 >= 0:
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13, = _U0(b, p); p += 2
@@ -161,7 +159,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -200,8 +198,8 @@ def _f3(b, p):
         n12, = _U1(b, p); p += 4
         if n12 >= 0:
             if n12 * 6 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15, = _U0(b, p); p += 2
@@ -231,7 +229,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -257,12 +255,12 @@ def _f4(b, p):
         d = {"Name": v1, "Metadata": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -311,8 +309,8 @@ def _f5(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -338,7 +336,7 @@ def _f5(b, p):
                 d18 = {"Name": v14, "Metadata": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v11.append(d18)
         elif n12 == -1:
             v11 = None
@@ -347,12 +345,12 @@ def _f5(b, p):
         d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -401,8 +399,8 @@ def _f6(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -428,7 +426,7 @@ def _f6(b, p):
                 d18 = {"Name": v14, "Metadata": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v11.append(d18)
         elif n12 == -1:
             v11 = None
@@ -447,12 +445,12 @@ def _f6(b, p):
         d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -476,7 +474,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -507,8 +505,8 @@ def _f8(b, p):
         n10, = _U1(b, p); p += 4
         if n10 >= 0:
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13, = _U0(b, p); p += 2
@@ -538,7 +536,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 10
@@ -569,8 +567,8 @@ def _f9(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 6 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14, = _U0(b, p); p += 2
@@ -600,7 +598,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -632,7 +630,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 10
@@ -663,8 +661,8 @@ def _f11(b, p):
         n11, = _U1(b, p); p += 4
         if n11 >= 0:
             if n11 * 8 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14, = _U0(b, p); p += 2
@@ -702,7 +700,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -738,12 +736,12 @@ def _f12(b, p):
         d = {"MemberId": v1, "GroupInstanceId": v3, "Metadata": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 10
@@ -782,8 +780,8 @@ def _f13(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -819,7 +817,7 @@ def _f13(b, p):
                 d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v10.append(d19)
         elif n11 == -1:
             v10 = None
@@ -828,12 +826,12 @@ def _f13(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 10
@@ -882,8 +880,8 @@ def _f14(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -919,7 +917,7 @@ def _f14(b, p):
                 d21 = {"MemberId": v15, "GroupInstanceId": v17, "Metadata": v19}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v12.append(d21)
         elif n13 == -1:
             v12 = None
@@ -928,12 +926,12 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "MemberId": v10, "Members": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 10
@@ -983,8 +981,8 @@ def _f15(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
                 n17 = b[p]; p += 1
@@ -1020,7 +1018,7 @@ def _f15(b, p):
                 d22 = {"MemberId": v16, "GroupInstanceId": v18, "Metadata": v20}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v13.append(d22)
         elif n14 == -1:
             v13 = None
@@ -1029,7 +1027,7 @@ def _f15(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "SkipAssignment": v10, "MemberId": v11, "Members": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1041,5 +1039,5 @@ NAME = 'JoinGroup'
 REQUEST = {0: _f1, 1: _f2, 2: _f2, 3: _f2, 4: _f2, 5: _f3, 6: _f5, 7: _f5, 8: _f6, 9: _f6}
 RESPONSE = {0: _f8, 1: _f8, 2: _f9, 3: _f9, 4: _f9, 5: _f11, 6: _f13, 7: _f14, 8: _f14, 9: _f15}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Metadata', None), 28: ('Metadata', None), 29: ('Metadata', None), 30: ('Metadata', None), 31: ('Metadata', None), 32: ('Metadata', None), 33: ('Metadata', None), 34: ('Metadata', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('SessionTimeoutMs', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('MemberId', None), 59: ('MemberId', None), 60: ('ProtocolType', None), 61: ('ProtocolType', None), 62: ('ProtocolType', None), 63: ('ProtocolType', None), 64: ('ProtocolType', None), 65: ('ProtocolType', None), 66: ('ProtocolType', None), 67: ('ProtocolType', None), 68: ('Protocols', None), 69: ('Protocols', None), 70: ('Protocols', None), 71: ('Protocols', None), 72: ('Protocols', None), 73: ('Protocols', None), 74: ('Protocols', None), 75: ('Protocols[{}].Name', 'i10'), 76: ('Protocols[{}].Name', 'i10'), 77: ('Protocols[{}].Name', 'i10'), 78: ('Protocols[{}].Name', 'i10'), 79: ('Protocols[{}].Name', 'i10'), 80: ('Protocols[{}].Name', 'i10'), 81: ('Protocols[{}].Name', 'i10'), 82: ('Protocols[{}].Name', 'i10'), 83: ('Protocols[{}].Metadata', 'i10'), 84: ('Protocols[{}].Metadata', 'i10'), 85: ('Protocols[{}].Metadata', 'i10'), 86: ('Protocols[{}].Metadata', 'i10'), 87: ('Protocols[{}].Metadata', 'i10'), 88: ('Protocols[{}].Metadata', 'i10'), 89: ('Protocols[{}].Metadata', 'i10'), 90: ('Protocols[{}].Metadata', 'i10'), 91: ('Protocols', 'i10'), 92: ('Protocols', 'i10'), 93: ('Protocols', None), 94: ('Protocols', None), 95: ('Protocols', None), 96: ('Protocols', None), 105: ('GroupId', None), 106: ('GroupId', None), 107: ('GroupId', None), 108: ('GroupId', None), 109: ('GroupId', None), 110: ('GroupId', None), 111: ('GroupId', None), 112: ('GroupId', None), 113: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('MemberId', None), 118: ('MemberId', None), 119: ('MemberId', None), 120: ('MemberId', None), 121: ('MemberId', None), 122: ('ProtocolType', None), 123: ('ProtocolType', None), 124: ('ProtocolType', None), 125: ('ProtocolType', None), 126: ('ProtocolType', None), 127: ('ProtocolType', None), 128: ('ProtocolType', None), 129: ('ProtocolType', None), 130: ('Protocols', None), 131: ('Protocols', None), 132: ('Protocols', None), 133: ('Protocols', None), 134: ('Protocols', None), 135: ('Protocols', None), 136: ('Protocols', None), 137: ('Protocols[{}].Name', 'i11'), 138: ('Protocols[{}].Name', 'i11'), 139: ('Protocols[{}].Name', 'i11'), 140: ('Protocols[{}].Name', 'i11'), 141: ('Protocols[{}].Name', 'i11'), 142: ('Protocols[{}].Name', 'i11'), 143: ('Protocols[{}].Name', 'i11'), 144: ('Protocols[{}].Name', 'i11'), 145: ('Protocols[{}].Metadata', 'i11'), 146: ('Protocols[{}].Metadata', 'i11'), 147: ('Protocols[{}].Metadata', 'i11'), 148: ('Protocols[{}].Metadata', 'i11'), 149: ('Protocols[{}].Metadata', 'i11'), 150: ('Protocols[{}].Metadata', 'i11'), 151: ('Protocols[{}].Metadata', 'i11'), 152: ('Protocols[{}].Metadata', 'i11'), 153: ('Protocols', 'i11'), 154: ('Protocols', 'i11'), 155: ('Protocols', None), 156: ('Protocols', None), 157: ('Protocols', None), 158: ('Protocols', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('GroupId', None), 170: ('GroupId', None), 171: ('GroupId', None), 172: ('GroupId', None), 173: ('GroupId', None), 174: ('GroupId', None), 175: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('MemberId', None), 180: ('MemberId', None), 181: ('MemberId', None), 182: ('MemberId', None), 183: ('MemberId', None), 184: ('GroupInstanceId', None), 185: ('GroupInstanceId', None), 186: ('GroupInstanceId', None), 187: ('GroupInstanceId', None), 188: ('GroupInstanceId', None), 189: ('GroupInstanceId', None), 190: ('GroupInstanceId', None), 191: ('GroupInstanceId', None), 192: ('ProtocolType', None), 193: ('ProtocolType', None), 194: ('ProtocolType', None), 195: ('ProtocolType', None), 196: ('ProtocolType', None), 197: ('ProtocolType', None), 198: ('ProtocolType', None), 199: ('ProtocolType', None), 200: ('Protocols', None), 201: ('Protocols', None), 202: ('Protocols', None), 203: ('Protocols', None), 204: ('Protocols', None), 205: ('Protocols', None), 206: ('Protocols', None), 207: ('Protocols[{}].Name', 'i13'), 208: ('Protocols[{}].Name', 'i13'), 209: ('Protocols[{}].Name', 'i13'), 210: ('Protocols[{}].Name', 'i13'), 211: ('Protocols[{}].Name', 'i13'), 212: ('Protocols[{}].Name', 'i13'), 213: ('Protocols[{}].Name', 'i13'), 214: ('Protocols[{}].Name', 'i13'), 215: ('Protocols[{}].Metadata', 'i13'), 216: ('Protocols[{}].Metadata', 'i13'), 217: ('Protocols[{}].Metadata', 'i13'), 218: ('Protocols[{}].Metadata', 'i13'), 219: ('Protocols[{}].Metadata', 'i13'), 220: ('Protocols[{}].Metadata', 'i13'), 221: ('Protocols[{}].Metadata', 'i13'), 222: ('Protocols[{}].Metadata', 'i13'), 223: ('Protocols', 'i13'), 224: ('Protocols', 'i13'), 225: ('Protocols', None), 226: ('Protocols', None), 227: ('Protocols', None), 228: ('Protocols', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Name', None), 246: ('Name', None), 247: ('Metadata', None), 248: ('Metadata', None), 249: ('Metadata', None), 250: ('Metadata', None), 251: ('Metadata', None), 252: ('Metadata', None), 253: ('Metadata', None), 254: ('Metadata', None), 255: ('Metadata', None), 256: ('Metadata', None), 258: ('_tagged', None), 259: ('_tagged', None), 260: ('_tagged', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('GroupId', None), 274: ('GroupId', None), 275: ('GroupId', None), 276: ('GroupId', None), 277: ('GroupId', None), 278: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('MemberId', None), 284: ('MemberId', None), 285: ('MemberId', None), 286: ('MemberId', None), 287: ('MemberId', None), 288: ('MemberId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('GroupInstanceId', None), 292: ('GroupInstanceId', None), 293: ('GroupInstanceId', None), 294: ('GroupInstanceId', None), 295: ('GroupInstanceId', None), 296: ('GroupInstanceId', None), 297: ('GroupInstanceId', None), 298: ('GroupInstanceId', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('ProtocolType', None), 303: ('ProtocolType', None), 304: ('ProtocolType', None), 305: ('ProtocolType', None), 306: ('ProtocolType', None), 307: ('ProtocolType', None), 308: ('ProtocolType', None), 309: ('Protocols', None), 310: ('Protocols', None), 311: ('Protocols', None), 312: ('Protocols', None), 313: ('Protocols', None), 314: ('Protocols', None), 315: ('Protocols', None), 316: ('Protocols', None), 317: ('Protocols', None), 318: ('Protocols[{}].Name', 'i13'), 319: ('Protocols[{}].Name', 'i13'), 320: ('Protocols[{}].Name', 'i13'), 321: ('Protocols[{}].Name', 'i13'), 322: ('Protocols[{}].Name', 'i13'), 323: ('Protocols[{}].Name', 'i13'), 324: ('Protocols[{}].Name', 'i13'), 325: ('Protocols[{}].Name', 'i13'), 326: ('Protocols[{}].Name', 'i13'), 327: ('Protocols[{}].Name', 'i13'), 328: ('Protocols[{}].Metadata', 'i13'), 329: ('Protocols[{}].Metadata', 'i13'), 330: ('Protocols[{}].Metadata', 'i13'), 331: ('Protocols[{}].Metadata', 'i13'), 332: ('Protocols[{}].Metadata', 'i13'), 333: ('Protocols[{}].Metadata', 'i13'), 334: ('Protocols[{}].Metadata', 'i13'), 335: ('Protocols[{}].Metadata', 'i13'), 336: ('Protocols[{}].Metadata', 'i13'), 337: ('Protocols[{}].Metadata', 'i13'), 338: ('Protocols', 'i13'), 339: ('Protocols', 'i13'), 340: ('Protocols', 'i13'), 341: ('Protocols', 'i13'), 342: ('Protocols', 'i13'), 343: ('Protocols', None), 344: ('Protocols', None), 345: ('Protocols', None), 346: ('Protocols', None), 348: ('_tagged', None), 349: ('_tagged', None), 350: ('_tagged', None), 358: ('GroupId', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('GroupId', None), 364: ('GroupId', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 369: ('MemberId', None), 370: ('MemberId', None), 371: ('MemberId', None), 372: ('MemberId', None), 373: ('MemberId', None), 374: ('MemberId', None), 375: ('MemberId', None), 376: ('MemberId', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('GroupInstanceId', None), 380: ('GroupInstanceId', None), 381: ('GroupInstanceId', None), 382: ('GroupInstanceId', None), 383: ('GroupInstanceId', None), 384: ('GroupInstanceId', None), 385: ('GroupInstanceId', None), 386: ('GroupInstanceId', None), 387: ('GroupInstanceId', None), 388: ('GroupInstanceId', None), 389: ('ProtocolType', None), 390: ('ProtocolType', None), 391: ('ProtocolType', None), 392: ('ProtocolType', None), 393: ('ProtocolType', None), 394: ('ProtocolType', None), 395: ('ProtocolType', None), 396: ('ProtocolType', None), 397: ('ProtocolType', None), 398: ('ProtocolType', None), 399: ('Protocols', None), 400: ('Protocols', None), 401: ('Protocols', None), 402: ('Protocols', None), 403: ('Protocols', None), 404: ('Protocols', None), 405: ('Protocols', None), 406: ('Protocols', None), 407: ('Protocols', None), 408: ('Protocols[{}].Name', 'i13'), 409: ('Protocols[{}].Name', 'i13'), 410: ('Protocols[{}].Name', 'i13'), 411: ('Protocols[{}].Name', 'i13'), 412: ('Protocols[{}].Name', 'i13'), 413: ('Protocols[{}].Name', 'i13'), 414: ('Protocols[{}].Name', 'i13'), 415: ('Protocols[{}].Name', 'i13'), 416: ('Protocols[{}].Name', 'i13'), 417: ('Protocols[{}].Name', 'i13'), 418: ('Protocols[{}].Metadata', 'i13'), 419: ('Protocols[{}].Metadata', 'i13'), 420: ('Protocols[{}].Metadata', 'i13'), 421: ('Protocols[{}].Metadata', 'i13'), 422: ('Protocols[{}].Metadata', 'i13'), 423: ('Protocols[{}].Metadata', 'i13'), 424: ('Protocols[{}].Metadata', 'i13'), 425: ('Protocols[{}].Metadata', 'i13'), 426: ('Protocols[{}].Metadata', 'i13'), 427: ('Protocols[{}].Metadata', 'i13'), 428: ('Protocols', 'i13'), 429: ('Protocols', 'i13'), 430: ('Protocols', 'i13'), 431: ('Protocols', 'i13'), 432: ('Protocols', 'i13'), 433: ('Protocols', None), 434: ('Protocols', None), 435: ('Protocols', None), 436: ('Protocols', None), 437: ('Reason', None), 438: ('Reason', None), 439: ('Reason', None), 440: ('Reason', None), 441: ('Reason', None), 442: ('Reason', None), 443: ('Reason', None), 444: ('Reason', None), 445: ('Reason', None), 446: ('Reason', None), 448: ('_tagged', None), 449: ('_tagged', None), 450: ('_tagged', None), 458: ('MemberId', None), 459: ('MemberId', None), 460: ('MemberId', None), 461: ('MemberId', None), 462: ('MemberId', None), 463: ('MemberId', None), 464: ('MemberId', None), 465: ('MemberId', None), 466: ('Metadata', None), 467: ('Metadata', None), 468: ('Metadata', None), 469: ('Metadata', None), 470: ('Metadata', None), 471: ('Metadata', None), 472: ('Metadata', None), 473: ('Metadata', None), 482: ('ErrorCode+GenerationId', None), 483: ('ProtocolName', None), 484: ('ProtocolName', None), 485: ('ProtocolName', None), 486: ('ProtocolName', None), 487: ('ProtocolName', None), 488: ('ProtocolName', None), 489: ('ProtocolName', None), 490: ('ProtocolName', None), 491: ('Leader', None), 492: ('Leader', None), 493: ('Leader', None), 494: ('Leader', None), 495: ('Leader', None), 496: ('Leader', None), 497: ('Leader', None), 498: ('Leader', None), 499: ('MemberId', None), 500: ('MemberId', None), 501: ('MemberId', None), 502: ('MemberId', None), 503: ('MemberId', None), 504: ('MemberId', None), 505: ('MemberId', None), 506: ('MemberId', None), 507: ('Members', None), 508: ('Members', None), 509: ('Members', None), 510: ('Members', None), 511: ('Members', None), 512: ('Members', None), 513: ('Members', None), 514: ('Members[{}].MemberId', 'i11'), 515: ('Members[{}].MemberId', 'i11'), 516: ('Members[{}].MemberId', 'i11'), 517: ('Members[{}].MemberId', 'i11'), 518: ('Members[{}].MemberId', 'i11'), 519: ('Members[{}].MemberId', 'i11'), 520: ('Members[{}].MemberId', 'i11'), 521: ('Members[{}].MemberId', 'i11'), 522: ('Members[{}].Metadata', 'i11'), 523: ('Members[{}].Metadata', 'i11'), 524: ('Members[{}].Metadata', 'i11'), 525: ('Members[{}].Metadata', 'i11'), 526: ('Members[{}].Metadata', 'i11'), 527: ('Members[{}].Metadata', 'i11'), 528: ('Members[{}].Metadata', 'i11'), 529: ('Members[{}].Metadata', 'i11'), 530: ('Members', 'i11'), 531: ('Members', 'i11'), 532: ('Members', None), 533: ('Members', None), 534: ('Members', None), 535: ('Members', None), 544: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 545: ('ProtocolName', None), 546: ('ProtocolName', None), 547: ('ProtocolName', None), 548: ('ProtocolName', None), 549: ('ProtocolName', None), 550: ('ProtocolName', None), 551: ('ProtocolName', None), 552: ('ProtocolName', None), 553: ('Leader', None), 554: ('Leader', None), 555: ('Leader', None), 556: ('Leader', None), 557: ('Leader', None), 558: ('Leader', None), 559: ('Leader', None), 560: ('Leader', None), 561: ('MemberId', None), 562: ('MemberId', None), 563: ('MemberId', None), 564: ('MemberId', None), 565: ('MemberId', None), 566: ('MemberId', None), 567: ('MemberId', None), 568: ('MemberId', None), 569: ('Members', None), 570: ('Members', None), 571: ('Members', None), 572: ('Members', None), 573: ('Members', None), 574: ('Members', None), 575: ('Members', None), 576: ('Members[{}].MemberId', 'i12'), 577: ('Members[{}].MemberId', 'i12'), 578: ('Members[{}].MemberId', 'i12'), 579: ('Members[{}].MemberId', 'i12'), 580: ('Members[{}].MemberId', 'i12'), 581: ('Members[{}].MemberId', 'i12'), 582: ('Members[{}].MemberId', 'i12'), 583: ('Members[{}].MemberId', 'i12'), 584: ('Members[{}].Metadata', 'i12'), 585: ('Members[{}].Metadata', 'i12'), 586: ('Members[{}].Metadata', 'i12'), 587: ('Members[{}].Metadata', 'i12'), 588: ('Members[{}].Metadata', 'i12'), 589: ('Members[{}].Metadata', 'i12'), 590: ('Members[{}].Metadata', 'i12'), 591: ('Members[{}].Metadata', 'i12'), 592: ('Members', 'i12'), 593: ('Members', 'i12'), 594: ('Members', None), 595: ('Members', None), 596: ('Members', None), 597: ('Members', None), 606: ('MemberId', None), 607: ('MemberId', None), 608: ('MemberId', None), 609: ('MemberId', None), 610: ('MemberId', None), 611: ('MemberId', None), 612: ('MemberId', None), 613: ('MemberId', None), 614: ('GroupInstanceId', None), 615: ('GroupInstanceId', None), 616: ('GroupInstanceId', None), 617: ('GroupInstanceId', None), 618: ('GroupInstanceId', None), 619: ('GroupInstanceId', None), 620: ('GroupInstanceId', None), 621: ('GroupInstanceId', None), 622: ('Metadata', None), 623: ('Metadata', None), 624: ('Metadata', None), 625: ('Metadata', None), 626: ('Metadata', None), 627: ('Metadata', None), 628: ('Metadata', None), 629: ('Metadata', None), 638: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 639: ('ProtocolName', None), 640: ('ProtocolName', None), 641: ('ProtocolName', None), 642: ('ProtocolName', None), 643: ('ProtocolName', None), 644: ('ProtocolName', None), 645: ('ProtocolName', None), 646: ('ProtocolName', None), 647: ('Leader', None), 648: ('Leader', None), 649: ('Leader', None), 650: ('Leader', None), 651: ('Leader', None), 652: ('Leader', None), 653: ('Leader', None), 654: ('Leader', None), 655: ('MemberId', None), 656: ('MemberId', None), 657: ('MemberId', None), 658: ('MemberId', None), 659: ('MemberId', None), 660: ('MemberId', None), 661: ('MemberId', None), 662: ('MemberId', None), 663: ('Members', None), 664: ('Members', None), 665: ('Members', None), 666: ('Members', None), 667: ('Members', None), 668: ('Members', None), 669: ('Members', None), 670: ('Members[{}].MemberId', 'i12'), 671: ('Members[{}].MemberId', 'i12'), 672: ('Members[{}].MemberId', 'i12'), 673: ('Members[{}].MemberId', 'i12'), 674: ('Members[{}].MemberId', 'i12'), 675: ('Members[{}].MemberId', 'i12'), 676: ('Members[{}].MemberId', 'i12'), 677: ('Members[{}].MemberId', 'i12'), 678: ('Members[{}].GroupInstanceId', 'i12'), 679: ('Members[{}].GroupInstanceId', 'i12'), 680: ('Members[{}].GroupInstanceId', 'i12'), 681: ('Members[{}].GroupInstanceId', 'i12'), 682: ('Members[{}].GroupInstanceId', 'i12'), 683: ('Members[{}].GroupInstanceId', 'i12'), 684: ('Members[{}].GroupInstanceId', 'i12'), 685: ('Members[{}].GroupInstanceId', 'i12'), 686: ('Members[{}].Metadata', 'i12'), 687: ('Members[{}].Metadata', 'i12'), 688: ('Members[{}].Metadata', 'i12'), 689: ('Members[{}].Metadata', 'i12'), 690: ('Members[{}].Metadata', 'i12'), 691: ('Members[{}].Metadata', 'i12'), 692: ('Members[{}].Metadata', 'i12'), 693: ('Members[{}].Metadata', 'i12'), 694: ('Members', 'i12'), 695: ('Members', 'i12'), 696: ('Members', None), 697: ('Members', None), 698: ('Members', None), 699: ('Members', None), 708: ('MemberId', None), 709: ('MemberId', None), 710: ('MemberId', None), 711: ('MemberId', None), 712: ('MemberId', None), 713: ('MemberId', None), 714: ('MemberId', None), 715: ('MemberId', None), 716: ('MemberId', None), 717: ('MemberId', None), 718: ('GroupInstanceId', None), 719: ('GroupInstanceId', None), 720: ('GroupInstanceId', None), 721: ('GroupInstanceId', None), 722: ('GroupInstanceId', None), 723: ('GroupInstanceId', None), 724: ('GroupInstanceId', None), 725: ('GroupInstanceId', None), 726: ('GroupInstanceId', None), 727: ('GroupInstanceId', None), 728: ('Metadata', None), 729: ('Metadata', None), 730: ('Metadata', None), 731: ('Metadata', None), 732: ('Metadata', None), 733: ('Metadata', None), 734: ('Metadata', None), 735: ('Metadata', None), 736: ('Metadata', None), 737: ('Metadata', None), 739: ('_tagged', None), 740: ('_tagged', None), 741: ('_tagged', None), 749: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 750: ('ProtocolName', None), 751: ('ProtocolName', None), 752: ('ProtocolName', None), 753: ('ProtocolName', None), 754: ('ProtocolName', None), 755: ('ProtocolName', None), 756: ('ProtocolName', None), 757: ('ProtocolName', None), 758: ('ProtocolName', None), 759: ('ProtocolName', None), 760: ('Leader', None), 761: ('Leader', None), 762: ('Leader', None), 763: ('Leader', None), 764: ('Leader', None), 765: ('Leader', None), 766: ('Leader', None), 767: ('Leader', None), 768: ('Leader', None), 769: ('Leader', None), 770: ('MemberId', None), 771: ('MemberId', None), 772: ('MemberId', None), 773: ('MemberId', None), 774: ('MemberId', None), 775: ('MemberId', None), 776: ('MemberId', None), 777: ('MemberId', None), 778: ('MemberId', None), 779: ('MemberId', None), 780: ('Members', None), 781: ('Members', None), 782: ('Members', None), 783: ('Members', None), 784: ('Members', None), 785: ('Members', None), 786: ('Members', None), 787: ('Members', None), 788: ('Members', None), 789: ('Members[{}].MemberId', 'i12'), 790: ('Members[{}].MemberId', 'i12'), 791: ('Members[{}].MemberId', 'i12'), 792: ('Members[{}].MemberId', 'i12'), 793: ('Members[{}].MemberId', 'i12'), 794: ('Members[{}].MemberId', 'i12'), 795: ('Members[{}].MemberId', 'i12'), 796: ('Members[{}].MemberId', 'i12'), 797: ('Members[{}].MemberId', 'i12'), 798: ('Members[{}].MemberId', 'i12'), 799: ('Members[{}].GroupInstanceId', 'i12'), 800: ('Members[{}].GroupInstanceId', 'i12'), 801: ('Members[{}].GroupInstanceId', 'i12'), 802: ('Members[{}].GroupInstanceId', 'i12'), 803: ('Members[{}].GroupInstanceId', 'i12'), 804: ('Members[{}].GroupInstanceId', 'i12'), 805: ('Members[{}].GroupInstanceId', 'i12'), 806: ('Members[{}].GroupInstanceId', 'i12'), 807: ('Members[{}].GroupInstanceId', 'i12'), 808: ('Members[{}].GroupInstanceId', 'i12'), 809: ('Members[{}].Metadata', 'i12'), 810: ('Members[{}].Metadata', 'i12'), 811: ('Members[{}].Metadata', 'i12'), 812: ('Members[{}].Metadata', 'i12'), 813: ('Members[{}].Metadata', 'i12'), 814: ('Members[{}].Metadata', 'i12'), 815: ('Members[{}].Metadata', 'i12'), 816: ('Members[{}].Metadata', 'i12'), 817: ('Members[{}].Metadata', 'i12'), 818: ('Members[{}].Metadata', 'i12'), 819: ('Members', 'i12'), 820: ('Members', 'i12'), 821: ('Members', 'i12'), 822: ('Members', 'i12'), 823: ('Members', 'i12'), 824: ('Members', None), 825: ('Members', None), 826: ('Members', None), 827: ('Members', None), 829: ('_tagged', None), 830: ('_tagged', None), 831: ('_tagged', None), 839: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 840: ('ProtocolType', None), 841: ('ProtocolType', None), 842: ('ProtocolType', None), 843: ('ProtocolType', None), 844: ('ProtocolType', None), 845: ('ProtocolType', None), 846: ('ProtocolType', None), 847: ('ProtocolType', None), 848: ('ProtocolType', None), 849: ('ProtocolType', None), 850: ('ProtocolName', None), 851: ('ProtocolName', None), 852: ('ProtocolName', None), 853: ('ProtocolName', None), 854: ('ProtocolName', None), 855: ('ProtocolName', None), 856: ('ProtocolName', None), 857: ('ProtocolName', None), 858: ('ProtocolName', None), 859: ('ProtocolName', None), 860: ('Leader', None), 861: ('Leader', None), 862: ('Leader', None), 863: ('Leader', None), 864: ('Leader', None), 865: ('Leader', None), 866: ('Leader', None), 867: ('Leader', None), 868: ('Leader', None), 869: ('Leader', None), 870: ('MemberId', None), 871: ('MemberId', None), 872: ('MemberId', None), 873: ('MemberId', None), 874: ('MemberId', None), 875: ('MemberId', None), 876: ('MemberId', None), 877: ('MemberId', None), 878: ('MemberId', None), 879: ('MemberId', None), 880: ('Members', None), 881: ('Members', None), 882: ('Members', None), 883: ('Members', None), 884: ('Members', None), 885: ('Members', None), 886: ('Members', None), 887: ('Members', None), 888: ('Members', None), 889: ('Members[{}].MemberId', 'i14'), 890: ('Members[{}].MemberId', 'i14'), 891: ('Members[{}].MemberId', 'i14'), 892: ('Members[{}].MemberId', 'i14'), 893: ('Members[{}].MemberId', 'i14'), 894: ('Members[{}].MemberId', 'i14'), 895: ('Members[{}].MemberId', 'i14'), 896: ('Members[{}].MemberId', 'i14'), 897: ('Members[{}].MemberId', 'i14'), 898: ('Members[{}].MemberId', 'i14'), 899: ('Members[{}].GroupInstanceId', 'i14'), 900: ('Members[{}].GroupInstanceId', 'i14'), 901: ('Members[{}].GroupInstanceId', 'i14'), 902: ('Members[{}].GroupInstanceId', 'i14'), 903: ('Members[{}].GroupInstanceId', 'i14'), 904: ('Members[{}].GroupInstanceId', 'i14'), 905: ('Members[{}].GroupInstanceId', 'i14'), 906: ('Members[{}].GroupInstanceId', 'i14'), 907: ('Members[{}].GroupInstanceId', 'i14'), 908: ('Members[{}].GroupInstanceId', 'i14'), 909: ('Members[{}].Metadata', 'i14'), 910: ('Members[{}].Metadata', 'i14'), 911: ('Members[{}].Metadata', 'i14'), 912: ('Members[{}].Metadata', 'i14'), 913: ('Members[{}].Metadata', 'i14'), 914: ('Members[{}].Metadata', 'i14'), 915: ('Members[{}].Metadata', 'i14'), 916: ('Members[{}].Metadata', 'i14'), 917: ('Members[{}].Metadata', 'i14'), 918: ('Members[{}].Metadata', 'i14'), 919: ('Members', 'i14'), 920: ('Members', 'i14'), 921: ('Members', 'i14'), 922: ('Members', 'i14'), 923: ('Members', 'i14'), 924: ('Members', None), 925: ('Members', None), 926: ('Members', None), 927: ('Members', None), 929: ('_tagged', None), 930: ('_tagged', None), 931: ('_tagged', None), 939: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 940: ('ProtocolType', None), 941: ('ProtocolType', None), 942: ('ProtocolType', None), 943: ('ProtocolType', None), 944: ('ProtocolType', None), 945: ('ProtocolType', None), 946: ('ProtocolType', None), 947: ('ProtocolType', None), 948: ('ProtocolType', None), 949: ('ProtocolType', None), 950: ('ProtocolName', None), 951: ('ProtocolName', None), 952: ('ProtocolName', None), 953: ('ProtocolName', None), 954: ('ProtocolName', None), 955: ('ProtocolName', None), 956: ('ProtocolName', None), 957: ('ProtocolName', None), 958: ('ProtocolName', None), 959: ('ProtocolName', None), 960: ('Leader', None), 961: ('Leader', None), 962: ('Leader', None), 963: ('Leader', None), 964: ('Leader', None), 965: ('Leader', None), 966: ('Leader', None), 967: ('Leader', None), 968: ('Leader', None), 969: ('Leader', None), 970: ('SkipAssignment', None), 971: ('MemberId', None), 972: ('MemberId', None), 973: ('MemberId', None), 974: ('MemberId', None), 975: ('MemberId', None), 976: ('MemberId', None), 977: ('MemberId', None), 978: ('MemberId', None), 979: ('MemberId', None), 980: ('MemberId', None), 981: ('Members', None), 982: ('Members', None), 983: ('Members', None), 984: ('Members', None), 985: ('Members', None), 986: ('Members', None), 987: ('Members', None), 988: ('Members', None), 989: ('Members', None), 990: ('Members[{}].MemberId', 'i15'), 991: ('Members[{}].MemberId', 'i15'), 992: ('Members[{}].MemberId', 'i15'), 993: ('Members[{}].MemberId', 'i15'), 994: ('Members[{}].MemberId', 'i15'), 995: ('Members[{}].MemberId', 'i15'), 996: ('Members[{}].MemberId', 'i15'), 997: ('Members[{}].MemberId', 'i15'), 998: ('Members[{}].MemberId', 'i15'), 999: ('Members[{}].MemberId', 'i15'), 1000: ('Members[{}].GroupInstanceId', 'i15'), 1001: ('Members[{}].GroupInstanceId', 'i15'), 1002: ('Members[{}].GroupInstanceId', 'i15'), 1003: ('Members[{}].GroupInstanceId', 'i15'), 1004: ('Members[{}].GroupInstanceId', 'i15'), 1005: ('Members[{}].GroupInstanceId', 'i15'), 1006: ('Members[{}].GroupInstanceId', 'i15'), 1007: ('Members[{}].GroupInstanceId', 'i15'), 1008: ('Members[{}].GroupInstanceId', 'i15'), 1009: ('Members[{}].GroupInstanceId', 'i15'), 1010: ('Members[{}].Metadata', 'i15'), 1011: ('Members[{}].Metadata', 'i15'), 1012: ('Members[{}].Metadata', 'i15'), 1013: ('Members[{}].Metadata', 'i15'), 1014: ('Members[{}].Metadata', 'i15'), 1015: ('Members[{}].Metadata', 'i15'), 1016: ('Members[{}].Metadata', 'i15'), 1017: ('Members[{}].Metadata', 'i15'), 1018: ('Members[{}].Metadata', 'i15'), 1019: ('Members[{}].Metadata', 'i15'), 1020: ('Members', 'i15'), 1021: ('Members', 'i15'), 1022: ('Members', 'i15'), 1023: ('Members', 'i15'), 1024: ('Members', 'i15'), 1025: ('Members', None), 1026: ('Members', None), 1027: ('Members', None), 1028: ('Members', None), 1030: ('_tagged', None), 1031: ('_tagged', None), 1032: ('_tagged', None)}
-BUILD_HASH = 'de512d94a20644ac'
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Metadata', None), 26: ('Metadata', None), 27: ('Metadata', None), 28: ('Metadata', None), 29: ('Metadata', None), 30: ('Metadata', None), 31: ('Metadata', None), 32: ('Metadata', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('SessionTimeoutMs', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('ProtocolType', None), 59: ('ProtocolType', None), 60: ('ProtocolType', None), 61: ('ProtocolType', None), 62: ('ProtocolType', None), 63: ('ProtocolType', None), 64: ('ProtocolType', None), 65: ('ProtocolType', None), 66: ('Protocols', None), 67: ('Protocols', None), 68: ('Protocols', None), 69: ('Protocols', None), 70: ('Protocols', None), 71: ('Protocols', None), 72: ('Protocols', None), 73: ('Protocols[{}].Name', 'i10'), 74: ('Protocols[{}].Name', 'i10'), 75: ('Protocols[{}].Name', 'i10'), 76: ('Protocols[{}].Name', 'i10'), 77: ('Protocols[{}].Name', 'i10'), 78: ('Protocols[{}].Name', 'i10'), 79: ('Protocols[{}].Name', 'i10'), 80: ('Protocols[{}].Name', 'i10'), 81: ('Protocols[{}].Metadata', 'i10'), 82: ('Protocols[{}].Metadata', 'i10'), 83: ('Protocols[{}].Metadata', 'i10'), 84: ('Protocols[{}].Metadata', 'i10'), 85: ('Protocols[{}].Metadata', 'i10'), 86: ('Protocols[{}].Metadata', 'i10'), 87: ('Protocols[{}].Metadata', 'i10'), 88: ('Protocols[{}].Metadata', 'i10'), 89: ('Protocols', 'i10'), 90: ('Protocols', 'i10'), 91: ('Protocols', None), 92: ('Protocols', None), 93: ('Protocols', None), 94: ('Protocols', None), 103: ('GroupId', None), 104: ('GroupId', None), 105: ('GroupId', None), 106: ('GroupId', None), 107: ('GroupId', None), 108: ('GroupId', None), 109: ('GroupId', None), 110: ('GroupId', None), 111: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('MemberId', None), 118: ('MemberId', None), 119: ('MemberId', None), 120: ('ProtocolType', None), 121: ('ProtocolType', None), 122: ('ProtocolType', None), 123: ('ProtocolType', None), 124: ('ProtocolType', None), 125: ('ProtocolType', None), 126: ('ProtocolType', None), 127: ('ProtocolType', None), 128: ('Protocols', None), 129: ('Protocols', None), 130: ('Protocols', None), 131: ('Protocols', None), 132: ('Protocols', None), 133: ('Protocols', None), 134: ('Protocols', None), 135: ('Protocols[{}].Name', 'i11'), 136: ('Protocols[{}].Name', 'i11'), 137: ('Protocols[{}].Name', 'i11'), 138: ('Protocols[{}].Name', 'i11'), 139: ('Protocols[{}].Name', 'i11'), 140: ('Protocols[{}].Name', 'i11'), 141: ('Protocols[{}].Name', 'i11'), 142: ('Protocols[{}].Name', 'i11'), 143: ('Protocols[{}].Metadata', 'i11'), 144: ('Protocols[{}].Metadata', 'i11'), 145: ('Protocols[{}].Metadata', 'i11'), 146: ('Protocols[{}].Metadata', 'i11'), 147: ('Protocols[{}].Metadata', 'i11'), 148: ('Protocols[{}].Metadata', 'i11'), 149: ('Protocols[{}].Metadata', 'i11'), 150: ('Protocols[{}].Metadata', 'i11'), 151: ('Protocols', 'i11'), 152: ('Protocols', 'i11'), 153: ('Protocols', None), 154: ('Protocols', None), 155: ('Protocols', None), 156: ('Protocols', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('GroupId', None), 170: ('GroupId', None), 171: ('GroupId', None), 172: ('GroupId', None), 173: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('MemberId', None), 180: ('MemberId', None), 181: ('MemberId', None), 182: ('GroupInstanceId', None), 183: ('GroupInstanceId', None), 184: ('GroupInstanceId', None), 185: ('GroupInstanceId', None), 186: ('GroupInstanceId', None), 187: ('GroupInstanceId', None), 188: ('GroupInstanceId', None), 189: ('GroupInstanceId', None), 190: ('ProtocolType', None), 191: ('ProtocolType', None), 192: ('ProtocolType', None), 193: ('ProtocolType', None), 194: ('ProtocolType', None), 195: ('ProtocolType', None), 196: ('ProtocolType', None), 197: ('ProtocolType', None), 198: ('Protocols', None), 199: ('Protocols', None), 200: ('Protocols', None), 201: ('Protocols', None), 202: ('Protocols', None), 203: ('Protocols', None), 204: ('Protocols', None), 205: ('Protocols[{}].Name', 'i13'), 206: ('Protocols[{}].Name', 'i13'), 207: ('Protocols[{}].Name', 'i13'), 208: ('Protocols[{}].Name', 'i13'), 209: ('Protocols[{}].Name', 'i13'), 210: ('Protocols[{}].Name', 'i13'), 211: ('Protocols[{}].Name', 'i13'), 212: ('Protocols[{}].Name', 'i13'), 213: ('Protocols[{}].Metadata', 'i13'), 214: ('Protocols[{}].Metadata', 'i13'), 215: ('Protocols[{}].Metadata', 'i13'), 216: ('Protocols[{}].Metadata', 'i13'), 217: ('Protocols[{}].Metadata', 'i13'), 218: ('Protocols[{}].Metadata', 'i13'), 219: ('Protocols[{}].Metadata', 'i13'), 220: ('Protocols[{}].Metadata', 'i13'), 221: ('Protocols', 'i13'), 222: ('Protocols', 'i13'), 223: ('Protocols', None), 224: ('Protocols', None), 225: ('Protocols', None), 226: ('Protocols', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('Name', None), 245: ('Metadata', None), 246: ('Metadata', None), 247: ('Metadata', None), 248: ('Metadata', None), 249: ('Metadata', None), 250: ('Metadata', None), 251: ('Metadata', None), 252: ('Metadata', None), 253: ('Metadata', None), 254: ('Metadata', None), 256: ('_tagged', None), 257: ('_tagged', None), 258: ('_tagged', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('GroupId', None), 274: ('GroupId', None), 275: ('GroupId', None), 276: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('MemberId', None), 284: ('MemberId', None), 285: ('MemberId', None), 286: ('MemberId', None), 287: ('GroupInstanceId', None), 288: ('GroupInstanceId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('GroupInstanceId', None), 292: ('GroupInstanceId', None), 293: ('GroupInstanceId', None), 294: ('GroupInstanceId', None), 295: ('GroupInstanceId', None), 296: ('GroupInstanceId', None), 297: ('ProtocolType', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('ProtocolType', None), 303: ('ProtocolType', None), 304: ('ProtocolType', None), 305: ('ProtocolType', None), 306: ('ProtocolType', None), 307: ('Protocols', None), 308: ('Protocols', None), 309: ('Protocols', None), 310: ('Protocols', None), 311: ('Protocols', None), 312: ('Protocols', None), 313: ('Protocols', None), 314: ('Protocols', None), 315: ('Protocols', None), 316: ('Protocols[{}].Name', 'i13'), 317: ('Protocols[{}].Name', 'i13'), 318: ('Protocols[{}].Name', 'i13'), 319: ('Protocols[{}].Name', 'i13'), 320: ('Protocols[{}].Name', 'i13'), 321: ('Protocols[{}].Name', 'i13'), 322: ('Protocols[{}].Name', 'i13'), 323: ('Protocols[{}].Name', 'i13'), 324: ('Protocols[{}].Name', 'i13'), 325: ('Protocols[{}].Name', 'i13'), 326: ('Protocols[{}].Metadata', 'i13'), 327: ('Protocols[{}].Metadata', 'i13'), 328: ('Protocols[{}].Metadata', 'i13'), 329: ('Protocols[{}].Metadata', 'i13'), 330: ('Protocols[{}].Metadata', 'i13'), 331: ('Protocols[{}].Metadata', 'i13'), 332: ('Protocols[{}].Metadata', 'i13'), 333: ('Protocols[{}].Metadata', 'i13'), 334: ('Protocols[{}].Metadata', 'i13'), 335: ('Protocols[{}].Metadata', 'i13'), 336: ('Protocols', 'i13'), 337: ('Protocols', 'i13'), 338: ('Protocols', 'i13'), 339: ('Protocols', 'i13'), 340: ('Protocols', 'i13'), 341: ('Protocols', None), 342: ('Protocols', None), 343: ('Protocols', None), 344: ('Protocols', None), 346: ('_tagged', None), 347: ('_tagged', None), 348: ('_tagged', None), 356: ('GroupId', None), 357: ('GroupId', None), 358: ('GroupId', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('GroupId', None), 364: ('GroupId', None), 365: ('GroupId', None), 366: ('SessionTimeoutMs+RebalanceTimeoutMs', None), 367: ('MemberId', None), 368: ('MemberId', None), 369: ('MemberId', None), 370: ('MemberId', None), 371: ('MemberId', None), 372: ('MemberId', None), 373: ('MemberId', None), 374: ('MemberId', None), 375: ('MemberId', None), 376: ('MemberId', None), 377: ('GroupInstanceId', None), 378: ('GroupInstanceId', None), 379: ('GroupInstanceId', None), 380: ('GroupInstanceId', None), 381: ('GroupInstanceId', None), 382: ('GroupInstanceId', None), 383: ('GroupInstanceId', None), 384: ('GroupInstanceId', None), 385: ('GroupInstanceId', None), 386: ('GroupInstanceId', None), 387: ('ProtocolType', None), 388: ('ProtocolType', None), 389: ('ProtocolType', None), 390: ('ProtocolType', None), 391: ('ProtocolType', None), 392: ('ProtocolType', None), 393: ('ProtocolType', None), 394: ('ProtocolType', None), 395: ('ProtocolType', None), 396: ('ProtocolType', None), 397: ('Protocols', None), 398: ('Protocols', None), 399: ('Protocols', None), 400: ('Protocols', None), 401: ('Protocols', None), 402: ('Protocols', None), 403: ('Protocols', None), 404: ('Protocols', None), 405: ('Protocols', None), 406: ('Protocols[{}].Name', 'i13'), 407: ('Protocols[{}].Name', 'i13'), 408: ('Protocols[{}].Name', 'i13'), 409: ('Protocols[{}].Name', 'i13'), 410: ('Protocols[{}].Name', 'i13'), 411: ('Protocols[{}].Name', 'i13'), 412: ('Protocols[{}].Name', 'i13'), 413: ('Protocols[{}].Name', 'i13'), 414: ('Protocols[{}].Name', 'i13'), 415: ('Protocols[{}].Name', 'i13'), 416: ('Protocols[{}].Metadata', 'i13'), 417: ('Protocols[{}].Metadata', 'i13'), 418: ('Protocols[{}].Metadata', 'i13'), 419: ('Protocols[{}].Metadata', 'i13'), 420: ('Protocols[{}].Metadata', 'i13'), 421: ('Protocols[{}].Metadata', 'i13'), 422: ('Protocols[{}].Metadata', 'i13'), 423: ('Protocols[{}].Metadata', 'i13'), 424: ('Protocols[{}].Metadata', 'i13'), 425: ('Protocols[{}].Metadata', 'i13'), 426: ('Protocols', 'i13'), 427: ('Protocols', 'i13'), 428: ('Protocols', 'i13'), 429: ('Protocols', 'i13'), 430: ('Protocols', 'i13'), 431: ('Protocols', None), 432: ('Protocols', None), 433: ('Protocols', None), 434: ('Protocols', None), 435: ('Reason', None), 436: ('Reason', None), 437: ('Reason', None), 438: ('Reason', None), 439: ('Reason', None), 440: ('Reason', None), 441: ('Reason', None), 442: ('Reason', None), 443: ('Reason', None), 444: ('Reason', None), 446: ('_tagged', None), 447: ('_tagged', None), 448: ('_tagged', None), 456: ('MemberId', None), 457: ('MemberId', None), 458: ('MemberId', None), 459: ('MemberId', None), 460: ('MemberId', None), 461: ('MemberId', None), 462: ('MemberId', None), 463: ('MemberId', None), 464: ('Metadata', None), 465: ('Metadata', None), 466: ('Metadata', None), 467: ('Metadata', None), 468: ('Metadata', None), 469: ('Metadata', None), 470: ('Metadata', None), 471: ('Metadata', None), 480: ('ErrorCode+GenerationId', None), 481: ('ProtocolName', None), 482: ('ProtocolName', None), 483: ('ProtocolName', None), 484: ('ProtocolName', None), 485: ('ProtocolName', None), 486: ('ProtocolName', None), 487: ('ProtocolName', None), 488: ('ProtocolName', None), 489: ('Leader', None), 490: ('Leader', None), 491: ('Leader', None), 492: ('Leader', None), 493: ('Leader', None), 494: ('Leader', None), 495: ('Leader', None), 496: ('Leader', None), 497: ('MemberId', None), 498: ('MemberId', None), 499: ('MemberId', None), 500: ('MemberId', None), 501: ('MemberId', None), 502: ('MemberId', None), 503: ('MemberId', None), 504: ('MemberId', None), 505: ('Members', None), 506: ('Members', None), 507: ('Members', None), 508: ('Members', None), 509: ('Members', None), 510: ('Members', None), 511: ('Members', None), 512: ('Members[{}].MemberId', 'i11'), 513: ('Members[{}].MemberId', 'i11'), 514: ('Members[{}].MemberId', 'i11'), 515: ('Members[{}].MemberId', 'i11'), 516: ('Members[{}].MemberId', 'i11'), 517: ('Members[{}].MemberId', 'i11'), 518: ('Members[{}].MemberId', 'i11'), 519: ('Members[{}].MemberId', 'i11'), 520: ('Members[{}].Metadata', 'i11'), 521: ('Members[{}].Metadata', 'i11'), 522: ('Members[{}].Metadata', 'i11'), 523: ('Members[{}].Metadata', 'i11'), 524: ('Members[{}].Metadata', 'i11'), 525: ('Members[{}].Metadata', 'i11'), 526: ('Members[{}].Metadata', 'i11'), 527: ('Members[{}].Metadata', 'i11'), 528: ('Members', 'i11'), 529: ('Members', 'i11'), 530: ('Members', None), 531: ('Members', None), 532: ('Members', None), 533: ('Members', None), 542: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 543: ('ProtocolName', None), 544: ('ProtocolName', None), 545: ('ProtocolName', None), 546: ('ProtocolName', None), 547: ('ProtocolName', None), 548: ('ProtocolName', None), 549: ('ProtocolName', None), 550: ('ProtocolName', None), 551: ('Leader', None), 552: ('Leader', None), 553: ('Leader', None), 554: ('Leader', None), 555: ('Leader', None), 556: ('Leader', None), 557: ('Leader', None), 558: ('Leader', None), 559: ('MemberId', None), 560: ('MemberId', None), 561: ('MemberId', None), 562: ('MemberId', None), 563: ('MemberId', None), 564: ('MemberId', None), 565: ('MemberId', None), 566: ('MemberId', None), 567: ('Members', None), 568: ('Members', None), 569: ('Members', None), 570: ('Members', None), 571: ('Members', None), 572: ('Members', None), 573: ('Members', None), 574: ('Members[{}].MemberId', 'i12'), 575: ('Members[{}].MemberId', 'i12'), 576: ('Members[{}].MemberId', 'i12'), 577: ('Members[{}].MemberId', 'i12'), 578: ('Members[{}].MemberId', 'i12'), 579: ('Members[{}].MemberId', 'i12'), 580: ('Members[{}].MemberId', 'i12'), 581: ('Members[{}].MemberId', 'i12'), 582: ('Members[{}].Metadata', 'i12'), 583: ('Members[{}].Metadata', 'i12'), 584: ('Members[{}].Metadata', 'i12'), 585: ('Members[{}].Metadata', 'i12'), 586: ('Members[{}].Metadata', 'i12'), 587: ('Members[{}].Metadata', 'i12'), 588: ('Members[{}].Metadata', 'i12'), 589: ('Members[{}].Metadata', 'i12'), 590: ('Members', 'i12'), 591: ('Members', 'i12'), 592: ('Members', None), 593: ('Members', None), 594: ('Members', None), 595: ('Members', None), 604: ('MemberId', None), 605: ('MemberId', None), 606: ('MemberId', None), 607: ('MemberId', None), 608: ('MemberId', None), 609: ('MemberId', None), 610: ('MemberId', None), 611: ('MemberId', None), 612: ('GroupInstanceId', None), 613: ('GroupInstanceId', None), 614: ('GroupInstanceId', None), 615: ('GroupInstanceId', None), 616: ('GroupInstanceId', None), 617: ('GroupInstanceId', None), 618: ('GroupInstanceId', None), 619: ('GroupInstanceId', None), 620: ('Metadata', None), 621: ('Metadata', None), 622: ('Metadata', None), 623: ('Metadata', None), 624: ('Metadata', None), 625: ('Metadata', None), 626: ('Metadata', None), 627: ('Metadata', None), 636: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 637: ('ProtocolName', None), 638: ('ProtocolName', None), 639: ('ProtocolName', None), 640: ('ProtocolName', None), 641: ('ProtocolName', None), 642: ('ProtocolName', None), 643: ('ProtocolName', None), 644: ('ProtocolName', None), 645: ('Leader', None), 646: ('Leader', None), 647: ('Leader', None), 648: ('Leader', None), 649: ('Leader', None), 650: ('Leader', None), 651: ('Leader', None), 652: ('Leader', None), 653: ('MemberId', None), 654: ('MemberId', None), 655: ('MemberId', None), 656: ('MemberId', None), 657: ('MemberId', None), 658: ('MemberId', None), 659: ('MemberId', None), 660: ('MemberId', None), 661: ('Members', None), 662: ('Members', None), 663: ('Members', None), 664: ('Members', None), 665: ('Members', None), 666: ('Members', None), 667: ('Members', None), 668: ('Members[{}].MemberId', 'i12'), 669: ('Members[{}].MemberId', 'i12'), 670: ('Members[{}].MemberId', 'i12'), 671: ('Members[{}].MemberId', 'i12'), 672: ('Members[{}].MemberId', 'i12'), 673: ('Members[{}].MemberId', 'i12'), 674: ('Members[{}].MemberId', 'i12'), 675: ('Members[{}].MemberId', 'i12'), 676: ('Members[{}].GroupInstanceId', 'i12'), 677: ('Members[{}].GroupInstanceId', 'i12'), 678: ('Members[{}].GroupInstanceId', 'i12'), 679: ('Members[{}].GroupInstanceId', 'i12'), 680: ('Members[{}].GroupInstanceId', 'i12'), 681: ('Members[{}].GroupInstanceId', 'i12'), 682: ('Members[{}].GroupInstanceId', 'i12'), 683: ('Members[{}].GroupInstanceId', 'i12'), 684: ('Members[{}].Metadata', 'i12'), 685: ('Members[{}].Metadata', 'i12'), 686: ('Members[{}].Metadata', 'i12'), 687: ('Members[{}].Metadata', 'i12'), 688: ('Members[{}].Metadata', 'i12'), 689: ('Members[{}].Metadata', 'i12'), 690: ('Members[{}].Metadata', 'i12'), 691: ('Members[{}].Metadata', 'i12'), 692: ('Members', 'i12'), 693: ('Members', 'i12'), 694: ('Members', None), 695: ('Members', None), 696: ('Members', None), 697: ('Members', None), 706: ('MemberId', None), 707: ('MemberId', None), 708: ('MemberId', None), 709: ('MemberId', None), 710: ('MemberId', None), 711: ('MemberId', None), 712: ('MemberId', None), 713: ('MemberId', None), 714: ('MemberId', None), 715: ('MemberId', None), 716: ('GroupInstanceId', None), 717: ('GroupInstanceId', None), 718: ('GroupInstanceId', None), 719: ('GroupInstanceId', None), 720: ('GroupInstanceId', None), 721: ('GroupInstanceId', None), 722: ('GroupInstanceId', None), 723: ('GroupInstanceId', None), 724: ('GroupInstanceId', None), 725: ('GroupInstanceId', None), 726: ('Metadata', None), 727: ('Metadata', None), 728: ('Metadata', None), 729: ('Metadata', None), 730: ('Metadata', None), 731: ('Metadata', None), 732: ('Metadata', None), 733: ('Metadata', None), 734: ('Metadata', None), 735: ('Metadata', None), 737: ('_tagged', None), 738: ('_tagged', None), 739: ('_tagged', None), 747: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 748: ('ProtocolName', None), 749: ('ProtocolName', None), 750: ('ProtocolName', None), 751: ('ProtocolName', None), 752: ('ProtocolName', None), 753: ('ProtocolName', None), 754: ('ProtocolName', None), 755: ('ProtocolName', None), 756: ('ProtocolName', None), 757: ('ProtocolName', None), 758: ('Leader', None), 759: ('Leader', None), 760: ('Leader', None), 761: ('Leader', None), 762: ('Leader', None), 763: ('Leader', None), 764: ('Leader', None), 765: ('Leader', None), 766: ('Leader', None), 767: ('Leader', None), 768: ('MemberId', None), 769: ('MemberId', None), 770: ('MemberId', None), 771: ('MemberId', None), 772: ('MemberId', None), 773: ('MemberId', None), 774: ('MemberId', None), 775: ('MemberId', None), 776: ('MemberId', None), 777: ('MemberId', None), 778: ('Members', None), 779: ('Members', None), 780: ('Members', None), 781: ('Members', None), 782: ('Members', None), 783: ('Members', None), 784: ('Members', None), 785: ('Members', None), 786: ('Members', None), 787: ('Members[{}].MemberId', 'i12'), 788: ('Members[{}].MemberId', 'i12'), 789: ('Members[{}].MemberId', 'i12'), 790: ('Members[{}].MemberId', 'i12'), 791: ('Members[{}].MemberId', 'i12'), 792: ('Members[{}].MemberId', 'i12'), 793: ('Members[{}].MemberId', 'i12'), 794: ('Members[{}].MemberId', 'i12'), 795: ('Members[{}].MemberId', 'i12'), 796: ('Members[{}].MemberId', 'i12'), 797: ('Members[{}].GroupInstanceId', 'i12'), 798: ('Members[{}].GroupInstanceId', 'i12'), 799: ('Members[{}].GroupInstanceId', 'i12'), 800: ('Members[{}].GroupInstanceId', 'i12'), 801: ('Members[{}].GroupInstanceId', 'i12'), 802: ('Members[{}].GroupInstanceId', 'i12'), 803: ('Members[{}].GroupInstanceId', 'i12'), 804: ('Members[{}].GroupInstanceId', 'i12'), 805: ('Members[{}].GroupInstanceId', 'i12'), 806: ('Members[{}].GroupInstanceId', 'i12'), 807: ('Members[{}].Metadata', 'i12'), 808: ('Members[{}].Metadata', 'i12'), 809: ('Members[{}].Metadata', 'i12'), 810: ('Members[{}].Metadata', 'i12'), 811: ('Members[{}].Metadata', 'i12'), 812: ('Members[{}].Metadata', 'i12'), 813: ('Members[{}].Metadata', 'i12'), 814: ('Members[{}].Metadata', 'i12'), 815: ('Members[{}].Metadata', 'i12'), 816: ('Members[{}].Metadata', 'i12'), 817: ('Members', 'i12'), 818: ('Members', 'i12'), 819: ('Members', 'i12'), 820: ('Members', 'i12'), 821: ('Members', 'i12'), 822: ('Members', None), 823: ('Members', None), 824: ('Members', None), 825: ('Members', None), 827: ('_tagged', None), 828: ('_tagged', None), 829: ('_tagged', None), 837: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 838: ('ProtocolType', None), 839: ('ProtocolType', None), 840: ('ProtocolType', None), 841: ('ProtocolType', None), 842: ('ProtocolType', None), 843: ('ProtocolType', None), 844: ('ProtocolType', None), 845: ('ProtocolType', None), 846: ('ProtocolType', None), 847: ('ProtocolType', None), 848: ('ProtocolName', None), 849: ('ProtocolName', None), 850: ('ProtocolName', None), 851: ('ProtocolName', None), 852: ('ProtocolName', None), 853: ('ProtocolName', None), 854: ('ProtocolName', None), 855: ('ProtocolName', None), 856: ('ProtocolName', None), 857: ('ProtocolName', None), 858: ('Leader', None), 859: ('Leader', None), 860: ('Leader', None), 861: ('Leader', None), 862: ('Leader', None), 863: ('Leader', None), 864: ('Leader', None), 865: ('Leader', None), 866: ('Leader', None), 867: ('Leader', None), 868: ('MemberId', None), 869: ('MemberId', None), 870: ('MemberId', None), 871: ('MemberId', None), 872: ('MemberId', None), 873: ('MemberId', None), 874: ('MemberId', None), 875: ('MemberId', None), 876: ('MemberId', None), 877: ('MemberId', None), 878: ('Members', None), 879: ('Members', None), 880: ('Members', None), 881: ('Members', None), 882: ('Members', None), 883: ('Members', None), 884: ('Members', None), 885: ('Members', None), 886: ('Members', None), 887: ('Members[{}].MemberId', 'i14'), 888: ('Members[{}].MemberId', 'i14'), 889: ('Members[{}].MemberId', 'i14'), 890: ('Members[{}].MemberId', 'i14'), 891: ('Members[{}].MemberId', 'i14'), 892: ('Members[{}].MemberId', 'i14'), 893: ('Members[{}].MemberId', 'i14'), 894: ('Members[{}].MemberId', 'i14'), 895: ('Members[{}].MemberId', 'i14'), 896: ('Members[{}].MemberId', 'i14'), 897: ('Members[{}].GroupInstanceId', 'i14'), 898: ('Members[{}].GroupInstanceId', 'i14'), 899: ('Members[{}].GroupInstanceId', 'i14'), 900: ('Members[{}].GroupInstanceId', 'i14'), 901: ('Members[{}].GroupInstanceId', 'i14'), 902: ('Members[{}].GroupInstanceId', 'i14'), 903: ('Members[{}].GroupInstanceId', 'i14'), 904: ('Members[{}].GroupInstanceId', 'i14'), 905: ('Members[{}].GroupInstanceId', 'i14'), 906: ('Members[{}].GroupInstanceId', 'i14'), 907: ('Members[{}].Metadata', 'i14'), 908: ('Members[{}].Metadata', 'i14'), 909: ('Members[{}].Metadata', 'i14'), 910: ('Members[{}].Metadata', 'i14'), 911: ('Members[{}].Metadata', 'i14'), 912: ('Members[{}].Metadata', 'i14'), 913: ('Members[{}].Metadata', 'i14'), 914: ('Members[{}].Metadata', 'i14'), 915: ('Members[{}].Metadata', 'i14'), 916: ('Members[{}].Metadata', 'i14'), 917: ('Members', 'i14'), 918: ('Members', 'i14'), 919: ('Members', 'i14'), 920: ('Members', 'i14'), 921: ('Members', 'i14'), 922: ('Members', None), 923: ('Members', None), 924: ('Members', None), 925: ('Members', None), 927: ('_tagged', None), 928: ('_tagged', None), 929: ('_tagged', None), 937: ('ThrottleTimeMs+ErrorCode+GenerationId', None), 938: ('ProtocolType', None), 939: ('ProtocolType', None), 940: ('ProtocolType', None), 941: ('ProtocolType', None), 942: ('ProtocolType', None), 943: ('ProtocolType', None), 944: ('ProtocolType', None), 945: ('ProtocolType', None), 946: ('ProtocolType', None), 947: ('ProtocolType', None), 948: ('ProtocolName', None), 949: ('ProtocolName', None), 950: ('ProtocolName', None), 951: ('ProtocolName', None), 952: ('ProtocolName', None), 953: ('ProtocolName', None), 954: ('ProtocolName', None), 955: ('ProtocolName', None), 956: ('ProtocolName', None), 957: ('ProtocolName', None), 958: ('Leader', None), 959: ('Leader', None), 960: ('Leader', None), 961: ('Leader', None), 962: ('Leader', None), 963: ('Leader', None), 964: ('Leader', None), 965: ('Leader', None), 966: ('Leader', None), 967: ('Leader', None), 968: ('SkipAssignment', None), 969: ('MemberId', None), 970: ('MemberId', None), 971: ('MemberId', None), 972: ('MemberId', None), 973: ('MemberId', None), 974: ('MemberId', None), 975: ('MemberId', None), 976: ('MemberId', None), 977: ('MemberId', None), 978: ('MemberId', None), 979: ('Members', None), 980: ('Members', None), 981: ('Members', None), 982: ('Members', None), 983: ('Members', None), 984: ('Members', None), 985: ('Members', None), 986: ('Members', None), 987: ('Members', None), 988: ('Members[{}].MemberId', 'i15'), 989: ('Members[{}].MemberId', 'i15'), 990: ('Members[{}].MemberId', 'i15'), 991: ('Members[{}].MemberId', 'i15'), 992: ('Members[{}].MemberId', 'i15'), 993: ('Members[{}].MemberId', 'i15'), 994: ('Members[{}].MemberId', 'i15'), 995: ('Members[{}].MemberId', 'i15'), 996: ('Members[{}].MemberId', 'i15'), 997: ('Members[{}].MemberId', 'i15'), 998: ('Members[{}].GroupInstanceId', 'i15'), 999: ('Members[{}].GroupInstanceId', 'i15'), 1000: ('Members[{}].GroupInstanceId', 'i15'), 1001: ('Members[{}].GroupInstanceId', 'i15'), 1002: ('Members[{}].GroupInstanceId', 'i15'), 1003: ('Members[{}].GroupInstanceId', 'i15'), 1004: ('Members[{}].GroupInstanceId', 'i15'), 1005: ('Members[{}].GroupInstanceId', 'i15'), 1006: ('Members[{}].GroupInstanceId', 'i15'), 1007: ('Members[{}].GroupInstanceId', 'i15'), 1008: ('Members[{}].Metadata', 'i15'), 1009: ('Members[{}].Metadata', 'i15'), 1010: ('Members[{}].Metadata', 'i15'), 1011: ('Members[{}].Metadata', 'i15'), 1012: ('Members[{}].Metadata', 'i15'), 1013: ('Members[{}].Metadata', 'i15'), 1014: ('Members[{}].Metadata', 'i15'), 1015: ('Members[{}].Metadata', 'i15'), 1016: ('Members[{}].Metadata', 'i15'), 1017: ('Members[{}].Metadata', 'i15'), 1018: ('Members', 'i15'), 1019: ('Members', 'i15'), 1020: ('Members', 'i15'), 1021: ('Members', 'i15'), 1022: ('Members', 'i15'), 1023: ('Members', None), 1024: ('Members', None), 1025: ('Members', None), 1026: ('Members', None), 1028: ('_tagged', None), 1029: ('_tagged', None), 1030: ('_tagged', None)}
+BUILD_HASH = '6b2a514f31f2cead'

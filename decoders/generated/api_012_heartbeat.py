@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -35,7 +33,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -68,7 +66,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -105,12 +103,12 @@ def _f2(b, p):
         d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -119,7 +117,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -128,14 +126,14 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -147,5 +145,5 @@ NAME = 'Heartbeat'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f2}
 RESPONSE = {0: _f3, 1: _f4, 2: _f4, 3: _f4, 4: _f5}
 
-_LINES = {16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('GroupId', None), 24: ('GenerationId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 31: ('MemberId', None), 32: ('MemberId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GenerationId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('GroupInstanceId', None), 59: ('GroupInstanceId', None), 60: ('GroupInstanceId', None), 61: ('GroupInstanceId', None), 62: ('GroupInstanceId', None), 63: ('GroupInstanceId', None), 64: ('GroupInstanceId', None), 65: ('GroupInstanceId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GroupId', None), 83: ('GroupId', None), 84: ('GenerationId', None), 85: ('MemberId', None), 86: ('MemberId', None), 87: ('MemberId', None), 88: ('MemberId', None), 89: ('MemberId', None), 90: ('MemberId', None), 91: ('MemberId', None), 92: ('MemberId', None), 93: ('MemberId', None), 94: ('MemberId', None), 95: ('GroupInstanceId', None), 96: ('GroupInstanceId', None), 97: ('GroupInstanceId', None), 98: ('GroupInstanceId', None), 99: ('GroupInstanceId', None), 100: ('GroupInstanceId', None), 101: ('GroupInstanceId', None), 102: ('GroupInstanceId', None), 103: ('GroupInstanceId', None), 104: ('GroupInstanceId', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('ErrorCode', None), 125: ('ThrottleTimeMs+ErrorCode', None), 134: ('ThrottleTimeMs+ErrorCode', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None)}
-BUILD_HASH = '7a52c4f0ff512ca3'
+_LINES = {14: ('GroupId', None), 15: ('GroupId', None), 16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GenerationId', None), 23: ('MemberId', None), 24: ('MemberId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GenerationId', None), 48: ('MemberId', None), 49: ('MemberId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('GroupInstanceId', None), 57: ('GroupInstanceId', None), 58: ('GroupInstanceId', None), 59: ('GroupInstanceId', None), 60: ('GroupInstanceId', None), 61: ('GroupInstanceId', None), 62: ('GroupInstanceId', None), 63: ('GroupInstanceId', None), 72: ('GroupId', None), 73: ('GroupId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GenerationId', None), 83: ('MemberId', None), 84: ('MemberId', None), 85: ('MemberId', None), 86: ('MemberId', None), 87: ('MemberId', None), 88: ('MemberId', None), 89: ('MemberId', None), 90: ('MemberId', None), 91: ('MemberId', None), 92: ('MemberId', None), 93: ('GroupInstanceId', None), 94: ('GroupInstanceId', None), 95: ('GroupInstanceId', None), 96: ('GroupInstanceId', None), 97: ('GroupInstanceId', None), 98: ('GroupInstanceId', None), 99: ('GroupInstanceId', None), 100: ('GroupInstanceId', None), 101: ('GroupInstanceId', None), 102: ('GroupInstanceId', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('ErrorCode', None), 123: ('ThrottleTimeMs+ErrorCode', None), 132: ('ThrottleTimeMs+ErrorCode', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None)}
+BUILD_HASH = '6b867add1b892d37'

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -34,7 +32,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -58,7 +56,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -72,8 +70,8 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U0(b, p); p += 2
@@ -103,7 +101,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -129,12 +127,12 @@ def _f3(b, p):
         d = {"MemberId": v1, "GroupInstanceId": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -152,8 +150,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -179,7 +177,7 @@ def _f4(b, p):
                 d10 = {"MemberId": v6, "GroupInstanceId": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -188,12 +186,12 @@ def _f4(b, p):
         d = {"GroupId": v1, "Members": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -229,12 +227,12 @@ def _f5(b, p):
         d = {"MemberId": v1, "GroupInstanceId": v3, "Reason": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -252,8 +250,8 @@ def _f6(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -289,7 +287,7 @@ def _f6(b, p):
                 d12 = {"MemberId": v6, "GroupInstanceId": v8, "Reason": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v3.append(d12)
         elif n4 == -1:
             v3 = None
@@ -298,12 +296,12 @@ def _f6(b, p):
         d = {"GroupId": v1, "Members": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -312,7 +310,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -321,7 +319,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -346,15 +344,15 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U0(b, p); p += 2
@@ -385,7 +383,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -412,12 +410,12 @@ def _f11(b, p):
         d = {"MemberId": v1, "GroupInstanceId": v3, "ErrorCode": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -426,8 +424,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -454,7 +452,7 @@ def _f12(b, p):
                 d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -463,7 +461,7 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Members": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -475,5 +473,5 @@ NAME = 'LeaveGroup'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f2, 4: _f4, 5: _f6}
 RESPONSE = {0: _f7, 1: _f8, 2: _f8, 3: _f10, 4: _f12, 5: _f12}
 
-_LINES = {16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('GroupId', None), 24: ('MemberId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 31: ('MemberId', None), 40: ('MemberId', None), 41: ('MemberId', None), 42: ('MemberId', None), 43: ('MemberId', None), 44: ('MemberId', None), 45: ('MemberId', None), 46: ('MemberId', None), 47: ('MemberId', None), 48: ('GroupInstanceId', None), 49: ('GroupInstanceId', None), 50: ('GroupInstanceId', None), 51: ('GroupInstanceId', None), 52: ('GroupInstanceId', None), 53: ('GroupInstanceId', None), 54: ('GroupInstanceId', None), 55: ('GroupInstanceId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('GroupId', None), 72: ('Members', None), 73: ('Members', None), 74: ('Members', None), 75: ('Members', None), 76: ('Members', None), 77: ('Members', None), 78: ('Members', None), 79: ('Members[{}].MemberId', 'i5'), 80: ('Members[{}].MemberId', 'i5'), 81: ('Members[{}].MemberId', 'i5'), 82: ('Members[{}].MemberId', 'i5'), 83: ('Members[{}].MemberId', 'i5'), 84: ('Members[{}].MemberId', 'i5'), 85: ('Members[{}].MemberId', 'i5'), 86: ('Members[{}].MemberId', 'i5'), 87: ('Members[{}].GroupInstanceId', 'i5'), 88: ('Members[{}].GroupInstanceId', 'i5'), 89: ('Members[{}].GroupInstanceId', 'i5'), 90: ('Members[{}].GroupInstanceId', 'i5'), 91: ('Members[{}].GroupInstanceId', 'i5'), 92: ('Members[{}].GroupInstanceId', 'i5'), 93: ('Members[{}].GroupInstanceId', 'i5'), 94: ('Members[{}].GroupInstanceId', 'i5'), 95: ('Members', 'i5'), 96: ('Members', 'i5'), 97: ('Members', None), 98: ('Members', None), 99: ('Members', None), 100: ('Members', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('MemberId', None), 118: ('MemberId', None), 119: ('GroupInstanceId', None), 120: ('GroupInstanceId', None), 121: ('GroupInstanceId', None), 122: ('GroupInstanceId', None), 123: ('GroupInstanceId', None), 124: ('GroupInstanceId', None), 125: ('GroupInstanceId', None), 126: ('GroupInstanceId', None), 127: ('GroupInstanceId', None), 128: ('GroupInstanceId', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None), 140: ('GroupId', None), 141: ('GroupId', None), 142: ('GroupId', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('GroupId', None), 148: ('GroupId', None), 149: ('GroupId', None), 150: ('Members', None), 151: ('Members', None), 152: ('Members', None), 153: ('Members', None), 154: ('Members', None), 155: ('Members', None), 156: ('Members', None), 157: ('Members', None), 158: ('Members', None), 159: ('Members[{}].MemberId', 'i5'), 160: ('Members[{}].MemberId', 'i5'), 161: ('Members[{}].MemberId', 'i5'), 162: ('Members[{}].MemberId', 'i5'), 163: ('Members[{}].MemberId', 'i5'), 164: ('Members[{}].MemberId', 'i5'), 165: ('Members[{}].MemberId', 'i5'), 166: ('Members[{}].MemberId', 'i5'), 167: ('Members[{}].MemberId', 'i5'), 168: ('Members[{}].MemberId', 'i5'), 169: ('Members[{}].GroupInstanceId', 'i5'), 170: ('Members[{}].GroupInstanceId', 'i5'), 171: ('Members[{}].GroupInstanceId', 'i5'), 172: ('Members[{}].GroupInstanceId', 'i5'), 173: ('Members[{}].GroupInstanceId', 'i5'), 174: ('Members[{}].GroupInstanceId', 'i5'), 175: ('Members[{}].GroupInstanceId', 'i5'), 176: ('Members[{}].GroupInstanceId', 'i5'), 177: ('Members[{}].GroupInstanceId', 'i5'), 178: ('Members[{}].GroupInstanceId', 'i5'), 179: ('Members', 'i5'), 180: ('Members', 'i5'), 181: ('Members', 'i5'), 182: ('Members', 'i5'), 183: ('Members', 'i5'), 184: ('Members', None), 185: ('Members', None), 186: ('Members', None), 187: ('Members', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('MemberId', None), 204: ('MemberId', None), 205: ('MemberId', None), 206: ('MemberId', None), 207: ('MemberId', None), 208: ('MemberId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('GroupInstanceId', None), 214: ('GroupInstanceId', None), 215: ('GroupInstanceId', None), 216: ('GroupInstanceId', None), 217: ('GroupInstanceId', None), 218: ('GroupInstanceId', None), 219: ('Reason', None), 220: ('Reason', None), 221: ('Reason', None), 222: ('Reason', None), 223: ('Reason', None), 224: ('Reason', None), 225: ('Reason', None), 226: ('Reason', None), 227: ('Reason', None), 228: ('Reason', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('GroupId', None), 241: ('GroupId', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('GroupId', None), 246: ('GroupId', None), 247: ('GroupId', None), 248: ('GroupId', None), 249: ('GroupId', None), 250: ('Members', None), 251: ('Members', None), 252: ('Members', None), 253: ('Members', None), 254: ('Members', None), 255: ('Members', None), 256: ('Members', None), 257: ('Members', None), 258: ('Members', None), 259: ('Members[{}].MemberId', 'i5'), 260: ('Members[{}].MemberId', 'i5'), 261: ('Members[{}].MemberId', 'i5'), 262: ('Members[{}].MemberId', 'i5'), 263: ('Members[{}].MemberId', 'i5'), 264: ('Members[{}].MemberId', 'i5'), 265: ('Members[{}].MemberId', 'i5'), 266: ('Members[{}].MemberId', 'i5'), 267: ('Members[{}].MemberId', 'i5'), 268: ('Members[{}].MemberId', 'i5'), 269: ('Members[{}].GroupInstanceId', 'i5'), 270: ('Members[{}].GroupInstanceId', 'i5'), 271: ('Members[{}].GroupInstanceId', 'i5'), 272: ('Members[{}].GroupInstanceId', 'i5'), 273: ('Members[{}].GroupInstanceId', 'i5'), 274: ('Members[{}].GroupInstanceId', 'i5'), 275: ('Members[{}].GroupInstanceId', 'i5'), 276: ('Members[{}].GroupInstanceId', 'i5'), 277: ('Members[{}].GroupInstanceId', 'i5'), 278: ('Members[{}].GroupInstanceId', 'i5'), 279: ('Members[{}].Reason', 'i5'), 280: ('Members[{}].Reason', 'i5'), 281: ('Members[{}].Reason', 'i5'), 282: ('Members[{}].Reason', 'i5'), 283: ('Members[{}].Reason', 'i5'), 284: ('Members[{}].Reason', 'i5'), 285: ('Members[{}].Reason', 'i5'), 286: ('Members[{}].Reason', 'i5'), 287: ('Members[{}].Reason', 'i5'), 288: ('Members[{}].Reason', 'i5'), 289: ('Members', 'i5'), 290: ('Members', 'i5'), 291: ('Members', 'i5'), 292: ('Members', 'i5'), 293: ('Members', 'i5'), 294: ('Members', None), 295: ('Members', None), 296: ('Members', None), 297: ('Members', None), 299: ('_tagged', None), 300: ('_tagged', None), 301: ('_tagged', None), 309: ('ErrorCode', None), 318: ('ThrottleTimeMs+ErrorCode', None), 327: ('MemberId', None), 328: ('MemberId', None), 329: ('MemberId', None), 330: ('MemberId', None), 331: ('MemberId', None), 332: ('MemberId', None), 333: ('MemberId', None), 334: ('MemberId', None), 335: ('GroupInstanceId', None), 336: ('GroupInstanceId', None), 337: ('GroupInstanceId', None), 338: ('GroupInstanceId', None), 339: ('GroupInstanceId', None), 340: ('GroupInstanceId', None), 341: ('GroupInstanceId', None), 342: ('GroupInstanceId', None), 343: ('ErrorCode', None), 352: ('ThrottleTimeMs+ErrorCode', None), 353: ('Members', None), 354: ('Members', None), 355: ('Members', None), 356: ('Members', None), 357: ('Members', None), 358: ('Members', None), 359: ('Members', None), 360: ('Members[{}].MemberId', 'i5'), 361: ('Members[{}].MemberId', 'i5'), 362: ('Members[{}].MemberId', 'i5'), 363: ('Members[{}].MemberId', 'i5'), 364: ('Members[{}].MemberId', 'i5'), 365: ('Members[{}].MemberId', 'i5'), 366: ('Members[{}].MemberId', 'i5'), 367: ('Members[{}].MemberId', 'i5'), 368: ('Members[{}].GroupInstanceId', 'i5'), 369: ('Members[{}].GroupInstanceId', 'i5'), 370: ('Members[{}].GroupInstanceId', 'i5'), 371: ('Members[{}].GroupInstanceId', 'i5'), 372: ('Members[{}].GroupInstanceId', 'i5'), 373: ('Members[{}].GroupInstanceId', 'i5'), 374: ('Members[{}].GroupInstanceId', 'i5'), 375: ('Members[{}].GroupInstanceId', 'i5'), 376: ('Members[{}].ErrorCode', 'i5'), 377: ('Members', 'i5'), 378: ('Members', 'i5'), 379: ('Members', None), 380: ('Members', None), 381: ('Members', None), 382: ('Members', None), 391: ('MemberId', None), 392: ('MemberId', None), 393: ('MemberId', None), 394: ('MemberId', None), 395: ('MemberId', None), 396: ('MemberId', None), 397: ('MemberId', None), 398: ('MemberId', None), 399: ('MemberId', None), 400: ('MemberId', None), 401: ('GroupInstanceId', None), 402: ('GroupInstanceId', None), 403: ('GroupInstanceId', None), 404: ('GroupInstanceId', None), 405: ('GroupInstanceId', None), 406: ('GroupInstanceId', None), 407: ('GroupInstanceId', None), 408: ('GroupInstanceId', None), 409: ('GroupInstanceId', None), 410: ('GroupInstanceId', None), 411: ('ErrorCode', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('ThrottleTimeMs+ErrorCode', None), 424: ('Members', None), 425: ('Members', None), 426: ('Members', None), 427: ('Members', None), 428: ('Members', None), 429: ('Members', None), 430: ('Members', None), 431: ('Members', None), 432: ('Members', None), 433: ('Members[{}].MemberId', 'i5'), 434: ('Members[{}].MemberId', 'i5'), 435: ('Members[{}].MemberId', 'i5'), 436: ('Members[{}].MemberId', 'i5'), 437: ('Members[{}].MemberId', 'i5'), 438: ('Members[{}].MemberId', 'i5'), 439: ('Members[{}].MemberId', 'i5'), 440: ('Members[{}].MemberId', 'i5'), 441: ('Members[{}].MemberId', 'i5'), 442: ('Members[{}].MemberId', 'i5'), 443: ('Members[{}].GroupInstanceId', 'i5'), 444: ('Members[{}].GroupInstanceId', 'i5'), 445: ('Members[{}].GroupInstanceId', 'i5'), 446: ('Members[{}].GroupInstanceId', 'i5'), 447: ('Members[{}].GroupInstanceId', 'i5'), 448: ('Members[{}].GroupInstanceId', 'i5'), 449: ('Members[{}].GroupInstanceId', 'i5'), 450: ('Members[{}].GroupInstanceId', 'i5'), 451: ('Members[{}].GroupInstanceId', 'i5'), 452: ('Members[{}].GroupInstanceId', 'i5'), 453: ('Members[{}].ErrorCode', 'i5'), 454: ('Members', 'i5'), 455: ('Members', 'i5'), 456: ('Members', 'i5'), 457: ('Members', 'i5'), 458: ('Members', 'i5'), 459: ('Members', None), 460: ('Members', None), 461: ('Members', None), 462: ('Members', None), 464: ('_tagged', None), 465: ('_tagged', None), 466: ('_tagged', None)}
-BUILD_HASH = '3aa6a1d2b58599db'
+_LINES = {14: ('GroupId', None), 15: ('GroupId', None), 16: ('GroupId', None), 17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('MemberId', None), 23: ('MemberId', None), 24: ('MemberId', None), 25: ('MemberId', None), 26: ('MemberId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 38: ('MemberId', None), 39: ('MemberId', None), 40: ('MemberId', None), 41: ('MemberId', None), 42: ('MemberId', None), 43: ('MemberId', None), 44: ('MemberId', None), 45: ('MemberId', None), 46: ('GroupInstanceId', None), 47: ('GroupInstanceId', None), 48: ('GroupInstanceId', None), 49: ('GroupInstanceId', None), 50: ('GroupInstanceId', None), 51: ('GroupInstanceId', None), 52: ('GroupInstanceId', None), 53: ('GroupInstanceId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('Members', None), 71: ('Members', None), 72: ('Members', None), 73: ('Members', None), 74: ('Members', None), 75: ('Members', None), 76: ('Members', None), 77: ('Members[{}].MemberId', 'i5'), 78: ('Members[{}].MemberId', 'i5'), 79: ('Members[{}].MemberId', 'i5'), 80: ('Members[{}].MemberId', 'i5'), 81: ('Members[{}].MemberId', 'i5'), 82: ('Members[{}].MemberId', 'i5'), 83: ('Members[{}].MemberId', 'i5'), 84: ('Members[{}].MemberId', 'i5'), 85: ('Members[{}].GroupInstanceId', 'i5'), 86: ('Members[{}].GroupInstanceId', 'i5'), 87: ('Members[{}].GroupInstanceId', 'i5'), 88: ('Members[{}].GroupInstanceId', 'i5'), 89: ('Members[{}].GroupInstanceId', 'i5'), 90: ('Members[{}].GroupInstanceId', 'i5'), 91: ('Members[{}].GroupInstanceId', 'i5'), 92: ('Members[{}].GroupInstanceId', 'i5'), 93: ('Members', 'i5'), 94: ('Members', 'i5'), 95: ('Members', None), 96: ('Members', None), 97: ('Members', None), 98: ('Members', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('GroupInstanceId', None), 118: ('GroupInstanceId', None), 119: ('GroupInstanceId', None), 120: ('GroupInstanceId', None), 121: ('GroupInstanceId', None), 122: ('GroupInstanceId', None), 123: ('GroupInstanceId', None), 124: ('GroupInstanceId', None), 125: ('GroupInstanceId', None), 126: ('GroupInstanceId', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('GroupId', None), 139: ('GroupId', None), 140: ('GroupId', None), 141: ('GroupId', None), 142: ('GroupId', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('GroupId', None), 148: ('Members', None), 149: ('Members', None), 150: ('Members', None), 151: ('Members', None), 152: ('Members', None), 153: ('Members', None), 154: ('Members', None), 155: ('Members', None), 156: ('Members', None), 157: ('Members[{}].MemberId', 'i5'), 158: ('Members[{}].MemberId', 'i5'), 159: ('Members[{}].MemberId', 'i5'), 160: ('Members[{}].MemberId', 'i5'), 161: ('Members[{}].MemberId', 'i5'), 162: ('Members[{}].MemberId', 'i5'), 163: ('Members[{}].MemberId', 'i5'), 164: ('Members[{}].MemberId', 'i5'), 165: ('Members[{}].MemberId', 'i5'), 166: ('Members[{}].MemberId', 'i5'), 167: ('Members[{}].GroupInstanceId', 'i5'), 168: ('Members[{}].GroupInstanceId', 'i5'), 169: ('Members[{}].GroupInstanceId', 'i5'), 170: ('Members[{}].GroupInstanceId', 'i5'), 171: ('Members[{}].GroupInstanceId', 'i5'), 172: ('Members[{}].GroupInstanceId', 'i5'), 173: ('Members[{}].GroupInstanceId', 'i5'), 174: ('Members[{}].GroupInstanceId', 'i5'), 175: ('Members[{}].GroupInstanceId', 'i5'), 176: ('Members[{}].GroupInstanceId', 'i5'), 177: ('Members', 'i5'), 178: ('Members', 'i5'), 179: ('Members', 'i5'), 180: ('Members', 'i5'), 181: ('Members', 'i5'), 182: ('Members', None), 183: ('Members', None), 184: ('Members', None), 185: ('Members', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('MemberId', None), 198: ('MemberId', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('MemberId', None), 204: ('MemberId', None), 205: ('MemberId', None), 206: ('MemberId', None), 207: ('GroupInstanceId', None), 208: ('GroupInstanceId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('GroupInstanceId', None), 214: ('GroupInstanceId', None), 215: ('GroupInstanceId', None), 216: ('GroupInstanceId', None), 217: ('Reason', None), 218: ('Reason', None), 219: ('Reason', None), 220: ('Reason', None), 221: ('Reason', None), 222: ('Reason', None), 223: ('Reason', None), 224: ('Reason', None), 225: ('Reason', None), 226: ('Reason', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('GroupId', None), 239: ('GroupId', None), 240: ('GroupId', None), 241: ('GroupId', None), 242: ('GroupId', None), 243: ('GroupId', None), 244: ('GroupId', None), 245: ('GroupId', None), 246: ('GroupId', None), 247: ('GroupId', None), 248: ('Members', None), 249: ('Members', None), 250: ('Members', None), 251: ('Members', None), 252: ('Members', None), 253: ('Members', None), 254: ('Members', None), 255: ('Members', None), 256: ('Members', None), 257: ('Members[{}].MemberId', 'i5'), 258: ('Members[{}].MemberId', 'i5'), 259: ('Members[{}].MemberId', 'i5'), 260: ('Members[{}].MemberId', 'i5'), 261: ('Members[{}].MemberId', 'i5'), 262: ('Members[{}].MemberId', 'i5'), 263: ('Members[{}].MemberId', 'i5'), 264: ('Members[{}].MemberId', 'i5'), 265: ('Members[{}].MemberId', 'i5'), 266: ('Members[{}].MemberId', 'i5'), 267: ('Members[{}].GroupInstanceId', 'i5'), 268: ('Members[{}].GroupInstanceId', 'i5'), 269: ('Members[{}].GroupInstanceId', 'i5'), 270: ('Members[{}].GroupInstanceId', 'i5'), 271: ('Members[{}].GroupInstanceId', 'i5'), 272: ('Members[{}].GroupInstanceId', 'i5'), 273: ('Members[{}].GroupInstanceId', 'i5'), 274: ('Members[{}].GroupInstanceId', 'i5'), 275: ('Members[{}].GroupInstanceId', 'i5'), 276: ('Members[{}].GroupInstanceId', 'i5'), 277: ('Members[{}].Reason', 'i5'), 278: ('Members[{}].Reason', 'i5'), 279: ('Members[{}].Reason', 'i5'), 280: ('Members[{}].Reason', 'i5'), 281: ('Members[{}].Reason', 'i5'), 282: ('Members[{}].Reason', 'i5'), 283: ('Members[{}].Reason', 'i5'), 284: ('Members[{}].Reason', 'i5'), 285: ('Members[{}].Reason', 'i5'), 286: ('Members[{}].Reason', 'i5'), 287: ('Members', 'i5'), 288: ('Members', 'i5'), 289: ('Members', 'i5'), 290: ('Members', 'i5'), 291: ('Members', 'i5'), 292: ('Members', None), 293: ('Members', None), 294: ('Members', None), 295: ('Members', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None), 307: ('ErrorCode', None), 316: ('ThrottleTimeMs+ErrorCode', None), 325: ('MemberId', None), 326: ('MemberId', None), 327: ('MemberId', None), 328: ('MemberId', None), 329: ('MemberId', None), 330: ('MemberId', None), 331: ('MemberId', None), 332: ('MemberId', None), 333: ('GroupInstanceId', None), 334: ('GroupInstanceId', None), 335: ('GroupInstanceId', None), 336: ('GroupInstanceId', None), 337: ('GroupInstanceId', None), 338: ('GroupInstanceId', None), 339: ('GroupInstanceId', None), 340: ('GroupInstanceId', None), 341: ('ErrorCode', None), 350: ('ThrottleTimeMs+ErrorCode', None), 351: ('Members', None), 352: ('Members', None), 353: ('Members', None), 354: ('Members', None), 355: ('Members', None), 356: ('Members', None), 357: ('Members', None), 358: ('Members[{}].MemberId', 'i5'), 359: ('Members[{}].MemberId', 'i5'), 360: ('Members[{}].MemberId', 'i5'), 361: ('Members[{}].MemberId', 'i5'), 362: ('Members[{}].MemberId', 'i5'), 363: ('Members[{}].MemberId', 'i5'), 364: ('Members[{}].MemberId', 'i5'), 365: ('Members[{}].MemberId', 'i5'), 366: ('Members[{}].GroupInstanceId', 'i5'), 367: ('Members[{}].GroupInstanceId', 'i5'), 368: ('Members[{}].GroupInstanceId', 'i5'), 369: ('Members[{}].GroupInstanceId', 'i5'), 370: ('Members[{}].GroupInstanceId', 'i5'), 371: ('Members[{}].GroupInstanceId', 'i5'), 372: ('Members[{}].GroupInstanceId', 'i5'), 373: ('Members[{}].GroupInstanceId', 'i5'), 374: ('Members[{}].ErrorCode', 'i5'), 375: ('Members', 'i5'), 376: ('Members', 'i5'), 377: ('Members', None), 378: ('Members', None), 379: ('Members', None), 380: ('Members', None), 389: ('MemberId', None), 390: ('MemberId', None), 391: ('MemberId', None), 392: ('MemberId', None), 393: ('MemberId', None), 394: ('MemberId', None), 395: ('MemberId', None), 396: ('MemberId', None), 397: ('MemberId', None), 398: ('MemberId', None), 399: ('GroupInstanceId', None), 400: ('GroupInstanceId', None), 401: ('GroupInstanceId', None), 402: ('GroupInstanceId', None), 403: ('GroupInstanceId', None), 404: ('GroupInstanceId', None), 405: ('GroupInstanceId', None), 406: ('GroupInstanceId', None), 407: ('GroupInstanceId', None), 408: ('GroupInstanceId', None), 409: ('ErrorCode', None), 411: ('_tagged', None), 412: ('_tagged', None), 413: ('_tagged', None), 421: ('ThrottleTimeMs+ErrorCode', None), 422: ('Members', None), 423: ('Members', None), 424: ('Members', None), 425: ('Members', None), 426: ('Members', None), 427: ('Members', None), 428: ('Members', None), 429: ('Members', None), 430: ('Members', None), 431: ('Members[{}].MemberId', 'i5'), 432: ('Members[{}].MemberId', 'i5'), 433: ('Members[{}].MemberId', 'i5'), 434: ('Members[{}].MemberId', 'i5'), 435: ('Members[{}].MemberId', 'i5'), 436: ('Members[{}].MemberId', 'i5'), 437: ('Members[{}].MemberId', 'i5'), 438: ('Members[{}].MemberId', 'i5'), 439: ('Members[{}].MemberId', 'i5'), 440: ('Members[{}].MemberId', 'i5'), 441: ('Members[{}].GroupInstanceId', 'i5'), 442: ('Members[{}].GroupInstanceId', 'i5'), 443: ('Members[{}].GroupInstanceId', 'i5'), 444: ('Members[{}].GroupInstanceId', 'i5'), 445: ('Members[{}].GroupInstanceId', 'i5'), 446: ('Members[{}].GroupInstanceId', 'i5'), 447: ('Members[{}].GroupInstanceId', 'i5'), 448: ('Members[{}].GroupInstanceId', 'i5'), 449: ('Members[{}].GroupInstanceId', 'i5'), 450: ('Members[{}].GroupInstanceId', 'i5'), 451: ('Members[{}].ErrorCode', 'i5'), 452: ('Members', 'i5'), 453: ('Members', 'i5'), 454: ('Members', 'i5'), 455: ('Members', 'i5'), 456: ('Members', 'i5'), 457: ('Members', None), 458: ('Members', None), 459: ('Members', None), 460: ('Members', None), 462: ('_tagged', None), 463: ('_tagged', None), 464: ('_tagged', None)}
+BUILD_HASH = '4c4cd27c2bcd4836'

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -34,7 +32,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -57,8 +55,8 @@ def _f1(b, p):
         n7, = _U1(b, p); p += 4
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10, = _U0(b, p); p += 2
@@ -88,7 +86,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -119,8 +117,8 @@ def _f2(b, p):
         n9, = _U1(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U0(b, p); p += 2
@@ -150,7 +148,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -176,12 +174,12 @@ def _f3(b, p):
         d = {"MemberId": v1, "Assignment": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -220,8 +218,8 @@ def _f4(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 3 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -247,7 +245,7 @@ def _f4(b, p):
                 d15 = {"MemberId": v11, "Assignment": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d15)
+                if t: p = _rt.tags(b, p, t, _T0, d15, B)
                 v8.append(d15)
         elif n9 == -1:
             v8 = None
@@ -256,12 +254,12 @@ def _f4(b, p):
         d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "Assignments": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -320,8 +318,8 @@ def _f5(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -347,7 +345,7 @@ def _f5(b, p):
                 d19 = {"MemberId": v15, "Assignment": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v12.append(d19)
         elif n13 == -1:
             v12 = None
@@ -356,12 +354,12 @@ def _f5(b, p):
         d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "ProtocolType": v8, "ProtocolName": v10, "Assignments": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -378,7 +376,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -395,7 +393,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -412,12 +410,12 @@ def _f8(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Assignment": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -454,7 +452,7 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProtocolType": v3, "ProtocolName": v5, "Assignment": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -466,5 +464,5 @@ NAME = 'SyncGroup'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f2, 4: _f4, 5: _f5}
 RESPONSE = {0: _f6, 1: _f7, 2: _f7, 3: _f7, 4: _f8, 5: _f9}
 
-_LINES = {16: ('MemberId', None), 17: ('MemberId', None), 18: ('MemberId', None), 19: ('MemberId', None), 20: ('MemberId', None), 21: ('MemberId', None), 22: ('MemberId', None), 23: ('MemberId', None), 24: ('Assignment', None), 25: ('Assignment', None), 26: ('Assignment', None), 27: ('Assignment', None), 28: ('Assignment', None), 29: ('Assignment', None), 30: ('Assignment', None), 31: ('Assignment', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GenerationId', None), 49: ('MemberId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('Assignments', None), 58: ('Assignments', None), 59: ('Assignments', None), 60: ('Assignments', None), 61: ('Assignments', None), 62: ('Assignments', None), 63: ('Assignments', None), 64: ('Assignments[{}].MemberId', 'i8'), 65: ('Assignments[{}].MemberId', 'i8'), 66: ('Assignments[{}].MemberId', 'i8'), 67: ('Assignments[{}].MemberId', 'i8'), 68: ('Assignments[{}].MemberId', 'i8'), 69: ('Assignments[{}].MemberId', 'i8'), 70: ('Assignments[{}].MemberId', 'i8'), 71: ('Assignments[{}].MemberId', 'i8'), 72: ('Assignments[{}].Assignment', 'i8'), 73: ('Assignments[{}].Assignment', 'i8'), 74: ('Assignments[{}].Assignment', 'i8'), 75: ('Assignments[{}].Assignment', 'i8'), 76: ('Assignments[{}].Assignment', 'i8'), 77: ('Assignments[{}].Assignment', 'i8'), 78: ('Assignments[{}].Assignment', 'i8'), 79: ('Assignments[{}].Assignment', 'i8'), 80: ('Assignments', 'i8'), 81: ('Assignments', 'i8'), 82: ('Assignments', None), 83: ('Assignments', None), 84: ('Assignments', None), 85: ('Assignments', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('GroupId', None), 97: ('GroupId', None), 98: ('GroupId', None), 99: ('GroupId', None), 100: ('GroupId', None), 101: ('GroupId', None), 102: ('GenerationId', None), 103: ('MemberId', None), 104: ('MemberId', None), 105: ('MemberId', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('GroupInstanceId', None), 112: ('GroupInstanceId', None), 113: ('GroupInstanceId', None), 114: ('GroupInstanceId', None), 115: ('GroupInstanceId', None), 116: ('GroupInstanceId', None), 117: ('GroupInstanceId', None), 118: ('GroupInstanceId', None), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments', None), 122: ('Assignments', None), 123: ('Assignments', None), 124: ('Assignments', None), 125: ('Assignments', None), 126: ('Assignments[{}].MemberId', 'i10'), 127: ('Assignments[{}].MemberId', 'i10'), 128: ('Assignments[{}].MemberId', 'i10'), 129: ('Assignments[{}].MemberId', 'i10'), 130: ('Assignments[{}].MemberId', 'i10'), 131: ('Assignments[{}].MemberId', 'i10'), 132: ('Assignments[{}].MemberId', 'i10'), 133: ('Assignments[{}].MemberId', 'i10'), 134: ('Assignments[{}].Assignment', 'i10'), 135: ('Assignments[{}].Assignment', 'i10'), 136: ('Assignments[{}].Assignment', 'i10'), 137: ('Assignments[{}].Assignment', 'i10'), 138: ('Assignments[{}].Assignment', 'i10'), 139: ('Assignments[{}].Assignment', 'i10'), 140: ('Assignments[{}].Assignment', 'i10'), 141: ('Assignments[{}].Assignment', 'i10'), 142: ('Assignments', 'i10'), 143: ('Assignments', 'i10'), 144: ('Assignments', None), 145: ('Assignments', None), 146: ('Assignments', None), 147: ('Assignments', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('MemberId', None), 165: ('MemberId', None), 166: ('Assignment', None), 167: ('Assignment', None), 168: ('Assignment', None), 169: ('Assignment', None), 170: ('Assignment', None), 171: ('Assignment', None), 172: ('Assignment', None), 173: ('Assignment', None), 174: ('Assignment', None), 175: ('Assignment', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('GenerationId', None), 198: ('MemberId', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('MemberId', None), 204: ('MemberId', None), 205: ('MemberId', None), 206: ('MemberId', None), 207: ('MemberId', None), 208: ('GroupInstanceId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('GroupInstanceId', None), 214: ('GroupInstanceId', None), 215: ('GroupInstanceId', None), 216: ('GroupInstanceId', None), 217: ('GroupInstanceId', None), 218: ('Assignments', None), 219: ('Assignments', None), 220: ('Assignments', None), 221: ('Assignments', None), 222: ('Assignments', None), 223: ('Assignments', None), 224: ('Assignments', None), 225: ('Assignments', None), 226: ('Assignments', None), 227: ('Assignments[{}].MemberId', 'i10'), 228: ('Assignments[{}].MemberId', 'i10'), 229: ('Assignments[{}].MemberId', 'i10'), 230: ('Assignments[{}].MemberId', 'i10'), 231: ('Assignments[{}].MemberId', 'i10'), 232: ('Assignments[{}].MemberId', 'i10'), 233: ('Assignments[{}].MemberId', 'i10'), 234: ('Assignments[{}].MemberId', 'i10'), 235: ('Assignments[{}].MemberId', 'i10'), 236: ('Assignments[{}].MemberId', 'i10'), 237: ('Assignments[{}].Assignment', 'i10'), 238: ('Assignments[{}].Assignment', 'i10'), 239: ('Assignments[{}].Assignment', 'i10'), 240: ('Assignments[{}].Assignment', 'i10'), 241: ('Assignments[{}].Assignment', 'i10'), 242: ('Assignments[{}].Assignment', 'i10'), 243: ('Assignments[{}].Assignment', 'i10'), 244: ('Assignments[{}].Assignment', 'i10'), 245: ('Assignments[{}].Assignment', 'i10'), 246: ('Assignments[{}].Assignment', 'i10'), 247: ('Assignments', 'i10'), 248: ('Assignments', 'i10'), 249: ('Assignments', 'i10'), 250: ('Assignments', 'i10'), 251: ('Assignments', 'i10'), 252: ('Assignments', None), 253: ('Assignments', None), 254: ('Assignments', None), 255: ('Assignments', None), 257: ('_tagged', None), 258: ('_tagged', None), 259: ('_tagged', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('GroupId', None), 274: ('GroupId', None), 275: ('GroupId', None), 276: ('GroupId', None), 277: ('GenerationId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('MemberId', None), 284: ('MemberId', None), 285: ('MemberId', None), 286: ('MemberId', None), 287: ('MemberId', None), 288: ('GroupInstanceId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('GroupInstanceId', None), 292: ('GroupInstanceId', None), 293: ('GroupInstanceId', None), 294: ('GroupInstanceId', None), 295: ('GroupInstanceId', None), 296: ('GroupInstanceId', None), 297: ('GroupInstanceId', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('ProtocolType', None), 303: ('ProtocolType', None), 304: ('ProtocolType', None), 305: ('ProtocolType', None), 306: ('ProtocolType', None), 307: ('ProtocolType', None), 308: ('ProtocolName', None), 309: ('ProtocolName', None), 310: ('ProtocolName', None), 311: ('ProtocolName', None), 312: ('ProtocolName', None), 313: ('ProtocolName', None), 314: ('ProtocolName', None), 315: ('ProtocolName', None), 316: ('ProtocolName', None), 317: ('ProtocolName', None), 318: ('Assignments', None), 319: ('Assignments', None), 320: ('Assignments', None), 321: ('Assignments', None), 322: ('Assignments', None), 323: ('Assignments', None), 324: ('Assignments', None), 325: ('Assignments', None), 326: ('Assignments', None), 327: ('Assignments[{}].MemberId', 'i14'), 328: ('Assignments[{}].MemberId', 'i14'), 329: ('Assignments[{}].MemberId', 'i14'), 330: ('Assignments[{}].MemberId', 'i14'), 331: ('Assignments[{}].MemberId', 'i14'), 332: ('Assignments[{}].MemberId', 'i14'), 333: ('Assignments[{}].MemberId', 'i14'), 334: ('Assignments[{}].MemberId', 'i14'), 335: ('Assignments[{}].MemberId', 'i14'), 336: ('Assignments[{}].MemberId', 'i14'), 337: ('Assignments[{}].Assignment', 'i14'), 338: ('Assignments[{}].Assignment', 'i14'), 339: ('Assignments[{}].Assignment', 'i14'), 340: ('Assignments[{}].Assignment', 'i14'), 341: ('Assignments[{}].Assignment', 'i14'), 342: ('Assignments[{}].Assignment', 'i14'), 343: ('Assignments[{}].Assignment', 'i14'), 344: ('Assignments[{}].Assignment', 'i14'), 345: ('Assignments[{}].Assignment', 'i14'), 346: ('Assignments[{}].Assignment', 'i14'), 347: ('Assignments', 'i14'), 348: ('Assignments', 'i14'), 349: ('Assignments', 'i14'), 350: ('Assignments', 'i14'), 351: ('Assignments', 'i14'), 352: ('Assignments', None), 353: ('Assignments', None), 354: ('Assignments', None), 355: ('Assignments', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('ErrorCode', None), 368: ('Assignment', None), 369: ('Assignment', None), 370: ('Assignment', None), 371: ('Assignment', None), 372: ('Assignment', None), 373: ('Assignment', None), 374: ('Assignment', None), 375: ('Assignment', None), 384: ('ThrottleTimeMs+ErrorCode', None), 385: ('Assignment', None), 386: ('Assignment', None), 387: ('Assignment', None), 388: ('Assignment', None), 389: ('Assignment', None), 390: ('Assignment', None), 391: ('Assignment', None), 392: ('Assignment', None), 401: ('ThrottleTimeMs+ErrorCode', None), 402: ('Assignment', None), 403: ('Assignment', None), 404: ('Assignment', None), 405: ('Assignment', None), 406: ('Assignment', None), 407: ('Assignment', None), 408: ('Assignment', None), 409: ('Assignment', None), 410: ('Assignment', None), 411: ('Assignment', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('ThrottleTimeMs+ErrorCode', None), 424: ('ProtocolType', None), 425: ('ProtocolType', None), 426: ('ProtocolType', None), 427: ('ProtocolType', None), 428: ('ProtocolType', None), 429: ('ProtocolType', None), 430: ('ProtocolType', None), 431: ('ProtocolType', None), 432: ('ProtocolType', None), 433: ('ProtocolType', None), 434: ('ProtocolName', None), 435: ('ProtocolName', None), 436: ('ProtocolName', None), 437: ('ProtocolName', None), 438: ('ProtocolName', None), 439: ('ProtocolName', None), 440: ('ProtocolName', None), 441: ('ProtocolName', None), 442: ('ProtocolName', None), 443: ('ProtocolName', None), 444: ('Assignment', None), 445: ('Assignment', None), 446: ('Assignment', None), 447: ('Assignment', None), 448: ('Assignment', None), 449: ('Assignment', None), 450: ('Assignment', None), 451: ('Assignment', None), 452: ('Assignment', None), 453: ('Assignment', None), 455: ('_tagged', None), 456: ('_tagged', None), 457: ('_tagged', None)}
-BUILD_HASH = '11f6badf7539324a'
+_LINES = {14: ('MemberId', None), 15: ('MemberId', None), 16: ('MemberId', None), 17: ('MemberId', None), 18: ('MemberId', None), 19: ('MemberId', None), 20: ('MemberId', None), 21: ('MemberId', None), 22: ('Assignment', None), 23: ('Assignment', None), 24: ('Assignment', None), 25: ('Assignment', None), 26: ('Assignment', None), 27: ('Assignment', None), 28: ('Assignment', None), 29: ('Assignment', None), 38: ('GroupId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GenerationId', None), 47: ('MemberId', None), 48: ('MemberId', None), 49: ('MemberId', None), 50: ('MemberId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('Assignments', None), 56: ('Assignments', None), 57: ('Assignments', None), 58: ('Assignments', None), 59: ('Assignments', None), 60: ('Assignments', None), 61: ('Assignments', None), 62: ('Assignments[{}].MemberId', 'i8'), 63: ('Assignments[{}].MemberId', 'i8'), 64: ('Assignments[{}].MemberId', 'i8'), 65: ('Assignments[{}].MemberId', 'i8'), 66: ('Assignments[{}].MemberId', 'i8'), 67: ('Assignments[{}].MemberId', 'i8'), 68: ('Assignments[{}].MemberId', 'i8'), 69: ('Assignments[{}].MemberId', 'i8'), 70: ('Assignments[{}].Assignment', 'i8'), 71: ('Assignments[{}].Assignment', 'i8'), 72: ('Assignments[{}].Assignment', 'i8'), 73: ('Assignments[{}].Assignment', 'i8'), 74: ('Assignments[{}].Assignment', 'i8'), 75: ('Assignments[{}].Assignment', 'i8'), 76: ('Assignments[{}].Assignment', 'i8'), 77: ('Assignments[{}].Assignment', 'i8'), 78: ('Assignments', 'i8'), 79: ('Assignments', 'i8'), 80: ('Assignments', None), 81: ('Assignments', None), 82: ('Assignments', None), 83: ('Assignments', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('GroupId', None), 97: ('GroupId', None), 98: ('GroupId', None), 99: ('GroupId', None), 100: ('GenerationId', None), 101: ('MemberId', None), 102: ('MemberId', None), 103: ('MemberId', None), 104: ('MemberId', None), 105: ('MemberId', None), 106: ('MemberId', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('GroupInstanceId', None), 110: ('GroupInstanceId', None), 111: ('GroupInstanceId', None), 112: ('GroupInstanceId', None), 113: ('GroupInstanceId', None), 114: ('GroupInstanceId', None), 115: ('GroupInstanceId', None), 116: ('GroupInstanceId', None), 117: ('Assignments', None), 118: ('Assignments', None), 119: ('Assignments', None), 120: ('Assignments', None), 121: ('Assignments', None), 122: ('Assignments', None), 123: ('Assignments', None), 124: ('Assignments[{}].MemberId', 'i10'), 125: ('Assignments[{}].MemberId', 'i10'), 126: ('Assignments[{}].MemberId', 'i10'), 127: ('Assignments[{}].MemberId', 'i10'), 128: ('Assignments[{}].MemberId', 'i10'), 129: ('Assignments[{}].MemberId', 'i10'), 130: ('Assignments[{}].MemberId', 'i10'), 131: ('Assignments[{}].MemberId', 'i10'), 132: ('Assignments[{}].Assignment', 'i10'), 133: ('Assignments[{}].Assignment', 'i10'), 134: ('Assignments[{}].Assignment', 'i10'), 135: ('Assignments[{}].Assignment', 'i10'), 136: ('Assignments[{}].Assignment', 'i10'), 137: ('Assignments[{}].Assignment', 'i10'), 138: ('Assignments[{}].Assignment', 'i10'), 139: ('Assignments[{}].Assignment', 'i10'), 140: ('Assignments', 'i10'), 141: ('Assignments', 'i10'), 142: ('Assignments', None), 143: ('Assignments', None), 144: ('Assignments', None), 145: ('Assignments', None), 154: ('MemberId', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('Assignment', None), 165: ('Assignment', None), 166: ('Assignment', None), 167: ('Assignment', None), 168: ('Assignment', None), 169: ('Assignment', None), 170: ('Assignment', None), 171: ('Assignment', None), 172: ('Assignment', None), 173: ('Assignment', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GenerationId', None), 196: ('MemberId', None), 197: ('MemberId', None), 198: ('MemberId', None), 199: ('MemberId', None), 200: ('MemberId', None), 201: ('MemberId', None), 202: ('MemberId', None), 203: ('MemberId', None), 204: ('MemberId', None), 205: ('MemberId', None), 206: ('GroupInstanceId', None), 207: ('GroupInstanceId', None), 208: ('GroupInstanceId', None), 209: ('GroupInstanceId', None), 210: ('GroupInstanceId', None), 211: ('GroupInstanceId', None), 212: ('GroupInstanceId', None), 213: ('GroupInstanceId', None), 214: ('GroupInstanceId', None), 215: ('GroupInstanceId', None), 216: ('Assignments', None), 217: ('Assignments', None), 218: ('Assignments', None), 219: ('Assignments', None), 220: ('Assignments', None), 221: ('Assignments', None), 222: ('Assignments', None), 223: ('Assignments', None), 224: ('Assignments', None), 225: ('Assignments[{}].MemberId', 'i10'), 226: ('Assignments[{}].MemberId', 'i10'), 227: ('Assignments[{}].MemberId', 'i10'), 228: ('Assignments[{}].MemberId', 'i10'), 229: ('Assignments[{}].MemberId', 'i10'), 230: ('Assignments[{}].MemberId', 'i10'), 231: ('Assignments[{}].MemberId', 'i10'), 232: ('Assignments[{}].MemberId', 'i10'), 233: ('Assignments[{}].MemberId', 'i10'), 234: ('Assignments[{}].MemberId', 'i10'), 235: ('Assignments[{}].Assignment', 'i10'), 236: ('Assignments[{}].Assignment', 'i10'), 237: ('Assignments[{}].Assignment', 'i10'), 238: ('Assignments[{}].Assignment', 'i10'), 239: ('Assignments[{}].Assignment', 'i10'), 240: ('Assignments[{}].Assignment', 'i10'), 241: ('Assignments[{}].Assignment', 'i10'), 242: ('Assignments[{}].Assignment', 'i10'), 243: ('Assignments[{}].Assignment', 'i10'), 244: ('Assignments[{}].Assignment', 'i10'), 245: ('Assignments', 'i10'), 246: ('Assignments', 'i10'), 247: ('Assignments', 'i10'), 248: ('Assignments', 'i10'), 249: ('Assignments', 'i10'), 250: ('Assignments', None), 251: ('Assignments', None), 252: ('Assignments', None), 253: ('Assignments', None), 255: ('_tagged', None), 256: ('_tagged', None), 257: ('_tagged', None), 265: ('GroupId', None), 266: ('GroupId', None), 267: ('GroupId', None), 268: ('GroupId', None), 269: ('GroupId', None), 270: ('GroupId', None), 271: ('GroupId', None), 272: ('GroupId', None), 273: ('GroupId', None), 274: ('GroupId', None), 275: ('GenerationId', None), 276: ('MemberId', None), 277: ('MemberId', None), 278: ('MemberId', None), 279: ('MemberId', None), 280: ('MemberId', None), 281: ('MemberId', None), 282: ('MemberId', None), 283: ('MemberId', None), 284: ('MemberId', None), 285: ('MemberId', None), 286: ('GroupInstanceId', None), 287: ('GroupInstanceId', None), 288: ('GroupInstanceId', None), 289: ('GroupInstanceId', None), 290: ('GroupInstanceId', None), 291: ('GroupInstanceId', None), 292: ('GroupInstanceId', None), 293: ('GroupInstanceId', None), 294: ('GroupInstanceId', None), 295: ('GroupInstanceId', None), 296: ('ProtocolType', None), 297: ('ProtocolType', None), 298: ('ProtocolType', None), 299: ('ProtocolType', None), 300: ('ProtocolType', None), 301: ('ProtocolType', None), 302: ('ProtocolType', None), 303: ('ProtocolType', None), 304: ('ProtocolType', None), 305: ('ProtocolType', None), 306: ('ProtocolName', None), 307: ('ProtocolName', None), 308: ('ProtocolName', None), 309: ('ProtocolName', None), 310: ('ProtocolName', None), 311: ('ProtocolName', None), 312: ('ProtocolName', None), 313: ('ProtocolName', None), 314: ('ProtocolName', None), 315: ('ProtocolName', None), 316: ('Assignments', None), 317: ('Assignments', None), 318: ('Assignments', None), 319: ('Assignments', None), 320: ('Assignments', None), 321: ('Assignments', None), 322: ('Assignments', None), 323: ('Assignments', None), 324: ('Assignments', None), 325: ('Assignments[{}].MemberId', 'i14'), 326: ('Assignments[{}].MemberId', 'i14'), 327: ('Assignments[{}].MemberId', 'i14'), 328: ('Assignments[{}].MemberId', 'i14'), 329: ('Assignments[{}].MemberId', 'i14'), 330: ('Assignments[{}].MemberId', 'i14'), 331: ('Assignments[{}].MemberId', 'i14'), 332: ('Assignments[{}].MemberId', 'i14'), 333: ('Assignments[{}].MemberId', 'i14'), 334: ('Assignments[{}].MemberId', 'i14'), 335: ('Assignments[{}].Assignment', 'i14'), 336: ('Assignments[{}].Assignment', 'i14'), 337: ('Assignments[{}].Assignment', 'i14'), 338: ('Assignments[{}].Assignment', 'i14'), 339: ('Assignments[{}].Assignment', 'i14'), 340: ('Assignments[{}].Assignment', 'i14'), 341: ('Assignments[{}].Assignment', 'i14'), 342: ('Assignments[{}].Assignment', 'i14'), 343: ('Assignments[{}].Assignment', 'i14'), 344: ('Assignments[{}].Assignment', 'i14'), 345: ('Assignments', 'i14'), 346: ('Assignments', 'i14'), 347: ('Assignments', 'i14'), 348: ('Assignments', 'i14'), 349: ('Assignments', 'i14'), 350: ('Assignments', None), 351: ('Assignments', None), 352: ('Assignments', None), 353: ('Assignments', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('ErrorCode', None), 366: ('Assignment', None), 367: ('Assignment', None), 368: ('Assignment', None), 369: ('Assignment', None), 370: ('Assignment', None), 371: ('Assignment', None), 372: ('Assignment', None), 373: ('Assignment', None), 382: ('ThrottleTimeMs+ErrorCode', None), 383: ('Assignment', None), 384: ('Assignment', None), 385: ('Assignment', None), 386: ('Assignment', None), 387: ('Assignment', None), 388: ('Assignment', None), 389: ('Assignment', None), 390: ('Assignment', None), 399: ('ThrottleTimeMs+ErrorCode', None), 400: ('Assignment', None), 401: ('Assignment', None), 402: ('Assignment', None), 403: ('Assignment', None), 404: ('Assignment', None), 405: ('Assignment', None), 406: ('Assignment', None), 407: ('Assignment', None), 408: ('Assignment', None), 409: ('Assignment', None), 411: ('_tagged', None), 412: ('_tagged', None), 413: ('_tagged', None), 421: ('ThrottleTimeMs+ErrorCode', None), 422: ('ProtocolType', None), 423: ('ProtocolType', None), 424: ('ProtocolType', None), 425: ('ProtocolType', None), 426: ('ProtocolType', None), 427: ('ProtocolType', None), 428: ('ProtocolType', None), 429: ('ProtocolType', None), 430: ('ProtocolType', None), 431: ('ProtocolType', None), 432: ('ProtocolName', None), 433: ('ProtocolName', None), 434: ('ProtocolName', None), 435: ('ProtocolName', None), 436: ('ProtocolName', None), 437: ('ProtocolName', None), 438: ('ProtocolName', None), 439: ('ProtocolName', None), 440: ('ProtocolName', None), 441: ('ProtocolName', None), 442: ('Assignment', None), 443: ('Assignment', None), 444: ('Assignment', None), 445: ('Assignment', None), 446: ('Assignment', None), 447: ('Assignment', None), 448: ('Assignment', None), 449: ('Assignment', None), 450: ('Assignment', None), 451: ('Assignment', None), 453: ('_tagged', None), 454: ('_tagged', None), 455: ('_tagged', None)}
+BUILD_HASH = '38243b7d2f4e0d77'

@@ -3,21 +3,19 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -38,14 +36,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -67,7 +65,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -75,8 +73,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -98,12 +96,12 @@ def _f2(b, p):
         d = {"Groups": v1, "IncludeAuthorizedOperations": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -151,7 +149,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -190,8 +188,8 @@ def _f4(b, p):
         n11, = _U0(b, p); p += 4
         if n11 >= 0:
             if n11 * 14 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14, = _U1(b, p); p += 2
@@ -245,17 +243,17 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 14 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -266,18 +264,18 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 14 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -288,7 +286,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -327,8 +325,8 @@ def _f7(b, p):
         n11, = _U0(b, p); p += 4
         if n11 >= 0:
             if n11 * 14 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14, = _U1(b, p); p += 2
@@ -383,18 +381,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -405,7 +403,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -461,7 +459,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -500,8 +498,8 @@ def _f10(b, p):
         n11, = _U0(b, p); p += 4
         if n11 >= 0:
             if n11 * 16 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14, = _U1(b, p); p += 2
@@ -564,18 +562,18 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -586,7 +584,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -652,12 +650,12 @@ def _f12(b, p):
         d = {"MemberId": v1, "GroupInstanceId": v3, "ClientId": v5, "ClientHost": v7, "MemberMetadata": v9, "MemberAssignment": v11}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -706,8 +704,8 @@ def _f13(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 7 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -773,7 +771,7 @@ def _f13(b, p):
                 d25 = {"MemberId": v13, "GroupInstanceId": v15, "ClientId": v17, "ClientHost": v19, "MemberMetadata": v21, "MemberAssignment": v23}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d25)
+                if t: p = _rt.tags(b, p, t, _T0, d25, B)
                 v10.append(d25)
         elif n11 == -1:
             v10 = None
@@ -783,12 +781,12 @@ def _f13(b, p):
         d = {"ErrorCode": v1, "GroupId": v2, "GroupState": v4, "ProtocolType": v6, "ProtocolData": v8, "Members": v10, "AuthorizedOperations": v26}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -797,11 +795,11 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
+                x5, p = _f13(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -810,12 +808,12 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -874,8 +872,8 @@ def _f15(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 7 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -941,7 +939,7 @@ def _f15(b, p):
                 d27 = {"MemberId": v15, "GroupInstanceId": v17, "ClientId": v19, "ClientHost": v21, "MemberMetadata": v23, "MemberAssignment": v25}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d27)
+                if t: p = _rt.tags(b, p, t, _T0, d27, B)
                 v12.append(d27)
         elif n13 == -1:
             v12 = None
@@ -951,12 +949,12 @@ def _f15(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "ProtocolType": v8, "ProtocolData": v10, "Members": v12, "AuthorizedOperations": v28}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -965,11 +963,11 @@ def _f16(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 13 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f15(b, p)
+                x5, p = _f15(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -978,7 +976,7 @@ def _f16(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -990,4 +988,4 @@ NAME = 'DescribeGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f2, 6: _f2}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f8, 4: _f11, 5: _f14, 6: _f16}
 
-_LINES = {16: ('Groups', None), 17: ('Groups', None), 18: ('Groups', None), 19: ('Groups', None), 20: ('Groups', None), 21: ('Groups', None), 22: ('Groups', None), 23: ('Groups', 'i3'), 24: ('Groups', 'i3'), 25: ('Groups', 'i3'), 26: ('Groups', 'i3'), 27: ('Groups', 'i3'), 28: ('Groups', 'i3'), 29: ('Groups', 'i3'), 30: ('Groups', 'i3'), 31: ('Groups', 'i3'), 32: ('Groups', None), 33: ('Groups', None), 34: ('Groups', None), 35: ('Groups', None), 44: ('Groups', None), 45: ('Groups', None), 46: ('Groups', None), 47: ('Groups', None), 48: ('Groups', None), 49: ('Groups', None), 50: ('Groups', None), 51: ('Groups', 'i3'), 52: ('Groups', 'i3'), 53: ('Groups', 'i3'), 54: ('Groups', 'i3'), 55: ('Groups', 'i3'), 56: ('Groups', 'i3'), 57: ('Groups', 'i3'), 58: ('Groups', 'i3'), 59: ('Groups', 'i3'), 60: ('Groups', None), 61: ('Groups', None), 62: ('Groups', None), 63: ('Groups', None), 64: ('IncludeAuthorizedOperations', None), 73: ('Groups', None), 74: ('Groups', None), 75: ('Groups', None), 76: ('Groups', None), 77: ('Groups', None), 78: ('Groups', None), 79: ('Groups', None), 80: ('Groups', None), 81: ('Groups', None), 82: ('Groups', 'i3'), 83: ('Groups', 'i3'), 84: ('Groups', 'i3'), 85: ('Groups', 'i3'), 86: ('Groups', 'i3'), 87: ('Groups', 'i3'), 88: ('Groups', 'i3'), 89: ('Groups', 'i3'), 90: ('Groups', 'i3'), 91: ('Groups', 'i3'), 92: ('Groups', 'i3'), 93: ('Groups', None), 94: ('Groups', None), 95: ('Groups', None), 96: ('Groups', None), 97: ('IncludeAuthorizedOperations', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('MemberId', None), 116: ('MemberId', None), 117: ('ClientId', None), 118: ('ClientId', None), 119: ('ClientId', None), 120: ('ClientId', None), 121: ('ClientId', None), 122: ('ClientId', None), 123: ('ClientId', None), 124: ('ClientId', None), 125: ('ClientHost', None), 126: ('ClientHost', None), 127: ('ClientHost', None), 128: ('ClientHost', None), 129: ('ClientHost', None), 130: ('ClientHost', None), 131: ('ClientHost', None), 132: ('ClientHost', None), 133: ('MemberMetadata', None), 134: ('MemberMetadata', None), 135: ('MemberMetadata', None), 136: ('MemberMetadata', None), 137: ('MemberMetadata', None), 138: ('MemberMetadata', None), 139: ('MemberMetadata', None), 140: ('MemberMetadata', None), 141: ('MemberAssignment', None), 142: ('MemberAssignment', None), 143: ('MemberAssignment', None), 144: ('MemberAssignment', None), 145: ('MemberAssignment', None), 146: ('MemberAssignment', None), 147: ('MemberAssignment', None), 148: ('MemberAssignment', None), 157: ('ErrorCode', None), 158: ('GroupId', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupState', None), 167: ('GroupState', None), 168: ('GroupState', None), 169: ('GroupState', None), 170: ('GroupState', None), 171: ('GroupState', None), 172: ('GroupState', None), 173: ('GroupState', None), 174: ('ProtocolType', None), 175: ('ProtocolType', None), 176: ('ProtocolType', None), 177: ('ProtocolType', None), 178: ('ProtocolType', None), 179: ('ProtocolType', None), 180: ('ProtocolType', None), 181: ('ProtocolType', None), 182: ('ProtocolData', None), 183: ('ProtocolData', None), 184: ('ProtocolData', None), 185: ('ProtocolData', None), 186: ('ProtocolData', None), 187: ('ProtocolData', None), 188: ('ProtocolData', None), 189: ('ProtocolData', None), 190: ('Members', None), 191: ('Members', None), 192: ('Members', None), 193: ('Members', None), 194: ('Members', None), 195: ('Members', None), 196: ('Members', None), 197: ('Members[{}].MemberId', 'i12'), 198: ('Members[{}].MemberId', 'i12'), 199: ('Members[{}].MemberId', 'i12'), 200: ('Members[{}].MemberId', 'i12'), 201: ('Members[{}].MemberId', 'i12'), 202: ('Members[{}].MemberId', 'i12'), 203: ('Members[{}].MemberId', 'i12'), 204: ('Members[{}].MemberId', 'i12'), 205: ('Members[{}].ClientId', 'i12'), 206: ('Members[{}].ClientId', 'i12'), 207: ('Members[{}].ClientId', 'i12'), 208: ('Members[{}].ClientId', 'i12'), 209: ('Members[{}].ClientId', 'i12'), 210: ('Members[{}].ClientId', 'i12'), 211: ('Members[{}].ClientId', 'i12'), 212: ('Members[{}].ClientId', 'i12'), 213: ('Members[{}].ClientHost', 'i12'), 214: ('Members[{}].ClientHost', 'i12'), 215: ('Members[{}].ClientHost', 'i12'), 216: ('Members[{}].ClientHost', 'i12'), 217: ('Members[{}].ClientHost', 'i12'), 218: ('Members[{}].ClientHost', 'i12'), 219: ('Members[{}].ClientHost', 'i12'), 220: ('Members[{}].ClientHost', 'i12'), 221: ('Members[{}].MemberMetadata', 'i12'), 222: ('Members[{}].MemberMetadata', 'i12'), 223: ('Members[{}].MemberMetadata', 'i12'), 224: ('Members[{}].MemberMetadata', 'i12'), 225: ('Members[{}].MemberMetadata', 'i12'), 226: ('Members[{}].MemberMetadata', 'i12'), 227: ('Members[{}].MemberMetadata', 'i12'), 228: ('Members[{}].MemberMetadata', 'i12'), 229: ('Members[{}].MemberAssignment', 'i12'), 230: ('Members[{}].MemberAssignment', 'i12'), 231: ('Members[{}].MemberAssignment', 'i12'), 232: ('Members[{}].MemberAssignment', 'i12'), 233: ('Members[{}].MemberAssignment', 'i12'), 234: ('Members[{}].MemberAssignment', 'i12'), 235: ('Members[{}].MemberAssignment', 'i12'), 236: ('Members[{}].MemberAssignment', 'i12'), 237: ('Members', 'i12'), 238: ('Members', 'i12'), 239: ('Members', None), 240: ('Members', None), 241: ('Members', None), 242: ('Members', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', None), 257: ('Groups', None), 258: ('Groups', 'i3'), 259: ('Groups', 'i3'), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 272: ('ThrottleTimeMs', None), 273: ('Groups', None), 274: ('Groups', None), 275: ('Groups', None), 276: ('Groups', None), 277: ('Groups', None), 278: ('Groups', None), 279: ('Groups', None), 280: ('Groups', 'i4'), 281: ('Groups', 'i4'), 282: ('Groups', None), 283: ('Groups', None), 284: ('Groups', None), 285: ('Groups', None), 294: ('ErrorCode', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('GroupId', None), 300: ('GroupId', None), 301: ('GroupId', None), 302: ('GroupId', None), 303: ('GroupState', None), 304: ('GroupState', None), 305: ('GroupState', None), 306: ('GroupState', None), 307: ('GroupState', None), 308: ('GroupState', None), 309: ('GroupState', None), 310: ('GroupState', None), 311: ('ProtocolType', None), 312: ('ProtocolType', None), 313: ('ProtocolType', None), 314: ('ProtocolType', None), 315: ('ProtocolType', None), 316: ('ProtocolType', None), 317: ('ProtocolType', None), 318: ('ProtocolType', None), 319: ('ProtocolData', None), 320: ('ProtocolData', None), 321: ('ProtocolData', None), 322: ('ProtocolData', None), 323: ('ProtocolData', None), 324: ('ProtocolData', None), 325: ('ProtocolData', None), 326: ('ProtocolData', None), 327: ('Members', None), 328: ('Members', None), 329: ('Members', None), 330: ('Members', None), 331: ('Members', None), 332: ('Members', None), 333: ('Members', None), 334: ('Members[{}].MemberId', 'i12'), 335: ('Members[{}].MemberId', 'i12'), 336: ('Members[{}].MemberId', 'i12'), 337: ('Members[{}].MemberId', 'i12'), 338: ('Members[{}].MemberId', 'i12'), 339: ('Members[{}].MemberId', 'i12'), 340: ('Members[{}].MemberId', 'i12'), 341: ('Members[{}].MemberId', 'i12'), 342: ('Members[{}].ClientId', 'i12'), 343: ('Members[{}].ClientId', 'i12'), 344: ('Members[{}].ClientId', 'i12'), 345: ('Members[{}].ClientId', 'i12'), 346: ('Members[{}].ClientId', 'i12'), 347: ('Members[{}].ClientId', 'i12'), 348: ('Members[{}].ClientId', 'i12'), 349: ('Members[{}].ClientId', 'i12'), 350: ('Members[{}].ClientHost', 'i12'), 351: ('Members[{}].ClientHost', 'i12'), 352: ('Members[{}].ClientHost', 'i12'), 353: ('Members[{}].ClientHost', 'i12'), 354: ('Members[{}].ClientHost', 'i12'), 355: ('Members[{}].ClientHost', 'i12'), 356: ('Members[{}].ClientHost', 'i12'), 357: ('Members[{}].ClientHost', 'i12'), 358: ('Members[{}].MemberMetadata', 'i12'), 359: ('Members[{}].MemberMetadata', 'i12'), 360: ('Members[{}].MemberMetadata', 'i12'), 361: ('Members[{}].MemberMetadata', 'i12'), 362: ('Members[{}].MemberMetadata', 'i12'), 363: ('Members[{}].MemberMetadata', 'i12'), 364: ('Members[{}].MemberMetadata', 'i12'), 365: ('Members[{}].MemberMetadata', 'i12'), 366: ('Members[{}].MemberAssignment', 'i12'), 367: ('Members[{}].MemberAssignment', 'i12'), 368: ('Members[{}].MemberAssignment', 'i12'), 369: ('Members[{}].MemberAssignment', 'i12'), 370: ('Members[{}].MemberAssignment', 'i12'), 371: ('Members[{}].MemberAssignment', 'i12'), 372: ('Members[{}].MemberAssignment', 'i12'), 373: ('Members[{}].MemberAssignment', 'i12'), 374: ('Members', 'i12'), 375: ('Members', 'i12'), 376: ('Members', None), 377: ('Members', None), 378: ('Members', None), 379: ('Members', None), 380: ('AuthorizedOperations', None), 389: ('ThrottleTimeMs', None), 390: ('Groups', None), 391: ('Groups', None), 392: ('Groups', None), 393: ('Groups', None), 394: ('Groups', None), 395: ('Groups', None), 396: ('Groups', None), 397: ('Groups', 'i4'), 398: ('Groups', 'i4'), 399: ('Groups', None), 400: ('Groups', None), 401: ('Groups', None), 402: ('Groups', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('MemberId', None), 418: ('MemberId', None), 419: ('GroupInstanceId', None), 420: ('GroupInstanceId', None), 421: ('GroupInstanceId', None), 422: ('GroupInstanceId', None), 423: ('GroupInstanceId', None), 424: ('GroupInstanceId', None), 425: ('GroupInstanceId', None), 426: ('GroupInstanceId', None), 427: ('ClientId', None), 428: ('ClientId', None), 429: ('ClientId', None), 430: ('ClientId', None), 431: ('ClientId', None), 432: ('ClientId', None), 433: ('ClientId', None), 434: ('ClientId', None), 435: ('ClientHost', None), 436: ('ClientHost', None), 437: ('ClientHost', None), 438: ('ClientHost', None), 439: ('ClientHost', None), 440: ('ClientHost', None), 441: ('ClientHost', None), 442: ('ClientHost', None), 443: ('MemberMetadata', None), 444: ('MemberMetadata', None), 445: ('MemberMetadata', None), 446: ('MemberMetadata', None), 447: ('MemberMetadata', None), 448: ('MemberMetadata', None), 449: ('MemberMetadata', None), 450: ('MemberMetadata', None), 451: ('MemberAssignment', None), 452: ('MemberAssignment', None), 453: ('MemberAssignment', None), 454: ('MemberAssignment', None), 455: ('MemberAssignment', None), 456: ('MemberAssignment', None), 457: ('MemberAssignment', None), 458: ('MemberAssignment', None), 467: ('ErrorCode', None), 468: ('GroupId', None), 469: ('GroupId', None), 470: ('GroupId', None), 471: ('GroupId', None), 472: ('GroupId', None), 473: ('GroupId', None), 474: ('GroupId', None), 475: ('GroupId', None), 476: ('GroupState', None), 477: ('GroupState', None), 478: ('GroupState', None), 479: ('GroupState', None), 480: ('GroupState', None), 481: ('GroupState', None), 482: ('GroupState', None), 483: ('GroupState', None), 484: ('ProtocolType', None), 485: ('ProtocolType', None), 486: ('ProtocolType', None), 487: ('ProtocolType', None), 488: ('ProtocolType', None), 489: ('ProtocolType', None), 490: ('ProtocolType', None), 491: ('ProtocolType', None), 492: ('ProtocolData', None), 493: ('ProtocolData', None), 494: ('ProtocolData', None), 495: ('ProtocolData', None), 496: ('ProtocolData', None), 497: ('ProtocolData', None), 498: ('ProtocolData', None), 499: ('ProtocolData', None), 500: ('Members', None), 501: ('Members', None), 502: ('Members', None), 503: ('Members', None), 504: ('Members', None), 505: ('Members', None), 506: ('Members', None), 507: ('Members[{}].MemberId', 'i12'), 508: ('Members[{}].MemberId', 'i12'), 509: ('Members[{}].MemberId', 'i12'), 510: ('Members[{}].MemberId', 'i12'), 511: ('Members[{}].MemberId', 'i12'), 512: ('Members[{}].MemberId', 'i12'), 513: ('Members[{}].MemberId', 'i12'), 514: ('Members[{}].MemberId', 'i12'), 515: ('Members[{}].GroupInstanceId', 'i12'), 516: ('Members[{}].GroupInstanceId', 'i12'), 517: ('Members[{}].GroupInstanceId', 'i12'), 518: ('Members[{}].GroupInstanceId', 'i12'), 519: ('Members[{}].GroupInstanceId', 'i12'), 520: ('Members[{}].GroupInstanceId', 'i12'), 521: ('Members[{}].GroupInstanceId', 'i12'), 522: ('Members[{}].GroupInstanceId', 'i12'), 523: ('Members[{}].ClientId', 'i12'), 524: ('Members[{}].ClientId', 'i12'), 525: ('Members[{}].ClientId', 'i12'), 526: ('Members[{}].ClientId', 'i12'), 527: ('Members[{}].ClientId', 'i12'), 528: ('Members[{}].ClientId', 'i12'), 529: ('Members[{}].ClientId', 'i12'), 530: ('Members[{}].ClientId', 'i12'), 531: ('Members[{}].ClientHost', 'i12'), 532: ('Members[{}].ClientHost', 'i12'), 533: ('Members[{}].ClientHost', 'i12'), 534: ('Members[{}].ClientHost', 'i12'), 535: ('Members[{}].ClientHost', 'i12'), 536: ('Members[{}].ClientHost', 'i12'), 537: ('Members[{}].ClientHost', 'i12'), 538: ('Members[{}].ClientHost', 'i12'), 539: ('Members[{}].MemberMetadata', 'i12'), 540: ('Members[{}].MemberMetadata', 'i12'), 541: ('Members[{}].MemberMetadata', 'i12'), 542: ('Members[{}].MemberMetadata', 'i12'), 543: ('Members[{}].MemberMetadata', 'i12'), 544: ('Members[{}].MemberMetadata', 'i12'), 545: ('Members[{}].MemberMetadata', 'i12'), 546: ('Members[{}].MemberMetadata', 'i12'), 547: ('Members[{}].MemberAssignment', 'i12'), 548: ('Members[{}].MemberAssignment', 'i12'), 549: ('Members[{}].MemberAssignment', 'i12'), 550: ('Members[{}].MemberAssignment', 'i12'), 551: ('Members[{}].MemberAssignment', 'i12'), 552: ('Members[{}].MemberAssignment', 'i12'), 553: ('Members[{}].MemberAssignment', 'i12'), 554: ('Members[{}].MemberAssignment', 'i12'), 555: ('Members', 'i12'), 556: ('Members', 'i12'), 557: ('Members', None), 558: ('Members', None), 559: ('Members', None), 560: ('Members', None), 561: ('AuthorizedOperations', None), 570: ('ThrottleTimeMs', None), 571: ('Groups', None), 572: ('Groups', None), 573: ('Groups', None), 574: ('Groups', None), 575: ('Groups', None), 576: ('Groups', None), 577: ('Groups', None), 578: ('Groups', 'i4'), 579: ('Groups', 'i4'), 580: ('Groups', None), 581: ('Groups', None), 582: ('Groups', None), 583: ('Groups', None), 592: ('MemberId', None), 593: ('MemberId', None), 594: ('MemberId', None), 595: ('MemberId', None), 596: ('MemberId', None), 597: ('MemberId', None), 598: ('MemberId', None), 599: ('MemberId', None), 600: ('MemberId', None), 601: ('MemberId', None), 602: ('GroupInstanceId', None), 603: ('GroupInstanceId', None), 604: ('GroupInstanceId', None), 605: ('GroupInstanceId', None), 606: ('GroupInstanceId', None), 607: ('GroupInstanceId', None), 608: ('GroupInstanceId', None), 609: ('GroupInstanceId', None), 610: ('GroupInstanceId', None), 611: ('GroupInstanceId', None), 612: ('ClientId', None), 613: ('ClientId', None), 614: ('ClientId', None), 615: ('ClientId', None), 616: ('ClientId', None), 617: ('ClientId', None), 618: ('ClientId', None), 619: ('ClientId', None), 620: ('ClientId', None), 621: ('ClientId', None), 622: ('ClientHost', None), 623: ('ClientHost', None), 624: ('ClientHost', None), 625: ('ClientHost', None), 626: ('ClientHost', None), 627: ('ClientHost', None), 628: ('ClientHost', None), 629: ('ClientHost', None), 630: ('ClientHost', None), 631: ('ClientHost', None), 632: ('MemberMetadata', None), 633: ('MemberMetadata', None), 634: ('MemberMetadata', None), 635: ('MemberMetadata', None), 636: ('MemberMetadata', None), 637: ('MemberMetadata', None), 638: ('MemberMetadata', None), 639: ('MemberMetadata', None), 640: ('MemberMetadata', None), 641: ('MemberMetadata', None), 642: ('MemberAssignment', None), 643: ('MemberAssignment', None), 644: ('MemberAssignment', None), 645: ('MemberAssignment', None), 646: ('MemberAssignment', None), 647: ('MemberAssignment', None), 648: ('MemberAssignment', None), 649: ('MemberAssignment', None), 650: ('MemberAssignment', None), 651: ('MemberAssignment', None), 653: ('_tagged', None), 654: ('_tagged', None), 655: ('_tagged', None), 663: ('ErrorCode', None), 664: ('GroupId', None), 665: ('GroupId', None), 666: ('GroupId', None), 667: ('GroupId', None), 668: ('GroupId', None), 669: ('GroupId', None), 670: ('GroupId', None), 671: ('GroupId', None), 672: ('GroupId', None), 673: ('GroupId', None), 674: ('GroupState', None), 675: ('GroupState', None), 676: ('GroupState', None), 677: ('GroupState', None), 678: ('GroupState', None), 679: ('GroupState', None), 680: ('GroupState', None), 681: ('GroupState', None), 682: ('GroupState', None), 683: ('GroupState', None), 684: ('ProtocolType', None), 685: ('ProtocolType', None), 686: ('ProtocolType', None), 687: ('ProtocolType', None), 688: ('ProtocolType', None), 689: ('ProtocolType', None), 690: ('ProtocolType', None), 691: ('ProtocolType', None), 692: ('ProtocolType', None), 693: ('ProtocolType', None), 694: ('ProtocolData', None), 695: ('ProtocolData', None), 696: ('ProtocolData', None), 697: ('ProtocolData', None), 698: ('ProtocolData', None), 699: ('ProtocolData', None), 700: ('ProtocolData', None), 701: ('ProtocolData', None), 702: ('ProtocolData', None), 703: ('ProtocolData', None), 704: ('Members', None), 705: ('Members', None), 706: ('Members', None), 707: ('Members', None), 708: ('Members', None), 709: ('Members', None), 710: ('Members', None), 711: ('Members', None), 712: ('Members', None), 713: ('Members[{}].MemberId', 'i12'), 714: ('Members[{}].MemberId', 'i12'), 715: ('Members[{}].MemberId', 'i12'), 716: ('Members[{}].MemberId', 'i12'), 717: ('Members[{}].MemberId', 'i12'), 718: ('Members[{}].MemberId', 'i12'), 719: ('Members[{}].MemberId', 'i12'), 720: ('Members[{}].MemberId', 'i12'), 721: ('Members[{}].MemberId', 'i12'), 722: ('Members[{}].MemberId', 'i12'), 723: ('Members[{}].GroupInstanceId', 'i12'), 724: ('Members[{}].GroupInstanceId', 'i12'), 725: ('Members[{}].GroupInstanceId', 'i12'), 726: ('Members[{}].GroupInstanceId', 'i12'), 727: ('Members[{}].GroupInstanceId', 'i12'), 728: ('Members[{}].GroupInstanceId', 'i12'), 729: ('Members[{}].GroupInstanceId', 'i12'), 730: ('Members[{}].GroupInstanceId', 'i12'), 731: ('Members[{}].GroupInstanceId', 'i12'), 732: ('Members[{}].GroupInstanceId', 'i12'), 733: ('Members[{}].ClientId', 'i12'), 734: ('Members[{}].ClientId', 'i12'), 735: ('Members[{}].ClientId', 'i12'), 736: ('Members[{}].ClientId', 'i12'), 737: ('Members[{}].ClientId', 'i12'), 738: ('Members[{}].ClientId', 'i12'), 739: ('Members[{}].ClientId', 'i12'), 740: ('Members[{}].ClientId', 'i12'), 741: ('Members[{}].ClientId', 'i12'), 742: ('Members[{}].ClientId', 'i12'), 743: ('Members[{}].ClientHost', 'i12'), 744: ('Members[{}].ClientHost', 'i12'), 745: ('Members[{}].ClientHost', 'i12'), 746: ('Members[{}].ClientHost', 'i12'), 747: ('Members[{}].ClientHost', 'i12'), 748: ('Members[{}].ClientHost', 'i12'), 749: ('Members[{}].ClientHost', 'i12'), 750: ('Members[{}].ClientHost', 'i12'), 751: ('Members[{}].ClientHost', 'i12'), 752: ('Members[{}].ClientHost', 'i12'), 753: ('Members[{}].MemberMetadata', 'i12'), 754: ('Members[{}].MemberMetadata', 'i12'), 755: ('Members[{}].MemberMetadata', 'i12'), 756: ('Members[{}].MemberMetadata', 'i12'), 757: ('Members[{}].MemberMetadata', 'i12'), 758: ('Members[{}].MemberMetadata', 'i12'), 759: ('Members[{}].MemberMetadata', 'i12'), 760: ('Members[{}].MemberMetadata', 'i12'), 761: ('Members[{}].MemberMetadata', 'i12'), 762: ('Members[{}].MemberMetadata', 'i12'), 763: ('Members[{}].MemberAssignment', 'i12'), 764: ('Members[{}].MemberAssignment', 'i12'), 765: ('Members[{}].MemberAssignment', 'i12'), 766: ('Members[{}].MemberAssignment', 'i12'), 767: ('Members[{}].MemberAssignment', 'i12'), 768: ('Members[{}].MemberAssignment', 'i12'), 769: ('Members[{}].MemberAssignment', 'i12'), 770: ('Members[{}].MemberAssignment', 'i12'), 771: ('Members[{}].MemberAssignment', 'i12'), 772: ('Members[{}].MemberAssignment', 'i12'), 773: ('Members', 'i12'), 774: ('Members', 'i12'), 775: ('Members', 'i12'), 776: ('Members', 'i12'), 777: ('Members', 'i12'), 778: ('Members', None), 779: ('Members', None), 780: ('Members', None), 781: ('Members', None), 782: ('AuthorizedOperations', None), 784: ('_tagged', None), 785: ('_tagged', None), 786: ('_tagged', None), 794: ('ThrottleTimeMs', None), 795: ('Groups', None), 796: ('Groups', None), 797: ('Groups', None), 798: ('Groups', None), 799: ('Groups', None), 800: ('Groups', None), 801: ('Groups', None), 802: ('Groups', None), 803: ('Groups', None), 804: ('Groups', 'i4'), 805: ('Groups', 'i4'), 806: ('Groups', None), 807: ('Groups', None), 808: ('Groups', None), 809: ('Groups', None), 811: ('_tagged', None), 812: ('_tagged', None), 813: ('_tagged', None), 821: ('ErrorCode', None), 822: ('ErrorMessage', None), 823: ('ErrorMessage', None), 824: ('ErrorMessage', None), 825: ('ErrorMessage', None), 826: ('ErrorMessage', None), 827: ('ErrorMessage', None), 828: ('ErrorMessage', None), 829: ('ErrorMessage', None), 830: ('ErrorMessage', None), 831: ('ErrorMessage', None), 832: ('GroupId', None), 833: ('GroupId', None), 834: ('GroupId', None), 835: ('GroupId', None), 836: ('GroupId', None), 837: ('GroupId', None), 838: ('GroupId', None), 839: ('GroupId', None), 840: ('GroupId', None), 841: ('GroupId', None), 842: ('GroupState', None), 843: ('GroupState', None), 844: ('GroupState', None), 845: ('GroupState', None), 846: ('GroupState', None), 847: ('GroupState', None), 848: ('GroupState', None), 849: ('GroupState', None), 850: ('GroupState', None), 851: ('GroupState', None), 852: ('ProtocolType', None), 853: ('ProtocolType', None), 854: ('ProtocolType', None), 855: ('ProtocolType', None), 856: ('ProtocolType', None), 857: ('ProtocolType', None), 858: ('ProtocolType', None), 859: ('ProtocolType', None), 860: ('ProtocolType', None), 861: ('ProtocolType', None), 862: ('ProtocolData', None), 863: ('ProtocolData', None), 864: ('ProtocolData', None), 865: ('ProtocolData', None), 866: ('ProtocolData', None), 867: ('ProtocolData', None), 868: ('ProtocolData', None), 869: ('ProtocolData', None), 870: ('ProtocolData', None), 871: ('ProtocolData', None), 872: ('Members', None), 873: ('Members', None), 874: ('Members', None), 875: ('Members', None), 876: ('Members', None), 877: ('Members', None), 878: ('Members', None), 879: ('Members', None), 880: ('Members', None), 881: ('Members[{}].MemberId', 'i14'), 882: ('Members[{}].MemberId', 'i14'), 883: ('Members[{}].MemberId', 'i14'), 884: ('Members[{}].MemberId', 'i14'), 885: ('Members[{}].MemberId', 'i14'), 886: ('Members[{}].MemberId', 'i14'), 887: ('Members[{}].MemberId', 'i14'), 888: ('Members[{}].MemberId', 'i14'), 889: ('Members[{}].MemberId', 'i14'), 890: ('Members[{}].MemberId', 'i14'), 891: ('Members[{}].GroupInstanceId', 'i14'), 892: ('Members[{}].GroupInstanceId', 'i14'), 893: ('Members[{}].GroupInstanceId', 'i14'), 894: ('Members[{}].GroupInstanceId', 'i14'), 895: ('Members[{}].GroupInstanceId', 'i14'), 896: ('Members[{}].GroupInstanceId', 'i14'), 897: ('Members[{}].GroupInstanceId', 'i14'), 898: ('Members[{}].GroupInstanceId', 'i14'), 899: ('Members[{}].GroupInstanceId', 'i14'), 900: ('Members[{}].GroupInstanceId', 'i14'), 901: ('Members[{}].ClientId', 'i14'), 902: ('Members[{}].ClientId', 'i14'), 903: ('Members[{}].ClientId', 'i14'), 904: ('Members[{}].ClientId', 'i14'), 905: ('Members[{}].ClientId', 'i14'), 906: ('Members[{}].ClientId', 'i14'), 907: ('Members[{}].ClientId', 'i14'), 908: ('Members[{}].ClientId', 'i14'), 909: ('Members[{}].ClientId', 'i14'), 910: ('Members[{}].ClientId', 'i14'), 911: ('Members[{}].ClientHost', 'i14'), 912: ('Members[{}].ClientHost', 'i14'), 913: ('Members[{}].ClientHost', 'i14'), 914: ('Members[{}].ClientHost', 'i14'), 915: ('Members[{}].ClientHost', 'i14'), 916: ('Members[{}].ClientHost', 'i14'), 917: ('Members[{}].ClientHost', 'i14'), 918: ('Members[{}].ClientHost', 'i14'), 919: ('Members[{}].ClientHost', 'i14'), 920: ('Members[{}].ClientHost', 'i14'), 921: ('Members[{}].MemberMetadata', 'i14'), 922: ('Members[{}].MemberMetadata', 'i14'), 923: ('Members[{}].MemberMetadata', 'i14'), 924: ('Members[{}].MemberMetadata', 'i14'), 925: ('Members[{}].MemberMetadata', 'i14'), 926: ('Members[{}].MemberMetadata', 'i14'), 927: ('Members[{}].MemberMetadata', 'i14'), 928: ('Members[{}].MemberMetadata', 'i14'), 929: ('Members[{}].MemberMetadata', 'i14'), 930: ('Members[{}].MemberMetadata', 'i14'), 931: ('Members[{}].MemberAssignment', 'i14'), 932: ('Members[{}].MemberAssignment', 'i14'), 933: ('Members[{}].MemberAssignment', 'i14'), 934: ('Members[{}].MemberAssignment', 'i14'), 935: ('Members[{}].MemberAssignment', 'i14'), 936: ('Members[{}].MemberAssignment', 'i14'), 937: ('Members[{}].MemberAssignment', 'i14'), 938: ('Members[{}].MemberAssignment', 'i14'), 939: ('Members[{}].MemberAssignment', 'i14'), 940: ('Members[{}].MemberAssignment', 'i14'), 941: ('Members', 'i14'), 942: ('Members', 'i14'), 943: ('Members', 'i14'), 944: ('Members', 'i14'), 945: ('Members', 'i14'), 946: ('Members', None), 947: ('Members', None), 948: ('Members', None), 949: ('Members', None), 950: ('AuthorizedOperations', None), 952: ('_tagged', None), 953: ('_tagged', None), 954: ('_tagged', None), 962: ('ThrottleTimeMs', None), 963: ('Groups', None), 964: ('Groups', None), 965: ('Groups', None), 966: ('Groups', None), 967: ('Groups', None), 968: ('Groups', None), 969: ('Groups', None), 970: ('Groups', None), 971: ('Groups', None), 972: ('Groups', 'i4'), 973: ('Groups', 'i4'), 974: ('Groups', None), 975: ('Groups', None), 976: ('Groups', None), 977: ('Groups', None), 979: ('_tagged', None), 980: ('_tagged', None), 981: ('_tagged', None)}
+_LINES = {14: ('Groups', None), 15: ('Groups', None), 16: ('Groups', None), 17: ('Groups', None), 18: ('Groups', None), 19: ('Groups', None), 20: ('Groups', None), 21: ('Groups', 'i3'), 22: ('Groups', 'i3'), 23: ('Groups', 'i3'), 24: ('Groups', 'i3'), 25: ('Groups', 'i3'), 26: ('Groups', 'i3'), 27: ('Groups', 'i3'), 28: ('Groups', 'i3'), 29: ('Groups', 'i3'), 30: ('Groups', None), 31: ('Groups', None), 32: ('Groups', None), 33: ('Groups', None), 42: ('Groups', None), 43: ('Groups', None), 44: ('Groups', None), 45: ('Groups', None), 46: ('Groups', None), 47: ('Groups', None), 48: ('Groups', None), 49: ('Groups', 'i3'), 50: ('Groups', 'i3'), 51: ('Groups', 'i3'), 52: ('Groups', 'i3'), 53: ('Groups', 'i3'), 54: ('Groups', 'i3'), 55: ('Groups', 'i3'), 56: ('Groups', 'i3'), 57: ('Groups', 'i3'), 58: ('Groups', None), 59: ('Groups', None), 60: ('Groups', None), 61: ('Groups', None), 62: ('IncludeAuthorizedOperations', None), 71: ('Groups', None), 72: ('Groups', None), 73: ('Groups', None), 74: ('Groups', None), 75: ('Groups', None), 76: ('Groups', None), 77: ('Groups', None), 78: ('Groups', None), 79: ('Groups', None), 80: ('Groups', 'i3'), 81: ('Groups', 'i3'), 82: ('Groups', 'i3'), 83: ('Groups', 'i3'), 84: ('Groups', 'i3'), 85: ('Groups', 'i3'), 86: ('Groups', 'i3'), 87: ('Groups', 'i3'), 88: ('Groups', 'i3'), 89: ('Groups', 'i3'), 90: ('Groups', 'i3'), 91: ('Groups', None), 92: ('Groups', None), 93: ('Groups', None), 94: ('Groups', None), 95: ('IncludeAuthorizedOperations', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('MemberId', None), 108: ('MemberId', None), 109: ('MemberId', None), 110: ('MemberId', None), 111: ('MemberId', None), 112: ('MemberId', None), 113: ('MemberId', None), 114: ('MemberId', None), 115: ('ClientId', None), 116: ('ClientId', None), 117: ('ClientId', None), 118: ('ClientId', None), 119: ('ClientId', None), 120: ('ClientId', None), 121: ('ClientId', None), 122: ('ClientId', None), 123: ('ClientHost', None), 124: ('ClientHost', None), 125: ('ClientHost', None), 126: ('ClientHost', None), 127: ('ClientHost', None), 128: ('ClientHost', None), 129: ('ClientHost', None), 130: ('ClientHost', None), 131: ('MemberMetadata', None), 132: ('MemberMetadata', None), 133: ('MemberMetadata', None), 134: ('MemberMetadata', None), 135: ('MemberMetadata', None), 136: ('MemberMetadata', None), 137: ('MemberMetadata', None), 138: ('MemberMetadata', None), 139: ('MemberAssignment', None), 140: ('MemberAssignment', None), 141: ('MemberAssignment', None), 142: ('MemberAssignment', None), 143: ('MemberAssignment', None), 144: ('MemberAssignment', None), 145: ('MemberAssignment', None), 146: ('MemberAssignment', None), 155: ('ErrorCode', None), 156: ('GroupId', None), 157: ('GroupId', None), 158: ('GroupId', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupState', None), 165: ('GroupState', None), 166: ('GroupState', None), 167: ('GroupState', None), 168: ('GroupState', None), 169: ('GroupState', None), 170: ('GroupState', None), 171: ('GroupState', None), 172: ('ProtocolType', None), 173: ('ProtocolType', None), 174: ('ProtocolType', None), 175: ('ProtocolType', None), 176: ('ProtocolType', None), 177: ('ProtocolType', None), 178: ('ProtocolType', None), 179: ('ProtocolType', None), 180: ('ProtocolData', None), 181: ('ProtocolData', None), 182: ('ProtocolData', None), 183: ('ProtocolData', None), 184: ('ProtocolData', None), 185: ('ProtocolData', None), 186: ('ProtocolData', None), 187: ('ProtocolData', None), 188: ('Members', None), 189: ('Members', None), 190: ('Members', None), 191: ('Members', None), 192: ('Members', None), 193: ('Members', None), 194: ('Members', None), 195: ('Members[{}].MemberId', 'i12'), 196: ('Members[{}].MemberId', 'i12'), 197: ('Members[{}].MemberId', 'i12'), 198: ('Members[{}].MemberId', 'i12'), 199: ('Members[{}].MemberId', 'i12'), 200: ('Members[{}].MemberId', 'i12'), 201: ('Members[{}].MemberId', 'i12'), 202: ('Members[{}].MemberId', 'i12'), 203: ('Members[{}].ClientId', 'i12'), 204: ('Members[{}].ClientId', 'i12'), 205: ('Members[{}].ClientId', 'i12'), 206: ('Members[{}].ClientId', 'i12'), 207: ('Members[{}].ClientId', 'i12'), 208: ('Members[{}].ClientId', 'i12'), 209: ('Members[{}].ClientId', 'i12'), 210: ('Members[{}].ClientId', 'i12'), 211: ('Members[{}].ClientHost', 'i12'), 212: ('Members[{}].ClientHost', 'i12'), 213: ('Members[{}].ClientHost', 'i12'), 214: ('Members[{}].ClientHost', 'i12'), 215: ('Members[{}].ClientHost', 'i12'), 216: ('Members[{}].ClientHost', 'i12'), 217: ('Members[{}].ClientHost', 'i12'), 218: ('Members[{}].ClientHost', 'i12'), 219: ('Members[{}].MemberMetadata', 'i12'), 220: ('Members[{}].MemberMetadata', 'i12'), 221: ('Members[{}].MemberMetadata', 'i12'), 222: ('Members[{}].MemberMetadata', 'i12'), 223: ('Members[{}].MemberMetadata', 'i12'), 224: ('Members[{}].MemberMetadata', 'i12'), 225: ('Members[{}].MemberMetadata', 'i12'), 226: ('Members[{}].MemberMetadata', 'i12'), 227: ('Members[{}].MemberAssignment', 'i12'), 228: ('Members[{}].MemberAssignment', 'i12'), 229: ('Members[{}].MemberAssignment', 'i12'), 230: ('Members[{}].MemberAssignment', 'i12'), 231: ('Members[{}].MemberAssignment', 'i12'), 232: ('Members[{}].MemberAssignment', 'i12'), 233: ('Members[{}].MemberAssignment', 'i12'), 234: ('Members[{}].MemberAssignment', 'i12'), 235: ('Members', 'i12'), 236: ('Members', 'i12'), 237: ('Members', None), 238: ('Members', None), 239: ('Members', None), 240: ('Members', None), 249: ('Groups', None), 250: ('Groups', None), 251: ('Groups', None), 252: ('Groups', None), 253: ('Groups', None), 254: ('Groups', None), 255: ('Groups', None), 256: ('Groups', 'i3'), 257: ('Groups', 'i3'), 258: ('Groups', None), 259: ('Groups', None), 260: ('Groups', None), 261: ('Groups', None), 270: ('ThrottleTimeMs', None), 271: ('Groups', None), 272: ('Groups', None), 273: ('Groups', None), 274: ('Groups', None), 275: ('Groups', None), 276: ('Groups', None), 277: ('Groups', None), 278: ('Groups', 'i4'), 279: ('Groups', 'i4'), 280: ('Groups', None), 281: ('Groups', None), 282: ('Groups', None), 283: ('Groups', None), 292: ('ErrorCode', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('GroupId', None), 300: ('GroupId', None), 301: ('GroupState', None), 302: ('GroupState', None), 303: ('GroupState', None), 304: ('GroupState', None), 305: ('GroupState', None), 306: ('GroupState', None), 307: ('GroupState', None), 308: ('GroupState', None), 309: ('ProtocolType', None), 310: ('ProtocolType', None), 311: ('ProtocolType', None), 312: ('ProtocolType', None), 313: ('ProtocolType', None), 314: ('ProtocolType', None), 315: ('ProtocolType', None), 316: ('ProtocolType', None), 317: ('ProtocolData', None), 318: ('ProtocolData', None), 319: ('ProtocolData', None), 320: ('ProtocolData', None), 321: ('ProtocolData', None), 322: ('ProtocolData', None), 323: ('ProtocolData', None), 324: ('ProtocolData', None), 325: ('Members', None), 326: ('Members', None), 327: ('Members', None), 328: ('Members', None), 329: ('Members', None), 330: ('Members', None), 331: ('Members', None), 332: ('Members[{}].MemberId', 'i12'), 333: ('Members[{}].MemberId', 'i12'), 334: ('Members[{}].MemberId', 'i12'), 335: ('Members[{}].MemberId', 'i12'), 336: ('Members[{}].MemberId', 'i12'), 337: ('Members[{}].MemberId', 'i12'), 338: ('Members[{}].MemberId', 'i12'), 339: ('Members[{}].MemberId', 'i12'), 340: ('Members[{}].ClientId', 'i12'), 341: ('Members[{}].ClientId', 'i12'), 342: ('Members[{}].ClientId', 'i12'), 343: ('Members[{}].ClientId', 'i12'), 344: ('Members[{}].ClientId', 'i12'), 345: ('Members[{}].ClientId', 'i12'), 346: ('Members[{}].ClientId', 'i12'), 347: ('Members[{}].ClientId', 'i12'), 348: ('Members[{}].ClientHost', 'i12'), 349: ('Members[{}].ClientHost', 'i12'), 350: ('Members[{}].ClientHost', 'i12'), 351: ('Members[{}].ClientHost', 'i12'), 352: ('Members[{}].ClientHost', 'i12'), 353: ('Members[{}].ClientHost', 'i12'), 354: ('Members[{}].ClientHost', 'i12'), 355: ('Members[{}].ClientHost', 'i12'), 356: ('Members[{}].MemberMetadata', 'i12'), 357: ('Members[{}].MemberMetadata', 'i12'), 358: ('Members[{}].MemberMetadata', 'i12'), 359: ('Members[{}].MemberMetadata', 'i12'), 360: ('Members[{}].MemberMetadata', 'i12'), 361: ('Members[{}].MemberMetadata', 'i12'), 362: ('Members[{}].MemberMetadata', 'i12'), 363: ('Members[{}].MemberMetadata', 'i12'), 364: ('Members[{}].MemberAssignment', 'i12'), 365: ('Members[{}].MemberAssignment', 'i12'), 366: ('Members[{}].MemberAssignment', 'i12'), 367: ('Members[{}].MemberAssignment', 'i12'), 368: ('Members[{}].MemberAssignment', 'i12'), 369: ('Members[{}].MemberAssignment', 'i12'), 370: ('Members[{}].MemberAssignment', 'i12'), 371: ('Members[{}].MemberAssignment', 'i12'), 372: ('Members', 'i12'), 373: ('Members', 'i12'), 374: ('Members', None), 375: ('Members', None), 376: ('Members', None), 377: ('Members', None), 378: ('AuthorizedOperations', None), 387: ('ThrottleTimeMs', None), 388: ('Groups', None), 389: ('Groups', None), 390: ('Groups', None), 391: ('Groups', None), 392: ('Groups', None), 393: ('Groups', None), 394: ('Groups', None), 395: ('Groups', 'i4'), 396: ('Groups', 'i4'), 397: ('Groups', None), 398: ('Groups', None), 399: ('Groups', None), 400: ('Groups', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('GroupInstanceId', None), 418: ('GroupInstanceId', None), 419: ('GroupInstanceId', None), 420: ('GroupInstanceId', None), 421: ('GroupInstanceId', None), 422: ('GroupInstanceId', None), 423: ('GroupInstanceId', None), 424: ('GroupInstanceId', None), 425: ('ClientId', None), 426: ('ClientId', None), 427: ('ClientId', None), 428: ('ClientId', None), 429: ('ClientId', None), 430: ('ClientId', None), 431: ('ClientId', None), 432: ('ClientId', None), 433: ('ClientHost', None), 434: ('ClientHost', None), 435: ('ClientHost', None), 436: ('ClientHost', None), 437: ('ClientHost', None), 438: ('ClientHost', None), 439: ('ClientHost', None), 440: ('ClientHost', None), 441: ('MemberMetadata', None), 442: ('MemberMetadata', None), 443: ('MemberMetadata', None), 444: ('MemberMetadata', None), 445: ('MemberMetadata', None), 446: ('MemberMetadata', None), 447: ('MemberMetadata', None), 448: ('MemberMetadata', None), 449: ('MemberAssignment', None), 450: ('MemberAssignment', None), 451: ('MemberAssignment', None), 452: ('MemberAssignment', None), 453: ('MemberAssignment', None), 454: ('MemberAssignment', None), 455: ('MemberAssignment', None), 456: ('MemberAssignment', None), 465: ('ErrorCode', None), 466: ('GroupId', None), 467: ('GroupId', None), 468: ('GroupId', None), 469: ('GroupId', None), 470: ('GroupId', None), 471: ('GroupId', None), 472: ('GroupId', None), 473: ('GroupId', None), 474: ('GroupState', None), 475: ('GroupState', None), 476: ('GroupState', None), 477: ('GroupState', None), 478: ('GroupState', None), 479: ('GroupState', None), 480: ('GroupState', None), 481: ('GroupState', None), 482: ('ProtocolType', None), 483: ('ProtocolType', None), 484: ('ProtocolType', None), 485: ('ProtocolType', None), 486: ('ProtocolType', None), 487: ('ProtocolType', None), 488: ('ProtocolType', None), 489: ('ProtocolType', None), 490: ('ProtocolData', None), 491: ('ProtocolData', None), 492: ('ProtocolData', None), 493: ('ProtocolData', None), 494: ('ProtocolData', None), 495: ('ProtocolData', None), 496: ('ProtocolData', None), 497: ('ProtocolData', None), 498: ('Members', None), 499: ('Members', None), 500: ('Members', None), 501: ('Members', None), 502: ('Members', None), 503: ('Members', None), 504: ('Members', None), 505: ('Members[{}].MemberId', 'i12'), 506: ('Members[{}].MemberId', 'i12'), 507: ('Members[{}].MemberId', 'i12'), 508: ('Members[{}].MemberId', 'i12'), 509: ('Members[{}].MemberId', 'i12'), 510: ('Members[{}].MemberId', 'i12'), 511: ('Members[{}].MemberId', 'i12'), 512: ('Members[{}].MemberId', 'i12'), 513: ('Members[{}].GroupInstanceId', 'i12'), 514: ('Members[{}].GroupInstanceId', 'i12'), 515: ('Members[{}].GroupInstanceId', 'i12'), 516: ('Members[{}].GroupInstanceId', 'i12'), 517: ('Members[{}].GroupInstanceId', 'i12'), 518: ('Members[{}].GroupInstanceId', 'i12'), 519: ('Members[{}].GroupInstanceId', 'i12'), 520: ('Members[{}].GroupInstanceId', 'i12'), 521: ('Members[{}].ClientId', 'i12'), 522: ('Members[{}].ClientId', 'i12'), 523: ('Members[{}].ClientId', 'i12'), 524: ('Members[{}].ClientId', 'i12'), 525: ('Members[{}].ClientId', 'i12'), 526: ('Members[{}].ClientId', 'i12'), 527: ('Members[{}].ClientId', 'i12'), 528: ('Members[{}].ClientId', 'i12'), 529: ('Members[{}].ClientHost', 'i12'), 530: ('Members[{}].ClientHost', 'i12'), 531: ('Members[{}].ClientHost', 'i12'), 532: ('Members[{}].ClientHost', 'i12'), 533: ('Members[{}].ClientHost', 'i12'), 534: ('Members[{}].ClientHost', 'i12'), 535: ('Members[{}].ClientHost', 'i12'), 536: ('Members[{}].ClientHost', 'i12'), 537: ('Members[{}].MemberMetadata', 'i12'), 538: ('Members[{}].MemberMetadata', 'i12'), 539: ('Members[{}].MemberMetadata', 'i12'), 540: ('Members[{}].MemberMetadata', 'i12'), 541: ('Members[{}].MemberMetadata', 'i12'), 542: ('Members[{}].MemberMetadata', 'i12'), 543: ('Members[{}].MemberMetadata', 'i12'), 544: ('Members[{}].MemberMetadata', 'i12'), 545: ('Members[{}].MemberAssignment', 'i12'), 546: ('Members[{}].MemberAssignment', 'i12'), 547: ('Members[{}].MemberAssignment', 'i12'), 548: ('Members[{}].MemberAssignment', 'i12'), 549: ('Members[{}].MemberAssignment', 'i12'), 550: ('Members[{}].MemberAssignment', 'i12'), 551: ('Members[{}].MemberAssignment', 'i12'), 552: ('Members[{}].MemberAssignment', 'i12'), 553: ('Members', 'i12'), 554: ('Members', 'i12'), 555: ('Members', None), 556: ('Members', None), 557: ('Members', None), 558: ('Members', None), 559: ('AuthorizedOperations', None), 568: ('ThrottleTimeMs', None), 569: ('Groups', None), 570: ('Groups', None), 571: ('Groups', None), 572: ('Groups', None), 573: ('Groups', None), 574: ('Groups', None), 575: ('Groups', None), 576: ('Groups', 'i4'), 577: ('Groups', 'i4'), 578: ('Groups', None), 579: ('Groups', None), 580: ('Groups', None), 581: ('Groups', None), 590: ('MemberId', None), 591: ('MemberId', None), 592: ('MemberId', None), 593: ('MemberId', None), 594: ('MemberId', None), 595: ('MemberId', None), 596: ('MemberId', None), 597: ('MemberId', None), 598: ('MemberId', None), 599: ('MemberId', None), 600: ('GroupInstanceId', None), 601: ('GroupInstanceId', None), 602: ('GroupInstanceId', None), 603: ('GroupInstanceId', None), 604: ('GroupInstanceId', None), 605: ('GroupInstanceId', None), 606: ('GroupInstanceId', None), 607: ('GroupInstanceId', None), 608: ('GroupInstanceId', None), 609: ('GroupInstanceId', None), 610: ('ClientId', None), 611: ('ClientId', None), 612: ('ClientId', None), 613: ('ClientId', None), 614: ('ClientId', None), 615: ('ClientId', None), 616: ('ClientId', None), 617: ('ClientId', None), 618: ('ClientId', None), 619: ('ClientId', None), 620: ('ClientHost', None), 621: ('ClientHost', None), 622: ('ClientHost', None), 623: ('ClientHost', None), 624: ('ClientHost', None), 625: ('ClientHost', None), 626: ('ClientHost', None), 627: ('ClientHost', None), 628: ('ClientHost', None), 629: ('ClientHost', None), 630: ('MemberMetadata', None), 631: ('MemberMetadata', None), 632: ('MemberMetadata', None), 633: ('MemberMetadata', None), 634: ('MemberMetadata', None), 635: ('MemberMetadata', None), 636: ('MemberMetadata', None), 637: ('MemberMetadata', None), 638: ('MemberMetadata', None), 639: ('MemberMetadata', None), 640: ('MemberAssignment', None), 641: ('MemberAssignment', None), 642: ('MemberAssignment', None), 643: ('MemberAssignment', None), 644: ('MemberAssignment', None), 645: ('MemberAssignment', None), 646: ('MemberAssignment', None), 647: ('MemberAssignment', None), 648: ('MemberAssignment', None), 649: ('MemberAssignment', None), 651: ('_tagged', None), 652: ('_tagged', None), 653: ('_tagged', None), 661: ('ErrorCode', None), 662: ('GroupId', None), 663: ('GroupId', None), 664: ('GroupId', None), 665: ('GroupId', None), 666: ('GroupId', None), 667: ('GroupId', None), 668: ('GroupId', None), 669: ('GroupId', None), 670: ('GroupId', None), 671: ('GroupId', None), 672: ('GroupState', None), 673: ('GroupState', None), 674: ('GroupState', None), 675: ('GroupState', None), 676: ('GroupState', None), 677: ('GroupState', None), 678: ('GroupState', None), 679: ('GroupState', None), 680: ('GroupState', None), 681: ('GroupState', None), 682: ('ProtocolType', None), 683: ('ProtocolType', None), 684: ('ProtocolType', None), 685: ('ProtocolType', None), 686: ('ProtocolType', None), 687: ('ProtocolType', None), 688: ('ProtocolType', None), 689: ('ProtocolType', None), 690: ('ProtocolType', None), 691: ('ProtocolType', None), 692: ('ProtocolData', None), 693: ('ProtocolData', None), 694: ('ProtocolData', None), 695: ('ProtocolData', None), 696: ('ProtocolData', None), 697: ('ProtocolData', None), 698: ('ProtocolData', None), 699: ('ProtocolData', None), 700: ('ProtocolData', None), 701: ('ProtocolData', None), 702: ('Members', None), 703: ('Members', None), 704: ('Members', None), 705: ('Members', None), 706: ('Members', None), 707: ('Members', None), 708: ('Members', None), 709: ('Members', None), 710: ('Members', None), 711: ('Members[{}].MemberId', 'i12'), 712: ('Members[{}].MemberId', 'i12'), 713: ('Members[{}].MemberId', 'i12'), 714: ('Members[{}].MemberId', 'i12'), 715: ('Members[{}].MemberId', 'i12'), 716: ('Members[{}].MemberId', 'i12'), 717: ('Members[{}].MemberId', 'i12'), 718: ('Members[{}].MemberId', 'i12'), 719: ('Members[{}].MemberId', 'i12'), 720: ('Members[{}].MemberId', 'i12'), 721: ('Members[{}].GroupInstanceId', 'i12'), 722: ('Members[{}].GroupInstanceId', 'i12'), 723: ('Members[{}].GroupInstanceId', 'i12'), 724: ('Members[{}].GroupInstanceId', 'i12'), 725: ('Members[{}].GroupInstanceId', 'i12'), 726: ('Members[{}].GroupInstanceId', 'i12'), 727: ('Members[{}].GroupInstanceId', 'i12'), 728: ('Members[{}].GroupInstanceId', 'i12'), 729: ('Members[{}].GroupInstanceId', 'i12'), 730: ('Members[{}].GroupInstanceId', 'i12'), 731: ('Members[{}].ClientId', 'i12'), 732: ('Members[{}].ClientId', 'i12'), 733: ('Members[{}].ClientId', 'i12'), 734: ('Members[{}].ClientId', 'i12'), 735: ('Members[{}].ClientId', 'i12'), 736: ('Members[{}].ClientId', 'i12'), 737: ('Members[{}].ClientId', 'i12'), 738: ('Members[{}].ClientId', 'i12'), 739: ('Members[{}].ClientId', 'i12'), 740: ('Members[{}].ClientId', 'i12'), 741: ('Members[{}].ClientHost', 'i12'), 742: ('Members[{}].ClientHost', 'i12'), 743: ('Members[{}].ClientHost', 'i12'), 744: ('Members[{}].ClientHost', 'i12'), 745: ('Members[{}].ClientHost', 'i12'), 746: ('Members[{}].ClientHost', 'i12'), 747: ('Members[{}].ClientHost', 'i12'), 748: ('Members[{}].ClientHost', 'i12'), 749: ('Members[{}].ClientHost', 'i12'), 750: ('Members[{}].ClientHost', 'i12'), 751: ('Members[{}].MemberMetadata', 'i12'), 752: ('Members[{}].MemberMetadata', 'i12'), 753: ('Members[{}].MemberMetadata', 'i12'), 754: ('Members[{}].MemberMetadata', 'i12'), 755: ('Members[{}].MemberMetadata', 'i12'), 756: ('Members[{}].MemberMetadata', 'i12'), 757: ('Members[{}].MemberMetadata', 'i12'), 758: ('Members[{}].MemberMetadata', 'i12'), 759: ('Members[{}].MemberMetadata', 'i12'), 760: ('Members[{}].MemberMetadata', 'i12'), 761: ('Members[{}].MemberAssignment', 'i12'), 762: ('Members[{}].MemberAssignment', 'i12'), 763: ('Members[{}].MemberAssignment', 'i12'), 764: ('Members[{}].MemberAssignment', 'i12'), 765: ('Members[{}].MemberAssignment', 'i12'), 766: ('Members[{}].MemberAssignment', 'i12'), 767: ('Members[{}].MemberAssignment', 'i12'), 768: ('Members[{}].MemberAssignment', 'i12'), 769: ('Members[{}].MemberAssignment', 'i12'), 770: ('Members[{}].MemberAssignment', 'i12'), 771: ('Members', 'i12'), 772: ('Members', 'i12'), 773: ('Members', 'i12'), 774: ('Members', 'i12'), 775: ('Members', 'i12'), 776: ('Members', None), 777: ('Members', None), 778: ('Members', None), 779: ('Members', None), 780: ('AuthorizedOperations', None), 782: ('_tagged', None), 783: ('_tagged', None), 784: ('_tagged', None), 792: ('ThrottleTimeMs', None), 793: ('Groups', None), 794: ('Groups', None), 795: ('Groups', None), 796: ('Groups', None), 797: ('Groups', None), 798: ('Groups', None), 799: ('Groups', None), 800: ('Groups', None), 801: ('Groups', None), 802: ('Groups', 'i4'), 803: ('Groups', 'i4'), 804: ('Groups', None), 805: ('Groups', None), 806: ('Groups', None), 807: ('Groups', None), 809: ('_tagged', None), 810: ('_tagged', None), 811: ('_tagged', None), 819: ('ErrorCode', None), 820: ('ErrorMessage', None), 821: ('ErrorMessage', None), 822: ('ErrorMessage', None), 823: ('ErrorMessage', None), 824: ('ErrorMessage', None), 825: ('ErrorMessage', None), 826: ('ErrorMessage', None), 827: ('ErrorMessage', None), 828: ('ErrorMessage', None), 829: ('ErrorMessage', None), 830: ('GroupId', None), 831: ('GroupId', None), 832: ('GroupId', None), 833: ('GroupId', None), 834: ('GroupId', None), 835: ('GroupId', None), 836: ('GroupId', None), 837: ('GroupId', None), 838: ('GroupId', None), 839: ('GroupId', None), 840: ('GroupState', None), 841: ('GroupState', None), 842: ('GroupState', None), 843: ('GroupState', None), 844: ('GroupState', None), 845: ('GroupState', None), 846: ('GroupState', None), 847: ('GroupState', None), 848: ('GroupState', None), 849: ('GroupState', None), 850: ('ProtocolType', None), 851: ('ProtocolType', None), 852: ('ProtocolType', None), 853: ('ProtocolType', None), 854: ('ProtocolType', None), 855: ('ProtocolType', None), 856: ('ProtocolType', None), 857: ('ProtocolType', None), 858: ('ProtocolType', None), 859: ('ProtocolType', None), 860: ('ProtocolData', None), 861: ('ProtocolData', None), 862: ('ProtocolData', None), 863: ('ProtocolData', None), 864: ('ProtocolData', None), 865: ('ProtocolData', None), 866: ('ProtocolData', None), 867: ('ProtocolData', None), 868: ('ProtocolData', None), 869: ('ProtocolData', None), 870: ('Members', None), 871: ('Members', None), 872: ('Members', None), 873: ('Members', None), 874: ('Members', None), 875: ('Members', None), 876: ('Members', None), 877: ('Members', None), 878: ('Members', None), 879: ('Members[{}].MemberId', 'i14'), 880: ('Members[{}].MemberId', 'i14'), 881: ('Members[{}].MemberId', 'i14'), 882: ('Members[{}].MemberId', 'i14'), 883: ('Members[{}].MemberId', 'i14'), 884: ('Members[{}].MemberId', 'i14'), 885: ('Members[{}].MemberId', 'i14'), 886: ('Members[{}].MemberId', 'i14'), 887: ('Members[{}].MemberId', 'i14'), 888: ('Members[{}].MemberId', 'i14'), 889: ('Members[{}].GroupInstanceId', 'i14'), 890: ('Members[{}].GroupInstanceId', 'i14'), 891: ('Members[{}].GroupInstanceId', 'i14'), 892: ('Members[{}].GroupInstanceId', 'i14'), 893: ('Members[{}].GroupInstanceId', 'i14'), 894: ('Members[{}].GroupInstanceId', 'i14'), 895: ('Members[{}].GroupInstanceId', 'i14'), 896: ('Members[{}].GroupInstanceId', 'i14'), 897: ('Members[{}].GroupInstanceId', 'i14'), 898: ('Members[{}].GroupInstanceId', 'i14'), 899: ('Members[{}].ClientId', 'i14'), 900: ('Members[{}].ClientId', 'i14'), 901: ('Members[{}].ClientId', 'i14'), 902: ('Members[{}].ClientId', 'i14'), 903: ('Members[{}].ClientId', 'i14'), 904: ('Members[{}].ClientId', 'i14'), 905: ('Members[{}].ClientId', 'i14'), 906: ('Members[{}].ClientId', 'i14'), 907: ('Members[{}].ClientId', 'i14'), 908: ('Members[{}].ClientId', 'i14'), 909: ('Members[{}].ClientHost', 'i14'), 910: ('Members[{}].ClientHost', 'i14'), 911: ('Members[{}].ClientHost', 'i14'), 912: ('Members[{}].ClientHost', 'i14'), 913: ('Members[{}].ClientHost', 'i14'), 914: ('Members[{}].ClientHost', 'i14'), 915: ('Members[{}].ClientHost', 'i14'), 916: ('Members[{}].ClientHost', 'i14'), 917: ('Members[{}].ClientHost', 'i14'), 918: ('Members[{}].ClientHost', 'i14'), 919: ('Members[{}].MemberMetadata', 'i14'), 920: ('Members[{}].MemberMetadata', 'i14'), 921: ('Members[{}].MemberMetadata', 'i14'), 922: ('Members[{}].MemberMetadata', 'i14'), 923: ('Members[{}].MemberMetadata', 'i14'), 924: ('Members[{}].MemberMetadata', 'i14'), 925: ('Members[{}].MemberMetadata', 'i14'), 926: ('Members[{}].MemberMetadata', 'i14'), 927: ('Members[{}].MemberMetadata', 'i14'), 928: ('Members[{}].MemberMetadata', 'i14'), 929: ('Members[{}].MemberAssignment', 'i14'), 930: ('Members[{}].MemberAssignment', 'i14'), 931: ('Members[{}].MemberAssignment', 'i14'), 932: ('Members[{}].MemberAssignment', 'i14'), 933: ('Members[{}].MemberAssignment', 'i14'), 934: ('Members[{}].MemberAssignment', 'i14'), 935: ('Members[{}].MemberAssignment', 'i14'), 936: ('Members[{}].MemberAssignment', 'i14'), 937: ('Members[{}].MemberAssignment', 'i14'), 938: ('Members[{}].MemberAssignment', 'i14'), 939: ('Members', 'i14'), 940: ('Members', 'i14'), 941: ('Members', 'i14'), 942: ('Members', 'i14'), 943: ('Members', 'i14'), 944: ('Members', None), 945: ('Members', None), 946: ('Members', None), 947: ('Members', None), 948: ('AuthorizedOperations', None), 950: ('_tagged', None), 951: ('_tagged', None), 952: ('_tagged', None), 960: ('ThrottleTimeMs', None), 961: ('Groups', None), 962: ('Groups', None), 963: ('Groups', None), 964: ('Groups', None), 965: ('Groups', None), 966: ('Groups', None), 967: ('Groups', None), 968: ('Groups', None), 969: ('Groups', None), 970: ('Groups', 'i4'), 971: ('Groups', 'i4'), 972: ('Groups', None), 973: ('Groups', None), 974: ('Groups', None), 975: ('Groups', None), 977: ('_tagged', None), 978: ('_tagged', None), 979: ('_tagged', None)}

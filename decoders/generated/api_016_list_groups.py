@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         d = {}
@@ -18,18 +16,18 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         d = {}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -37,8 +35,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -59,12 +57,12 @@ def _f2(b, p):
         d = {"StatesFilter": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -72,8 +70,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -96,8 +94,8 @@ def _f3(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 1 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -118,12 +116,12 @@ def _f3(b, p):
         d = {"StatesFilter": v1, "TypesFilter": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -147,15 +145,15 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U0(b, p); p += 2
@@ -185,15 +183,15 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U0(b, p); p += 2
@@ -223,7 +221,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -249,12 +247,12 @@ def _f7(b, p):
         d = {"GroupId": v1, "ProtocolType": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -263,8 +261,8 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -290,7 +288,7 @@ def _f8(b, p):
                 d10 = {"GroupId": v6, "ProtocolType": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -299,12 +297,12 @@ def _f8(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Groups": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -340,12 +338,12 @@ def _f9(b, p):
         d = {"GroupId": v1, "ProtocolType": v3, "GroupState": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -354,8 +352,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -391,7 +389,7 @@ def _f10(b, p):
                 d12 = {"GroupId": v6, "ProtocolType": v8, "GroupState": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v3.append(d12)
         elif n4 == -1:
             v3 = None
@@ -400,12 +398,12 @@ def _f10(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Groups": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -451,12 +449,12 @@ def _f11(b, p):
         d = {"GroupId": v1, "ProtocolType": v3, "GroupState": v5, "GroupType": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -465,8 +463,8 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -512,7 +510,7 @@ def _f12(b, p):
                 d14 = {"GroupId": v6, "ProtocolType": v8, "GroupState": v10, "GroupType": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v3.append(d14)
         elif n4 == -1:
             v3 = None
@@ -521,7 +519,7 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Groups": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -533,4 +531,4 @@ NAME = 'ListGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f2, 5: _f3}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f8, 4: _f10, 5: _f12}
 
-_LINES = {25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('StatesFilter', None), 36: ('StatesFilter', None), 37: ('StatesFilter', None), 38: ('StatesFilter', None), 39: ('StatesFilter', None), 40: ('StatesFilter', None), 41: ('StatesFilter', None), 42: ('StatesFilter', None), 43: ('StatesFilter', None), 44: ('StatesFilter', 'i3'), 45: ('StatesFilter', 'i3'), 46: ('StatesFilter', 'i3'), 47: ('StatesFilter', 'i3'), 48: ('StatesFilter', 'i3'), 49: ('StatesFilter', 'i3'), 50: ('StatesFilter', 'i3'), 51: ('StatesFilter', 'i3'), 52: ('StatesFilter', 'i3'), 53: ('StatesFilter', 'i3'), 54: ('StatesFilter', 'i3'), 55: ('StatesFilter', None), 56: ('StatesFilter', None), 57: ('StatesFilter', None), 58: ('StatesFilter', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('StatesFilter', None), 71: ('StatesFilter', None), 72: ('StatesFilter', None), 73: ('StatesFilter', None), 74: ('StatesFilter', None), 75: ('StatesFilter', None), 76: ('StatesFilter', None), 77: ('StatesFilter', None), 78: ('StatesFilter', None), 79: ('StatesFilter', 'i3'), 80: ('StatesFilter', 'i3'), 81: ('StatesFilter', 'i3'), 82: ('StatesFilter', 'i3'), 83: ('StatesFilter', 'i3'), 84: ('StatesFilter', 'i3'), 85: ('StatesFilter', 'i3'), 86: ('StatesFilter', 'i3'), 87: ('StatesFilter', 'i3'), 88: ('StatesFilter', 'i3'), 89: ('StatesFilter', 'i3'), 90: ('StatesFilter', None), 91: ('StatesFilter', None), 92: ('StatesFilter', None), 93: ('StatesFilter', None), 94: ('TypesFilter', None), 95: ('TypesFilter', None), 96: ('TypesFilter', None), 97: ('TypesFilter', None), 98: ('TypesFilter', None), 99: ('TypesFilter', None), 100: ('TypesFilter', None), 101: ('TypesFilter', None), 102: ('TypesFilter', None), 103: ('TypesFilter', 'i8'), 104: ('TypesFilter', 'i8'), 105: ('TypesFilter', 'i8'), 106: ('TypesFilter', 'i8'), 107: ('TypesFilter', 'i8'), 108: ('TypesFilter', 'i8'), 109: ('TypesFilter', 'i8'), 110: ('TypesFilter', 'i8'), 111: ('TypesFilter', 'i8'), 112: ('TypesFilter', 'i8'), 113: ('TypesFilter', 'i8'), 114: ('TypesFilter', None), 115: ('TypesFilter', None), 116: ('TypesFilter', None), 117: ('TypesFilter', None), 119: ('_tagged', None), 120: ('_tagged', None), 121: ('_tagged', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('GroupId', None), 137: ('ProtocolType', None), 138: ('ProtocolType', None), 139: ('ProtocolType', None), 140: ('ProtocolType', None), 141: ('ProtocolType', None), 142: ('ProtocolType', None), 143: ('ProtocolType', None), 144: ('ProtocolType', None), 153: ('ErrorCode', None), 154: ('Groups', None), 155: ('Groups', None), 156: ('Groups', None), 157: ('Groups', None), 158: ('Groups', None), 159: ('Groups', None), 160: ('Groups', None), 161: ('Groups[{}].GroupId', 'i4'), 162: ('Groups[{}].GroupId', 'i4'), 163: ('Groups[{}].GroupId', 'i4'), 164: ('Groups[{}].GroupId', 'i4'), 165: ('Groups[{}].GroupId', 'i4'), 166: ('Groups[{}].GroupId', 'i4'), 167: ('Groups[{}].GroupId', 'i4'), 168: ('Groups[{}].GroupId', 'i4'), 169: ('Groups[{}].ProtocolType', 'i4'), 170: ('Groups[{}].ProtocolType', 'i4'), 171: ('Groups[{}].ProtocolType', 'i4'), 172: ('Groups[{}].ProtocolType', 'i4'), 173: ('Groups[{}].ProtocolType', 'i4'), 174: ('Groups[{}].ProtocolType', 'i4'), 175: ('Groups[{}].ProtocolType', 'i4'), 176: ('Groups[{}].ProtocolType', 'i4'), 177: ('Groups', 'i4'), 178: ('Groups', 'i4'), 179: ('Groups', None), 180: ('Groups', None), 181: ('Groups', None), 182: ('Groups', None), 191: ('ThrottleTimeMs+ErrorCode', None), 192: ('Groups', None), 193: ('Groups', None), 194: ('Groups', None), 195: ('Groups', None), 196: ('Groups', None), 197: ('Groups', None), 198: ('Groups', None), 199: ('Groups[{}].GroupId', 'i5'), 200: ('Groups[{}].GroupId', 'i5'), 201: ('Groups[{}].GroupId', 'i5'), 202: ('Groups[{}].GroupId', 'i5'), 203: ('Groups[{}].GroupId', 'i5'), 204: ('Groups[{}].GroupId', 'i5'), 205: ('Groups[{}].GroupId', 'i5'), 206: ('Groups[{}].GroupId', 'i5'), 207: ('Groups[{}].ProtocolType', 'i5'), 208: ('Groups[{}].ProtocolType', 'i5'), 209: ('Groups[{}].ProtocolType', 'i5'), 210: ('Groups[{}].ProtocolType', 'i5'), 211: ('Groups[{}].ProtocolType', 'i5'), 212: ('Groups[{}].ProtocolType', 'i5'), 213: ('Groups[{}].ProtocolType', 'i5'), 214: ('Groups[{}].ProtocolType', 'i5'), 215: ('Groups', 'i5'), 216: ('Groups', 'i5'), 217: ('Groups', None), 218: ('Groups', None), 219: ('Groups', None), 220: ('Groups', None), 229: ('GroupId', None), 230: ('GroupId', None), 231: ('GroupId', None), 232: ('GroupId', None), 233: ('GroupId', None), 234: ('GroupId', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('GroupId', None), 238: ('GroupId', None), 239: ('ProtocolType', None), 240: ('ProtocolType', None), 241: ('ProtocolType', None), 242: ('ProtocolType', None), 243: ('ProtocolType', None), 244: ('ProtocolType', None), 245: ('ProtocolType', None), 246: ('ProtocolType', None), 247: ('ProtocolType', None), 248: ('ProtocolType', None), 250: ('_tagged', None), 251: ('_tagged', None), 252: ('_tagged', None), 260: ('ThrottleTimeMs+ErrorCode', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', None), 268: ('Groups', None), 269: ('Groups', None), 270: ('Groups[{}].GroupId', 'i5'), 271: ('Groups[{}].GroupId', 'i5'), 272: ('Groups[{}].GroupId', 'i5'), 273: ('Groups[{}].GroupId', 'i5'), 274: ('Groups[{}].GroupId', 'i5'), 275: ('Groups[{}].GroupId', 'i5'), 276: ('Groups[{}].GroupId', 'i5'), 277: ('Groups[{}].GroupId', 'i5'), 278: ('Groups[{}].GroupId', 'i5'), 279: ('Groups[{}].GroupId', 'i5'), 280: ('Groups[{}].ProtocolType', 'i5'), 281: ('Groups[{}].ProtocolType', 'i5'), 282: ('Groups[{}].ProtocolType', 'i5'), 283: ('Groups[{}].ProtocolType', 'i5'), 284: ('Groups[{}].ProtocolType', 'i5'), 285: ('Groups[{}].ProtocolType', 'i5'), 286: ('Groups[{}].ProtocolType', 'i5'), 287: ('Groups[{}].ProtocolType', 'i5'), 288: ('Groups[{}].ProtocolType', 'i5'), 289: ('Groups[{}].ProtocolType', 'i5'), 290: ('Groups', 'i5'), 291: ('Groups', 'i5'), 292: ('Groups', 'i5'), 293: ('Groups', 'i5'), 294: ('Groups', 'i5'), 295: ('Groups', None), 296: ('Groups', None), 297: ('Groups', None), 298: ('Groups', None), 300: ('_tagged', None), 301: ('_tagged', None), 302: ('_tagged', None), 310: ('GroupId', None), 311: ('GroupId', None), 312: ('GroupId', None), 313: ('GroupId', None), 314: ('GroupId', None), 315: ('GroupId', None), 316: ('GroupId', None), 317: ('GroupId', None), 318: ('GroupId', None), 319: ('GroupId', None), 320: ('ProtocolType', None), 321: ('ProtocolType', None), 322: ('ProtocolType', None), 323: ('ProtocolType', None), 324: ('ProtocolType', None), 325: ('ProtocolType', None), 326: ('ProtocolType', None), 327: ('ProtocolType', None), 328: ('ProtocolType', None), 329: ('ProtocolType', None), 330: ('GroupState', None), 331: ('GroupState', None), 332: ('GroupState', None), 333: ('GroupState', None), 334: ('GroupState', None), 335: ('GroupState', None), 336: ('GroupState', None), 337: ('GroupState', None), 338: ('GroupState', None), 339: ('GroupState', None), 341: ('_tagged', None), 342: ('_tagged', None), 343: ('_tagged', None), 351: ('ThrottleTimeMs+ErrorCode', None), 352: ('Groups', None), 353: ('Groups', None), 354: ('Groups', None), 355: ('Groups', None), 356: ('Groups', None), 357: ('Groups', None), 358: ('Groups', None), 359: ('Groups', None), 360: ('Groups', None), 361: ('Groups[{}].GroupId', 'i5'), 362: ('Groups[{}].GroupId', 'i5'), 363: ('Groups[{}].GroupId', 'i5'), 364: ('Groups[{}].GroupId', 'i5'), 365: ('Groups[{}].GroupId', 'i5'), 366: ('Groups[{}].GroupId', 'i5'), 367: ('Groups[{}].GroupId', 'i5'), 368: ('Groups[{}].GroupId', 'i5'), 369: ('Groups[{}].GroupId', 'i5'), 370: ('Groups[{}].GroupId', 'i5'), 371: ('Groups[{}].ProtocolType', 'i5'), 372: ('Groups[{}].ProtocolType', 'i5'), 373: ('Groups[{}].ProtocolType', 'i5'), 374: ('Groups[{}].ProtocolType', 'i5'), 375: ('Groups[{}].ProtocolType', 'i5'), 376: ('Groups[{}].ProtocolType', 'i5'), 377: ('Groups[{}].ProtocolType', 'i5'), 378: ('Groups[{}].ProtocolType', 'i5'), 379: ('Groups[{}].ProtocolType', 'i5'), 380: ('Groups[{}].ProtocolType', 'i5'), 381: ('Groups[{}].GroupState', 'i5'), 382: ('Groups[{}].GroupState', 'i5'), 383: ('Groups[{}].GroupState', 'i5'), 384: ('Groups[{}].GroupState', 'i5'), 385: ('Groups[{}].GroupState', 'i5'), 386: ('Groups[{}].GroupState', 'i5'), 387: ('Groups[{}].GroupState', 'i5'), 388: ('Groups[{}].GroupState', 'i5'), 389: ('Groups[{}].GroupState', 'i5'), 390: ('Groups[{}].GroupState', 'i5'), 391: ('Groups', 'i5'), 392: ('Groups', 'i5'), 393: ('Groups', 'i5'), 394: ('Groups', 'i5'), 395: ('Groups', 'i5'), 396: ('Groups', None), 397: ('Groups', None), 398: ('Groups', None), 399: ('Groups', None), 401: ('_tagged', None), 402: ('_tagged', None), 403: ('_tagged', None), 411: ('GroupId', None), 412: ('GroupId', None), 413: ('GroupId', None), 414: ('GroupId', None), 415: ('GroupId', None), 416: ('GroupId', None), 417: ('GroupId', None), 418: ('GroupId', None), 419: ('GroupId', None), 420: ('GroupId', None), 421: ('ProtocolType', None), 422: ('ProtocolType', None), 423: ('ProtocolType', None), 424: ('ProtocolType', None), 425: ('ProtocolType', None), 426: ('ProtocolType', None), 427: ('ProtocolType', None), 428: ('ProtocolType', None), 429: ('ProtocolType', None), 430: ('ProtocolType', None), 431: ('GroupState', None), 432: ('GroupState', None), 433: ('GroupState', None), 434: ('GroupState', None), 435: ('GroupState', None), 436: ('GroupState', None), 437: ('GroupState', None), 438: ('GroupState', None), 439: ('GroupState', None), 440: ('GroupState', None), 441: ('GroupType', None), 442: ('GroupType', None), 443: ('GroupType', None), 444: ('GroupType', None), 445: ('GroupType', None), 446: ('GroupType', None), 447: ('GroupType', None), 448: ('GroupType', None), 449: ('GroupType', None), 450: ('GroupType', None), 452: ('_tagged', None), 453: ('_tagged', None), 454: ('_tagged', None), 462: ('ThrottleTimeMs+ErrorCode', None), 463: ('Groups', None), 464: ('Groups', None), 465: ('Groups', None), 466: ('Groups', None), 467: ('Groups', None), 468: ('Groups', None), 469: ('Groups', None), 470: ('Groups', None), 471: ('Groups', None), 472: ('Groups[{}].GroupId', 'i5'), 473: ('Groups[{}].GroupId', 'i5'), 474: ('Groups[{}].GroupId', 'i5'), 475: ('Groups[{}].GroupId', 'i5'), 476: ('Groups[{}].GroupId', 'i5'), 477: ('Groups[{}].GroupId', 'i5'), 478: ('Groups[{}].GroupId', 'i5'), 479: ('Groups[{}].GroupId', 'i5'), 480: ('Groups[{}].GroupId', 'i5'), 481: ('Groups[{}].GroupId', 'i5'), 482: ('Groups[{}].ProtocolType', 'i5'), 483: ('Groups[{}].ProtocolType', 'i5'), 484: ('Groups[{}].ProtocolType', 'i5'), 485: ('Groups[{}].ProtocolType', 'i5'), 486: ('Groups[{}].ProtocolType', 'i5'), 487: ('Groups[{}].ProtocolType', 'i5'), 488: ('Groups[{}].ProtocolType', 'i5'), 489: ('Groups[{}].ProtocolType', 'i5'), 490: ('Groups[{}].ProtocolType', 'i5'), 491: ('Groups[{}].ProtocolType', 'i5'), 492: ('Groups[{}].GroupState', 'i5'), 493: ('Groups[{}].GroupState', 'i5'), 494: ('Groups[{}].GroupState', 'i5'), 495: ('Groups[{}].GroupState', 'i5'), 496: ('Groups[{}].GroupState', 'i5'), 497: ('Groups[{}].GroupState', 'i5'), 498: ('Groups[{}].GroupState', 'i5'), 499: ('Groups[{}].GroupState', 'i5'), 500: ('Groups[{}].GroupState', 'i5'), 501: ('Groups[{}].GroupState', 'i5'), 502: ('Groups[{}].GroupType', 'i5'), 503: ('Groups[{}].GroupType', 'i5'), 504: ('Groups[{}].GroupType', 'i5'), 505: ('Groups[{}].GroupType', 'i5'), 506: ('Groups[{}].GroupType', 'i5'), 507: ('Groups[{}].GroupType', 'i5'), 508: ('Groups[{}].GroupType', 'i5'), 509: ('Groups[{}].GroupType', 'i5'), 510: ('Groups[{}].GroupType', 'i5'), 511: ('Groups[{}].GroupType', 'i5'), 512: ('Groups', 'i5'), 513: ('Groups', 'i5'), 514: ('Groups', 'i5'), 515: ('Groups', 'i5'), 516: ('Groups', 'i5'), 517: ('Groups', None), 518: ('Groups', None), 519: ('Groups', None), 520: ('Groups', None), 522: ('_tagged', None), 523: ('_tagged', None), 524: ('_tagged', None)}
+_LINES = {23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('StatesFilter', None), 34: ('StatesFilter', None), 35: ('StatesFilter', None), 36: ('StatesFilter', None), 37: ('StatesFilter', None), 38: ('StatesFilter', None), 39: ('StatesFilter', None), 40: ('StatesFilter', None), 41: ('StatesFilter', None), 42: ('StatesFilter', 'i3'), 43: ('StatesFilter', 'i3'), 44: ('StatesFilter', 'i3'), 45: ('StatesFilter', 'i3'), 46: ('StatesFilter', 'i3'), 47: ('StatesFilter', 'i3'), 48: ('StatesFilter', 'i3'), 49: ('StatesFilter', 'i3'), 50: ('StatesFilter', 'i3'), 51: ('StatesFilter', 'i3'), 52: ('StatesFilter', 'i3'), 53: ('StatesFilter', None), 54: ('StatesFilter', None), 55: ('StatesFilter', None), 56: ('StatesFilter', None), 58: ('_tagged', None), 59: ('_tagged', None), 60: ('_tagged', None), 68: ('StatesFilter', None), 69: ('StatesFilter', None), 70: ('StatesFilter', None), 71: ('StatesFilter', None), 72: ('StatesFilter', None), 73: ('StatesFilter', None), 74: ('StatesFilter', None), 75: ('StatesFilter', None), 76: ('StatesFilter', None), 77: ('StatesFilter', 'i3'), 78: ('StatesFilter', 'i3'), 79: ('StatesFilter', 'i3'), 80: ('StatesFilter', 'i3'), 81: ('StatesFilter', 'i3'), 82: ('StatesFilter', 'i3'), 83: ('StatesFilter', 'i3'), 84: ('StatesFilter', 'i3'), 85: ('StatesFilter', 'i3'), 86: ('StatesFilter', 'i3'), 87: ('StatesFilter', 'i3'), 88: ('StatesFilter', None), 89: ('StatesFilter', None), 90: ('StatesFilter', None), 91: ('StatesFilter', None), 92: ('TypesFilter', None), 93: ('TypesFilter', None), 94: ('TypesFilter', None), 95: ('TypesFilter', None), 96: ('TypesFilter', None), 97: ('TypesFilter', None), 98: ('TypesFilter', None), 99: ('TypesFilter', None), 100: ('TypesFilter', None), 101: ('TypesFilter', 'i8'), 102: ('TypesFilter', 'i8'), 103: ('TypesFilter', 'i8'), 104: ('TypesFilter', 'i8'), 105: ('TypesFilter', 'i8'), 106: ('TypesFilter', 'i8'), 107: ('TypesFilter', 'i8'), 108: ('TypesFilter', 'i8'), 109: ('TypesFilter', 'i8'), 110: ('TypesFilter', 'i8'), 111: ('TypesFilter', 'i8'), 112: ('TypesFilter', None), 113: ('TypesFilter', None), 114: ('TypesFilter', None), 115: ('TypesFilter', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('ProtocolType', None), 136: ('ProtocolType', None), 137: ('ProtocolType', None), 138: ('ProtocolType', None), 139: ('ProtocolType', None), 140: ('ProtocolType', None), 141: ('ProtocolType', None), 142: ('ProtocolType', None), 151: ('ErrorCode', None), 152: ('Groups', None), 153: ('Groups', None), 154: ('Groups', None), 155: ('Groups', None), 156: ('Groups', None), 157: ('Groups', None), 158: ('Groups', None), 159: ('Groups[{}].GroupId', 'i4'), 160: ('Groups[{}].GroupId', 'i4'), 161: ('Groups[{}].GroupId', 'i4'), 162: ('Groups[{}].GroupId', 'i4'), 163: ('Groups[{}].GroupId', 'i4'), 164: ('Groups[{}].GroupId', 'i4'), 165: ('Groups[{}].GroupId', 'i4'), 166: ('Groups[{}].GroupId', 'i4'), 167: ('Groups[{}].ProtocolType', 'i4'), 168: ('Groups[{}].ProtocolType', 'i4'), 169: ('Groups[{}].ProtocolType', 'i4'), 170: ('Groups[{}].ProtocolType', 'i4'), 171: ('Groups[{}].ProtocolType', 'i4'), 172: ('Groups[{}].ProtocolType', 'i4'), 173: ('Groups[{}].ProtocolType', 'i4'), 174: ('Groups[{}].ProtocolType', 'i4'), 175: ('Groups', 'i4'), 176: ('Groups', 'i4'), 177: ('Groups', None), 178: ('Groups', None), 179: ('Groups', None), 180: ('Groups', None), 189: ('ThrottleTimeMs+ErrorCode', None), 190: ('Groups', None), 191: ('Groups', None), 192: ('Groups', None), 193: ('Groups', None), 194: ('Groups', None), 195: ('Groups', None), 196: ('Groups', None), 197: ('Groups[{}].GroupId', 'i5'), 198: ('Groups[{}].GroupId', 'i5'), 199: ('Groups[{}].GroupId', 'i5'), 200: ('Groups[{}].GroupId', 'i5'), 201: ('Groups[{}].GroupId', 'i5'), 202: ('Groups[{}].GroupId', 'i5'), 203: ('Groups[{}].GroupId', 'i5'), 204: ('Groups[{}].GroupId', 'i5'), 205: ('Groups[{}].ProtocolType', 'i5'), 206: ('Groups[{}].ProtocolType', 'i5'), 207: ('Groups[{}].ProtocolType', 'i5'), 208: ('Groups[{}].ProtocolType', 'i5'), 209: ('Groups[{}].ProtocolType', 'i5'), 210: ('Groups[{}].ProtocolType', 'i5'), 211: ('Groups[{}].ProtocolType', 'i5'), 212: ('Groups[{}].ProtocolType', 'i5'), 213: ('Groups', 'i5'), 214: ('Groups', 'i5'), 215: ('Groups', None), 216: ('Groups', None), 217: ('Groups', None), 218: ('Groups', None), 227: ('GroupId', None), 228: ('GroupId', None), 229: ('GroupId', None), 230: ('GroupId', None), 231: ('GroupId', None), 232: ('GroupId', None), 233: ('GroupId', None), 234: ('GroupId', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('ProtocolType', None), 238: ('ProtocolType', None), 239: ('ProtocolType', None), 240: ('ProtocolType', None), 241: ('ProtocolType', None), 242: ('ProtocolType', None), 243: ('ProtocolType', None), 244: ('ProtocolType', None), 245: ('ProtocolType', None), 246: ('ProtocolType', None), 248: ('_tagged', None), 249: ('_tagged', None), 250: ('_tagged', None), 258: ('ThrottleTimeMs+ErrorCode', None), 259: ('Groups', None), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', None), 268: ('Groups[{}].GroupId', 'i5'), 269: ('Groups[{}].GroupId', 'i5'), 270: ('Groups[{}].GroupId', 'i5'), 271: ('Groups[{}].GroupId', 'i5'), 272: ('Groups[{}].GroupId', 'i5'), 273: ('Groups[{}].GroupId', 'i5'), 274: ('Groups[{}].GroupId', 'i5'), 275: ('Groups[{}].GroupId', 'i5'), 276: ('Groups[{}].GroupId', 'i5'), 277: ('Groups[{}].GroupId', 'i5'), 278: ('Groups[{}].ProtocolType', 'i5'), 279: ('Groups[{}].ProtocolType', 'i5'), 280: ('Groups[{}].ProtocolType', 'i5'), 281: ('Groups[{}].ProtocolType', 'i5'), 282: ('Groups[{}].ProtocolType', 'i5'), 283: ('Groups[{}].ProtocolType', 'i5'), 284: ('Groups[{}].ProtocolType', 'i5'), 285: ('Groups[{}].ProtocolType', 'i5'), 286: ('Groups[{}].ProtocolType', 'i5'), 287: ('Groups[{}].ProtocolType', 'i5'), 288: ('Groups', 'i5'), 289: ('Groups', 'i5'), 290: ('Groups', 'i5'), 291: ('Groups', 'i5'), 292: ('Groups', 'i5'), 293: ('Groups', None), 294: ('Groups', None), 295: ('Groups', None), 296: ('Groups', None), 298: ('_tagged', None), 299: ('_tagged', None), 300: ('_tagged', None), 308: ('GroupId', None), 309: ('GroupId', None), 310: ('GroupId', None), 311: ('GroupId', None), 312: ('GroupId', None), 313: ('GroupId', None), 314: ('GroupId', None), 315: ('GroupId', None), 316: ('GroupId', None), 317: ('GroupId', None), 318: ('ProtocolType', None), 319: ('ProtocolType', None), 320: ('ProtocolType', None), 321: ('ProtocolType', None), 322: ('ProtocolType', None), 323: ('ProtocolType', None), 324: ('ProtocolType', None), 325: ('ProtocolType', None), 326: ('ProtocolType', None), 327: ('ProtocolType', None), 328: ('GroupState', None), 329: ('GroupState', None), 330: ('GroupState', None), 331: ('GroupState', None), 332: ('GroupState', None), 333: ('GroupState', None), 334: ('GroupState', None), 335: ('GroupState', None), 336: ('GroupState', None), 337: ('GroupState', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('ThrottleTimeMs+ErrorCode', None), 350: ('Groups', None), 351: ('Groups', None), 352: ('Groups', None), 353: ('Groups', None), 354: ('Groups', None), 355: ('Groups', None), 356: ('Groups', None), 357: ('Groups', None), 358: ('Groups', None), 359: ('Groups[{}].GroupId', 'i5'), 360: ('Groups[{}].GroupId', 'i5'), 361: ('Groups[{}].GroupId', 'i5'), 362: ('Groups[{}].GroupId', 'i5'), 363: ('Groups[{}].GroupId', 'i5'), 364: ('Groups[{}].GroupId', 'i5'), 365: ('Groups[{}].GroupId', 'i5'), 366: ('Groups[{}].GroupId', 'i5'), 367: ('Groups[{}].GroupId', 'i5'), 368: ('Groups[{}].GroupId', 'i5'), 369: ('Groups[{}].ProtocolType', 'i5'), 370: ('Groups[{}].ProtocolType', 'i5'), 371: ('Groups[{}].ProtocolType', 'i5'), 372: ('Groups[{}].ProtocolType', 'i5'), 373: ('Groups[{}].ProtocolType', 'i5'), 374: ('Groups[{}].ProtocolType', 'i5'), 375: ('Groups[{}].ProtocolType', 'i5'), 376: ('Groups[{}].ProtocolType', 'i5'), 377: ('Groups[{}].ProtocolType', 'i5'), 378: ('Groups[{}].ProtocolType', 'i5'), 379: ('Groups[{}].GroupState', 'i5'), 380: ('Groups[{}].GroupState', 'i5'), 381: ('Groups[{}].GroupState', 'i5'), 382: ('Groups[{}].GroupState', 'i5'), 383: ('Groups[{}].GroupState', 'i5'), 384: ('Groups[{}].GroupState', 'i5'), 385: ('Groups[{}].GroupState', 'i5'), 386: ('Groups[{}].GroupState', 'i5'), 387: ('Groups[{}].GroupState', 'i5'), 388: ('Groups[{}].GroupState', 'i5'), 389: ('Groups', 'i5'), 390: ('Groups', 'i5'), 391: ('Groups', 'i5'), 392: ('Groups', 'i5'), 393: ('Groups', 'i5'), 394: ('Groups', None), 395: ('Groups', None), 396: ('Groups', None), 397: ('Groups', None), 399: ('_tagged', None), 400: ('_tagged', None), 401: ('_tagged', None), 409: ('GroupId', None), 410: ('GroupId', None), 411: ('GroupId', None), 412: ('GroupId', None), 413: ('GroupId', None), 414: ('GroupId', None), 415: ('GroupId', None), 416: ('GroupId', None), 417: ('GroupId', None), 418: ('GroupId', None), 419: ('ProtocolType', None), 420: ('ProtocolType', None), 421: ('ProtocolType', None), 422: ('ProtocolType', None), 423: ('ProtocolType', None), 424: ('ProtocolType', None), 425: ('ProtocolType', None), 426: ('ProtocolType', None), 427: ('ProtocolType', None), 428: ('ProtocolType', None), 429: ('GroupState', None), 430: ('GroupState', None), 431: ('GroupState', None), 432: ('GroupState', None), 433: ('GroupState', None), 434: ('GroupState', None), 435: ('GroupState', None), 436: ('GroupState', None), 437: ('GroupState', None), 438: ('GroupState', None), 439: ('GroupType', None), 440: ('GroupType', None), 441: ('GroupType', None), 442: ('GroupType', None), 443: ('GroupType', None), 444: ('GroupType', None), 445: ('GroupType', None), 446: ('GroupType', None), 447: ('GroupType', None), 448: ('GroupType', None), 450: ('_tagged', None), 451: ('_tagged', None), 452: ('_tagged', None), 460: ('ThrottleTimeMs+ErrorCode', None), 461: ('Groups', None), 462: ('Groups', None), 463: ('Groups', None), 464: ('Groups', None), 465: ('Groups', None), 466: ('Groups', None), 467: ('Groups', None), 468: ('Groups', None), 469: ('Groups', None), 470: ('Groups[{}].GroupId', 'i5'), 471: ('Groups[{}].GroupId', 'i5'), 472: ('Groups[{}].GroupId', 'i5'), 473: ('Groups[{}].GroupId', 'i5'), 474: ('Groups[{}].GroupId', 'i5'), 475: ('Groups[{}].GroupId', 'i5'), 476: ('Groups[{}].GroupId', 'i5'), 477: ('Groups[{}].GroupId', 'i5'), 478: ('Groups[{}].GroupId', 'i5'), 479: ('Groups[{}].GroupId', 'i5'), 480: ('Groups[{}].ProtocolType', 'i5'), 481: ('Groups[{}].ProtocolType', 'i5'), 482: ('Groups[{}].ProtocolType', 'i5'), 483: ('Groups[{}].ProtocolType', 'i5'), 484: ('Groups[{}].ProtocolType', 'i5'), 485: ('Groups[{}].ProtocolType', 'i5'), 486: ('Groups[{}].ProtocolType', 'i5'), 487: ('Groups[{}].ProtocolType', 'i5'), 488: ('Groups[{}].ProtocolType', 'i5'), 489: ('Groups[{}].ProtocolType', 'i5'), 490: ('Groups[{}].GroupState', 'i5'), 491: ('Groups[{}].GroupState', 'i5'), 492: ('Groups[{}].GroupState', 'i5'), 493: ('Groups[{}].GroupState', 'i5'), 494: ('Groups[{}].GroupState', 'i5'), 495: ('Groups[{}].GroupState', 'i5'), 496: ('Groups[{}].GroupState', 'i5'), 497: ('Groups[{}].GroupState', 'i5'), 498: ('Groups[{}].GroupState', 'i5'), 499: ('Groups[{}].GroupState', 'i5'), 500: ('Groups[{}].GroupType', 'i5'), 501: ('Groups[{}].GroupType', 'i5'), 502: ('Groups[{}].GroupType', 'i5'), 503: ('Groups[{}].GroupType', 'i5'), 504: ('Groups[{}].GroupType', 'i5'), 505: ('Groups[{}].GroupType', 'i5'), 506: ('Groups[{}].GroupType', 'i5'), 507: ('Groups[{}].GroupType', 'i5'), 508: ('Groups[{}].GroupType', 'i5'), 509: ('Groups[{}].GroupType', 'i5'), 510: ('Groups', 'i5'), 511: ('Groups', 'i5'), 512: ('Groups', 'i5'), 513: ('Groups', 'i5'), 514: ('Groups', 'i5'), 515: ('Groups', None), 516: ('Groups', None), 517: ('Groups', None), 518: ('Groups', None), 520: ('_tagged', None), 521: ('_tagged', None), 522: ('_tagged', None)}

@@ -3,13 +3,11 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -25,15 +23,15 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 2 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U0(b, p); p += 2
@@ -60,5 +58,5 @@ NAME = 'SaslHandshake'
 REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f1, 1: _f1}
 
-_LINES = {15: ('Mechanism', None), 16: ('Mechanism', None), 17: ('Mechanism', None), 18: ('Mechanism', None), 19: ('Mechanism', None), 20: ('Mechanism', None), 21: ('Mechanism', None), 22: ('Mechanism', None), 31: ('ErrorCode', None), 32: ('Mechanisms', None), 33: ('Mechanisms', None), 34: ('Mechanisms', None), 35: ('Mechanisms', None), 36: ('Mechanisms', None), 37: ('Mechanisms', None), 38: ('Mechanisms', None), 39: ('Mechanisms', 'i4'), 40: ('Mechanisms', 'i4'), 41: ('Mechanisms', 'i4'), 42: ('Mechanisms', 'i4'), 43: ('Mechanisms', 'i4'), 44: ('Mechanisms', 'i4'), 45: ('Mechanisms', 'i4'), 46: ('Mechanisms', 'i4'), 47: ('Mechanisms', 'i4'), 48: ('Mechanisms', None), 49: ('Mechanisms', None), 50: ('Mechanisms', None), 51: ('Mechanisms', None)}
-BUILD_HASH = '7ad5aee53e921957'
+_LINES = {13: ('Mechanism', None), 14: ('Mechanism', None), 15: ('Mechanism', None), 16: ('Mechanism', None), 17: ('Mechanism', None), 18: ('Mechanism', None), 19: ('Mechanism', None), 20: ('Mechanism', None), 29: ('ErrorCode', None), 30: ('Mechanisms', None), 31: ('Mechanisms', None), 32: ('Mechanisms', None), 33: ('Mechanisms', None), 34: ('Mechanisms', None), 35: ('Mechanisms', None), 36: ('Mechanisms', None), 37: ('Mechanisms', 'i4'), 38: ('Mechanisms', 'i4'), 39: ('Mechanisms', 'i4'), 40: ('Mechanisms', 'i4'), 41: ('Mechanisms', 'i4'), 42: ('Mechanisms', 'i4'), 43: ('Mechanisms', 'i4'), 44: ('Mechanisms', 'i4'), 45: ('Mechanisms', 'i4'), 46: ('Mechanisms', None), 47: ('Mechanisms', None), 48: ('Mechanisms', None), 49: ('Mechanisms', None)}
+BUILD_HASH = '20823cb7e0a19cc0'

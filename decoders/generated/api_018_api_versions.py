@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>hhh').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>q').unpack_from
 _U5 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         d = {}
@@ -21,7 +19,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -47,12 +45,12 @@ def _f1(b, p):
         d = {"ClientSoftwareName": v1, "ClientSoftwareVersion": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -89,12 +87,12 @@ def _f2(b, p):
         d = {"ClientSoftwareName": v1, "ClientSoftwareVersion": v3, "ClusterId": v5, "NodeId": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 6
@@ -103,15 +101,15 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U2(b, p); p += 6
@@ -126,15 +124,15 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U2(b, p); p += 6
@@ -150,19 +148,19 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 6
         d = {"ApiKey": v1, "MinVersion": v2, "MaxVersion": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -179,12 +177,12 @@ def _f7(b, p):
         d = {"Name": v1, "MinVersion": v3, "MaxVersion": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -192,8 +190,8 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -210,7 +208,7 @@ def _f8(b, p):
                 d8 = {"Name": v4, "MinVersion": v6, "MaxVersion": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -220,7 +218,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 8
@@ -228,7 +226,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -245,12 +243,12 @@ def _f10(b, p):
         d = {"Name": v1, "MaxVersionLevel": v3, "MinVersionLevel": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -258,8 +256,8 @@ def _f11(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -276,7 +274,7 @@ def _f11(b, p):
                 d8 = {"Name": v4, "MaxVersionLevel": v6, "MinVersionLevel": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -286,7 +284,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U5(b, p); p += 1
@@ -294,7 +292,7 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -303,15 +301,15 @@ def _f13(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U2(b, p); p += 6
                 d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -321,7 +319,7 @@ def _f13(b, p):
         d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -334,5 +332,5 @@ NAME = 'ApiVersions'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f2}
 RESPONSE = {0: _f4, 1: _f5, 2: _f5, 3: _f13, 4: _f13, 5: _f13}
 
-_LINES = {27: ('ClientSoftwareName', None), 28: ('ClientSoftwareName', None), 29: ('ClientSoftwareName', None), 30: ('ClientSoftwareName', None), 31: ('ClientSoftwareName', None), 32: ('ClientSoftwareName', None), 33: ('ClientSoftwareName', None), 34: ('ClientSoftwareName', None), 35: ('ClientSoftwareName', None), 36: ('ClientSoftwareName', None), 37: ('ClientSoftwareVersion', None), 38: ('ClientSoftwareVersion', None), 39: ('ClientSoftwareVersion', None), 40: ('ClientSoftwareVersion', None), 41: ('ClientSoftwareVersion', None), 42: ('ClientSoftwareVersion', None), 43: ('ClientSoftwareVersion', None), 44: ('ClientSoftwareVersion', None), 45: ('ClientSoftwareVersion', None), 46: ('ClientSoftwareVersion', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('ClientSoftwareName', None), 59: ('ClientSoftwareName', None), 60: ('ClientSoftwareName', None), 61: ('ClientSoftwareName', None), 62: ('ClientSoftwareName', None), 63: ('ClientSoftwareName', None), 64: ('ClientSoftwareName', None), 65: ('ClientSoftwareName', None), 66: ('ClientSoftwareName', None), 67: ('ClientSoftwareName', None), 68: ('ClientSoftwareVersion', None), 69: ('ClientSoftwareVersion', None), 70: ('ClientSoftwareVersion', None), 71: ('ClientSoftwareVersion', None), 72: ('ClientSoftwareVersion', None), 73: ('ClientSoftwareVersion', None), 74: ('ClientSoftwareVersion', None), 75: ('ClientSoftwareVersion', None), 76: ('ClientSoftwareVersion', None), 77: ('ClientSoftwareVersion', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('NodeId', None), 90: ('_tagged', None), 91: ('_tagged', None), 92: ('_tagged', None), 100: ('ApiKey+MinVersion+MaxVersion', None), 109: ('ErrorCode', None), 110: ('ApiKeys', None), 111: ('ApiKeys', None), 112: ('ApiKeys', None), 113: ('ApiKeys', None), 114: ('ApiKeys', None), 115: ('ApiKeys', None), 116: ('ApiKeys', None), 117: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 118: ('ApiKeys', 'i4'), 119: ('ApiKeys', 'i4'), 120: ('ApiKeys', None), 121: ('ApiKeys', None), 122: ('ApiKeys', None), 123: ('ApiKeys', None), 132: ('ErrorCode', None), 133: ('ApiKeys', None), 134: ('ApiKeys', None), 135: ('ApiKeys', None), 136: ('ApiKeys', None), 137: ('ApiKeys', None), 138: ('ApiKeys', None), 139: ('ApiKeys', None), 140: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 141: ('ApiKeys', 'i4'), 142: ('ApiKeys', 'i4'), 143: ('ApiKeys', None), 144: ('ApiKeys', None), 145: ('ApiKeys', None), 146: ('ApiKeys', None), 147: ('ThrottleTimeMs', None), 156: ('ApiKey+MinVersion+MaxVersion', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('MinVersion+MaxVersion', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('SupportedFeatures', None), 191: ('SupportedFeatures', None), 192: ('SupportedFeatures', None), 193: ('SupportedFeatures', None), 194: ('SupportedFeatures', None), 195: ('SupportedFeatures', None), 196: ('SupportedFeatures', None), 197: ('SupportedFeatures', None), 198: ('SupportedFeatures', None), 199: ('SupportedFeatures[{}].Name', 'i3'), 200: ('SupportedFeatures[{}].Name', 'i3'), 201: ('SupportedFeatures[{}].Name', 'i3'), 202: ('SupportedFeatures[{}].Name', 'i3'), 203: ('SupportedFeatures[{}].Name', 'i3'), 204: ('SupportedFeatures[{}].Name', 'i3'), 205: ('SupportedFeatures[{}].Name', 'i3'), 206: ('SupportedFeatures[{}].Name', 'i3'), 207: ('SupportedFeatures[{}].Name', 'i3'), 208: ('SupportedFeatures[{}].Name', 'i3'), 209: ('SupportedFeatures[{}].MinVersion+MaxVersion', 'i3'), 210: ('SupportedFeatures', 'i3'), 211: ('SupportedFeatures', 'i3'), 212: ('SupportedFeatures', 'i3'), 213: ('SupportedFeatures', 'i3'), 214: ('SupportedFeatures', 'i3'), 215: ('SupportedFeatures', None), 216: ('SupportedFeatures', None), 217: ('SupportedFeatures', None), 218: ('SupportedFeatures', None), 226: ('FinalizedFeaturesEpoch', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('Name', None), 243: ('Name', None), 244: ('MaxVersionLevel+MinVersionLevel', None), 246: ('_tagged', None), 247: ('_tagged', None), 248: ('_tagged', None), 256: ('FinalizedFeatures', None), 257: ('FinalizedFeatures', None), 258: ('FinalizedFeatures', None), 259: ('FinalizedFeatures', None), 260: ('FinalizedFeatures', None), 261: ('FinalizedFeatures', None), 262: ('FinalizedFeatures', None), 263: ('FinalizedFeatures', None), 264: ('FinalizedFeatures', None), 265: ('FinalizedFeatures[{}].Name', 'i3'), 266: ('FinalizedFeatures[{}].Name', 'i3'), 267: ('FinalizedFeatures[{}].Name', 'i3'), 268: ('FinalizedFeatures[{}].Name', 'i3'), 269: ('FinalizedFeatures[{}].Name', 'i3'), 270: ('FinalizedFeatures[{}].Name', 'i3'), 271: ('FinalizedFeatures[{}].Name', 'i3'), 272: ('FinalizedFeatures[{}].Name', 'i3'), 273: ('FinalizedFeatures[{}].Name', 'i3'), 274: ('FinalizedFeatures[{}].Name', 'i3'), 275: ('FinalizedFeatures[{}].MaxVersionLevel+MinVersionLevel', 'i3'), 276: ('FinalizedFeatures', 'i3'), 277: ('FinalizedFeatures', 'i3'), 278: ('FinalizedFeatures', 'i3'), 279: ('FinalizedFeatures', 'i3'), 280: ('FinalizedFeatures', 'i3'), 281: ('FinalizedFeatures', None), 282: ('FinalizedFeatures', None), 283: ('FinalizedFeatures', None), 284: ('FinalizedFeatures', None), 292: ('ZkMigrationReady', None), 300: ('ErrorCode', None), 301: ('ApiKeys', None), 302: ('ApiKeys', None), 303: ('ApiKeys', None), 304: ('ApiKeys', None), 305: ('ApiKeys', None), 306: ('ApiKeys', None), 307: ('ApiKeys', None), 308: ('ApiKeys', None), 309: ('ApiKeys', None), 310: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 311: ('ApiKeys', 'i4'), 312: ('ApiKeys', 'i4'), 313: ('ApiKeys', 'i4'), 314: ('ApiKeys', 'i4'), 315: ('ApiKeys', 'i4'), 316: ('ApiKeys', None), 317: ('ApiKeys', None), 318: ('ApiKeys', None), 319: ('ApiKeys', None), 320: ('ThrottleTimeMs', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None)}
-BUILD_HASH = 'b0b6fcb791c8ca65'
+_LINES = {25: ('ClientSoftwareName', None), 26: ('ClientSoftwareName', None), 27: ('ClientSoftwareName', None), 28: ('ClientSoftwareName', None), 29: ('ClientSoftwareName', None), 30: ('ClientSoftwareName', None), 31: ('ClientSoftwareName', None), 32: ('ClientSoftwareName', None), 33: ('ClientSoftwareName', None), 34: ('ClientSoftwareName', None), 35: ('ClientSoftwareVersion', None), 36: ('ClientSoftwareVersion', None), 37: ('ClientSoftwareVersion', None), 38: ('ClientSoftwareVersion', None), 39: ('ClientSoftwareVersion', None), 40: ('ClientSoftwareVersion', None), 41: ('ClientSoftwareVersion', None), 42: ('ClientSoftwareVersion', None), 43: ('ClientSoftwareVersion', None), 44: ('ClientSoftwareVersion', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('ClientSoftwareName', None), 57: ('ClientSoftwareName', None), 58: ('ClientSoftwareName', None), 59: ('ClientSoftwareName', None), 60: ('ClientSoftwareName', None), 61: ('ClientSoftwareName', None), 62: ('ClientSoftwareName', None), 63: ('ClientSoftwareName', None), 64: ('ClientSoftwareName', None), 65: ('ClientSoftwareName', None), 66: ('ClientSoftwareVersion', None), 67: ('ClientSoftwareVersion', None), 68: ('ClientSoftwareVersion', None), 69: ('ClientSoftwareVersion', None), 70: ('ClientSoftwareVersion', None), 71: ('ClientSoftwareVersion', None), 72: ('ClientSoftwareVersion', None), 73: ('ClientSoftwareVersion', None), 74: ('ClientSoftwareVersion', None), 75: ('ClientSoftwareVersion', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('NodeId', None), 88: ('_tagged', None), 89: ('_tagged', None), 90: ('_tagged', None), 98: ('ApiKey+MinVersion+MaxVersion', None), 107: ('ErrorCode', None), 108: ('ApiKeys', None), 109: ('ApiKeys', None), 110: ('ApiKeys', None), 111: ('ApiKeys', None), 112: ('ApiKeys', None), 113: ('ApiKeys', None), 114: ('ApiKeys', None), 115: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 116: ('ApiKeys', 'i4'), 117: ('ApiKeys', 'i4'), 118: ('ApiKeys', None), 119: ('ApiKeys', None), 120: ('ApiKeys', None), 121: ('ApiKeys', None), 130: ('ErrorCode', None), 131: ('ApiKeys', None), 132: ('ApiKeys', None), 133: ('ApiKeys', None), 134: ('ApiKeys', None), 135: ('ApiKeys', None), 136: ('ApiKeys', None), 137: ('ApiKeys', None), 138: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 139: ('ApiKeys', 'i4'), 140: ('ApiKeys', 'i4'), 141: ('ApiKeys', None), 142: ('ApiKeys', None), 143: ('ApiKeys', None), 144: ('ApiKeys', None), 145: ('ThrottleTimeMs', None), 154: ('ApiKey+MinVersion+MaxVersion', None), 156: ('_tagged', None), 157: ('_tagged', None), 158: ('_tagged', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('MinVersion+MaxVersion', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('SupportedFeatures', None), 189: ('SupportedFeatures', None), 190: ('SupportedFeatures', None), 191: ('SupportedFeatures', None), 192: ('SupportedFeatures', None), 193: ('SupportedFeatures', None), 194: ('SupportedFeatures', None), 195: ('SupportedFeatures', None), 196: ('SupportedFeatures', None), 197: ('SupportedFeatures[{}].Name', 'i3'), 198: ('SupportedFeatures[{}].Name', 'i3'), 199: ('SupportedFeatures[{}].Name', 'i3'), 200: ('SupportedFeatures[{}].Name', 'i3'), 201: ('SupportedFeatures[{}].Name', 'i3'), 202: ('SupportedFeatures[{}].Name', 'i3'), 203: ('SupportedFeatures[{}].Name', 'i3'), 204: ('SupportedFeatures[{}].Name', 'i3'), 205: ('SupportedFeatures[{}].Name', 'i3'), 206: ('SupportedFeatures[{}].Name', 'i3'), 207: ('SupportedFeatures[{}].MinVersion+MaxVersion', 'i3'), 208: ('SupportedFeatures', 'i3'), 209: ('SupportedFeatures', 'i3'), 210: ('SupportedFeatures', 'i3'), 211: ('SupportedFeatures', 'i3'), 212: ('SupportedFeatures', 'i3'), 213: ('SupportedFeatures', None), 214: ('SupportedFeatures', None), 215: ('SupportedFeatures', None), 216: ('SupportedFeatures', None), 224: ('FinalizedFeaturesEpoch', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('MaxVersionLevel+MinVersionLevel', None), 244: ('_tagged', None), 245: ('_tagged', None), 246: ('_tagged', None), 254: ('FinalizedFeatures', None), 255: ('FinalizedFeatures', None), 256: ('FinalizedFeatures', None), 257: ('FinalizedFeatures', None), 258: ('FinalizedFeatures', None), 259: ('FinalizedFeatures', None), 260: ('FinalizedFeatures', None), 261: ('FinalizedFeatures', None), 262: ('FinalizedFeatures', None), 263: ('FinalizedFeatures[{}].Name', 'i3'), 264: ('FinalizedFeatures[{}].Name', 'i3'), 265: ('FinalizedFeatures[{}].Name', 'i3'), 266: ('FinalizedFeatures[{}].Name', 'i3'), 267: ('FinalizedFeatures[{}].Name', 'i3'), 268: ('FinalizedFeatures[{}].Name', 'i3'), 269: ('FinalizedFeatures[{}].Name', 'i3'), 270: ('FinalizedFeatures[{}].Name', 'i3'), 271: ('FinalizedFeatures[{}].Name', 'i3'), 272: ('FinalizedFeatures[{}].Name', 'i3'), 273: ('FinalizedFeatures[{}].MaxVersionLevel+MinVersionLevel', 'i3'), 274: ('FinalizedFeatures', 'i3'), 275: ('FinalizedFeatures', 'i3'), 276: ('FinalizedFeatures', 'i3'), 277: ('FinalizedFeatures', 'i3'), 278: ('FinalizedFeatures', 'i3'), 279: ('FinalizedFeatures', None), 280: ('FinalizedFeatures', None), 281: ('FinalizedFeatures', None), 282: ('FinalizedFeatures', None), 290: ('ZkMigrationReady', None), 298: ('ErrorCode', None), 299: ('ApiKeys', None), 300: ('ApiKeys', None), 301: ('ApiKeys', None), 302: ('ApiKeys', None), 303: ('ApiKeys', None), 304: ('ApiKeys', None), 305: ('ApiKeys', None), 306: ('ApiKeys', None), 307: ('ApiKeys', None), 308: ('ApiKeys[{}].ApiKey+MinVersion+MaxVersion', 'i4'), 309: ('ApiKeys', 'i4'), 310: ('ApiKeys', 'i4'), 311: ('ApiKeys', 'i4'), 312: ('ApiKeys', 'i4'), 313: ('ApiKeys', 'i4'), 314: ('ApiKeys', None), 315: ('ApiKeys', None), 316: ('ApiKeys', None), 317: ('ApiKeys', None), 318: ('ThrottleTimeMs', None), 320: ('_tagged', None), 321: ('_tagged', None), 322: ('_tagged', None)}
+BUILD_HASH = 'c75fab005d9534e4'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -14,15 +12,15 @@ _U5 = _struct.Struct('>16sh').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -33,7 +31,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -57,7 +55,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -72,16 +70,16 @@ def _f2(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, = _U0(b, p); p += 4
                 n10, = _U0(b, p); p += 4
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -96,8 +94,8 @@ def _f2(b, p):
         n13, = _U0(b, p); p += 4
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U1(b, p); p += 2
@@ -127,17 +125,17 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
+                x4, p = _f2(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -149,17 +147,17 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
+                x4, p = _f2(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -171,7 +169,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -180,8 +178,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -190,12 +188,12 @@ def _f5(b, p):
         d = {"PartitionIndex": v1, "BrokerIds": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -221,12 +219,12 @@ def _f6(b, p):
         d = {"Name": v1, "Value": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -245,8 +243,8 @@ def _f7(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, = _U0(b, p); p += 4
@@ -255,8 +253,8 @@ def _f7(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -265,7 +263,7 @@ def _f7(b, p):
                 d11 = {"PartitionIndex": v8, "BrokerIds": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v5.append(d11)
         elif n6 == -1:
             v5 = None
@@ -276,8 +274,8 @@ def _f7(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -303,7 +301,7 @@ def _f7(b, p):
                 d19 = {"Name": v15, "Value": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v12.append(d19)
         elif n13 == -1:
             v12 = None
@@ -312,12 +310,12 @@ def _f7(b, p):
         d = {"Name": v1, "NumPartitions": v3, "ReplicationFactor": v4, "Assignments": v5, "Configs": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -325,11 +323,11 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f7(b, p)
+                x4, p = _f7(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -339,12 +337,12 @@ def _f8(b, p):
         d = {"Topics": v1, "timeoutMs": v5, "validateOnly": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -361,14 +359,14 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -391,7 +389,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -416,14 +414,14 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -454,15 +452,15 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -493,7 +491,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -520,12 +518,12 @@ def _f14(b, p):
         d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -533,7 +531,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -563,8 +561,8 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -591,7 +589,7 @@ def _f16(b, p):
                 d18 = {"Name": v11, "Value": v13, "ReadOnly": v15, "ConfigSource": v16, "IsSensitive": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v8.append(d18)
         elif n9 == -1:
             v8 = None
@@ -600,12 +598,12 @@ def _f16(b, p):
         d = {"Name": v1, "ErrorCode": v3, "ErrorMessage": v4, "NumPartitions": v6, "ReplicationFactor": v7, "Configs": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -614,11 +612,11 @@ def _f17(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 12 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f16(b, p)
+                x5, p = _f16(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -627,12 +625,12 @@ def _f17(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -662,8 +660,8 @@ def _f18(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 6 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13 = b[p]; p += 1
@@ -690,7 +688,7 @@ def _f18(b, p):
                 d19 = {"Name": v12, "Value": v14, "ReadOnly": v16, "ConfigSource": v17, "IsSensitive": v18}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v9.append(d19)
         elif n10 == -1:
             v9 = None
@@ -699,12 +697,12 @@ def _f18(b, p):
         d = {"Name": v1, "TopicId": _rt.uuid(v3), "ErrorCode": v4, "ErrorMessage": v5, "NumPartitions": v7, "ReplicationFactor": v8, "Configs": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -713,11 +711,11 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
+                x5, p = _f18(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -726,7 +724,7 @@ def _f19(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -739,4 +737,4 @@ NAME = 'CreateTopics'
 REQUEST = {0: _f3, 1: _f4, 2: _f4, 3: _f4, 4: _f4, 5: _f8, 6: _f8, 7: _f8}
 RESPONSE = {0: _f10, 1: _f12, 2: _f13, 3: _f13, 4: _f13, 5: _f17, 6: _f17, 7: _f19}
 
-_LINES = {20: ('PartitionIndex', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 27: ('BrokerIds', None), 28: ('BrokerIds', None), 29: ('BrokerIds', None), 30: ('BrokerIds', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 51: ('Value', None), 52: ('Value', None), 53: ('Value', None), 54: ('Value', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('Name', None), 68: ('Name', None), 69: ('Name', None), 70: ('Name', None), 71: ('NumPartitions+ReplicationFactor', None), 72: ('Assignments', None), 73: ('Assignments', None), 74: ('Assignments', None), 75: ('Assignments', None), 76: ('Assignments', None), 77: ('Assignments', None), 78: ('Assignments', None), 79: ('Assignments[{}].PartitionIndex', 'i7'), 80: ('Assignments[{}].BrokerIds', 'i7'), 81: ('Assignments[{}].BrokerIds', 'i7'), 82: ('Assignments[{}].BrokerIds', 'i7'), 83: ('Assignments[{}].BrokerIds', 'i7'), 84: ('Assignments[{}].BrokerIds', 'i7'), 85: ('Assignments[{}].BrokerIds', 'i7'), 86: ('Assignments[{}].BrokerIds', 'i7'), 87: ('Assignments[{}].BrokerIds', 'i7'), 88: ('Assignments[{}].BrokerIds', 'i7'), 89: ('Assignments[{}].BrokerIds', 'i7'), 90: ('Assignments', 'i7'), 91: ('Assignments', 'i7'), 92: ('Assignments', None), 93: ('Assignments', None), 94: ('Assignments', None), 95: ('Assignments', None), 96: ('Configs', None), 97: ('Configs', None), 98: ('Configs', None), 99: ('Configs', None), 100: ('Configs', None), 101: ('Configs', None), 102: ('Configs', None), 103: ('Configs[{}].Name', 'i14'), 104: ('Configs[{}].Name', 'i14'), 105: ('Configs[{}].Name', 'i14'), 106: ('Configs[{}].Name', 'i14'), 107: ('Configs[{}].Name', 'i14'), 108: ('Configs[{}].Name', 'i14'), 109: ('Configs[{}].Name', 'i14'), 110: ('Configs[{}].Name', 'i14'), 111: ('Configs[{}].Value', 'i14'), 112: ('Configs[{}].Value', 'i14'), 113: ('Configs[{}].Value', 'i14'), 114: ('Configs[{}].Value', 'i14'), 115: ('Configs[{}].Value', 'i14'), 116: ('Configs[{}].Value', 'i14'), 117: ('Configs[{}].Value', 'i14'), 118: ('Configs[{}].Value', 'i14'), 119: ('Configs', 'i14'), 120: ('Configs', 'i14'), 121: ('Configs', None), 122: ('Configs', None), 123: ('Configs', None), 124: ('Configs', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', 'i3'), 141: ('Topics', 'i3'), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('timeoutMs', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', 'i3'), 163: ('Topics', 'i3'), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('timeoutMs+validateOnly', None), 177: ('PartitionIndex', None), 178: ('BrokerIds', None), 179: ('BrokerIds', None), 180: ('BrokerIds', None), 181: ('BrokerIds', None), 182: ('BrokerIds', None), 183: ('BrokerIds', None), 184: ('BrokerIds', None), 185: ('BrokerIds', None), 186: ('BrokerIds', None), 187: ('BrokerIds', None), 188: ('BrokerIds', None), 189: ('BrokerIds', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('Name', None), 208: ('Name', None), 209: ('Name', None), 210: ('Name', None), 211: ('Value', None), 212: ('Value', None), 213: ('Value', None), 214: ('Value', None), 215: ('Value', None), 216: ('Value', None), 217: ('Value', None), 218: ('Value', None), 219: ('Value', None), 220: ('Value', None), 222: ('_tagged', None), 223: ('_tagged', None), 224: ('_tagged', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Name', None), 241: ('Name', None), 242: ('NumPartitions+ReplicationFactor', None), 243: ('Assignments', None), 244: ('Assignments', None), 245: ('Assignments', None), 246: ('Assignments', None), 247: ('Assignments', None), 248: ('Assignments', None), 249: ('Assignments', None), 250: ('Assignments', None), 251: ('Assignments', None), 252: ('Assignments[{}].PartitionIndex', 'i7'), 253: ('Assignments[{}].BrokerIds', 'i7'), 254: ('Assignments[{}].BrokerIds', 'i7'), 255: ('Assignments[{}].BrokerIds', 'i7'), 256: ('Assignments[{}].BrokerIds', 'i7'), 257: ('Assignments[{}].BrokerIds', 'i7'), 258: ('Assignments[{}].BrokerIds', 'i7'), 259: ('Assignments[{}].BrokerIds', 'i7'), 260: ('Assignments[{}].BrokerIds', 'i7'), 261: ('Assignments[{}].BrokerIds', 'i7'), 262: ('Assignments[{}].BrokerIds', 'i7'), 263: ('Assignments[{}].BrokerIds', 'i7'), 264: ('Assignments[{}].BrokerIds', 'i7'), 265: ('Assignments', 'i7'), 266: ('Assignments', 'i7'), 267: ('Assignments', 'i7'), 268: ('Assignments', 'i7'), 269: ('Assignments', 'i7'), 270: ('Assignments', None), 271: ('Assignments', None), 272: ('Assignments', None), 273: ('Assignments', None), 274: ('Configs', None), 275: ('Configs', None), 276: ('Configs', None), 277: ('Configs', None), 278: ('Configs', None), 279: ('Configs', None), 280: ('Configs', None), 281: ('Configs', None), 282: ('Configs', None), 283: ('Configs[{}].Name', 'i14'), 284: ('Configs[{}].Name', 'i14'), 285: ('Configs[{}].Name', 'i14'), 286: ('Configs[{}].Name', 'i14'), 287: ('Configs[{}].Name', 'i14'), 288: ('Configs[{}].Name', 'i14'), 289: ('Configs[{}].Name', 'i14'), 290: ('Configs[{}].Name', 'i14'), 291: ('Configs[{}].Name', 'i14'), 292: ('Configs[{}].Name', 'i14'), 293: ('Configs[{}].Value', 'i14'), 294: ('Configs[{}].Value', 'i14'), 295: ('Configs[{}].Value', 'i14'), 296: ('Configs[{}].Value', 'i14'), 297: ('Configs[{}].Value', 'i14'), 298: ('Configs[{}].Value', 'i14'), 299: ('Configs[{}].Value', 'i14'), 300: ('Configs[{}].Value', 'i14'), 301: ('Configs[{}].Value', 'i14'), 302: ('Configs[{}].Value', 'i14'), 303: ('Configs', 'i14'), 304: ('Configs', 'i14'), 305: ('Configs', 'i14'), 306: ('Configs', 'i14'), 307: ('Configs', 'i14'), 308: ('Configs', None), 309: ('Configs', None), 310: ('Configs', None), 311: ('Configs', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', 'i3'), 333: ('Topics', 'i3'), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('timeoutMs+validateOnly', None), 340: ('_tagged', None), 341: ('_tagged', None), 342: ('_tagged', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('ErrorCode', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics[{}].Name', 'i3'), 375: ('Topics[{}].Name', 'i3'), 376: ('Topics[{}].Name', 'i3'), 377: ('Topics[{}].Name', 'i3'), 378: ('Topics[{}].Name', 'i3'), 379: ('Topics[{}].Name', 'i3'), 380: ('Topics[{}].Name', 'i3'), 381: ('Topics[{}].Name', 'i3'), 382: ('Topics[{}].ErrorCode', 'i3'), 383: ('Topics', 'i3'), 384: ('Topics', 'i3'), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('Name', None), 404: ('Name', None), 405: ('ErrorCode', None), 406: ('ErrorMessage', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 412: ('ErrorMessage', None), 413: ('ErrorMessage', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics[{}].Name', 'i3'), 430: ('Topics[{}].Name', 'i3'), 431: ('Topics[{}].Name', 'i3'), 432: ('Topics[{}].Name', 'i3'), 433: ('Topics[{}].Name', 'i3'), 434: ('Topics[{}].Name', 'i3'), 435: ('Topics[{}].Name', 'i3'), 436: ('Topics[{}].Name', 'i3'), 437: ('Topics[{}].ErrorCode', 'i3'), 438: ('Topics[{}].ErrorMessage', 'i3'), 439: ('Topics[{}].ErrorMessage', 'i3'), 440: ('Topics[{}].ErrorMessage', 'i3'), 441: ('Topics[{}].ErrorMessage', 'i3'), 442: ('Topics[{}].ErrorMessage', 'i3'), 443: ('Topics[{}].ErrorMessage', 'i3'), 444: ('Topics[{}].ErrorMessage', 'i3'), 445: ('Topics[{}].ErrorMessage', 'i3'), 446: ('Topics', 'i3'), 447: ('Topics', 'i3'), 448: ('Topics', None), 449: ('Topics', None), 450: ('Topics', None), 451: ('Topics', None), 460: ('ThrottleTimeMs', None), 461: ('Topics', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics', None), 467: ('Topics', None), 468: ('Topics[{}].Name', 'i4'), 469: ('Topics[{}].Name', 'i4'), 470: ('Topics[{}].Name', 'i4'), 471: ('Topics[{}].Name', 'i4'), 472: ('Topics[{}].Name', 'i4'), 473: ('Topics[{}].Name', 'i4'), 474: ('Topics[{}].Name', 'i4'), 475: ('Topics[{}].Name', 'i4'), 476: ('Topics[{}].ErrorCode', 'i4'), 477: ('Topics[{}].ErrorMessage', 'i4'), 478: ('Topics[{}].ErrorMessage', 'i4'), 479: ('Topics[{}].ErrorMessage', 'i4'), 480: ('Topics[{}].ErrorMessage', 'i4'), 481: ('Topics[{}].ErrorMessage', 'i4'), 482: ('Topics[{}].ErrorMessage', 'i4'), 483: ('Topics[{}].ErrorMessage', 'i4'), 484: ('Topics[{}].ErrorMessage', 'i4'), 485: ('Topics', 'i4'), 486: ('Topics', 'i4'), 487: ('Topics', None), 488: ('Topics', None), 489: ('Topics', None), 490: ('Topics', None), 499: ('Name', None), 500: ('Name', None), 501: ('Name', None), 502: ('Name', None), 503: ('Name', None), 504: ('Name', None), 505: ('Name', None), 506: ('Name', None), 507: ('Name', None), 508: ('Name', None), 509: ('Value', None), 510: ('Value', None), 511: ('Value', None), 512: ('Value', None), 513: ('Value', None), 514: ('Value', None), 515: ('Value', None), 516: ('Value', None), 517: ('Value', None), 518: ('Value', None), 519: ('ReadOnly+ConfigSource+IsSensitive', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None), 531: ('TopicConfigErrorCode', None), 539: ('Name', None), 540: ('Name', None), 541: ('Name', None), 542: ('Name', None), 543: ('Name', None), 544: ('Name', None), 545: ('Name', None), 546: ('Name', None), 547: ('Name', None), 548: ('Name', None), 549: ('ErrorCode', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('ErrorMessage', None), 560: ('NumPartitions+ReplicationFactor', None), 561: ('Configs', None), 562: ('Configs', None), 563: ('Configs', None), 564: ('Configs', None), 565: ('Configs', None), 566: ('Configs', None), 567: ('Configs', None), 568: ('Configs', None), 569: ('Configs', None), 570: ('Configs[{}].Name', 'i10'), 571: ('Configs[{}].Name', 'i10'), 572: ('Configs[{}].Name', 'i10'), 573: ('Configs[{}].Name', 'i10'), 574: ('Configs[{}].Name', 'i10'), 575: ('Configs[{}].Name', 'i10'), 576: ('Configs[{}].Name', 'i10'), 577: ('Configs[{}].Name', 'i10'), 578: ('Configs[{}].Name', 'i10'), 579: ('Configs[{}].Name', 'i10'), 580: ('Configs[{}].Value', 'i10'), 581: ('Configs[{}].Value', 'i10'), 582: ('Configs[{}].Value', 'i10'), 583: ('Configs[{}].Value', 'i10'), 584: ('Configs[{}].Value', 'i10'), 585: ('Configs[{}].Value', 'i10'), 586: ('Configs[{}].Value', 'i10'), 587: ('Configs[{}].Value', 'i10'), 588: ('Configs[{}].Value', 'i10'), 589: ('Configs[{}].Value', 'i10'), 590: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i10'), 591: ('Configs', 'i10'), 592: ('Configs', 'i10'), 593: ('Configs', 'i10'), 594: ('Configs', 'i10'), 595: ('Configs', 'i10'), 596: ('Configs', None), 597: ('Configs', None), 598: ('Configs', None), 599: ('Configs', None), 601: ('_tagged', None), 602: ('_tagged', None), 603: ('_tagged', None), 611: ('ThrottleTimeMs', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', None), 620: ('Topics', None), 621: ('Topics', 'i4'), 622: ('Topics', 'i4'), 623: ('Topics', None), 624: ('Topics', None), 625: ('Topics', None), 626: ('Topics', None), 628: ('_tagged', None), 629: ('_tagged', None), 630: ('_tagged', None), 638: ('Name', None), 639: ('Name', None), 640: ('Name', None), 641: ('Name', None), 642: ('Name', None), 643: ('Name', None), 644: ('Name', None), 645: ('Name', None), 646: ('Name', None), 647: ('Name', None), 648: ('TopicId+ErrorCode', None), 649: ('ErrorMessage', None), 650: ('ErrorMessage', None), 651: ('ErrorMessage', None), 652: ('ErrorMessage', None), 653: ('ErrorMessage', None), 654: ('ErrorMessage', None), 655: ('ErrorMessage', None), 656: ('ErrorMessage', None), 657: ('ErrorMessage', None), 658: ('ErrorMessage', None), 659: ('NumPartitions+ReplicationFactor', None), 660: ('Configs', None), 661: ('Configs', None), 662: ('Configs', None), 663: ('Configs', None), 664: ('Configs', None), 665: ('Configs', None), 666: ('Configs', None), 667: ('Configs', None), 668: ('Configs', None), 669: ('Configs[{}].Name', 'i11'), 670: ('Configs[{}].Name', 'i11'), 671: ('Configs[{}].Name', 'i11'), 672: ('Configs[{}].Name', 'i11'), 673: ('Configs[{}].Name', 'i11'), 674: ('Configs[{}].Name', 'i11'), 675: ('Configs[{}].Name', 'i11'), 676: ('Configs[{}].Name', 'i11'), 677: ('Configs[{}].Name', 'i11'), 678: ('Configs[{}].Name', 'i11'), 679: ('Configs[{}].Value', 'i11'), 680: ('Configs[{}].Value', 'i11'), 681: ('Configs[{}].Value', 'i11'), 682: ('Configs[{}].Value', 'i11'), 683: ('Configs[{}].Value', 'i11'), 684: ('Configs[{}].Value', 'i11'), 685: ('Configs[{}].Value', 'i11'), 686: ('Configs[{}].Value', 'i11'), 687: ('Configs[{}].Value', 'i11'), 688: ('Configs[{}].Value', 'i11'), 689: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i11'), 690: ('Configs', 'i11'), 691: ('Configs', 'i11'), 692: ('Configs', 'i11'), 693: ('Configs', 'i11'), 694: ('Configs', 'i11'), 695: ('Configs', None), 696: ('Configs', None), 697: ('Configs', None), 698: ('Configs', None), 700: ('_tagged', None), 701: ('_tagged', None), 702: ('_tagged', None), 710: ('ThrottleTimeMs', None), 711: ('Topics', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', None), 718: ('Topics', None), 719: ('Topics', None), 720: ('Topics', 'i4'), 721: ('Topics', 'i4'), 722: ('Topics', None), 723: ('Topics', None), 724: ('Topics', None), 725: ('Topics', None), 727: ('_tagged', None), 728: ('_tagged', None), 729: ('_tagged', None)}
+_LINES = {18: ('PartitionIndex', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 27: ('BrokerIds', None), 28: ('BrokerIds', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Value', None), 46: ('Value', None), 47: ('Value', None), 48: ('Value', None), 49: ('Value', None), 50: ('Value', None), 51: ('Value', None), 52: ('Value', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Name', None), 67: ('Name', None), 68: ('Name', None), 69: ('NumPartitions+ReplicationFactor', None), 70: ('Assignments', None), 71: ('Assignments', None), 72: ('Assignments', None), 73: ('Assignments', None), 74: ('Assignments', None), 75: ('Assignments', None), 76: ('Assignments', None), 77: ('Assignments[{}].PartitionIndex', 'i7'), 78: ('Assignments[{}].BrokerIds', 'i7'), 79: ('Assignments[{}].BrokerIds', 'i7'), 80: ('Assignments[{}].BrokerIds', 'i7'), 81: ('Assignments[{}].BrokerIds', 'i7'), 82: ('Assignments[{}].BrokerIds', 'i7'), 83: ('Assignments[{}].BrokerIds', 'i7'), 84: ('Assignments[{}].BrokerIds', 'i7'), 85: ('Assignments[{}].BrokerIds', 'i7'), 86: ('Assignments[{}].BrokerIds', 'i7'), 87: ('Assignments[{}].BrokerIds', 'i7'), 88: ('Assignments', 'i7'), 89: ('Assignments', 'i7'), 90: ('Assignments', None), 91: ('Assignments', None), 92: ('Assignments', None), 93: ('Assignments', None), 94: ('Configs', None), 95: ('Configs', None), 96: ('Configs', None), 97: ('Configs', None), 98: ('Configs', None), 99: ('Configs', None), 100: ('Configs', None), 101: ('Configs[{}].Name', 'i14'), 102: ('Configs[{}].Name', 'i14'), 103: ('Configs[{}].Name', 'i14'), 104: ('Configs[{}].Name', 'i14'), 105: ('Configs[{}].Name', 'i14'), 106: ('Configs[{}].Name', 'i14'), 107: ('Configs[{}].Name', 'i14'), 108: ('Configs[{}].Name', 'i14'), 109: ('Configs[{}].Value', 'i14'), 110: ('Configs[{}].Value', 'i14'), 111: ('Configs[{}].Value', 'i14'), 112: ('Configs[{}].Value', 'i14'), 113: ('Configs[{}].Value', 'i14'), 114: ('Configs[{}].Value', 'i14'), 115: ('Configs[{}].Value', 'i14'), 116: ('Configs[{}].Value', 'i14'), 117: ('Configs', 'i14'), 118: ('Configs', 'i14'), 119: ('Configs', None), 120: ('Configs', None), 121: ('Configs', None), 122: ('Configs', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', 'i3'), 139: ('Topics', 'i3'), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('timeoutMs', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', 'i3'), 161: ('Topics', 'i3'), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('timeoutMs+validateOnly', None), 175: ('PartitionIndex', None), 176: ('BrokerIds', None), 177: ('BrokerIds', None), 178: ('BrokerIds', None), 179: ('BrokerIds', None), 180: ('BrokerIds', None), 181: ('BrokerIds', None), 182: ('BrokerIds', None), 183: ('BrokerIds', None), 184: ('BrokerIds', None), 185: ('BrokerIds', None), 186: ('BrokerIds', None), 187: ('BrokerIds', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('Name', None), 200: ('Name', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('Name', None), 208: ('Name', None), 209: ('Value', None), 210: ('Value', None), 211: ('Value', None), 212: ('Value', None), 213: ('Value', None), 214: ('Value', None), 215: ('Value', None), 216: ('Value', None), 217: ('Value', None), 218: ('Value', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('NumPartitions+ReplicationFactor', None), 241: ('Assignments', None), 242: ('Assignments', None), 243: ('Assignments', None), 244: ('Assignments', None), 245: ('Assignments', None), 246: ('Assignments', None), 247: ('Assignments', None), 248: ('Assignments', None), 249: ('Assignments', None), 250: ('Assignments[{}].PartitionIndex', 'i7'), 251: ('Assignments[{}].BrokerIds', 'i7'), 252: ('Assignments[{}].BrokerIds', 'i7'), 253: ('Assignments[{}].BrokerIds', 'i7'), 254: ('Assignments[{}].BrokerIds', 'i7'), 255: ('Assignments[{}].BrokerIds', 'i7'), 256: ('Assignments[{}].BrokerIds', 'i7'), 257: ('Assignments[{}].BrokerIds', 'i7'), 258: ('Assignments[{}].BrokerIds', 'i7'), 259: ('Assignments[{}].BrokerIds', 'i7'), 260: ('Assignments[{}].BrokerIds', 'i7'), 261: ('Assignments[{}].BrokerIds', 'i7'), 262: ('Assignments[{}].BrokerIds', 'i7'), 263: ('Assignments', 'i7'), 264: ('Assignments', 'i7'), 265: ('Assignments', 'i7'), 266: ('Assignments', 'i7'), 267: ('Assignments', 'i7'), 268: ('Assignments', None), 269: ('Assignments', None), 270: ('Assignments', None), 271: ('Assignments', None), 272: ('Configs', None), 273: ('Configs', None), 274: ('Configs', None), 275: ('Configs', None), 276: ('Configs', None), 277: ('Configs', None), 278: ('Configs', None), 279: ('Configs', None), 280: ('Configs', None), 281: ('Configs[{}].Name', 'i14'), 282: ('Configs[{}].Name', 'i14'), 283: ('Configs[{}].Name', 'i14'), 284: ('Configs[{}].Name', 'i14'), 285: ('Configs[{}].Name', 'i14'), 286: ('Configs[{}].Name', 'i14'), 287: ('Configs[{}].Name', 'i14'), 288: ('Configs[{}].Name', 'i14'), 289: ('Configs[{}].Name', 'i14'), 290: ('Configs[{}].Name', 'i14'), 291: ('Configs[{}].Value', 'i14'), 292: ('Configs[{}].Value', 'i14'), 293: ('Configs[{}].Value', 'i14'), 294: ('Configs[{}].Value', 'i14'), 295: ('Configs[{}].Value', 'i14'), 296: ('Configs[{}].Value', 'i14'), 297: ('Configs[{}].Value', 'i14'), 298: ('Configs[{}].Value', 'i14'), 299: ('Configs[{}].Value', 'i14'), 300: ('Configs[{}].Value', 'i14'), 301: ('Configs', 'i14'), 302: ('Configs', 'i14'), 303: ('Configs', 'i14'), 304: ('Configs', 'i14'), 305: ('Configs', 'i14'), 306: ('Configs', None), 307: ('Configs', None), 308: ('Configs', None), 309: ('Configs', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', 'i3'), 331: ('Topics', 'i3'), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('timeoutMs+validateOnly', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('Name', None), 349: ('Name', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('ErrorCode', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics[{}].Name', 'i3'), 373: ('Topics[{}].Name', 'i3'), 374: ('Topics[{}].Name', 'i3'), 375: ('Topics[{}].Name', 'i3'), 376: ('Topics[{}].Name', 'i3'), 377: ('Topics[{}].Name', 'i3'), 378: ('Topics[{}].Name', 'i3'), 379: ('Topics[{}].Name', 'i3'), 380: ('Topics[{}].ErrorCode', 'i3'), 381: ('Topics', 'i3'), 382: ('Topics', 'i3'), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 395: ('Name', None), 396: ('Name', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('ErrorCode', None), 404: ('ErrorMessage', None), 405: ('ErrorMessage', None), 406: ('ErrorMessage', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics[{}].Name', 'i3'), 428: ('Topics[{}].Name', 'i3'), 429: ('Topics[{}].Name', 'i3'), 430: ('Topics[{}].Name', 'i3'), 431: ('Topics[{}].Name', 'i3'), 432: ('Topics[{}].Name', 'i3'), 433: ('Topics[{}].Name', 'i3'), 434: ('Topics[{}].Name', 'i3'), 435: ('Topics[{}].ErrorCode', 'i3'), 436: ('Topics[{}].ErrorMessage', 'i3'), 437: ('Topics[{}].ErrorMessage', 'i3'), 438: ('Topics[{}].ErrorMessage', 'i3'), 439: ('Topics[{}].ErrorMessage', 'i3'), 440: ('Topics[{}].ErrorMessage', 'i3'), 441: ('Topics[{}].ErrorMessage', 'i3'), 442: ('Topics[{}].ErrorMessage', 'i3'), 443: ('Topics[{}].ErrorMessage', 'i3'), 444: ('Topics', 'i3'), 445: ('Topics', 'i3'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 458: ('ThrottleTimeMs', None), 459: ('Topics', None), 460: ('Topics', None), 461: ('Topics', None), 462: ('Topics', None), 463: ('Topics', None), 464: ('Topics', None), 465: ('Topics', None), 466: ('Topics[{}].Name', 'i4'), 467: ('Topics[{}].Name', 'i4'), 468: ('Topics[{}].Name', 'i4'), 469: ('Topics[{}].Name', 'i4'), 470: ('Topics[{}].Name', 'i4'), 471: ('Topics[{}].Name', 'i4'), 472: ('Topics[{}].Name', 'i4'), 473: ('Topics[{}].Name', 'i4'), 474: ('Topics[{}].ErrorCode', 'i4'), 475: ('Topics[{}].ErrorMessage', 'i4'), 476: ('Topics[{}].ErrorMessage', 'i4'), 477: ('Topics[{}].ErrorMessage', 'i4'), 478: ('Topics[{}].ErrorMessage', 'i4'), 479: ('Topics[{}].ErrorMessage', 'i4'), 480: ('Topics[{}].ErrorMessage', 'i4'), 481: ('Topics[{}].ErrorMessage', 'i4'), 482: ('Topics[{}].ErrorMessage', 'i4'), 483: ('Topics', 'i4'), 484: ('Topics', 'i4'), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', None), 497: ('Name', None), 498: ('Name', None), 499: ('Name', None), 500: ('Name', None), 501: ('Name', None), 502: ('Name', None), 503: ('Name', None), 504: ('Name', None), 505: ('Name', None), 506: ('Name', None), 507: ('Value', None), 508: ('Value', None), 509: ('Value', None), 510: ('Value', None), 511: ('Value', None), 512: ('Value', None), 513: ('Value', None), 514: ('Value', None), 515: ('Value', None), 516: ('Value', None), 517: ('ReadOnly+ConfigSource+IsSensitive', None), 519: ('_tagged', None), 520: ('_tagged', None), 521: ('_tagged', None), 529: ('TopicConfigErrorCode', None), 537: ('Name', None), 538: ('Name', None), 539: ('Name', None), 540: ('Name', None), 541: ('Name', None), 542: ('Name', None), 543: ('Name', None), 544: ('Name', None), 545: ('Name', None), 546: ('Name', None), 547: ('ErrorCode', None), 548: ('ErrorMessage', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('NumPartitions+ReplicationFactor', None), 559: ('Configs', None), 560: ('Configs', None), 561: ('Configs', None), 562: ('Configs', None), 563: ('Configs', None), 564: ('Configs', None), 565: ('Configs', None), 566: ('Configs', None), 567: ('Configs', None), 568: ('Configs[{}].Name', 'i10'), 569: ('Configs[{}].Name', 'i10'), 570: ('Configs[{}].Name', 'i10'), 571: ('Configs[{}].Name', 'i10'), 572: ('Configs[{}].Name', 'i10'), 573: ('Configs[{}].Name', 'i10'), 574: ('Configs[{}].Name', 'i10'), 575: ('Configs[{}].Name', 'i10'), 576: ('Configs[{}].Name', 'i10'), 577: ('Configs[{}].Name', 'i10'), 578: ('Configs[{}].Value', 'i10'), 579: ('Configs[{}].Value', 'i10'), 580: ('Configs[{}].Value', 'i10'), 581: ('Configs[{}].Value', 'i10'), 582: ('Configs[{}].Value', 'i10'), 583: ('Configs[{}].Value', 'i10'), 584: ('Configs[{}].Value', 'i10'), 585: ('Configs[{}].Value', 'i10'), 586: ('Configs[{}].Value', 'i10'), 587: ('Configs[{}].Value', 'i10'), 588: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i10'), 589: ('Configs', 'i10'), 590: ('Configs', 'i10'), 591: ('Configs', 'i10'), 592: ('Configs', 'i10'), 593: ('Configs', 'i10'), 594: ('Configs', None), 595: ('Configs', None), 596: ('Configs', None), 597: ('Configs', None), 599: ('_tagged', None), 600: ('_tagged', None), 601: ('_tagged', None), 609: ('ThrottleTimeMs', None), 610: ('Topics', None), 611: ('Topics', None), 612: ('Topics', None), 613: ('Topics', None), 614: ('Topics', None), 615: ('Topics', None), 616: ('Topics', None), 617: ('Topics', None), 618: ('Topics', None), 619: ('Topics', 'i4'), 620: ('Topics', 'i4'), 621: ('Topics', None), 622: ('Topics', None), 623: ('Topics', None), 624: ('Topics', None), 626: ('_tagged', None), 627: ('_tagged', None), 628: ('_tagged', None), 636: ('Name', None), 637: ('Name', None), 638: ('Name', None), 639: ('Name', None), 640: ('Name', None), 641: ('Name', None), 642: ('Name', None), 643: ('Name', None), 644: ('Name', None), 645: ('Name', None), 646: ('TopicId+ErrorCode', None), 647: ('ErrorMessage', None), 648: ('ErrorMessage', None), 649: ('ErrorMessage', None), 650: ('ErrorMessage', None), 651: ('ErrorMessage', None), 652: ('ErrorMessage', None), 653: ('ErrorMessage', None), 654: ('ErrorMessage', None), 655: ('ErrorMessage', None), 656: ('ErrorMessage', None), 657: ('NumPartitions+ReplicationFactor', None), 658: ('Configs', None), 659: ('Configs', None), 660: ('Configs', None), 661: ('Configs', None), 662: ('Configs', None), 663: ('Configs', None), 664: ('Configs', None), 665: ('Configs', None), 666: ('Configs', None), 667: ('Configs[{}].Name', 'i11'), 668: ('Configs[{}].Name', 'i11'), 669: ('Configs[{}].Name', 'i11'), 670: ('Configs[{}].Name', 'i11'), 671: ('Configs[{}].Name', 'i11'), 672: ('Configs[{}].Name', 'i11'), 673: ('Configs[{}].Name', 'i11'), 674: ('Configs[{}].Name', 'i11'), 675: ('Configs[{}].Name', 'i11'), 676: ('Configs[{}].Name', 'i11'), 677: ('Configs[{}].Value', 'i11'), 678: ('Configs[{}].Value', 'i11'), 679: ('Configs[{}].Value', 'i11'), 680: ('Configs[{}].Value', 'i11'), 681: ('Configs[{}].Value', 'i11'), 682: ('Configs[{}].Value', 'i11'), 683: ('Configs[{}].Value', 'i11'), 684: ('Configs[{}].Value', 'i11'), 685: ('Configs[{}].Value', 'i11'), 686: ('Configs[{}].Value', 'i11'), 687: ('Configs[{}].ReadOnly+ConfigSource+IsSensitive', 'i11'), 688: ('Configs', 'i11'), 689: ('Configs', 'i11'), 690: ('Configs', 'i11'), 691: ('Configs', 'i11'), 692: ('Configs', 'i11'), 693: ('Configs', None), 694: ('Configs', None), 695: ('Configs', None), 696: ('Configs', None), 698: ('_tagged', None), 699: ('_tagged', None), 700: ('_tagged', None), 708: ('ThrottleTimeMs', None), 709: ('Topics', None), 710: ('Topics', None), 711: ('Topics', None), 712: ('Topics', None), 713: ('Topics', None), 714: ('Topics', None), 715: ('Topics', None), 716: ('Topics', None), 717: ('Topics', None), 718: ('Topics', 'i4'), 719: ('Topics', 'i4'), 720: ('Topics', None), 721: ('Topics', None), 722: ('Topics', None), 723: ('Topics', None), 725: ('_tagged', None), 726: ('_tagged', None), 727: ('_tagged', None)}

@@ -3,22 +3,20 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>16s').unpack_from
 _U3 = _struct.Struct('>16sh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -40,7 +38,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -48,8 +46,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -71,12 +69,12 @@ def _f1(b, p):
         d = {"TopicNames": v1, "TimeoutMs": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -93,12 +91,12 @@ def _f2(b, p):
         d = {"Name": v1, "TopicId": _rt.uuid(v3)}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -106,8 +104,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -124,7 +122,7 @@ def _f3(b, p):
                 d7 = {"Name": v4, "TopicId": _rt.uuid(v6)}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -134,12 +132,12 @@ def _f3(b, p):
         d = {"Topics": v1, "TimeoutMs": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -156,14 +154,14 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -186,15 +184,15 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -217,7 +215,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -234,12 +232,12 @@ def _f7(b, p):
         d = {"Name": v1, "ErrorCode": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -248,8 +246,8 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -266,7 +264,7 @@ def _f8(b, p):
                 d8 = {"Name": v5, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -275,12 +273,12 @@ def _f8(b, p):
         d = {"ThrottleTimeMs": v1, "Responses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -307,12 +305,12 @@ def _f9(b, p):
         d = {"Name": v1, "ErrorCode": v3, "ErrorMessage": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -321,8 +319,8 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -349,7 +347,7 @@ def _f10(b, p):
                 d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -358,12 +356,12 @@ def _f10(b, p):
         d = {"ThrottleTimeMs": v1, "Responses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -390,12 +388,12 @@ def _f11(b, p):
         d = {"Name": v1, "TopicId": _rt.uuid(v3), "ErrorCode": v4, "ErrorMessage": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -404,8 +402,8 @@ def _f12(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -432,7 +430,7 @@ def _f12(b, p):
                 d11 = {"Name": v5, "TopicId": _rt.uuid(v7), "ErrorCode": v8, "ErrorMessage": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -441,7 +439,7 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "Responses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -453,4 +451,4 @@ NAME = 'DeleteTopics'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f0, 4: _f1, 5: _f1, 6: _f3}
 RESPONSE = {0: _f5, 1: _f6, 2: _f6, 3: _f6, 4: _f8, 5: _f10, 6: _f12}
 
-_LINES = {17: ('TopicNames', None), 18: ('TopicNames', None), 19: ('TopicNames', None), 20: ('TopicNames', None), 21: ('TopicNames', None), 22: ('TopicNames', None), 23: ('TopicNames', None), 24: ('TopicNames', 'i3'), 25: ('TopicNames', 'i3'), 26: ('TopicNames', 'i3'), 27: ('TopicNames', 'i3'), 28: ('TopicNames', 'i3'), 29: ('TopicNames', 'i3'), 30: ('TopicNames', 'i3'), 31: ('TopicNames', 'i3'), 32: ('TopicNames', 'i3'), 33: ('TopicNames', None), 34: ('TopicNames', None), 35: ('TopicNames', None), 36: ('TopicNames', None), 37: ('TimeoutMs', None), 46: ('TopicNames', None), 47: ('TopicNames', None), 48: ('TopicNames', None), 49: ('TopicNames', None), 50: ('TopicNames', None), 51: ('TopicNames', None), 52: ('TopicNames', None), 53: ('TopicNames', None), 54: ('TopicNames', None), 55: ('TopicNames', 'i3'), 56: ('TopicNames', 'i3'), 57: ('TopicNames', 'i3'), 58: ('TopicNames', 'i3'), 59: ('TopicNames', 'i3'), 60: ('TopicNames', 'i3'), 61: ('TopicNames', 'i3'), 62: ('TopicNames', 'i3'), 63: ('TopicNames', 'i3'), 64: ('TopicNames', 'i3'), 65: ('TopicNames', 'i3'), 66: ('TopicNames', None), 67: ('TopicNames', None), 68: ('TopicNames', None), 69: ('TopicNames', None), 70: ('TimeoutMs', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('Name', None), 83: ('Name', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('TopicId', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics[{}].Name', 'i3'), 114: ('Topics[{}].Name', 'i3'), 115: ('Topics[{}].Name', 'i3'), 116: ('Topics[{}].Name', 'i3'), 117: ('Topics[{}].Name', 'i3'), 118: ('Topics[{}].Name', 'i3'), 119: ('Topics[{}].Name', 'i3'), 120: ('Topics[{}].Name', 'i3'), 121: ('Topics[{}].Name', 'i3'), 122: ('Topics[{}].Name', 'i3'), 123: ('Topics[{}].TopicId', 'i3'), 124: ('Topics', 'i3'), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', 'i3'), 128: ('Topics', 'i3'), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('TimeoutMs', None), 135: ('_tagged', None), 136: ('_tagged', None), 137: ('_tagged', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('ErrorCode', None), 162: ('Responses', None), 163: ('Responses', None), 164: ('Responses', None), 165: ('Responses', None), 166: ('Responses', None), 167: ('Responses', None), 168: ('Responses', None), 169: ('Responses[{}].Name', 'i3'), 170: ('Responses[{}].Name', 'i3'), 171: ('Responses[{}].Name', 'i3'), 172: ('Responses[{}].Name', 'i3'), 173: ('Responses[{}].Name', 'i3'), 174: ('Responses[{}].Name', 'i3'), 175: ('Responses[{}].Name', 'i3'), 176: ('Responses[{}].Name', 'i3'), 177: ('Responses[{}].ErrorCode', 'i3'), 178: ('Responses', 'i3'), 179: ('Responses', 'i3'), 180: ('Responses', None), 181: ('Responses', None), 182: ('Responses', None), 183: ('Responses', None), 192: ('ThrottleTimeMs', None), 193: ('Responses', None), 194: ('Responses', None), 195: ('Responses', None), 196: ('Responses', None), 197: ('Responses', None), 198: ('Responses', None), 199: ('Responses', None), 200: ('Responses[{}].Name', 'i4'), 201: ('Responses[{}].Name', 'i4'), 202: ('Responses[{}].Name', 'i4'), 203: ('Responses[{}].Name', 'i4'), 204: ('Responses[{}].Name', 'i4'), 205: ('Responses[{}].Name', 'i4'), 206: ('Responses[{}].Name', 'i4'), 207: ('Responses[{}].Name', 'i4'), 208: ('Responses[{}].ErrorCode', 'i4'), 209: ('Responses', 'i4'), 210: ('Responses', 'i4'), 211: ('Responses', None), 212: ('Responses', None), 213: ('Responses', None), 214: ('Responses', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('ErrorCode', None), 235: ('_tagged', None), 236: ('_tagged', None), 237: ('_tagged', None), 245: ('ThrottleTimeMs', None), 246: ('Responses', None), 247: ('Responses', None), 248: ('Responses', None), 249: ('Responses', None), 250: ('Responses', None), 251: ('Responses', None), 252: ('Responses', None), 253: ('Responses', None), 254: ('Responses', None), 255: ('Responses[{}].Name', 'i4'), 256: ('Responses[{}].Name', 'i4'), 257: ('Responses[{}].Name', 'i4'), 258: ('Responses[{}].Name', 'i4'), 259: ('Responses[{}].Name', 'i4'), 260: ('Responses[{}].Name', 'i4'), 261: ('Responses[{}].Name', 'i4'), 262: ('Responses[{}].Name', 'i4'), 263: ('Responses[{}].Name', 'i4'), 264: ('Responses[{}].Name', 'i4'), 265: ('Responses[{}].ErrorCode', 'i4'), 266: ('Responses', 'i4'), 267: ('Responses', 'i4'), 268: ('Responses', 'i4'), 269: ('Responses', 'i4'), 270: ('Responses', 'i4'), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 274: ('Responses', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('Name', None), 294: ('Name', None), 295: ('Name', None), 296: ('ErrorCode', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('ErrorMessage', None), 308: ('_tagged', None), 309: ('_tagged', None), 310: ('_tagged', None), 318: ('ThrottleTimeMs', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', None), 324: ('Responses', None), 325: ('Responses', None), 326: ('Responses', None), 327: ('Responses', None), 328: ('Responses[{}].Name', 'i4'), 329: ('Responses[{}].Name', 'i4'), 330: ('Responses[{}].Name', 'i4'), 331: ('Responses[{}].Name', 'i4'), 332: ('Responses[{}].Name', 'i4'), 333: ('Responses[{}].Name', 'i4'), 334: ('Responses[{}].Name', 'i4'), 335: ('Responses[{}].Name', 'i4'), 336: ('Responses[{}].Name', 'i4'), 337: ('Responses[{}].Name', 'i4'), 338: ('Responses[{}].ErrorCode', 'i4'), 339: ('Responses[{}].ErrorMessage', 'i4'), 340: ('Responses[{}].ErrorMessage', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ErrorMessage', 'i4'), 346: ('Responses[{}].ErrorMessage', 'i4'), 347: ('Responses[{}].ErrorMessage', 'i4'), 348: ('Responses[{}].ErrorMessage', 'i4'), 349: ('Responses', 'i4'), 350: ('Responses', 'i4'), 351: ('Responses', 'i4'), 352: ('Responses', 'i4'), 353: ('Responses', 'i4'), 354: ('Responses', None), 355: ('Responses', None), 356: ('Responses', None), 357: ('Responses', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('Name', None), 370: ('Name', None), 371: ('Name', None), 372: ('Name', None), 373: ('Name', None), 374: ('Name', None), 375: ('Name', None), 376: ('Name', None), 377: ('Name', None), 378: ('Name', None), 379: ('TopicId+ErrorCode', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('ErrorMessage', None), 391: ('_tagged', None), 392: ('_tagged', None), 393: ('_tagged', None), 401: ('ThrottleTimeMs', None), 402: ('Responses', None), 403: ('Responses', None), 404: ('Responses', None), 405: ('Responses', None), 406: ('Responses', None), 407: ('Responses', None), 408: ('Responses', None), 409: ('Responses', None), 410: ('Responses', None), 411: ('Responses[{}].Name', 'i4'), 412: ('Responses[{}].Name', 'i4'), 413: ('Responses[{}].Name', 'i4'), 414: ('Responses[{}].Name', 'i4'), 415: ('Responses[{}].Name', 'i4'), 416: ('Responses[{}].Name', 'i4'), 417: ('Responses[{}].Name', 'i4'), 418: ('Responses[{}].Name', 'i4'), 419: ('Responses[{}].Name', 'i4'), 420: ('Responses[{}].Name', 'i4'), 421: ('Responses[{}].TopicId+ErrorCode', 'i4'), 422: ('Responses[{}].ErrorMessage', 'i4'), 423: ('Responses[{}].ErrorMessage', 'i4'), 424: ('Responses[{}].ErrorMessage', 'i4'), 425: ('Responses[{}].ErrorMessage', 'i4'), 426: ('Responses[{}].ErrorMessage', 'i4'), 427: ('Responses[{}].ErrorMessage', 'i4'), 428: ('Responses[{}].ErrorMessage', 'i4'), 429: ('Responses[{}].ErrorMessage', 'i4'), 430: ('Responses[{}].ErrorMessage', 'i4'), 431: ('Responses[{}].ErrorMessage', 'i4'), 432: ('Responses', 'i4'), 433: ('Responses', 'i4'), 434: ('Responses', 'i4'), 435: ('Responses', 'i4'), 436: ('Responses', 'i4'), 437: ('Responses', None), 438: ('Responses', None), 439: ('Responses', None), 440: ('Responses', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None)}
+_LINES = {15: ('TopicNames', None), 16: ('TopicNames', None), 17: ('TopicNames', None), 18: ('TopicNames', None), 19: ('TopicNames', None), 20: ('TopicNames', None), 21: ('TopicNames', None), 22: ('TopicNames', 'i3'), 23: ('TopicNames', 'i3'), 24: ('TopicNames', 'i3'), 25: ('TopicNames', 'i3'), 26: ('TopicNames', 'i3'), 27: ('TopicNames', 'i3'), 28: ('TopicNames', 'i3'), 29: ('TopicNames', 'i3'), 30: ('TopicNames', 'i3'), 31: ('TopicNames', None), 32: ('TopicNames', None), 33: ('TopicNames', None), 34: ('TopicNames', None), 35: ('TimeoutMs', None), 44: ('TopicNames', None), 45: ('TopicNames', None), 46: ('TopicNames', None), 47: ('TopicNames', None), 48: ('TopicNames', None), 49: ('TopicNames', None), 50: ('TopicNames', None), 51: ('TopicNames', None), 52: ('TopicNames', None), 53: ('TopicNames', 'i3'), 54: ('TopicNames', 'i3'), 55: ('TopicNames', 'i3'), 56: ('TopicNames', 'i3'), 57: ('TopicNames', 'i3'), 58: ('TopicNames', 'i3'), 59: ('TopicNames', 'i3'), 60: ('TopicNames', 'i3'), 61: ('TopicNames', 'i3'), 62: ('TopicNames', 'i3'), 63: ('TopicNames', 'i3'), 64: ('TopicNames', None), 65: ('TopicNames', None), 66: ('TopicNames', None), 67: ('TopicNames', None), 68: ('TimeoutMs', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('Name', None), 81: ('Name', None), 82: ('Name', None), 83: ('Name', None), 84: ('Name', None), 85: ('Name', None), 86: ('Name', None), 87: ('Name', None), 88: ('Name', None), 89: ('Name', None), 90: ('TopicId', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics[{}].Name', 'i3'), 112: ('Topics[{}].Name', 'i3'), 113: ('Topics[{}].Name', 'i3'), 114: ('Topics[{}].Name', 'i3'), 115: ('Topics[{}].Name', 'i3'), 116: ('Topics[{}].Name', 'i3'), 117: ('Topics[{}].Name', 'i3'), 118: ('Topics[{}].Name', 'i3'), 119: ('Topics[{}].Name', 'i3'), 120: ('Topics[{}].Name', 'i3'), 121: ('Topics[{}].TopicId', 'i3'), 122: ('Topics', 'i3'), 123: ('Topics', 'i3'), 124: ('Topics', 'i3'), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('TimeoutMs', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('ErrorCode', None), 160: ('Responses', None), 161: ('Responses', None), 162: ('Responses', None), 163: ('Responses', None), 164: ('Responses', None), 165: ('Responses', None), 166: ('Responses', None), 167: ('Responses[{}].Name', 'i3'), 168: ('Responses[{}].Name', 'i3'), 169: ('Responses[{}].Name', 'i3'), 170: ('Responses[{}].Name', 'i3'), 171: ('Responses[{}].Name', 'i3'), 172: ('Responses[{}].Name', 'i3'), 173: ('Responses[{}].Name', 'i3'), 174: ('Responses[{}].Name', 'i3'), 175: ('Responses[{}].ErrorCode', 'i3'), 176: ('Responses', 'i3'), 177: ('Responses', 'i3'), 178: ('Responses', None), 179: ('Responses', None), 180: ('Responses', None), 181: ('Responses', None), 190: ('ThrottleTimeMs', None), 191: ('Responses', None), 192: ('Responses', None), 193: ('Responses', None), 194: ('Responses', None), 195: ('Responses', None), 196: ('Responses', None), 197: ('Responses', None), 198: ('Responses[{}].Name', 'i4'), 199: ('Responses[{}].Name', 'i4'), 200: ('Responses[{}].Name', 'i4'), 201: ('Responses[{}].Name', 'i4'), 202: ('Responses[{}].Name', 'i4'), 203: ('Responses[{}].Name', 'i4'), 204: ('Responses[{}].Name', 'i4'), 205: ('Responses[{}].Name', 'i4'), 206: ('Responses[{}].ErrorCode', 'i4'), 207: ('Responses', 'i4'), 208: ('Responses', 'i4'), 209: ('Responses', None), 210: ('Responses', None), 211: ('Responses', None), 212: ('Responses', None), 221: ('Name', None), 222: ('Name', None), 223: ('Name', None), 224: ('Name', None), 225: ('Name', None), 226: ('Name', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('ErrorCode', None), 233: ('_tagged', None), 234: ('_tagged', None), 235: ('_tagged', None), 243: ('ThrottleTimeMs', None), 244: ('Responses', None), 245: ('Responses', None), 246: ('Responses', None), 247: ('Responses', None), 248: ('Responses', None), 249: ('Responses', None), 250: ('Responses', None), 251: ('Responses', None), 252: ('Responses', None), 253: ('Responses[{}].Name', 'i4'), 254: ('Responses[{}].Name', 'i4'), 255: ('Responses[{}].Name', 'i4'), 256: ('Responses[{}].Name', 'i4'), 257: ('Responses[{}].Name', 'i4'), 258: ('Responses[{}].Name', 'i4'), 259: ('Responses[{}].Name', 'i4'), 260: ('Responses[{}].Name', 'i4'), 261: ('Responses[{}].Name', 'i4'), 262: ('Responses[{}].Name', 'i4'), 263: ('Responses[{}].ErrorCode', 'i4'), 264: ('Responses', 'i4'), 265: ('Responses', 'i4'), 266: ('Responses', 'i4'), 267: ('Responses', 'i4'), 268: ('Responses', 'i4'), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('Name', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('Name', None), 294: ('ErrorCode', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 306: ('_tagged', None), 307: ('_tagged', None), 308: ('_tagged', None), 316: ('ThrottleTimeMs', None), 317: ('Responses', None), 318: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', None), 324: ('Responses', None), 325: ('Responses', None), 326: ('Responses[{}].Name', 'i4'), 327: ('Responses[{}].Name', 'i4'), 328: ('Responses[{}].Name', 'i4'), 329: ('Responses[{}].Name', 'i4'), 330: ('Responses[{}].Name', 'i4'), 331: ('Responses[{}].Name', 'i4'), 332: ('Responses[{}].Name', 'i4'), 333: ('Responses[{}].Name', 'i4'), 334: ('Responses[{}].Name', 'i4'), 335: ('Responses[{}].Name', 'i4'), 336: ('Responses[{}].ErrorCode', 'i4'), 337: ('Responses[{}].ErrorMessage', 'i4'), 338: ('Responses[{}].ErrorMessage', 'i4'), 339: ('Responses[{}].ErrorMessage', 'i4'), 340: ('Responses[{}].ErrorMessage', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ErrorMessage', 'i4'), 346: ('Responses[{}].ErrorMessage', 'i4'), 347: ('Responses', 'i4'), 348: ('Responses', 'i4'), 349: ('Responses', 'i4'), 350: ('Responses', 'i4'), 351: ('Responses', 'i4'), 352: ('Responses', None), 353: ('Responses', None), 354: ('Responses', None), 355: ('Responses', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('Name', None), 368: ('Name', None), 369: ('Name', None), 370: ('Name', None), 371: ('Name', None), 372: ('Name', None), 373: ('Name', None), 374: ('Name', None), 375: ('Name', None), 376: ('Name', None), 377: ('TopicId+ErrorCode', None), 378: ('ErrorMessage', None), 379: ('ErrorMessage', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None), 399: ('ThrottleTimeMs', None), 400: ('Responses', None), 401: ('Responses', None), 402: ('Responses', None), 403: ('Responses', None), 404: ('Responses', None), 405: ('Responses', None), 406: ('Responses', None), 407: ('Responses', None), 408: ('Responses', None), 409: ('Responses[{}].Name', 'i4'), 410: ('Responses[{}].Name', 'i4'), 411: ('Responses[{}].Name', 'i4'), 412: ('Responses[{}].Name', 'i4'), 413: ('Responses[{}].Name', 'i4'), 414: ('Responses[{}].Name', 'i4'), 415: ('Responses[{}].Name', 'i4'), 416: ('Responses[{}].Name', 'i4'), 417: ('Responses[{}].Name', 'i4'), 418: ('Responses[{}].Name', 'i4'), 419: ('Responses[{}].TopicId+ErrorCode', 'i4'), 420: ('Responses[{}].ErrorMessage', 'i4'), 421: ('Responses[{}].ErrorMessage', 'i4'), 422: ('Responses[{}].ErrorMessage', 'i4'), 423: ('Responses[{}].ErrorMessage', 'i4'), 424: ('Responses[{}].ErrorMessage', 'i4'), 425: ('Responses[{}].ErrorMessage', 'i4'), 426: ('Responses[{}].ErrorMessage', 'i4'), 427: ('Responses[{}].ErrorMessage', 'i4'), 428: ('Responses[{}].ErrorMessage', 'i4'), 429: ('Responses[{}].ErrorMessage', 'i4'), 430: ('Responses', 'i4'), 431: ('Responses', 'i4'), 432: ('Responses', 'i4'), 433: ('Responses', 'i4'), 434: ('Responses', 'i4'), 435: ('Responses', None), 436: ('Responses', None), 437: ('Responses', None), 438: ('Responses', None), 440: ('_tagged', None), 441: ('_tagged', None), 442: ('_tagged', None)}

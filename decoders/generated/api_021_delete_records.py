@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iq').unpack_from
 _U3 = _struct.Struct('>iqh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 12
@@ -20,7 +18,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -34,8 +32,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 12
@@ -50,17 +48,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -72,19 +70,19 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 12
         d = {"PartitionIndex": v1, "Offset": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -102,15 +100,15 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 12
                 d8 = {"PartitionIndex": v6, "Offset": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -119,12 +117,12 @@ def _f4(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -132,11 +130,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -146,12 +144,12 @@ def _f5(b, p):
         d = {"Topics": v1, "TimeoutMs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 14
@@ -160,7 +158,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -174,8 +172,8 @@ def _f7(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 14
@@ -190,18 +188,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -212,19 +210,19 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 14
         d = {"PartitionIndex": v1, "LowWatermark": v2, "ErrorCode": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -242,15 +240,15 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 14
                 d9 = {"PartitionIndex": v6, "LowWatermark": v7, "ErrorCode": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -259,12 +257,12 @@ def _f10(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -273,11 +271,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -286,7 +284,7 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -298,4 +296,4 @@ NAME = 'DeleteRecords'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {17: ('PartitionIndex+Offset', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', 'i5'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', 'i3'), 64: ('Topics', 'i3'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('TimeoutMs', None), 78: ('PartitionIndex+Offset', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', 'i5'), 112: ('Partitions', 'i5'), 113: ('Partitions', 'i5'), 114: ('Partitions', 'i5'), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 120: ('_tagged', None), 121: ('_tagged', None), 122: ('_tagged', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', 'i3'), 140: ('Topics', 'i3'), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('TimeoutMs', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('PartitionIndex+LowWatermark+ErrorCode', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', 'i5'), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 196: ('ThrottleTimeMs', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', 'i4'), 205: ('Topics', 'i4'), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 218: ('PartitionIndex+LowWatermark+ErrorCode', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Name', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 250: ('Partitions', 'i5'), 251: ('Partitions', 'i5'), 252: ('Partitions', 'i5'), 253: ('Partitions', 'i5'), 254: ('Partitions', 'i5'), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('ThrottleTimeMs', None), 271: ('Topics', None), 272: ('Topics', None), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', 'i4'), 281: ('Topics', 'i4'), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None)}
+_LINES = {15: ('PartitionIndex+Offset', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 40: ('Partitions', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', 'i3'), 62: ('Topics', 'i3'), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('TimeoutMs', None), 76: ('PartitionIndex+Offset', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('Name', None), 89: ('Name', None), 90: ('Name', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions[{}].PartitionIndex+Offset', 'i5'), 108: ('Partitions', 'i5'), 109: ('Partitions', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', 'i5'), 112: ('Partitions', 'i5'), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 118: ('_tagged', None), 119: ('_tagged', None), 120: ('_tagged', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', 'i3'), 138: ('Topics', 'i3'), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('TimeoutMs', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('PartitionIndex+LowWatermark+ErrorCode', None), 164: ('Name', None), 165: ('Name', None), 166: ('Name', None), 167: ('Name', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', 'i5'), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 194: ('ThrottleTimeMs', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', 'i4'), 203: ('Topics', 'i4'), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 216: ('PartitionIndex+LowWatermark+ErrorCode', None), 218: ('_tagged', None), 219: ('_tagged', None), 220: ('_tagged', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions[{}].PartitionIndex+LowWatermark+ErrorCode', 'i5'), 248: ('Partitions', 'i5'), 249: ('Partitions', 'i5'), 250: ('Partitions', 'i5'), 251: ('Partitions', 'i5'), 252: ('Partitions', 'i5'), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 258: ('_tagged', None), 259: ('_tagged', None), 260: ('_tagged', None), 268: ('ThrottleTimeMs', None), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', None), 272: ('Topics', None), 273: ('Topics', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', 'i4'), 279: ('Topics', 'i4'), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 285: ('_tagged', None), 286: ('_tagged', None), 287: ('_tagged', None)}

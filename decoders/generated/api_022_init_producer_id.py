@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iqh').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ihqh').unpack_from
 _U5 = _struct.Struct('>ihqhqh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -30,7 +28,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -47,12 +45,12 @@ def _f1(b, p):
         d = {"TransactionalId": v1, "TransactionTimeoutMs": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -69,12 +67,12 @@ def _f2(b, p):
         d = {"TransactionalId": v1, "TransactionTimeoutMs": v3, "ProducerId": v4, "ProducerEpoch": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -91,12 +89,12 @@ def _f3(b, p):
         d = {"TransactionalId": v1, "TransactionTimeoutMs": v3, "ProducerId": v4, "ProducerEpoch": v5, "Enable2Pc": v6, "KeepPreparedTxn": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 16
@@ -105,26 +103,26 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 16
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U5(b, p); p += 26
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4, "OngoingTxnProducerId": v5, "OngoingTxnProducerEpoch": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -136,5 +134,5 @@ NAME = 'InitProducerId'
 REQUEST = {0: _f0, 1: _f0, 2: _f1, 3: _f2, 4: _f2, 5: _f2, 6: _f3}
 RESPONSE = {0: _f4, 1: _f4, 2: _f5, 3: _f5, 4: _f5, 5: _f5, 6: _f6}
 
-_LINES = {19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('TransactionalId', None), 25: ('TransactionalId', None), 26: ('TransactionalId', None), 27: ('TransactionTimeoutMs', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('TransactionalId', None), 45: ('TransactionalId', None), 46: ('TransactionTimeoutMs', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('TransactionalId', None), 59: ('TransactionalId', None), 60: ('TransactionalId', None), 61: ('TransactionalId', None), 62: ('TransactionalId', None), 63: ('TransactionalId', None), 64: ('TransactionalId', None), 65: ('TransactionalId', None), 66: ('TransactionalId', None), 67: ('TransactionalId', None), 68: ('TransactionTimeoutMs+ProducerId+ProducerEpoch', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('TransactionalId', None), 81: ('TransactionalId', None), 82: ('TransactionalId', None), 83: ('TransactionalId', None), 84: ('TransactionalId', None), 85: ('TransactionalId', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionTimeoutMs+ProducerId+ProducerEpoch+Enable2Pc+KeepPreparedTxn', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 111: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 113: ('_tagged', None), 114: ('_tagged', None), 115: ('_tagged', None), 123: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch+OngoingTxnProducerId+OngoingTxnProducerEpoch', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None)}
-BUILD_HASH = '6959623b7cdca1fd'
+_LINES = {17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('TransactionalId', None), 25: ('TransactionTimeoutMs', None), 34: ('TransactionalId', None), 35: ('TransactionalId', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('TransactionTimeoutMs', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('TransactionalId', None), 57: ('TransactionalId', None), 58: ('TransactionalId', None), 59: ('TransactionalId', None), 60: ('TransactionalId', None), 61: ('TransactionalId', None), 62: ('TransactionalId', None), 63: ('TransactionalId', None), 64: ('TransactionalId', None), 65: ('TransactionalId', None), 66: ('TransactionTimeoutMs+ProducerId+ProducerEpoch', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None), 78: ('TransactionalId', None), 79: ('TransactionalId', None), 80: ('TransactionalId', None), 81: ('TransactionalId', None), 82: ('TransactionalId', None), 83: ('TransactionalId', None), 84: ('TransactionalId', None), 85: ('TransactionalId', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionTimeoutMs+ProducerId+ProducerEpoch+Enable2Pc+KeepPreparedTxn', None), 90: ('_tagged', None), 91: ('_tagged', None), 92: ('_tagged', None), 100: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 109: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch+OngoingTxnProducerId+OngoingTxnProducerEpoch', None), 123: ('_tagged', None), 124: ('_tagged', None), 125: ('_tagged', None)}
+BUILD_HASH = 'b7c8fe3be749d66a'

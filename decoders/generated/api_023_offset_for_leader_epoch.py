@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>hiq').unpack_from
 _U5 = _struct.Struct('>hiiq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 8
@@ -22,7 +20,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -36,8 +34,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 8
@@ -52,17 +50,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -73,7 +71,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 12
@@ -82,7 +80,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -96,8 +94,8 @@ def _f4(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 12
@@ -112,17 +110,17 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -133,18 +131,18 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -155,19 +153,19 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 12
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "LeaderEpoch": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -185,15 +183,15 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U3(b, p); p += 12
                 d9 = {"Partition": v6, "CurrentLeaderEpoch": v7, "LeaderEpoch": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -202,12 +200,12 @@ def _f8(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -216,11 +214,11 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
+                x5, p = _f8(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -229,12 +227,12 @@ def _f9(b, p):
         d = {"ReplicaId": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 14
@@ -243,7 +241,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -257,8 +255,8 @@ def _f11(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U4(b, p); p += 14
@@ -273,17 +271,17 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f11(b, p)
+                x4, p = _f11(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -294,7 +292,7 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 18
@@ -303,7 +301,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -317,8 +315,8 @@ def _f14(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 18
@@ -333,17 +331,17 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f14(b, p)
+                x4, p = _f14(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -354,18 +352,18 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f14(b, p)
+                x5, p = _f14(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -376,19 +374,19 @@ def _f16(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 18
         d = {"ErrorCode": v1, "Partition": v2, "LeaderEpoch": v3, "EndOffset": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -406,15 +404,15 @@ def _f18(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 18
                 d10 = {"ErrorCode": v6, "Partition": v7, "LeaderEpoch": v8, "EndOffset": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -423,12 +421,12 @@ def _f18(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -437,11 +435,11 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
+                x5, p = _f18(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -450,7 +448,7 @@ def _f19(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -462,4 +460,4 @@ NAME = 'OffsetForLeaderEpoch'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f6, 4: _f9}
 RESPONSE = {0: _f12, 1: _f15, 2: _f16, 3: _f16, 4: _f19}
 
-_LINES = {19: ('Partition+LeaderEpoch', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Topic', None), 35: ('Topic', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions[{}].Partition+LeaderEpoch', 'i5'), 44: ('Partitions', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', 'i3'), 66: ('Topics', 'i3'), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 79: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Topic', None), 94: ('Topic', None), 95: ('Topic', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 104: ('Partitions', 'i5'), 105: ('Partitions', 'i5'), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', 'i3'), 126: ('Topics', 'i3'), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 139: ('ReplicaId', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', 'i4'), 148: ('Topics', 'i4'), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', None), 161: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('Topic', None), 174: ('Topic', None), 175: ('Topic', None), 176: ('Topic', None), 177: ('Topic', None), 178: ('Topic', None), 179: ('Topic', None), 180: ('Topic', None), 181: ('Topic', None), 182: ('Topic', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', 'i5'), 197: ('Partitions', 'i5'), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 201: ('Partitions', None), 203: ('_tagged', None), 204: ('_tagged', None), 205: ('_tagged', None), 213: ('ReplicaId', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', 'i4'), 224: ('Topics', 'i4'), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('ErrorCode+Partition+EndOffset', None), 249: ('Topic', None), 250: ('Topic', None), 251: ('Topic', None), 252: ('Topic', None), 253: ('Topic', None), 254: ('Topic', None), 255: ('Topic', None), 256: ('Topic', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions[{}].ErrorCode+Partition+EndOffset', 'i5'), 265: ('Partitions', 'i5'), 266: ('Partitions', 'i5'), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', 'i3'), 287: ('Topics', 'i3'), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 300: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 309: ('Topic', None), 310: ('Topic', None), 311: ('Topic', None), 312: ('Topic', None), 313: ('Topic', None), 314: ('Topic', None), 315: ('Topic', None), 316: ('Topic', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i3'), 347: ('Topics', 'i3'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 360: ('ThrottleTimeMs', None), 361: ('Topics', None), 362: ('Topics', None), 363: ('Topics', None), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', None), 367: ('Topics', None), 368: ('Topics', 'i4'), 369: ('Topics', 'i4'), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 382: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 384: ('_tagged', None), 385: ('_tagged', None), 386: ('_tagged', None), 394: ('Topic', None), 395: ('Topic', None), 396: ('Topic', None), 397: ('Topic', None), 398: ('Topic', None), 399: ('Topic', None), 400: ('Topic', None), 401: ('Topic', None), 402: ('Topic', None), 403: ('Topic', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions', None), 413: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', 'i5'), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 422: ('Partitions', None), 424: ('_tagged', None), 425: ('_tagged', None), 426: ('_tagged', None), 434: ('ThrottleTimeMs', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', None), 444: ('Topics', 'i4'), 445: ('Topics', 'i4'), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 449: ('Topics', None), 451: ('_tagged', None), 452: ('_tagged', None), 453: ('_tagged', None)}
+_LINES = {17: ('Partition+LeaderEpoch', None), 26: ('Topic', None), 27: ('Topic', None), 28: ('Topic', None), 29: ('Topic', None), 30: ('Topic', None), 31: ('Topic', None), 32: ('Topic', None), 33: ('Topic', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions[{}].Partition+LeaderEpoch', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', 'i5'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', 'i3'), 64: ('Topics', 'i3'), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 77: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Topic', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 102: ('Partitions', 'i5'), 103: ('Partitions', 'i5'), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', 'i3'), 124: ('Topics', 'i3'), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 137: ('ReplicaId', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', 'i4'), 146: ('Topics', 'i4'), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 159: ('Partition+CurrentLeaderEpoch+LeaderEpoch', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None), 171: ('Topic', None), 172: ('Topic', None), 173: ('Topic', None), 174: ('Topic', None), 175: ('Topic', None), 176: ('Topic', None), 177: ('Topic', None), 178: ('Topic', None), 179: ('Topic', None), 180: ('Topic', None), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions[{}].Partition+CurrentLeaderEpoch+LeaderEpoch', 'i5'), 191: ('Partitions', 'i5'), 192: ('Partitions', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('ReplicaId', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', 'i4'), 222: ('Topics', 'i4'), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('ErrorCode+Partition+EndOffset', None), 247: ('Topic', None), 248: ('Topic', None), 249: ('Topic', None), 250: ('Topic', None), 251: ('Topic', None), 252: ('Topic', None), 253: ('Topic', None), 254: ('Topic', None), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions[{}].ErrorCode+Partition+EndOffset', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', 'i5'), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', 'i3'), 285: ('Topics', 'i3'), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 298: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 307: ('Topic', None), 308: ('Topic', None), 309: ('Topic', None), 310: ('Topic', None), 311: ('Topic', None), 312: ('Topic', None), 313: ('Topic', None), 314: ('Topic', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 323: ('Partitions', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', None), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', 'i3'), 345: ('Topics', 'i3'), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', None), 358: ('ThrottleTimeMs', None), 359: ('Topics', None), 360: ('Topics', None), 361: ('Topics', None), 362: ('Topics', None), 363: ('Topics', None), 364: ('Topics', None), 365: ('Topics', None), 366: ('Topics', 'i4'), 367: ('Topics', 'i4'), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 380: ('ErrorCode+Partition+LeaderEpoch+EndOffset', None), 382: ('_tagged', None), 383: ('_tagged', None), 384: ('_tagged', None), 392: ('Topic', None), 393: ('Topic', None), 394: ('Topic', None), 395: ('Topic', None), 396: ('Topic', None), 397: ('Topic', None), 398: ('Topic', None), 399: ('Topic', None), 400: ('Topic', None), 401: ('Topic', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions[{}].ErrorCode+Partition+LeaderEpoch+EndOffset', 'i5'), 412: ('Partitions', 'i5'), 413: ('Partitions', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 422: ('_tagged', None), 423: ('_tagged', None), 424: ('_tagged', None), 432: ('ThrottleTimeMs', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', 'i4'), 443: ('Topics', 'i4'), 444: ('Topics', None), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 449: ('_tagged', None), 450: ('_tagged', None), 451: ('_tagged', None)}

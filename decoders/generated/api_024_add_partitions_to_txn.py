@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -27,8 +25,8 @@ def _f0(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -39,7 +37,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -54,8 +52,8 @@ def _f1(b, p):
         n6, = _U2(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9, = _U0(b, p); p += 2
@@ -69,8 +67,8 @@ def _f1(b, p):
                 n11, = _U2(b, p); p += 4
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -87,7 +85,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -105,8 +103,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -115,12 +113,12 @@ def _f2(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -139,8 +137,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -158,8 +156,8 @@ def _f3(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -168,7 +166,7 @@ def _f3(b, p):
                 d12 = {"Name": v8, "Partitions": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -177,12 +175,12 @@ def _f3(b, p):
         d = {"V3AndBelowTransactionalId": v1, "V3AndBelowProducerId": v3, "V3AndBelowProducerEpoch": v4, "V3AndBelowTopics": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -201,8 +199,8 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -220,8 +218,8 @@ def _f4(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -230,7 +228,7 @@ def _f4(b, p):
                 d13 = {"Name": v9, "Partitions": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v6.append(d13)
         elif n7 == -1:
             v6 = None
@@ -239,12 +237,12 @@ def _f4(b, p):
         d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "VerifyOnly": v5, "Topics": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -252,11 +250,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 14 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -265,12 +263,12 @@ def _f5(b, p):
         d = {"Transactions": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -279,7 +277,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -293,8 +291,8 @@ def _f7(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 6
@@ -309,18 +307,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
         n3, = _U2(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -331,19 +329,19 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
         d = {"PartitionIndex": v1, "PartitionErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -361,15 +359,15 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U4(b, p); p += 6
                 d8 = {"PartitionIndex": v6, "PartitionErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -378,12 +376,12 @@ def _f10(b, p):
         d = {"Name": v1, "ResultsByPartition": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -392,11 +390,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -405,12 +403,12 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "ResultsByTopicV3AndBelow": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -428,11 +426,11 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
+                x6, p = _f10(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -441,12 +439,12 @@ def _f12(b, p):
         d = {"TransactionalId": v1, "TopicResults": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -455,11 +453,11 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f12(b, p)
+                x6, p = _f12(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -468,7 +466,7 @@ def _f13(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ResultsByTransaction": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -480,5 +478,5 @@ NAME = 'AddPartitionsToTxn'
 REQUEST = {0: _f1, 1: _f1, 2: _f1, 3: _f3, 4: _f5, 5: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f8, 3: _f11, 4: _f13, 5: _f13}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 45: ('V3AndBelowTransactionalId', None), 46: ('V3AndBelowTransactionalId', None), 47: ('V3AndBelowTransactionalId', None), 48: ('V3AndBelowTransactionalId', None), 49: ('V3AndBelowTransactionalId', None), 50: ('V3AndBelowTransactionalId', None), 51: ('V3AndBelowTransactionalId', None), 52: ('V3AndBelowTransactionalId', None), 53: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 54: ('V3AndBelowTopics', None), 55: ('V3AndBelowTopics', None), 56: ('V3AndBelowTopics', None), 57: ('V3AndBelowTopics', None), 58: ('V3AndBelowTopics', None), 59: ('V3AndBelowTopics', None), 60: ('V3AndBelowTopics', None), 61: ('V3AndBelowTopics[{}].Name', 'i7'), 62: ('V3AndBelowTopics[{}].Name', 'i7'), 63: ('V3AndBelowTopics[{}].Name', 'i7'), 64: ('V3AndBelowTopics[{}].Name', 'i7'), 65: ('V3AndBelowTopics[{}].Name', 'i7'), 66: ('V3AndBelowTopics[{}].Name', 'i7'), 67: ('V3AndBelowTopics[{}].Name', 'i7'), 68: ('V3AndBelowTopics[{}].Name', 'i7'), 69: ('V3AndBelowTopics[{}].Partitions', 'i7'), 70: ('V3AndBelowTopics[{}].Partitions', 'i7'), 71: ('V3AndBelowTopics[{}].Partitions', 'i7'), 72: ('V3AndBelowTopics[{}].Partitions', 'i7'), 73: ('V3AndBelowTopics[{}].Partitions', 'i7'), 74: ('V3AndBelowTopics[{}].Partitions', 'i7'), 75: ('V3AndBelowTopics[{}].Partitions', 'i7'), 76: ('V3AndBelowTopics[{}].Partitions', 'i7'), 77: ('V3AndBelowTopics[{}].Partitions', 'i7'), 78: ('V3AndBelowTopics[{}].Partitions', 'i7'), 79: ('V3AndBelowTopics', 'i7'), 80: ('V3AndBelowTopics', 'i7'), 81: ('V3AndBelowTopics', None), 82: ('V3AndBelowTopics', None), 83: ('V3AndBelowTopics', None), 84: ('V3AndBelowTopics', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Name', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('V3AndBelowTransactionalId', None), 127: ('V3AndBelowTransactionalId', None), 128: ('V3AndBelowTransactionalId', None), 129: ('V3AndBelowTransactionalId', None), 130: ('V3AndBelowTransactionalId', None), 131: ('V3AndBelowTransactionalId', None), 132: ('V3AndBelowTransactionalId', None), 133: ('V3AndBelowTransactionalId', None), 134: ('V3AndBelowTransactionalId', None), 135: ('V3AndBelowTransactionalId', None), 136: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 137: ('V3AndBelowTopics', None), 138: ('V3AndBelowTopics', None), 139: ('V3AndBelowTopics', None), 140: ('V3AndBelowTopics', None), 141: ('V3AndBelowTopics', None), 142: ('V3AndBelowTopics', None), 143: ('V3AndBelowTopics', None), 144: ('V3AndBelowTopics', None), 145: ('V3AndBelowTopics', None), 146: ('V3AndBelowTopics[{}].Name', 'i7'), 147: ('V3AndBelowTopics[{}].Name', 'i7'), 148: ('V3AndBelowTopics[{}].Name', 'i7'), 149: ('V3AndBelowTopics[{}].Name', 'i7'), 150: ('V3AndBelowTopics[{}].Name', 'i7'), 151: ('V3AndBelowTopics[{}].Name', 'i7'), 152: ('V3AndBelowTopics[{}].Name', 'i7'), 153: ('V3AndBelowTopics[{}].Name', 'i7'), 154: ('V3AndBelowTopics[{}].Name', 'i7'), 155: ('V3AndBelowTopics[{}].Name', 'i7'), 156: ('V3AndBelowTopics[{}].Partitions', 'i7'), 157: ('V3AndBelowTopics[{}].Partitions', 'i7'), 158: ('V3AndBelowTopics[{}].Partitions', 'i7'), 159: ('V3AndBelowTopics[{}].Partitions', 'i7'), 160: ('V3AndBelowTopics[{}].Partitions', 'i7'), 161: ('V3AndBelowTopics[{}].Partitions', 'i7'), 162: ('V3AndBelowTopics[{}].Partitions', 'i7'), 163: ('V3AndBelowTopics[{}].Partitions', 'i7'), 164: ('V3AndBelowTopics[{}].Partitions', 'i7'), 165: ('V3AndBelowTopics[{}].Partitions', 'i7'), 166: ('V3AndBelowTopics[{}].Partitions', 'i7'), 167: ('V3AndBelowTopics[{}].Partitions', 'i7'), 168: ('V3AndBelowTopics', 'i7'), 169: ('V3AndBelowTopics', 'i7'), 170: ('V3AndBelowTopics', 'i7'), 171: ('V3AndBelowTopics', 'i7'), 172: ('V3AndBelowTopics', 'i7'), 173: ('V3AndBelowTopics', None), 174: ('V3AndBelowTopics', None), 175: ('V3AndBelowTopics', None), 176: ('V3AndBelowTopics', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('TransactionalId', None), 189: ('TransactionalId', None), 190: ('TransactionalId', None), 191: ('TransactionalId', None), 192: ('TransactionalId', None), 193: ('TransactionalId', None), 194: ('TransactionalId', None), 195: ('TransactionalId', None), 196: ('TransactionalId', None), 197: ('TransactionalId', None), 198: ('ProducerId+ProducerEpoch+VerifyOnly', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics[{}].Name', 'i8'), 209: ('Topics[{}].Name', 'i8'), 210: ('Topics[{}].Name', 'i8'), 211: ('Topics[{}].Name', 'i8'), 212: ('Topics[{}].Name', 'i8'), 213: ('Topics[{}].Name', 'i8'), 214: ('Topics[{}].Name', 'i8'), 215: ('Topics[{}].Name', 'i8'), 216: ('Topics[{}].Name', 'i8'), 217: ('Topics[{}].Name', 'i8'), 218: ('Topics[{}].Partitions', 'i8'), 219: ('Topics[{}].Partitions', 'i8'), 220: ('Topics[{}].Partitions', 'i8'), 221: ('Topics[{}].Partitions', 'i8'), 222: ('Topics[{}].Partitions', 'i8'), 223: ('Topics[{}].Partitions', 'i8'), 224: ('Topics[{}].Partitions', 'i8'), 225: ('Topics[{}].Partitions', 'i8'), 226: ('Topics[{}].Partitions', 'i8'), 227: ('Topics[{}].Partitions', 'i8'), 228: ('Topics[{}].Partitions', 'i8'), 229: ('Topics[{}].Partitions', 'i8'), 230: ('Topics', 'i8'), 231: ('Topics', 'i8'), 232: ('Topics', 'i8'), 233: ('Topics', 'i8'), 234: ('Topics', 'i8'), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Transactions', None), 251: ('Transactions', None), 252: ('Transactions', None), 253: ('Transactions', None), 254: ('Transactions', None), 255: ('Transactions', None), 256: ('Transactions', None), 257: ('Transactions', None), 258: ('Transactions', None), 259: ('Transactions', 'i3'), 260: ('Transactions', 'i3'), 261: ('Transactions', None), 262: ('Transactions', None), 263: ('Transactions', None), 264: ('Transactions', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None), 276: ('PartitionIndex+PartitionErrorCode', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('Name', None), 292: ('Name', None), 293: ('ResultsByPartition', None), 294: ('ResultsByPartition', None), 295: ('ResultsByPartition', None), 296: ('ResultsByPartition', None), 297: ('ResultsByPartition', None), 298: ('ResultsByPartition', None), 299: ('ResultsByPartition', None), 300: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 301: ('ResultsByPartition', 'i5'), 302: ('ResultsByPartition', 'i5'), 303: ('ResultsByPartition', None), 304: ('ResultsByPartition', None), 305: ('ResultsByPartition', None), 306: ('ResultsByPartition', None), 315: ('ThrottleTimeMs', None), 316: ('ResultsByTopicV3AndBelow', None), 317: ('ResultsByTopicV3AndBelow', None), 318: ('ResultsByTopicV3AndBelow', None), 319: ('ResultsByTopicV3AndBelow', None), 320: ('ResultsByTopicV3AndBelow', None), 321: ('ResultsByTopicV3AndBelow', None), 322: ('ResultsByTopicV3AndBelow', None), 323: ('ResultsByTopicV3AndBelow', 'i4'), 324: ('ResultsByTopicV3AndBelow', 'i4'), 325: ('ResultsByTopicV3AndBelow', None), 326: ('ResultsByTopicV3AndBelow', None), 327: ('ResultsByTopicV3AndBelow', None), 328: ('ResultsByTopicV3AndBelow', None), 337: ('PartitionIndex+PartitionErrorCode', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('Name', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('Name', None), 358: ('Name', None), 359: ('ResultsByPartition', None), 360: ('ResultsByPartition', None), 361: ('ResultsByPartition', None), 362: ('ResultsByPartition', None), 363: ('ResultsByPartition', None), 364: ('ResultsByPartition', None), 365: ('ResultsByPartition', None), 366: ('ResultsByPartition', None), 367: ('ResultsByPartition', None), 368: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 369: ('ResultsByPartition', 'i5'), 370: ('ResultsByPartition', 'i5'), 371: ('ResultsByPartition', 'i5'), 372: ('ResultsByPartition', 'i5'), 373: ('ResultsByPartition', 'i5'), 374: ('ResultsByPartition', None), 375: ('ResultsByPartition', None), 376: ('ResultsByPartition', None), 377: ('ResultsByPartition', None), 379: ('_tagged', None), 380: ('_tagged', None), 381: ('_tagged', None), 389: ('ThrottleTimeMs', None), 390: ('ResultsByTopicV3AndBelow', None), 391: ('ResultsByTopicV3AndBelow', None), 392: ('ResultsByTopicV3AndBelow', None), 393: ('ResultsByTopicV3AndBelow', None), 394: ('ResultsByTopicV3AndBelow', None), 395: ('ResultsByTopicV3AndBelow', None), 396: ('ResultsByTopicV3AndBelow', None), 397: ('ResultsByTopicV3AndBelow', None), 398: ('ResultsByTopicV3AndBelow', None), 399: ('ResultsByTopicV3AndBelow', 'i4'), 400: ('ResultsByTopicV3AndBelow', 'i4'), 401: ('ResultsByTopicV3AndBelow', None), 402: ('ResultsByTopicV3AndBelow', None), 403: ('ResultsByTopicV3AndBelow', None), 404: ('ResultsByTopicV3AndBelow', None), 406: ('_tagged', None), 407: ('_tagged', None), 408: ('_tagged', None), 416: ('TransactionalId', None), 417: ('TransactionalId', None), 418: ('TransactionalId', None), 419: ('TransactionalId', None), 420: ('TransactionalId', None), 421: ('TransactionalId', None), 422: ('TransactionalId', None), 423: ('TransactionalId', None), 424: ('TransactionalId', None), 425: ('TransactionalId', None), 426: ('TopicResults', None), 427: ('TopicResults', None), 428: ('TopicResults', None), 429: ('TopicResults', None), 430: ('TopicResults', None), 431: ('TopicResults', None), 432: ('TopicResults', None), 433: ('TopicResults', None), 434: ('TopicResults', None), 435: ('TopicResults', 'i5'), 436: ('TopicResults', 'i5'), 437: ('TopicResults', None), 438: ('TopicResults', None), 439: ('TopicResults', None), 440: ('TopicResults', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None), 452: ('ThrottleTimeMs+ErrorCode', None), 453: ('ResultsByTransaction', None), 454: ('ResultsByTransaction', None), 455: ('ResultsByTransaction', None), 456: ('ResultsByTransaction', None), 457: ('ResultsByTransaction', None), 458: ('ResultsByTransaction', None), 459: ('ResultsByTransaction', None), 460: ('ResultsByTransaction', None), 461: ('ResultsByTransaction', None), 462: ('ResultsByTransaction', 'i5'), 463: ('ResultsByTransaction', 'i5'), 464: ('ResultsByTransaction', None), 465: ('ResultsByTransaction', None), 466: ('ResultsByTransaction', None), 467: ('ResultsByTransaction', None), 469: ('_tagged', None), 470: ('_tagged', None), 471: ('_tagged', None)}
-BUILD_HASH = '072afff9815c7c6c'
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 43: ('V3AndBelowTransactionalId', None), 44: ('V3AndBelowTransactionalId', None), 45: ('V3AndBelowTransactionalId', None), 46: ('V3AndBelowTransactionalId', None), 47: ('V3AndBelowTransactionalId', None), 48: ('V3AndBelowTransactionalId', None), 49: ('V3AndBelowTransactionalId', None), 50: ('V3AndBelowTransactionalId', None), 51: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 52: ('V3AndBelowTopics', None), 53: ('V3AndBelowTopics', None), 54: ('V3AndBelowTopics', None), 55: ('V3AndBelowTopics', None), 56: ('V3AndBelowTopics', None), 57: ('V3AndBelowTopics', None), 58: ('V3AndBelowTopics', None), 59: ('V3AndBelowTopics[{}].Name', 'i7'), 60: ('V3AndBelowTopics[{}].Name', 'i7'), 61: ('V3AndBelowTopics[{}].Name', 'i7'), 62: ('V3AndBelowTopics[{}].Name', 'i7'), 63: ('V3AndBelowTopics[{}].Name', 'i7'), 64: ('V3AndBelowTopics[{}].Name', 'i7'), 65: ('V3AndBelowTopics[{}].Name', 'i7'), 66: ('V3AndBelowTopics[{}].Name', 'i7'), 67: ('V3AndBelowTopics[{}].Partitions', 'i7'), 68: ('V3AndBelowTopics[{}].Partitions', 'i7'), 69: ('V3AndBelowTopics[{}].Partitions', 'i7'), 70: ('V3AndBelowTopics[{}].Partitions', 'i7'), 71: ('V3AndBelowTopics[{}].Partitions', 'i7'), 72: ('V3AndBelowTopics[{}].Partitions', 'i7'), 73: ('V3AndBelowTopics[{}].Partitions', 'i7'), 74: ('V3AndBelowTopics[{}].Partitions', 'i7'), 75: ('V3AndBelowTopics[{}].Partitions', 'i7'), 76: ('V3AndBelowTopics[{}].Partitions', 'i7'), 77: ('V3AndBelowTopics', 'i7'), 78: ('V3AndBelowTopics', 'i7'), 79: ('V3AndBelowTopics', None), 80: ('V3AndBelowTopics', None), 81: ('V3AndBelowTopics', None), 82: ('V3AndBelowTopics', None), 91: ('Name', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('V3AndBelowTransactionalId', None), 125: ('V3AndBelowTransactionalId', None), 126: ('V3AndBelowTransactionalId', None), 127: ('V3AndBelowTransactionalId', None), 128: ('V3AndBelowTransactionalId', None), 129: ('V3AndBelowTransactionalId', None), 130: ('V3AndBelowTransactionalId', None), 131: ('V3AndBelowTransactionalId', None), 132: ('V3AndBelowTransactionalId', None), 133: ('V3AndBelowTransactionalId', None), 134: ('V3AndBelowProducerId+V3AndBelowProducerEpoch', None), 135: ('V3AndBelowTopics', None), 136: ('V3AndBelowTopics', None), 137: ('V3AndBelowTopics', None), 138: ('V3AndBelowTopics', None), 139: ('V3AndBelowTopics', None), 140: ('V3AndBelowTopics', None), 141: ('V3AndBelowTopics', None), 142: ('V3AndBelowTopics', None), 143: ('V3AndBelowTopics', None), 144: ('V3AndBelowTopics[{}].Name', 'i7'), 145: ('V3AndBelowTopics[{}].Name', 'i7'), 146: ('V3AndBelowTopics[{}].Name', 'i7'), 147: ('V3AndBelowTopics[{}].Name', 'i7'), 148: ('V3AndBelowTopics[{}].Name', 'i7'), 149: ('V3AndBelowTopics[{}].Name', 'i7'), 150: ('V3AndBelowTopics[{}].Name', 'i7'), 151: ('V3AndBelowTopics[{}].Name', 'i7'), 152: ('V3AndBelowTopics[{}].Name', 'i7'), 153: ('V3AndBelowTopics[{}].Name', 'i7'), 154: ('V3AndBelowTopics[{}].Partitions', 'i7'), 155: ('V3AndBelowTopics[{}].Partitions', 'i7'), 156: ('V3AndBelowTopics[{}].Partitions', 'i7'), 157: ('V3AndBelowTopics[{}].Partitions', 'i7'), 158: ('V3AndBelowTopics[{}].Partitions', 'i7'), 159: ('V3AndBelowTopics[{}].Partitions', 'i7'), 160: ('V3AndBelowTopics[{}].Partitions', 'i7'), 161: ('V3AndBelowTopics[{}].Partitions', 'i7'), 162: ('V3AndBelowTopics[{}].Partitions', 'i7'), 163: ('V3AndBelowTopics[{}].Partitions', 'i7'), 164: ('V3AndBelowTopics[{}].Partitions', 'i7'), 165: ('V3AndBelowTopics[{}].Partitions', 'i7'), 166: ('V3AndBelowTopics', 'i7'), 167: ('V3AndBelowTopics', 'i7'), 168: ('V3AndBelowTopics', 'i7'), 169: ('V3AndBelowTopics', 'i7'), 170: ('V3AndBelowTopics', 'i7'), 171: ('V3AndBelowTopics', None), 172: ('V3AndBelowTopics', None), 173: ('V3AndBelowTopics', None), 174: ('V3AndBelowTopics', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('TransactionalId', None), 187: ('TransactionalId', None), 188: ('TransactionalId', None), 189: ('TransactionalId', None), 190: ('TransactionalId', None), 191: ('TransactionalId', None), 192: ('TransactionalId', None), 193: ('TransactionalId', None), 194: ('TransactionalId', None), 195: ('TransactionalId', None), 196: ('ProducerId+ProducerEpoch+VerifyOnly', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics[{}].Name', 'i8'), 207: ('Topics[{}].Name', 'i8'), 208: ('Topics[{}].Name', 'i8'), 209: ('Topics[{}].Name', 'i8'), 210: ('Topics[{}].Name', 'i8'), 211: ('Topics[{}].Name', 'i8'), 212: ('Topics[{}].Name', 'i8'), 213: ('Topics[{}].Name', 'i8'), 214: ('Topics[{}].Name', 'i8'), 215: ('Topics[{}].Name', 'i8'), 216: ('Topics[{}].Partitions', 'i8'), 217: ('Topics[{}].Partitions', 'i8'), 218: ('Topics[{}].Partitions', 'i8'), 219: ('Topics[{}].Partitions', 'i8'), 220: ('Topics[{}].Partitions', 'i8'), 221: ('Topics[{}].Partitions', 'i8'), 222: ('Topics[{}].Partitions', 'i8'), 223: ('Topics[{}].Partitions', 'i8'), 224: ('Topics[{}].Partitions', 'i8'), 225: ('Topics[{}].Partitions', 'i8'), 226: ('Topics[{}].Partitions', 'i8'), 227: ('Topics[{}].Partitions', 'i8'), 228: ('Topics', 'i8'), 229: ('Topics', 'i8'), 230: ('Topics', 'i8'), 231: ('Topics', 'i8'), 232: ('Topics', 'i8'), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 238: ('_tagged', None), 239: ('_tagged', None), 240: ('_tagged', None), 248: ('Transactions', None), 249: ('Transactions', None), 250: ('Transactions', None), 251: ('Transactions', None), 252: ('Transactions', None), 253: ('Transactions', None), 254: ('Transactions', None), 255: ('Transactions', None), 256: ('Transactions', None), 257: ('Transactions', 'i3'), 258: ('Transactions', 'i3'), 259: ('Transactions', None), 260: ('Transactions', None), 261: ('Transactions', None), 262: ('Transactions', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None), 274: ('PartitionIndex+PartitionErrorCode', None), 283: ('Name', None), 284: ('Name', None), 285: ('Name', None), 286: ('Name', None), 287: ('Name', None), 288: ('Name', None), 289: ('Name', None), 290: ('Name', None), 291: ('ResultsByPartition', None), 292: ('ResultsByPartition', None), 293: ('ResultsByPartition', None), 294: ('ResultsByPartition', None), 295: ('ResultsByPartition', None), 296: ('ResultsByPartition', None), 297: ('ResultsByPartition', None), 298: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 299: ('ResultsByPartition', 'i5'), 300: ('ResultsByPartition', 'i5'), 301: ('ResultsByPartition', None), 302: ('ResultsByPartition', None), 303: ('ResultsByPartition', None), 304: ('ResultsByPartition', None), 313: ('ThrottleTimeMs', None), 314: ('ResultsByTopicV3AndBelow', None), 315: ('ResultsByTopicV3AndBelow', None), 316: ('ResultsByTopicV3AndBelow', None), 317: ('ResultsByTopicV3AndBelow', None), 318: ('ResultsByTopicV3AndBelow', None), 319: ('ResultsByTopicV3AndBelow', None), 320: ('ResultsByTopicV3AndBelow', None), 321: ('ResultsByTopicV3AndBelow', 'i4'), 322: ('ResultsByTopicV3AndBelow', 'i4'), 323: ('ResultsByTopicV3AndBelow', None), 324: ('ResultsByTopicV3AndBelow', None), 325: ('ResultsByTopicV3AndBelow', None), 326: ('ResultsByTopicV3AndBelow', None), 335: ('PartitionIndex+PartitionErrorCode', None), 337: ('_tagged', None), 338: ('_tagged', None), 339: ('_tagged', None), 347: ('Name', None), 348: ('Name', None), 349: ('Name', None), 350: ('Name', None), 351: ('Name', None), 352: ('Name', None), 353: ('Name', None), 354: ('Name', None), 355: ('Name', None), 356: ('Name', None), 357: ('ResultsByPartition', None), 358: ('ResultsByPartition', None), 359: ('ResultsByPartition', None), 360: ('ResultsByPartition', None), 361: ('ResultsByPartition', None), 362: ('ResultsByPartition', None), 363: ('ResultsByPartition', None), 364: ('ResultsByPartition', None), 365: ('ResultsByPartition', None), 366: ('ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', 'i5'), 367: ('ResultsByPartition', 'i5'), 368: ('ResultsByPartition', 'i5'), 369: ('ResultsByPartition', 'i5'), 370: ('ResultsByPartition', 'i5'), 371: ('ResultsByPartition', 'i5'), 372: ('ResultsByPartition', None), 373: ('ResultsByPartition', None), 374: ('ResultsByPartition', None), 375: ('ResultsByPartition', None), 377: ('_tagged', None), 378: ('_tagged', None), 379: ('_tagged', None), 387: ('ThrottleTimeMs', None), 388: ('ResultsByTopicV3AndBelow', None), 389: ('ResultsByTopicV3AndBelow', None), 390: ('ResultsByTopicV3AndBelow', None), 391: ('ResultsByTopicV3AndBelow', None), 392: ('ResultsByTopicV3AndBelow', None), 393: ('ResultsByTopicV3AndBelow', None), 394: ('ResultsByTopicV3AndBelow', None), 395: ('ResultsByTopicV3AndBelow', None), 396: ('ResultsByTopicV3AndBelow', None), 397: ('ResultsByTopicV3AndBelow', 'i4'), 398: ('ResultsByTopicV3AndBelow', 'i4'), 399: ('ResultsByTopicV3AndBelow', None), 400: ('ResultsByTopicV3AndBelow', None), 401: ('ResultsByTopicV3AndBelow', None), 402: ('ResultsByTopicV3AndBelow', None), 404: ('_tagged', None), 405: ('_tagged', None), 406: ('_tagged', None), 414: ('TransactionalId', None), 415: ('TransactionalId', None), 416: ('TransactionalId', None), 417: ('TransactionalId', None), 418: ('TransactionalId', None), 419: ('TransactionalId', None), 420: ('TransactionalId', None), 421: ('TransactionalId', None), 422: ('TransactionalId', None), 423: ('TransactionalId', None), 424: ('TopicResults', None), 425: ('TopicResults', None), 426: ('TopicResults', None), 427: ('TopicResults', None), 428: ('TopicResults', None), 429: ('TopicResults', None), 430: ('TopicResults', None), 431: ('TopicResults', None), 432: ('TopicResults', None), 433: ('TopicResults', 'i5'), 434: ('TopicResults', 'i5'), 435: ('TopicResults', None), 436: ('TopicResults', None), 437: ('TopicResults', None), 438: ('TopicResults', None), 440: ('_tagged', None), 441: ('_tagged', None), 442: ('_tagged', None), 450: ('ThrottleTimeMs+ErrorCode', None), 451: ('ResultsByTransaction', None), 452: ('ResultsByTransaction', None), 453: ('ResultsByTransaction', None), 454: ('ResultsByTransaction', None), 455: ('ResultsByTransaction', None), 456: ('ResultsByTransaction', None), 457: ('ResultsByTransaction', None), 458: ('ResultsByTransaction', None), 459: ('ResultsByTransaction', None), 460: ('ResultsByTransaction', 'i5'), 461: ('ResultsByTransaction', 'i5'), 462: ('ResultsByTransaction', None), 463: ('ResultsByTransaction', None), 464: ('ResultsByTransaction', None), 465: ('ResultsByTransaction', None), 467: ('_tagged', None), 468: ('_tagged', None), 469: ('_tagged', None)}
+BUILD_HASH = '84b6c556ca915012'

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -35,7 +33,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -62,12 +60,12 @@ def _f1(b, p):
         d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "GroupId": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -76,14 +74,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -95,5 +93,5 @@ NAME = 'AddOffsetsToTxn'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f3}
 
-_LINES = {16: ('TransactionalId', None), 17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('ProducerId+ProducerEpoch', None), 25: ('GroupId', None), 26: ('GroupId', None), 27: ('GroupId', None), 28: ('GroupId', None), 29: ('GroupId', None), 30: ('GroupId', None), 31: ('GroupId', None), 32: ('GroupId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('TransactionalId', None), 45: ('TransactionalId', None), 46: ('TransactionalId', None), 47: ('TransactionalId', None), 48: ('TransactionalId', None), 49: ('TransactionalId', None), 50: ('TransactionalId', None), 51: ('ProducerId+ProducerEpoch', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 63: ('_tagged', None), 64: ('_tagged', None), 65: ('_tagged', None), 73: ('ThrottleTimeMs+ErrorCode', None), 82: ('ThrottleTimeMs+ErrorCode', None), 84: ('_tagged', None), 85: ('_tagged', None), 86: ('_tagged', None)}
-BUILD_HASH = 'bf17686d58033637'
+_LINES = {14: ('TransactionalId', None), 15: ('TransactionalId', None), 16: ('TransactionalId', None), 17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('ProducerId+ProducerEpoch', None), 23: ('GroupId', None), 24: ('GroupId', None), 25: ('GroupId', None), 26: ('GroupId', None), 27: ('GroupId', None), 28: ('GroupId', None), 29: ('GroupId', None), 30: ('GroupId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('TransactionalId', None), 45: ('TransactionalId', None), 46: ('TransactionalId', None), 47: ('TransactionalId', None), 48: ('TransactionalId', None), 49: ('ProducerId+ProducerEpoch', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('ThrottleTimeMs+ErrorCode', None), 80: ('ThrottleTimeMs+ErrorCode', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None)}
+BUILD_HASH = '993c4a16f0c93691'

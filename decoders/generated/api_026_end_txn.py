@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh?').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 _U3 = _struct.Struct('>ihqh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -28,7 +26,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -45,12 +43,12 @@ def _f1(b, p):
         d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "Committed": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -59,26 +57,26 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 16
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -90,5 +88,5 @@ NAME = 'EndTxn'
 REQUEST = {0: _f0, 1: _f0, 2: _f0, 3: _f1, 4: _f1, 5: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f2, 3: _f3, 4: _f3, 5: _f4}
 
-_LINES = {17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('TransactionalId', None), 24: ('TransactionalId', None), 25: ('ProducerId+ProducerEpoch+Committed', None), 34: ('TransactionalId', None), 35: ('TransactionalId', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('TransactionalId', None), 43: ('TransactionalId', None), 44: ('ProducerId+ProducerEpoch+Committed', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('ThrottleTimeMs+ErrorCode', None), 65: ('ThrottleTimeMs+ErrorCode', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None), 77: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None)}
-BUILD_HASH = '6430fcabe65308ee'
+_LINES = {15: ('TransactionalId', None), 16: ('TransactionalId', None), 17: ('TransactionalId', None), 18: ('TransactionalId', None), 19: ('TransactionalId', None), 20: ('TransactionalId', None), 21: ('TransactionalId', None), 22: ('TransactionalId', None), 23: ('ProducerId+ProducerEpoch+Committed', None), 32: ('TransactionalId', None), 33: ('TransactionalId', None), 34: ('TransactionalId', None), 35: ('TransactionalId', None), 36: ('TransactionalId', None), 37: ('TransactionalId', None), 38: ('TransactionalId', None), 39: ('TransactionalId', None), 40: ('TransactionalId', None), 41: ('TransactionalId', None), 42: ('ProducerId+ProducerEpoch+Committed', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('ThrottleTimeMs+ErrorCode', None), 63: ('ThrottleTimeMs+ErrorCode', None), 65: ('_tagged', None), 66: ('_tagged', None), 67: ('_tagged', None), 75: ('ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None)}
+BUILD_HASH = '30513735f8a1a7a5'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>qh?').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -28,8 +26,8 @@ def _f0(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -40,15 +38,15 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U1(b, p); p += 11
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -62,8 +60,8 @@ def _f1(b, p):
                 n10, = _U0(b, p); p += 4
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -81,17 +79,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 19 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -102,7 +100,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -120,8 +118,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -130,12 +128,12 @@ def _f3(b, p):
         d = {"Name": v1, "PartitionIndexes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U1(b, p); p += 11
@@ -144,8 +142,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -163,8 +161,8 @@ def _f4(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -173,7 +171,7 @@ def _f4(b, p):
                 d11 = {"Name": v7, "PartitionIndexes": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v4.append(d11)
         elif n5 == -1:
             v4 = None
@@ -183,12 +181,12 @@ def _f4(b, p):
         d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -196,11 +194,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 17 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -209,12 +207,12 @@ def _f5(b, p):
         d = {"Markers": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U1(b, p); p += 11
@@ -223,8 +221,8 @@ def _f6(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -242,8 +240,8 @@ def _f6(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -252,7 +250,7 @@ def _f6(b, p):
                 d11 = {"Name": v7, "PartitionIndexes": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v4.append(d11)
         elif n5 == -1:
             v4 = None
@@ -262,12 +260,12 @@ def _f6(b, p):
         d = {"ProducerId": v1, "ProducerEpoch": v2, "TransactionResult": v3, "Topics": v4, "CoordinatorEpoch": v12, "TransactionVersion": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -275,11 +273,11 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f6(b, p)
+                x4, p = _f6(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -288,12 +286,12 @@ def _f7(b, p):
         d = {"Markers": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
@@ -302,7 +300,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -316,8 +314,8 @@ def _f9(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U5(b, p); p += 6
@@ -332,18 +330,18 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 8
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
+                x5, p = _f9(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -354,17 +352,17 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 12 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f10(b, p)
+                x4, p = _f10(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -375,19 +373,19 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -405,15 +403,15 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U5(b, p); p += 6
                 d8 = {"PartitionIndex": v6, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -422,12 +420,12 @@ def _f13(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 8
@@ -436,11 +434,11 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
+                x5, p = _f13(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -449,12 +447,12 @@ def _f14(b, p):
         d = {"ProducerId": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -462,11 +460,11 @@ def _f15(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f14(b, p)
+                x4, p = _f14(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -475,7 +473,7 @@ def _f15(b, p):
         d = {"Markers": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -487,4 +485,4 @@ NAME = 'WriteTxnMarkers'
 REQUEST = {0: _f2, 1: _f5, 2: _f7}
 RESPONSE = {0: _f11, 1: _f15, 2: _f15}
 
-_LINES = {20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 46: ('ProducerId+ProducerEpoch+TransactionResult', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics[{}].Name', 'i6'), 55: ('Topics[{}].Name', 'i6'), 56: ('Topics[{}].Name', 'i6'), 57: ('Topics[{}].Name', 'i6'), 58: ('Topics[{}].Name', 'i6'), 59: ('Topics[{}].Name', 'i6'), 60: ('Topics[{}].Name', 'i6'), 61: ('Topics[{}].Name', 'i6'), 62: ('Topics[{}].PartitionIndexes', 'i6'), 63: ('Topics[{}].PartitionIndexes', 'i6'), 64: ('Topics[{}].PartitionIndexes', 'i6'), 65: ('Topics[{}].PartitionIndexes', 'i6'), 66: ('Topics[{}].PartitionIndexes', 'i6'), 67: ('Topics[{}].PartitionIndexes', 'i6'), 68: ('Topics[{}].PartitionIndexes', 'i6'), 69: ('Topics[{}].PartitionIndexes', 'i6'), 70: ('Topics[{}].PartitionIndexes', 'i6'), 71: ('Topics[{}].PartitionIndexes', 'i6'), 72: ('Topics', 'i6'), 73: ('Topics', 'i6'), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('CoordinatorEpoch', None), 87: ('Markers', None), 88: ('Markers', None), 89: ('Markers', None), 90: ('Markers', None), 91: ('Markers', None), 92: ('Markers', None), 93: ('Markers', None), 94: ('Markers', 'i3'), 95: ('Markers', 'i3'), 96: ('Markers', None), 97: ('Markers', None), 98: ('Markers', None), 99: ('Markers', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('PartitionIndexes', None), 119: ('PartitionIndexes', None), 120: ('PartitionIndexes', None), 121: ('PartitionIndexes', None), 122: ('PartitionIndexes', None), 123: ('PartitionIndexes', None), 124: ('PartitionIndexes', None), 125: ('PartitionIndexes', None), 126: ('PartitionIndexes', None), 127: ('PartitionIndexes', None), 128: ('PartitionIndexes', None), 129: ('PartitionIndexes', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ProducerId+ProducerEpoch+TransactionResult', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics[{}].Name', 'i6'), 152: ('Topics[{}].Name', 'i6'), 153: ('Topics[{}].Name', 'i6'), 154: ('Topics[{}].Name', 'i6'), 155: ('Topics[{}].Name', 'i6'), 156: ('Topics[{}].Name', 'i6'), 157: ('Topics[{}].Name', 'i6'), 158: ('Topics[{}].Name', 'i6'), 159: ('Topics[{}].Name', 'i6'), 160: ('Topics[{}].Name', 'i6'), 161: ('Topics[{}].PartitionIndexes', 'i6'), 162: ('Topics[{}].PartitionIndexes', 'i6'), 163: ('Topics[{}].PartitionIndexes', 'i6'), 164: ('Topics[{}].PartitionIndexes', 'i6'), 165: ('Topics[{}].PartitionIndexes', 'i6'), 166: ('Topics[{}].PartitionIndexes', 'i6'), 167: ('Topics[{}].PartitionIndexes', 'i6'), 168: ('Topics[{}].PartitionIndexes', 'i6'), 169: ('Topics[{}].PartitionIndexes', 'i6'), 170: ('Topics[{}].PartitionIndexes', 'i6'), 171: ('Topics[{}].PartitionIndexes', 'i6'), 172: ('Topics[{}].PartitionIndexes', 'i6'), 173: ('Topics', 'i6'), 174: ('Topics', 'i6'), 175: ('Topics', 'i6'), 176: ('Topics', 'i6'), 177: ('Topics', 'i6'), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('CoordinatorEpoch', None), 184: ('_tagged', None), 185: ('_tagged', None), 186: ('_tagged', None), 194: ('Markers', None), 195: ('Markers', None), 196: ('Markers', None), 197: ('Markers', None), 198: ('Markers', None), 199: ('Markers', None), 200: ('Markers', None), 201: ('Markers', None), 202: ('Markers', None), 203: ('Markers', 'i3'), 204: ('Markers', 'i3'), 205: ('Markers', None), 206: ('Markers', None), 207: ('Markers', None), 208: ('Markers', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('ProducerId+ProducerEpoch+TransactionResult', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics[{}].Name', 'i6'), 231: ('Topics[{}].Name', 'i6'), 232: ('Topics[{}].Name', 'i6'), 233: ('Topics[{}].Name', 'i6'), 234: ('Topics[{}].Name', 'i6'), 235: ('Topics[{}].Name', 'i6'), 236: ('Topics[{}].Name', 'i6'), 237: ('Topics[{}].Name', 'i6'), 238: ('Topics[{}].Name', 'i6'), 239: ('Topics[{}].Name', 'i6'), 240: ('Topics[{}].PartitionIndexes', 'i6'), 241: ('Topics[{}].PartitionIndexes', 'i6'), 242: ('Topics[{}].PartitionIndexes', 'i6'), 243: ('Topics[{}].PartitionIndexes', 'i6'), 244: ('Topics[{}].PartitionIndexes', 'i6'), 245: ('Topics[{}].PartitionIndexes', 'i6'), 246: ('Topics[{}].PartitionIndexes', 'i6'), 247: ('Topics[{}].PartitionIndexes', 'i6'), 248: ('Topics[{}].PartitionIndexes', 'i6'), 249: ('Topics[{}].PartitionIndexes', 'i6'), 250: ('Topics[{}].PartitionIndexes', 'i6'), 251: ('Topics[{}].PartitionIndexes', 'i6'), 252: ('Topics', 'i6'), 253: ('Topics', 'i6'), 254: ('Topics', 'i6'), 255: ('Topics', 'i6'), 256: ('Topics', 'i6'), 257: ('Topics', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('CoordinatorEpoch+TransactionVersion', None), 263: ('_tagged', None), 264: ('_tagged', None), 265: ('_tagged', None), 273: ('Markers', None), 274: ('Markers', None), 275: ('Markers', None), 276: ('Markers', None), 277: ('Markers', None), 278: ('Markers', None), 279: ('Markers', None), 280: ('Markers', None), 281: ('Markers', None), 282: ('Markers', 'i3'), 283: ('Markers', 'i3'), 284: ('Markers', None), 285: ('Markers', None), 286: ('Markers', None), 287: ('Markers', None), 289: ('_tagged', None), 290: ('_tagged', None), 291: ('_tagged', None), 299: ('PartitionIndex+ErrorCode', None), 308: ('Name', None), 309: ('Name', None), 310: ('Name', None), 311: ('Name', None), 312: ('Name', None), 313: ('Name', None), 314: ('Name', None), 315: ('Name', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 338: ('ProducerId', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i4'), 347: ('Topics', 'i4'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 360: ('Markers', None), 361: ('Markers', None), 362: ('Markers', None), 363: ('Markers', None), 364: ('Markers', None), 365: ('Markers', None), 366: ('Markers', None), 367: ('Markers', 'i3'), 368: ('Markers', 'i3'), 369: ('Markers', None), 370: ('Markers', None), 371: ('Markers', None), 372: ('Markers', None), 381: ('PartitionIndex+ErrorCode', None), 383: ('_tagged', None), 384: ('_tagged', None), 385: ('_tagged', None), 393: ('Name', None), 394: ('Name', None), 395: ('Name', None), 396: ('Name', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Name', None), 402: ('Name', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions', None), 411: ('Partitions', None), 412: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 413: ('Partitions', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', 'i5'), 417: ('Partitions', 'i5'), 418: ('Partitions', None), 419: ('Partitions', None), 420: ('Partitions', None), 421: ('Partitions', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None), 433: ('ProducerId', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 443: ('Topics', 'i4'), 444: ('Topics', 'i4'), 445: ('Topics', None), 446: ('Topics', None), 447: ('Topics', None), 448: ('Topics', None), 450: ('_tagged', None), 451: ('_tagged', None), 452: ('_tagged', None), 460: ('Markers', None), 461: ('Markers', None), 462: ('Markers', None), 463: ('Markers', None), 464: ('Markers', None), 465: ('Markers', None), 466: ('Markers', None), 467: ('Markers', None), 468: ('Markers', None), 469: ('Markers', 'i3'), 470: ('Markers', 'i3'), 471: ('Markers', None), 472: ('Markers', None), 473: ('Markers', None), 474: ('Markers', None), 476: ('_tagged', None), 477: ('_tagged', None), 478: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 44: ('ProducerId+ProducerEpoch+TransactionResult', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics[{}].Name', 'i6'), 53: ('Topics[{}].Name', 'i6'), 54: ('Topics[{}].Name', 'i6'), 55: ('Topics[{}].Name', 'i6'), 56: ('Topics[{}].Name', 'i6'), 57: ('Topics[{}].Name', 'i6'), 58: ('Topics[{}].Name', 'i6'), 59: ('Topics[{}].Name', 'i6'), 60: ('Topics[{}].PartitionIndexes', 'i6'), 61: ('Topics[{}].PartitionIndexes', 'i6'), 62: ('Topics[{}].PartitionIndexes', 'i6'), 63: ('Topics[{}].PartitionIndexes', 'i6'), 64: ('Topics[{}].PartitionIndexes', 'i6'), 65: ('Topics[{}].PartitionIndexes', 'i6'), 66: ('Topics[{}].PartitionIndexes', 'i6'), 67: ('Topics[{}].PartitionIndexes', 'i6'), 68: ('Topics[{}].PartitionIndexes', 'i6'), 69: ('Topics[{}].PartitionIndexes', 'i6'), 70: ('Topics', 'i6'), 71: ('Topics', 'i6'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('CoordinatorEpoch', None), 85: ('Markers', None), 86: ('Markers', None), 87: ('Markers', None), 88: ('Markers', None), 89: ('Markers', None), 90: ('Markers', None), 91: ('Markers', None), 92: ('Markers', 'i3'), 93: ('Markers', 'i3'), 94: ('Markers', None), 95: ('Markers', None), 96: ('Markers', None), 97: ('Markers', None), 106: ('Name', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('PartitionIndexes', None), 117: ('PartitionIndexes', None), 118: ('PartitionIndexes', None), 119: ('PartitionIndexes', None), 120: ('PartitionIndexes', None), 121: ('PartitionIndexes', None), 122: ('PartitionIndexes', None), 123: ('PartitionIndexes', None), 124: ('PartitionIndexes', None), 125: ('PartitionIndexes', None), 126: ('PartitionIndexes', None), 127: ('PartitionIndexes', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('ProducerId+ProducerEpoch+TransactionResult', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics[{}].Name', 'i6'), 150: ('Topics[{}].Name', 'i6'), 151: ('Topics[{}].Name', 'i6'), 152: ('Topics[{}].Name', 'i6'), 153: ('Topics[{}].Name', 'i6'), 154: ('Topics[{}].Name', 'i6'), 155: ('Topics[{}].Name', 'i6'), 156: ('Topics[{}].Name', 'i6'), 157: ('Topics[{}].Name', 'i6'), 158: ('Topics[{}].Name', 'i6'), 159: ('Topics[{}].PartitionIndexes', 'i6'), 160: ('Topics[{}].PartitionIndexes', 'i6'), 161: ('Topics[{}].PartitionIndexes', 'i6'), 162: ('Topics[{}].PartitionIndexes', 'i6'), 163: ('Topics[{}].PartitionIndexes', 'i6'), 164: ('Topics[{}].PartitionIndexes', 'i6'), 165: ('Topics[{}].PartitionIndexes', 'i6'), 166: ('Topics[{}].PartitionIndexes', 'i6'), 167: ('Topics[{}].PartitionIndexes', 'i6'), 168: ('Topics[{}].PartitionIndexes', 'i6'), 169: ('Topics[{}].PartitionIndexes', 'i6'), 170: ('Topics[{}].PartitionIndexes', 'i6'), 171: ('Topics', 'i6'), 172: ('Topics', 'i6'), 173: ('Topics', 'i6'), 174: ('Topics', 'i6'), 175: ('Topics', 'i6'), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('CoordinatorEpoch', None), 182: ('_tagged', None), 183: ('_tagged', None), 184: ('_tagged', None), 192: ('Markers', None), 193: ('Markers', None), 194: ('Markers', None), 195: ('Markers', None), 196: ('Markers', None), 197: ('Markers', None), 198: ('Markers', None), 199: ('Markers', None), 200: ('Markers', None), 201: ('Markers', 'i3'), 202: ('Markers', 'i3'), 203: ('Markers', None), 204: ('Markers', None), 205: ('Markers', None), 206: ('Markers', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('ProducerId+ProducerEpoch+TransactionResult', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics[{}].Name', 'i6'), 229: ('Topics[{}].Name', 'i6'), 230: ('Topics[{}].Name', 'i6'), 231: ('Topics[{}].Name', 'i6'), 232: ('Topics[{}].Name', 'i6'), 233: ('Topics[{}].Name', 'i6'), 234: ('Topics[{}].Name', 'i6'), 235: ('Topics[{}].Name', 'i6'), 236: ('Topics[{}].Name', 'i6'), 237: ('Topics[{}].Name', 'i6'), 238: ('Topics[{}].PartitionIndexes', 'i6'), 239: ('Topics[{}].PartitionIndexes', 'i6'), 240: ('Topics[{}].PartitionIndexes', 'i6'), 241: ('Topics[{}].PartitionIndexes', 'i6'), 242: ('Topics[{}].PartitionIndexes', 'i6'), 243: ('Topics[{}].PartitionIndexes', 'i6'), 244: ('Topics[{}].PartitionIndexes', 'i6'), 245: ('Topics[{}].PartitionIndexes', 'i6'), 246: ('Topics[{}].PartitionIndexes', 'i6'), 247: ('Topics[{}].PartitionIndexes', 'i6'), 248: ('Topics[{}].PartitionIndexes', 'i6'), 249: ('Topics[{}].PartitionIndexes', 'i6'), 250: ('Topics', 'i6'), 251: ('Topics', 'i6'), 252: ('Topics', 'i6'), 253: ('Topics', 'i6'), 254: ('Topics', 'i6'), 255: ('Topics', None), 256: ('Topics', None), 257: ('Topics', None), 258: ('Topics', None), 259: ('CoordinatorEpoch+TransactionVersion', None), 261: ('_tagged', None), 262: ('_tagged', None), 263: ('_tagged', None), 271: ('Markers', None), 272: ('Markers', None), 273: ('Markers', None), 274: ('Markers', None), 275: ('Markers', None), 276: ('Markers', None), 277: ('Markers', None), 278: ('Markers', None), 279: ('Markers', None), 280: ('Markers', 'i3'), 281: ('Markers', 'i3'), 282: ('Markers', None), 283: ('Markers', None), 284: ('Markers', None), 285: ('Markers', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None), 297: ('PartitionIndex+ErrorCode', None), 306: ('Name', None), 307: ('Name', None), 308: ('Name', None), 309: ('Name', None), 310: ('Name', None), 311: ('Name', None), 312: ('Name', None), 313: ('Name', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 322: ('Partitions', 'i5'), 323: ('Partitions', 'i5'), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 327: ('Partitions', None), 336: ('ProducerId', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', 'i4'), 345: ('Topics', 'i4'), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', None), 349: ('Topics', None), 358: ('Markers', None), 359: ('Markers', None), 360: ('Markers', None), 361: ('Markers', None), 362: ('Markers', None), 363: ('Markers', None), 364: ('Markers', None), 365: ('Markers', 'i3'), 366: ('Markers', 'i3'), 367: ('Markers', None), 368: ('Markers', None), 369: ('Markers', None), 370: ('Markers', None), 379: ('PartitionIndex+ErrorCode', None), 381: ('_tagged', None), 382: ('_tagged', None), 383: ('_tagged', None), 391: ('Name', None), 392: ('Name', None), 393: ('Name', None), 394: ('Name', None), 395: ('Name', None), 396: ('Name', None), 397: ('Name', None), 398: ('Name', None), 399: ('Name', None), 400: ('Name', None), 401: ('Partitions', None), 402: ('Partitions', None), 403: ('Partitions', None), 404: ('Partitions', None), 405: ('Partitions', None), 406: ('Partitions', None), 407: ('Partitions', None), 408: ('Partitions', None), 409: ('Partitions', None), 410: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 411: ('Partitions', 'i5'), 412: ('Partitions', 'i5'), 413: ('Partitions', 'i5'), 414: ('Partitions', 'i5'), 415: ('Partitions', 'i5'), 416: ('Partitions', None), 417: ('Partitions', None), 418: ('Partitions', None), 419: ('Partitions', None), 421: ('_tagged', None), 422: ('_tagged', None), 423: ('_tagged', None), 431: ('ProducerId', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', 'i4'), 442: ('Topics', 'i4'), 443: ('Topics', None), 444: ('Topics', None), 445: ('Topics', None), 446: ('Topics', None), 448: ('_tagged', None), 449: ('_tagged', None), 450: ('_tagged', None), 458: ('Markers', None), 459: ('Markers', None), 460: ('Markers', None), 461: ('Markers', None), 462: ('Markers', None), 463: ('Markers', None), 464: ('Markers', None), 465: ('Markers', None), 466: ('Markers', None), 467: ('Markers', 'i3'), 468: ('Markers', 'i3'), 469: ('Markers', None), 470: ('Markers', None), 471: ('Markers', None), 472: ('Markers', None), 474: ('_tagged', None), 475: ('_tagged', None), 476: ('_tagged', None)}

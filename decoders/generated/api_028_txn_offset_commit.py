@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>qh').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -15,7 +13,7 @@ _U6 = _struct.Struct('>16s').unpack_from
 _U7 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 12
@@ -32,7 +30,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -46,8 +44,8 @@ def _f1(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 12
@@ -70,7 +68,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -93,11 +91,11 @@ def _f2(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f1(b, p)
+                x10, p = _f1(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -108,7 +106,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
@@ -125,7 +123,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -139,8 +137,8 @@ def _f4(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U4(b, p); p += 16
@@ -163,7 +161,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -186,11 +184,11 @@ def _f5(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f4(b, p)
+                x10, p = _f4(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -201,7 +199,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U4(b, p); p += 16
@@ -218,12 +216,12 @@ def _f6(b, p):
         d = {"PartitionIndex": v1, "CommittedOffset": v2, "CommittedLeaderEpoch": v3, "CommittedMetadata": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -241,8 +239,8 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U4(b, p); p += 16
@@ -259,7 +257,7 @@ def _f7(b, p):
                 d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -268,12 +266,12 @@ def _f7(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -322,11 +320,11 @@ def _f8(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f7(b, p)
+                x15, p = _f7(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -335,12 +333,12 @@ def _f8(b, p):
         d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U6(b, p); p += 16
@@ -349,8 +347,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U4(b, p); p += 16
@@ -367,7 +365,7 @@ def _f9(b, p):
                 d10 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "CommittedMetadata": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -376,12 +374,12 @@ def _f9(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -430,11 +428,11 @@ def _f10(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 18 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f9(b, p)
+                x15, p = _f9(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -443,12 +441,12 @@ def _f10(b, p):
         d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
@@ -457,7 +455,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -471,8 +469,8 @@ def _f12(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U7(b, p); p += 6
@@ -487,18 +485,18 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
         n3, = _U2(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f12(b, p)
+                x5, p = _f12(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -509,19 +507,19 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -539,15 +537,15 @@ def _f15(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U7(b, p); p += 6
                 d8 = {"PartitionIndex": v6, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -556,12 +554,12 @@ def _f15(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -570,11 +568,11 @@ def _f16(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f15(b, p)
+                x5, p = _f15(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -583,12 +581,12 @@ def _f16(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, = _U6(b, p); p += 16
@@ -597,15 +595,15 @@ def _f17(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U7(b, p); p += 6
                 d7 = {"PartitionIndex": v5, "ErrorCode": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -614,12 +612,12 @@ def _f17(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -628,11 +626,11 @@ def _f18(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f17(b, p)
+                x5, p = _f17(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -641,7 +639,7 @@ def _f18(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -653,5 +651,5 @@ NAME = 'TxnOffsetCommit'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f8, 4: _f8, 5: _f8, 6: _f10}
 RESPONSE = {0: _f13, 1: _f13, 2: _f13, 3: _f16, 4: _f16, 5: _f16, 6: _f18}
 
-_LINES = {21: ('PartitionIndex+CommittedOffset', None), 22: ('CommittedMetadata', None), 23: ('CommittedMetadata', None), 24: ('CommittedMetadata', None), 25: ('CommittedMetadata', None), 26: ('CommittedMetadata', None), 27: ('CommittedMetadata', None), 28: ('CommittedMetadata', None), 29: ('CommittedMetadata', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 54: ('Partitions[{}].CommittedMetadata', 'i5'), 55: ('Partitions[{}].CommittedMetadata', 'i5'), 56: ('Partitions[{}].CommittedMetadata', 'i5'), 57: ('Partitions[{}].CommittedMetadata', 'i5'), 58: ('Partitions[{}].CommittedMetadata', 'i5'), 59: ('Partitions[{}].CommittedMetadata', 'i5'), 60: ('Partitions[{}].CommittedMetadata', 'i5'), 61: ('Partitions[{}].CommittedMetadata', 'i5'), 62: ('Partitions', 'i5'), 63: ('Partitions', 'i5'), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 76: ('TransactionalId', None), 77: ('TransactionalId', None), 78: ('TransactionalId', None), 79: ('TransactionalId', None), 80: ('TransactionalId', None), 81: ('TransactionalId', None), 82: ('TransactionalId', None), 83: ('TransactionalId', None), 84: ('GroupId', None), 85: ('GroupId', None), 86: ('GroupId', None), 87: ('GroupId', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('ProducerId+ProducerEpoch', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', 'i9'), 101: ('Topics', 'i9'), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 114: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 115: ('CommittedMetadata', None), 116: ('CommittedMetadata', None), 117: ('CommittedMetadata', None), 118: ('CommittedMetadata', None), 119: ('CommittedMetadata', None), 120: ('CommittedMetadata', None), 121: ('CommittedMetadata', None), 122: ('CommittedMetadata', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Name', None), 138: ('Name', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 147: ('Partitions[{}].CommittedMetadata', 'i5'), 148: ('Partitions[{}].CommittedMetadata', 'i5'), 149: ('Partitions[{}].CommittedMetadata', 'i5'), 150: ('Partitions[{}].CommittedMetadata', 'i5'), 151: ('Partitions[{}].CommittedMetadata', 'i5'), 152: ('Partitions[{}].CommittedMetadata', 'i5'), 153: ('Partitions[{}].CommittedMetadata', 'i5'), 154: ('Partitions[{}].CommittedMetadata', 'i5'), 155: ('Partitions', 'i5'), 156: ('Partitions', 'i5'), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('GroupId', None), 178: ('GroupId', None), 179: ('GroupId', None), 180: ('GroupId', None), 181: ('GroupId', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('ProducerId+ProducerEpoch', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i9'), 194: ('Topics', 'i9'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 207: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 208: ('CommittedMetadata', None), 209: ('CommittedMetadata', None), 210: ('CommittedMetadata', None), 211: ('CommittedMetadata', None), 212: ('CommittedMetadata', None), 213: ('CommittedMetadata', None), 214: ('CommittedMetadata', None), 215: ('CommittedMetadata', None), 216: ('CommittedMetadata', None), 217: ('CommittedMetadata', None), 219: ('_tagged', None), 220: ('_tagged', None), 221: ('_tagged', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Name', None), 238: ('Name', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 249: ('Partitions[{}].CommittedMetadata', 'i5'), 250: ('Partitions[{}].CommittedMetadata', 'i5'), 251: ('Partitions[{}].CommittedMetadata', 'i5'), 252: ('Partitions[{}].CommittedMetadata', 'i5'), 253: ('Partitions[{}].CommittedMetadata', 'i5'), 254: ('Partitions[{}].CommittedMetadata', 'i5'), 255: ('Partitions[{}].CommittedMetadata', 'i5'), 256: ('Partitions[{}].CommittedMetadata', 'i5'), 257: ('Partitions[{}].CommittedMetadata', 'i5'), 258: ('Partitions[{}].CommittedMetadata', 'i5'), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', 'i5'), 263: ('Partitions', 'i5'), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None), 279: ('TransactionalId', None), 280: ('TransactionalId', None), 281: ('TransactionalId', None), 282: ('TransactionalId', None), 283: ('TransactionalId', None), 284: ('TransactionalId', None), 285: ('TransactionalId', None), 286: ('TransactionalId', None), 287: ('TransactionalId', None), 288: ('TransactionalId', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('MemberId', None), 308: ('MemberId', None), 309: ('MemberId', None), 310: ('GroupInstanceId', None), 311: ('GroupInstanceId', None), 312: ('GroupInstanceId', None), 313: ('GroupInstanceId', None), 314: ('GroupInstanceId', None), 315: ('GroupInstanceId', None), 316: ('GroupInstanceId', None), 317: ('GroupInstanceId', None), 318: ('GroupInstanceId', None), 319: ('GroupInstanceId', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', 'i14'), 330: ('Topics', 'i14'), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('TopicId', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 357: ('Partitions[{}].CommittedMetadata', 'i4'), 358: ('Partitions[{}].CommittedMetadata', 'i4'), 359: ('Partitions[{}].CommittedMetadata', 'i4'), 360: ('Partitions[{}].CommittedMetadata', 'i4'), 361: ('Partitions[{}].CommittedMetadata', 'i4'), 362: ('Partitions[{}].CommittedMetadata', 'i4'), 363: ('Partitions[{}].CommittedMetadata', 'i4'), 364: ('Partitions[{}].CommittedMetadata', 'i4'), 365: ('Partitions[{}].CommittedMetadata', 'i4'), 366: ('Partitions[{}].CommittedMetadata', 'i4'), 367: ('Partitions', 'i4'), 368: ('Partitions', 'i4'), 369: ('Partitions', 'i4'), 370: ('Partitions', 'i4'), 371: ('Partitions', 'i4'), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 377: ('_tagged', None), 378: ('_tagged', None), 379: ('_tagged', None), 387: ('TransactionalId', None), 388: ('TransactionalId', None), 389: ('TransactionalId', None), 390: ('TransactionalId', None), 391: ('TransactionalId', None), 392: ('TransactionalId', None), 393: ('TransactionalId', None), 394: ('TransactionalId', None), 395: ('TransactionalId', None), 396: ('TransactionalId', None), 397: ('GroupId', None), 398: ('GroupId', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('GroupId', None), 406: ('GroupId', None), 407: ('ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', None), 408: ('MemberId', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('MemberId', None), 417: ('MemberId', None), 418: ('GroupInstanceId', None), 419: ('GroupInstanceId', None), 420: ('GroupInstanceId', None), 421: ('GroupInstanceId', None), 422: ('GroupInstanceId', None), 423: ('GroupInstanceId', None), 424: ('GroupInstanceId', None), 425: ('GroupInstanceId', None), 426: ('GroupInstanceId', None), 427: ('GroupInstanceId', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', 'i14'), 438: ('Topics', 'i14'), 439: ('Topics', None), 440: ('Topics', None), 441: ('Topics', None), 442: ('Topics', None), 444: ('_tagged', None), 445: ('_tagged', None), 446: ('_tagged', None), 454: ('PartitionIndex+ErrorCode', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Name', None), 470: ('Name', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions', None), 477: ('Partitions', None), 478: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 479: ('Partitions', 'i5'), 480: ('Partitions', 'i5'), 481: ('Partitions', None), 482: ('Partitions', None), 483: ('Partitions', None), 484: ('Partitions', None), 493: ('ThrottleTimeMs', None), 494: ('Topics', None), 495: ('Topics', None), 496: ('Topics', None), 497: ('Topics', None), 498: ('Topics', None), 499: ('Topics', None), 500: ('Topics', None), 501: ('Topics', 'i4'), 502: ('Topics', 'i4'), 503: ('Topics', None), 504: ('Topics', None), 505: ('Topics', None), 506: ('Topics', None), 515: ('PartitionIndex+ErrorCode', None), 517: ('_tagged', None), 518: ('_tagged', None), 519: ('_tagged', None), 527: ('Name', None), 528: ('Name', None), 529: ('Name', None), 530: ('Name', None), 531: ('Name', None), 532: ('Name', None), 533: ('Name', None), 534: ('Name', None), 535: ('Name', None), 536: ('Name', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 547: ('Partitions', 'i5'), 548: ('Partitions', 'i5'), 549: ('Partitions', 'i5'), 550: ('Partitions', 'i5'), 551: ('Partitions', 'i5'), 552: ('Partitions', None), 553: ('Partitions', None), 554: ('Partitions', None), 555: ('Partitions', None), 557: ('_tagged', None), 558: ('_tagged', None), 559: ('_tagged', None), 567: ('ThrottleTimeMs', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 573: ('Topics', None), 574: ('Topics', None), 575: ('Topics', None), 576: ('Topics', None), 577: ('Topics', 'i4'), 578: ('Topics', 'i4'), 579: ('Topics', None), 580: ('Topics', None), 581: ('Topics', None), 582: ('Topics', None), 584: ('_tagged', None), 585: ('_tagged', None), 586: ('_tagged', None), 594: ('TopicId', None), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 599: ('Partitions', None), 600: ('Partitions', None), 601: ('Partitions', None), 602: ('Partitions', None), 603: ('Partitions', None), 604: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 605: ('Partitions', 'i4'), 606: ('Partitions', 'i4'), 607: ('Partitions', 'i4'), 608: ('Partitions', 'i4'), 609: ('Partitions', 'i4'), 610: ('Partitions', None), 611: ('Partitions', None), 612: ('Partitions', None), 613: ('Partitions', None), 615: ('_tagged', None), 616: ('_tagged', None), 617: ('_tagged', None), 625: ('ThrottleTimeMs', None), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 630: ('Topics', None), 631: ('Topics', None), 632: ('Topics', None), 633: ('Topics', None), 634: ('Topics', None), 635: ('Topics', 'i4'), 636: ('Topics', 'i4'), 637: ('Topics', None), 638: ('Topics', None), 639: ('Topics', None), 640: ('Topics', None), 642: ('_tagged', None), 643: ('_tagged', None), 644: ('_tagged', None)}
-BUILD_HASH = '271382df8ffbd827'
+_LINES = {19: ('PartitionIndex+CommittedOffset', None), 20: ('CommittedMetadata', None), 21: ('CommittedMetadata', None), 22: ('CommittedMetadata', None), 23: ('CommittedMetadata', None), 24: ('CommittedMetadata', None), 25: ('CommittedMetadata', None), 26: ('CommittedMetadata', None), 27: ('CommittedMetadata', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions[{}].PartitionIndex+CommittedOffset', 'i5'), 52: ('Partitions[{}].CommittedMetadata', 'i5'), 53: ('Partitions[{}].CommittedMetadata', 'i5'), 54: ('Partitions[{}].CommittedMetadata', 'i5'), 55: ('Partitions[{}].CommittedMetadata', 'i5'), 56: ('Partitions[{}].CommittedMetadata', 'i5'), 57: ('Partitions[{}].CommittedMetadata', 'i5'), 58: ('Partitions[{}].CommittedMetadata', 'i5'), 59: ('Partitions[{}].CommittedMetadata', 'i5'), 60: ('Partitions', 'i5'), 61: ('Partitions', 'i5'), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 74: ('TransactionalId', None), 75: ('TransactionalId', None), 76: ('TransactionalId', None), 77: ('TransactionalId', None), 78: ('TransactionalId', None), 79: ('TransactionalId', None), 80: ('TransactionalId', None), 81: ('TransactionalId', None), 82: ('GroupId', None), 83: ('GroupId', None), 84: ('GroupId', None), 85: ('GroupId', None), 86: ('GroupId', None), 87: ('GroupId', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('ProducerId+ProducerEpoch', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', 'i9'), 99: ('Topics', 'i9'), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 112: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 113: ('CommittedMetadata', None), 114: ('CommittedMetadata', None), 115: ('CommittedMetadata', None), 116: ('CommittedMetadata', None), 117: ('CommittedMetadata', None), 118: ('CommittedMetadata', None), 119: ('CommittedMetadata', None), 120: ('CommittedMetadata', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Name', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 145: ('Partitions[{}].CommittedMetadata', 'i5'), 146: ('Partitions[{}].CommittedMetadata', 'i5'), 147: ('Partitions[{}].CommittedMetadata', 'i5'), 148: ('Partitions[{}].CommittedMetadata', 'i5'), 149: ('Partitions[{}].CommittedMetadata', 'i5'), 150: ('Partitions[{}].CommittedMetadata', 'i5'), 151: ('Partitions[{}].CommittedMetadata', 'i5'), 152: ('Partitions[{}].CommittedMetadata', 'i5'), 153: ('Partitions', 'i5'), 154: ('Partitions', 'i5'), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 167: ('TransactionalId', None), 168: ('TransactionalId', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('GroupId', None), 176: ('GroupId', None), 177: ('GroupId', None), 178: ('GroupId', None), 179: ('GroupId', None), 180: ('GroupId', None), 181: ('GroupId', None), 182: ('GroupId', None), 183: ('ProducerId+ProducerEpoch', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i9'), 192: ('Topics', 'i9'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 205: ('PartitionIndex+CommittedOffset+CommittedLeaderEpoch', None), 206: ('CommittedMetadata', None), 207: ('CommittedMetadata', None), 208: ('CommittedMetadata', None), 209: ('CommittedMetadata', None), 210: ('CommittedMetadata', None), 211: ('CommittedMetadata', None), 212: ('CommittedMetadata', None), 213: ('CommittedMetadata', None), 214: ('CommittedMetadata', None), 215: ('CommittedMetadata', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('Name', None), 228: ('Name', None), 229: ('Name', None), 230: ('Name', None), 231: ('Name', None), 232: ('Name', None), 233: ('Name', None), 234: ('Name', None), 235: ('Name', None), 236: ('Name', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i5'), 247: ('Partitions[{}].CommittedMetadata', 'i5'), 248: ('Partitions[{}].CommittedMetadata', 'i5'), 249: ('Partitions[{}].CommittedMetadata', 'i5'), 250: ('Partitions[{}].CommittedMetadata', 'i5'), 251: ('Partitions[{}].CommittedMetadata', 'i5'), 252: ('Partitions[{}].CommittedMetadata', 'i5'), 253: ('Partitions[{}].CommittedMetadata', 'i5'), 254: ('Partitions[{}].CommittedMetadata', 'i5'), 255: ('Partitions[{}].CommittedMetadata', 'i5'), 256: ('Partitions[{}].CommittedMetadata', 'i5'), 257: ('Partitions', 'i5'), 258: ('Partitions', 'i5'), 259: ('Partitions', 'i5'), 260: ('Partitions', 'i5'), 261: ('Partitions', 'i5'), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None), 277: ('TransactionalId', None), 278: ('TransactionalId', None), 279: ('TransactionalId', None), 280: ('TransactionalId', None), 281: ('TransactionalId', None), 282: ('TransactionalId', None), 283: ('TransactionalId', None), 284: ('TransactionalId', None), 285: ('TransactionalId', None), 286: ('TransactionalId', None), 287: ('GroupId', None), 288: ('GroupId', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', None), 298: ('MemberId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('MemberId', None), 308: ('GroupInstanceId', None), 309: ('GroupInstanceId', None), 310: ('GroupInstanceId', None), 311: ('GroupInstanceId', None), 312: ('GroupInstanceId', None), 313: ('GroupInstanceId', None), 314: ('GroupInstanceId', None), 315: ('GroupInstanceId', None), 316: ('GroupInstanceId', None), 317: ('GroupInstanceId', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', 'i14'), 328: ('Topics', 'i14'), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('TopicId', None), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', 'i4'), 355: ('Partitions[{}].CommittedMetadata', 'i4'), 356: ('Partitions[{}].CommittedMetadata', 'i4'), 357: ('Partitions[{}].CommittedMetadata', 'i4'), 358: ('Partitions[{}].CommittedMetadata', 'i4'), 359: ('Partitions[{}].CommittedMetadata', 'i4'), 360: ('Partitions[{}].CommittedMetadata', 'i4'), 361: ('Partitions[{}].CommittedMetadata', 'i4'), 362: ('Partitions[{}].CommittedMetadata', 'i4'), 363: ('Partitions[{}].CommittedMetadata', 'i4'), 364: ('Partitions[{}].CommittedMetadata', 'i4'), 365: ('Partitions', 'i4'), 366: ('Partitions', 'i4'), 367: ('Partitions', 'i4'), 368: ('Partitions', 'i4'), 369: ('Partitions', 'i4'), 370: ('Partitions', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 375: ('_tagged', None), 376: ('_tagged', None), 377: ('_tagged', None), 385: ('TransactionalId', None), 386: ('TransactionalId', None), 387: ('TransactionalId', None), 388: ('TransactionalId', None), 389: ('TransactionalId', None), 390: ('TransactionalId', None), 391: ('TransactionalId', None), 392: ('TransactionalId', None), 393: ('TransactionalId', None), 394: ('TransactionalId', None), 395: ('GroupId', None), 396: ('GroupId', None), 397: ('GroupId', None), 398: ('GroupId', None), 399: ('GroupId', None), 400: ('GroupId', None), 401: ('GroupId', None), 402: ('GroupId', None), 403: ('GroupId', None), 404: ('GroupId', None), 405: ('ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', None), 406: ('MemberId', None), 407: ('MemberId', None), 408: ('MemberId', None), 409: ('MemberId', None), 410: ('MemberId', None), 411: ('MemberId', None), 412: ('MemberId', None), 413: ('MemberId', None), 414: ('MemberId', None), 415: ('MemberId', None), 416: ('GroupInstanceId', None), 417: ('GroupInstanceId', None), 418: ('GroupInstanceId', None), 419: ('GroupInstanceId', None), 420: ('GroupInstanceId', None), 421: ('GroupInstanceId', None), 422: ('GroupInstanceId', None), 423: ('GroupInstanceId', None), 424: ('GroupInstanceId', None), 425: ('GroupInstanceId', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', 'i14'), 436: ('Topics', 'i14'), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None), 452: ('PartitionIndex+ErrorCode', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Partitions', None), 470: ('Partitions', None), 471: ('Partitions', None), 472: ('Partitions', None), 473: ('Partitions', None), 474: ('Partitions', None), 475: ('Partitions', None), 476: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 477: ('Partitions', 'i5'), 478: ('Partitions', 'i5'), 479: ('Partitions', None), 480: ('Partitions', None), 481: ('Partitions', None), 482: ('Partitions', None), 491: ('ThrottleTimeMs', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('Topics', None), 495: ('Topics', None), 496: ('Topics', None), 497: ('Topics', None), 498: ('Topics', None), 499: ('Topics', 'i4'), 500: ('Topics', 'i4'), 501: ('Topics', None), 502: ('Topics', None), 503: ('Topics', None), 504: ('Topics', None), 513: ('PartitionIndex+ErrorCode', None), 515: ('_tagged', None), 516: ('_tagged', None), 517: ('_tagged', None), 525: ('Name', None), 526: ('Name', None), 527: ('Name', None), 528: ('Name', None), 529: ('Name', None), 530: ('Name', None), 531: ('Name', None), 532: ('Name', None), 533: ('Name', None), 534: ('Name', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 545: ('Partitions', 'i5'), 546: ('Partitions', 'i5'), 547: ('Partitions', 'i5'), 548: ('Partitions', 'i5'), 549: ('Partitions', 'i5'), 550: ('Partitions', None), 551: ('Partitions', None), 552: ('Partitions', None), 553: ('Partitions', None), 555: ('_tagged', None), 556: ('_tagged', None), 557: ('_tagged', None), 565: ('ThrottleTimeMs', None), 566: ('Topics', None), 567: ('Topics', None), 568: ('Topics', None), 569: ('Topics', None), 570: ('Topics', None), 571: ('Topics', None), 572: ('Topics', None), 573: ('Topics', None), 574: ('Topics', None), 575: ('Topics', 'i4'), 576: ('Topics', 'i4'), 577: ('Topics', None), 578: ('Topics', None), 579: ('Topics', None), 580: ('Topics', None), 582: ('_tagged', None), 583: ('_tagged', None), 584: ('_tagged', None), 592: ('TopicId', None), 593: ('Partitions', None), 594: ('Partitions', None), 595: ('Partitions', None), 596: ('Partitions', None), 597: ('Partitions', None), 598: ('Partitions', None), 599: ('Partitions', None), 600: ('Partitions', None), 601: ('Partitions', None), 602: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 603: ('Partitions', 'i4'), 604: ('Partitions', 'i4'), 605: ('Partitions', 'i4'), 606: ('Partitions', 'i4'), 607: ('Partitions', 'i4'), 608: ('Partitions', None), 609: ('Partitions', None), 610: ('Partitions', None), 611: ('Partitions', None), 613: ('_tagged', None), 614: ('_tagged', None), 615: ('_tagged', None), 623: ('ThrottleTimeMs', None), 624: ('Topics', None), 625: ('Topics', None), 626: ('Topics', None), 627: ('Topics', None), 628: ('Topics', None), 629: ('Topics', None), 630: ('Topics', None), 631: ('Topics', None), 632: ('Topics', None), 633: ('Topics', 'i4'), 634: ('Topics', 'i4'), 635: ('Topics', None), 636: ('Topics', None), 637: ('Topics', None), 638: ('Topics', None), 640: ('_tagged', None), 641: ('_tagged', None), 642: ('_tagged', None)}
+BUILD_HASH = '5ce9a36ee9cc7e6f'

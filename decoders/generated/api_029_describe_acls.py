@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>b').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>bb').unpack_from
@@ -12,7 +10,7 @@ _U3 = _struct.Struct('>ih').unpack_from
 _U4 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -46,7 +44,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -81,7 +79,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -120,12 +118,12 @@ def _f2(b, p):
         d = {"ResourceTypeFilter": v1, "ResourceNameFilter": v2, "PatternTypeFilter": v4, "PrincipalFilter": v5, "HostFilter": v7, "Operation": v9, "PermissionType": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -150,7 +148,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -165,8 +163,8 @@ def _f4(b, p):
         n5, = _U4(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U1(b, p); p += 2
@@ -197,7 +195,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -212,11 +210,11 @@ def _f5(b, p):
         n6, = _U4(b, p); p += 4
         if n6 >= 0:
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f4(b, p)
+                x8, p = _f4(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -227,7 +225,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -243,8 +241,8 @@ def _f6(b, p):
         n6, = _U4(b, p); p += 4
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9, = _U1(b, p); p += 2
@@ -275,7 +273,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -290,11 +288,11 @@ def _f7(b, p):
         n6, = _U4(b, p); p += 4
         if n6 >= 0:
             if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f6(b, p)
+                x8, p = _f6(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -305,7 +303,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -332,12 +330,12 @@ def _f8(b, p):
         d = {"Principal": v1, "Host": v3, "Operation": v5, "PermissionType": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
@@ -357,8 +355,8 @@ def _f9(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 5 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -385,7 +383,7 @@ def _f9(b, p):
                 d14 = {"Principal": v8, "Host": v10, "Operation": v12, "PermissionType": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -394,12 +392,12 @@ def _f9(b, p):
         d = {"ResourceType": v1, "ResourceName": v2, "PatternType": v4, "Acls": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -418,11 +416,11 @@ def _f10(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 5 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f9(b, p)
+                x8, p = _f9(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -431,7 +429,7 @@ def _f10(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Resources": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -443,4 +441,4 @@ NAME = 'DescribeAcls'
 REQUEST = {0: _f0, 1: _f1, 2: _f2, 3: _f2}
 RESPONSE = {0: _f5, 1: _f7, 2: _f10, 3: _f10}
 
-_LINES = {18: ('ResourceTypeFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('ResourceNameFilter', None), 25: ('ResourceNameFilter', None), 26: ('ResourceNameFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('PrincipalFilter', None), 33: ('PrincipalFilter', None), 34: ('PrincipalFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('HostFilter', None), 41: ('HostFilter', None), 42: ('HostFilter', None), 43: ('Operation+PermissionType', None), 52: ('ResourceTypeFilter', None), 53: ('ResourceNameFilter', None), 54: ('ResourceNameFilter', None), 55: ('ResourceNameFilter', None), 56: ('ResourceNameFilter', None), 57: ('ResourceNameFilter', None), 58: ('ResourceNameFilter', None), 59: ('ResourceNameFilter', None), 60: ('ResourceNameFilter', None), 61: ('PatternTypeFilter', None), 62: ('PrincipalFilter', None), 63: ('PrincipalFilter', None), 64: ('PrincipalFilter', None), 65: ('PrincipalFilter', None), 66: ('PrincipalFilter', None), 67: ('PrincipalFilter', None), 68: ('PrincipalFilter', None), 69: ('PrincipalFilter', None), 70: ('HostFilter', None), 71: ('HostFilter', None), 72: ('HostFilter', None), 73: ('HostFilter', None), 74: ('HostFilter', None), 75: ('HostFilter', None), 76: ('HostFilter', None), 77: ('HostFilter', None), 78: ('Operation+PermissionType', None), 87: ('ResourceTypeFilter', None), 88: ('ResourceNameFilter', None), 89: ('ResourceNameFilter', None), 90: ('ResourceNameFilter', None), 91: ('ResourceNameFilter', None), 92: ('ResourceNameFilter', None), 93: ('ResourceNameFilter', None), 94: ('ResourceNameFilter', None), 95: ('ResourceNameFilter', None), 96: ('ResourceNameFilter', None), 97: ('ResourceNameFilter', None), 98: ('PatternTypeFilter', None), 99: ('PrincipalFilter', None), 100: ('PrincipalFilter', None), 101: ('PrincipalFilter', None), 102: ('PrincipalFilter', None), 103: ('PrincipalFilter', None), 104: ('PrincipalFilter', None), 105: ('PrincipalFilter', None), 106: ('PrincipalFilter', None), 107: ('PrincipalFilter', None), 108: ('PrincipalFilter', None), 109: ('HostFilter', None), 110: ('HostFilter', None), 111: ('HostFilter', None), 112: ('HostFilter', None), 113: ('HostFilter', None), 114: ('HostFilter', None), 115: ('HostFilter', None), 116: ('HostFilter', None), 117: ('HostFilter', None), 118: ('HostFilter', None), 119: ('Operation+PermissionType', None), 121: ('_tagged', None), 122: ('_tagged', None), 123: ('_tagged', None), 131: ('Principal', None), 132: ('Principal', None), 133: ('Principal', None), 134: ('Principal', None), 135: ('Principal', None), 136: ('Principal', None), 137: ('Principal', None), 138: ('Principal', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('Host', None), 146: ('Host', None), 147: ('Operation+PermissionType', None), 156: ('ResourceType', None), 157: ('ResourceName', None), 158: ('ResourceName', None), 159: ('ResourceName', None), 160: ('ResourceName', None), 161: ('ResourceName', None), 162: ('ResourceName', None), 163: ('ResourceName', None), 164: ('ResourceName', None), 165: ('Acls', None), 166: ('Acls', None), 167: ('Acls', None), 168: ('Acls', None), 169: ('Acls', None), 170: ('Acls', None), 171: ('Acls', None), 172: ('Acls[{}].Principal', 'i6'), 173: ('Acls[{}].Principal', 'i6'), 174: ('Acls[{}].Principal', 'i6'), 175: ('Acls[{}].Principal', 'i6'), 176: ('Acls[{}].Principal', 'i6'), 177: ('Acls[{}].Principal', 'i6'), 178: ('Acls[{}].Principal', 'i6'), 179: ('Acls[{}].Principal', 'i6'), 180: ('Acls[{}].Host', 'i6'), 181: ('Acls[{}].Host', 'i6'), 182: ('Acls[{}].Host', 'i6'), 183: ('Acls[{}].Host', 'i6'), 184: ('Acls[{}].Host', 'i6'), 185: ('Acls[{}].Host', 'i6'), 186: ('Acls[{}].Host', 'i6'), 187: ('Acls[{}].Host', 'i6'), 188: ('Acls[{}].Operation+PermissionType', 'i6'), 189: ('Acls', 'i6'), 190: ('Acls', 'i6'), 191: ('Acls', None), 192: ('Acls', None), 193: ('Acls', None), 194: ('Acls', None), 203: ('ThrottleTimeMs+ErrorCode', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('Resources', None), 213: ('Resources', None), 214: ('Resources', None), 215: ('Resources', None), 216: ('Resources', None), 217: ('Resources', None), 218: ('Resources', None), 219: ('Resources', 'i7'), 220: ('Resources', 'i7'), 221: ('Resources', None), 222: ('Resources', None), 223: ('Resources', None), 224: ('Resources', None), 233: ('ResourceType', None), 234: ('ResourceName', None), 235: ('ResourceName', None), 236: ('ResourceName', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('PatternType', None), 243: ('Acls', None), 244: ('Acls', None), 245: ('Acls', None), 246: ('Acls', None), 247: ('Acls', None), 248: ('Acls', None), 249: ('Acls', None), 250: ('Acls[{}].Principal', 'i7'), 251: ('Acls[{}].Principal', 'i7'), 252: ('Acls[{}].Principal', 'i7'), 253: ('Acls[{}].Principal', 'i7'), 254: ('Acls[{}].Principal', 'i7'), 255: ('Acls[{}].Principal', 'i7'), 256: ('Acls[{}].Principal', 'i7'), 257: ('Acls[{}].Principal', 'i7'), 258: ('Acls[{}].Host', 'i7'), 259: ('Acls[{}].Host', 'i7'), 260: ('Acls[{}].Host', 'i7'), 261: ('Acls[{}].Host', 'i7'), 262: ('Acls[{}].Host', 'i7'), 263: ('Acls[{}].Host', 'i7'), 264: ('Acls[{}].Host', 'i7'), 265: ('Acls[{}].Host', 'i7'), 266: ('Acls[{}].Operation+PermissionType', 'i7'), 267: ('Acls', 'i7'), 268: ('Acls', 'i7'), 269: ('Acls', None), 270: ('Acls', None), 271: ('Acls', None), 272: ('Acls', None), 281: ('ThrottleTimeMs+ErrorCode', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('Resources', None), 291: ('Resources', None), 292: ('Resources', None), 293: ('Resources', None), 294: ('Resources', None), 295: ('Resources', None), 296: ('Resources', None), 297: ('Resources', 'i7'), 298: ('Resources', 'i7'), 299: ('Resources', None), 300: ('Resources', None), 301: ('Resources', None), 302: ('Resources', None), 311: ('Principal', None), 312: ('Principal', None), 313: ('Principal', None), 314: ('Principal', None), 315: ('Principal', None), 316: ('Principal', None), 317: ('Principal', None), 318: ('Principal', None), 319: ('Principal', None), 320: ('Principal', None), 321: ('Host', None), 322: ('Host', None), 323: ('Host', None), 324: ('Host', None), 325: ('Host', None), 326: ('Host', None), 327: ('Host', None), 328: ('Host', None), 329: ('Host', None), 330: ('Host', None), 331: ('Operation+PermissionType', None), 333: ('_tagged', None), 334: ('_tagged', None), 335: ('_tagged', None), 343: ('ResourceType', None), 344: ('ResourceName', None), 345: ('ResourceName', None), 346: ('ResourceName', None), 347: ('ResourceName', None), 348: ('ResourceName', None), 349: ('ResourceName', None), 350: ('ResourceName', None), 351: ('ResourceName', None), 352: ('ResourceName', None), 353: ('ResourceName', None), 354: ('PatternType', None), 355: ('Acls', None), 356: ('Acls', None), 357: ('Acls', None), 358: ('Acls', None), 359: ('Acls', None), 360: ('Acls', None), 361: ('Acls', None), 362: ('Acls', None), 363: ('Acls', None), 364: ('Acls[{}].Principal', 'i7'), 365: ('Acls[{}].Principal', 'i7'), 366: ('Acls[{}].Principal', 'i7'), 367: ('Acls[{}].Principal', 'i7'), 368: ('Acls[{}].Principal', 'i7'), 369: ('Acls[{}].Principal', 'i7'), 370: ('Acls[{}].Principal', 'i7'), 371: ('Acls[{}].Principal', 'i7'), 372: ('Acls[{}].Principal', 'i7'), 373: ('Acls[{}].Principal', 'i7'), 374: ('Acls[{}].Host', 'i7'), 375: ('Acls[{}].Host', 'i7'), 376: ('Acls[{}].Host', 'i7'), 377: ('Acls[{}].Host', 'i7'), 378: ('Acls[{}].Host', 'i7'), 379: ('Acls[{}].Host', 'i7'), 380: ('Acls[{}].Host', 'i7'), 381: ('Acls[{}].Host', 'i7'), 382: ('Acls[{}].Host', 'i7'), 383: ('Acls[{}].Host', 'i7'), 384: ('Acls[{}].Operation+PermissionType', 'i7'), 385: ('Acls', 'i7'), 386: ('Acls', 'i7'), 387: ('Acls', 'i7'), 388: ('Acls', 'i7'), 389: ('Acls', 'i7'), 390: ('Acls', None), 391: ('Acls', None), 392: ('Acls', None), 393: ('Acls', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('ThrottleTimeMs+ErrorCode', None), 406: ('ErrorMessage', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 412: ('ErrorMessage', None), 413: ('ErrorMessage', None), 414: ('ErrorMessage', None), 415: ('ErrorMessage', None), 416: ('Resources', None), 417: ('Resources', None), 418: ('Resources', None), 419: ('Resources', None), 420: ('Resources', None), 421: ('Resources', None), 422: ('Resources', None), 423: ('Resources', None), 424: ('Resources', None), 425: ('Resources', 'i7'), 426: ('Resources', 'i7'), 427: ('Resources', None), 428: ('Resources', None), 429: ('Resources', None), 430: ('Resources', None), 432: ('_tagged', None), 433: ('_tagged', None), 434: ('_tagged', None)}
+_LINES = {16: ('ResourceTypeFilter', None), 17: ('ResourceNameFilter', None), 18: ('ResourceNameFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('ResourceNameFilter', None), 25: ('PrincipalFilter', None), 26: ('PrincipalFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('PrincipalFilter', None), 33: ('HostFilter', None), 34: ('HostFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('HostFilter', None), 41: ('Operation+PermissionType', None), 50: ('ResourceTypeFilter', None), 51: ('ResourceNameFilter', None), 52: ('ResourceNameFilter', None), 53: ('ResourceNameFilter', None), 54: ('ResourceNameFilter', None), 55: ('ResourceNameFilter', None), 56: ('ResourceNameFilter', None), 57: ('ResourceNameFilter', None), 58: ('ResourceNameFilter', None), 59: ('PatternTypeFilter', None), 60: ('PrincipalFilter', None), 61: ('PrincipalFilter', None), 62: ('PrincipalFilter', None), 63: ('PrincipalFilter', None), 64: ('PrincipalFilter', None), 65: ('PrincipalFilter', None), 66: ('PrincipalFilter', None), 67: ('PrincipalFilter', None), 68: ('HostFilter', None), 69: ('HostFilter', None), 70: ('HostFilter', None), 71: ('HostFilter', None), 72: ('HostFilter', None), 73: ('HostFilter', None), 74: ('HostFilter', None), 75: ('HostFilter', None), 76: ('Operation+PermissionType', None), 85: ('ResourceTypeFilter', None), 86: ('ResourceNameFilter', None), 87: ('ResourceNameFilter', None), 88: ('ResourceNameFilter', None), 89: ('ResourceNameFilter', None), 90: ('ResourceNameFilter', None), 91: ('ResourceNameFilter', None), 92: ('ResourceNameFilter', None), 93: ('ResourceNameFilter', None), 94: ('ResourceNameFilter', None), 95: ('ResourceNameFilter', None), 96: ('PatternTypeFilter', None), 97: ('PrincipalFilter', None), 98: ('PrincipalFilter', None), 99: ('PrincipalFilter', None), 100: ('PrincipalFilter', None), 101: ('PrincipalFilter', None), 102: ('PrincipalFilter', None), 103: ('PrincipalFilter', None), 104: ('PrincipalFilter', None), 105: ('PrincipalFilter', None), 106: ('PrincipalFilter', None), 107: ('HostFilter', None), 108: ('HostFilter', None), 109: ('HostFilter', None), 110: ('HostFilter', None), 111: ('HostFilter', None), 112: ('HostFilter', None), 113: ('HostFilter', None), 114: ('HostFilter', None), 115: ('HostFilter', None), 116: ('HostFilter', None), 117: ('Operation+PermissionType', None), 119: ('_tagged', None), 120: ('_tagged', None), 121: ('_tagged', None), 129: ('Principal', None), 130: ('Principal', None), 131: ('Principal', None), 132: ('Principal', None), 133: ('Principal', None), 134: ('Principal', None), 135: ('Principal', None), 136: ('Principal', None), 137: ('Host', None), 138: ('Host', None), 139: ('Host', None), 140: ('Host', None), 141: ('Host', None), 142: ('Host', None), 143: ('Host', None), 144: ('Host', None), 145: ('Operation+PermissionType', None), 154: ('ResourceType', None), 155: ('ResourceName', None), 156: ('ResourceName', None), 157: ('ResourceName', None), 158: ('ResourceName', None), 159: ('ResourceName', None), 160: ('ResourceName', None), 161: ('ResourceName', None), 162: ('ResourceName', None), 163: ('Acls', None), 164: ('Acls', None), 165: ('Acls', None), 166: ('Acls', None), 167: ('Acls', None), 168: ('Acls', None), 169: ('Acls', None), 170: ('Acls[{}].Principal', 'i6'), 171: ('Acls[{}].Principal', 'i6'), 172: ('Acls[{}].Principal', 'i6'), 173: ('Acls[{}].Principal', 'i6'), 174: ('Acls[{}].Principal', 'i6'), 175: ('Acls[{}].Principal', 'i6'), 176: ('Acls[{}].Principal', 'i6'), 177: ('Acls[{}].Principal', 'i6'), 178: ('Acls[{}].Host', 'i6'), 179: ('Acls[{}].Host', 'i6'), 180: ('Acls[{}].Host', 'i6'), 181: ('Acls[{}].Host', 'i6'), 182: ('Acls[{}].Host', 'i6'), 183: ('Acls[{}].Host', 'i6'), 184: ('Acls[{}].Host', 'i6'), 185: ('Acls[{}].Host', 'i6'), 186: ('Acls[{}].Operation+PermissionType', 'i6'), 187: ('Acls', 'i6'), 188: ('Acls', 'i6'), 189: ('Acls', None), 190: ('Acls', None), 191: ('Acls', None), 192: ('Acls', None), 201: ('ThrottleTimeMs+ErrorCode', None), 202: ('ErrorMessage', None), 203: ('ErrorMessage', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('Resources', None), 211: ('Resources', None), 212: ('Resources', None), 213: ('Resources', None), 214: ('Resources', None), 215: ('Resources', None), 216: ('Resources', None), 217: ('Resources', 'i7'), 218: ('Resources', 'i7'), 219: ('Resources', None), 220: ('Resources', None), 221: ('Resources', None), 222: ('Resources', None), 231: ('ResourceType', None), 232: ('ResourceName', None), 233: ('ResourceName', None), 234: ('ResourceName', None), 235: ('ResourceName', None), 236: ('ResourceName', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 240: ('PatternType', None), 241: ('Acls', None), 242: ('Acls', None), 243: ('Acls', None), 244: ('Acls', None), 245: ('Acls', None), 246: ('Acls', None), 247: ('Acls', None), 248: ('Acls[{}].Principal', 'i7'), 249: ('Acls[{}].Principal', 'i7'), 250: ('Acls[{}].Principal', 'i7'), 251: ('Acls[{}].Principal', 'i7'), 252: ('Acls[{}].Principal', 'i7'), 253: ('Acls[{}].Principal', 'i7'), 254: ('Acls[{}].Principal', 'i7'), 255: ('Acls[{}].Principal', 'i7'), 256: ('Acls[{}].Host', 'i7'), 257: ('Acls[{}].Host', 'i7'), 258: ('Acls[{}].Host', 'i7'), 259: ('Acls[{}].Host', 'i7'), 260: ('Acls[{}].Host', 'i7'), 261: ('Acls[{}].Host', 'i7'), 262: ('Acls[{}].Host', 'i7'), 263: ('Acls[{}].Host', 'i7'), 264: ('Acls[{}].Operation+PermissionType', 'i7'), 265: ('Acls', 'i7'), 266: ('Acls', 'i7'), 267: ('Acls', None), 268: ('Acls', None), 269: ('Acls', None), 270: ('Acls', None), 279: ('ThrottleTimeMs+ErrorCode', None), 280: ('ErrorMessage', None), 281: ('ErrorMessage', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 284: ('ErrorMessage', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('Resources', None), 289: ('Resources', None), 290: ('Resources', None), 291: ('Resources', None), 292: ('Resources', None), 293: ('Resources', None), 294: ('Resources', None), 295: ('Resources', 'i7'), 296: ('Resources', 'i7'), 297: ('Resources', None), 298: ('Resources', None), 299: ('Resources', None), 300: ('Resources', None), 309: ('Principal', None), 310: ('Principal', None), 311: ('Principal', None), 312: ('Principal', None), 313: ('Principal', None), 314: ('Principal', None), 315: ('Principal', None), 316: ('Principal', None), 317: ('Principal', None), 318: ('Principal', None), 319: ('Host', None), 320: ('Host', None), 321: ('Host', None), 322: ('Host', None), 323: ('Host', None), 324: ('Host', None), 325: ('Host', None), 326: ('Host', None), 327: ('Host', None), 328: ('Host', None), 329: ('Operation+PermissionType', None), 331: ('_tagged', None), 332: ('_tagged', None), 333: ('_tagged', None), 341: ('ResourceType', None), 342: ('ResourceName', None), 343: ('ResourceName', None), 344: ('ResourceName', None), 345: ('ResourceName', None), 346: ('ResourceName', None), 347: ('ResourceName', None), 348: ('ResourceName', None), 349: ('ResourceName', None), 350: ('ResourceName', None), 351: ('ResourceName', None), 352: ('PatternType', None), 353: ('Acls', None), 354: ('Acls', None), 355: ('Acls', None), 356: ('Acls', None), 357: ('Acls', None), 358: ('Acls', None), 359: ('Acls', None), 360: ('Acls', None), 361: ('Acls', None), 362: ('Acls[{}].Principal', 'i7'), 363: ('Acls[{}].Principal', 'i7'), 364: ('Acls[{}].Principal', 'i7'), 365: ('Acls[{}].Principal', 'i7'), 366: ('Acls[{}].Principal', 'i7'), 367: ('Acls[{}].Principal', 'i7'), 368: ('Acls[{}].Principal', 'i7'), 369: ('Acls[{}].Principal', 'i7'), 370: ('Acls[{}].Principal', 'i7'), 371: ('Acls[{}].Principal', 'i7'), 372: ('Acls[{}].Host', 'i7'), 373: ('Acls[{}].Host', 'i7'), 374: ('Acls[{}].Host', 'i7'), 375: ('Acls[{}].Host', 'i7'), 376: ('Acls[{}].Host', 'i7'), 377: ('Acls[{}].Host', 'i7'), 378: ('Acls[{}].Host', 'i7'), 379: ('Acls[{}].Host', 'i7'), 380: ('Acls[{}].Host', 'i7'), 381: ('Acls[{}].Host', 'i7'), 382: ('Acls[{}].Operation+PermissionType', 'i7'), 383: ('Acls', 'i7'), 384: ('Acls', 'i7'), 385: ('Acls', 'i7'), 386: ('Acls', 'i7'), 387: ('Acls', 'i7'), 388: ('Acls', None), 389: ('Acls', None), 390: ('Acls', None), 391: ('Acls', None), 393: ('_tagged', None), 394: ('_tagged', None), 395: ('_tagged', None), 403: ('ThrottleTimeMs+ErrorCode', None), 404: ('ErrorMessage', None), 405: ('ErrorMessage', None), 406: ('ErrorMessage', None), 407: ('ErrorMessage', None), 408: ('ErrorMessage', None), 409: ('ErrorMessage', None), 410: ('ErrorMessage', None), 411: ('ErrorMessage', None), 412: ('ErrorMessage', None), 413: ('ErrorMessage', None), 414: ('Resources', None), 415: ('Resources', None), 416: ('Resources', None), 417: ('Resources', None), 418: ('Resources', None), 419: ('Resources', None), 420: ('Resources', None), 421: ('Resources', None), 422: ('Resources', None), 423: ('Resources', 'i7'), 424: ('Resources', 'i7'), 425: ('Resources', None), 426: ('Resources', None), 427: ('Resources', None), 428: ('Resources', None), 430: ('_tagged', None), 431: ('_tagged', None), 432: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 _U3 = _struct.Struct('>bb').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -45,14 +43,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 9 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -92,7 +90,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -127,14 +125,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -175,7 +173,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -214,12 +212,12 @@ def _f4(b, p):
         d = {"ResourceType": v1, "ResourceName": v2, "ResourcePatternType": v4, "Principal": v5, "Host": v7, "Operation": v9, "PermissionType": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -227,8 +225,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -267,7 +265,7 @@ def _f5(b, p):
                 d14 = {"ResourceType": v4, "ResourceName": v5, "ResourcePatternType": v7, "Principal": v8, "Host": v10, "Operation": v12, "PermissionType": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v1.append(d14)
         elif n2 == -1:
             v1 = None
@@ -276,12 +274,12 @@ def _f5(b, p):
         d = {"Creations": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -298,15 +296,15 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -329,7 +327,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -346,12 +344,12 @@ def _f8(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -360,8 +358,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -378,7 +376,7 @@ def _f9(b, p):
                 d8 = {"ErrorCode": v5, "ErrorMessage": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -387,7 +385,7 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -399,4 +397,4 @@ NAME = 'CreateAcls'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9, 3: _f9}
 
-_LINES = {17: ('ResourceType', None), 18: ('ResourceName', None), 19: ('ResourceName', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('ResourceName', None), 26: ('Principal', None), 27: ('Principal', None), 28: ('Principal', None), 29: ('Principal', None), 30: ('Principal', None), 31: ('Principal', None), 32: ('Principal', None), 33: ('Principal', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Host', None), 40: ('Host', None), 41: ('Host', None), 42: ('Operation+PermissionType', None), 51: ('Creations', None), 52: ('Creations', None), 53: ('Creations', None), 54: ('Creations', None), 55: ('Creations', None), 56: ('Creations', None), 57: ('Creations', None), 58: ('Creations[{}].ResourceType', 'i3'), 59: ('Creations[{}].ResourceName', 'i3'), 60: ('Creations[{}].ResourceName', 'i3'), 61: ('Creations[{}].ResourceName', 'i3'), 62: ('Creations[{}].ResourceName', 'i3'), 63: ('Creations[{}].ResourceName', 'i3'), 64: ('Creations[{}].ResourceName', 'i3'), 65: ('Creations[{}].ResourceName', 'i3'), 66: ('Creations[{}].ResourceName', 'i3'), 67: ('Creations[{}].Principal', 'i3'), 68: ('Creations[{}].Principal', 'i3'), 69: ('Creations[{}].Principal', 'i3'), 70: ('Creations[{}].Principal', 'i3'), 71: ('Creations[{}].Principal', 'i3'), 72: ('Creations[{}].Principal', 'i3'), 73: ('Creations[{}].Principal', 'i3'), 74: ('Creations[{}].Principal', 'i3'), 75: ('Creations[{}].Host', 'i3'), 76: ('Creations[{}].Host', 'i3'), 77: ('Creations[{}].Host', 'i3'), 78: ('Creations[{}].Host', 'i3'), 79: ('Creations[{}].Host', 'i3'), 80: ('Creations[{}].Host', 'i3'), 81: ('Creations[{}].Host', 'i3'), 82: ('Creations[{}].Host', 'i3'), 83: ('Creations[{}].Operation+PermissionType', 'i3'), 84: ('Creations', 'i3'), 85: ('Creations', 'i3'), 86: ('Creations', None), 87: ('Creations', None), 88: ('Creations', None), 89: ('Creations', None), 98: ('ResourceType', None), 99: ('ResourceName', None), 100: ('ResourceName', None), 101: ('ResourceName', None), 102: ('ResourceName', None), 103: ('ResourceName', None), 104: ('ResourceName', None), 105: ('ResourceName', None), 106: ('ResourceName', None), 107: ('ResourcePatternType', None), 108: ('Principal', None), 109: ('Principal', None), 110: ('Principal', None), 111: ('Principal', None), 112: ('Principal', None), 113: ('Principal', None), 114: ('Principal', None), 115: ('Principal', None), 116: ('Host', None), 117: ('Host', None), 118: ('Host', None), 119: ('Host', None), 120: ('Host', None), 121: ('Host', None), 122: ('Host', None), 123: ('Host', None), 124: ('Operation+PermissionType', None), 133: ('Creations', None), 134: ('Creations', None), 135: ('Creations', None), 136: ('Creations', None), 137: ('Creations', None), 138: ('Creations', None), 139: ('Creations', None), 140: ('Creations[{}].ResourceType', 'i3'), 141: ('Creations[{}].ResourceName', 'i3'), 142: ('Creations[{}].ResourceName', 'i3'), 143: ('Creations[{}].ResourceName', 'i3'), 144: ('Creations[{}].ResourceName', 'i3'), 145: ('Creations[{}].ResourceName', 'i3'), 146: ('Creations[{}].ResourceName', 'i3'), 147: ('Creations[{}].ResourceName', 'i3'), 148: ('Creations[{}].ResourceName', 'i3'), 149: ('Creations[{}].ResourcePatternType', 'i3'), 150: ('Creations[{}].Principal', 'i3'), 151: ('Creations[{}].Principal', 'i3'), 152: ('Creations[{}].Principal', 'i3'), 153: ('Creations[{}].Principal', 'i3'), 154: ('Creations[{}].Principal', 'i3'), 155: ('Creations[{}].Principal', 'i3'), 156: ('Creations[{}].Principal', 'i3'), 157: ('Creations[{}].Principal', 'i3'), 158: ('Creations[{}].Host', 'i3'), 159: ('Creations[{}].Host', 'i3'), 160: ('Creations[{}].Host', 'i3'), 161: ('Creations[{}].Host', 'i3'), 162: ('Creations[{}].Host', 'i3'), 163: ('Creations[{}].Host', 'i3'), 164: ('Creations[{}].Host', 'i3'), 165: ('Creations[{}].Host', 'i3'), 166: ('Creations[{}].Operation+PermissionType', 'i3'), 167: ('Creations', 'i3'), 168: ('Creations', 'i3'), 169: ('Creations', None), 170: ('Creations', None), 171: ('Creations', None), 172: ('Creations', None), 181: ('ResourceType', None), 182: ('ResourceName', None), 183: ('ResourceName', None), 184: ('ResourceName', None), 185: ('ResourceName', None), 186: ('ResourceName', None), 187: ('ResourceName', None), 188: ('ResourceName', None), 189: ('ResourceName', None), 190: ('ResourceName', None), 191: ('ResourceName', None), 192: ('ResourcePatternType', None), 193: ('Principal', None), 194: ('Principal', None), 195: ('Principal', None), 196: ('Principal', None), 197: ('Principal', None), 198: ('Principal', None), 199: ('Principal', None), 200: ('Principal', None), 201: ('Principal', None), 202: ('Principal', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Host', None), 208: ('Host', None), 209: ('Host', None), 210: ('Host', None), 211: ('Host', None), 212: ('Host', None), 213: ('Operation+PermissionType', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('Creations', None), 226: ('Creations', None), 227: ('Creations', None), 228: ('Creations', None), 229: ('Creations', None), 230: ('Creations', None), 231: ('Creations', None), 232: ('Creations', None), 233: ('Creations', None), 234: ('Creations[{}].ResourceType', 'i3'), 235: ('Creations[{}].ResourceName', 'i3'), 236: ('Creations[{}].ResourceName', 'i3'), 237: ('Creations[{}].ResourceName', 'i3'), 238: ('Creations[{}].ResourceName', 'i3'), 239: ('Creations[{}].ResourceName', 'i3'), 240: ('Creations[{}].ResourceName', 'i3'), 241: ('Creations[{}].ResourceName', 'i3'), 242: ('Creations[{}].ResourceName', 'i3'), 243: ('Creations[{}].ResourceName', 'i3'), 244: ('Creations[{}].ResourceName', 'i3'), 245: ('Creations[{}].ResourcePatternType', 'i3'), 246: ('Creations[{}].Principal', 'i3'), 247: ('Creations[{}].Principal', 'i3'), 248: ('Creations[{}].Principal', 'i3'), 249: ('Creations[{}].Principal', 'i3'), 250: ('Creations[{}].Principal', 'i3'), 251: ('Creations[{}].Principal', 'i3'), 252: ('Creations[{}].Principal', 'i3'), 253: ('Creations[{}].Principal', 'i3'), 254: ('Creations[{}].Principal', 'i3'), 255: ('Creations[{}].Principal', 'i3'), 256: ('Creations[{}].Host', 'i3'), 257: ('Creations[{}].Host', 'i3'), 258: ('Creations[{}].Host', 'i3'), 259: ('Creations[{}].Host', 'i3'), 260: ('Creations[{}].Host', 'i3'), 261: ('Creations[{}].Host', 'i3'), 262: ('Creations[{}].Host', 'i3'), 263: ('Creations[{}].Host', 'i3'), 264: ('Creations[{}].Host', 'i3'), 265: ('Creations[{}].Host', 'i3'), 266: ('Creations[{}].Operation+PermissionType', 'i3'), 267: ('Creations', 'i3'), 268: ('Creations', 'i3'), 269: ('Creations', 'i3'), 270: ('Creations', 'i3'), 271: ('Creations', 'i3'), 272: ('Creations', None), 273: ('Creations', None), 274: ('Creations', None), 275: ('Creations', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('ErrorCode', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 304: ('ThrottleTimeMs', None), 305: ('Results', None), 306: ('Results', None), 307: ('Results', None), 308: ('Results', None), 309: ('Results', None), 310: ('Results', None), 311: ('Results', None), 312: ('Results[{}].ErrorCode', 'i4'), 313: ('Results[{}].ErrorMessage', 'i4'), 314: ('Results[{}].ErrorMessage', 'i4'), 315: ('Results[{}].ErrorMessage', 'i4'), 316: ('Results[{}].ErrorMessage', 'i4'), 317: ('Results[{}].ErrorMessage', 'i4'), 318: ('Results[{}].ErrorMessage', 'i4'), 319: ('Results[{}].ErrorMessage', 'i4'), 320: ('Results[{}].ErrorMessage', 'i4'), 321: ('Results', 'i4'), 322: ('Results', 'i4'), 323: ('Results', None), 324: ('Results', None), 325: ('Results', None), 326: ('Results', None), 335: ('ErrorCode', None), 336: ('ErrorMessage', None), 337: ('ErrorMessage', None), 338: ('ErrorMessage', None), 339: ('ErrorMessage', None), 340: ('ErrorMessage', None), 341: ('ErrorMessage', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 347: ('_tagged', None), 348: ('_tagged', None), 349: ('_tagged', None), 357: ('ThrottleTimeMs', None), 358: ('Results', None), 359: ('Results', None), 360: ('Results', None), 361: ('Results', None), 362: ('Results', None), 363: ('Results', None), 364: ('Results', None), 365: ('Results', None), 366: ('Results', None), 367: ('Results[{}].ErrorCode', 'i4'), 368: ('Results[{}].ErrorMessage', 'i4'), 369: ('Results[{}].ErrorMessage', 'i4'), 370: ('Results[{}].ErrorMessage', 'i4'), 371: ('Results[{}].ErrorMessage', 'i4'), 372: ('Results[{}].ErrorMessage', 'i4'), 373: ('Results[{}].ErrorMessage', 'i4'), 374: ('Results[{}].ErrorMessage', 'i4'), 375: ('Results[{}].ErrorMessage', 'i4'), 376: ('Results[{}].ErrorMessage', 'i4'), 377: ('Results[{}].ErrorMessage', 'i4'), 378: ('Results', 'i4'), 379: ('Results', 'i4'), 380: ('Results', 'i4'), 381: ('Results', 'i4'), 382: ('Results', 'i4'), 383: ('Results', None), 384: ('Results', None), 385: ('Results', None), 386: ('Results', None), 388: ('_tagged', None), 389: ('_tagged', None), 390: ('_tagged', None)}
+_LINES = {15: ('ResourceType', None), 16: ('ResourceName', None), 17: ('ResourceName', None), 18: ('ResourceName', None), 19: ('ResourceName', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('Principal', None), 25: ('Principal', None), 26: ('Principal', None), 27: ('Principal', None), 28: ('Principal', None), 29: ('Principal', None), 30: ('Principal', None), 31: ('Principal', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Host', None), 40: ('Operation+PermissionType', None), 49: ('Creations', None), 50: ('Creations', None), 51: ('Creations', None), 52: ('Creations', None), 53: ('Creations', None), 54: ('Creations', None), 55: ('Creations', None), 56: ('Creations[{}].ResourceType', 'i3'), 57: ('Creations[{}].ResourceName', 'i3'), 58: ('Creations[{}].ResourceName', 'i3'), 59: ('Creations[{}].ResourceName', 'i3'), 60: ('Creations[{}].ResourceName', 'i3'), 61: ('Creations[{}].ResourceName', 'i3'), 62: ('Creations[{}].ResourceName', 'i3'), 63: ('Creations[{}].ResourceName', 'i3'), 64: ('Creations[{}].ResourceName', 'i3'), 65: ('Creations[{}].Principal', 'i3'), 66: ('Creations[{}].Principal', 'i3'), 67: ('Creations[{}].Principal', 'i3'), 68: ('Creations[{}].Principal', 'i3'), 69: ('Creations[{}].Principal', 'i3'), 70: ('Creations[{}].Principal', 'i3'), 71: ('Creations[{}].Principal', 'i3'), 72: ('Creations[{}].Principal', 'i3'), 73: ('Creations[{}].Host', 'i3'), 74: ('Creations[{}].Host', 'i3'), 75: ('Creations[{}].Host', 'i3'), 76: ('Creations[{}].Host', 'i3'), 77: ('Creations[{}].Host', 'i3'), 78: ('Creations[{}].Host', 'i3'), 79: ('Creations[{}].Host', 'i3'), 80: ('Creations[{}].Host', 'i3'), 81: ('Creations[{}].Operation+PermissionType', 'i3'), 82: ('Creations', 'i3'), 83: ('Creations', 'i3'), 84: ('Creations', None), 85: ('Creations', None), 86: ('Creations', None), 87: ('Creations', None), 96: ('ResourceType', None), 97: ('ResourceName', None), 98: ('ResourceName', None), 99: ('ResourceName', None), 100: ('ResourceName', None), 101: ('ResourceName', None), 102: ('ResourceName', None), 103: ('ResourceName', None), 104: ('ResourceName', None), 105: ('ResourcePatternType', None), 106: ('Principal', None), 107: ('Principal', None), 108: ('Principal', None), 109: ('Principal', None), 110: ('Principal', None), 111: ('Principal', None), 112: ('Principal', None), 113: ('Principal', None), 114: ('Host', None), 115: ('Host', None), 116: ('Host', None), 117: ('Host', None), 118: ('Host', None), 119: ('Host', None), 120: ('Host', None), 121: ('Host', None), 122: ('Operation+PermissionType', None), 131: ('Creations', None), 132: ('Creations', None), 133: ('Creations', None), 134: ('Creations', None), 135: ('Creations', None), 136: ('Creations', None), 137: ('Creations', None), 138: ('Creations[{}].ResourceType', 'i3'), 139: ('Creations[{}].ResourceName', 'i3'), 140: ('Creations[{}].ResourceName', 'i3'), 141: ('Creations[{}].ResourceName', 'i3'), 142: ('Creations[{}].ResourceName', 'i3'), 143: ('Creations[{}].ResourceName', 'i3'), 144: ('Creations[{}].ResourceName', 'i3'), 145: ('Creations[{}].ResourceName', 'i3'), 146: ('Creations[{}].ResourceName', 'i3'), 147: ('Creations[{}].ResourcePatternType', 'i3'), 148: ('Creations[{}].Principal', 'i3'), 149: ('Creations[{}].Principal', 'i3'), 150: ('Creations[{}].Principal', 'i3'), 151: ('Creations[{}].Principal', 'i3'), 152: ('Creations[{}].Principal', 'i3'), 153: ('Creations[{}].Principal', 'i3'), 154: ('Creations[{}].Principal', 'i3'), 155: ('Creations[{}].Principal', 'i3'), 156: ('Creations[{}].Host', 'i3'), 157: ('Creations[{}].Host', 'i3'), 158: ('Creations[{}].Host', 'i3'), 159: ('Creations[{}].Host', 'i3'), 160: ('Creations[{}].Host', 'i3'), 161: ('Creations[{}].Host', 'i3'), 162: ('Creations[{}].Host', 'i3'), 163: ('Creations[{}].Host', 'i3'), 164: ('Creations[{}].Operation+PermissionType', 'i3'), 165: ('Creations', 'i3'), 166: ('Creations', 'i3'), 167: ('Creations', None), 168: ('Creations', None), 169: ('Creations', None), 170: ('Creations', None), 179: ('ResourceType', None), 180: ('ResourceName', None), 181: ('ResourceName', None), 182: ('ResourceName', None), 183: ('ResourceName', None), 184: ('ResourceName', None), 185: ('ResourceName', None), 186: ('ResourceName', None), 187: ('ResourceName', None), 188: ('ResourceName', None), 189: ('ResourceName', None), 190: ('ResourcePatternType', None), 191: ('Principal', None), 192: ('Principal', None), 193: ('Principal', None), 194: ('Principal', None), 195: ('Principal', None), 196: ('Principal', None), 197: ('Principal', None), 198: ('Principal', None), 199: ('Principal', None), 200: ('Principal', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Host', None), 208: ('Host', None), 209: ('Host', None), 210: ('Host', None), 211: ('Operation+PermissionType', None), 213: ('_tagged', None), 214: ('_tagged', None), 215: ('_tagged', None), 223: ('Creations', None), 224: ('Creations', None), 225: ('Creations', None), 226: ('Creations', None), 227: ('Creations', None), 228: ('Creations', None), 229: ('Creations', None), 230: ('Creations', None), 231: ('Creations', None), 232: ('Creations[{}].ResourceType', 'i3'), 233: ('Creations[{}].ResourceName', 'i3'), 234: ('Creations[{}].ResourceName', 'i3'), 235: ('Creations[{}].ResourceName', 'i3'), 236: ('Creations[{}].ResourceName', 'i3'), 237: ('Creations[{}].ResourceName', 'i3'), 238: ('Creations[{}].ResourceName', 'i3'), 239: ('Creations[{}].ResourceName', 'i3'), 240: ('Creations[{}].ResourceName', 'i3'), 241: ('Creations[{}].ResourceName', 'i3'), 242: ('Creations[{}].ResourceName', 'i3'), 243: ('Creations[{}].ResourcePatternType', 'i3'), 244: ('Creations[{}].Principal', 'i3'), 245: ('Creations[{}].Principal', 'i3'), 246: ('Creations[{}].Principal', 'i3'), 247: ('Creations[{}].Principal', 'i3'), 248: ('Creations[{}].Principal', 'i3'), 249: ('Creations[{}].Principal', 'i3'), 250: ('Creations[{}].Principal', 'i3'), 251: ('Creations[{}].Principal', 'i3'), 252: ('Creations[{}].Principal', 'i3'), 253: ('Creations[{}].Principal', 'i3'), 254: ('Creations[{}].Host', 'i3'), 255: ('Creations[{}].Host', 'i3'), 256: ('Creations[{}].Host', 'i3'), 257: ('Creations[{}].Host', 'i3'), 258: ('Creations[{}].Host', 'i3'), 259: ('Creations[{}].Host', 'i3'), 260: ('Creations[{}].Host', 'i3'), 261: ('Creations[{}].Host', 'i3'), 262: ('Creations[{}].Host', 'i3'), 263: ('Creations[{}].Host', 'i3'), 264: ('Creations[{}].Operation+PermissionType', 'i3'), 265: ('Creations', 'i3'), 266: ('Creations', 'i3'), 267: ('Creations', 'i3'), 268: ('Creations', 'i3'), 269: ('Creations', 'i3'), 270: ('Creations', None), 271: ('Creations', None), 272: ('Creations', None), 273: ('Creations', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('ErrorCode', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 302: ('ThrottleTimeMs', None), 303: ('Results', None), 304: ('Results', None), 305: ('Results', None), 306: ('Results', None), 307: ('Results', None), 308: ('Results', None), 309: ('Results', None), 310: ('Results[{}].ErrorCode', 'i4'), 311: ('Results[{}].ErrorMessage', 'i4'), 312: ('Results[{}].ErrorMessage', 'i4'), 313: ('Results[{}].ErrorMessage', 'i4'), 314: ('Results[{}].ErrorMessage', 'i4'), 315: ('Results[{}].ErrorMessage', 'i4'), 316: ('Results[{}].ErrorMessage', 'i4'), 317: ('Results[{}].ErrorMessage', 'i4'), 318: ('Results[{}].ErrorMessage', 'i4'), 319: ('Results', 'i4'), 320: ('Results', 'i4'), 321: ('Results', None), 322: ('Results', None), 323: ('Results', None), 324: ('Results', None), 333: ('ErrorCode', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 337: ('ErrorMessage', None), 338: ('ErrorMessage', None), 339: ('ErrorMessage', None), 340: ('ErrorMessage', None), 341: ('ErrorMessage', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 345: ('_tagged', None), 346: ('_tagged', None), 347: ('_tagged', None), 355: ('ThrottleTimeMs', None), 356: ('Results', None), 357: ('Results', None), 358: ('Results', None), 359: ('Results', None), 360: ('Results', None), 361: ('Results', None), 362: ('Results', None), 363: ('Results', None), 364: ('Results', None), 365: ('Results[{}].ErrorCode', 'i4'), 366: ('Results[{}].ErrorMessage', 'i4'), 367: ('Results[{}].ErrorMessage', 'i4'), 368: ('Results[{}].ErrorMessage', 'i4'), 369: ('Results[{}].ErrorMessage', 'i4'), 370: ('Results[{}].ErrorMessage', 'i4'), 371: ('Results[{}].ErrorMessage', 'i4'), 372: ('Results[{}].ErrorMessage', 'i4'), 373: ('Results[{}].ErrorMessage', 'i4'), 374: ('Results[{}].ErrorMessage', 'i4'), 375: ('Results[{}].ErrorMessage', 'i4'), 376: ('Results', 'i4'), 377: ('Results', 'i4'), 378: ('Results', 'i4'), 379: ('Results', 'i4'), 380: ('Results', 'i4'), 381: ('Results', None), 382: ('Results', None), 383: ('Results', None), 384: ('Results', None), 386: ('_tagged', None), 387: ('_tagged', None), 388: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 _U3 = _struct.Struct('>bb').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -45,14 +43,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 9 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -92,7 +90,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -127,14 +125,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -175,7 +173,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -214,12 +212,12 @@ def _f4(b, p):
         d = {"ResourceTypeFilter": v1, "ResourceNameFilter": v2, "PatternTypeFilter": v4, "PrincipalFilter": v5, "HostFilter": v7, "Operation": v9, "PermissionType": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -227,8 +225,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -267,7 +265,7 @@ def _f5(b, p):
                 d14 = {"ResourceTypeFilter": v4, "ResourceNameFilter": v5, "PatternTypeFilter": v7, "PrincipalFilter": v8, "HostFilter": v10, "Operation": v12, "PermissionType": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v1.append(d14)
         elif n2 == -1:
             v1 = None
@@ -276,12 +274,12 @@ def _f5(b, p):
         d = {"Filters": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -324,7 +322,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -339,8 +337,8 @@ def _f7(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 13 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, = _U2(b, p); p += 2
@@ -389,18 +387,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -411,7 +409,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -455,7 +453,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -470,8 +468,8 @@ def _f10(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 14 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, = _U2(b, p); p += 2
@@ -521,18 +519,18 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -543,7 +541,7 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -593,12 +591,12 @@ def _f12(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "ResourceType": v4, "ResourceName": v5, "PatternType": v7, "Principal": v8, "Host": v10, "Operation": v12, "PermissionType": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -617,8 +615,8 @@ def _f13(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 11 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, = _U2(b, p); p += 2
@@ -668,7 +666,7 @@ def _f13(b, p):
                 d20 = {"ErrorCode": v7, "ErrorMessage": v8, "ResourceType": v10, "ResourceName": v11, "PatternType": v13, "Principal": v14, "Host": v16, "Operation": v18, "PermissionType": v19}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d20)
+                if t: p = _rt.tags(b, p, t, _T0, d20, B)
                 v4.append(d20)
         elif n5 == -1:
             v4 = None
@@ -677,12 +675,12 @@ def _f13(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "MatchingAcls": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -691,11 +689,11 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f13(b, p)
+                x5, p = _f13(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -704,7 +702,7 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "FilterResults": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -716,4 +714,4 @@ NAME = 'DeleteAcls'
 REQUEST = {0: _f1, 1: _f3, 2: _f5, 3: _f5}
 RESPONSE = {0: _f8, 1: _f11, 2: _f14, 3: _f14}
 
-_LINES = {17: ('ResourceTypeFilter', None), 18: ('ResourceNameFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('ResourceNameFilter', None), 25: ('ResourceNameFilter', None), 26: ('PrincipalFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('PrincipalFilter', None), 33: ('PrincipalFilter', None), 34: ('HostFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('HostFilter', None), 41: ('HostFilter', None), 42: ('Operation+PermissionType', None), 51: ('Filters', None), 52: ('Filters', None), 53: ('Filters', None), 54: ('Filters', None), 55: ('Filters', None), 56: ('Filters', None), 57: ('Filters', None), 58: ('Filters[{}].ResourceTypeFilter', 'i3'), 59: ('Filters[{}].ResourceNameFilter', 'i3'), 60: ('Filters[{}].ResourceNameFilter', 'i3'), 61: ('Filters[{}].ResourceNameFilter', 'i3'), 62: ('Filters[{}].ResourceNameFilter', 'i3'), 63: ('Filters[{}].ResourceNameFilter', 'i3'), 64: ('Filters[{}].ResourceNameFilter', 'i3'), 65: ('Filters[{}].ResourceNameFilter', 'i3'), 66: ('Filters[{}].ResourceNameFilter', 'i3'), 67: ('Filters[{}].PrincipalFilter', 'i3'), 68: ('Filters[{}].PrincipalFilter', 'i3'), 69: ('Filters[{}].PrincipalFilter', 'i3'), 70: ('Filters[{}].PrincipalFilter', 'i3'), 71: ('Filters[{}].PrincipalFilter', 'i3'), 72: ('Filters[{}].PrincipalFilter', 'i3'), 73: ('Filters[{}].PrincipalFilter', 'i3'), 74: ('Filters[{}].PrincipalFilter', 'i3'), 75: ('Filters[{}].HostFilter', 'i3'), 76: ('Filters[{}].HostFilter', 'i3'), 77: ('Filters[{}].HostFilter', 'i3'), 78: ('Filters[{}].HostFilter', 'i3'), 79: ('Filters[{}].HostFilter', 'i3'), 80: ('Filters[{}].HostFilter', 'i3'), 81: ('Filters[{}].HostFilter', 'i3'), 82: ('Filters[{}].HostFilter', 'i3'), 83: ('Filters[{}].Operation+PermissionType', 'i3'), 84: ('Filters', 'i3'), 85: ('Filters', 'i3'), 86: ('Filters', None), 87: ('Filters', None), 88: ('Filters', None), 89: ('Filters', None), 98: ('ResourceTypeFilter', None), 99: ('ResourceNameFilter', None), 100: ('ResourceNameFilter', None), 101: ('ResourceNameFilter', None), 102: ('ResourceNameFilter', None), 103: ('ResourceNameFilter', None), 104: ('ResourceNameFilter', None), 105: ('ResourceNameFilter', None), 106: ('ResourceNameFilter', None), 107: ('PatternTypeFilter', None), 108: ('PrincipalFilter', None), 109: ('PrincipalFilter', None), 110: ('PrincipalFilter', None), 111: ('PrincipalFilter', None), 112: ('PrincipalFilter', None), 113: ('PrincipalFilter', None), 114: ('PrincipalFilter', None), 115: ('PrincipalFilter', None), 116: ('HostFilter', None), 117: ('HostFilter', None), 118: ('HostFilter', None), 119: ('HostFilter', None), 120: ('HostFilter', None), 121: ('HostFilter', None), 122: ('HostFilter', None), 123: ('HostFilter', None), 124: ('Operation+PermissionType', None), 133: ('Filters', None), 134: ('Filters', None), 135: ('Filters', None), 136: ('Filters', None), 137: ('Filters', None), 138: ('Filters', None), 139: ('Filters', None), 140: ('Filters[{}].ResourceTypeFilter', 'i3'), 141: ('Filters[{}].ResourceNameFilter', 'i3'), 142: ('Filters[{}].ResourceNameFilter', 'i3'), 143: ('Filters[{}].ResourceNameFilter', 'i3'), 144: ('Filters[{}].ResourceNameFilter', 'i3'), 145: ('Filters[{}].ResourceNameFilter', 'i3'), 146: ('Filters[{}].ResourceNameFilter', 'i3'), 147: ('Filters[{}].ResourceNameFilter', 'i3'), 148: ('Filters[{}].ResourceNameFilter', 'i3'), 149: ('Filters[{}].PatternTypeFilter', 'i3'), 150: ('Filters[{}].PrincipalFilter', 'i3'), 151: ('Filters[{}].PrincipalFilter', 'i3'), 152: ('Filters[{}].PrincipalFilter', 'i3'), 153: ('Filters[{}].PrincipalFilter', 'i3'), 154: ('Filters[{}].PrincipalFilter', 'i3'), 155: ('Filters[{}].PrincipalFilter', 'i3'), 156: ('Filters[{}].PrincipalFilter', 'i3'), 157: ('Filters[{}].PrincipalFilter', 'i3'), 158: ('Filters[{}].HostFilter', 'i3'), 159: ('Filters[{}].HostFilter', 'i3'), 160: ('Filters[{}].HostFilter', 'i3'), 161: ('Filters[{}].HostFilter', 'i3'), 162: ('Filters[{}].HostFilter', 'i3'), 163: ('Filters[{}].HostFilter', 'i3'), 164: ('Filters[{}].HostFilter', 'i3'), 165: ('Filters[{}].HostFilter', 'i3'), 166: ('Filters[{}].Operation+PermissionType', 'i3'), 167: ('Filters', 'i3'), 168: ('Filters', 'i3'), 169: ('Filters', None), 170: ('Filters', None), 171: ('Filters', None), 172: ('Filters', None), 181: ('ResourceTypeFilter', None), 182: ('ResourceNameFilter', None), 183: ('ResourceNameFilter', None), 184: ('ResourceNameFilter', None), 185: ('ResourceNameFilter', None), 186: ('ResourceNameFilter', None), 187: ('ResourceNameFilter', None), 188: ('ResourceNameFilter', None), 189: ('ResourceNameFilter', None), 190: ('ResourceNameFilter', None), 191: ('ResourceNameFilter', None), 192: ('PatternTypeFilter', None), 193: ('PrincipalFilter', None), 194: ('PrincipalFilter', None), 195: ('PrincipalFilter', None), 196: ('PrincipalFilter', None), 197: ('PrincipalFilter', None), 198: ('PrincipalFilter', None), 199: ('PrincipalFilter', None), 200: ('PrincipalFilter', None), 201: ('PrincipalFilter', None), 202: ('PrincipalFilter', None), 203: ('HostFilter', None), 204: ('HostFilter', None), 205: ('HostFilter', None), 206: ('HostFilter', None), 207: ('HostFilter', None), 208: ('HostFilter', None), 209: ('HostFilter', None), 210: ('HostFilter', None), 211: ('HostFilter', None), 212: ('HostFilter', None), 213: ('Operation+PermissionType', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('Filters', None), 226: ('Filters', None), 227: ('Filters', None), 228: ('Filters', None), 229: ('Filters', None), 230: ('Filters', None), 231: ('Filters', None), 232: ('Filters', None), 233: ('Filters', None), 234: ('Filters[{}].ResourceTypeFilter', 'i3'), 235: ('Filters[{}].ResourceNameFilter', 'i3'), 236: ('Filters[{}].ResourceNameFilter', 'i3'), 237: ('Filters[{}].ResourceNameFilter', 'i3'), 238: ('Filters[{}].ResourceNameFilter', 'i3'), 239: ('Filters[{}].ResourceNameFilter', 'i3'), 240: ('Filters[{}].ResourceNameFilter', 'i3'), 241: ('Filters[{}].ResourceNameFilter', 'i3'), 242: ('Filters[{}].ResourceNameFilter', 'i3'), 243: ('Filters[{}].ResourceNameFilter', 'i3'), 244: ('Filters[{}].ResourceNameFilter', 'i3'), 245: ('Filters[{}].PatternTypeFilter', 'i3'), 246: ('Filters[{}].PrincipalFilter', 'i3'), 247: ('Filters[{}].PrincipalFilter', 'i3'), 248: ('Filters[{}].PrincipalFilter', 'i3'), 249: ('Filters[{}].PrincipalFilter', 'i3'), 250: ('Filters[{}].PrincipalFilter', 'i3'), 251: ('Filters[{}].PrincipalFilter', 'i3'), 252: ('Filters[{}].PrincipalFilter', 'i3'), 253: ('Filters[{}].PrincipalFilter', 'i3'), 254: ('Filters[{}].PrincipalFilter', 'i3'), 255: ('Filters[{}].PrincipalFilter', 'i3'), 256: ('Filters[{}].HostFilter', 'i3'), 257: ('Filters[{}].HostFilter', 'i3'), 258: ('Filters[{}].HostFilter', 'i3'), 259: ('Filters[{}].HostFilter', 'i3'), 260: ('Filters[{}].HostFilter', 'i3'), 261: ('Filters[{}].HostFilter', 'i3'), 262: ('Filters[{}].HostFilter', 'i3'), 263: ('Filters[{}].HostFilter', 'i3'), 264: ('Filters[{}].HostFilter', 'i3'), 265: ('Filters[{}].HostFilter', 'i3'), 266: ('Filters[{}].Operation+PermissionType', 'i3'), 267: ('Filters', 'i3'), 268: ('Filters', 'i3'), 269: ('Filters', 'i3'), 270: ('Filters', 'i3'), 271: ('Filters', 'i3'), 272: ('Filters', None), 273: ('Filters', None), 274: ('Filters', None), 275: ('Filters', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('ErrorCode', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ResourceType', None), 297: ('ResourceName', None), 298: ('ResourceName', None), 299: ('ResourceName', None), 300: ('ResourceName', None), 301: ('ResourceName', None), 302: ('ResourceName', None), 303: ('ResourceName', None), 304: ('ResourceName', None), 305: ('Principal', None), 306: ('Principal', None), 307: ('Principal', None), 308: ('Principal', None), 309: ('Principal', None), 310: ('Principal', None), 311: ('Principal', None), 312: ('Principal', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Host', None), 320: ('Host', None), 321: ('Operation+PermissionType', None), 330: ('ErrorCode', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 337: ('ErrorMessage', None), 338: ('ErrorMessage', None), 339: ('MatchingAcls', None), 340: ('MatchingAcls', None), 341: ('MatchingAcls', None), 342: ('MatchingAcls', None), 343: ('MatchingAcls', None), 344: ('MatchingAcls', None), 345: ('MatchingAcls', None), 346: ('MatchingAcls[{}].ErrorCode', 'i6'), 347: ('MatchingAcls[{}].ErrorMessage', 'i6'), 348: ('MatchingAcls[{}].ErrorMessage', 'i6'), 349: ('MatchingAcls[{}].ErrorMessage', 'i6'), 350: ('MatchingAcls[{}].ErrorMessage', 'i6'), 351: ('MatchingAcls[{}].ErrorMessage', 'i6'), 352: ('MatchingAcls[{}].ErrorMessage', 'i6'), 353: ('MatchingAcls[{}].ErrorMessage', 'i6'), 354: ('MatchingAcls[{}].ErrorMessage', 'i6'), 355: ('MatchingAcls[{}].ResourceType', 'i6'), 356: ('MatchingAcls[{}].ResourceName', 'i6'), 357: ('MatchingAcls[{}].ResourceName', 'i6'), 358: ('MatchingAcls[{}].ResourceName', 'i6'), 359: ('MatchingAcls[{}].ResourceName', 'i6'), 360: ('MatchingAcls[{}].ResourceName', 'i6'), 361: ('MatchingAcls[{}].ResourceName', 'i6'), 362: ('MatchingAcls[{}].ResourceName', 'i6'), 363: ('MatchingAcls[{}].ResourceName', 'i6'), 364: ('MatchingAcls[{}].Principal', 'i6'), 365: ('MatchingAcls[{}].Principal', 'i6'), 366: ('MatchingAcls[{}].Principal', 'i6'), 367: ('MatchingAcls[{}].Principal', 'i6'), 368: ('MatchingAcls[{}].Principal', 'i6'), 369: ('MatchingAcls[{}].Principal', 'i6'), 370: ('MatchingAcls[{}].Principal', 'i6'), 371: ('MatchingAcls[{}].Principal', 'i6'), 372: ('MatchingAcls[{}].Host', 'i6'), 373: ('MatchingAcls[{}].Host', 'i6'), 374: ('MatchingAcls[{}].Host', 'i6'), 375: ('MatchingAcls[{}].Host', 'i6'), 376: ('MatchingAcls[{}].Host', 'i6'), 377: ('MatchingAcls[{}].Host', 'i6'), 378: ('MatchingAcls[{}].Host', 'i6'), 379: ('MatchingAcls[{}].Host', 'i6'), 380: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 381: ('MatchingAcls', 'i6'), 382: ('MatchingAcls', 'i6'), 383: ('MatchingAcls', None), 384: ('MatchingAcls', None), 385: ('MatchingAcls', None), 386: ('MatchingAcls', None), 395: ('ThrottleTimeMs', None), 396: ('FilterResults', None), 397: ('FilterResults', None), 398: ('FilterResults', None), 399: ('FilterResults', None), 400: ('FilterResults', None), 401: ('FilterResults', None), 402: ('FilterResults', None), 403: ('FilterResults', 'i4'), 404: ('FilterResults', 'i4'), 405: ('FilterResults', None), 406: ('FilterResults', None), 407: ('FilterResults', None), 408: ('FilterResults', None), 417: ('ErrorCode', None), 418: ('ErrorMessage', None), 419: ('ErrorMessage', None), 420: ('ErrorMessage', None), 421: ('ErrorMessage', None), 422: ('ErrorMessage', None), 423: ('ErrorMessage', None), 424: ('ErrorMessage', None), 425: ('ErrorMessage', None), 426: ('ResourceType', None), 427: ('ResourceName', None), 428: ('ResourceName', None), 429: ('ResourceName', None), 430: ('ResourceName', None), 431: ('ResourceName', None), 432: ('ResourceName', None), 433: ('ResourceName', None), 434: ('ResourceName', None), 435: ('PatternType', None), 436: ('Principal', None), 437: ('Principal', None), 438: ('Principal', None), 439: ('Principal', None), 440: ('Principal', None), 441: ('Principal', None), 442: ('Principal', None), 443: ('Principal', None), 444: ('Host', None), 445: ('Host', None), 446: ('Host', None), 447: ('Host', None), 448: ('Host', None), 449: ('Host', None), 450: ('Host', None), 451: ('Host', None), 452: ('Operation+PermissionType', None), 461: ('ErrorCode', None), 462: ('ErrorMessage', None), 463: ('ErrorMessage', None), 464: ('ErrorMessage', None), 465: ('ErrorMessage', None), 466: ('ErrorMessage', None), 467: ('ErrorMessage', None), 468: ('ErrorMessage', None), 469: ('ErrorMessage', None), 470: ('MatchingAcls', None), 471: ('MatchingAcls', None), 472: ('MatchingAcls', None), 473: ('MatchingAcls', None), 474: ('MatchingAcls', None), 475: ('MatchingAcls', None), 476: ('MatchingAcls', None), 477: ('MatchingAcls[{}].ErrorCode', 'i6'), 478: ('MatchingAcls[{}].ErrorMessage', 'i6'), 479: ('MatchingAcls[{}].ErrorMessage', 'i6'), 480: ('MatchingAcls[{}].ErrorMessage', 'i6'), 481: ('MatchingAcls[{}].ErrorMessage', 'i6'), 482: ('MatchingAcls[{}].ErrorMessage', 'i6'), 483: ('MatchingAcls[{}].ErrorMessage', 'i6'), 484: ('MatchingAcls[{}].ErrorMessage', 'i6'), 485: ('MatchingAcls[{}].ErrorMessage', 'i6'), 486: ('MatchingAcls[{}].ResourceType', 'i6'), 487: ('MatchingAcls[{}].ResourceName', 'i6'), 488: ('MatchingAcls[{}].ResourceName', 'i6'), 489: ('MatchingAcls[{}].ResourceName', 'i6'), 490: ('MatchingAcls[{}].ResourceName', 'i6'), 491: ('MatchingAcls[{}].ResourceName', 'i6'), 492: ('MatchingAcls[{}].ResourceName', 'i6'), 493: ('MatchingAcls[{}].ResourceName', 'i6'), 494: ('MatchingAcls[{}].ResourceName', 'i6'), 495: ('MatchingAcls[{}].PatternType', 'i6'), 496: ('MatchingAcls[{}].Principal', 'i6'), 497: ('MatchingAcls[{}].Principal', 'i6'), 498: ('MatchingAcls[{}].Principal', 'i6'), 499: ('MatchingAcls[{}].Principal', 'i6'), 500: ('MatchingAcls[{}].Principal', 'i6'), 501: ('MatchingAcls[{}].Principal', 'i6'), 502: ('MatchingAcls[{}].Principal', 'i6'), 503: ('MatchingAcls[{}].Principal', 'i6'), 504: ('MatchingAcls[{}].Host', 'i6'), 505: ('MatchingAcls[{}].Host', 'i6'), 506: ('MatchingAcls[{}].Host', 'i6'), 507: ('MatchingAcls[{}].Host', 'i6'), 508: ('MatchingAcls[{}].Host', 'i6'), 509: ('MatchingAcls[{}].Host', 'i6'), 510: ('MatchingAcls[{}].Host', 'i6'), 511: ('MatchingAcls[{}].Host', 'i6'), 512: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 513: ('MatchingAcls', 'i6'), 514: ('MatchingAcls', 'i6'), 515: ('MatchingAcls', None), 516: ('MatchingAcls', None), 517: ('MatchingAcls', None), 518: ('MatchingAcls', None), 527: ('ThrottleTimeMs', None), 528: ('FilterResults', None), 529: ('FilterResults', None), 530: ('FilterResults', None), 531: ('FilterResults', None), 532: ('FilterResults', None), 533: ('FilterResults', None), 534: ('FilterResults', None), 535: ('FilterResults', 'i4'), 536: ('FilterResults', 'i4'), 537: ('FilterResults', None), 538: ('FilterResults', None), 539: ('FilterResults', None), 540: ('FilterResults', None), 549: ('ErrorCode', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ErrorMessage', None), 559: ('ErrorMessage', None), 560: ('ResourceType', None), 561: ('ResourceName', None), 562: ('ResourceName', None), 563: ('ResourceName', None), 564: ('ResourceName', None), 565: ('ResourceName', None), 566: ('ResourceName', None), 567: ('ResourceName', None), 568: ('ResourceName', None), 569: ('ResourceName', None), 570: ('ResourceName', None), 571: ('PatternType', None), 572: ('Principal', None), 573: ('Principal', None), 574: ('Principal', None), 575: ('Principal', None), 576: ('Principal', None), 577: ('Principal', None), 578: ('Principal', None), 579: ('Principal', None), 580: ('Principal', None), 581: ('Principal', None), 582: ('Host', None), 583: ('Host', None), 584: ('Host', None), 585: ('Host', None), 586: ('Host', None), 587: ('Host', None), 588: ('Host', None), 589: ('Host', None), 590: ('Host', None), 591: ('Host', None), 592: ('Operation+PermissionType', None), 594: ('_tagged', None), 595: ('_tagged', None), 596: ('_tagged', None), 604: ('ErrorCode', None), 605: ('ErrorMessage', None), 606: ('ErrorMessage', None), 607: ('ErrorMessage', None), 608: ('ErrorMessage', None), 609: ('ErrorMessage', None), 610: ('ErrorMessage', None), 611: ('ErrorMessage', None), 612: ('ErrorMessage', None), 613: ('ErrorMessage', None), 614: ('ErrorMessage', None), 615: ('MatchingAcls', None), 616: ('MatchingAcls', None), 617: ('MatchingAcls', None), 618: ('MatchingAcls', None), 619: ('MatchingAcls', None), 620: ('MatchingAcls', None), 621: ('MatchingAcls', None), 622: ('MatchingAcls', None), 623: ('MatchingAcls', None), 624: ('MatchingAcls[{}].ErrorCode', 'i6'), 625: ('MatchingAcls[{}].ErrorMessage', 'i6'), 626: ('MatchingAcls[{}].ErrorMessage', 'i6'), 627: ('MatchingAcls[{}].ErrorMessage', 'i6'), 628: ('MatchingAcls[{}].ErrorMessage', 'i6'), 629: ('MatchingAcls[{}].ErrorMessage', 'i6'), 630: ('MatchingAcls[{}].ErrorMessage', 'i6'), 631: ('MatchingAcls[{}].ErrorMessage', 'i6'), 632: ('MatchingAcls[{}].ErrorMessage', 'i6'), 633: ('MatchingAcls[{}].ErrorMessage', 'i6'), 634: ('MatchingAcls[{}].ErrorMessage', 'i6'), 635: ('MatchingAcls[{}].ResourceType', 'i6'), 636: ('MatchingAcls[{}].ResourceName', 'i6'), 637: ('MatchingAcls[{}].ResourceName', 'i6'), 638: ('MatchingAcls[{}].ResourceName', 'i6'), 639: ('MatchingAcls[{}].ResourceName', 'i6'), 640: ('MatchingAcls[{}].ResourceName', 'i6'), 641: ('MatchingAcls[{}].ResourceName', 'i6'), 642: ('MatchingAcls[{}].ResourceName', 'i6'), 643: ('MatchingAcls[{}].ResourceName', 'i6'), 644: ('MatchingAcls[{}].ResourceName', 'i6'), 645: ('MatchingAcls[{}].ResourceName', 'i6'), 646: ('MatchingAcls[{}].PatternType', 'i6'), 647: ('MatchingAcls[{}].Principal', 'i6'), 648: ('MatchingAcls[{}].Principal', 'i6'), 649: ('MatchingAcls[{}].Principal', 'i6'), 650: ('MatchingAcls[{}].Principal', 'i6'), 651: ('MatchingAcls[{}].Principal', 'i6'), 652: ('MatchingAcls[{}].Principal', 'i6'), 653: ('MatchingAcls[{}].Principal', 'i6'), 654: ('MatchingAcls[{}].Principal', 'i6'), 655: ('MatchingAcls[{}].Principal', 'i6'), 656: ('MatchingAcls[{}].Principal', 'i6'), 657: ('MatchingAcls[{}].Host', 'i6'), 658: ('MatchingAcls[{}].Host', 'i6'), 659: ('MatchingAcls[{}].Host', 'i6'), 660: ('MatchingAcls[{}].Host', 'i6'), 661: ('MatchingAcls[{}].Host', 'i6'), 662: ('MatchingAcls[{}].Host', 'i6'), 663: ('MatchingAcls[{}].Host', 'i6'), 664: ('MatchingAcls[{}].Host', 'i6'), 665: ('MatchingAcls[{}].Host', 'i6'), 666: ('MatchingAcls[{}].Host', 'i6'), 667: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 668: ('MatchingAcls', 'i6'), 669: ('MatchingAcls', 'i6'), 670: ('MatchingAcls', 'i6'), 671: ('MatchingAcls', 'i6'), 672: ('MatchingAcls', 'i6'), 673: ('MatchingAcls', None), 674: ('MatchingAcls', None), 675: ('MatchingAcls', None), 676: ('MatchingAcls', None), 678: ('_tagged', None), 679: ('_tagged', None), 680: ('_tagged', None), 688: ('ThrottleTimeMs', None), 689: ('FilterResults', None), 690: ('FilterResults', None), 691: ('FilterResults', None), 692: ('FilterResults', None), 693: ('FilterResults', None), 694: ('FilterResults', None), 695: ('FilterResults', None), 696: ('FilterResults', None), 697: ('FilterResults', None), 698: ('FilterResults', 'i4'), 699: ('FilterResults', 'i4'), 700: ('FilterResults', None), 701: ('FilterResults', None), 702: ('FilterResults', None), 703: ('FilterResults', None), 705: ('_tagged', None), 706: ('_tagged', None), 707: ('_tagged', None)}
+_LINES = {15: ('ResourceTypeFilter', None), 16: ('ResourceNameFilter', None), 17: ('ResourceNameFilter', None), 18: ('ResourceNameFilter', None), 19: ('ResourceNameFilter', None), 20: ('ResourceNameFilter', None), 21: ('ResourceNameFilter', None), 22: ('ResourceNameFilter', None), 23: ('ResourceNameFilter', None), 24: ('PrincipalFilter', None), 25: ('PrincipalFilter', None), 26: ('PrincipalFilter', None), 27: ('PrincipalFilter', None), 28: ('PrincipalFilter', None), 29: ('PrincipalFilter', None), 30: ('PrincipalFilter', None), 31: ('PrincipalFilter', None), 32: ('HostFilter', None), 33: ('HostFilter', None), 34: ('HostFilter', None), 35: ('HostFilter', None), 36: ('HostFilter', None), 37: ('HostFilter', None), 38: ('HostFilter', None), 39: ('HostFilter', None), 40: ('Operation+PermissionType', None), 49: ('Filters', None), 50: ('Filters', None), 51: ('Filters', None), 52: ('Filters', None), 53: ('Filters', None), 54: ('Filters', None), 55: ('Filters', None), 56: ('Filters[{}].ResourceTypeFilter', 'i3'), 57: ('Filters[{}].ResourceNameFilter', 'i3'), 58: ('Filters[{}].ResourceNameFilter', 'i3'), 59: ('Filters[{}].ResourceNameFilter', 'i3'), 60: ('Filters[{}].ResourceNameFilter', 'i3'), 61: ('Filters[{}].ResourceNameFilter', 'i3'), 62: ('Filters[{}].ResourceNameFilter', 'i3'), 63: ('Filters[{}].ResourceNameFilter', 'i3'), 64: ('Filters[{}].ResourceNameFilter', 'i3'), 65: ('Filters[{}].PrincipalFilter', 'i3'), 66: ('Filters[{}].PrincipalFilter', 'i3'), 67: ('Filters[{}].PrincipalFilter', 'i3'), 68: ('Filters[{}].PrincipalFilter', 'i3'), 69: ('Filters[{}].PrincipalFilter', 'i3'), 70: ('Filters[{}].PrincipalFilter', 'i3'), 71: ('Filters[{}].PrincipalFilter', 'i3'), 72: ('Filters[{}].PrincipalFilter', 'i3'), 73: ('Filters[{}].HostFilter', 'i3'), 74: ('Filters[{}].HostFilter', 'i3'), 75: ('Filters[{}].HostFilter', 'i3'), 76: ('Filters[{}].HostFilter', 'i3'), 77: ('Filters[{}].HostFilter', 'i3'), 78: ('Filters[{}].HostFilter', 'i3'), 79: ('Filters[{}].HostFilter', 'i3'), 80: ('Filters[{}].HostFilter', 'i3'), 81: ('Filters[{}].Operation+PermissionType', 'i3'), 82: ('Filters', 'i3'), 83: ('Filters', 'i3'), 84: ('Filters', None), 85: ('Filters', None), 86: ('Filters', None), 87: ('Filters', None), 96: ('ResourceTypeFilter', None), 97: ('ResourceNameFilter', None), 98: ('ResourceNameFilter', None), 99: ('ResourceNameFilter', None), 100: ('ResourceNameFilter', None), 101: ('ResourceNameFilter', None), 102: ('ResourceNameFilter', None), 103: ('ResourceNameFilter', None), 104: ('ResourceNameFilter', None), 105: ('PatternTypeFilter', None), 106: ('PrincipalFilter', None), 107: ('PrincipalFilter', None), 108: ('PrincipalFilter', None), 109: ('PrincipalFilter', None), 110: ('PrincipalFilter', None), 111: ('PrincipalFilter', None), 112: ('PrincipalFilter', None), 113: ('PrincipalFilter', None), 114: ('HostFilter', None), 115: ('HostFilter', None), 116: ('HostFilter', None), 117: ('HostFilter', None), 118: ('HostFilter', None), 119: ('HostFilter', None), 120: ('HostFilter', None), 121: ('HostFilter', None), 122: ('Operation+PermissionType', None), 131: ('Filters', None), 132: ('Filters', None), 133: ('Filters', None), 134: ('Filters', None), 135: ('Filters', None), 136: ('Filters', None), 137: ('Filters', None), 138: ('Filters[{}].ResourceTypeFilter', 'i3'), 139: ('Filters[{}].ResourceNameFilter', 'i3'), 140: ('Filters[{}].ResourceNameFilter', 'i3'), 141: ('Filters[{}].ResourceNameFilter', 'i3'), 142: ('Filters[{}].ResourceNameFilter', 'i3'), 143: ('Filters[{}].ResourceNameFilter', 'i3'), 144: ('Filters[{}].ResourceNameFilter', 'i3'), 145: ('Filters[{}].ResourceNameFilter', 'i3'), 146: ('Filters[{}].ResourceNameFilter', 'i3'), 147: ('Filters[{}].PatternTypeFilter', 'i3'), 148: ('Filters[{}].PrincipalFilter', 'i3'), 149: ('Filters[{}].PrincipalFilter', 'i3'), 150: ('Filters[{}].PrincipalFilter', 'i3'), 151: ('Filters[{}].PrincipalFilter', 'i3'), 152: ('Filters[{}].PrincipalFilter', 'i3'), 153: ('Filters[{}].PrincipalFilter', 'i3'), 154: ('Filters[{}].PrincipalFilter', 'i3'), 155: ('Filters[{}].PrincipalFilter', 'i3'), 156: ('Filters[{}].HostFilter', 'i3'), 157: ('Filters[{}].HostFilter', 'i3'), 158: ('Filters[{}].HostFilter', 'i3'), 159: ('Filters[{}].HostFilter', 'i3'), 160: ('Filters[{}].HostFilter', 'i3'), 161: ('Filters[{}].HostFilter', 'i3'), 162: ('Filters[{}].HostFilter', 'i3'), 163: ('Filters[{}].HostFilter', 'i3'), 164: ('Filters[{}].Operation+PermissionType', 'i3'), 165: ('Filters', 'i3'), 166: ('Filters', 'i3'), 167: ('Filters', None), 168: ('Filters', None), 169: ('Filters', None), 170: ('Filters', None), 179: ('ResourceTypeFilter', None), 180: ('ResourceNameFilter', None), 181: ('ResourceNameFilter', None), 182: ('ResourceNameFilter', None), 183: ('ResourceNameFilter', None), 184: ('ResourceNameFilter', None), 185: ('ResourceNameFilter', None), 186: ('ResourceNameFilter', None), 187: ('ResourceNameFilter', None), 188: ('ResourceNameFilter', None), 189: ('ResourceNameFilter', None), 190: ('PatternTypeFilter', None), 191: ('PrincipalFilter', None), 192: ('PrincipalFilter', None), 193: ('PrincipalFilter', None), 194: ('PrincipalFilter', None), 195: ('PrincipalFilter', None), 196: ('PrincipalFilter', None), 197: ('PrincipalFilter', None), 198: ('PrincipalFilter', None), 199: ('PrincipalFilter', None), 200: ('PrincipalFilter', None), 201: ('HostFilter', None), 202: ('HostFilter', None), 203: ('HostFilter', None), 204: ('HostFilter', None), 205: ('HostFilter', None), 206: ('HostFilter', None), 207: ('HostFilter', None), 208: ('HostFilter', None), 209: ('HostFilter', None), 210: ('HostFilter', None), 211: ('Operation+PermissionType', None), 213: ('_tagged', None), 214: ('_tagged', None), 215: ('_tagged', None), 223: ('Filters', None), 224: ('Filters', None), 225: ('Filters', None), 226: ('Filters', None), 227: ('Filters', None), 228: ('Filters', None), 229: ('Filters', None), 230: ('Filters', None), 231: ('Filters', None), 232: ('Filters[{}].ResourceTypeFilter', 'i3'), 233: ('Filters[{}].ResourceNameFilter', 'i3'), 234: ('Filters[{}].ResourceNameFilter', 'i3'), 235: ('Filters[{}].ResourceNameFilter', 'i3'), 236: ('Filters[{}].ResourceNameFilter', 'i3'), 237: ('Filters[{}].ResourceNameFilter', 'i3'), 238: ('Filters[{}].ResourceNameFilter', 'i3'), 239: ('Filters[{}].ResourceNameFilter', 'i3'), 240: ('Filters[{}].ResourceNameFilter', 'i3'), 241: ('Filters[{}].ResourceNameFilter', 'i3'), 242: ('Filters[{}].ResourceNameFilter', 'i3'), 243: ('Filters[{}].PatternTypeFilter', 'i3'), 244: ('Filters[{}].PrincipalFilter', 'i3'), 245: ('Filters[{}].PrincipalFilter', 'i3'), 246: ('Filters[{}].PrincipalFilter', 'i3'), 247: ('Filters[{}].PrincipalFilter', 'i3'), 248: ('Filters[{}].PrincipalFilter', 'i3'), 249: ('Filters[{}].PrincipalFilter', 'i3'), 250: ('Filters[{}].PrincipalFilter', 'i3'), 251: ('Filters[{}].PrincipalFilter', 'i3'), 252: ('Filters[{}].PrincipalFilter', 'i3'), 253: ('Filters[{}].PrincipalFilter', 'i3'), 254: ('Filters[{}].HostFilter', 'i3'), 255: ('Filters[{}].HostFilter', 'i3'), 256: ('Filters[{}].HostFilter', 'i3'), 257: ('Filters[{}].HostFilter', 'i3'), 258: ('Filters[{}].HostFilter', 'i3'), 259: ('Filters[{}].HostFilter', 'i3'), 260: ('Filters[{}].HostFilter', 'i3'), 261: ('Filters[{}].HostFilter', 'i3'), 262: ('Filters[{}].HostFilter', 'i3'), 263: ('Filters[{}].HostFilter', 'i3'), 264: ('Filters[{}].Operation+PermissionType', 'i3'), 265: ('Filters', 'i3'), 266: ('Filters', 'i3'), 267: ('Filters', 'i3'), 268: ('Filters', 'i3'), 269: ('Filters', 'i3'), 270: ('Filters', None), 271: ('Filters', None), 272: ('Filters', None), 273: ('Filters', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('ErrorCode', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ResourceType', None), 295: ('ResourceName', None), 296: ('ResourceName', None), 297: ('ResourceName', None), 298: ('ResourceName', None), 299: ('ResourceName', None), 300: ('ResourceName', None), 301: ('ResourceName', None), 302: ('ResourceName', None), 303: ('Principal', None), 304: ('Principal', None), 305: ('Principal', None), 306: ('Principal', None), 307: ('Principal', None), 308: ('Principal', None), 309: ('Principal', None), 310: ('Principal', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Operation+PermissionType', None), 328: ('ErrorCode', None), 329: ('ErrorMessage', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 337: ('MatchingAcls', None), 338: ('MatchingAcls', None), 339: ('MatchingAcls', None), 340: ('MatchingAcls', None), 341: ('MatchingAcls', None), 342: ('MatchingAcls', None), 343: ('MatchingAcls', None), 344: ('MatchingAcls[{}].ErrorCode', 'i6'), 345: ('MatchingAcls[{}].ErrorMessage', 'i6'), 346: ('MatchingAcls[{}].ErrorMessage', 'i6'), 347: ('MatchingAcls[{}].ErrorMessage', 'i6'), 348: ('MatchingAcls[{}].ErrorMessage', 'i6'), 349: ('MatchingAcls[{}].ErrorMessage', 'i6'), 350: ('MatchingAcls[{}].ErrorMessage', 'i6'), 351: ('MatchingAcls[{}].ErrorMessage', 'i6'), 352: ('MatchingAcls[{}].ErrorMessage', 'i6'), 353: ('MatchingAcls[{}].ResourceType', 'i6'), 354: ('MatchingAcls[{}].ResourceName', 'i6'), 355: ('MatchingAcls[{}].ResourceName', 'i6'), 356: ('MatchingAcls[{}].ResourceName', 'i6'), 357: ('MatchingAcls[{}].ResourceName', 'i6'), 358: ('MatchingAcls[{}].ResourceName', 'i6'), 359: ('MatchingAcls[{}].ResourceName', 'i6'), 360: ('MatchingAcls[{}].ResourceName', 'i6'), 361: ('MatchingAcls[{}].ResourceName', 'i6'), 362: ('MatchingAcls[{}].Principal', 'i6'), 363: ('MatchingAcls[{}].Principal', 'i6'), 364: ('MatchingAcls[{}].Principal', 'i6'), 365: ('MatchingAcls[{}].Principal', 'i6'), 366: ('MatchingAcls[{}].Principal', 'i6'), 367: ('MatchingAcls[{}].Principal', 'i6'), 368: ('MatchingAcls[{}].Principal', 'i6'), 369: ('MatchingAcls[{}].Principal', 'i6'), 370: ('MatchingAcls[{}].Host', 'i6'), 371: ('MatchingAcls[{}].Host', 'i6'), 372: ('MatchingAcls[{}].Host', 'i6'), 373: ('MatchingAcls[{}].Host', 'i6'), 374: ('MatchingAcls[{}].Host', 'i6'), 375: ('MatchingAcls[{}].Host', 'i6'), 376: ('MatchingAcls[{}].Host', 'i6'), 377: ('MatchingAcls[{}].Host', 'i6'), 378: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 379: ('MatchingAcls', 'i6'), 380: ('MatchingAcls', 'i6'), 381: ('MatchingAcls', None), 382: ('MatchingAcls', None), 383: ('MatchingAcls', None), 384: ('MatchingAcls', None), 393: ('ThrottleTimeMs', None), 394: ('FilterResults', None), 395: ('FilterResults', None), 396: ('FilterResults', None), 397: ('FilterResults', None), 398: ('FilterResults', None), 399: ('FilterResults', None), 400: ('FilterResults', None), 401: ('FilterResults', 'i4'), 402: ('FilterResults', 'i4'), 403: ('FilterResults', None), 404: ('FilterResults', None), 405: ('FilterResults', None), 406: ('FilterResults', None), 415: ('ErrorCode', None), 416: ('ErrorMessage', None), 417: ('ErrorMessage', None), 418: ('ErrorMessage', None), 419: ('ErrorMessage', None), 420: ('ErrorMessage', None), 421: ('ErrorMessage', None), 422: ('ErrorMessage', None), 423: ('ErrorMessage', None), 424: ('ResourceType', None), 425: ('ResourceName', None), 426: ('ResourceName', None), 427: ('ResourceName', None), 428: ('ResourceName', None), 429: ('ResourceName', None), 430: ('ResourceName', None), 431: ('ResourceName', None), 432: ('ResourceName', None), 433: ('PatternType', None), 434: ('Principal', None), 435: ('Principal', None), 436: ('Principal', None), 437: ('Principal', None), 438: ('Principal', None), 439: ('Principal', None), 440: ('Principal', None), 441: ('Principal', None), 442: ('Host', None), 443: ('Host', None), 444: ('Host', None), 445: ('Host', None), 446: ('Host', None), 447: ('Host', None), 448: ('Host', None), 449: ('Host', None), 450: ('Operation+PermissionType', None), 459: ('ErrorCode', None), 460: ('ErrorMessage', None), 461: ('ErrorMessage', None), 462: ('ErrorMessage', None), 463: ('ErrorMessage', None), 464: ('ErrorMessage', None), 465: ('ErrorMessage', None), 466: ('ErrorMessage', None), 467: ('ErrorMessage', None), 468: ('MatchingAcls', None), 469: ('MatchingAcls', None), 470: ('MatchingAcls', None), 471: ('MatchingAcls', None), 472: ('MatchingAcls', None), 473: ('MatchingAcls', None), 474: ('MatchingAcls', None), 475: ('MatchingAcls[{}].ErrorCode', 'i6'), 476: ('MatchingAcls[{}].ErrorMessage', 'i6'), 477: ('MatchingAcls[{}].ErrorMessage', 'i6'), 478: ('MatchingAcls[{}].ErrorMessage', 'i6'), 479: ('MatchingAcls[{}].ErrorMessage', 'i6'), 480: ('MatchingAcls[{}].ErrorMessage', 'i6'), 481: ('MatchingAcls[{}].ErrorMessage', 'i6'), 482: ('MatchingAcls[{}].ErrorMessage', 'i6'), 483: ('MatchingAcls[{}].ErrorMessage', 'i6'), 484: ('MatchingAcls[{}].ResourceType', 'i6'), 485: ('MatchingAcls[{}].ResourceName', 'i6'), 486: ('MatchingAcls[{}].ResourceName', 'i6'), 487: ('MatchingAcls[{}].ResourceName', 'i6'), 488: ('MatchingAcls[{}].ResourceName', 'i6'), 489: ('MatchingAcls[{}].ResourceName', 'i6'), 490: ('MatchingAcls[{}].ResourceName', 'i6'), 491: ('MatchingAcls[{}].ResourceName', 'i6'), 492: ('MatchingAcls[{}].ResourceName', 'i6'), 493: ('MatchingAcls[{}].PatternType', 'i6'), 494: ('MatchingAcls[{}].Principal', 'i6'), 495: ('MatchingAcls[{}].Principal', 'i6'), 496: ('MatchingAcls[{}].Principal', 'i6'), 497: ('MatchingAcls[{}].Principal', 'i6'), 498: ('MatchingAcls[{}].Principal', 'i6'), 499: ('MatchingAcls[{}].Principal', 'i6'), 500: ('MatchingAcls[{}].Principal', 'i6'), 501: ('MatchingAcls[{}].Principal', 'i6'), 502: ('MatchingAcls[{}].Host', 'i6'), 503: ('MatchingAcls[{}].Host', 'i6'), 504: ('MatchingAcls[{}].Host', 'i6'), 505: ('MatchingAcls[{}].Host', 'i6'), 506: ('MatchingAcls[{}].Host', 'i6'), 507: ('MatchingAcls[{}].Host', 'i6'), 508: ('MatchingAcls[{}].Host', 'i6'), 509: ('MatchingAcls[{}].Host', 'i6'), 510: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 511: ('MatchingAcls', 'i6'), 512: ('MatchingAcls', 'i6'), 513: ('MatchingAcls', None), 514: ('MatchingAcls', None), 515: ('MatchingAcls', None), 516: ('MatchingAcls', None), 525: ('ThrottleTimeMs', None), 526: ('FilterResults', None), 527: ('FilterResults', None), 528: ('FilterResults', None), 529: ('FilterResults', None), 530: ('FilterResults', None), 531: ('FilterResults', None), 532: ('FilterResults', None), 533: ('FilterResults', 'i4'), 534: ('FilterResults', 'i4'), 535: ('FilterResults', None), 536: ('FilterResults', None), 537: ('FilterResults', None), 538: ('FilterResults', None), 547: ('ErrorCode', None), 548: ('ErrorMessage', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('ErrorMessage', None), 554: ('ErrorMessage', None), 555: ('ErrorMessage', None), 556: ('ErrorMessage', None), 557: ('ErrorMessage', None), 558: ('ResourceType', None), 559: ('ResourceName', None), 560: ('ResourceName', None), 561: ('ResourceName', None), 562: ('ResourceName', None), 563: ('ResourceName', None), 564: ('ResourceName', None), 565: ('ResourceName', None), 566: ('ResourceName', None), 567: ('ResourceName', None), 568: ('ResourceName', None), 569: ('PatternType', None), 570: ('Principal', None), 571: ('Principal', None), 572: ('Principal', None), 573: ('Principal', None), 574: ('Principal', None), 575: ('Principal', None), 576: ('Principal', None), 577: ('Principal', None), 578: ('Principal', None), 579: ('Principal', None), 580: ('Host', None), 581: ('Host', None), 582: ('Host', None), 583: ('Host', None), 584: ('Host', None), 585: ('Host', None), 586: ('Host', None), 587: ('Host', None), 588: ('Host', None), 589: ('Host', None), 590: ('Operation+PermissionType', None), 592: ('_tagged', None), 593: ('_tagged', None), 594: ('_tagged', None), 602: ('ErrorCode', None), 603: ('ErrorMessage', None), 604: ('ErrorMessage', None), 605: ('ErrorMessage', None), 606: ('ErrorMessage', None), 607: ('ErrorMessage', None), 608: ('ErrorMessage', None), 609: ('ErrorMessage', None), 610: ('ErrorMessage', None), 611: ('ErrorMessage', None), 612: ('ErrorMessage', None), 613: ('MatchingAcls', None), 614: ('MatchingAcls', None), 615: ('MatchingAcls', None), 616: ('MatchingAcls', None), 617: ('MatchingAcls', None), 618: ('MatchingAcls', None), 619: ('MatchingAcls', None), 620: ('MatchingAcls', None), 621: ('MatchingAcls', None), 622: ('MatchingAcls[{}].ErrorCode', 'i6'), 623: ('MatchingAcls[{}].ErrorMessage', 'i6'), 624: ('MatchingAcls[{}].ErrorMessage', 'i6'), 625: ('MatchingAcls[{}].ErrorMessage', 'i6'), 626: ('MatchingAcls[{}].ErrorMessage', 'i6'), 627: ('MatchingAcls[{}].ErrorMessage', 'i6'), 628: ('MatchingAcls[{}].ErrorMessage', 'i6'), 629: ('MatchingAcls[{}].ErrorMessage', 'i6'), 630: ('MatchingAcls[{}].ErrorMessage', 'i6'), 631: ('MatchingAcls[{}].ErrorMessage', 'i6'), 632: ('MatchingAcls[{}].ErrorMessage', 'i6'), 633: ('MatchingAcls[{}].ResourceType', 'i6'), 634: ('MatchingAcls[{}].ResourceName', 'i6'), 635: ('MatchingAcls[{}].ResourceName', 'i6'), 636: ('MatchingAcls[{}].ResourceName', 'i6'), 637: ('MatchingAcls[{}].ResourceName', 'i6'), 638: ('MatchingAcls[{}].ResourceName', 'i6'), 639: ('MatchingAcls[{}].ResourceName', 'i6'), 640: ('MatchingAcls[{}].ResourceName', 'i6'), 641: ('MatchingAcls[{}].ResourceName', 'i6'), 642: ('MatchingAcls[{}].ResourceName', 'i6'), 643: ('MatchingAcls[{}].ResourceName', 'i6'), 644: ('MatchingAcls[{}].PatternType', 'i6'), 645: ('MatchingAcls[{}].Principal', 'i6'), 646: ('MatchingAcls[{}].Principal', 'i6'), 647: ('MatchingAcls[{}].Principal', 'i6'), 648: ('MatchingAcls[{}].Principal', 'i6'), 649: ('MatchingAcls[{}].Principal', 'i6'), 650: ('MatchingAcls[{}].Principal', 'i6'), 651: ('MatchingAcls[{}].Principal', 'i6'), 652: ('MatchingAcls[{}].Principal', 'i6'), 653: ('MatchingAcls[{}].Principal', 'i6'), 654: ('MatchingAcls[{}].Principal', 'i6'), 655: ('MatchingAcls[{}].Host', 'i6'), 656: ('MatchingAcls[{}].Host', 'i6'), 657: ('MatchingAcls[{}].Host', 'i6'), 658: ('MatchingAcls[{}].Host', 'i6'), 659: ('MatchingAcls[{}].Host', 'i6'), 660: ('MatchingAcls[{}].Host', 'i6'), 661: ('MatchingAcls[{}].Host', 'i6'), 662: ('MatchingAcls[{}].Host', 'i6'), 663: ('MatchingAcls[{}].Host', 'i6'), 664: ('MatchingAcls[{}].Host', 'i6'), 665: ('MatchingAcls[{}].Operation+PermissionType', 'i6'), 666: ('MatchingAcls', 'i6'), 667: ('MatchingAcls', 'i6'), 668: ('MatchingAcls', 'i6'), 669: ('MatchingAcls', 'i6'), 670: ('MatchingAcls', 'i6'), 671: ('MatchingAcls', None), 672: ('MatchingAcls', None), 673: ('MatchingAcls', None), 674: ('MatchingAcls', None), 676: ('_tagged', None), 677: ('_tagged', None), 678: ('_tagged', None), 686: ('ThrottleTimeMs', None), 687: ('FilterResults', None), 688: ('FilterResults', None), 689: ('FilterResults', None), 690: ('FilterResults', None), 691: ('FilterResults', None), 692: ('FilterResults', None), 693: ('FilterResults', None), 694: ('FilterResults', None), 695: ('FilterResults', None), 696: ('FilterResults', 'i4'), 697: ('FilterResults', 'i4'), 698: ('FilterResults', None), 699: ('FilterResults', None), 700: ('FilterResults', None), 701: ('FilterResults', None), 703: ('_tagged', None), 704: ('_tagged', None), 705: ('_tagged', None)}

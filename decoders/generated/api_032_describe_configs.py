@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>???').unpack_from
 _U6 = _struct.Struct('>?b?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -29,8 +27,8 @@ def _f0(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 2 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -51,14 +49,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -73,8 +71,8 @@ def _f1(b, p):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
                     if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = []
                     for i9 in range(n8):
                         n11, = _U2(b, p); p += 2
@@ -101,14 +99,14 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -123,8 +121,8 @@ def _f2(b, p):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
                     if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = []
                     for i9 in range(n8):
                         n11, = _U2(b, p); p += 2
@@ -152,14 +150,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -174,8 +172,8 @@ def _f3(b, p):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
                     if n8 * 2 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = []
                     for i9 in range(n8):
                         n11, = _U2(b, p); p += 2
@@ -203,7 +201,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -222,8 +220,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 1 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -244,12 +242,12 @@ def _f4(b, p):
         d = {"ResourceType": v1, "ResourceName": v2, "ConfigurationKeys": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -257,8 +255,8 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 1
@@ -277,8 +275,8 @@ def _f5(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 1 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = []
                     for i9 in range(n8):
                         n11 = b[p]; p += 1
@@ -299,7 +297,7 @@ def _f5(b, p):
                 d12 = {"ResourceType": v4, "ResourceName": v5, "ConfigurationKeys": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v1.append(d12)
         elif n2 == -1:
             v1 = None
@@ -309,12 +307,12 @@ def _f5(b, p):
         d = {"Resources": v1, "IncludeSynonyms": v13, "IncludeDocumentation": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -339,7 +337,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -363,8 +361,8 @@ def _f7(b, p):
         n8, = _U0(b, p); p += 4
         if n8 >= 0:
             if n8 * 7 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11, = _U2(b, p); p += 2
@@ -395,18 +393,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -417,7 +415,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -442,7 +440,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -465,8 +463,8 @@ def _f10(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U2(b, p); p += 2
@@ -497,7 +495,7 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -521,11 +519,11 @@ def _f11(b, p):
         n8, = _U0(b, p); p += 4
         if n8 >= 0:
             if n8 * 11 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f10(b, p)
+                x10, p = _f10(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -536,18 +534,18 @@ def _f11(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
+                x5, p = _f11(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -558,7 +556,7 @@ def _f12(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -581,8 +579,8 @@ def _f13(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U2(b, p); p += 2
@@ -622,7 +620,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -646,11 +644,11 @@ def _f14(b, p):
         n8, = _U0(b, p); p += 4
         if n8 >= 0:
             if n8 * 14 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f13(b, p)
+                x10, p = _f13(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -661,18 +659,18 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 11 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f14(b, p)
+                x5, p = _f14(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -683,7 +681,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -710,12 +708,12 @@ def _f16(b, p):
         d = {"Name": v1, "Value": v3, "Source": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -744,8 +742,8 @@ def _f17(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -772,7 +770,7 @@ def _f17(b, p):
                 d16 = {"Name": v11, "Value": v13, "Source": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v8.append(d16)
         elif n9 == -1:
             v8 = None
@@ -792,12 +790,12 @@ def _f17(b, p):
         d = {"Name": v1, "Value": v3, "ReadOnly": v5, "ConfigSource": v6, "IsSensitive": v7, "Synonyms": v8, "ConfigType": v17, "Documentation": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -827,11 +825,11 @@ def _f18(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 9 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f17(b, p)
+                x10, p = _f17(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -840,12 +838,12 @@ def _f18(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "ResourceType": v4, "ResourceName": v5, "Configs": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -854,11 +852,11 @@ def _f19(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f18(b, p)
+                x5, p = _f18(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -867,7 +865,7 @@ def _f19(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -879,4 +877,4 @@ NAME = 'DescribeConfigs'
 REQUEST = {0: _f1, 1: _f2, 2: _f2, 3: _f3, 4: _f5}
 RESPONSE = {0: _f8, 1: _f12, 2: _f12, 3: _f15, 4: _f19}
 
-_LINES = {20: ('ResourceType', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('ResourceName', None), 26: ('ResourceName', None), 27: ('ResourceName', None), 28: ('ResourceName', None), 29: ('ConfigurationKeys', None), 30: ('ConfigurationKeys', None), 31: ('ConfigurationKeys', None), 32: ('ConfigurationKeys', None), 33: ('ConfigurationKeys', None), 34: ('ConfigurationKeys', None), 35: ('ConfigurationKeys', None), 36: ('ConfigurationKeys', 'i6'), 37: ('ConfigurationKeys', 'i6'), 38: ('ConfigurationKeys', 'i6'), 39: ('ConfigurationKeys', 'i6'), 40: ('ConfigurationKeys', 'i6'), 41: ('ConfigurationKeys', 'i6'), 42: ('ConfigurationKeys', 'i6'), 43: ('ConfigurationKeys', 'i6'), 44: ('ConfigurationKeys', 'i6'), 45: ('ConfigurationKeys', None), 46: ('ConfigurationKeys', None), 47: ('ConfigurationKeys', None), 48: ('ConfigurationKeys', None), 57: ('Resources', None), 58: ('Resources', None), 59: ('Resources', None), 60: ('Resources', None), 61: ('Resources', None), 62: ('Resources', None), 63: ('Resources', None), 64: ('Resources[{}].ResourceType', 'i3'), 65: ('Resources[{}].ResourceName', 'i3'), 66: ('Resources[{}].ResourceName', 'i3'), 67: ('Resources[{}].ResourceName', 'i3'), 68: ('Resources[{}].ResourceName', 'i3'), 69: ('Resources[{}].ResourceName', 'i3'), 70: ('Resources[{}].ResourceName', 'i3'), 71: ('Resources[{}].ResourceName', 'i3'), 72: ('Resources[{}].ResourceName', 'i3'), 73: ('Resources[{}].ConfigurationKeys', 'i3'), 74: ('Resources[{}].ConfigurationKeys', 'i3'), 75: ('Resources[{}].ConfigurationKeys', 'i3'), 76: ('Resources[{}].ConfigurationKeys', 'i3'), 77: ('Resources[{}].ConfigurationKeys', 'i3'), 78: ('Resources[{}].ConfigurationKeys', 'i3'), 79: ('Resources[{}].ConfigurationKeys', 'i3'), 80: ('Resources[{}].ConfigurationKeys', 'i3'), 81: ('Resources[{}].ConfigurationKeys', 'i3'), 82: ('Resources[{}].ConfigurationKeys', 'i3'), 83: ('Resources[{}].ConfigurationKeys', 'i3'), 84: ('Resources[{}].ConfigurationKeys', 'i3'), 85: ('Resources[{}].ConfigurationKeys', 'i3'), 86: ('Resources[{}].ConfigurationKeys', 'i3'), 87: ('Resources[{}].ConfigurationKeys', 'i3'), 88: ('Resources[{}].ConfigurationKeys', 'i3'), 89: ('Resources[{}].ConfigurationKeys', 'i3'), 90: ('Resources[{}].ConfigurationKeys', 'i3'), 91: ('Resources[{}].ConfigurationKeys', 'i3'), 92: ('Resources[{}].ConfigurationKeys', 'i3'), 93: ('Resources', 'i3'), 94: ('Resources', 'i3'), 95: ('Resources', None), 96: ('Resources', None), 97: ('Resources', None), 98: ('Resources', None), 107: ('Resources', None), 108: ('Resources', None), 109: ('Resources', None), 110: ('Resources', None), 111: ('Resources', None), 112: ('Resources', None), 113: ('Resources', None), 114: ('Resources[{}].ResourceType', 'i3'), 115: ('Resources[{}].ResourceName', 'i3'), 116: ('Resources[{}].ResourceName', 'i3'), 117: ('Resources[{}].ResourceName', 'i3'), 118: ('Resources[{}].ResourceName', 'i3'), 119: ('Resources[{}].ResourceName', 'i3'), 120: ('Resources[{}].ResourceName', 'i3'), 121: ('Resources[{}].ResourceName', 'i3'), 122: ('Resources[{}].ResourceName', 'i3'), 123: ('Resources[{}].ConfigurationKeys', 'i3'), 124: ('Resources[{}].ConfigurationKeys', 'i3'), 125: ('Resources[{}].ConfigurationKeys', 'i3'), 126: ('Resources[{}].ConfigurationKeys', 'i3'), 127: ('Resources[{}].ConfigurationKeys', 'i3'), 128: ('Resources[{}].ConfigurationKeys', 'i3'), 129: ('Resources[{}].ConfigurationKeys', 'i3'), 130: ('Resources[{}].ConfigurationKeys', 'i3'), 131: ('Resources[{}].ConfigurationKeys', 'i3'), 132: ('Resources[{}].ConfigurationKeys', 'i3'), 133: ('Resources[{}].ConfigurationKeys', 'i3'), 134: ('Resources[{}].ConfigurationKeys', 'i3'), 135: ('Resources[{}].ConfigurationKeys', 'i3'), 136: ('Resources[{}].ConfigurationKeys', 'i3'), 137: ('Resources[{}].ConfigurationKeys', 'i3'), 138: ('Resources[{}].ConfigurationKeys', 'i3'), 139: ('Resources[{}].ConfigurationKeys', 'i3'), 140: ('Resources[{}].ConfigurationKeys', 'i3'), 141: ('Resources[{}].ConfigurationKeys', 'i3'), 142: ('Resources[{}].ConfigurationKeys', 'i3'), 143: ('Resources', 'i3'), 144: ('Resources', 'i3'), 145: ('Resources', None), 146: ('Resources', None), 147: ('Resources', None), 148: ('Resources', None), 149: ('IncludeSynonyms', None), 158: ('Resources', None), 159: ('Resources', None), 160: ('Resources', None), 161: ('Resources', None), 162: ('Resources', None), 163: ('Resources', None), 164: ('Resources', None), 165: ('Resources[{}].ResourceType', 'i3'), 166: ('Resources[{}].ResourceName', 'i3'), 167: ('Resources[{}].ResourceName', 'i3'), 168: ('Resources[{}].ResourceName', 'i3'), 169: ('Resources[{}].ResourceName', 'i3'), 170: ('Resources[{}].ResourceName', 'i3'), 171: ('Resources[{}].ResourceName', 'i3'), 172: ('Resources[{}].ResourceName', 'i3'), 173: ('Resources[{}].ResourceName', 'i3'), 174: ('Resources[{}].ConfigurationKeys', 'i3'), 175: ('Resources[{}].ConfigurationKeys', 'i3'), 176: ('Resources[{}].ConfigurationKeys', 'i3'), 177: ('Resources[{}].ConfigurationKeys', 'i3'), 178: ('Resources[{}].ConfigurationKeys', 'i3'), 179: ('Resources[{}].ConfigurationKeys', 'i3'), 180: ('Resources[{}].ConfigurationKeys', 'i3'), 181: ('Resources[{}].ConfigurationKeys', 'i3'), 182: ('Resources[{}].ConfigurationKeys', 'i3'), 183: ('Resources[{}].ConfigurationKeys', 'i3'), 184: ('Resources[{}].ConfigurationKeys', 'i3'), 185: ('Resources[{}].ConfigurationKeys', 'i3'), 186: ('Resources[{}].ConfigurationKeys', 'i3'), 187: ('Resources[{}].ConfigurationKeys', 'i3'), 188: ('Resources[{}].ConfigurationKeys', 'i3'), 189: ('Resources[{}].ConfigurationKeys', 'i3'), 190: ('Resources[{}].ConfigurationKeys', 'i3'), 191: ('Resources[{}].ConfigurationKeys', 'i3'), 192: ('Resources[{}].ConfigurationKeys', 'i3'), 193: ('Resources[{}].ConfigurationKeys', 'i3'), 194: ('Resources', 'i3'), 195: ('Resources', 'i3'), 196: ('Resources', None), 197: ('Resources', None), 198: ('Resources', None), 199: ('Resources', None), 200: ('IncludeSynonyms+IncludeDocumentation', None), 209: ('ResourceType', None), 210: ('ResourceName', None), 211: ('ResourceName', None), 212: ('ResourceName', None), 213: ('ResourceName', None), 214: ('ResourceName', None), 215: ('ResourceName', None), 216: ('ResourceName', None), 217: ('ResourceName', None), 218: ('ResourceName', None), 219: ('ResourceName', None), 220: ('ConfigurationKeys', None), 221: ('ConfigurationKeys', None), 222: ('ConfigurationKeys', None), 223: ('ConfigurationKeys', None), 224: ('ConfigurationKeys', None), 225: ('ConfigurationKeys', None), 226: ('ConfigurationKeys', None), 227: ('ConfigurationKeys', None), 228: ('ConfigurationKeys', None), 229: ('ConfigurationKeys', 'i6'), 230: ('ConfigurationKeys', 'i6'), 231: ('ConfigurationKeys', 'i6'), 232: ('ConfigurationKeys', 'i6'), 233: ('ConfigurationKeys', 'i6'), 234: ('ConfigurationKeys', 'i6'), 235: ('ConfigurationKeys', 'i6'), 236: ('ConfigurationKeys', 'i6'), 237: ('ConfigurationKeys', 'i6'), 238: ('ConfigurationKeys', 'i6'), 239: ('ConfigurationKeys', 'i6'), 240: ('ConfigurationKeys', None), 241: ('ConfigurationKeys', None), 242: ('ConfigurationKeys', None), 243: ('ConfigurationKeys', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('Resources', None), 256: ('Resources', None), 257: ('Resources', None), 258: ('Resources', None), 259: ('Resources', None), 260: ('Resources', None), 261: ('Resources', None), 262: ('Resources', None), 263: ('Resources', None), 264: ('Resources[{}].ResourceType', 'i3'), 265: ('Resources[{}].ResourceName', 'i3'), 266: ('Resources[{}].ResourceName', 'i3'), 267: ('Resources[{}].ResourceName', 'i3'), 268: ('Resources[{}].ResourceName', 'i3'), 269: ('Resources[{}].ResourceName', 'i3'), 270: ('Resources[{}].ResourceName', 'i3'), 271: ('Resources[{}].ResourceName', 'i3'), 272: ('Resources[{}].ResourceName', 'i3'), 273: ('Resources[{}].ResourceName', 'i3'), 274: ('Resources[{}].ResourceName', 'i3'), 275: ('Resources[{}].ConfigurationKeys', 'i3'), 276: ('Resources[{}].ConfigurationKeys', 'i3'), 277: ('Resources[{}].ConfigurationKeys', 'i3'), 278: ('Resources[{}].ConfigurationKeys', 'i3'), 279: ('Resources[{}].ConfigurationKeys', 'i3'), 280: ('Resources[{}].ConfigurationKeys', 'i3'), 281: ('Resources[{}].ConfigurationKeys', 'i3'), 282: ('Resources[{}].ConfigurationKeys', 'i3'), 283: ('Resources[{}].ConfigurationKeys', 'i3'), 284: ('Resources[{}].ConfigurationKeys', 'i3'), 285: ('Resources[{}].ConfigurationKeys', 'i3'), 286: ('Resources[{}].ConfigurationKeys', 'i3'), 287: ('Resources[{}].ConfigurationKeys', 'i3'), 288: ('Resources[{}].ConfigurationKeys', 'i3'), 289: ('Resources[{}].ConfigurationKeys', 'i3'), 290: ('Resources[{}].ConfigurationKeys', 'i3'), 291: ('Resources[{}].ConfigurationKeys', 'i3'), 292: ('Resources[{}].ConfigurationKeys', 'i3'), 293: ('Resources[{}].ConfigurationKeys', 'i3'), 294: ('Resources[{}].ConfigurationKeys', 'i3'), 295: ('Resources[{}].ConfigurationKeys', 'i3'), 296: ('Resources[{}].ConfigurationKeys', 'i3'), 297: ('Resources[{}].ConfigurationKeys', 'i3'), 298: ('Resources[{}].ConfigurationKeys', 'i3'), 299: ('Resources', 'i3'), 300: ('Resources', 'i3'), 301: ('Resources', 'i3'), 302: ('Resources', 'i3'), 303: ('Resources', 'i3'), 304: ('Resources', None), 305: ('Resources', None), 306: ('Resources', None), 307: ('Resources', None), 308: ('IncludeSynonyms+IncludeDocumentation', None), 310: ('_tagged', None), 311: ('_tagged', None), 312: ('_tagged', None), 320: ('Name', None), 321: ('Name', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Name', None), 327: ('Name', None), 328: ('Value', None), 329: ('Value', None), 330: ('Value', None), 331: ('Value', None), 332: ('Value', None), 333: ('Value', None), 334: ('Value', None), 335: ('Value', None), 336: ('ReadOnly+IsDefault+IsSensitive', None), 345: ('ErrorCode', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 348: ('ErrorMessage', None), 349: ('ErrorMessage', None), 350: ('ErrorMessage', None), 351: ('ErrorMessage', None), 352: ('ErrorMessage', None), 353: ('ErrorMessage', None), 354: ('ResourceType', None), 355: ('ResourceName', None), 356: ('ResourceName', None), 357: ('ResourceName', None), 358: ('ResourceName', None), 359: ('ResourceName', None), 360: ('ResourceName', None), 361: ('ResourceName', None), 362: ('ResourceName', None), 363: ('Configs', None), 364: ('Configs', None), 365: ('Configs', None), 366: ('Configs', None), 367: ('Configs', None), 368: ('Configs', None), 369: ('Configs', None), 370: ('Configs[{}].Name', 'i9'), 371: ('Configs[{}].Name', 'i9'), 372: ('Configs[{}].Name', 'i9'), 373: ('Configs[{}].Name', 'i9'), 374: ('Configs[{}].Name', 'i9'), 375: ('Configs[{}].Name', 'i9'), 376: ('Configs[{}].Name', 'i9'), 377: ('Configs[{}].Name', 'i9'), 378: ('Configs[{}].Value', 'i9'), 379: ('Configs[{}].Value', 'i9'), 380: ('Configs[{}].Value', 'i9'), 381: ('Configs[{}].Value', 'i9'), 382: ('Configs[{}].Value', 'i9'), 383: ('Configs[{}].Value', 'i9'), 384: ('Configs[{}].Value', 'i9'), 385: ('Configs[{}].Value', 'i9'), 386: ('Configs[{}].ReadOnly+IsDefault+IsSensitive', 'i9'), 387: ('Configs', 'i9'), 388: ('Configs', 'i9'), 389: ('Configs', None), 390: ('Configs', None), 391: ('Configs', None), 392: ('Configs', None), 401: ('ThrottleTimeMs', None), 402: ('Results', None), 403: ('Results', None), 404: ('Results', None), 405: ('Results', None), 406: ('Results', None), 407: ('Results', None), 408: ('Results', None), 409: ('Results', 'i4'), 410: ('Results', 'i4'), 411: ('Results', None), 412: ('Results', None), 413: ('Results', None), 414: ('Results', None), 423: ('Name', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Name', None), 430: ('Name', None), 431: ('Value', None), 432: ('Value', None), 433: ('Value', None), 434: ('Value', None), 435: ('Value', None), 436: ('Value', None), 437: ('Value', None), 438: ('Value', None), 439: ('Source', None), 448: ('Name', None), 449: ('Name', None), 450: ('Name', None), 451: ('Name', None), 452: ('Name', None), 453: ('Name', None), 454: ('Name', None), 455: ('Name', None), 456: ('Value', None), 457: ('Value', None), 458: ('Value', None), 459: ('Value', None), 460: ('Value', None), 461: ('Value', None), 462: ('Value', None), 463: ('Value', None), 464: ('ReadOnly+ConfigSource+IsSensitive', None), 465: ('Synonyms', None), 466: ('Synonyms', None), 467: ('Synonyms', None), 468: ('Synonyms', None), 469: ('Synonyms', None), 470: ('Synonyms', None), 471: ('Synonyms', None), 472: ('Synonyms[{}].Name', 'i10'), 473: ('Synonyms[{}].Name', 'i10'), 474: ('Synonyms[{}].Name', 'i10'), 475: ('Synonyms[{}].Name', 'i10'), 476: ('Synonyms[{}].Name', 'i10'), 477: ('Synonyms[{}].Name', 'i10'), 478: ('Synonyms[{}].Name', 'i10'), 479: ('Synonyms[{}].Name', 'i10'), 480: ('Synonyms[{}].Value', 'i10'), 481: ('Synonyms[{}].Value', 'i10'), 482: ('Synonyms[{}].Value', 'i10'), 483: ('Synonyms[{}].Value', 'i10'), 484: ('Synonyms[{}].Value', 'i10'), 485: ('Synonyms[{}].Value', 'i10'), 486: ('Synonyms[{}].Value', 'i10'), 487: ('Synonyms[{}].Value', 'i10'), 488: ('Synonyms[{}].Source', 'i10'), 489: ('Synonyms', 'i10'), 490: ('Synonyms', 'i10'), 491: ('Synonyms', None), 492: ('Synonyms', None), 493: ('Synonyms', None), 494: ('Synonyms', None), 503: ('ErrorCode', None), 504: ('ErrorMessage', None), 505: ('ErrorMessage', None), 506: ('ErrorMessage', None), 507: ('ErrorMessage', None), 508: ('ErrorMessage', None), 509: ('ErrorMessage', None), 510: ('ErrorMessage', None), 511: ('ErrorMessage', None), 512: ('ResourceType', None), 513: ('ResourceName', None), 514: ('ResourceName', None), 515: ('ResourceName', None), 516: ('ResourceName', None), 517: ('ResourceName', None), 518: ('ResourceName', None), 519: ('ResourceName', None), 520: ('ResourceName', None), 521: ('Configs', None), 522: ('Configs', None), 523: ('Configs', None), 524: ('Configs', None), 525: ('Configs', None), 526: ('Configs', None), 527: ('Configs', None), 528: ('Configs', 'i9'), 529: ('Configs', 'i9'), 530: ('Configs', None), 531: ('Configs', None), 532: ('Configs', None), 533: ('Configs', None), 542: ('ThrottleTimeMs', None), 543: ('Results', None), 544: ('Results', None), 545: ('Results', None), 546: ('Results', None), 547: ('Results', None), 548: ('Results', None), 549: ('Results', None), 550: ('Results', 'i4'), 551: ('Results', 'i4'), 552: ('Results', None), 553: ('Results', None), 554: ('Results', None), 555: ('Results', None), 564: ('Name', None), 565: ('Name', None), 566: ('Name', None), 567: ('Name', None), 568: ('Name', None), 569: ('Name', None), 570: ('Name', None), 571: ('Name', None), 572: ('Value', None), 573: ('Value', None), 574: ('Value', None), 575: ('Value', None), 576: ('Value', None), 577: ('Value', None), 578: ('Value', None), 579: ('Value', None), 580: ('ReadOnly+ConfigSource+IsSensitive', None), 581: ('Synonyms', None), 582: ('Synonyms', None), 583: ('Synonyms', None), 584: ('Synonyms', None), 585: ('Synonyms', None), 586: ('Synonyms', None), 587: ('Synonyms', None), 588: ('Synonyms[{}].Name', 'i10'), 589: ('Synonyms[{}].Name', 'i10'), 590: ('Synonyms[{}].Name', 'i10'), 591: ('Synonyms[{}].Name', 'i10'), 592: ('Synonyms[{}].Name', 'i10'), 593: ('Synonyms[{}].Name', 'i10'), 594: ('Synonyms[{}].Name', 'i10'), 595: ('Synonyms[{}].Name', 'i10'), 596: ('Synonyms[{}].Value', 'i10'), 597: ('Synonyms[{}].Value', 'i10'), 598: ('Synonyms[{}].Value', 'i10'), 599: ('Synonyms[{}].Value', 'i10'), 600: ('Synonyms[{}].Value', 'i10'), 601: ('Synonyms[{}].Value', 'i10'), 602: ('Synonyms[{}].Value', 'i10'), 603: ('Synonyms[{}].Value', 'i10'), 604: ('Synonyms[{}].Source', 'i10'), 605: ('Synonyms', 'i10'), 606: ('Synonyms', 'i10'), 607: ('Synonyms', None), 608: ('Synonyms', None), 609: ('Synonyms', None), 610: ('Synonyms', None), 611: ('ConfigType', None), 612: ('Documentation', None), 613: ('Documentation', None), 614: ('Documentation', None), 615: ('Documentation', None), 616: ('Documentation', None), 617: ('Documentation', None), 618: ('Documentation', None), 619: ('Documentation', None), 628: ('ErrorCode', None), 629: ('ErrorMessage', None), 630: ('ErrorMessage', None), 631: ('ErrorMessage', None), 632: ('ErrorMessage', None), 633: ('ErrorMessage', None), 634: ('ErrorMessage', None), 635: ('ErrorMessage', None), 636: ('ErrorMessage', None), 637: ('ResourceType', None), 638: ('ResourceName', None), 639: ('ResourceName', None), 640: ('ResourceName', None), 641: ('ResourceName', None), 642: ('ResourceName', None), 643: ('ResourceName', None), 644: ('ResourceName', None), 645: ('ResourceName', None), 646: ('Configs', None), 647: ('Configs', None), 648: ('Configs', None), 649: ('Configs', None), 650: ('Configs', None), 651: ('Configs', None), 652: ('Configs', None), 653: ('Configs', 'i9'), 654: ('Configs', 'i9'), 655: ('Configs', None), 656: ('Configs', None), 657: ('Configs', None), 658: ('Configs', None), 667: ('ThrottleTimeMs', None), 668: ('Results', None), 669: ('Results', None), 670: ('Results', None), 671: ('Results', None), 672: ('Results', None), 673: ('Results', None), 674: ('Results', None), 675: ('Results', 'i4'), 676: ('Results', 'i4'), 677: ('Results', None), 678: ('Results', None), 679: ('Results', None), 680: ('Results', None), 689: ('Name', None), 690: ('Name', None), 691: ('Name', None), 692: ('Name', None), 693: ('Name', None), 694: ('Name', None), 695: ('Name', None), 696: ('Name', None), 697: ('Name', None), 698: ('Name', None), 699: ('Value', None), 700: ('Value', None), 701: ('Value', None), 702: ('Value', None), 703: ('Value', None), 704: ('Value', None), 705: ('Value', None), 706: ('Value', None), 707: ('Value', None), 708: ('Value', None), 709: ('Source', None), 711: ('_tagged', None), 712: ('_tagged', None), 713: ('_tagged', None), 721: ('Name', None), 722: ('Name', None), 723: ('Name', None), 724: ('Name', None), 725: ('Name', None), 726: ('Name', None), 727: ('Name', None), 728: ('Name', None), 729: ('Name', None), 730: ('Name', None), 731: ('Value', None), 732: ('Value', None), 733: ('Value', None), 734: ('Value', None), 735: ('Value', None), 736: ('Value', None), 737: ('Value', None), 738: ('Value', None), 739: ('Value', None), 740: ('Value', None), 741: ('ReadOnly+ConfigSource+IsSensitive', None), 742: ('Synonyms', None), 743: ('Synonyms', None), 744: ('Synonyms', None), 745: ('Synonyms', None), 746: ('Synonyms', None), 747: ('Synonyms', None), 748: ('Synonyms', None), 749: ('Synonyms', None), 750: ('Synonyms', None), 751: ('Synonyms[{}].Name', 'i10'), 752: ('Synonyms[{}].Name', 'i10'), 753: ('Synonyms[{}].Name', 'i10'), 754: ('Synonyms[{}].Name', 'i10'), 755: ('Synonyms[{}].Name', 'i10'), 756: ('Synonyms[{}].Name', 'i10'), 757: ('Synonyms[{}].Name', 'i10'), 758: ('Synonyms[{}].Name', 'i10'), 759: ('Synonyms[{}].Name', 'i10'), 760: ('Synonyms[{}].Name', 'i10'), 761: ('Synonyms[{}].Value', 'i10'), 762: ('Synonyms[{}].Value', 'i10'), 763: ('Synonyms[{}].Value', 'i10'), 764: ('Synonyms[{}].Value', 'i10'), 765: ('Synonyms[{}].Value', 'i10'), 766: ('Synonyms[{}].Value', 'i10'), 767: ('Synonyms[{}].Value', 'i10'), 768: ('Synonyms[{}].Value', 'i10'), 769: ('Synonyms[{}].Value', 'i10'), 770: ('Synonyms[{}].Value', 'i10'), 771: ('Synonyms[{}].Source', 'i10'), 772: ('Synonyms', 'i10'), 773: ('Synonyms', 'i10'), 774: ('Synonyms', 'i10'), 775: ('Synonyms', 'i10'), 776: ('Synonyms', 'i10'), 777: ('Synonyms', None), 778: ('Synonyms', None), 779: ('Synonyms', None), 780: ('Synonyms', None), 781: ('ConfigType', None), 782: ('Documentation', None), 783: ('Documentation', None), 784: ('Documentation', None), 785: ('Documentation', None), 786: ('Documentation', None), 787: ('Documentation', None), 788: ('Documentation', None), 789: ('Documentation', None), 790: ('Documentation', None), 791: ('Documentation', None), 793: ('_tagged', None), 794: ('_tagged', None), 795: ('_tagged', None), 803: ('ErrorCode', None), 804: ('ErrorMessage', None), 805: ('ErrorMessage', None), 806: ('ErrorMessage', None), 807: ('ErrorMessage', None), 808: ('ErrorMessage', None), 809: ('ErrorMessage', None), 810: ('ErrorMessage', None), 811: ('ErrorMessage', None), 812: ('ErrorMessage', None), 813: ('ErrorMessage', None), 814: ('ResourceType', None), 815: ('ResourceName', None), 816: ('ResourceName', None), 817: ('ResourceName', None), 818: ('ResourceName', None), 819: ('ResourceName', None), 820: ('ResourceName', None), 821: ('ResourceName', None), 822: ('ResourceName', None), 823: ('ResourceName', None), 824: ('ResourceName', None), 825: ('Configs', None), 826: ('Configs', None), 827: ('Configs', None), 828: ('Configs', None), 829: ('Configs', None), 830: ('Configs', None), 831: ('Configs', None), 832: ('Configs', None), 833: ('Configs', None), 834: ('Configs', 'i9'), 835: ('Configs', 'i9'), 836: ('Configs', None), 837: ('Configs', None), 838: ('Configs', None), 839: ('Configs', None), 841: ('_tagged', None), 842: ('_tagged', None), 843: ('_tagged', None), 851: ('ThrottleTimeMs', None), 852: ('Results', None), 853: ('Results', None), 854: ('Results', None), 855: ('Results', None), 856: ('Results', None), 857: ('Results', None), 858: ('Results', None), 859: ('Results', None), 860: ('Results', None), 861: ('Results', 'i4'), 862: ('Results', 'i4'), 863: ('Results', None), 864: ('Results', None), 865: ('Results', None), 866: ('Results', None), 868: ('_tagged', None), 869: ('_tagged', None), 870: ('_tagged', None)}
+_LINES = {18: ('ResourceType', None), 19: ('ResourceName', None), 20: ('ResourceName', None), 21: ('ResourceName', None), 22: ('ResourceName', None), 23: ('ResourceName', None), 24: ('ResourceName', None), 25: ('ResourceName', None), 26: ('ResourceName', None), 27: ('ConfigurationKeys', None), 28: ('ConfigurationKeys', None), 29: ('ConfigurationKeys', None), 30: ('ConfigurationKeys', None), 31: ('ConfigurationKeys', None), 32: ('ConfigurationKeys', None), 33: ('ConfigurationKeys', None), 34: ('ConfigurationKeys', 'i6'), 35: ('ConfigurationKeys', 'i6'), 36: ('ConfigurationKeys', 'i6'), 37: ('ConfigurationKeys', 'i6'), 38: ('ConfigurationKeys', 'i6'), 39: ('ConfigurationKeys', 'i6'), 40: ('ConfigurationKeys', 'i6'), 41: ('ConfigurationKeys', 'i6'), 42: ('ConfigurationKeys', 'i6'), 43: ('ConfigurationKeys', None), 44: ('ConfigurationKeys', None), 45: ('ConfigurationKeys', None), 46: ('ConfigurationKeys', None), 55: ('Resources', None), 56: ('Resources', None), 57: ('Resources', None), 58: ('Resources', None), 59: ('Resources', None), 60: ('Resources', None), 61: ('Resources', None), 62: ('Resources[{}].ResourceType', 'i3'), 63: ('Resources[{}].ResourceName', 'i3'), 64: ('Resources[{}].ResourceName', 'i3'), 65: ('Resources[{}].ResourceName', 'i3'), 66: ('Resources[{}].ResourceName', 'i3'), 67: ('Resources[{}].ResourceName', 'i3'), 68: ('Resources[{}].ResourceName', 'i3'), 69: ('Resources[{}].ResourceName', 'i3'), 70: ('Resources[{}].ResourceName', 'i3'), 71: ('Resources[{}].ConfigurationKeys', 'i3'), 72: ('Resources[{}].ConfigurationKeys', 'i3'), 73: ('Resources[{}].ConfigurationKeys', 'i3'), 74: ('Resources[{}].ConfigurationKeys', 'i3'), 75: ('Resources[{}].ConfigurationKeys', 'i3'), 76: ('Resources[{}].ConfigurationKeys', 'i3'), 77: ('Resources[{}].ConfigurationKeys', 'i3'), 78: ('Resources[{}].ConfigurationKeys', 'i3'), 79: ('Resources[{}].ConfigurationKeys', 'i3'), 80: ('Resources[{}].ConfigurationKeys', 'i3'), 81: ('Resources[{}].ConfigurationKeys', 'i3'), 82: ('Resources[{}].ConfigurationKeys', 'i3'), 83: ('Resources[{}].ConfigurationKeys', 'i3'), 84: ('Resources[{}].ConfigurationKeys', 'i3'), 85: ('Resources[{}].ConfigurationKeys', 'i3'), 86: ('Resources[{}].ConfigurationKeys', 'i3'), 87: ('Resources[{}].ConfigurationKeys', 'i3'), 88: ('Resources[{}].ConfigurationKeys', 'i3'), 89: ('Resources[{}].ConfigurationKeys', 'i3'), 90: ('Resources[{}].ConfigurationKeys', 'i3'), 91: ('Resources', 'i3'), 92: ('Resources', 'i3'), 93: ('Resources', None), 94: ('Resources', None), 95: ('Resources', None), 96: ('Resources', None), 105: ('Resources', None), 106: ('Resources', None), 107: ('Resources', None), 108: ('Resources', None), 109: ('Resources', None), 110: ('Resources', None), 111: ('Resources', None), 112: ('Resources[{}].ResourceType', 'i3'), 113: ('Resources[{}].ResourceName', 'i3'), 114: ('Resources[{}].ResourceName', 'i3'), 115: ('Resources[{}].ResourceName', 'i3'), 116: ('Resources[{}].ResourceName', 'i3'), 117: ('Resources[{}].ResourceName', 'i3'), 118: ('Resources[{}].ResourceName', 'i3'), 119: ('Resources[{}].ResourceName', 'i3'), 120: ('Resources[{}].ResourceName', 'i3'), 121: ('Resources[{}].ConfigurationKeys', 'i3'), 122: ('Resources[{}].ConfigurationKeys', 'i3'), 123: ('Resources[{}].ConfigurationKeys', 'i3'), 124: ('Resources[{}].ConfigurationKeys', 'i3'), 125: ('Resources[{}].ConfigurationKeys', 'i3'), 126: ('Resources[{}].ConfigurationKeys', 'i3'), 127: ('Resources[{}].ConfigurationKeys', 'i3'), 128: ('Resources[{}].ConfigurationKeys', 'i3'), 129: ('Resources[{}].ConfigurationKeys', 'i3'), 130: ('Resources[{}].ConfigurationKeys', 'i3'), 131: ('Resources[{}].ConfigurationKeys', 'i3'), 132: ('Resources[{}].ConfigurationKeys', 'i3'), 133: ('Resources[{}].ConfigurationKeys', 'i3'), 134: ('Resources[{}].ConfigurationKeys', 'i3'), 135: ('Resources[{}].ConfigurationKeys', 'i3'), 136: ('Resources[{}].ConfigurationKeys', 'i3'), 137: ('Resources[{}].ConfigurationKeys', 'i3'), 138: ('Resources[{}].ConfigurationKeys', 'i3'), 139: ('Resources[{}].ConfigurationKeys', 'i3'), 140: ('Resources[{}].ConfigurationKeys', 'i3'), 141: ('Resources', 'i3'), 142: ('Resources', 'i3'), 143: ('Resources', None), 144: ('Resources', None), 145: ('Resources', None), 146: ('Resources', None), 147: ('IncludeSynonyms', None), 156: ('Resources', None), 157: ('Resources', None), 158: ('Resources', None), 159: ('Resources', None), 160: ('Resources', None), 161: ('Resources', None), 162: ('Resources', None), 163: ('Resources[{}].ResourceType', 'i3'), 164: ('Resources[{}].ResourceName', 'i3'), 165: ('Resources[{}].ResourceName', 'i3'), 166: ('Resources[{}].ResourceName', 'i3'), 167: ('Resources[{}].ResourceName', 'i3'), 168: ('Resources[{}].ResourceName', 'i3'), 169: ('Resources[{}].ResourceName', 'i3'), 170: ('Resources[{}].ResourceName', 'i3'), 171: ('Resources[{}].ResourceName', 'i3'), 172: ('Resources[{}].ConfigurationKeys', 'i3'), 173: ('Resources[{}].ConfigurationKeys', 'i3'), 174: ('Resources[{}].ConfigurationKeys', 'i3'), 175: ('Resources[{}].ConfigurationKeys', 'i3'), 176: ('Resources[{}].ConfigurationKeys', 'i3'), 177: ('Resources[{}].ConfigurationKeys', 'i3'), 178: ('Resources[{}].ConfigurationKeys', 'i3'), 179: ('Resources[{}].ConfigurationKeys', 'i3'), 180: ('Resources[{}].ConfigurationKeys', 'i3'), 181: ('Resources[{}].ConfigurationKeys', 'i3'), 182: ('Resources[{}].ConfigurationKeys', 'i3'), 183: ('Resources[{}].ConfigurationKeys', 'i3'), 184: ('Resources[{}].ConfigurationKeys', 'i3'), 185: ('Resources[{}].ConfigurationKeys', 'i3'), 186: ('Resources[{}].ConfigurationKeys', 'i3'), 187: ('Resources[{}].ConfigurationKeys', 'i3'), 188: ('Resources[{}].ConfigurationKeys', 'i3'), 189: ('Resources[{}].ConfigurationKeys', 'i3'), 190: ('Resources[{}].ConfigurationKeys', 'i3'), 191: ('Resources[{}].ConfigurationKeys', 'i3'), 192: ('Resources', 'i3'), 193: ('Resources', 'i3'), 194: ('Resources', None), 195: ('Resources', None), 196: ('Resources', None), 197: ('Resources', None), 198: ('IncludeSynonyms+IncludeDocumentation', None), 207: ('ResourceType', None), 208: ('ResourceName', None), 209: ('ResourceName', None), 210: ('ResourceName', None), 211: ('ResourceName', None), 212: ('ResourceName', None), 213: ('ResourceName', None), 214: ('ResourceName', None), 215: ('ResourceName', None), 216: ('ResourceName', None), 217: ('ResourceName', None), 218: ('ConfigurationKeys', None), 219: ('ConfigurationKeys', None), 220: ('ConfigurationKeys', None), 221: ('ConfigurationKeys', None), 222: ('ConfigurationKeys', None), 223: ('ConfigurationKeys', None), 224: ('ConfigurationKeys', None), 225: ('ConfigurationKeys', None), 226: ('ConfigurationKeys', None), 227: ('ConfigurationKeys', 'i6'), 228: ('ConfigurationKeys', 'i6'), 229: ('ConfigurationKeys', 'i6'), 230: ('ConfigurationKeys', 'i6'), 231: ('ConfigurationKeys', 'i6'), 232: ('ConfigurationKeys', 'i6'), 233: ('ConfigurationKeys', 'i6'), 234: ('ConfigurationKeys', 'i6'), 235: ('ConfigurationKeys', 'i6'), 236: ('ConfigurationKeys', 'i6'), 237: ('ConfigurationKeys', 'i6'), 238: ('ConfigurationKeys', None), 239: ('ConfigurationKeys', None), 240: ('ConfigurationKeys', None), 241: ('ConfigurationKeys', None), 243: ('_tagged', None), 244: ('_tagged', None), 245: ('_tagged', None), 253: ('Resources', None), 254: ('Resources', None), 255: ('Resources', None), 256: ('Resources', None), 257: ('Resources', None), 258: ('Resources', None), 259: ('Resources', None), 260: ('Resources', None), 261: ('Resources', None), 262: ('Resources[{}].ResourceType', 'i3'), 263: ('Resources[{}].ResourceName', 'i3'), 264: ('Resources[{}].ResourceName', 'i3'), 265: ('Resources[{}].ResourceName', 'i3'), 266: ('Resources[{}].ResourceName', 'i3'), 267: ('Resources[{}].ResourceName', 'i3'), 268: ('Resources[{}].ResourceName', 'i3'), 269: ('Resources[{}].ResourceName', 'i3'), 270: ('Resources[{}].ResourceName', 'i3'), 271: ('Resources[{}].ResourceName', 'i3'), 272: ('Resources[{}].ResourceName', 'i3'), 273: ('Resources[{}].ConfigurationKeys', 'i3'), 274: ('Resources[{}].ConfigurationKeys', 'i3'), 275: ('Resources[{}].ConfigurationKeys', 'i3'), 276: ('Resources[{}].ConfigurationKeys', 'i3'), 277: ('Resources[{}].ConfigurationKeys', 'i3'), 278: ('Resources[{}].ConfigurationKeys', 'i3'), 279: ('Resources[{}].ConfigurationKeys', 'i3'), 280: ('Resources[{}].ConfigurationKeys', 'i3'), 281: ('Resources[{}].ConfigurationKeys', 'i3'), 282: ('Resources[{}].ConfigurationKeys', 'i3'), 283: ('Resources[{}].ConfigurationKeys', 'i3'), 284: ('Resources[{}].ConfigurationKeys', 'i3'), 285: ('Resources[{}].ConfigurationKeys', 'i3'), 286: ('Resources[{}].ConfigurationKeys', 'i3'), 287: ('Resources[{}].ConfigurationKeys', 'i3'), 288: ('Resources[{}].ConfigurationKeys', 'i3'), 289: ('Resources[{}].ConfigurationKeys', 'i3'), 290: ('Resources[{}].ConfigurationKeys', 'i3'), 291: ('Resources[{}].ConfigurationKeys', 'i3'), 292: ('Resources[{}].ConfigurationKeys', 'i3'), 293: ('Resources[{}].ConfigurationKeys', 'i3'), 294: ('Resources[{}].ConfigurationKeys', 'i3'), 295: ('Resources[{}].ConfigurationKeys', 'i3'), 296: ('Resources[{}].ConfigurationKeys', 'i3'), 297: ('Resources', 'i3'), 298: ('Resources', 'i3'), 299: ('Resources', 'i3'), 300: ('Resources', 'i3'), 301: ('Resources', 'i3'), 302: ('Resources', None), 303: ('Resources', None), 304: ('Resources', None), 305: ('Resources', None), 306: ('IncludeSynonyms+IncludeDocumentation', None), 308: ('_tagged', None), 309: ('_tagged', None), 310: ('_tagged', None), 318: ('Name', None), 319: ('Name', None), 320: ('Name', None), 321: ('Name', None), 322: ('Name', None), 323: ('Name', None), 324: ('Name', None), 325: ('Name', None), 326: ('Value', None), 327: ('Value', None), 328: ('Value', None), 329: ('Value', None), 330: ('Value', None), 331: ('Value', None), 332: ('Value', None), 333: ('Value', None), 334: ('ReadOnly+IsDefault+IsSensitive', None), 343: ('ErrorCode', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 348: ('ErrorMessage', None), 349: ('ErrorMessage', None), 350: ('ErrorMessage', None), 351: ('ErrorMessage', None), 352: ('ResourceType', None), 353: ('ResourceName', None), 354: ('ResourceName', None), 355: ('ResourceName', None), 356: ('ResourceName', None), 357: ('ResourceName', None), 358: ('ResourceName', None), 359: ('ResourceName', None), 360: ('ResourceName', None), 361: ('Configs', None), 362: ('Configs', None), 363: ('Configs', None), 364: ('Configs', None), 365: ('Configs', None), 366: ('Configs', None), 367: ('Configs', None), 368: ('Configs[{}].Name', 'i9'), 369: ('Configs[{}].Name', 'i9'), 370: ('Configs[{}].Name', 'i9'), 371: ('Configs[{}].Name', 'i9'), 372: ('Configs[{}].Name', 'i9'), 373: ('Configs[{}].Name', 'i9'), 374: ('Configs[{}].Name', 'i9'), 375: ('Configs[{}].Name', 'i9'), 376: ('Configs[{}].Value', 'i9'), 377: ('Configs[{}].Value', 'i9'), 378: ('Configs[{}].Value', 'i9'), 379: ('Configs[{}].Value', 'i9'), 380: ('Configs[{}].Value', 'i9'), 381: ('Configs[{}].Value', 'i9'), 382: ('Configs[{}].Value', 'i9'), 383: ('Configs[{}].Value', 'i9'), 384: ('Configs[{}].ReadOnly+IsDefault+IsSensitive', 'i9'), 385: ('Configs', 'i9'), 386: ('Configs', 'i9'), 387: ('Configs', None), 388: ('Configs', None), 389: ('Configs', None), 390: ('Configs', None), 399: ('ThrottleTimeMs', None), 400: ('Results', None), 401: ('Results', None), 402: ('Results', None), 403: ('Results', None), 404: ('Results', None), 405: ('Results', None), 406: ('Results', None), 407: ('Results', 'i4'), 408: ('Results', 'i4'), 409: ('Results', None), 410: ('Results', None), 411: ('Results', None), 412: ('Results', None), 421: ('Name', None), 422: ('Name', None), 423: ('Name', None), 424: ('Name', None), 425: ('Name', None), 426: ('Name', None), 427: ('Name', None), 428: ('Name', None), 429: ('Value', None), 430: ('Value', None), 431: ('Value', None), 432: ('Value', None), 433: ('Value', None), 434: ('Value', None), 435: ('Value', None), 436: ('Value', None), 437: ('Source', None), 446: ('Name', None), 447: ('Name', None), 448: ('Name', None), 449: ('Name', None), 450: ('Name', None), 451: ('Name', None), 452: ('Name', None), 453: ('Name', None), 454: ('Value', None), 455: ('Value', None), 456: ('Value', None), 457: ('Value', None), 458: ('Value', None), 459: ('Value', None), 460: ('Value', None), 461: ('Value', None), 462: ('ReadOnly+ConfigSource+IsSensitive', None), 463: ('Synonyms', None), 464: ('Synonyms', None), 465: ('Synonyms', None), 466: ('Synonyms', None), 467: ('Synonyms', None), 468: ('Synonyms', None), 469: ('Synonyms', None), 470: ('Synonyms[{}].Name', 'i10'), 471: ('Synonyms[{}].Name', 'i10'), 472: ('Synonyms[{}].Name', 'i10'), 473: ('Synonyms[{}].Name', 'i10'), 474: ('Synonyms[{}].Name', 'i10'), 475: ('Synonyms[{}].Name', 'i10'), 476: ('Synonyms[{}].Name', 'i10'), 477: ('Synonyms[{}].Name', 'i10'), 478: ('Synonyms[{}].Value', 'i10'), 479: ('Synonyms[{}].Value', 'i10'), 480: ('Synonyms[{}].Value', 'i10'), 481: ('Synonyms[{}].Value', 'i10'), 482: ('Synonyms[{}].Value', 'i10'), 483: ('Synonyms[{}].Value', 'i10'), 484: ('Synonyms[{}].Value', 'i10'), 485: ('Synonyms[{}].Value', 'i10'), 486: ('Synonyms[{}].Source', 'i10'), 487: ('Synonyms', 'i10'), 488: ('Synonyms', 'i10'), 489: ('Synonyms', None), 490: ('Synonyms', None), 491: ('Synonyms', None), 492: ('Synonyms', None), 501: ('ErrorCode', None), 502: ('ErrorMessage', None), 503: ('ErrorMessage', None), 504: ('ErrorMessage', None), 505: ('ErrorMessage', None), 506: ('ErrorMessage', None), 507: ('ErrorMessage', None), 508: ('ErrorMessage', None), 509: ('ErrorMessage', None), 510: ('ResourceType', None), 511: ('ResourceName', None), 512: ('ResourceName', None), 513: ('ResourceName', None), 514: ('ResourceName', None), 515: ('ResourceName', None), 516: ('ResourceName', None), 517: ('ResourceName', None), 518: ('ResourceName', None), 519: ('Configs', None), 520: ('Configs', None), 521: ('Configs', None), 522: ('Configs', None), 523: ('Configs', None), 524: ('Configs', None), 525: ('Configs', None), 526: ('Configs', 'i9'), 527: ('Configs', 'i9'), 528: ('Configs', None), 529: ('Configs', None), 530: ('Configs', None), 531: ('Configs', None), 540: ('ThrottleTimeMs', None), 541: ('Results', None), 542: ('Results', None), 543: ('Results', None), 544: ('Results', None), 545: ('Results', None), 546: ('Results', None), 547: ('Results', None), 548: ('Results', 'i4'), 549: ('Results', 'i4'), 550: ('Results', None), 551: ('Results', None), 552: ('Results', None), 553: ('Results', None), 562: ('Name', None), 563: ('Name', None), 564: ('Name', None), 565: ('Name', None), 566: ('Name', None), 567: ('Name', None), 568: ('Name', None), 569: ('Name', None), 570: ('Value', None), 571: ('Value', None), 572: ('Value', None), 573: ('Value', None), 574: ('Value', None), 575: ('Value', None), 576: ('Value', None), 577: ('Value', None), 578: ('ReadOnly+ConfigSource+IsSensitive', None), 579: ('Synonyms', None), 580: ('Synonyms', None), 581: ('Synonyms', None), 582: ('Synonyms', None), 583: ('Synonyms', None), 584: ('Synonyms', None), 585: ('Synonyms', None), 586: ('Synonyms[{}].Name', 'i10'), 587: ('Synonyms[{}].Name', 'i10'), 588: ('Synonyms[{}].Name', 'i10'), 589: ('Synonyms[{}].Name', 'i10'), 590: ('Synonyms[{}].Name', 'i10'), 591: ('Synonyms[{}].Name', 'i10'), 592: ('Synonyms[{}].Name', 'i10'), 593: ('Synonyms[{}].Name', 'i10'), 594: ('Synonyms[{}].Value', 'i10'), 595: ('Synonyms[{}].Value', 'i10'), 596: ('Synonyms[{}].Value', 'i10'), 597: ('Synonyms[{}].Value', 'i10'), 598: ('Synonyms[{}].Value', 'i10'), 599: ('Synonyms[{}].Value', 'i10'), 600: ('Synonyms[{}].Value', 'i10'), 601: ('Synonyms[{}].Value', 'i10'), 602: ('Synonyms[{}].Source', 'i10'), 603: ('Synonyms', 'i10'), 604: ('Synonyms', 'i10'), 605: ('Synonyms', None), 606: ('Synonyms', None), 607: ('Synonyms', None), 608: ('Synonyms', None), 609: ('ConfigType', None), 610: ('Documentation', None), 611: ('Documentation', None), 612: ('Documentation', None), 613: ('Documentation', None), 614: ('Documentation', None), 615: ('Documentation', None), 616: ('Documentation', None), 617: ('Documentation', None), 626: ('ErrorCode', None), 627: ('ErrorMessage', None), 628: ('ErrorMessage', None), 629: ('ErrorMessage', None), 630: ('ErrorMessage', None), 631: ('ErrorMessage', None), 632: ('ErrorMessage', None), 633: ('ErrorMessage', None), 634: ('ErrorMessage', None), 635: ('ResourceType', None), 636: ('ResourceName', None), 637: ('ResourceName', None), 638: ('ResourceName', None), 639: ('ResourceName', None), 640: ('ResourceName', None), 641: ('ResourceName', None), 642: ('ResourceName', None), 643: ('ResourceName', None), 644: ('Configs', None), 645: ('Configs', None), 646: ('Configs', None), 647: ('Configs', None), 648: ('Configs', None), 649: ('Configs', None), 650: ('Configs', None), 651: ('Configs', 'i9'), 652: ('Configs', 'i9'), 653: ('Configs', None), 654: ('Configs', None), 655: ('Configs', None), 656: ('Configs', None), 665: ('ThrottleTimeMs', None), 666: ('Results', None), 667: ('Results', None), 668: ('Results', None), 669: ('Results', None), 670: ('Results', None), 671: ('Results', None), 672: ('Results', None), 673: ('Results', 'i4'), 674: ('Results', 'i4'), 675: ('Results', None), 676: ('Results', None), 677: ('Results', None), 678: ('Results', None), 687: ('Name', None), 688: ('Name', None), 689: ('Name', None), 690: ('Name', None), 691: ('Name', None), 692: ('Name', None), 693: ('Name', None), 694: ('Name', None), 695: ('Name', None), 696: ('Name', None), 697: ('Value', None), 698: ('Value', None), 699: ('Value', None), 700: ('Value', None), 701: ('Value', None), 702: ('Value', None), 703: ('Value', None), 704: ('Value', None), 705: ('Value', None), 706: ('Value', None), 707: ('Source', None), 709: ('_tagged', None), 710: ('_tagged', None), 711: ('_tagged', None), 719: ('Name', None), 720: ('Name', None), 721: ('Name', None), 722: ('Name', None), 723: ('Name', None), 724: ('Name', None), 725: ('Name', None), 726: ('Name', None), 727: ('Name', None), 728: ('Name', None), 729: ('Value', None), 730: ('Value', None), 731: ('Value', None), 732: ('Value', None), 733: ('Value', None), 734: ('Value', None), 735: ('Value', None), 736: ('Value', None), 737: ('Value', None), 738: ('Value', None), 739: ('ReadOnly+ConfigSource+IsSensitive', None), 740: ('Synonyms', None), 741: ('Synonyms', None), 742: ('Synonyms', None), 743: ('Synonyms', None), 744: ('Synonyms', None), 745: ('Synonyms', None), 746: ('Synonyms', None), 747: ('Synonyms', None), 748: ('Synonyms', None), 749: ('Synonyms[{}].Name', 'i10'), 750: ('Synonyms[{}].Name', 'i10'), 751: ('Synonyms[{}].Name', 'i10'), 752: ('Synonyms[{}].Name', 'i10'), 753: ('Synonyms[{}].Name', 'i10'), 754: ('Synonyms[{}].Name', 'i10'), 755: ('Synonyms[{}].Name', 'i10'), 756: ('Synonyms[{}].Name', 'i10'), 757: ('Synonyms[{}].Name', 'i10'), 758: ('Synonyms[{}].Name', 'i10'), 759: ('Synonyms[{}].Value', 'i10'), 760: ('Synonyms[{}].Value', 'i10'), 761: ('Synonyms[{}].Value', 'i10'), 762: ('Synonyms[{}].Value', 'i10'), 763: ('Synonyms[{}].Value', 'i10'), 764: ('Synonyms[{}].Value', 'i10'), 765: ('Synonyms[{}].Value', 'i10'), 766: ('Synonyms[{}].Value', 'i10'), 767: ('Synonyms[{}].Value', 'i10'), 768: ('Synonyms[{}].Value', 'i10'), 769: ('Synonyms[{}].Source', 'i10'), 770: ('Synonyms', 'i10'), 771: ('Synonyms', 'i10'), 772: ('Synonyms', 'i10'), 773: ('Synonyms', 'i10'), 774: ('Synonyms', 'i10'), 775: ('Synonyms', None), 776: ('Synonyms', None), 777: ('Synonyms', None), 778: ('Synonyms', None), 779: ('ConfigType', None), 780: ('Documentation', None), 781: ('Documentation', None), 782: ('Documentation', None), 783: ('Documentation', None), 784: ('Documentation', None), 785: ('Documentation', None), 786: ('Documentation', None), 787: ('Documentation', None), 788: ('Documentation', None), 789: ('Documentation', None), 791: ('_tagged', None), 792: ('_tagged', None), 793: ('_tagged', None), 801: ('ErrorCode', None), 802: ('ErrorMessage', None), 803: ('ErrorMessage', None), 804: ('ErrorMessage', None), 805: ('ErrorMessage', None), 806: ('ErrorMessage', None), 807: ('ErrorMessage', None), 808: ('ErrorMessage', None), 809: ('ErrorMessage', None), 810: ('ErrorMessage', None), 811: ('ErrorMessage', None), 812: ('ResourceType', None), 813: ('ResourceName', None), 814: ('ResourceName', None), 815: ('ResourceName', None), 816: ('ResourceName', None), 817: ('ResourceName', None), 818: ('ResourceName', None), 819: ('ResourceName', None), 820: ('ResourceName', None), 821: ('ResourceName', None), 822: ('ResourceName', None), 823: ('Configs', None), 824: ('Configs', None), 825: ('Configs', None), 826: ('Configs', None), 827: ('Configs', None), 828: ('Configs', None), 829: ('Configs', None), 830: ('Configs', None), 831: ('Configs', None), 832: ('Configs', 'i9'), 833: ('Configs', 'i9'), 834: ('Configs', None), 835: ('Configs', None), 836: ('Configs', None), 837: ('Configs', None), 839: ('_tagged', None), 840: ('_tagged', None), 841: ('_tagged', None), 849: ('ThrottleTimeMs', None), 850: ('Results', None), 851: ('Results', None), 852: ('Results', None), 853: ('Results', None), 854: ('Results', None), 855: ('Results', None), 856: ('Results', None), 857: ('Results', None), 858: ('Results', None), 859: ('Results', 'i4'), 860: ('Results', 'i4'), 861: ('Results', None), 862: ('Results', None), 863: ('Results', None), 864: ('Results', None), 866: ('_tagged', None), 867: ('_tagged', None), 868: ('_tagged', None)}

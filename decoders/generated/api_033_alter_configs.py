@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 _U3 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -35,7 +33,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -50,8 +48,8 @@ def _f1(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -81,17 +79,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -103,7 +101,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -129,12 +127,12 @@ def _f3(b, p):
         d = {"Name": v1, "Value": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -153,8 +151,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -180,7 +178,7 @@ def _f4(b, p):
                 d11 = {"Name": v7, "Value": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v4.append(d11)
         elif n5 == -1:
             v4 = None
@@ -189,12 +187,12 @@ def _f4(b, p):
         d = {"ResourceType": v1, "ResourceName": v2, "Configs": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -202,11 +200,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -216,12 +214,12 @@ def _f5(b, p):
         d = {"Resources": v1, "ValidateOnly": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -247,15 +245,15 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -287,7 +285,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -315,12 +313,12 @@ def _f8(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "ResourceType": v4, "ResourceName": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -329,8 +327,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -358,7 +356,7 @@ def _f9(b, p):
                 d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -367,7 +365,7 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "Responses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -379,4 +377,4 @@ NAME = 'AlterConfigs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 32: ('Value', None), 41: ('ResourceType', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs', None), 56: ('Configs', None), 57: ('Configs[{}].Name', 'i6'), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Name', 'i6'), 63: ('Configs[{}].Name', 'i6'), 64: ('Configs[{}].Name', 'i6'), 65: ('Configs[{}].Value', 'i6'), 66: ('Configs[{}].Value', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs[{}].Value', 'i6'), 71: ('Configs[{}].Value', 'i6'), 72: ('Configs[{}].Value', 'i6'), 73: ('Configs', 'i6'), 74: ('Configs', 'i6'), 75: ('Configs', None), 76: ('Configs', None), 77: ('Configs', None), 78: ('Configs', None), 87: ('Resources', None), 88: ('Resources', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', None), 92: ('Resources', None), 93: ('Resources', None), 94: ('Resources', 'i3'), 95: ('Resources', 'i3'), 96: ('Resources', None), 97: ('Resources', None), 98: ('Resources', None), 99: ('Resources', None), 100: ('ValidateOnly', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Value', None), 120: ('Value', None), 121: ('Value', None), 122: ('Value', None), 123: ('Value', None), 124: ('Value', None), 125: ('Value', None), 126: ('Value', None), 127: ('Value', None), 128: ('Value', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None), 140: ('ResourceType', None), 141: ('ResourceName', None), 142: ('ResourceName', None), 143: ('ResourceName', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('ResourceName', None), 147: ('ResourceName', None), 148: ('ResourceName', None), 149: ('ResourceName', None), 150: ('ResourceName', None), 151: ('Configs', None), 152: ('Configs', None), 153: ('Configs', None), 154: ('Configs', None), 155: ('Configs', None), 156: ('Configs', None), 157: ('Configs', None), 158: ('Configs', None), 159: ('Configs', None), 160: ('Configs[{}].Name', 'i6'), 161: ('Configs[{}].Name', 'i6'), 162: ('Configs[{}].Name', 'i6'), 163: ('Configs[{}].Name', 'i6'), 164: ('Configs[{}].Name', 'i6'), 165: ('Configs[{}].Name', 'i6'), 166: ('Configs[{}].Name', 'i6'), 167: ('Configs[{}].Name', 'i6'), 168: ('Configs[{}].Name', 'i6'), 169: ('Configs[{}].Name', 'i6'), 170: ('Configs[{}].Value', 'i6'), 171: ('Configs[{}].Value', 'i6'), 172: ('Configs[{}].Value', 'i6'), 173: ('Configs[{}].Value', 'i6'), 174: ('Configs[{}].Value', 'i6'), 175: ('Configs[{}].Value', 'i6'), 176: ('Configs[{}].Value', 'i6'), 177: ('Configs[{}].Value', 'i6'), 178: ('Configs[{}].Value', 'i6'), 179: ('Configs[{}].Value', 'i6'), 180: ('Configs', 'i6'), 181: ('Configs', 'i6'), 182: ('Configs', 'i6'), 183: ('Configs', 'i6'), 184: ('Configs', 'i6'), 185: ('Configs', None), 186: ('Configs', None), 187: ('Configs', None), 188: ('Configs', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('Resources', None), 201: ('Resources', None), 202: ('Resources', None), 203: ('Resources', None), 204: ('Resources', None), 205: ('Resources', None), 206: ('Resources', None), 207: ('Resources', None), 208: ('Resources', None), 209: ('Resources', 'i3'), 210: ('Resources', 'i3'), 211: ('Resources', None), 212: ('Resources', None), 213: ('Resources', None), 214: ('Resources', None), 215: ('ValidateOnly', None), 217: ('_tagged', None), 218: ('_tagged', None), 219: ('_tagged', None), 227: ('ErrorCode', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ResourceType', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 243: ('ResourceName', None), 244: ('ResourceName', None), 253: ('ThrottleTimeMs', None), 254: ('Responses', None), 255: ('Responses', None), 256: ('Responses', None), 257: ('Responses', None), 258: ('Responses', None), 259: ('Responses', None), 260: ('Responses', None), 261: ('Responses[{}].ErrorCode', 'i4'), 262: ('Responses[{}].ErrorMessage', 'i4'), 263: ('Responses[{}].ErrorMessage', 'i4'), 264: ('Responses[{}].ErrorMessage', 'i4'), 265: ('Responses[{}].ErrorMessage', 'i4'), 266: ('Responses[{}].ErrorMessage', 'i4'), 267: ('Responses[{}].ErrorMessage', 'i4'), 268: ('Responses[{}].ErrorMessage', 'i4'), 269: ('Responses[{}].ErrorMessage', 'i4'), 270: ('Responses[{}].ResourceType', 'i4'), 271: ('Responses[{}].ResourceName', 'i4'), 272: ('Responses[{}].ResourceName', 'i4'), 273: ('Responses[{}].ResourceName', 'i4'), 274: ('Responses[{}].ResourceName', 'i4'), 275: ('Responses[{}].ResourceName', 'i4'), 276: ('Responses[{}].ResourceName', 'i4'), 277: ('Responses[{}].ResourceName', 'i4'), 278: ('Responses[{}].ResourceName', 'i4'), 279: ('Responses', 'i4'), 280: ('Responses', 'i4'), 281: ('Responses', None), 282: ('Responses', None), 283: ('Responses', None), 284: ('Responses', None), 293: ('ErrorCode', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ResourceType', None), 305: ('ResourceName', None), 306: ('ResourceName', None), 307: ('ResourceName', None), 308: ('ResourceName', None), 309: ('ResourceName', None), 310: ('ResourceName', None), 311: ('ResourceName', None), 312: ('ResourceName', None), 313: ('ResourceName', None), 314: ('ResourceName', None), 316: ('_tagged', None), 317: ('_tagged', None), 318: ('_tagged', None), 326: ('ThrottleTimeMs', None), 327: ('Responses', None), 328: ('Responses', None), 329: ('Responses', None), 330: ('Responses', None), 331: ('Responses', None), 332: ('Responses', None), 333: ('Responses', None), 334: ('Responses', None), 335: ('Responses', None), 336: ('Responses[{}].ErrorCode', 'i4'), 337: ('Responses[{}].ErrorMessage', 'i4'), 338: ('Responses[{}].ErrorMessage', 'i4'), 339: ('Responses[{}].ErrorMessage', 'i4'), 340: ('Responses[{}].ErrorMessage', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ErrorMessage', 'i4'), 346: ('Responses[{}].ErrorMessage', 'i4'), 347: ('Responses[{}].ResourceType', 'i4'), 348: ('Responses[{}].ResourceName', 'i4'), 349: ('Responses[{}].ResourceName', 'i4'), 350: ('Responses[{}].ResourceName', 'i4'), 351: ('Responses[{}].ResourceName', 'i4'), 352: ('Responses[{}].ResourceName', 'i4'), 353: ('Responses[{}].ResourceName', 'i4'), 354: ('Responses[{}].ResourceName', 'i4'), 355: ('Responses[{}].ResourceName', 'i4'), 356: ('Responses[{}].ResourceName', 'i4'), 357: ('Responses[{}].ResourceName', 'i4'), 358: ('Responses', 'i4'), 359: ('Responses', 'i4'), 360: ('Responses', 'i4'), 361: ('Responses', 'i4'), 362: ('Responses', 'i4'), 363: ('Responses', None), 364: ('Responses', None), 365: ('Responses', None), 366: ('Responses', None), 368: ('_tagged', None), 369: ('_tagged', None), 370: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Value', None), 24: ('Value', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 39: ('ResourceType', None), 40: ('ResourceName', None), 41: ('ResourceName', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('Configs', None), 49: ('Configs', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs[{}].Name', 'i6'), 56: ('Configs[{}].Name', 'i6'), 57: ('Configs[{}].Name', 'i6'), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Name', 'i6'), 63: ('Configs[{}].Value', 'i6'), 64: ('Configs[{}].Value', 'i6'), 65: ('Configs[{}].Value', 'i6'), 66: ('Configs[{}].Value', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs[{}].Value', 'i6'), 71: ('Configs', 'i6'), 72: ('Configs', 'i6'), 73: ('Configs', None), 74: ('Configs', None), 75: ('Configs', None), 76: ('Configs', None), 85: ('Resources', None), 86: ('Resources', None), 87: ('Resources', None), 88: ('Resources', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', None), 92: ('Resources', 'i3'), 93: ('Resources', 'i3'), 94: ('Resources', None), 95: ('Resources', None), 96: ('Resources', None), 97: ('Resources', None), 98: ('ValidateOnly', None), 107: ('Name', None), 108: ('Name', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Value', None), 118: ('Value', None), 119: ('Value', None), 120: ('Value', None), 121: ('Value', None), 122: ('Value', None), 123: ('Value', None), 124: ('Value', None), 125: ('Value', None), 126: ('Value', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None), 138: ('ResourceType', None), 139: ('ResourceName', None), 140: ('ResourceName', None), 141: ('ResourceName', None), 142: ('ResourceName', None), 143: ('ResourceName', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('ResourceName', None), 147: ('ResourceName', None), 148: ('ResourceName', None), 149: ('Configs', None), 150: ('Configs', None), 151: ('Configs', None), 152: ('Configs', None), 153: ('Configs', None), 154: ('Configs', None), 155: ('Configs', None), 156: ('Configs', None), 157: ('Configs', None), 158: ('Configs[{}].Name', 'i6'), 159: ('Configs[{}].Name', 'i6'), 160: ('Configs[{}].Name', 'i6'), 161: ('Configs[{}].Name', 'i6'), 162: ('Configs[{}].Name', 'i6'), 163: ('Configs[{}].Name', 'i6'), 164: ('Configs[{}].Name', 'i6'), 165: ('Configs[{}].Name', 'i6'), 166: ('Configs[{}].Name', 'i6'), 167: ('Configs[{}].Name', 'i6'), 168: ('Configs[{}].Value', 'i6'), 169: ('Configs[{}].Value', 'i6'), 170: ('Configs[{}].Value', 'i6'), 171: ('Configs[{}].Value', 'i6'), 172: ('Configs[{}].Value', 'i6'), 173: ('Configs[{}].Value', 'i6'), 174: ('Configs[{}].Value', 'i6'), 175: ('Configs[{}].Value', 'i6'), 176: ('Configs[{}].Value', 'i6'), 177: ('Configs[{}].Value', 'i6'), 178: ('Configs', 'i6'), 179: ('Configs', 'i6'), 180: ('Configs', 'i6'), 181: ('Configs', 'i6'), 182: ('Configs', 'i6'), 183: ('Configs', None), 184: ('Configs', None), 185: ('Configs', None), 186: ('Configs', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None), 198: ('Resources', None), 199: ('Resources', None), 200: ('Resources', None), 201: ('Resources', None), 202: ('Resources', None), 203: ('Resources', None), 204: ('Resources', None), 205: ('Resources', None), 206: ('Resources', None), 207: ('Resources', 'i3'), 208: ('Resources', 'i3'), 209: ('Resources', None), 210: ('Resources', None), 211: ('Resources', None), 212: ('Resources', None), 213: ('ValidateOnly', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ErrorCode', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ResourceType', None), 235: ('ResourceName', None), 236: ('ResourceName', None), 237: ('ResourceName', None), 238: ('ResourceName', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 251: ('ThrottleTimeMs', None), 252: ('Responses', None), 253: ('Responses', None), 254: ('Responses', None), 255: ('Responses', None), 256: ('Responses', None), 257: ('Responses', None), 258: ('Responses', None), 259: ('Responses[{}].ErrorCode', 'i4'), 260: ('Responses[{}].ErrorMessage', 'i4'), 261: ('Responses[{}].ErrorMessage', 'i4'), 262: ('Responses[{}].ErrorMessage', 'i4'), 263: ('Responses[{}].ErrorMessage', 'i4'), 264: ('Responses[{}].ErrorMessage', 'i4'), 265: ('Responses[{}].ErrorMessage', 'i4'), 266: ('Responses[{}].ErrorMessage', 'i4'), 267: ('Responses[{}].ErrorMessage', 'i4'), 268: ('Responses[{}].ResourceType', 'i4'), 269: ('Responses[{}].ResourceName', 'i4'), 270: ('Responses[{}].ResourceName', 'i4'), 271: ('Responses[{}].ResourceName', 'i4'), 272: ('Responses[{}].ResourceName', 'i4'), 273: ('Responses[{}].ResourceName', 'i4'), 274: ('Responses[{}].ResourceName', 'i4'), 275: ('Responses[{}].ResourceName', 'i4'), 276: ('Responses[{}].ResourceName', 'i4'), 277: ('Responses', 'i4'), 278: ('Responses', 'i4'), 279: ('Responses', None), 280: ('Responses', None), 281: ('Responses', None), 282: ('Responses', None), 291: ('ErrorCode', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ResourceType', None), 303: ('ResourceName', None), 304: ('ResourceName', None), 305: ('ResourceName', None), 306: ('ResourceName', None), 307: ('ResourceName', None), 308: ('ResourceName', None), 309: ('ResourceName', None), 310: ('ResourceName', None), 311: ('ResourceName', None), 312: ('ResourceName', None), 314: ('_tagged', None), 315: ('_tagged', None), 316: ('_tagged', None), 324: ('ThrottleTimeMs', None), 325: ('Responses', None), 326: ('Responses', None), 327: ('Responses', None), 328: ('Responses', None), 329: ('Responses', None), 330: ('Responses', None), 331: ('Responses', None), 332: ('Responses', None), 333: ('Responses', None), 334: ('Responses[{}].ErrorCode', 'i4'), 335: ('Responses[{}].ErrorMessage', 'i4'), 336: ('Responses[{}].ErrorMessage', 'i4'), 337: ('Responses[{}].ErrorMessage', 'i4'), 338: ('Responses[{}].ErrorMessage', 'i4'), 339: ('Responses[{}].ErrorMessage', 'i4'), 340: ('Responses[{}].ErrorMessage', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ResourceType', 'i4'), 346: ('Responses[{}].ResourceName', 'i4'), 347: ('Responses[{}].ResourceName', 'i4'), 348: ('Responses[{}].ResourceName', 'i4'), 349: ('Responses[{}].ResourceName', 'i4'), 350: ('Responses[{}].ResourceName', 'i4'), 351: ('Responses[{}].ResourceName', 'i4'), 352: ('Responses[{}].ResourceName', 'i4'), 353: ('Responses[{}].ResourceName', 'i4'), 354: ('Responses[{}].ResourceName', 'i4'), 355: ('Responses[{}].ResourceName', 'i4'), 356: ('Responses', 'i4'), 357: ('Responses', 'i4'), 358: ('Responses', 'i4'), 359: ('Responses', 'i4'), 360: ('Responses', 'i4'), 361: ('Responses', None), 362: ('Responses', None), 363: ('Responses', None), 364: ('Responses', None), 366: ('_tagged', None), 367: ('_tagged', None), 368: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -25,8 +23,8 @@ def _f0(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -37,7 +35,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -51,8 +49,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7, = _U1(b, p); p += 2
@@ -66,8 +64,8 @@ def _f1(b, p):
                 n9, = _U0(b, p); p += 4
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -84,17 +82,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -105,7 +103,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -123,8 +121,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -133,12 +131,12 @@ def _f3(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -156,8 +154,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -175,8 +173,8 @@ def _f4(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -185,7 +183,7 @@ def _f4(b, p):
                 d10 = {"Name": v6, "Partitions": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -194,12 +192,12 @@ def _f4(b, p):
         d = {"Path": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -207,11 +205,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -220,12 +218,12 @@ def _f5(b, p):
         d = {"Dirs": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -234,7 +232,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -248,8 +246,8 @@ def _f7(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
@@ -264,18 +262,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -286,19 +284,19 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -316,15 +314,15 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
                 d8 = {"PartitionIndex": v6, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -333,12 +331,12 @@ def _f10(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -347,11 +345,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -360,7 +358,7 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -372,4 +370,4 @@ NAME = 'AlterReplicaLogDirs'
 REQUEST = {0: _f2, 1: _f2, 2: _f5}
 RESPONSE = {0: _f8, 1: _f8, 2: _f11}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Path', None), 48: ('Path', None), 49: ('Path', None), 50: ('Path', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Name', 'i5'), 65: ('Topics[{}].Name', 'i5'), 66: ('Topics[{}].Partitions', 'i5'), 67: ('Topics[{}].Partitions', 'i5'), 68: ('Topics[{}].Partitions', 'i5'), 69: ('Topics[{}].Partitions', 'i5'), 70: ('Topics[{}].Partitions', 'i5'), 71: ('Topics[{}].Partitions', 'i5'), 72: ('Topics[{}].Partitions', 'i5'), 73: ('Topics[{}].Partitions', 'i5'), 74: ('Topics[{}].Partitions', 'i5'), 75: ('Topics[{}].Partitions', 'i5'), 76: ('Topics', 'i5'), 77: ('Topics', 'i5'), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 90: ('Dirs', None), 91: ('Dirs', None), 92: ('Dirs', None), 93: ('Dirs', None), 94: ('Dirs', None), 95: ('Dirs', None), 96: ('Dirs', None), 97: ('Dirs', 'i3'), 98: ('Dirs', 'i3'), 99: ('Dirs', None), 100: ('Dirs', None), 101: ('Dirs', None), 102: ('Dirs', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Name', None), 120: ('Name', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None), 144: ('Path', None), 145: ('Path', None), 146: ('Path', None), 147: ('Path', None), 148: ('Path', None), 149: ('Path', None), 150: ('Path', None), 151: ('Path', None), 152: ('Path', None), 153: ('Path', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics[{}].Name', 'i5'), 164: ('Topics[{}].Name', 'i5'), 165: ('Topics[{}].Name', 'i5'), 166: ('Topics[{}].Name', 'i5'), 167: ('Topics[{}].Name', 'i5'), 168: ('Topics[{}].Name', 'i5'), 169: ('Topics[{}].Name', 'i5'), 170: ('Topics[{}].Name', 'i5'), 171: ('Topics[{}].Name', 'i5'), 172: ('Topics[{}].Name', 'i5'), 173: ('Topics[{}].Partitions', 'i5'), 174: ('Topics[{}].Partitions', 'i5'), 175: ('Topics[{}].Partitions', 'i5'), 176: ('Topics[{}].Partitions', 'i5'), 177: ('Topics[{}].Partitions', 'i5'), 178: ('Topics[{}].Partitions', 'i5'), 179: ('Topics[{}].Partitions', 'i5'), 180: ('Topics[{}].Partitions', 'i5'), 181: ('Topics[{}].Partitions', 'i5'), 182: ('Topics[{}].Partitions', 'i5'), 183: ('Topics[{}].Partitions', 'i5'), 184: ('Topics[{}].Partitions', 'i5'), 185: ('Topics', 'i5'), 186: ('Topics', 'i5'), 187: ('Topics', 'i5'), 188: ('Topics', 'i5'), 189: ('Topics', 'i5'), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 195: ('_tagged', None), 196: ('_tagged', None), 197: ('_tagged', None), 205: ('Dirs', None), 206: ('Dirs', None), 207: ('Dirs', None), 208: ('Dirs', None), 209: ('Dirs', None), 210: ('Dirs', None), 211: ('Dirs', None), 212: ('Dirs', None), 213: ('Dirs', None), 214: ('Dirs', 'i3'), 215: ('Dirs', 'i3'), 216: ('Dirs', None), 217: ('Dirs', None), 218: ('Dirs', None), 219: ('Dirs', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('PartitionIndex+ErrorCode', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('TopicName', None), 247: ('TopicName', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 256: ('Partitions', 'i5'), 257: ('Partitions', 'i5'), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 270: ('ThrottleTimeMs', None), 271: ('Results', None), 272: ('Results', None), 273: ('Results', None), 274: ('Results', None), 275: ('Results', None), 276: ('Results', None), 277: ('Results', None), 278: ('Results', 'i4'), 279: ('Results', 'i4'), 280: ('Results', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 292: ('PartitionIndex+ErrorCode', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', 'i5'), 328: ('Partitions', 'i5'), 329: ('Partitions', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('ThrottleTimeMs', None), 345: ('Results', None), 346: ('Results', None), 347: ('Results', None), 348: ('Results', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', 'i4'), 355: ('Results', 'i4'), 356: ('Results', None), 357: ('Results', None), 358: ('Results', None), 359: ('Results', None), 361: ('_tagged', None), 362: ('_tagged', None), 363: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 41: ('Path', None), 42: ('Path', None), 43: ('Path', None), 44: ('Path', None), 45: ('Path', None), 46: ('Path', None), 47: ('Path', None), 48: ('Path', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics[{}].Name', 'i5'), 57: ('Topics[{}].Name', 'i5'), 58: ('Topics[{}].Name', 'i5'), 59: ('Topics[{}].Name', 'i5'), 60: ('Topics[{}].Name', 'i5'), 61: ('Topics[{}].Name', 'i5'), 62: ('Topics[{}].Name', 'i5'), 63: ('Topics[{}].Name', 'i5'), 64: ('Topics[{}].Partitions', 'i5'), 65: ('Topics[{}].Partitions', 'i5'), 66: ('Topics[{}].Partitions', 'i5'), 67: ('Topics[{}].Partitions', 'i5'), 68: ('Topics[{}].Partitions', 'i5'), 69: ('Topics[{}].Partitions', 'i5'), 70: ('Topics[{}].Partitions', 'i5'), 71: ('Topics[{}].Partitions', 'i5'), 72: ('Topics[{}].Partitions', 'i5'), 73: ('Topics[{}].Partitions', 'i5'), 74: ('Topics', 'i5'), 75: ('Topics', 'i5'), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 88: ('Dirs', None), 89: ('Dirs', None), 90: ('Dirs', None), 91: ('Dirs', None), 92: ('Dirs', None), 93: ('Dirs', None), 94: ('Dirs', None), 95: ('Dirs', 'i3'), 96: ('Dirs', 'i3'), 97: ('Dirs', None), 98: ('Dirs', None), 99: ('Dirs', None), 100: ('Dirs', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 132: ('_tagged', None), 133: ('_tagged', None), 134: ('_tagged', None), 142: ('Path', None), 143: ('Path', None), 144: ('Path', None), 145: ('Path', None), 146: ('Path', None), 147: ('Path', None), 148: ('Path', None), 149: ('Path', None), 150: ('Path', None), 151: ('Path', None), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics[{}].Name', 'i5'), 162: ('Topics[{}].Name', 'i5'), 163: ('Topics[{}].Name', 'i5'), 164: ('Topics[{}].Name', 'i5'), 165: ('Topics[{}].Name', 'i5'), 166: ('Topics[{}].Name', 'i5'), 167: ('Topics[{}].Name', 'i5'), 168: ('Topics[{}].Name', 'i5'), 169: ('Topics[{}].Name', 'i5'), 170: ('Topics[{}].Name', 'i5'), 171: ('Topics[{}].Partitions', 'i5'), 172: ('Topics[{}].Partitions', 'i5'), 173: ('Topics[{}].Partitions', 'i5'), 174: ('Topics[{}].Partitions', 'i5'), 175: ('Topics[{}].Partitions', 'i5'), 176: ('Topics[{}].Partitions', 'i5'), 177: ('Topics[{}].Partitions', 'i5'), 178: ('Topics[{}].Partitions', 'i5'), 179: ('Topics[{}].Partitions', 'i5'), 180: ('Topics[{}].Partitions', 'i5'), 181: ('Topics[{}].Partitions', 'i5'), 182: ('Topics[{}].Partitions', 'i5'), 183: ('Topics', 'i5'), 184: ('Topics', 'i5'), 185: ('Topics', 'i5'), 186: ('Topics', 'i5'), 187: ('Topics', 'i5'), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 193: ('_tagged', None), 194: ('_tagged', None), 195: ('_tagged', None), 203: ('Dirs', None), 204: ('Dirs', None), 205: ('Dirs', None), 206: ('Dirs', None), 207: ('Dirs', None), 208: ('Dirs', None), 209: ('Dirs', None), 210: ('Dirs', None), 211: ('Dirs', None), 212: ('Dirs', 'i3'), 213: ('Dirs', 'i3'), 214: ('Dirs', None), 215: ('Dirs', None), 216: ('Dirs', None), 217: ('Dirs', None), 219: ('_tagged', None), 220: ('_tagged', None), 221: ('_tagged', None), 229: ('PartitionIndex+ErrorCode', None), 238: ('TopicName', None), 239: ('TopicName', None), 240: ('TopicName', None), 241: ('TopicName', None), 242: ('TopicName', None), 243: ('TopicName', None), 244: ('TopicName', None), 245: ('TopicName', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 254: ('Partitions', 'i5'), 255: ('Partitions', 'i5'), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 259: ('Partitions', None), 268: ('ThrottleTimeMs', None), 269: ('Results', None), 270: ('Results', None), 271: ('Results', None), 272: ('Results', None), 273: ('Results', None), 274: ('Results', None), 275: ('Results', None), 276: ('Results', 'i4'), 277: ('Results', 'i4'), 278: ('Results', None), 279: ('Results', None), 280: ('Results', None), 281: ('Results', None), 290: ('PartitionIndex+ErrorCode', None), 292: ('_tagged', None), 293: ('_tagged', None), 294: ('_tagged', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 322: ('Partitions', 'i5'), 323: ('Partitions', 'i5'), 324: ('Partitions', 'i5'), 325: ('Partitions', 'i5'), 326: ('Partitions', 'i5'), 327: ('Partitions', None), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None), 342: ('ThrottleTimeMs', None), 343: ('Results', None), 344: ('Results', None), 345: ('Results', None), 346: ('Results', None), 347: ('Results', None), 348: ('Results', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', 'i4'), 353: ('Results', 'i4'), 354: ('Results', None), 355: ('Results', None), 356: ('Results', None), 357: ('Results', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None)}

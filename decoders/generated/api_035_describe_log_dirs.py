@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqq?').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>qq?').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -28,8 +26,8 @@ def _f0(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -40,14 +38,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -61,8 +59,8 @@ def _f1(b, p):
                 n7, = _U0(b, p); p += 4
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -79,7 +77,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -97,8 +95,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -107,12 +105,12 @@ def _f2(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -120,8 +118,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -139,8 +137,8 @@ def _f3(b, p):
                 n7 -= 1
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -149,7 +147,7 @@ def _f3(b, p):
                 d8 = {"Topic": v4, "Partitions": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -158,12 +156,12 @@ def _f3(b, p):
         d = {"Topics": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U2(b, p); p += 21
@@ -172,7 +170,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -186,8 +184,8 @@ def _f5(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U2(b, p); p += 21
@@ -202,7 +200,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -217,11 +215,11 @@ def _f6(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 6 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f5(b, p)
+                x7, p = _f5(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -232,18 +230,18 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
+                x5, p = _f6(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -254,19 +252,19 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U2(b, p); p += 21
         d = {"PartitionIndex": v1, "PartitionSize": v2, "OffsetLag": v3, "IsFutureKey": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -284,15 +282,15 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U2(b, p); p += 21
                 d10 = {"PartitionIndex": v6, "PartitionSize": v7, "OffsetLag": v8, "IsFutureKey": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -301,12 +299,12 @@ def _f9(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -325,11 +323,11 @@ def _f10(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f9(b, p)
+                x7, p = _f9(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -338,12 +336,12 @@ def _f10(b, p):
         d = {"ErrorCode": v1, "LogDir": v2, "Topics": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -352,11 +350,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -365,12 +363,12 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -379,11 +377,11 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
+                x6, p = _f10(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -392,12 +390,12 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Results": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -416,11 +414,11 @@ def _f13(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f9(b, p)
+                x7, p = _f9(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -430,12 +428,12 @@ def _f13(b, p):
         d = {"ErrorCode": v1, "LogDir": v2, "Topics": v4, "TotalBytes": v8, "UsableBytes": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -444,11 +442,11 @@ def _f14(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f13(b, p)
+                x6, p = _f13(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -457,12 +455,12 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Results": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -481,11 +479,11 @@ def _f15(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f9(b, p)
+                x7, p = _f9(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -495,12 +493,12 @@ def _f15(b, p):
         d = {"ErrorCode": v1, "LogDir": v2, "Topics": v4, "TotalBytes": v8, "UsableBytes": v9, "IsCordoned": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -509,11 +507,11 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 22 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f15(b, p)
+                x6, p = _f15(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -522,7 +520,7 @@ def _f16(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Results": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -534,4 +532,4 @@ NAME = 'DescribeLogDirs'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f3, 4: _f3, 5: _f3}
 RESPONSE = {0: _f7, 1: _f7, 2: _f11, 3: _f12, 4: _f14, 5: _f16}
 
-_LINES = {20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Topic', None), 27: ('Topic', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].Topic', 'i3'), 54: ('Topics[{}].Topic', 'i3'), 55: ('Topics[{}].Topic', 'i3'), 56: ('Topics[{}].Topic', 'i3'), 57: ('Topics[{}].Topic', 'i3'), 58: ('Topics[{}].Topic', 'i3'), 59: ('Topics[{}].Topic', 'i3'), 60: ('Topics[{}].Topic', 'i3'), 61: ('Topics[{}].Partitions', 'i3'), 62: ('Topics[{}].Partitions', 'i3'), 63: ('Topics[{}].Partitions', 'i3'), 64: ('Topics[{}].Partitions', 'i3'), 65: ('Topics[{}].Partitions', 'i3'), 66: ('Topics[{}].Partitions', 'i3'), 67: ('Topics[{}].Partitions', 'i3'), 68: ('Topics[{}].Partitions', 'i3'), 69: ('Topics[{}].Partitions', 'i3'), 70: ('Topics[{}].Partitions', 'i3'), 71: ('Topics', 'i3'), 72: ('Topics', 'i3'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Topic', None), 94: ('Topic', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics[{}].Topic', 'i3'), 128: ('Topics[{}].Topic', 'i3'), 129: ('Topics[{}].Topic', 'i3'), 130: ('Topics[{}].Topic', 'i3'), 131: ('Topics[{}].Topic', 'i3'), 132: ('Topics[{}].Topic', 'i3'), 133: ('Topics[{}].Topic', 'i3'), 134: ('Topics[{}].Topic', 'i3'), 135: ('Topics[{}].Topic', 'i3'), 136: ('Topics[{}].Topic', 'i3'), 137: ('Topics[{}].Partitions', 'i3'), 138: ('Topics[{}].Partitions', 'i3'), 139: ('Topics[{}].Partitions', 'i3'), 140: ('Topics[{}].Partitions', 'i3'), 141: ('Topics[{}].Partitions', 'i3'), 142: ('Topics[{}].Partitions', 'i3'), 143: ('Topics[{}].Partitions', 'i3'), 144: ('Topics[{}].Partitions', 'i3'), 145: ('Topics[{}].Partitions', 'i3'), 146: ('Topics[{}].Partitions', 'i3'), 147: ('Topics[{}].Partitions', 'i3'), 148: ('Topics[{}].Partitions', 'i3'), 149: ('Topics', 'i3'), 150: ('Topics', 'i3'), 151: ('Topics', 'i3'), 152: ('Topics', 'i3'), 153: ('Topics', 'i3'), 154: ('Topics', None), 155: ('Topics', None), 156: ('Topics', None), 157: ('Topics', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 194: ('Partitions', 'i5'), 195: ('Partitions', 'i5'), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 208: ('ErrorCode', None), 209: ('LogDir', None), 210: ('LogDir', None), 211: ('LogDir', None), 212: ('LogDir', None), 213: ('LogDir', None), 214: ('LogDir', None), 215: ('LogDir', None), 216: ('LogDir', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', 'i6'), 225: ('Topics', 'i6'), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 238: ('ThrottleTimeMs', None), 239: ('Results', None), 240: ('Results', None), 241: ('Results', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', None), 245: ('Results', None), 246: ('Results', 'i4'), 247: ('Results', 'i4'), 248: ('Results', None), 249: ('Results', None), 250: ('Results', None), 251: ('Results', None), 260: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None), 272: ('Name', None), 273: ('Name', None), 274: ('Name', None), 275: ('Name', None), 276: ('Name', None), 277: ('Name', None), 278: ('Name', None), 279: ('Name', None), 280: ('Name', None), 281: ('Name', None), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', None), 288: ('Partitions', None), 289: ('Partitions', None), 290: ('Partitions', None), 291: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 292: ('Partitions', 'i5'), 293: ('Partitions', 'i5'), 294: ('Partitions', 'i5'), 295: ('Partitions', 'i5'), 296: ('Partitions', 'i5'), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None), 312: ('ErrorCode', None), 313: ('LogDir', None), 314: ('LogDir', None), 315: ('LogDir', None), 316: ('LogDir', None), 317: ('LogDir', None), 318: ('LogDir', None), 319: ('LogDir', None), 320: ('LogDir', None), 321: ('LogDir', None), 322: ('LogDir', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', 'i6'), 333: ('Topics', 'i6'), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('ThrottleTimeMs', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', None), 355: ('Results', None), 356: ('Results', None), 357: ('Results', None), 358: ('Results', None), 359: ('Results', 'i4'), 360: ('Results', 'i4'), 361: ('Results', None), 362: ('Results', None), 363: ('Results', None), 364: ('Results', None), 366: ('_tagged', None), 367: ('_tagged', None), 368: ('_tagged', None), 376: ('ThrottleTimeMs+ErrorCode', None), 377: ('Results', None), 378: ('Results', None), 379: ('Results', None), 380: ('Results', None), 381: ('Results', None), 382: ('Results', None), 383: ('Results', None), 384: ('Results', None), 385: ('Results', None), 386: ('Results', 'i5'), 387: ('Results', 'i5'), 388: ('Results', None), 389: ('Results', None), 390: ('Results', None), 391: ('Results', None), 393: ('_tagged', None), 394: ('_tagged', None), 395: ('_tagged', None), 403: ('ErrorCode', None), 404: ('LogDir', None), 405: ('LogDir', None), 406: ('LogDir', None), 407: ('LogDir', None), 408: ('LogDir', None), 409: ('LogDir', None), 410: ('LogDir', None), 411: ('LogDir', None), 412: ('LogDir', None), 413: ('LogDir', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', 'i6'), 424: ('Topics', 'i6'), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('TotalBytes+UsableBytes', None), 431: ('_tagged', None), 432: ('_tagged', None), 433: ('_tagged', None), 441: ('ThrottleTimeMs+ErrorCode', None), 442: ('Results', None), 443: ('Results', None), 444: ('Results', None), 445: ('Results', None), 446: ('Results', None), 447: ('Results', None), 448: ('Results', None), 449: ('Results', None), 450: ('Results', None), 451: ('Results', 'i5'), 452: ('Results', 'i5'), 453: ('Results', None), 454: ('Results', None), 455: ('Results', None), 456: ('Results', None), 458: ('_tagged', None), 459: ('_tagged', None), 460: ('_tagged', None), 468: ('ErrorCode', None), 469: ('LogDir', None), 470: ('LogDir', None), 471: ('LogDir', None), 472: ('LogDir', None), 473: ('LogDir', None), 474: ('LogDir', None), 475: ('LogDir', None), 476: ('LogDir', None), 477: ('LogDir', None), 478: ('LogDir', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', 'i6'), 489: ('Topics', 'i6'), 490: ('Topics', None), 491: ('Topics', None), 492: ('Topics', None), 493: ('Topics', None), 494: ('TotalBytes+UsableBytes+IsCordoned', None), 496: ('_tagged', None), 497: ('_tagged', None), 498: ('_tagged', None), 506: ('ThrottleTimeMs+ErrorCode', None), 507: ('Results', None), 508: ('Results', None), 509: ('Results', None), 510: ('Results', None), 511: ('Results', None), 512: ('Results', None), 513: ('Results', None), 514: ('Results', None), 515: ('Results', None), 516: ('Results', 'i5'), 517: ('Results', 'i5'), 518: ('Results', None), 519: ('Results', None), 520: ('Results', None), 521: ('Results', None), 523: ('_tagged', None), 524: ('_tagged', None), 525: ('_tagged', None)}
+_LINES = {18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics[{}].Topic', 'i3'), 52: ('Topics[{}].Topic', 'i3'), 53: ('Topics[{}].Topic', 'i3'), 54: ('Topics[{}].Topic', 'i3'), 55: ('Topics[{}].Topic', 'i3'), 56: ('Topics[{}].Topic', 'i3'), 57: ('Topics[{}].Topic', 'i3'), 58: ('Topics[{}].Topic', 'i3'), 59: ('Topics[{}].Partitions', 'i3'), 60: ('Topics[{}].Partitions', 'i3'), 61: ('Topics[{}].Partitions', 'i3'), 62: ('Topics[{}].Partitions', 'i3'), 63: ('Topics[{}].Partitions', 'i3'), 64: ('Topics[{}].Partitions', 'i3'), 65: ('Topics[{}].Partitions', 'i3'), 66: ('Topics[{}].Partitions', 'i3'), 67: ('Topics[{}].Partitions', 'i3'), 68: ('Topics[{}].Partitions', 'i3'), 69: ('Topics', 'i3'), 70: ('Topics', 'i3'), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 83: ('Topic', None), 84: ('Topic', None), 85: ('Topic', None), 86: ('Topic', None), 87: ('Topic', None), 88: ('Topic', None), 89: ('Topic', None), 90: ('Topic', None), 91: ('Topic', None), 92: ('Topic', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('Topics', None), 117: ('Topics', None), 118: ('Topics', None), 119: ('Topics', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics[{}].Topic', 'i3'), 126: ('Topics[{}].Topic', 'i3'), 127: ('Topics[{}].Topic', 'i3'), 128: ('Topics[{}].Topic', 'i3'), 129: ('Topics[{}].Topic', 'i3'), 130: ('Topics[{}].Topic', 'i3'), 131: ('Topics[{}].Topic', 'i3'), 132: ('Topics[{}].Topic', 'i3'), 133: ('Topics[{}].Topic', 'i3'), 134: ('Topics[{}].Topic', 'i3'), 135: ('Topics[{}].Partitions', 'i3'), 136: ('Topics[{}].Partitions', 'i3'), 137: ('Topics[{}].Partitions', 'i3'), 138: ('Topics[{}].Partitions', 'i3'), 139: ('Topics[{}].Partitions', 'i3'), 140: ('Topics[{}].Partitions', 'i3'), 141: ('Topics[{}].Partitions', 'i3'), 142: ('Topics[{}].Partitions', 'i3'), 143: ('Topics[{}].Partitions', 'i3'), 144: ('Topics[{}].Partitions', 'i3'), 145: ('Topics[{}].Partitions', 'i3'), 146: ('Topics[{}].Partitions', 'i3'), 147: ('Topics', 'i3'), 148: ('Topics', 'i3'), 149: ('Topics', 'i3'), 150: ('Topics', 'i3'), 151: ('Topics', 'i3'), 152: ('Topics', None), 153: ('Topics', None), 154: ('Topics', None), 155: ('Topics', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 192: ('Partitions', 'i5'), 193: ('Partitions', 'i5'), 194: ('Partitions', None), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 206: ('ErrorCode', None), 207: ('LogDir', None), 208: ('LogDir', None), 209: ('LogDir', None), 210: ('LogDir', None), 211: ('LogDir', None), 212: ('LogDir', None), 213: ('LogDir', None), 214: ('LogDir', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', 'i6'), 223: ('Topics', 'i6'), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 236: ('ThrottleTimeMs', None), 237: ('Results', None), 238: ('Results', None), 239: ('Results', None), 240: ('Results', None), 241: ('Results', None), 242: ('Results', None), 243: ('Results', None), 244: ('Results', 'i4'), 245: ('Results', 'i4'), 246: ('Results', None), 247: ('Results', None), 248: ('Results', None), 249: ('Results', None), 258: ('PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('Name', None), 271: ('Name', None), 272: ('Name', None), 273: ('Name', None), 274: ('Name', None), 275: ('Name', None), 276: ('Name', None), 277: ('Name', None), 278: ('Name', None), 279: ('Name', None), 280: ('Partitions', None), 281: ('Partitions', None), 282: ('Partitions', None), 283: ('Partitions', None), 284: ('Partitions', None), 285: ('Partitions', None), 286: ('Partitions', None), 287: ('Partitions', None), 288: ('Partitions', None), 289: ('Partitions[{}].PartitionIndex+PartitionSize+OffsetLag+IsFutureKey', 'i5'), 290: ('Partitions', 'i5'), 291: ('Partitions', 'i5'), 292: ('Partitions', 'i5'), 293: ('Partitions', 'i5'), 294: ('Partitions', 'i5'), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 300: ('_tagged', None), 301: ('_tagged', None), 302: ('_tagged', None), 310: ('ErrorCode', None), 311: ('LogDir', None), 312: ('LogDir', None), 313: ('LogDir', None), 314: ('LogDir', None), 315: ('LogDir', None), 316: ('LogDir', None), 317: ('LogDir', None), 318: ('LogDir', None), 319: ('LogDir', None), 320: ('LogDir', None), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', 'i6'), 331: ('Topics', 'i6'), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 337: ('_tagged', None), 338: ('_tagged', None), 339: ('_tagged', None), 347: ('ThrottleTimeMs', None), 348: ('Results', None), 349: ('Results', None), 350: ('Results', None), 351: ('Results', None), 352: ('Results', None), 353: ('Results', None), 354: ('Results', None), 355: ('Results', None), 356: ('Results', None), 357: ('Results', 'i4'), 358: ('Results', 'i4'), 359: ('Results', None), 360: ('Results', None), 361: ('Results', None), 362: ('Results', None), 364: ('_tagged', None), 365: ('_tagged', None), 366: ('_tagged', None), 374: ('ThrottleTimeMs+ErrorCode', None), 375: ('Results', None), 376: ('Results', None), 377: ('Results', None), 378: ('Results', None), 379: ('Results', None), 380: ('Results', None), 381: ('Results', None), 382: ('Results', None), 383: ('Results', None), 384: ('Results', 'i5'), 385: ('Results', 'i5'), 386: ('Results', None), 387: ('Results', None), 388: ('Results', None), 389: ('Results', None), 391: ('_tagged', None), 392: ('_tagged', None), 393: ('_tagged', None), 401: ('ErrorCode', None), 402: ('LogDir', None), 403: ('LogDir', None), 404: ('LogDir', None), 405: ('LogDir', None), 406: ('LogDir', None), 407: ('LogDir', None), 408: ('LogDir', None), 409: ('LogDir', None), 410: ('LogDir', None), 411: ('LogDir', None), 412: ('Topics', None), 413: ('Topics', None), 414: ('Topics', None), 415: ('Topics', None), 416: ('Topics', None), 417: ('Topics', None), 418: ('Topics', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', 'i6'), 422: ('Topics', 'i6'), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('TotalBytes+UsableBytes', None), 429: ('_tagged', None), 430: ('_tagged', None), 431: ('_tagged', None), 439: ('ThrottleTimeMs+ErrorCode', None), 440: ('Results', None), 441: ('Results', None), 442: ('Results', None), 443: ('Results', None), 444: ('Results', None), 445: ('Results', None), 446: ('Results', None), 447: ('Results', None), 448: ('Results', None), 449: ('Results', 'i5'), 450: ('Results', 'i5'), 451: ('Results', None), 452: ('Results', None), 453: ('Results', None), 454: ('Results', None), 456: ('_tagged', None), 457: ('_tagged', None), 458: ('_tagged', None), 466: ('ErrorCode', None), 467: ('LogDir', None), 468: ('LogDir', None), 469: ('LogDir', None), 470: ('LogDir', None), 471: ('LogDir', None), 472: ('LogDir', None), 473: ('LogDir', None), 474: ('LogDir', None), 475: ('LogDir', None), 476: ('LogDir', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', 'i6'), 487: ('Topics', 'i6'), 488: ('Topics', None), 489: ('Topics', None), 490: ('Topics', None), 491: ('Topics', None), 492: ('TotalBytes+UsableBytes+IsCordoned', None), 494: ('_tagged', None), 495: ('_tagged', None), 496: ('_tagged', None), 504: ('ThrottleTimeMs+ErrorCode', None), 505: ('Results', None), 506: ('Results', None), 507: ('Results', None), 508: ('Results', None), 509: ('Results', None), 510: ('Results', None), 511: ('Results', None), 512: ('Results', None), 513: ('Results', None), 514: ('Results', 'i5'), 515: ('Results', 'i5'), 516: ('Results', None), 517: ('Results', None), 518: ('Results', None), 519: ('Results', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None)}

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>q').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
@@ -26,7 +24,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -42,12 +40,12 @@ def _f1(b, p):
         d = {"AuthBytes": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -72,7 +70,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -98,7 +96,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -126,7 +124,7 @@ def _f4(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "AuthBytes": v4, "SessionLifetimeMs": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -138,5 +136,5 @@ NAME = 'SaslAuthenticate'
 REQUEST = {0: _f0, 1: _f0, 2: _f1}
 RESPONSE = {0: _f2, 1: _f3, 2: _f4}
 
-_LINES = {16: ('AuthBytes', None), 17: ('AuthBytes', None), 18: ('AuthBytes', None), 19: ('AuthBytes', None), 20: ('AuthBytes', None), 21: ('AuthBytes', None), 22: ('AuthBytes', None), 23: ('AuthBytes', None), 32: ('AuthBytes', None), 33: ('AuthBytes', None), 34: ('AuthBytes', None), 35: ('AuthBytes', None), 36: ('AuthBytes', None), 37: ('AuthBytes', None), 38: ('AuthBytes', None), 39: ('AuthBytes', None), 40: ('AuthBytes', None), 41: ('AuthBytes', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('ErrorCode', None), 54: ('ErrorMessage', None), 55: ('ErrorMessage', None), 56: ('ErrorMessage', None), 57: ('ErrorMessage', None), 58: ('ErrorMessage', None), 59: ('ErrorMessage', None), 60: ('ErrorMessage', None), 61: ('ErrorMessage', None), 62: ('AuthBytes', None), 63: ('AuthBytes', None), 64: ('AuthBytes', None), 65: ('AuthBytes', None), 66: ('AuthBytes', None), 67: ('AuthBytes', None), 68: ('AuthBytes', None), 69: ('AuthBytes', None), 78: ('ErrorCode', None), 79: ('ErrorMessage', None), 80: ('ErrorMessage', None), 81: ('ErrorMessage', None), 82: ('ErrorMessage', None), 83: ('ErrorMessage', None), 84: ('ErrorMessage', None), 85: ('ErrorMessage', None), 86: ('ErrorMessage', None), 87: ('AuthBytes', None), 88: ('AuthBytes', None), 89: ('AuthBytes', None), 90: ('AuthBytes', None), 91: ('AuthBytes', None), 92: ('AuthBytes', None), 93: ('AuthBytes', None), 94: ('AuthBytes', None), 95: ('SessionLifetimeMs', None), 104: ('ErrorCode', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('AuthBytes', None), 116: ('AuthBytes', None), 117: ('AuthBytes', None), 118: ('AuthBytes', None), 119: ('AuthBytes', None), 120: ('AuthBytes', None), 121: ('AuthBytes', None), 122: ('AuthBytes', None), 123: ('AuthBytes', None), 124: ('AuthBytes', None), 125: ('SessionLifetimeMs', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None)}
-BUILD_HASH = 'd61dc76dac1f3da3'
+_LINES = {14: ('AuthBytes', None), 15: ('AuthBytes', None), 16: ('AuthBytes', None), 17: ('AuthBytes', None), 18: ('AuthBytes', None), 19: ('AuthBytes', None), 20: ('AuthBytes', None), 21: ('AuthBytes', None), 30: ('AuthBytes', None), 31: ('AuthBytes', None), 32: ('AuthBytes', None), 33: ('AuthBytes', None), 34: ('AuthBytes', None), 35: ('AuthBytes', None), 36: ('AuthBytes', None), 37: ('AuthBytes', None), 38: ('AuthBytes', None), 39: ('AuthBytes', None), 41: ('_tagged', None), 42: ('_tagged', None), 43: ('_tagged', None), 51: ('ErrorCode', None), 52: ('ErrorMessage', None), 53: ('ErrorMessage', None), 54: ('ErrorMessage', None), 55: ('ErrorMessage', None), 56: ('ErrorMessage', None), 57: ('ErrorMessage', None), 58: ('ErrorMessage', None), 59: ('ErrorMessage', None), 60: ('AuthBytes', None), 61: ('AuthBytes', None), 62: ('AuthBytes', None), 63: ('AuthBytes', None), 64: ('AuthBytes', None), 65: ('AuthBytes', None), 66: ('AuthBytes', None), 67: ('AuthBytes', None), 76: ('ErrorCode', None), 77: ('ErrorMessage', None), 78: ('ErrorMessage', None), 79: ('ErrorMessage', None), 80: ('ErrorMessage', None), 81: ('ErrorMessage', None), 82: ('ErrorMessage', None), 83: ('ErrorMessage', None), 84: ('ErrorMessage', None), 85: ('AuthBytes', None), 86: ('AuthBytes', None), 87: ('AuthBytes', None), 88: ('AuthBytes', None), 89: ('AuthBytes', None), 90: ('AuthBytes', None), 91: ('AuthBytes', None), 92: ('AuthBytes', None), 93: ('SessionLifetimeMs', None), 102: ('ErrorCode', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('AuthBytes', None), 114: ('AuthBytes', None), 115: ('AuthBytes', None), 116: ('AuthBytes', None), 117: ('AuthBytes', None), 118: ('AuthBytes', None), 119: ('AuthBytes', None), 120: ('AuthBytes', None), 121: ('AuthBytes', None), 122: ('AuthBytes', None), 123: ('SessionLifetimeMs', None), 125: ('_tagged', None), 126: ('_tagged', None), 127: ('_tagged', None)}
+BUILD_HASH = '053ddd7b64981e6e'

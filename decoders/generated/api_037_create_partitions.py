@@ -3,22 +3,20 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>i?').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _Ai(b, p, n2); p += n2 * 4
         elif n2 == -1:
             v1 = None
@@ -29,7 +27,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -44,15 +42,15 @@ def _f1(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -69,17 +67,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 10 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -91,7 +89,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -99,8 +97,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _Ai(b, p, n2); p += n2 * 4
         elif n2 == -1:
             v1 = None
@@ -109,12 +107,12 @@ def _f3(b, p):
         d = {"BrokerIds": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -133,8 +131,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 2 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -142,8 +140,8 @@ def _f4(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -152,7 +150,7 @@ def _f4(b, p):
                 d9 = {"BrokerIds": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v4.append(d9)
         elif n5 == -1:
             v4 = None
@@ -161,12 +159,12 @@ def _f4(b, p):
         d = {"Name": v1, "Count": v3, "Assignments": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -174,11 +172,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -188,12 +186,12 @@ def _f5(b, p):
         d = {"Topics": v1, "TimeoutMs": v5, "ValidateOnly": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -218,15 +216,15 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -257,7 +255,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -284,12 +282,12 @@ def _f8(b, p):
         d = {"Name": v1, "ErrorCode": v3, "ErrorMessage": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -298,8 +296,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -326,7 +324,7 @@ def _f9(b, p):
                 d10 = {"Name": v5, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -335,7 +333,7 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -347,4 +345,4 @@ NAME = 'CreatePartitions'
 REQUEST = {0: _f2, 1: _f2, 2: _f5, 3: _f5}
 RESPONSE = {0: _f7, 1: _f7, 2: _f9, 3: _f9}
 
-_LINES = {17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 25: ('BrokerIds', None), 26: ('BrokerIds', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Count', None), 44: ('Assignments', None), 45: ('Assignments', None), 46: ('Assignments', None), 47: ('Assignments', None), 48: ('Assignments', None), 49: ('Assignments', None), 50: ('Assignments', None), 51: ('Assignments[{}].BrokerIds', 'i6'), 52: ('Assignments[{}].BrokerIds', 'i6'), 53: ('Assignments[{}].BrokerIds', 'i6'), 54: ('Assignments[{}].BrokerIds', 'i6'), 55: ('Assignments[{}].BrokerIds', 'i6'), 56: ('Assignments[{}].BrokerIds', 'i6'), 57: ('Assignments[{}].BrokerIds', 'i6'), 58: ('Assignments[{}].BrokerIds', 'i6'), 59: ('Assignments[{}].BrokerIds', 'i6'), 60: ('Assignments[{}].BrokerIds', 'i6'), 61: ('Assignments', 'i6'), 62: ('Assignments', 'i6'), 63: ('Assignments', None), 64: ('Assignments', None), 65: ('Assignments', None), 66: ('Assignments', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('TimeoutMs+ValidateOnly', None), 97: ('BrokerIds', None), 98: ('BrokerIds', None), 99: ('BrokerIds', None), 100: ('BrokerIds', None), 101: ('BrokerIds', None), 102: ('BrokerIds', None), 103: ('BrokerIds', None), 104: ('BrokerIds', None), 105: ('BrokerIds', None), 106: ('BrokerIds', None), 107: ('BrokerIds', None), 108: ('BrokerIds', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('Name', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Count', None), 131: ('Assignments', None), 132: ('Assignments', None), 133: ('Assignments', None), 134: ('Assignments', None), 135: ('Assignments', None), 136: ('Assignments', None), 137: ('Assignments', None), 138: ('Assignments', None), 139: ('Assignments', None), 140: ('Assignments[{}].BrokerIds', 'i6'), 141: ('Assignments[{}].BrokerIds', 'i6'), 142: ('Assignments[{}].BrokerIds', 'i6'), 143: ('Assignments[{}].BrokerIds', 'i6'), 144: ('Assignments[{}].BrokerIds', 'i6'), 145: ('Assignments[{}].BrokerIds', 'i6'), 146: ('Assignments[{}].BrokerIds', 'i6'), 147: ('Assignments[{}].BrokerIds', 'i6'), 148: ('Assignments[{}].BrokerIds', 'i6'), 149: ('Assignments[{}].BrokerIds', 'i6'), 150: ('Assignments[{}].BrokerIds', 'i6'), 151: ('Assignments[{}].BrokerIds', 'i6'), 152: ('Assignments', 'i6'), 153: ('Assignments', 'i6'), 154: ('Assignments', 'i6'), 155: ('Assignments', 'i6'), 156: ('Assignments', 'i6'), 157: ('Assignments', None), 158: ('Assignments', None), 159: ('Assignments', None), 160: ('Assignments', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', None), 181: ('Topics', 'i3'), 182: ('Topics', 'i3'), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('TimeoutMs+ValidateOnly', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('Name', None), 200: ('Name', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('Name', None), 206: ('Name', None), 207: ('ErrorCode', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 224: ('ThrottleTimeMs', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 229: ('Results', None), 230: ('Results', None), 231: ('Results', None), 232: ('Results[{}].Name', 'i4'), 233: ('Results[{}].Name', 'i4'), 234: ('Results[{}].Name', 'i4'), 235: ('Results[{}].Name', 'i4'), 236: ('Results[{}].Name', 'i4'), 237: ('Results[{}].Name', 'i4'), 238: ('Results[{}].Name', 'i4'), 239: ('Results[{}].Name', 'i4'), 240: ('Results[{}].ErrorCode', 'i4'), 241: ('Results[{}].ErrorMessage', 'i4'), 242: ('Results[{}].ErrorMessage', 'i4'), 243: ('Results[{}].ErrorMessage', 'i4'), 244: ('Results[{}].ErrorMessage', 'i4'), 245: ('Results[{}].ErrorMessage', 'i4'), 246: ('Results[{}].ErrorMessage', 'i4'), 247: ('Results[{}].ErrorMessage', 'i4'), 248: ('Results[{}].ErrorMessage', 'i4'), 249: ('Results', 'i4'), 250: ('Results', 'i4'), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('Name', None), 270: ('Name', None), 271: ('Name', None), 272: ('Name', None), 273: ('ErrorCode', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('ErrorMessage', None), 281: ('ErrorMessage', None), 282: ('ErrorMessage', None), 283: ('ErrorMessage', None), 285: ('_tagged', None), 286: ('_tagged', None), 287: ('_tagged', None), 295: ('ThrottleTimeMs', None), 296: ('Results', None), 297: ('Results', None), 298: ('Results', None), 299: ('Results', None), 300: ('Results', None), 301: ('Results', None), 302: ('Results', None), 303: ('Results', None), 304: ('Results', None), 305: ('Results[{}].Name', 'i4'), 306: ('Results[{}].Name', 'i4'), 307: ('Results[{}].Name', 'i4'), 308: ('Results[{}].Name', 'i4'), 309: ('Results[{}].Name', 'i4'), 310: ('Results[{}].Name', 'i4'), 311: ('Results[{}].Name', 'i4'), 312: ('Results[{}].Name', 'i4'), 313: ('Results[{}].Name', 'i4'), 314: ('Results[{}].Name', 'i4'), 315: ('Results[{}].ErrorCode', 'i4'), 316: ('Results[{}].ErrorMessage', 'i4'), 317: ('Results[{}].ErrorMessage', 'i4'), 318: ('Results[{}].ErrorMessage', 'i4'), 319: ('Results[{}].ErrorMessage', 'i4'), 320: ('Results[{}].ErrorMessage', 'i4'), 321: ('Results[{}].ErrorMessage', 'i4'), 322: ('Results[{}].ErrorMessage', 'i4'), 323: ('Results[{}].ErrorMessage', 'i4'), 324: ('Results[{}].ErrorMessage', 'i4'), 325: ('Results[{}].ErrorMessage', 'i4'), 326: ('Results', 'i4'), 327: ('Results', 'i4'), 328: ('Results', 'i4'), 329: ('Results', 'i4'), 330: ('Results', 'i4'), 331: ('Results', None), 332: ('Results', None), 333: ('Results', None), 334: ('Results', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None)}
+_LINES = {15: ('BrokerIds', None), 16: ('BrokerIds', None), 17: ('BrokerIds', None), 18: ('BrokerIds', None), 19: ('BrokerIds', None), 20: ('BrokerIds', None), 21: ('BrokerIds', None), 22: ('BrokerIds', None), 23: ('BrokerIds', None), 24: ('BrokerIds', None), 33: ('Name', None), 34: ('Name', None), 35: ('Name', None), 36: ('Name', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Count', None), 42: ('Assignments', None), 43: ('Assignments', None), 44: ('Assignments', None), 45: ('Assignments', None), 46: ('Assignments', None), 47: ('Assignments', None), 48: ('Assignments', None), 49: ('Assignments[{}].BrokerIds', 'i6'), 50: ('Assignments[{}].BrokerIds', 'i6'), 51: ('Assignments[{}].BrokerIds', 'i6'), 52: ('Assignments[{}].BrokerIds', 'i6'), 53: ('Assignments[{}].BrokerIds', 'i6'), 54: ('Assignments[{}].BrokerIds', 'i6'), 55: ('Assignments[{}].BrokerIds', 'i6'), 56: ('Assignments[{}].BrokerIds', 'i6'), 57: ('Assignments[{}].BrokerIds', 'i6'), 58: ('Assignments[{}].BrokerIds', 'i6'), 59: ('Assignments', 'i6'), 60: ('Assignments', 'i6'), 61: ('Assignments', None), 62: ('Assignments', None), 63: ('Assignments', None), 64: ('Assignments', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('TimeoutMs+ValidateOnly', None), 95: ('BrokerIds', None), 96: ('BrokerIds', None), 97: ('BrokerIds', None), 98: ('BrokerIds', None), 99: ('BrokerIds', None), 100: ('BrokerIds', None), 101: ('BrokerIds', None), 102: ('BrokerIds', None), 103: ('BrokerIds', None), 104: ('BrokerIds', None), 105: ('BrokerIds', None), 106: ('BrokerIds', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('Name', None), 119: ('Name', None), 120: ('Name', None), 121: ('Name', None), 122: ('Name', None), 123: ('Name', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Count', None), 129: ('Assignments', None), 130: ('Assignments', None), 131: ('Assignments', None), 132: ('Assignments', None), 133: ('Assignments', None), 134: ('Assignments', None), 135: ('Assignments', None), 136: ('Assignments', None), 137: ('Assignments', None), 138: ('Assignments[{}].BrokerIds', 'i6'), 139: ('Assignments[{}].BrokerIds', 'i6'), 140: ('Assignments[{}].BrokerIds', 'i6'), 141: ('Assignments[{}].BrokerIds', 'i6'), 142: ('Assignments[{}].BrokerIds', 'i6'), 143: ('Assignments[{}].BrokerIds', 'i6'), 144: ('Assignments[{}].BrokerIds', 'i6'), 145: ('Assignments[{}].BrokerIds', 'i6'), 146: ('Assignments[{}].BrokerIds', 'i6'), 147: ('Assignments[{}].BrokerIds', 'i6'), 148: ('Assignments[{}].BrokerIds', 'i6'), 149: ('Assignments[{}].BrokerIds', 'i6'), 150: ('Assignments', 'i6'), 151: ('Assignments', 'i6'), 152: ('Assignments', 'i6'), 153: ('Assignments', 'i6'), 154: ('Assignments', 'i6'), 155: ('Assignments', None), 156: ('Assignments', None), 157: ('Assignments', None), 158: ('Assignments', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', 'i3'), 180: ('Topics', 'i3'), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('TimeoutMs+ValidateOnly', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('Name', None), 198: ('Name', None), 199: ('Name', None), 200: ('Name', None), 201: ('Name', None), 202: ('Name', None), 203: ('Name', None), 204: ('Name', None), 205: ('ErrorCode', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 222: ('ThrottleTimeMs', None), 223: ('Results', None), 224: ('Results', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 229: ('Results', None), 230: ('Results[{}].Name', 'i4'), 231: ('Results[{}].Name', 'i4'), 232: ('Results[{}].Name', 'i4'), 233: ('Results[{}].Name', 'i4'), 234: ('Results[{}].Name', 'i4'), 235: ('Results[{}].Name', 'i4'), 236: ('Results[{}].Name', 'i4'), 237: ('Results[{}].Name', 'i4'), 238: ('Results[{}].ErrorCode', 'i4'), 239: ('Results[{}].ErrorMessage', 'i4'), 240: ('Results[{}].ErrorMessage', 'i4'), 241: ('Results[{}].ErrorMessage', 'i4'), 242: ('Results[{}].ErrorMessage', 'i4'), 243: ('Results[{}].ErrorMessage', 'i4'), 244: ('Results[{}].ErrorMessage', 'i4'), 245: ('Results[{}].ErrorMessage', 'i4'), 246: ('Results[{}].ErrorMessage', 'i4'), 247: ('Results', 'i4'), 248: ('Results', 'i4'), 249: ('Results', None), 250: ('Results', None), 251: ('Results', None), 252: ('Results', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Name', None), 267: ('Name', None), 268: ('Name', None), 269: ('Name', None), 270: ('Name', None), 271: ('ErrorCode', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('ErrorMessage', None), 281: ('ErrorMessage', None), 283: ('_tagged', None), 284: ('_tagged', None), 285: ('_tagged', None), 293: ('ThrottleTimeMs', None), 294: ('Results', None), 295: ('Results', None), 296: ('Results', None), 297: ('Results', None), 298: ('Results', None), 299: ('Results', None), 300: ('Results', None), 301: ('Results', None), 302: ('Results', None), 303: ('Results[{}].Name', 'i4'), 304: ('Results[{}].Name', 'i4'), 305: ('Results[{}].Name', 'i4'), 306: ('Results[{}].Name', 'i4'), 307: ('Results[{}].Name', 'i4'), 308: ('Results[{}].Name', 'i4'), 309: ('Results[{}].Name', 'i4'), 310: ('Results[{}].Name', 'i4'), 311: ('Results[{}].Name', 'i4'), 312: ('Results[{}].Name', 'i4'), 313: ('Results[{}].ErrorCode', 'i4'), 314: ('Results[{}].ErrorMessage', 'i4'), 315: ('Results[{}].ErrorMessage', 'i4'), 316: ('Results[{}].ErrorMessage', 'i4'), 317: ('Results[{}].ErrorMessage', 'i4'), 318: ('Results[{}].ErrorMessage', 'i4'), 319: ('Results[{}].ErrorMessage', 'i4'), 320: ('Results[{}].ErrorMessage', 'i4'), 321: ('Results[{}].ErrorMessage', 'i4'), 322: ('Results[{}].ErrorMessage', 'i4'), 323: ('Results[{}].ErrorMessage', 'i4'), 324: ('Results', 'i4'), 325: ('Results', 'i4'), 326: ('Results', 'i4'), 327: ('Results', 'i4'), 328: ('Results', 'i4'), 329: ('Results', None), 330: ('Results', None), 331: ('Results', None), 332: ('Results', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>q').unpack_from
 _U3 = _struct.Struct('>qqq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -35,14 +33,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -73,7 +71,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -99,12 +97,12 @@ def _f2(b, p):
         d = {"PrincipalType": v1, "PrincipalName": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -112,8 +110,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -139,7 +137,7 @@ def _f3(b, p):
                 d8 = {"PrincipalType": v4, "PrincipalName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -149,12 +147,12 @@ def _f3(b, p):
         d = {"Renewers": v1, "MaxLifetimeMs": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -182,8 +180,8 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -209,7 +207,7 @@ def _f4(b, p):
                 d12 = {"PrincipalType": v8, "PrincipalName": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -219,12 +217,12 @@ def _f4(b, p):
         d = {"OwnerPrincipalType": v1, "OwnerPrincipalName": v3, "Renewers": v5, "MaxLifetimeMs": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -267,7 +265,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -316,12 +314,12 @@ def _f6(b, p):
         d = {"ErrorCode": v1, "PrincipalType": v2, "PrincipalName": v4, "IssueTimestampMs": v6, "ExpiryTimestampMs": v7, "MaxTimestampMs": v8, "TokenId": v9, "Hmac": v11, "ThrottleTimeMs": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -390,7 +388,7 @@ def _f7(b, p):
         d = {"ErrorCode": v1, "PrincipalType": v2, "PrincipalName": v4, "TokenRequesterPrincipalType": v6, "TokenRequesterPrincipalName": v8, "IssueTimestampMs": v10, "ExpiryTimestampMs": v11, "MaxTimestampMs": v12, "TokenId": v13, "Hmac": v15, "ThrottleTimeMs": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -402,4 +400,4 @@ NAME = 'CreateDelegationToken'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f4}
 RESPONSE = {0: _f5, 1: _f5, 2: _f6, 3: _f7}
 
-_LINES = {17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalType', None), 24: ('PrincipalType', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 31: ('PrincipalName', None), 32: ('PrincipalName', None), 41: ('Renewers', None), 42: ('Renewers', None), 43: ('Renewers', None), 44: ('Renewers', None), 45: ('Renewers', None), 46: ('Renewers', None), 47: ('Renewers', None), 48: ('Renewers[{}].PrincipalType', 'i3'), 49: ('Renewers[{}].PrincipalType', 'i3'), 50: ('Renewers[{}].PrincipalType', 'i3'), 51: ('Renewers[{}].PrincipalType', 'i3'), 52: ('Renewers[{}].PrincipalType', 'i3'), 53: ('Renewers[{}].PrincipalType', 'i3'), 54: ('Renewers[{}].PrincipalType', 'i3'), 55: ('Renewers[{}].PrincipalType', 'i3'), 56: ('Renewers[{}].PrincipalName', 'i3'), 57: ('Renewers[{}].PrincipalName', 'i3'), 58: ('Renewers[{}].PrincipalName', 'i3'), 59: ('Renewers[{}].PrincipalName', 'i3'), 60: ('Renewers[{}].PrincipalName', 'i3'), 61: ('Renewers[{}].PrincipalName', 'i3'), 62: ('Renewers[{}].PrincipalName', 'i3'), 63: ('Renewers[{}].PrincipalName', 'i3'), 64: ('Renewers', 'i3'), 65: ('Renewers', 'i3'), 66: ('Renewers', None), 67: ('Renewers', None), 68: ('Renewers', None), 69: ('Renewers', None), 70: ('MaxLifetimeMs', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalType', None), 85: ('PrincipalType', None), 86: ('PrincipalType', None), 87: ('PrincipalType', None), 88: ('PrincipalType', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 94: ('PrincipalName', None), 95: ('PrincipalName', None), 96: ('PrincipalName', None), 97: ('PrincipalName', None), 98: ('PrincipalName', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('Renewers', None), 111: ('Renewers', None), 112: ('Renewers', None), 113: ('Renewers', None), 114: ('Renewers', None), 115: ('Renewers', None), 116: ('Renewers', None), 117: ('Renewers', None), 118: ('Renewers', None), 119: ('Renewers[{}].PrincipalType', 'i3'), 120: ('Renewers[{}].PrincipalType', 'i3'), 121: ('Renewers[{}].PrincipalType', 'i3'), 122: ('Renewers[{}].PrincipalType', 'i3'), 123: ('Renewers[{}].PrincipalType', 'i3'), 124: ('Renewers[{}].PrincipalType', 'i3'), 125: ('Renewers[{}].PrincipalType', 'i3'), 126: ('Renewers[{}].PrincipalType', 'i3'), 127: ('Renewers[{}].PrincipalType', 'i3'), 128: ('Renewers[{}].PrincipalType', 'i3'), 129: ('Renewers[{}].PrincipalName', 'i3'), 130: ('Renewers[{}].PrincipalName', 'i3'), 131: ('Renewers[{}].PrincipalName', 'i3'), 132: ('Renewers[{}].PrincipalName', 'i3'), 133: ('Renewers[{}].PrincipalName', 'i3'), 134: ('Renewers[{}].PrincipalName', 'i3'), 135: ('Renewers[{}].PrincipalName', 'i3'), 136: ('Renewers[{}].PrincipalName', 'i3'), 137: ('Renewers[{}].PrincipalName', 'i3'), 138: ('Renewers[{}].PrincipalName', 'i3'), 139: ('Renewers', 'i3'), 140: ('Renewers', 'i3'), 141: ('Renewers', 'i3'), 142: ('Renewers', 'i3'), 143: ('Renewers', 'i3'), 144: ('Renewers', None), 145: ('Renewers', None), 146: ('Renewers', None), 147: ('Renewers', None), 148: ('MaxLifetimeMs', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('OwnerPrincipalType', None), 161: ('OwnerPrincipalType', None), 162: ('OwnerPrincipalType', None), 163: ('OwnerPrincipalType', None), 164: ('OwnerPrincipalType', None), 165: ('OwnerPrincipalType', None), 166: ('OwnerPrincipalType', None), 167: ('OwnerPrincipalType', None), 168: ('OwnerPrincipalType', None), 169: ('OwnerPrincipalType', None), 170: ('OwnerPrincipalName', None), 171: ('OwnerPrincipalName', None), 172: ('OwnerPrincipalName', None), 173: ('OwnerPrincipalName', None), 174: ('OwnerPrincipalName', None), 175: ('OwnerPrincipalName', None), 176: ('OwnerPrincipalName', None), 177: ('OwnerPrincipalName', None), 178: ('OwnerPrincipalName', None), 179: ('OwnerPrincipalName', None), 180: ('Renewers', None), 181: ('Renewers', None), 182: ('Renewers', None), 183: ('Renewers', None), 184: ('Renewers', None), 185: ('Renewers', None), 186: ('Renewers', None), 187: ('Renewers', None), 188: ('Renewers', None), 189: ('Renewers[{}].PrincipalType', 'i7'), 190: ('Renewers[{}].PrincipalType', 'i7'), 191: ('Renewers[{}].PrincipalType', 'i7'), 192: ('Renewers[{}].PrincipalType', 'i7'), 193: ('Renewers[{}].PrincipalType', 'i7'), 194: ('Renewers[{}].PrincipalType', 'i7'), 195: ('Renewers[{}].PrincipalType', 'i7'), 196: ('Renewers[{}].PrincipalType', 'i7'), 197: ('Renewers[{}].PrincipalType', 'i7'), 198: ('Renewers[{}].PrincipalType', 'i7'), 199: ('Renewers[{}].PrincipalName', 'i7'), 200: ('Renewers[{}].PrincipalName', 'i7'), 201: ('Renewers[{}].PrincipalName', 'i7'), 202: ('Renewers[{}].PrincipalName', 'i7'), 203: ('Renewers[{}].PrincipalName', 'i7'), 204: ('Renewers[{}].PrincipalName', 'i7'), 205: ('Renewers[{}].PrincipalName', 'i7'), 206: ('Renewers[{}].PrincipalName', 'i7'), 207: ('Renewers[{}].PrincipalName', 'i7'), 208: ('Renewers[{}].PrincipalName', 'i7'), 209: ('Renewers', 'i7'), 210: ('Renewers', 'i7'), 211: ('Renewers', 'i7'), 212: ('Renewers', 'i7'), 213: ('Renewers', 'i7'), 214: ('Renewers', None), 215: ('Renewers', None), 216: ('Renewers', None), 217: ('Renewers', None), 218: ('MaxLifetimeMs', None), 220: ('_tagged', None), 221: ('_tagged', None), 222: ('_tagged', None), 230: ('ErrorCode', None), 231: ('PrincipalType', None), 232: ('PrincipalType', None), 233: ('PrincipalType', None), 234: ('PrincipalType', None), 235: ('PrincipalType', None), 236: ('PrincipalType', None), 237: ('PrincipalType', None), 238: ('PrincipalType', None), 239: ('PrincipalName', None), 240: ('PrincipalName', None), 241: ('PrincipalName', None), 242: ('PrincipalName', None), 243: ('PrincipalName', None), 244: ('PrincipalName', None), 245: ('PrincipalName', None), 246: ('PrincipalName', None), 247: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 248: ('TokenId', None), 249: ('TokenId', None), 250: ('TokenId', None), 251: ('TokenId', None), 252: ('TokenId', None), 253: ('TokenId', None), 254: ('TokenId', None), 255: ('TokenId', None), 256: ('Hmac', None), 257: ('Hmac', None), 258: ('Hmac', None), 259: ('Hmac', None), 260: ('Hmac', None), 261: ('Hmac', None), 262: ('Hmac', None), 263: ('Hmac', None), 264: ('ThrottleTimeMs', None), 273: ('ErrorCode', None), 274: ('PrincipalType', None), 275: ('PrincipalType', None), 276: ('PrincipalType', None), 277: ('PrincipalType', None), 278: ('PrincipalType', None), 279: ('PrincipalType', None), 280: ('PrincipalType', None), 281: ('PrincipalType', None), 282: ('PrincipalType', None), 283: ('PrincipalType', None), 284: ('PrincipalName', None), 285: ('PrincipalName', None), 286: ('PrincipalName', None), 287: ('PrincipalName', None), 288: ('PrincipalName', None), 289: ('PrincipalName', None), 290: ('PrincipalName', None), 291: ('PrincipalName', None), 292: ('PrincipalName', None), 293: ('PrincipalName', None), 294: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 295: ('TokenId', None), 296: ('TokenId', None), 297: ('TokenId', None), 298: ('TokenId', None), 299: ('TokenId', None), 300: ('TokenId', None), 301: ('TokenId', None), 302: ('TokenId', None), 303: ('TokenId', None), 304: ('TokenId', None), 305: ('Hmac', None), 306: ('Hmac', None), 307: ('Hmac', None), 308: ('Hmac', None), 309: ('Hmac', None), 310: ('Hmac', None), 311: ('Hmac', None), 312: ('Hmac', None), 313: ('Hmac', None), 314: ('Hmac', None), 315: ('ThrottleTimeMs', None), 317: ('_tagged', None), 318: ('_tagged', None), 319: ('_tagged', None), 327: ('ErrorCode', None), 328: ('PrincipalType', None), 329: ('PrincipalType', None), 330: ('PrincipalType', None), 331: ('PrincipalType', None), 332: ('PrincipalType', None), 333: ('PrincipalType', None), 334: ('PrincipalType', None), 335: ('PrincipalType', None), 336: ('PrincipalType', None), 337: ('PrincipalType', None), 338: ('PrincipalName', None), 339: ('PrincipalName', None), 340: ('PrincipalName', None), 341: ('PrincipalName', None), 342: ('PrincipalName', None), 343: ('PrincipalName', None), 344: ('PrincipalName', None), 345: ('PrincipalName', None), 346: ('PrincipalName', None), 347: ('PrincipalName', None), 348: ('TokenRequesterPrincipalType', None), 349: ('TokenRequesterPrincipalType', None), 350: ('TokenRequesterPrincipalType', None), 351: ('TokenRequesterPrincipalType', None), 352: ('TokenRequesterPrincipalType', None), 353: ('TokenRequesterPrincipalType', None), 354: ('TokenRequesterPrincipalType', None), 355: ('TokenRequesterPrincipalType', None), 356: ('TokenRequesterPrincipalType', None), 357: ('TokenRequesterPrincipalType', None), 358: ('TokenRequesterPrincipalName', None), 359: ('TokenRequesterPrincipalName', None), 360: ('TokenRequesterPrincipalName', None), 361: ('TokenRequesterPrincipalName', None), 362: ('TokenRequesterPrincipalName', None), 363: ('TokenRequesterPrincipalName', None), 364: ('TokenRequesterPrincipalName', None), 365: ('TokenRequesterPrincipalName', None), 366: ('TokenRequesterPrincipalName', None), 367: ('TokenRequesterPrincipalName', None), 368: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 369: ('TokenId', None), 370: ('TokenId', None), 371: ('TokenId', None), 372: ('TokenId', None), 373: ('TokenId', None), 374: ('TokenId', None), 375: ('TokenId', None), 376: ('TokenId', None), 377: ('TokenId', None), 378: ('TokenId', None), 379: ('Hmac', None), 380: ('Hmac', None), 381: ('Hmac', None), 382: ('Hmac', None), 383: ('Hmac', None), 384: ('Hmac', None), 385: ('Hmac', None), 386: ('Hmac', None), 387: ('Hmac', None), 388: ('Hmac', None), 389: ('ThrottleTimeMs', None), 391: ('_tagged', None), 392: ('_tagged', None), 393: ('_tagged', None)}
+_LINES = {15: ('PrincipalType', None), 16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalName', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 39: ('Renewers', None), 40: ('Renewers', None), 41: ('Renewers', None), 42: ('Renewers', None), 43: ('Renewers', None), 44: ('Renewers', None), 45: ('Renewers', None), 46: ('Renewers[{}].PrincipalType', 'i3'), 47: ('Renewers[{}].PrincipalType', 'i3'), 48: ('Renewers[{}].PrincipalType', 'i3'), 49: ('Renewers[{}].PrincipalType', 'i3'), 50: ('Renewers[{}].PrincipalType', 'i3'), 51: ('Renewers[{}].PrincipalType', 'i3'), 52: ('Renewers[{}].PrincipalType', 'i3'), 53: ('Renewers[{}].PrincipalType', 'i3'), 54: ('Renewers[{}].PrincipalName', 'i3'), 55: ('Renewers[{}].PrincipalName', 'i3'), 56: ('Renewers[{}].PrincipalName', 'i3'), 57: ('Renewers[{}].PrincipalName', 'i3'), 58: ('Renewers[{}].PrincipalName', 'i3'), 59: ('Renewers[{}].PrincipalName', 'i3'), 60: ('Renewers[{}].PrincipalName', 'i3'), 61: ('Renewers[{}].PrincipalName', 'i3'), 62: ('Renewers', 'i3'), 63: ('Renewers', 'i3'), 64: ('Renewers', None), 65: ('Renewers', None), 66: ('Renewers', None), 67: ('Renewers', None), 68: ('MaxLifetimeMs', None), 77: ('PrincipalType', None), 78: ('PrincipalType', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalType', None), 85: ('PrincipalType', None), 86: ('PrincipalType', None), 87: ('PrincipalName', None), 88: ('PrincipalName', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 94: ('PrincipalName', None), 95: ('PrincipalName', None), 96: ('PrincipalName', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('Renewers', None), 109: ('Renewers', None), 110: ('Renewers', None), 111: ('Renewers', None), 112: ('Renewers', None), 113: ('Renewers', None), 114: ('Renewers', None), 115: ('Renewers', None), 116: ('Renewers', None), 117: ('Renewers[{}].PrincipalType', 'i3'), 118: ('Renewers[{}].PrincipalType', 'i3'), 119: ('Renewers[{}].PrincipalType', 'i3'), 120: ('Renewers[{}].PrincipalType', 'i3'), 121: ('Renewers[{}].PrincipalType', 'i3'), 122: ('Renewers[{}].PrincipalType', 'i3'), 123: ('Renewers[{}].PrincipalType', 'i3'), 124: ('Renewers[{}].PrincipalType', 'i3'), 125: ('Renewers[{}].PrincipalType', 'i3'), 126: ('Renewers[{}].PrincipalType', 'i3'), 127: ('Renewers[{}].PrincipalName', 'i3'), 128: ('Renewers[{}].PrincipalName', 'i3'), 129: ('Renewers[{}].PrincipalName', 'i3'), 130: ('Renewers[{}].PrincipalName', 'i3'), 131: ('Renewers[{}].PrincipalName', 'i3'), 132: ('Renewers[{}].PrincipalName', 'i3'), 133: ('Renewers[{}].PrincipalName', 'i3'), 134: ('Renewers[{}].PrincipalName', 'i3'), 135: ('Renewers[{}].PrincipalName', 'i3'), 136: ('Renewers[{}].PrincipalName', 'i3'), 137: ('Renewers', 'i3'), 138: ('Renewers', 'i3'), 139: ('Renewers', 'i3'), 140: ('Renewers', 'i3'), 141: ('Renewers', 'i3'), 142: ('Renewers', None), 143: ('Renewers', None), 144: ('Renewers', None), 145: ('Renewers', None), 146: ('MaxLifetimeMs', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('OwnerPrincipalType', None), 159: ('OwnerPrincipalType', None), 160: ('OwnerPrincipalType', None), 161: ('OwnerPrincipalType', None), 162: ('OwnerPrincipalType', None), 163: ('OwnerPrincipalType', None), 164: ('OwnerPrincipalType', None), 165: ('OwnerPrincipalType', None), 166: ('OwnerPrincipalType', None), 167: ('OwnerPrincipalType', None), 168: ('OwnerPrincipalName', None), 169: ('OwnerPrincipalName', None), 170: ('OwnerPrincipalName', None), 171: ('OwnerPrincipalName', None), 172: ('OwnerPrincipalName', None), 173: ('OwnerPrincipalName', None), 174: ('OwnerPrincipalName', None), 175: ('OwnerPrincipalName', None), 176: ('OwnerPrincipalName', None), 177: ('OwnerPrincipalName', None), 178: ('Renewers', None), 179: ('Renewers', None), 180: ('Renewers', None), 181: ('Renewers', None), 182: ('Renewers', None), 183: ('Renewers', None), 184: ('Renewers', None), 185: ('Renewers', None), 186: ('Renewers', None), 187: ('Renewers[{}].PrincipalType', 'i7'), 188: ('Renewers[{}].PrincipalType', 'i7'), 189: ('Renewers[{}].PrincipalType', 'i7'), 190: ('Renewers[{}].PrincipalType', 'i7'), 191: ('Renewers[{}].PrincipalType', 'i7'), 192: ('Renewers[{}].PrincipalType', 'i7'), 193: ('Renewers[{}].PrincipalType', 'i7'), 194: ('Renewers[{}].PrincipalType', 'i7'), 195: ('Renewers[{}].PrincipalType', 'i7'), 196: ('Renewers[{}].PrincipalType', 'i7'), 197: ('Renewers[{}].PrincipalName', 'i7'), 198: ('Renewers[{}].PrincipalName', 'i7'), 199: ('Renewers[{}].PrincipalName', 'i7'), 200: ('Renewers[{}].PrincipalName', 'i7'), 201: ('Renewers[{}].PrincipalName', 'i7'), 202: ('Renewers[{}].PrincipalName', 'i7'), 203: ('Renewers[{}].PrincipalName', 'i7'), 204: ('Renewers[{}].PrincipalName', 'i7'), 205: ('Renewers[{}].PrincipalName', 'i7'), 206: ('Renewers[{}].PrincipalName', 'i7'), 207: ('Renewers', 'i7'), 208: ('Renewers', 'i7'), 209: ('Renewers', 'i7'), 210: ('Renewers', 'i7'), 211: ('Renewers', 'i7'), 212: ('Renewers', None), 213: ('Renewers', None), 214: ('Renewers', None), 215: ('Renewers', None), 216: ('MaxLifetimeMs', None), 218: ('_tagged', None), 219: ('_tagged', None), 220: ('_tagged', None), 228: ('ErrorCode', None), 229: ('PrincipalType', None), 230: ('PrincipalType', None), 231: ('PrincipalType', None), 232: ('PrincipalType', None), 233: ('PrincipalType', None), 234: ('PrincipalType', None), 235: ('PrincipalType', None), 236: ('PrincipalType', None), 237: ('PrincipalName', None), 238: ('PrincipalName', None), 239: ('PrincipalName', None), 240: ('PrincipalName', None), 241: ('PrincipalName', None), 242: ('PrincipalName', None), 243: ('PrincipalName', None), 244: ('PrincipalName', None), 245: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 246: ('TokenId', None), 247: ('TokenId', None), 248: ('TokenId', None), 249: ('TokenId', None), 250: ('TokenId', None), 251: ('TokenId', None), 252: ('TokenId', None), 253: ('TokenId', None), 254: ('Hmac', None), 255: ('Hmac', None), 256: ('Hmac', None), 257: ('Hmac', None), 258: ('Hmac', None), 259: ('Hmac', None), 260: ('Hmac', None), 261: ('Hmac', None), 262: ('ThrottleTimeMs', None), 271: ('ErrorCode', None), 272: ('PrincipalType', None), 273: ('PrincipalType', None), 274: ('PrincipalType', None), 275: ('PrincipalType', None), 276: ('PrincipalType', None), 277: ('PrincipalType', None), 278: ('PrincipalType', None), 279: ('PrincipalType', None), 280: ('PrincipalType', None), 281: ('PrincipalType', None), 282: ('PrincipalName', None), 283: ('PrincipalName', None), 284: ('PrincipalName', None), 285: ('PrincipalName', None), 286: ('PrincipalName', None), 287: ('PrincipalName', None), 288: ('PrincipalName', None), 289: ('PrincipalName', None), 290: ('PrincipalName', None), 291: ('PrincipalName', None), 292: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 293: ('TokenId', None), 294: ('TokenId', None), 295: ('TokenId', None), 296: ('TokenId', None), 297: ('TokenId', None), 298: ('TokenId', None), 299: ('TokenId', None), 300: ('TokenId', None), 301: ('TokenId', None), 302: ('TokenId', None), 303: ('Hmac', None), 304: ('Hmac', None), 305: ('Hmac', None), 306: ('Hmac', None), 307: ('Hmac', None), 308: ('Hmac', None), 309: ('Hmac', None), 310: ('Hmac', None), 311: ('Hmac', None), 312: ('Hmac', None), 313: ('ThrottleTimeMs', None), 315: ('_tagged', None), 316: ('_tagged', None), 317: ('_tagged', None), 325: ('ErrorCode', None), 326: ('PrincipalType', None), 327: ('PrincipalType', None), 328: ('PrincipalType', None), 329: ('PrincipalType', None), 330: ('PrincipalType', None), 331: ('PrincipalType', None), 332: ('PrincipalType', None), 333: ('PrincipalType', None), 334: ('PrincipalType', None), 335: ('PrincipalType', None), 336: ('PrincipalName', None), 337: ('PrincipalName', None), 338: ('PrincipalName', None), 339: ('PrincipalName', None), 340: ('PrincipalName', None), 341: ('PrincipalName', None), 342: ('PrincipalName', None), 343: ('PrincipalName', None), 344: ('PrincipalName', None), 345: ('PrincipalName', None), 346: ('TokenRequesterPrincipalType', None), 347: ('TokenRequesterPrincipalType', None), 348: ('TokenRequesterPrincipalType', None), 349: ('TokenRequesterPrincipalType', None), 350: ('TokenRequesterPrincipalType', None), 351: ('TokenRequesterPrincipalType', None), 352: ('TokenRequesterPrincipalType', None), 353: ('TokenRequesterPrincipalType', None), 354: ('TokenRequesterPrincipalType', None), 355: ('TokenRequesterPrincipalType', None), 356: ('TokenRequesterPrincipalName', None), 357: ('TokenRequesterPrincipalName', None), 358: ('TokenRequesterPrincipalName', None), 359: ('TokenRequesterPrincipalName', None), 360: ('TokenRequesterPrincipalName', None), 361: ('TokenRequesterPrincipalName', None), 362: ('TokenRequesterPrincipalName', None), 363: ('TokenRequesterPrincipalName', None), 364: ('TokenRequesterPrincipalName', None), 365: ('TokenRequesterPrincipalName', None), 366: ('IssueTimestampMs+ExpiryTimestampMs+MaxTimestampMs', None), 367: ('TokenId', None), 368: ('TokenId', None), 369: ('TokenId', None), 370: ('TokenId', None), 371: ('TokenId', None), 372: ('TokenId', None), 373: ('TokenId', None), 374: ('TokenId', None), 375: ('TokenId', None), 376: ('TokenId', None), 377: ('Hmac', None), 378: ('Hmac', None), 379: ('Hmac', None), 380: ('Hmac', None), 381: ('Hmac', None), 382: ('Hmac', None), 383: ('Hmac', None), 384: ('Hmac', None), 385: ('Hmac', None), 386: ('Hmac', None), 387: ('ThrottleTimeMs', None), 389: ('_tagged', None), 390: ('_tagged', None), 391: ('_tagged', None)}

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>hqi').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
@@ -27,7 +25,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -44,12 +42,12 @@ def _f1(b, p):
         d = {"Hmac": v1, "ExpiryTimePeriodMs": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 14
@@ -58,14 +56,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 14
         d = {"ErrorCode": v1, "ExpiryTimestampMs": v2, "ThrottleTimeMs": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -77,4 +75,4 @@ NAME = 'ExpireDelegationToken'
 REQUEST = {0: _f0, 1: _f0, 2: _f1}
 RESPONSE = {0: _f2, 1: _f2, 2: _f3}
 
-_LINES = {16: ('Hmac', None), 17: ('Hmac', None), 18: ('Hmac', None), 19: ('Hmac', None), 20: ('Hmac', None), 21: ('Hmac', None), 22: ('Hmac', None), 23: ('Hmac', None), 24: ('ExpiryTimePeriodMs', None), 33: ('Hmac', None), 34: ('Hmac', None), 35: ('Hmac', None), 36: ('Hmac', None), 37: ('Hmac', None), 38: ('Hmac', None), 39: ('Hmac', None), 40: ('Hmac', None), 41: ('Hmac', None), 42: ('Hmac', None), 43: ('ExpiryTimePeriodMs', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 64: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None)}
+_LINES = {14: ('Hmac', None), 15: ('Hmac', None), 16: ('Hmac', None), 17: ('Hmac', None), 18: ('Hmac', None), 19: ('Hmac', None), 20: ('Hmac', None), 21: ('Hmac', None), 22: ('ExpiryTimePeriodMs', None), 31: ('Hmac', None), 32: ('Hmac', None), 33: ('Hmac', None), 34: ('Hmac', None), 35: ('Hmac', None), 36: ('Hmac', None), 37: ('Hmac', None), 38: ('Hmac', None), 39: ('Hmac', None), 40: ('Hmac', None), 41: ('ExpiryTimePeriodMs', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 62: ('ErrorCode+ExpiryTimestampMs+ThrottleTimeMs', None), 64: ('_tagged', None), 65: ('_tagged', None), 66: ('_tagged', None)}

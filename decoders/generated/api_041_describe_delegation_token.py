@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>qqq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -34,14 +32,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -71,7 +69,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -97,12 +95,12 @@ def _f2(b, p):
         d = {"PrincipalType": v1, "PrincipalName": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -110,8 +108,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -137,7 +135,7 @@ def _f3(b, p):
                 d8 = {"PrincipalType": v4, "PrincipalName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -146,12 +144,12 @@ def _f3(b, p):
         d = {"Owners": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -190,8 +188,8 @@ def _f4(b, p):
         n13, = _U0(b, p); p += 4
         if n13 >= 0:
             if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16, = _U1(b, p); p += 2
@@ -221,18 +219,18 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 38 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -244,7 +242,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -293,8 +291,8 @@ def _f6(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 3 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -320,7 +318,7 @@ def _f6(b, p):
                 d19 = {"PrincipalType": v15, "PrincipalName": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v12.append(d19)
         elif n13 == -1:
             v12 = None
@@ -329,12 +327,12 @@ def _f6(b, p):
         d = {"PrincipalType": v1, "PrincipalName": v3, "IssueTimestamp": v5, "ExpiryTimestamp": v6, "MaxTimestamp": v7, "TokenId": v8, "Hmac": v10, "Renewers": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -343,11 +341,11 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 30 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
+                x5, p = _f6(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -357,12 +355,12 @@ def _f7(b, p):
         d = {"ErrorCode": v1, "Tokens": v2, "ThrottleTimeMs": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -431,8 +429,8 @@ def _f8(b, p):
         n17 -= 1
         if n17 >= 0:
             if n17 * 3 > L - p: raise _rt.short_count(n17, L - p)
-            _B[0] -= n17
-            if _B[0] < 0: raise _rt.over_budget(n17)
+            B.left -= n17
+            if B.left < 0: raise _rt.over_budget(n17)
             v16 = []
             for i18 in range(n17):
                 n20 = b[p]; p += 1
@@ -458,7 +456,7 @@ def _f8(b, p):
                 d23 = {"PrincipalType": v19, "PrincipalName": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d23)
+                if t: p = _rt.tags(b, p, t, _T0, d23, B)
                 v16.append(d23)
         elif n17 == -1:
             v16 = None
@@ -467,12 +465,12 @@ def _f8(b, p):
         d = {"PrincipalType": v1, "PrincipalName": v3, "TokenRequesterPrincipalType": v5, "TokenRequesterPrincipalName": v7, "IssueTimestamp": v9, "ExpiryTimestamp": v10, "MaxTimestamp": v11, "TokenId": v12, "Hmac": v14, "Renewers": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -481,11 +479,11 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 32 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
+                x5, p = _f8(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -495,7 +493,7 @@ def _f9(b, p):
         d = {"ErrorCode": v1, "Tokens": v2, "ThrottleTimeMs": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -507,4 +505,4 @@ NAME = 'DescribeDelegationToken'
 REQUEST = {0: _f1, 1: _f1, 2: _f3, 3: _f3}
 RESPONSE = {0: _f5, 1: _f5, 2: _f7, 3: _f9}
 
-_LINES = {16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalType', None), 23: ('PrincipalType', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 30: ('PrincipalName', None), 31: ('PrincipalName', None), 40: ('Owners', None), 41: ('Owners', None), 42: ('Owners', None), 43: ('Owners', None), 44: ('Owners', None), 45: ('Owners', None), 46: ('Owners', None), 47: ('Owners[{}].PrincipalType', 'i3'), 48: ('Owners[{}].PrincipalType', 'i3'), 49: ('Owners[{}].PrincipalType', 'i3'), 50: ('Owners[{}].PrincipalType', 'i3'), 51: ('Owners[{}].PrincipalType', 'i3'), 52: ('Owners[{}].PrincipalType', 'i3'), 53: ('Owners[{}].PrincipalType', 'i3'), 54: ('Owners[{}].PrincipalType', 'i3'), 55: ('Owners[{}].PrincipalName', 'i3'), 56: ('Owners[{}].PrincipalName', 'i3'), 57: ('Owners[{}].PrincipalName', 'i3'), 58: ('Owners[{}].PrincipalName', 'i3'), 59: ('Owners[{}].PrincipalName', 'i3'), 60: ('Owners[{}].PrincipalName', 'i3'), 61: ('Owners[{}].PrincipalName', 'i3'), 62: ('Owners[{}].PrincipalName', 'i3'), 63: ('Owners', 'i3'), 64: ('Owners', 'i3'), 65: ('Owners', None), 66: ('Owners', None), 67: ('Owners', None), 68: ('Owners', None), 77: ('PrincipalType', None), 78: ('PrincipalType', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalType', None), 85: ('PrincipalType', None), 86: ('PrincipalType', None), 87: ('PrincipalName', None), 88: ('PrincipalName', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 94: ('PrincipalName', None), 95: ('PrincipalName', None), 96: ('PrincipalName', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('Owners', None), 109: ('Owners', None), 110: ('Owners', None), 111: ('Owners', None), 112: ('Owners', None), 113: ('Owners', None), 114: ('Owners', None), 115: ('Owners', None), 116: ('Owners', None), 117: ('Owners[{}].PrincipalType', 'i3'), 118: ('Owners[{}].PrincipalType', 'i3'), 119: ('Owners[{}].PrincipalType', 'i3'), 120: ('Owners[{}].PrincipalType', 'i3'), 121: ('Owners[{}].PrincipalType', 'i3'), 122: ('Owners[{}].PrincipalType', 'i3'), 123: ('Owners[{}].PrincipalType', 'i3'), 124: ('Owners[{}].PrincipalType', 'i3'), 125: ('Owners[{}].PrincipalType', 'i3'), 126: ('Owners[{}].PrincipalType', 'i3'), 127: ('Owners[{}].PrincipalName', 'i3'), 128: ('Owners[{}].PrincipalName', 'i3'), 129: ('Owners[{}].PrincipalName', 'i3'), 130: ('Owners[{}].PrincipalName', 'i3'), 131: ('Owners[{}].PrincipalName', 'i3'), 132: ('Owners[{}].PrincipalName', 'i3'), 133: ('Owners[{}].PrincipalName', 'i3'), 134: ('Owners[{}].PrincipalName', 'i3'), 135: ('Owners[{}].PrincipalName', 'i3'), 136: ('Owners[{}].PrincipalName', 'i3'), 137: ('Owners', 'i3'), 138: ('Owners', 'i3'), 139: ('Owners', 'i3'), 140: ('Owners', 'i3'), 141: ('Owners', 'i3'), 142: ('Owners', None), 143: ('Owners', None), 144: ('Owners', None), 145: ('Owners', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('PrincipalType', None), 158: ('PrincipalType', None), 159: ('PrincipalType', None), 160: ('PrincipalType', None), 161: ('PrincipalType', None), 162: ('PrincipalType', None), 163: ('PrincipalType', None), 164: ('PrincipalType', None), 165: ('PrincipalName', None), 166: ('PrincipalName', None), 167: ('PrincipalName', None), 168: ('PrincipalName', None), 169: ('PrincipalName', None), 170: ('PrincipalName', None), 171: ('PrincipalName', None), 172: ('PrincipalName', None), 173: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 174: ('TokenId', None), 175: ('TokenId', None), 176: ('TokenId', None), 177: ('TokenId', None), 178: ('TokenId', None), 179: ('TokenId', None), 180: ('TokenId', None), 181: ('TokenId', None), 182: ('Hmac', None), 183: ('Hmac', None), 184: ('Hmac', None), 185: ('Hmac', None), 186: ('Hmac', None), 187: ('Hmac', None), 188: ('Hmac', None), 189: ('Hmac', None), 190: ('Renewers', None), 191: ('Renewers', None), 192: ('Renewers', None), 193: ('Renewers', None), 194: ('Renewers', None), 195: ('Renewers', None), 196: ('Renewers', None), 197: ('Renewers[{}].PrincipalType', 'i14'), 198: ('Renewers[{}].PrincipalType', 'i14'), 199: ('Renewers[{}].PrincipalType', 'i14'), 200: ('Renewers[{}].PrincipalType', 'i14'), 201: ('Renewers[{}].PrincipalType', 'i14'), 202: ('Renewers[{}].PrincipalType', 'i14'), 203: ('Renewers[{}].PrincipalType', 'i14'), 204: ('Renewers[{}].PrincipalType', 'i14'), 205: ('Renewers[{}].PrincipalName', 'i14'), 206: ('Renewers[{}].PrincipalName', 'i14'), 207: ('Renewers[{}].PrincipalName', 'i14'), 208: ('Renewers[{}].PrincipalName', 'i14'), 209: ('Renewers[{}].PrincipalName', 'i14'), 210: ('Renewers[{}].PrincipalName', 'i14'), 211: ('Renewers[{}].PrincipalName', 'i14'), 212: ('Renewers[{}].PrincipalName', 'i14'), 213: ('Renewers', 'i14'), 214: ('Renewers', 'i14'), 215: ('Renewers', None), 216: ('Renewers', None), 217: ('Renewers', None), 218: ('Renewers', None), 227: ('ErrorCode', None), 228: ('Tokens', None), 229: ('Tokens', None), 230: ('Tokens', None), 231: ('Tokens', None), 232: ('Tokens', None), 233: ('Tokens', None), 234: ('Tokens', None), 235: ('Tokens', 'i4'), 236: ('Tokens', 'i4'), 237: ('Tokens', None), 238: ('Tokens', None), 239: ('Tokens', None), 240: ('Tokens', None), 241: ('ThrottleTimeMs', None), 250: ('PrincipalType', None), 251: ('PrincipalType', None), 252: ('PrincipalType', None), 253: ('PrincipalType', None), 254: ('PrincipalType', None), 255: ('PrincipalType', None), 256: ('PrincipalType', None), 257: ('PrincipalType', None), 258: ('PrincipalType', None), 259: ('PrincipalType', None), 260: ('PrincipalName', None), 261: ('PrincipalName', None), 262: ('PrincipalName', None), 263: ('PrincipalName', None), 264: ('PrincipalName', None), 265: ('PrincipalName', None), 266: ('PrincipalName', None), 267: ('PrincipalName', None), 268: ('PrincipalName', None), 269: ('PrincipalName', None), 270: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 271: ('TokenId', None), 272: ('TokenId', None), 273: ('TokenId', None), 274: ('TokenId', None), 275: ('TokenId', None), 276: ('TokenId', None), 277: ('TokenId', None), 278: ('TokenId', None), 279: ('TokenId', None), 280: ('TokenId', None), 281: ('Hmac', None), 282: ('Hmac', None), 283: ('Hmac', None), 284: ('Hmac', None), 285: ('Hmac', None), 286: ('Hmac', None), 287: ('Hmac', None), 288: ('Hmac', None), 289: ('Hmac', None), 290: ('Hmac', None), 291: ('Renewers', None), 292: ('Renewers', None), 293: ('Renewers', None), 294: ('Renewers', None), 295: ('Renewers', None), 296: ('Renewers', None), 297: ('Renewers', None), 298: ('Renewers', None), 299: ('Renewers', None), 300: ('Renewers[{}].PrincipalType', 'i14'), 301: ('Renewers[{}].PrincipalType', 'i14'), 302: ('Renewers[{}].PrincipalType', 'i14'), 303: ('Renewers[{}].PrincipalType', 'i14'), 304: ('Renewers[{}].PrincipalType', 'i14'), 305: ('Renewers[{}].PrincipalType', 'i14'), 306: ('Renewers[{}].PrincipalType', 'i14'), 307: ('Renewers[{}].PrincipalType', 'i14'), 308: ('Renewers[{}].PrincipalType', 'i14'), 309: ('Renewers[{}].PrincipalType', 'i14'), 310: ('Renewers[{}].PrincipalName', 'i14'), 311: ('Renewers[{}].PrincipalName', 'i14'), 312: ('Renewers[{}].PrincipalName', 'i14'), 313: ('Renewers[{}].PrincipalName', 'i14'), 314: ('Renewers[{}].PrincipalName', 'i14'), 315: ('Renewers[{}].PrincipalName', 'i14'), 316: ('Renewers[{}].PrincipalName', 'i14'), 317: ('Renewers[{}].PrincipalName', 'i14'), 318: ('Renewers[{}].PrincipalName', 'i14'), 319: ('Renewers[{}].PrincipalName', 'i14'), 320: ('Renewers', 'i14'), 321: ('Renewers', 'i14'), 322: ('Renewers', 'i14'), 323: ('Renewers', 'i14'), 324: ('Renewers', 'i14'), 325: ('Renewers', None), 326: ('Renewers', None), 327: ('Renewers', None), 328: ('Renewers', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None), 340: ('ErrorCode', None), 341: ('Tokens', None), 342: ('Tokens', None), 343: ('Tokens', None), 344: ('Tokens', None), 345: ('Tokens', None), 346: ('Tokens', None), 347: ('Tokens', None), 348: ('Tokens', None), 349: ('Tokens', None), 350: ('Tokens', 'i4'), 351: ('Tokens', 'i4'), 352: ('Tokens', None), 353: ('Tokens', None), 354: ('Tokens', None), 355: ('Tokens', None), 356: ('ThrottleTimeMs', None), 358: ('_tagged', None), 359: ('_tagged', None), 360: ('_tagged', None), 368: ('PrincipalType', None), 369: ('PrincipalType', None), 370: ('PrincipalType', None), 371: ('PrincipalType', None), 372: ('PrincipalType', None), 373: ('PrincipalType', None), 374: ('PrincipalType', None), 375: ('PrincipalType', None), 376: ('PrincipalType', None), 377: ('PrincipalType', None), 378: ('PrincipalName', None), 379: ('PrincipalName', None), 380: ('PrincipalName', None), 381: ('PrincipalName', None), 382: ('PrincipalName', None), 383: ('PrincipalName', None), 384: ('PrincipalName', None), 385: ('PrincipalName', None), 386: ('PrincipalName', None), 387: ('PrincipalName', None), 388: ('TokenRequesterPrincipalType', None), 389: ('TokenRequesterPrincipalType', None), 390: ('TokenRequesterPrincipalType', None), 391: ('TokenRequesterPrincipalType', None), 392: ('TokenRequesterPrincipalType', None), 393: ('TokenRequesterPrincipalType', None), 394: ('TokenRequesterPrincipalType', None), 395: ('TokenRequesterPrincipalType', None), 396: ('TokenRequesterPrincipalType', None), 397: ('TokenRequesterPrincipalType', None), 398: ('TokenRequesterPrincipalName', None), 399: ('TokenRequesterPrincipalName', None), 400: ('TokenRequesterPrincipalName', None), 401: ('TokenRequesterPrincipalName', None), 402: ('TokenRequesterPrincipalName', None), 403: ('TokenRequesterPrincipalName', None), 404: ('TokenRequesterPrincipalName', None), 405: ('TokenRequesterPrincipalName', None), 406: ('TokenRequesterPrincipalName', None), 407: ('TokenRequesterPrincipalName', None), 408: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 409: ('TokenId', None), 410: ('TokenId', None), 411: ('TokenId', None), 412: ('TokenId', None), 413: ('TokenId', None), 414: ('TokenId', None), 415: ('TokenId', None), 416: ('TokenId', None), 417: ('TokenId', None), 418: ('TokenId', None), 419: ('Hmac', None), 420: ('Hmac', None), 421: ('Hmac', None), 422: ('Hmac', None), 423: ('Hmac', None), 424: ('Hmac', None), 425: ('Hmac', None), 426: ('Hmac', None), 427: ('Hmac', None), 428: ('Hmac', None), 429: ('Renewers', None), 430: ('Renewers', None), 431: ('Renewers', None), 432: ('Renewers', None), 433: ('Renewers', None), 434: ('Renewers', None), 435: ('Renewers', None), 436: ('Renewers', None), 437: ('Renewers', None), 438: ('Renewers[{}].PrincipalType', 'i18'), 439: ('Renewers[{}].PrincipalType', 'i18'), 440: ('Renewers[{}].PrincipalType', 'i18'), 441: ('Renewers[{}].PrincipalType', 'i18'), 442: ('Renewers[{}].PrincipalType', 'i18'), 443: ('Renewers[{}].PrincipalType', 'i18'), 444: ('Renewers[{}].PrincipalType', 'i18'), 445: ('Renewers[{}].PrincipalType', 'i18'), 446: ('Renewers[{}].PrincipalType', 'i18'), 447: ('Renewers[{}].PrincipalType', 'i18'), 448: ('Renewers[{}].PrincipalName', 'i18'), 449: ('Renewers[{}].PrincipalName', 'i18'), 450: ('Renewers[{}].PrincipalName', 'i18'), 451: ('Renewers[{}].PrincipalName', 'i18'), 452: ('Renewers[{}].PrincipalName', 'i18'), 453: ('Renewers[{}].PrincipalName', 'i18'), 454: ('Renewers[{}].PrincipalName', 'i18'), 455: ('Renewers[{}].PrincipalName', 'i18'), 456: ('Renewers[{}].PrincipalName', 'i18'), 457: ('Renewers[{}].PrincipalName', 'i18'), 458: ('Renewers', 'i18'), 459: ('Renewers', 'i18'), 460: ('Renewers', 'i18'), 461: ('Renewers', 'i18'), 462: ('Renewers', 'i18'), 463: ('Renewers', None), 464: ('Renewers', None), 465: ('Renewers', None), 466: ('Renewers', None), 468: ('_tagged', None), 469: ('_tagged', None), 470: ('_tagged', None), 478: ('ErrorCode', None), 479: ('Tokens', None), 480: ('Tokens', None), 481: ('Tokens', None), 482: ('Tokens', None), 483: ('Tokens', None), 484: ('Tokens', None), 485: ('Tokens', None), 486: ('Tokens', None), 487: ('Tokens', None), 488: ('Tokens', 'i4'), 489: ('Tokens', 'i4'), 490: ('Tokens', None), 491: ('Tokens', None), 492: ('Tokens', None), 493: ('Tokens', None), 494: ('ThrottleTimeMs', None), 496: ('_tagged', None), 497: ('_tagged', None), 498: ('_tagged', None)}
+_LINES = {14: ('PrincipalType', None), 15: ('PrincipalType', None), 16: ('PrincipalType', None), 17: ('PrincipalType', None), 18: ('PrincipalType', None), 19: ('PrincipalType', None), 20: ('PrincipalType', None), 21: ('PrincipalType', None), 22: ('PrincipalName', None), 23: ('PrincipalName', None), 24: ('PrincipalName', None), 25: ('PrincipalName', None), 26: ('PrincipalName', None), 27: ('PrincipalName', None), 28: ('PrincipalName', None), 29: ('PrincipalName', None), 38: ('Owners', None), 39: ('Owners', None), 40: ('Owners', None), 41: ('Owners', None), 42: ('Owners', None), 43: ('Owners', None), 44: ('Owners', None), 45: ('Owners[{}].PrincipalType', 'i3'), 46: ('Owners[{}].PrincipalType', 'i3'), 47: ('Owners[{}].PrincipalType', 'i3'), 48: ('Owners[{}].PrincipalType', 'i3'), 49: ('Owners[{}].PrincipalType', 'i3'), 50: ('Owners[{}].PrincipalType', 'i3'), 51: ('Owners[{}].PrincipalType', 'i3'), 52: ('Owners[{}].PrincipalType', 'i3'), 53: ('Owners[{}].PrincipalName', 'i3'), 54: ('Owners[{}].PrincipalName', 'i3'), 55: ('Owners[{}].PrincipalName', 'i3'), 56: ('Owners[{}].PrincipalName', 'i3'), 57: ('Owners[{}].PrincipalName', 'i3'), 58: ('Owners[{}].PrincipalName', 'i3'), 59: ('Owners[{}].PrincipalName', 'i3'), 60: ('Owners[{}].PrincipalName', 'i3'), 61: ('Owners', 'i3'), 62: ('Owners', 'i3'), 63: ('Owners', None), 64: ('Owners', None), 65: ('Owners', None), 66: ('Owners', None), 75: ('PrincipalType', None), 76: ('PrincipalType', None), 77: ('PrincipalType', None), 78: ('PrincipalType', None), 79: ('PrincipalType', None), 80: ('PrincipalType', None), 81: ('PrincipalType', None), 82: ('PrincipalType', None), 83: ('PrincipalType', None), 84: ('PrincipalType', None), 85: ('PrincipalName', None), 86: ('PrincipalName', None), 87: ('PrincipalName', None), 88: ('PrincipalName', None), 89: ('PrincipalName', None), 90: ('PrincipalName', None), 91: ('PrincipalName', None), 92: ('PrincipalName', None), 93: ('PrincipalName', None), 94: ('PrincipalName', None), 96: ('_tagged', None), 97: ('_tagged', None), 98: ('_tagged', None), 106: ('Owners', None), 107: ('Owners', None), 108: ('Owners', None), 109: ('Owners', None), 110: ('Owners', None), 111: ('Owners', None), 112: ('Owners', None), 113: ('Owners', None), 114: ('Owners', None), 115: ('Owners[{}].PrincipalType', 'i3'), 116: ('Owners[{}].PrincipalType', 'i3'), 117: ('Owners[{}].PrincipalType', 'i3'), 118: ('Owners[{}].PrincipalType', 'i3'), 119: ('Owners[{}].PrincipalType', 'i3'), 120: ('Owners[{}].PrincipalType', 'i3'), 121: ('Owners[{}].PrincipalType', 'i3'), 122: ('Owners[{}].PrincipalType', 'i3'), 123: ('Owners[{}].PrincipalType', 'i3'), 124: ('Owners[{}].PrincipalType', 'i3'), 125: ('Owners[{}].PrincipalName', 'i3'), 126: ('Owners[{}].PrincipalName', 'i3'), 127: ('Owners[{}].PrincipalName', 'i3'), 128: ('Owners[{}].PrincipalName', 'i3'), 129: ('Owners[{}].PrincipalName', 'i3'), 130: ('Owners[{}].PrincipalName', 'i3'), 131: ('Owners[{}].PrincipalName', 'i3'), 132: ('Owners[{}].PrincipalName', 'i3'), 133: ('Owners[{}].PrincipalName', 'i3'), 134: ('Owners[{}].PrincipalName', 'i3'), 135: ('Owners', 'i3'), 136: ('Owners', 'i3'), 137: ('Owners', 'i3'), 138: ('Owners', 'i3'), 139: ('Owners', 'i3'), 140: ('Owners', None), 141: ('Owners', None), 142: ('Owners', None), 143: ('Owners', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('PrincipalType', None), 156: ('PrincipalType', None), 157: ('PrincipalType', None), 158: ('PrincipalType', None), 159: ('PrincipalType', None), 160: ('PrincipalType', None), 161: ('PrincipalType', None), 162: ('PrincipalType', None), 163: ('PrincipalName', None), 164: ('PrincipalName', None), 165: ('PrincipalName', None), 166: ('PrincipalName', None), 167: ('PrincipalName', None), 168: ('PrincipalName', None), 169: ('PrincipalName', None), 170: ('PrincipalName', None), 171: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 172: ('TokenId', None), 173: ('TokenId', None), 174: ('TokenId', None), 175: ('TokenId', None), 176: ('TokenId', None), 177: ('TokenId', None), 178: ('TokenId', None), 179: ('TokenId', None), 180: ('Hmac', None), 181: ('Hmac', None), 182: ('Hmac', None), 183: ('Hmac', None), 184: ('Hmac', None), 185: ('Hmac', None), 186: ('Hmac', None), 187: ('Hmac', None), 188: ('Renewers', None), 189: ('Renewers', None), 190: ('Renewers', None), 191: ('Renewers', None), 192: ('Renewers', None), 193: ('Renewers', None), 194: ('Renewers', None), 195: ('Renewers[{}].PrincipalType', 'i14'), 196: ('Renewers[{}].PrincipalType', 'i14'), 197: ('Renewers[{}].PrincipalType', 'i14'), 198: ('Renewers[{}].PrincipalType', 'i14'), 199: ('Renewers[{}].PrincipalType', 'i14'), 200: ('Renewers[{}].PrincipalType', 'i14'), 201: ('Renewers[{}].PrincipalType', 'i14'), 202: ('Renewers[{}].PrincipalType', 'i14'), 203: ('Renewers[{}].PrincipalName', 'i14'), 204: ('Renewers[{}].PrincipalName', 'i14'), 205: ('Renewers[{}].PrincipalName', 'i14'), 206: ('Renewers[{}].PrincipalName', 'i14'), 207: ('Renewers[{}].PrincipalName', 'i14'), 208: ('Renewers[{}].PrincipalName', 'i14'), 209: ('Renewers[{}].PrincipalName', 'i14'), 210: ('Renewers[{}].PrincipalName', 'i14'), 211: ('Renewers', 'i14'), 212: ('Renewers', 'i14'), 213: ('Renewers', None), 214: ('Renewers', None), 215: ('Renewers', None), 216: ('Renewers', None), 225: ('ErrorCode', None), 226: ('Tokens', None), 227: ('Tokens', None), 228: ('Tokens', None), 229: ('Tokens', None), 230: ('Tokens', None), 231: ('Tokens', None), 232: ('Tokens', None), 233: ('Tokens', 'i4'), 234: ('Tokens', 'i4'), 235: ('Tokens', None), 236: ('Tokens', None), 237: ('Tokens', None), 238: ('Tokens', None), 239: ('ThrottleTimeMs', None), 248: ('PrincipalType', None), 249: ('PrincipalType', None), 250: ('PrincipalType', None), 251: ('PrincipalType', None), 252: ('PrincipalType', None), 253: ('PrincipalType', None), 254: ('PrincipalType', None), 255: ('PrincipalType', None), 256: ('PrincipalType', None), 257: ('PrincipalType', None), 258: ('PrincipalName', None), 259: ('PrincipalName', None), 260: ('PrincipalName', None), 261: ('PrincipalName', None), 262: ('PrincipalName', None), 263: ('PrincipalName', None), 264: ('PrincipalName', None), 265: ('PrincipalName', None), 266: ('PrincipalName', None), 267: ('PrincipalName', None), 268: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 269: ('TokenId', None), 270: ('TokenId', None), 271: ('TokenId', None), 272: ('TokenId', None), 273: ('TokenId', None), 274: ('TokenId', None), 275: ('TokenId', None), 276: ('TokenId', None), 277: ('TokenId', None), 278: ('TokenId', None), 279: ('Hmac', None), 280: ('Hmac', None), 281: ('Hmac', None), 282: ('Hmac', None), 283: ('Hmac', None), 284: ('Hmac', None), 285: ('Hmac', None), 286: ('Hmac', None), 287: ('Hmac', None), 288: ('Hmac', None), 289: ('Renewers', None), 290: ('Renewers', None), 291: ('Renewers', None), 292: ('Renewers', None), 293: ('Renewers', None), 294: ('Renewers', None), 295: ('Renewers', None), 296: ('Renewers', None), 297: ('Renewers', None), 298: ('Renewers[{}].PrincipalType', 'i14'), 299: ('Renewers[{}].PrincipalType', 'i14'), 300: ('Renewers[{}].PrincipalType', 'i14'), 301: ('Renewers[{}].PrincipalType', 'i14'), 302: ('Renewers[{}].PrincipalType', 'i14'), 303: ('Renewers[{}].PrincipalType', 'i14'), 304: ('Renewers[{}].PrincipalType', 'i14'), 305: ('Renewers[{}].PrincipalType', 'i14'), 306: ('Renewers[{}].PrincipalType', 'i14'), 307: ('Renewers[{}].PrincipalType', 'i14'), 308: ('Renewers[{}].PrincipalName', 'i14'), 309: ('Renewers[{}].PrincipalName', 'i14'), 310: ('Renewers[{}].PrincipalName', 'i14'), 311: ('Renewers[{}].PrincipalName', 'i14'), 312: ('Renewers[{}].PrincipalName', 'i14'), 313: ('Renewers[{}].PrincipalName', 'i14'), 314: ('Renewers[{}].PrincipalName', 'i14'), 315: ('Renewers[{}].PrincipalName', 'i14'), 316: ('Renewers[{}].PrincipalName', 'i14'), 317: ('Renewers[{}].PrincipalName', 'i14'), 318: ('Renewers', 'i14'), 319: ('Renewers', 'i14'), 320: ('Renewers', 'i14'), 321: ('Renewers', 'i14'), 322: ('Renewers', 'i14'), 323: ('Renewers', None), 324: ('Renewers', None), 325: ('Renewers', None), 326: ('Renewers', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('ErrorCode', None), 339: ('Tokens', None), 340: ('Tokens', None), 341: ('Tokens', None), 342: ('Tokens', None), 343: ('Tokens', None), 344: ('Tokens', None), 345: ('Tokens', None), 346: ('Tokens', None), 347: ('Tokens', None), 348: ('Tokens', 'i4'), 349: ('Tokens', 'i4'), 350: ('Tokens', None), 351: ('Tokens', None), 352: ('Tokens', None), 353: ('Tokens', None), 354: ('ThrottleTimeMs', None), 356: ('_tagged', None), 357: ('_tagged', None), 358: ('_tagged', None), 366: ('PrincipalType', None), 367: ('PrincipalType', None), 368: ('PrincipalType', None), 369: ('PrincipalType', None), 370: ('PrincipalType', None), 371: ('PrincipalType', None), 372: ('PrincipalType', None), 373: ('PrincipalType', None), 374: ('PrincipalType', None), 375: ('PrincipalType', None), 376: ('PrincipalName', None), 377: ('PrincipalName', None), 378: ('PrincipalName', None), 379: ('PrincipalName', None), 380: ('PrincipalName', None), 381: ('PrincipalName', None), 382: ('PrincipalName', None), 383: ('PrincipalName', None), 384: ('PrincipalName', None), 385: ('PrincipalName', None), 386: ('TokenRequesterPrincipalType', None), 387: ('TokenRequesterPrincipalType', None), 388: ('TokenRequesterPrincipalType', None), 389: ('TokenRequesterPrincipalType', None), 390: ('TokenRequesterPrincipalType', None), 391: ('TokenRequesterPrincipalType', None), 392: ('TokenRequesterPrincipalType', None), 393: ('TokenRequesterPrincipalType', None), 394: ('TokenRequesterPrincipalType', None), 395: ('TokenRequesterPrincipalType', None), 396: ('TokenRequesterPrincipalName', None), 397: ('TokenRequesterPrincipalName', None), 398: ('TokenRequesterPrincipalName', None), 399: ('TokenRequesterPrincipalName', None), 400: ('TokenRequesterPrincipalName', None), 401: ('TokenRequesterPrincipalName', None), 402: ('TokenRequesterPrincipalName', None), 403: ('TokenRequesterPrincipalName', None), 404: ('TokenRequesterPrincipalName', None), 405: ('TokenRequesterPrincipalName', None), 406: ('IssueTimestamp+ExpiryTimestamp+MaxTimestamp', None), 407: ('TokenId', None), 408: ('TokenId', None), 409: ('TokenId', None), 410: ('TokenId', None), 411: ('TokenId', None), 412: ('TokenId', None), 413: ('TokenId', None), 414: ('TokenId', None), 415: ('TokenId', None), 416: ('TokenId', None), 417: ('Hmac', None), 418: ('Hmac', None), 419: ('Hmac', None), 420: ('Hmac', None), 421: ('Hmac', None), 422: ('Hmac', None), 423: ('Hmac', None), 424: ('Hmac', None), 425: ('Hmac', None), 426: ('Hmac', None), 427: ('Renewers', None), 428: ('Renewers', None), 429: ('Renewers', None), 430: ('Renewers', None), 431: ('Renewers', None), 432: ('Renewers', None), 433: ('Renewers', None), 434: ('Renewers', None), 435: ('Renewers', None), 436: ('Renewers[{}].PrincipalType', 'i18'), 437: ('Renewers[{}].PrincipalType', 'i18'), 438: ('Renewers[{}].PrincipalType', 'i18'), 439: ('Renewers[{}].PrincipalType', 'i18'), 440: ('Renewers[{}].PrincipalType', 'i18'), 441: ('Renewers[{}].PrincipalType', 'i18'), 442: ('Renewers[{}].PrincipalType', 'i18'), 443: ('Renewers[{}].PrincipalType', 'i18'), 444: ('Renewers[{}].PrincipalType', 'i18'), 445: ('Renewers[{}].PrincipalType', 'i18'), 446: ('Renewers[{}].PrincipalName', 'i18'), 447: ('Renewers[{}].PrincipalName', 'i18'), 448: ('Renewers[{}].PrincipalName', 'i18'), 449: ('Renewers[{}].PrincipalName', 'i18'), 450: ('Renewers[{}].PrincipalName', 'i18'), 451: ('Renewers[{}].PrincipalName', 'i18'), 452: ('Renewers[{}].PrincipalName', 'i18'), 453: ('Renewers[{}].PrincipalName', 'i18'), 454: ('Renewers[{}].PrincipalName', 'i18'), 455: ('Renewers[{}].PrincipalName', 'i18'), 456: ('Renewers', 'i18'), 457: ('Renewers', 'i18'), 458: ('Renewers', 'i18'), 459: ('Renewers', 'i18'), 460: ('Renewers', 'i18'), 461: ('Renewers', None), 462: ('Renewers', None), 463: ('Renewers', None), 464: ('Renewers', None), 466: ('_tagged', None), 467: ('_tagged', None), 468: ('_tagged', None), 476: ('ErrorCode', None), 477: ('Tokens', None), 478: ('Tokens', None), 479: ('Tokens', None), 480: ('Tokens', None), 481: ('Tokens', None), 482: ('Tokens', None), 483: ('Tokens', None), 484: ('Tokens', None), 485: ('Tokens', None), 486: ('Tokens', 'i4'), 487: ('Tokens', 'i4'), 488: ('Tokens', None), 489: ('Tokens', None), 490: ('Tokens', None), 491: ('Tokens', None), 492: ('ThrottleTimeMs', None), 494: ('_tagged', None), 495: ('_tagged', None), 496: ('_tagged', None)}

@@ -3,20 +3,18 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -37,7 +35,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -45,8 +43,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -67,12 +65,12 @@ def _f1(b, p):
         d = {"GroupsNames": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -89,15 +87,15 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -120,7 +118,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -137,12 +135,12 @@ def _f4(b, p):
         d = {"GroupId": v1, "ErrorCode": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -151,8 +149,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -169,7 +167,7 @@ def _f5(b, p):
                 d8 = {"GroupId": v5, "ErrorCode": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -178,12 +176,12 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -210,12 +208,12 @@ def _f6(b, p):
         d = {"GroupId": v1, "ErrorCode": v3, "ErrorMessage": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -224,8 +222,8 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -252,7 +250,7 @@ def _f7(b, p):
                 d10 = {"GroupId": v5, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -261,7 +259,7 @@ def _f7(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -273,4 +271,4 @@ NAME = 'DeleteGroups'
 REQUEST = {0: _f0, 1: _f0, 2: _f1, 3: _f1}
 RESPONSE = {0: _f3, 1: _f3, 2: _f5, 3: _f7}
 
-_LINES = {15: ('GroupsNames', None), 16: ('GroupsNames', None), 17: ('GroupsNames', None), 18: ('GroupsNames', None), 19: ('GroupsNames', None), 20: ('GroupsNames', None), 21: ('GroupsNames', None), 22: ('GroupsNames', 'i3'), 23: ('GroupsNames', 'i3'), 24: ('GroupsNames', 'i3'), 25: ('GroupsNames', 'i3'), 26: ('GroupsNames', 'i3'), 27: ('GroupsNames', 'i3'), 28: ('GroupsNames', 'i3'), 29: ('GroupsNames', 'i3'), 30: ('GroupsNames', 'i3'), 31: ('GroupsNames', None), 32: ('GroupsNames', None), 33: ('GroupsNames', None), 34: ('GroupsNames', None), 43: ('GroupsNames', None), 44: ('GroupsNames', None), 45: ('GroupsNames', None), 46: ('GroupsNames', None), 47: ('GroupsNames', None), 48: ('GroupsNames', None), 49: ('GroupsNames', None), 50: ('GroupsNames', None), 51: ('GroupsNames', None), 52: ('GroupsNames', 'i3'), 53: ('GroupsNames', 'i3'), 54: ('GroupsNames', 'i3'), 55: ('GroupsNames', 'i3'), 56: ('GroupsNames', 'i3'), 57: ('GroupsNames', 'i3'), 58: ('GroupsNames', 'i3'), 59: ('GroupsNames', 'i3'), 60: ('GroupsNames', 'i3'), 61: ('GroupsNames', 'i3'), 62: ('GroupsNames', 'i3'), 63: ('GroupsNames', None), 64: ('GroupsNames', None), 65: ('GroupsNames', None), 66: ('GroupsNames', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GroupId', None), 83: ('GroupId', None), 84: ('GroupId', None), 85: ('GroupId', None), 86: ('ErrorCode', None), 95: ('ThrottleTimeMs', None), 96: ('Results', None), 97: ('Results', None), 98: ('Results', None), 99: ('Results', None), 100: ('Results', None), 101: ('Results', None), 102: ('Results', None), 103: ('Results[{}].GroupId', 'i4'), 104: ('Results[{}].GroupId', 'i4'), 105: ('Results[{}].GroupId', 'i4'), 106: ('Results[{}].GroupId', 'i4'), 107: ('Results[{}].GroupId', 'i4'), 108: ('Results[{}].GroupId', 'i4'), 109: ('Results[{}].GroupId', 'i4'), 110: ('Results[{}].GroupId', 'i4'), 111: ('Results[{}].ErrorCode', 'i4'), 112: ('Results', 'i4'), 113: ('Results', 'i4'), 114: ('Results', None), 115: ('Results', None), 116: ('Results', None), 117: ('Results', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('GroupId', None), 135: ('GroupId', None), 136: ('ErrorCode', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('ThrottleTimeMs', None), 149: ('Results', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results[{}].GroupId', 'i4'), 159: ('Results[{}].GroupId', 'i4'), 160: ('Results[{}].GroupId', 'i4'), 161: ('Results[{}].GroupId', 'i4'), 162: ('Results[{}].GroupId', 'i4'), 163: ('Results[{}].GroupId', 'i4'), 164: ('Results[{}].GroupId', 'i4'), 165: ('Results[{}].GroupId', 'i4'), 166: ('Results[{}].GroupId', 'i4'), 167: ('Results[{}].GroupId', 'i4'), 168: ('Results[{}].ErrorCode', 'i4'), 169: ('Results', 'i4'), 170: ('Results', 'i4'), 171: ('Results', 'i4'), 172: ('Results', 'i4'), 173: ('Results', 'i4'), 174: ('Results', None), 175: ('Results', None), 176: ('Results', None), 177: ('Results', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('GroupId', None), 198: ('GroupId', None), 199: ('ErrorCode', None), 200: ('ErrorMessage', None), 201: ('ErrorMessage', None), 202: ('ErrorMessage', None), 203: ('ErrorMessage', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 208: ('ErrorMessage', None), 209: ('ErrorMessage', None), 211: ('_tagged', None), 212: ('_tagged', None), 213: ('_tagged', None), 221: ('ThrottleTimeMs', None), 222: ('Results', None), 223: ('Results', None), 224: ('Results', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 229: ('Results', None), 230: ('Results', None), 231: ('Results[{}].GroupId', 'i4'), 232: ('Results[{}].GroupId', 'i4'), 233: ('Results[{}].GroupId', 'i4'), 234: ('Results[{}].GroupId', 'i4'), 235: ('Results[{}].GroupId', 'i4'), 236: ('Results[{}].GroupId', 'i4'), 237: ('Results[{}].GroupId', 'i4'), 238: ('Results[{}].GroupId', 'i4'), 239: ('Results[{}].GroupId', 'i4'), 240: ('Results[{}].GroupId', 'i4'), 241: ('Results[{}].ErrorCode', 'i4'), 242: ('Results[{}].ErrorMessage', 'i4'), 243: ('Results[{}].ErrorMessage', 'i4'), 244: ('Results[{}].ErrorMessage', 'i4'), 245: ('Results[{}].ErrorMessage', 'i4'), 246: ('Results[{}].ErrorMessage', 'i4'), 247: ('Results[{}].ErrorMessage', 'i4'), 248: ('Results[{}].ErrorMessage', 'i4'), 249: ('Results[{}].ErrorMessage', 'i4'), 250: ('Results[{}].ErrorMessage', 'i4'), 251: ('Results[{}].ErrorMessage', 'i4'), 252: ('Results', 'i4'), 253: ('Results', 'i4'), 254: ('Results', 'i4'), 255: ('Results', 'i4'), 256: ('Results', 'i4'), 257: ('Results', None), 258: ('Results', None), 259: ('Results', None), 260: ('Results', None), 262: ('_tagged', None), 263: ('_tagged', None), 264: ('_tagged', None)}
+_LINES = {13: ('GroupsNames', None), 14: ('GroupsNames', None), 15: ('GroupsNames', None), 16: ('GroupsNames', None), 17: ('GroupsNames', None), 18: ('GroupsNames', None), 19: ('GroupsNames', None), 20: ('GroupsNames', 'i3'), 21: ('GroupsNames', 'i3'), 22: ('GroupsNames', 'i3'), 23: ('GroupsNames', 'i3'), 24: ('GroupsNames', 'i3'), 25: ('GroupsNames', 'i3'), 26: ('GroupsNames', 'i3'), 27: ('GroupsNames', 'i3'), 28: ('GroupsNames', 'i3'), 29: ('GroupsNames', None), 30: ('GroupsNames', None), 31: ('GroupsNames', None), 32: ('GroupsNames', None), 41: ('GroupsNames', None), 42: ('GroupsNames', None), 43: ('GroupsNames', None), 44: ('GroupsNames', None), 45: ('GroupsNames', None), 46: ('GroupsNames', None), 47: ('GroupsNames', None), 48: ('GroupsNames', None), 49: ('GroupsNames', None), 50: ('GroupsNames', 'i3'), 51: ('GroupsNames', 'i3'), 52: ('GroupsNames', 'i3'), 53: ('GroupsNames', 'i3'), 54: ('GroupsNames', 'i3'), 55: ('GroupsNames', 'i3'), 56: ('GroupsNames', 'i3'), 57: ('GroupsNames', 'i3'), 58: ('GroupsNames', 'i3'), 59: ('GroupsNames', 'i3'), 60: ('GroupsNames', 'i3'), 61: ('GroupsNames', None), 62: ('GroupsNames', None), 63: ('GroupsNames', None), 64: ('GroupsNames', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('GroupId', None), 79: ('GroupId', None), 80: ('GroupId', None), 81: ('GroupId', None), 82: ('GroupId', None), 83: ('GroupId', None), 84: ('ErrorCode', None), 93: ('ThrottleTimeMs', None), 94: ('Results', None), 95: ('Results', None), 96: ('Results', None), 97: ('Results', None), 98: ('Results', None), 99: ('Results', None), 100: ('Results', None), 101: ('Results[{}].GroupId', 'i4'), 102: ('Results[{}].GroupId', 'i4'), 103: ('Results[{}].GroupId', 'i4'), 104: ('Results[{}].GroupId', 'i4'), 105: ('Results[{}].GroupId', 'i4'), 106: ('Results[{}].GroupId', 'i4'), 107: ('Results[{}].GroupId', 'i4'), 108: ('Results[{}].GroupId', 'i4'), 109: ('Results[{}].ErrorCode', 'i4'), 110: ('Results', 'i4'), 111: ('Results', 'i4'), 112: ('Results', None), 113: ('Results', None), 114: ('Results', None), 115: ('Results', None), 124: ('GroupId', None), 125: ('GroupId', None), 126: ('GroupId', None), 127: ('GroupId', None), 128: ('GroupId', None), 129: ('GroupId', None), 130: ('GroupId', None), 131: ('GroupId', None), 132: ('GroupId', None), 133: ('GroupId', None), 134: ('ErrorCode', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('ThrottleTimeMs', None), 147: ('Results', None), 148: ('Results', None), 149: ('Results', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results[{}].GroupId', 'i4'), 157: ('Results[{}].GroupId', 'i4'), 158: ('Results[{}].GroupId', 'i4'), 159: ('Results[{}].GroupId', 'i4'), 160: ('Results[{}].GroupId', 'i4'), 161: ('Results[{}].GroupId', 'i4'), 162: ('Results[{}].GroupId', 'i4'), 163: ('Results[{}].GroupId', 'i4'), 164: ('Results[{}].GroupId', 'i4'), 165: ('Results[{}].GroupId', 'i4'), 166: ('Results[{}].ErrorCode', 'i4'), 167: ('Results', 'i4'), 168: ('Results', 'i4'), 169: ('Results', 'i4'), 170: ('Results', 'i4'), 171: ('Results', 'i4'), 172: ('Results', None), 173: ('Results', None), 174: ('Results', None), 175: ('Results', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('GroupId', None), 193: ('GroupId', None), 194: ('GroupId', None), 195: ('GroupId', None), 196: ('GroupId', None), 197: ('ErrorCode', None), 198: ('ErrorMessage', None), 199: ('ErrorMessage', None), 200: ('ErrorMessage', None), 201: ('ErrorMessage', None), 202: ('ErrorMessage', None), 203: ('ErrorMessage', None), 204: ('ErrorMessage', None), 205: ('ErrorMessage', None), 206: ('ErrorMessage', None), 207: ('ErrorMessage', None), 209: ('_tagged', None), 210: ('_tagged', None), 211: ('_tagged', None), 219: ('ThrottleTimeMs', None), 220: ('Results', None), 221: ('Results', None), 222: ('Results', None), 223: ('Results', None), 224: ('Results', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 228: ('Results', None), 229: ('Results[{}].GroupId', 'i4'), 230: ('Results[{}].GroupId', 'i4'), 231: ('Results[{}].GroupId', 'i4'), 232: ('Results[{}].GroupId', 'i4'), 233: ('Results[{}].GroupId', 'i4'), 234: ('Results[{}].GroupId', 'i4'), 235: ('Results[{}].GroupId', 'i4'), 236: ('Results[{}].GroupId', 'i4'), 237: ('Results[{}].GroupId', 'i4'), 238: ('Results[{}].GroupId', 'i4'), 239: ('Results[{}].ErrorCode', 'i4'), 240: ('Results[{}].ErrorMessage', 'i4'), 241: ('Results[{}].ErrorMessage', 'i4'), 242: ('Results[{}].ErrorMessage', 'i4'), 243: ('Results[{}].ErrorMessage', 'i4'), 244: ('Results[{}].ErrorMessage', 'i4'), 245: ('Results[{}].ErrorMessage', 'i4'), 246: ('Results[{}].ErrorMessage', 'i4'), 247: ('Results[{}].ErrorMessage', 'i4'), 248: ('Results[{}].ErrorMessage', 'i4'), 249: ('Results[{}].ErrorMessage', 'i4'), 250: ('Results', 'i4'), 251: ('Results', 'i4'), 252: ('Results', 'i4'), 253: ('Results', 'i4'), 254: ('Results', 'i4'), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>b').unpack_from
@@ -12,7 +10,7 @@ _U3 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -26,8 +24,8 @@ def _f0(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -38,14 +36,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -59,8 +57,8 @@ def _f1(b, p):
                 n7, = _U0(b, p); p += 4
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -78,15 +76,15 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 1
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6, = _U1(b, p); p += 2
@@ -100,8 +98,8 @@ def _f2(b, p):
                 n8, = _U0(b, p); p += 4
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -119,7 +117,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -137,8 +135,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -147,12 +145,12 @@ def _f3(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 1
@@ -161,8 +159,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -180,8 +178,8 @@ def _f4(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -190,7 +188,7 @@ def _f4(b, p):
                 d9 = {"Topic": v5, "Partitions": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -200,12 +198,12 @@ def _f4(b, p):
         d = {"ElectionType": v1, "TopicPartitions": v2, "TimeoutMs": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -222,7 +220,7 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -236,8 +234,8 @@ def _f6(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 6
@@ -260,18 +258,18 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
+                x5, p = _f6(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -282,18 +280,18 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
+                x6, p = _f6(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -304,7 +302,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -321,12 +319,12 @@ def _f9(b, p):
         d = {"PartitionId": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -344,8 +342,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 6
@@ -362,7 +360,7 @@ def _f10(b, p):
                 d10 = {"PartitionId": v6, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -371,12 +369,12 @@ def _f10(b, p):
         d = {"Topic": v1, "PartitionResult": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -385,11 +383,11 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
+                x6, p = _f10(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -398,7 +396,7 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ReplicaElectionResults": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -410,4 +408,4 @@ NAME = 'ElectLeaders'
 REQUEST = {0: _f1, 1: _f2, 2: _f4}
 RESPONSE = {0: _f7, 1: _f8, 2: _f11}
 
-_LINES = {18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Topic', None), 25: ('Topic', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions', None), 46: ('TopicPartitions', None), 47: ('TopicPartitions', None), 48: ('TopicPartitions', None), 49: ('TopicPartitions', None), 50: ('TopicPartitions', None), 51: ('TopicPartitions[{}].Topic', 'i3'), 52: ('TopicPartitions[{}].Topic', 'i3'), 53: ('TopicPartitions[{}].Topic', 'i3'), 54: ('TopicPartitions[{}].Topic', 'i3'), 55: ('TopicPartitions[{}].Topic', 'i3'), 56: ('TopicPartitions[{}].Topic', 'i3'), 57: ('TopicPartitions[{}].Topic', 'i3'), 58: ('TopicPartitions[{}].Topic', 'i3'), 59: ('TopicPartitions[{}].Partitions', 'i3'), 60: ('TopicPartitions[{}].Partitions', 'i3'), 61: ('TopicPartitions[{}].Partitions', 'i3'), 62: ('TopicPartitions[{}].Partitions', 'i3'), 63: ('TopicPartitions[{}].Partitions', 'i3'), 64: ('TopicPartitions[{}].Partitions', 'i3'), 65: ('TopicPartitions[{}].Partitions', 'i3'), 66: ('TopicPartitions[{}].Partitions', 'i3'), 67: ('TopicPartitions[{}].Partitions', 'i3'), 68: ('TopicPartitions[{}].Partitions', 'i3'), 69: ('TopicPartitions', 'i3'), 70: ('TopicPartitions', 'i3'), 71: ('TopicPartitions', None), 72: ('TopicPartitions', None), 73: ('TopicPartitions', None), 74: ('TopicPartitions', None), 75: ('TimeoutMs', None), 84: ('ElectionType', None), 85: ('TopicPartitions', None), 86: ('TopicPartitions', None), 87: ('TopicPartitions', None), 88: ('TopicPartitions', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions[{}].Topic', 'i4'), 93: ('TopicPartitions[{}].Topic', 'i4'), 94: ('TopicPartitions[{}].Topic', 'i4'), 95: ('TopicPartitions[{}].Topic', 'i4'), 96: ('TopicPartitions[{}].Topic', 'i4'), 97: ('TopicPartitions[{}].Topic', 'i4'), 98: ('TopicPartitions[{}].Topic', 'i4'), 99: ('TopicPartitions[{}].Topic', 'i4'), 100: ('TopicPartitions[{}].Partitions', 'i4'), 101: ('TopicPartitions[{}].Partitions', 'i4'), 102: ('TopicPartitions[{}].Partitions', 'i4'), 103: ('TopicPartitions[{}].Partitions', 'i4'), 104: ('TopicPartitions[{}].Partitions', 'i4'), 105: ('TopicPartitions[{}].Partitions', 'i4'), 106: ('TopicPartitions[{}].Partitions', 'i4'), 107: ('TopicPartitions[{}].Partitions', 'i4'), 108: ('TopicPartitions[{}].Partitions', 'i4'), 109: ('TopicPartitions[{}].Partitions', 'i4'), 110: ('TopicPartitions', 'i4'), 111: ('TopicPartitions', 'i4'), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TopicPartitions', None), 115: ('TopicPartitions', None), 116: ('TimeoutMs', None), 125: ('Topic', None), 126: ('Topic', None), 127: ('Topic', None), 128: ('Topic', None), 129: ('Topic', None), 130: ('Topic', None), 131: ('Topic', None), 132: ('Topic', None), 133: ('Topic', None), 134: ('Topic', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('ElectionType', None), 159: ('TopicPartitions', None), 160: ('TopicPartitions', None), 161: ('TopicPartitions', None), 162: ('TopicPartitions', None), 163: ('TopicPartitions', None), 164: ('TopicPartitions', None), 165: ('TopicPartitions', None), 166: ('TopicPartitions', None), 167: ('TopicPartitions', None), 168: ('TopicPartitions[{}].Topic', 'i4'), 169: ('TopicPartitions[{}].Topic', 'i4'), 170: ('TopicPartitions[{}].Topic', 'i4'), 171: ('TopicPartitions[{}].Topic', 'i4'), 172: ('TopicPartitions[{}].Topic', 'i4'), 173: ('TopicPartitions[{}].Topic', 'i4'), 174: ('TopicPartitions[{}].Topic', 'i4'), 175: ('TopicPartitions[{}].Topic', 'i4'), 176: ('TopicPartitions[{}].Topic', 'i4'), 177: ('TopicPartitions[{}].Topic', 'i4'), 178: ('TopicPartitions[{}].Partitions', 'i4'), 179: ('TopicPartitions[{}].Partitions', 'i4'), 180: ('TopicPartitions[{}].Partitions', 'i4'), 181: ('TopicPartitions[{}].Partitions', 'i4'), 182: ('TopicPartitions[{}].Partitions', 'i4'), 183: ('TopicPartitions[{}].Partitions', 'i4'), 184: ('TopicPartitions[{}].Partitions', 'i4'), 185: ('TopicPartitions[{}].Partitions', 'i4'), 186: ('TopicPartitions[{}].Partitions', 'i4'), 187: ('TopicPartitions[{}].Partitions', 'i4'), 188: ('TopicPartitions[{}].Partitions', 'i4'), 189: ('TopicPartitions[{}].Partitions', 'i4'), 190: ('TopicPartitions', 'i4'), 191: ('TopicPartitions', 'i4'), 192: ('TopicPartitions', 'i4'), 193: ('TopicPartitions', 'i4'), 194: ('TopicPartitions', 'i4'), 195: ('TopicPartitions', None), 196: ('TopicPartitions', None), 197: ('TopicPartitions', None), 198: ('TopicPartitions', None), 199: ('TimeoutMs', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('PartitionId+ErrorCode', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 228: ('Topic', None), 229: ('Topic', None), 230: ('Topic', None), 231: ('Topic', None), 232: ('Topic', None), 233: ('Topic', None), 234: ('Topic', None), 235: ('Topic', None), 236: ('PartitionResult', None), 237: ('PartitionResult', None), 238: ('PartitionResult', None), 239: ('PartitionResult', None), 240: ('PartitionResult', None), 241: ('PartitionResult', None), 242: ('PartitionResult', None), 243: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 244: ('PartitionResult[{}].ErrorMessage', 'i5'), 245: ('PartitionResult[{}].ErrorMessage', 'i5'), 246: ('PartitionResult[{}].ErrorMessage', 'i5'), 247: ('PartitionResult[{}].ErrorMessage', 'i5'), 248: ('PartitionResult[{}].ErrorMessage', 'i5'), 249: ('PartitionResult[{}].ErrorMessage', 'i5'), 250: ('PartitionResult[{}].ErrorMessage', 'i5'), 251: ('PartitionResult[{}].ErrorMessage', 'i5'), 252: ('PartitionResult', 'i5'), 253: ('PartitionResult', 'i5'), 254: ('PartitionResult', None), 255: ('PartitionResult', None), 256: ('PartitionResult', None), 257: ('PartitionResult', None), 266: ('ThrottleTimeMs', None), 267: ('ReplicaElectionResults', None), 268: ('ReplicaElectionResults', None), 269: ('ReplicaElectionResults', None), 270: ('ReplicaElectionResults', None), 271: ('ReplicaElectionResults', None), 272: ('ReplicaElectionResults', None), 273: ('ReplicaElectionResults', None), 274: ('ReplicaElectionResults', 'i4'), 275: ('ReplicaElectionResults', 'i4'), 276: ('ReplicaElectionResults', None), 277: ('ReplicaElectionResults', None), 278: ('ReplicaElectionResults', None), 279: ('ReplicaElectionResults', None), 288: ('ThrottleTimeMs+ErrorCode', None), 289: ('ReplicaElectionResults', None), 290: ('ReplicaElectionResults', None), 291: ('ReplicaElectionResults', None), 292: ('ReplicaElectionResults', None), 293: ('ReplicaElectionResults', None), 294: ('ReplicaElectionResults', None), 295: ('ReplicaElectionResults', None), 296: ('ReplicaElectionResults', 'i5'), 297: ('ReplicaElectionResults', 'i5'), 298: ('ReplicaElectionResults', None), 299: ('ReplicaElectionResults', None), 300: ('ReplicaElectionResults', None), 301: ('ReplicaElectionResults', None), 310: ('PartitionId+ErrorCode', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('ErrorMessage', None), 315: ('ErrorMessage', None), 316: ('ErrorMessage', None), 317: ('ErrorMessage', None), 318: ('ErrorMessage', None), 319: ('ErrorMessage', None), 320: ('ErrorMessage', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None), 332: ('Topic', None), 333: ('Topic', None), 334: ('Topic', None), 335: ('Topic', None), 336: ('Topic', None), 337: ('Topic', None), 338: ('Topic', None), 339: ('Topic', None), 340: ('Topic', None), 341: ('Topic', None), 342: ('PartitionResult', None), 343: ('PartitionResult', None), 344: ('PartitionResult', None), 345: ('PartitionResult', None), 346: ('PartitionResult', None), 347: ('PartitionResult', None), 348: ('PartitionResult', None), 349: ('PartitionResult', None), 350: ('PartitionResult', None), 351: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 352: ('PartitionResult[{}].ErrorMessage', 'i5'), 353: ('PartitionResult[{}].ErrorMessage', 'i5'), 354: ('PartitionResult[{}].ErrorMessage', 'i5'), 355: ('PartitionResult[{}].ErrorMessage', 'i5'), 356: ('PartitionResult[{}].ErrorMessage', 'i5'), 357: ('PartitionResult[{}].ErrorMessage', 'i5'), 358: ('PartitionResult[{}].ErrorMessage', 'i5'), 359: ('PartitionResult[{}].ErrorMessage', 'i5'), 360: ('PartitionResult[{}].ErrorMessage', 'i5'), 361: ('PartitionResult[{}].ErrorMessage', 'i5'), 362: ('PartitionResult', 'i5'), 363: ('PartitionResult', 'i5'), 364: ('PartitionResult', 'i5'), 365: ('PartitionResult', 'i5'), 366: ('PartitionResult', 'i5'), 367: ('PartitionResult', None), 368: ('PartitionResult', None), 369: ('PartitionResult', None), 370: ('PartitionResult', None), 372: ('_tagged', None), 373: ('_tagged', None), 374: ('_tagged', None), 382: ('ThrottleTimeMs+ErrorCode', None), 383: ('ReplicaElectionResults', None), 384: ('ReplicaElectionResults', None), 385: ('ReplicaElectionResults', None), 386: ('ReplicaElectionResults', None), 387: ('ReplicaElectionResults', None), 388: ('ReplicaElectionResults', None), 389: ('ReplicaElectionResults', None), 390: ('ReplicaElectionResults', None), 391: ('ReplicaElectionResults', None), 392: ('ReplicaElectionResults', 'i5'), 393: ('ReplicaElectionResults', 'i5'), 394: ('ReplicaElectionResults', None), 395: ('ReplicaElectionResults', None), 396: ('ReplicaElectionResults', None), 397: ('ReplicaElectionResults', None), 399: ('_tagged', None), 400: ('_tagged', None), 401: ('_tagged', None)}
+_LINES = {16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 42: ('TopicPartitions', None), 43: ('TopicPartitions', None), 44: ('TopicPartitions', None), 45: ('TopicPartitions', None), 46: ('TopicPartitions', None), 47: ('TopicPartitions', None), 48: ('TopicPartitions', None), 49: ('TopicPartitions[{}].Topic', 'i3'), 50: ('TopicPartitions[{}].Topic', 'i3'), 51: ('TopicPartitions[{}].Topic', 'i3'), 52: ('TopicPartitions[{}].Topic', 'i3'), 53: ('TopicPartitions[{}].Topic', 'i3'), 54: ('TopicPartitions[{}].Topic', 'i3'), 55: ('TopicPartitions[{}].Topic', 'i3'), 56: ('TopicPartitions[{}].Topic', 'i3'), 57: ('TopicPartitions[{}].Partitions', 'i3'), 58: ('TopicPartitions[{}].Partitions', 'i3'), 59: ('TopicPartitions[{}].Partitions', 'i3'), 60: ('TopicPartitions[{}].Partitions', 'i3'), 61: ('TopicPartitions[{}].Partitions', 'i3'), 62: ('TopicPartitions[{}].Partitions', 'i3'), 63: ('TopicPartitions[{}].Partitions', 'i3'), 64: ('TopicPartitions[{}].Partitions', 'i3'), 65: ('TopicPartitions[{}].Partitions', 'i3'), 66: ('TopicPartitions[{}].Partitions', 'i3'), 67: ('TopicPartitions', 'i3'), 68: ('TopicPartitions', 'i3'), 69: ('TopicPartitions', None), 70: ('TopicPartitions', None), 71: ('TopicPartitions', None), 72: ('TopicPartitions', None), 73: ('TimeoutMs', None), 82: ('ElectionType', None), 83: ('TopicPartitions', None), 84: ('TopicPartitions', None), 85: ('TopicPartitions', None), 86: ('TopicPartitions', None), 87: ('TopicPartitions', None), 88: ('TopicPartitions', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions[{}].Topic', 'i4'), 91: ('TopicPartitions[{}].Topic', 'i4'), 92: ('TopicPartitions[{}].Topic', 'i4'), 93: ('TopicPartitions[{}].Topic', 'i4'), 94: ('TopicPartitions[{}].Topic', 'i4'), 95: ('TopicPartitions[{}].Topic', 'i4'), 96: ('TopicPartitions[{}].Topic', 'i4'), 97: ('TopicPartitions[{}].Topic', 'i4'), 98: ('TopicPartitions[{}].Partitions', 'i4'), 99: ('TopicPartitions[{}].Partitions', 'i4'), 100: ('TopicPartitions[{}].Partitions', 'i4'), 101: ('TopicPartitions[{}].Partitions', 'i4'), 102: ('TopicPartitions[{}].Partitions', 'i4'), 103: ('TopicPartitions[{}].Partitions', 'i4'), 104: ('TopicPartitions[{}].Partitions', 'i4'), 105: ('TopicPartitions[{}].Partitions', 'i4'), 106: ('TopicPartitions[{}].Partitions', 'i4'), 107: ('TopicPartitions[{}].Partitions', 'i4'), 108: ('TopicPartitions', 'i4'), 109: ('TopicPartitions', 'i4'), 110: ('TopicPartitions', None), 111: ('TopicPartitions', None), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TimeoutMs', None), 123: ('Topic', None), 124: ('Topic', None), 125: ('Topic', None), 126: ('Topic', None), 127: ('Topic', None), 128: ('Topic', None), 129: ('Topic', None), 130: ('Topic', None), 131: ('Topic', None), 132: ('Topic', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 146: ('_tagged', None), 147: ('_tagged', None), 148: ('_tagged', None), 156: ('ElectionType', None), 157: ('TopicPartitions', None), 158: ('TopicPartitions', None), 159: ('TopicPartitions', None), 160: ('TopicPartitions', None), 161: ('TopicPartitions', None), 162: ('TopicPartitions', None), 163: ('TopicPartitions', None), 164: ('TopicPartitions', None), 165: ('TopicPartitions', None), 166: ('TopicPartitions[{}].Topic', 'i4'), 167: ('TopicPartitions[{}].Topic', 'i4'), 168: ('TopicPartitions[{}].Topic', 'i4'), 169: ('TopicPartitions[{}].Topic', 'i4'), 170: ('TopicPartitions[{}].Topic', 'i4'), 171: ('TopicPartitions[{}].Topic', 'i4'), 172: ('TopicPartitions[{}].Topic', 'i4'), 173: ('TopicPartitions[{}].Topic', 'i4'), 174: ('TopicPartitions[{}].Topic', 'i4'), 175: ('TopicPartitions[{}].Topic', 'i4'), 176: ('TopicPartitions[{}].Partitions', 'i4'), 177: ('TopicPartitions[{}].Partitions', 'i4'), 178: ('TopicPartitions[{}].Partitions', 'i4'), 179: ('TopicPartitions[{}].Partitions', 'i4'), 180: ('TopicPartitions[{}].Partitions', 'i4'), 181: ('TopicPartitions[{}].Partitions', 'i4'), 182: ('TopicPartitions[{}].Partitions', 'i4'), 183: ('TopicPartitions[{}].Partitions', 'i4'), 184: ('TopicPartitions[{}].Partitions', 'i4'), 185: ('TopicPartitions[{}].Partitions', 'i4'), 186: ('TopicPartitions[{}].Partitions', 'i4'), 187: ('TopicPartitions[{}].Partitions', 'i4'), 188: ('TopicPartitions', 'i4'), 189: ('TopicPartitions', 'i4'), 190: ('TopicPartitions', 'i4'), 191: ('TopicPartitions', 'i4'), 192: ('TopicPartitions', 'i4'), 193: ('TopicPartitions', None), 194: ('TopicPartitions', None), 195: ('TopicPartitions', None), 196: ('TopicPartitions', None), 197: ('TimeoutMs', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None), 209: ('PartitionId+ErrorCode', None), 210: ('ErrorMessage', None), 211: ('ErrorMessage', None), 212: ('ErrorMessage', None), 213: ('ErrorMessage', None), 214: ('ErrorMessage', None), 215: ('ErrorMessage', None), 216: ('ErrorMessage', None), 217: ('ErrorMessage', None), 226: ('Topic', None), 227: ('Topic', None), 228: ('Topic', None), 229: ('Topic', None), 230: ('Topic', None), 231: ('Topic', None), 232: ('Topic', None), 233: ('Topic', None), 234: ('PartitionResult', None), 235: ('PartitionResult', None), 236: ('PartitionResult', None), 237: ('PartitionResult', None), 238: ('PartitionResult', None), 239: ('PartitionResult', None), 240: ('PartitionResult', None), 241: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 242: ('PartitionResult[{}].ErrorMessage', 'i5'), 243: ('PartitionResult[{}].ErrorMessage', 'i5'), 244: ('PartitionResult[{}].ErrorMessage', 'i5'), 245: ('PartitionResult[{}].ErrorMessage', 'i5'), 246: ('PartitionResult[{}].ErrorMessage', 'i5'), 247: ('PartitionResult[{}].ErrorMessage', 'i5'), 248: ('PartitionResult[{}].ErrorMessage', 'i5'), 249: ('PartitionResult[{}].ErrorMessage', 'i5'), 250: ('PartitionResult', 'i5'), 251: ('PartitionResult', 'i5'), 252: ('PartitionResult', None), 253: ('PartitionResult', None), 254: ('PartitionResult', None), 255: ('PartitionResult', None), 264: ('ThrottleTimeMs', None), 265: ('ReplicaElectionResults', None), 266: ('ReplicaElectionResults', None), 267: ('ReplicaElectionResults', None), 268: ('ReplicaElectionResults', None), 269: ('ReplicaElectionResults', None), 270: ('ReplicaElectionResults', None), 271: ('ReplicaElectionResults', None), 272: ('ReplicaElectionResults', 'i4'), 273: ('ReplicaElectionResults', 'i4'), 274: ('ReplicaElectionResults', None), 275: ('ReplicaElectionResults', None), 276: ('ReplicaElectionResults', None), 277: ('ReplicaElectionResults', None), 286: ('ThrottleTimeMs+ErrorCode', None), 287: ('ReplicaElectionResults', None), 288: ('ReplicaElectionResults', None), 289: ('ReplicaElectionResults', None), 290: ('ReplicaElectionResults', None), 291: ('ReplicaElectionResults', None), 292: ('ReplicaElectionResults', None), 293: ('ReplicaElectionResults', None), 294: ('ReplicaElectionResults', 'i5'), 295: ('ReplicaElectionResults', 'i5'), 296: ('ReplicaElectionResults', None), 297: ('ReplicaElectionResults', None), 298: ('ReplicaElectionResults', None), 299: ('ReplicaElectionResults', None), 308: ('PartitionId+ErrorCode', None), 309: ('ErrorMessage', None), 310: ('ErrorMessage', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('ErrorMessage', None), 315: ('ErrorMessage', None), 316: ('ErrorMessage', None), 317: ('ErrorMessage', None), 318: ('ErrorMessage', None), 320: ('_tagged', None), 321: ('_tagged', None), 322: ('_tagged', None), 330: ('Topic', None), 331: ('Topic', None), 332: ('Topic', None), 333: ('Topic', None), 334: ('Topic', None), 335: ('Topic', None), 336: ('Topic', None), 337: ('Topic', None), 338: ('Topic', None), 339: ('Topic', None), 340: ('PartitionResult', None), 341: ('PartitionResult', None), 342: ('PartitionResult', None), 343: ('PartitionResult', None), 344: ('PartitionResult', None), 345: ('PartitionResult', None), 346: ('PartitionResult', None), 347: ('PartitionResult', None), 348: ('PartitionResult', None), 349: ('PartitionResult[{}].PartitionId+ErrorCode', 'i5'), 350: ('PartitionResult[{}].ErrorMessage', 'i5'), 351: ('PartitionResult[{}].ErrorMessage', 'i5'), 352: ('PartitionResult[{}].ErrorMessage', 'i5'), 353: ('PartitionResult[{}].ErrorMessage', 'i5'), 354: ('PartitionResult[{}].ErrorMessage', 'i5'), 355: ('PartitionResult[{}].ErrorMessage', 'i5'), 356: ('PartitionResult[{}].ErrorMessage', 'i5'), 357: ('PartitionResult[{}].ErrorMessage', 'i5'), 358: ('PartitionResult[{}].ErrorMessage', 'i5'), 359: ('PartitionResult[{}].ErrorMessage', 'i5'), 360: ('PartitionResult', 'i5'), 361: ('PartitionResult', 'i5'), 362: ('PartitionResult', 'i5'), 363: ('PartitionResult', 'i5'), 364: ('PartitionResult', 'i5'), 365: ('PartitionResult', None), 366: ('PartitionResult', None), 367: ('PartitionResult', None), 368: ('PartitionResult', None), 370: ('_tagged', None), 371: ('_tagged', None), 372: ('_tagged', None), 380: ('ThrottleTimeMs+ErrorCode', None), 381: ('ReplicaElectionResults', None), 382: ('ReplicaElectionResults', None), 383: ('ReplicaElectionResults', None), 384: ('ReplicaElectionResults', None), 385: ('ReplicaElectionResults', None), 386: ('ReplicaElectionResults', None), 387: ('ReplicaElectionResults', None), 388: ('ReplicaElectionResults', None), 389: ('ReplicaElectionResults', None), 390: ('ReplicaElectionResults', 'i5'), 391: ('ReplicaElectionResults', 'i5'), 392: ('ReplicaElectionResults', None), 393: ('ReplicaElectionResults', None), 394: ('ReplicaElectionResults', None), 395: ('ReplicaElectionResults', None), 397: ('_tagged', None), 398: ('_tagged', None), 399: ('_tagged', None)}

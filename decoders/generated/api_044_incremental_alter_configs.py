@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
 _U3 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U2(b, p); p += 2
@@ -36,7 +34,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -51,8 +49,8 @@ def _f1(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 5 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U2(b, p); p += 2
@@ -83,17 +81,17 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 7 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -105,7 +103,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -132,12 +130,12 @@ def _f3(b, p):
         d = {"Name": v1, "ConfigOperation": v3, "Value": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 1
@@ -156,8 +154,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -184,7 +182,7 @@ def _f4(b, p):
                 d12 = {"Name": v7, "ConfigOperation": v9, "Value": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v4.append(d12)
         elif n5 == -1:
             v4 = None
@@ -193,12 +191,12 @@ def _f4(b, p):
         d = {"ResourceType": v1, "ResourceName": v2, "Configs": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -206,11 +204,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -220,12 +218,12 @@ def _f5(b, p):
         d = {"Resources": v1, "ValidateOnly": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -251,15 +249,15 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -291,7 +289,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -319,12 +317,12 @@ def _f8(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "ResourceType": v4, "ResourceName": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -333,8 +331,8 @@ def _f9(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 2
@@ -362,7 +360,7 @@ def _f9(b, p):
                 d11 = {"ErrorCode": v5, "ErrorMessage": v6, "ResourceType": v8, "ResourceName": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -371,7 +369,7 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "Responses": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -383,4 +381,4 @@ NAME = 'IncrementalAlterConfigs'
 REQUEST = {0: _f2, 1: _f5}
 RESPONSE = {0: _f7, 1: _f9}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('ConfigOperation', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 32: ('Value', None), 33: ('Value', None), 42: ('ResourceType', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('ResourceName', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs', None), 56: ('Configs', None), 57: ('Configs', None), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Name', 'i6'), 63: ('Configs[{}].Name', 'i6'), 64: ('Configs[{}].Name', 'i6'), 65: ('Configs[{}].Name', 'i6'), 66: ('Configs[{}].ConfigOperation', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs[{}].Value', 'i6'), 71: ('Configs[{}].Value', 'i6'), 72: ('Configs[{}].Value', 'i6'), 73: ('Configs[{}].Value', 'i6'), 74: ('Configs[{}].Value', 'i6'), 75: ('Configs', 'i6'), 76: ('Configs', 'i6'), 77: ('Configs', None), 78: ('Configs', None), 79: ('Configs', None), 80: ('Configs', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', None), 92: ('Resources', None), 93: ('Resources', None), 94: ('Resources', None), 95: ('Resources', None), 96: ('Resources', 'i3'), 97: ('Resources', 'i3'), 98: ('Resources', None), 99: ('Resources', None), 100: ('Resources', None), 101: ('Resources', None), 102: ('ValidateOnly', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('Name', None), 120: ('Name', None), 121: ('ConfigOperation', None), 122: ('Value', None), 123: ('Value', None), 124: ('Value', None), 125: ('Value', None), 126: ('Value', None), 127: ('Value', None), 128: ('Value', None), 129: ('Value', None), 130: ('Value', None), 131: ('Value', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('ResourceType', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('ResourceName', None), 147: ('ResourceName', None), 148: ('ResourceName', None), 149: ('ResourceName', None), 150: ('ResourceName', None), 151: ('ResourceName', None), 152: ('ResourceName', None), 153: ('ResourceName', None), 154: ('Configs', None), 155: ('Configs', None), 156: ('Configs', None), 157: ('Configs', None), 158: ('Configs', None), 159: ('Configs', None), 160: ('Configs', None), 161: ('Configs', None), 162: ('Configs', None), 163: ('Configs[{}].Name', 'i6'), 164: ('Configs[{}].Name', 'i6'), 165: ('Configs[{}].Name', 'i6'), 166: ('Configs[{}].Name', 'i6'), 167: ('Configs[{}].Name', 'i6'), 168: ('Configs[{}].Name', 'i6'), 169: ('Configs[{}].Name', 'i6'), 170: ('Configs[{}].Name', 'i6'), 171: ('Configs[{}].Name', 'i6'), 172: ('Configs[{}].Name', 'i6'), 173: ('Configs[{}].ConfigOperation', 'i6'), 174: ('Configs[{}].Value', 'i6'), 175: ('Configs[{}].Value', 'i6'), 176: ('Configs[{}].Value', 'i6'), 177: ('Configs[{}].Value', 'i6'), 178: ('Configs[{}].Value', 'i6'), 179: ('Configs[{}].Value', 'i6'), 180: ('Configs[{}].Value', 'i6'), 181: ('Configs[{}].Value', 'i6'), 182: ('Configs[{}].Value', 'i6'), 183: ('Configs[{}].Value', 'i6'), 184: ('Configs', 'i6'), 185: ('Configs', 'i6'), 186: ('Configs', 'i6'), 187: ('Configs', 'i6'), 188: ('Configs', 'i6'), 189: ('Configs', None), 190: ('Configs', None), 191: ('Configs', None), 192: ('Configs', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None), 204: ('Resources', None), 205: ('Resources', None), 206: ('Resources', None), 207: ('Resources', None), 208: ('Resources', None), 209: ('Resources', None), 210: ('Resources', None), 211: ('Resources', None), 212: ('Resources', None), 213: ('Resources', 'i3'), 214: ('Resources', 'i3'), 215: ('Resources', None), 216: ('Resources', None), 217: ('Resources', None), 218: ('Resources', None), 219: ('ValidateOnly', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('ErrorCode', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ResourceType', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 243: ('ResourceName', None), 244: ('ResourceName', None), 245: ('ResourceName', None), 246: ('ResourceName', None), 247: ('ResourceName', None), 248: ('ResourceName', None), 257: ('ThrottleTimeMs', None), 258: ('Responses', None), 259: ('Responses', None), 260: ('Responses', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses', None), 264: ('Responses', None), 265: ('Responses[{}].ErrorCode', 'i4'), 266: ('Responses[{}].ErrorMessage', 'i4'), 267: ('Responses[{}].ErrorMessage', 'i4'), 268: ('Responses[{}].ErrorMessage', 'i4'), 269: ('Responses[{}].ErrorMessage', 'i4'), 270: ('Responses[{}].ErrorMessage', 'i4'), 271: ('Responses[{}].ErrorMessage', 'i4'), 272: ('Responses[{}].ErrorMessage', 'i4'), 273: ('Responses[{}].ErrorMessage', 'i4'), 274: ('Responses[{}].ResourceType', 'i4'), 275: ('Responses[{}].ResourceName', 'i4'), 276: ('Responses[{}].ResourceName', 'i4'), 277: ('Responses[{}].ResourceName', 'i4'), 278: ('Responses[{}].ResourceName', 'i4'), 279: ('Responses[{}].ResourceName', 'i4'), 280: ('Responses[{}].ResourceName', 'i4'), 281: ('Responses[{}].ResourceName', 'i4'), 282: ('Responses[{}].ResourceName', 'i4'), 283: ('Responses', 'i4'), 284: ('Responses', 'i4'), 285: ('Responses', None), 286: ('Responses', None), 287: ('Responses', None), 288: ('Responses', None), 297: ('ErrorCode', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('ErrorMessage', None), 307: ('ErrorMessage', None), 308: ('ResourceType', None), 309: ('ResourceName', None), 310: ('ResourceName', None), 311: ('ResourceName', None), 312: ('ResourceName', None), 313: ('ResourceName', None), 314: ('ResourceName', None), 315: ('ResourceName', None), 316: ('ResourceName', None), 317: ('ResourceName', None), 318: ('ResourceName', None), 320: ('_tagged', None), 321: ('_tagged', None), 322: ('_tagged', None), 330: ('ThrottleTimeMs', None), 331: ('Responses', None), 332: ('Responses', None), 333: ('Responses', None), 334: ('Responses', None), 335: ('Responses', None), 336: ('Responses', None), 337: ('Responses', None), 338: ('Responses', None), 339: ('Responses', None), 340: ('Responses[{}].ErrorCode', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ErrorMessage', 'i4'), 346: ('Responses[{}].ErrorMessage', 'i4'), 347: ('Responses[{}].ErrorMessage', 'i4'), 348: ('Responses[{}].ErrorMessage', 'i4'), 349: ('Responses[{}].ErrorMessage', 'i4'), 350: ('Responses[{}].ErrorMessage', 'i4'), 351: ('Responses[{}].ResourceType', 'i4'), 352: ('Responses[{}].ResourceName', 'i4'), 353: ('Responses[{}].ResourceName', 'i4'), 354: ('Responses[{}].ResourceName', 'i4'), 355: ('Responses[{}].ResourceName', 'i4'), 356: ('Responses[{}].ResourceName', 'i4'), 357: ('Responses[{}].ResourceName', 'i4'), 358: ('Responses[{}].ResourceName', 'i4'), 359: ('Responses[{}].ResourceName', 'i4'), 360: ('Responses[{}].ResourceName', 'i4'), 361: ('Responses[{}].ResourceName', 'i4'), 362: ('Responses', 'i4'), 363: ('Responses', 'i4'), 364: ('Responses', 'i4'), 365: ('Responses', 'i4'), 366: ('Responses', 'i4'), 367: ('Responses', None), 368: ('Responses', None), 369: ('Responses', None), 370: ('Responses', None), 372: ('_tagged', None), 373: ('_tagged', None), 374: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('ConfigOperation', None), 24: ('Value', None), 25: ('Value', None), 26: ('Value', None), 27: ('Value', None), 28: ('Value', None), 29: ('Value', None), 30: ('Value', None), 31: ('Value', None), 40: ('ResourceType', None), 41: ('ResourceName', None), 42: ('ResourceName', None), 43: ('ResourceName', None), 44: ('ResourceName', None), 45: ('ResourceName', None), 46: ('ResourceName', None), 47: ('ResourceName', None), 48: ('ResourceName', None), 49: ('Configs', None), 50: ('Configs', None), 51: ('Configs', None), 52: ('Configs', None), 53: ('Configs', None), 54: ('Configs', None), 55: ('Configs', None), 56: ('Configs[{}].Name', 'i6'), 57: ('Configs[{}].Name', 'i6'), 58: ('Configs[{}].Name', 'i6'), 59: ('Configs[{}].Name', 'i6'), 60: ('Configs[{}].Name', 'i6'), 61: ('Configs[{}].Name', 'i6'), 62: ('Configs[{}].Name', 'i6'), 63: ('Configs[{}].Name', 'i6'), 64: ('Configs[{}].ConfigOperation', 'i6'), 65: ('Configs[{}].Value', 'i6'), 66: ('Configs[{}].Value', 'i6'), 67: ('Configs[{}].Value', 'i6'), 68: ('Configs[{}].Value', 'i6'), 69: ('Configs[{}].Value', 'i6'), 70: ('Configs[{}].Value', 'i6'), 71: ('Configs[{}].Value', 'i6'), 72: ('Configs[{}].Value', 'i6'), 73: ('Configs', 'i6'), 74: ('Configs', 'i6'), 75: ('Configs', None), 76: ('Configs', None), 77: ('Configs', None), 78: ('Configs', None), 87: ('Resources', None), 88: ('Resources', None), 89: ('Resources', None), 90: ('Resources', None), 91: ('Resources', None), 92: ('Resources', None), 93: ('Resources', None), 94: ('Resources', 'i3'), 95: ('Resources', 'i3'), 96: ('Resources', None), 97: ('Resources', None), 98: ('Resources', None), 99: ('Resources', None), 100: ('ValidateOnly', None), 109: ('Name', None), 110: ('Name', None), 111: ('Name', None), 112: ('Name', None), 113: ('Name', None), 114: ('Name', None), 115: ('Name', None), 116: ('Name', None), 117: ('Name', None), 118: ('Name', None), 119: ('ConfigOperation', None), 120: ('Value', None), 121: ('Value', None), 122: ('Value', None), 123: ('Value', None), 124: ('Value', None), 125: ('Value', None), 126: ('Value', None), 127: ('Value', None), 128: ('Value', None), 129: ('Value', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('ResourceType', None), 142: ('ResourceName', None), 143: ('ResourceName', None), 144: ('ResourceName', None), 145: ('ResourceName', None), 146: ('ResourceName', None), 147: ('ResourceName', None), 148: ('ResourceName', None), 149: ('ResourceName', None), 150: ('ResourceName', None), 151: ('ResourceName', None), 152: ('Configs', None), 153: ('Configs', None), 154: ('Configs', None), 155: ('Configs', None), 156: ('Configs', None), 157: ('Configs', None), 158: ('Configs', None), 159: ('Configs', None), 160: ('Configs', None), 161: ('Configs[{}].Name', 'i6'), 162: ('Configs[{}].Name', 'i6'), 163: ('Configs[{}].Name', 'i6'), 164: ('Configs[{}].Name', 'i6'), 165: ('Configs[{}].Name', 'i6'), 166: ('Configs[{}].Name', 'i6'), 167: ('Configs[{}].Name', 'i6'), 168: ('Configs[{}].Name', 'i6'), 169: ('Configs[{}].Name', 'i6'), 170: ('Configs[{}].Name', 'i6'), 171: ('Configs[{}].ConfigOperation', 'i6'), 172: ('Configs[{}].Value', 'i6'), 173: ('Configs[{}].Value', 'i6'), 174: ('Configs[{}].Value', 'i6'), 175: ('Configs[{}].Value', 'i6'), 176: ('Configs[{}].Value', 'i6'), 177: ('Configs[{}].Value', 'i6'), 178: ('Configs[{}].Value', 'i6'), 179: ('Configs[{}].Value', 'i6'), 180: ('Configs[{}].Value', 'i6'), 181: ('Configs[{}].Value', 'i6'), 182: ('Configs', 'i6'), 183: ('Configs', 'i6'), 184: ('Configs', 'i6'), 185: ('Configs', 'i6'), 186: ('Configs', 'i6'), 187: ('Configs', None), 188: ('Configs', None), 189: ('Configs', None), 190: ('Configs', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('Resources', None), 203: ('Resources', None), 204: ('Resources', None), 205: ('Resources', None), 206: ('Resources', None), 207: ('Resources', None), 208: ('Resources', None), 209: ('Resources', None), 210: ('Resources', None), 211: ('Resources', 'i3'), 212: ('Resources', 'i3'), 213: ('Resources', None), 214: ('Resources', None), 215: ('Resources', None), 216: ('Resources', None), 217: ('ValidateOnly', None), 219: ('_tagged', None), 220: ('_tagged', None), 221: ('_tagged', None), 229: ('ErrorCode', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ResourceType', None), 239: ('ResourceName', None), 240: ('ResourceName', None), 241: ('ResourceName', None), 242: ('ResourceName', None), 243: ('ResourceName', None), 244: ('ResourceName', None), 245: ('ResourceName', None), 246: ('ResourceName', None), 255: ('ThrottleTimeMs', None), 256: ('Responses', None), 257: ('Responses', None), 258: ('Responses', None), 259: ('Responses', None), 260: ('Responses', None), 261: ('Responses', None), 262: ('Responses', None), 263: ('Responses[{}].ErrorCode', 'i4'), 264: ('Responses[{}].ErrorMessage', 'i4'), 265: ('Responses[{}].ErrorMessage', 'i4'), 266: ('Responses[{}].ErrorMessage', 'i4'), 267: ('Responses[{}].ErrorMessage', 'i4'), 268: ('Responses[{}].ErrorMessage', 'i4'), 269: ('Responses[{}].ErrorMessage', 'i4'), 270: ('Responses[{}].ErrorMessage', 'i4'), 271: ('Responses[{}].ErrorMessage', 'i4'), 272: ('Responses[{}].ResourceType', 'i4'), 273: ('Responses[{}].ResourceName', 'i4'), 274: ('Responses[{}].ResourceName', 'i4'), 275: ('Responses[{}].ResourceName', 'i4'), 276: ('Responses[{}].ResourceName', 'i4'), 277: ('Responses[{}].ResourceName', 'i4'), 278: ('Responses[{}].ResourceName', 'i4'), 279: ('Responses[{}].ResourceName', 'i4'), 280: ('Responses[{}].ResourceName', 'i4'), 281: ('Responses', 'i4'), 282: ('Responses', 'i4'), 283: ('Responses', None), 284: ('Responses', None), 285: ('Responses', None), 286: ('Responses', None), 295: ('ErrorCode', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('ResourceType', None), 307: ('ResourceName', None), 308: ('ResourceName', None), 309: ('ResourceName', None), 310: ('ResourceName', None), 311: ('ResourceName', None), 312: ('ResourceName', None), 313: ('ResourceName', None), 314: ('ResourceName', None), 315: ('ResourceName', None), 316: ('ResourceName', None), 318: ('_tagged', None), 319: ('_tagged', None), 320: ('_tagged', None), 328: ('ThrottleTimeMs', None), 329: ('Responses', None), 330: ('Responses', None), 331: ('Responses', None), 332: ('Responses', None), 333: ('Responses', None), 334: ('Responses', None), 335: ('Responses', None), 336: ('Responses', None), 337: ('Responses', None), 338: ('Responses[{}].ErrorCode', 'i4'), 339: ('Responses[{}].ErrorMessage', 'i4'), 340: ('Responses[{}].ErrorMessage', 'i4'), 341: ('Responses[{}].ErrorMessage', 'i4'), 342: ('Responses[{}].ErrorMessage', 'i4'), 343: ('Responses[{}].ErrorMessage', 'i4'), 344: ('Responses[{}].ErrorMessage', 'i4'), 345: ('Responses[{}].ErrorMessage', 'i4'), 346: ('Responses[{}].ErrorMessage', 'i4'), 347: ('Responses[{}].ErrorMessage', 'i4'), 348: ('Responses[{}].ErrorMessage', 'i4'), 349: ('Responses[{}].ResourceType', 'i4'), 350: ('Responses[{}].ResourceName', 'i4'), 351: ('Responses[{}].ResourceName', 'i4'), 352: ('Responses[{}].ResourceName', 'i4'), 353: ('Responses[{}].ResourceName', 'i4'), 354: ('Responses[{}].ResourceName', 'i4'), 355: ('Responses[{}].ResourceName', 'i4'), 356: ('Responses[{}].ResourceName', 'i4'), 357: ('Responses[{}].ResourceName', 'i4'), 358: ('Responses[{}].ResourceName', 'i4'), 359: ('Responses[{}].ResourceName', 'i4'), 360: ('Responses', 'i4'), 361: ('Responses', 'i4'), 362: ('Responses', 'i4'), 363: ('Responses', 'i4'), 364: ('Responses', 'i4'), 365: ('Responses', None), 366: ('Responses', None), 367: ('Responses', None), 368: ('Responses', None), 370: ('_tagged', None), 371: ('_tagged', None), 372: ('_tagged', None)}

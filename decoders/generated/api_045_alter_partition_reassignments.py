@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>i?').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -12,7 +10,7 @@ _U3 = _struct.Struct('>i?h').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -21,8 +19,8 @@ def _f0(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -31,12 +29,12 @@ def _f0(b, p):
         d = {"PartitionIndex": v1, "Replicas": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -54,8 +52,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
@@ -64,8 +62,8 @@ def _f1(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -74,7 +72,7 @@ def _f1(b, p):
                 d9 = {"PartitionIndex": v6, "Replicas": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -83,12 +81,12 @@ def _f1(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -97,11 +95,11 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -110,12 +108,12 @@ def _f2(b, p):
         d = {"TimeoutMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 5
@@ -124,11 +122,11 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -137,12 +135,12 @@ def _f3(b, p):
         d = {"TimeoutMs": v1, "AllowReplicationFactorChange": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -159,12 +157,12 @@ def _f4(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -182,8 +180,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 6
@@ -200,7 +198,7 @@ def _f5(b, p):
                 d10 = {"PartitionIndex": v6, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -209,12 +207,12 @@ def _f5(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -233,11 +231,11 @@ def _f6(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f5(b, p)
+                x8, p = _f5(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -246,12 +244,12 @@ def _f6(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U3(b, p); p += 7
@@ -270,11 +268,11 @@ def _f7(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 3 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f5(b, p)
+                x9, p = _f5(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -283,7 +281,7 @@ def _f7(b, p):
         d = {"ThrottleTimeMs": v1, "AllowReplicationFactorChange": v2, "ErrorCode": v3, "ErrorMessage": v4, "Responses": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -295,4 +293,4 @@ NAME = 'AlterPartitionReassignments'
 REQUEST = {0: _f2, 1: _f3}
 RESPONSE = {0: _f6, 1: _f7}
 
-_LINES = {18: ('PartitionIndex', None), 19: ('Replicas', None), 20: ('Replicas', None), 21: ('Replicas', None), 22: ('Replicas', None), 23: ('Replicas', None), 24: ('Replicas', None), 25: ('Replicas', None), 26: ('Replicas', None), 27: ('Replicas', None), 28: ('Replicas', None), 29: ('Replicas', None), 30: ('Replicas', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions[{}].PartitionIndex', 'i5'), 62: ('Partitions[{}].Replicas', 'i5'), 63: ('Partitions[{}].Replicas', 'i5'), 64: ('Partitions[{}].Replicas', 'i5'), 65: ('Partitions[{}].Replicas', 'i5'), 66: ('Partitions[{}].Replicas', 'i5'), 67: ('Partitions[{}].Replicas', 'i5'), 68: ('Partitions[{}].Replicas', 'i5'), 69: ('Partitions[{}].Replicas', 'i5'), 70: ('Partitions[{}].Replicas', 'i5'), 71: ('Partitions[{}].Replicas', 'i5'), 72: ('Partitions[{}].Replicas', 'i5'), 73: ('Partitions[{}].Replicas', 'i5'), 74: ('Partitions', 'i5'), 75: ('Partitions', 'i5'), 76: ('Partitions', 'i5'), 77: ('Partitions', 'i5'), 78: ('Partitions', 'i5'), 79: ('Partitions', None), 80: ('Partitions', None), 81: ('Partitions', None), 82: ('Partitions', None), 84: ('_tagged', None), 85: ('_tagged', None), 86: ('_tagged', None), 94: ('TimeoutMs', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', 'i4'), 105: ('Topics', 'i4'), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 111: ('_tagged', None), 112: ('_tagged', None), 113: ('_tagged', None), 121: ('TimeoutMs+AllowReplicationFactorChange', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', 'i5'), 132: ('Topics', 'i5'), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('PartitionIndex+ErrorCode', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('Name', None), 179: ('Name', None), 180: ('Partitions', None), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 190: ('Partitions[{}].ErrorMessage', 'i5'), 191: ('Partitions[{}].ErrorMessage', 'i5'), 192: ('Partitions[{}].ErrorMessage', 'i5'), 193: ('Partitions[{}].ErrorMessage', 'i5'), 194: ('Partitions[{}].ErrorMessage', 'i5'), 195: ('Partitions[{}].ErrorMessage', 'i5'), 196: ('Partitions[{}].ErrorMessage', 'i5'), 197: ('Partitions[{}].ErrorMessage', 'i5'), 198: ('Partitions[{}].ErrorMessage', 'i5'), 199: ('Partitions[{}].ErrorMessage', 'i5'), 200: ('Partitions', 'i5'), 201: ('Partitions', 'i5'), 202: ('Partitions', 'i5'), 203: ('Partitions', 'i5'), 204: ('Partitions', 'i5'), 205: ('Partitions', None), 206: ('Partitions', None), 207: ('Partitions', None), 208: ('Partitions', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('ThrottleTimeMs+ErrorCode', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('Responses', None), 232: ('Responses', None), 233: ('Responses', None), 234: ('Responses', None), 235: ('Responses', None), 236: ('Responses', None), 237: ('Responses', None), 238: ('Responses', None), 239: ('Responses', None), 240: ('Responses', 'i7'), 241: ('Responses', 'i7'), 242: ('Responses', None), 243: ('Responses', None), 244: ('Responses', None), 245: ('Responses', None), 247: ('_tagged', None), 248: ('_tagged', None), 249: ('_tagged', None), 257: ('ThrottleTimeMs+AllowReplicationFactorChange+ErrorCode', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 261: ('ErrorMessage', None), 262: ('ErrorMessage', None), 263: ('ErrorMessage', None), 264: ('ErrorMessage', None), 265: ('ErrorMessage', None), 266: ('ErrorMessage', None), 267: ('ErrorMessage', None), 268: ('Responses', None), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 274: ('Responses', None), 275: ('Responses', None), 276: ('Responses', None), 277: ('Responses', 'i8'), 278: ('Responses', 'i8'), 279: ('Responses', None), 280: ('Responses', None), 281: ('Responses', None), 282: ('Responses', None), 284: ('_tagged', None), 285: ('_tagged', None), 286: ('_tagged', None)}
+_LINES = {16: ('PartitionIndex', None), 17: ('Replicas', None), 18: ('Replicas', None), 19: ('Replicas', None), 20: ('Replicas', None), 21: ('Replicas', None), 22: ('Replicas', None), 23: ('Replicas', None), 24: ('Replicas', None), 25: ('Replicas', None), 26: ('Replicas', None), 27: ('Replicas', None), 28: ('Replicas', None), 30: ('_tagged', None), 31: ('_tagged', None), 32: ('_tagged', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions[{}].PartitionIndex', 'i5'), 60: ('Partitions[{}].Replicas', 'i5'), 61: ('Partitions[{}].Replicas', 'i5'), 62: ('Partitions[{}].Replicas', 'i5'), 63: ('Partitions[{}].Replicas', 'i5'), 64: ('Partitions[{}].Replicas', 'i5'), 65: ('Partitions[{}].Replicas', 'i5'), 66: ('Partitions[{}].Replicas', 'i5'), 67: ('Partitions[{}].Replicas', 'i5'), 68: ('Partitions[{}].Replicas', 'i5'), 69: ('Partitions[{}].Replicas', 'i5'), 70: ('Partitions[{}].Replicas', 'i5'), 71: ('Partitions[{}].Replicas', 'i5'), 72: ('Partitions', 'i5'), 73: ('Partitions', 'i5'), 74: ('Partitions', 'i5'), 75: ('Partitions', 'i5'), 76: ('Partitions', 'i5'), 77: ('Partitions', None), 78: ('Partitions', None), 79: ('Partitions', None), 80: ('Partitions', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('TimeoutMs', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', 'i4'), 103: ('Topics', 'i4'), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('TimeoutMs+AllowReplicationFactorChange', None), 120: ('Topics', None), 121: ('Topics', None), 122: ('Topics', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', 'i5'), 130: ('Topics', 'i5'), 131: ('Topics', None), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('PartitionIndex+ErrorCode', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('Name', None), 169: ('Name', None), 170: ('Name', None), 171: ('Name', None), 172: ('Name', None), 173: ('Name', None), 174: ('Name', None), 175: ('Name', None), 176: ('Name', None), 177: ('Name', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 187: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 188: ('Partitions[{}].ErrorMessage', 'i5'), 189: ('Partitions[{}].ErrorMessage', 'i5'), 190: ('Partitions[{}].ErrorMessage', 'i5'), 191: ('Partitions[{}].ErrorMessage', 'i5'), 192: ('Partitions[{}].ErrorMessage', 'i5'), 193: ('Partitions[{}].ErrorMessage', 'i5'), 194: ('Partitions[{}].ErrorMessage', 'i5'), 195: ('Partitions[{}].ErrorMessage', 'i5'), 196: ('Partitions[{}].ErrorMessage', 'i5'), 197: ('Partitions[{}].ErrorMessage', 'i5'), 198: ('Partitions', 'i5'), 199: ('Partitions', 'i5'), 200: ('Partitions', 'i5'), 201: ('Partitions', 'i5'), 202: ('Partitions', 'i5'), 203: ('Partitions', None), 204: ('Partitions', None), 205: ('Partitions', None), 206: ('Partitions', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('ThrottleTimeMs+ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('Responses', None), 230: ('Responses', None), 231: ('Responses', None), 232: ('Responses', None), 233: ('Responses', None), 234: ('Responses', None), 235: ('Responses', None), 236: ('Responses', None), 237: ('Responses', None), 238: ('Responses', 'i7'), 239: ('Responses', 'i7'), 240: ('Responses', None), 241: ('Responses', None), 242: ('Responses', None), 243: ('Responses', None), 245: ('_tagged', None), 246: ('_tagged', None), 247: ('_tagged', None), 255: ('ThrottleTimeMs+AllowReplicationFactorChange+ErrorCode', None), 256: ('ErrorMessage', None), 257: ('ErrorMessage', None), 258: ('ErrorMessage', None), 259: ('ErrorMessage', None), 260: ('ErrorMessage', None), 261: ('ErrorMessage', None), 262: ('ErrorMessage', None), 263: ('ErrorMessage', None), 264: ('ErrorMessage', None), 265: ('ErrorMessage', None), 266: ('Responses', None), 267: ('Responses', None), 268: ('Responses', None), 269: ('Responses', None), 270: ('Responses', None), 271: ('Responses', None), 272: ('Responses', None), 273: ('Responses', None), 274: ('Responses', None), 275: ('Responses', 'i8'), 276: ('Responses', 'i8'), 277: ('Responses', None), 278: ('Responses', None), 279: ('Responses', None), 280: ('Responses', None), 282: ('_tagged', None), 283: ('_tagged', None), 284: ('_tagged', None)}

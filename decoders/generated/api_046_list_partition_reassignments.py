@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -28,8 +26,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -38,12 +36,12 @@ def _f0(b, p):
         d = {"Name": v1, "PartitionIndexes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -52,8 +50,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -71,8 +69,8 @@ def _f1(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -81,7 +79,7 @@ def _f1(b, p):
                 d9 = {"Name": v5, "PartitionIndexes": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -90,12 +88,12 @@ def _f1(b, p):
         d = {"TimeoutMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -104,8 +102,8 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -116,8 +114,8 @@ def _f2(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -128,8 +126,8 @@ def _f2(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Ai(b, p, n7); p += n7 * 4
         elif n7 == -1:
             v6 = None
@@ -138,12 +136,12 @@ def _f2(b, p):
         d = {"PartitionIndex": v1, "Replicas": v2, "AddingReplicas": v4, "RemovingReplicas": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -161,8 +159,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 8 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
@@ -171,8 +169,8 @@ def _f3(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -183,8 +181,8 @@ def _f3(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -195,8 +193,8 @@ def _f3(b, p):
                 n12 -= 1
                 if n12 >= 0:
                     if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-                    _B[0] -= n12
-                    if _B[0] < 0: raise _rt.over_budget(n12)
+                    B.left -= n12
+                    if B.left < 0: raise _rt.over_budget(n12)
                     v11 = _Ai(b, p, n12); p += n12 * 4
                 elif n12 == -1:
                     v11 = None
@@ -205,7 +203,7 @@ def _f3(b, p):
                 d13 = {"PartitionIndex": v6, "Replicas": v7, "AddingReplicas": v9, "RemovingReplicas": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v3.append(d13)
         elif n4 == -1:
             v3 = None
@@ -214,12 +212,12 @@ def _f3(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -238,11 +236,11 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f3(b, p)
+                x8, p = _f3(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -251,7 +249,7 @@ def _f4(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Topics": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -263,4 +261,4 @@ NAME = 'ListPartitionReassignments'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('TimeoutMs', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics[{}].Name', 'i4'), 60: ('Topics[{}].Name', 'i4'), 61: ('Topics[{}].Name', 'i4'), 62: ('Topics[{}].Name', 'i4'), 63: ('Topics[{}].Name', 'i4'), 64: ('Topics[{}].Name', 'i4'), 65: ('Topics[{}].Name', 'i4'), 66: ('Topics[{}].Name', 'i4'), 67: ('Topics[{}].Name', 'i4'), 68: ('Topics[{}].Name', 'i4'), 69: ('Topics[{}].PartitionIndexes', 'i4'), 70: ('Topics[{}].PartitionIndexes', 'i4'), 71: ('Topics[{}].PartitionIndexes', 'i4'), 72: ('Topics[{}].PartitionIndexes', 'i4'), 73: ('Topics[{}].PartitionIndexes', 'i4'), 74: ('Topics[{}].PartitionIndexes', 'i4'), 75: ('Topics[{}].PartitionIndexes', 'i4'), 76: ('Topics[{}].PartitionIndexes', 'i4'), 77: ('Topics[{}].PartitionIndexes', 'i4'), 78: ('Topics[{}].PartitionIndexes', 'i4'), 79: ('Topics[{}].PartitionIndexes', 'i4'), 80: ('Topics[{}].PartitionIndexes', 'i4'), 81: ('Topics', 'i4'), 82: ('Topics', 'i4'), 83: ('Topics', 'i4'), 84: ('Topics', 'i4'), 85: ('Topics', 'i4'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('PartitionIndex', None), 102: ('Replicas', None), 103: ('Replicas', None), 104: ('Replicas', None), 105: ('Replicas', None), 106: ('Replicas', None), 107: ('Replicas', None), 108: ('Replicas', None), 109: ('Replicas', None), 110: ('Replicas', None), 111: ('Replicas', None), 112: ('Replicas', None), 113: ('Replicas', None), 114: ('AddingReplicas', None), 115: ('AddingReplicas', None), 116: ('AddingReplicas', None), 117: ('AddingReplicas', None), 118: ('AddingReplicas', None), 119: ('AddingReplicas', None), 120: ('AddingReplicas', None), 121: ('AddingReplicas', None), 122: ('AddingReplicas', None), 123: ('AddingReplicas', None), 124: ('AddingReplicas', None), 125: ('AddingReplicas', None), 126: ('RemovingReplicas', None), 127: ('RemovingReplicas', None), 128: ('RemovingReplicas', None), 129: ('RemovingReplicas', None), 130: ('RemovingReplicas', None), 131: ('RemovingReplicas', None), 132: ('RemovingReplicas', None), 133: ('RemovingReplicas', None), 134: ('RemovingReplicas', None), 135: ('RemovingReplicas', None), 136: ('RemovingReplicas', None), 137: ('RemovingReplicas', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions[{}].PartitionIndex', 'i5'), 169: ('Partitions[{}].Replicas', 'i5'), 170: ('Partitions[{}].Replicas', 'i5'), 171: ('Partitions[{}].Replicas', 'i5'), 172: ('Partitions[{}].Replicas', 'i5'), 173: ('Partitions[{}].Replicas', 'i5'), 174: ('Partitions[{}].Replicas', 'i5'), 175: ('Partitions[{}].Replicas', 'i5'), 176: ('Partitions[{}].Replicas', 'i5'), 177: ('Partitions[{}].Replicas', 'i5'), 178: ('Partitions[{}].Replicas', 'i5'), 179: ('Partitions[{}].Replicas', 'i5'), 180: ('Partitions[{}].Replicas', 'i5'), 181: ('Partitions[{}].AddingReplicas', 'i5'), 182: ('Partitions[{}].AddingReplicas', 'i5'), 183: ('Partitions[{}].AddingReplicas', 'i5'), 184: ('Partitions[{}].AddingReplicas', 'i5'), 185: ('Partitions[{}].AddingReplicas', 'i5'), 186: ('Partitions[{}].AddingReplicas', 'i5'), 187: ('Partitions[{}].AddingReplicas', 'i5'), 188: ('Partitions[{}].AddingReplicas', 'i5'), 189: ('Partitions[{}].AddingReplicas', 'i5'), 190: ('Partitions[{}].AddingReplicas', 'i5'), 191: ('Partitions[{}].AddingReplicas', 'i5'), 192: ('Partitions[{}].AddingReplicas', 'i5'), 193: ('Partitions[{}].RemovingReplicas', 'i5'), 194: ('Partitions[{}].RemovingReplicas', 'i5'), 195: ('Partitions[{}].RemovingReplicas', 'i5'), 196: ('Partitions[{}].RemovingReplicas', 'i5'), 197: ('Partitions[{}].RemovingReplicas', 'i5'), 198: ('Partitions[{}].RemovingReplicas', 'i5'), 199: ('Partitions[{}].RemovingReplicas', 'i5'), 200: ('Partitions[{}].RemovingReplicas', 'i5'), 201: ('Partitions[{}].RemovingReplicas', 'i5'), 202: ('Partitions[{}].RemovingReplicas', 'i5'), 203: ('Partitions[{}].RemovingReplicas', 'i5'), 204: ('Partitions[{}].RemovingReplicas', 'i5'), 205: ('Partitions', 'i5'), 206: ('Partitions', 'i5'), 207: ('Partitions', 'i5'), 208: ('Partitions', 'i5'), 209: ('Partitions', 'i5'), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ThrottleTimeMs+ErrorCode', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('ErrorMessage', None), 235: ('ErrorMessage', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('Topics', None), 245: ('Topics', 'i7'), 246: ('Topics', 'i7'), 247: ('Topics', None), 248: ('Topics', None), 249: ('Topics', None), 250: ('Topics', None), 252: ('_tagged', None), 253: ('_tagged', None), 254: ('_tagged', None)}
+_LINES = {14: ('Name', None), 15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('PartitionIndexes', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('TimeoutMs', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics[{}].Name', 'i4'), 58: ('Topics[{}].Name', 'i4'), 59: ('Topics[{}].Name', 'i4'), 60: ('Topics[{}].Name', 'i4'), 61: ('Topics[{}].Name', 'i4'), 62: ('Topics[{}].Name', 'i4'), 63: ('Topics[{}].Name', 'i4'), 64: ('Topics[{}].Name', 'i4'), 65: ('Topics[{}].Name', 'i4'), 66: ('Topics[{}].Name', 'i4'), 67: ('Topics[{}].PartitionIndexes', 'i4'), 68: ('Topics[{}].PartitionIndexes', 'i4'), 69: ('Topics[{}].PartitionIndexes', 'i4'), 70: ('Topics[{}].PartitionIndexes', 'i4'), 71: ('Topics[{}].PartitionIndexes', 'i4'), 72: ('Topics[{}].PartitionIndexes', 'i4'), 73: ('Topics[{}].PartitionIndexes', 'i4'), 74: ('Topics[{}].PartitionIndexes', 'i4'), 75: ('Topics[{}].PartitionIndexes', 'i4'), 76: ('Topics[{}].PartitionIndexes', 'i4'), 77: ('Topics[{}].PartitionIndexes', 'i4'), 78: ('Topics[{}].PartitionIndexes', 'i4'), 79: ('Topics', 'i4'), 80: ('Topics', 'i4'), 81: ('Topics', 'i4'), 82: ('Topics', 'i4'), 83: ('Topics', 'i4'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('PartitionIndex', None), 100: ('Replicas', None), 101: ('Replicas', None), 102: ('Replicas', None), 103: ('Replicas', None), 104: ('Replicas', None), 105: ('Replicas', None), 106: ('Replicas', None), 107: ('Replicas', None), 108: ('Replicas', None), 109: ('Replicas', None), 110: ('Replicas', None), 111: ('Replicas', None), 112: ('AddingReplicas', None), 113: ('AddingReplicas', None), 114: ('AddingReplicas', None), 115: ('AddingReplicas', None), 116: ('AddingReplicas', None), 117: ('AddingReplicas', None), 118: ('AddingReplicas', None), 119: ('AddingReplicas', None), 120: ('AddingReplicas', None), 121: ('AddingReplicas', None), 122: ('AddingReplicas', None), 123: ('AddingReplicas', None), 124: ('RemovingReplicas', None), 125: ('RemovingReplicas', None), 126: ('RemovingReplicas', None), 127: ('RemovingReplicas', None), 128: ('RemovingReplicas', None), 129: ('RemovingReplicas', None), 130: ('RemovingReplicas', None), 131: ('RemovingReplicas', None), 132: ('RemovingReplicas', None), 133: ('RemovingReplicas', None), 134: ('RemovingReplicas', None), 135: ('RemovingReplicas', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions[{}].PartitionIndex', 'i5'), 167: ('Partitions[{}].Replicas', 'i5'), 168: ('Partitions[{}].Replicas', 'i5'), 169: ('Partitions[{}].Replicas', 'i5'), 170: ('Partitions[{}].Replicas', 'i5'), 171: ('Partitions[{}].Replicas', 'i5'), 172: ('Partitions[{}].Replicas', 'i5'), 173: ('Partitions[{}].Replicas', 'i5'), 174: ('Partitions[{}].Replicas', 'i5'), 175: ('Partitions[{}].Replicas', 'i5'), 176: ('Partitions[{}].Replicas', 'i5'), 177: ('Partitions[{}].Replicas', 'i5'), 178: ('Partitions[{}].Replicas', 'i5'), 179: ('Partitions[{}].AddingReplicas', 'i5'), 180: ('Partitions[{}].AddingReplicas', 'i5'), 181: ('Partitions[{}].AddingReplicas', 'i5'), 182: ('Partitions[{}].AddingReplicas', 'i5'), 183: ('Partitions[{}].AddingReplicas', 'i5'), 184: ('Partitions[{}].AddingReplicas', 'i5'), 185: ('Partitions[{}].AddingReplicas', 'i5'), 186: ('Partitions[{}].AddingReplicas', 'i5'), 187: ('Partitions[{}].AddingReplicas', 'i5'), 188: ('Partitions[{}].AddingReplicas', 'i5'), 189: ('Partitions[{}].AddingReplicas', 'i5'), 190: ('Partitions[{}].AddingReplicas', 'i5'), 191: ('Partitions[{}].RemovingReplicas', 'i5'), 192: ('Partitions[{}].RemovingReplicas', 'i5'), 193: ('Partitions[{}].RemovingReplicas', 'i5'), 194: ('Partitions[{}].RemovingReplicas', 'i5'), 195: ('Partitions[{}].RemovingReplicas', 'i5'), 196: ('Partitions[{}].RemovingReplicas', 'i5'), 197: ('Partitions[{}].RemovingReplicas', 'i5'), 198: ('Partitions[{}].RemovingReplicas', 'i5'), 199: ('Partitions[{}].RemovingReplicas', 'i5'), 200: ('Partitions[{}].RemovingReplicas', 'i5'), 201: ('Partitions[{}].RemovingReplicas', 'i5'), 202: ('Partitions[{}].RemovingReplicas', 'i5'), 203: ('Partitions', 'i5'), 204: ('Partitions', 'i5'), 205: ('Partitions', 'i5'), 206: ('Partitions', 'i5'), 207: ('Partitions', 'i5'), 208: ('Partitions', None), 209: ('Partitions', None), 210: ('Partitions', None), 211: ('Partitions', None), 213: ('_tagged', None), 214: ('_tagged', None), 215: ('_tagged', None), 223: ('ThrottleTimeMs+ErrorCode', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('ErrorMessage', None), 232: ('ErrorMessage', None), 233: ('ErrorMessage', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', 'i7'), 244: ('Topics', 'i7'), 245: ('Topics', None), 246: ('Topics', None), 247: ('Topics', None), 248: ('Topics', None), 250: ('_tagged', None), 251: ('_tagged', None), 252: ('_tagged', None)}

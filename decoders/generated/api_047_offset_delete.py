@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>hi').unpack_from
 _U3 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -20,7 +18,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -34,8 +32,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U1(b, p); p += 4
@@ -50,7 +48,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -64,11 +62,11 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -79,7 +77,7 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -88,7 +86,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -102,8 +100,8 @@ def _f4(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 6
@@ -118,18 +116,18 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -146,4 +144,4 @@ NAME = 'OffsetDelete'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {17: ('PartitionIndex', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions[{}].PartitionIndex', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', 'i5'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', 'i5'), 72: ('Topics', 'i5'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 85: ('PartitionIndex+ErrorCode', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Name', None), 101: ('Name', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 110: ('Partitions', 'i5'), 111: ('Partitions', 'i5'), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 124: ('ErrorCode+ThrottleTimeMs', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', None), 131: ('Topics', None), 132: ('Topics', 'i5'), 133: ('Topics', 'i5'), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None)}
+_LINES = {15: ('PartitionIndex', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions[{}].PartitionIndex', 'i5'), 40: ('Partitions', 'i5'), 41: ('Partitions', 'i5'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', 'i5'), 70: ('Topics', 'i5'), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 83: ('PartitionIndex+ErrorCode', None), 92: ('Name', None), 93: ('Name', None), 94: ('Name', None), 95: ('Name', None), 96: ('Name', None), 97: ('Name', None), 98: ('Name', None), 99: ('Name', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions[{}].PartitionIndex+ErrorCode', 'i5'), 108: ('Partitions', 'i5'), 109: ('Partitions', 'i5'), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 122: ('ErrorCode+ThrottleTimeMs', None), 123: ('Topics', None), 124: ('Topics', None), 125: ('Topics', None), 126: ('Topics', None), 127: ('Topics', None), 128: ('Topics', None), 129: ('Topics', None), 130: ('Topics', 'i5'), 131: ('Topics', 'i5'), 132: ('Topics', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None)}

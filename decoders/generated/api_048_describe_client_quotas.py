@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>b').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ih').unpack_from
 _U5 = _struct.Struct('>d').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -38,14 +36,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 5 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -77,7 +75,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -104,12 +102,12 @@ def _f2(b, p):
         d = {"EntityType": v1, "MatchType": v3, "Match": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -117,8 +115,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -145,7 +143,7 @@ def _f3(b, p):
                 d9 = {"EntityType": v4, "MatchType": v6, "Match": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v1.append(d9)
         elif n2 == -1:
             v1 = None
@@ -155,12 +153,12 @@ def _f3(b, p):
         d = {"Components": v1, "Strict": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -184,7 +182,7 @@ def _f4(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -201,14 +199,14 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -236,8 +234,8 @@ def _f6(b, p):
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13, = _U1(b, p); p += 2
@@ -260,7 +258,7 @@ def _f6(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -275,11 +273,11 @@ def _f7(b, p):
         n6, = _U0(b, p); p += 4
         if n6 >= 0:
             if n6 * 8 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f6(b, p)
+                x8, p = _f6(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -290,7 +288,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -316,12 +314,12 @@ def _f8(b, p):
         d = {"EntityType": v1, "EntityName": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -338,12 +336,12 @@ def _f9(b, p):
         d = {"Key": v1, "Value": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -351,8 +349,8 @@ def _f10(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -378,7 +376,7 @@ def _f10(b, p):
                 d8 = {"EntityType": v4, "EntityName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -389,8 +387,8 @@ def _f10(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 10 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13 = b[p]; p += 1
@@ -407,7 +405,7 @@ def _f10(b, p):
                 d15 = {"Key": v12, "Value": v14}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d15)
+                if t: p = _rt.tags(b, p, t, _T0, d15, B)
                 v9.append(d15)
         elif n10 == -1:
             v9 = None
@@ -416,12 +414,12 @@ def _f10(b, p):
         d = {"Entity": v1, "Values": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -440,11 +438,11 @@ def _f11(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f10(b, p)
+                x8, p = _f10(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -453,7 +451,7 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Entries": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -465,4 +463,4 @@ NAME = 'DescribeClientQuotas'
 REQUEST = {0: _f1, 1: _f3}
 RESPONSE = {0: _f7, 1: _f11}
 
-_LINES = {19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityType', None), 25: ('EntityType', None), 26: ('EntityType', None), 27: ('MatchType', None), 28: ('Match', None), 29: ('Match', None), 30: ('Match', None), 31: ('Match', None), 32: ('Match', None), 33: ('Match', None), 34: ('Match', None), 35: ('Match', None), 44: ('Components', None), 45: ('Components', None), 46: ('Components', None), 47: ('Components', None), 48: ('Components', None), 49: ('Components', None), 50: ('Components', None), 51: ('Components[{}].EntityType', 'i3'), 52: ('Components[{}].EntityType', 'i3'), 53: ('Components[{}].EntityType', 'i3'), 54: ('Components[{}].EntityType', 'i3'), 55: ('Components[{}].EntityType', 'i3'), 56: ('Components[{}].EntityType', 'i3'), 57: ('Components[{}].EntityType', 'i3'), 58: ('Components[{}].EntityType', 'i3'), 59: ('Components[{}].MatchType', 'i3'), 60: ('Components[{}].Match', 'i3'), 61: ('Components[{}].Match', 'i3'), 62: ('Components[{}].Match', 'i3'), 63: ('Components[{}].Match', 'i3'), 64: ('Components[{}].Match', 'i3'), 65: ('Components[{}].Match', 'i3'), 66: ('Components[{}].Match', 'i3'), 67: ('Components[{}].Match', 'i3'), 68: ('Components', 'i3'), 69: ('Components', 'i3'), 70: ('Components', None), 71: ('Components', None), 72: ('Components', None), 73: ('Components', None), 74: ('Strict', None), 83: ('EntityType', None), 84: ('EntityType', None), 85: ('EntityType', None), 86: ('EntityType', None), 87: ('EntityType', None), 88: ('EntityType', None), 89: ('EntityType', None), 90: ('EntityType', None), 91: ('EntityType', None), 92: ('EntityType', None), 93: ('MatchType', None), 94: ('Match', None), 95: ('Match', None), 96: ('Match', None), 97: ('Match', None), 98: ('Match', None), 99: ('Match', None), 100: ('Match', None), 101: ('Match', None), 102: ('Match', None), 103: ('Match', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('Components', None), 116: ('Components', None), 117: ('Components', None), 118: ('Components', None), 119: ('Components', None), 120: ('Components', None), 121: ('Components', None), 122: ('Components', None), 123: ('Components', None), 124: ('Components[{}].EntityType', 'i3'), 125: ('Components[{}].EntityType', 'i3'), 126: ('Components[{}].EntityType', 'i3'), 127: ('Components[{}].EntityType', 'i3'), 128: ('Components[{}].EntityType', 'i3'), 129: ('Components[{}].EntityType', 'i3'), 130: ('Components[{}].EntityType', 'i3'), 131: ('Components[{}].EntityType', 'i3'), 132: ('Components[{}].EntityType', 'i3'), 133: ('Components[{}].EntityType', 'i3'), 134: ('Components[{}].MatchType', 'i3'), 135: ('Components[{}].Match', 'i3'), 136: ('Components[{}].Match', 'i3'), 137: ('Components[{}].Match', 'i3'), 138: ('Components[{}].Match', 'i3'), 139: ('Components[{}].Match', 'i3'), 140: ('Components[{}].Match', 'i3'), 141: ('Components[{}].Match', 'i3'), 142: ('Components[{}].Match', 'i3'), 143: ('Components[{}].Match', 'i3'), 144: ('Components[{}].Match', 'i3'), 145: ('Components', 'i3'), 146: ('Components', 'i3'), 147: ('Components', 'i3'), 148: ('Components', 'i3'), 149: ('Components', 'i3'), 150: ('Components', None), 151: ('Components', None), 152: ('Components', None), 153: ('Components', None), 154: ('Strict', None), 156: ('_tagged', None), 157: ('_tagged', None), 158: ('_tagged', None), 166: ('EntityType', None), 167: ('EntityType', None), 168: ('EntityType', None), 169: ('EntityType', None), 170: ('EntityType', None), 171: ('EntityType', None), 172: ('EntityType', None), 173: ('EntityType', None), 174: ('EntityName', None), 175: ('EntityName', None), 176: ('EntityName', None), 177: ('EntityName', None), 178: ('EntityName', None), 179: ('EntityName', None), 180: ('EntityName', None), 181: ('EntityName', None), 190: ('Key', None), 191: ('Key', None), 192: ('Key', None), 193: ('Key', None), 194: ('Key', None), 195: ('Key', None), 196: ('Key', None), 197: ('Key', None), 198: ('Value', None), 207: ('Entity', None), 208: ('Entity', None), 209: ('Entity', None), 210: ('Entity', None), 211: ('Entity', None), 212: ('Entity', None), 213: ('Entity', None), 214: ('Entity[{}].EntityType', 'i3'), 215: ('Entity[{}].EntityType', 'i3'), 216: ('Entity[{}].EntityType', 'i3'), 217: ('Entity[{}].EntityType', 'i3'), 218: ('Entity[{}].EntityType', 'i3'), 219: ('Entity[{}].EntityType', 'i3'), 220: ('Entity[{}].EntityType', 'i3'), 221: ('Entity[{}].EntityType', 'i3'), 222: ('Entity[{}].EntityName', 'i3'), 223: ('Entity[{}].EntityName', 'i3'), 224: ('Entity[{}].EntityName', 'i3'), 225: ('Entity[{}].EntityName', 'i3'), 226: ('Entity[{}].EntityName', 'i3'), 227: ('Entity[{}].EntityName', 'i3'), 228: ('Entity[{}].EntityName', 'i3'), 229: ('Entity[{}].EntityName', 'i3'), 230: ('Entity', 'i3'), 231: ('Entity', 'i3'), 232: ('Entity', None), 233: ('Entity', None), 234: ('Entity', None), 235: ('Entity', None), 236: ('Values', None), 237: ('Values', None), 238: ('Values', None), 239: ('Values', None), 240: ('Values', None), 241: ('Values', None), 242: ('Values', None), 243: ('Values[{}].Key', 'i11'), 244: ('Values[{}].Key', 'i11'), 245: ('Values[{}].Key', 'i11'), 246: ('Values[{}].Key', 'i11'), 247: ('Values[{}].Key', 'i11'), 248: ('Values[{}].Key', 'i11'), 249: ('Values[{}].Key', 'i11'), 250: ('Values[{}].Key', 'i11'), 251: ('Values[{}].Value', 'i11'), 252: ('Values', 'i11'), 253: ('Values', 'i11'), 254: ('Values', None), 255: ('Values', None), 256: ('Values', None), 257: ('Values', None), 266: ('ThrottleTimeMs+ErrorCode', None), 267: ('ErrorMessage', None), 268: ('ErrorMessage', None), 269: ('ErrorMessage', None), 270: ('ErrorMessage', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('Entries', None), 276: ('Entries', None), 277: ('Entries', None), 278: ('Entries', None), 279: ('Entries', None), 280: ('Entries', None), 281: ('Entries', None), 282: ('Entries', 'i7'), 283: ('Entries', 'i7'), 284: ('Entries', None), 285: ('Entries', None), 286: ('Entries', None), 287: ('Entries', None), 296: ('EntityType', None), 297: ('EntityType', None), 298: ('EntityType', None), 299: ('EntityType', None), 300: ('EntityType', None), 301: ('EntityType', None), 302: ('EntityType', None), 303: ('EntityType', None), 304: ('EntityType', None), 305: ('EntityType', None), 306: ('EntityName', None), 307: ('EntityName', None), 308: ('EntityName', None), 309: ('EntityName', None), 310: ('EntityName', None), 311: ('EntityName', None), 312: ('EntityName', None), 313: ('EntityName', None), 314: ('EntityName', None), 315: ('EntityName', None), 317: ('_tagged', None), 318: ('_tagged', None), 319: ('_tagged', None), 327: ('Key', None), 328: ('Key', None), 329: ('Key', None), 330: ('Key', None), 331: ('Key', None), 332: ('Key', None), 333: ('Key', None), 334: ('Key', None), 335: ('Key', None), 336: ('Key', None), 337: ('Value', None), 339: ('_tagged', None), 340: ('_tagged', None), 341: ('_tagged', None), 349: ('Entity', None), 350: ('Entity', None), 351: ('Entity', None), 352: ('Entity', None), 353: ('Entity', None), 354: ('Entity', None), 355: ('Entity', None), 356: ('Entity', None), 357: ('Entity', None), 358: ('Entity[{}].EntityType', 'i3'), 359: ('Entity[{}].EntityType', 'i3'), 360: ('Entity[{}].EntityType', 'i3'), 361: ('Entity[{}].EntityType', 'i3'), 362: ('Entity[{}].EntityType', 'i3'), 363: ('Entity[{}].EntityType', 'i3'), 364: ('Entity[{}].EntityType', 'i3'), 365: ('Entity[{}].EntityType', 'i3'), 366: ('Entity[{}].EntityType', 'i3'), 367: ('Entity[{}].EntityType', 'i3'), 368: ('Entity[{}].EntityName', 'i3'), 369: ('Entity[{}].EntityName', 'i3'), 370: ('Entity[{}].EntityName', 'i3'), 371: ('Entity[{}].EntityName', 'i3'), 372: ('Entity[{}].EntityName', 'i3'), 373: ('Entity[{}].EntityName', 'i3'), 374: ('Entity[{}].EntityName', 'i3'), 375: ('Entity[{}].EntityName', 'i3'), 376: ('Entity[{}].EntityName', 'i3'), 377: ('Entity[{}].EntityName', 'i3'), 378: ('Entity', 'i3'), 379: ('Entity', 'i3'), 380: ('Entity', 'i3'), 381: ('Entity', 'i3'), 382: ('Entity', 'i3'), 383: ('Entity', None), 384: ('Entity', None), 385: ('Entity', None), 386: ('Entity', None), 387: ('Values', None), 388: ('Values', None), 389: ('Values', None), 390: ('Values', None), 391: ('Values', None), 392: ('Values', None), 393: ('Values', None), 394: ('Values', None), 395: ('Values', None), 396: ('Values[{}].Key', 'i11'), 397: ('Values[{}].Key', 'i11'), 398: ('Values[{}].Key', 'i11'), 399: ('Values[{}].Key', 'i11'), 400: ('Values[{}].Key', 'i11'), 401: ('Values[{}].Key', 'i11'), 402: ('Values[{}].Key', 'i11'), 403: ('Values[{}].Key', 'i11'), 404: ('Values[{}].Key', 'i11'), 405: ('Values[{}].Key', 'i11'), 406: ('Values[{}].Value', 'i11'), 407: ('Values', 'i11'), 408: ('Values', 'i11'), 409: ('Values', 'i11'), 410: ('Values', 'i11'), 411: ('Values', 'i11'), 412: ('Values', None), 413: ('Values', None), 414: ('Values', None), 415: ('Values', None), 417: ('_tagged', None), 418: ('_tagged', None), 419: ('_tagged', None), 427: ('ThrottleTimeMs+ErrorCode', None), 428: ('ErrorMessage', None), 429: ('ErrorMessage', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('Entries', None), 439: ('Entries', None), 440: ('Entries', None), 441: ('Entries', None), 442: ('Entries', None), 443: ('Entries', None), 444: ('Entries', None), 445: ('Entries', None), 446: ('Entries', None), 447: ('Entries', 'i7'), 448: ('Entries', 'i7'), 449: ('Entries', None), 450: ('Entries', None), 451: ('Entries', None), 452: ('Entries', None), 454: ('_tagged', None), 455: ('_tagged', None), 456: ('_tagged', None)}
+_LINES = {17: ('EntityType', None), 18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityType', None), 25: ('MatchType', None), 26: ('Match', None), 27: ('Match', None), 28: ('Match', None), 29: ('Match', None), 30: ('Match', None), 31: ('Match', None), 32: ('Match', None), 33: ('Match', None), 42: ('Components', None), 43: ('Components', None), 44: ('Components', None), 45: ('Components', None), 46: ('Components', None), 47: ('Components', None), 48: ('Components', None), 49: ('Components[{}].EntityType', 'i3'), 50: ('Components[{}].EntityType', 'i3'), 51: ('Components[{}].EntityType', 'i3'), 52: ('Components[{}].EntityType', 'i3'), 53: ('Components[{}].EntityType', 'i3'), 54: ('Components[{}].EntityType', 'i3'), 55: ('Components[{}].EntityType', 'i3'), 56: ('Components[{}].EntityType', 'i3'), 57: ('Components[{}].MatchType', 'i3'), 58: ('Components[{}].Match', 'i3'), 59: ('Components[{}].Match', 'i3'), 60: ('Components[{}].Match', 'i3'), 61: ('Components[{}].Match', 'i3'), 62: ('Components[{}].Match', 'i3'), 63: ('Components[{}].Match', 'i3'), 64: ('Components[{}].Match', 'i3'), 65: ('Components[{}].Match', 'i3'), 66: ('Components', 'i3'), 67: ('Components', 'i3'), 68: ('Components', None), 69: ('Components', None), 70: ('Components', None), 71: ('Components', None), 72: ('Strict', None), 81: ('EntityType', None), 82: ('EntityType', None), 83: ('EntityType', None), 84: ('EntityType', None), 85: ('EntityType', None), 86: ('EntityType', None), 87: ('EntityType', None), 88: ('EntityType', None), 89: ('EntityType', None), 90: ('EntityType', None), 91: ('MatchType', None), 92: ('Match', None), 93: ('Match', None), 94: ('Match', None), 95: ('Match', None), 96: ('Match', None), 97: ('Match', None), 98: ('Match', None), 99: ('Match', None), 100: ('Match', None), 101: ('Match', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Components', None), 114: ('Components', None), 115: ('Components', None), 116: ('Components', None), 117: ('Components', None), 118: ('Components', None), 119: ('Components', None), 120: ('Components', None), 121: ('Components', None), 122: ('Components[{}].EntityType', 'i3'), 123: ('Components[{}].EntityType', 'i3'), 124: ('Components[{}].EntityType', 'i3'), 125: ('Components[{}].EntityType', 'i3'), 126: ('Components[{}].EntityType', 'i3'), 127: ('Components[{}].EntityType', 'i3'), 128: ('Components[{}].EntityType', 'i3'), 129: ('Components[{}].EntityType', 'i3'), 130: ('Components[{}].EntityType', 'i3'), 131: ('Components[{}].EntityType', 'i3'), 132: ('Components[{}].MatchType', 'i3'), 133: ('Components[{}].Match', 'i3'), 134: ('Components[{}].Match', 'i3'), 135: ('Components[{}].Match', 'i3'), 136: ('Components[{}].Match', 'i3'), 137: ('Components[{}].Match', 'i3'), 138: ('Components[{}].Match', 'i3'), 139: ('Components[{}].Match', 'i3'), 140: ('Components[{}].Match', 'i3'), 141: ('Components[{}].Match', 'i3'), 142: ('Components[{}].Match', 'i3'), 143: ('Components', 'i3'), 144: ('Components', 'i3'), 145: ('Components', 'i3'), 146: ('Components', 'i3'), 147: ('Components', 'i3'), 148: ('Components', None), 149: ('Components', None), 150: ('Components', None), 151: ('Components', None), 152: ('Strict', None), 154: ('_tagged', None), 155: ('_tagged', None), 156: ('_tagged', None), 164: ('EntityType', None), 165: ('EntityType', None), 166: ('EntityType', None), 167: ('EntityType', None), 168: ('EntityType', None), 169: ('EntityType', None), 170: ('EntityType', None), 171: ('EntityType', None), 172: ('EntityName', None), 173: ('EntityName', None), 174: ('EntityName', None), 175: ('EntityName', None), 176: ('EntityName', None), 177: ('EntityName', None), 178: ('EntityName', None), 179: ('EntityName', None), 188: ('Key', None), 189: ('Key', None), 190: ('Key', None), 191: ('Key', None), 192: ('Key', None), 193: ('Key', None), 194: ('Key', None), 195: ('Key', None), 196: ('Value', None), 205: ('Entity', None), 206: ('Entity', None), 207: ('Entity', None), 208: ('Entity', None), 209: ('Entity', None), 210: ('Entity', None), 211: ('Entity', None), 212: ('Entity[{}].EntityType', 'i3'), 213: ('Entity[{}].EntityType', 'i3'), 214: ('Entity[{}].EntityType', 'i3'), 215: ('Entity[{}].EntityType', 'i3'), 216: ('Entity[{}].EntityType', 'i3'), 217: ('Entity[{}].EntityType', 'i3'), 218: ('Entity[{}].EntityType', 'i3'), 219: ('Entity[{}].EntityType', 'i3'), 220: ('Entity[{}].EntityName', 'i3'), 221: ('Entity[{}].EntityName', 'i3'), 222: ('Entity[{}].EntityName', 'i3'), 223: ('Entity[{}].EntityName', 'i3'), 224: ('Entity[{}].EntityName', 'i3'), 225: ('Entity[{}].EntityName', 'i3'), 226: ('Entity[{}].EntityName', 'i3'), 227: ('Entity[{}].EntityName', 'i3'), 228: ('Entity', 'i3'), 229: ('Entity', 'i3'), 230: ('Entity', None), 231: ('Entity', None), 232: ('Entity', None), 233: ('Entity', None), 234: ('Values', None), 235: ('Values', None), 236: ('Values', None), 237: ('Values', None), 238: ('Values', None), 239: ('Values', None), 240: ('Values', None), 241: ('Values[{}].Key', 'i11'), 242: ('Values[{}].Key', 'i11'), 243: ('Values[{}].Key', 'i11'), 244: ('Values[{}].Key', 'i11'), 245: ('Values[{}].Key', 'i11'), 246: ('Values[{}].Key', 'i11'), 247: ('Values[{}].Key', 'i11'), 248: ('Values[{}].Key', 'i11'), 249: ('Values[{}].Value', 'i11'), 250: ('Values', 'i11'), 251: ('Values', 'i11'), 252: ('Values', None), 253: ('Values', None), 254: ('Values', None), 255: ('Values', None), 264: ('ThrottleTimeMs+ErrorCode', None), 265: ('ErrorMessage', None), 266: ('ErrorMessage', None), 267: ('ErrorMessage', None), 268: ('ErrorMessage', None), 269: ('ErrorMessage', None), 270: ('ErrorMessage', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('Entries', None), 274: ('Entries', None), 275: ('Entries', None), 276: ('Entries', None), 277: ('Entries', None), 278: ('Entries', None), 279: ('Entries', None), 280: ('Entries', 'i7'), 281: ('Entries', 'i7'), 282: ('Entries', None), 283: ('Entries', None), 284: ('Entries', None), 285: ('Entries', None), 294: ('EntityType', None), 295: ('EntityType', None), 296: ('EntityType', None), 297: ('EntityType', None), 298: ('EntityType', None), 299: ('EntityType', None), 300: ('EntityType', None), 301: ('EntityType', None), 302: ('EntityType', None), 303: ('EntityType', None), 304: ('EntityName', None), 305: ('EntityName', None), 306: ('EntityName', None), 307: ('EntityName', None), 308: ('EntityName', None), 309: ('EntityName', None), 310: ('EntityName', None), 311: ('EntityName', None), 312: ('EntityName', None), 313: ('EntityName', None), 315: ('_tagged', None), 316: ('_tagged', None), 317: ('_tagged', None), 325: ('Key', None), 326: ('Key', None), 327: ('Key', None), 328: ('Key', None), 329: ('Key', None), 330: ('Key', None), 331: ('Key', None), 332: ('Key', None), 333: ('Key', None), 334: ('Key', None), 335: ('Value', None), 337: ('_tagged', None), 338: ('_tagged', None), 339: ('_tagged', None), 347: ('Entity', None), 348: ('Entity', None), 349: ('Entity', None), 350: ('Entity', None), 351: ('Entity', None), 352: ('Entity', None), 353: ('Entity', None), 354: ('Entity', None), 355: ('Entity', None), 356: ('Entity[{}].EntityType', 'i3'), 357: ('Entity[{}].EntityType', 'i3'), 358: ('Entity[{}].EntityType', 'i3'), 359: ('Entity[{}].EntityType', 'i3'), 360: ('Entity[{}].EntityType', 'i3'), 361: ('Entity[{}].EntityType', 'i3'), 362: ('Entity[{}].EntityType', 'i3'), 363: ('Entity[{}].EntityType', 'i3'), 364: ('Entity[{}].EntityType', 'i3'), 365: ('Entity[{}].EntityType', 'i3'), 366: ('Entity[{}].EntityName', 'i3'), 367: ('Entity[{}].EntityName', 'i3'), 368: ('Entity[{}].EntityName', 'i3'), 369: ('Entity[{}].EntityName', 'i3'), 370: ('Entity[{}].EntityName', 'i3'), 371: ('Entity[{}].EntityName', 'i3'), 372: ('Entity[{}].EntityName', 'i3'), 373: ('Entity[{}].EntityName', 'i3'), 374: ('Entity[{}].EntityName', 'i3'), 375: ('Entity[{}].EntityName', 'i3'), 376: ('Entity', 'i3'), 377: ('Entity', 'i3'), 378: ('Entity', 'i3'), 379: ('Entity', 'i3'), 380: ('Entity', 'i3'), 381: ('Entity', None), 382: ('Entity', None), 383: ('Entity', None), 384: ('Entity', None), 385: ('Values', None), 386: ('Values', None), 387: ('Values', None), 388: ('Values', None), 389: ('Values', None), 390: ('Values', None), 391: ('Values', None), 392: ('Values', None), 393: ('Values', None), 394: ('Values[{}].Key', 'i11'), 395: ('Values[{}].Key', 'i11'), 396: ('Values[{}].Key', 'i11'), 397: ('Values[{}].Key', 'i11'), 398: ('Values[{}].Key', 'i11'), 399: ('Values[{}].Key', 'i11'), 400: ('Values[{}].Key', 'i11'), 401: ('Values[{}].Key', 'i11'), 402: ('Values[{}].Key', 'i11'), 403: ('Values[{}].Key', 'i11'), 404: ('Values[{}].Value', 'i11'), 405: ('Values', 'i11'), 406: ('Values', 'i11'), 407: ('Values', 'i11'), 408: ('Values', 'i11'), 409: ('Values', 'i11'), 410: ('Values', None), 411: ('Values', None), 412: ('Values', None), 413: ('Values', None), 415: ('_tagged', None), 416: ('_tagged', None), 417: ('_tagged', None), 425: ('ThrottleTimeMs+ErrorCode', None), 426: ('ErrorMessage', None), 427: ('ErrorMessage', None), 428: ('ErrorMessage', None), 429: ('ErrorMessage', None), 430: ('ErrorMessage', None), 431: ('ErrorMessage', None), 432: ('ErrorMessage', None), 433: ('ErrorMessage', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('Entries', None), 437: ('Entries', None), 438: ('Entries', None), 439: ('Entries', None), 440: ('Entries', None), 441: ('Entries', None), 442: ('Entries', None), 443: ('Entries', None), 444: ('Entries', None), 445: ('Entries', 'i7'), 446: ('Entries', 'i7'), 447: ('Entries', None), 448: ('Entries', None), 449: ('Entries', None), 450: ('Entries', None), 452: ('_tagged', None), 453: ('_tagged', None), 454: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>d?').unpack_from
 _U3 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -35,7 +33,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -52,14 +50,14 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 4 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -87,8 +85,8 @@ def _f2(b, p):
         n10, = _U0(b, p); p += 4
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13, = _U1(b, p); p += 2
@@ -111,17 +109,17 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f2(b, p)
+                x4, p = _f2(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -133,7 +131,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -159,12 +157,12 @@ def _f4(b, p):
         d = {"EntityType": v1, "EntityName": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -181,12 +179,12 @@ def _f5(b, p):
         d = {"Key": v1, "Value": v3, "Remove": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -194,8 +192,8 @@ def _f6(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -221,7 +219,7 @@ def _f6(b, p):
                 d8 = {"EntityType": v4, "EntityName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -232,8 +230,8 @@ def _f6(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13 = b[p]; p += 1
@@ -250,7 +248,7 @@ def _f6(b, p):
                 d16 = {"Key": v12, "Value": v14, "Remove": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v9.append(d16)
         elif n10 == -1:
             v9 = None
@@ -259,12 +257,12 @@ def _f6(b, p):
         d = {"Entity": v1, "Ops": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -272,11 +270,11 @@ def _f7(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f6(b, p)
+                x4, p = _f6(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -286,12 +284,12 @@ def _f7(b, p):
         d = {"Entries": v1, "ValidateOnly": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -306,8 +304,8 @@ def _f8(b, p):
         n5, = _U0(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8, = _U1(b, p); p += 2
@@ -337,18 +335,18 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         n3, = _U0(b, p); p += 4
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
+                x5, p = _f8(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -359,7 +357,7 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -378,8 +376,8 @@ def _f10(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -405,7 +403,7 @@ def _f10(b, p):
                 d11 = {"EntityType": v7, "EntityName": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v4.append(d11)
         elif n5 == -1:
             v4 = None
@@ -414,12 +412,12 @@ def _f10(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "Entity": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -428,11 +426,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -441,7 +439,7 @@ def _f11(b, p):
         d = {"ThrottleTimeMs": v1, "Entries": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -453,4 +451,4 @@ NAME = 'AlterClientQuotas'
 REQUEST = {0: _f3, 1: _f7}
 RESPONSE = {0: _f9, 1: _f11}
 
-_LINES = {17: ('EntityType', None), 18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityType', None), 24: ('EntityType', None), 25: ('EntityName', None), 26: ('EntityName', None), 27: ('EntityName', None), 28: ('EntityName', None), 29: ('EntityName', None), 30: ('EntityName', None), 31: ('EntityName', None), 32: ('EntityName', None), 41: ('Key', None), 42: ('Key', None), 43: ('Key', None), 44: ('Key', None), 45: ('Key', None), 46: ('Key', None), 47: ('Key', None), 48: ('Key', None), 49: ('Value+Remove', None), 58: ('Entity', None), 59: ('Entity', None), 60: ('Entity', None), 61: ('Entity', None), 62: ('Entity', None), 63: ('Entity', None), 64: ('Entity', None), 65: ('Entity[{}].EntityType', 'i3'), 66: ('Entity[{}].EntityType', 'i3'), 67: ('Entity[{}].EntityType', 'i3'), 68: ('Entity[{}].EntityType', 'i3'), 69: ('Entity[{}].EntityType', 'i3'), 70: ('Entity[{}].EntityType', 'i3'), 71: ('Entity[{}].EntityType', 'i3'), 72: ('Entity[{}].EntityType', 'i3'), 73: ('Entity[{}].EntityName', 'i3'), 74: ('Entity[{}].EntityName', 'i3'), 75: ('Entity[{}].EntityName', 'i3'), 76: ('Entity[{}].EntityName', 'i3'), 77: ('Entity[{}].EntityName', 'i3'), 78: ('Entity[{}].EntityName', 'i3'), 79: ('Entity[{}].EntityName', 'i3'), 80: ('Entity[{}].EntityName', 'i3'), 81: ('Entity', 'i3'), 82: ('Entity', 'i3'), 83: ('Entity', None), 84: ('Entity', None), 85: ('Entity', None), 86: ('Entity', None), 87: ('Ops', None), 88: ('Ops', None), 89: ('Ops', None), 90: ('Ops', None), 91: ('Ops', None), 92: ('Ops', None), 93: ('Ops', None), 94: ('Ops[{}].Key', 'i11'), 95: ('Ops[{}].Key', 'i11'), 96: ('Ops[{}].Key', 'i11'), 97: ('Ops[{}].Key', 'i11'), 98: ('Ops[{}].Key', 'i11'), 99: ('Ops[{}].Key', 'i11'), 100: ('Ops[{}].Key', 'i11'), 101: ('Ops[{}].Key', 'i11'), 102: ('Ops[{}].Value+Remove', 'i11'), 103: ('Ops', 'i11'), 104: ('Ops', 'i11'), 105: ('Ops', None), 106: ('Ops', None), 107: ('Ops', None), 108: ('Ops', None), 117: ('Entries', None), 118: ('Entries', None), 119: ('Entries', None), 120: ('Entries', None), 121: ('Entries', None), 122: ('Entries', None), 123: ('Entries', None), 124: ('Entries', 'i3'), 125: ('Entries', 'i3'), 126: ('Entries', None), 127: ('Entries', None), 128: ('Entries', None), 129: ('Entries', None), 130: ('ValidateOnly', None), 139: ('EntityType', None), 140: ('EntityType', None), 141: ('EntityType', None), 142: ('EntityType', None), 143: ('EntityType', None), 144: ('EntityType', None), 145: ('EntityType', None), 146: ('EntityType', None), 147: ('EntityType', None), 148: ('EntityType', None), 149: ('EntityName', None), 150: ('EntityName', None), 151: ('EntityName', None), 152: ('EntityName', None), 153: ('EntityName', None), 154: ('EntityName', None), 155: ('EntityName', None), 156: ('EntityName', None), 157: ('EntityName', None), 158: ('EntityName', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('Key', None), 171: ('Key', None), 172: ('Key', None), 173: ('Key', None), 174: ('Key', None), 175: ('Key', None), 176: ('Key', None), 177: ('Key', None), 178: ('Key', None), 179: ('Key', None), 180: ('Value+Remove', None), 182: ('_tagged', None), 183: ('_tagged', None), 184: ('_tagged', None), 192: ('Entity', None), 193: ('Entity', None), 194: ('Entity', None), 195: ('Entity', None), 196: ('Entity', None), 197: ('Entity', None), 198: ('Entity', None), 199: ('Entity', None), 200: ('Entity', None), 201: ('Entity[{}].EntityType', 'i3'), 202: ('Entity[{}].EntityType', 'i3'), 203: ('Entity[{}].EntityType', 'i3'), 204: ('Entity[{}].EntityType', 'i3'), 205: ('Entity[{}].EntityType', 'i3'), 206: ('Entity[{}].EntityType', 'i3'), 207: ('Entity[{}].EntityType', 'i3'), 208: ('Entity[{}].EntityType', 'i3'), 209: ('Entity[{}].EntityType', 'i3'), 210: ('Entity[{}].EntityType', 'i3'), 211: ('Entity[{}].EntityName', 'i3'), 212: ('Entity[{}].EntityName', 'i3'), 213: ('Entity[{}].EntityName', 'i3'), 214: ('Entity[{}].EntityName', 'i3'), 215: ('Entity[{}].EntityName', 'i3'), 216: ('Entity[{}].EntityName', 'i3'), 217: ('Entity[{}].EntityName', 'i3'), 218: ('Entity[{}].EntityName', 'i3'), 219: ('Entity[{}].EntityName', 'i3'), 220: ('Entity[{}].EntityName', 'i3'), 221: ('Entity', 'i3'), 222: ('Entity', 'i3'), 223: ('Entity', 'i3'), 224: ('Entity', 'i3'), 225: ('Entity', 'i3'), 226: ('Entity', None), 227: ('Entity', None), 228: ('Entity', None), 229: ('Entity', None), 230: ('Ops', None), 231: ('Ops', None), 232: ('Ops', None), 233: ('Ops', None), 234: ('Ops', None), 235: ('Ops', None), 236: ('Ops', None), 237: ('Ops', None), 238: ('Ops', None), 239: ('Ops[{}].Key', 'i11'), 240: ('Ops[{}].Key', 'i11'), 241: ('Ops[{}].Key', 'i11'), 242: ('Ops[{}].Key', 'i11'), 243: ('Ops[{}].Key', 'i11'), 244: ('Ops[{}].Key', 'i11'), 245: ('Ops[{}].Key', 'i11'), 246: ('Ops[{}].Key', 'i11'), 247: ('Ops[{}].Key', 'i11'), 248: ('Ops[{}].Key', 'i11'), 249: ('Ops[{}].Value+Remove', 'i11'), 250: ('Ops', 'i11'), 251: ('Ops', 'i11'), 252: ('Ops', 'i11'), 253: ('Ops', 'i11'), 254: ('Ops', 'i11'), 255: ('Ops', None), 256: ('Ops', None), 257: ('Ops', None), 258: ('Ops', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('Entries', None), 271: ('Entries', None), 272: ('Entries', None), 273: ('Entries', None), 274: ('Entries', None), 275: ('Entries', None), 276: ('Entries', None), 277: ('Entries', None), 278: ('Entries', None), 279: ('Entries', 'i3'), 280: ('Entries', 'i3'), 281: ('Entries', None), 282: ('Entries', None), 283: ('Entries', None), 284: ('Entries', None), 285: ('ValidateOnly', None), 287: ('_tagged', None), 288: ('_tagged', None), 289: ('_tagged', None), 297: ('ErrorCode', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('Entity', None), 307: ('Entity', None), 308: ('Entity', None), 309: ('Entity', None), 310: ('Entity', None), 311: ('Entity', None), 312: ('Entity', None), 313: ('Entity[{}].EntityType', 'i6'), 314: ('Entity[{}].EntityType', 'i6'), 315: ('Entity[{}].EntityType', 'i6'), 316: ('Entity[{}].EntityType', 'i6'), 317: ('Entity[{}].EntityType', 'i6'), 318: ('Entity[{}].EntityType', 'i6'), 319: ('Entity[{}].EntityType', 'i6'), 320: ('Entity[{}].EntityType', 'i6'), 321: ('Entity[{}].EntityName', 'i6'), 322: ('Entity[{}].EntityName', 'i6'), 323: ('Entity[{}].EntityName', 'i6'), 324: ('Entity[{}].EntityName', 'i6'), 325: ('Entity[{}].EntityName', 'i6'), 326: ('Entity[{}].EntityName', 'i6'), 327: ('Entity[{}].EntityName', 'i6'), 328: ('Entity[{}].EntityName', 'i6'), 329: ('Entity', 'i6'), 330: ('Entity', 'i6'), 331: ('Entity', None), 332: ('Entity', None), 333: ('Entity', None), 334: ('Entity', None), 343: ('ThrottleTimeMs', None), 344: ('Entries', None), 345: ('Entries', None), 346: ('Entries', None), 347: ('Entries', None), 348: ('Entries', None), 349: ('Entries', None), 350: ('Entries', None), 351: ('Entries', 'i4'), 352: ('Entries', 'i4'), 353: ('Entries', None), 354: ('Entries', None), 355: ('Entries', None), 356: ('Entries', None), 365: ('ErrorCode', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('ErrorMessage', None), 374: ('ErrorMessage', None), 375: ('ErrorMessage', None), 376: ('Entity', None), 377: ('Entity', None), 378: ('Entity', None), 379: ('Entity', None), 380: ('Entity', None), 381: ('Entity', None), 382: ('Entity', None), 383: ('Entity', None), 384: ('Entity', None), 385: ('Entity[{}].EntityType', 'i6'), 386: ('Entity[{}].EntityType', 'i6'), 387: ('Entity[{}].EntityType', 'i6'), 388: ('Entity[{}].EntityType', 'i6'), 389: ('Entity[{}].EntityType', 'i6'), 390: ('Entity[{}].EntityType', 'i6'), 391: ('Entity[{}].EntityType', 'i6'), 392: ('Entity[{}].EntityType', 'i6'), 393: ('Entity[{}].EntityType', 'i6'), 394: ('Entity[{}].EntityType', 'i6'), 395: ('Entity[{}].EntityName', 'i6'), 396: ('Entity[{}].EntityName', 'i6'), 397: ('Entity[{}].EntityName', 'i6'), 398: ('Entity[{}].EntityName', 'i6'), 399: ('Entity[{}].EntityName', 'i6'), 400: ('Entity[{}].EntityName', 'i6'), 401: ('Entity[{}].EntityName', 'i6'), 402: ('Entity[{}].EntityName', 'i6'), 403: ('Entity[{}].EntityName', 'i6'), 404: ('Entity[{}].EntityName', 'i6'), 405: ('Entity', 'i6'), 406: ('Entity', 'i6'), 407: ('Entity', 'i6'), 408: ('Entity', 'i6'), 409: ('Entity', 'i6'), 410: ('Entity', None), 411: ('Entity', None), 412: ('Entity', None), 413: ('Entity', None), 415: ('_tagged', None), 416: ('_tagged', None), 417: ('_tagged', None), 425: ('ThrottleTimeMs', None), 426: ('Entries', None), 427: ('Entries', None), 428: ('Entries', None), 429: ('Entries', None), 430: ('Entries', None), 431: ('Entries', None), 432: ('Entries', None), 433: ('Entries', None), 434: ('Entries', None), 435: ('Entries', 'i4'), 436: ('Entries', 'i4'), 437: ('Entries', None), 438: ('Entries', None), 439: ('Entries', None), 440: ('Entries', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None)}
+_LINES = {15: ('EntityType', None), 16: ('EntityType', None), 17: ('EntityType', None), 18: ('EntityType', None), 19: ('EntityType', None), 20: ('EntityType', None), 21: ('EntityType', None), 22: ('EntityType', None), 23: ('EntityName', None), 24: ('EntityName', None), 25: ('EntityName', None), 26: ('EntityName', None), 27: ('EntityName', None), 28: ('EntityName', None), 29: ('EntityName', None), 30: ('EntityName', None), 39: ('Key', None), 40: ('Key', None), 41: ('Key', None), 42: ('Key', None), 43: ('Key', None), 44: ('Key', None), 45: ('Key', None), 46: ('Key', None), 47: ('Value+Remove', None), 56: ('Entity', None), 57: ('Entity', None), 58: ('Entity', None), 59: ('Entity', None), 60: ('Entity', None), 61: ('Entity', None), 62: ('Entity', None), 63: ('Entity[{}].EntityType', 'i3'), 64: ('Entity[{}].EntityType', 'i3'), 65: ('Entity[{}].EntityType', 'i3'), 66: ('Entity[{}].EntityType', 'i3'), 67: ('Entity[{}].EntityType', 'i3'), 68: ('Entity[{}].EntityType', 'i3'), 69: ('Entity[{}].EntityType', 'i3'), 70: ('Entity[{}].EntityType', 'i3'), 71: ('Entity[{}].EntityName', 'i3'), 72: ('Entity[{}].EntityName', 'i3'), 73: ('Entity[{}].EntityName', 'i3'), 74: ('Entity[{}].EntityName', 'i3'), 75: ('Entity[{}].EntityName', 'i3'), 76: ('Entity[{}].EntityName', 'i3'), 77: ('Entity[{}].EntityName', 'i3'), 78: ('Entity[{}].EntityName', 'i3'), 79: ('Entity', 'i3'), 80: ('Entity', 'i3'), 81: ('Entity', None), 82: ('Entity', None), 83: ('Entity', None), 84: ('Entity', None), 85: ('Ops', None), 86: ('Ops', None), 87: ('Ops', None), 88: ('Ops', None), 89: ('Ops', None), 90: ('Ops', None), 91: ('Ops', None), 92: ('Ops[{}].Key', 'i11'), 93: ('Ops[{}].Key', 'i11'), 94: ('Ops[{}].Key', 'i11'), 95: ('Ops[{}].Key', 'i11'), 96: ('Ops[{}].Key', 'i11'), 97: ('Ops[{}].Key', 'i11'), 98: ('Ops[{}].Key', 'i11'), 99: ('Ops[{}].Key', 'i11'), 100: ('Ops[{}].Value+Remove', 'i11'), 101: ('Ops', 'i11'), 102: ('Ops', 'i11'), 103: ('Ops', None), 104: ('Ops', None), 105: ('Ops', None), 106: ('Ops', None), 115: ('Entries', None), 116: ('Entries', None), 117: ('Entries', None), 118: ('Entries', None), 119: ('Entries', None), 120: ('Entries', None), 121: ('Entries', None), 122: ('Entries', 'i3'), 123: ('Entries', 'i3'), 124: ('Entries', None), 125: ('Entries', None), 126: ('Entries', None), 127: ('Entries', None), 128: ('ValidateOnly', None), 137: ('EntityType', None), 138: ('EntityType', None), 139: ('EntityType', None), 140: ('EntityType', None), 141: ('EntityType', None), 142: ('EntityType', None), 143: ('EntityType', None), 144: ('EntityType', None), 145: ('EntityType', None), 146: ('EntityType', None), 147: ('EntityName', None), 148: ('EntityName', None), 149: ('EntityName', None), 150: ('EntityName', None), 151: ('EntityName', None), 152: ('EntityName', None), 153: ('EntityName', None), 154: ('EntityName', None), 155: ('EntityName', None), 156: ('EntityName', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('Key', None), 169: ('Key', None), 170: ('Key', None), 171: ('Key', None), 172: ('Key', None), 173: ('Key', None), 174: ('Key', None), 175: ('Key', None), 176: ('Key', None), 177: ('Key', None), 178: ('Value+Remove', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('Entity', None), 191: ('Entity', None), 192: ('Entity', None), 193: ('Entity', None), 194: ('Entity', None), 195: ('Entity', None), 196: ('Entity', None), 197: ('Entity', None), 198: ('Entity', None), 199: ('Entity[{}].EntityType', 'i3'), 200: ('Entity[{}].EntityType', 'i3'), 201: ('Entity[{}].EntityType', 'i3'), 202: ('Entity[{}].EntityType', 'i3'), 203: ('Entity[{}].EntityType', 'i3'), 204: ('Entity[{}].EntityType', 'i3'), 205: ('Entity[{}].EntityType', 'i3'), 206: ('Entity[{}].EntityType', 'i3'), 207: ('Entity[{}].EntityType', 'i3'), 208: ('Entity[{}].EntityType', 'i3'), 209: ('Entity[{}].EntityName', 'i3'), 210: ('Entity[{}].EntityName', 'i3'), 211: ('Entity[{}].EntityName', 'i3'), 212: ('Entity[{}].EntityName', 'i3'), 213: ('Entity[{}].EntityName', 'i3'), 214: ('Entity[{}].EntityName', 'i3'), 215: ('Entity[{}].EntityName', 'i3'), 216: ('Entity[{}].EntityName', 'i3'), 217: ('Entity[{}].EntityName', 'i3'), 218: ('Entity[{}].EntityName', 'i3'), 219: ('Entity', 'i3'), 220: ('Entity', 'i3'), 221: ('Entity', 'i3'), 222: ('Entity', 'i3'), 223: ('Entity', 'i3'), 224: ('Entity', None), 225: ('Entity', None), 226: ('Entity', None), 227: ('Entity', None), 228: ('Ops', None), 229: ('Ops', None), 230: ('Ops', None), 231: ('Ops', None), 232: ('Ops', None), 233: ('Ops', None), 234: ('Ops', None), 235: ('Ops', None), 236: ('Ops', None), 237: ('Ops[{}].Key', 'i11'), 238: ('Ops[{}].Key', 'i11'), 239: ('Ops[{}].Key', 'i11'), 240: ('Ops[{}].Key', 'i11'), 241: ('Ops[{}].Key', 'i11'), 242: ('Ops[{}].Key', 'i11'), 243: ('Ops[{}].Key', 'i11'), 244: ('Ops[{}].Key', 'i11'), 245: ('Ops[{}].Key', 'i11'), 246: ('Ops[{}].Key', 'i11'), 247: ('Ops[{}].Value+Remove', 'i11'), 248: ('Ops', 'i11'), 249: ('Ops', 'i11'), 250: ('Ops', 'i11'), 251: ('Ops', 'i11'), 252: ('Ops', 'i11'), 253: ('Ops', None), 254: ('Ops', None), 255: ('Ops', None), 256: ('Ops', None), 258: ('_tagged', None), 259: ('_tagged', None), 260: ('_tagged', None), 268: ('Entries', None), 269: ('Entries', None), 270: ('Entries', None), 271: ('Entries', None), 272: ('Entries', None), 273: ('Entries', None), 274: ('Entries', None), 275: ('Entries', None), 276: ('Entries', None), 277: ('Entries', 'i3'), 278: ('Entries', 'i3'), 279: ('Entries', None), 280: ('Entries', None), 281: ('Entries', None), 282: ('Entries', None), 283: ('ValidateOnly', None), 285: ('_tagged', None), 286: ('_tagged', None), 287: ('_tagged', None), 295: ('ErrorCode', None), 296: ('ErrorMessage', None), 297: ('ErrorMessage', None), 298: ('ErrorMessage', None), 299: ('ErrorMessage', None), 300: ('ErrorMessage', None), 301: ('ErrorMessage', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('Entity', None), 305: ('Entity', None), 306: ('Entity', None), 307: ('Entity', None), 308: ('Entity', None), 309: ('Entity', None), 310: ('Entity', None), 311: ('Entity[{}].EntityType', 'i6'), 312: ('Entity[{}].EntityType', 'i6'), 313: ('Entity[{}].EntityType', 'i6'), 314: ('Entity[{}].EntityType', 'i6'), 315: ('Entity[{}].EntityType', 'i6'), 316: ('Entity[{}].EntityType', 'i6'), 317: ('Entity[{}].EntityType', 'i6'), 318: ('Entity[{}].EntityType', 'i6'), 319: ('Entity[{}].EntityName', 'i6'), 320: ('Entity[{}].EntityName', 'i6'), 321: ('Entity[{}].EntityName', 'i6'), 322: ('Entity[{}].EntityName', 'i6'), 323: ('Entity[{}].EntityName', 'i6'), 324: ('Entity[{}].EntityName', 'i6'), 325: ('Entity[{}].EntityName', 'i6'), 326: ('Entity[{}].EntityName', 'i6'), 327: ('Entity', 'i6'), 328: ('Entity', 'i6'), 329: ('Entity', None), 330: ('Entity', None), 331: ('Entity', None), 332: ('Entity', None), 341: ('ThrottleTimeMs', None), 342: ('Entries', None), 343: ('Entries', None), 344: ('Entries', None), 345: ('Entries', None), 346: ('Entries', None), 347: ('Entries', None), 348: ('Entries', None), 349: ('Entries', 'i4'), 350: ('Entries', 'i4'), 351: ('Entries', None), 352: ('Entries', None), 353: ('Entries', None), 354: ('Entries', None), 363: ('ErrorCode', None), 364: ('ErrorMessage', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('ErrorMessage', None), 374: ('Entity', None), 375: ('Entity', None), 376: ('Entity', None), 377: ('Entity', None), 378: ('Entity', None), 379: ('Entity', None), 380: ('Entity', None), 381: ('Entity', None), 382: ('Entity', None), 383: ('Entity[{}].EntityType', 'i6'), 384: ('Entity[{}].EntityType', 'i6'), 385: ('Entity[{}].EntityType', 'i6'), 386: ('Entity[{}].EntityType', 'i6'), 387: ('Entity[{}].EntityType', 'i6'), 388: ('Entity[{}].EntityType', 'i6'), 389: ('Entity[{}].EntityType', 'i6'), 390: ('Entity[{}].EntityType', 'i6'), 391: ('Entity[{}].EntityType', 'i6'), 392: ('Entity[{}].EntityType', 'i6'), 393: ('Entity[{}].EntityName', 'i6'), 394: ('Entity[{}].EntityName', 'i6'), 395: ('Entity[{}].EntityName', 'i6'), 396: ('Entity[{}].EntityName', 'i6'), 397: ('Entity[{}].EntityName', 'i6'), 398: ('Entity[{}].EntityName', 'i6'), 399: ('Entity[{}].EntityName', 'i6'), 400: ('Entity[{}].EntityName', 'i6'), 401: ('Entity[{}].EntityName', 'i6'), 402: ('Entity[{}].EntityName', 'i6'), 403: ('Entity', 'i6'), 404: ('Entity', 'i6'), 405: ('Entity', 'i6'), 406: ('Entity', 'i6'), 407: ('Entity', 'i6'), 408: ('Entity', None), 409: ('Entity', None), 410: ('Entity', None), 411: ('Entity', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('ThrottleTimeMs', None), 424: ('Entries', None), 425: ('Entries', None), 426: ('Entries', None), 427: ('Entries', None), 428: ('Entries', None), 429: ('Entries', None), 430: ('Entries', None), 431: ('Entries', None), 432: ('Entries', None), 433: ('Entries', 'i4'), 434: ('Entries', 'i4'), 435: ('Entries', None), 436: ('Entries', None), 437: ('Entries', None), 438: ('Entries', None), 440: ('_tagged', None), 441: ('_tagged', None), 442: ('_tagged', None)}

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ih').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>bi').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -26,12 +24,12 @@ def _f0(b, p):
         d = {"Name": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -39,8 +37,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -56,7 +54,7 @@ def _f1(b, p):
                 d6 = {"Name": v4}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d6)
+                if t: p = _rt.tags(b, p, t, _T0, d6, B)
                 v1.append(d6)
         elif n2 == -1:
             v1 = None
@@ -65,24 +63,24 @@ def _f1(b, p):
         d = {"Users": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 5
         d = {"Mechanism": v1, "Iterations": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -111,15 +109,15 @@ def _f3(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 6 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U2(b, p); p += 5
                 d11 = {"Mechanism": v9, "Iterations": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v6.append(d11)
         elif n7 == -1:
             v6 = None
@@ -128,12 +126,12 @@ def _f3(b, p):
         d = {"User": v1, "ErrorCode": v3, "ErrorMessage": v4, "CredentialInfos": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -152,11 +150,11 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 6 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f3(b, p)
+                x8, p = _f3(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -165,7 +163,7 @@ def _f4(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Results": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -177,4 +175,4 @@ NAME = 'DescribeUserScramCredentials'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f4}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('Users', None), 38: ('Users', None), 39: ('Users', None), 40: ('Users', None), 41: ('Users', None), 42: ('Users', None), 43: ('Users', None), 44: ('Users', None), 45: ('Users', None), 46: ('Users[{}].Name', 'i3'), 47: ('Users[{}].Name', 'i3'), 48: ('Users[{}].Name', 'i3'), 49: ('Users[{}].Name', 'i3'), 50: ('Users[{}].Name', 'i3'), 51: ('Users[{}].Name', 'i3'), 52: ('Users[{}].Name', 'i3'), 53: ('Users[{}].Name', 'i3'), 54: ('Users[{}].Name', 'i3'), 55: ('Users[{}].Name', 'i3'), 56: ('Users', 'i3'), 57: ('Users', 'i3'), 58: ('Users', 'i3'), 59: ('Users', 'i3'), 60: ('Users', 'i3'), 61: ('Users', None), 62: ('Users', None), 63: ('Users', None), 64: ('Users', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('Mechanism+Iterations', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('User', None), 89: ('User', None), 90: ('User', None), 91: ('User', None), 92: ('User', None), 93: ('User', None), 94: ('User', None), 95: ('User', None), 96: ('User', None), 97: ('User', None), 98: ('ErrorCode', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('CredentialInfos', None), 110: ('CredentialInfos', None), 111: ('CredentialInfos', None), 112: ('CredentialInfos', None), 113: ('CredentialInfos', None), 114: ('CredentialInfos', None), 115: ('CredentialInfos', None), 116: ('CredentialInfos', None), 117: ('CredentialInfos', None), 118: ('CredentialInfos[{}].Mechanism+Iterations', 'i8'), 119: ('CredentialInfos', 'i8'), 120: ('CredentialInfos', 'i8'), 121: ('CredentialInfos', 'i8'), 122: ('CredentialInfos', 'i8'), 123: ('CredentialInfos', 'i8'), 124: ('CredentialInfos', None), 125: ('CredentialInfos', None), 126: ('CredentialInfos', None), 127: ('CredentialInfos', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('ThrottleTimeMs+ErrorCode', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', 'i7'), 160: ('Results', 'i7'), 161: ('Results', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 166: ('_tagged', None), 167: ('_tagged', None), 168: ('_tagged', None)}
+_LINES = {14: ('Name', None), 15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('Users', None), 36: ('Users', None), 37: ('Users', None), 38: ('Users', None), 39: ('Users', None), 40: ('Users', None), 41: ('Users', None), 42: ('Users', None), 43: ('Users', None), 44: ('Users[{}].Name', 'i3'), 45: ('Users[{}].Name', 'i3'), 46: ('Users[{}].Name', 'i3'), 47: ('Users[{}].Name', 'i3'), 48: ('Users[{}].Name', 'i3'), 49: ('Users[{}].Name', 'i3'), 50: ('Users[{}].Name', 'i3'), 51: ('Users[{}].Name', 'i3'), 52: ('Users[{}].Name', 'i3'), 53: ('Users[{}].Name', 'i3'), 54: ('Users', 'i3'), 55: ('Users', 'i3'), 56: ('Users', 'i3'), 57: ('Users', 'i3'), 58: ('Users', 'i3'), 59: ('Users', None), 60: ('Users', None), 61: ('Users', None), 62: ('Users', None), 64: ('_tagged', None), 65: ('_tagged', None), 66: ('_tagged', None), 74: ('Mechanism+Iterations', None), 76: ('_tagged', None), 77: ('_tagged', None), 78: ('_tagged', None), 86: ('User', None), 87: ('User', None), 88: ('User', None), 89: ('User', None), 90: ('User', None), 91: ('User', None), 92: ('User', None), 93: ('User', None), 94: ('User', None), 95: ('User', None), 96: ('ErrorCode', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('CredentialInfos', None), 108: ('CredentialInfos', None), 109: ('CredentialInfos', None), 110: ('CredentialInfos', None), 111: ('CredentialInfos', None), 112: ('CredentialInfos', None), 113: ('CredentialInfos', None), 114: ('CredentialInfos', None), 115: ('CredentialInfos', None), 116: ('CredentialInfos[{}].Mechanism+Iterations', 'i8'), 117: ('CredentialInfos', 'i8'), 118: ('CredentialInfos', 'i8'), 119: ('CredentialInfos', 'i8'), 120: ('CredentialInfos', 'i8'), 121: ('CredentialInfos', 'i8'), 122: ('CredentialInfos', None), 123: ('CredentialInfos', None), 124: ('CredentialInfos', None), 125: ('CredentialInfos', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('ThrottleTimeMs+ErrorCode', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('Results', None), 149: ('Results', None), 150: ('Results', None), 151: ('Results', None), 152: ('Results', None), 153: ('Results', None), 154: ('Results', None), 155: ('Results', None), 156: ('Results', None), 157: ('Results', 'i7'), 158: ('Results', 'i7'), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 164: ('_tagged', None), 165: ('_tagged', None), 166: ('_tagged', None)}

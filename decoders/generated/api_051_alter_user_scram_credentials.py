@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>b').unpack_from
 _U1 = _struct.Struct('>bi').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
 _U3 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -28,12 +26,12 @@ def _f0(b, p):
         d = {"Name": v1, "Mechanism": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -70,12 +68,12 @@ def _f1(b, p):
         d = {"Name": v1, "Mechanism": v3, "Iterations": v4, "Salt": v5, "SaltedPassword": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -83,8 +81,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -101,7 +99,7 @@ def _f2(b, p):
                 d7 = {"Name": v4, "Mechanism": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -112,8 +110,8 @@ def _f2(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 9 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -150,7 +148,7 @@ def _f2(b, p):
                 d19 = {"Name": v11, "Mechanism": v13, "Iterations": v14, "Salt": v15, "SaltedPassword": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v8.append(d19)
         elif n9 == -1:
             v8 = None
@@ -159,12 +157,12 @@ def _f2(b, p):
         d = {"Deletions": v1, "Upsertions": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -191,12 +189,12 @@ def _f3(b, p):
         d = {"User": v1, "ErrorCode": v3, "ErrorMessage": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -205,8 +203,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -233,7 +231,7 @@ def _f4(b, p):
                 d10 = {"User": v5, "ErrorCode": v7, "ErrorMessage": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -242,7 +240,7 @@ def _f4(b, p):
         d = {"ThrottleTimeMs": v1, "Results": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -254,4 +252,4 @@ NAME = 'AlterUserScramCredentials'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f4}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Mechanism', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Mechanism+Iterations', None), 50: ('Salt', None), 51: ('Salt', None), 52: ('Salt', None), 53: ('Salt', None), 54: ('Salt', None), 55: ('Salt', None), 56: ('Salt', None), 57: ('Salt', None), 58: ('Salt', None), 59: ('Salt', None), 60: ('SaltedPassword', None), 61: ('SaltedPassword', None), 62: ('SaltedPassword', None), 63: ('SaltedPassword', None), 64: ('SaltedPassword', None), 65: ('SaltedPassword', None), 66: ('SaltedPassword', None), 67: ('SaltedPassword', None), 68: ('SaltedPassword', None), 69: ('SaltedPassword', None), 71: ('_tagged', None), 72: ('_tagged', None), 73: ('_tagged', None), 81: ('Deletions', None), 82: ('Deletions', None), 83: ('Deletions', None), 84: ('Deletions', None), 85: ('Deletions', None), 86: ('Deletions', None), 87: ('Deletions', None), 88: ('Deletions', None), 89: ('Deletions', None), 90: ('Deletions[{}].Name', 'i3'), 91: ('Deletions[{}].Name', 'i3'), 92: ('Deletions[{}].Name', 'i3'), 93: ('Deletions[{}].Name', 'i3'), 94: ('Deletions[{}].Name', 'i3'), 95: ('Deletions[{}].Name', 'i3'), 96: ('Deletions[{}].Name', 'i3'), 97: ('Deletions[{}].Name', 'i3'), 98: ('Deletions[{}].Name', 'i3'), 99: ('Deletions[{}].Name', 'i3'), 100: ('Deletions[{}].Mechanism', 'i3'), 101: ('Deletions', 'i3'), 102: ('Deletions', 'i3'), 103: ('Deletions', 'i3'), 104: ('Deletions', 'i3'), 105: ('Deletions', 'i3'), 106: ('Deletions', None), 107: ('Deletions', None), 108: ('Deletions', None), 109: ('Deletions', None), 110: ('Upsertions', None), 111: ('Upsertions', None), 112: ('Upsertions', None), 113: ('Upsertions', None), 114: ('Upsertions', None), 115: ('Upsertions', None), 116: ('Upsertions', None), 117: ('Upsertions', None), 118: ('Upsertions', None), 119: ('Upsertions[{}].Name', 'i10'), 120: ('Upsertions[{}].Name', 'i10'), 121: ('Upsertions[{}].Name', 'i10'), 122: ('Upsertions[{}].Name', 'i10'), 123: ('Upsertions[{}].Name', 'i10'), 124: ('Upsertions[{}].Name', 'i10'), 125: ('Upsertions[{}].Name', 'i10'), 126: ('Upsertions[{}].Name', 'i10'), 127: ('Upsertions[{}].Name', 'i10'), 128: ('Upsertions[{}].Name', 'i10'), 129: ('Upsertions[{}].Mechanism+Iterations', 'i10'), 130: ('Upsertions[{}].Salt', 'i10'), 131: ('Upsertions[{}].Salt', 'i10'), 132: ('Upsertions[{}].Salt', 'i10'), 133: ('Upsertions[{}].Salt', 'i10'), 134: ('Upsertions[{}].Salt', 'i10'), 135: ('Upsertions[{}].Salt', 'i10'), 136: ('Upsertions[{}].Salt', 'i10'), 137: ('Upsertions[{}].Salt', 'i10'), 138: ('Upsertions[{}].Salt', 'i10'), 139: ('Upsertions[{}].Salt', 'i10'), 140: ('Upsertions[{}].SaltedPassword', 'i10'), 141: ('Upsertions[{}].SaltedPassword', 'i10'), 142: ('Upsertions[{}].SaltedPassword', 'i10'), 143: ('Upsertions[{}].SaltedPassword', 'i10'), 144: ('Upsertions[{}].SaltedPassword', 'i10'), 145: ('Upsertions[{}].SaltedPassword', 'i10'), 146: ('Upsertions[{}].SaltedPassword', 'i10'), 147: ('Upsertions[{}].SaltedPassword', 'i10'), 148: ('Upsertions[{}].SaltedPassword', 'i10'), 149: ('Upsertions[{}].SaltedPassword', 'i10'), 150: ('Upsertions', 'i10'), 151: ('Upsertions', 'i10'), 152: ('Upsertions', 'i10'), 153: ('Upsertions', 'i10'), 154: ('Upsertions', 'i10'), 155: ('Upsertions', None), 156: ('Upsertions', None), 157: ('Upsertions', None), 158: ('Upsertions', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('User', None), 171: ('User', None), 172: ('User', None), 173: ('User', None), 174: ('User', None), 175: ('User', None), 176: ('User', None), 177: ('User', None), 178: ('User', None), 179: ('User', None), 180: ('ErrorCode', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('ThrottleTimeMs', None), 203: ('Results', None), 204: ('Results', None), 205: ('Results', None), 206: ('Results', None), 207: ('Results', None), 208: ('Results', None), 209: ('Results', None), 210: ('Results', None), 211: ('Results', None), 212: ('Results[{}].User', 'i4'), 213: ('Results[{}].User', 'i4'), 214: ('Results[{}].User', 'i4'), 215: ('Results[{}].User', 'i4'), 216: ('Results[{}].User', 'i4'), 217: ('Results[{}].User', 'i4'), 218: ('Results[{}].User', 'i4'), 219: ('Results[{}].User', 'i4'), 220: ('Results[{}].User', 'i4'), 221: ('Results[{}].User', 'i4'), 222: ('Results[{}].ErrorCode', 'i4'), 223: ('Results[{}].ErrorMessage', 'i4'), 224: ('Results[{}].ErrorMessage', 'i4'), 225: ('Results[{}].ErrorMessage', 'i4'), 226: ('Results[{}].ErrorMessage', 'i4'), 227: ('Results[{}].ErrorMessage', 'i4'), 228: ('Results[{}].ErrorMessage', 'i4'), 229: ('Results[{}].ErrorMessage', 'i4'), 230: ('Results[{}].ErrorMessage', 'i4'), 231: ('Results[{}].ErrorMessage', 'i4'), 232: ('Results[{}].ErrorMessage', 'i4'), 233: ('Results', 'i4'), 234: ('Results', 'i4'), 235: ('Results', 'i4'), 236: ('Results', 'i4'), 237: ('Results', 'i4'), 238: ('Results', None), 239: ('Results', None), 240: ('Results', None), 241: ('Results', None), 243: ('_tagged', None), 244: ('_tagged', None), 245: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Mechanism', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('Name', None), 38: ('Name', None), 39: ('Name', None), 40: ('Name', None), 41: ('Name', None), 42: ('Name', None), 43: ('Name', None), 44: ('Name', None), 45: ('Name', None), 46: ('Name', None), 47: ('Mechanism+Iterations', None), 48: ('Salt', None), 49: ('Salt', None), 50: ('Salt', None), 51: ('Salt', None), 52: ('Salt', None), 53: ('Salt', None), 54: ('Salt', None), 55: ('Salt', None), 56: ('Salt', None), 57: ('Salt', None), 58: ('SaltedPassword', None), 59: ('SaltedPassword', None), 60: ('SaltedPassword', None), 61: ('SaltedPassword', None), 62: ('SaltedPassword', None), 63: ('SaltedPassword', None), 64: ('SaltedPassword', None), 65: ('SaltedPassword', None), 66: ('SaltedPassword', None), 67: ('SaltedPassword', None), 69: ('_tagged', None), 70: ('_tagged', None), 71: ('_tagged', None), 79: ('Deletions', None), 80: ('Deletions', None), 81: ('Deletions', None), 82: ('Deletions', None), 83: ('Deletions', None), 84: ('Deletions', None), 85: ('Deletions', None), 86: ('Deletions', None), 87: ('Deletions', None), 88: ('Deletions[{}].Name', 'i3'), 89: ('Deletions[{}].Name', 'i3'), 90: ('Deletions[{}].Name', 'i3'), 91: ('Deletions[{}].Name', 'i3'), 92: ('Deletions[{}].Name', 'i3'), 93: ('Deletions[{}].Name', 'i3'), 94: ('Deletions[{}].Name', 'i3'), 95: ('Deletions[{}].Name', 'i3'), 96: ('Deletions[{}].Name', 'i3'), 97: ('Deletions[{}].Name', 'i3'), 98: ('Deletions[{}].Mechanism', 'i3'), 99: ('Deletions', 'i3'), 100: ('Deletions', 'i3'), 101: ('Deletions', 'i3'), 102: ('Deletions', 'i3'), 103: ('Deletions', 'i3'), 104: ('Deletions', None), 105: ('Deletions', None), 106: ('Deletions', None), 107: ('Deletions', None), 108: ('Upsertions', None), 109: ('Upsertions', None), 110: ('Upsertions', None), 111: ('Upsertions', None), 112: ('Upsertions', None), 113: ('Upsertions', None), 114: ('Upsertions', None), 115: ('Upsertions', None), 116: ('Upsertions', None), 117: ('Upsertions[{}].Name', 'i10'), 118: ('Upsertions[{}].Name', 'i10'), 119: ('Upsertions[{}].Name', 'i10'), 120: ('Upsertions[{}].Name', 'i10'), 121: ('Upsertions[{}].Name', 'i10'), 122: ('Upsertions[{}].Name', 'i10'), 123: ('Upsertions[{}].Name', 'i10'), 124: ('Upsertions[{}].Name', 'i10'), 125: ('Upsertions[{}].Name', 'i10'), 126: ('Upsertions[{}].Name', 'i10'), 127: ('Upsertions[{}].Mechanism+Iterations', 'i10'), 128: ('Upsertions[{}].Salt', 'i10'), 129: ('Upsertions[{}].Salt', 'i10'), 130: ('Upsertions[{}].Salt', 'i10'), 131: ('Upsertions[{}].Salt', 'i10'), 132: ('Upsertions[{}].Salt', 'i10'), 133: ('Upsertions[{}].Salt', 'i10'), 134: ('Upsertions[{}].Salt', 'i10'), 135: ('Upsertions[{}].Salt', 'i10'), 136: ('Upsertions[{}].Salt', 'i10'), 137: ('Upsertions[{}].Salt', 'i10'), 138: ('Upsertions[{}].SaltedPassword', 'i10'), 139: ('Upsertions[{}].SaltedPassword', 'i10'), 140: ('Upsertions[{}].SaltedPassword', 'i10'), 141: ('Upsertions[{}].SaltedPassword', 'i10'), 142: ('Upsertions[{}].SaltedPassword', 'i10'), 143: ('Upsertions[{}].SaltedPassword', 'i10'), 144: ('Upsertions[{}].SaltedPassword', 'i10'), 145: ('Upsertions[{}].SaltedPassword', 'i10'), 146: ('Upsertions[{}].SaltedPassword', 'i10'), 147: ('Upsertions[{}].SaltedPassword', 'i10'), 148: ('Upsertions', 'i10'), 149: ('Upsertions', 'i10'), 150: ('Upsertions', 'i10'), 151: ('Upsertions', 'i10'), 152: ('Upsertions', 'i10'), 153: ('Upsertions', None), 154: ('Upsertions', None), 155: ('Upsertions', None), 156: ('Upsertions', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None), 168: ('User', None), 169: ('User', None), 170: ('User', None), 171: ('User', None), 172: ('User', None), 173: ('User', None), 174: ('User', None), 175: ('User', None), 176: ('User', None), 177: ('User', None), 178: ('ErrorCode', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 190: ('_tagged', None), 191: ('_tagged', None), 192: ('_tagged', None), 200: ('ThrottleTimeMs', None), 201: ('Results', None), 202: ('Results', None), 203: ('Results', None), 204: ('Results', None), 205: ('Results', None), 206: ('Results', None), 207: ('Results', None), 208: ('Results', None), 209: ('Results', None), 210: ('Results[{}].User', 'i4'), 211: ('Results[{}].User', 'i4'), 212: ('Results[{}].User', 'i4'), 213: ('Results[{}].User', 'i4'), 214: ('Results[{}].User', 'i4'), 215: ('Results[{}].User', 'i4'), 216: ('Results[{}].User', 'i4'), 217: ('Results[{}].User', 'i4'), 218: ('Results[{}].User', 'i4'), 219: ('Results[{}].User', 'i4'), 220: ('Results[{}].ErrorCode', 'i4'), 221: ('Results[{}].ErrorMessage', 'i4'), 222: ('Results[{}].ErrorMessage', 'i4'), 223: ('Results[{}].ErrorMessage', 'i4'), 224: ('Results[{}].ErrorMessage', 'i4'), 225: ('Results[{}].ErrorMessage', 'i4'), 226: ('Results[{}].ErrorMessage', 'i4'), 227: ('Results[{}].ErrorMessage', 'i4'), 228: ('Results[{}].ErrorMessage', 'i4'), 229: ('Results[{}].ErrorMessage', 'i4'), 230: ('Results[{}].ErrorMessage', 'i4'), 231: ('Results', 'i4'), 232: ('Results', 'i4'), 233: ('Results', 'i4'), 234: ('Results', 'i4'), 235: ('Results', 'i4'), 236: ('Results', None), 237: ('Results', None), 238: ('Results', None), 239: ('Results', None), 241: ('_tagged', None), 242: ('_tagged', None), 243: ('_tagged', None)}

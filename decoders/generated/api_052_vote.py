@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iiiiq').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii16s16siq').unpack_from
@@ -14,19 +12,19 @@ _U5 = _struct.Struct('>ihii?').unpack_from
 _U6 = _struct.Struct('>H').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U0(b, p); p += 24
         d = {"PartitionIndex": v1, "ReplicaEpoch": v2, "ReplicaId": v3, "LastOffsetEpoch": v4, "LastOffset": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -44,15 +42,15 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U0(b, p); p += 24
                 d11 = {"PartitionIndex": v6, "ReplicaEpoch": v7, "ReplicaId": v8, "LastOffsetEpoch": v9, "LastOffset": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -61,12 +59,12 @@ def _f1(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -84,11 +82,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -97,24 +95,24 @@ def _f2(b, p):
         d = {"ClusterId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, = _U2(b, p); p += 56
         d = {"PartitionIndex": v1, "ReplicaEpoch": v2, "ReplicaId": v3, "ReplicaDirectoryId": _rt.uuid(v4), "VoterDirectoryId": _rt.uuid(v5), "LastOffsetEpoch": v6, "LastOffset": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -132,15 +130,15 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 57 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, v12, = _U2(b, p); p += 56
                 d13 = {"PartitionIndex": v6, "ReplicaEpoch": v7, "ReplicaId": v8, "ReplicaDirectoryId": _rt.uuid(v9), "VoterDirectoryId": _rt.uuid(v10), "LastOffsetEpoch": v11, "LastOffset": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v3.append(d13)
         elif n4 == -1:
             v3 = None
@@ -149,12 +147,12 @@ def _f4(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -173,11 +171,11 @@ def _f5(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f4(b, p)
+                x7, p = _f4(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -186,24 +184,24 @@ def _f5(b, p):
         d = {"ClusterId": v1, "VoterId": v3, "Topics": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, v7, v8, = _U3(b, p); p += 57
         d = {"PartitionIndex": v1, "ReplicaEpoch": v2, "ReplicaId": v3, "ReplicaDirectoryId": _rt.uuid(v4), "VoterDirectoryId": _rt.uuid(v5), "LastOffsetEpoch": v6, "LastOffset": v7, "PreVote": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -221,15 +219,15 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 58 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, v11, v12, v13, = _U3(b, p); p += 57
                 d14 = {"PartitionIndex": v6, "ReplicaEpoch": v7, "ReplicaId": v8, "ReplicaDirectoryId": _rt.uuid(v9), "VoterDirectoryId": _rt.uuid(v10), "LastOffsetEpoch": v11, "LastOffset": v12, "PreVote": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v3.append(d14)
         elif n4 == -1:
             v3 = None
@@ -238,12 +236,12 @@ def _f7(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -262,11 +260,11 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f7(b, p)
+                x7, p = _f7(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -275,24 +273,24 @@ def _f8(b, p):
         d = {"ClusterId": v1, "VoterId": v3, "Topics": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U5(b, p); p += 15
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "VoteGranted": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -310,15 +308,15 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, v10, = _U5(b, p); p += 15
                 d11 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9, "VoteGranted": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -327,12 +325,12 @@ def _f10(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 2
@@ -341,11 +339,11 @@ def _f11(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -354,12 +352,12 @@ def _f11(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -377,12 +375,12 @@ def _f12(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -390,8 +388,8 @@ def _f13(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -409,7 +407,7 @@ def _f13(b, p):
                 d8 = {"NodeId": v4, "Host": v5, "Port": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -419,7 +417,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 2
@@ -428,11 +426,11 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f10(b, p)
+                x5, p = _f10(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -441,7 +439,7 @@ def _f14(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -454,4 +452,4 @@ NAME = 'Vote'
 REQUEST = {0: _f2, 1: _f5, 2: _f8}
 RESPONSE = {0: _f11, 1: _f14, 2: _f14}
 
-_LINES = {20: ('PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', None), 22: ('_tagged', None), 23: ('_tagged', None), 24: ('_tagged', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None), 72: ('ClusterId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', 'i5'), 92: ('Topics', 'i5'), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('TopicName', None), 121: ('TopicName', None), 122: ('TopicName', None), 123: ('TopicName', None), 124: ('TopicName', None), 125: ('TopicName', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('TopicName', None), 129: ('TopicName', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', 'i5'), 140: ('Partitions', 'i5'), 141: ('Partitions', 'i5'), 142: ('Partitions', 'i5'), 143: ('Partitions', 'i5'), 144: ('Partitions', 'i5'), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('ClusterId', None), 161: ('ClusterId', None), 162: ('ClusterId', None), 163: ('ClusterId', None), 164: ('ClusterId', None), 165: ('ClusterId', None), 166: ('ClusterId', None), 167: ('ClusterId', None), 168: ('ClusterId', None), 169: ('ClusterId', None), 170: ('VoterId', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('Topics', None), 180: ('Topics', 'i6'), 181: ('Topics', 'i6'), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 187: ('_tagged', None), 188: ('_tagged', None), 189: ('_tagged', None), 197: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None), 209: ('TopicName', None), 210: ('TopicName', None), 211: ('TopicName', None), 212: ('TopicName', None), 213: ('TopicName', None), 214: ('TopicName', None), 215: ('TopicName', None), 216: ('TopicName', None), 217: ('TopicName', None), 218: ('TopicName', None), 219: ('Partitions', None), 220: ('Partitions', None), 221: ('Partitions', None), 222: ('Partitions', None), 223: ('Partitions', None), 224: ('Partitions', None), 225: ('Partitions', None), 226: ('Partitions', None), 227: ('Partitions', None), 228: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', 'i5'), 229: ('Partitions', 'i5'), 230: ('Partitions', 'i5'), 231: ('Partitions', 'i5'), 232: ('Partitions', 'i5'), 233: ('Partitions', 'i5'), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 239: ('_tagged', None), 240: ('_tagged', None), 241: ('_tagged', None), 249: ('ClusterId', None), 250: ('ClusterId', None), 251: ('ClusterId', None), 252: ('ClusterId', None), 253: ('ClusterId', None), 254: ('ClusterId', None), 255: ('ClusterId', None), 256: ('ClusterId', None), 257: ('ClusterId', None), 258: ('ClusterId', None), 259: ('VoterId', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', None), 268: ('Topics', None), 269: ('Topics', 'i6'), 270: ('Topics', 'i6'), 271: ('Topics', None), 272: ('Topics', None), 273: ('Topics', None), 274: ('Topics', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', None), 288: ('_tagged', None), 289: ('_tagged', None), 290: ('_tagged', None), 298: ('TopicName', None), 299: ('TopicName', None), 300: ('TopicName', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', 'i5'), 318: ('Partitions', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', 'i5'), 322: ('Partitions', 'i5'), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('ErrorCode', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 347: ('Topics', None), 348: ('Topics', 'i4'), 349: ('Topics', 'i4'), 350: ('Topics', None), 351: ('Topics', None), 352: ('Topics', None), 353: ('Topics', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('NodeId', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Host', None), 372: ('Host', None), 373: ('Host', None), 374: ('Host', None), 375: ('Host', None), 376: ('Port', None), 378: ('_tagged', None), 379: ('_tagged', None), 380: ('_tagged', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints', None), 393: ('NodeEndpoints', None), 394: ('NodeEndpoints', None), 395: ('NodeEndpoints', None), 396: ('NodeEndpoints', None), 397: ('NodeEndpoints[{}].NodeId', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Host', 'i3'), 402: ('NodeEndpoints[{}].Host', 'i3'), 403: ('NodeEndpoints[{}].Host', 'i3'), 404: ('NodeEndpoints[{}].Host', 'i3'), 405: ('NodeEndpoints[{}].Host', 'i3'), 406: ('NodeEndpoints[{}].Host', 'i3'), 407: ('NodeEndpoints[{}].Host', 'i3'), 408: ('NodeEndpoints[{}].Port', 'i3'), 409: ('NodeEndpoints', 'i3'), 410: ('NodeEndpoints', 'i3'), 411: ('NodeEndpoints', 'i3'), 412: ('NodeEndpoints', 'i3'), 413: ('NodeEndpoints', 'i3'), 414: ('NodeEndpoints', None), 415: ('NodeEndpoints', None), 416: ('NodeEndpoints', None), 417: ('NodeEndpoints', None), 425: ('ErrorCode', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', 'i4'), 436: ('Topics', 'i4'), 437: ('Topics', None), 438: ('Topics', None), 439: ('Topics', None), 440: ('Topics', None), 442: ('_tagged', None), 443: ('_tagged', None), 444: ('_tagged', None)}
+_LINES = {18: ('PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+LastOffsetEpoch+LastOffset', 'i5'), 50: ('Partitions', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 60: ('_tagged', None), 61: ('_tagged', None), 62: ('_tagged', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('ClusterId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', 'i5'), 90: ('Topics', 'i5'), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 96: ('_tagged', None), 97: ('_tagged', None), 98: ('_tagged', None), 106: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('TopicName', None), 119: ('TopicName', None), 120: ('TopicName', None), 121: ('TopicName', None), 122: ('TopicName', None), 123: ('TopicName', None), 124: ('TopicName', None), 125: ('TopicName', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset', 'i5'), 138: ('Partitions', 'i5'), 139: ('Partitions', 'i5'), 140: ('Partitions', 'i5'), 141: ('Partitions', 'i5'), 142: ('Partitions', 'i5'), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('ClusterId', None), 159: ('ClusterId', None), 160: ('ClusterId', None), 161: ('ClusterId', None), 162: ('ClusterId', None), 163: ('ClusterId', None), 164: ('ClusterId', None), 165: ('ClusterId', None), 166: ('ClusterId', None), 167: ('ClusterId', None), 168: ('VoterId', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', 'i6'), 179: ('Topics', 'i6'), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 185: ('_tagged', None), 186: ('_tagged', None), 187: ('_tagged', None), 195: ('PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', None), 197: ('_tagged', None), 198: ('_tagged', None), 199: ('_tagged', None), 207: ('TopicName', None), 208: ('TopicName', None), 209: ('TopicName', None), 210: ('TopicName', None), 211: ('TopicName', None), 212: ('TopicName', None), 213: ('TopicName', None), 214: ('TopicName', None), 215: ('TopicName', None), 216: ('TopicName', None), 217: ('Partitions', None), 218: ('Partitions', None), 219: ('Partitions', None), 220: ('Partitions', None), 221: ('Partitions', None), 222: ('Partitions', None), 223: ('Partitions', None), 224: ('Partitions', None), 225: ('Partitions', None), 226: ('Partitions[{}].PartitionIndex+ReplicaEpoch+ReplicaId+ReplicaDirectoryId+VoterDirectoryId+LastOffsetEpoch+LastOffset+PreVote', 'i5'), 227: ('Partitions', 'i5'), 228: ('Partitions', 'i5'), 229: ('Partitions', 'i5'), 230: ('Partitions', 'i5'), 231: ('Partitions', 'i5'), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('ClusterId', None), 248: ('ClusterId', None), 249: ('ClusterId', None), 250: ('ClusterId', None), 251: ('ClusterId', None), 252: ('ClusterId', None), 253: ('ClusterId', None), 254: ('ClusterId', None), 255: ('ClusterId', None), 256: ('ClusterId', None), 257: ('VoterId', None), 258: ('Topics', None), 259: ('Topics', None), 260: ('Topics', None), 261: ('Topics', None), 262: ('Topics', None), 263: ('Topics', None), 264: ('Topics', None), 265: ('Topics', None), 266: ('Topics', None), 267: ('Topics', 'i6'), 268: ('Topics', 'i6'), 269: ('Topics', None), 270: ('Topics', None), 271: ('Topics', None), 272: ('Topics', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', None), 286: ('_tagged', None), 287: ('_tagged', None), 288: ('_tagged', None), 296: ('TopicName', None), 297: ('TopicName', None), 298: ('TopicName', None), 299: ('TopicName', None), 300: ('TopicName', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+VoteGranted', 'i5'), 316: ('Partitions', 'i5'), 317: ('Partitions', 'i5'), 318: ('Partitions', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 326: ('_tagged', None), 327: ('_tagged', None), 328: ('_tagged', None), 336: ('ErrorCode', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', 'i4'), 347: ('Topics', 'i4'), 348: ('Topics', None), 349: ('Topics', None), 350: ('Topics', None), 351: ('Topics', None), 353: ('_tagged', None), 354: ('_tagged', None), 355: ('_tagged', None), 363: ('NodeId', None), 364: ('Host', None), 365: ('Host', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Host', None), 372: ('Host', None), 373: ('Host', None), 374: ('Port', None), 376: ('_tagged', None), 377: ('_tagged', None), 378: ('_tagged', None), 386: ('NodeEndpoints', None), 387: ('NodeEndpoints', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints', None), 393: ('NodeEndpoints', None), 394: ('NodeEndpoints', None), 395: ('NodeEndpoints[{}].NodeId', 'i3'), 396: ('NodeEndpoints[{}].Host', 'i3'), 397: ('NodeEndpoints[{}].Host', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Host', 'i3'), 402: ('NodeEndpoints[{}].Host', 'i3'), 403: ('NodeEndpoints[{}].Host', 'i3'), 404: ('NodeEndpoints[{}].Host', 'i3'), 405: ('NodeEndpoints[{}].Host', 'i3'), 406: ('NodeEndpoints[{}].Port', 'i3'), 407: ('NodeEndpoints', 'i3'), 408: ('NodeEndpoints', 'i3'), 409: ('NodeEndpoints', 'i3'), 410: ('NodeEndpoints', 'i3'), 411: ('NodeEndpoints', 'i3'), 412: ('NodeEndpoints', None), 413: ('NodeEndpoints', None), 414: ('NodeEndpoints', None), 415: ('NodeEndpoints', None), 423: ('ErrorCode', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', 'i4'), 434: ('Topics', 'i4'), 435: ('Topics', None), 436: ('Topics', None), 437: ('Topics', None), 438: ('Topics', None), 440: ('_tagged', None), 441: ('_tagged', None), 442: ('_tagged', None)}

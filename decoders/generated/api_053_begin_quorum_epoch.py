@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>H').unpack_from
 _U5 = _struct.Struct('>ihii').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 12
@@ -22,7 +20,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -36,8 +34,8 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 12 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 12
@@ -52,7 +50,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -66,11 +64,11 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -81,19 +79,19 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U3(b, p); p += 28
         d = {"PartitionIndex": v1, "VoterDirectoryId": _rt.uuid(v2), "LeaderId": v3, "LeaderEpoch": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -111,15 +109,15 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 29 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U3(b, p); p += 28
                 d10 = {"PartitionIndex": v6, "VoterDirectoryId": _rt.uuid(v7), "LeaderId": v8, "LeaderEpoch": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -128,12 +126,12 @@ def _f4(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -160,12 +158,12 @@ def _f5(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -184,11 +182,11 @@ def _f6(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f4(b, p)
+                x7, p = _f4(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -199,8 +197,8 @@ def _f6(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -227,7 +225,7 @@ def _f6(b, p):
                 d16 = {"Name": v11, "Host": v13, "Port": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v8.append(d16)
         elif n9 == -1:
             v8 = None
@@ -236,12 +234,12 @@ def _f6(b, p):
         d = {"ClusterId": v1, "VoterId": v3, "Topics": v4, "LeaderEndpoints": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 14
@@ -250,7 +248,7 @@ def _f7(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -264,8 +262,8 @@ def _f8(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -280,18 +278,18 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f8(b, p)
+                x5, p = _f8(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -302,19 +300,19 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 14
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -332,15 +330,15 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
                 d10 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -349,12 +347,12 @@ def _f11(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -372,12 +370,12 @@ def _f12(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -385,8 +383,8 @@ def _f13(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -404,7 +402,7 @@ def _f13(b, p):
                 d8 = {"NodeId": v4, "Host": v5, "Port": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -414,7 +412,7 @@ def _f13(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -423,11 +421,11 @@ def _f14(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
+                x5, p = _f11(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -436,7 +434,7 @@ def _f14(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -449,4 +447,4 @@ NAME = 'BeginQuorumEpoch'
 REQUEST = {0: _f2, 1: _f6}
 RESPONSE = {0: _f9, 1: _f14}
 
-_LINES = {19: ('PartitionIndex+LeaderId+LeaderEpoch', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 44: ('Partitions', 'i5'), 45: ('Partitions', 'i5'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 58: ('ClusterId', None), 59: ('ClusterId', None), 60: ('ClusterId', None), 61: ('ClusterId', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', 'i5'), 74: ('Topics', 'i5'), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 87: ('PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('TopicName', None), 103: ('TopicName', None), 104: ('TopicName', None), 105: ('TopicName', None), 106: ('TopicName', None), 107: ('TopicName', None), 108: ('TopicName', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions[{}].PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', 'i5'), 119: ('Partitions', 'i5'), 120: ('Partitions', 'i5'), 121: ('Partitions', 'i5'), 122: ('Partitions', 'i5'), 123: ('Partitions', 'i5'), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Name', None), 148: ('Name', None), 149: ('Host', None), 150: ('Host', None), 151: ('Host', None), 152: ('Host', None), 153: ('Host', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Host', None), 158: ('Host', None), 159: ('Port', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('VoterId', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i6'), 192: ('Topics', 'i6'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('LeaderEndpoints', None), 198: ('LeaderEndpoints', None), 199: ('LeaderEndpoints', None), 200: ('LeaderEndpoints', None), 201: ('LeaderEndpoints', None), 202: ('LeaderEndpoints', None), 203: ('LeaderEndpoints', None), 204: ('LeaderEndpoints', None), 205: ('LeaderEndpoints', None), 206: ('LeaderEndpoints[{}].Name', 'i10'), 207: ('LeaderEndpoints[{}].Name', 'i10'), 208: ('LeaderEndpoints[{}].Name', 'i10'), 209: ('LeaderEndpoints[{}].Name', 'i10'), 210: ('LeaderEndpoints[{}].Name', 'i10'), 211: ('LeaderEndpoints[{}].Name', 'i10'), 212: ('LeaderEndpoints[{}].Name', 'i10'), 213: ('LeaderEndpoints[{}].Name', 'i10'), 214: ('LeaderEndpoints[{}].Name', 'i10'), 215: ('LeaderEndpoints[{}].Name', 'i10'), 216: ('LeaderEndpoints[{}].Host', 'i10'), 217: ('LeaderEndpoints[{}].Host', 'i10'), 218: ('LeaderEndpoints[{}].Host', 'i10'), 219: ('LeaderEndpoints[{}].Host', 'i10'), 220: ('LeaderEndpoints[{}].Host', 'i10'), 221: ('LeaderEndpoints[{}].Host', 'i10'), 222: ('LeaderEndpoints[{}].Host', 'i10'), 223: ('LeaderEndpoints[{}].Host', 'i10'), 224: ('LeaderEndpoints[{}].Host', 'i10'), 225: ('LeaderEndpoints[{}].Host', 'i10'), 226: ('LeaderEndpoints[{}].Port', 'i10'), 227: ('LeaderEndpoints', 'i10'), 228: ('LeaderEndpoints', 'i10'), 229: ('LeaderEndpoints', 'i10'), 230: ('LeaderEndpoints', 'i10'), 231: ('LeaderEndpoints', 'i10'), 232: ('LeaderEndpoints', None), 233: ('LeaderEndpoints', None), 234: ('LeaderEndpoints', None), 235: ('LeaderEndpoints', None), 237: ('_tagged', None), 238: ('_tagged', None), 239: ('_tagged', None), 247: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 256: ('TopicName', None), 257: ('TopicName', None), 258: ('TopicName', None), 259: ('TopicName', None), 260: ('TopicName', None), 261: ('TopicName', None), 262: ('TopicName', None), 263: ('TopicName', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 272: ('Partitions', 'i5'), 273: ('Partitions', 'i5'), 274: ('Partitions', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 286: ('ErrorCode', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', 'i4'), 295: ('Topics', 'i4'), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 308: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 310: ('_tagged', None), 311: ('_tagged', None), 312: ('_tagged', None), 320: ('TopicName', None), 321: ('TopicName', None), 322: ('TopicName', None), 323: ('TopicName', None), 324: ('TopicName', None), 325: ('TopicName', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('TopicName', None), 329: ('TopicName', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions', None), 336: ('Partitions', None), 337: ('Partitions', None), 338: ('Partitions', None), 339: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 340: ('Partitions', 'i5'), 341: ('Partitions', 'i5'), 342: ('Partitions', 'i5'), 343: ('Partitions', 'i5'), 344: ('Partitions', 'i5'), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 350: ('_tagged', None), 351: ('_tagged', None), 352: ('_tagged', None), 360: ('NodeId', None), 361: ('Host', None), 362: ('Host', None), 363: ('Host', None), 364: ('Host', None), 365: ('Host', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Host', None), 370: ('Host', None), 371: ('Port', None), 373: ('_tagged', None), 374: ('_tagged', None), 375: ('_tagged', None), 383: ('NodeEndpoints', None), 384: ('NodeEndpoints', None), 385: ('NodeEndpoints', None), 386: ('NodeEndpoints', None), 387: ('NodeEndpoints', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints', None), 391: ('NodeEndpoints', None), 392: ('NodeEndpoints[{}].NodeId', 'i3'), 393: ('NodeEndpoints[{}].Host', 'i3'), 394: ('NodeEndpoints[{}].Host', 'i3'), 395: ('NodeEndpoints[{}].Host', 'i3'), 396: ('NodeEndpoints[{}].Host', 'i3'), 397: ('NodeEndpoints[{}].Host', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Host', 'i3'), 402: ('NodeEndpoints[{}].Host', 'i3'), 403: ('NodeEndpoints[{}].Port', 'i3'), 404: ('NodeEndpoints', 'i3'), 405: ('NodeEndpoints', 'i3'), 406: ('NodeEndpoints', 'i3'), 407: ('NodeEndpoints', 'i3'), 408: ('NodeEndpoints', 'i3'), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 411: ('NodeEndpoints', None), 412: ('NodeEndpoints', None), 420: ('ErrorCode', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', None), 429: ('Topics', None), 430: ('Topics', 'i4'), 431: ('Topics', 'i4'), 432: ('Topics', None), 433: ('Topics', None), 434: ('Topics', None), 435: ('Topics', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None)}
+_LINES = {17: ('PartitionIndex+LeaderId+LeaderEpoch', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 42: ('Partitions', 'i5'), 43: ('Partitions', 'i5'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 56: ('ClusterId', None), 57: ('ClusterId', None), 58: ('ClusterId', None), 59: ('ClusterId', None), 60: ('ClusterId', None), 61: ('ClusterId', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', 'i5'), 72: ('Topics', 'i5'), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 85: ('PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('TopicName', None), 98: ('TopicName', None), 99: ('TopicName', None), 100: ('TopicName', None), 101: ('TopicName', None), 102: ('TopicName', None), 103: ('TopicName', None), 104: ('TopicName', None), 105: ('TopicName', None), 106: ('TopicName', None), 107: ('Partitions', None), 108: ('Partitions', None), 109: ('Partitions', None), 110: ('Partitions', None), 111: ('Partitions', None), 112: ('Partitions', None), 113: ('Partitions', None), 114: ('Partitions', None), 115: ('Partitions', None), 116: ('Partitions[{}].PartitionIndex+VoterDirectoryId+LeaderId+LeaderEpoch', 'i5'), 117: ('Partitions', 'i5'), 118: ('Partitions', 'i5'), 119: ('Partitions', 'i5'), 120: ('Partitions', 'i5'), 121: ('Partitions', 'i5'), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('Name', None), 138: ('Name', None), 139: ('Name', None), 140: ('Name', None), 141: ('Name', None), 142: ('Name', None), 143: ('Name', None), 144: ('Name', None), 145: ('Name', None), 146: ('Name', None), 147: ('Host', None), 148: ('Host', None), 149: ('Host', None), 150: ('Host', None), 151: ('Host', None), 152: ('Host', None), 153: ('Host', None), 154: ('Host', None), 155: ('Host', None), 156: ('Host', None), 157: ('Port', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('ClusterId', None), 170: ('ClusterId', None), 171: ('ClusterId', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('VoterId', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', 'i6'), 190: ('Topics', 'i6'), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('LeaderEndpoints', None), 196: ('LeaderEndpoints', None), 197: ('LeaderEndpoints', None), 198: ('LeaderEndpoints', None), 199: ('LeaderEndpoints', None), 200: ('LeaderEndpoints', None), 201: ('LeaderEndpoints', None), 202: ('LeaderEndpoints', None), 203: ('LeaderEndpoints', None), 204: ('LeaderEndpoints[{}].Name', 'i10'), 205: ('LeaderEndpoints[{}].Name', 'i10'), 206: ('LeaderEndpoints[{}].Name', 'i10'), 207: ('LeaderEndpoints[{}].Name', 'i10'), 208: ('LeaderEndpoints[{}].Name', 'i10'), 209: ('LeaderEndpoints[{}].Name', 'i10'), 210: ('LeaderEndpoints[{}].Name', 'i10'), 211: ('LeaderEndpoints[{}].Name', 'i10'), 212: ('LeaderEndpoints[{}].Name', 'i10'), 213: ('LeaderEndpoints[{}].Name', 'i10'), 214: ('LeaderEndpoints[{}].Host', 'i10'), 215: ('LeaderEndpoints[{}].Host', 'i10'), 216: ('LeaderEndpoints[{}].Host', 'i10'), 217: ('LeaderEndpoints[{}].Host', 'i10'), 218: ('LeaderEndpoints[{}].Host', 'i10'), 219: ('LeaderEndpoints[{}].Host', 'i10'), 220: ('LeaderEndpoints[{}].Host', 'i10'), 221: ('LeaderEndpoints[{}].Host', 'i10'), 222: ('LeaderEndpoints[{}].Host', 'i10'), 223: ('LeaderEndpoints[{}].Host', 'i10'), 224: ('LeaderEndpoints[{}].Port', 'i10'), 225: ('LeaderEndpoints', 'i10'), 226: ('LeaderEndpoints', 'i10'), 227: ('LeaderEndpoints', 'i10'), 228: ('LeaderEndpoints', 'i10'), 229: ('LeaderEndpoints', 'i10'), 230: ('LeaderEndpoints', None), 231: ('LeaderEndpoints', None), 232: ('LeaderEndpoints', None), 233: ('LeaderEndpoints', None), 235: ('_tagged', None), 236: ('_tagged', None), 237: ('_tagged', None), 245: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 254: ('TopicName', None), 255: ('TopicName', None), 256: ('TopicName', None), 257: ('TopicName', None), 258: ('TopicName', None), 259: ('TopicName', None), 260: ('TopicName', None), 261: ('TopicName', None), 262: ('Partitions', None), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 270: ('Partitions', 'i5'), 271: ('Partitions', 'i5'), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', None), 275: ('Partitions', None), 284: ('ErrorCode', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', 'i4'), 293: ('Topics', 'i4'), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 306: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 308: ('_tagged', None), 309: ('_tagged', None), 310: ('_tagged', None), 318: ('TopicName', None), 319: ('TopicName', None), 320: ('TopicName', None), 321: ('TopicName', None), 322: ('TopicName', None), 323: ('TopicName', None), 324: ('TopicName', None), 325: ('TopicName', None), 326: ('TopicName', None), 327: ('TopicName', None), 328: ('Partitions', None), 329: ('Partitions', None), 330: ('Partitions', None), 331: ('Partitions', None), 332: ('Partitions', None), 333: ('Partitions', None), 334: ('Partitions', None), 335: ('Partitions', None), 336: ('Partitions', None), 337: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 338: ('Partitions', 'i5'), 339: ('Partitions', 'i5'), 340: ('Partitions', 'i5'), 341: ('Partitions', 'i5'), 342: ('Partitions', 'i5'), 343: ('Partitions', None), 344: ('Partitions', None), 345: ('Partitions', None), 346: ('Partitions', None), 348: ('_tagged', None), 349: ('_tagged', None), 350: ('_tagged', None), 358: ('NodeId', None), 359: ('Host', None), 360: ('Host', None), 361: ('Host', None), 362: ('Host', None), 363: ('Host', None), 364: ('Host', None), 365: ('Host', None), 366: ('Host', None), 367: ('Host', None), 368: ('Host', None), 369: ('Port', None), 371: ('_tagged', None), 372: ('_tagged', None), 373: ('_tagged', None), 381: ('NodeEndpoints', None), 382: ('NodeEndpoints', None), 383: ('NodeEndpoints', None), 384: ('NodeEndpoints', None), 385: ('NodeEndpoints', None), 386: ('NodeEndpoints', None), 387: ('NodeEndpoints', None), 388: ('NodeEndpoints', None), 389: ('NodeEndpoints', None), 390: ('NodeEndpoints[{}].NodeId', 'i3'), 391: ('NodeEndpoints[{}].Host', 'i3'), 392: ('NodeEndpoints[{}].Host', 'i3'), 393: ('NodeEndpoints[{}].Host', 'i3'), 394: ('NodeEndpoints[{}].Host', 'i3'), 395: ('NodeEndpoints[{}].Host', 'i3'), 396: ('NodeEndpoints[{}].Host', 'i3'), 397: ('NodeEndpoints[{}].Host', 'i3'), 398: ('NodeEndpoints[{}].Host', 'i3'), 399: ('NodeEndpoints[{}].Host', 'i3'), 400: ('NodeEndpoints[{}].Host', 'i3'), 401: ('NodeEndpoints[{}].Port', 'i3'), 402: ('NodeEndpoints', 'i3'), 403: ('NodeEndpoints', 'i3'), 404: ('NodeEndpoints', 'i3'), 405: ('NodeEndpoints', 'i3'), 406: ('NodeEndpoints', 'i3'), 407: ('NodeEndpoints', None), 408: ('NodeEndpoints', None), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 418: ('ErrorCode', None), 419: ('Topics', None), 420: ('Topics', None), 421: ('Topics', None), 422: ('Topics', None), 423: ('Topics', None), 424: ('Topics', None), 425: ('Topics', None), 426: ('Topics', None), 427: ('Topics', None), 428: ('Topics', 'i4'), 429: ('Topics', 'i4'), 430: ('Topics', None), 431: ('Topics', None), 432: ('Topics', None), 433: ('Topics', None), 435: ('_tagged', None), 436: ('_tagged', None), 437: ('_tagged', None)}

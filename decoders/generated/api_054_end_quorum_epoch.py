@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>iii').unpack_from
@@ -14,15 +12,15 @@ _U5 = _struct.Struct('>ihii').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 12
         n5, = _U1(b, p); p += 4
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -33,7 +31,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -47,16 +45,16 @@ def _f1(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 16 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, = _U2(b, p); p += 12
                 n10, = _U1(b, p); p += 4
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -73,7 +71,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -87,11 +85,11 @@ def _f2(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 6 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -102,19 +100,19 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 20
         d = {"CandidateId": v1, "CandidateDirectoryId": _rt.uuid(v2)}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 12
@@ -123,15 +121,15 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 21 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, = _U3(b, p); p += 20
                 d9 = {"CandidateId": v7, "CandidateDirectoryId": _rt.uuid(v8)}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v4.append(d9)
         elif n5 == -1:
             v4 = None
@@ -140,12 +138,12 @@ def _f4(b, p):
         d = {"PartitionIndex": v1, "LeaderId": v2, "LeaderEpoch": v3, "PreferredCandidates": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -163,11 +161,11 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -176,12 +174,12 @@ def _f5(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -208,12 +206,12 @@ def _f6(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -231,11 +229,11 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f5(b, p)
+                x6, p = _f5(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -246,8 +244,8 @@ def _f7(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 5 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11 = b[p]; p += 1
@@ -274,7 +272,7 @@ def _f7(b, p):
                 d15 = {"Name": v10, "Host": v12, "Port": v14}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d15)
+                if t: p = _rt.tags(b, p, t, _T0, d15, B)
                 v7.append(d15)
         elif n8 == -1:
             v7 = None
@@ -283,12 +281,12 @@ def _f7(b, p):
         d = {"ClusterId": v1, "Topics": v3, "LeaderEndpoints": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 14
@@ -297,7 +295,7 @@ def _f8(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -311,8 +309,8 @@ def _f9(b, p):
         n4, = _U1(b, p); p += 4
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
@@ -327,18 +325,18 @@ def _f9(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
         n3, = _U1(b, p); p += 4
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
+                x5, p = _f9(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -349,19 +347,19 @@ def _f10(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U5(b, p); p += 14
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -379,15 +377,15 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U5(b, p); p += 14
                 d10 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -396,12 +394,12 @@ def _f12(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -419,12 +417,12 @@ def _f13(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -432,8 +430,8 @@ def _f14(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 4
@@ -451,7 +449,7 @@ def _f14(b, p):
                 d8 = {"NodeId": v4, "Host": v5, "Port": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -461,7 +459,7 @@ def _f14(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -470,11 +468,11 @@ def _f15(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f12(b, p)
+                x5, p = _f12(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -483,7 +481,7 @@ def _f15(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -496,4 +494,4 @@ NAME = 'EndQuorumEpoch'
 REQUEST = {0: _f2, 1: _f7}
 RESPONSE = {0: _f10, 1: _f15}
 
-_LINES = {20: ('PartitionIndex+LeaderId+LeaderEpoch', None), 21: ('PreferredSuccessors', None), 22: ('PreferredSuccessors', None), 23: ('PreferredSuccessors', None), 24: ('PreferredSuccessors', None), 25: ('PreferredSuccessors', None), 26: ('PreferredSuccessors', None), 27: ('PreferredSuccessors', None), 28: ('PreferredSuccessors', None), 29: ('PreferredSuccessors', None), 30: ('PreferredSuccessors', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 55: ('Partitions[{}].PreferredSuccessors', 'i5'), 56: ('Partitions[{}].PreferredSuccessors', 'i5'), 57: ('Partitions[{}].PreferredSuccessors', 'i5'), 58: ('Partitions[{}].PreferredSuccessors', 'i5'), 59: ('Partitions[{}].PreferredSuccessors', 'i5'), 60: ('Partitions[{}].PreferredSuccessors', 'i5'), 61: ('Partitions[{}].PreferredSuccessors', 'i5'), 62: ('Partitions[{}].PreferredSuccessors', 'i5'), 63: ('Partitions[{}].PreferredSuccessors', 'i5'), 64: ('Partitions[{}].PreferredSuccessors', 'i5'), 65: ('Partitions', 'i5'), 66: ('Partitions', 'i5'), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', 'i5'), 95: ('Topics', 'i5'), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 108: ('CandidateId+CandidateDirectoryId', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('PartitionIndex+LeaderId+LeaderEpoch', None), 121: ('PreferredCandidates', None), 122: ('PreferredCandidates', None), 123: ('PreferredCandidates', None), 124: ('PreferredCandidates', None), 125: ('PreferredCandidates', None), 126: ('PreferredCandidates', None), 127: ('PreferredCandidates', None), 128: ('PreferredCandidates', None), 129: ('PreferredCandidates', None), 130: ('PreferredCandidates[{}].CandidateId+CandidateDirectoryId', 'i6'), 131: ('PreferredCandidates', 'i6'), 132: ('PreferredCandidates', 'i6'), 133: ('PreferredCandidates', 'i6'), 134: ('PreferredCandidates', 'i6'), 135: ('PreferredCandidates', 'i6'), 136: ('PreferredCandidates', None), 137: ('PreferredCandidates', None), 138: ('PreferredCandidates', None), 139: ('PreferredCandidates', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', 'i5'), 171: ('Partitions', 'i5'), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Name', None), 196: ('Name', None), 197: ('Host', None), 198: ('Host', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Host', None), 206: ('Host', None), 207: ('Port', None), 209: ('_tagged', None), 210: ('_tagged', None), 211: ('_tagged', None), 219: ('ClusterId', None), 220: ('ClusterId', None), 221: ('ClusterId', None), 222: ('ClusterId', None), 223: ('ClusterId', None), 224: ('ClusterId', None), 225: ('ClusterId', None), 226: ('ClusterId', None), 227: ('ClusterId', None), 228: ('ClusterId', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('Topics', None), 238: ('Topics', 'i5'), 239: ('Topics', 'i5'), 240: ('Topics', None), 241: ('Topics', None), 242: ('Topics', None), 243: ('Topics', None), 244: ('LeaderEndpoints', None), 245: ('LeaderEndpoints', None), 246: ('LeaderEndpoints', None), 247: ('LeaderEndpoints', None), 248: ('LeaderEndpoints', None), 249: ('LeaderEndpoints', None), 250: ('LeaderEndpoints', None), 251: ('LeaderEndpoints', None), 252: ('LeaderEndpoints', None), 253: ('LeaderEndpoints[{}].Name', 'i9'), 254: ('LeaderEndpoints[{}].Name', 'i9'), 255: ('LeaderEndpoints[{}].Name', 'i9'), 256: ('LeaderEndpoints[{}].Name', 'i9'), 257: ('LeaderEndpoints[{}].Name', 'i9'), 258: ('LeaderEndpoints[{}].Name', 'i9'), 259: ('LeaderEndpoints[{}].Name', 'i9'), 260: ('LeaderEndpoints[{}].Name', 'i9'), 261: ('LeaderEndpoints[{}].Name', 'i9'), 262: ('LeaderEndpoints[{}].Name', 'i9'), 263: ('LeaderEndpoints[{}].Host', 'i9'), 264: ('LeaderEndpoints[{}].Host', 'i9'), 265: ('LeaderEndpoints[{}].Host', 'i9'), 266: ('LeaderEndpoints[{}].Host', 'i9'), 267: ('LeaderEndpoints[{}].Host', 'i9'), 268: ('LeaderEndpoints[{}].Host', 'i9'), 269: ('LeaderEndpoints[{}].Host', 'i9'), 270: ('LeaderEndpoints[{}].Host', 'i9'), 271: ('LeaderEndpoints[{}].Host', 'i9'), 272: ('LeaderEndpoints[{}].Host', 'i9'), 273: ('LeaderEndpoints[{}].Port', 'i9'), 274: ('LeaderEndpoints', 'i9'), 275: ('LeaderEndpoints', 'i9'), 276: ('LeaderEndpoints', 'i9'), 277: ('LeaderEndpoints', 'i9'), 278: ('LeaderEndpoints', 'i9'), 279: ('LeaderEndpoints', None), 280: ('LeaderEndpoints', None), 281: ('LeaderEndpoints', None), 282: ('LeaderEndpoints', None), 284: ('_tagged', None), 285: ('_tagged', None), 286: ('_tagged', None), 294: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions', None), 317: ('Partitions', None), 318: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 319: ('Partitions', 'i5'), 320: ('Partitions', 'i5'), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 333: ('ErrorCode', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', None), 340: ('Topics', None), 341: ('Topics', 'i4'), 342: ('Topics', 'i4'), 343: ('Topics', None), 344: ('Topics', None), 345: ('Topics', None), 346: ('Topics', None), 355: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('TopicName', None), 368: ('TopicName', None), 369: ('TopicName', None), 370: ('TopicName', None), 371: ('TopicName', None), 372: ('TopicName', None), 373: ('TopicName', None), 374: ('TopicName', None), 375: ('TopicName', None), 376: ('TopicName', None), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', 'i5'), 390: ('Partitions', 'i5'), 391: ('Partitions', 'i5'), 392: ('Partitions', None), 393: ('Partitions', None), 394: ('Partitions', None), 395: ('Partitions', None), 397: ('_tagged', None), 398: ('_tagged', None), 399: ('_tagged', None), 407: ('NodeId', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Host', None), 414: ('Host', None), 415: ('Host', None), 416: ('Host', None), 417: ('Host', None), 418: ('Port', None), 420: ('_tagged', None), 421: ('_tagged', None), 422: ('_tagged', None), 430: ('NodeEndpoints', None), 431: ('NodeEndpoints', None), 432: ('NodeEndpoints', None), 433: ('NodeEndpoints', None), 434: ('NodeEndpoints', None), 435: ('NodeEndpoints', None), 436: ('NodeEndpoints', None), 437: ('NodeEndpoints', None), 438: ('NodeEndpoints', None), 439: ('NodeEndpoints[{}].NodeId', 'i3'), 440: ('NodeEndpoints[{}].Host', 'i3'), 441: ('NodeEndpoints[{}].Host', 'i3'), 442: ('NodeEndpoints[{}].Host', 'i3'), 443: ('NodeEndpoints[{}].Host', 'i3'), 444: ('NodeEndpoints[{}].Host', 'i3'), 445: ('NodeEndpoints[{}].Host', 'i3'), 446: ('NodeEndpoints[{}].Host', 'i3'), 447: ('NodeEndpoints[{}].Host', 'i3'), 448: ('NodeEndpoints[{}].Host', 'i3'), 449: ('NodeEndpoints[{}].Host', 'i3'), 450: ('NodeEndpoints[{}].Port', 'i3'), 451: ('NodeEndpoints', 'i3'), 452: ('NodeEndpoints', 'i3'), 453: ('NodeEndpoints', 'i3'), 454: ('NodeEndpoints', 'i3'), 455: ('NodeEndpoints', 'i3'), 456: ('NodeEndpoints', None), 457: ('NodeEndpoints', None), 458: ('NodeEndpoints', None), 459: ('NodeEndpoints', None), 467: ('ErrorCode', None), 468: ('Topics', None), 469: ('Topics', None), 470: ('Topics', None), 471: ('Topics', None), 472: ('Topics', None), 473: ('Topics', None), 474: ('Topics', None), 475: ('Topics', None), 476: ('Topics', None), 477: ('Topics', 'i4'), 478: ('Topics', 'i4'), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 484: ('_tagged', None), 485: ('_tagged', None), 486: ('_tagged', None)}
+_LINES = {18: ('PartitionIndex+LeaderId+LeaderEpoch', None), 19: ('PreferredSuccessors', None), 20: ('PreferredSuccessors', None), 21: ('PreferredSuccessors', None), 22: ('PreferredSuccessors', None), 23: ('PreferredSuccessors', None), 24: ('PreferredSuccessors', None), 25: ('PreferredSuccessors', None), 26: ('PreferredSuccessors', None), 27: ('PreferredSuccessors', None), 28: ('PreferredSuccessors', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions[{}].PartitionIndex+LeaderId+LeaderEpoch', 'i5'), 53: ('Partitions[{}].PreferredSuccessors', 'i5'), 54: ('Partitions[{}].PreferredSuccessors', 'i5'), 55: ('Partitions[{}].PreferredSuccessors', 'i5'), 56: ('Partitions[{}].PreferredSuccessors', 'i5'), 57: ('Partitions[{}].PreferredSuccessors', 'i5'), 58: ('Partitions[{}].PreferredSuccessors', 'i5'), 59: ('Partitions[{}].PreferredSuccessors', 'i5'), 60: ('Partitions[{}].PreferredSuccessors', 'i5'), 61: ('Partitions[{}].PreferredSuccessors', 'i5'), 62: ('Partitions[{}].PreferredSuccessors', 'i5'), 63: ('Partitions', 'i5'), 64: ('Partitions', 'i5'), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', 'i5'), 93: ('Topics', 'i5'), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 106: ('CandidateId+CandidateDirectoryId', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('PartitionIndex+LeaderId+LeaderEpoch', None), 119: ('PreferredCandidates', None), 120: ('PreferredCandidates', None), 121: ('PreferredCandidates', None), 122: ('PreferredCandidates', None), 123: ('PreferredCandidates', None), 124: ('PreferredCandidates', None), 125: ('PreferredCandidates', None), 126: ('PreferredCandidates', None), 127: ('PreferredCandidates', None), 128: ('PreferredCandidates[{}].CandidateId+CandidateDirectoryId', 'i6'), 129: ('PreferredCandidates', 'i6'), 130: ('PreferredCandidates', 'i6'), 131: ('PreferredCandidates', 'i6'), 132: ('PreferredCandidates', 'i6'), 133: ('PreferredCandidates', 'i6'), 134: ('PreferredCandidates', None), 135: ('PreferredCandidates', None), 136: ('PreferredCandidates', None), 137: ('PreferredCandidates', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('TopicName', None), 150: ('TopicName', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', 'i5'), 169: ('Partitions', 'i5'), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('Name', None), 191: ('Name', None), 192: ('Name', None), 193: ('Name', None), 194: ('Name', None), 195: ('Host', None), 196: ('Host', None), 197: ('Host', None), 198: ('Host', None), 199: ('Host', None), 200: ('Host', None), 201: ('Host', None), 202: ('Host', None), 203: ('Host', None), 204: ('Host', None), 205: ('Port', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None), 217: ('ClusterId', None), 218: ('ClusterId', None), 219: ('ClusterId', None), 220: ('ClusterId', None), 221: ('ClusterId', None), 222: ('ClusterId', None), 223: ('ClusterId', None), 224: ('ClusterId', None), 225: ('ClusterId', None), 226: ('ClusterId', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', 'i5'), 237: ('Topics', 'i5'), 238: ('Topics', None), 239: ('Topics', None), 240: ('Topics', None), 241: ('Topics', None), 242: ('LeaderEndpoints', None), 243: ('LeaderEndpoints', None), 244: ('LeaderEndpoints', None), 245: ('LeaderEndpoints', None), 246: ('LeaderEndpoints', None), 247: ('LeaderEndpoints', None), 248: ('LeaderEndpoints', None), 249: ('LeaderEndpoints', None), 250: ('LeaderEndpoints', None), 251: ('LeaderEndpoints[{}].Name', 'i9'), 252: ('LeaderEndpoints[{}].Name', 'i9'), 253: ('LeaderEndpoints[{}].Name', 'i9'), 254: ('LeaderEndpoints[{}].Name', 'i9'), 255: ('LeaderEndpoints[{}].Name', 'i9'), 256: ('LeaderEndpoints[{}].Name', 'i9'), 257: ('LeaderEndpoints[{}].Name', 'i9'), 258: ('LeaderEndpoints[{}].Name', 'i9'), 259: ('LeaderEndpoints[{}].Name', 'i9'), 260: ('LeaderEndpoints[{}].Name', 'i9'), 261: ('LeaderEndpoints[{}].Host', 'i9'), 262: ('LeaderEndpoints[{}].Host', 'i9'), 263: ('LeaderEndpoints[{}].Host', 'i9'), 264: ('LeaderEndpoints[{}].Host', 'i9'), 265: ('LeaderEndpoints[{}].Host', 'i9'), 266: ('LeaderEndpoints[{}].Host', 'i9'), 267: ('LeaderEndpoints[{}].Host', 'i9'), 268: ('LeaderEndpoints[{}].Host', 'i9'), 269: ('LeaderEndpoints[{}].Host', 'i9'), 270: ('LeaderEndpoints[{}].Host', 'i9'), 271: ('LeaderEndpoints[{}].Port', 'i9'), 272: ('LeaderEndpoints', 'i9'), 273: ('LeaderEndpoints', 'i9'), 274: ('LeaderEndpoints', 'i9'), 275: ('LeaderEndpoints', 'i9'), 276: ('LeaderEndpoints', 'i9'), 277: ('LeaderEndpoints', None), 278: ('LeaderEndpoints', None), 279: ('LeaderEndpoints', None), 280: ('LeaderEndpoints', None), 282: ('_tagged', None), 283: ('_tagged', None), 284: ('_tagged', None), 292: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 301: ('TopicName', None), 302: ('TopicName', None), 303: ('TopicName', None), 304: ('TopicName', None), 305: ('TopicName', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 312: ('Partitions', None), 313: ('Partitions', None), 314: ('Partitions', None), 315: ('Partitions', None), 316: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 317: ('Partitions', 'i5'), 318: ('Partitions', 'i5'), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 331: ('ErrorCode', None), 332: ('Topics', None), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('Topics', None), 339: ('Topics', 'i4'), 340: ('Topics', 'i4'), 341: ('Topics', None), 342: ('Topics', None), 343: ('Topics', None), 344: ('Topics', None), 353: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('TopicName', None), 366: ('TopicName', None), 367: ('TopicName', None), 368: ('TopicName', None), 369: ('TopicName', None), 370: ('TopicName', None), 371: ('TopicName', None), 372: ('TopicName', None), 373: ('TopicName', None), 374: ('TopicName', None), 375: ('Partitions', None), 376: ('Partitions', None), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 385: ('Partitions', 'i5'), 386: ('Partitions', 'i5'), 387: ('Partitions', 'i5'), 388: ('Partitions', 'i5'), 389: ('Partitions', 'i5'), 390: ('Partitions', None), 391: ('Partitions', None), 392: ('Partitions', None), 393: ('Partitions', None), 395: ('_tagged', None), 396: ('_tagged', None), 397: ('_tagged', None), 405: ('NodeId', None), 406: ('Host', None), 407: ('Host', None), 408: ('Host', None), 409: ('Host', None), 410: ('Host', None), 411: ('Host', None), 412: ('Host', None), 413: ('Host', None), 414: ('Host', None), 415: ('Host', None), 416: ('Port', None), 418: ('_tagged', None), 419: ('_tagged', None), 420: ('_tagged', None), 428: ('NodeEndpoints', None), 429: ('NodeEndpoints', None), 430: ('NodeEndpoints', None), 431: ('NodeEndpoints', None), 432: ('NodeEndpoints', None), 433: ('NodeEndpoints', None), 434: ('NodeEndpoints', None), 435: ('NodeEndpoints', None), 436: ('NodeEndpoints', None), 437: ('NodeEndpoints[{}].NodeId', 'i3'), 438: ('NodeEndpoints[{}].Host', 'i3'), 439: ('NodeEndpoints[{}].Host', 'i3'), 440: ('NodeEndpoints[{}].Host', 'i3'), 441: ('NodeEndpoints[{}].Host', 'i3'), 442: ('NodeEndpoints[{}].Host', 'i3'), 443: ('NodeEndpoints[{}].Host', 'i3'), 444: ('NodeEndpoints[{}].Host', 'i3'), 445: ('NodeEndpoints[{}].Host', 'i3'), 446: ('NodeEndpoints[{}].Host', 'i3'), 447: ('NodeEndpoints[{}].Host', 'i3'), 448: ('NodeEndpoints[{}].Port', 'i3'), 449: ('NodeEndpoints', 'i3'), 450: ('NodeEndpoints', 'i3'), 451: ('NodeEndpoints', 'i3'), 452: ('NodeEndpoints', 'i3'), 453: ('NodeEndpoints', 'i3'), 454: ('NodeEndpoints', None), 455: ('NodeEndpoints', None), 456: ('NodeEndpoints', None), 457: ('NodeEndpoints', None), 465: ('ErrorCode', None), 466: ('Topics', None), 467: ('Topics', None), 468: ('Topics', None), 469: ('Topics', None), 470: ('Topics', None), 471: ('Topics', None), 472: ('Topics', None), 473: ('Topics', None), 474: ('Topics', None), 475: ('Topics', 'i4'), 476: ('Topics', 'i4'), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 482: ('_tagged', None), 483: ('_tagged', None), 484: ('_tagged', None)}

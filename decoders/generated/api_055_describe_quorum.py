@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>ihiiq').unpack_from
@@ -16,19 +14,19 @@ _U7 = _struct.Struct('>i16sqqq').unpack_from
 _U8 = _struct.Struct('>H').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         d = {"PartitionIndex": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -46,15 +44,15 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U0(b, p); p += 4
                 d7 = {"PartitionIndex": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v3.append(d7)
         elif n4 == -1:
             v3 = None
@@ -63,12 +61,12 @@ def _f1(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -76,11 +74,11 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -89,24 +87,24 @@ def _f2(b, p):
         d = {"Topics": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 12
         d = {"ReplicaId": v1, "LogEndOffset": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U2(b, p); p += 22
@@ -115,15 +113,15 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 13 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, = _U3(b, p); p += 12
                 d11 = {"ReplicaId": v9, "LogEndOffset": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v6.append(d11)
         elif n7 == -1:
             v6 = None
@@ -134,15 +132,15 @@ def _f4(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 13 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 v15, v16, = _U3(b, p); p += 12
                 d17 = {"ReplicaId": v15, "LogEndOffset": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v12.append(d17)
         elif n13 == -1:
             v12 = None
@@ -151,12 +149,12 @@ def _f4(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -174,11 +172,11 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -187,12 +185,12 @@ def _f5(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -201,11 +199,11 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f5(b, p)
+                x5, p = _f5(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -214,24 +212,24 @@ def _f6(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 28
         d = {"ReplicaId": v1, "LogEndOffset": v2, "LastFetchTimestamp": v3, "LastCaughtUpTimestamp": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U2(b, p); p += 22
@@ -240,15 +238,15 @@ def _f8(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 29 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U4(b, p); p += 28
                 d13 = {"ReplicaId": v9, "LogEndOffset": v10, "LastFetchTimestamp": v11, "LastCaughtUpTimestamp": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v6.append(d13)
         elif n7 == -1:
             v6 = None
@@ -259,15 +257,15 @@ def _f8(b, p):
         n15 -= 1
         if n15 >= 0:
             if n15 * 29 > L - p: raise _rt.short_count(n15, L - p)
-            _B[0] -= n15
-            if _B[0] < 0: raise _rt.over_budget(n15)
+            B.left -= n15
+            if B.left < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
                 v17, v18, v19, v20, = _U4(b, p); p += 28
                 d21 = {"ReplicaId": v17, "LogEndOffset": v18, "LastFetchTimestamp": v19, "LastCaughtUpTimestamp": v20}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v14.append(d21)
         elif n15 == -1:
             v14 = None
@@ -276,12 +274,12 @@ def _f8(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "HighWatermark": v5, "CurrentVoters": v6, "Observers": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -299,11 +297,11 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 25 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f8(b, p)
+                x6, p = _f8(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -312,12 +310,12 @@ def _f9(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -326,11 +324,11 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
+                x5, p = _f9(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -339,24 +337,24 @@ def _f10(b, p):
         d = {"ErrorCode": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U7(b, p); p += 44
         d = {"ReplicaId": v1, "ReplicaDirectoryId": _rt.uuid(v2), "LogEndOffset": v3, "LastFetchTimestamp": v4, "LastCaughtUpTimestamp": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
@@ -376,15 +374,15 @@ def _f12(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 45 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, v12, v13, v14, v15, = _U7(b, p); p += 44
                 d16 = {"ReplicaId": v11, "ReplicaDirectoryId": _rt.uuid(v12), "LogEndOffset": v13, "LastFetchTimestamp": v14, "LastCaughtUpTimestamp": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v8.append(d16)
         elif n9 == -1:
             v8 = None
@@ -395,15 +393,15 @@ def _f12(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 45 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 v20, v21, v22, v23, v24, = _U7(b, p); p += 44
                 d25 = {"ReplicaId": v20, "ReplicaDirectoryId": _rt.uuid(v21), "LogEndOffset": v22, "LastFetchTimestamp": v23, "LastCaughtUpTimestamp": v24}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d25)
+                if t: p = _rt.tags(b, p, t, _T0, d25, B)
                 v17.append(d25)
         elif n18 == -1:
             v17 = None
@@ -412,12 +410,12 @@ def _f12(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "LeaderId": v5, "LeaderEpoch": v6, "HighWatermark": v7, "CurrentVoters": v8, "Observers": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -435,11 +433,11 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 26 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f12(b, p)
+                x6, p = _f12(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -448,12 +446,12 @@ def _f13(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -480,12 +478,12 @@ def _f14(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -494,8 +492,8 @@ def _f15(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -522,7 +520,7 @@ def _f15(b, p):
                 d10 = {"Name": v5, "Host": v7, "Port": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v2.append(d10)
         elif n3 == -1:
             v2 = None
@@ -531,12 +529,12 @@ def _f15(b, p):
         d = {"NodeId": v1, "Listeners": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -555,11 +553,11 @@ def _f16(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 3 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
-                x7, p = _f13(b, p)
+                x7, p = _f13(b, p, B)
                 v4.append(x7)
         elif n5 == -1:
             v4 = None
@@ -570,11 +568,11 @@ def _f16(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
-                x11, p = _f15(b, p)
+                x11, p = _f15(b, p, B)
                 v8.append(x11)
         elif n9 == -1:
             v8 = None
@@ -583,7 +581,7 @@ def _f16(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "Topics": v4, "Nodes": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -595,4 +593,4 @@ NAME = 'DescribeQuorum'
 REQUEST = {0: _f2, 1: _f2, 2: _f2}
 RESPONSE = {0: _f6, 1: _f10, 2: _f16}
 
-_LINES = {22: ('PartitionIndex', None), 24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions[{}].PartitionIndex', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', 'i5'), 58: ('Partitions', 'i5'), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 64: ('_tagged', None), 65: ('_tagged', None), 66: ('_tagged', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 90: ('_tagged', None), 91: ('_tagged', None), 92: ('_tagged', None), 100: ('ReplicaId+LogEndOffset', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters', None), 116: ('CurrentVoters', None), 117: ('CurrentVoters', None), 118: ('CurrentVoters', None), 119: ('CurrentVoters', None), 120: ('CurrentVoters', None), 121: ('CurrentVoters', None), 122: ('CurrentVoters[{}].ReplicaId+LogEndOffset', 'i8'), 123: ('CurrentVoters', 'i8'), 124: ('CurrentVoters', 'i8'), 125: ('CurrentVoters', 'i8'), 126: ('CurrentVoters', 'i8'), 127: ('CurrentVoters', 'i8'), 128: ('CurrentVoters', None), 129: ('CurrentVoters', None), 130: ('CurrentVoters', None), 131: ('CurrentVoters', None), 132: ('Observers', None), 133: ('Observers', None), 134: ('Observers', None), 135: ('Observers', None), 136: ('Observers', None), 137: ('Observers', None), 138: ('Observers', None), 139: ('Observers', None), 140: ('Observers', None), 141: ('Observers[{}].ReplicaId+LogEndOffset', 'i14'), 142: ('Observers', 'i14'), 143: ('Observers', 'i14'), 144: ('Observers', 'i14'), 145: ('Observers', 'i14'), 146: ('Observers', 'i14'), 147: ('Observers', None), 148: ('Observers', None), 149: ('Observers', None), 150: ('Observers', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('TopicName', None), 171: ('TopicName', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', None), 184: ('Partitions', None), 185: ('Partitions', None), 186: ('Partitions', None), 188: ('_tagged', None), 189: ('_tagged', None), 190: ('_tagged', None), 198: ('ErrorCode', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', 'i4'), 209: ('Topics', 'i4'), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 215: ('_tagged', None), 216: ('_tagged', None), 217: ('_tagged', None), 225: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 238: ('CurrentVoters', None), 239: ('CurrentVoters', None), 240: ('CurrentVoters', None), 241: ('CurrentVoters', None), 242: ('CurrentVoters', None), 243: ('CurrentVoters', None), 244: ('CurrentVoters', None), 245: ('CurrentVoters', None), 246: ('CurrentVoters', None), 247: ('CurrentVoters[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i8'), 248: ('CurrentVoters', 'i8'), 249: ('CurrentVoters', 'i8'), 250: ('CurrentVoters', 'i8'), 251: ('CurrentVoters', 'i8'), 252: ('CurrentVoters', 'i8'), 253: ('CurrentVoters', None), 254: ('CurrentVoters', None), 255: ('CurrentVoters', None), 256: ('CurrentVoters', None), 257: ('Observers', None), 258: ('Observers', None), 259: ('Observers', None), 260: ('Observers', None), 261: ('Observers', None), 262: ('Observers', None), 263: ('Observers', None), 264: ('Observers', None), 265: ('Observers', None), 266: ('Observers[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i16'), 267: ('Observers', 'i16'), 268: ('Observers', 'i16'), 269: ('Observers', 'i16'), 270: ('Observers', 'i16'), 271: ('Observers', 'i16'), 272: ('Observers', None), 273: ('Observers', None), 274: ('Observers', None), 275: ('Observers', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('TopicName', None), 290: ('TopicName', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('TopicName', None), 296: ('TopicName', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', None), 305: ('Partitions', None), 306: ('Partitions', 'i5'), 307: ('Partitions', 'i5'), 308: ('Partitions', None), 309: ('Partitions', None), 310: ('Partitions', None), 311: ('Partitions', None), 313: ('_tagged', None), 314: ('_tagged', None), 315: ('_tagged', None), 323: ('ErrorCode', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', None), 332: ('Topics', None), 333: ('Topics', 'i4'), 334: ('Topics', 'i4'), 335: ('Topics', None), 336: ('Topics', None), 337: ('Topics', None), 338: ('Topics', None), 340: ('_tagged', None), 341: ('_tagged', None), 342: ('_tagged', None), 350: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 352: ('_tagged', None), 353: ('_tagged', None), 354: ('_tagged', None), 362: ('PartitionIndex+ErrorCode', None), 363: ('ErrorMessage', None), 364: ('ErrorMessage', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('ErrorMessage', None), 372: ('ErrorMessage', None), 373: ('LeaderId+LeaderEpoch+HighWatermark', None), 374: ('CurrentVoters', None), 375: ('CurrentVoters', None), 376: ('CurrentVoters', None), 377: ('CurrentVoters', None), 378: ('CurrentVoters', None), 379: ('CurrentVoters', None), 380: ('CurrentVoters', None), 381: ('CurrentVoters', None), 382: ('CurrentVoters', None), 383: ('CurrentVoters[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i10'), 384: ('CurrentVoters', 'i10'), 385: ('CurrentVoters', 'i10'), 386: ('CurrentVoters', 'i10'), 387: ('CurrentVoters', 'i10'), 388: ('CurrentVoters', 'i10'), 389: ('CurrentVoters', None), 390: ('CurrentVoters', None), 391: ('CurrentVoters', None), 392: ('CurrentVoters', None), 393: ('Observers', None), 394: ('Observers', None), 395: ('Observers', None), 396: ('Observers', None), 397: ('Observers', None), 398: ('Observers', None), 399: ('Observers', None), 400: ('Observers', None), 401: ('Observers', None), 402: ('Observers[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i19'), 403: ('Observers', 'i19'), 404: ('Observers', 'i19'), 405: ('Observers', 'i19'), 406: ('Observers', 'i19'), 407: ('Observers', 'i19'), 408: ('Observers', None), 409: ('Observers', None), 410: ('Observers', None), 411: ('Observers', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('TopicName', None), 424: ('TopicName', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', 'i5'), 443: ('Partitions', 'i5'), 444: ('Partitions', None), 445: ('Partitions', None), 446: ('Partitions', None), 447: ('Partitions', None), 449: ('_tagged', None), 450: ('_tagged', None), 451: ('_tagged', None), 459: ('Name', None), 460: ('Name', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Name', None), 468: ('Name', None), 469: ('Host', None), 470: ('Host', None), 471: ('Host', None), 472: ('Host', None), 473: ('Host', None), 474: ('Host', None), 475: ('Host', None), 476: ('Host', None), 477: ('Host', None), 478: ('Host', None), 479: ('Port', None), 481: ('_tagged', None), 482: ('_tagged', None), 483: ('_tagged', None), 491: ('NodeId', None), 492: ('Listeners', None), 493: ('Listeners', None), 494: ('Listeners', None), 495: ('Listeners', None), 496: ('Listeners', None), 497: ('Listeners', None), 498: ('Listeners', None), 499: ('Listeners', None), 500: ('Listeners', None), 501: ('Listeners[{}].Name', 'i4'), 502: ('Listeners[{}].Name', 'i4'), 503: ('Listeners[{}].Name', 'i4'), 504: ('Listeners[{}].Name', 'i4'), 505: ('Listeners[{}].Name', 'i4'), 506: ('Listeners[{}].Name', 'i4'), 507: ('Listeners[{}].Name', 'i4'), 508: ('Listeners[{}].Name', 'i4'), 509: ('Listeners[{}].Name', 'i4'), 510: ('Listeners[{}].Name', 'i4'), 511: ('Listeners[{}].Host', 'i4'), 512: ('Listeners[{}].Host', 'i4'), 513: ('Listeners[{}].Host', 'i4'), 514: ('Listeners[{}].Host', 'i4'), 515: ('Listeners[{}].Host', 'i4'), 516: ('Listeners[{}].Host', 'i4'), 517: ('Listeners[{}].Host', 'i4'), 518: ('Listeners[{}].Host', 'i4'), 519: ('Listeners[{}].Host', 'i4'), 520: ('Listeners[{}].Host', 'i4'), 521: ('Listeners[{}].Port', 'i4'), 522: ('Listeners', 'i4'), 523: ('Listeners', 'i4'), 524: ('Listeners', 'i4'), 525: ('Listeners', 'i4'), 526: ('Listeners', 'i4'), 527: ('Listeners', None), 528: ('Listeners', None), 529: ('Listeners', None), 530: ('Listeners', None), 532: ('_tagged', None), 533: ('_tagged', None), 534: ('_tagged', None), 542: ('ErrorCode', None), 543: ('ErrorMessage', None), 544: ('ErrorMessage', None), 545: ('ErrorMessage', None), 546: ('ErrorMessage', None), 547: ('ErrorMessage', None), 548: ('ErrorMessage', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('ErrorMessage', None), 552: ('ErrorMessage', None), 553: ('Topics', None), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 559: ('Topics', None), 560: ('Topics', None), 561: ('Topics', None), 562: ('Topics', 'i6'), 563: ('Topics', 'i6'), 564: ('Topics', None), 565: ('Topics', None), 566: ('Topics', None), 567: ('Topics', None), 568: ('Nodes', None), 569: ('Nodes', None), 570: ('Nodes', None), 571: ('Nodes', None), 572: ('Nodes', None), 573: ('Nodes', None), 574: ('Nodes', None), 575: ('Nodes', None), 576: ('Nodes', None), 577: ('Nodes', 'i10'), 578: ('Nodes', 'i10'), 579: ('Nodes', None), 580: ('Nodes', None), 581: ('Nodes', None), 582: ('Nodes', None), 584: ('_tagged', None), 585: ('_tagged', None), 586: ('_tagged', None)}
+_LINES = {20: ('PartitionIndex', None), 22: ('_tagged', None), 23: ('_tagged', None), 24: ('_tagged', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 50: ('Partitions', None), 51: ('Partitions[{}].PartitionIndex', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', 'i5'), 54: ('Partitions', 'i5'), 55: ('Partitions', 'i5'), 56: ('Partitions', 'i5'), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 88: ('_tagged', None), 89: ('_tagged', None), 90: ('_tagged', None), 98: ('ReplicaId+LogEndOffset', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 111: ('CurrentVoters', None), 112: ('CurrentVoters', None), 113: ('CurrentVoters', None), 114: ('CurrentVoters', None), 115: ('CurrentVoters', None), 116: ('CurrentVoters', None), 117: ('CurrentVoters', None), 118: ('CurrentVoters', None), 119: ('CurrentVoters', None), 120: ('CurrentVoters[{}].ReplicaId+LogEndOffset', 'i8'), 121: ('CurrentVoters', 'i8'), 122: ('CurrentVoters', 'i8'), 123: ('CurrentVoters', 'i8'), 124: ('CurrentVoters', 'i8'), 125: ('CurrentVoters', 'i8'), 126: ('CurrentVoters', None), 127: ('CurrentVoters', None), 128: ('CurrentVoters', None), 129: ('CurrentVoters', None), 130: ('Observers', None), 131: ('Observers', None), 132: ('Observers', None), 133: ('Observers', None), 134: ('Observers', None), 135: ('Observers', None), 136: ('Observers', None), 137: ('Observers', None), 138: ('Observers', None), 139: ('Observers[{}].ReplicaId+LogEndOffset', 'i14'), 140: ('Observers', 'i14'), 141: ('Observers', 'i14'), 142: ('Observers', 'i14'), 143: ('Observers', 'i14'), 144: ('Observers', 'i14'), 145: ('Observers', None), 146: ('Observers', None), 147: ('Observers', None), 148: ('Observers', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', 'i5'), 180: ('Partitions', 'i5'), 181: ('Partitions', None), 182: ('Partitions', None), 183: ('Partitions', None), 184: ('Partitions', None), 186: ('_tagged', None), 187: ('_tagged', None), 188: ('_tagged', None), 196: ('ErrorCode', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', 'i4'), 207: ('Topics', 'i4'), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 213: ('_tagged', None), 214: ('_tagged', None), 215: ('_tagged', None), 223: ('ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 225: ('_tagged', None), 226: ('_tagged', None), 227: ('_tagged', None), 235: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch+HighWatermark', None), 236: ('CurrentVoters', None), 237: ('CurrentVoters', None), 238: ('CurrentVoters', None), 239: ('CurrentVoters', None), 240: ('CurrentVoters', None), 241: ('CurrentVoters', None), 242: ('CurrentVoters', None), 243: ('CurrentVoters', None), 244: ('CurrentVoters', None), 245: ('CurrentVoters[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i8'), 246: ('CurrentVoters', 'i8'), 247: ('CurrentVoters', 'i8'), 248: ('CurrentVoters', 'i8'), 249: ('CurrentVoters', 'i8'), 250: ('CurrentVoters', 'i8'), 251: ('CurrentVoters', None), 252: ('CurrentVoters', None), 253: ('CurrentVoters', None), 254: ('CurrentVoters', None), 255: ('Observers', None), 256: ('Observers', None), 257: ('Observers', None), 258: ('Observers', None), 259: ('Observers', None), 260: ('Observers', None), 261: ('Observers', None), 262: ('Observers', None), 263: ('Observers', None), 264: ('Observers[{}].ReplicaId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i16'), 265: ('Observers', 'i16'), 266: ('Observers', 'i16'), 267: ('Observers', 'i16'), 268: ('Observers', 'i16'), 269: ('Observers', 'i16'), 270: ('Observers', None), 271: ('Observers', None), 272: ('Observers', None), 273: ('Observers', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('TopicName', None), 286: ('TopicName', None), 287: ('TopicName', None), 288: ('TopicName', None), 289: ('TopicName', None), 290: ('TopicName', None), 291: ('TopicName', None), 292: ('TopicName', None), 293: ('TopicName', None), 294: ('TopicName', None), 295: ('Partitions', None), 296: ('Partitions', None), 297: ('Partitions', None), 298: ('Partitions', None), 299: ('Partitions', None), 300: ('Partitions', None), 301: ('Partitions', None), 302: ('Partitions', None), 303: ('Partitions', None), 304: ('Partitions', 'i5'), 305: ('Partitions', 'i5'), 306: ('Partitions', None), 307: ('Partitions', None), 308: ('Partitions', None), 309: ('Partitions', None), 311: ('_tagged', None), 312: ('_tagged', None), 313: ('_tagged', None), 321: ('ErrorCode', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('Topics', None), 328: ('Topics', None), 329: ('Topics', None), 330: ('Topics', None), 331: ('Topics', 'i4'), 332: ('Topics', 'i4'), 333: ('Topics', None), 334: ('Topics', None), 335: ('Topics', None), 336: ('Topics', None), 338: ('_tagged', None), 339: ('_tagged', None), 340: ('_tagged', None), 348: ('ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', None), 350: ('_tagged', None), 351: ('_tagged', None), 352: ('_tagged', None), 360: ('PartitionIndex+ErrorCode', None), 361: ('ErrorMessage', None), 362: ('ErrorMessage', None), 363: ('ErrorMessage', None), 364: ('ErrorMessage', None), 365: ('ErrorMessage', None), 366: ('ErrorMessage', None), 367: ('ErrorMessage', None), 368: ('ErrorMessage', None), 369: ('ErrorMessage', None), 370: ('ErrorMessage', None), 371: ('LeaderId+LeaderEpoch+HighWatermark', None), 372: ('CurrentVoters', None), 373: ('CurrentVoters', None), 374: ('CurrentVoters', None), 375: ('CurrentVoters', None), 376: ('CurrentVoters', None), 377: ('CurrentVoters', None), 378: ('CurrentVoters', None), 379: ('CurrentVoters', None), 380: ('CurrentVoters', None), 381: ('CurrentVoters[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i10'), 382: ('CurrentVoters', 'i10'), 383: ('CurrentVoters', 'i10'), 384: ('CurrentVoters', 'i10'), 385: ('CurrentVoters', 'i10'), 386: ('CurrentVoters', 'i10'), 387: ('CurrentVoters', None), 388: ('CurrentVoters', None), 389: ('CurrentVoters', None), 390: ('CurrentVoters', None), 391: ('Observers', None), 392: ('Observers', None), 393: ('Observers', None), 394: ('Observers', None), 395: ('Observers', None), 396: ('Observers', None), 397: ('Observers', None), 398: ('Observers', None), 399: ('Observers', None), 400: ('Observers[{}].ReplicaId+ReplicaDirectoryId+LogEndOffset+LastFetchTimestamp+LastCaughtUpTimestamp', 'i19'), 401: ('Observers', 'i19'), 402: ('Observers', 'i19'), 403: ('Observers', 'i19'), 404: ('Observers', 'i19'), 405: ('Observers', 'i19'), 406: ('Observers', None), 407: ('Observers', None), 408: ('Observers', None), 409: ('Observers', None), 411: ('_tagged', None), 412: ('_tagged', None), 413: ('_tagged', None), 421: ('TopicName', None), 422: ('TopicName', None), 423: ('TopicName', None), 424: ('TopicName', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('Partitions', None), 432: ('Partitions', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', 'i5'), 441: ('Partitions', 'i5'), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions', None), 445: ('Partitions', None), 447: ('_tagged', None), 448: ('_tagged', None), 449: ('_tagged', None), 457: ('Name', None), 458: ('Name', None), 459: ('Name', None), 460: ('Name', None), 461: ('Name', None), 462: ('Name', None), 463: ('Name', None), 464: ('Name', None), 465: ('Name', None), 466: ('Name', None), 467: ('Host', None), 468: ('Host', None), 469: ('Host', None), 470: ('Host', None), 471: ('Host', None), 472: ('Host', None), 473: ('Host', None), 474: ('Host', None), 475: ('Host', None), 476: ('Host', None), 477: ('Port', None), 479: ('_tagged', None), 480: ('_tagged', None), 481: ('_tagged', None), 489: ('NodeId', None), 490: ('Listeners', None), 491: ('Listeners', None), 492: ('Listeners', None), 493: ('Listeners', None), 494: ('Listeners', None), 495: ('Listeners', None), 496: ('Listeners', None), 497: ('Listeners', None), 498: ('Listeners', None), 499: ('Listeners[{}].Name', 'i4'), 500: ('Listeners[{}].Name', 'i4'), 501: ('Listeners[{}].Name', 'i4'), 502: ('Listeners[{}].Name', 'i4'), 503: ('Listeners[{}].Name', 'i4'), 504: ('Listeners[{}].Name', 'i4'), 505: ('Listeners[{}].Name', 'i4'), 506: ('Listeners[{}].Name', 'i4'), 507: ('Listeners[{}].Name', 'i4'), 508: ('Listeners[{}].Name', 'i4'), 509: ('Listeners[{}].Host', 'i4'), 510: ('Listeners[{}].Host', 'i4'), 511: ('Listeners[{}].Host', 'i4'), 512: ('Listeners[{}].Host', 'i4'), 513: ('Listeners[{}].Host', 'i4'), 514: ('Listeners[{}].Host', 'i4'), 515: ('Listeners[{}].Host', 'i4'), 516: ('Listeners[{}].Host', 'i4'), 517: ('Listeners[{}].Host', 'i4'), 518: ('Listeners[{}].Host', 'i4'), 519: ('Listeners[{}].Port', 'i4'), 520: ('Listeners', 'i4'), 521: ('Listeners', 'i4'), 522: ('Listeners', 'i4'), 523: ('Listeners', 'i4'), 524: ('Listeners', 'i4'), 525: ('Listeners', None), 526: ('Listeners', None), 527: ('Listeners', None), 528: ('Listeners', None), 530: ('_tagged', None), 531: ('_tagged', None), 532: ('_tagged', None), 540: ('ErrorCode', None), 541: ('ErrorMessage', None), 542: ('ErrorMessage', None), 543: ('ErrorMessage', None), 544: ('ErrorMessage', None), 545: ('ErrorMessage', None), 546: ('ErrorMessage', None), 547: ('ErrorMessage', None), 548: ('ErrorMessage', None), 549: ('ErrorMessage', None), 550: ('ErrorMessage', None), 551: ('Topics', None), 552: ('Topics', None), 553: ('Topics', None), 554: ('Topics', None), 555: ('Topics', None), 556: ('Topics', None), 557: ('Topics', None), 558: ('Topics', None), 559: ('Topics', None), 560: ('Topics', 'i6'), 561: ('Topics', 'i6'), 562: ('Topics', None), 563: ('Topics', None), 564: ('Topics', None), 565: ('Topics', None), 566: ('Nodes', None), 567: ('Nodes', None), 568: ('Nodes', None), 569: ('Nodes', None), 570: ('Nodes', None), 571: ('Nodes', None), 572: ('Nodes', None), 573: ('Nodes', None), 574: ('Nodes', None), 575: ('Nodes', 'i10'), 576: ('Nodes', 'i10'), 577: ('Nodes', None), 578: ('Nodes', None), 579: ('Nodes', None), 580: ('Nodes', None), 582: ('_tagged', None), 583: ('_tagged', None), 584: ('_tagged', None)}

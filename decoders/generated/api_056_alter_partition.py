@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -15,7 +13,7 @@ _U6 = _struct.Struct('>ihii').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 8
@@ -24,8 +22,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -35,12 +33,12 @@ def _f0(b, p):
         d = {"PartitionIndex": v1, "LeaderEpoch": v2, "NewIsr": v3, "PartitionEpoch": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -58,8 +56,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 14 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U1(b, p); p += 8
@@ -68,8 +66,8 @@ def _f1(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -79,7 +77,7 @@ def _f1(b, p):
                 d11 = {"PartitionIndex": v6, "LeaderEpoch": v7, "NewIsr": v8, "PartitionEpoch": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
@@ -88,12 +86,12 @@ def _f1(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
@@ -102,11 +100,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -115,12 +113,12 @@ def _f2(b, p):
         d = {"BrokerId": v1, "BrokerEpoch": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 8
@@ -129,8 +127,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -140,12 +138,12 @@ def _f3(b, p):
         d = {"PartitionIndex": v1, "LeaderEpoch": v2, "NewIsr": v3, "LeaderRecoveryState": v5, "PartitionEpoch": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -163,8 +161,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 15 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U1(b, p); p += 8
@@ -173,8 +171,8 @@ def _f4(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -184,7 +182,7 @@ def _f4(b, p):
                 d12 = {"PartitionIndex": v6, "LeaderEpoch": v7, "NewIsr": v8, "LeaderRecoveryState": v10, "PartitionEpoch": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v3.append(d12)
         elif n4 == -1:
             v3 = None
@@ -193,12 +191,12 @@ def _f4(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
@@ -207,11 +205,11 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -220,12 +218,12 @@ def _f5(b, p):
         d = {"BrokerId": v1, "BrokerEpoch": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -234,8 +232,8 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 15 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
@@ -244,8 +242,8 @@ def _f6(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -255,7 +253,7 @@ def _f6(b, p):
                 d11 = {"PartitionIndex": v5, "LeaderEpoch": v6, "NewIsr": v7, "LeaderRecoveryState": v9, "PartitionEpoch": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v2.append(d11)
         elif n3 == -1:
             v2 = None
@@ -264,12 +262,12 @@ def _f6(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
@@ -278,11 +276,11 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
+                x6, p = _f6(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -291,24 +289,24 @@ def _f7(b, p):
         d = {"BrokerId": v1, "BrokerEpoch": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
         d = {"BrokerId": v1, "BrokerEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 8
@@ -317,15 +315,15 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U0(b, p); p += 12
                 d8 = {"BrokerId": v6, "BrokerEpoch": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -335,12 +333,12 @@ def _f9(b, p):
         d = {"PartitionIndex": v1, "LeaderEpoch": v2, "NewIsrWithEpochs": v3, "LeaderRecoveryState": v9, "PartitionEpoch": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -349,11 +347,11 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 15 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
+                x5, p = _f9(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -362,12 +360,12 @@ def _f10(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
@@ -376,11 +374,11 @@ def _f11(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f10(b, p)
+                x6, p = _f10(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -389,12 +387,12 @@ def _f11(b, p):
         d = {"BrokerId": v1, "BrokerEpoch": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 14
@@ -403,8 +401,8 @@ def _f12(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -414,12 +412,12 @@ def _f12(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "Isr": v5, "PartitionEpoch": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -437,8 +435,8 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 20 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 14
@@ -447,8 +445,8 @@ def _f13(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -458,7 +456,7 @@ def _f13(b, p):
                 d13 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9, "Isr": v10, "PartitionEpoch": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v3.append(d13)
         elif n4 == -1:
             v3 = None
@@ -467,12 +465,12 @@ def _f13(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
@@ -481,11 +479,11 @@ def _f14(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f13(b, p)
+                x6, p = _f13(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -494,12 +492,12 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U6(b, p); p += 14
@@ -508,8 +506,8 @@ def _f15(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -519,12 +517,12 @@ def _f15(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "LeaderId": v3, "LeaderEpoch": v4, "Isr": v5, "LeaderRecoveryState": v7, "PartitionEpoch": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -542,8 +540,8 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, v8, v9, = _U6(b, p); p += 14
@@ -552,8 +550,8 @@ def _f16(b, p):
                 n11 -= 1
                 if n11 >= 0:
                     if n11 * 4 > L - p: raise _rt.short_count(n11, L - p)
-                    _B[0] -= n11
-                    if _B[0] < 0: raise _rt.over_budget(n11)
+                    B.left -= n11
+                    if B.left < 0: raise _rt.over_budget(n11)
                     v10 = _Ai(b, p, n11); p += n11 * 4
                 elif n11 == -1:
                     v10 = None
@@ -563,7 +561,7 @@ def _f16(b, p):
                 d14 = {"PartitionIndex": v6, "ErrorCode": v7, "LeaderId": v8, "LeaderEpoch": v9, "Isr": v10, "LeaderRecoveryState": v12, "PartitionEpoch": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v3.append(d14)
         elif n4 == -1:
             v3 = None
@@ -572,12 +570,12 @@ def _f16(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
@@ -586,11 +584,11 @@ def _f17(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f16(b, p)
+                x6, p = _f16(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -599,12 +597,12 @@ def _f17(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -613,8 +611,8 @@ def _f18(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, v8, = _U6(b, p); p += 14
@@ -623,8 +621,8 @@ def _f18(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = _Ai(b, p, n10); p += n10 * 4
                 elif n10 == -1:
                     v9 = None
@@ -634,7 +632,7 @@ def _f18(b, p):
                 d13 = {"PartitionIndex": v5, "ErrorCode": v6, "LeaderId": v7, "LeaderEpoch": v8, "Isr": v9, "LeaderRecoveryState": v11, "PartitionEpoch": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v2.append(d13)
         elif n3 == -1:
             v2 = None
@@ -643,12 +641,12 @@ def _f18(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f19(b, p):
+def _f19(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 6
@@ -657,11 +655,11 @@ def _f19(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f18(b, p)
+                x6, p = _f18(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -670,7 +668,7 @@ def _f19(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -682,4 +680,4 @@ NAME = 'AlterPartition'
 REQUEST = {0: _f2, 1: _f5, 2: _f7, 3: _f11}
 RESPONSE = {0: _f14, 1: _f17, 2: _f19, 3: _f19}
 
-_LINES = {21: ('PartitionIndex+LeaderEpoch', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('NewIsr', None), 31: ('NewIsr', None), 32: ('NewIsr', None), 33: ('NewIsr', None), 34: ('PartitionEpoch', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('TopicName', None), 54: ('TopicName', None), 55: ('TopicName', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 66: ('Partitions[{}].NewIsr', 'i5'), 67: ('Partitions[{}].NewIsr', 'i5'), 68: ('Partitions[{}].NewIsr', 'i5'), 69: ('Partitions[{}].NewIsr', 'i5'), 70: ('Partitions[{}].NewIsr', 'i5'), 71: ('Partitions[{}].NewIsr', 'i5'), 72: ('Partitions[{}].NewIsr', 'i5'), 73: ('Partitions[{}].NewIsr', 'i5'), 74: ('Partitions[{}].NewIsr', 'i5'), 75: ('Partitions[{}].NewIsr', 'i5'), 76: ('Partitions[{}].NewIsr', 'i5'), 77: ('Partitions[{}].NewIsr', 'i5'), 78: ('Partitions[{}].PartitionEpoch', 'i5'), 79: ('Partitions', 'i5'), 80: ('Partitions', 'i5'), 81: ('Partitions', 'i5'), 82: ('Partitions', 'i5'), 83: ('Partitions', 'i5'), 84: ('Partitions', None), 85: ('Partitions', None), 86: ('Partitions', None), 87: ('Partitions', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('BrokerId+BrokerEpoch', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', 'i5'), 110: ('Topics', 'i5'), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('PartitionIndex+LeaderEpoch', None), 127: ('NewIsr', None), 128: ('NewIsr', None), 129: ('NewIsr', None), 130: ('NewIsr', None), 131: ('NewIsr', None), 132: ('NewIsr', None), 133: ('NewIsr', None), 134: ('NewIsr', None), 135: ('NewIsr', None), 136: ('NewIsr', None), 137: ('NewIsr', None), 138: ('NewIsr', None), 139: ('LeaderRecoveryState+PartitionEpoch', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 171: ('Partitions[{}].NewIsr', 'i5'), 172: ('Partitions[{}].NewIsr', 'i5'), 173: ('Partitions[{}].NewIsr', 'i5'), 174: ('Partitions[{}].NewIsr', 'i5'), 175: ('Partitions[{}].NewIsr', 'i5'), 176: ('Partitions[{}].NewIsr', 'i5'), 177: ('Partitions[{}].NewIsr', 'i5'), 178: ('Partitions[{}].NewIsr', 'i5'), 179: ('Partitions[{}].NewIsr', 'i5'), 180: ('Partitions[{}].NewIsr', 'i5'), 181: ('Partitions[{}].NewIsr', 'i5'), 182: ('Partitions[{}].NewIsr', 'i5'), 183: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 184: ('Partitions', 'i5'), 185: ('Partitions', 'i5'), 186: ('Partitions', 'i5'), 187: ('Partitions', 'i5'), 188: ('Partitions', 'i5'), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None), 204: ('BrokerId+BrokerEpoch', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', 'i5'), 215: ('Topics', 'i5'), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 221: ('_tagged', None), 222: ('_tagged', None), 223: ('_tagged', None), 231: ('TopicId', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i4'), 242: ('Partitions[{}].NewIsr', 'i4'), 243: ('Partitions[{}].NewIsr', 'i4'), 244: ('Partitions[{}].NewIsr', 'i4'), 245: ('Partitions[{}].NewIsr', 'i4'), 246: ('Partitions[{}].NewIsr', 'i4'), 247: ('Partitions[{}].NewIsr', 'i4'), 248: ('Partitions[{}].NewIsr', 'i4'), 249: ('Partitions[{}].NewIsr', 'i4'), 250: ('Partitions[{}].NewIsr', 'i4'), 251: ('Partitions[{}].NewIsr', 'i4'), 252: ('Partitions[{}].NewIsr', 'i4'), 253: ('Partitions[{}].NewIsr', 'i4'), 254: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 255: ('Partitions', 'i4'), 256: ('Partitions', 'i4'), 257: ('Partitions', 'i4'), 258: ('Partitions', 'i4'), 259: ('Partitions', 'i4'), 260: ('Partitions', None), 261: ('Partitions', None), 262: ('Partitions', None), 263: ('Partitions', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None), 275: ('BrokerId+BrokerEpoch', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', 'i5'), 286: ('Topics', 'i5'), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 292: ('_tagged', None), 293: ('_tagged', None), 294: ('_tagged', None), 302: ('BrokerId+BrokerEpoch', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None), 314: ('PartitionIndex+LeaderEpoch', None), 315: ('NewIsrWithEpochs', None), 316: ('NewIsrWithEpochs', None), 317: ('NewIsrWithEpochs', None), 318: ('NewIsrWithEpochs', None), 319: ('NewIsrWithEpochs', None), 320: ('NewIsrWithEpochs', None), 321: ('NewIsrWithEpochs', None), 322: ('NewIsrWithEpochs', None), 323: ('NewIsrWithEpochs', None), 324: ('NewIsrWithEpochs[{}].BrokerId+BrokerEpoch', 'i5'), 325: ('NewIsrWithEpochs', 'i5'), 326: ('NewIsrWithEpochs', 'i5'), 327: ('NewIsrWithEpochs', 'i5'), 328: ('NewIsrWithEpochs', 'i5'), 329: ('NewIsrWithEpochs', 'i5'), 330: ('NewIsrWithEpochs', None), 331: ('NewIsrWithEpochs', None), 332: ('NewIsrWithEpochs', None), 333: ('NewIsrWithEpochs', None), 334: ('LeaderRecoveryState+PartitionEpoch', None), 336: ('_tagged', None), 337: ('_tagged', None), 338: ('_tagged', None), 346: ('TopicId', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', None), 355: ('Partitions', None), 356: ('Partitions', 'i4'), 357: ('Partitions', 'i4'), 358: ('Partitions', None), 359: ('Partitions', None), 360: ('Partitions', None), 361: ('Partitions', None), 363: ('_tagged', None), 364: ('_tagged', None), 365: ('_tagged', None), 373: ('BrokerId+BrokerEpoch', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', 'i5'), 384: ('Topics', 'i5'), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 390: ('_tagged', None), 391: ('_tagged', None), 392: ('_tagged', None), 400: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('Isr', None), 411: ('Isr', None), 412: ('Isr', None), 413: ('PartitionEpoch', None), 415: ('_tagged', None), 416: ('_tagged', None), 417: ('_tagged', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('TopicName', None), 434: ('TopicName', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions', None), 443: ('Partitions', None), 444: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 445: ('Partitions[{}].Isr', 'i5'), 446: ('Partitions[{}].Isr', 'i5'), 447: ('Partitions[{}].Isr', 'i5'), 448: ('Partitions[{}].Isr', 'i5'), 449: ('Partitions[{}].Isr', 'i5'), 450: ('Partitions[{}].Isr', 'i5'), 451: ('Partitions[{}].Isr', 'i5'), 452: ('Partitions[{}].Isr', 'i5'), 453: ('Partitions[{}].Isr', 'i5'), 454: ('Partitions[{}].Isr', 'i5'), 455: ('Partitions[{}].Isr', 'i5'), 456: ('Partitions[{}].Isr', 'i5'), 457: ('Partitions[{}].PartitionEpoch', 'i5'), 458: ('Partitions', 'i5'), 459: ('Partitions', 'i5'), 460: ('Partitions', 'i5'), 461: ('Partitions', 'i5'), 462: ('Partitions', 'i5'), 463: ('Partitions', None), 464: ('Partitions', None), 465: ('Partitions', None), 466: ('Partitions', None), 468: ('_tagged', None), 469: ('_tagged', None), 470: ('_tagged', None), 478: ('ThrottleTimeMs+ErrorCode', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', None), 487: ('Topics', None), 488: ('Topics', 'i5'), 489: ('Topics', 'i5'), 490: ('Topics', None), 491: ('Topics', None), 492: ('Topics', None), 493: ('Topics', None), 495: ('_tagged', None), 496: ('_tagged', None), 497: ('_tagged', None), 505: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 506: ('Isr', None), 507: ('Isr', None), 508: ('Isr', None), 509: ('Isr', None), 510: ('Isr', None), 511: ('Isr', None), 512: ('Isr', None), 513: ('Isr', None), 514: ('Isr', None), 515: ('Isr', None), 516: ('Isr', None), 517: ('Isr', None), 518: ('LeaderRecoveryState+PartitionEpoch', None), 520: ('_tagged', None), 521: ('_tagged', None), 522: ('_tagged', None), 530: ('TopicName', None), 531: ('TopicName', None), 532: ('TopicName', None), 533: ('TopicName', None), 534: ('TopicName', None), 535: ('TopicName', None), 536: ('TopicName', None), 537: ('TopicName', None), 538: ('TopicName', None), 539: ('TopicName', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 550: ('Partitions[{}].Isr', 'i5'), 551: ('Partitions[{}].Isr', 'i5'), 552: ('Partitions[{}].Isr', 'i5'), 553: ('Partitions[{}].Isr', 'i5'), 554: ('Partitions[{}].Isr', 'i5'), 555: ('Partitions[{}].Isr', 'i5'), 556: ('Partitions[{}].Isr', 'i5'), 557: ('Partitions[{}].Isr', 'i5'), 558: ('Partitions[{}].Isr', 'i5'), 559: ('Partitions[{}].Isr', 'i5'), 560: ('Partitions[{}].Isr', 'i5'), 561: ('Partitions[{}].Isr', 'i5'), 562: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 563: ('Partitions', 'i5'), 564: ('Partitions', 'i5'), 565: ('Partitions', 'i5'), 566: ('Partitions', 'i5'), 567: ('Partitions', 'i5'), 568: ('Partitions', None), 569: ('Partitions', None), 570: ('Partitions', None), 571: ('Partitions', None), 573: ('_tagged', None), 574: ('_tagged', None), 575: ('_tagged', None), 583: ('ThrottleTimeMs+ErrorCode', None), 584: ('Topics', None), 585: ('Topics', None), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 590: ('Topics', None), 591: ('Topics', None), 592: ('Topics', None), 593: ('Topics', 'i5'), 594: ('Topics', 'i5'), 595: ('Topics', None), 596: ('Topics', None), 597: ('Topics', None), 598: ('Topics', None), 600: ('_tagged', None), 601: ('_tagged', None), 602: ('_tagged', None), 610: ('TopicId', None), 611: ('Partitions', None), 612: ('Partitions', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions', None), 619: ('Partitions', None), 620: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i4'), 621: ('Partitions[{}].Isr', 'i4'), 622: ('Partitions[{}].Isr', 'i4'), 623: ('Partitions[{}].Isr', 'i4'), 624: ('Partitions[{}].Isr', 'i4'), 625: ('Partitions[{}].Isr', 'i4'), 626: ('Partitions[{}].Isr', 'i4'), 627: ('Partitions[{}].Isr', 'i4'), 628: ('Partitions[{}].Isr', 'i4'), 629: ('Partitions[{}].Isr', 'i4'), 630: ('Partitions[{}].Isr', 'i4'), 631: ('Partitions[{}].Isr', 'i4'), 632: ('Partitions[{}].Isr', 'i4'), 633: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 634: ('Partitions', 'i4'), 635: ('Partitions', 'i4'), 636: ('Partitions', 'i4'), 637: ('Partitions', 'i4'), 638: ('Partitions', 'i4'), 639: ('Partitions', None), 640: ('Partitions', None), 641: ('Partitions', None), 642: ('Partitions', None), 644: ('_tagged', None), 645: ('_tagged', None), 646: ('_tagged', None), 654: ('ThrottleTimeMs+ErrorCode', None), 655: ('Topics', None), 656: ('Topics', None), 657: ('Topics', None), 658: ('Topics', None), 659: ('Topics', None), 660: ('Topics', None), 661: ('Topics', None), 662: ('Topics', None), 663: ('Topics', None), 664: ('Topics', 'i5'), 665: ('Topics', 'i5'), 666: ('Topics', None), 667: ('Topics', None), 668: ('Topics', None), 669: ('Topics', None), 671: ('_tagged', None), 672: ('_tagged', None), 673: ('_tagged', None)}
+_LINES = {19: ('PartitionIndex+LeaderEpoch', None), 20: ('NewIsr', None), 21: ('NewIsr', None), 22: ('NewIsr', None), 23: ('NewIsr', None), 24: ('NewIsr', None), 25: ('NewIsr', None), 26: ('NewIsr', None), 27: ('NewIsr', None), 28: ('NewIsr', None), 29: ('NewIsr', None), 30: ('NewIsr', None), 31: ('NewIsr', None), 32: ('PartitionEpoch', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('TopicName', None), 51: ('TopicName', None), 52: ('TopicName', None), 53: ('TopicName', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 64: ('Partitions[{}].NewIsr', 'i5'), 65: ('Partitions[{}].NewIsr', 'i5'), 66: ('Partitions[{}].NewIsr', 'i5'), 67: ('Partitions[{}].NewIsr', 'i5'), 68: ('Partitions[{}].NewIsr', 'i5'), 69: ('Partitions[{}].NewIsr', 'i5'), 70: ('Partitions[{}].NewIsr', 'i5'), 71: ('Partitions[{}].NewIsr', 'i5'), 72: ('Partitions[{}].NewIsr', 'i5'), 73: ('Partitions[{}].NewIsr', 'i5'), 74: ('Partitions[{}].NewIsr', 'i5'), 75: ('Partitions[{}].NewIsr', 'i5'), 76: ('Partitions[{}].PartitionEpoch', 'i5'), 77: ('Partitions', 'i5'), 78: ('Partitions', 'i5'), 79: ('Partitions', 'i5'), 80: ('Partitions', 'i5'), 81: ('Partitions', 'i5'), 82: ('Partitions', None), 83: ('Partitions', None), 84: ('Partitions', None), 85: ('Partitions', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('BrokerId+BrokerEpoch', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', 'i5'), 108: ('Topics', 'i5'), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('PartitionIndex+LeaderEpoch', None), 125: ('NewIsr', None), 126: ('NewIsr', None), 127: ('NewIsr', None), 128: ('NewIsr', None), 129: ('NewIsr', None), 130: ('NewIsr', None), 131: ('NewIsr', None), 132: ('NewIsr', None), 133: ('NewIsr', None), 134: ('NewIsr', None), 135: ('NewIsr', None), 136: ('NewIsr', None), 137: ('LeaderRecoveryState+PartitionEpoch', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('TopicName', None), 150: ('TopicName', None), 151: ('TopicName', None), 152: ('TopicName', None), 153: ('TopicName', None), 154: ('TopicName', None), 155: ('TopicName', None), 156: ('TopicName', None), 157: ('TopicName', None), 158: ('TopicName', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i5'), 169: ('Partitions[{}].NewIsr', 'i5'), 170: ('Partitions[{}].NewIsr', 'i5'), 171: ('Partitions[{}].NewIsr', 'i5'), 172: ('Partitions[{}].NewIsr', 'i5'), 173: ('Partitions[{}].NewIsr', 'i5'), 174: ('Partitions[{}].NewIsr', 'i5'), 175: ('Partitions[{}].NewIsr', 'i5'), 176: ('Partitions[{}].NewIsr', 'i5'), 177: ('Partitions[{}].NewIsr', 'i5'), 178: ('Partitions[{}].NewIsr', 'i5'), 179: ('Partitions[{}].NewIsr', 'i5'), 180: ('Partitions[{}].NewIsr', 'i5'), 181: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 182: ('Partitions', 'i5'), 183: ('Partitions', 'i5'), 184: ('Partitions', 'i5'), 185: ('Partitions', 'i5'), 186: ('Partitions', 'i5'), 187: ('Partitions', None), 188: ('Partitions', None), 189: ('Partitions', None), 190: ('Partitions', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None), 202: ('BrokerId+BrokerEpoch', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 207: ('Topics', None), 208: ('Topics', None), 209: ('Topics', None), 210: ('Topics', None), 211: ('Topics', None), 212: ('Topics', 'i5'), 213: ('Topics', 'i5'), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 219: ('_tagged', None), 220: ('_tagged', None), 221: ('_tagged', None), 229: ('TopicId', None), 230: ('Partitions', None), 231: ('Partitions', None), 232: ('Partitions', None), 233: ('Partitions', None), 234: ('Partitions', None), 235: ('Partitions', None), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions[{}].PartitionIndex+LeaderEpoch', 'i4'), 240: ('Partitions[{}].NewIsr', 'i4'), 241: ('Partitions[{}].NewIsr', 'i4'), 242: ('Partitions[{}].NewIsr', 'i4'), 243: ('Partitions[{}].NewIsr', 'i4'), 244: ('Partitions[{}].NewIsr', 'i4'), 245: ('Partitions[{}].NewIsr', 'i4'), 246: ('Partitions[{}].NewIsr', 'i4'), 247: ('Partitions[{}].NewIsr', 'i4'), 248: ('Partitions[{}].NewIsr', 'i4'), 249: ('Partitions[{}].NewIsr', 'i4'), 250: ('Partitions[{}].NewIsr', 'i4'), 251: ('Partitions[{}].NewIsr', 'i4'), 252: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 253: ('Partitions', 'i4'), 254: ('Partitions', 'i4'), 255: ('Partitions', 'i4'), 256: ('Partitions', 'i4'), 257: ('Partitions', 'i4'), 258: ('Partitions', None), 259: ('Partitions', None), 260: ('Partitions', None), 261: ('Partitions', None), 263: ('_tagged', None), 264: ('_tagged', None), 265: ('_tagged', None), 273: ('BrokerId+BrokerEpoch', None), 274: ('Topics', None), 275: ('Topics', None), 276: ('Topics', None), 277: ('Topics', None), 278: ('Topics', None), 279: ('Topics', None), 280: ('Topics', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', 'i5'), 284: ('Topics', 'i5'), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 290: ('_tagged', None), 291: ('_tagged', None), 292: ('_tagged', None), 300: ('BrokerId+BrokerEpoch', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None), 312: ('PartitionIndex+LeaderEpoch', None), 313: ('NewIsrWithEpochs', None), 314: ('NewIsrWithEpochs', None), 315: ('NewIsrWithEpochs', None), 316: ('NewIsrWithEpochs', None), 317: ('NewIsrWithEpochs', None), 318: ('NewIsrWithEpochs', None), 319: ('NewIsrWithEpochs', None), 320: ('NewIsrWithEpochs', None), 321: ('NewIsrWithEpochs', None), 322: ('NewIsrWithEpochs[{}].BrokerId+BrokerEpoch', 'i5'), 323: ('NewIsrWithEpochs', 'i5'), 324: ('NewIsrWithEpochs', 'i5'), 325: ('NewIsrWithEpochs', 'i5'), 326: ('NewIsrWithEpochs', 'i5'), 327: ('NewIsrWithEpochs', 'i5'), 328: ('NewIsrWithEpochs', None), 329: ('NewIsrWithEpochs', None), 330: ('NewIsrWithEpochs', None), 331: ('NewIsrWithEpochs', None), 332: ('LeaderRecoveryState+PartitionEpoch', None), 334: ('_tagged', None), 335: ('_tagged', None), 336: ('_tagged', None), 344: ('TopicId', None), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 348: ('Partitions', None), 349: ('Partitions', None), 350: ('Partitions', None), 351: ('Partitions', None), 352: ('Partitions', None), 353: ('Partitions', None), 354: ('Partitions', 'i4'), 355: ('Partitions', 'i4'), 356: ('Partitions', None), 357: ('Partitions', None), 358: ('Partitions', None), 359: ('Partitions', None), 361: ('_tagged', None), 362: ('_tagged', None), 363: ('_tagged', None), 371: ('BrokerId+BrokerEpoch', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', None), 381: ('Topics', 'i5'), 382: ('Topics', 'i5'), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 388: ('_tagged', None), 389: ('_tagged', None), 390: ('_tagged', None), 398: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 399: ('Isr', None), 400: ('Isr', None), 401: ('Isr', None), 402: ('Isr', None), 403: ('Isr', None), 404: ('Isr', None), 405: ('Isr', None), 406: ('Isr', None), 407: ('Isr', None), 408: ('Isr', None), 409: ('Isr', None), 410: ('Isr', None), 411: ('PartitionEpoch', None), 413: ('_tagged', None), 414: ('_tagged', None), 415: ('_tagged', None), 423: ('TopicName', None), 424: ('TopicName', None), 425: ('TopicName', None), 426: ('TopicName', None), 427: ('TopicName', None), 428: ('TopicName', None), 429: ('TopicName', None), 430: ('TopicName', None), 431: ('TopicName', None), 432: ('TopicName', None), 433: ('Partitions', None), 434: ('Partitions', None), 435: ('Partitions', None), 436: ('Partitions', None), 437: ('Partitions', None), 438: ('Partitions', None), 439: ('Partitions', None), 440: ('Partitions', None), 441: ('Partitions', None), 442: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 443: ('Partitions[{}].Isr', 'i5'), 444: ('Partitions[{}].Isr', 'i5'), 445: ('Partitions[{}].Isr', 'i5'), 446: ('Partitions[{}].Isr', 'i5'), 447: ('Partitions[{}].Isr', 'i5'), 448: ('Partitions[{}].Isr', 'i5'), 449: ('Partitions[{}].Isr', 'i5'), 450: ('Partitions[{}].Isr', 'i5'), 451: ('Partitions[{}].Isr', 'i5'), 452: ('Partitions[{}].Isr', 'i5'), 453: ('Partitions[{}].Isr', 'i5'), 454: ('Partitions[{}].Isr', 'i5'), 455: ('Partitions[{}].PartitionEpoch', 'i5'), 456: ('Partitions', 'i5'), 457: ('Partitions', 'i5'), 458: ('Partitions', 'i5'), 459: ('Partitions', 'i5'), 460: ('Partitions', 'i5'), 461: ('Partitions', None), 462: ('Partitions', None), 463: ('Partitions', None), 464: ('Partitions', None), 466: ('_tagged', None), 467: ('_tagged', None), 468: ('_tagged', None), 476: ('ThrottleTimeMs+ErrorCode', None), 477: ('Topics', None), 478: ('Topics', None), 479: ('Topics', None), 480: ('Topics', None), 481: ('Topics', None), 482: ('Topics', None), 483: ('Topics', None), 484: ('Topics', None), 485: ('Topics', None), 486: ('Topics', 'i5'), 487: ('Topics', 'i5'), 488: ('Topics', None), 489: ('Topics', None), 490: ('Topics', None), 491: ('Topics', None), 493: ('_tagged', None), 494: ('_tagged', None), 495: ('_tagged', None), 503: ('PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', None), 504: ('Isr', None), 505: ('Isr', None), 506: ('Isr', None), 507: ('Isr', None), 508: ('Isr', None), 509: ('Isr', None), 510: ('Isr', None), 511: ('Isr', None), 512: ('Isr', None), 513: ('Isr', None), 514: ('Isr', None), 515: ('Isr', None), 516: ('LeaderRecoveryState+PartitionEpoch', None), 518: ('_tagged', None), 519: ('_tagged', None), 520: ('_tagged', None), 528: ('TopicName', None), 529: ('TopicName', None), 530: ('TopicName', None), 531: ('TopicName', None), 532: ('TopicName', None), 533: ('TopicName', None), 534: ('TopicName', None), 535: ('TopicName', None), 536: ('TopicName', None), 537: ('TopicName', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i5'), 548: ('Partitions[{}].Isr', 'i5'), 549: ('Partitions[{}].Isr', 'i5'), 550: ('Partitions[{}].Isr', 'i5'), 551: ('Partitions[{}].Isr', 'i5'), 552: ('Partitions[{}].Isr', 'i5'), 553: ('Partitions[{}].Isr', 'i5'), 554: ('Partitions[{}].Isr', 'i5'), 555: ('Partitions[{}].Isr', 'i5'), 556: ('Partitions[{}].Isr', 'i5'), 557: ('Partitions[{}].Isr', 'i5'), 558: ('Partitions[{}].Isr', 'i5'), 559: ('Partitions[{}].Isr', 'i5'), 560: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i5'), 561: ('Partitions', 'i5'), 562: ('Partitions', 'i5'), 563: ('Partitions', 'i5'), 564: ('Partitions', 'i5'), 565: ('Partitions', 'i5'), 566: ('Partitions', None), 567: ('Partitions', None), 568: ('Partitions', None), 569: ('Partitions', None), 571: ('_tagged', None), 572: ('_tagged', None), 573: ('_tagged', None), 581: ('ThrottleTimeMs+ErrorCode', None), 582: ('Topics', None), 583: ('Topics', None), 584: ('Topics', None), 585: ('Topics', None), 586: ('Topics', None), 587: ('Topics', None), 588: ('Topics', None), 589: ('Topics', None), 590: ('Topics', None), 591: ('Topics', 'i5'), 592: ('Topics', 'i5'), 593: ('Topics', None), 594: ('Topics', None), 595: ('Topics', None), 596: ('Topics', None), 598: ('_tagged', None), 599: ('_tagged', None), 600: ('_tagged', None), 608: ('TopicId', None), 609: ('Partitions', None), 610: ('Partitions', None), 611: ('Partitions', None), 612: ('Partitions', None), 613: ('Partitions', None), 614: ('Partitions', None), 615: ('Partitions', None), 616: ('Partitions', None), 617: ('Partitions', None), 618: ('Partitions[{}].PartitionIndex+ErrorCode+LeaderId+LeaderEpoch', 'i4'), 619: ('Partitions[{}].Isr', 'i4'), 620: ('Partitions[{}].Isr', 'i4'), 621: ('Partitions[{}].Isr', 'i4'), 622: ('Partitions[{}].Isr', 'i4'), 623: ('Partitions[{}].Isr', 'i4'), 624: ('Partitions[{}].Isr', 'i4'), 625: ('Partitions[{}].Isr', 'i4'), 626: ('Partitions[{}].Isr', 'i4'), 627: ('Partitions[{}].Isr', 'i4'), 628: ('Partitions[{}].Isr', 'i4'), 629: ('Partitions[{}].Isr', 'i4'), 630: ('Partitions[{}].Isr', 'i4'), 631: ('Partitions[{}].LeaderRecoveryState+PartitionEpoch', 'i4'), 632: ('Partitions', 'i4'), 633: ('Partitions', 'i4'), 634: ('Partitions', 'i4'), 635: ('Partitions', 'i4'), 636: ('Partitions', 'i4'), 637: ('Partitions', None), 638: ('Partitions', None), 639: ('Partitions', None), 640: ('Partitions', None), 642: ('_tagged', None), 643: ('_tagged', None), 644: ('_tagged', None), 652: ('ThrottleTimeMs+ErrorCode', None), 653: ('Topics', None), 654: ('Topics', None), 655: ('Topics', None), 656: ('Topics', None), 657: ('Topics', None), 658: ('Topics', None), 659: ('Topics', None), 660: ('Topics', None), 661: ('Topics', None), 662: ('Topics', 'i5'), 663: ('Topics', 'i5'), 664: ('Topics', None), 665: ('Topics', None), 666: ('Topics', None), 667: ('Topics', None), 669: ('_tagged', None), 670: ('_tagged', None), 671: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h?').unpack_from
 _U2 = _struct.Struct('>hb').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ih').unpack_from
 _U5 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -30,12 +28,12 @@ def _f0(b, p):
         d = {"Feature": v1, "MaxVersionLevel": v3, "AllowDowngrade": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -44,8 +42,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -62,7 +60,7 @@ def _f1(b, p):
                 d9 = {"Feature": v5, "MaxVersionLevel": v7, "AllowDowngrade": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -71,12 +69,12 @@ def _f1(b, p):
         d = {"timeoutMs": v1, "FeatureUpdates": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -93,12 +91,12 @@ def _f2(b, p):
         d = {"Feature": v1, "MaxVersionLevel": v3, "UpgradeType": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -107,8 +105,8 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -125,7 +123,7 @@ def _f3(b, p):
                 d9 = {"Feature": v5, "MaxVersionLevel": v7, "UpgradeType": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -135,12 +133,12 @@ def _f3(b, p):
         d = {"timeoutMs": v1, "FeatureUpdates": v2, "ValidateOnly": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -167,12 +165,12 @@ def _f4(b, p):
         d = {"Feature": v1, "ErrorCode": v3, "ErrorMessage": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -191,8 +189,8 @@ def _f5(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 5 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -219,7 +217,7 @@ def _f5(b, p):
                 d13 = {"Feature": v8, "ErrorCode": v10, "ErrorMessage": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v5.append(d13)
         elif n6 == -1:
             v5 = None
@@ -228,12 +226,12 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Results": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -250,7 +248,7 @@ def _f6(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -262,4 +260,4 @@ NAME = 'UpdateFeatures'
 REQUEST = {0: _f1, 1: _f3, 2: _f3}
 RESPONSE = {0: _f5, 1: _f5, 2: _f6}
 
-_LINES = {19: ('Feature', None), 20: ('Feature', None), 21: ('Feature', None), 22: ('Feature', None), 23: ('Feature', None), 24: ('Feature', None), 25: ('Feature', None), 26: ('Feature', None), 27: ('Feature', None), 28: ('Feature', None), 29: ('MaxVersionLevel+AllowDowngrade', None), 31: ('_tagged', None), 32: ('_tagged', None), 33: ('_tagged', None), 41: ('timeoutMs', None), 42: ('FeatureUpdates', None), 43: ('FeatureUpdates', None), 44: ('FeatureUpdates', None), 45: ('FeatureUpdates', None), 46: ('FeatureUpdates', None), 47: ('FeatureUpdates', None), 48: ('FeatureUpdates', None), 49: ('FeatureUpdates', None), 50: ('FeatureUpdates', None), 51: ('FeatureUpdates[{}].Feature', 'i4'), 52: ('FeatureUpdates[{}].Feature', 'i4'), 53: ('FeatureUpdates[{}].Feature', 'i4'), 54: ('FeatureUpdates[{}].Feature', 'i4'), 55: ('FeatureUpdates[{}].Feature', 'i4'), 56: ('FeatureUpdates[{}].Feature', 'i4'), 57: ('FeatureUpdates[{}].Feature', 'i4'), 58: ('FeatureUpdates[{}].Feature', 'i4'), 59: ('FeatureUpdates[{}].Feature', 'i4'), 60: ('FeatureUpdates[{}].Feature', 'i4'), 61: ('FeatureUpdates[{}].MaxVersionLevel+AllowDowngrade', 'i4'), 62: ('FeatureUpdates', 'i4'), 63: ('FeatureUpdates', 'i4'), 64: ('FeatureUpdates', 'i4'), 65: ('FeatureUpdates', 'i4'), 66: ('FeatureUpdates', 'i4'), 67: ('FeatureUpdates', None), 68: ('FeatureUpdates', None), 69: ('FeatureUpdates', None), 70: ('FeatureUpdates', None), 72: ('_tagged', None), 73: ('_tagged', None), 74: ('_tagged', None), 82: ('Feature', None), 83: ('Feature', None), 84: ('Feature', None), 85: ('Feature', None), 86: ('Feature', None), 87: ('Feature', None), 88: ('Feature', None), 89: ('Feature', None), 90: ('Feature', None), 91: ('Feature', None), 92: ('MaxVersionLevel+UpgradeType', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('timeoutMs', None), 105: ('FeatureUpdates', None), 106: ('FeatureUpdates', None), 107: ('FeatureUpdates', None), 108: ('FeatureUpdates', None), 109: ('FeatureUpdates', None), 110: ('FeatureUpdates', None), 111: ('FeatureUpdates', None), 112: ('FeatureUpdates', None), 113: ('FeatureUpdates', None), 114: ('FeatureUpdates[{}].Feature', 'i4'), 115: ('FeatureUpdates[{}].Feature', 'i4'), 116: ('FeatureUpdates[{}].Feature', 'i4'), 117: ('FeatureUpdates[{}].Feature', 'i4'), 118: ('FeatureUpdates[{}].Feature', 'i4'), 119: ('FeatureUpdates[{}].Feature', 'i4'), 120: ('FeatureUpdates[{}].Feature', 'i4'), 121: ('FeatureUpdates[{}].Feature', 'i4'), 122: ('FeatureUpdates[{}].Feature', 'i4'), 123: ('FeatureUpdates[{}].Feature', 'i4'), 124: ('FeatureUpdates[{}].MaxVersionLevel+UpgradeType', 'i4'), 125: ('FeatureUpdates', 'i4'), 126: ('FeatureUpdates', 'i4'), 127: ('FeatureUpdates', 'i4'), 128: ('FeatureUpdates', 'i4'), 129: ('FeatureUpdates', 'i4'), 130: ('FeatureUpdates', None), 131: ('FeatureUpdates', None), 132: ('FeatureUpdates', None), 133: ('FeatureUpdates', None), 134: ('ValidateOnly', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('Feature', None), 147: ('Feature', None), 148: ('Feature', None), 149: ('Feature', None), 150: ('Feature', None), 151: ('Feature', None), 152: ('Feature', None), 153: ('Feature', None), 154: ('Feature', None), 155: ('Feature', None), 156: ('ErrorCode', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 165: ('ErrorMessage', None), 166: ('ErrorMessage', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('ThrottleTimeMs+ErrorCode', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('Results', None), 190: ('Results', None), 191: ('Results', None), 192: ('Results', None), 193: ('Results', None), 194: ('Results', None), 195: ('Results', None), 196: ('Results', None), 197: ('Results', None), 198: ('Results[{}].Feature', 'i7'), 199: ('Results[{}].Feature', 'i7'), 200: ('Results[{}].Feature', 'i7'), 201: ('Results[{}].Feature', 'i7'), 202: ('Results[{}].Feature', 'i7'), 203: ('Results[{}].Feature', 'i7'), 204: ('Results[{}].Feature', 'i7'), 205: ('Results[{}].Feature', 'i7'), 206: ('Results[{}].Feature', 'i7'), 207: ('Results[{}].Feature', 'i7'), 208: ('Results[{}].ErrorCode', 'i7'), 209: ('Results[{}].ErrorMessage', 'i7'), 210: ('Results[{}].ErrorMessage', 'i7'), 211: ('Results[{}].ErrorMessage', 'i7'), 212: ('Results[{}].ErrorMessage', 'i7'), 213: ('Results[{}].ErrorMessage', 'i7'), 214: ('Results[{}].ErrorMessage', 'i7'), 215: ('Results[{}].ErrorMessage', 'i7'), 216: ('Results[{}].ErrorMessage', 'i7'), 217: ('Results[{}].ErrorMessage', 'i7'), 218: ('Results[{}].ErrorMessage', 'i7'), 219: ('Results', 'i7'), 220: ('Results', 'i7'), 221: ('Results', 'i7'), 222: ('Results', 'i7'), 223: ('Results', 'i7'), 224: ('Results', None), 225: ('Results', None), 226: ('Results', None), 227: ('Results', None), 229: ('_tagged', None), 230: ('_tagged', None), 231: ('_tagged', None), 239: ('ThrottleTimeMs+ErrorCode', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 248: ('ErrorMessage', None), 249: ('ErrorMessage', None), 251: ('_tagged', None), 252: ('_tagged', None), 253: ('_tagged', None)}
+_LINES = {17: ('Feature', None), 18: ('Feature', None), 19: ('Feature', None), 20: ('Feature', None), 21: ('Feature', None), 22: ('Feature', None), 23: ('Feature', None), 24: ('Feature', None), 25: ('Feature', None), 26: ('Feature', None), 27: ('MaxVersionLevel+AllowDowngrade', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None), 39: ('timeoutMs', None), 40: ('FeatureUpdates', None), 41: ('FeatureUpdates', None), 42: ('FeatureUpdates', None), 43: ('FeatureUpdates', None), 44: ('FeatureUpdates', None), 45: ('FeatureUpdates', None), 46: ('FeatureUpdates', None), 47: ('FeatureUpdates', None), 48: ('FeatureUpdates', None), 49: ('FeatureUpdates[{}].Feature', 'i4'), 50: ('FeatureUpdates[{}].Feature', 'i4'), 51: ('FeatureUpdates[{}].Feature', 'i4'), 52: ('FeatureUpdates[{}].Feature', 'i4'), 53: ('FeatureUpdates[{}].Feature', 'i4'), 54: ('FeatureUpdates[{}].Feature', 'i4'), 55: ('FeatureUpdates[{}].Feature', 'i4'), 56: ('FeatureUpdates[{}].Feature', 'i4'), 57: ('FeatureUpdates[{}].Feature', 'i4'), 58: ('FeatureUpdates[{}].Feature', 'i4'), 59: ('FeatureUpdates[{}].MaxVersionLevel+AllowDowngrade', 'i4'), 60: ('FeatureUpdates', 'i4'), 61: ('FeatureUpdates', 'i4'), 62: ('FeatureUpdates', 'i4'), 63: ('FeatureUpdates', 'i4'), 64: ('FeatureUpdates', 'i4'), 65: ('FeatureUpdates', None), 66: ('FeatureUpdates', None), 67: ('FeatureUpdates', None), 68: ('FeatureUpdates', None), 70: ('_tagged', None), 71: ('_tagged', None), 72: ('_tagged', None), 80: ('Feature', None), 81: ('Feature', None), 82: ('Feature', None), 83: ('Feature', None), 84: ('Feature', None), 85: ('Feature', None), 86: ('Feature', None), 87: ('Feature', None), 88: ('Feature', None), 89: ('Feature', None), 90: ('MaxVersionLevel+UpgradeType', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('timeoutMs', None), 103: ('FeatureUpdates', None), 104: ('FeatureUpdates', None), 105: ('FeatureUpdates', None), 106: ('FeatureUpdates', None), 107: ('FeatureUpdates', None), 108: ('FeatureUpdates', None), 109: ('FeatureUpdates', None), 110: ('FeatureUpdates', None), 111: ('FeatureUpdates', None), 112: ('FeatureUpdates[{}].Feature', 'i4'), 113: ('FeatureUpdates[{}].Feature', 'i4'), 114: ('FeatureUpdates[{}].Feature', 'i4'), 115: ('FeatureUpdates[{}].Feature', 'i4'), 116: ('FeatureUpdates[{}].Feature', 'i4'), 117: ('FeatureUpdates[{}].Feature', 'i4'), 118: ('FeatureUpdates[{}].Feature', 'i4'), 119: ('FeatureUpdates[{}].Feature', 'i4'), 120: ('FeatureUpdates[{}].Feature', 'i4'), 121: ('FeatureUpdates[{}].Feature', 'i4'), 122: ('FeatureUpdates[{}].MaxVersionLevel+UpgradeType', 'i4'), 123: ('FeatureUpdates', 'i4'), 124: ('FeatureUpdates', 'i4'), 125: ('FeatureUpdates', 'i4'), 126: ('FeatureUpdates', 'i4'), 127: ('FeatureUpdates', 'i4'), 128: ('FeatureUpdates', None), 129: ('FeatureUpdates', None), 130: ('FeatureUpdates', None), 131: ('FeatureUpdates', None), 132: ('ValidateOnly', None), 134: ('_tagged', None), 135: ('_tagged', None), 136: ('_tagged', None), 144: ('Feature', None), 145: ('Feature', None), 146: ('Feature', None), 147: ('Feature', None), 148: ('Feature', None), 149: ('Feature', None), 150: ('Feature', None), 151: ('Feature', None), 152: ('Feature', None), 153: ('Feature', None), 154: ('ErrorCode', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 166: ('_tagged', None), 167: ('_tagged', None), 168: ('_tagged', None), 176: ('ThrottleTimeMs+ErrorCode', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('Results', None), 188: ('Results', None), 189: ('Results', None), 190: ('Results', None), 191: ('Results', None), 192: ('Results', None), 193: ('Results', None), 194: ('Results', None), 195: ('Results', None), 196: ('Results[{}].Feature', 'i7'), 197: ('Results[{}].Feature', 'i7'), 198: ('Results[{}].Feature', 'i7'), 199: ('Results[{}].Feature', 'i7'), 200: ('Results[{}].Feature', 'i7'), 201: ('Results[{}].Feature', 'i7'), 202: ('Results[{}].Feature', 'i7'), 203: ('Results[{}].Feature', 'i7'), 204: ('Results[{}].Feature', 'i7'), 205: ('Results[{}].Feature', 'i7'), 206: ('Results[{}].ErrorCode', 'i7'), 207: ('Results[{}].ErrorMessage', 'i7'), 208: ('Results[{}].ErrorMessage', 'i7'), 209: ('Results[{}].ErrorMessage', 'i7'), 210: ('Results[{}].ErrorMessage', 'i7'), 211: ('Results[{}].ErrorMessage', 'i7'), 212: ('Results[{}].ErrorMessage', 'i7'), 213: ('Results[{}].ErrorMessage', 'i7'), 214: ('Results[{}].ErrorMessage', 'i7'), 215: ('Results[{}].ErrorMessage', 'i7'), 216: ('Results[{}].ErrorMessage', 'i7'), 217: ('Results', 'i7'), 218: ('Results', 'i7'), 219: ('Results', 'i7'), 220: ('Results', 'i7'), 221: ('Results', 'i7'), 222: ('Results', None), 223: ('Results', None), 224: ('Results', None), 225: ('Results', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('ThrottleTimeMs+ErrorCode', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 249: ('_tagged', None), 250: ('_tagged', None), 251: ('_tagged', None)}

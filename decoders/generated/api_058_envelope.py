@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -44,12 +42,12 @@ def _f0(b, p):
         d = {"RequestData": v1, "RequestPrincipal": v3, "ClientHostAddress": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -66,7 +64,7 @@ def _f1(b, p):
         d = {"ResponseData": v1, "ErrorCode": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -78,5 +76,5 @@ NAME = 'Envelope'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {14: ('RequestData', None), 15: ('RequestData', None), 16: ('RequestData', None), 17: ('RequestData', None), 18: ('RequestData', None), 19: ('RequestData', None), 20: ('RequestData', None), 21: ('RequestData', None), 22: ('RequestData', None), 23: ('RequestData', None), 24: ('RequestPrincipal', None), 25: ('RequestPrincipal', None), 26: ('RequestPrincipal', None), 27: ('RequestPrincipal', None), 28: ('RequestPrincipal', None), 29: ('RequestPrincipal', None), 30: ('RequestPrincipal', None), 31: ('RequestPrincipal', None), 32: ('RequestPrincipal', None), 33: ('RequestPrincipal', None), 34: ('ClientHostAddress', None), 35: ('ClientHostAddress', None), 36: ('ClientHostAddress', None), 37: ('ClientHostAddress', None), 38: ('ClientHostAddress', None), 39: ('ClientHostAddress', None), 40: ('ClientHostAddress', None), 41: ('ClientHostAddress', None), 42: ('ClientHostAddress', None), 43: ('ClientHostAddress', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('ResponseData', None), 56: ('ResponseData', None), 57: ('ResponseData', None), 58: ('ResponseData', None), 59: ('ResponseData', None), 60: ('ResponseData', None), 61: ('ResponseData', None), 62: ('ResponseData', None), 63: ('ResponseData', None), 64: ('ResponseData', None), 65: ('ErrorCode', None), 67: ('_tagged', None), 68: ('_tagged', None), 69: ('_tagged', None)}
-BUILD_HASH = '3f1080919ce413bc'
+_LINES = {12: ('RequestData', None), 13: ('RequestData', None), 14: ('RequestData', None), 15: ('RequestData', None), 16: ('RequestData', None), 17: ('RequestData', None), 18: ('RequestData', None), 19: ('RequestData', None), 20: ('RequestData', None), 21: ('RequestData', None), 22: ('RequestPrincipal', None), 23: ('RequestPrincipal', None), 24: ('RequestPrincipal', None), 25: ('RequestPrincipal', None), 26: ('RequestPrincipal', None), 27: ('RequestPrincipal', None), 28: ('RequestPrincipal', None), 29: ('RequestPrincipal', None), 30: ('RequestPrincipal', None), 31: ('RequestPrincipal', None), 32: ('ClientHostAddress', None), 33: ('ClientHostAddress', None), 34: ('ClientHostAddress', None), 35: ('ClientHostAddress', None), 36: ('ClientHostAddress', None), 37: ('ClientHostAddress', None), 38: ('ClientHostAddress', None), 39: ('ClientHostAddress', None), 40: ('ClientHostAddress', None), 41: ('ClientHostAddress', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('ResponseData', None), 54: ('ResponseData', None), 55: ('ResponseData', None), 56: ('ResponseData', None), 57: ('ResponseData', None), 58: ('ResponseData', None), 59: ('ResponseData', None), 60: ('ResponseData', None), 61: ('ResponseData', None), 62: ('ResponseData', None), 63: ('ErrorCode', None), 65: ('_tagged', None), 66: ('_tagged', None), 67: ('_tagged', None)}
+BUILD_HASH = 'feee0ee385e9f62c'

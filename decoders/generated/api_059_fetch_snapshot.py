@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>qi').unpack_from
 _U2 = _struct.Struct('>q').unpack_from
@@ -15,33 +13,33 @@ _U6 = _struct.Struct('>i').unpack_from
 _U7 = _struct.Struct('>H').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 12
         d = {"EndOffset": v1, "Epoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
-        v3, p = _f0(b, p)
+        v3, p = _f0(b, p, B)
         v4, = _U2(b, p); p += 8
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "SnapshotId": v3, "Position": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -59,11 +57,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -72,12 +70,12 @@ def _f2(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -94,7 +92,7 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
@@ -103,11 +101,11 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
+                x6, p = _f2(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -116,12 +114,12 @@ def _f4(b, p):
         d = {"ReplicaId": v1, "MaxBytes": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -129,21 +127,21 @@ def _f5(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return _rt.uuid(v1), p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
-        v3, p = _f0(b, p)
+        v3, p = _f0(b, p, B)
         v4, = _U2(b, p); p += 8
         d = {"Partition": v1, "CurrentLeaderEpoch": v2, "SnapshotId": v3, "Position": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -161,11 +159,11 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 30 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
+                x6, p = _f6(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -174,12 +172,12 @@ def _f7(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
@@ -188,11 +186,11 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f7(b, p)
+                x6, p = _f7(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -201,36 +199,36 @@ def _f8(b, p):
         d = {"ReplicaId": v1, "MaxBytes": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 8
         d = {"LeaderId": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
-        v1, p = _f9(b, p)
+        v1, p = _f9(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
-        v3, p = _f0(b, p)
+        v3, p = _f0(b, p, B)
         v4, v5, = _U5(b, p); p += 16
         n7 = b[p]; p += 1
         if n7 > 127: n7, p = _rt.uvarint(b, p, n7)
@@ -245,12 +243,12 @@ def _f11(b, p):
         d = {"Index": v1, "ErrorCode": v2, "SnapshotId": v3, "Size": v4, "Position": v5, "UnalignedRecords": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T3, d)
+        if t: p = _rt.tags(b, p, t, _T3, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -268,11 +266,11 @@ def _f12(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 37 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f11(b, p)
+                x6, p = _f11(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -281,12 +279,12 @@ def _f12(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -295,11 +293,11 @@ def _f13(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f12(b, p)
+                x6, p = _f12(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -308,12 +306,12 @@ def _f13(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, = _U6(b, p); p += 4
@@ -331,12 +329,12 @@ def _f14(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -344,8 +342,8 @@ def _f15(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 8 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U6(b, p); p += 4
@@ -363,7 +361,7 @@ def _f15(b, p):
                 d8 = {"NodeId": v4, "Host": v5, "Port": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -373,7 +371,7 @@ def _f15(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -382,11 +380,11 @@ def _f16(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f12(b, p)
+                x6, p = _f12(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -395,7 +393,7 @@ def _f16(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T4, d)
+        if t: p = _rt.tags(b, p, t, _T4, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -411,4 +409,4 @@ NAME = 'FetchSnapshot'
 REQUEST = {0: _f4, 1: _f8}
 RESPONSE = {0: _f13, 1: _f16}
 
-_LINES = {21: ('EndOffset+Epoch', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None), 33: ('Partition+CurrentLeaderEpoch', None), 34: ('SnapshotId', None), 35: ('Position', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', 'i5'), 67: ('Partitions', 'i5'), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('ClusterId', None), 89: ('ClusterId', None), 90: ('ClusterId', None), 91: ('ClusterId', None), 92: ('ClusterId', None), 100: ('ReplicaId+MaxBytes', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', 'i5'), 111: ('Topics', 'i5'), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 117: ('_tagged', None), 118: ('_tagged', None), 119: ('_tagged', None), 127: ('ReplicaDirectoryId', None), 135: ('Partition+CurrentLeaderEpoch', None), 136: ('SnapshotId', None), 137: ('Position', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', 'i5'), 169: ('Partitions', 'i5'), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None), 185: ('ReplicaId+MaxBytes', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', 'i5'), 196: ('Topics', 'i5'), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('LeaderId+LeaderEpoch', None), 214: ('_tagged', None), 215: ('_tagged', None), 216: ('_tagged', None), 224: ('CurrentLeader', None), 232: ('Index+ErrorCode', None), 233: ('SnapshotId', None), 234: ('Size+Position', None), 235: ('UnalignedRecords', None), 236: ('UnalignedRecords', None), 237: ('UnalignedRecords', None), 238: ('UnalignedRecords', None), 239: ('UnalignedRecords', None), 240: ('UnalignedRecords', None), 241: ('UnalignedRecords', None), 242: ('UnalignedRecords', None), 243: ('UnalignedRecords', None), 244: ('UnalignedRecords', None), 246: ('_tagged', None), 247: ('_tagged', None), 248: ('_tagged', None), 256: ('Name', None), 257: ('Name', None), 258: ('Name', None), 259: ('Name', None), 260: ('Name', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Name', None), 265: ('Name', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', None), 275: ('Partitions', 'i5'), 276: ('Partitions', 'i5'), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions', None), 280: ('Partitions', None), 282: ('_tagged', None), 283: ('_tagged', None), 284: ('_tagged', None), 292: ('ThrottleTimeMs+ErrorCode', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', None), 301: ('Topics', None), 302: ('Topics', 'i5'), 303: ('Topics', 'i5'), 304: ('Topics', None), 305: ('Topics', None), 306: ('Topics', None), 307: ('Topics', None), 309: ('_tagged', None), 310: ('_tagged', None), 311: ('_tagged', None), 319: ('NodeId', None), 320: ('Host', None), 321: ('Host', None), 322: ('Host', None), 323: ('Host', None), 324: ('Host', None), 325: ('Host', None), 326: ('Host', None), 327: ('Host', None), 328: ('Host', None), 329: ('Host', None), 330: ('Port', None), 332: ('_tagged', None), 333: ('_tagged', None), 334: ('_tagged', None), 342: ('NodeEndpoints', None), 343: ('NodeEndpoints', None), 344: ('NodeEndpoints', None), 345: ('NodeEndpoints', None), 346: ('NodeEndpoints', None), 347: ('NodeEndpoints', None), 348: ('NodeEndpoints', None), 349: ('NodeEndpoints', None), 350: ('NodeEndpoints', None), 351: ('NodeEndpoints[{}].NodeId', 'i3'), 352: ('NodeEndpoints[{}].Host', 'i3'), 353: ('NodeEndpoints[{}].Host', 'i3'), 354: ('NodeEndpoints[{}].Host', 'i3'), 355: ('NodeEndpoints[{}].Host', 'i3'), 356: ('NodeEndpoints[{}].Host', 'i3'), 357: ('NodeEndpoints[{}].Host', 'i3'), 358: ('NodeEndpoints[{}].Host', 'i3'), 359: ('NodeEndpoints[{}].Host', 'i3'), 360: ('NodeEndpoints[{}].Host', 'i3'), 361: ('NodeEndpoints[{}].Host', 'i3'), 362: ('NodeEndpoints[{}].Port', 'i3'), 363: ('NodeEndpoints', 'i3'), 364: ('NodeEndpoints', 'i3'), 365: ('NodeEndpoints', 'i3'), 366: ('NodeEndpoints', 'i3'), 367: ('NodeEndpoints', 'i3'), 368: ('NodeEndpoints', None), 369: ('NodeEndpoints', None), 370: ('NodeEndpoints', None), 371: ('NodeEndpoints', None), 379: ('ThrottleTimeMs+ErrorCode', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', None), 388: ('Topics', None), 389: ('Topics', 'i5'), 390: ('Topics', 'i5'), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None)}
+_LINES = {19: ('EndOffset+Epoch', None), 21: ('_tagged', None), 22: ('_tagged', None), 23: ('_tagged', None), 31: ('Partition+CurrentLeaderEpoch', None), 32: ('SnapshotId', None), 33: ('Position', None), 35: ('_tagged', None), 36: ('_tagged', None), 37: ('_tagged', None), 45: ('Name', None), 46: ('Name', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Partitions', None), 56: ('Partitions', None), 57: ('Partitions', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', 'i5'), 65: ('Partitions', 'i5'), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 71: ('_tagged', None), 72: ('_tagged', None), 73: ('_tagged', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('ClusterId', None), 86: ('ClusterId', None), 87: ('ClusterId', None), 88: ('ClusterId', None), 89: ('ClusterId', None), 90: ('ClusterId', None), 98: ('ReplicaId+MaxBytes', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', 'i5'), 109: ('Topics', 'i5'), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 115: ('_tagged', None), 116: ('_tagged', None), 117: ('_tagged', None), 125: ('ReplicaDirectoryId', None), 133: ('Partition+CurrentLeaderEpoch', None), 134: ('SnapshotId', None), 135: ('Position', None), 137: ('_tagged', None), 138: ('_tagged', None), 139: ('_tagged', None), 147: ('Name', None), 148: ('Name', None), 149: ('Name', None), 150: ('Name', None), 151: ('Name', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', 'i5'), 167: ('Partitions', 'i5'), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 173: ('_tagged', None), 174: ('_tagged', None), 175: ('_tagged', None), 183: ('ReplicaId+MaxBytes', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', 'i5'), 194: ('Topics', 'i5'), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('LeaderId+LeaderEpoch', None), 212: ('_tagged', None), 213: ('_tagged', None), 214: ('_tagged', None), 222: ('CurrentLeader', None), 230: ('Index+ErrorCode', None), 231: ('SnapshotId', None), 232: ('Size+Position', None), 233: ('UnalignedRecords', None), 234: ('UnalignedRecords', None), 235: ('UnalignedRecords', None), 236: ('UnalignedRecords', None), 237: ('UnalignedRecords', None), 238: ('UnalignedRecords', None), 239: ('UnalignedRecords', None), 240: ('UnalignedRecords', None), 241: ('UnalignedRecords', None), 242: ('UnalignedRecords', None), 244: ('_tagged', None), 245: ('_tagged', None), 246: ('_tagged', None), 254: ('Name', None), 255: ('Name', None), 256: ('Name', None), 257: ('Name', None), 258: ('Name', None), 259: ('Name', None), 260: ('Name', None), 261: ('Name', None), 262: ('Name', None), 263: ('Name', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 273: ('Partitions', 'i5'), 274: ('Partitions', 'i5'), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 280: ('_tagged', None), 281: ('_tagged', None), 282: ('_tagged', None), 290: ('ThrottleTimeMs+ErrorCode', None), 291: ('Topics', None), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('Topics', None), 299: ('Topics', None), 300: ('Topics', 'i5'), 301: ('Topics', 'i5'), 302: ('Topics', None), 303: ('Topics', None), 304: ('Topics', None), 305: ('Topics', None), 307: ('_tagged', None), 308: ('_tagged', None), 309: ('_tagged', None), 317: ('NodeId', None), 318: ('Host', None), 319: ('Host', None), 320: ('Host', None), 321: ('Host', None), 322: ('Host', None), 323: ('Host', None), 324: ('Host', None), 325: ('Host', None), 326: ('Host', None), 327: ('Host', None), 328: ('Port', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None), 340: ('NodeEndpoints', None), 341: ('NodeEndpoints', None), 342: ('NodeEndpoints', None), 343: ('NodeEndpoints', None), 344: ('NodeEndpoints', None), 345: ('NodeEndpoints', None), 346: ('NodeEndpoints', None), 347: ('NodeEndpoints', None), 348: ('NodeEndpoints', None), 349: ('NodeEndpoints[{}].NodeId', 'i3'), 350: ('NodeEndpoints[{}].Host', 'i3'), 351: ('NodeEndpoints[{}].Host', 'i3'), 352: ('NodeEndpoints[{}].Host', 'i3'), 353: ('NodeEndpoints[{}].Host', 'i3'), 354: ('NodeEndpoints[{}].Host', 'i3'), 355: ('NodeEndpoints[{}].Host', 'i3'), 356: ('NodeEndpoints[{}].Host', 'i3'), 357: ('NodeEndpoints[{}].Host', 'i3'), 358: ('NodeEndpoints[{}].Host', 'i3'), 359: ('NodeEndpoints[{}].Host', 'i3'), 360: ('NodeEndpoints[{}].Port', 'i3'), 361: ('NodeEndpoints', 'i3'), 362: ('NodeEndpoints', 'i3'), 363: ('NodeEndpoints', 'i3'), 364: ('NodeEndpoints', 'i3'), 365: ('NodeEndpoints', 'i3'), 366: ('NodeEndpoints', None), 367: ('NodeEndpoints', None), 368: ('NodeEndpoints', None), 369: ('NodeEndpoints', None), 377: ('ThrottleTimeMs+ErrorCode', None), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('Topics', None), 385: ('Topics', None), 386: ('Topics', None), 387: ('Topics', 'i5'), 388: ('Topics', 'i5'), 389: ('Topics', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 394: ('_tagged', None), 395: ('_tagged', None), 396: ('_tagged', None)}

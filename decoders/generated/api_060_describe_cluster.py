@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 _U1 = _struct.Struct('>?b').unpack_from
 _U2 = _struct.Struct('>?b?').unpack_from
@@ -13,43 +11,43 @@ _U4 = _struct.Struct('>i').unpack_from
 _U5 = _struct.Struct('>b').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 1
         d = {"IncludeClusterAuthorizedOperations": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 2
         d = {"IncludeClusterAuthorizedOperations": v1, "EndpointType": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U2(b, p); p += 3
         d = {"IncludeClusterAuthorizedOperations": v1, "EndpointType": v2, "IncludeFencedBrokers": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 4
@@ -77,12 +75,12 @@ def _f3(b, p):
         d = {"BrokerId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -112,8 +110,8 @@ def _f4(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 11 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U4(b, p); p += 4
@@ -141,7 +139,7 @@ def _f4(b, p):
                 d17 = {"BrokerId": v11, "Host": v12, "Port": v14, "Rack": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v8.append(d17)
         elif n9 == -1:
             v8 = None
@@ -151,12 +149,12 @@ def _f4(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "ClusterId": v5, "ControllerId": v7, "Brokers": v8, "ClusterAuthorizedOperations": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -187,8 +185,8 @@ def _f5(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U4(b, p); p += 4
@@ -216,7 +214,7 @@ def _f5(b, p):
                 d18 = {"BrokerId": v12, "Host": v13, "Port": v15, "Rack": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v9.append(d18)
         elif n10 == -1:
             v9 = None
@@ -226,12 +224,12 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 4
@@ -260,12 +258,12 @@ def _f6(b, p):
         d = {"BrokerId": v1, "Host": v2, "Port": v4, "Rack": v5, "IsFenced": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -296,8 +294,8 @@ def _f7(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 12 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U4(b, p); p += 4
@@ -326,7 +324,7 @@ def _f7(b, p):
                 d19 = {"BrokerId": v12, "Host": v13, "Port": v15, "Rack": v16, "IsFenced": v18}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v9.append(d19)
         elif n10 == -1:
             v9 = None
@@ -336,7 +334,7 @@ def _f7(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "EndpointType": v5, "ClusterId": v6, "ControllerId": v8, "Brokers": v9, "ClusterAuthorizedOperations": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -348,4 +346,4 @@ NAME = 'DescribeCluster'
 REQUEST = {0: _f0, 1: _f1, 2: _f2}
 RESPONSE = {0: _f4, 1: _f5, 2: _f7}
 
-_LINES = {19: ('IncludeClusterAuthorizedOperations', None), 21: ('_tagged', None), 22: ('_tagged', None), 23: ('_tagged', None), 31: ('IncludeClusterAuthorizedOperations+EndpointType', None), 33: ('_tagged', None), 34: ('_tagged', None), 35: ('_tagged', None), 43: ('IncludeClusterAuthorizedOperations+EndpointType+IncludeFencedBrokers', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('BrokerId', None), 56: ('Host', None), 57: ('Host', None), 58: ('Host', None), 59: ('Host', None), 60: ('Host', None), 61: ('Host', None), 62: ('Host', None), 63: ('Host', None), 64: ('Host', None), 65: ('Host', None), 66: ('Port', None), 67: ('Rack', None), 68: ('Rack', None), 69: ('Rack', None), 70: ('Rack', None), 71: ('Rack', None), 72: ('Rack', None), 73: ('Rack', None), 74: ('Rack', None), 75: ('Rack', None), 76: ('Rack', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('ThrottleTimeMs+ErrorCode', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ErrorMessage', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ClusterId', None), 100: ('ClusterId', None), 101: ('ClusterId', None), 102: ('ClusterId', None), 103: ('ClusterId', None), 104: ('ClusterId', None), 105: ('ClusterId', None), 106: ('ClusterId', None), 107: ('ClusterId', None), 108: ('ClusterId', None), 109: ('ControllerId', None), 110: ('Brokers', None), 111: ('Brokers', None), 112: ('Brokers', None), 113: ('Brokers', None), 114: ('Brokers', None), 115: ('Brokers', None), 116: ('Brokers', None), 117: ('Brokers', None), 118: ('Brokers', None), 119: ('Brokers[{}].BrokerId', 'i10'), 120: ('Brokers[{}].Host', 'i10'), 121: ('Brokers[{}].Host', 'i10'), 122: ('Brokers[{}].Host', 'i10'), 123: ('Brokers[{}].Host', 'i10'), 124: ('Brokers[{}].Host', 'i10'), 125: ('Brokers[{}].Host', 'i10'), 126: ('Brokers[{}].Host', 'i10'), 127: ('Brokers[{}].Host', 'i10'), 128: ('Brokers[{}].Host', 'i10'), 129: ('Brokers[{}].Host', 'i10'), 130: ('Brokers[{}].Port', 'i10'), 131: ('Brokers[{}].Rack', 'i10'), 132: ('Brokers[{}].Rack', 'i10'), 133: ('Brokers[{}].Rack', 'i10'), 134: ('Brokers[{}].Rack', 'i10'), 135: ('Brokers[{}].Rack', 'i10'), 136: ('Brokers[{}].Rack', 'i10'), 137: ('Brokers[{}].Rack', 'i10'), 138: ('Brokers[{}].Rack', 'i10'), 139: ('Brokers[{}].Rack', 'i10'), 140: ('Brokers[{}].Rack', 'i10'), 141: ('Brokers', 'i10'), 142: ('Brokers', 'i10'), 143: ('Brokers', 'i10'), 144: ('Brokers', 'i10'), 145: ('Brokers', 'i10'), 146: ('Brokers', None), 147: ('Brokers', None), 148: ('Brokers', None), 149: ('Brokers', None), 150: ('ClusterAuthorizedOperations', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('ThrottleTimeMs+ErrorCode', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 165: ('ErrorMessage', None), 166: ('ErrorMessage', None), 167: ('ErrorMessage', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('EndpointType', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('ClusterId', None), 182: ('ClusterId', None), 183: ('ClusterId', None), 184: ('ControllerId', None), 185: ('Brokers', None), 186: ('Brokers', None), 187: ('Brokers', None), 188: ('Brokers', None), 189: ('Brokers', None), 190: ('Brokers', None), 191: ('Brokers', None), 192: ('Brokers', None), 193: ('Brokers', None), 194: ('Brokers[{}].BrokerId', 'i11'), 195: ('Brokers[{}].Host', 'i11'), 196: ('Brokers[{}].Host', 'i11'), 197: ('Brokers[{}].Host', 'i11'), 198: ('Brokers[{}].Host', 'i11'), 199: ('Brokers[{}].Host', 'i11'), 200: ('Brokers[{}].Host', 'i11'), 201: ('Brokers[{}].Host', 'i11'), 202: ('Brokers[{}].Host', 'i11'), 203: ('Brokers[{}].Host', 'i11'), 204: ('Brokers[{}].Host', 'i11'), 205: ('Brokers[{}].Port', 'i11'), 206: ('Brokers[{}].Rack', 'i11'), 207: ('Brokers[{}].Rack', 'i11'), 208: ('Brokers[{}].Rack', 'i11'), 209: ('Brokers[{}].Rack', 'i11'), 210: ('Brokers[{}].Rack', 'i11'), 211: ('Brokers[{}].Rack', 'i11'), 212: ('Brokers[{}].Rack', 'i11'), 213: ('Brokers[{}].Rack', 'i11'), 214: ('Brokers[{}].Rack', 'i11'), 215: ('Brokers[{}].Rack', 'i11'), 216: ('Brokers', 'i11'), 217: ('Brokers', 'i11'), 218: ('Brokers', 'i11'), 219: ('Brokers', 'i11'), 220: ('Brokers', 'i11'), 221: ('Brokers', None), 222: ('Brokers', None), 223: ('Brokers', None), 224: ('Brokers', None), 225: ('ClusterAuthorizedOperations', None), 227: ('_tagged', None), 228: ('_tagged', None), 229: ('_tagged', None), 237: ('BrokerId', None), 238: ('Host', None), 239: ('Host', None), 240: ('Host', None), 241: ('Host', None), 242: ('Host', None), 243: ('Host', None), 244: ('Host', None), 245: ('Host', None), 246: ('Host', None), 247: ('Host', None), 248: ('Port', None), 249: ('Rack', None), 250: ('Rack', None), 251: ('Rack', None), 252: ('Rack', None), 253: ('Rack', None), 254: ('Rack', None), 255: ('Rack', None), 256: ('Rack', None), 257: ('Rack', None), 258: ('Rack', None), 259: ('IsFenced', None), 261: ('_tagged', None), 262: ('_tagged', None), 263: ('_tagged', None), 271: ('ThrottleTimeMs+ErrorCode', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('ErrorMessage', None), 281: ('ErrorMessage', None), 282: ('EndpointType', None), 283: ('ClusterId', None), 284: ('ClusterId', None), 285: ('ClusterId', None), 286: ('ClusterId', None), 287: ('ClusterId', None), 288: ('ClusterId', None), 289: ('ClusterId', None), 290: ('ClusterId', None), 291: ('ClusterId', None), 292: ('ClusterId', None), 293: ('ControllerId', None), 294: ('Brokers', None), 295: ('Brokers', None), 296: ('Brokers', None), 297: ('Brokers', None), 298: ('Brokers', None), 299: ('Brokers', None), 300: ('Brokers', None), 301: ('Brokers', None), 302: ('Brokers', None), 303: ('Brokers[{}].BrokerId', 'i11'), 304: ('Brokers[{}].Host', 'i11'), 305: ('Brokers[{}].Host', 'i11'), 306: ('Brokers[{}].Host', 'i11'), 307: ('Brokers[{}].Host', 'i11'), 308: ('Brokers[{}].Host', 'i11'), 309: ('Brokers[{}].Host', 'i11'), 310: ('Brokers[{}].Host', 'i11'), 311: ('Brokers[{}].Host', 'i11'), 312: ('Brokers[{}].Host', 'i11'), 313: ('Brokers[{}].Host', 'i11'), 314: ('Brokers[{}].Port', 'i11'), 315: ('Brokers[{}].Rack', 'i11'), 316: ('Brokers[{}].Rack', 'i11'), 317: ('Brokers[{}].Rack', 'i11'), 318: ('Brokers[{}].Rack', 'i11'), 319: ('Brokers[{}].Rack', 'i11'), 320: ('Brokers[{}].Rack', 'i11'), 321: ('Brokers[{}].Rack', 'i11'), 322: ('Brokers[{}].Rack', 'i11'), 323: ('Brokers[{}].Rack', 'i11'), 324: ('Brokers[{}].Rack', 'i11'), 325: ('Brokers[{}].IsFenced', 'i11'), 326: ('Brokers', 'i11'), 327: ('Brokers', 'i11'), 328: ('Brokers', 'i11'), 329: ('Brokers', 'i11'), 330: ('Brokers', 'i11'), 331: ('Brokers', None), 332: ('Brokers', None), 333: ('Brokers', None), 334: ('Brokers', None), 335: ('ClusterAuthorizedOperations', None), 337: ('_tagged', None), 338: ('_tagged', None), 339: ('_tagged', None)}
+_LINES = {17: ('IncludeClusterAuthorizedOperations', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('IncludeClusterAuthorizedOperations+EndpointType', None), 31: ('_tagged', None), 32: ('_tagged', None), 33: ('_tagged', None), 41: ('IncludeClusterAuthorizedOperations+EndpointType+IncludeFencedBrokers', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('BrokerId', None), 54: ('Host', None), 55: ('Host', None), 56: ('Host', None), 57: ('Host', None), 58: ('Host', None), 59: ('Host', None), 60: ('Host', None), 61: ('Host', None), 62: ('Host', None), 63: ('Host', None), 64: ('Port', None), 65: ('Rack', None), 66: ('Rack', None), 67: ('Rack', None), 68: ('Rack', None), 69: ('Rack', None), 70: ('Rack', None), 71: ('Rack', None), 72: ('Rack', None), 73: ('Rack', None), 74: ('Rack', None), 76: ('_tagged', None), 77: ('_tagged', None), 78: ('_tagged', None), 86: ('ThrottleTimeMs+ErrorCode', None), 87: ('ErrorMessage', None), 88: ('ErrorMessage', None), 89: ('ErrorMessage', None), 90: ('ErrorMessage', None), 91: ('ErrorMessage', None), 92: ('ErrorMessage', None), 93: ('ErrorMessage', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ClusterId', None), 98: ('ClusterId', None), 99: ('ClusterId', None), 100: ('ClusterId', None), 101: ('ClusterId', None), 102: ('ClusterId', None), 103: ('ClusterId', None), 104: ('ClusterId', None), 105: ('ClusterId', None), 106: ('ClusterId', None), 107: ('ControllerId', None), 108: ('Brokers', None), 109: ('Brokers', None), 110: ('Brokers', None), 111: ('Brokers', None), 112: ('Brokers', None), 113: ('Brokers', None), 114: ('Brokers', None), 115: ('Brokers', None), 116: ('Brokers', None), 117: ('Brokers[{}].BrokerId', 'i10'), 118: ('Brokers[{}].Host', 'i10'), 119: ('Brokers[{}].Host', 'i10'), 120: ('Brokers[{}].Host', 'i10'), 121: ('Brokers[{}].Host', 'i10'), 122: ('Brokers[{}].Host', 'i10'), 123: ('Brokers[{}].Host', 'i10'), 124: ('Brokers[{}].Host', 'i10'), 125: ('Brokers[{}].Host', 'i10'), 126: ('Brokers[{}].Host', 'i10'), 127: ('Brokers[{}].Host', 'i10'), 128: ('Brokers[{}].Port', 'i10'), 129: ('Brokers[{}].Rack', 'i10'), 130: ('Brokers[{}].Rack', 'i10'), 131: ('Brokers[{}].Rack', 'i10'), 132: ('Brokers[{}].Rack', 'i10'), 133: ('Brokers[{}].Rack', 'i10'), 134: ('Brokers[{}].Rack', 'i10'), 135: ('Brokers[{}].Rack', 'i10'), 136: ('Brokers[{}].Rack', 'i10'), 137: ('Brokers[{}].Rack', 'i10'), 138: ('Brokers[{}].Rack', 'i10'), 139: ('Brokers', 'i10'), 140: ('Brokers', 'i10'), 141: ('Brokers', 'i10'), 142: ('Brokers', 'i10'), 143: ('Brokers', 'i10'), 144: ('Brokers', None), 145: ('Brokers', None), 146: ('Brokers', None), 147: ('Brokers', None), 148: ('ClusterAuthorizedOperations', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('ThrottleTimeMs+ErrorCode', None), 161: ('ErrorMessage', None), 162: ('ErrorMessage', None), 163: ('ErrorMessage', None), 164: ('ErrorMessage', None), 165: ('ErrorMessage', None), 166: ('ErrorMessage', None), 167: ('ErrorMessage', None), 168: ('ErrorMessage', None), 169: ('ErrorMessage', None), 170: ('ErrorMessage', None), 171: ('EndpointType', None), 172: ('ClusterId', None), 173: ('ClusterId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('ClusterId', None), 182: ('ControllerId', None), 183: ('Brokers', None), 184: ('Brokers', None), 185: ('Brokers', None), 186: ('Brokers', None), 187: ('Brokers', None), 188: ('Brokers', None), 189: ('Brokers', None), 190: ('Brokers', None), 191: ('Brokers', None), 192: ('Brokers[{}].BrokerId', 'i11'), 193: ('Brokers[{}].Host', 'i11'), 194: ('Brokers[{}].Host', 'i11'), 195: ('Brokers[{}].Host', 'i11'), 196: ('Brokers[{}].Host', 'i11'), 197: ('Brokers[{}].Host', 'i11'), 198: ('Brokers[{}].Host', 'i11'), 199: ('Brokers[{}].Host', 'i11'), 200: ('Brokers[{}].Host', 'i11'), 201: ('Brokers[{}].Host', 'i11'), 202: ('Brokers[{}].Host', 'i11'), 203: ('Brokers[{}].Port', 'i11'), 204: ('Brokers[{}].Rack', 'i11'), 205: ('Brokers[{}].Rack', 'i11'), 206: ('Brokers[{}].Rack', 'i11'), 207: ('Brokers[{}].Rack', 'i11'), 208: ('Brokers[{}].Rack', 'i11'), 209: ('Brokers[{}].Rack', 'i11'), 210: ('Brokers[{}].Rack', 'i11'), 211: ('Brokers[{}].Rack', 'i11'), 212: ('Brokers[{}].Rack', 'i11'), 213: ('Brokers[{}].Rack', 'i11'), 214: ('Brokers', 'i11'), 215: ('Brokers', 'i11'), 216: ('Brokers', 'i11'), 217: ('Brokers', 'i11'), 218: ('Brokers', 'i11'), 219: ('Brokers', None), 220: ('Brokers', None), 221: ('Brokers', None), 222: ('Brokers', None), 223: ('ClusterAuthorizedOperations', None), 225: ('_tagged', None), 226: ('_tagged', None), 227: ('_tagged', None), 235: ('BrokerId', None), 236: ('Host', None), 237: ('Host', None), 238: ('Host', None), 239: ('Host', None), 240: ('Host', None), 241: ('Host', None), 242: ('Host', None), 243: ('Host', None), 244: ('Host', None), 245: ('Host', None), 246: ('Port', None), 247: ('Rack', None), 248: ('Rack', None), 249: ('Rack', None), 250: ('Rack', None), 251: ('Rack', None), 252: ('Rack', None), 253: ('Rack', None), 254: ('Rack', None), 255: ('Rack', None), 256: ('Rack', None), 257: ('IsFenced', None), 259: ('_tagged', None), 260: ('_tagged', None), 261: ('_tagged', None), 269: ('ThrottleTimeMs+ErrorCode', None), 270: ('ErrorMessage', None), 271: ('ErrorMessage', None), 272: ('ErrorMessage', None), 273: ('ErrorMessage', None), 274: ('ErrorMessage', None), 275: ('ErrorMessage', None), 276: ('ErrorMessage', None), 277: ('ErrorMessage', None), 278: ('ErrorMessage', None), 279: ('ErrorMessage', None), 280: ('EndpointType', None), 281: ('ClusterId', None), 282: ('ClusterId', None), 283: ('ClusterId', None), 284: ('ClusterId', None), 285: ('ClusterId', None), 286: ('ClusterId', None), 287: ('ClusterId', None), 288: ('ClusterId', None), 289: ('ClusterId', None), 290: ('ClusterId', None), 291: ('ControllerId', None), 292: ('Brokers', None), 293: ('Brokers', None), 294: ('Brokers', None), 295: ('Brokers', None), 296: ('Brokers', None), 297: ('Brokers', None), 298: ('Brokers', None), 299: ('Brokers', None), 300: ('Brokers', None), 301: ('Brokers[{}].BrokerId', 'i11'), 302: ('Brokers[{}].Host', 'i11'), 303: ('Brokers[{}].Host', 'i11'), 304: ('Brokers[{}].Host', 'i11'), 305: ('Brokers[{}].Host', 'i11'), 306: ('Brokers[{}].Host', 'i11'), 307: ('Brokers[{}].Host', 'i11'), 308: ('Brokers[{}].Host', 'i11'), 309: ('Brokers[{}].Host', 'i11'), 310: ('Brokers[{}].Host', 'i11'), 311: ('Brokers[{}].Host', 'i11'), 312: ('Brokers[{}].Port', 'i11'), 313: ('Brokers[{}].Rack', 'i11'), 314: ('Brokers[{}].Rack', 'i11'), 315: ('Brokers[{}].Rack', 'i11'), 316: ('Brokers[{}].Rack', 'i11'), 317: ('Brokers[{}].Rack', 'i11'), 318: ('Brokers[{}].Rack', 'i11'), 319: ('Brokers[{}].Rack', 'i11'), 320: ('Brokers[{}].Rack', 'i11'), 321: ('Brokers[{}].Rack', 'i11'), 322: ('Brokers[{}].Rack', 'i11'), 323: ('Brokers[{}].IsFenced', 'i11'), 324: ('Brokers', 'i11'), 325: ('Brokers', 'i11'), 326: ('Brokers', 'i11'), 327: ('Brokers', 'i11'), 328: ('Brokers', 'i11'), 329: ('Brokers', None), 330: ('Brokers', None), 331: ('Brokers', None), 332: ('Brokers', None), 333: ('ClusterAuthorizedOperations', None), 335: ('_tagged', None), 336: ('_tagged', None), 337: ('_tagged', None)}

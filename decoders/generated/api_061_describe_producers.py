@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _U2 = _struct.Struct('>qiiqiq').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -29,8 +27,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -39,12 +37,12 @@ def _f0(b, p):
         d = {"Name": v1, "PartitionIndexes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -52,8 +50,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -71,8 +69,8 @@ def _f1(b, p):
                 n7 -= 1
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -81,7 +79,7 @@ def _f1(b, p):
                 d8 = {"Name": v4, "PartitionIndexes": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -90,24 +88,24 @@ def _f1(b, p):
         d = {"Topics": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, v6, = _U2(b, p); p += 36
         d = {"ProducerId": v1, "ProducerEpoch": v2, "LastSequence": v3, "LastTimestamp": v4, "CoordinatorEpoch": v5, "CurrentTxnStartOffset": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -126,15 +124,15 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 37 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, v12, v13, = _U2(b, p); p += 36
                 d14 = {"ProducerId": v8, "ProducerEpoch": v9, "LastSequence": v10, "LastTimestamp": v11, "CoordinatorEpoch": v12, "CurrentTxnStartOffset": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -143,12 +141,12 @@ def _f3(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "ActiveProducers": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -166,11 +164,11 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 9 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f3(b, p)
+                x6, p = _f3(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -179,12 +177,12 @@ def _f4(b, p):
         d = {"Name": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -193,11 +191,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -206,7 +204,7 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -218,4 +216,4 @@ NAME = 'DescribeProducers'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f5}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 37: ('PartitionIndexes', None), 38: ('PartitionIndexes', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics', None), 58: ('Topics', None), 59: ('Topics[{}].Name', 'i3'), 60: ('Topics[{}].Name', 'i3'), 61: ('Topics[{}].Name', 'i3'), 62: ('Topics[{}].Name', 'i3'), 63: ('Topics[{}].Name', 'i3'), 64: ('Topics[{}].Name', 'i3'), 65: ('Topics[{}].Name', 'i3'), 66: ('Topics[{}].Name', 'i3'), 67: ('Topics[{}].Name', 'i3'), 68: ('Topics[{}].Name', 'i3'), 69: ('Topics[{}].PartitionIndexes', 'i3'), 70: ('Topics[{}].PartitionIndexes', 'i3'), 71: ('Topics[{}].PartitionIndexes', 'i3'), 72: ('Topics[{}].PartitionIndexes', 'i3'), 73: ('Topics[{}].PartitionIndexes', 'i3'), 74: ('Topics[{}].PartitionIndexes', 'i3'), 75: ('Topics[{}].PartitionIndexes', 'i3'), 76: ('Topics[{}].PartitionIndexes', 'i3'), 77: ('Topics[{}].PartitionIndexes', 'i3'), 78: ('Topics[{}].PartitionIndexes', 'i3'), 79: ('Topics[{}].PartitionIndexes', 'i3'), 80: ('Topics[{}].PartitionIndexes', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None), 101: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('PartitionIndex+ErrorCode', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ActiveProducers', None), 125: ('ActiveProducers', None), 126: ('ActiveProducers', None), 127: ('ActiveProducers', None), 128: ('ActiveProducers', None), 129: ('ActiveProducers', None), 130: ('ActiveProducers', None), 131: ('ActiveProducers', None), 132: ('ActiveProducers', None), 133: ('ActiveProducers[{}].ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', 'i7'), 134: ('ActiveProducers', 'i7'), 135: ('ActiveProducers', 'i7'), 136: ('ActiveProducers', 'i7'), 137: ('ActiveProducers', 'i7'), 138: ('ActiveProducers', 'i7'), 139: ('ActiveProducers', None), 140: ('ActiveProducers', None), 141: ('ActiveProducers', None), 142: ('ActiveProducers', None), 144: ('_tagged', None), 145: ('_tagged', None), 146: ('_tagged', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Name', None), 163: ('Name', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', 'i5'), 174: ('Partitions', 'i5'), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 180: ('_tagged', None), 181: ('_tagged', None), 182: ('_tagged', None), 190: ('ThrottleTimeMs', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', 'i4'), 201: ('Topics', 'i4'), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 207: ('_tagged', None), 208: ('_tagged', None), 209: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('PartitionIndexes', None), 26: ('PartitionIndexes', None), 27: ('PartitionIndexes', None), 28: ('PartitionIndexes', None), 29: ('PartitionIndexes', None), 30: ('PartitionIndexes', None), 31: ('PartitionIndexes', None), 32: ('PartitionIndexes', None), 33: ('PartitionIndexes', None), 34: ('PartitionIndexes', None), 35: ('PartitionIndexes', None), 36: ('PartitionIndexes', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics', None), 56: ('Topics', None), 57: ('Topics[{}].Name', 'i3'), 58: ('Topics[{}].Name', 'i3'), 59: ('Topics[{}].Name', 'i3'), 60: ('Topics[{}].Name', 'i3'), 61: ('Topics[{}].Name', 'i3'), 62: ('Topics[{}].Name', 'i3'), 63: ('Topics[{}].Name', 'i3'), 64: ('Topics[{}].Name', 'i3'), 65: ('Topics[{}].Name', 'i3'), 66: ('Topics[{}].Name', 'i3'), 67: ('Topics[{}].PartitionIndexes', 'i3'), 68: ('Topics[{}].PartitionIndexes', 'i3'), 69: ('Topics[{}].PartitionIndexes', 'i3'), 70: ('Topics[{}].PartitionIndexes', 'i3'), 71: ('Topics[{}].PartitionIndexes', 'i3'), 72: ('Topics[{}].PartitionIndexes', 'i3'), 73: ('Topics[{}].PartitionIndexes', 'i3'), 74: ('Topics[{}].PartitionIndexes', 'i3'), 75: ('Topics[{}].PartitionIndexes', 'i3'), 76: ('Topics[{}].PartitionIndexes', 'i3'), 77: ('Topics[{}].PartitionIndexes', 'i3'), 78: ('Topics[{}].PartitionIndexes', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None), 99: ('ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('PartitionIndex+ErrorCode', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ActiveProducers', None), 123: ('ActiveProducers', None), 124: ('ActiveProducers', None), 125: ('ActiveProducers', None), 126: ('ActiveProducers', None), 127: ('ActiveProducers', None), 128: ('ActiveProducers', None), 129: ('ActiveProducers', None), 130: ('ActiveProducers', None), 131: ('ActiveProducers[{}].ProducerId+ProducerEpoch+LastSequence+LastTimestamp+CoordinatorEpoch+CurrentTxnStartOffset', 'i7'), 132: ('ActiveProducers', 'i7'), 133: ('ActiveProducers', 'i7'), 134: ('ActiveProducers', 'i7'), 135: ('ActiveProducers', 'i7'), 136: ('ActiveProducers', 'i7'), 137: ('ActiveProducers', None), 138: ('ActiveProducers', None), 139: ('ActiveProducers', None), 140: ('ActiveProducers', None), 142: ('_tagged', None), 143: ('_tagged', None), 144: ('_tagged', None), 152: ('Name', None), 153: ('Name', None), 154: ('Name', None), 155: ('Name', None), 156: ('Name', None), 157: ('Name', None), 158: ('Name', None), 159: ('Name', None), 160: ('Name', None), 161: ('Name', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 171: ('Partitions', 'i5'), 172: ('Partitions', 'i5'), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('ThrottleTimeMs', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', 'i4'), 199: ('Topics', 'i4'), 200: ('Topics', None), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 205: ('_tagged', None), 206: ('_tagged', None), 207: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>Hh').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>q').unpack_from
 _U6 = _struct.Struct('>ihq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -41,12 +39,12 @@ def _f0(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5, "SecurityProtocol": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -63,12 +61,12 @@ def _f1(b, p):
         d = {"Name": v1, "MinSupportedVersion": v3, "MaxSupportedVersion": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -88,8 +86,8 @@ def _f2(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -116,7 +114,7 @@ def _f2(b, p):
                 d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -127,8 +125,8 @@ def _f2(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19 = b[p]; p += 1
@@ -145,7 +143,7 @@ def _f2(b, p):
                 d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v15.append(d22)
         elif n16 == -1:
             v15 = None
@@ -164,12 +162,12 @@ def _f2(b, p):
         d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -189,8 +187,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -217,7 +215,7 @@ def _f3(b, p):
                 d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -228,8 +226,8 @@ def _f3(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19 = b[p]; p += 1
@@ -246,7 +244,7 @@ def _f3(b, p):
                 d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v15.append(d22)
         elif n16 == -1:
             v15 = None
@@ -266,12 +264,12 @@ def _f3(b, p):
         d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -291,8 +289,8 @@ def _f4(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -319,7 +317,7 @@ def _f4(b, p):
                 d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -330,8 +328,8 @@ def _f4(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19 = b[p]; p += 1
@@ -348,7 +346,7 @@ def _f4(b, p):
                 d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v15.append(d22)
         elif n16 == -1:
             v15 = None
@@ -370,8 +368,8 @@ def _f4(b, p):
         n27 -= 1
         if n27 >= 0:
             if n27 * 16 > L - p: raise _rt.short_count(n27, L - p)
-            _B[0] -= n27
-            if _B[0] < 0: raise _rt.over_budget(n27)
+            B.left -= n27
+            if B.left < 0: raise _rt.over_budget(n27)
             v26 = _rt.uuid_array(b, p, n27); p += n27 * 16
         elif n27 == -1:
             v26 = None
@@ -380,12 +378,12 @@ def _f4(b, p):
         d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25, "LogDirs": v26}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -405,8 +403,8 @@ def _f5(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 7 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -433,7 +431,7 @@ def _f5(b, p):
                 d14 = {"Name": v8, "Host": v10, "Port": v12, "SecurityProtocol": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -444,8 +442,8 @@ def _f5(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19 = b[p]; p += 1
@@ -462,7 +460,7 @@ def _f5(b, p):
                 d22 = {"Name": v18, "MinSupportedVersion": v20, "MaxSupportedVersion": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d22)
+                if t: p = _rt.tags(b, p, t, _T0, d22, B)
                 v15.append(d22)
         elif n16 == -1:
             v15 = None
@@ -484,8 +482,8 @@ def _f5(b, p):
         n27 -= 1
         if n27 >= 0:
             if n27 * 16 > L - p: raise _rt.short_count(n27, L - p)
-            _B[0] -= n27
-            if _B[0] < 0: raise _rt.over_budget(n27)
+            B.left -= n27
+            if B.left < 0: raise _rt.over_budget(n27)
             v26 = _rt.uuid_array(b, p, n27); p += n27 * 16
         elif n27 == -1:
             v26 = None
@@ -495,19 +493,19 @@ def _f5(b, p):
         d = {"BrokerId": v1, "ClusterId": v2, "IncarnationId": _rt.uuid(v4), "Listeners": v5, "Features": v15, "Rack": v23, "IsMigratingZkBroker": v25, "LogDirs": v26, "PreviousBrokerEpoch": v28}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U6(b, p); p += 14
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "BrokerEpoch": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -519,4 +517,4 @@ NAME = 'BrokerRegistration'
 REQUEST = {0: _f2, 1: _f3, 2: _f4, 3: _f5, 4: _f5}
 RESPONSE = {0: _f6, 1: _f6, 2: _f6, 3: _f6, 4: _f6}
 
-_LINES = {20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Host', None), 40: ('Port+SecurityProtocol', None), 42: ('_tagged', None), 43: ('_tagged', None), 44: ('_tagged', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('MinSupportedVersion+MaxSupportedVersion', None), 64: ('_tagged', None), 65: ('_tagged', None), 66: ('_tagged', None), 74: ('BrokerId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('ClusterId', None), 84: ('ClusterId', None), 85: ('IncarnationId', None), 86: ('Listeners', None), 87: ('Listeners', None), 88: ('Listeners', None), 89: ('Listeners', None), 90: ('Listeners', None), 91: ('Listeners', None), 92: ('Listeners', None), 93: ('Listeners', None), 94: ('Listeners', None), 95: ('Listeners[{}].Name', 'i7'), 96: ('Listeners[{}].Name', 'i7'), 97: ('Listeners[{}].Name', 'i7'), 98: ('Listeners[{}].Name', 'i7'), 99: ('Listeners[{}].Name', 'i7'), 100: ('Listeners[{}].Name', 'i7'), 101: ('Listeners[{}].Name', 'i7'), 102: ('Listeners[{}].Name', 'i7'), 103: ('Listeners[{}].Name', 'i7'), 104: ('Listeners[{}].Name', 'i7'), 105: ('Listeners[{}].Host', 'i7'), 106: ('Listeners[{}].Host', 'i7'), 107: ('Listeners[{}].Host', 'i7'), 108: ('Listeners[{}].Host', 'i7'), 109: ('Listeners[{}].Host', 'i7'), 110: ('Listeners[{}].Host', 'i7'), 111: ('Listeners[{}].Host', 'i7'), 112: ('Listeners[{}].Host', 'i7'), 113: ('Listeners[{}].Host', 'i7'), 114: ('Listeners[{}].Host', 'i7'), 115: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 116: ('Listeners', 'i7'), 117: ('Listeners', 'i7'), 118: ('Listeners', 'i7'), 119: ('Listeners', 'i7'), 120: ('Listeners', 'i7'), 121: ('Listeners', None), 122: ('Listeners', None), 123: ('Listeners', None), 124: ('Listeners', None), 125: ('Features', None), 126: ('Features', None), 127: ('Features', None), 128: ('Features', None), 129: ('Features', None), 130: ('Features', None), 131: ('Features', None), 132: ('Features', None), 133: ('Features', None), 134: ('Features[{}].Name', 'i17'), 135: ('Features[{}].Name', 'i17'), 136: ('Features[{}].Name', 'i17'), 137: ('Features[{}].Name', 'i17'), 138: ('Features[{}].Name', 'i17'), 139: ('Features[{}].Name', 'i17'), 140: ('Features[{}].Name', 'i17'), 141: ('Features[{}].Name', 'i17'), 142: ('Features[{}].Name', 'i17'), 143: ('Features[{}].Name', 'i17'), 144: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 145: ('Features', 'i17'), 146: ('Features', 'i17'), 147: ('Features', 'i17'), 148: ('Features', 'i17'), 149: ('Features', 'i17'), 150: ('Features', None), 151: ('Features', None), 152: ('Features', None), 153: ('Features', None), 154: ('Rack', None), 155: ('Rack', None), 156: ('Rack', None), 157: ('Rack', None), 158: ('Rack', None), 159: ('Rack', None), 160: ('Rack', None), 161: ('Rack', None), 162: ('Rack', None), 163: ('Rack', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None), 175: ('BrokerId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('ClusterId', None), 182: ('ClusterId', None), 183: ('ClusterId', None), 184: ('ClusterId', None), 185: ('ClusterId', None), 186: ('IncarnationId', None), 187: ('Listeners', None), 188: ('Listeners', None), 189: ('Listeners', None), 190: ('Listeners', None), 191: ('Listeners', None), 192: ('Listeners', None), 193: ('Listeners', None), 194: ('Listeners', None), 195: ('Listeners', None), 196: ('Listeners[{}].Name', 'i7'), 197: ('Listeners[{}].Name', 'i7'), 198: ('Listeners[{}].Name', 'i7'), 199: ('Listeners[{}].Name', 'i7'), 200: ('Listeners[{}].Name', 'i7'), 201: ('Listeners[{}].Name', 'i7'), 202: ('Listeners[{}].Name', 'i7'), 203: ('Listeners[{}].Name', 'i7'), 204: ('Listeners[{}].Name', 'i7'), 205: ('Listeners[{}].Name', 'i7'), 206: ('Listeners[{}].Host', 'i7'), 207: ('Listeners[{}].Host', 'i7'), 208: ('Listeners[{}].Host', 'i7'), 209: ('Listeners[{}].Host', 'i7'), 210: ('Listeners[{}].Host', 'i7'), 211: ('Listeners[{}].Host', 'i7'), 212: ('Listeners[{}].Host', 'i7'), 213: ('Listeners[{}].Host', 'i7'), 214: ('Listeners[{}].Host', 'i7'), 215: ('Listeners[{}].Host', 'i7'), 216: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 217: ('Listeners', 'i7'), 218: ('Listeners', 'i7'), 219: ('Listeners', 'i7'), 220: ('Listeners', 'i7'), 221: ('Listeners', 'i7'), 222: ('Listeners', None), 223: ('Listeners', None), 224: ('Listeners', None), 225: ('Listeners', None), 226: ('Features', None), 227: ('Features', None), 228: ('Features', None), 229: ('Features', None), 230: ('Features', None), 231: ('Features', None), 232: ('Features', None), 233: ('Features', None), 234: ('Features', None), 235: ('Features[{}].Name', 'i17'), 236: ('Features[{}].Name', 'i17'), 237: ('Features[{}].Name', 'i17'), 238: ('Features[{}].Name', 'i17'), 239: ('Features[{}].Name', 'i17'), 240: ('Features[{}].Name', 'i17'), 241: ('Features[{}].Name', 'i17'), 242: ('Features[{}].Name', 'i17'), 243: ('Features[{}].Name', 'i17'), 244: ('Features[{}].Name', 'i17'), 245: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 246: ('Features', 'i17'), 247: ('Features', 'i17'), 248: ('Features', 'i17'), 249: ('Features', 'i17'), 250: ('Features', 'i17'), 251: ('Features', None), 252: ('Features', None), 253: ('Features', None), 254: ('Features', None), 255: ('Rack', None), 256: ('Rack', None), 257: ('Rack', None), 258: ('Rack', None), 259: ('Rack', None), 260: ('Rack', None), 261: ('Rack', None), 262: ('Rack', None), 263: ('Rack', None), 264: ('Rack', None), 265: ('IsMigratingZkBroker', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None), 277: ('BrokerId', None), 278: ('ClusterId', None), 279: ('ClusterId', None), 280: ('ClusterId', None), 281: ('ClusterId', None), 282: ('ClusterId', None), 283: ('ClusterId', None), 284: ('ClusterId', None), 285: ('ClusterId', None), 286: ('ClusterId', None), 287: ('ClusterId', None), 288: ('IncarnationId', None), 289: ('Listeners', None), 290: ('Listeners', None), 291: ('Listeners', None), 292: ('Listeners', None), 293: ('Listeners', None), 294: ('Listeners', None), 295: ('Listeners', None), 296: ('Listeners', None), 297: ('Listeners', None), 298: ('Listeners[{}].Name', 'i7'), 299: ('Listeners[{}].Name', 'i7'), 300: ('Listeners[{}].Name', 'i7'), 301: ('Listeners[{}].Name', 'i7'), 302: ('Listeners[{}].Name', 'i7'), 303: ('Listeners[{}].Name', 'i7'), 304: ('Listeners[{}].Name', 'i7'), 305: ('Listeners[{}].Name', 'i7'), 306: ('Listeners[{}].Name', 'i7'), 307: ('Listeners[{}].Name', 'i7'), 308: ('Listeners[{}].Host', 'i7'), 309: ('Listeners[{}].Host', 'i7'), 310: ('Listeners[{}].Host', 'i7'), 311: ('Listeners[{}].Host', 'i7'), 312: ('Listeners[{}].Host', 'i7'), 313: ('Listeners[{}].Host', 'i7'), 314: ('Listeners[{}].Host', 'i7'), 315: ('Listeners[{}].Host', 'i7'), 316: ('Listeners[{}].Host', 'i7'), 317: ('Listeners[{}].Host', 'i7'), 318: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 319: ('Listeners', 'i7'), 320: ('Listeners', 'i7'), 321: ('Listeners', 'i7'), 322: ('Listeners', 'i7'), 323: ('Listeners', 'i7'), 324: ('Listeners', None), 325: ('Listeners', None), 326: ('Listeners', None), 327: ('Listeners', None), 328: ('Features', None), 329: ('Features', None), 330: ('Features', None), 331: ('Features', None), 332: ('Features', None), 333: ('Features', None), 334: ('Features', None), 335: ('Features', None), 336: ('Features', None), 337: ('Features[{}].Name', 'i17'), 338: ('Features[{}].Name', 'i17'), 339: ('Features[{}].Name', 'i17'), 340: ('Features[{}].Name', 'i17'), 341: ('Features[{}].Name', 'i17'), 342: ('Features[{}].Name', 'i17'), 343: ('Features[{}].Name', 'i17'), 344: ('Features[{}].Name', 'i17'), 345: ('Features[{}].Name', 'i17'), 346: ('Features[{}].Name', 'i17'), 347: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 348: ('Features', 'i17'), 349: ('Features', 'i17'), 350: ('Features', 'i17'), 351: ('Features', 'i17'), 352: ('Features', 'i17'), 353: ('Features', None), 354: ('Features', None), 355: ('Features', None), 356: ('Features', None), 357: ('Rack', None), 358: ('Rack', None), 359: ('Rack', None), 360: ('Rack', None), 361: ('Rack', None), 362: ('Rack', None), 363: ('Rack', None), 364: ('Rack', None), 365: ('Rack', None), 366: ('Rack', None), 367: ('IsMigratingZkBroker', None), 368: ('LogDirs', None), 369: ('LogDirs', None), 370: ('LogDirs', None), 371: ('LogDirs', None), 372: ('LogDirs', None), 373: ('LogDirs', None), 374: ('LogDirs', None), 375: ('LogDirs', None), 376: ('LogDirs', None), 377: ('LogDirs', None), 378: ('LogDirs', None), 379: ('LogDirs', None), 381: ('_tagged', None), 382: ('_tagged', None), 383: ('_tagged', None), 391: ('BrokerId', None), 392: ('ClusterId', None), 393: ('ClusterId', None), 394: ('ClusterId', None), 395: ('ClusterId', None), 396: ('ClusterId', None), 397: ('ClusterId', None), 398: ('ClusterId', None), 399: ('ClusterId', None), 400: ('ClusterId', None), 401: ('ClusterId', None), 402: ('IncarnationId', None), 403: ('Listeners', None), 404: ('Listeners', None), 405: ('Listeners', None), 406: ('Listeners', None), 407: ('Listeners', None), 408: ('Listeners', None), 409: ('Listeners', None), 410: ('Listeners', None), 411: ('Listeners', None), 412: ('Listeners[{}].Name', 'i7'), 413: ('Listeners[{}].Name', 'i7'), 414: ('Listeners[{}].Name', 'i7'), 415: ('Listeners[{}].Name', 'i7'), 416: ('Listeners[{}].Name', 'i7'), 417: ('Listeners[{}].Name', 'i7'), 418: ('Listeners[{}].Name', 'i7'), 419: ('Listeners[{}].Name', 'i7'), 420: ('Listeners[{}].Name', 'i7'), 421: ('Listeners[{}].Name', 'i7'), 422: ('Listeners[{}].Host', 'i7'), 423: ('Listeners[{}].Host', 'i7'), 424: ('Listeners[{}].Host', 'i7'), 425: ('Listeners[{}].Host', 'i7'), 426: ('Listeners[{}].Host', 'i7'), 427: ('Listeners[{}].Host', 'i7'), 428: ('Listeners[{}].Host', 'i7'), 429: ('Listeners[{}].Host', 'i7'), 430: ('Listeners[{}].Host', 'i7'), 431: ('Listeners[{}].Host', 'i7'), 432: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 433: ('Listeners', 'i7'), 434: ('Listeners', 'i7'), 435: ('Listeners', 'i7'), 436: ('Listeners', 'i7'), 437: ('Listeners', 'i7'), 438: ('Listeners', None), 439: ('Listeners', None), 440: ('Listeners', None), 441: ('Listeners', None), 442: ('Features', None), 443: ('Features', None), 444: ('Features', None), 445: ('Features', None), 446: ('Features', None), 447: ('Features', None), 448: ('Features', None), 449: ('Features', None), 450: ('Features', None), 451: ('Features[{}].Name', 'i17'), 452: ('Features[{}].Name', 'i17'), 453: ('Features[{}].Name', 'i17'), 454: ('Features[{}].Name', 'i17'), 455: ('Features[{}].Name', 'i17'), 456: ('Features[{}].Name', 'i17'), 457: ('Features[{}].Name', 'i17'), 458: ('Features[{}].Name', 'i17'), 459: ('Features[{}].Name', 'i17'), 460: ('Features[{}].Name', 'i17'), 461: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 462: ('Features', 'i17'), 463: ('Features', 'i17'), 464: ('Features', 'i17'), 465: ('Features', 'i17'), 466: ('Features', 'i17'), 467: ('Features', None), 468: ('Features', None), 469: ('Features', None), 470: ('Features', None), 471: ('Rack', None), 472: ('Rack', None), 473: ('Rack', None), 474: ('Rack', None), 475: ('Rack', None), 476: ('Rack', None), 477: ('Rack', None), 478: ('Rack', None), 479: ('Rack', None), 480: ('Rack', None), 481: ('IsMigratingZkBroker', None), 482: ('LogDirs', None), 483: ('LogDirs', None), 484: ('LogDirs', None), 485: ('LogDirs', None), 486: ('LogDirs', None), 487: ('LogDirs', None), 488: ('LogDirs', None), 489: ('LogDirs', None), 490: ('LogDirs', None), 491: ('LogDirs', None), 492: ('LogDirs', None), 493: ('LogDirs', None), 494: ('PreviousBrokerEpoch', None), 496: ('_tagged', None), 497: ('_tagged', None), 498: ('_tagged', None), 506: ('ThrottleTimeMs+ErrorCode+BrokerEpoch', None), 508: ('_tagged', None), 509: ('_tagged', None), 510: ('_tagged', None)}
+_LINES = {18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Port+SecurityProtocol', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('MinSupportedVersion+MaxSupportedVersion', None), 62: ('_tagged', None), 63: ('_tagged', None), 64: ('_tagged', None), 72: ('BrokerId', None), 73: ('ClusterId', None), 74: ('ClusterId', None), 75: ('ClusterId', None), 76: ('ClusterId', None), 77: ('ClusterId', None), 78: ('ClusterId', None), 79: ('ClusterId', None), 80: ('ClusterId', None), 81: ('ClusterId', None), 82: ('ClusterId', None), 83: ('IncarnationId', None), 84: ('Listeners', None), 85: ('Listeners', None), 86: ('Listeners', None), 87: ('Listeners', None), 88: ('Listeners', None), 89: ('Listeners', None), 90: ('Listeners', None), 91: ('Listeners', None), 92: ('Listeners', None), 93: ('Listeners[{}].Name', 'i7'), 94: ('Listeners[{}].Name', 'i7'), 95: ('Listeners[{}].Name', 'i7'), 96: ('Listeners[{}].Name', 'i7'), 97: ('Listeners[{}].Name', 'i7'), 98: ('Listeners[{}].Name', 'i7'), 99: ('Listeners[{}].Name', 'i7'), 100: ('Listeners[{}].Name', 'i7'), 101: ('Listeners[{}].Name', 'i7'), 102: ('Listeners[{}].Name', 'i7'), 103: ('Listeners[{}].Host', 'i7'), 104: ('Listeners[{}].Host', 'i7'), 105: ('Listeners[{}].Host', 'i7'), 106: ('Listeners[{}].Host', 'i7'), 107: ('Listeners[{}].Host', 'i7'), 108: ('Listeners[{}].Host', 'i7'), 109: ('Listeners[{}].Host', 'i7'), 110: ('Listeners[{}].Host', 'i7'), 111: ('Listeners[{}].Host', 'i7'), 112: ('Listeners[{}].Host', 'i7'), 113: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 114: ('Listeners', 'i7'), 115: ('Listeners', 'i7'), 116: ('Listeners', 'i7'), 117: ('Listeners', 'i7'), 118: ('Listeners', 'i7'), 119: ('Listeners', None), 120: ('Listeners', None), 121: ('Listeners', None), 122: ('Listeners', None), 123: ('Features', None), 124: ('Features', None), 125: ('Features', None), 126: ('Features', None), 127: ('Features', None), 128: ('Features', None), 129: ('Features', None), 130: ('Features', None), 131: ('Features', None), 132: ('Features[{}].Name', 'i17'), 133: ('Features[{}].Name', 'i17'), 134: ('Features[{}].Name', 'i17'), 135: ('Features[{}].Name', 'i17'), 136: ('Features[{}].Name', 'i17'), 137: ('Features[{}].Name', 'i17'), 138: ('Features[{}].Name', 'i17'), 139: ('Features[{}].Name', 'i17'), 140: ('Features[{}].Name', 'i17'), 141: ('Features[{}].Name', 'i17'), 142: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 143: ('Features', 'i17'), 144: ('Features', 'i17'), 145: ('Features', 'i17'), 146: ('Features', 'i17'), 147: ('Features', 'i17'), 148: ('Features', None), 149: ('Features', None), 150: ('Features', None), 151: ('Features', None), 152: ('Rack', None), 153: ('Rack', None), 154: ('Rack', None), 155: ('Rack', None), 156: ('Rack', None), 157: ('Rack', None), 158: ('Rack', None), 159: ('Rack', None), 160: ('Rack', None), 161: ('Rack', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None), 173: ('BrokerId', None), 174: ('ClusterId', None), 175: ('ClusterId', None), 176: ('ClusterId', None), 177: ('ClusterId', None), 178: ('ClusterId', None), 179: ('ClusterId', None), 180: ('ClusterId', None), 181: ('ClusterId', None), 182: ('ClusterId', None), 183: ('ClusterId', None), 184: ('IncarnationId', None), 185: ('Listeners', None), 186: ('Listeners', None), 187: ('Listeners', None), 188: ('Listeners', None), 189: ('Listeners', None), 190: ('Listeners', None), 191: ('Listeners', None), 192: ('Listeners', None), 193: ('Listeners', None), 194: ('Listeners[{}].Name', 'i7'), 195: ('Listeners[{}].Name', 'i7'), 196: ('Listeners[{}].Name', 'i7'), 197: ('Listeners[{}].Name', 'i7'), 198: ('Listeners[{}].Name', 'i7'), 199: ('Listeners[{}].Name', 'i7'), 200: ('Listeners[{}].Name', 'i7'), 201: ('Listeners[{}].Name', 'i7'), 202: ('Listeners[{}].Name', 'i7'), 203: ('Listeners[{}].Name', 'i7'), 204: ('Listeners[{}].Host', 'i7'), 205: ('Listeners[{}].Host', 'i7'), 206: ('Listeners[{}].Host', 'i7'), 207: ('Listeners[{}].Host', 'i7'), 208: ('Listeners[{}].Host', 'i7'), 209: ('Listeners[{}].Host', 'i7'), 210: ('Listeners[{}].Host', 'i7'), 211: ('Listeners[{}].Host', 'i7'), 212: ('Listeners[{}].Host', 'i7'), 213: ('Listeners[{}].Host', 'i7'), 214: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 215: ('Listeners', 'i7'), 216: ('Listeners', 'i7'), 217: ('Listeners', 'i7'), 218: ('Listeners', 'i7'), 219: ('Listeners', 'i7'), 220: ('Listeners', None), 221: ('Listeners', None), 222: ('Listeners', None), 223: ('Listeners', None), 224: ('Features', None), 225: ('Features', None), 226: ('Features', None), 227: ('Features', None), 228: ('Features', None), 229: ('Features', None), 230: ('Features', None), 231: ('Features', None), 232: ('Features', None), 233: ('Features[{}].Name', 'i17'), 234: ('Features[{}].Name', 'i17'), 235: ('Features[{}].Name', 'i17'), 236: ('Features[{}].Name', 'i17'), 237: ('Features[{}].Name', 'i17'), 238: ('Features[{}].Name', 'i17'), 239: ('Features[{}].Name', 'i17'), 240: ('Features[{}].Name', 'i17'), 241: ('Features[{}].Name', 'i17'), 242: ('Features[{}].Name', 'i17'), 243: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 244: ('Features', 'i17'), 245: ('Features', 'i17'), 246: ('Features', 'i17'), 247: ('Features', 'i17'), 248: ('Features', 'i17'), 249: ('Features', None), 250: ('Features', None), 251: ('Features', None), 252: ('Features', None), 253: ('Rack', None), 254: ('Rack', None), 255: ('Rack', None), 256: ('Rack', None), 257: ('Rack', None), 258: ('Rack', None), 259: ('Rack', None), 260: ('Rack', None), 261: ('Rack', None), 262: ('Rack', None), 263: ('IsMigratingZkBroker', None), 265: ('_tagged', None), 266: ('_tagged', None), 267: ('_tagged', None), 275: ('BrokerId', None), 276: ('ClusterId', None), 277: ('ClusterId', None), 278: ('ClusterId', None), 279: ('ClusterId', None), 280: ('ClusterId', None), 281: ('ClusterId', None), 282: ('ClusterId', None), 283: ('ClusterId', None), 284: ('ClusterId', None), 285: ('ClusterId', None), 286: ('IncarnationId', None), 287: ('Listeners', None), 288: ('Listeners', None), 289: ('Listeners', None), 290: ('Listeners', None), 291: ('Listeners', None), 292: ('Listeners', None), 293: ('Listeners', None), 294: ('Listeners', None), 295: ('Listeners', None), 296: ('Listeners[{}].Name', 'i7'), 297: ('Listeners[{}].Name', 'i7'), 298: ('Listeners[{}].Name', 'i7'), 299: ('Listeners[{}].Name', 'i7'), 300: ('Listeners[{}].Name', 'i7'), 301: ('Listeners[{}].Name', 'i7'), 302: ('Listeners[{}].Name', 'i7'), 303: ('Listeners[{}].Name', 'i7'), 304: ('Listeners[{}].Name', 'i7'), 305: ('Listeners[{}].Name', 'i7'), 306: ('Listeners[{}].Host', 'i7'), 307: ('Listeners[{}].Host', 'i7'), 308: ('Listeners[{}].Host', 'i7'), 309: ('Listeners[{}].Host', 'i7'), 310: ('Listeners[{}].Host', 'i7'), 311: ('Listeners[{}].Host', 'i7'), 312: ('Listeners[{}].Host', 'i7'), 313: ('Listeners[{}].Host', 'i7'), 314: ('Listeners[{}].Host', 'i7'), 315: ('Listeners[{}].Host', 'i7'), 316: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 317: ('Listeners', 'i7'), 318: ('Listeners', 'i7'), 319: ('Listeners', 'i7'), 320: ('Listeners', 'i7'), 321: ('Listeners', 'i7'), 322: ('Listeners', None), 323: ('Listeners', None), 324: ('Listeners', None), 325: ('Listeners', None), 326: ('Features', None), 327: ('Features', None), 328: ('Features', None), 329: ('Features', None), 330: ('Features', None), 331: ('Features', None), 332: ('Features', None), 333: ('Features', None), 334: ('Features', None), 335: ('Features[{}].Name', 'i17'), 336: ('Features[{}].Name', 'i17'), 337: ('Features[{}].Name', 'i17'), 338: ('Features[{}].Name', 'i17'), 339: ('Features[{}].Name', 'i17'), 340: ('Features[{}].Name', 'i17'), 341: ('Features[{}].Name', 'i17'), 342: ('Features[{}].Name', 'i17'), 343: ('Features[{}].Name', 'i17'), 344: ('Features[{}].Name', 'i17'), 345: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 346: ('Features', 'i17'), 347: ('Features', 'i17'), 348: ('Features', 'i17'), 349: ('Features', 'i17'), 350: ('Features', 'i17'), 351: ('Features', None), 352: ('Features', None), 353: ('Features', None), 354: ('Features', None), 355: ('Rack', None), 356: ('Rack', None), 357: ('Rack', None), 358: ('Rack', None), 359: ('Rack', None), 360: ('Rack', None), 361: ('Rack', None), 362: ('Rack', None), 363: ('Rack', None), 364: ('Rack', None), 365: ('IsMigratingZkBroker', None), 366: ('LogDirs', None), 367: ('LogDirs', None), 368: ('LogDirs', None), 369: ('LogDirs', None), 370: ('LogDirs', None), 371: ('LogDirs', None), 372: ('LogDirs', None), 373: ('LogDirs', None), 374: ('LogDirs', None), 375: ('LogDirs', None), 376: ('LogDirs', None), 377: ('LogDirs', None), 379: ('_tagged', None), 380: ('_tagged', None), 381: ('_tagged', None), 389: ('BrokerId', None), 390: ('ClusterId', None), 391: ('ClusterId', None), 392: ('ClusterId', None), 393: ('ClusterId', None), 394: ('ClusterId', None), 395: ('ClusterId', None), 396: ('ClusterId', None), 397: ('ClusterId', None), 398: ('ClusterId', None), 399: ('ClusterId', None), 400: ('IncarnationId', None), 401: ('Listeners', None), 402: ('Listeners', None), 403: ('Listeners', None), 404: ('Listeners', None), 405: ('Listeners', None), 406: ('Listeners', None), 407: ('Listeners', None), 408: ('Listeners', None), 409: ('Listeners', None), 410: ('Listeners[{}].Name', 'i7'), 411: ('Listeners[{}].Name', 'i7'), 412: ('Listeners[{}].Name', 'i7'), 413: ('Listeners[{}].Name', 'i7'), 414: ('Listeners[{}].Name', 'i7'), 415: ('Listeners[{}].Name', 'i7'), 416: ('Listeners[{}].Name', 'i7'), 417: ('Listeners[{}].Name', 'i7'), 418: ('Listeners[{}].Name', 'i7'), 419: ('Listeners[{}].Name', 'i7'), 420: ('Listeners[{}].Host', 'i7'), 421: ('Listeners[{}].Host', 'i7'), 422: ('Listeners[{}].Host', 'i7'), 423: ('Listeners[{}].Host', 'i7'), 424: ('Listeners[{}].Host', 'i7'), 425: ('Listeners[{}].Host', 'i7'), 426: ('Listeners[{}].Host', 'i7'), 427: ('Listeners[{}].Host', 'i7'), 428: ('Listeners[{}].Host', 'i7'), 429: ('Listeners[{}].Host', 'i7'), 430: ('Listeners[{}].Port+SecurityProtocol', 'i7'), 431: ('Listeners', 'i7'), 432: ('Listeners', 'i7'), 433: ('Listeners', 'i7'), 434: ('Listeners', 'i7'), 435: ('Listeners', 'i7'), 436: ('Listeners', None), 437: ('Listeners', None), 438: ('Listeners', None), 439: ('Listeners', None), 440: ('Features', None), 441: ('Features', None), 442: ('Features', None), 443: ('Features', None), 444: ('Features', None), 445: ('Features', None), 446: ('Features', None), 447: ('Features', None), 448: ('Features', None), 449: ('Features[{}].Name', 'i17'), 450: ('Features[{}].Name', 'i17'), 451: ('Features[{}].Name', 'i17'), 452: ('Features[{}].Name', 'i17'), 453: ('Features[{}].Name', 'i17'), 454: ('Features[{}].Name', 'i17'), 455: ('Features[{}].Name', 'i17'), 456: ('Features[{}].Name', 'i17'), 457: ('Features[{}].Name', 'i17'), 458: ('Features[{}].Name', 'i17'), 459: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i17'), 460: ('Features', 'i17'), 461: ('Features', 'i17'), 462: ('Features', 'i17'), 463: ('Features', 'i17'), 464: ('Features', 'i17'), 465: ('Features', None), 466: ('Features', None), 467: ('Features', None), 468: ('Features', None), 469: ('Rack', None), 470: ('Rack', None), 471: ('Rack', None), 472: ('Rack', None), 473: ('Rack', None), 474: ('Rack', None), 475: ('Rack', None), 476: ('Rack', None), 477: ('Rack', None), 478: ('Rack', None), 479: ('IsMigratingZkBroker', None), 480: ('LogDirs', None), 481: ('LogDirs', None), 482: ('LogDirs', None), 483: ('LogDirs', None), 484: ('LogDirs', None), 485: ('LogDirs', None), 486: ('LogDirs', None), 487: ('LogDirs', None), 488: ('LogDirs', None), 489: ('LogDirs', None), 490: ('LogDirs', None), 491: ('LogDirs', None), 492: ('PreviousBrokerEpoch', None), 494: ('_tagged', None), 495: ('_tagged', None), 496: ('_tagged', None), 504: ('ThrottleTimeMs+ErrorCode+BrokerEpoch', None), 506: ('_tagged', None), 507: ('_tagged', None), 508: ('_tagged', None)}

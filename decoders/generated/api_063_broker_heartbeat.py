@@ -3,25 +3,23 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iqq??').unpack_from
 _U1 = _struct.Struct('>ih???').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U0(b, p); p += 22
         d = {"BrokerId": v1, "BrokerEpoch": v2, "CurrentMetadataOffset": v3, "WantFence": v4, "WantShutDown": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -29,8 +27,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _rt.uuid_array(b, p, n2); p += n2 * 16
         elif n2 == -1:
             v1 = None
@@ -40,19 +38,19 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U0(b, p); p += 22
         d = {"BrokerId": v1, "BrokerEpoch": v2, "CurrentMetadataOffset": v3, "WantFence": v4, "WantShutDown": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -60,8 +58,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 16 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _rt.uuid_array(b, p, n2); p += n2 * 16
         elif n2 == -1:
             v1 = None
@@ -71,26 +69,26 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U0(b, p); p += 22
         d = {"BrokerId": v1, "BrokerEpoch": v2, "CurrentMetadataOffset": v3, "WantFence": v4, "WantShutDown": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T2, d)
+        if t: p = _rt.tags(b, p, t, _T2, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U1(b, p); p += 9
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "IsCaughtUp": v3, "IsFenced": v4, "ShouldShutDown": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -104,4 +102,4 @@ NAME = 'BrokerHeartbeat'
 REQUEST = {0: _f0, 1: _f2, 2: _f4}
 RESPONSE = {0: _f5, 1: _f5, 2: _f5}
 
-_LINES = {15: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('OfflineLogDirs', None), 28: ('OfflineLogDirs', None), 29: ('OfflineLogDirs', None), 30: ('OfflineLogDirs', None), 31: ('OfflineLogDirs', None), 32: ('OfflineLogDirs', None), 33: ('OfflineLogDirs', None), 34: ('OfflineLogDirs', None), 35: ('OfflineLogDirs', None), 36: ('OfflineLogDirs', None), 37: ('OfflineLogDirs', None), 38: ('OfflineLogDirs', None), 46: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('CordonedLogDirs', None), 59: ('CordonedLogDirs', None), 60: ('CordonedLogDirs', None), 61: ('CordonedLogDirs', None), 62: ('CordonedLogDirs', None), 63: ('CordonedLogDirs', None), 64: ('CordonedLogDirs', None), 65: ('CordonedLogDirs', None), 66: ('CordonedLogDirs', None), 67: ('CordonedLogDirs', None), 68: ('CordonedLogDirs', None), 69: ('CordonedLogDirs', None), 77: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None), 89: ('ThrottleTimeMs+ErrorCode+IsCaughtUp+IsFenced+ShouldShutDown', None), 91: ('_tagged', None), 92: ('_tagged', None), 93: ('_tagged', None)}
+_LINES = {13: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None), 25: ('OfflineLogDirs', None), 26: ('OfflineLogDirs', None), 27: ('OfflineLogDirs', None), 28: ('OfflineLogDirs', None), 29: ('OfflineLogDirs', None), 30: ('OfflineLogDirs', None), 31: ('OfflineLogDirs', None), 32: ('OfflineLogDirs', None), 33: ('OfflineLogDirs', None), 34: ('OfflineLogDirs', None), 35: ('OfflineLogDirs', None), 36: ('OfflineLogDirs', None), 44: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('CordonedLogDirs', None), 57: ('CordonedLogDirs', None), 58: ('CordonedLogDirs', None), 59: ('CordonedLogDirs', None), 60: ('CordonedLogDirs', None), 61: ('CordonedLogDirs', None), 62: ('CordonedLogDirs', None), 63: ('CordonedLogDirs', None), 64: ('CordonedLogDirs', None), 65: ('CordonedLogDirs', None), 66: ('CordonedLogDirs', None), 67: ('CordonedLogDirs', None), 75: ('BrokerId+BrokerEpoch+CurrentMetadataOffset+WantFence+WantShutDown', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('ThrottleTimeMs+ErrorCode+IsCaughtUp+IsFenced+ShouldShutDown', None), 89: ('_tagged', None), 90: ('_tagged', None), 91: ('_tagged', None)}

@@ -3,25 +3,23 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         d = {"BrokerId": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -38,7 +36,7 @@ def _f1(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -50,4 +48,4 @@ NAME = 'UnregisterBroker'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {15: ('BrokerId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode', None), 28: ('ErrorMessage', None), 29: ('ErrorMessage', None), 30: ('ErrorMessage', None), 31: ('ErrorMessage', None), 32: ('ErrorMessage', None), 33: ('ErrorMessage', None), 34: ('ErrorMessage', None), 35: ('ErrorMessage', None), 36: ('ErrorMessage', None), 37: ('ErrorMessage', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None)}
+_LINES = {13: ('BrokerId', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None), 25: ('ThrottleTimeMs+ErrorCode', None), 26: ('ErrorMessage', None), 27: ('ErrorMessage', None), 28: ('ErrorMessage', None), 29: ('ErrorMessage', None), 30: ('ErrorMessage', None), 31: ('ErrorMessage', None), 32: ('ErrorMessage', None), 33: ('ErrorMessage', None), 34: ('ErrorMessage', None), 35: ('ErrorMessage', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None)}

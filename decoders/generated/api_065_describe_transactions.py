@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _U2 = _struct.Struct('>iqqh').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -19,8 +17,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -41,12 +39,12 @@ def _f0(b, p):
         d = {"TransactionalIds": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -64,8 +62,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -74,12 +72,12 @@ def _f1(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 2
@@ -109,8 +107,8 @@ def _f2(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 3 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -128,8 +126,8 @@ def _f2(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -138,7 +136,7 @@ def _f2(b, p):
                 d17 = {"Topic": v13, "Partitions": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v10.append(d17)
         elif n11 == -1:
             v10 = None
@@ -147,12 +145,12 @@ def _f2(b, p):
         d = {"ErrorCode": v1, "TransactionalId": v2, "TransactionState": v4, "TransactionTimeoutMs": v6, "TransactionStartTimeMs": v7, "ProducerId": v8, "ProducerEpoch": v9, "Topics": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -161,11 +159,11 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f2(b, p)
+                x5, p = _f2(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -174,7 +172,7 @@ def _f3(b, p):
         d = {"ThrottleTimeMs": v1, "TransactionStates": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -186,4 +184,4 @@ NAME = 'DescribeTransactions'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f3}
 
-_LINES = {17: ('TransactionalIds', None), 18: ('TransactionalIds', None), 19: ('TransactionalIds', None), 20: ('TransactionalIds', None), 21: ('TransactionalIds', None), 22: ('TransactionalIds', None), 23: ('TransactionalIds', None), 24: ('TransactionalIds', None), 25: ('TransactionalIds', None), 26: ('TransactionalIds', 'i3'), 27: ('TransactionalIds', 'i3'), 28: ('TransactionalIds', 'i3'), 29: ('TransactionalIds', 'i3'), 30: ('TransactionalIds', 'i3'), 31: ('TransactionalIds', 'i3'), 32: ('TransactionalIds', 'i3'), 33: ('TransactionalIds', 'i3'), 34: ('TransactionalIds', 'i3'), 35: ('TransactionalIds', 'i3'), 36: ('TransactionalIds', 'i3'), 37: ('TransactionalIds', None), 38: ('TransactionalIds', None), 39: ('TransactionalIds', None), 40: ('TransactionalIds', None), 42: ('_tagged', None), 43: ('_tagged', None), 44: ('_tagged', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Topic', None), 60: ('Topic', None), 61: ('Topic', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('ErrorCode', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionalId', None), 91: ('TransactionalId', None), 92: ('TransactionalId', None), 93: ('TransactionalId', None), 94: ('TransactionalId', None), 95: ('TransactionalId', None), 96: ('TransactionState', None), 97: ('TransactionState', None), 98: ('TransactionState', None), 99: ('TransactionState', None), 100: ('TransactionState', None), 101: ('TransactionState', None), 102: ('TransactionState', None), 103: ('TransactionState', None), 104: ('TransactionState', None), 105: ('TransactionState', None), 106: ('TransactionTimeoutMs+TransactionStartTimeMs+ProducerId+ProducerEpoch', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics', None), 115: ('Topics', None), 116: ('Topics[{}].Topic', 'i12'), 117: ('Topics[{}].Topic', 'i12'), 118: ('Topics[{}].Topic', 'i12'), 119: ('Topics[{}].Topic', 'i12'), 120: ('Topics[{}].Topic', 'i12'), 121: ('Topics[{}].Topic', 'i12'), 122: ('Topics[{}].Topic', 'i12'), 123: ('Topics[{}].Topic', 'i12'), 124: ('Topics[{}].Topic', 'i12'), 125: ('Topics[{}].Topic', 'i12'), 126: ('Topics[{}].Partitions', 'i12'), 127: ('Topics[{}].Partitions', 'i12'), 128: ('Topics[{}].Partitions', 'i12'), 129: ('Topics[{}].Partitions', 'i12'), 130: ('Topics[{}].Partitions', 'i12'), 131: ('Topics[{}].Partitions', 'i12'), 132: ('Topics[{}].Partitions', 'i12'), 133: ('Topics[{}].Partitions', 'i12'), 134: ('Topics[{}].Partitions', 'i12'), 135: ('Topics[{}].Partitions', 'i12'), 136: ('Topics[{}].Partitions', 'i12'), 137: ('Topics[{}].Partitions', 'i12'), 138: ('Topics', 'i12'), 139: ('Topics', 'i12'), 140: ('Topics', 'i12'), 141: ('Topics', 'i12'), 142: ('Topics', 'i12'), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('ThrottleTimeMs', None), 159: ('TransactionStates', None), 160: ('TransactionStates', None), 161: ('TransactionStates', None), 162: ('TransactionStates', None), 163: ('TransactionStates', None), 164: ('TransactionStates', None), 165: ('TransactionStates', None), 166: ('TransactionStates', None), 167: ('TransactionStates', None), 168: ('TransactionStates', 'i4'), 169: ('TransactionStates', 'i4'), 170: ('TransactionStates', None), 171: ('TransactionStates', None), 172: ('TransactionStates', None), 173: ('TransactionStates', None), 175: ('_tagged', None), 176: ('_tagged', None), 177: ('_tagged', None)}
+_LINES = {15: ('TransactionalIds', None), 16: ('TransactionalIds', None), 17: ('TransactionalIds', None), 18: ('TransactionalIds', None), 19: ('TransactionalIds', None), 20: ('TransactionalIds', None), 21: ('TransactionalIds', None), 22: ('TransactionalIds', None), 23: ('TransactionalIds', None), 24: ('TransactionalIds', 'i3'), 25: ('TransactionalIds', 'i3'), 26: ('TransactionalIds', 'i3'), 27: ('TransactionalIds', 'i3'), 28: ('TransactionalIds', 'i3'), 29: ('TransactionalIds', 'i3'), 30: ('TransactionalIds', 'i3'), 31: ('TransactionalIds', 'i3'), 32: ('TransactionalIds', 'i3'), 33: ('TransactionalIds', 'i3'), 34: ('TransactionalIds', 'i3'), 35: ('TransactionalIds', None), 36: ('TransactionalIds', None), 37: ('TransactionalIds', None), 38: ('TransactionalIds', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Topic', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('ErrorCode', None), 84: ('TransactionalId', None), 85: ('TransactionalId', None), 86: ('TransactionalId', None), 87: ('TransactionalId', None), 88: ('TransactionalId', None), 89: ('TransactionalId', None), 90: ('TransactionalId', None), 91: ('TransactionalId', None), 92: ('TransactionalId', None), 93: ('TransactionalId', None), 94: ('TransactionState', None), 95: ('TransactionState', None), 96: ('TransactionState', None), 97: ('TransactionState', None), 98: ('TransactionState', None), 99: ('TransactionState', None), 100: ('TransactionState', None), 101: ('TransactionState', None), 102: ('TransactionState', None), 103: ('TransactionState', None), 104: ('TransactionTimeoutMs+TransactionStartTimeMs+ProducerId+ProducerEpoch', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 113: ('Topics', None), 114: ('Topics[{}].Topic', 'i12'), 115: ('Topics[{}].Topic', 'i12'), 116: ('Topics[{}].Topic', 'i12'), 117: ('Topics[{}].Topic', 'i12'), 118: ('Topics[{}].Topic', 'i12'), 119: ('Topics[{}].Topic', 'i12'), 120: ('Topics[{}].Topic', 'i12'), 121: ('Topics[{}].Topic', 'i12'), 122: ('Topics[{}].Topic', 'i12'), 123: ('Topics[{}].Topic', 'i12'), 124: ('Topics[{}].Partitions', 'i12'), 125: ('Topics[{}].Partitions', 'i12'), 126: ('Topics[{}].Partitions', 'i12'), 127: ('Topics[{}].Partitions', 'i12'), 128: ('Topics[{}].Partitions', 'i12'), 129: ('Topics[{}].Partitions', 'i12'), 130: ('Topics[{}].Partitions', 'i12'), 131: ('Topics[{}].Partitions', 'i12'), 132: ('Topics[{}].Partitions', 'i12'), 133: ('Topics[{}].Partitions', 'i12'), 134: ('Topics[{}].Partitions', 'i12'), 135: ('Topics[{}].Partitions', 'i12'), 136: ('Topics', 'i12'), 137: ('Topics', 'i12'), 138: ('Topics', 'i12'), 139: ('Topics', 'i12'), 140: ('Topics', 'i12'), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', None), 146: ('_tagged', None), 147: ('_tagged', None), 148: ('_tagged', None), 156: ('ThrottleTimeMs', None), 157: ('TransactionStates', None), 158: ('TransactionStates', None), 159: ('TransactionStates', None), 160: ('TransactionStates', None), 161: ('TransactionStates', None), 162: ('TransactionStates', None), 163: ('TransactionStates', None), 164: ('TransactionStates', None), 165: ('TransactionStates', None), 166: ('TransactionStates', 'i4'), 167: ('TransactionStates', 'i4'), 168: ('TransactionStates', None), 169: ('TransactionStates', None), 170: ('TransactionStates', None), 171: ('TransactionStates', None), 173: ('_tagged', None), 174: ('_tagged', None), 175: ('_tagged', None)}

@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>q').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _Aq = _rt.array_reader('q')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -18,8 +16,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -42,8 +40,8 @@ def _f0(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -52,12 +50,12 @@ def _f0(b, p):
         d = {"StateFilters": v1, "ProducerIdFilters": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -65,8 +63,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -89,8 +87,8 @@ def _f1(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -100,12 +98,12 @@ def _f1(b, p):
         d = {"StateFilters": v1, "ProducerIdFilters": v6, "DurationFilter": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -113,8 +111,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -137,8 +135,8 @@ def _f2(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 8 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = _Aq(b, p, n7); p += n7 * 8
         elif n7 == -1:
             v6 = None
@@ -158,12 +156,12 @@ def _f2(b, p):
         d = {"StateFilters": v1, "ProducerIdFilters": v6, "DurationFilter": v8, "TransactionalIdPattern": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -190,12 +188,12 @@ def _f3(b, p):
         d = {"TransactionalId": v1, "ProducerId": v3, "TransactionState": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -204,8 +202,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -228,8 +226,8 @@ def _f4(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 11 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -256,7 +254,7 @@ def _f4(b, p):
                 d16 = {"TransactionalId": v11, "ProducerId": v13, "TransactionState": v14}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v8.append(d16)
         elif n9 == -1:
             v8 = None
@@ -265,7 +263,7 @@ def _f4(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "UnknownStateFilters": v3, "TransactionStates": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -277,4 +275,4 @@ NAME = 'ListTransactions'
 REQUEST = {0: _f0, 1: _f1, 2: _f2}
 RESPONSE = {0: _f4, 1: _f4, 2: _f4}
 
-_LINES = {16: ('StateFilters', None), 17: ('StateFilters', None), 18: ('StateFilters', None), 19: ('StateFilters', None), 20: ('StateFilters', None), 21: ('StateFilters', None), 22: ('StateFilters', None), 23: ('StateFilters', None), 24: ('StateFilters', None), 25: ('StateFilters', 'i3'), 26: ('StateFilters', 'i3'), 27: ('StateFilters', 'i3'), 28: ('StateFilters', 'i3'), 29: ('StateFilters', 'i3'), 30: ('StateFilters', 'i3'), 31: ('StateFilters', 'i3'), 32: ('StateFilters', 'i3'), 33: ('StateFilters', 'i3'), 34: ('StateFilters', 'i3'), 35: ('StateFilters', 'i3'), 36: ('StateFilters', None), 37: ('StateFilters', None), 38: ('StateFilters', None), 39: ('StateFilters', None), 40: ('ProducerIdFilters', None), 41: ('ProducerIdFilters', None), 42: ('ProducerIdFilters', None), 43: ('ProducerIdFilters', None), 44: ('ProducerIdFilters', None), 45: ('ProducerIdFilters', None), 46: ('ProducerIdFilters', None), 47: ('ProducerIdFilters', None), 48: ('ProducerIdFilters', None), 49: ('ProducerIdFilters', None), 50: ('ProducerIdFilters', None), 51: ('ProducerIdFilters', None), 53: ('_tagged', None), 54: ('_tagged', None), 55: ('_tagged', None), 63: ('StateFilters', None), 64: ('StateFilters', None), 65: ('StateFilters', None), 66: ('StateFilters', None), 67: ('StateFilters', None), 68: ('StateFilters', None), 69: ('StateFilters', None), 70: ('StateFilters', None), 71: ('StateFilters', None), 72: ('StateFilters', 'i3'), 73: ('StateFilters', 'i3'), 74: ('StateFilters', 'i3'), 75: ('StateFilters', 'i3'), 76: ('StateFilters', 'i3'), 77: ('StateFilters', 'i3'), 78: ('StateFilters', 'i3'), 79: ('StateFilters', 'i3'), 80: ('StateFilters', 'i3'), 81: ('StateFilters', 'i3'), 82: ('StateFilters', 'i3'), 83: ('StateFilters', None), 84: ('StateFilters', None), 85: ('StateFilters', None), 86: ('StateFilters', None), 87: ('ProducerIdFilters', None), 88: ('ProducerIdFilters', None), 89: ('ProducerIdFilters', None), 90: ('ProducerIdFilters', None), 91: ('ProducerIdFilters', None), 92: ('ProducerIdFilters', None), 93: ('ProducerIdFilters', None), 94: ('ProducerIdFilters', None), 95: ('ProducerIdFilters', None), 96: ('ProducerIdFilters', None), 97: ('ProducerIdFilters', None), 98: ('ProducerIdFilters', None), 99: ('DurationFilter', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('StateFilters', None), 112: ('StateFilters', None), 113: ('StateFilters', None), 114: ('StateFilters', None), 115: ('StateFilters', None), 116: ('StateFilters', None), 117: ('StateFilters', None), 118: ('StateFilters', None), 119: ('StateFilters', None), 120: ('StateFilters', 'i3'), 121: ('StateFilters', 'i3'), 122: ('StateFilters', 'i3'), 123: ('StateFilters', 'i3'), 124: ('StateFilters', 'i3'), 125: ('StateFilters', 'i3'), 126: ('StateFilters', 'i3'), 127: ('StateFilters', 'i3'), 128: ('StateFilters', 'i3'), 129: ('StateFilters', 'i3'), 130: ('StateFilters', 'i3'), 131: ('StateFilters', None), 132: ('StateFilters', None), 133: ('StateFilters', None), 134: ('StateFilters', None), 135: ('ProducerIdFilters', None), 136: ('ProducerIdFilters', None), 137: ('ProducerIdFilters', None), 138: ('ProducerIdFilters', None), 139: ('ProducerIdFilters', None), 140: ('ProducerIdFilters', None), 141: ('ProducerIdFilters', None), 142: ('ProducerIdFilters', None), 143: ('ProducerIdFilters', None), 144: ('ProducerIdFilters', None), 145: ('ProducerIdFilters', None), 146: ('ProducerIdFilters', None), 147: ('DurationFilter', None), 148: ('TransactionalIdPattern', None), 149: ('TransactionalIdPattern', None), 150: ('TransactionalIdPattern', None), 151: ('TransactionalIdPattern', None), 152: ('TransactionalIdPattern', None), 153: ('TransactionalIdPattern', None), 154: ('TransactionalIdPattern', None), 155: ('TransactionalIdPattern', None), 156: ('TransactionalIdPattern', None), 157: ('TransactionalIdPattern', None), 159: ('_tagged', None), 160: ('_tagged', None), 161: ('_tagged', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('TransactionalId', None), 178: ('TransactionalId', None), 179: ('ProducerId', None), 180: ('TransactionState', None), 181: ('TransactionState', None), 182: ('TransactionState', None), 183: ('TransactionState', None), 184: ('TransactionState', None), 185: ('TransactionState', None), 186: ('TransactionState', None), 187: ('TransactionState', None), 188: ('TransactionState', None), 189: ('TransactionState', None), 191: ('_tagged', None), 192: ('_tagged', None), 193: ('_tagged', None), 201: ('ThrottleTimeMs+ErrorCode', None), 202: ('UnknownStateFilters', None), 203: ('UnknownStateFilters', None), 204: ('UnknownStateFilters', None), 205: ('UnknownStateFilters', None), 206: ('UnknownStateFilters', None), 207: ('UnknownStateFilters', None), 208: ('UnknownStateFilters', None), 209: ('UnknownStateFilters', None), 210: ('UnknownStateFilters', None), 211: ('UnknownStateFilters', 'i5'), 212: ('UnknownStateFilters', 'i5'), 213: ('UnknownStateFilters', 'i5'), 214: ('UnknownStateFilters', 'i5'), 215: ('UnknownStateFilters', 'i5'), 216: ('UnknownStateFilters', 'i5'), 217: ('UnknownStateFilters', 'i5'), 218: ('UnknownStateFilters', 'i5'), 219: ('UnknownStateFilters', 'i5'), 220: ('UnknownStateFilters', 'i5'), 221: ('UnknownStateFilters', 'i5'), 222: ('UnknownStateFilters', None), 223: ('UnknownStateFilters', None), 224: ('UnknownStateFilters', None), 225: ('UnknownStateFilters', None), 226: ('TransactionStates', None), 227: ('TransactionStates', None), 228: ('TransactionStates', None), 229: ('TransactionStates', None), 230: ('TransactionStates', None), 231: ('TransactionStates', None), 232: ('TransactionStates', None), 233: ('TransactionStates', None), 234: ('TransactionStates', None), 235: ('TransactionStates[{}].TransactionalId', 'i10'), 236: ('TransactionStates[{}].TransactionalId', 'i10'), 237: ('TransactionStates[{}].TransactionalId', 'i10'), 238: ('TransactionStates[{}].TransactionalId', 'i10'), 239: ('TransactionStates[{}].TransactionalId', 'i10'), 240: ('TransactionStates[{}].TransactionalId', 'i10'), 241: ('TransactionStates[{}].TransactionalId', 'i10'), 242: ('TransactionStates[{}].TransactionalId', 'i10'), 243: ('TransactionStates[{}].TransactionalId', 'i10'), 244: ('TransactionStates[{}].TransactionalId', 'i10'), 245: ('TransactionStates[{}].ProducerId', 'i10'), 246: ('TransactionStates[{}].TransactionState', 'i10'), 247: ('TransactionStates[{}].TransactionState', 'i10'), 248: ('TransactionStates[{}].TransactionState', 'i10'), 249: ('TransactionStates[{}].TransactionState', 'i10'), 250: ('TransactionStates[{}].TransactionState', 'i10'), 251: ('TransactionStates[{}].TransactionState', 'i10'), 252: ('TransactionStates[{}].TransactionState', 'i10'), 253: ('TransactionStates[{}].TransactionState', 'i10'), 254: ('TransactionStates[{}].TransactionState', 'i10'), 255: ('TransactionStates[{}].TransactionState', 'i10'), 256: ('TransactionStates', 'i10'), 257: ('TransactionStates', 'i10'), 258: ('TransactionStates', 'i10'), 259: ('TransactionStates', 'i10'), 260: ('TransactionStates', 'i10'), 261: ('TransactionStates', None), 262: ('TransactionStates', None), 263: ('TransactionStates', None), 264: ('TransactionStates', None), 266: ('_tagged', None), 267: ('_tagged', None), 268: ('_tagged', None)}
+_LINES = {14: ('StateFilters', None), 15: ('StateFilters', None), 16: ('StateFilters', None), 17: ('StateFilters', None), 18: ('StateFilters', None), 19: ('StateFilters', None), 20: ('StateFilters', None), 21: ('StateFilters', None), 22: ('StateFilters', None), 23: ('StateFilters', 'i3'), 24: ('StateFilters', 'i3'), 25: ('StateFilters', 'i3'), 26: ('StateFilters', 'i3'), 27: ('StateFilters', 'i3'), 28: ('StateFilters', 'i3'), 29: ('StateFilters', 'i3'), 30: ('StateFilters', 'i3'), 31: ('StateFilters', 'i3'), 32: ('StateFilters', 'i3'), 33: ('StateFilters', 'i3'), 34: ('StateFilters', None), 35: ('StateFilters', None), 36: ('StateFilters', None), 37: ('StateFilters', None), 38: ('ProducerIdFilters', None), 39: ('ProducerIdFilters', None), 40: ('ProducerIdFilters', None), 41: ('ProducerIdFilters', None), 42: ('ProducerIdFilters', None), 43: ('ProducerIdFilters', None), 44: ('ProducerIdFilters', None), 45: ('ProducerIdFilters', None), 46: ('ProducerIdFilters', None), 47: ('ProducerIdFilters', None), 48: ('ProducerIdFilters', None), 49: ('ProducerIdFilters', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('StateFilters', None), 62: ('StateFilters', None), 63: ('StateFilters', None), 64: ('StateFilters', None), 65: ('StateFilters', None), 66: ('StateFilters', None), 67: ('StateFilters', None), 68: ('StateFilters', None), 69: ('StateFilters', None), 70: ('StateFilters', 'i3'), 71: ('StateFilters', 'i3'), 72: ('StateFilters', 'i3'), 73: ('StateFilters', 'i3'), 74: ('StateFilters', 'i3'), 75: ('StateFilters', 'i3'), 76: ('StateFilters', 'i3'), 77: ('StateFilters', 'i3'), 78: ('StateFilters', 'i3'), 79: ('StateFilters', 'i3'), 80: ('StateFilters', 'i3'), 81: ('StateFilters', None), 82: ('StateFilters', None), 83: ('StateFilters', None), 84: ('StateFilters', None), 85: ('ProducerIdFilters', None), 86: ('ProducerIdFilters', None), 87: ('ProducerIdFilters', None), 88: ('ProducerIdFilters', None), 89: ('ProducerIdFilters', None), 90: ('ProducerIdFilters', None), 91: ('ProducerIdFilters', None), 92: ('ProducerIdFilters', None), 93: ('ProducerIdFilters', None), 94: ('ProducerIdFilters', None), 95: ('ProducerIdFilters', None), 96: ('ProducerIdFilters', None), 97: ('DurationFilter', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('StateFilters', None), 110: ('StateFilters', None), 111: ('StateFilters', None), 112: ('StateFilters', None), 113: ('StateFilters', None), 114: ('StateFilters', None), 115: ('StateFilters', None), 116: ('StateFilters', None), 117: ('StateFilters', None), 118: ('StateFilters', 'i3'), 119: ('StateFilters', 'i3'), 120: ('StateFilters', 'i3'), 121: ('StateFilters', 'i3'), 122: ('StateFilters', 'i3'), 123: ('StateFilters', 'i3'), 124: ('StateFilters', 'i3'), 125: ('StateFilters', 'i3'), 126: ('StateFilters', 'i3'), 127: ('StateFilters', 'i3'), 128: ('StateFilters', 'i3'), 129: ('StateFilters', None), 130: ('StateFilters', None), 131: ('StateFilters', None), 132: ('StateFilters', None), 133: ('ProducerIdFilters', None), 134: ('ProducerIdFilters', None), 135: ('ProducerIdFilters', None), 136: ('ProducerIdFilters', None), 137: ('ProducerIdFilters', None), 138: ('ProducerIdFilters', None), 139: ('ProducerIdFilters', None), 140: ('ProducerIdFilters', None), 141: ('ProducerIdFilters', None), 142: ('ProducerIdFilters', None), 143: ('ProducerIdFilters', None), 144: ('ProducerIdFilters', None), 145: ('DurationFilter', None), 146: ('TransactionalIdPattern', None), 147: ('TransactionalIdPattern', None), 148: ('TransactionalIdPattern', None), 149: ('TransactionalIdPattern', None), 150: ('TransactionalIdPattern', None), 151: ('TransactionalIdPattern', None), 152: ('TransactionalIdPattern', None), 153: ('TransactionalIdPattern', None), 154: ('TransactionalIdPattern', None), 155: ('TransactionalIdPattern', None), 157: ('_tagged', None), 158: ('_tagged', None), 159: ('_tagged', None), 167: ('TransactionalId', None), 168: ('TransactionalId', None), 169: ('TransactionalId', None), 170: ('TransactionalId', None), 171: ('TransactionalId', None), 172: ('TransactionalId', None), 173: ('TransactionalId', None), 174: ('TransactionalId', None), 175: ('TransactionalId', None), 176: ('TransactionalId', None), 177: ('ProducerId', None), 178: ('TransactionState', None), 179: ('TransactionState', None), 180: ('TransactionState', None), 181: ('TransactionState', None), 182: ('TransactionState', None), 183: ('TransactionState', None), 184: ('TransactionState', None), 185: ('TransactionState', None), 186: ('TransactionState', None), 187: ('TransactionState', None), 189: ('_tagged', None), 190: ('_tagged', None), 191: ('_tagged', None), 199: ('ThrottleTimeMs+ErrorCode', None), 200: ('UnknownStateFilters', None), 201: ('UnknownStateFilters', None), 202: ('UnknownStateFilters', None), 203: ('UnknownStateFilters', None), 204: ('UnknownStateFilters', None), 205: ('UnknownStateFilters', None), 206: ('UnknownStateFilters', None), 207: ('UnknownStateFilters', None), 208: ('UnknownStateFilters', None), 209: ('UnknownStateFilters', 'i5'), 210: ('UnknownStateFilters', 'i5'), 211: ('UnknownStateFilters', 'i5'), 212: ('UnknownStateFilters', 'i5'), 213: ('UnknownStateFilters', 'i5'), 214: ('UnknownStateFilters', 'i5'), 215: ('UnknownStateFilters', 'i5'), 216: ('UnknownStateFilters', 'i5'), 217: ('UnknownStateFilters', 'i5'), 218: ('UnknownStateFilters', 'i5'), 219: ('UnknownStateFilters', 'i5'), 220: ('UnknownStateFilters', None), 221: ('UnknownStateFilters', None), 222: ('UnknownStateFilters', None), 223: ('UnknownStateFilters', None), 224: ('TransactionStates', None), 225: ('TransactionStates', None), 226: ('TransactionStates', None), 227: ('TransactionStates', None), 228: ('TransactionStates', None), 229: ('TransactionStates', None), 230: ('TransactionStates', None), 231: ('TransactionStates', None), 232: ('TransactionStates', None), 233: ('TransactionStates[{}].TransactionalId', 'i10'), 234: ('TransactionStates[{}].TransactionalId', 'i10'), 235: ('TransactionStates[{}].TransactionalId', 'i10'), 236: ('TransactionStates[{}].TransactionalId', 'i10'), 237: ('TransactionStates[{}].TransactionalId', 'i10'), 238: ('TransactionStates[{}].TransactionalId', 'i10'), 239: ('TransactionStates[{}].TransactionalId', 'i10'), 240: ('TransactionStates[{}].TransactionalId', 'i10'), 241: ('TransactionStates[{}].TransactionalId', 'i10'), 242: ('TransactionStates[{}].TransactionalId', 'i10'), 243: ('TransactionStates[{}].ProducerId', 'i10'), 244: ('TransactionStates[{}].TransactionState', 'i10'), 245: ('TransactionStates[{}].TransactionState', 'i10'), 246: ('TransactionStates[{}].TransactionState', 'i10'), 247: ('TransactionStates[{}].TransactionState', 'i10'), 248: ('TransactionStates[{}].TransactionState', 'i10'), 249: ('TransactionStates[{}].TransactionState', 'i10'), 250: ('TransactionStates[{}].TransactionState', 'i10'), 251: ('TransactionStates[{}].TransactionState', 'i10'), 252: ('TransactionStates[{}].TransactionState', 'i10'), 253: ('TransactionStates[{}].TransactionState', 'i10'), 254: ('TransactionStates', 'i10'), 255: ('TransactionStates', 'i10'), 256: ('TransactionStates', 'i10'), 257: ('TransactionStates', 'i10'), 258: ('TransactionStates', 'i10'), 259: ('TransactionStates', None), 260: ('TransactionStates', None), 261: ('TransactionStates', None), 262: ('TransactionStates', None), 264: ('_tagged', None), 265: ('_tagged', None), 266: ('_tagged', None)}

@@ -3,32 +3,30 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>ihqi').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
         d = {"BrokerId": v1, "BrokerEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U1(b, p); p += 18
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerIdStart": v3, "ProducerIdLen": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -40,4 +38,4 @@ NAME = 'AllocateProducerIds'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {15: ('BrokerId+BrokerEpoch', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 29: ('_tagged', None), 30: ('_tagged', None), 31: ('_tagged', None)}
+_LINES = {13: ('BrokerId+BrokerEpoch', None), 15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None), 25: ('ThrottleTimeMs+ErrorCode+ProducerIdStart+ProducerIdLen', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>b').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -22,8 +20,8 @@ def _f0(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -32,12 +30,12 @@ def _f0(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -87,8 +85,8 @@ def _f1(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 1 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -121,8 +119,8 @@ def _f1(b, p):
         n19 -= 1
         if n19 >= 0:
             if n19 * 18 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 v21, = _U1(b, p); p += 16
@@ -131,8 +129,8 @@ def _f1(b, p):
                 n23 -= 1
                 if n23 >= 0:
                     if n23 * 4 > L - p: raise _rt.short_count(n23, L - p)
-                    _B[0] -= n23
-                    if _B[0] < 0: raise _rt.over_budget(n23)
+                    B.left -= n23
+                    if B.left < 0: raise _rt.over_budget(n23)
                     v22 = _Ai(b, p, n23); p += n23 * 4
                 elif n23 == -1:
                     v22 = None
@@ -141,7 +139,7 @@ def _f1(b, p):
                 d24 = {"TopicId": _rt.uuid(v21), "Partitions": v22}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d24)
+                if t: p = _rt.tags(b, p, t, _T0, d24, B)
                 v18.append(d24)
         elif n19 == -1:
             v18 = None
@@ -150,12 +148,12 @@ def _f1(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "ServerAssignor": v16, "TopicPartitions": v18}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -205,8 +203,8 @@ def _f2(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 1 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -249,8 +247,8 @@ def _f2(b, p):
         n21 -= 1
         if n21 >= 0:
             if n21 * 18 > L - p: raise _rt.short_count(n21, L - p)
-            _B[0] -= n21
-            if _B[0] < 0: raise _rt.over_budget(n21)
+            B.left -= n21
+            if B.left < 0: raise _rt.over_budget(n21)
             v20 = []
             for i22 in range(n21):
                 v23, = _U1(b, p); p += 16
@@ -259,8 +257,8 @@ def _f2(b, p):
                 n25 -= 1
                 if n25 >= 0:
                     if n25 * 4 > L - p: raise _rt.short_count(n25, L - p)
-                    _B[0] -= n25
-                    if _B[0] < 0: raise _rt.over_budget(n25)
+                    B.left -= n25
+                    if B.left < 0: raise _rt.over_budget(n25)
                     v24 = _Ai(b, p, n25); p += n25 * 4
                 elif n25 == -1:
                     v24 = None
@@ -269,7 +267,7 @@ def _f2(b, p):
                 d26 = {"TopicId": _rt.uuid(v23), "Partitions": v24}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d26)
+                if t: p = _rt.tags(b, p, t, _T0, d26, B)
                 v20.append(d26)
         elif n21 == -1:
             v20 = None
@@ -278,12 +276,12 @@ def _f2(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "SubscribedTopicRegex": v16, "ServerAssignor": v18, "TopicPartitions": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -291,8 +289,8 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U1(b, p); p += 16
@@ -301,8 +299,8 @@ def _f3(b, p):
                 n6 -= 1
                 if n6 >= 0:
                     if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-                    _B[0] -= n6
-                    if _B[0] < 0: raise _rt.over_budget(n6)
+                    B.left -= n6
+                    if B.left < 0: raise _rt.over_budget(n6)
                     v5 = _Ai(b, p, n6); p += n6 * 4
                 elif n6 == -1:
                     v5 = None
@@ -311,7 +309,7 @@ def _f3(b, p):
                 d7 = {"TopicId": _rt.uuid(v4), "Partitions": v5}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -320,12 +318,12 @@ def _f3(b, p):
         d = {"TopicPartitions": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -354,11 +352,11 @@ def _f4(b, p):
         if m10 < 0:
             v9 = None
         else:
-            v9, p = _f3(b, p)
+            v9, p = _f3(b, p, B)
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -370,5 +368,5 @@ NAME = 'ConsumerGroupHeartbeat'
 REQUEST = {0: _f1, 1: _f2}
 RESPONSE = {0: _f4, 1: _f4}
 
-_LINES = {19: ('TopicId', None), 20: ('Partitions', None), 21: ('Partitions', None), 22: ('Partitions', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 33: ('_tagged', None), 34: ('_tagged', None), 35: ('_tagged', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('MemberId', None), 59: ('MemberId', None), 60: ('MemberId', None), 61: ('MemberId', None), 62: ('MemberId', None), 63: ('MemberEpoch', None), 64: ('InstanceId', None), 65: ('InstanceId', None), 66: ('InstanceId', None), 67: ('InstanceId', None), 68: ('InstanceId', None), 69: ('InstanceId', None), 70: ('InstanceId', None), 71: ('InstanceId', None), 72: ('InstanceId', None), 73: ('InstanceId', None), 74: ('RackId', None), 75: ('RackId', None), 76: ('RackId', None), 77: ('RackId', None), 78: ('RackId', None), 79: ('RackId', None), 80: ('RackId', None), 81: ('RackId', None), 82: ('RackId', None), 83: ('RackId', None), 84: ('RebalanceTimeoutMs', None), 85: ('SubscribedTopicNames', None), 86: ('SubscribedTopicNames', None), 87: ('SubscribedTopicNames', None), 88: ('SubscribedTopicNames', None), 89: ('SubscribedTopicNames', None), 90: ('SubscribedTopicNames', None), 91: ('SubscribedTopicNames', None), 92: ('SubscribedTopicNames', None), 93: ('SubscribedTopicNames', None), 94: ('SubscribedTopicNames', 'i13'), 95: ('SubscribedTopicNames', 'i13'), 96: ('SubscribedTopicNames', 'i13'), 97: ('SubscribedTopicNames', 'i13'), 98: ('SubscribedTopicNames', 'i13'), 99: ('SubscribedTopicNames', 'i13'), 100: ('SubscribedTopicNames', 'i13'), 101: ('SubscribedTopicNames', 'i13'), 102: ('SubscribedTopicNames', 'i13'), 103: ('SubscribedTopicNames', 'i13'), 104: ('SubscribedTopicNames', 'i13'), 105: ('SubscribedTopicNames', None), 106: ('SubscribedTopicNames', None), 107: ('SubscribedTopicNames', None), 108: ('SubscribedTopicNames', None), 109: ('ServerAssignor', None), 110: ('ServerAssignor', None), 111: ('ServerAssignor', None), 112: ('ServerAssignor', None), 113: ('ServerAssignor', None), 114: ('ServerAssignor', None), 115: ('ServerAssignor', None), 116: ('ServerAssignor', None), 117: ('ServerAssignor', None), 118: ('ServerAssignor', None), 119: ('TopicPartitions', None), 120: ('TopicPartitions', None), 121: ('TopicPartitions', None), 122: ('TopicPartitions', None), 123: ('TopicPartitions', None), 124: ('TopicPartitions', None), 125: ('TopicPartitions', None), 126: ('TopicPartitions', None), 127: ('TopicPartitions', None), 128: ('TopicPartitions[{}].TopicId', 'i20'), 129: ('TopicPartitions[{}].Partitions', 'i20'), 130: ('TopicPartitions[{}].Partitions', 'i20'), 131: ('TopicPartitions[{}].Partitions', 'i20'), 132: ('TopicPartitions[{}].Partitions', 'i20'), 133: ('TopicPartitions[{}].Partitions', 'i20'), 134: ('TopicPartitions[{}].Partitions', 'i20'), 135: ('TopicPartitions[{}].Partitions', 'i20'), 136: ('TopicPartitions[{}].Partitions', 'i20'), 137: ('TopicPartitions[{}].Partitions', 'i20'), 138: ('TopicPartitions[{}].Partitions', 'i20'), 139: ('TopicPartitions[{}].Partitions', 'i20'), 140: ('TopicPartitions[{}].Partitions', 'i20'), 141: ('TopicPartitions', 'i20'), 142: ('TopicPartitions', 'i20'), 143: ('TopicPartitions', 'i20'), 144: ('TopicPartitions', 'i20'), 145: ('TopicPartitions', 'i20'), 146: ('TopicPartitions', None), 147: ('TopicPartitions', None), 148: ('TopicPartitions', None), 149: ('TopicPartitions', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('GroupId', None), 170: ('GroupId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('MemberId', None), 180: ('MemberId', None), 181: ('MemberEpoch', None), 182: ('InstanceId', None), 183: ('InstanceId', None), 184: ('InstanceId', None), 185: ('InstanceId', None), 186: ('InstanceId', None), 187: ('InstanceId', None), 188: ('InstanceId', None), 189: ('InstanceId', None), 190: ('InstanceId', None), 191: ('InstanceId', None), 192: ('RackId', None), 193: ('RackId', None), 194: ('RackId', None), 195: ('RackId', None), 196: ('RackId', None), 197: ('RackId', None), 198: ('RackId', None), 199: ('RackId', None), 200: ('RackId', None), 201: ('RackId', None), 202: ('RebalanceTimeoutMs', None), 203: ('SubscribedTopicNames', None), 204: ('SubscribedTopicNames', None), 205: ('SubscribedTopicNames', None), 206: ('SubscribedTopicNames', None), 207: ('SubscribedTopicNames', None), 208: ('SubscribedTopicNames', None), 209: ('SubscribedTopicNames', None), 210: ('SubscribedTopicNames', None), 211: ('SubscribedTopicNames', None), 212: ('SubscribedTopicNames', 'i13'), 213: ('SubscribedTopicNames', 'i13'), 214: ('SubscribedTopicNames', 'i13'), 215: ('SubscribedTopicNames', 'i13'), 216: ('SubscribedTopicNames', 'i13'), 217: ('SubscribedTopicNames', 'i13'), 218: ('SubscribedTopicNames', 'i13'), 219: ('SubscribedTopicNames', 'i13'), 220: ('SubscribedTopicNames', 'i13'), 221: ('SubscribedTopicNames', 'i13'), 222: ('SubscribedTopicNames', 'i13'), 223: ('SubscribedTopicNames', None), 224: ('SubscribedTopicNames', None), 225: ('SubscribedTopicNames', None), 226: ('SubscribedTopicNames', None), 227: ('SubscribedTopicRegex', None), 228: ('SubscribedTopicRegex', None), 229: ('SubscribedTopicRegex', None), 230: ('SubscribedTopicRegex', None), 231: ('SubscribedTopicRegex', None), 232: ('SubscribedTopicRegex', None), 233: ('SubscribedTopicRegex', None), 234: ('SubscribedTopicRegex', None), 235: ('SubscribedTopicRegex', None), 236: ('SubscribedTopicRegex', None), 237: ('ServerAssignor', None), 238: ('ServerAssignor', None), 239: ('ServerAssignor', None), 240: ('ServerAssignor', None), 241: ('ServerAssignor', None), 242: ('ServerAssignor', None), 243: ('ServerAssignor', None), 244: ('ServerAssignor', None), 245: ('ServerAssignor', None), 246: ('ServerAssignor', None), 247: ('TopicPartitions', None), 248: ('TopicPartitions', None), 249: ('TopicPartitions', None), 250: ('TopicPartitions', None), 251: ('TopicPartitions', None), 252: ('TopicPartitions', None), 253: ('TopicPartitions', None), 254: ('TopicPartitions', None), 255: ('TopicPartitions', None), 256: ('TopicPartitions[{}].TopicId', 'i22'), 257: ('TopicPartitions[{}].Partitions', 'i22'), 258: ('TopicPartitions[{}].Partitions', 'i22'), 259: ('TopicPartitions[{}].Partitions', 'i22'), 260: ('TopicPartitions[{}].Partitions', 'i22'), 261: ('TopicPartitions[{}].Partitions', 'i22'), 262: ('TopicPartitions[{}].Partitions', 'i22'), 263: ('TopicPartitions[{}].Partitions', 'i22'), 264: ('TopicPartitions[{}].Partitions', 'i22'), 265: ('TopicPartitions[{}].Partitions', 'i22'), 266: ('TopicPartitions[{}].Partitions', 'i22'), 267: ('TopicPartitions[{}].Partitions', 'i22'), 268: ('TopicPartitions[{}].Partitions', 'i22'), 269: ('TopicPartitions', 'i22'), 270: ('TopicPartitions', 'i22'), 271: ('TopicPartitions', 'i22'), 272: ('TopicPartitions', 'i22'), 273: ('TopicPartitions', 'i22'), 274: ('TopicPartitions', None), 275: ('TopicPartitions', None), 276: ('TopicPartitions', None), 277: ('TopicPartitions', None), 279: ('_tagged', None), 280: ('_tagged', None), 281: ('_tagged', None), 289: ('TopicPartitions', None), 290: ('TopicPartitions', None), 291: ('TopicPartitions', None), 292: ('TopicPartitions', None), 293: ('TopicPartitions', None), 294: ('TopicPartitions', None), 295: ('TopicPartitions', None), 296: ('TopicPartitions', None), 297: ('TopicPartitions', None), 298: ('TopicPartitions[{}].TopicId', 'i3'), 299: ('TopicPartitions[{}].Partitions', 'i3'), 300: ('TopicPartitions[{}].Partitions', 'i3'), 301: ('TopicPartitions[{}].Partitions', 'i3'), 302: ('TopicPartitions[{}].Partitions', 'i3'), 303: ('TopicPartitions[{}].Partitions', 'i3'), 304: ('TopicPartitions[{}].Partitions', 'i3'), 305: ('TopicPartitions[{}].Partitions', 'i3'), 306: ('TopicPartitions[{}].Partitions', 'i3'), 307: ('TopicPartitions[{}].Partitions', 'i3'), 308: ('TopicPartitions[{}].Partitions', 'i3'), 309: ('TopicPartitions[{}].Partitions', 'i3'), 310: ('TopicPartitions[{}].Partitions', 'i3'), 311: ('TopicPartitions', 'i3'), 312: ('TopicPartitions', 'i3'), 313: ('TopicPartitions', 'i3'), 314: ('TopicPartitions', 'i3'), 315: ('TopicPartitions', 'i3'), 316: ('TopicPartitions', None), 317: ('TopicPartitions', None), 318: ('TopicPartitions', None), 319: ('TopicPartitions', None), 321: ('_tagged', None), 322: ('_tagged', None), 323: ('_tagged', None), 331: ('ThrottleTimeMs+ErrorCode', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 337: ('ErrorMessage', None), 338: ('ErrorMessage', None), 339: ('ErrorMessage', None), 340: ('ErrorMessage', None), 341: ('ErrorMessage', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('MemberId', None), 347: ('MemberId', None), 348: ('MemberId', None), 349: ('MemberId', None), 350: ('MemberId', None), 351: ('MemberId', None), 352: ('MemberEpoch+HeartbeatIntervalMs', None), 353: ('Assignment', None), 354: ('Assignment', None), 355: ('Assignment', None), 356: ('Assignment', None), 357: ('Assignment', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None)}
-BUILD_HASH = 'e6b13b6b10f896d1'
+_LINES = {17: ('TopicId', None), 18: ('Partitions', None), 19: ('Partitions', None), 20: ('Partitions', None), 21: ('Partitions', None), 22: ('Partitions', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 31: ('_tagged', None), 32: ('_tagged', None), 33: ('_tagged', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('GroupId', None), 47: ('GroupId', None), 48: ('GroupId', None), 49: ('GroupId', None), 50: ('GroupId', None), 51: ('MemberId', None), 52: ('MemberId', None), 53: ('MemberId', None), 54: ('MemberId', None), 55: ('MemberId', None), 56: ('MemberId', None), 57: ('MemberId', None), 58: ('MemberId', None), 59: ('MemberId', None), 60: ('MemberId', None), 61: ('MemberEpoch', None), 62: ('InstanceId', None), 63: ('InstanceId', None), 64: ('InstanceId', None), 65: ('InstanceId', None), 66: ('InstanceId', None), 67: ('InstanceId', None), 68: ('InstanceId', None), 69: ('InstanceId', None), 70: ('InstanceId', None), 71: ('InstanceId', None), 72: ('RackId', None), 73: ('RackId', None), 74: ('RackId', None), 75: ('RackId', None), 76: ('RackId', None), 77: ('RackId', None), 78: ('RackId', None), 79: ('RackId', None), 80: ('RackId', None), 81: ('RackId', None), 82: ('RebalanceTimeoutMs', None), 83: ('SubscribedTopicNames', None), 84: ('SubscribedTopicNames', None), 85: ('SubscribedTopicNames', None), 86: ('SubscribedTopicNames', None), 87: ('SubscribedTopicNames', None), 88: ('SubscribedTopicNames', None), 89: ('SubscribedTopicNames', None), 90: ('SubscribedTopicNames', None), 91: ('SubscribedTopicNames', None), 92: ('SubscribedTopicNames', 'i13'), 93: ('SubscribedTopicNames', 'i13'), 94: ('SubscribedTopicNames', 'i13'), 95: ('SubscribedTopicNames', 'i13'), 96: ('SubscribedTopicNames', 'i13'), 97: ('SubscribedTopicNames', 'i13'), 98: ('SubscribedTopicNames', 'i13'), 99: ('SubscribedTopicNames', 'i13'), 100: ('SubscribedTopicNames', 'i13'), 101: ('SubscribedTopicNames', 'i13'), 102: ('SubscribedTopicNames', 'i13'), 103: ('SubscribedTopicNames', None), 104: ('SubscribedTopicNames', None), 105: ('SubscribedTopicNames', None), 106: ('SubscribedTopicNames', None), 107: ('ServerAssignor', None), 108: ('ServerAssignor', None), 109: ('ServerAssignor', None), 110: ('ServerAssignor', None), 111: ('ServerAssignor', None), 112: ('ServerAssignor', None), 113: ('ServerAssignor', None), 114: ('ServerAssignor', None), 115: ('ServerAssignor', None), 116: ('ServerAssignor', None), 117: ('TopicPartitions', None), 118: ('TopicPartitions', None), 119: ('TopicPartitions', None), 120: ('TopicPartitions', None), 121: ('TopicPartitions', None), 122: ('TopicPartitions', None), 123: ('TopicPartitions', None), 124: ('TopicPartitions', None), 125: ('TopicPartitions', None), 126: ('TopicPartitions[{}].TopicId', 'i20'), 127: ('TopicPartitions[{}].Partitions', 'i20'), 128: ('TopicPartitions[{}].Partitions', 'i20'), 129: ('TopicPartitions[{}].Partitions', 'i20'), 130: ('TopicPartitions[{}].Partitions', 'i20'), 131: ('TopicPartitions[{}].Partitions', 'i20'), 132: ('TopicPartitions[{}].Partitions', 'i20'), 133: ('TopicPartitions[{}].Partitions', 'i20'), 134: ('TopicPartitions[{}].Partitions', 'i20'), 135: ('TopicPartitions[{}].Partitions', 'i20'), 136: ('TopicPartitions[{}].Partitions', 'i20'), 137: ('TopicPartitions[{}].Partitions', 'i20'), 138: ('TopicPartitions[{}].Partitions', 'i20'), 139: ('TopicPartitions', 'i20'), 140: ('TopicPartitions', 'i20'), 141: ('TopicPartitions', 'i20'), 142: ('TopicPartitions', 'i20'), 143: ('TopicPartitions', 'i20'), 144: ('TopicPartitions', None), 145: ('TopicPartitions', None), 146: ('TopicPartitions', None), 147: ('TopicPartitions', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('MemberEpoch', None), 180: ('InstanceId', None), 181: ('InstanceId', None), 182: ('InstanceId', None), 183: ('InstanceId', None), 184: ('InstanceId', None), 185: ('InstanceId', None), 186: ('InstanceId', None), 187: ('InstanceId', None), 188: ('InstanceId', None), 189: ('InstanceId', None), 190: ('RackId', None), 191: ('RackId', None), 192: ('RackId', None), 193: ('RackId', None), 194: ('RackId', None), 195: ('RackId', None), 196: ('RackId', None), 197: ('RackId', None), 198: ('RackId', None), 199: ('RackId', None), 200: ('RebalanceTimeoutMs', None), 201: ('SubscribedTopicNames', None), 202: ('SubscribedTopicNames', None), 203: ('SubscribedTopicNames', None), 204: ('SubscribedTopicNames', None), 205: ('SubscribedTopicNames', None), 206: ('SubscribedTopicNames', None), 207: ('SubscribedTopicNames', None), 208: ('SubscribedTopicNames', None), 209: ('SubscribedTopicNames', None), 210: ('SubscribedTopicNames', 'i13'), 211: ('SubscribedTopicNames', 'i13'), 212: ('SubscribedTopicNames', 'i13'), 213: ('SubscribedTopicNames', 'i13'), 214: ('SubscribedTopicNames', 'i13'), 215: ('SubscribedTopicNames', 'i13'), 216: ('SubscribedTopicNames', 'i13'), 217: ('SubscribedTopicNames', 'i13'), 218: ('SubscribedTopicNames', 'i13'), 219: ('SubscribedTopicNames', 'i13'), 220: ('SubscribedTopicNames', 'i13'), 221: ('SubscribedTopicNames', None), 222: ('SubscribedTopicNames', None), 223: ('SubscribedTopicNames', None), 224: ('SubscribedTopicNames', None), 225: ('SubscribedTopicRegex', None), 226: ('SubscribedTopicRegex', None), 227: ('SubscribedTopicRegex', None), 228: ('SubscribedTopicRegex', None), 229: ('SubscribedTopicRegex', None), 230: ('SubscribedTopicRegex', None), 231: ('SubscribedTopicRegex', None), 232: ('SubscribedTopicRegex', None), 233: ('SubscribedTopicRegex', None), 234: ('SubscribedTopicRegex', None), 235: ('ServerAssignor', None), 236: ('ServerAssignor', None), 237: ('ServerAssignor', None), 238: ('ServerAssignor', None), 239: ('ServerAssignor', None), 240: ('ServerAssignor', None), 241: ('ServerAssignor', None), 242: ('ServerAssignor', None), 243: ('ServerAssignor', None), 244: ('ServerAssignor', None), 245: ('TopicPartitions', None), 246: ('TopicPartitions', None), 247: ('TopicPartitions', None), 248: ('TopicPartitions', None), 249: ('TopicPartitions', None), 250: ('TopicPartitions', None), 251: ('TopicPartitions', None), 252: ('TopicPartitions', None), 253: ('TopicPartitions', None), 254: ('TopicPartitions[{}].TopicId', 'i22'), 255: ('TopicPartitions[{}].Partitions', 'i22'), 256: ('TopicPartitions[{}].Partitions', 'i22'), 257: ('TopicPartitions[{}].Partitions', 'i22'), 258: ('TopicPartitions[{}].Partitions', 'i22'), 259: ('TopicPartitions[{}].Partitions', 'i22'), 260: ('TopicPartitions[{}].Partitions', 'i22'), 261: ('TopicPartitions[{}].Partitions', 'i22'), 262: ('TopicPartitions[{}].Partitions', 'i22'), 263: ('TopicPartitions[{}].Partitions', 'i22'), 264: ('TopicPartitions[{}].Partitions', 'i22'), 265: ('TopicPartitions[{}].Partitions', 'i22'), 266: ('TopicPartitions[{}].Partitions', 'i22'), 267: ('TopicPartitions', 'i22'), 268: ('TopicPartitions', 'i22'), 269: ('TopicPartitions', 'i22'), 270: ('TopicPartitions', 'i22'), 271: ('TopicPartitions', 'i22'), 272: ('TopicPartitions', None), 273: ('TopicPartitions', None), 274: ('TopicPartitions', None), 275: ('TopicPartitions', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('TopicPartitions', None), 288: ('TopicPartitions', None), 289: ('TopicPartitions', None), 290: ('TopicPartitions', None), 291: ('TopicPartitions', None), 292: ('TopicPartitions', None), 293: ('TopicPartitions', None), 294: ('TopicPartitions', None), 295: ('TopicPartitions', None), 296: ('TopicPartitions[{}].TopicId', 'i3'), 297: ('TopicPartitions[{}].Partitions', 'i3'), 298: ('TopicPartitions[{}].Partitions', 'i3'), 299: ('TopicPartitions[{}].Partitions', 'i3'), 300: ('TopicPartitions[{}].Partitions', 'i3'), 301: ('TopicPartitions[{}].Partitions', 'i3'), 302: ('TopicPartitions[{}].Partitions', 'i3'), 303: ('TopicPartitions[{}].Partitions', 'i3'), 304: ('TopicPartitions[{}].Partitions', 'i3'), 305: ('TopicPartitions[{}].Partitions', 'i3'), 306: ('TopicPartitions[{}].Partitions', 'i3'), 307: ('TopicPartitions[{}].Partitions', 'i3'), 308: ('TopicPartitions[{}].Partitions', 'i3'), 309: ('TopicPartitions', 'i3'), 310: ('TopicPartitions', 'i3'), 311: ('TopicPartitions', 'i3'), 312: ('TopicPartitions', 'i3'), 313: ('TopicPartitions', 'i3'), 314: ('TopicPartitions', None), 315: ('TopicPartitions', None), 316: ('TopicPartitions', None), 317: ('TopicPartitions', None), 319: ('_tagged', None), 320: ('_tagged', None), 321: ('_tagged', None), 329: ('ThrottleTimeMs+ErrorCode', None), 330: ('ErrorMessage', None), 331: ('ErrorMessage', None), 332: ('ErrorMessage', None), 333: ('ErrorMessage', None), 334: ('ErrorMessage', None), 335: ('ErrorMessage', None), 336: ('ErrorMessage', None), 337: ('ErrorMessage', None), 338: ('ErrorMessage', None), 339: ('ErrorMessage', None), 340: ('MemberId', None), 341: ('MemberId', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('MemberId', None), 347: ('MemberId', None), 348: ('MemberId', None), 349: ('MemberId', None), 350: ('MemberEpoch+HeartbeatIntervalMs', None), 351: ('Assignment', None), 352: ('Assignment', None), 353: ('Assignment', None), 354: ('Assignment', None), 355: ('Assignment', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None)}
+BUILD_HASH = '70e39324849debf1'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>b').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -22,8 +20,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -45,12 +43,12 @@ def _f0(b, p):
         d = {"GroupIds": v1, "IncludeAuthorizedOperations": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -69,8 +67,8 @@ def _f1(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -79,12 +77,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "TopicName": v2, "Partitions": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -92,8 +90,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 19 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -112,8 +110,8 @@ def _f2(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -122,7 +120,7 @@ def _f2(b, p):
                 d9 = {"TopicId": _rt.uuid(v4), "TopicName": v5, "Partitions": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v1.append(d9)
         elif n2 == -1:
             v1 = None
@@ -131,12 +129,12 @@ def _f2(b, p):
         d = {"TopicPartitions": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -195,8 +193,8 @@ def _f3(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 1 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -224,17 +222,17 @@ def _f3(b, p):
             v17 = None
         else:
             raise _rt.negative(n18)
-        v19, p = _f2(b, p)
-        v20, p = _f2(b, p)
+        v19, p = _f2(b, p, B)
+        v20, p = _f2(b, p, B)
         d = {"MemberId": v1, "InstanceId": v3, "RackId": v5, "MemberEpoch": v7, "ClientId": v8, "ClientHost": v10, "SubscribedTopicNames": v12, "SubscribedTopicRegex": v17, "Assignment": v19, "TargetAssignment": v20}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -284,11 +282,11 @@ def _f4(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 16 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f3(b, p)
+                x15, p = _f3(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -298,12 +296,12 @@ def _f4(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "GroupEpoch": v8, "AssignmentEpoch": v9, "AssignorName": v10, "Members": v12, "AuthorizedOperations": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -312,11 +310,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -325,12 +323,12 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -389,8 +387,8 @@ def _f6(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 1 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
                 n16 = b[p]; p += 1
@@ -418,18 +416,18 @@ def _f6(b, p):
             v17 = None
         else:
             raise _rt.negative(n18)
-        v19, p = _f2(b, p)
-        v20, p = _f2(b, p)
+        v19, p = _f2(b, p, B)
+        v20, p = _f2(b, p, B)
         v21, = _U5(b, p); p += 1
         d = {"MemberId": v1, "InstanceId": v3, "RackId": v5, "MemberEpoch": v7, "ClientId": v8, "ClientHost": v10, "SubscribedTopicNames": v12, "SubscribedTopicRegex": v17, "Assignment": v19, "TargetAssignment": v20, "MemberType": v21}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -479,11 +477,11 @@ def _f7(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 17 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f6(b, p)
+                x15, p = _f6(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -493,12 +491,12 @@ def _f7(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "GroupEpoch": v8, "AssignmentEpoch": v9, "AssignorName": v10, "Members": v12, "AuthorizedOperations": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -507,11 +505,11 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f7(b, p)
+                x5, p = _f7(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -520,7 +518,7 @@ def _f8(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -532,4 +530,4 @@ NAME = 'ConsumerGroupDescribe'
 REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f5, 1: _f8}
 
-_LINES = {20: ('GroupIds', None), 21: ('GroupIds', None), 22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', None), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', 'i3'), 40: ('GroupIds', None), 41: ('GroupIds', None), 42: ('GroupIds', None), 43: ('GroupIds', None), 44: ('IncludeAuthorizedOperations', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('TopicId', None), 57: ('TopicName', None), 58: ('TopicName', None), 59: ('TopicName', None), 60: ('TopicName', None), 61: ('TopicName', None), 62: ('TopicName', None), 63: ('TopicName', None), 64: ('TopicName', None), 65: ('TopicName', None), 66: ('TopicName', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 77: ('Partitions', None), 78: ('Partitions', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions', None), 93: ('TopicPartitions', None), 94: ('TopicPartitions', None), 95: ('TopicPartitions', None), 96: ('TopicPartitions', None), 97: ('TopicPartitions', None), 98: ('TopicPartitions', None), 99: ('TopicPartitions[{}].TopicId', 'i3'), 100: ('TopicPartitions[{}].TopicName', 'i3'), 101: ('TopicPartitions[{}].TopicName', 'i3'), 102: ('TopicPartitions[{}].TopicName', 'i3'), 103: ('TopicPartitions[{}].TopicName', 'i3'), 104: ('TopicPartitions[{}].TopicName', 'i3'), 105: ('TopicPartitions[{}].TopicName', 'i3'), 106: ('TopicPartitions[{}].TopicName', 'i3'), 107: ('TopicPartitions[{}].TopicName', 'i3'), 108: ('TopicPartitions[{}].TopicName', 'i3'), 109: ('TopicPartitions[{}].TopicName', 'i3'), 110: ('TopicPartitions[{}].Partitions', 'i3'), 111: ('TopicPartitions[{}].Partitions', 'i3'), 112: ('TopicPartitions[{}].Partitions', 'i3'), 113: ('TopicPartitions[{}].Partitions', 'i3'), 114: ('TopicPartitions[{}].Partitions', 'i3'), 115: ('TopicPartitions[{}].Partitions', 'i3'), 116: ('TopicPartitions[{}].Partitions', 'i3'), 117: ('TopicPartitions[{}].Partitions', 'i3'), 118: ('TopicPartitions[{}].Partitions', 'i3'), 119: ('TopicPartitions[{}].Partitions', 'i3'), 120: ('TopicPartitions[{}].Partitions', 'i3'), 121: ('TopicPartitions[{}].Partitions', 'i3'), 122: ('TopicPartitions', 'i3'), 123: ('TopicPartitions', 'i3'), 124: ('TopicPartitions', 'i3'), 125: ('TopicPartitions', 'i3'), 126: ('TopicPartitions', 'i3'), 127: ('TopicPartitions', None), 128: ('TopicPartitions', None), 129: ('TopicPartitions', None), 130: ('TopicPartitions', None), 132: ('_tagged', None), 133: ('_tagged', None), 134: ('_tagged', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('MemberId', None), 150: ('MemberId', None), 151: ('MemberId', None), 152: ('InstanceId', None), 153: ('InstanceId', None), 154: ('InstanceId', None), 155: ('InstanceId', None), 156: ('InstanceId', None), 157: ('InstanceId', None), 158: ('InstanceId', None), 159: ('InstanceId', None), 160: ('InstanceId', None), 161: ('InstanceId', None), 162: ('RackId', None), 163: ('RackId', None), 164: ('RackId', None), 165: ('RackId', None), 166: ('RackId', None), 167: ('RackId', None), 168: ('RackId', None), 169: ('RackId', None), 170: ('RackId', None), 171: ('RackId', None), 172: ('MemberEpoch', None), 173: ('ClientId', None), 174: ('ClientId', None), 175: ('ClientId', None), 176: ('ClientId', None), 177: ('ClientId', None), 178: ('ClientId', None), 179: ('ClientId', None), 180: ('ClientId', None), 181: ('ClientId', None), 182: ('ClientId', None), 183: ('ClientHost', None), 184: ('ClientHost', None), 185: ('ClientHost', None), 186: ('ClientHost', None), 187: ('ClientHost', None), 188: ('ClientHost', None), 189: ('ClientHost', None), 190: ('ClientHost', None), 191: ('ClientHost', None), 192: ('ClientHost', None), 193: ('SubscribedTopicNames', None), 194: ('SubscribedTopicNames', None), 195: ('SubscribedTopicNames', None), 196: ('SubscribedTopicNames', None), 197: ('SubscribedTopicNames', None), 198: ('SubscribedTopicNames', None), 199: ('SubscribedTopicNames', None), 200: ('SubscribedTopicNames', None), 201: ('SubscribedTopicNames', None), 202: ('SubscribedTopicNames', 'i14'), 203: ('SubscribedTopicNames', 'i14'), 204: ('SubscribedTopicNames', 'i14'), 205: ('SubscribedTopicNames', 'i14'), 206: ('SubscribedTopicNames', 'i14'), 207: ('SubscribedTopicNames', 'i14'), 208: ('SubscribedTopicNames', 'i14'), 209: ('SubscribedTopicNames', 'i14'), 210: ('SubscribedTopicNames', 'i14'), 211: ('SubscribedTopicNames', 'i14'), 212: ('SubscribedTopicNames', 'i14'), 213: ('SubscribedTopicNames', None), 214: ('SubscribedTopicNames', None), 215: ('SubscribedTopicNames', None), 216: ('SubscribedTopicNames', None), 217: ('SubscribedTopicRegex', None), 218: ('SubscribedTopicRegex', None), 219: ('SubscribedTopicRegex', None), 220: ('SubscribedTopicRegex', None), 221: ('SubscribedTopicRegex', None), 222: ('SubscribedTopicRegex', None), 223: ('SubscribedTopicRegex', None), 224: ('SubscribedTopicRegex', None), 225: ('SubscribedTopicRegex', None), 226: ('SubscribedTopicRegex', None), 227: ('Assignment', None), 228: ('TargetAssignment', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('ErrorCode', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 248: ('ErrorMessage', None), 249: ('ErrorMessage', None), 250: ('ErrorMessage', None), 251: ('GroupId', None), 252: ('GroupId', None), 253: ('GroupId', None), 254: ('GroupId', None), 255: ('GroupId', None), 256: ('GroupId', None), 257: ('GroupId', None), 258: ('GroupId', None), 259: ('GroupId', None), 260: ('GroupId', None), 261: ('GroupState', None), 262: ('GroupState', None), 263: ('GroupState', None), 264: ('GroupState', None), 265: ('GroupState', None), 266: ('GroupState', None), 267: ('GroupState', None), 268: ('GroupState', None), 269: ('GroupState', None), 270: ('GroupState', None), 271: ('GroupEpoch+AssignmentEpoch', None), 272: ('AssignorName', None), 273: ('AssignorName', None), 274: ('AssignorName', None), 275: ('AssignorName', None), 276: ('AssignorName', None), 277: ('AssignorName', None), 278: ('AssignorName', None), 279: ('AssignorName', None), 280: ('AssignorName', None), 281: ('AssignorName', None), 282: ('Members', None), 283: ('Members', None), 284: ('Members', None), 285: ('Members', None), 286: ('Members', None), 287: ('Members', None), 288: ('Members', None), 289: ('Members', None), 290: ('Members', None), 291: ('Members', 'i14'), 292: ('Members', 'i14'), 293: ('Members', None), 294: ('Members', None), 295: ('Members', None), 296: ('Members', None), 297: ('AuthorizedOperations', None), 299: ('_tagged', None), 300: ('_tagged', None), 301: ('_tagged', None), 309: ('ThrottleTimeMs', None), 310: ('Groups', None), 311: ('Groups', None), 312: ('Groups', None), 313: ('Groups', None), 314: ('Groups', None), 315: ('Groups', None), 316: ('Groups', None), 317: ('Groups', None), 318: ('Groups', None), 319: ('Groups', 'i4'), 320: ('Groups', 'i4'), 321: ('Groups', None), 322: ('Groups', None), 323: ('Groups', None), 324: ('Groups', None), 326: ('_tagged', None), 327: ('_tagged', None), 328: ('_tagged', None), 336: ('MemberId', None), 337: ('MemberId', None), 338: ('MemberId', None), 339: ('MemberId', None), 340: ('MemberId', None), 341: ('MemberId', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('MemberId', None), 345: ('MemberId', None), 346: ('InstanceId', None), 347: ('InstanceId', None), 348: ('InstanceId', None), 349: ('InstanceId', None), 350: ('InstanceId', None), 351: ('InstanceId', None), 352: ('InstanceId', None), 353: ('InstanceId', None), 354: ('InstanceId', None), 355: ('InstanceId', None), 356: ('RackId', None), 357: ('RackId', None), 358: ('RackId', None), 359: ('RackId', None), 360: ('RackId', None), 361: ('RackId', None), 362: ('RackId', None), 363: ('RackId', None), 364: ('RackId', None), 365: ('RackId', None), 366: ('MemberEpoch', None), 367: ('ClientId', None), 368: ('ClientId', None), 369: ('ClientId', None), 370: ('ClientId', None), 371: ('ClientId', None), 372: ('ClientId', None), 373: ('ClientId', None), 374: ('ClientId', None), 375: ('ClientId', None), 376: ('ClientId', None), 377: ('ClientHost', None), 378: ('ClientHost', None), 379: ('ClientHost', None), 380: ('ClientHost', None), 381: ('ClientHost', None), 382: ('ClientHost', None), 383: ('ClientHost', None), 384: ('ClientHost', None), 385: ('ClientHost', None), 386: ('ClientHost', None), 387: ('SubscribedTopicNames', None), 388: ('SubscribedTopicNames', None), 389: ('SubscribedTopicNames', None), 390: ('SubscribedTopicNames', None), 391: ('SubscribedTopicNames', None), 392: ('SubscribedTopicNames', None), 393: ('SubscribedTopicNames', None), 394: ('SubscribedTopicNames', None), 395: ('SubscribedTopicNames', None), 396: ('SubscribedTopicNames', 'i14'), 397: ('SubscribedTopicNames', 'i14'), 398: ('SubscribedTopicNames', 'i14'), 399: ('SubscribedTopicNames', 'i14'), 400: ('SubscribedTopicNames', 'i14'), 401: ('SubscribedTopicNames', 'i14'), 402: ('SubscribedTopicNames', 'i14'), 403: ('SubscribedTopicNames', 'i14'), 404: ('SubscribedTopicNames', 'i14'), 405: ('SubscribedTopicNames', 'i14'), 406: ('SubscribedTopicNames', 'i14'), 407: ('SubscribedTopicNames', None), 408: ('SubscribedTopicNames', None), 409: ('SubscribedTopicNames', None), 410: ('SubscribedTopicNames', None), 411: ('SubscribedTopicRegex', None), 412: ('SubscribedTopicRegex', None), 413: ('SubscribedTopicRegex', None), 414: ('SubscribedTopicRegex', None), 415: ('SubscribedTopicRegex', None), 416: ('SubscribedTopicRegex', None), 417: ('SubscribedTopicRegex', None), 418: ('SubscribedTopicRegex', None), 419: ('SubscribedTopicRegex', None), 420: ('SubscribedTopicRegex', None), 421: ('Assignment', None), 422: ('TargetAssignment', None), 423: ('MemberType', None), 425: ('_tagged', None), 426: ('_tagged', None), 427: ('_tagged', None), 435: ('ErrorCode', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('ErrorMessage', None), 439: ('ErrorMessage', None), 440: ('ErrorMessage', None), 441: ('ErrorMessage', None), 442: ('ErrorMessage', None), 443: ('ErrorMessage', None), 444: ('ErrorMessage', None), 445: ('ErrorMessage', None), 446: ('GroupId', None), 447: ('GroupId', None), 448: ('GroupId', None), 449: ('GroupId', None), 450: ('GroupId', None), 451: ('GroupId', None), 452: ('GroupId', None), 453: ('GroupId', None), 454: ('GroupId', None), 455: ('GroupId', None), 456: ('GroupState', None), 457: ('GroupState', None), 458: ('GroupState', None), 459: ('GroupState', None), 460: ('GroupState', None), 461: ('GroupState', None), 462: ('GroupState', None), 463: ('GroupState', None), 464: ('GroupState', None), 465: ('GroupState', None), 466: ('GroupEpoch+AssignmentEpoch', None), 467: ('AssignorName', None), 468: ('AssignorName', None), 469: ('AssignorName', None), 470: ('AssignorName', None), 471: ('AssignorName', None), 472: ('AssignorName', None), 473: ('AssignorName', None), 474: ('AssignorName', None), 475: ('AssignorName', None), 476: ('AssignorName', None), 477: ('Members', None), 478: ('Members', None), 479: ('Members', None), 480: ('Members', None), 481: ('Members', None), 482: ('Members', None), 483: ('Members', None), 484: ('Members', None), 485: ('Members', None), 486: ('Members', 'i14'), 487: ('Members', 'i14'), 488: ('Members', None), 489: ('Members', None), 490: ('Members', None), 491: ('Members', None), 492: ('AuthorizedOperations', None), 494: ('_tagged', None), 495: ('_tagged', None), 496: ('_tagged', None), 504: ('ThrottleTimeMs', None), 505: ('Groups', None), 506: ('Groups', None), 507: ('Groups', None), 508: ('Groups', None), 509: ('Groups', None), 510: ('Groups', None), 511: ('Groups', None), 512: ('Groups', None), 513: ('Groups', None), 514: ('Groups', 'i4'), 515: ('Groups', 'i4'), 516: ('Groups', None), 517: ('Groups', None), 518: ('Groups', None), 519: ('Groups', None), 521: ('_tagged', None), 522: ('_tagged', None), 523: ('_tagged', None)}
+_LINES = {18: ('GroupIds', None), 19: ('GroupIds', None), 20: ('GroupIds', None), 21: ('GroupIds', None), 22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', 'i3'), 28: ('GroupIds', 'i3'), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', None), 39: ('GroupIds', None), 40: ('GroupIds', None), 41: ('GroupIds', None), 42: ('IncludeAuthorizedOperations', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('TopicId', None), 55: ('TopicName', None), 56: ('TopicName', None), 57: ('TopicName', None), 58: ('TopicName', None), 59: ('TopicName', None), 60: ('TopicName', None), 61: ('TopicName', None), 62: ('TopicName', None), 63: ('TopicName', None), 64: ('TopicName', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('TopicPartitions', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions', None), 93: ('TopicPartitions', None), 94: ('TopicPartitions', None), 95: ('TopicPartitions', None), 96: ('TopicPartitions', None), 97: ('TopicPartitions[{}].TopicId', 'i3'), 98: ('TopicPartitions[{}].TopicName', 'i3'), 99: ('TopicPartitions[{}].TopicName', 'i3'), 100: ('TopicPartitions[{}].TopicName', 'i3'), 101: ('TopicPartitions[{}].TopicName', 'i3'), 102: ('TopicPartitions[{}].TopicName', 'i3'), 103: ('TopicPartitions[{}].TopicName', 'i3'), 104: ('TopicPartitions[{}].TopicName', 'i3'), 105: ('TopicPartitions[{}].TopicName', 'i3'), 106: ('TopicPartitions[{}].TopicName', 'i3'), 107: ('TopicPartitions[{}].TopicName', 'i3'), 108: ('TopicPartitions[{}].Partitions', 'i3'), 109: ('TopicPartitions[{}].Partitions', 'i3'), 110: ('TopicPartitions[{}].Partitions', 'i3'), 111: ('TopicPartitions[{}].Partitions', 'i3'), 112: ('TopicPartitions[{}].Partitions', 'i3'), 113: ('TopicPartitions[{}].Partitions', 'i3'), 114: ('TopicPartitions[{}].Partitions', 'i3'), 115: ('TopicPartitions[{}].Partitions', 'i3'), 116: ('TopicPartitions[{}].Partitions', 'i3'), 117: ('TopicPartitions[{}].Partitions', 'i3'), 118: ('TopicPartitions[{}].Partitions', 'i3'), 119: ('TopicPartitions[{}].Partitions', 'i3'), 120: ('TopicPartitions', 'i3'), 121: ('TopicPartitions', 'i3'), 122: ('TopicPartitions', 'i3'), 123: ('TopicPartitions', 'i3'), 124: ('TopicPartitions', 'i3'), 125: ('TopicPartitions', None), 126: ('TopicPartitions', None), 127: ('TopicPartitions', None), 128: ('TopicPartitions', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None), 140: ('MemberId', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('MemberId', None), 150: ('InstanceId', None), 151: ('InstanceId', None), 152: ('InstanceId', None), 153: ('InstanceId', None), 154: ('InstanceId', None), 155: ('InstanceId', None), 156: ('InstanceId', None), 157: ('InstanceId', None), 158: ('InstanceId', None), 159: ('InstanceId', None), 160: ('RackId', None), 161: ('RackId', None), 162: ('RackId', None), 163: ('RackId', None), 164: ('RackId', None), 165: ('RackId', None), 166: ('RackId', None), 167: ('RackId', None), 168: ('RackId', None), 169: ('RackId', None), 170: ('MemberEpoch', None), 171: ('ClientId', None), 172: ('ClientId', None), 173: ('ClientId', None), 174: ('ClientId', None), 175: ('ClientId', None), 176: ('ClientId', None), 177: ('ClientId', None), 178: ('ClientId', None), 179: ('ClientId', None), 180: ('ClientId', None), 181: ('ClientHost', None), 182: ('ClientHost', None), 183: ('ClientHost', None), 184: ('ClientHost', None), 185: ('ClientHost', None), 186: ('ClientHost', None), 187: ('ClientHost', None), 188: ('ClientHost', None), 189: ('ClientHost', None), 190: ('ClientHost', None), 191: ('SubscribedTopicNames', None), 192: ('SubscribedTopicNames', None), 193: ('SubscribedTopicNames', None), 194: ('SubscribedTopicNames', None), 195: ('SubscribedTopicNames', None), 196: ('SubscribedTopicNames', None), 197: ('SubscribedTopicNames', None), 198: ('SubscribedTopicNames', None), 199: ('SubscribedTopicNames', None), 200: ('SubscribedTopicNames', 'i14'), 201: ('SubscribedTopicNames', 'i14'), 202: ('SubscribedTopicNames', 'i14'), 203: ('SubscribedTopicNames', 'i14'), 204: ('SubscribedTopicNames', 'i14'), 205: ('SubscribedTopicNames', 'i14'), 206: ('SubscribedTopicNames', 'i14'), 207: ('SubscribedTopicNames', 'i14'), 208: ('SubscribedTopicNames', 'i14'), 209: ('SubscribedTopicNames', 'i14'), 210: ('SubscribedTopicNames', 'i14'), 211: ('SubscribedTopicNames', None), 212: ('SubscribedTopicNames', None), 213: ('SubscribedTopicNames', None), 214: ('SubscribedTopicNames', None), 215: ('SubscribedTopicRegex', None), 216: ('SubscribedTopicRegex', None), 217: ('SubscribedTopicRegex', None), 218: ('SubscribedTopicRegex', None), 219: ('SubscribedTopicRegex', None), 220: ('SubscribedTopicRegex', None), 221: ('SubscribedTopicRegex', None), 222: ('SubscribedTopicRegex', None), 223: ('SubscribedTopicRegex', None), 224: ('SubscribedTopicRegex', None), 225: ('Assignment', None), 226: ('TargetAssignment', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('ErrorCode', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 248: ('ErrorMessage', None), 249: ('GroupId', None), 250: ('GroupId', None), 251: ('GroupId', None), 252: ('GroupId', None), 253: ('GroupId', None), 254: ('GroupId', None), 255: ('GroupId', None), 256: ('GroupId', None), 257: ('GroupId', None), 258: ('GroupId', None), 259: ('GroupState', None), 260: ('GroupState', None), 261: ('GroupState', None), 262: ('GroupState', None), 263: ('GroupState', None), 264: ('GroupState', None), 265: ('GroupState', None), 266: ('GroupState', None), 267: ('GroupState', None), 268: ('GroupState', None), 269: ('GroupEpoch+AssignmentEpoch', None), 270: ('AssignorName', None), 271: ('AssignorName', None), 272: ('AssignorName', None), 273: ('AssignorName', None), 274: ('AssignorName', None), 275: ('AssignorName', None), 276: ('AssignorName', None), 277: ('AssignorName', None), 278: ('AssignorName', None), 279: ('AssignorName', None), 280: ('Members', None), 281: ('Members', None), 282: ('Members', None), 283: ('Members', None), 284: ('Members', None), 285: ('Members', None), 286: ('Members', None), 287: ('Members', None), 288: ('Members', None), 289: ('Members', 'i14'), 290: ('Members', 'i14'), 291: ('Members', None), 292: ('Members', None), 293: ('Members', None), 294: ('Members', None), 295: ('AuthorizedOperations', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None), 307: ('ThrottleTimeMs', None), 308: ('Groups', None), 309: ('Groups', None), 310: ('Groups', None), 311: ('Groups', None), 312: ('Groups', None), 313: ('Groups', None), 314: ('Groups', None), 315: ('Groups', None), 316: ('Groups', None), 317: ('Groups', 'i4'), 318: ('Groups', 'i4'), 319: ('Groups', None), 320: ('Groups', None), 321: ('Groups', None), 322: ('Groups', None), 324: ('_tagged', None), 325: ('_tagged', None), 326: ('_tagged', None), 334: ('MemberId', None), 335: ('MemberId', None), 336: ('MemberId', None), 337: ('MemberId', None), 338: ('MemberId', None), 339: ('MemberId', None), 340: ('MemberId', None), 341: ('MemberId', None), 342: ('MemberId', None), 343: ('MemberId', None), 344: ('InstanceId', None), 345: ('InstanceId', None), 346: ('InstanceId', None), 347: ('InstanceId', None), 348: ('InstanceId', None), 349: ('InstanceId', None), 350: ('InstanceId', None), 351: ('InstanceId', None), 352: ('InstanceId', None), 353: ('InstanceId', None), 354: ('RackId', None), 355: ('RackId', None), 356: ('RackId', None), 357: ('RackId', None), 358: ('RackId', None), 359: ('RackId', None), 360: ('RackId', None), 361: ('RackId', None), 362: ('RackId', None), 363: ('RackId', None), 364: ('MemberEpoch', None), 365: ('ClientId', None), 366: ('ClientId', None), 367: ('ClientId', None), 368: ('ClientId', None), 369: ('ClientId', None), 370: ('ClientId', None), 371: ('ClientId', None), 372: ('ClientId', None), 373: ('ClientId', None), 374: ('ClientId', None), 375: ('ClientHost', None), 376: ('ClientHost', None), 377: ('ClientHost', None), 378: ('ClientHost', None), 379: ('ClientHost', None), 380: ('ClientHost', None), 381: ('ClientHost', None), 382: ('ClientHost', None), 383: ('ClientHost', None), 384: ('ClientHost', None), 385: ('SubscribedTopicNames', None), 386: ('SubscribedTopicNames', None), 387: ('SubscribedTopicNames', None), 388: ('SubscribedTopicNames', None), 389: ('SubscribedTopicNames', None), 390: ('SubscribedTopicNames', None), 391: ('SubscribedTopicNames', None), 392: ('SubscribedTopicNames', None), 393: ('SubscribedTopicNames', None), 394: ('SubscribedTopicNames', 'i14'), 395: ('SubscribedTopicNames', 'i14'), 396: ('SubscribedTopicNames', 'i14'), 397: ('SubscribedTopicNames', 'i14'), 398: ('SubscribedTopicNames', 'i14'), 399: ('SubscribedTopicNames', 'i14'), 400: ('SubscribedTopicNames', 'i14'), 401: ('SubscribedTopicNames', 'i14'), 402: ('SubscribedTopicNames', 'i14'), 403: ('SubscribedTopicNames', 'i14'), 404: ('SubscribedTopicNames', 'i14'), 405: ('SubscribedTopicNames', None), 406: ('SubscribedTopicNames', None), 407: ('SubscribedTopicNames', None), 408: ('SubscribedTopicNames', None), 409: ('SubscribedTopicRegex', None), 410: ('SubscribedTopicRegex', None), 411: ('SubscribedTopicRegex', None), 412: ('SubscribedTopicRegex', None), 413: ('SubscribedTopicRegex', None), 414: ('SubscribedTopicRegex', None), 415: ('SubscribedTopicRegex', None), 416: ('SubscribedTopicRegex', None), 417: ('SubscribedTopicRegex', None), 418: ('SubscribedTopicRegex', None), 419: ('Assignment', None), 420: ('TargetAssignment', None), 421: ('MemberType', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None), 433: ('ErrorCode', None), 434: ('ErrorMessage', None), 435: ('ErrorMessage', None), 436: ('ErrorMessage', None), 437: ('ErrorMessage', None), 438: ('ErrorMessage', None), 439: ('ErrorMessage', None), 440: ('ErrorMessage', None), 441: ('ErrorMessage', None), 442: ('ErrorMessage', None), 443: ('ErrorMessage', None), 444: ('GroupId', None), 445: ('GroupId', None), 446: ('GroupId', None), 447: ('GroupId', None), 448: ('GroupId', None), 449: ('GroupId', None), 450: ('GroupId', None), 451: ('GroupId', None), 452: ('GroupId', None), 453: ('GroupId', None), 454: ('GroupState', None), 455: ('GroupState', None), 456: ('GroupState', None), 457: ('GroupState', None), 458: ('GroupState', None), 459: ('GroupState', None), 460: ('GroupState', None), 461: ('GroupState', None), 462: ('GroupState', None), 463: ('GroupState', None), 464: ('GroupEpoch+AssignmentEpoch', None), 465: ('AssignorName', None), 466: ('AssignorName', None), 467: ('AssignorName', None), 468: ('AssignorName', None), 469: ('AssignorName', None), 470: ('AssignorName', None), 471: ('AssignorName', None), 472: ('AssignorName', None), 473: ('AssignorName', None), 474: ('AssignorName', None), 475: ('Members', None), 476: ('Members', None), 477: ('Members', None), 478: ('Members', None), 479: ('Members', None), 480: ('Members', None), 481: ('Members', None), 482: ('Members', None), 483: ('Members', None), 484: ('Members', 'i14'), 485: ('Members', 'i14'), 486: ('Members', None), 487: ('Members', None), 488: ('Members', None), 489: ('Members', None), 490: ('AuthorizedOperations', None), 492: ('_tagged', None), 493: ('_tagged', None), 494: ('_tagged', None), 502: ('ThrottleTimeMs', None), 503: ('Groups', None), 504: ('Groups', None), 505: ('Groups', None), 506: ('Groups', None), 507: ('Groups', None), 508: ('Groups', None), 509: ('Groups', None), 510: ('Groups', None), 511: ('Groups', None), 512: ('Groups', 'i4'), 513: ('Groups', 'i4'), 514: ('Groups', None), 515: ('Groups', None), 516: ('Groups', None), 517: ('Groups', None), 519: ('_tagged', None), 520: ('_tagged', None), 521: ('_tagged', None)}

@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i16s?').unpack_from
 _U1 = _struct.Struct('>Hh').unpack_from
 _U2 = _struct.Struct('>hh').unpack_from
 _U3 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -38,12 +36,12 @@ def _f0(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5, "SecurityProtocol": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -60,12 +58,12 @@ def _f1(b, p):
         d = {"Name": v1, "MinSupportedVersion": v3, "MaxSupportedVersion": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 21
@@ -74,8 +72,8 @@ def _f2(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 7 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -102,7 +100,7 @@ def _f2(b, p):
                 d13 = {"Name": v7, "Host": v9, "Port": v11, "SecurityProtocol": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v4.append(d13)
         elif n5 == -1:
             v4 = None
@@ -113,8 +111,8 @@ def _f2(b, p):
         n15 -= 1
         if n15 >= 0:
             if n15 * 6 > L - p: raise _rt.short_count(n15, L - p)
-            _B[0] -= n15
-            if _B[0] < 0: raise _rt.over_budget(n15)
+            B.left -= n15
+            if B.left < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
                 n18 = b[p]; p += 1
@@ -131,7 +129,7 @@ def _f2(b, p):
                 d21 = {"Name": v17, "MinSupportedVersion": v19, "MaxSupportedVersion": v20}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v14.append(d21)
         elif n15 == -1:
             v14 = None
@@ -140,12 +138,12 @@ def _f2(b, p):
         d = {"ControllerId": v1, "IncarnationId": _rt.uuid(v2), "ZkMigrationReady": v3, "Listeners": v4, "Features": v14}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -162,7 +160,7 @@ def _f3(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -174,4 +172,4 @@ NAME = 'ControllerRegistration'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f3}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Port+SecurityProtocol', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('MinSupportedVersion+MaxSupportedVersion', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('ControllerId+IncarnationId+ZkMigrationReady', None), 72: ('Listeners', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners', None), 80: ('Listeners', None), 81: ('Listeners[{}].Name', 'i6'), 82: ('Listeners[{}].Name', 'i6'), 83: ('Listeners[{}].Name', 'i6'), 84: ('Listeners[{}].Name', 'i6'), 85: ('Listeners[{}].Name', 'i6'), 86: ('Listeners[{}].Name', 'i6'), 87: ('Listeners[{}].Name', 'i6'), 88: ('Listeners[{}].Name', 'i6'), 89: ('Listeners[{}].Name', 'i6'), 90: ('Listeners[{}].Name', 'i6'), 91: ('Listeners[{}].Host', 'i6'), 92: ('Listeners[{}].Host', 'i6'), 93: ('Listeners[{}].Host', 'i6'), 94: ('Listeners[{}].Host', 'i6'), 95: ('Listeners[{}].Host', 'i6'), 96: ('Listeners[{}].Host', 'i6'), 97: ('Listeners[{}].Host', 'i6'), 98: ('Listeners[{}].Host', 'i6'), 99: ('Listeners[{}].Host', 'i6'), 100: ('Listeners[{}].Host', 'i6'), 101: ('Listeners[{}].Port+SecurityProtocol', 'i6'), 102: ('Listeners', 'i6'), 103: ('Listeners', 'i6'), 104: ('Listeners', 'i6'), 105: ('Listeners', 'i6'), 106: ('Listeners', 'i6'), 107: ('Listeners', None), 108: ('Listeners', None), 109: ('Listeners', None), 110: ('Listeners', None), 111: ('Features', None), 112: ('Features', None), 113: ('Features', None), 114: ('Features', None), 115: ('Features', None), 116: ('Features', None), 117: ('Features', None), 118: ('Features', None), 119: ('Features', None), 120: ('Features[{}].Name', 'i16'), 121: ('Features[{}].Name', 'i16'), 122: ('Features[{}].Name', 'i16'), 123: ('Features[{}].Name', 'i16'), 124: ('Features[{}].Name', 'i16'), 125: ('Features[{}].Name', 'i16'), 126: ('Features[{}].Name', 'i16'), 127: ('Features[{}].Name', 'i16'), 128: ('Features[{}].Name', 'i16'), 129: ('Features[{}].Name', 'i16'), 130: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i16'), 131: ('Features', 'i16'), 132: ('Features', 'i16'), 133: ('Features', 'i16'), 134: ('Features', 'i16'), 135: ('Features', 'i16'), 136: ('Features', None), 137: ('Features', None), 138: ('Features', None), 139: ('Features', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('ThrottleTimeMs+ErrorCode', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 163: ('_tagged', None), 164: ('_tagged', None), 165: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Host', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Port+SecurityProtocol', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('Name', None), 48: ('Name', None), 49: ('Name', None), 50: ('Name', None), 51: ('Name', None), 52: ('Name', None), 53: ('Name', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('MinSupportedVersion+MaxSupportedVersion', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('ControllerId+IncarnationId+ZkMigrationReady', None), 70: ('Listeners', None), 71: ('Listeners', None), 72: ('Listeners', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners[{}].Name', 'i6'), 80: ('Listeners[{}].Name', 'i6'), 81: ('Listeners[{}].Name', 'i6'), 82: ('Listeners[{}].Name', 'i6'), 83: ('Listeners[{}].Name', 'i6'), 84: ('Listeners[{}].Name', 'i6'), 85: ('Listeners[{}].Name', 'i6'), 86: ('Listeners[{}].Name', 'i6'), 87: ('Listeners[{}].Name', 'i6'), 88: ('Listeners[{}].Name', 'i6'), 89: ('Listeners[{}].Host', 'i6'), 90: ('Listeners[{}].Host', 'i6'), 91: ('Listeners[{}].Host', 'i6'), 92: ('Listeners[{}].Host', 'i6'), 93: ('Listeners[{}].Host', 'i6'), 94: ('Listeners[{}].Host', 'i6'), 95: ('Listeners[{}].Host', 'i6'), 96: ('Listeners[{}].Host', 'i6'), 97: ('Listeners[{}].Host', 'i6'), 98: ('Listeners[{}].Host', 'i6'), 99: ('Listeners[{}].Port+SecurityProtocol', 'i6'), 100: ('Listeners', 'i6'), 101: ('Listeners', 'i6'), 102: ('Listeners', 'i6'), 103: ('Listeners', 'i6'), 104: ('Listeners', 'i6'), 105: ('Listeners', None), 106: ('Listeners', None), 107: ('Listeners', None), 108: ('Listeners', None), 109: ('Features', None), 110: ('Features', None), 111: ('Features', None), 112: ('Features', None), 113: ('Features', None), 114: ('Features', None), 115: ('Features', None), 116: ('Features', None), 117: ('Features', None), 118: ('Features[{}].Name', 'i16'), 119: ('Features[{}].Name', 'i16'), 120: ('Features[{}].Name', 'i16'), 121: ('Features[{}].Name', 'i16'), 122: ('Features[{}].Name', 'i16'), 123: ('Features[{}].Name', 'i16'), 124: ('Features[{}].Name', 'i16'), 125: ('Features[{}].Name', 'i16'), 126: ('Features[{}].Name', 'i16'), 127: ('Features[{}].Name', 'i16'), 128: ('Features[{}].MinSupportedVersion+MaxSupportedVersion', 'i16'), 129: ('Features', 'i16'), 130: ('Features', 'i16'), 131: ('Features', 'i16'), 132: ('Features', 'i16'), 133: ('Features', 'i16'), 134: ('Features', None), 135: ('Features', None), 136: ('Features', None), 137: ('Features', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('ThrottleTimeMs+ErrorCode', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 161: ('_tagged', None), 162: ('_tagged', None), 163: ('_tagged', None)}

@@ -3,27 +3,25 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ih16si').unpack_from
 _U2 = _struct.Struct('>ii?').unpack_from
 _Ab = _rt.array_reader('b')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
         d = {"ClientInstanceId": _rt.uuid(v1)}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U1(b, p); p += 26
@@ -32,8 +30,8 @@ def _f1(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 1 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ab(b, p, n6); p += n6 * 1
         elif n6 == -1:
             v5 = None
@@ -45,8 +43,8 @@ def _f1(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 1 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -67,7 +65,7 @@ def _f1(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ClientInstanceId": _rt.uuid(v3), "SubscriptionId": v4, "AcceptedCompressionTypes": v5, "PushIntervalMs": v7, "TelemetryMaxBytes": v8, "DeltaTemporality": v9, "RequestedMetrics": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -79,5 +77,5 @@ NAME = 'GetTelemetrySubscriptions'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {17: ('ClientInstanceId', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('AcceptedCompressionTypes', None), 38: ('AcceptedCompressionTypes', None), 39: ('AcceptedCompressionTypes', None), 40: ('AcceptedCompressionTypes', None), 41: ('AcceptedCompressionTypes', None), 42: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', None), 46: ('RequestedMetrics', None), 47: ('RequestedMetrics', None), 48: ('RequestedMetrics', None), 49: ('RequestedMetrics', None), 50: ('RequestedMetrics', None), 51: ('RequestedMetrics', None), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', 'i12'), 57: ('RequestedMetrics', 'i12'), 58: ('RequestedMetrics', 'i12'), 59: ('RequestedMetrics', 'i12'), 60: ('RequestedMetrics', 'i12'), 61: ('RequestedMetrics', 'i12'), 62: ('RequestedMetrics', 'i12'), 63: ('RequestedMetrics', None), 64: ('RequestedMetrics', None), 65: ('RequestedMetrics', None), 66: ('RequestedMetrics', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None)}
-BUILD_HASH = 'abe61d9e898a47c4'
+_LINES = {15: ('ClientInstanceId', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', None), 28: ('AcceptedCompressionTypes', None), 29: ('AcceptedCompressionTypes', None), 30: ('AcceptedCompressionTypes', None), 31: ('AcceptedCompressionTypes', None), 32: ('AcceptedCompressionTypes', None), 33: ('AcceptedCompressionTypes', None), 34: ('AcceptedCompressionTypes', None), 35: ('AcceptedCompressionTypes', None), 36: ('AcceptedCompressionTypes', None), 37: ('AcceptedCompressionTypes', None), 38: ('AcceptedCompressionTypes', None), 39: ('AcceptedCompressionTypes', None), 40: ('PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', None), 41: ('RequestedMetrics', None), 42: ('RequestedMetrics', None), 43: ('RequestedMetrics', None), 44: ('RequestedMetrics', None), 45: ('RequestedMetrics', None), 46: ('RequestedMetrics', None), 47: ('RequestedMetrics', None), 48: ('RequestedMetrics', None), 49: ('RequestedMetrics', None), 50: ('RequestedMetrics', 'i12'), 51: ('RequestedMetrics', 'i12'), 52: ('RequestedMetrics', 'i12'), 53: ('RequestedMetrics', 'i12'), 54: ('RequestedMetrics', 'i12'), 55: ('RequestedMetrics', 'i12'), 56: ('RequestedMetrics', 'i12'), 57: ('RequestedMetrics', 'i12'), 58: ('RequestedMetrics', 'i12'), 59: ('RequestedMetrics', 'i12'), 60: ('RequestedMetrics', 'i12'), 61: ('RequestedMetrics', None), 62: ('RequestedMetrics', None), 63: ('RequestedMetrics', None), 64: ('RequestedMetrics', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None)}
+BUILD_HASH = 'f3ca7391e037c3a6'

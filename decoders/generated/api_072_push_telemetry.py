@@ -3,13 +3,11 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16si?b').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U0(b, p); p += 22
@@ -26,19 +24,19 @@ def _f0(b, p):
         d = {"ClientInstanceId": _rt.uuid(v1), "SubscriptionId": v2, "Terminating": v3, "CompressionType": v4, "Metrics": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -50,5 +48,5 @@ NAME = 'PushTelemetry'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {15: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 24: ('Metrics', None), 25: ('Metrics', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('ThrottleTimeMs+ErrorCode', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None)}
-BUILD_HASH = '95a683ad0975ddb6'
+_LINES = {13: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 14: ('Metrics', None), 15: ('Metrics', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('ThrottleTimeMs+ErrorCode', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None)}
+BUILD_HASH = '99041e74785890fb'

@@ -3,27 +3,25 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
 _U3 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
         d = {"PartitionIndex": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -32,15 +30,15 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 5 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, = _U2(b, p); p += 4
                 d6 = {"PartitionIndex": v5}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d6)
+                if t: p = _rt.tags(b, p, t, _T0, d6, B)
                 v2.append(d6)
         elif n3 == -1:
             v2 = None
@@ -49,12 +47,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -63,11 +61,11 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -76,12 +74,12 @@ def _f2(b, p):
         d = {"Id": _rt.uuid(v1), "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
@@ -90,11 +88,11 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
+                x6, p = _f2(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -103,24 +101,24 @@ def _f3(b, p):
         d = {"BrokerId": v1, "BrokerEpoch": v2, "Directories": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
         d = {"PartitionIndex": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -129,15 +127,15 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 7 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U3(b, p); p += 6
                 d7 = {"PartitionIndex": v5, "ErrorCode": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -146,12 +144,12 @@ def _f5(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -160,11 +158,11 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f5(b, p)
+                x5, p = _f5(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -173,12 +171,12 @@ def _f6(b, p):
         d = {"Id": _rt.uuid(v1), "Topics": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -187,11 +185,11 @@ def _f7(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f6(b, p)
+                x6, p = _f6(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -200,7 +198,7 @@ def _f7(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Directories": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -212,4 +210,4 @@ NAME = 'AssignReplicasToDirs'
 REQUEST = {0: _f3}
 RESPONSE = {0: _f7}
 
-_LINES = {17: ('PartitionIndex', None), 19: ('_tagged', None), 20: ('_tagged', None), 21: ('_tagged', None), 29: ('TopicId', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions[{}].PartitionIndex', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('Id', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', 'i4'), 71: ('Topics', 'i4'), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('BrokerId+BrokerEpoch', None), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', None), 91: ('Directories', None), 92: ('Directories', None), 93: ('Directories', None), 94: ('Directories', None), 95: ('Directories', None), 96: ('Directories', None), 97: ('Directories', 'i5'), 98: ('Directories', 'i5'), 99: ('Directories', None), 100: ('Directories', None), 101: ('Directories', None), 102: ('Directories', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('PartitionIndex+ErrorCode', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('TopicId', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions', None), 135: ('Partitions', None), 136: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', 'i4'), 141: ('Partitions', 'i4'), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 147: ('_tagged', None), 148: ('_tagged', None), 149: ('_tagged', None), 157: ('Id', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', 'i4'), 168: ('Topics', 'i4'), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 174: ('_tagged', None), 175: ('_tagged', None), 176: ('_tagged', None), 184: ('ThrottleTimeMs+ErrorCode', None), 185: ('Directories', None), 186: ('Directories', None), 187: ('Directories', None), 188: ('Directories', None), 189: ('Directories', None), 190: ('Directories', None), 191: ('Directories', None), 192: ('Directories', None), 193: ('Directories', None), 194: ('Directories', 'i5'), 195: ('Directories', 'i5'), 196: ('Directories', None), 197: ('Directories', None), 198: ('Directories', None), 199: ('Directories', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None)}
+_LINES = {15: ('PartitionIndex', None), 17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('TopicId', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions[{}].PartitionIndex', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 48: ('_tagged', None), 49: ('_tagged', None), 50: ('_tagged', None), 58: ('Id', None), 59: ('Topics', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', 'i4'), 69: ('Topics', 'i4'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('BrokerId+BrokerEpoch', None), 86: ('Directories', None), 87: ('Directories', None), 88: ('Directories', None), 89: ('Directories', None), 90: ('Directories', None), 91: ('Directories', None), 92: ('Directories', None), 93: ('Directories', None), 94: ('Directories', None), 95: ('Directories', 'i5'), 96: ('Directories', 'i5'), 97: ('Directories', None), 98: ('Directories', None), 99: ('Directories', None), 100: ('Directories', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('PartitionIndex+ErrorCode', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('TopicId', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 132: ('Partitions', None), 133: ('Partitions', None), 134: ('Partitions[{}].PartitionIndex+ErrorCode', 'i4'), 135: ('Partitions', 'i4'), 136: ('Partitions', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('Id', None), 156: ('Topics', None), 157: ('Topics', None), 158: ('Topics', None), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', 'i4'), 166: ('Topics', 'i4'), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('ThrottleTimeMs+ErrorCode', None), 183: ('Directories', None), 184: ('Directories', None), 185: ('Directories', None), 186: ('Directories', None), 187: ('Directories', None), 188: ('Directories', None), 189: ('Directories', None), 190: ('Directories', None), 191: ('Directories', None), 192: ('Directories', 'i5'), 193: ('Directories', 'i5'), 194: ('Directories', None), 195: ('Directories', None), 196: ('Directories', None), 197: ('Directories', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None)}

@@ -3,25 +3,23 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ih').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _Ab = _rt.array_reader('b')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         d = {}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -29,8 +27,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _Ab(b, p, n2); p += n2 * 1
         elif n2 == -1:
             v1 = None
@@ -39,12 +37,12 @@ def _f1(b, p):
         d = {"ResourceTypes": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -60,12 +58,12 @@ def _f2(b, p):
         d = {"ResourceName": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -74,8 +72,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 2 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -91,7 +89,7 @@ def _f3(b, p):
                 d8 = {"ResourceName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -100,12 +98,12 @@ def _f3(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ConfigResources": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -122,12 +120,12 @@ def _f4(b, p):
         d = {"ResourceName": v1, "ResourceType": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -136,8 +134,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -154,7 +152,7 @@ def _f5(b, p):
                 d9 = {"ResourceName": v6, "ResourceType": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v3.append(d9)
         elif n4 == -1:
             v3 = None
@@ -163,7 +161,7 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ConfigResources": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -175,4 +173,4 @@ NAME = 'ListConfigResources'
 REQUEST = {0: _f0, 1: _f1}
 RESPONSE = {0: _f3, 1: _f5}
 
-_LINES = {17: ('_tagged', None), 18: ('_tagged', None), 19: ('_tagged', None), 27: ('ResourceTypes', None), 28: ('ResourceTypes', None), 29: ('ResourceTypes', None), 30: ('ResourceTypes', None), 31: ('ResourceTypes', None), 32: ('ResourceTypes', None), 33: ('ResourceTypes', None), 34: ('ResourceTypes', None), 35: ('ResourceTypes', None), 36: ('ResourceTypes', None), 37: ('ResourceTypes', None), 38: ('ResourceTypes', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('ResourceName', None), 51: ('ResourceName', None), 52: ('ResourceName', None), 53: ('ResourceName', None), 54: ('ResourceName', None), 55: ('ResourceName', None), 56: ('ResourceName', None), 57: ('ResourceName', None), 58: ('ResourceName', None), 59: ('ResourceName', None), 61: ('_tagged', None), 62: ('_tagged', None), 63: ('_tagged', None), 71: ('ThrottleTimeMs+ErrorCode', None), 72: ('ConfigResources', None), 73: ('ConfigResources', None), 74: ('ConfigResources', None), 75: ('ConfigResources', None), 76: ('ConfigResources', None), 77: ('ConfigResources', None), 78: ('ConfigResources', None), 79: ('ConfigResources', None), 80: ('ConfigResources', None), 81: ('ConfigResources[{}].ResourceName', 'i5'), 82: ('ConfigResources[{}].ResourceName', 'i5'), 83: ('ConfigResources[{}].ResourceName', 'i5'), 84: ('ConfigResources[{}].ResourceName', 'i5'), 85: ('ConfigResources[{}].ResourceName', 'i5'), 86: ('ConfigResources[{}].ResourceName', 'i5'), 87: ('ConfigResources[{}].ResourceName', 'i5'), 88: ('ConfigResources[{}].ResourceName', 'i5'), 89: ('ConfigResources[{}].ResourceName', 'i5'), 90: ('ConfigResources[{}].ResourceName', 'i5'), 91: ('ConfigResources', 'i5'), 92: ('ConfigResources', 'i5'), 93: ('ConfigResources', 'i5'), 94: ('ConfigResources', 'i5'), 95: ('ConfigResources', 'i5'), 96: ('ConfigResources', None), 97: ('ConfigResources', None), 98: ('ConfigResources', None), 99: ('ConfigResources', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('ResourceName', None), 112: ('ResourceName', None), 113: ('ResourceName', None), 114: ('ResourceName', None), 115: ('ResourceName', None), 116: ('ResourceName', None), 117: ('ResourceName', None), 118: ('ResourceName', None), 119: ('ResourceName', None), 120: ('ResourceName', None), 121: ('ResourceType', None), 123: ('_tagged', None), 124: ('_tagged', None), 125: ('_tagged', None), 133: ('ThrottleTimeMs+ErrorCode', None), 134: ('ConfigResources', None), 135: ('ConfigResources', None), 136: ('ConfigResources', None), 137: ('ConfigResources', None), 138: ('ConfigResources', None), 139: ('ConfigResources', None), 140: ('ConfigResources', None), 141: ('ConfigResources', None), 142: ('ConfigResources', None), 143: ('ConfigResources[{}].ResourceName', 'i5'), 144: ('ConfigResources[{}].ResourceName', 'i5'), 145: ('ConfigResources[{}].ResourceName', 'i5'), 146: ('ConfigResources[{}].ResourceName', 'i5'), 147: ('ConfigResources[{}].ResourceName', 'i5'), 148: ('ConfigResources[{}].ResourceName', 'i5'), 149: ('ConfigResources[{}].ResourceName', 'i5'), 150: ('ConfigResources[{}].ResourceName', 'i5'), 151: ('ConfigResources[{}].ResourceName', 'i5'), 152: ('ConfigResources[{}].ResourceName', 'i5'), 153: ('ConfigResources[{}].ResourceType', 'i5'), 154: ('ConfigResources', 'i5'), 155: ('ConfigResources', 'i5'), 156: ('ConfigResources', 'i5'), 157: ('ConfigResources', 'i5'), 158: ('ConfigResources', 'i5'), 159: ('ConfigResources', None), 160: ('ConfigResources', None), 161: ('ConfigResources', None), 162: ('ConfigResources', None), 164: ('_tagged', None), 165: ('_tagged', None), 166: ('_tagged', None)}
+_LINES = {15: ('_tagged', None), 16: ('_tagged', None), 17: ('_tagged', None), 25: ('ResourceTypes', None), 26: ('ResourceTypes', None), 27: ('ResourceTypes', None), 28: ('ResourceTypes', None), 29: ('ResourceTypes', None), 30: ('ResourceTypes', None), 31: ('ResourceTypes', None), 32: ('ResourceTypes', None), 33: ('ResourceTypes', None), 34: ('ResourceTypes', None), 35: ('ResourceTypes', None), 36: ('ResourceTypes', None), 38: ('_tagged', None), 39: ('_tagged', None), 40: ('_tagged', None), 48: ('ResourceName', None), 49: ('ResourceName', None), 50: ('ResourceName', None), 51: ('ResourceName', None), 52: ('ResourceName', None), 53: ('ResourceName', None), 54: ('ResourceName', None), 55: ('ResourceName', None), 56: ('ResourceName', None), 57: ('ResourceName', None), 59: ('_tagged', None), 60: ('_tagged', None), 61: ('_tagged', None), 69: ('ThrottleTimeMs+ErrorCode', None), 70: ('ConfigResources', None), 71: ('ConfigResources', None), 72: ('ConfigResources', None), 73: ('ConfigResources', None), 74: ('ConfigResources', None), 75: ('ConfigResources', None), 76: ('ConfigResources', None), 77: ('ConfigResources', None), 78: ('ConfigResources', None), 79: ('ConfigResources[{}].ResourceName', 'i5'), 80: ('ConfigResources[{}].ResourceName', 'i5'), 81: ('ConfigResources[{}].ResourceName', 'i5'), 82: ('ConfigResources[{}].ResourceName', 'i5'), 83: ('ConfigResources[{}].ResourceName', 'i5'), 84: ('ConfigResources[{}].ResourceName', 'i5'), 85: ('ConfigResources[{}].ResourceName', 'i5'), 86: ('ConfigResources[{}].ResourceName', 'i5'), 87: ('ConfigResources[{}].ResourceName', 'i5'), 88: ('ConfigResources[{}].ResourceName', 'i5'), 89: ('ConfigResources', 'i5'), 90: ('ConfigResources', 'i5'), 91: ('ConfigResources', 'i5'), 92: ('ConfigResources', 'i5'), 93: ('ConfigResources', 'i5'), 94: ('ConfigResources', None), 95: ('ConfigResources', None), 96: ('ConfigResources', None), 97: ('ConfigResources', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('ResourceName', None), 110: ('ResourceName', None), 111: ('ResourceName', None), 112: ('ResourceName', None), 113: ('ResourceName', None), 114: ('ResourceName', None), 115: ('ResourceName', None), 116: ('ResourceName', None), 117: ('ResourceName', None), 118: ('ResourceName', None), 119: ('ResourceType', None), 121: ('_tagged', None), 122: ('_tagged', None), 123: ('_tagged', None), 131: ('ThrottleTimeMs+ErrorCode', None), 132: ('ConfigResources', None), 133: ('ConfigResources', None), 134: ('ConfigResources', None), 135: ('ConfigResources', None), 136: ('ConfigResources', None), 137: ('ConfigResources', None), 138: ('ConfigResources', None), 139: ('ConfigResources', None), 140: ('ConfigResources', None), 141: ('ConfigResources[{}].ResourceName', 'i5'), 142: ('ConfigResources[{}].ResourceName', 'i5'), 143: ('ConfigResources[{}].ResourceName', 'i5'), 144: ('ConfigResources[{}].ResourceName', 'i5'), 145: ('ConfigResources[{}].ResourceName', 'i5'), 146: ('ConfigResources[{}].ResourceName', 'i5'), 147: ('ConfigResources[{}].ResourceName', 'i5'), 148: ('ConfigResources[{}].ResourceName', 'i5'), 149: ('ConfigResources[{}].ResourceName', 'i5'), 150: ('ConfigResources[{}].ResourceName', 'i5'), 151: ('ConfigResources[{}].ResourceType', 'i5'), 152: ('ConfigResources', 'i5'), 153: ('ConfigResources', 'i5'), 154: ('ConfigResources', 'i5'), 155: ('ConfigResources', 'i5'), 156: ('ConfigResources', 'i5'), 157: ('ConfigResources', None), 158: ('ConfigResources', None), 159: ('ConfigResources', None), 160: ('ConfigResources', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>hiii').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -29,12 +27,12 @@ def _f0(b, p):
         d = {"Name": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -51,12 +49,12 @@ def _f1(b, p):
         d = {"TopicName": v1, "PartitionIndex": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -64,8 +62,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -81,7 +79,7 @@ def _f2(b, p):
                 d6 = {"Name": v4}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d6)
+                if t: p = _rt.tags(b, p, t, _T0, d6, B)
                 v1.append(d6)
         elif n2 == -1:
             v1 = None
@@ -92,16 +90,16 @@ def _f2(b, p):
         if m9 < 0:
             v8 = None
         else:
-            v8, p = _f1(b, p)
+            v8, p = _f1(b, p, B)
         d = {"Topics": v1, "ResponsePartitionLimit": v7, "Cursor": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 14
@@ -110,8 +108,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ai(b, p, n6); p += n6 * 4
         elif n6 == -1:
             v5 = None
@@ -122,8 +120,8 @@ def _f3(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = _Ai(b, p, n8); p += n8 * 4
         elif n8 == -1:
             v7 = None
@@ -134,8 +132,8 @@ def _f3(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 4 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = _Ai(b, p, n10); p += n10 * 4
         elif n10 == -1:
             v9 = None
@@ -146,8 +144,8 @@ def _f3(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 4 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = _Ai(b, p, n12); p += n12 * 4
         elif n12 == -1:
             v11 = None
@@ -158,8 +156,8 @@ def _f3(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = _Ai(b, p, n14); p += n14 * 4
         elif n14 == -1:
             v13 = None
@@ -168,12 +166,12 @@ def _f3(b, p):
         d = {"ErrorCode": v1, "PartitionIndex": v2, "LeaderId": v3, "LeaderEpoch": v4, "ReplicaNodes": v5, "IsrNodes": v7, "EligibleLeaderReplicas": v9, "LastKnownElr": v11, "OfflineReplicas": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -193,8 +191,8 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 20 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U4(b, p); p += 14
@@ -203,8 +201,8 @@ def _f4(b, p):
                 n14 -= 1
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -215,8 +213,8 @@ def _f4(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -227,8 +225,8 @@ def _f4(b, p):
                 n18 -= 1
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -239,8 +237,8 @@ def _f4(b, p):
                 n20 -= 1
                 if n20 >= 0:
                     if n20 * 4 > L - p: raise _rt.short_count(n20, L - p)
-                    _B[0] -= n20
-                    if _B[0] < 0: raise _rt.over_budget(n20)
+                    B.left -= n20
+                    if B.left < 0: raise _rt.over_budget(n20)
                     v19 = _Ai(b, p, n20); p += n20 * 4
                 elif n20 == -1:
                     v19 = None
@@ -251,8 +249,8 @@ def _f4(b, p):
                 n22 -= 1
                 if n22 >= 0:
                     if n22 * 4 > L - p: raise _rt.short_count(n22, L - p)
-                    _B[0] -= n22
-                    if _B[0] < 0: raise _rt.over_budget(n22)
+                    B.left -= n22
+                    if B.left < 0: raise _rt.over_budget(n22)
                     v21 = _Ai(b, p, n22); p += n22 * 4
                 elif n22 == -1:
                     v21 = None
@@ -261,7 +259,7 @@ def _f4(b, p):
                 d23 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "EligibleLeaderReplicas": v17, "LastKnownElr": v19, "OfflineReplicas": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d23)
+                if t: p = _rt.tags(b, p, t, _T0, d23, B)
                 v6.append(d23)
         elif n7 == -1:
             v6 = None
@@ -271,12 +269,12 @@ def _f4(b, p):
         d = {"ErrorCode": v1, "Name": v2, "TopicId": _rt.uuid(v4), "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v24}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -285,11 +283,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 26 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -299,11 +297,11 @@ def _f5(b, p):
         if m7 < 0:
             v6 = None
         else:
-            v6, p = _f1(b, p)
+            v6, p = _f1(b, p, B)
         d = {"ThrottleTimeMs": v1, "Topics": v2, "NextCursor": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -315,4 +313,4 @@ NAME = 'DescribeTopicPartitions'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 30: ('_tagged', None), 31: ('_tagged', None), 32: ('_tagged', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('TopicName', None), 49: ('TopicName', None), 50: ('PartitionIndex', None), 52: ('_tagged', None), 53: ('_tagged', None), 54: ('_tagged', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics[{}].Name', 'i3'), 72: ('Topics[{}].Name', 'i3'), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics[{}].Name', 'i3'), 79: ('Topics[{}].Name', 'i3'), 80: ('Topics[{}].Name', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', None), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('ResponsePartitionLimit', None), 91: ('Cursor', None), 92: ('Cursor', None), 93: ('Cursor', None), 94: ('Cursor', None), 95: ('Cursor', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 108: ('ReplicaNodes', None), 109: ('ReplicaNodes', None), 110: ('ReplicaNodes', None), 111: ('ReplicaNodes', None), 112: ('ReplicaNodes', None), 113: ('ReplicaNodes', None), 114: ('ReplicaNodes', None), 115: ('ReplicaNodes', None), 116: ('ReplicaNodes', None), 117: ('ReplicaNodes', None), 118: ('ReplicaNodes', None), 119: ('ReplicaNodes', None), 120: ('IsrNodes', None), 121: ('IsrNodes', None), 122: ('IsrNodes', None), 123: ('IsrNodes', None), 124: ('IsrNodes', None), 125: ('IsrNodes', None), 126: ('IsrNodes', None), 127: ('IsrNodes', None), 128: ('IsrNodes', None), 129: ('IsrNodes', None), 130: ('IsrNodes', None), 131: ('IsrNodes', None), 132: ('EligibleLeaderReplicas', None), 133: ('EligibleLeaderReplicas', None), 134: ('EligibleLeaderReplicas', None), 135: ('EligibleLeaderReplicas', None), 136: ('EligibleLeaderReplicas', None), 137: ('EligibleLeaderReplicas', None), 138: ('EligibleLeaderReplicas', None), 139: ('EligibleLeaderReplicas', None), 140: ('EligibleLeaderReplicas', None), 141: ('EligibleLeaderReplicas', None), 142: ('EligibleLeaderReplicas', None), 143: ('EligibleLeaderReplicas', None), 144: ('LastKnownElr', None), 145: ('LastKnownElr', None), 146: ('LastKnownElr', None), 147: ('LastKnownElr', None), 148: ('LastKnownElr', None), 149: ('LastKnownElr', None), 150: ('LastKnownElr', None), 151: ('LastKnownElr', None), 152: ('LastKnownElr', None), 153: ('LastKnownElr', None), 154: ('LastKnownElr', None), 155: ('LastKnownElr', None), 156: ('OfflineReplicas', None), 157: ('OfflineReplicas', None), 158: ('OfflineReplicas', None), 159: ('OfflineReplicas', None), 160: ('OfflineReplicas', None), 161: ('OfflineReplicas', None), 162: ('OfflineReplicas', None), 163: ('OfflineReplicas', None), 164: ('OfflineReplicas', None), 165: ('OfflineReplicas', None), 166: ('OfflineReplicas', None), 167: ('OfflineReplicas', None), 169: ('_tagged', None), 170: ('_tagged', None), 171: ('_tagged', None), 179: ('ErrorCode', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('Name', None), 189: ('Name', None), 190: ('TopicId+IsInternal', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 201: ('Partitions[{}].ReplicaNodes', 'i8'), 202: ('Partitions[{}].ReplicaNodes', 'i8'), 203: ('Partitions[{}].ReplicaNodes', 'i8'), 204: ('Partitions[{}].ReplicaNodes', 'i8'), 205: ('Partitions[{}].ReplicaNodes', 'i8'), 206: ('Partitions[{}].ReplicaNodes', 'i8'), 207: ('Partitions[{}].ReplicaNodes', 'i8'), 208: ('Partitions[{}].ReplicaNodes', 'i8'), 209: ('Partitions[{}].ReplicaNodes', 'i8'), 210: ('Partitions[{}].ReplicaNodes', 'i8'), 211: ('Partitions[{}].ReplicaNodes', 'i8'), 212: ('Partitions[{}].ReplicaNodes', 'i8'), 213: ('Partitions[{}].IsrNodes', 'i8'), 214: ('Partitions[{}].IsrNodes', 'i8'), 215: ('Partitions[{}].IsrNodes', 'i8'), 216: ('Partitions[{}].IsrNodes', 'i8'), 217: ('Partitions[{}].IsrNodes', 'i8'), 218: ('Partitions[{}].IsrNodes', 'i8'), 219: ('Partitions[{}].IsrNodes', 'i8'), 220: ('Partitions[{}].IsrNodes', 'i8'), 221: ('Partitions[{}].IsrNodes', 'i8'), 222: ('Partitions[{}].IsrNodes', 'i8'), 223: ('Partitions[{}].IsrNodes', 'i8'), 224: ('Partitions[{}].IsrNodes', 'i8'), 225: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 226: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 227: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 228: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 229: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 230: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 231: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 232: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 233: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 234: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 235: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 236: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 237: ('Partitions[{}].LastKnownElr', 'i8'), 238: ('Partitions[{}].LastKnownElr', 'i8'), 239: ('Partitions[{}].LastKnownElr', 'i8'), 240: ('Partitions[{}].LastKnownElr', 'i8'), 241: ('Partitions[{}].LastKnownElr', 'i8'), 242: ('Partitions[{}].LastKnownElr', 'i8'), 243: ('Partitions[{}].LastKnownElr', 'i8'), 244: ('Partitions[{}].LastKnownElr', 'i8'), 245: ('Partitions[{}].LastKnownElr', 'i8'), 246: ('Partitions[{}].LastKnownElr', 'i8'), 247: ('Partitions[{}].LastKnownElr', 'i8'), 248: ('Partitions[{}].LastKnownElr', 'i8'), 249: ('Partitions[{}].OfflineReplicas', 'i8'), 250: ('Partitions[{}].OfflineReplicas', 'i8'), 251: ('Partitions[{}].OfflineReplicas', 'i8'), 252: ('Partitions[{}].OfflineReplicas', 'i8'), 253: ('Partitions[{}].OfflineReplicas', 'i8'), 254: ('Partitions[{}].OfflineReplicas', 'i8'), 255: ('Partitions[{}].OfflineReplicas', 'i8'), 256: ('Partitions[{}].OfflineReplicas', 'i8'), 257: ('Partitions[{}].OfflineReplicas', 'i8'), 258: ('Partitions[{}].OfflineReplicas', 'i8'), 259: ('Partitions[{}].OfflineReplicas', 'i8'), 260: ('Partitions[{}].OfflineReplicas', 'i8'), 261: ('Partitions', 'i8'), 262: ('Partitions', 'i8'), 263: ('Partitions', 'i8'), 264: ('Partitions', 'i8'), 265: ('Partitions', 'i8'), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('TopicAuthorizedOperations', None), 272: ('_tagged', None), 273: ('_tagged', None), 274: ('_tagged', None), 282: ('ThrottleTimeMs', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', None), 291: ('Topics', None), 292: ('Topics', 'i4'), 293: ('Topics', 'i4'), 294: ('Topics', None), 295: ('Topics', None), 296: ('Topics', None), 297: ('Topics', None), 298: ('NextCursor', None), 299: ('NextCursor', None), 300: ('NextCursor', None), 301: ('NextCursor', None), 302: ('NextCursor', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None)}
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 28: ('_tagged', None), 29: ('_tagged', None), 30: ('_tagged', None), 38: ('TopicName', None), 39: ('TopicName', None), 40: ('TopicName', None), 41: ('TopicName', None), 42: ('TopicName', None), 43: ('TopicName', None), 44: ('TopicName', None), 45: ('TopicName', None), 46: ('TopicName', None), 47: ('TopicName', None), 48: ('PartitionIndex', None), 50: ('_tagged', None), 51: ('_tagged', None), 52: ('_tagged', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics[{}].Name', 'i3'), 70: ('Topics[{}].Name', 'i3'), 71: ('Topics[{}].Name', 'i3'), 72: ('Topics[{}].Name', 'i3'), 73: ('Topics[{}].Name', 'i3'), 74: ('Topics[{}].Name', 'i3'), 75: ('Topics[{}].Name', 'i3'), 76: ('Topics[{}].Name', 'i3'), 77: ('Topics[{}].Name', 'i3'), 78: ('Topics[{}].Name', 'i3'), 79: ('Topics', 'i3'), 80: ('Topics', 'i3'), 81: ('Topics', 'i3'), 82: ('Topics', 'i3'), 83: ('Topics', 'i3'), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', None), 88: ('ResponsePartitionLimit', None), 89: ('Cursor', None), 90: ('Cursor', None), 91: ('Cursor', None), 92: ('Cursor', None), 93: ('Cursor', None), 95: ('_tagged', None), 96: ('_tagged', None), 97: ('_tagged', None), 105: ('ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', None), 106: ('ReplicaNodes', None), 107: ('ReplicaNodes', None), 108: ('ReplicaNodes', None), 109: ('ReplicaNodes', None), 110: ('ReplicaNodes', None), 111: ('ReplicaNodes', None), 112: ('ReplicaNodes', None), 113: ('ReplicaNodes', None), 114: ('ReplicaNodes', None), 115: ('ReplicaNodes', None), 116: ('ReplicaNodes', None), 117: ('ReplicaNodes', None), 118: ('IsrNodes', None), 119: ('IsrNodes', None), 120: ('IsrNodes', None), 121: ('IsrNodes', None), 122: ('IsrNodes', None), 123: ('IsrNodes', None), 124: ('IsrNodes', None), 125: ('IsrNodes', None), 126: ('IsrNodes', None), 127: ('IsrNodes', None), 128: ('IsrNodes', None), 129: ('IsrNodes', None), 130: ('EligibleLeaderReplicas', None), 131: ('EligibleLeaderReplicas', None), 132: ('EligibleLeaderReplicas', None), 133: ('EligibleLeaderReplicas', None), 134: ('EligibleLeaderReplicas', None), 135: ('EligibleLeaderReplicas', None), 136: ('EligibleLeaderReplicas', None), 137: ('EligibleLeaderReplicas', None), 138: ('EligibleLeaderReplicas', None), 139: ('EligibleLeaderReplicas', None), 140: ('EligibleLeaderReplicas', None), 141: ('EligibleLeaderReplicas', None), 142: ('LastKnownElr', None), 143: ('LastKnownElr', None), 144: ('LastKnownElr', None), 145: ('LastKnownElr', None), 146: ('LastKnownElr', None), 147: ('LastKnownElr', None), 148: ('LastKnownElr', None), 149: ('LastKnownElr', None), 150: ('LastKnownElr', None), 151: ('LastKnownElr', None), 152: ('LastKnownElr', None), 153: ('LastKnownElr', None), 154: ('OfflineReplicas', None), 155: ('OfflineReplicas', None), 156: ('OfflineReplicas', None), 157: ('OfflineReplicas', None), 158: ('OfflineReplicas', None), 159: ('OfflineReplicas', None), 160: ('OfflineReplicas', None), 161: ('OfflineReplicas', None), 162: ('OfflineReplicas', None), 163: ('OfflineReplicas', None), 164: ('OfflineReplicas', None), 165: ('OfflineReplicas', None), 167: ('_tagged', None), 168: ('_tagged', None), 169: ('_tagged', None), 177: ('ErrorCode', None), 178: ('Name', None), 179: ('Name', None), 180: ('Name', None), 181: ('Name', None), 182: ('Name', None), 183: ('Name', None), 184: ('Name', None), 185: ('Name', None), 186: ('Name', None), 187: ('Name', None), 188: ('TopicId+IsInternal', None), 189: ('Partitions', None), 190: ('Partitions', None), 191: ('Partitions', None), 192: ('Partitions', None), 193: ('Partitions', None), 194: ('Partitions', None), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', 'i8'), 199: ('Partitions[{}].ReplicaNodes', 'i8'), 200: ('Partitions[{}].ReplicaNodes', 'i8'), 201: ('Partitions[{}].ReplicaNodes', 'i8'), 202: ('Partitions[{}].ReplicaNodes', 'i8'), 203: ('Partitions[{}].ReplicaNodes', 'i8'), 204: ('Partitions[{}].ReplicaNodes', 'i8'), 205: ('Partitions[{}].ReplicaNodes', 'i8'), 206: ('Partitions[{}].ReplicaNodes', 'i8'), 207: ('Partitions[{}].ReplicaNodes', 'i8'), 208: ('Partitions[{}].ReplicaNodes', 'i8'), 209: ('Partitions[{}].ReplicaNodes', 'i8'), 210: ('Partitions[{}].ReplicaNodes', 'i8'), 211: ('Partitions[{}].IsrNodes', 'i8'), 212: ('Partitions[{}].IsrNodes', 'i8'), 213: ('Partitions[{}].IsrNodes', 'i8'), 214: ('Partitions[{}].IsrNodes', 'i8'), 215: ('Partitions[{}].IsrNodes', 'i8'), 216: ('Partitions[{}].IsrNodes', 'i8'), 217: ('Partitions[{}].IsrNodes', 'i8'), 218: ('Partitions[{}].IsrNodes', 'i8'), 219: ('Partitions[{}].IsrNodes', 'i8'), 220: ('Partitions[{}].IsrNodes', 'i8'), 221: ('Partitions[{}].IsrNodes', 'i8'), 222: ('Partitions[{}].IsrNodes', 'i8'), 223: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 224: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 225: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 226: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 227: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 228: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 229: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 230: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 231: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 232: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 233: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 234: ('Partitions[{}].EligibleLeaderReplicas', 'i8'), 235: ('Partitions[{}].LastKnownElr', 'i8'), 236: ('Partitions[{}].LastKnownElr', 'i8'), 237: ('Partitions[{}].LastKnownElr', 'i8'), 238: ('Partitions[{}].LastKnownElr', 'i8'), 239: ('Partitions[{}].LastKnownElr', 'i8'), 240: ('Partitions[{}].LastKnownElr', 'i8'), 241: ('Partitions[{}].LastKnownElr', 'i8'), 242: ('Partitions[{}].LastKnownElr', 'i8'), 243: ('Partitions[{}].LastKnownElr', 'i8'), 244: ('Partitions[{}].LastKnownElr', 'i8'), 245: ('Partitions[{}].LastKnownElr', 'i8'), 246: ('Partitions[{}].LastKnownElr', 'i8'), 247: ('Partitions[{}].OfflineReplicas', 'i8'), 248: ('Partitions[{}].OfflineReplicas', 'i8'), 249: ('Partitions[{}].OfflineReplicas', 'i8'), 250: ('Partitions[{}].OfflineReplicas', 'i8'), 251: ('Partitions[{}].OfflineReplicas', 'i8'), 252: ('Partitions[{}].OfflineReplicas', 'i8'), 253: ('Partitions[{}].OfflineReplicas', 'i8'), 254: ('Partitions[{}].OfflineReplicas', 'i8'), 255: ('Partitions[{}].OfflineReplicas', 'i8'), 256: ('Partitions[{}].OfflineReplicas', 'i8'), 257: ('Partitions[{}].OfflineReplicas', 'i8'), 258: ('Partitions[{}].OfflineReplicas', 'i8'), 259: ('Partitions', 'i8'), 260: ('Partitions', 'i8'), 261: ('Partitions', 'i8'), 262: ('Partitions', 'i8'), 263: ('Partitions', 'i8'), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('TopicAuthorizedOperations', None), 270: ('_tagged', None), 271: ('_tagged', None), 272: ('_tagged', None), 280: ('ThrottleTimeMs', None), 281: ('Topics', None), 282: ('Topics', None), 283: ('Topics', None), 284: ('Topics', None), 285: ('Topics', None), 286: ('Topics', None), 287: ('Topics', None), 288: ('Topics', None), 289: ('Topics', None), 290: ('Topics', 'i4'), 291: ('Topics', 'i4'), 292: ('Topics', None), 293: ('Topics', None), 294: ('Topics', None), 295: ('Topics', None), 296: ('NextCursor', None), 297: ('NextCursor', None), 298: ('NextCursor', None), 299: ('NextCursor', None), 300: ('NextCursor', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None)}

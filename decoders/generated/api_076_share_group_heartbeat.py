@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>b').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -52,8 +50,8 @@ def _f0(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 1 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -74,12 +72,12 @@ def _f0(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "RackId": v6, "SubscribedTopicNames": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 16
@@ -88,8 +86,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -98,12 +96,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -111,8 +109,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U3(b, p); p += 16
@@ -121,8 +119,8 @@ def _f2(b, p):
                 n6 -= 1
                 if n6 >= 0:
                     if n6 * 4 > L - p: raise _rt.short_count(n6, L - p)
-                    _B[0] -= n6
-                    if _B[0] < 0: raise _rt.over_budget(n6)
+                    B.left -= n6
+                    if B.left < 0: raise _rt.over_budget(n6)
                     v5 = _Ai(b, p, n6); p += n6 * 4
                 elif n6 == -1:
                     v5 = None
@@ -131,7 +129,7 @@ def _f2(b, p):
                 d7 = {"TopicId": _rt.uuid(v4), "Partitions": v5}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v1.append(d7)
         elif n2 == -1:
             v1 = None
@@ -140,12 +138,12 @@ def _f2(b, p):
         d = {"TopicPartitions": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -174,11 +172,11 @@ def _f3(b, p):
         if m10 < 0:
             v9 = None
         else:
-            v9, p = _f2(b, p)
+            v9, p = _f2(b, p, B)
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -190,5 +188,5 @@ NAME = 'ShareGroupHeartbeat'
 REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f3, 1: _f3}
 
-_LINES = {19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('GroupId', None), 24: ('GroupId', None), 25: ('GroupId', None), 26: ('GroupId', None), 27: ('GroupId', None), 28: ('GroupId', None), 29: ('MemberId', None), 30: ('MemberId', None), 31: ('MemberId', None), 32: ('MemberId', None), 33: ('MemberId', None), 34: ('MemberId', None), 35: ('MemberId', None), 36: ('MemberId', None), 37: ('MemberId', None), 38: ('MemberId', None), 39: ('MemberEpoch', None), 40: ('RackId', None), 41: ('RackId', None), 42: ('RackId', None), 43: ('RackId', None), 44: ('RackId', None), 45: ('RackId', None), 46: ('RackId', None), 47: ('RackId', None), 48: ('RackId', None), 49: ('RackId', None), 50: ('SubscribedTopicNames', None), 51: ('SubscribedTopicNames', None), 52: ('SubscribedTopicNames', None), 53: ('SubscribedTopicNames', None), 54: ('SubscribedTopicNames', None), 55: ('SubscribedTopicNames', None), 56: ('SubscribedTopicNames', None), 57: ('SubscribedTopicNames', None), 58: ('SubscribedTopicNames', None), 59: ('SubscribedTopicNames', 'i10'), 60: ('SubscribedTopicNames', 'i10'), 61: ('SubscribedTopicNames', 'i10'), 62: ('SubscribedTopicNames', 'i10'), 63: ('SubscribedTopicNames', 'i10'), 64: ('SubscribedTopicNames', 'i10'), 65: ('SubscribedTopicNames', 'i10'), 66: ('SubscribedTopicNames', 'i10'), 67: ('SubscribedTopicNames', 'i10'), 68: ('SubscribedTopicNames', 'i10'), 69: ('SubscribedTopicNames', 'i10'), 70: ('SubscribedTopicNames', None), 71: ('SubscribedTopicNames', None), 72: ('SubscribedTopicNames', None), 73: ('SubscribedTopicNames', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('TopicId', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('TopicPartitions', None), 110: ('TopicPartitions', None), 111: ('TopicPartitions', None), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TopicPartitions', None), 115: ('TopicPartitions', None), 116: ('TopicPartitions', None), 117: ('TopicPartitions', None), 118: ('TopicPartitions[{}].TopicId', 'i3'), 119: ('TopicPartitions[{}].Partitions', 'i3'), 120: ('TopicPartitions[{}].Partitions', 'i3'), 121: ('TopicPartitions[{}].Partitions', 'i3'), 122: ('TopicPartitions[{}].Partitions', 'i3'), 123: ('TopicPartitions[{}].Partitions', 'i3'), 124: ('TopicPartitions[{}].Partitions', 'i3'), 125: ('TopicPartitions[{}].Partitions', 'i3'), 126: ('TopicPartitions[{}].Partitions', 'i3'), 127: ('TopicPartitions[{}].Partitions', 'i3'), 128: ('TopicPartitions[{}].Partitions', 'i3'), 129: ('TopicPartitions[{}].Partitions', 'i3'), 130: ('TopicPartitions[{}].Partitions', 'i3'), 131: ('TopicPartitions', 'i3'), 132: ('TopicPartitions', 'i3'), 133: ('TopicPartitions', 'i3'), 134: ('TopicPartitions', 'i3'), 135: ('TopicPartitions', 'i3'), 136: ('TopicPartitions', None), 137: ('TopicPartitions', None), 138: ('TopicPartitions', None), 139: ('TopicPartitions', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('ThrottleTimeMs+ErrorCode', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('ErrorMessage', None), 161: ('ErrorMessage', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('MemberId', None), 165: ('MemberId', None), 166: ('MemberId', None), 167: ('MemberId', None), 168: ('MemberId', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('MemberId', None), 172: ('MemberEpoch+HeartbeatIntervalMs', None), 173: ('Assignment', None), 174: ('Assignment', None), 175: ('Assignment', None), 176: ('Assignment', None), 177: ('Assignment', None), 179: ('_tagged', None), 180: ('_tagged', None), 181: ('_tagged', None)}
-BUILD_HASH = '87a4d515b44763ff'
+_LINES = {17: ('GroupId', None), 18: ('GroupId', None), 19: ('GroupId', None), 20: ('GroupId', None), 21: ('GroupId', None), 22: ('GroupId', None), 23: ('GroupId', None), 24: ('GroupId', None), 25: ('GroupId', None), 26: ('GroupId', None), 27: ('MemberId', None), 28: ('MemberId', None), 29: ('MemberId', None), 30: ('MemberId', None), 31: ('MemberId', None), 32: ('MemberId', None), 33: ('MemberId', None), 34: ('MemberId', None), 35: ('MemberId', None), 36: ('MemberId', None), 37: ('MemberEpoch', None), 38: ('RackId', None), 39: ('RackId', None), 40: ('RackId', None), 41: ('RackId', None), 42: ('RackId', None), 43: ('RackId', None), 44: ('RackId', None), 45: ('RackId', None), 46: ('RackId', None), 47: ('RackId', None), 48: ('SubscribedTopicNames', None), 49: ('SubscribedTopicNames', None), 50: ('SubscribedTopicNames', None), 51: ('SubscribedTopicNames', None), 52: ('SubscribedTopicNames', None), 53: ('SubscribedTopicNames', None), 54: ('SubscribedTopicNames', None), 55: ('SubscribedTopicNames', None), 56: ('SubscribedTopicNames', None), 57: ('SubscribedTopicNames', 'i10'), 58: ('SubscribedTopicNames', 'i10'), 59: ('SubscribedTopicNames', 'i10'), 60: ('SubscribedTopicNames', 'i10'), 61: ('SubscribedTopicNames', 'i10'), 62: ('SubscribedTopicNames', 'i10'), 63: ('SubscribedTopicNames', 'i10'), 64: ('SubscribedTopicNames', 'i10'), 65: ('SubscribedTopicNames', 'i10'), 66: ('SubscribedTopicNames', 'i10'), 67: ('SubscribedTopicNames', 'i10'), 68: ('SubscribedTopicNames', None), 69: ('SubscribedTopicNames', None), 70: ('SubscribedTopicNames', None), 71: ('SubscribedTopicNames', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('TopicId', None), 84: ('Partitions', None), 85: ('Partitions', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('TopicPartitions', None), 108: ('TopicPartitions', None), 109: ('TopicPartitions', None), 110: ('TopicPartitions', None), 111: ('TopicPartitions', None), 112: ('TopicPartitions', None), 113: ('TopicPartitions', None), 114: ('TopicPartitions', None), 115: ('TopicPartitions', None), 116: ('TopicPartitions[{}].TopicId', 'i3'), 117: ('TopicPartitions[{}].Partitions', 'i3'), 118: ('TopicPartitions[{}].Partitions', 'i3'), 119: ('TopicPartitions[{}].Partitions', 'i3'), 120: ('TopicPartitions[{}].Partitions', 'i3'), 121: ('TopicPartitions[{}].Partitions', 'i3'), 122: ('TopicPartitions[{}].Partitions', 'i3'), 123: ('TopicPartitions[{}].Partitions', 'i3'), 124: ('TopicPartitions[{}].Partitions', 'i3'), 125: ('TopicPartitions[{}].Partitions', 'i3'), 126: ('TopicPartitions[{}].Partitions', 'i3'), 127: ('TopicPartitions[{}].Partitions', 'i3'), 128: ('TopicPartitions[{}].Partitions', 'i3'), 129: ('TopicPartitions', 'i3'), 130: ('TopicPartitions', 'i3'), 131: ('TopicPartitions', 'i3'), 132: ('TopicPartitions', 'i3'), 133: ('TopicPartitions', 'i3'), 134: ('TopicPartitions', None), 135: ('TopicPartitions', None), 136: ('TopicPartitions', None), 137: ('TopicPartitions', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('ThrottleTimeMs+ErrorCode', None), 150: ('ErrorMessage', None), 151: ('ErrorMessage', None), 152: ('ErrorMessage', None), 153: ('ErrorMessage', None), 154: ('ErrorMessage', None), 155: ('ErrorMessage', None), 156: ('ErrorMessage', None), 157: ('ErrorMessage', None), 158: ('ErrorMessage', None), 159: ('ErrorMessage', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('MemberId', None), 164: ('MemberId', None), 165: ('MemberId', None), 166: ('MemberId', None), 167: ('MemberId', None), 168: ('MemberId', None), 169: ('MemberId', None), 170: ('MemberEpoch+HeartbeatIntervalMs', None), 171: ('Assignment', None), 172: ('Assignment', None), 173: ('Assignment', None), 174: ('Assignment', None), 175: ('Assignment', None), 177: ('_tagged', None), 178: ('_tagged', None), 179: ('_tagged', None)}
+BUILD_HASH = 'b84ef0f7ead31d87'

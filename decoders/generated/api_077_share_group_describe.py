@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>h').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>16s').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -21,8 +19,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -44,12 +42,12 @@ def _f0(b, p):
         d = {"GroupIds": v1, "IncludeAuthorizedOperations": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U4(b, p); p += 16
@@ -68,8 +66,8 @@ def _f1(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 4 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = _Ai(b, p, n5); p += n5 * 4
         elif n5 == -1:
             v4 = None
@@ -78,12 +76,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "TopicName": v2, "Partitions": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -91,8 +89,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 19 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 v4, = _U4(b, p); p += 16
@@ -111,8 +109,8 @@ def _f2(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -121,7 +119,7 @@ def _f2(b, p):
                 d9 = {"TopicId": _rt.uuid(v4), "TopicName": v5, "Partitions": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v1.append(d9)
         elif n2 == -1:
             v1 = None
@@ -130,12 +128,12 @@ def _f2(b, p):
         d = {"TopicPartitions": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -184,8 +182,8 @@ def _f3(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 1 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -203,16 +201,16 @@ def _f3(b, p):
             v10 = None
         else:
             raise _rt.negative(n11)
-        v15, p = _f2(b, p)
+        v15, p = _f2(b, p, B)
         d = {"MemberId": v1, "RackId": v3, "MemberEpoch": v5, "ClientId": v6, "ClientHost": v8, "SubscribedTopicNames": v10, "Assignment": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 2
@@ -262,11 +260,11 @@ def _f4(b, p):
         n13 -= 1
         if n13 >= 0:
             if n13 * 12 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f3(b, p)
+                x15, p = _f3(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -276,12 +274,12 @@ def _f4(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "GroupEpoch": v8, "AssignmentEpoch": v9, "AssignorName": v10, "Members": v12, "AuthorizedOperations": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -290,11 +288,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -303,7 +301,7 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -315,4 +313,4 @@ NAME = 'ShareGroupDescribe'
 REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f5, 1: _f5}
 
-_LINES = {19: ('GroupIds', None), 20: ('GroupIds', None), 21: ('GroupIds', None), 22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', 'i3'), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', None), 40: ('GroupIds', None), 41: ('GroupIds', None), 42: ('GroupIds', None), 43: ('IncludeAuthorizedOperations', None), 45: ('_tagged', None), 46: ('_tagged', None), 47: ('_tagged', None), 55: ('TopicId', None), 56: ('TopicName', None), 57: ('TopicName', None), 58: ('TopicName', None), 59: ('TopicName', None), 60: ('TopicName', None), 61: ('TopicName', None), 62: ('TopicName', None), 63: ('TopicName', None), 64: ('TopicName', None), 65: ('TopicName', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 77: ('Partitions', None), 79: ('_tagged', None), 80: ('_tagged', None), 81: ('_tagged', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions', None), 93: ('TopicPartitions', None), 94: ('TopicPartitions', None), 95: ('TopicPartitions', None), 96: ('TopicPartitions', None), 97: ('TopicPartitions', None), 98: ('TopicPartitions[{}].TopicId', 'i3'), 99: ('TopicPartitions[{}].TopicName', 'i3'), 100: ('TopicPartitions[{}].TopicName', 'i3'), 101: ('TopicPartitions[{}].TopicName', 'i3'), 102: ('TopicPartitions[{}].TopicName', 'i3'), 103: ('TopicPartitions[{}].TopicName', 'i3'), 104: ('TopicPartitions[{}].TopicName', 'i3'), 105: ('TopicPartitions[{}].TopicName', 'i3'), 106: ('TopicPartitions[{}].TopicName', 'i3'), 107: ('TopicPartitions[{}].TopicName', 'i3'), 108: ('TopicPartitions[{}].TopicName', 'i3'), 109: ('TopicPartitions[{}].Partitions', 'i3'), 110: ('TopicPartitions[{}].Partitions', 'i3'), 111: ('TopicPartitions[{}].Partitions', 'i3'), 112: ('TopicPartitions[{}].Partitions', 'i3'), 113: ('TopicPartitions[{}].Partitions', 'i3'), 114: ('TopicPartitions[{}].Partitions', 'i3'), 115: ('TopicPartitions[{}].Partitions', 'i3'), 116: ('TopicPartitions[{}].Partitions', 'i3'), 117: ('TopicPartitions[{}].Partitions', 'i3'), 118: ('TopicPartitions[{}].Partitions', 'i3'), 119: ('TopicPartitions[{}].Partitions', 'i3'), 120: ('TopicPartitions[{}].Partitions', 'i3'), 121: ('TopicPartitions', 'i3'), 122: ('TopicPartitions', 'i3'), 123: ('TopicPartitions', 'i3'), 124: ('TopicPartitions', 'i3'), 125: ('TopicPartitions', 'i3'), 126: ('TopicPartitions', None), 127: ('TopicPartitions', None), 128: ('TopicPartitions', None), 129: ('TopicPartitions', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('MemberId', None), 150: ('MemberId', None), 151: ('RackId', None), 152: ('RackId', None), 153: ('RackId', None), 154: ('RackId', None), 155: ('RackId', None), 156: ('RackId', None), 157: ('RackId', None), 158: ('RackId', None), 159: ('RackId', None), 160: ('RackId', None), 161: ('MemberEpoch', None), 162: ('ClientId', None), 163: ('ClientId', None), 164: ('ClientId', None), 165: ('ClientId', None), 166: ('ClientId', None), 167: ('ClientId', None), 168: ('ClientId', None), 169: ('ClientId', None), 170: ('ClientId', None), 171: ('ClientId', None), 172: ('ClientHost', None), 173: ('ClientHost', None), 174: ('ClientHost', None), 175: ('ClientHost', None), 176: ('ClientHost', None), 177: ('ClientHost', None), 178: ('ClientHost', None), 179: ('ClientHost', None), 180: ('ClientHost', None), 181: ('ClientHost', None), 182: ('SubscribedTopicNames', None), 183: ('SubscribedTopicNames', None), 184: ('SubscribedTopicNames', None), 185: ('SubscribedTopicNames', None), 186: ('SubscribedTopicNames', None), 187: ('SubscribedTopicNames', None), 188: ('SubscribedTopicNames', None), 189: ('SubscribedTopicNames', None), 190: ('SubscribedTopicNames', None), 191: ('SubscribedTopicNames', 'i12'), 192: ('SubscribedTopicNames', 'i12'), 193: ('SubscribedTopicNames', 'i12'), 194: ('SubscribedTopicNames', 'i12'), 195: ('SubscribedTopicNames', 'i12'), 196: ('SubscribedTopicNames', 'i12'), 197: ('SubscribedTopicNames', 'i12'), 198: ('SubscribedTopicNames', 'i12'), 199: ('SubscribedTopicNames', 'i12'), 200: ('SubscribedTopicNames', 'i12'), 201: ('SubscribedTopicNames', 'i12'), 202: ('SubscribedTopicNames', None), 203: ('SubscribedTopicNames', None), 204: ('SubscribedTopicNames', None), 205: ('SubscribedTopicNames', None), 206: ('Assignment', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('GroupId', None), 230: ('GroupId', None), 231: ('GroupId', None), 232: ('GroupId', None), 233: ('GroupId', None), 234: ('GroupId', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('GroupId', None), 238: ('GroupId', None), 239: ('GroupState', None), 240: ('GroupState', None), 241: ('GroupState', None), 242: ('GroupState', None), 243: ('GroupState', None), 244: ('GroupState', None), 245: ('GroupState', None), 246: ('GroupState', None), 247: ('GroupState', None), 248: ('GroupState', None), 249: ('GroupEpoch+AssignmentEpoch', None), 250: ('AssignorName', None), 251: ('AssignorName', None), 252: ('AssignorName', None), 253: ('AssignorName', None), 254: ('AssignorName', None), 255: ('AssignorName', None), 256: ('AssignorName', None), 257: ('AssignorName', None), 258: ('AssignorName', None), 259: ('AssignorName', None), 260: ('Members', None), 261: ('Members', None), 262: ('Members', None), 263: ('Members', None), 264: ('Members', None), 265: ('Members', None), 266: ('Members', None), 267: ('Members', None), 268: ('Members', None), 269: ('Members', 'i14'), 270: ('Members', 'i14'), 271: ('Members', None), 272: ('Members', None), 273: ('Members', None), 274: ('Members', None), 275: ('AuthorizedOperations', None), 277: ('_tagged', None), 278: ('_tagged', None), 279: ('_tagged', None), 287: ('ThrottleTimeMs', None), 288: ('Groups', None), 289: ('Groups', None), 290: ('Groups', None), 291: ('Groups', None), 292: ('Groups', None), 293: ('Groups', None), 294: ('Groups', None), 295: ('Groups', None), 296: ('Groups', None), 297: ('Groups', 'i4'), 298: ('Groups', 'i4'), 299: ('Groups', None), 300: ('Groups', None), 301: ('Groups', None), 302: ('Groups', None), 304: ('_tagged', None), 305: ('_tagged', None), 306: ('_tagged', None)}
+_LINES = {17: ('GroupIds', None), 18: ('GroupIds', None), 19: ('GroupIds', None), 20: ('GroupIds', None), 21: ('GroupIds', None), 22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', 'i3'), 27: ('GroupIds', 'i3'), 28: ('GroupIds', 'i3'), 29: ('GroupIds', 'i3'), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', None), 38: ('GroupIds', None), 39: ('GroupIds', None), 40: ('GroupIds', None), 41: ('IncludeAuthorizedOperations', None), 43: ('_tagged', None), 44: ('_tagged', None), 45: ('_tagged', None), 53: ('TopicId', None), 54: ('TopicName', None), 55: ('TopicName', None), 56: ('TopicName', None), 57: ('TopicName', None), 58: ('TopicName', None), 59: ('TopicName', None), 60: ('TopicName', None), 61: ('TopicName', None), 62: ('TopicName', None), 63: ('TopicName', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('TopicPartitions', None), 88: ('TopicPartitions', None), 89: ('TopicPartitions', None), 90: ('TopicPartitions', None), 91: ('TopicPartitions', None), 92: ('TopicPartitions', None), 93: ('TopicPartitions', None), 94: ('TopicPartitions', None), 95: ('TopicPartitions', None), 96: ('TopicPartitions[{}].TopicId', 'i3'), 97: ('TopicPartitions[{}].TopicName', 'i3'), 98: ('TopicPartitions[{}].TopicName', 'i3'), 99: ('TopicPartitions[{}].TopicName', 'i3'), 100: ('TopicPartitions[{}].TopicName', 'i3'), 101: ('TopicPartitions[{}].TopicName', 'i3'), 102: ('TopicPartitions[{}].TopicName', 'i3'), 103: ('TopicPartitions[{}].TopicName', 'i3'), 104: ('TopicPartitions[{}].TopicName', 'i3'), 105: ('TopicPartitions[{}].TopicName', 'i3'), 106: ('TopicPartitions[{}].TopicName', 'i3'), 107: ('TopicPartitions[{}].Partitions', 'i3'), 108: ('TopicPartitions[{}].Partitions', 'i3'), 109: ('TopicPartitions[{}].Partitions', 'i3'), 110: ('TopicPartitions[{}].Partitions', 'i3'), 111: ('TopicPartitions[{}].Partitions', 'i3'), 112: ('TopicPartitions[{}].Partitions', 'i3'), 113: ('TopicPartitions[{}].Partitions', 'i3'), 114: ('TopicPartitions[{}].Partitions', 'i3'), 115: ('TopicPartitions[{}].Partitions', 'i3'), 116: ('TopicPartitions[{}].Partitions', 'i3'), 117: ('TopicPartitions[{}].Partitions', 'i3'), 118: ('TopicPartitions[{}].Partitions', 'i3'), 119: ('TopicPartitions', 'i3'), 120: ('TopicPartitions', 'i3'), 121: ('TopicPartitions', 'i3'), 122: ('TopicPartitions', 'i3'), 123: ('TopicPartitions', 'i3'), 124: ('TopicPartitions', None), 125: ('TopicPartitions', None), 126: ('TopicPartitions', None), 127: ('TopicPartitions', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('MemberId', None), 140: ('MemberId', None), 141: ('MemberId', None), 142: ('MemberId', None), 143: ('MemberId', None), 144: ('MemberId', None), 145: ('MemberId', None), 146: ('MemberId', None), 147: ('MemberId', None), 148: ('MemberId', None), 149: ('RackId', None), 150: ('RackId', None), 151: ('RackId', None), 152: ('RackId', None), 153: ('RackId', None), 154: ('RackId', None), 155: ('RackId', None), 156: ('RackId', None), 157: ('RackId', None), 158: ('RackId', None), 159: ('MemberEpoch', None), 160: ('ClientId', None), 161: ('ClientId', None), 162: ('ClientId', None), 163: ('ClientId', None), 164: ('ClientId', None), 165: ('ClientId', None), 166: ('ClientId', None), 167: ('ClientId', None), 168: ('ClientId', None), 169: ('ClientId', None), 170: ('ClientHost', None), 171: ('ClientHost', None), 172: ('ClientHost', None), 173: ('ClientHost', None), 174: ('ClientHost', None), 175: ('ClientHost', None), 176: ('ClientHost', None), 177: ('ClientHost', None), 178: ('ClientHost', None), 179: ('ClientHost', None), 180: ('SubscribedTopicNames', None), 181: ('SubscribedTopicNames', None), 182: ('SubscribedTopicNames', None), 183: ('SubscribedTopicNames', None), 184: ('SubscribedTopicNames', None), 185: ('SubscribedTopicNames', None), 186: ('SubscribedTopicNames', None), 187: ('SubscribedTopicNames', None), 188: ('SubscribedTopicNames', None), 189: ('SubscribedTopicNames', 'i12'), 190: ('SubscribedTopicNames', 'i12'), 191: ('SubscribedTopicNames', 'i12'), 192: ('SubscribedTopicNames', 'i12'), 193: ('SubscribedTopicNames', 'i12'), 194: ('SubscribedTopicNames', 'i12'), 195: ('SubscribedTopicNames', 'i12'), 196: ('SubscribedTopicNames', 'i12'), 197: ('SubscribedTopicNames', 'i12'), 198: ('SubscribedTopicNames', 'i12'), 199: ('SubscribedTopicNames', 'i12'), 200: ('SubscribedTopicNames', None), 201: ('SubscribedTopicNames', None), 202: ('SubscribedTopicNames', None), 203: ('SubscribedTopicNames', None), 204: ('Assignment', None), 206: ('_tagged', None), 207: ('_tagged', None), 208: ('_tagged', None), 216: ('ErrorCode', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('GroupId', None), 228: ('GroupId', None), 229: ('GroupId', None), 230: ('GroupId', None), 231: ('GroupId', None), 232: ('GroupId', None), 233: ('GroupId', None), 234: ('GroupId', None), 235: ('GroupId', None), 236: ('GroupId', None), 237: ('GroupState', None), 238: ('GroupState', None), 239: ('GroupState', None), 240: ('GroupState', None), 241: ('GroupState', None), 242: ('GroupState', None), 243: ('GroupState', None), 244: ('GroupState', None), 245: ('GroupState', None), 246: ('GroupState', None), 247: ('GroupEpoch+AssignmentEpoch', None), 248: ('AssignorName', None), 249: ('AssignorName', None), 250: ('AssignorName', None), 251: ('AssignorName', None), 252: ('AssignorName', None), 253: ('AssignorName', None), 254: ('AssignorName', None), 255: ('AssignorName', None), 256: ('AssignorName', None), 257: ('AssignorName', None), 258: ('Members', None), 259: ('Members', None), 260: ('Members', None), 261: ('Members', None), 262: ('Members', None), 263: ('Members', None), 264: ('Members', None), 265: ('Members', None), 266: ('Members', None), 267: ('Members', 'i14'), 268: ('Members', 'i14'), 269: ('Members', None), 270: ('Members', None), 271: ('Members', None), 272: ('Members', None), 273: ('AuthorizedOperations', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('ThrottleTimeMs', None), 286: ('Groups', None), 287: ('Groups', None), 288: ('Groups', None), 289: ('Groups', None), 290: ('Groups', None), 291: ('Groups', None), 292: ('Groups', None), 293: ('Groups', None), 294: ('Groups', None), 295: ('Groups', 'i4'), 296: ('Groups', 'i4'), 297: ('Groups', None), 298: ('Groups', None), 299: ('Groups', None), 300: ('Groups', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iiii').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>ii').unpack_from
@@ -19,7 +17,7 @@ _Ab = _rt.array_reader('b')
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 16
@@ -28,8 +26,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ab(b, p, n4); p += n4 * 1
         elif n4 == -1:
             v3 = None
@@ -38,12 +36,12 @@ def _f0(b, p):
         d = {"FirstOffset": v1, "LastOffset": v2, "AcknowledgeTypes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 8
@@ -52,8 +50,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U3(b, p); p += 16
@@ -62,8 +60,8 @@ def _f1(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 1 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ab(b, p, n9); p += n9 * 1
                 elif n9 == -1:
                     v8 = None
@@ -72,7 +70,7 @@ def _f1(b, p):
                 d10 = {"FirstOffset": v6, "LastOffset": v7, "AcknowledgeTypes": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -81,12 +79,12 @@ def _f1(b, p):
         d = {"PartitionIndex": v1, "PartitionMaxBytes": v2, "AcknowledgementBatches": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -95,11 +93,11 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 10 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -108,12 +106,12 @@ def _f2(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -122,8 +120,8 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 4 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = _Ai(b, p, n3); p += n3 * 4
         elif n3 == -1:
             v2 = None
@@ -132,12 +130,12 @@ def _f3(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -166,11 +164,11 @@ def _f4(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 18 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
-                x12, p = _f2(b, p)
+                x12, p = _f2(b, p, B)
                 v9.append(x12)
         elif n10 == -1:
             v9 = None
@@ -181,8 +179,8 @@ def _f4(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 18 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
                 v16, = _U1(b, p); p += 16
@@ -191,8 +189,8 @@ def _f4(b, p):
                 n18 -= 1
                 if n18 >= 0:
                     if n18 * 4 > L - p: raise _rt.short_count(n18, L - p)
-                    _B[0] -= n18
-                    if _B[0] < 0: raise _rt.over_budget(n18)
+                    B.left -= n18
+                    if B.left < 0: raise _rt.over_budget(n18)
                     v17 = _Ai(b, p, n18); p += n18 * 4
                 elif n18 == -1:
                     v17 = None
@@ -201,7 +199,7 @@ def _f4(b, p):
                 d19 = {"TopicId": _rt.uuid(v16), "Partitions": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v13.append(d19)
         elif n14 == -1:
             v13 = None
@@ -210,12 +208,12 @@ def _f4(b, p):
         d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "Topics": v9, "ForgottenTopicsData": v13}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U5(b, p); p += 4
@@ -224,8 +222,8 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U3(b, p); p += 16
@@ -234,8 +232,8 @@ def _f5(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 1 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ab(b, p, n8); p += n8 * 1
                 elif n8 == -1:
                     v7 = None
@@ -244,7 +242,7 @@ def _f5(b, p):
                 d9 = {"FirstOffset": v5, "LastOffset": v6, "AcknowledgeTypes": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -253,12 +251,12 @@ def _f5(b, p):
         d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -267,11 +265,11 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f5(b, p)
+                x5, p = _f5(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -280,12 +278,12 @@ def _f6(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -314,11 +312,11 @@ def _f7(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 18 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
-                x14, p = _f6(b, p)
+                x14, p = _f6(b, p, B)
                 v11.append(x14)
         elif n12 == -1:
             v11 = None
@@ -329,8 +327,8 @@ def _f7(b, p):
         n16 -= 1
         if n16 >= 0:
             if n16 * 18 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 v18, = _U1(b, p); p += 16
@@ -339,8 +337,8 @@ def _f7(b, p):
                 n20 -= 1
                 if n20 >= 0:
                     if n20 * 4 > L - p: raise _rt.short_count(n20, L - p)
-                    _B[0] -= n20
-                    if _B[0] < 0: raise _rt.over_budget(n20)
+                    B.left -= n20
+                    if B.left < 0: raise _rt.over_budget(n20)
                     v19 = _Ai(b, p, n20); p += n20 * 4
                 elif n20 == -1:
                     v19 = None
@@ -349,7 +347,7 @@ def _f7(b, p):
                 d21 = {"TopicId": _rt.uuid(v18), "Partitions": v19}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v15.append(d21)
         elif n16 == -1:
             v15 = None
@@ -358,12 +356,12 @@ def _f7(b, p):
         d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "Topics": v11, "ForgottenTopicsData": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -392,11 +390,11 @@ def _f8(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 18 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
-                x16, p = _f6(b, p)
+                x16, p = _f6(b, p, B)
                 v13.append(x16)
         elif n14 == -1:
             v13 = None
@@ -407,8 +405,8 @@ def _f8(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 18 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 v20, = _U1(b, p); p += 16
@@ -417,8 +415,8 @@ def _f8(b, p):
                 n22 -= 1
                 if n22 >= 0:
                     if n22 * 4 > L - p: raise _rt.short_count(n22, L - p)
-                    _B[0] -= n22
-                    if _B[0] < 0: raise _rt.over_budget(n22)
+                    B.left -= n22
+                    if B.left < 0: raise _rt.over_budget(n22)
                     v21 = _Ai(b, p, n22); p += n22 * 4
                 elif n22 == -1:
                     v21 = None
@@ -427,7 +425,7 @@ def _f8(b, p):
                 d23 = {"TopicId": _rt.uuid(v20), "Partitions": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d23)
+                if t: p = _rt.tags(b, p, t, _T0, d23, B)
                 v17.append(d23)
         elif n18 == -1:
             v17 = None
@@ -436,36 +434,36 @@ def _f8(b, p):
         d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "ShareAcquireMode": v11, "IsRenewAck": v12, "Topics": v13, "ForgottenTopicsData": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 8
         d = {"LeaderId": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U9(b, p); p += 18
         d = {"FirstOffset": v1, "LastOffset": v2, "DeliveryCount": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
@@ -490,7 +488,7 @@ def _f11(b, p):
             v6 = None
         else:
             raise _rt.negative(n7)
-        v8, p = _f9(b, p)
+        v8, p = _f9(b, p, B)
         n10 = b[p]; p += 1
         if n10 > 127: n10, p = _rt.uvarint(b, p, n10)
         n10 -= 1
@@ -506,15 +504,15 @@ def _f11(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 19 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, v15, v16, = _U9(b, p); p += 18
                 d17 = {"FirstOffset": v14, "LastOffset": v15, "DeliveryCount": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -523,12 +521,12 @@ def _f11(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcknowledgeErrorCode": v5, "AcknowledgeErrorMessage": v6, "CurrentLeader": v8, "Records": v9, "AcquiredRecords": v11}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -537,11 +535,11 @@ def _f12(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 22 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
+                x5, p = _f11(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -550,12 +548,12 @@ def _f12(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, = _U5(b, p); p += 4
@@ -583,12 +581,12 @@ def _f13(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
@@ -607,11 +605,11 @@ def _f14(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f12(b, p)
+                x8, p = _f12(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -622,8 +620,8 @@ def _f14(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U5(b, p); p += 4
@@ -651,7 +649,7 @@ def _f14(b, p):
                 d18 = {"NodeId": v12, "Host": v13, "Port": v15, "Rack": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v9.append(d18)
         elif n10 == -1:
             v9 = None
@@ -660,12 +658,12 @@ def _f14(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U7(b, p); p += 6
@@ -685,11 +683,11 @@ def _f15(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f12(b, p)
+                x9, p = _f12(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -700,8 +698,8 @@ def _f15(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 11 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 v13, = _U5(b, p); p += 4
@@ -729,7 +727,7 @@ def _f15(b, p):
                 d19 = {"NodeId": v13, "Host": v14, "Port": v16, "Rack": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v10.append(d19)
         elif n11 == -1:
             v10 = None
@@ -738,7 +736,7 @@ def _f15(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -750,5 +748,5 @@ NAME = 'ShareFetch'
 REQUEST = {0: _f4, 1: _f7, 2: _f8}
 RESPONSE = {0: _f14, 1: _f15, 2: _f15}
 
-_LINES = {25: ('FirstOffset+LastOffset', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 34: ('AcknowledgeTypes', None), 35: ('AcknowledgeTypes', None), 36: ('AcknowledgeTypes', None), 37: ('AcknowledgeTypes', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('PartitionIndex+PartitionMaxBytes', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches', None), 54: ('AcknowledgementBatches', None), 55: ('AcknowledgementBatches', None), 56: ('AcknowledgementBatches', None), 57: ('AcknowledgementBatches', None), 58: ('AcknowledgementBatches', None), 59: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i5'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 63: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 64: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 65: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 66: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 67: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 68: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 69: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 70: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 71: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 72: ('AcknowledgementBatches', 'i5'), 73: ('AcknowledgementBatches', 'i5'), 74: ('AcknowledgementBatches', 'i5'), 75: ('AcknowledgementBatches', 'i5'), 76: ('AcknowledgementBatches', 'i5'), 77: ('AcknowledgementBatches', None), 78: ('AcknowledgementBatches', None), 79: ('AcknowledgementBatches', None), 80: ('AcknowledgementBatches', None), 82: ('_tagged', None), 83: ('_tagged', None), 84: ('_tagged', None), 92: ('TopicId', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', 'i4'), 103: ('Partitions', 'i4'), 104: ('Partitions', None), 105: ('Partitions', None), 106: ('Partitions', None), 107: ('Partitions', None), 109: ('_tagged', None), 110: ('_tagged', None), 111: ('_tagged', None), 119: ('TopicId', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions', None), 131: ('Partitions', None), 133: ('_tagged', None), 134: ('_tagged', None), 135: ('_tagged', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('GroupId', None), 148: ('GroupId', None), 149: ('GroupId', None), 150: ('GroupId', None), 151: ('GroupId', None), 152: ('GroupId', None), 153: ('MemberId', None), 154: ('MemberId', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('MemberId', None), 162: ('MemberId', None), 163: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', None), 172: ('Topics', None), 173: ('Topics', 'i11'), 174: ('Topics', 'i11'), 175: ('Topics', None), 176: ('Topics', None), 177: ('Topics', None), 178: ('Topics', None), 179: ('ForgottenTopicsData', None), 180: ('ForgottenTopicsData', None), 181: ('ForgottenTopicsData', None), 182: ('ForgottenTopicsData', None), 183: ('ForgottenTopicsData', None), 184: ('ForgottenTopicsData', None), 185: ('ForgottenTopicsData', None), 186: ('ForgottenTopicsData', None), 187: ('ForgottenTopicsData', None), 188: ('ForgottenTopicsData[{}].TopicId', 'i15'), 189: ('ForgottenTopicsData[{}].Partitions', 'i15'), 190: ('ForgottenTopicsData[{}].Partitions', 'i15'), 191: ('ForgottenTopicsData[{}].Partitions', 'i15'), 192: ('ForgottenTopicsData[{}].Partitions', 'i15'), 193: ('ForgottenTopicsData[{}].Partitions', 'i15'), 194: ('ForgottenTopicsData[{}].Partitions', 'i15'), 195: ('ForgottenTopicsData[{}].Partitions', 'i15'), 196: ('ForgottenTopicsData[{}].Partitions', 'i15'), 197: ('ForgottenTopicsData[{}].Partitions', 'i15'), 198: ('ForgottenTopicsData[{}].Partitions', 'i15'), 199: ('ForgottenTopicsData[{}].Partitions', 'i15'), 200: ('ForgottenTopicsData[{}].Partitions', 'i15'), 201: ('ForgottenTopicsData', 'i15'), 202: ('ForgottenTopicsData', 'i15'), 203: ('ForgottenTopicsData', 'i15'), 204: ('ForgottenTopicsData', 'i15'), 205: ('ForgottenTopicsData', 'i15'), 206: ('ForgottenTopicsData', None), 207: ('ForgottenTopicsData', None), 208: ('ForgottenTopicsData', None), 209: ('ForgottenTopicsData', None), 211: ('_tagged', None), 212: ('_tagged', None), 213: ('_tagged', None), 221: ('PartitionIndex', None), 222: ('AcknowledgementBatches', None), 223: ('AcknowledgementBatches', None), 224: ('AcknowledgementBatches', None), 225: ('AcknowledgementBatches', None), 226: ('AcknowledgementBatches', None), 227: ('AcknowledgementBatches', None), 228: ('AcknowledgementBatches', None), 229: ('AcknowledgementBatches', None), 230: ('AcknowledgementBatches', None), 231: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 232: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 233: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 234: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 235: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 236: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 237: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 238: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 239: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 240: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 241: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 242: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 243: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 244: ('AcknowledgementBatches', 'i4'), 245: ('AcknowledgementBatches', 'i4'), 246: ('AcknowledgementBatches', 'i4'), 247: ('AcknowledgementBatches', 'i4'), 248: ('AcknowledgementBatches', 'i4'), 249: ('AcknowledgementBatches', None), 250: ('AcknowledgementBatches', None), 251: ('AcknowledgementBatches', None), 252: ('AcknowledgementBatches', None), 254: ('_tagged', None), 255: ('_tagged', None), 256: ('_tagged', None), 264: ('TopicId', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', None), 273: ('Partitions', None), 274: ('Partitions', 'i4'), 275: ('Partitions', 'i4'), 276: ('Partitions', None), 277: ('Partitions', None), 278: ('Partitions', None), 279: ('Partitions', None), 281: ('_tagged', None), 282: ('_tagged', None), 283: ('_tagged', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('GroupId', None), 300: ('GroupId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('MemberId', None), 308: ('MemberId', None), 309: ('MemberId', None), 310: ('MemberId', None), 311: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', None), 320: ('Topics', None), 321: ('Topics', 'i13'), 322: ('Topics', 'i13'), 323: ('Topics', None), 324: ('Topics', None), 325: ('Topics', None), 326: ('Topics', None), 327: ('ForgottenTopicsData', None), 328: ('ForgottenTopicsData', None), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 332: ('ForgottenTopicsData', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData', None), 335: ('ForgottenTopicsData', None), 336: ('ForgottenTopicsData[{}].TopicId', 'i17'), 337: ('ForgottenTopicsData[{}].Partitions', 'i17'), 338: ('ForgottenTopicsData[{}].Partitions', 'i17'), 339: ('ForgottenTopicsData[{}].Partitions', 'i17'), 340: ('ForgottenTopicsData[{}].Partitions', 'i17'), 341: ('ForgottenTopicsData[{}].Partitions', 'i17'), 342: ('ForgottenTopicsData[{}].Partitions', 'i17'), 343: ('ForgottenTopicsData[{}].Partitions', 'i17'), 344: ('ForgottenTopicsData[{}].Partitions', 'i17'), 345: ('ForgottenTopicsData[{}].Partitions', 'i17'), 346: ('ForgottenTopicsData[{}].Partitions', 'i17'), 347: ('ForgottenTopicsData[{}].Partitions', 'i17'), 348: ('ForgottenTopicsData[{}].Partitions', 'i17'), 349: ('ForgottenTopicsData', 'i17'), 350: ('ForgottenTopicsData', 'i17'), 351: ('ForgottenTopicsData', 'i17'), 352: ('ForgottenTopicsData', 'i17'), 353: ('ForgottenTopicsData', 'i17'), 354: ('ForgottenTopicsData', None), 355: ('ForgottenTopicsData', None), 356: ('ForgottenTopicsData', None), 357: ('ForgottenTopicsData', None), 359: ('_tagged', None), 360: ('_tagged', None), 361: ('_tagged', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('GroupId', None), 376: ('GroupId', None), 377: ('GroupId', None), 378: ('GroupId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberId', None), 386: ('MemberId', None), 387: ('MemberId', None), 388: ('MemberId', None), 389: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', None), 398: ('Topics', None), 399: ('Topics', 'i15'), 400: ('Topics', 'i15'), 401: ('Topics', None), 402: ('Topics', None), 403: ('Topics', None), 404: ('Topics', None), 405: ('ForgottenTopicsData', None), 406: ('ForgottenTopicsData', None), 407: ('ForgottenTopicsData', None), 408: ('ForgottenTopicsData', None), 409: ('ForgottenTopicsData', None), 410: ('ForgottenTopicsData', None), 411: ('ForgottenTopicsData', None), 412: ('ForgottenTopicsData', None), 413: ('ForgottenTopicsData', None), 414: ('ForgottenTopicsData[{}].TopicId', 'i19'), 415: ('ForgottenTopicsData[{}].Partitions', 'i19'), 416: ('ForgottenTopicsData[{}].Partitions', 'i19'), 417: ('ForgottenTopicsData[{}].Partitions', 'i19'), 418: ('ForgottenTopicsData[{}].Partitions', 'i19'), 419: ('ForgottenTopicsData[{}].Partitions', 'i19'), 420: ('ForgottenTopicsData[{}].Partitions', 'i19'), 421: ('ForgottenTopicsData[{}].Partitions', 'i19'), 422: ('ForgottenTopicsData[{}].Partitions', 'i19'), 423: ('ForgottenTopicsData[{}].Partitions', 'i19'), 424: ('ForgottenTopicsData[{}].Partitions', 'i19'), 425: ('ForgottenTopicsData[{}].Partitions', 'i19'), 426: ('ForgottenTopicsData[{}].Partitions', 'i19'), 427: ('ForgottenTopicsData', 'i19'), 428: ('ForgottenTopicsData', 'i19'), 429: ('ForgottenTopicsData', 'i19'), 430: ('ForgottenTopicsData', 'i19'), 431: ('ForgottenTopicsData', 'i19'), 432: ('ForgottenTopicsData', None), 433: ('ForgottenTopicsData', None), 434: ('ForgottenTopicsData', None), 435: ('ForgottenTopicsData', None), 437: ('_tagged', None), 438: ('_tagged', None), 439: ('_tagged', None), 447: ('LeaderId+LeaderEpoch', None), 449: ('_tagged', None), 450: ('_tagged', None), 451: ('_tagged', None), 459: ('FirstOffset+LastOffset+DeliveryCount', None), 461: ('_tagged', None), 462: ('_tagged', None), 463: ('_tagged', None), 471: ('PartitionIndex+ErrorCode', None), 472: ('ErrorMessage', None), 473: ('ErrorMessage', None), 474: ('ErrorMessage', None), 475: ('ErrorMessage', None), 476: ('ErrorMessage', None), 477: ('ErrorMessage', None), 478: ('ErrorMessage', None), 479: ('ErrorMessage', None), 480: ('ErrorMessage', None), 481: ('ErrorMessage', None), 482: ('AcknowledgeErrorCode', None), 483: ('AcknowledgeErrorMessage', None), 484: ('AcknowledgeErrorMessage', None), 485: ('AcknowledgeErrorMessage', None), 486: ('AcknowledgeErrorMessage', None), 487: ('AcknowledgeErrorMessage', None), 488: ('AcknowledgeErrorMessage', None), 489: ('AcknowledgeErrorMessage', None), 490: ('AcknowledgeErrorMessage', None), 491: ('AcknowledgeErrorMessage', None), 492: ('AcknowledgeErrorMessage', None), 493: ('CurrentLeader', None), 494: ('Records', None), 495: ('Records', None), 496: ('Records', None), 497: ('Records', None), 498: ('Records', None), 499: ('Records', None), 500: ('Records', None), 501: ('Records', None), 502: ('Records', None), 503: ('Records', None), 504: ('AcquiredRecords', None), 505: ('AcquiredRecords', None), 506: ('AcquiredRecords', None), 507: ('AcquiredRecords', None), 508: ('AcquiredRecords', None), 509: ('AcquiredRecords', None), 510: ('AcquiredRecords', None), 511: ('AcquiredRecords', None), 512: ('AcquiredRecords', None), 513: ('AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', 'i13'), 514: ('AcquiredRecords', 'i13'), 515: ('AcquiredRecords', 'i13'), 516: ('AcquiredRecords', 'i13'), 517: ('AcquiredRecords', 'i13'), 518: ('AcquiredRecords', 'i13'), 519: ('AcquiredRecords', None), 520: ('AcquiredRecords', None), 521: ('AcquiredRecords', None), 522: ('AcquiredRecords', None), 524: ('_tagged', None), 525: ('_tagged', None), 526: ('_tagged', None), 534: ('TopicId', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', None), 543: ('Partitions', None), 544: ('Partitions', 'i4'), 545: ('Partitions', 'i4'), 546: ('Partitions', None), 547: ('Partitions', None), 548: ('Partitions', None), 549: ('Partitions', None), 551: ('_tagged', None), 552: ('_tagged', None), 553: ('_tagged', None), 561: ('NodeId', None), 562: ('Host', None), 563: ('Host', None), 564: ('Host', None), 565: ('Host', None), 566: ('Host', None), 567: ('Host', None), 568: ('Host', None), 569: ('Host', None), 570: ('Host', None), 571: ('Host', None), 572: ('Port', None), 573: ('Rack', None), 574: ('Rack', None), 575: ('Rack', None), 576: ('Rack', None), 577: ('Rack', None), 578: ('Rack', None), 579: ('Rack', None), 580: ('Rack', None), 581: ('Rack', None), 582: ('Rack', None), 584: ('_tagged', None), 585: ('_tagged', None), 586: ('_tagged', None), 594: ('ThrottleTimeMs+ErrorCode', None), 595: ('ErrorMessage', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('ErrorMessage', None), 601: ('ErrorMessage', None), 602: ('ErrorMessage', None), 603: ('ErrorMessage', None), 604: ('ErrorMessage', None), 605: ('Responses', None), 606: ('Responses', None), 607: ('Responses', None), 608: ('Responses', None), 609: ('Responses', None), 610: ('Responses', None), 611: ('Responses', None), 612: ('Responses', None), 613: ('Responses', None), 614: ('Responses', 'i7'), 615: ('Responses', 'i7'), 616: ('Responses', None), 617: ('Responses', None), 618: ('Responses', None), 619: ('Responses', None), 620: ('NodeEndpoints', None), 621: ('NodeEndpoints', None), 622: ('NodeEndpoints', None), 623: ('NodeEndpoints', None), 624: ('NodeEndpoints', None), 625: ('NodeEndpoints', None), 626: ('NodeEndpoints', None), 627: ('NodeEndpoints', None), 628: ('NodeEndpoints', None), 629: ('NodeEndpoints[{}].NodeId', 'i11'), 630: ('NodeEndpoints[{}].Host', 'i11'), 631: ('NodeEndpoints[{}].Host', 'i11'), 632: ('NodeEndpoints[{}].Host', 'i11'), 633: ('NodeEndpoints[{}].Host', 'i11'), 634: ('NodeEndpoints[{}].Host', 'i11'), 635: ('NodeEndpoints[{}].Host', 'i11'), 636: ('NodeEndpoints[{}].Host', 'i11'), 637: ('NodeEndpoints[{}].Host', 'i11'), 638: ('NodeEndpoints[{}].Host', 'i11'), 639: ('NodeEndpoints[{}].Host', 'i11'), 640: ('NodeEndpoints[{}].Port', 'i11'), 641: ('NodeEndpoints[{}].Rack', 'i11'), 642: ('NodeEndpoints[{}].Rack', 'i11'), 643: ('NodeEndpoints[{}].Rack', 'i11'), 644: ('NodeEndpoints[{}].Rack', 'i11'), 645: ('NodeEndpoints[{}].Rack', 'i11'), 646: ('NodeEndpoints[{}].Rack', 'i11'), 647: ('NodeEndpoints[{}].Rack', 'i11'), 648: ('NodeEndpoints[{}].Rack', 'i11'), 649: ('NodeEndpoints[{}].Rack', 'i11'), 650: ('NodeEndpoints[{}].Rack', 'i11'), 651: ('NodeEndpoints', 'i11'), 652: ('NodeEndpoints', 'i11'), 653: ('NodeEndpoints', 'i11'), 654: ('NodeEndpoints', 'i11'), 655: ('NodeEndpoints', 'i11'), 656: ('NodeEndpoints', None), 657: ('NodeEndpoints', None), 658: ('NodeEndpoints', None), 659: ('NodeEndpoints', None), 661: ('_tagged', None), 662: ('_tagged', None), 663: ('_tagged', None), 671: ('ThrottleTimeMs+ErrorCode', None), 672: ('ErrorMessage', None), 673: ('ErrorMessage', None), 674: ('ErrorMessage', None), 675: ('ErrorMessage', None), 676: ('ErrorMessage', None), 677: ('ErrorMessage', None), 678: ('ErrorMessage', None), 679: ('ErrorMessage', None), 680: ('ErrorMessage', None), 681: ('ErrorMessage', None), 682: ('AcquisitionLockTimeoutMs', None), 683: ('Responses', None), 684: ('Responses', None), 685: ('Responses', None), 686: ('Responses', None), 687: ('Responses', None), 688: ('Responses', None), 689: ('Responses', None), 690: ('Responses', None), 691: ('Responses', None), 692: ('Responses', 'i8'), 693: ('Responses', 'i8'), 694: ('Responses', None), 695: ('Responses', None), 696: ('Responses', None), 697: ('Responses', None), 698: ('NodeEndpoints', None), 699: ('NodeEndpoints', None), 700: ('NodeEndpoints', None), 701: ('NodeEndpoints', None), 702: ('NodeEndpoints', None), 703: ('NodeEndpoints', None), 704: ('NodeEndpoints', None), 705: ('NodeEndpoints', None), 706: ('NodeEndpoints', None), 707: ('NodeEndpoints[{}].NodeId', 'i12'), 708: ('NodeEndpoints[{}].Host', 'i12'), 709: ('NodeEndpoints[{}].Host', 'i12'), 710: ('NodeEndpoints[{}].Host', 'i12'), 711: ('NodeEndpoints[{}].Host', 'i12'), 712: ('NodeEndpoints[{}].Host', 'i12'), 713: ('NodeEndpoints[{}].Host', 'i12'), 714: ('NodeEndpoints[{}].Host', 'i12'), 715: ('NodeEndpoints[{}].Host', 'i12'), 716: ('NodeEndpoints[{}].Host', 'i12'), 717: ('NodeEndpoints[{}].Host', 'i12'), 718: ('NodeEndpoints[{}].Port', 'i12'), 719: ('NodeEndpoints[{}].Rack', 'i12'), 720: ('NodeEndpoints[{}].Rack', 'i12'), 721: ('NodeEndpoints[{}].Rack', 'i12'), 722: ('NodeEndpoints[{}].Rack', 'i12'), 723: ('NodeEndpoints[{}].Rack', 'i12'), 724: ('NodeEndpoints[{}].Rack', 'i12'), 725: ('NodeEndpoints[{}].Rack', 'i12'), 726: ('NodeEndpoints[{}].Rack', 'i12'), 727: ('NodeEndpoints[{}].Rack', 'i12'), 728: ('NodeEndpoints[{}].Rack', 'i12'), 729: ('NodeEndpoints', 'i12'), 730: ('NodeEndpoints', 'i12'), 731: ('NodeEndpoints', 'i12'), 732: ('NodeEndpoints', 'i12'), 733: ('NodeEndpoints', 'i12'), 734: ('NodeEndpoints', None), 735: ('NodeEndpoints', None), 736: ('NodeEndpoints', None), 737: ('NodeEndpoints', None), 739: ('_tagged', None), 740: ('_tagged', None), 741: ('_tagged', None)}
-BUILD_HASH = 'e8789bb7b083863c'
+_LINES = {23: ('FirstOffset+LastOffset', None), 24: ('AcknowledgeTypes', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 33: ('AcknowledgeTypes', None), 34: ('AcknowledgeTypes', None), 35: ('AcknowledgeTypes', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('PartitionIndex+PartitionMaxBytes', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches', None), 54: ('AcknowledgementBatches', None), 55: ('AcknowledgementBatches', None), 56: ('AcknowledgementBatches', None), 57: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i5'), 58: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 59: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 63: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 64: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 65: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 66: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 67: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 68: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 69: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i5'), 70: ('AcknowledgementBatches', 'i5'), 71: ('AcknowledgementBatches', 'i5'), 72: ('AcknowledgementBatches', 'i5'), 73: ('AcknowledgementBatches', 'i5'), 74: ('AcknowledgementBatches', 'i5'), 75: ('AcknowledgementBatches', None), 76: ('AcknowledgementBatches', None), 77: ('AcknowledgementBatches', None), 78: ('AcknowledgementBatches', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('TopicId', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', 'i4'), 101: ('Partitions', 'i4'), 102: ('Partitions', None), 103: ('Partitions', None), 104: ('Partitions', None), 105: ('Partitions', None), 107: ('_tagged', None), 108: ('_tagged', None), 109: ('_tagged', None), 117: ('TopicId', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 131: ('_tagged', None), 132: ('_tagged', None), 133: ('_tagged', None), 141: ('GroupId', None), 142: ('GroupId', None), 143: ('GroupId', None), 144: ('GroupId', None), 145: ('GroupId', None), 146: ('GroupId', None), 147: ('GroupId', None), 148: ('GroupId', None), 149: ('GroupId', None), 150: ('GroupId', None), 151: ('MemberId', None), 152: ('MemberId', None), 153: ('MemberId', None), 154: ('MemberId', None), 155: ('MemberId', None), 156: ('MemberId', None), 157: ('MemberId', None), 158: ('MemberId', None), 159: ('MemberId', None), 160: ('MemberId', None), 161: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('Topics', None), 166: ('Topics', None), 167: ('Topics', None), 168: ('Topics', None), 169: ('Topics', None), 170: ('Topics', None), 171: ('Topics', 'i11'), 172: ('Topics', 'i11'), 173: ('Topics', None), 174: ('Topics', None), 175: ('Topics', None), 176: ('Topics', None), 177: ('ForgottenTopicsData', None), 178: ('ForgottenTopicsData', None), 179: ('ForgottenTopicsData', None), 180: ('ForgottenTopicsData', None), 181: ('ForgottenTopicsData', None), 182: ('ForgottenTopicsData', None), 183: ('ForgottenTopicsData', None), 184: ('ForgottenTopicsData', None), 185: ('ForgottenTopicsData', None), 186: ('ForgottenTopicsData[{}].TopicId', 'i15'), 187: ('ForgottenTopicsData[{}].Partitions', 'i15'), 188: ('ForgottenTopicsData[{}].Partitions', 'i15'), 189: ('ForgottenTopicsData[{}].Partitions', 'i15'), 190: ('ForgottenTopicsData[{}].Partitions', 'i15'), 191: ('ForgottenTopicsData[{}].Partitions', 'i15'), 192: ('ForgottenTopicsData[{}].Partitions', 'i15'), 193: ('ForgottenTopicsData[{}].Partitions', 'i15'), 194: ('ForgottenTopicsData[{}].Partitions', 'i15'), 195: ('ForgottenTopicsData[{}].Partitions', 'i15'), 196: ('ForgottenTopicsData[{}].Partitions', 'i15'), 197: ('ForgottenTopicsData[{}].Partitions', 'i15'), 198: ('ForgottenTopicsData[{}].Partitions', 'i15'), 199: ('ForgottenTopicsData', 'i15'), 200: ('ForgottenTopicsData', 'i15'), 201: ('ForgottenTopicsData', 'i15'), 202: ('ForgottenTopicsData', 'i15'), 203: ('ForgottenTopicsData', 'i15'), 204: ('ForgottenTopicsData', None), 205: ('ForgottenTopicsData', None), 206: ('ForgottenTopicsData', None), 207: ('ForgottenTopicsData', None), 209: ('_tagged', None), 210: ('_tagged', None), 211: ('_tagged', None), 219: ('PartitionIndex', None), 220: ('AcknowledgementBatches', None), 221: ('AcknowledgementBatches', None), 222: ('AcknowledgementBatches', None), 223: ('AcknowledgementBatches', None), 224: ('AcknowledgementBatches', None), 225: ('AcknowledgementBatches', None), 226: ('AcknowledgementBatches', None), 227: ('AcknowledgementBatches', None), 228: ('AcknowledgementBatches', None), 229: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 230: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 231: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 232: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 233: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 234: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 235: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 236: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 237: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 238: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 239: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 240: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 241: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 242: ('AcknowledgementBatches', 'i4'), 243: ('AcknowledgementBatches', 'i4'), 244: ('AcknowledgementBatches', 'i4'), 245: ('AcknowledgementBatches', 'i4'), 246: ('AcknowledgementBatches', 'i4'), 247: ('AcknowledgementBatches', None), 248: ('AcknowledgementBatches', None), 249: ('AcknowledgementBatches', None), 250: ('AcknowledgementBatches', None), 252: ('_tagged', None), 253: ('_tagged', None), 254: ('_tagged', None), 262: ('TopicId', None), 263: ('Partitions', None), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 270: ('Partitions', None), 271: ('Partitions', None), 272: ('Partitions', 'i4'), 273: ('Partitions', 'i4'), 274: ('Partitions', None), 275: ('Partitions', None), 276: ('Partitions', None), 277: ('Partitions', None), 279: ('_tagged', None), 280: ('_tagged', None), 281: ('_tagged', None), 289: ('GroupId', None), 290: ('GroupId', None), 291: ('GroupId', None), 292: ('GroupId', None), 293: ('GroupId', None), 294: ('GroupId', None), 295: ('GroupId', None), 296: ('GroupId', None), 297: ('GroupId', None), 298: ('GroupId', None), 299: ('MemberId', None), 300: ('MemberId', None), 301: ('MemberId', None), 302: ('MemberId', None), 303: ('MemberId', None), 304: ('MemberId', None), 305: ('MemberId', None), 306: ('MemberId', None), 307: ('MemberId', None), 308: ('MemberId', None), 309: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', None), 310: ('Topics', None), 311: ('Topics', None), 312: ('Topics', None), 313: ('Topics', None), 314: ('Topics', None), 315: ('Topics', None), 316: ('Topics', None), 317: ('Topics', None), 318: ('Topics', None), 319: ('Topics', 'i13'), 320: ('Topics', 'i13'), 321: ('Topics', None), 322: ('Topics', None), 323: ('Topics', None), 324: ('Topics', None), 325: ('ForgottenTopicsData', None), 326: ('ForgottenTopicsData', None), 327: ('ForgottenTopicsData', None), 328: ('ForgottenTopicsData', None), 329: ('ForgottenTopicsData', None), 330: ('ForgottenTopicsData', None), 331: ('ForgottenTopicsData', None), 332: ('ForgottenTopicsData', None), 333: ('ForgottenTopicsData', None), 334: ('ForgottenTopicsData[{}].TopicId', 'i17'), 335: ('ForgottenTopicsData[{}].Partitions', 'i17'), 336: ('ForgottenTopicsData[{}].Partitions', 'i17'), 337: ('ForgottenTopicsData[{}].Partitions', 'i17'), 338: ('ForgottenTopicsData[{}].Partitions', 'i17'), 339: ('ForgottenTopicsData[{}].Partitions', 'i17'), 340: ('ForgottenTopicsData[{}].Partitions', 'i17'), 341: ('ForgottenTopicsData[{}].Partitions', 'i17'), 342: ('ForgottenTopicsData[{}].Partitions', 'i17'), 343: ('ForgottenTopicsData[{}].Partitions', 'i17'), 344: ('ForgottenTopicsData[{}].Partitions', 'i17'), 345: ('ForgottenTopicsData[{}].Partitions', 'i17'), 346: ('ForgottenTopicsData[{}].Partitions', 'i17'), 347: ('ForgottenTopicsData', 'i17'), 348: ('ForgottenTopicsData', 'i17'), 349: ('ForgottenTopicsData', 'i17'), 350: ('ForgottenTopicsData', 'i17'), 351: ('ForgottenTopicsData', 'i17'), 352: ('ForgottenTopicsData', None), 353: ('ForgottenTopicsData', None), 354: ('ForgottenTopicsData', None), 355: ('ForgottenTopicsData', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('GroupId', None), 370: ('GroupId', None), 371: ('GroupId', None), 372: ('GroupId', None), 373: ('GroupId', None), 374: ('GroupId', None), 375: ('GroupId', None), 376: ('GroupId', None), 377: ('MemberId', None), 378: ('MemberId', None), 379: ('MemberId', None), 380: ('MemberId', None), 381: ('MemberId', None), 382: ('MemberId', None), 383: ('MemberId', None), 384: ('MemberId', None), 385: ('MemberId', None), 386: ('MemberId', None), 387: ('ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', None), 388: ('Topics', None), 389: ('Topics', None), 390: ('Topics', None), 391: ('Topics', None), 392: ('Topics', None), 393: ('Topics', None), 394: ('Topics', None), 395: ('Topics', None), 396: ('Topics', None), 397: ('Topics', 'i15'), 398: ('Topics', 'i15'), 399: ('Topics', None), 400: ('Topics', None), 401: ('Topics', None), 402: ('Topics', None), 403: ('ForgottenTopicsData', None), 404: ('ForgottenTopicsData', None), 405: ('ForgottenTopicsData', None), 406: ('ForgottenTopicsData', None), 407: ('ForgottenTopicsData', None), 408: ('ForgottenTopicsData', None), 409: ('ForgottenTopicsData', None), 410: ('ForgottenTopicsData', None), 411: ('ForgottenTopicsData', None), 412: ('ForgottenTopicsData[{}].TopicId', 'i19'), 413: ('ForgottenTopicsData[{}].Partitions', 'i19'), 414: ('ForgottenTopicsData[{}].Partitions', 'i19'), 415: ('ForgottenTopicsData[{}].Partitions', 'i19'), 416: ('ForgottenTopicsData[{}].Partitions', 'i19'), 417: ('ForgottenTopicsData[{}].Partitions', 'i19'), 418: ('ForgottenTopicsData[{}].Partitions', 'i19'), 419: ('ForgottenTopicsData[{}].Partitions', 'i19'), 420: ('ForgottenTopicsData[{}].Partitions', 'i19'), 421: ('ForgottenTopicsData[{}].Partitions', 'i19'), 422: ('ForgottenTopicsData[{}].Partitions', 'i19'), 423: ('ForgottenTopicsData[{}].Partitions', 'i19'), 424: ('ForgottenTopicsData[{}].Partitions', 'i19'), 425: ('ForgottenTopicsData', 'i19'), 426: ('ForgottenTopicsData', 'i19'), 427: ('ForgottenTopicsData', 'i19'), 428: ('ForgottenTopicsData', 'i19'), 429: ('ForgottenTopicsData', 'i19'), 430: ('ForgottenTopicsData', None), 431: ('ForgottenTopicsData', None), 432: ('ForgottenTopicsData', None), 433: ('ForgottenTopicsData', None), 435: ('_tagged', None), 436: ('_tagged', None), 437: ('_tagged', None), 445: ('LeaderId+LeaderEpoch', None), 447: ('_tagged', None), 448: ('_tagged', None), 449: ('_tagged', None), 457: ('FirstOffset+LastOffset+DeliveryCount', None), 459: ('_tagged', None), 460: ('_tagged', None), 461: ('_tagged', None), 469: ('PartitionIndex+ErrorCode', None), 470: ('ErrorMessage', None), 471: ('ErrorMessage', None), 472: ('ErrorMessage', None), 473: ('ErrorMessage', None), 474: ('ErrorMessage', None), 475: ('ErrorMessage', None), 476: ('ErrorMessage', None), 477: ('ErrorMessage', None), 478: ('ErrorMessage', None), 479: ('ErrorMessage', None), 480: ('AcknowledgeErrorCode', None), 481: ('AcknowledgeErrorMessage', None), 482: ('AcknowledgeErrorMessage', None), 483: ('AcknowledgeErrorMessage', None), 484: ('AcknowledgeErrorMessage', None), 485: ('AcknowledgeErrorMessage', None), 486: ('AcknowledgeErrorMessage', None), 487: ('AcknowledgeErrorMessage', None), 488: ('AcknowledgeErrorMessage', None), 489: ('AcknowledgeErrorMessage', None), 490: ('AcknowledgeErrorMessage', None), 491: ('CurrentLeader', None), 492: ('Records', None), 493: ('Records', None), 494: ('Records', None), 495: ('Records', None), 496: ('Records', None), 497: ('Records', None), 498: ('Records', None), 499: ('Records', None), 500: ('Records', None), 501: ('Records', None), 502: ('AcquiredRecords', None), 503: ('AcquiredRecords', None), 504: ('AcquiredRecords', None), 505: ('AcquiredRecords', None), 506: ('AcquiredRecords', None), 507: ('AcquiredRecords', None), 508: ('AcquiredRecords', None), 509: ('AcquiredRecords', None), 510: ('AcquiredRecords', None), 511: ('AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', 'i13'), 512: ('AcquiredRecords', 'i13'), 513: ('AcquiredRecords', 'i13'), 514: ('AcquiredRecords', 'i13'), 515: ('AcquiredRecords', 'i13'), 516: ('AcquiredRecords', 'i13'), 517: ('AcquiredRecords', None), 518: ('AcquiredRecords', None), 519: ('AcquiredRecords', None), 520: ('AcquiredRecords', None), 522: ('_tagged', None), 523: ('_tagged', None), 524: ('_tagged', None), 532: ('TopicId', None), 533: ('Partitions', None), 534: ('Partitions', None), 535: ('Partitions', None), 536: ('Partitions', None), 537: ('Partitions', None), 538: ('Partitions', None), 539: ('Partitions', None), 540: ('Partitions', None), 541: ('Partitions', None), 542: ('Partitions', 'i4'), 543: ('Partitions', 'i4'), 544: ('Partitions', None), 545: ('Partitions', None), 546: ('Partitions', None), 547: ('Partitions', None), 549: ('_tagged', None), 550: ('_tagged', None), 551: ('_tagged', None), 559: ('NodeId', None), 560: ('Host', None), 561: ('Host', None), 562: ('Host', None), 563: ('Host', None), 564: ('Host', None), 565: ('Host', None), 566: ('Host', None), 567: ('Host', None), 568: ('Host', None), 569: ('Host', None), 570: ('Port', None), 571: ('Rack', None), 572: ('Rack', None), 573: ('Rack', None), 574: ('Rack', None), 575: ('Rack', None), 576: ('Rack', None), 577: ('Rack', None), 578: ('Rack', None), 579: ('Rack', None), 580: ('Rack', None), 582: ('_tagged', None), 583: ('_tagged', None), 584: ('_tagged', None), 592: ('ThrottleTimeMs+ErrorCode', None), 593: ('ErrorMessage', None), 594: ('ErrorMessage', None), 595: ('ErrorMessage', None), 596: ('ErrorMessage', None), 597: ('ErrorMessage', None), 598: ('ErrorMessage', None), 599: ('ErrorMessage', None), 600: ('ErrorMessage', None), 601: ('ErrorMessage', None), 602: ('ErrorMessage', None), 603: ('Responses', None), 604: ('Responses', None), 605: ('Responses', None), 606: ('Responses', None), 607: ('Responses', None), 608: ('Responses', None), 609: ('Responses', None), 610: ('Responses', None), 611: ('Responses', None), 612: ('Responses', 'i7'), 613: ('Responses', 'i7'), 614: ('Responses', None), 615: ('Responses', None), 616: ('Responses', None), 617: ('Responses', None), 618: ('NodeEndpoints', None), 619: ('NodeEndpoints', None), 620: ('NodeEndpoints', None), 621: ('NodeEndpoints', None), 622: ('NodeEndpoints', None), 623: ('NodeEndpoints', None), 624: ('NodeEndpoints', None), 625: ('NodeEndpoints', None), 626: ('NodeEndpoints', None), 627: ('NodeEndpoints[{}].NodeId', 'i11'), 628: ('NodeEndpoints[{}].Host', 'i11'), 629: ('NodeEndpoints[{}].Host', 'i11'), 630: ('NodeEndpoints[{}].Host', 'i11'), 631: ('NodeEndpoints[{}].Host', 'i11'), 632: ('NodeEndpoints[{}].Host', 'i11'), 633: ('NodeEndpoints[{}].Host', 'i11'), 634: ('NodeEndpoints[{}].Host', 'i11'), 635: ('NodeEndpoints[{}].Host', 'i11'), 636: ('NodeEndpoints[{}].Host', 'i11'), 637: ('NodeEndpoints[{}].Host', 'i11'), 638: ('NodeEndpoints[{}].Port', 'i11'), 639: ('NodeEndpoints[{}].Rack', 'i11'), 640: ('NodeEndpoints[{}].Rack', 'i11'), 641: ('NodeEndpoints[{}].Rack', 'i11'), 642: ('NodeEndpoints[{}].Rack', 'i11'), 643: ('NodeEndpoints[{}].Rack', 'i11'), 644: ('NodeEndpoints[{}].Rack', 'i11'), 645: ('NodeEndpoints[{}].Rack', 'i11'), 646: ('NodeEndpoints[{}].Rack', 'i11'), 647: ('NodeEndpoints[{}].Rack', 'i11'), 648: ('NodeEndpoints[{}].Rack', 'i11'), 649: ('NodeEndpoints', 'i11'), 650: ('NodeEndpoints', 'i11'), 651: ('NodeEndpoints', 'i11'), 652: ('NodeEndpoints', 'i11'), 653: ('NodeEndpoints', 'i11'), 654: ('NodeEndpoints', None), 655: ('NodeEndpoints', None), 656: ('NodeEndpoints', None), 657: ('NodeEndpoints', None), 659: ('_tagged', None), 660: ('_tagged', None), 661: ('_tagged', None), 669: ('ThrottleTimeMs+ErrorCode', None), 670: ('ErrorMessage', None), 671: ('ErrorMessage', None), 672: ('ErrorMessage', None), 673: ('ErrorMessage', None), 674: ('ErrorMessage', None), 675: ('ErrorMessage', None), 676: ('ErrorMessage', None), 677: ('ErrorMessage', None), 678: ('ErrorMessage', None), 679: ('ErrorMessage', None), 680: ('AcquisitionLockTimeoutMs', None), 681: ('Responses', None), 682: ('Responses', None), 683: ('Responses', None), 684: ('Responses', None), 685: ('Responses', None), 686: ('Responses', None), 687: ('Responses', None), 688: ('Responses', None), 689: ('Responses', None), 690: ('Responses', 'i8'), 691: ('Responses', 'i8'), 692: ('Responses', None), 693: ('Responses', None), 694: ('Responses', None), 695: ('Responses', None), 696: ('NodeEndpoints', None), 697: ('NodeEndpoints', None), 698: ('NodeEndpoints', None), 699: ('NodeEndpoints', None), 700: ('NodeEndpoints', None), 701: ('NodeEndpoints', None), 702: ('NodeEndpoints', None), 703: ('NodeEndpoints', None), 704: ('NodeEndpoints', None), 705: ('NodeEndpoints[{}].NodeId', 'i12'), 706: ('NodeEndpoints[{}].Host', 'i12'), 707: ('NodeEndpoints[{}].Host', 'i12'), 708: ('NodeEndpoints[{}].Host', 'i12'), 709: ('NodeEndpoints[{}].Host', 'i12'), 710: ('NodeEndpoints[{}].Host', 'i12'), 711: ('NodeEndpoints[{}].Host', 'i12'), 712: ('NodeEndpoints[{}].Host', 'i12'), 713: ('NodeEndpoints[{}].Host', 'i12'), 714: ('NodeEndpoints[{}].Host', 'i12'), 715: ('NodeEndpoints[{}].Host', 'i12'), 716: ('NodeEndpoints[{}].Port', 'i12'), 717: ('NodeEndpoints[{}].Rack', 'i12'), 718: ('NodeEndpoints[{}].Rack', 'i12'), 719: ('NodeEndpoints[{}].Rack', 'i12'), 720: ('NodeEndpoints[{}].Rack', 'i12'), 721: ('NodeEndpoints[{}].Rack', 'i12'), 722: ('NodeEndpoints[{}].Rack', 'i12'), 723: ('NodeEndpoints[{}].Rack', 'i12'), 724: ('NodeEndpoints[{}].Rack', 'i12'), 725: ('NodeEndpoints[{}].Rack', 'i12'), 726: ('NodeEndpoints[{}].Rack', 'i12'), 727: ('NodeEndpoints', 'i12'), 728: ('NodeEndpoints', 'i12'), 729: ('NodeEndpoints', 'i12'), 730: ('NodeEndpoints', 'i12'), 731: ('NodeEndpoints', 'i12'), 732: ('NodeEndpoints', None), 733: ('NodeEndpoints', None), 734: ('NodeEndpoints', None), 735: ('NodeEndpoints', None), 737: ('_tagged', None), 738: ('_tagged', None), 739: ('_tagged', None)}
+BUILD_HASH = '533acd2c3f86b6dd'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>qq').unpack_from
@@ -14,7 +12,7 @@ _U5 = _struct.Struct('>ii').unpack_from
 _Ab = _rt.array_reader('b')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 16
@@ -23,8 +21,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ab(b, p, n4); p += n4 * 1
         elif n4 == -1:
             v3 = None
@@ -33,12 +31,12 @@ def _f0(b, p):
         d = {"FirstOffset": v1, "LastOffset": v2, "AcknowledgeTypes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -47,8 +45,8 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 18 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 16
@@ -57,8 +55,8 @@ def _f1(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 1 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ab(b, p, n8); p += n8 * 1
                 elif n8 == -1:
                     v7 = None
@@ -67,7 +65,7 @@ def _f1(b, p):
                 d9 = {"FirstOffset": v5, "LastOffset": v6, "AcknowledgeTypes": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -76,12 +74,12 @@ def _f1(b, p):
         d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -90,11 +88,11 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -103,12 +101,12 @@ def _f2(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -137,11 +135,11 @@ def _f3(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f2(b, p)
+                x9, p = _f2(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -150,12 +148,12 @@ def _f3(b, p):
         d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "Topics": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -184,11 +182,11 @@ def _f4(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 18 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
-                x10, p = _f2(b, p)
+                x10, p = _f2(b, p, B)
                 v7.append(x10)
         elif n8 == -1:
             v7 = None
@@ -197,24 +195,24 @@ def _f4(b, p):
         d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "IsRenewAck": v6, "Topics": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U5(b, p); p += 8
         d = {"LeaderId": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -228,16 +226,16 @@ def _f6(b, p):
             v3 = None
         else:
             raise _rt.negative(n4)
-        v5, p = _f5(b, p)
+        v5, p = _f5(b, p, B)
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "CurrentLeader": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 16
@@ -246,11 +244,11 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 17 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f6(b, p)
+                x5, p = _f6(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -259,12 +257,12 @@ def _f7(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -292,12 +290,12 @@ def _f8(b, p):
         d = {"NodeId": v1, "Host": v2, "Port": v4, "Rack": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -316,11 +314,11 @@ def _f9(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 18 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f7(b, p)
+                x8, p = _f7(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -331,8 +329,8 @@ def _f9(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 11 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, = _U0(b, p); p += 4
@@ -360,7 +358,7 @@ def _f9(b, p):
                 d18 = {"NodeId": v12, "Host": v13, "Port": v15, "Rack": v16}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d18)
+                if t: p = _rt.tags(b, p, t, _T0, d18, B)
                 v9.append(d18)
         elif n10 == -1:
             v9 = None
@@ -369,12 +367,12 @@ def _f9(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -394,11 +392,11 @@ def _f10(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 18 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
-                x9, p = _f7(b, p)
+                x9, p = _f7(b, p, B)
                 v6.append(x9)
         elif n7 == -1:
             v6 = None
@@ -409,8 +407,8 @@ def _f10(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 11 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 v13, = _U0(b, p); p += 4
@@ -438,7 +436,7 @@ def _f10(b, p):
                 d19 = {"NodeId": v13, "Host": v14, "Port": v16, "Rack": v17}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d19)
+                if t: p = _rt.tags(b, p, t, _T0, d19, B)
                 v10.append(d19)
         elif n11 == -1:
             v10 = None
@@ -447,7 +445,7 @@ def _f10(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -459,5 +457,5 @@ NAME = 'ShareAcknowledge'
 REQUEST = {0: _f3, 1: _f3, 2: _f4}
 RESPONSE = {0: _f9, 1: _f9, 2: _f10}
 
-_LINES = {20: ('FirstOffset+LastOffset', None), 21: ('AcknowledgeTypes', None), 22: ('AcknowledgeTypes', None), 23: ('AcknowledgeTypes', None), 24: ('AcknowledgeTypes', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 31: ('AcknowledgeTypes', None), 32: ('AcknowledgeTypes', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None), 44: ('PartitionIndex', None), 45: ('AcknowledgementBatches', None), 46: ('AcknowledgementBatches', None), 47: ('AcknowledgementBatches', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches', None), 53: ('AcknowledgementBatches', None), 54: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 55: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 56: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 57: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 58: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 59: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 63: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 64: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 65: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 66: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 67: ('AcknowledgementBatches', 'i4'), 68: ('AcknowledgementBatches', 'i4'), 69: ('AcknowledgementBatches', 'i4'), 70: ('AcknowledgementBatches', 'i4'), 71: ('AcknowledgementBatches', 'i4'), 72: ('AcknowledgementBatches', None), 73: ('AcknowledgementBatches', None), 74: ('AcknowledgementBatches', None), 75: ('AcknowledgementBatches', None), 77: ('_tagged', None), 78: ('_tagged', None), 79: ('_tagged', None), 87: ('TopicId', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', None), 96: ('Partitions', None), 97: ('Partitions', 'i4'), 98: ('Partitions', 'i4'), 99: ('Partitions', None), 100: ('Partitions', None), 101: ('Partitions', None), 102: ('Partitions', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('GroupId', None), 115: ('GroupId', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('GroupId', None), 123: ('GroupId', None), 124: ('MemberId', None), 125: ('MemberId', None), 126: ('MemberId', None), 127: ('MemberId', None), 128: ('MemberId', None), 129: ('MemberId', None), 130: ('MemberId', None), 131: ('MemberId', None), 132: ('MemberId', None), 133: ('MemberId', None), 134: ('ShareSessionEpoch', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', None), 143: ('Topics', None), 144: ('Topics', 'i8'), 145: ('Topics', 'i8'), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('GroupId', None), 170: ('GroupId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('MemberId', None), 180: ('MemberId', None), 181: ('ShareSessionEpoch+IsRenewAck', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', None), 190: ('Topics', None), 191: ('Topics', 'i9'), 192: ('Topics', 'i9'), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 198: ('_tagged', None), 199: ('_tagged', None), 200: ('_tagged', None), 208: ('LeaderId+LeaderEpoch', None), 210: ('_tagged', None), 211: ('_tagged', None), 212: ('_tagged', None), 220: ('PartitionIndex+ErrorCode', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('ErrorMessage', None), 230: ('ErrorMessage', None), 231: ('CurrentLeader', None), 233: ('_tagged', None), 234: ('_tagged', None), 235: ('_tagged', None), 243: ('TopicId', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', None), 252: ('Partitions', None), 253: ('Partitions', 'i4'), 254: ('Partitions', 'i4'), 255: ('Partitions', None), 256: ('Partitions', None), 257: ('Partitions', None), 258: ('Partitions', None), 260: ('_tagged', None), 261: ('_tagged', None), 262: ('_tagged', None), 270: ('NodeId', None), 271: ('Host', None), 272: ('Host', None), 273: ('Host', None), 274: ('Host', None), 275: ('Host', None), 276: ('Host', None), 277: ('Host', None), 278: ('Host', None), 279: ('Host', None), 280: ('Host', None), 281: ('Port', None), 282: ('Rack', None), 283: ('Rack', None), 284: ('Rack', None), 285: ('Rack', None), 286: ('Rack', None), 287: ('Rack', None), 288: ('Rack', None), 289: ('Rack', None), 290: ('Rack', None), 291: ('Rack', None), 293: ('_tagged', None), 294: ('_tagged', None), 295: ('_tagged', None), 303: ('ThrottleTimeMs+ErrorCode', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('ErrorMessage', None), 307: ('ErrorMessage', None), 308: ('ErrorMessage', None), 309: ('ErrorMessage', None), 310: ('ErrorMessage', None), 311: ('ErrorMessage', None), 312: ('ErrorMessage', None), 313: ('ErrorMessage', None), 314: ('Responses', None), 315: ('Responses', None), 316: ('Responses', None), 317: ('Responses', None), 318: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', None), 322: ('Responses', None), 323: ('Responses', 'i7'), 324: ('Responses', 'i7'), 325: ('Responses', None), 326: ('Responses', None), 327: ('Responses', None), 328: ('Responses', None), 329: ('NodeEndpoints', None), 330: ('NodeEndpoints', None), 331: ('NodeEndpoints', None), 332: ('NodeEndpoints', None), 333: ('NodeEndpoints', None), 334: ('NodeEndpoints', None), 335: ('NodeEndpoints', None), 336: ('NodeEndpoints', None), 337: ('NodeEndpoints', None), 338: ('NodeEndpoints[{}].NodeId', 'i11'), 339: ('NodeEndpoints[{}].Host', 'i11'), 340: ('NodeEndpoints[{}].Host', 'i11'), 341: ('NodeEndpoints[{}].Host', 'i11'), 342: ('NodeEndpoints[{}].Host', 'i11'), 343: ('NodeEndpoints[{}].Host', 'i11'), 344: ('NodeEndpoints[{}].Host', 'i11'), 345: ('NodeEndpoints[{}].Host', 'i11'), 346: ('NodeEndpoints[{}].Host', 'i11'), 347: ('NodeEndpoints[{}].Host', 'i11'), 348: ('NodeEndpoints[{}].Host', 'i11'), 349: ('NodeEndpoints[{}].Port', 'i11'), 350: ('NodeEndpoints[{}].Rack', 'i11'), 351: ('NodeEndpoints[{}].Rack', 'i11'), 352: ('NodeEndpoints[{}].Rack', 'i11'), 353: ('NodeEndpoints[{}].Rack', 'i11'), 354: ('NodeEndpoints[{}].Rack', 'i11'), 355: ('NodeEndpoints[{}].Rack', 'i11'), 356: ('NodeEndpoints[{}].Rack', 'i11'), 357: ('NodeEndpoints[{}].Rack', 'i11'), 358: ('NodeEndpoints[{}].Rack', 'i11'), 359: ('NodeEndpoints[{}].Rack', 'i11'), 360: ('NodeEndpoints', 'i11'), 361: ('NodeEndpoints', 'i11'), 362: ('NodeEndpoints', 'i11'), 363: ('NodeEndpoints', 'i11'), 364: ('NodeEndpoints', 'i11'), 365: ('NodeEndpoints', None), 366: ('NodeEndpoints', None), 367: ('NodeEndpoints', None), 368: ('NodeEndpoints', None), 370: ('_tagged', None), 371: ('_tagged', None), 372: ('_tagged', None), 380: ('ThrottleTimeMs+ErrorCode', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('ErrorMessage', None), 390: ('ErrorMessage', None), 391: ('AcquisitionLockTimeoutMs', None), 392: ('Responses', None), 393: ('Responses', None), 394: ('Responses', None), 395: ('Responses', None), 396: ('Responses', None), 397: ('Responses', None), 398: ('Responses', None), 399: ('Responses', None), 400: ('Responses', None), 401: ('Responses', 'i8'), 402: ('Responses', 'i8'), 403: ('Responses', None), 404: ('Responses', None), 405: ('Responses', None), 406: ('Responses', None), 407: ('NodeEndpoints', None), 408: ('NodeEndpoints', None), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 411: ('NodeEndpoints', None), 412: ('NodeEndpoints', None), 413: ('NodeEndpoints', None), 414: ('NodeEndpoints', None), 415: ('NodeEndpoints', None), 416: ('NodeEndpoints[{}].NodeId', 'i12'), 417: ('NodeEndpoints[{}].Host', 'i12'), 418: ('NodeEndpoints[{}].Host', 'i12'), 419: ('NodeEndpoints[{}].Host', 'i12'), 420: ('NodeEndpoints[{}].Host', 'i12'), 421: ('NodeEndpoints[{}].Host', 'i12'), 422: ('NodeEndpoints[{}].Host', 'i12'), 423: ('NodeEndpoints[{}].Host', 'i12'), 424: ('NodeEndpoints[{}].Host', 'i12'), 425: ('NodeEndpoints[{}].Host', 'i12'), 426: ('NodeEndpoints[{}].Host', 'i12'), 427: ('NodeEndpoints[{}].Port', 'i12'), 428: ('NodeEndpoints[{}].Rack', 'i12'), 429: ('NodeEndpoints[{}].Rack', 'i12'), 430: ('NodeEndpoints[{}].Rack', 'i12'), 431: ('NodeEndpoints[{}].Rack', 'i12'), 432: ('NodeEndpoints[{}].Rack', 'i12'), 433: ('NodeEndpoints[{}].Rack', 'i12'), 434: ('NodeEndpoints[{}].Rack', 'i12'), 435: ('NodeEndpoints[{}].Rack', 'i12'), 436: ('NodeEndpoints[{}].Rack', 'i12'), 437: ('NodeEndpoints[{}].Rack', 'i12'), 438: ('NodeEndpoints', 'i12'), 439: ('NodeEndpoints', 'i12'), 440: ('NodeEndpoints', 'i12'), 441: ('NodeEndpoints', 'i12'), 442: ('NodeEndpoints', 'i12'), 443: ('NodeEndpoints', None), 444: ('NodeEndpoints', None), 445: ('NodeEndpoints', None), 446: ('NodeEndpoints', None), 448: ('_tagged', None), 449: ('_tagged', None), 450: ('_tagged', None)}
-BUILD_HASH = '7b9f8abc0a542b66'
+_LINES = {18: ('FirstOffset+LastOffset', None), 19: ('AcknowledgeTypes', None), 20: ('AcknowledgeTypes', None), 21: ('AcknowledgeTypes', None), 22: ('AcknowledgeTypes', None), 23: ('AcknowledgeTypes', None), 24: ('AcknowledgeTypes', None), 25: ('AcknowledgeTypes', None), 26: ('AcknowledgeTypes', None), 27: ('AcknowledgeTypes', None), 28: ('AcknowledgeTypes', None), 29: ('AcknowledgeTypes', None), 30: ('AcknowledgeTypes', None), 32: ('_tagged', None), 33: ('_tagged', None), 34: ('_tagged', None), 42: ('PartitionIndex', None), 43: ('AcknowledgementBatches', None), 44: ('AcknowledgementBatches', None), 45: ('AcknowledgementBatches', None), 46: ('AcknowledgementBatches', None), 47: ('AcknowledgementBatches', None), 48: ('AcknowledgementBatches', None), 49: ('AcknowledgementBatches', None), 50: ('AcknowledgementBatches', None), 51: ('AcknowledgementBatches', None), 52: ('AcknowledgementBatches[{}].FirstOffset+LastOffset', 'i4'), 53: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 54: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 55: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 56: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 57: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 58: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 59: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 60: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 61: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 62: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 63: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 64: ('AcknowledgementBatches[{}].AcknowledgeTypes', 'i4'), 65: ('AcknowledgementBatches', 'i4'), 66: ('AcknowledgementBatches', 'i4'), 67: ('AcknowledgementBatches', 'i4'), 68: ('AcknowledgementBatches', 'i4'), 69: ('AcknowledgementBatches', 'i4'), 70: ('AcknowledgementBatches', None), 71: ('AcknowledgementBatches', None), 72: ('AcknowledgementBatches', None), 73: ('AcknowledgementBatches', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('TopicId', None), 86: ('Partitions', None), 87: ('Partitions', None), 88: ('Partitions', None), 89: ('Partitions', None), 90: ('Partitions', None), 91: ('Partitions', None), 92: ('Partitions', None), 93: ('Partitions', None), 94: ('Partitions', None), 95: ('Partitions', 'i4'), 96: ('Partitions', 'i4'), 97: ('Partitions', None), 98: ('Partitions', None), 99: ('Partitions', None), 100: ('Partitions', None), 102: ('_tagged', None), 103: ('_tagged', None), 104: ('_tagged', None), 112: ('GroupId', None), 113: ('GroupId', None), 114: ('GroupId', None), 115: ('GroupId', None), 116: ('GroupId', None), 117: ('GroupId', None), 118: ('GroupId', None), 119: ('GroupId', None), 120: ('GroupId', None), 121: ('GroupId', None), 122: ('MemberId', None), 123: ('MemberId', None), 124: ('MemberId', None), 125: ('MemberId', None), 126: ('MemberId', None), 127: ('MemberId', None), 128: ('MemberId', None), 129: ('MemberId', None), 130: ('MemberId', None), 131: ('MemberId', None), 132: ('ShareSessionEpoch', None), 133: ('Topics', None), 134: ('Topics', None), 135: ('Topics', None), 136: ('Topics', None), 137: ('Topics', None), 138: ('Topics', None), 139: ('Topics', None), 140: ('Topics', None), 141: ('Topics', None), 142: ('Topics', 'i8'), 143: ('Topics', 'i8'), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('GroupId', None), 160: ('GroupId', None), 161: ('GroupId', None), 162: ('GroupId', None), 163: ('GroupId', None), 164: ('GroupId', None), 165: ('GroupId', None), 166: ('GroupId', None), 167: ('GroupId', None), 168: ('GroupId', None), 169: ('MemberId', None), 170: ('MemberId', None), 171: ('MemberId', None), 172: ('MemberId', None), 173: ('MemberId', None), 174: ('MemberId', None), 175: ('MemberId', None), 176: ('MemberId', None), 177: ('MemberId', None), 178: ('MemberId', None), 179: ('ShareSessionEpoch+IsRenewAck', None), 180: ('Topics', None), 181: ('Topics', None), 182: ('Topics', None), 183: ('Topics', None), 184: ('Topics', None), 185: ('Topics', None), 186: ('Topics', None), 187: ('Topics', None), 188: ('Topics', None), 189: ('Topics', 'i9'), 190: ('Topics', 'i9'), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 196: ('_tagged', None), 197: ('_tagged', None), 198: ('_tagged', None), 206: ('LeaderId+LeaderEpoch', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('PartitionIndex+ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 229: ('CurrentLeader', None), 231: ('_tagged', None), 232: ('_tagged', None), 233: ('_tagged', None), 241: ('TopicId', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions', None), 251: ('Partitions', 'i4'), 252: ('Partitions', 'i4'), 253: ('Partitions', None), 254: ('Partitions', None), 255: ('Partitions', None), 256: ('Partitions', None), 258: ('_tagged', None), 259: ('_tagged', None), 260: ('_tagged', None), 268: ('NodeId', None), 269: ('Host', None), 270: ('Host', None), 271: ('Host', None), 272: ('Host', None), 273: ('Host', None), 274: ('Host', None), 275: ('Host', None), 276: ('Host', None), 277: ('Host', None), 278: ('Host', None), 279: ('Port', None), 280: ('Rack', None), 281: ('Rack', None), 282: ('Rack', None), 283: ('Rack', None), 284: ('Rack', None), 285: ('Rack', None), 286: ('Rack', None), 287: ('Rack', None), 288: ('Rack', None), 289: ('Rack', None), 291: ('_tagged', None), 292: ('_tagged', None), 293: ('_tagged', None), 301: ('ThrottleTimeMs+ErrorCode', None), 302: ('ErrorMessage', None), 303: ('ErrorMessage', None), 304: ('ErrorMessage', None), 305: ('ErrorMessage', None), 306: ('ErrorMessage', None), 307: ('ErrorMessage', None), 308: ('ErrorMessage', None), 309: ('ErrorMessage', None), 310: ('ErrorMessage', None), 311: ('ErrorMessage', None), 312: ('Responses', None), 313: ('Responses', None), 314: ('Responses', None), 315: ('Responses', None), 316: ('Responses', None), 317: ('Responses', None), 318: ('Responses', None), 319: ('Responses', None), 320: ('Responses', None), 321: ('Responses', 'i7'), 322: ('Responses', 'i7'), 323: ('Responses', None), 324: ('Responses', None), 325: ('Responses', None), 326: ('Responses', None), 327: ('NodeEndpoints', None), 328: ('NodeEndpoints', None), 329: ('NodeEndpoints', None), 330: ('NodeEndpoints', None), 331: ('NodeEndpoints', None), 332: ('NodeEndpoints', None), 333: ('NodeEndpoints', None), 334: ('NodeEndpoints', None), 335: ('NodeEndpoints', None), 336: ('NodeEndpoints[{}].NodeId', 'i11'), 337: ('NodeEndpoints[{}].Host', 'i11'), 338: ('NodeEndpoints[{}].Host', 'i11'), 339: ('NodeEndpoints[{}].Host', 'i11'), 340: ('NodeEndpoints[{}].Host', 'i11'), 341: ('NodeEndpoints[{}].Host', 'i11'), 342: ('NodeEndpoints[{}].Host', 'i11'), 343: ('NodeEndpoints[{}].Host', 'i11'), 344: ('NodeEndpoints[{}].Host', 'i11'), 345: ('NodeEndpoints[{}].Host', 'i11'), 346: ('NodeEndpoints[{}].Host', 'i11'), 347: ('NodeEndpoints[{}].Port', 'i11'), 348: ('NodeEndpoints[{}].Rack', 'i11'), 349: ('NodeEndpoints[{}].Rack', 'i11'), 350: ('NodeEndpoints[{}].Rack', 'i11'), 351: ('NodeEndpoints[{}].Rack', 'i11'), 352: ('NodeEndpoints[{}].Rack', 'i11'), 353: ('NodeEndpoints[{}].Rack', 'i11'), 354: ('NodeEndpoints[{}].Rack', 'i11'), 355: ('NodeEndpoints[{}].Rack', 'i11'), 356: ('NodeEndpoints[{}].Rack', 'i11'), 357: ('NodeEndpoints[{}].Rack', 'i11'), 358: ('NodeEndpoints', 'i11'), 359: ('NodeEndpoints', 'i11'), 360: ('NodeEndpoints', 'i11'), 361: ('NodeEndpoints', 'i11'), 362: ('NodeEndpoints', 'i11'), 363: ('NodeEndpoints', None), 364: ('NodeEndpoints', None), 365: ('NodeEndpoints', None), 366: ('NodeEndpoints', None), 368: ('_tagged', None), 369: ('_tagged', None), 370: ('_tagged', None), 378: ('ThrottleTimeMs+ErrorCode', None), 379: ('ErrorMessage', None), 380: ('ErrorMessage', None), 381: ('ErrorMessage', None), 382: ('ErrorMessage', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('AcquisitionLockTimeoutMs', None), 390: ('Responses', None), 391: ('Responses', None), 392: ('Responses', None), 393: ('Responses', None), 394: ('Responses', None), 395: ('Responses', None), 396: ('Responses', None), 397: ('Responses', None), 398: ('Responses', None), 399: ('Responses', 'i8'), 400: ('Responses', 'i8'), 401: ('Responses', None), 402: ('Responses', None), 403: ('Responses', None), 404: ('Responses', None), 405: ('NodeEndpoints', None), 406: ('NodeEndpoints', None), 407: ('NodeEndpoints', None), 408: ('NodeEndpoints', None), 409: ('NodeEndpoints', None), 410: ('NodeEndpoints', None), 411: ('NodeEndpoints', None), 412: ('NodeEndpoints', None), 413: ('NodeEndpoints', None), 414: ('NodeEndpoints[{}].NodeId', 'i12'), 415: ('NodeEndpoints[{}].Host', 'i12'), 416: ('NodeEndpoints[{}].Host', 'i12'), 417: ('NodeEndpoints[{}].Host', 'i12'), 418: ('NodeEndpoints[{}].Host', 'i12'), 419: ('NodeEndpoints[{}].Host', 'i12'), 420: ('NodeEndpoints[{}].Host', 'i12'), 421: ('NodeEndpoints[{}].Host', 'i12'), 422: ('NodeEndpoints[{}].Host', 'i12'), 423: ('NodeEndpoints[{}].Host', 'i12'), 424: ('NodeEndpoints[{}].Host', 'i12'), 425: ('NodeEndpoints[{}].Port', 'i12'), 426: ('NodeEndpoints[{}].Rack', 'i12'), 427: ('NodeEndpoints[{}].Rack', 'i12'), 428: ('NodeEndpoints[{}].Rack', 'i12'), 429: ('NodeEndpoints[{}].Rack', 'i12'), 430: ('NodeEndpoints[{}].Rack', 'i12'), 431: ('NodeEndpoints[{}].Rack', 'i12'), 432: ('NodeEndpoints[{}].Rack', 'i12'), 433: ('NodeEndpoints[{}].Rack', 'i12'), 434: ('NodeEndpoints[{}].Rack', 'i12'), 435: ('NodeEndpoints[{}].Rack', 'i12'), 436: ('NodeEndpoints', 'i12'), 437: ('NodeEndpoints', 'i12'), 438: ('NodeEndpoints', 'i12'), 439: ('NodeEndpoints', 'i12'), 440: ('NodeEndpoints', 'i12'), 441: ('NodeEndpoints', None), 442: ('NodeEndpoints', None), 443: ('NodeEndpoints', None), 444: ('NodeEndpoints', None), 446: ('_tagged', None), 447: ('_tagged', None), 448: ('_tagged', None)}
+BUILD_HASH = '44380730bc8b6379'

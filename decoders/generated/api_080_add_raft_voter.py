@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii16s').unpack_from
 _U1 = _struct.Struct('>H').unpack_from
 _U2 = _struct.Struct('>?').unpack_from
 _U3 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -38,12 +36,12 @@ def _f0(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -62,8 +60,8 @@ def _f1(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -90,7 +88,7 @@ def _f1(b, p):
                 d14 = {"Name": v9, "Host": v11, "Port": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v6.append(d14)
         elif n7 == -1:
             v6 = None
@@ -99,12 +97,12 @@ def _f1(b, p):
         d = {"ClusterId": v1, "TimeoutMs": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -123,8 +121,8 @@ def _f2(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -151,7 +149,7 @@ def _f2(b, p):
                 d14 = {"Name": v9, "Host": v11, "Port": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v6.append(d14)
         elif n7 == -1:
             v6 = None
@@ -161,12 +159,12 @@ def _f2(b, p):
         d = {"ClusterId": v1, "TimeoutMs": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "AckWhenCommitted": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
@@ -183,7 +181,7 @@ def _f3(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -195,4 +193,4 @@ NAME = 'AddRaftVoter'
 REQUEST = {0: _f1, 1: _f2}
 RESPONSE = {0: _f3, 1: _f3}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Port', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('ClusterId', None), 50: ('ClusterId', None), 51: ('ClusterId', None), 52: ('ClusterId', None), 53: ('ClusterId', None), 54: ('ClusterId', None), 55: ('ClusterId', None), 56: ('ClusterId', None), 57: ('ClusterId', None), 58: ('ClusterId', None), 59: ('TimeoutMs+VoterId+VoterDirectoryId', None), 60: ('Listeners', None), 61: ('Listeners', None), 62: ('Listeners', None), 63: ('Listeners', None), 64: ('Listeners', None), 65: ('Listeners', None), 66: ('Listeners', None), 67: ('Listeners', None), 68: ('Listeners', None), 69: ('Listeners[{}].Name', 'i8'), 70: ('Listeners[{}].Name', 'i8'), 71: ('Listeners[{}].Name', 'i8'), 72: ('Listeners[{}].Name', 'i8'), 73: ('Listeners[{}].Name', 'i8'), 74: ('Listeners[{}].Name', 'i8'), 75: ('Listeners[{}].Name', 'i8'), 76: ('Listeners[{}].Name', 'i8'), 77: ('Listeners[{}].Name', 'i8'), 78: ('Listeners[{}].Name', 'i8'), 79: ('Listeners[{}].Host', 'i8'), 80: ('Listeners[{}].Host', 'i8'), 81: ('Listeners[{}].Host', 'i8'), 82: ('Listeners[{}].Host', 'i8'), 83: ('Listeners[{}].Host', 'i8'), 84: ('Listeners[{}].Host', 'i8'), 85: ('Listeners[{}].Host', 'i8'), 86: ('Listeners[{}].Host', 'i8'), 87: ('Listeners[{}].Host', 'i8'), 88: ('Listeners[{}].Host', 'i8'), 89: ('Listeners[{}].Port', 'i8'), 90: ('Listeners', 'i8'), 91: ('Listeners', 'i8'), 92: ('Listeners', 'i8'), 93: ('Listeners', 'i8'), 94: ('Listeners', 'i8'), 95: ('Listeners', None), 96: ('Listeners', None), 97: ('Listeners', None), 98: ('Listeners', None), 100: ('_tagged', None), 101: ('_tagged', None), 102: ('_tagged', None), 110: ('ClusterId', None), 111: ('ClusterId', None), 112: ('ClusterId', None), 113: ('ClusterId', None), 114: ('ClusterId', None), 115: ('ClusterId', None), 116: ('ClusterId', None), 117: ('ClusterId', None), 118: ('ClusterId', None), 119: ('ClusterId', None), 120: ('TimeoutMs+VoterId+VoterDirectoryId', None), 121: ('Listeners', None), 122: ('Listeners', None), 123: ('Listeners', None), 124: ('Listeners', None), 125: ('Listeners', None), 126: ('Listeners', None), 127: ('Listeners', None), 128: ('Listeners', None), 129: ('Listeners', None), 130: ('Listeners[{}].Name', 'i8'), 131: ('Listeners[{}].Name', 'i8'), 132: ('Listeners[{}].Name', 'i8'), 133: ('Listeners[{}].Name', 'i8'), 134: ('Listeners[{}].Name', 'i8'), 135: ('Listeners[{}].Name', 'i8'), 136: ('Listeners[{}].Name', 'i8'), 137: ('Listeners[{}].Name', 'i8'), 138: ('Listeners[{}].Name', 'i8'), 139: ('Listeners[{}].Name', 'i8'), 140: ('Listeners[{}].Host', 'i8'), 141: ('Listeners[{}].Host', 'i8'), 142: ('Listeners[{}].Host', 'i8'), 143: ('Listeners[{}].Host', 'i8'), 144: ('Listeners[{}].Host', 'i8'), 145: ('Listeners[{}].Host', 'i8'), 146: ('Listeners[{}].Host', 'i8'), 147: ('Listeners[{}].Host', 'i8'), 148: ('Listeners[{}].Host', 'i8'), 149: ('Listeners[{}].Host', 'i8'), 150: ('Listeners[{}].Port', 'i8'), 151: ('Listeners', 'i8'), 152: ('Listeners', 'i8'), 153: ('Listeners', 'i8'), 154: ('Listeners', 'i8'), 155: ('Listeners', 'i8'), 156: ('Listeners', None), 157: ('Listeners', None), 158: ('Listeners', None), 159: ('Listeners', None), 160: ('AckWhenCommitted', None), 162: ('_tagged', None), 163: ('_tagged', None), 164: ('_tagged', None), 172: ('ThrottleTimeMs+ErrorCode', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 184: ('_tagged', None), 185: ('_tagged', None), 186: ('_tagged', None)}
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Host', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Port', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('ClusterId', None), 48: ('ClusterId', None), 49: ('ClusterId', None), 50: ('ClusterId', None), 51: ('ClusterId', None), 52: ('ClusterId', None), 53: ('ClusterId', None), 54: ('ClusterId', None), 55: ('ClusterId', None), 56: ('ClusterId', None), 57: ('TimeoutMs+VoterId+VoterDirectoryId', None), 58: ('Listeners', None), 59: ('Listeners', None), 60: ('Listeners', None), 61: ('Listeners', None), 62: ('Listeners', None), 63: ('Listeners', None), 64: ('Listeners', None), 65: ('Listeners', None), 66: ('Listeners', None), 67: ('Listeners[{}].Name', 'i8'), 68: ('Listeners[{}].Name', 'i8'), 69: ('Listeners[{}].Name', 'i8'), 70: ('Listeners[{}].Name', 'i8'), 71: ('Listeners[{}].Name', 'i8'), 72: ('Listeners[{}].Name', 'i8'), 73: ('Listeners[{}].Name', 'i8'), 74: ('Listeners[{}].Name', 'i8'), 75: ('Listeners[{}].Name', 'i8'), 76: ('Listeners[{}].Name', 'i8'), 77: ('Listeners[{}].Host', 'i8'), 78: ('Listeners[{}].Host', 'i8'), 79: ('Listeners[{}].Host', 'i8'), 80: ('Listeners[{}].Host', 'i8'), 81: ('Listeners[{}].Host', 'i8'), 82: ('Listeners[{}].Host', 'i8'), 83: ('Listeners[{}].Host', 'i8'), 84: ('Listeners[{}].Host', 'i8'), 85: ('Listeners[{}].Host', 'i8'), 86: ('Listeners[{}].Host', 'i8'), 87: ('Listeners[{}].Port', 'i8'), 88: ('Listeners', 'i8'), 89: ('Listeners', 'i8'), 90: ('Listeners', 'i8'), 91: ('Listeners', 'i8'), 92: ('Listeners', 'i8'), 93: ('Listeners', None), 94: ('Listeners', None), 95: ('Listeners', None), 96: ('Listeners', None), 98: ('_tagged', None), 99: ('_tagged', None), 100: ('_tagged', None), 108: ('ClusterId', None), 109: ('ClusterId', None), 110: ('ClusterId', None), 111: ('ClusterId', None), 112: ('ClusterId', None), 113: ('ClusterId', None), 114: ('ClusterId', None), 115: ('ClusterId', None), 116: ('ClusterId', None), 117: ('ClusterId', None), 118: ('TimeoutMs+VoterId+VoterDirectoryId', None), 119: ('Listeners', None), 120: ('Listeners', None), 121: ('Listeners', None), 122: ('Listeners', None), 123: ('Listeners', None), 124: ('Listeners', None), 125: ('Listeners', None), 126: ('Listeners', None), 127: ('Listeners', None), 128: ('Listeners[{}].Name', 'i8'), 129: ('Listeners[{}].Name', 'i8'), 130: ('Listeners[{}].Name', 'i8'), 131: ('Listeners[{}].Name', 'i8'), 132: ('Listeners[{}].Name', 'i8'), 133: ('Listeners[{}].Name', 'i8'), 134: ('Listeners[{}].Name', 'i8'), 135: ('Listeners[{}].Name', 'i8'), 136: ('Listeners[{}].Name', 'i8'), 137: ('Listeners[{}].Name', 'i8'), 138: ('Listeners[{}].Host', 'i8'), 139: ('Listeners[{}].Host', 'i8'), 140: ('Listeners[{}].Host', 'i8'), 141: ('Listeners[{}].Host', 'i8'), 142: ('Listeners[{}].Host', 'i8'), 143: ('Listeners[{}].Host', 'i8'), 144: ('Listeners[{}].Host', 'i8'), 145: ('Listeners[{}].Host', 'i8'), 146: ('Listeners[{}].Host', 'i8'), 147: ('Listeners[{}].Host', 'i8'), 148: ('Listeners[{}].Port', 'i8'), 149: ('Listeners', 'i8'), 150: ('Listeners', 'i8'), 151: ('Listeners', 'i8'), 152: ('Listeners', 'i8'), 153: ('Listeners', 'i8'), 154: ('Listeners', None), 155: ('Listeners', None), 156: ('Listeners', None), 157: ('Listeners', None), 158: ('AckWhenCommitted', None), 160: ('_tagged', None), 161: ('_tagged', None), 162: ('_tagged', None), 170: ('ThrottleTimeMs+ErrorCode', None), 171: ('ErrorMessage', None), 172: ('ErrorMessage', None), 173: ('ErrorMessage', None), 174: ('ErrorMessage', None), 175: ('ErrorMessage', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 182: ('_tagged', None), 183: ('_tagged', None), 184: ('_tagged', None)}

@@ -3,13 +3,11 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i16s').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -26,12 +24,12 @@ def _f0(b, p):
         d = {"ClusterId": v1, "VoterId": v3, "VoterDirectoryId": _rt.uuid(v4)}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -48,7 +46,7 @@ def _f1(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -60,4 +58,4 @@ NAME = 'RemoveRaftVoter'
 REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
-_LINES = {15: ('ClusterId', None), 16: ('ClusterId', None), 17: ('ClusterId', None), 18: ('ClusterId', None), 19: ('ClusterId', None), 20: ('ClusterId', None), 21: ('ClusterId', None), 22: ('ClusterId', None), 23: ('ClusterId', None), 24: ('ClusterId', None), 25: ('VoterId+VoterDirectoryId', None), 27: ('_tagged', None), 28: ('_tagged', None), 29: ('_tagged', None), 37: ('ThrottleTimeMs+ErrorCode', None), 38: ('ErrorMessage', None), 39: ('ErrorMessage', None), 40: ('ErrorMessage', None), 41: ('ErrorMessage', None), 42: ('ErrorMessage', None), 43: ('ErrorMessage', None), 44: ('ErrorMessage', None), 45: ('ErrorMessage', None), 46: ('ErrorMessage', None), 47: ('ErrorMessage', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None)}
+_LINES = {13: ('ClusterId', None), 14: ('ClusterId', None), 15: ('ClusterId', None), 16: ('ClusterId', None), 17: ('ClusterId', None), 18: ('ClusterId', None), 19: ('ClusterId', None), 20: ('ClusterId', None), 21: ('ClusterId', None), 22: ('ClusterId', None), 23: ('VoterId+VoterDirectoryId', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('ThrottleTimeMs+ErrorCode', None), 36: ('ErrorMessage', None), 37: ('ErrorMessage', None), 38: ('ErrorMessage', None), 39: ('ErrorMessage', None), 40: ('ErrorMessage', None), 41: ('ErrorMessage', None), 42: ('ErrorMessage', None), 43: ('ErrorMessage', None), 44: ('ErrorMessage', None), 45: ('ErrorMessage', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None)}

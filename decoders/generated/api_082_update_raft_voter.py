@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii16s').unpack_from
 _U1 = _struct.Struct('>H').unpack_from
 _U2 = _struct.Struct('>hh').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>ii').unpack_from
 _U5 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -40,24 +38,24 @@ def _f0(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 4
         d = {"MinSupportedVersion": v1, "MaxSupportedVersion": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -76,8 +74,8 @@ def _f2(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 5 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 n10 = b[p]; p += 1
@@ -104,22 +102,22 @@ def _f2(b, p):
                 d14 = {"Name": v9, "Host": v11, "Port": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v6.append(d14)
         elif n7 == -1:
             v6 = None
         else:
             raise _rt.negative(n7)
-        v15, p = _f1(b, p)
+        v15, p = _f1(b, p, B)
         d = {"ClusterId": v1, "CurrentLeaderEpoch": v3, "VoterId": v4, "VoterDirectoryId": _rt.uuid(v5), "Listeners": v6, "KRaftVersionFeature": v15}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 8
@@ -137,27 +135,27 @@ def _f3(b, p):
         d = {"LeaderId": v1, "LeaderEpoch": v2, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
-        v1, p = _f3(b, p)
+        v1, p = _f3(b, p, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return v1, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 6
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T1, d)
+        if t: p = _rt.tags(b, p, t, _T1, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -170,4 +168,4 @@ NAME = 'UpdateRaftVoter'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Host', None), 38: ('Host', None), 39: ('Port', None), 41: ('_tagged', None), 42: ('_tagged', None), 43: ('_tagged', None), 51: ('MinSupportedVersion+MaxSupportedVersion', None), 53: ('_tagged', None), 54: ('_tagged', None), 55: ('_tagged', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('ClusterId', None), 67: ('ClusterId', None), 68: ('ClusterId', None), 69: ('ClusterId', None), 70: ('ClusterId', None), 71: ('ClusterId', None), 72: ('ClusterId', None), 73: ('CurrentLeaderEpoch+VoterId+VoterDirectoryId', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners', None), 80: ('Listeners', None), 81: ('Listeners', None), 82: ('Listeners', None), 83: ('Listeners[{}].Name', 'i8'), 84: ('Listeners[{}].Name', 'i8'), 85: ('Listeners[{}].Name', 'i8'), 86: ('Listeners[{}].Name', 'i8'), 87: ('Listeners[{}].Name', 'i8'), 88: ('Listeners[{}].Name', 'i8'), 89: ('Listeners[{}].Name', 'i8'), 90: ('Listeners[{}].Name', 'i8'), 91: ('Listeners[{}].Name', 'i8'), 92: ('Listeners[{}].Name', 'i8'), 93: ('Listeners[{}].Host', 'i8'), 94: ('Listeners[{}].Host', 'i8'), 95: ('Listeners[{}].Host', 'i8'), 96: ('Listeners[{}].Host', 'i8'), 97: ('Listeners[{}].Host', 'i8'), 98: ('Listeners[{}].Host', 'i8'), 99: ('Listeners[{}].Host', 'i8'), 100: ('Listeners[{}].Host', 'i8'), 101: ('Listeners[{}].Host', 'i8'), 102: ('Listeners[{}].Host', 'i8'), 103: ('Listeners[{}].Port', 'i8'), 104: ('Listeners', 'i8'), 105: ('Listeners', 'i8'), 106: ('Listeners', 'i8'), 107: ('Listeners', 'i8'), 108: ('Listeners', 'i8'), 109: ('Listeners', None), 110: ('Listeners', None), 111: ('Listeners', None), 112: ('Listeners', None), 113: ('KRaftVersionFeature', None), 115: ('_tagged', None), 116: ('_tagged', None), 117: ('_tagged', None), 125: ('LeaderId+LeaderEpoch', None), 126: ('Host', None), 127: ('Host', None), 128: ('Host', None), 129: ('Host', None), 130: ('Host', None), 131: ('Host', None), 132: ('Host', None), 133: ('Host', None), 134: ('Host', None), 135: ('Host', None), 136: ('Port', None), 138: ('_tagged', None), 139: ('_tagged', None), 140: ('_tagged', None), 148: ('CurrentLeader', None), 156: ('ThrottleTimeMs+ErrorCode', None), 158: ('_tagged', None), 159: ('_tagged', None), 160: ('_tagged', None)}
+_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Port', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('MinSupportedVersion+MaxSupportedVersion', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('ClusterId', None), 62: ('ClusterId', None), 63: ('ClusterId', None), 64: ('ClusterId', None), 65: ('ClusterId', None), 66: ('ClusterId', None), 67: ('ClusterId', None), 68: ('ClusterId', None), 69: ('ClusterId', None), 70: ('ClusterId', None), 71: ('CurrentLeaderEpoch+VoterId+VoterDirectoryId', None), 72: ('Listeners', None), 73: ('Listeners', None), 74: ('Listeners', None), 75: ('Listeners', None), 76: ('Listeners', None), 77: ('Listeners', None), 78: ('Listeners', None), 79: ('Listeners', None), 80: ('Listeners', None), 81: ('Listeners[{}].Name', 'i8'), 82: ('Listeners[{}].Name', 'i8'), 83: ('Listeners[{}].Name', 'i8'), 84: ('Listeners[{}].Name', 'i8'), 85: ('Listeners[{}].Name', 'i8'), 86: ('Listeners[{}].Name', 'i8'), 87: ('Listeners[{}].Name', 'i8'), 88: ('Listeners[{}].Name', 'i8'), 89: ('Listeners[{}].Name', 'i8'), 90: ('Listeners[{}].Name', 'i8'), 91: ('Listeners[{}].Host', 'i8'), 92: ('Listeners[{}].Host', 'i8'), 93: ('Listeners[{}].Host', 'i8'), 94: ('Listeners[{}].Host', 'i8'), 95: ('Listeners[{}].Host', 'i8'), 96: ('Listeners[{}].Host', 'i8'), 97: ('Listeners[{}].Host', 'i8'), 98: ('Listeners[{}].Host', 'i8'), 99: ('Listeners[{}].Host', 'i8'), 100: ('Listeners[{}].Host', 'i8'), 101: ('Listeners[{}].Port', 'i8'), 102: ('Listeners', 'i8'), 103: ('Listeners', 'i8'), 104: ('Listeners', 'i8'), 105: ('Listeners', 'i8'), 106: ('Listeners', 'i8'), 107: ('Listeners', None), 108: ('Listeners', None), 109: ('Listeners', None), 110: ('Listeners', None), 111: ('KRaftVersionFeature', None), 113: ('_tagged', None), 114: ('_tagged', None), 115: ('_tagged', None), 123: ('LeaderId+LeaderEpoch', None), 124: ('Host', None), 125: ('Host', None), 126: ('Host', None), 127: ('Host', None), 128: ('Host', None), 129: ('Host', None), 130: ('Host', None), 131: ('Host', None), 132: ('Host', None), 133: ('Host', None), 134: ('Port', None), 136: ('_tagged', None), 137: ('_tagged', None), 138: ('_tagged', None), 146: ('CurrentLeader', None), 154: ('ThrottleTimeMs+ErrorCode', None), 156: ('_tagged', None), 157: ('_tagged', None), 158: ('_tagged', None)}

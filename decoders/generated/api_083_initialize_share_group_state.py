@@ -3,26 +3,24 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>iiq').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U1(b, p); p += 16
         d = {"Partition": v1, "StateEpoch": v2, "StartOffset": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -31,15 +29,15 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 17 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, v7, = _U1(b, p); p += 16
                 d8 = {"Partition": v5, "StateEpoch": v6, "StartOffset": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v2.append(d8)
         elif n3 == -1:
             v2 = None
@@ -48,12 +46,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -71,11 +69,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -84,12 +82,12 @@ def _f2(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -106,12 +104,12 @@ def _f3(b, p):
         d = {"Partition": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -120,8 +118,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 6
@@ -138,7 +136,7 @@ def _f4(b, p):
                 d9 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -147,12 +145,12 @@ def _f4(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -160,11 +158,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -173,7 +171,7 @@ def _f5(b, p):
         d = {"Results": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -185,4 +183,4 @@ NAME = 'InitializeShareGroupState'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {16: ('Partition+StateEpoch+StartOffset', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions[{}].Partition+StateEpoch+StartOffset', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', 'i5'), 79: ('Topics', 'i5'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('Partition+ErrorCode', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 107: ('_tagged', None), 108: ('_tagged', None), 109: ('_tagged', None), 117: ('TopicId', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions[{}].Partition+ErrorCode', 'i4'), 128: ('Partitions[{}].ErrorMessage', 'i4'), 129: ('Partitions[{}].ErrorMessage', 'i4'), 130: ('Partitions[{}].ErrorMessage', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].ErrorMessage', 'i4'), 135: ('Partitions[{}].ErrorMessage', 'i4'), 136: ('Partitions[{}].ErrorMessage', 'i4'), 137: ('Partitions[{}].ErrorMessage', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', 'i4'), 141: ('Partitions', 'i4'), 142: ('Partitions', 'i4'), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions', None), 148: ('_tagged', None), 149: ('_tagged', None), 150: ('_tagged', None), 158: ('Results', None), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', 'i3'), 168: ('Results', 'i3'), 169: ('Results', None), 170: ('Results', None), 171: ('Results', None), 172: ('Results', None), 174: ('_tagged', None), 175: ('_tagged', None), 176: ('_tagged', None)}
+_LINES = {14: ('Partition+StateEpoch+StartOffset', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('TopicId', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions[{}].Partition+StateEpoch+StartOffset', 'i4'), 37: ('Partitions', 'i4'), 38: ('Partitions', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', 'i5'), 77: ('Topics', 'i5'), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 83: ('_tagged', None), 84: ('_tagged', None), 85: ('_tagged', None), 93: ('Partition+ErrorCode', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('TopicId', None), 116: ('Partitions', None), 117: ('Partitions', None), 118: ('Partitions', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions[{}].Partition+ErrorCode', 'i4'), 126: ('Partitions[{}].ErrorMessage', 'i4'), 127: ('Partitions[{}].ErrorMessage', 'i4'), 128: ('Partitions[{}].ErrorMessage', 'i4'), 129: ('Partitions[{}].ErrorMessage', 'i4'), 130: ('Partitions[{}].ErrorMessage', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].ErrorMessage', 'i4'), 135: ('Partitions[{}].ErrorMessage', 'i4'), 136: ('Partitions', 'i4'), 137: ('Partitions', 'i4'), 138: ('Partitions', 'i4'), 139: ('Partitions', 'i4'), 140: ('Partitions', 'i4'), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 146: ('_tagged', None), 147: ('_tagged', None), 148: ('_tagged', None), 156: ('Results', None), 157: ('Results', None), 158: ('Results', None), 159: ('Results', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 165: ('Results', 'i3'), 166: ('Results', 'i3'), 167: ('Results', None), 168: ('Results', None), 169: ('Results', None), 170: ('Results', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None)}

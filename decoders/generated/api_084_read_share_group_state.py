@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -12,19 +10,19 @@ _U3 = _struct.Struct('>iq').unpack_from
 _U4 = _struct.Struct('>qqbh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 8
         d = {"Partition": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -33,15 +31,15 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
                 d7 = {"Partition": v5, "LeaderEpoch": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -50,12 +48,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -73,11 +71,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -86,24 +84,24 @@ def _f2(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U4(b, p); p += 19
         d = {"FirstOffset": v1, "LastOffset": v2, "DeliveryState": v3, "DeliveryCount": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -123,15 +121,15 @@ def _f4(b, p):
         n8 -= 1
         if n8 >= 0:
             if n8 * 20 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 v10, v11, v12, v13, = _U4(b, p); p += 19
                 d14 = {"FirstOffset": v10, "LastOffset": v11, "DeliveryState": v12, "DeliveryCount": v13}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v7.append(d14)
         elif n8 == -1:
             v7 = None
@@ -140,12 +138,12 @@ def _f4(b, p):
         d = {"Partition": v1, "ErrorCode": v2, "ErrorMessage": v3, "StateEpoch": v5, "StartOffset": v6, "StateBatches": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -154,11 +152,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 21 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -167,12 +165,12 @@ def _f5(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -180,11 +178,11 @@ def _f6(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f5(b, p)
+                x4, p = _f5(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -193,7 +191,7 @@ def _f6(b, p):
         d = {"Results": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -205,4 +203,4 @@ NAME = 'ReadShareGroupState'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f6}
 
-_LINES = {18: ('Partition+LeaderEpoch', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('TopicId', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', 'i4'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i5'), 81: ('Topics', 'i5'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 99: ('_tagged', None), 100: ('_tagged', None), 101: ('_tagged', None), 109: ('Partition+ErrorCode', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('StateEpoch+StartOffset', None), 121: ('StateBatches', None), 122: ('StateBatches', None), 123: ('StateBatches', None), 124: ('StateBatches', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches', None), 129: ('StateBatches', None), 130: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i9'), 131: ('StateBatches', 'i9'), 132: ('StateBatches', 'i9'), 133: ('StateBatches', 'i9'), 134: ('StateBatches', 'i9'), 135: ('StateBatches', 'i9'), 136: ('StateBatches', None), 137: ('StateBatches', None), 138: ('StateBatches', None), 139: ('StateBatches', None), 141: ('_tagged', None), 142: ('_tagged', None), 143: ('_tagged', None), 151: ('TopicId', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', 'i4'), 162: ('Partitions', 'i4'), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 166: ('Partitions', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None), 178: ('Results', None), 179: ('Results', None), 180: ('Results', None), 181: ('Results', None), 182: ('Results', None), 183: ('Results', None), 184: ('Results', None), 185: ('Results', None), 186: ('Results', None), 187: ('Results', 'i3'), 188: ('Results', 'i3'), 189: ('Results', None), 190: ('Results', None), 191: ('Results', None), 192: ('Results', None), 194: ('_tagged', None), 195: ('_tagged', None), 196: ('_tagged', None)}
+_LINES = {16: ('Partition+LeaderEpoch', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', 'i5'), 79: ('Topics', 'i5'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 97: ('_tagged', None), 98: ('_tagged', None), 99: ('_tagged', None), 107: ('Partition+ErrorCode', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 115: ('ErrorMessage', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('StateEpoch+StartOffset', None), 119: ('StateBatches', None), 120: ('StateBatches', None), 121: ('StateBatches', None), 122: ('StateBatches', None), 123: ('StateBatches', None), 124: ('StateBatches', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i9'), 129: ('StateBatches', 'i9'), 130: ('StateBatches', 'i9'), 131: ('StateBatches', 'i9'), 132: ('StateBatches', 'i9'), 133: ('StateBatches', 'i9'), 134: ('StateBatches', None), 135: ('StateBatches', None), 136: ('StateBatches', None), 137: ('StateBatches', None), 139: ('_tagged', None), 140: ('_tagged', None), 141: ('_tagged', None), 149: ('TopicId', None), 150: ('Partitions', None), 151: ('Partitions', None), 152: ('Partitions', None), 153: ('Partitions', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', 'i4'), 160: ('Partitions', 'i4'), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 166: ('_tagged', None), 167: ('_tagged', None), 168: ('_tagged', None), 176: ('Results', None), 177: ('Results', None), 178: ('Results', None), 179: ('Results', None), 180: ('Results', None), 181: ('Results', None), 182: ('Results', None), 183: ('Results', None), 184: ('Results', None), 185: ('Results', 'i3'), 186: ('Results', 'i3'), 187: ('Results', None), 188: ('Results', None), 189: ('Results', None), 190: ('Results', None), 192: ('_tagged', None), 193: ('_tagged', None), 194: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>iiiq').unpack_from
 _U2 = _struct.Struct('>qqbh').unpack_from
@@ -12,19 +10,19 @@ _U3 = _struct.Struct('>iiiqi').unpack_from
 _U4 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U2(b, p); p += 19
         d = {"FirstOffset": v1, "LastOffset": v2, "DeliveryState": v3, "DeliveryCount": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U1(b, p); p += 20
@@ -33,15 +31,15 @@ def _f1(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 20 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 v8, v9, v10, v11, = _U2(b, p); p += 19
                 d12 = {"FirstOffset": v8, "LastOffset": v9, "DeliveryState": v10, "DeliveryCount": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -50,12 +48,12 @@ def _f1(b, p):
         d = {"Partition": v1, "StateEpoch": v2, "LeaderEpoch": v3, "StartOffset": v4, "StateBatches": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -64,11 +62,11 @@ def _f2(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 22 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f1(b, p)
+                x5, p = _f1(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -77,12 +75,12 @@ def _f2(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -100,11 +98,11 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f2(b, p)
+                x6, p = _f2(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -113,12 +111,12 @@ def _f3(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U3(b, p); p += 24
@@ -127,15 +125,15 @@ def _f4(b, p):
         n7 -= 1
         if n7 >= 0:
             if n7 * 20 > L - p: raise _rt.short_count(n7, L - p)
-            _B[0] -= n7
-            if _B[0] < 0: raise _rt.over_budget(n7)
+            B.left -= n7
+            if B.left < 0: raise _rt.over_budget(n7)
             v6 = []
             for i8 in range(n7):
                 v9, v10, v11, v12, = _U2(b, p); p += 19
                 d13 = {"FirstOffset": v9, "LastOffset": v10, "DeliveryState": v11, "DeliveryCount": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v6.append(d13)
         elif n7 == -1:
             v6 = None
@@ -144,12 +142,12 @@ def _f4(b, p):
         d = {"Partition": v1, "StateEpoch": v2, "LeaderEpoch": v3, "StartOffset": v4, "DeliveryCompleteCount": v5, "StateBatches": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -158,11 +156,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 26 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -171,12 +169,12 @@ def _f5(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -194,11 +192,11 @@ def _f6(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f5(b, p)
+                x6, p = _f5(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -207,12 +205,12 @@ def _f6(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U4(b, p); p += 6
@@ -229,12 +227,12 @@ def _f7(b, p):
         d = {"Partition": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -243,8 +241,8 @@ def _f8(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U4(b, p); p += 6
@@ -261,7 +259,7 @@ def _f8(b, p):
                 d9 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -270,12 +268,12 @@ def _f8(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -283,11 +281,11 @@ def _f9(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f8(b, p)
+                x4, p = _f8(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -296,7 +294,7 @@ def _f9(b, p):
         d = {"Results": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -308,4 +306,4 @@ NAME = 'WriteShareGroupState'
 REQUEST = {0: _f3, 1: _f6}
 RESPONSE = {0: _f9, 1: _f9}
 
-_LINES = {18: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('Partition+StateEpoch+LeaderEpoch+StartOffset', None), 31: ('StateBatches', None), 32: ('StateBatches', None), 33: ('StateBatches', None), 34: ('StateBatches', None), 35: ('StateBatches', None), 36: ('StateBatches', None), 37: ('StateBatches', None), 38: ('StateBatches', None), 39: ('StateBatches', None), 40: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i7'), 41: ('StateBatches', 'i7'), 42: ('StateBatches', 'i7'), 43: ('StateBatches', 'i7'), 44: ('StateBatches', 'i7'), 45: ('StateBatches', 'i7'), 46: ('StateBatches', None), 47: ('StateBatches', None), 48: ('StateBatches', None), 49: ('StateBatches', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('TopicId', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 70: ('Partitions', None), 71: ('Partitions', 'i4'), 72: ('Partitions', 'i4'), 73: ('Partitions', None), 74: ('Partitions', None), 75: ('Partitions', None), 76: ('Partitions', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('GroupId', None), 97: ('GroupId', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', None), 106: ('Topics', None), 107: ('Topics', 'i5'), 108: ('Topics', 'i5'), 109: ('Topics', None), 110: ('Topics', None), 111: ('Topics', None), 112: ('Topics', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('Partition+StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches', None), 129: ('StateBatches', None), 130: ('StateBatches', None), 131: ('StateBatches', None), 132: ('StateBatches', None), 133: ('StateBatches', None), 134: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i8'), 135: ('StateBatches', 'i8'), 136: ('StateBatches', 'i8'), 137: ('StateBatches', 'i8'), 138: ('StateBatches', 'i8'), 139: ('StateBatches', 'i8'), 140: ('StateBatches', None), 141: ('StateBatches', None), 142: ('StateBatches', None), 143: ('StateBatches', None), 145: ('_tagged', None), 146: ('_tagged', None), 147: ('_tagged', None), 155: ('TopicId', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', 'i4'), 166: ('Partitions', 'i4'), 167: ('Partitions', None), 168: ('Partitions', None), 169: ('Partitions', None), 170: ('Partitions', None), 172: ('_tagged', None), 173: ('_tagged', None), 174: ('_tagged', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('GroupId', None), 191: ('GroupId', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', None), 200: ('Topics', None), 201: ('Topics', 'i5'), 202: ('Topics', 'i5'), 203: ('Topics', None), 204: ('Topics', None), 205: ('Topics', None), 206: ('Topics', None), 208: ('_tagged', None), 209: ('_tagged', None), 210: ('_tagged', None), 218: ('Partition+ErrorCode', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 227: ('ErrorMessage', None), 228: ('ErrorMessage', None), 230: ('_tagged', None), 231: ('_tagged', None), 232: ('_tagged', None), 240: ('TopicId', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions', None), 249: ('Partitions', None), 250: ('Partitions[{}].Partition+ErrorCode', 'i4'), 251: ('Partitions[{}].ErrorMessage', 'i4'), 252: ('Partitions[{}].ErrorMessage', 'i4'), 253: ('Partitions[{}].ErrorMessage', 'i4'), 254: ('Partitions[{}].ErrorMessage', 'i4'), 255: ('Partitions[{}].ErrorMessage', 'i4'), 256: ('Partitions[{}].ErrorMessage', 'i4'), 257: ('Partitions[{}].ErrorMessage', 'i4'), 258: ('Partitions[{}].ErrorMessage', 'i4'), 259: ('Partitions[{}].ErrorMessage', 'i4'), 260: ('Partitions[{}].ErrorMessage', 'i4'), 261: ('Partitions', 'i4'), 262: ('Partitions', 'i4'), 263: ('Partitions', 'i4'), 264: ('Partitions', 'i4'), 265: ('Partitions', 'i4'), 266: ('Partitions', None), 267: ('Partitions', None), 268: ('Partitions', None), 269: ('Partitions', None), 271: ('_tagged', None), 272: ('_tagged', None), 273: ('_tagged', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 288: ('Results', None), 289: ('Results', None), 290: ('Results', 'i3'), 291: ('Results', 'i3'), 292: ('Results', None), 293: ('Results', None), 294: ('Results', None), 295: ('Results', None), 297: ('_tagged', None), 298: ('_tagged', None), 299: ('_tagged', None)}
+_LINES = {16: ('FirstOffset+LastOffset+DeliveryState+DeliveryCount', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('Partition+StateEpoch+LeaderEpoch+StartOffset', None), 29: ('StateBatches', None), 30: ('StateBatches', None), 31: ('StateBatches', None), 32: ('StateBatches', None), 33: ('StateBatches', None), 34: ('StateBatches', None), 35: ('StateBatches', None), 36: ('StateBatches', None), 37: ('StateBatches', None), 38: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i7'), 39: ('StateBatches', 'i7'), 40: ('StateBatches', 'i7'), 41: ('StateBatches', 'i7'), 42: ('StateBatches', 'i7'), 43: ('StateBatches', 'i7'), 44: ('StateBatches', None), 45: ('StateBatches', None), 46: ('StateBatches', None), 47: ('StateBatches', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('TopicId', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', 'i4'), 70: ('Partitions', 'i4'), 71: ('Partitions', None), 72: ('Partitions', None), 73: ('Partitions', None), 74: ('Partitions', None), 76: ('_tagged', None), 77: ('_tagged', None), 78: ('_tagged', None), 86: ('GroupId', None), 87: ('GroupId', None), 88: ('GroupId', None), 89: ('GroupId', None), 90: ('GroupId', None), 91: ('GroupId', None), 92: ('GroupId', None), 93: ('GroupId', None), 94: ('GroupId', None), 95: ('GroupId', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 102: ('Topics', None), 103: ('Topics', None), 104: ('Topics', None), 105: ('Topics', 'i5'), 106: ('Topics', 'i5'), 107: ('Topics', None), 108: ('Topics', None), 109: ('Topics', None), 110: ('Topics', None), 112: ('_tagged', None), 113: ('_tagged', None), 114: ('_tagged', None), 122: ('Partition+StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 123: ('StateBatches', None), 124: ('StateBatches', None), 125: ('StateBatches', None), 126: ('StateBatches', None), 127: ('StateBatches', None), 128: ('StateBatches', None), 129: ('StateBatches', None), 130: ('StateBatches', None), 131: ('StateBatches', None), 132: ('StateBatches[{}].FirstOffset+LastOffset+DeliveryState+DeliveryCount', 'i8'), 133: ('StateBatches', 'i8'), 134: ('StateBatches', 'i8'), 135: ('StateBatches', 'i8'), 136: ('StateBatches', 'i8'), 137: ('StateBatches', 'i8'), 138: ('StateBatches', None), 139: ('StateBatches', None), 140: ('StateBatches', None), 141: ('StateBatches', None), 143: ('_tagged', None), 144: ('_tagged', None), 145: ('_tagged', None), 153: ('TopicId', None), 154: ('Partitions', None), 155: ('Partitions', None), 156: ('Partitions', None), 157: ('Partitions', None), 158: ('Partitions', None), 159: ('Partitions', None), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', 'i4'), 164: ('Partitions', 'i4'), 165: ('Partitions', None), 166: ('Partitions', None), 167: ('Partitions', None), 168: ('Partitions', None), 170: ('_tagged', None), 171: ('_tagged', None), 172: ('_tagged', None), 180: ('GroupId', None), 181: ('GroupId', None), 182: ('GroupId', None), 183: ('GroupId', None), 184: ('GroupId', None), 185: ('GroupId', None), 186: ('GroupId', None), 187: ('GroupId', None), 188: ('GroupId', None), 189: ('GroupId', None), 190: ('Topics', None), 191: ('Topics', None), 192: ('Topics', None), 193: ('Topics', None), 194: ('Topics', None), 195: ('Topics', None), 196: ('Topics', None), 197: ('Topics', None), 198: ('Topics', None), 199: ('Topics', 'i5'), 200: ('Topics', 'i5'), 201: ('Topics', None), 202: ('Topics', None), 203: ('Topics', None), 204: ('Topics', None), 206: ('_tagged', None), 207: ('_tagged', None), 208: ('_tagged', None), 216: ('Partition+ErrorCode', None), 217: ('ErrorMessage', None), 218: ('ErrorMessage', None), 219: ('ErrorMessage', None), 220: ('ErrorMessage', None), 221: ('ErrorMessage', None), 222: ('ErrorMessage', None), 223: ('ErrorMessage', None), 224: ('ErrorMessage', None), 225: ('ErrorMessage', None), 226: ('ErrorMessage', None), 228: ('_tagged', None), 229: ('_tagged', None), 230: ('_tagged', None), 238: ('TopicId', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 242: ('Partitions', None), 243: ('Partitions', None), 244: ('Partitions', None), 245: ('Partitions', None), 246: ('Partitions', None), 247: ('Partitions', None), 248: ('Partitions[{}].Partition+ErrorCode', 'i4'), 249: ('Partitions[{}].ErrorMessage', 'i4'), 250: ('Partitions[{}].ErrorMessage', 'i4'), 251: ('Partitions[{}].ErrorMessage', 'i4'), 252: ('Partitions[{}].ErrorMessage', 'i4'), 253: ('Partitions[{}].ErrorMessage', 'i4'), 254: ('Partitions[{}].ErrorMessage', 'i4'), 255: ('Partitions[{}].ErrorMessage', 'i4'), 256: ('Partitions[{}].ErrorMessage', 'i4'), 257: ('Partitions[{}].ErrorMessage', 'i4'), 258: ('Partitions[{}].ErrorMessage', 'i4'), 259: ('Partitions', 'i4'), 260: ('Partitions', 'i4'), 261: ('Partitions', 'i4'), 262: ('Partitions', 'i4'), 263: ('Partitions', 'i4'), 264: ('Partitions', None), 265: ('Partitions', None), 266: ('Partitions', None), 267: ('Partitions', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None), 279: ('Results', None), 280: ('Results', None), 281: ('Results', None), 282: ('Results', None), 283: ('Results', None), 284: ('Results', None), 285: ('Results', None), 286: ('Results', None), 287: ('Results', None), 288: ('Results', 'i3'), 289: ('Results', 'i3'), 290: ('Results', None), 291: ('Results', None), 292: ('Results', None), 293: ('Results', None), 295: ('_tagged', None), 296: ('_tagged', None), 297: ('_tagged', None)}

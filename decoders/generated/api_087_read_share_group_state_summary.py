@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>16s').unpack_from
 _U1 = _struct.Struct('>ii').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -12,19 +10,19 @@ _U3 = _struct.Struct('>iiq').unpack_from
 _U4 = _struct.Struct('>iiqi').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 8
         d = {"Partition": v1, "LeaderEpoch": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -33,15 +31,15 @@ def _f1(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 9 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U1(b, p); p += 8
                 d7 = {"Partition": v5, "LeaderEpoch": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v2.append(d7)
         elif n3 == -1:
             v2 = None
@@ -50,12 +48,12 @@ def _f1(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -73,11 +71,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 18 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -86,12 +84,12 @@ def _f2(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -109,12 +107,12 @@ def _f3(b, p):
         d = {"Partition": v1, "ErrorCode": v2, "ErrorMessage": v3, "StateEpoch": v5, "LeaderEpoch": v6, "StartOffset": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -123,8 +121,8 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 24 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 6
@@ -142,7 +140,7 @@ def _f4(b, p):
                 d12 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7, "StateEpoch": v9, "LeaderEpoch": v10, "StartOffset": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v2.append(d12)
         elif n3 == -1:
             v2 = None
@@ -151,12 +149,12 @@ def _f4(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -164,11 +162,11 @@ def _f5(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f4(b, p)
+                x4, p = _f4(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -177,12 +175,12 @@ def _f5(b, p):
         d = {"Results": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -200,12 +198,12 @@ def _f6(b, p):
         d = {"Partition": v1, "ErrorCode": v2, "ErrorMessage": v3, "StateEpoch": v5, "LeaderEpoch": v6, "StartOffset": v7, "DeliveryCompleteCount": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 16
@@ -214,8 +212,8 @@ def _f7(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 28 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 v5, v6, = _U2(b, p); p += 6
@@ -233,7 +231,7 @@ def _f7(b, p):
                 d13 = {"Partition": v5, "ErrorCode": v6, "ErrorMessage": v7, "StateEpoch": v9, "LeaderEpoch": v10, "StartOffset": v11, "DeliveryCompleteCount": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v2.append(d13)
         elif n3 == -1:
             v2 = None
@@ -242,12 +240,12 @@ def _f7(b, p):
         d = {"TopicId": _rt.uuid(v1), "Partitions": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -255,11 +253,11 @@ def _f8(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 18 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f7(b, p)
+                x4, p = _f7(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -268,7 +266,7 @@ def _f8(b, p):
         d = {"Results": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -280,4 +278,4 @@ NAME = 'ReadShareGroupStateSummary'
 REQUEST = {0: _f2, 1: _f2}
 RESPONSE = {0: _f5, 1: _f8}
 
-_LINES = {18: ('Partition+LeaderEpoch', None), 20: ('_tagged', None), 21: ('_tagged', None), 22: ('_tagged', None), 30: ('TopicId', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', 'i4'), 45: ('Partitions', 'i4'), 46: ('Partitions', None), 47: ('Partitions', None), 48: ('Partitions', None), 49: ('Partitions', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', 'i5'), 81: ('Topics', 'i5'), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 87: ('_tagged', None), 88: ('_tagged', None), 89: ('_tagged', None), 97: ('Partition+ErrorCode', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('StateEpoch+LeaderEpoch+StartOffset', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('TopicId', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions', None), 129: ('Partitions', None), 130: ('Partitions[{}].Partition+ErrorCode', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].ErrorMessage', 'i4'), 135: ('Partitions[{}].ErrorMessage', 'i4'), 136: ('Partitions[{}].ErrorMessage', 'i4'), 137: ('Partitions[{}].ErrorMessage', 'i4'), 138: ('Partitions[{}].ErrorMessage', 'i4'), 139: ('Partitions[{}].ErrorMessage', 'i4'), 140: ('Partitions[{}].ErrorMessage', 'i4'), 141: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset', 'i4'), 142: ('Partitions', 'i4'), 143: ('Partitions', 'i4'), 144: ('Partitions', 'i4'), 145: ('Partitions', 'i4'), 146: ('Partitions', 'i4'), 147: ('Partitions', None), 148: ('Partitions', None), 149: ('Partitions', None), 150: ('Partitions', None), 152: ('_tagged', None), 153: ('_tagged', None), 154: ('_tagged', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 168: ('Results', None), 169: ('Results', None), 170: ('Results', None), 171: ('Results', 'i3'), 172: ('Results', 'i3'), 173: ('Results', None), 174: ('Results', None), 175: ('Results', None), 176: ('Results', None), 178: ('_tagged', None), 179: ('_tagged', None), 180: ('_tagged', None), 188: ('Partition+ErrorCode', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('ErrorMessage', None), 198: ('ErrorMessage', None), 199: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 201: ('_tagged', None), 202: ('_tagged', None), 203: ('_tagged', None), 211: ('TopicId', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions', None), 219: ('Partitions', None), 220: ('Partitions', None), 221: ('Partitions[{}].Partition+ErrorCode', 'i4'), 222: ('Partitions[{}].ErrorMessage', 'i4'), 223: ('Partitions[{}].ErrorMessage', 'i4'), 224: ('Partitions[{}].ErrorMessage', 'i4'), 225: ('Partitions[{}].ErrorMessage', 'i4'), 226: ('Partitions[{}].ErrorMessage', 'i4'), 227: ('Partitions[{}].ErrorMessage', 'i4'), 228: ('Partitions[{}].ErrorMessage', 'i4'), 229: ('Partitions[{}].ErrorMessage', 'i4'), 230: ('Partitions[{}].ErrorMessage', 'i4'), 231: ('Partitions[{}].ErrorMessage', 'i4'), 232: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', 'i4'), 233: ('Partitions', 'i4'), 234: ('Partitions', 'i4'), 235: ('Partitions', 'i4'), 236: ('Partitions', 'i4'), 237: ('Partitions', 'i4'), 238: ('Partitions', None), 239: ('Partitions', None), 240: ('Partitions', None), 241: ('Partitions', None), 243: ('_tagged', None), 244: ('_tagged', None), 245: ('_tagged', None), 253: ('Results', None), 254: ('Results', None), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 259: ('Results', None), 260: ('Results', None), 261: ('Results', None), 262: ('Results', 'i3'), 263: ('Results', 'i3'), 264: ('Results', None), 265: ('Results', None), 266: ('Results', None), 267: ('Results', None), 269: ('_tagged', None), 270: ('_tagged', None), 271: ('_tagged', None)}
+_LINES = {16: ('Partition+LeaderEpoch', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicId', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions[{}].Partition+LeaderEpoch', 'i4'), 39: ('Partitions', 'i4'), 40: ('Partitions', 'i4'), 41: ('Partitions', 'i4'), 42: ('Partitions', 'i4'), 43: ('Partitions', 'i4'), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('GroupId', None), 63: ('GroupId', None), 64: ('GroupId', None), 65: ('GroupId', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 74: ('Topics', None), 75: ('Topics', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', 'i5'), 79: ('Topics', 'i5'), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('Partition+ErrorCode', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('StateEpoch+LeaderEpoch+StartOffset', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('TopicId', None), 119: ('Partitions', None), 120: ('Partitions', None), 121: ('Partitions', None), 122: ('Partitions', None), 123: ('Partitions', None), 124: ('Partitions', None), 125: ('Partitions', None), 126: ('Partitions', None), 127: ('Partitions', None), 128: ('Partitions[{}].Partition+ErrorCode', 'i4'), 129: ('Partitions[{}].ErrorMessage', 'i4'), 130: ('Partitions[{}].ErrorMessage', 'i4'), 131: ('Partitions[{}].ErrorMessage', 'i4'), 132: ('Partitions[{}].ErrorMessage', 'i4'), 133: ('Partitions[{}].ErrorMessage', 'i4'), 134: ('Partitions[{}].ErrorMessage', 'i4'), 135: ('Partitions[{}].ErrorMessage', 'i4'), 136: ('Partitions[{}].ErrorMessage', 'i4'), 137: ('Partitions[{}].ErrorMessage', 'i4'), 138: ('Partitions[{}].ErrorMessage', 'i4'), 139: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset', 'i4'), 140: ('Partitions', 'i4'), 141: ('Partitions', 'i4'), 142: ('Partitions', 'i4'), 143: ('Partitions', 'i4'), 144: ('Partitions', 'i4'), 145: ('Partitions', None), 146: ('Partitions', None), 147: ('Partitions', None), 148: ('Partitions', None), 150: ('_tagged', None), 151: ('_tagged', None), 152: ('_tagged', None), 160: ('Results', None), 161: ('Results', None), 162: ('Results', None), 163: ('Results', None), 164: ('Results', None), 165: ('Results', None), 166: ('Results', None), 167: ('Results', None), 168: ('Results', None), 169: ('Results', 'i3'), 170: ('Results', 'i3'), 171: ('Results', None), 172: ('Results', None), 173: ('Results', None), 174: ('Results', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('Partition+ErrorCode', None), 187: ('ErrorMessage', None), 188: ('ErrorMessage', None), 189: ('ErrorMessage', None), 190: ('ErrorMessage', None), 191: ('ErrorMessage', None), 192: ('ErrorMessage', None), 193: ('ErrorMessage', None), 194: ('ErrorMessage', None), 195: ('ErrorMessage', None), 196: ('ErrorMessage', None), 197: ('StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', None), 199: ('_tagged', None), 200: ('_tagged', None), 201: ('_tagged', None), 209: ('TopicId', None), 210: ('Partitions', None), 211: ('Partitions', None), 212: ('Partitions', None), 213: ('Partitions', None), 214: ('Partitions', None), 215: ('Partitions', None), 216: ('Partitions', None), 217: ('Partitions', None), 218: ('Partitions', None), 219: ('Partitions[{}].Partition+ErrorCode', 'i4'), 220: ('Partitions[{}].ErrorMessage', 'i4'), 221: ('Partitions[{}].ErrorMessage', 'i4'), 222: ('Partitions[{}].ErrorMessage', 'i4'), 223: ('Partitions[{}].ErrorMessage', 'i4'), 224: ('Partitions[{}].ErrorMessage', 'i4'), 225: ('Partitions[{}].ErrorMessage', 'i4'), 226: ('Partitions[{}].ErrorMessage', 'i4'), 227: ('Partitions[{}].ErrorMessage', 'i4'), 228: ('Partitions[{}].ErrorMessage', 'i4'), 229: ('Partitions[{}].ErrorMessage', 'i4'), 230: ('Partitions[{}].StateEpoch+LeaderEpoch+StartOffset+DeliveryCompleteCount', 'i4'), 231: ('Partitions', 'i4'), 232: ('Partitions', 'i4'), 233: ('Partitions', 'i4'), 234: ('Partitions', 'i4'), 235: ('Partitions', 'i4'), 236: ('Partitions', None), 237: ('Partitions', None), 238: ('Partitions', None), 239: ('Partitions', None), 241: ('_tagged', None), 242: ('_tagged', None), 243: ('_tagged', None), 251: ('Results', None), 252: ('Results', None), 253: ('Results', None), 254: ('Results', None), 255: ('Results', None), 256: ('Results', None), 257: ('Results', None), 258: ('Results', None), 259: ('Results', None), 260: ('Results', 'i3'), 261: ('Results', 'i3'), 262: ('Results', None), 263: ('Results', None), 264: ('Results', None), 265: ('Results', None), 267: ('_tagged', None), 268: ('_tagged', None), 269: ('_tagged', None)}

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ii').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
@@ -19,7 +17,7 @@ _Ah = _rt.array_reader('h')
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -45,12 +43,12 @@ def _f0(b, p):
         d = {"Key": v1, "Value": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -69,8 +67,8 @@ def _f1(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -96,7 +94,7 @@ def _f1(b, p):
                 d12 = {"Key": v8, "Value": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -105,12 +103,12 @@ def _f1(b, p):
         d = {"Name": v1, "Partitions": v3, "ReplicationFactor": v4, "TopicConfigs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -118,8 +116,8 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = _Ah(b, p, n2); p += n2 * 2
         elif n2 == -1:
             v1 = None
@@ -130,8 +128,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 2 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ah(b, p, n4); p += n4 * 2
         elif n4 == -1:
             v3 = None
@@ -142,8 +140,8 @@ def _f2(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 2 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = _Ah(b, p, n6); p += n6 * 2
         elif n6 == -1:
             v5 = None
@@ -152,12 +150,12 @@ def _f2(b, p):
         d = {"SourceTopics": v1, "SourceTopicRegex": v3, "RepartitionSourceTopics": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -175,8 +173,8 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -199,8 +197,8 @@ def _f3(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 1 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -223,11 +221,11 @@ def _f3(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 9 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
-                x16, p = _f1(b, p)
+                x16, p = _f1(b, p, B)
                 v13.append(x16)
         elif n14 == -1:
             v13 = None
@@ -238,8 +236,8 @@ def _f3(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 1 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 n21 = b[p]; p += 1
@@ -262,11 +260,11 @@ def _f3(b, p):
         n23 -= 1
         if n23 >= 0:
             if n23 * 9 > L - p: raise _rt.short_count(n23, L - p)
-            _B[0] -= n23
-            if _B[0] < 0: raise _rt.over_budget(n23)
+            B.left -= n23
+            if B.left < 0: raise _rt.over_budget(n23)
             v22 = []
             for i24 in range(n23):
-                x25, p = _f1(b, p)
+                x25, p = _f1(b, p, B)
                 v22.append(x25)
         elif n23 == -1:
             v22 = None
@@ -277,8 +275,8 @@ def _f3(b, p):
         n27 -= 1
         if n27 >= 0:
             if n27 * 4 > L - p: raise _rt.short_count(n27, L - p)
-            _B[0] -= n27
-            if _B[0] < 0: raise _rt.over_budget(n27)
+            B.left -= n27
+            if B.left < 0: raise _rt.over_budget(n27)
             v26 = []
             for i28 in range(n27):
                 n30 = b[p]; p += 1
@@ -286,8 +284,8 @@ def _f3(b, p):
                 n30 -= 1
                 if n30 >= 0:
                     if n30 * 2 > L - p: raise _rt.short_count(n30, L - p)
-                    _B[0] -= n30
-                    if _B[0] < 0: raise _rt.over_budget(n30)
+                    B.left -= n30
+                    if B.left < 0: raise _rt.over_budget(n30)
                     v29 = _Ah(b, p, n30); p += n30 * 2
                 elif n30 == -1:
                     v29 = None
@@ -298,8 +296,8 @@ def _f3(b, p):
                 n32 -= 1
                 if n32 >= 0:
                     if n32 * 2 > L - p: raise _rt.short_count(n32, L - p)
-                    _B[0] -= n32
-                    if _B[0] < 0: raise _rt.over_budget(n32)
+                    B.left -= n32
+                    if B.left < 0: raise _rt.over_budget(n32)
                     v31 = _Ah(b, p, n32); p += n32 * 2
                 elif n32 == -1:
                     v31 = None
@@ -310,8 +308,8 @@ def _f3(b, p):
                 n34 -= 1
                 if n34 >= 0:
                     if n34 * 2 > L - p: raise _rt.short_count(n34, L - p)
-                    _B[0] -= n34
-                    if _B[0] < 0: raise _rt.over_budget(n34)
+                    B.left -= n34
+                    if B.left < 0: raise _rt.over_budget(n34)
                     v33 = _Ah(b, p, n34); p += n34 * 2
                 elif n34 == -1:
                     v33 = None
@@ -320,7 +318,7 @@ def _f3(b, p):
                 d35 = {"SourceTopics": v29, "SourceTopicRegex": v31, "RepartitionSourceTopics": v33}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d35)
+                if t: p = _rt.tags(b, p, t, _T0, d35, B)
                 v26.append(d35)
         elif n27 == -1:
             v26 = None
@@ -329,12 +327,12 @@ def _f3(b, p):
         d = {"SubtopologyId": v1, "SourceTopics": v3, "SourceTopicRegex": v8, "StateChangelogTopics": v13, "RepartitionSinkTopics": v17, "RepartitionSourceTopics": v22, "CopartitionGroups": v26}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
@@ -343,11 +341,11 @@ def _f4(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 8 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f3(b, p)
+                x5, p = _f3(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -356,12 +354,12 @@ def _f4(b, p):
         d = {"Epoch": v1, "Subtopologies": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -379,8 +377,8 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -389,12 +387,12 @@ def _f5(b, p):
         d = {"SubtopologyId": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -411,12 +409,12 @@ def _f6(b, p):
         d = {"Host": v1, "Port": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -433,12 +431,12 @@ def _f7(b, p):
         d = {"SubtopologyId": v1, "Partition": v3, "Offset": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -487,14 +485,14 @@ def _f8(b, p):
         if m13 < 0:
             v12 = None
         else:
-            v12, p = _f4(b, p)
+            v12, p = _f4(b, p, B)
         n15 = b[p]; p += 1
         if n15 > 127: n15, p = _rt.uvarint(b, p, n15)
         n15 -= 1
         if n15 >= 0:
             if n15 * 3 > L - p: raise _rt.short_count(n15, L - p)
-            _B[0] -= n15
-            if _B[0] < 0: raise _rt.over_budget(n15)
+            B.left -= n15
+            if B.left < 0: raise _rt.over_budget(n15)
             v14 = []
             for i16 in range(n15):
                 n18 = b[p]; p += 1
@@ -512,8 +510,8 @@ def _f8(b, p):
                 n20 -= 1
                 if n20 >= 0:
                     if n20 * 4 > L - p: raise _rt.short_count(n20, L - p)
-                    _B[0] -= n20
-                    if _B[0] < 0: raise _rt.over_budget(n20)
+                    B.left -= n20
+                    if B.left < 0: raise _rt.over_budget(n20)
                     v19 = _Ai(b, p, n20); p += n20 * 4
                 elif n20 == -1:
                     v19 = None
@@ -522,7 +520,7 @@ def _f8(b, p):
                 d21 = {"SubtopologyId": v17, "Partitions": v19}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d21)
+                if t: p = _rt.tags(b, p, t, _T0, d21, B)
                 v14.append(d21)
         elif n15 == -1:
             v14 = None
@@ -533,8 +531,8 @@ def _f8(b, p):
         n23 -= 1
         if n23 >= 0:
             if n23 * 3 > L - p: raise _rt.short_count(n23, L - p)
-            _B[0] -= n23
-            if _B[0] < 0: raise _rt.over_budget(n23)
+            B.left -= n23
+            if B.left < 0: raise _rt.over_budget(n23)
             v22 = []
             for i24 in range(n23):
                 n26 = b[p]; p += 1
@@ -552,8 +550,8 @@ def _f8(b, p):
                 n28 -= 1
                 if n28 >= 0:
                     if n28 * 4 > L - p: raise _rt.short_count(n28, L - p)
-                    _B[0] -= n28
-                    if _B[0] < 0: raise _rt.over_budget(n28)
+                    B.left -= n28
+                    if B.left < 0: raise _rt.over_budget(n28)
                     v27 = _Ai(b, p, n28); p += n28 * 4
                 elif n28 == -1:
                     v27 = None
@@ -562,7 +560,7 @@ def _f8(b, p):
                 d29 = {"SubtopologyId": v25, "Partitions": v27}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d29)
+                if t: p = _rt.tags(b, p, t, _T0, d29, B)
                 v22.append(d29)
         elif n23 == -1:
             v22 = None
@@ -573,8 +571,8 @@ def _f8(b, p):
         n31 -= 1
         if n31 >= 0:
             if n31 * 3 > L - p: raise _rt.short_count(n31, L - p)
-            _B[0] -= n31
-            if _B[0] < 0: raise _rt.over_budget(n31)
+            B.left -= n31
+            if B.left < 0: raise _rt.over_budget(n31)
             v30 = []
             for i32 in range(n31):
                 n34 = b[p]; p += 1
@@ -592,8 +590,8 @@ def _f8(b, p):
                 n36 -= 1
                 if n36 >= 0:
                     if n36 * 4 > L - p: raise _rt.short_count(n36, L - p)
-                    _B[0] -= n36
-                    if _B[0] < 0: raise _rt.over_budget(n36)
+                    B.left -= n36
+                    if B.left < 0: raise _rt.over_budget(n36)
                     v35 = _Ai(b, p, n36); p += n36 * 4
                 elif n36 == -1:
                     v35 = None
@@ -602,7 +600,7 @@ def _f8(b, p):
                 d37 = {"SubtopologyId": v33, "Partitions": v35}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d37)
+                if t: p = _rt.tags(b, p, t, _T0, d37, B)
                 v30.append(d37)
         elif n31 == -1:
             v30 = None
@@ -622,14 +620,14 @@ def _f8(b, p):
         if m41 < 0:
             v40 = None
         else:
-            v40, p = _f6(b, p)
+            v40, p = _f6(b, p, B)
         n43 = b[p]; p += 1
         if n43 > 127: n43, p = _rt.uvarint(b, p, n43)
         n43 -= 1
         if n43 >= 0:
             if n43 * 3 > L - p: raise _rt.short_count(n43, L - p)
-            _B[0] -= n43
-            if _B[0] < 0: raise _rt.over_budget(n43)
+            B.left -= n43
+            if B.left < 0: raise _rt.over_budget(n43)
             v42 = []
             for i44 in range(n43):
                 n46 = b[p]; p += 1
@@ -655,7 +653,7 @@ def _f8(b, p):
                 d49 = {"Key": v45, "Value": v47}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d49)
+                if t: p = _rt.tags(b, p, t, _T0, d49, B)
                 v42.append(d49)
         elif n43 == -1:
             v42 = None
@@ -666,8 +664,8 @@ def _f8(b, p):
         n51 -= 1
         if n51 >= 0:
             if n51 * 14 > L - p: raise _rt.short_count(n51, L - p)
-            _B[0] -= n51
-            if _B[0] < 0: raise _rt.over_budget(n51)
+            B.left -= n51
+            if B.left < 0: raise _rt.over_budget(n51)
             v50 = []
             for i52 in range(n51):
                 n54 = b[p]; p += 1
@@ -684,7 +682,7 @@ def _f8(b, p):
                 d57 = {"SubtopologyId": v53, "Partition": v55, "Offset": v56}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d57)
+                if t: p = _rt.tags(b, p, t, _T0, d57, B)
                 v50.append(d57)
         elif n51 == -1:
             v50 = None
@@ -695,8 +693,8 @@ def _f8(b, p):
         n59 -= 1
         if n59 >= 0:
             if n59 * 14 > L - p: raise _rt.short_count(n59, L - p)
-            _B[0] -= n59
-            if _B[0] < 0: raise _rt.over_budget(n59)
+            B.left -= n59
+            if B.left < 0: raise _rt.over_budget(n59)
             v58 = []
             for i60 in range(n59):
                 n62 = b[p]; p += 1
@@ -713,7 +711,7 @@ def _f8(b, p):
                 d65 = {"SubtopologyId": v61, "Partition": v63, "Offset": v64}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d65)
+                if t: p = _rt.tags(b, p, t, _T0, d65, B)
                 v58.append(d65)
         elif n59 == -1:
             v58 = None
@@ -723,12 +721,12 @@ def _f8(b, p):
         d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "EndpointInformationEpoch": v6, "InstanceId": v7, "RackId": v9, "RebalanceTimeoutMs": v11, "Topology": v12, "ActiveTasks": v14, "StandbyTasks": v22, "WarmupTasks": v30, "ProcessId": v38, "UserEndpoint": v40, "ClientTags": v42, "TaskOffsets": v50, "TaskEndOffsets": v58, "ShutdownApplication": v66}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 1
@@ -745,12 +743,12 @@ def _f9(b, p):
         d = {"StatusCode": v1, "StatusDetail": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -768,8 +766,8 @@ def _f10(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -778,22 +776,22 @@ def _f10(b, p):
         d = {"Topic": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
-        v1, p = _f6(b, p)
+        v1, p = _f6(b, p, B)
         n3 = b[p]; p += 1
         if n3 > 127: n3, p = _rt.uvarint(b, p, n3)
         n3 -= 1
         if n3 >= 0:
             if n3 * 3 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
                 n6 = b[p]; p += 1
@@ -811,8 +809,8 @@ def _f11(b, p):
                 n8 -= 1
                 if n8 >= 0:
                     if n8 * 4 > L - p: raise _rt.short_count(n8, L - p)
-                    _B[0] -= n8
-                    if _B[0] < 0: raise _rt.over_budget(n8)
+                    B.left -= n8
+                    if B.left < 0: raise _rt.over_budget(n8)
                     v7 = _Ai(b, p, n8); p += n8 * 4
                 elif n8 == -1:
                     v7 = None
@@ -821,7 +819,7 @@ def _f11(b, p):
                 d9 = {"Topic": v5, "Partitions": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d9)
+                if t: p = _rt.tags(b, p, t, _T0, d9, B)
                 v2.append(d9)
         elif n3 == -1:
             v2 = None
@@ -832,8 +830,8 @@ def _f11(b, p):
         n11 -= 1
         if n11 >= 0:
             if n11 * 3 > L - p: raise _rt.short_count(n11, L - p)
-            _B[0] -= n11
-            if _B[0] < 0: raise _rt.over_budget(n11)
+            B.left -= n11
+            if B.left < 0: raise _rt.over_budget(n11)
             v10 = []
             for i12 in range(n11):
                 n14 = b[p]; p += 1
@@ -851,8 +849,8 @@ def _f11(b, p):
                 n16 -= 1
                 if n16 >= 0:
                     if n16 * 4 > L - p: raise _rt.short_count(n16, L - p)
-                    _B[0] -= n16
-                    if _B[0] < 0: raise _rt.over_budget(n16)
+                    B.left -= n16
+                    if B.left < 0: raise _rt.over_budget(n16)
                     v15 = _Ai(b, p, n16); p += n16 * 4
                 elif n16 == -1:
                     v15 = None
@@ -861,7 +859,7 @@ def _f11(b, p):
                 d17 = {"Topic": v13, "Partitions": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v10.append(d17)
         elif n11 == -1:
             v10 = None
@@ -870,12 +868,12 @@ def _f11(b, p):
         d = {"UserEndpoint": v1, "ActivePartitions": v2, "StandbyPartitions": v10}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -905,8 +903,8 @@ def _f12(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U3(b, p); p += 1
@@ -923,7 +921,7 @@ def _f12(b, p):
                 d17 = {"StatusCode": v14, "StatusDetail": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -934,8 +932,8 @@ def _f12(b, p):
         n19 -= 1
         if n19 >= 0:
             if n19 * 3 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 n22 = b[p]; p += 1
@@ -953,8 +951,8 @@ def _f12(b, p):
                 n24 -= 1
                 if n24 >= 0:
                     if n24 * 4 > L - p: raise _rt.short_count(n24, L - p)
-                    _B[0] -= n24
-                    if _B[0] < 0: raise _rt.over_budget(n24)
+                    B.left -= n24
+                    if B.left < 0: raise _rt.over_budget(n24)
                     v23 = _Ai(b, p, n24); p += n24 * 4
                 elif n24 == -1:
                     v23 = None
@@ -963,7 +961,7 @@ def _f12(b, p):
                 d25 = {"SubtopologyId": v21, "Partitions": v23}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d25)
+                if t: p = _rt.tags(b, p, t, _T0, d25, B)
                 v18.append(d25)
         elif n19 == -1:
             v18 = None
@@ -974,8 +972,8 @@ def _f12(b, p):
         n27 -= 1
         if n27 >= 0:
             if n27 * 3 > L - p: raise _rt.short_count(n27, L - p)
-            _B[0] -= n27
-            if _B[0] < 0: raise _rt.over_budget(n27)
+            B.left -= n27
+            if B.left < 0: raise _rt.over_budget(n27)
             v26 = []
             for i28 in range(n27):
                 n30 = b[p]; p += 1
@@ -993,8 +991,8 @@ def _f12(b, p):
                 n32 -= 1
                 if n32 >= 0:
                     if n32 * 4 > L - p: raise _rt.short_count(n32, L - p)
-                    _B[0] -= n32
-                    if _B[0] < 0: raise _rt.over_budget(n32)
+                    B.left -= n32
+                    if B.left < 0: raise _rt.over_budget(n32)
                     v31 = _Ai(b, p, n32); p += n32 * 4
                 elif n32 == -1:
                     v31 = None
@@ -1003,7 +1001,7 @@ def _f12(b, p):
                 d33 = {"SubtopologyId": v29, "Partitions": v31}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d33)
+                if t: p = _rt.tags(b, p, t, _T0, d33, B)
                 v26.append(d33)
         elif n27 == -1:
             v26 = None
@@ -1014,8 +1012,8 @@ def _f12(b, p):
         n35 -= 1
         if n35 >= 0:
             if n35 * 3 > L - p: raise _rt.short_count(n35, L - p)
-            _B[0] -= n35
-            if _B[0] < 0: raise _rt.over_budget(n35)
+            B.left -= n35
+            if B.left < 0: raise _rt.over_budget(n35)
             v34 = []
             for i36 in range(n35):
                 n38 = b[p]; p += 1
@@ -1033,8 +1031,8 @@ def _f12(b, p):
                 n40 -= 1
                 if n40 >= 0:
                     if n40 * 4 > L - p: raise _rt.short_count(n40, L - p)
-                    _B[0] -= n40
-                    if _B[0] < 0: raise _rt.over_budget(n40)
+                    B.left -= n40
+                    if B.left < 0: raise _rt.over_budget(n40)
                     v39 = _Ai(b, p, n40); p += n40 * 4
                 elif n40 == -1:
                     v39 = None
@@ -1043,7 +1041,7 @@ def _f12(b, p):
                 d41 = {"SubtopologyId": v37, "Partitions": v39}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d41)
+                if t: p = _rt.tags(b, p, t, _T0, d41, B)
                 v34.append(d41)
         elif n35 == -1:
             v34 = None
@@ -1055,11 +1053,11 @@ def _f12(b, p):
         n44 -= 1
         if n44 >= 0:
             if n44 * 7 > L - p: raise _rt.short_count(n44, L - p)
-            _B[0] -= n44
-            if _B[0] < 0: raise _rt.over_budget(n44)
+            B.left -= n44
+            if B.left < 0: raise _rt.over_budget(n44)
             v43 = []
             for i45 in range(n44):
-                x46, p = _f11(b, p)
+                x46, p = _f11(b, p, B)
                 v43.append(x46)
         elif n44 == -1:
             v43 = None
@@ -1068,12 +1066,12 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "AcceptableRecoveryLagLegacy": v9, "TaskOffsetIntervalMs": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "EndpointInformationEpoch": v42, "PartitionsByUserEndpoint": v43}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -1103,8 +1101,8 @@ def _f13(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 3 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 v14, = _U3(b, p); p += 1
@@ -1121,7 +1119,7 @@ def _f13(b, p):
                 d17 = {"StatusCode": v14, "StatusDetail": v15}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d17)
+                if t: p = _rt.tags(b, p, t, _T0, d17, B)
                 v11.append(d17)
         elif n12 == -1:
             v11 = None
@@ -1132,8 +1130,8 @@ def _f13(b, p):
         n19 -= 1
         if n19 >= 0:
             if n19 * 3 > L - p: raise _rt.short_count(n19, L - p)
-            _B[0] -= n19
-            if _B[0] < 0: raise _rt.over_budget(n19)
+            B.left -= n19
+            if B.left < 0: raise _rt.over_budget(n19)
             v18 = []
             for i20 in range(n19):
                 n22 = b[p]; p += 1
@@ -1151,8 +1149,8 @@ def _f13(b, p):
                 n24 -= 1
                 if n24 >= 0:
                     if n24 * 4 > L - p: raise _rt.short_count(n24, L - p)
-                    _B[0] -= n24
-                    if _B[0] < 0: raise _rt.over_budget(n24)
+                    B.left -= n24
+                    if B.left < 0: raise _rt.over_budget(n24)
                     v23 = _Ai(b, p, n24); p += n24 * 4
                 elif n24 == -1:
                     v23 = None
@@ -1161,7 +1159,7 @@ def _f13(b, p):
                 d25 = {"SubtopologyId": v21, "Partitions": v23}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d25)
+                if t: p = _rt.tags(b, p, t, _T0, d25, B)
                 v18.append(d25)
         elif n19 == -1:
             v18 = None
@@ -1172,8 +1170,8 @@ def _f13(b, p):
         n27 -= 1
         if n27 >= 0:
             if n27 * 3 > L - p: raise _rt.short_count(n27, L - p)
-            _B[0] -= n27
-            if _B[0] < 0: raise _rt.over_budget(n27)
+            B.left -= n27
+            if B.left < 0: raise _rt.over_budget(n27)
             v26 = []
             for i28 in range(n27):
                 n30 = b[p]; p += 1
@@ -1191,8 +1189,8 @@ def _f13(b, p):
                 n32 -= 1
                 if n32 >= 0:
                     if n32 * 4 > L - p: raise _rt.short_count(n32, L - p)
-                    _B[0] -= n32
-                    if _B[0] < 0: raise _rt.over_budget(n32)
+                    B.left -= n32
+                    if B.left < 0: raise _rt.over_budget(n32)
                     v31 = _Ai(b, p, n32); p += n32 * 4
                 elif n32 == -1:
                     v31 = None
@@ -1201,7 +1199,7 @@ def _f13(b, p):
                 d33 = {"SubtopologyId": v29, "Partitions": v31}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d33)
+                if t: p = _rt.tags(b, p, t, _T0, d33, B)
                 v26.append(d33)
         elif n27 == -1:
             v26 = None
@@ -1212,8 +1210,8 @@ def _f13(b, p):
         n35 -= 1
         if n35 >= 0:
             if n35 * 3 > L - p: raise _rt.short_count(n35, L - p)
-            _B[0] -= n35
-            if _B[0] < 0: raise _rt.over_budget(n35)
+            B.left -= n35
+            if B.left < 0: raise _rt.over_budget(n35)
             v34 = []
             for i36 in range(n35):
                 n38 = b[p]; p += 1
@@ -1231,8 +1229,8 @@ def _f13(b, p):
                 n40 -= 1
                 if n40 >= 0:
                     if n40 * 4 > L - p: raise _rt.short_count(n40, L - p)
-                    _B[0] -= n40
-                    if _B[0] < 0: raise _rt.over_budget(n40)
+                    B.left -= n40
+                    if B.left < 0: raise _rt.over_budget(n40)
                     v39 = _Ai(b, p, n40); p += n40 * 4
                 elif n40 == -1:
                     v39 = None
@@ -1241,7 +1239,7 @@ def _f13(b, p):
                 d41 = {"SubtopologyId": v37, "Partitions": v39}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d41)
+                if t: p = _rt.tags(b, p, t, _T0, d41, B)
                 v34.append(d41)
         elif n35 == -1:
             v34 = None
@@ -1253,11 +1251,11 @@ def _f13(b, p):
         n45 -= 1
         if n45 >= 0:
             if n45 * 7 > L - p: raise _rt.short_count(n45, L - p)
-            _B[0] -= n45
-            if _B[0] < 0: raise _rt.over_budget(n45)
+            B.left -= n45
+            if B.left < 0: raise _rt.over_budget(n45)
             v44 = []
             for i46 in range(n45):
-                x47, p = _f11(b, p)
+                x47, p = _f11(b, p, B)
                 v44.append(x47)
         elif n45 == -1:
             v44 = None
@@ -1266,7 +1264,7 @@ def _f13(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "TaskOffsetIntervalMs": v9, "AcceptableRecoveryLag": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "TopologyDescriptionRequired": v42, "EndpointInformationEpoch": v43, "PartitionsByUserEndpoint": v44}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1278,5 +1276,5 @@ NAME = 'StreamsGroupHeartbeat'
 REQUEST = {0: _f8, 1: _f8}
 RESPONSE = {0: _f12, 1: _f13}
 
-_LINES = {25: ('Key', None), 26: ('Key', None), 27: ('Key', None), 28: ('Key', None), 29: ('Key', None), 30: ('Key', None), 31: ('Key', None), 32: ('Key', None), 33: ('Key', None), 34: ('Key', None), 35: ('Value', None), 36: ('Value', None), 37: ('Value', None), 38: ('Value', None), 39: ('Value', None), 40: ('Value', None), 41: ('Value', None), 42: ('Value', None), 43: ('Value', None), 44: ('Value', None), 46: ('_tagged', None), 47: ('_tagged', None), 48: ('_tagged', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Name', None), 65: ('Name', None), 66: ('Partitions+ReplicationFactor', None), 67: ('TopicConfigs', None), 68: ('TopicConfigs', None), 69: ('TopicConfigs', None), 70: ('TopicConfigs', None), 71: ('TopicConfigs', None), 72: ('TopicConfigs', None), 73: ('TopicConfigs', None), 74: ('TopicConfigs', None), 75: ('TopicConfigs', None), 76: ('TopicConfigs[{}].Key', 'i7'), 77: ('TopicConfigs[{}].Key', 'i7'), 78: ('TopicConfigs[{}].Key', 'i7'), 79: ('TopicConfigs[{}].Key', 'i7'), 80: ('TopicConfigs[{}].Key', 'i7'), 81: ('TopicConfigs[{}].Key', 'i7'), 82: ('TopicConfigs[{}].Key', 'i7'), 83: ('TopicConfigs[{}].Key', 'i7'), 84: ('TopicConfigs[{}].Key', 'i7'), 85: ('TopicConfigs[{}].Key', 'i7'), 86: ('TopicConfigs[{}].Value', 'i7'), 87: ('TopicConfigs[{}].Value', 'i7'), 88: ('TopicConfigs[{}].Value', 'i7'), 89: ('TopicConfigs[{}].Value', 'i7'), 90: ('TopicConfigs[{}].Value', 'i7'), 91: ('TopicConfigs[{}].Value', 'i7'), 92: ('TopicConfigs[{}].Value', 'i7'), 93: ('TopicConfigs[{}].Value', 'i7'), 94: ('TopicConfigs[{}].Value', 'i7'), 95: ('TopicConfigs[{}].Value', 'i7'), 96: ('TopicConfigs', 'i7'), 97: ('TopicConfigs', 'i7'), 98: ('TopicConfigs', 'i7'), 99: ('TopicConfigs', 'i7'), 100: ('TopicConfigs', 'i7'), 101: ('TopicConfigs', None), 102: ('TopicConfigs', None), 103: ('TopicConfigs', None), 104: ('TopicConfigs', None), 106: ('_tagged', None), 107: ('_tagged', None), 108: ('_tagged', None), 116: ('SourceTopics', None), 117: ('SourceTopics', None), 118: ('SourceTopics', None), 119: ('SourceTopics', None), 120: ('SourceTopics', None), 121: ('SourceTopics', None), 122: ('SourceTopics', None), 123: ('SourceTopics', None), 124: ('SourceTopics', None), 125: ('SourceTopics', None), 126: ('SourceTopics', None), 127: ('SourceTopics', None), 128: ('SourceTopicRegex', None), 129: ('SourceTopicRegex', None), 130: ('SourceTopicRegex', None), 131: ('SourceTopicRegex', None), 132: ('SourceTopicRegex', None), 133: ('SourceTopicRegex', None), 134: ('SourceTopicRegex', None), 135: ('SourceTopicRegex', None), 136: ('SourceTopicRegex', None), 137: ('SourceTopicRegex', None), 138: ('SourceTopicRegex', None), 139: ('SourceTopicRegex', None), 140: ('RepartitionSourceTopics', None), 141: ('RepartitionSourceTopics', None), 142: ('RepartitionSourceTopics', None), 143: ('RepartitionSourceTopics', None), 144: ('RepartitionSourceTopics', None), 145: ('RepartitionSourceTopics', None), 146: ('RepartitionSourceTopics', None), 147: ('RepartitionSourceTopics', None), 148: ('RepartitionSourceTopics', None), 149: ('RepartitionSourceTopics', None), 150: ('RepartitionSourceTopics', None), 151: ('RepartitionSourceTopics', None), 153: ('_tagged', None), 154: ('_tagged', None), 155: ('_tagged', None), 163: ('SubtopologyId', None), 164: ('SubtopologyId', None), 165: ('SubtopologyId', None), 166: ('SubtopologyId', None), 167: ('SubtopologyId', None), 168: ('SubtopologyId', None), 169: ('SubtopologyId', None), 170: ('SubtopologyId', None), 171: ('SubtopologyId', None), 172: ('SubtopologyId', None), 173: ('SourceTopics', None), 174: ('SourceTopics', None), 175: ('SourceTopics', None), 176: ('SourceTopics', None), 177: ('SourceTopics', None), 178: ('SourceTopics', None), 179: ('SourceTopics', None), 180: ('SourceTopics', None), 181: ('SourceTopics', None), 182: ('SourceTopics', 'i5'), 183: ('SourceTopics', 'i5'), 184: ('SourceTopics', 'i5'), 185: ('SourceTopics', 'i5'), 186: ('SourceTopics', 'i5'), 187: ('SourceTopics', 'i5'), 188: ('SourceTopics', 'i5'), 189: ('SourceTopics', 'i5'), 190: ('SourceTopics', 'i5'), 191: ('SourceTopics', 'i5'), 192: ('SourceTopics', 'i5'), 193: ('SourceTopics', None), 194: ('SourceTopics', None), 195: ('SourceTopics', None), 196: ('SourceTopics', None), 197: ('SourceTopicRegex', None), 198: ('SourceTopicRegex', None), 199: ('SourceTopicRegex', None), 200: ('SourceTopicRegex', None), 201: ('SourceTopicRegex', None), 202: ('SourceTopicRegex', None), 203: ('SourceTopicRegex', None), 204: ('SourceTopicRegex', None), 205: ('SourceTopicRegex', None), 206: ('SourceTopicRegex', 'i10'), 207: ('SourceTopicRegex', 'i10'), 208: ('SourceTopicRegex', 'i10'), 209: ('SourceTopicRegex', 'i10'), 210: ('SourceTopicRegex', 'i10'), 211: ('SourceTopicRegex', 'i10'), 212: ('SourceTopicRegex', 'i10'), 213: ('SourceTopicRegex', 'i10'), 214: ('SourceTopicRegex', 'i10'), 215: ('SourceTopicRegex', 'i10'), 216: ('SourceTopicRegex', 'i10'), 217: ('SourceTopicRegex', None), 218: ('SourceTopicRegex', None), 219: ('SourceTopicRegex', None), 220: ('SourceTopicRegex', None), 221: ('StateChangelogTopics', None), 222: ('StateChangelogTopics', None), 223: ('StateChangelogTopics', None), 224: ('StateChangelogTopics', None), 225: ('StateChangelogTopics', None), 226: ('StateChangelogTopics', None), 227: ('StateChangelogTopics', None), 228: ('StateChangelogTopics', None), 229: ('StateChangelogTopics', None), 230: ('StateChangelogTopics', 'i15'), 231: ('StateChangelogTopics', 'i15'), 232: ('StateChangelogTopics', None), 233: ('StateChangelogTopics', None), 234: ('StateChangelogTopics', None), 235: ('StateChangelogTopics', None), 236: ('RepartitionSinkTopics', None), 237: ('RepartitionSinkTopics', None), 238: ('RepartitionSinkTopics', None), 239: ('RepartitionSinkTopics', None), 240: ('RepartitionSinkTopics', None), 241: ('RepartitionSinkTopics', None), 242: ('RepartitionSinkTopics', None), 243: ('RepartitionSinkTopics', None), 244: ('RepartitionSinkTopics', None), 245: ('RepartitionSinkTopics', 'i19'), 246: ('RepartitionSinkTopics', 'i19'), 247: ('RepartitionSinkTopics', 'i19'), 248: ('RepartitionSinkTopics', 'i19'), 249: ('RepartitionSinkTopics', 'i19'), 250: ('RepartitionSinkTopics', 'i19'), 251: ('RepartitionSinkTopics', 'i19'), 252: ('RepartitionSinkTopics', 'i19'), 253: ('RepartitionSinkTopics', 'i19'), 254: ('RepartitionSinkTopics', 'i19'), 255: ('RepartitionSinkTopics', 'i19'), 256: ('RepartitionSinkTopics', None), 257: ('RepartitionSinkTopics', None), 258: ('RepartitionSinkTopics', None), 259: ('RepartitionSinkTopics', None), 260: ('RepartitionSourceTopics', None), 261: ('RepartitionSourceTopics', None), 262: ('RepartitionSourceTopics', None), 263: ('RepartitionSourceTopics', None), 264: ('RepartitionSourceTopics', None), 265: ('RepartitionSourceTopics', None), 266: ('RepartitionSourceTopics', None), 267: ('RepartitionSourceTopics', None), 268: ('RepartitionSourceTopics', None), 269: ('RepartitionSourceTopics', 'i24'), 270: ('RepartitionSourceTopics', 'i24'), 271: ('RepartitionSourceTopics', None), 272: ('RepartitionSourceTopics', None), 273: ('RepartitionSourceTopics', None), 274: ('RepartitionSourceTopics', None), 275: ('CopartitionGroups', None), 276: ('CopartitionGroups', None), 277: ('CopartitionGroups', None), 278: ('CopartitionGroups', None), 279: ('CopartitionGroups', None), 280: ('CopartitionGroups', None), 281: ('CopartitionGroups', None), 282: ('CopartitionGroups', None), 283: ('CopartitionGroups', None), 284: ('CopartitionGroups[{}].SourceTopics', 'i28'), 285: ('CopartitionGroups[{}].SourceTopics', 'i28'), 286: ('CopartitionGroups[{}].SourceTopics', 'i28'), 287: ('CopartitionGroups[{}].SourceTopics', 'i28'), 288: ('CopartitionGroups[{}].SourceTopics', 'i28'), 289: ('CopartitionGroups[{}].SourceTopics', 'i28'), 290: ('CopartitionGroups[{}].SourceTopics', 'i28'), 291: ('CopartitionGroups[{}].SourceTopics', 'i28'), 292: ('CopartitionGroups[{}].SourceTopics', 'i28'), 293: ('CopartitionGroups[{}].SourceTopics', 'i28'), 294: ('CopartitionGroups[{}].SourceTopics', 'i28'), 295: ('CopartitionGroups[{}].SourceTopics', 'i28'), 296: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 297: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 298: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 299: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 300: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 301: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 302: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 303: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 304: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 305: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 306: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 307: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 308: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 309: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 310: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 311: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 312: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 313: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 314: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 315: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 316: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 317: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 318: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 319: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 320: ('CopartitionGroups', 'i28'), 321: ('CopartitionGroups', 'i28'), 322: ('CopartitionGroups', 'i28'), 323: ('CopartitionGroups', 'i28'), 324: ('CopartitionGroups', 'i28'), 325: ('CopartitionGroups', None), 326: ('CopartitionGroups', None), 327: ('CopartitionGroups', None), 328: ('CopartitionGroups', None), 330: ('_tagged', None), 331: ('_tagged', None), 332: ('_tagged', None), 340: ('Epoch', None), 341: ('Subtopologies', None), 342: ('Subtopologies', None), 343: ('Subtopologies', None), 344: ('Subtopologies', None), 345: ('Subtopologies', None), 346: ('Subtopologies', None), 347: ('Subtopologies', None), 348: ('Subtopologies', None), 349: ('Subtopologies', None), 350: ('Subtopologies', 'i4'), 351: ('Subtopologies', 'i4'), 352: ('Subtopologies', None), 353: ('Subtopologies', None), 354: ('Subtopologies', None), 355: ('Subtopologies', None), 357: ('_tagged', None), 358: ('_tagged', None), 359: ('_tagged', None), 367: ('SubtopologyId', None), 368: ('SubtopologyId', None), 369: ('SubtopologyId', None), 370: ('SubtopologyId', None), 371: ('SubtopologyId', None), 372: ('SubtopologyId', None), 373: ('SubtopologyId', None), 374: ('SubtopologyId', None), 375: ('SubtopologyId', None), 376: ('SubtopologyId', None), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions', None), 387: ('Partitions', None), 388: ('Partitions', None), 390: ('_tagged', None), 391: ('_tagged', None), 392: ('_tagged', None), 400: ('Host', None), 401: ('Host', None), 402: ('Host', None), 403: ('Host', None), 404: ('Host', None), 405: ('Host', None), 406: ('Host', None), 407: ('Host', None), 408: ('Host', None), 409: ('Host', None), 410: ('Port', None), 412: ('_tagged', None), 413: ('_tagged', None), 414: ('_tagged', None), 422: ('SubtopologyId', None), 423: ('SubtopologyId', None), 424: ('SubtopologyId', None), 425: ('SubtopologyId', None), 426: ('SubtopologyId', None), 427: ('SubtopologyId', None), 428: ('SubtopologyId', None), 429: ('SubtopologyId', None), 430: ('SubtopologyId', None), 431: ('SubtopologyId', None), 432: ('Partition+Offset', None), 434: ('_tagged', None), 435: ('_tagged', None), 436: ('_tagged', None), 444: ('GroupId', None), 445: ('GroupId', None), 446: ('GroupId', None), 447: ('GroupId', None), 448: ('GroupId', None), 449: ('GroupId', None), 450: ('GroupId', None), 451: ('GroupId', None), 452: ('GroupId', None), 453: ('GroupId', None), 454: ('MemberId', None), 455: ('MemberId', None), 456: ('MemberId', None), 457: ('MemberId', None), 458: ('MemberId', None), 459: ('MemberId', None), 460: ('MemberId', None), 461: ('MemberId', None), 462: ('MemberId', None), 463: ('MemberId', None), 464: ('MemberEpoch+EndpointInformationEpoch', None), 465: ('InstanceId', None), 466: ('InstanceId', None), 467: ('InstanceId', None), 468: ('InstanceId', None), 469: ('InstanceId', None), 470: ('InstanceId', None), 471: ('InstanceId', None), 472: ('InstanceId', None), 473: ('InstanceId', None), 474: ('InstanceId', None), 475: ('RackId', None), 476: ('RackId', None), 477: ('RackId', None), 478: ('RackId', None), 479: ('RackId', None), 480: ('RackId', None), 481: ('RackId', None), 482: ('RackId', None), 483: ('RackId', None), 484: ('RackId', None), 485: ('RebalanceTimeoutMs', None), 486: ('Topology', None), 487: ('Topology', None), 488: ('Topology', None), 489: ('Topology', None), 490: ('Topology', None), 491: ('ActiveTasks', None), 492: ('ActiveTasks', None), 493: ('ActiveTasks', None), 494: ('ActiveTasks', None), 495: ('ActiveTasks', None), 496: ('ActiveTasks', None), 497: ('ActiveTasks', None), 498: ('ActiveTasks', None), 499: ('ActiveTasks', None), 500: ('ActiveTasks[{}].SubtopologyId', 'i16'), 501: ('ActiveTasks[{}].SubtopologyId', 'i16'), 502: ('ActiveTasks[{}].SubtopologyId', 'i16'), 503: ('ActiveTasks[{}].SubtopologyId', 'i16'), 504: ('ActiveTasks[{}].SubtopologyId', 'i16'), 505: ('ActiveTasks[{}].SubtopologyId', 'i16'), 506: ('ActiveTasks[{}].SubtopologyId', 'i16'), 507: ('ActiveTasks[{}].SubtopologyId', 'i16'), 508: ('ActiveTasks[{}].SubtopologyId', 'i16'), 509: ('ActiveTasks[{}].SubtopologyId', 'i16'), 510: ('ActiveTasks[{}].Partitions', 'i16'), 511: ('ActiveTasks[{}].Partitions', 'i16'), 512: ('ActiveTasks[{}].Partitions', 'i16'), 513: ('ActiveTasks[{}].Partitions', 'i16'), 514: ('ActiveTasks[{}].Partitions', 'i16'), 515: ('ActiveTasks[{}].Partitions', 'i16'), 516: ('ActiveTasks[{}].Partitions', 'i16'), 517: ('ActiveTasks[{}].Partitions', 'i16'), 518: ('ActiveTasks[{}].Partitions', 'i16'), 519: ('ActiveTasks[{}].Partitions', 'i16'), 520: ('ActiveTasks[{}].Partitions', 'i16'), 521: ('ActiveTasks[{}].Partitions', 'i16'), 522: ('ActiveTasks', 'i16'), 523: ('ActiveTasks', 'i16'), 524: ('ActiveTasks', 'i16'), 525: ('ActiveTasks', 'i16'), 526: ('ActiveTasks', 'i16'), 527: ('ActiveTasks', None), 528: ('ActiveTasks', None), 529: ('ActiveTasks', None), 530: ('ActiveTasks', None), 531: ('StandbyTasks', None), 532: ('StandbyTasks', None), 533: ('StandbyTasks', None), 534: ('StandbyTasks', None), 535: ('StandbyTasks', None), 536: ('StandbyTasks', None), 537: ('StandbyTasks', None), 538: ('StandbyTasks', None), 539: ('StandbyTasks', None), 540: ('StandbyTasks[{}].SubtopologyId', 'i24'), 541: ('StandbyTasks[{}].SubtopologyId', 'i24'), 542: ('StandbyTasks[{}].SubtopologyId', 'i24'), 543: ('StandbyTasks[{}].SubtopologyId', 'i24'), 544: ('StandbyTasks[{}].SubtopologyId', 'i24'), 545: ('StandbyTasks[{}].SubtopologyId', 'i24'), 546: ('StandbyTasks[{}].SubtopologyId', 'i24'), 547: ('StandbyTasks[{}].SubtopologyId', 'i24'), 548: ('StandbyTasks[{}].SubtopologyId', 'i24'), 549: ('StandbyTasks[{}].SubtopologyId', 'i24'), 550: ('StandbyTasks[{}].Partitions', 'i24'), 551: ('StandbyTasks[{}].Partitions', 'i24'), 552: ('StandbyTasks[{}].Partitions', 'i24'), 553: ('StandbyTasks[{}].Partitions', 'i24'), 554: ('StandbyTasks[{}].Partitions', 'i24'), 555: ('StandbyTasks[{}].Partitions', 'i24'), 556: ('StandbyTasks[{}].Partitions', 'i24'), 557: ('StandbyTasks[{}].Partitions', 'i24'), 558: ('StandbyTasks[{}].Partitions', 'i24'), 559: ('StandbyTasks[{}].Partitions', 'i24'), 560: ('StandbyTasks[{}].Partitions', 'i24'), 561: ('StandbyTasks[{}].Partitions', 'i24'), 562: ('StandbyTasks', 'i24'), 563: ('StandbyTasks', 'i24'), 564: ('StandbyTasks', 'i24'), 565: ('StandbyTasks', 'i24'), 566: ('StandbyTasks', 'i24'), 567: ('StandbyTasks', None), 568: ('StandbyTasks', None), 569: ('StandbyTasks', None), 570: ('StandbyTasks', None), 571: ('WarmupTasks', None), 572: ('WarmupTasks', None), 573: ('WarmupTasks', None), 574: ('WarmupTasks', None), 575: ('WarmupTasks', None), 576: ('WarmupTasks', None), 577: ('WarmupTasks', None), 578: ('WarmupTasks', None), 579: ('WarmupTasks', None), 580: ('WarmupTasks[{}].SubtopologyId', 'i32'), 581: ('WarmupTasks[{}].SubtopologyId', 'i32'), 582: ('WarmupTasks[{}].SubtopologyId', 'i32'), 583: ('WarmupTasks[{}].SubtopologyId', 'i32'), 584: ('WarmupTasks[{}].SubtopologyId', 'i32'), 585: ('WarmupTasks[{}].SubtopologyId', 'i32'), 586: ('WarmupTasks[{}].SubtopologyId', 'i32'), 587: ('WarmupTasks[{}].SubtopologyId', 'i32'), 588: ('WarmupTasks[{}].SubtopologyId', 'i32'), 589: ('WarmupTasks[{}].SubtopologyId', 'i32'), 590: ('WarmupTasks[{}].Partitions', 'i32'), 591: ('WarmupTasks[{}].Partitions', 'i32'), 592: ('WarmupTasks[{}].Partitions', 'i32'), 593: ('WarmupTasks[{}].Partitions', 'i32'), 594: ('WarmupTasks[{}].Partitions', 'i32'), 595: ('WarmupTasks[{}].Partitions', 'i32'), 596: ('WarmupTasks[{}].Partitions', 'i32'), 597: ('WarmupTasks[{}].Partitions', 'i32'), 598: ('WarmupTasks[{}].Partitions', 'i32'), 599: ('WarmupTasks[{}].Partitions', 'i32'), 600: ('WarmupTasks[{}].Partitions', 'i32'), 601: ('WarmupTasks[{}].Partitions', 'i32'), 602: ('WarmupTasks', 'i32'), 603: ('WarmupTasks', 'i32'), 604: ('WarmupTasks', 'i32'), 605: ('WarmupTasks', 'i32'), 606: ('WarmupTasks', 'i32'), 607: ('WarmupTasks', None), 608: ('WarmupTasks', None), 609: ('WarmupTasks', None), 610: ('WarmupTasks', None), 611: ('ProcessId', None), 612: ('ProcessId', None), 613: ('ProcessId', None), 614: ('ProcessId', None), 615: ('ProcessId', None), 616: ('ProcessId', None), 617: ('ProcessId', None), 618: ('ProcessId', None), 619: ('ProcessId', None), 620: ('ProcessId', None), 621: ('UserEndpoint', None), 622: ('UserEndpoint', None), 623: ('UserEndpoint', None), 624: ('UserEndpoint', None), 625: ('UserEndpoint', None), 626: ('ClientTags', None), 627: ('ClientTags', None), 628: ('ClientTags', None), 629: ('ClientTags', None), 630: ('ClientTags', None), 631: ('ClientTags', None), 632: ('ClientTags', None), 633: ('ClientTags', None), 634: ('ClientTags', None), 635: ('ClientTags[{}].Key', 'i44'), 636: ('ClientTags[{}].Key', 'i44'), 637: ('ClientTags[{}].Key', 'i44'), 638: ('ClientTags[{}].Key', 'i44'), 639: ('ClientTags[{}].Key', 'i44'), 640: ('ClientTags[{}].Key', 'i44'), 641: ('ClientTags[{}].Key', 'i44'), 642: ('ClientTags[{}].Key', 'i44'), 643: ('ClientTags[{}].Key', 'i44'), 644: ('ClientTags[{}].Key', 'i44'), 645: ('ClientTags[{}].Value', 'i44'), 646: ('ClientTags[{}].Value', 'i44'), 647: ('ClientTags[{}].Value', 'i44'), 648: ('ClientTags[{}].Value', 'i44'), 649: ('ClientTags[{}].Value', 'i44'), 650: ('ClientTags[{}].Value', 'i44'), 651: ('ClientTags[{}].Value', 'i44'), 652: ('ClientTags[{}].Value', 'i44'), 653: ('ClientTags[{}].Value', 'i44'), 654: ('ClientTags[{}].Value', 'i44'), 655: ('ClientTags', 'i44'), 656: ('ClientTags', 'i44'), 657: ('ClientTags', 'i44'), 658: ('ClientTags', 'i44'), 659: ('ClientTags', 'i44'), 660: ('ClientTags', None), 661: ('ClientTags', None), 662: ('ClientTags', None), 663: ('ClientTags', None), 664: ('TaskOffsets', None), 665: ('TaskOffsets', None), 666: ('TaskOffsets', None), 667: ('TaskOffsets', None), 668: ('TaskOffsets', None), 669: ('TaskOffsets', None), 670: ('TaskOffsets', None), 671: ('TaskOffsets', None), 672: ('TaskOffsets', None), 673: ('TaskOffsets[{}].SubtopologyId', 'i52'), 674: ('TaskOffsets[{}].SubtopologyId', 'i52'), 675: ('TaskOffsets[{}].SubtopologyId', 'i52'), 676: ('TaskOffsets[{}].SubtopologyId', 'i52'), 677: ('TaskOffsets[{}].SubtopologyId', 'i52'), 678: ('TaskOffsets[{}].SubtopologyId', 'i52'), 679: ('TaskOffsets[{}].SubtopologyId', 'i52'), 680: ('TaskOffsets[{}].SubtopologyId', 'i52'), 681: ('TaskOffsets[{}].SubtopologyId', 'i52'), 682: ('TaskOffsets[{}].SubtopologyId', 'i52'), 683: ('TaskOffsets[{}].Partition+Offset', 'i52'), 684: ('TaskOffsets', 'i52'), 685: ('TaskOffsets', 'i52'), 686: ('TaskOffsets', 'i52'), 687: ('TaskOffsets', 'i52'), 688: ('TaskOffsets', 'i52'), 689: ('TaskOffsets', None), 690: ('TaskOffsets', None), 691: ('TaskOffsets', None), 692: ('TaskOffsets', None), 693: ('TaskEndOffsets', None), 694: ('TaskEndOffsets', None), 695: ('TaskEndOffsets', None), 696: ('TaskEndOffsets', None), 697: ('TaskEndOffsets', None), 698: ('TaskEndOffsets', None), 699: ('TaskEndOffsets', None), 700: ('TaskEndOffsets', None), 701: ('TaskEndOffsets', None), 702: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 703: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 704: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 705: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 706: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 707: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 708: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 709: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 710: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 711: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 712: ('TaskEndOffsets[{}].Partition+Offset', 'i60'), 713: ('TaskEndOffsets', 'i60'), 714: ('TaskEndOffsets', 'i60'), 715: ('TaskEndOffsets', 'i60'), 716: ('TaskEndOffsets', 'i60'), 717: ('TaskEndOffsets', 'i60'), 718: ('TaskEndOffsets', None), 719: ('TaskEndOffsets', None), 720: ('TaskEndOffsets', None), 721: ('TaskEndOffsets', None), 722: ('ShutdownApplication', None), 724: ('_tagged', None), 725: ('_tagged', None), 726: ('_tagged', None), 734: ('StatusCode', None), 735: ('StatusDetail', None), 736: ('StatusDetail', None), 737: ('StatusDetail', None), 738: ('StatusDetail', None), 739: ('StatusDetail', None), 740: ('StatusDetail', None), 741: ('StatusDetail', None), 742: ('StatusDetail', None), 743: ('StatusDetail', None), 744: ('StatusDetail', None), 746: ('_tagged', None), 747: ('_tagged', None), 748: ('_tagged', None), 756: ('Topic', None), 757: ('Topic', None), 758: ('Topic', None), 759: ('Topic', None), 760: ('Topic', None), 761: ('Topic', None), 762: ('Topic', None), 763: ('Topic', None), 764: ('Topic', None), 765: ('Topic', None), 766: ('Partitions', None), 767: ('Partitions', None), 768: ('Partitions', None), 769: ('Partitions', None), 770: ('Partitions', None), 771: ('Partitions', None), 772: ('Partitions', None), 773: ('Partitions', None), 774: ('Partitions', None), 775: ('Partitions', None), 776: ('Partitions', None), 777: ('Partitions', None), 779: ('_tagged', None), 780: ('_tagged', None), 781: ('_tagged', None), 789: ('UserEndpoint', None), 790: ('ActivePartitions', None), 791: ('ActivePartitions', None), 792: ('ActivePartitions', None), 793: ('ActivePartitions', None), 794: ('ActivePartitions', None), 795: ('ActivePartitions', None), 796: ('ActivePartitions', None), 797: ('ActivePartitions', None), 798: ('ActivePartitions', None), 799: ('ActivePartitions[{}].Topic', 'i4'), 800: ('ActivePartitions[{}].Topic', 'i4'), 801: ('ActivePartitions[{}].Topic', 'i4'), 802: ('ActivePartitions[{}].Topic', 'i4'), 803: ('ActivePartitions[{}].Topic', 'i4'), 804: ('ActivePartitions[{}].Topic', 'i4'), 805: ('ActivePartitions[{}].Topic', 'i4'), 806: ('ActivePartitions[{}].Topic', 'i4'), 807: ('ActivePartitions[{}].Topic', 'i4'), 808: ('ActivePartitions[{}].Topic', 'i4'), 809: ('ActivePartitions[{}].Partitions', 'i4'), 810: ('ActivePartitions[{}].Partitions', 'i4'), 811: ('ActivePartitions[{}].Partitions', 'i4'), 812: ('ActivePartitions[{}].Partitions', 'i4'), 813: ('ActivePartitions[{}].Partitions', 'i4'), 814: ('ActivePartitions[{}].Partitions', 'i4'), 815: ('ActivePartitions[{}].Partitions', 'i4'), 816: ('ActivePartitions[{}].Partitions', 'i4'), 817: ('ActivePartitions[{}].Partitions', 'i4'), 818: ('ActivePartitions[{}].Partitions', 'i4'), 819: ('ActivePartitions[{}].Partitions', 'i4'), 820: ('ActivePartitions[{}].Partitions', 'i4'), 821: ('ActivePartitions', 'i4'), 822: ('ActivePartitions', 'i4'), 823: ('ActivePartitions', 'i4'), 824: ('ActivePartitions', 'i4'), 825: ('ActivePartitions', 'i4'), 826: ('ActivePartitions', None), 827: ('ActivePartitions', None), 828: ('ActivePartitions', None), 829: ('ActivePartitions', None), 830: ('StandbyPartitions', None), 831: ('StandbyPartitions', None), 832: ('StandbyPartitions', None), 833: ('StandbyPartitions', None), 834: ('StandbyPartitions', None), 835: ('StandbyPartitions', None), 836: ('StandbyPartitions', None), 837: ('StandbyPartitions', None), 838: ('StandbyPartitions', None), 839: ('StandbyPartitions[{}].Topic', 'i12'), 840: ('StandbyPartitions[{}].Topic', 'i12'), 841: ('StandbyPartitions[{}].Topic', 'i12'), 842: ('StandbyPartitions[{}].Topic', 'i12'), 843: ('StandbyPartitions[{}].Topic', 'i12'), 844: ('StandbyPartitions[{}].Topic', 'i12'), 845: ('StandbyPartitions[{}].Topic', 'i12'), 846: ('StandbyPartitions[{}].Topic', 'i12'), 847: ('StandbyPartitions[{}].Topic', 'i12'), 848: ('StandbyPartitions[{}].Topic', 'i12'), 849: ('StandbyPartitions[{}].Partitions', 'i12'), 850: ('StandbyPartitions[{}].Partitions', 'i12'), 851: ('StandbyPartitions[{}].Partitions', 'i12'), 852: ('StandbyPartitions[{}].Partitions', 'i12'), 853: ('StandbyPartitions[{}].Partitions', 'i12'), 854: ('StandbyPartitions[{}].Partitions', 'i12'), 855: ('StandbyPartitions[{}].Partitions', 'i12'), 856: ('StandbyPartitions[{}].Partitions', 'i12'), 857: ('StandbyPartitions[{}].Partitions', 'i12'), 858: ('StandbyPartitions[{}].Partitions', 'i12'), 859: ('StandbyPartitions[{}].Partitions', 'i12'), 860: ('StandbyPartitions[{}].Partitions', 'i12'), 861: ('StandbyPartitions', 'i12'), 862: ('StandbyPartitions', 'i12'), 863: ('StandbyPartitions', 'i12'), 864: ('StandbyPartitions', 'i12'), 865: ('StandbyPartitions', 'i12'), 866: ('StandbyPartitions', None), 867: ('StandbyPartitions', None), 868: ('StandbyPartitions', None), 869: ('StandbyPartitions', None), 871: ('_tagged', None), 872: ('_tagged', None), 873: ('_tagged', None), 881: ('ThrottleTimeMs+ErrorCode', None), 882: ('ErrorMessage', None), 883: ('ErrorMessage', None), 884: ('ErrorMessage', None), 885: ('ErrorMessage', None), 886: ('ErrorMessage', None), 887: ('ErrorMessage', None), 888: ('ErrorMessage', None), 889: ('ErrorMessage', None), 890: ('ErrorMessage', None), 891: ('ErrorMessage', None), 892: ('MemberId', None), 893: ('MemberId', None), 894: ('MemberId', None), 895: ('MemberId', None), 896: ('MemberId', None), 897: ('MemberId', None), 898: ('MemberId', None), 899: ('MemberId', None), 900: ('MemberId', None), 901: ('MemberId', None), 902: ('MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', None), 903: ('Status', None), 904: ('Status', None), 905: ('Status', None), 906: ('Status', None), 907: ('Status', None), 908: ('Status', None), 909: ('Status', None), 910: ('Status', None), 911: ('Status', None), 912: ('Status[{}].StatusCode', 'i13'), 913: ('Status[{}].StatusDetail', 'i13'), 914: ('Status[{}].StatusDetail', 'i13'), 915: ('Status[{}].StatusDetail', 'i13'), 916: ('Status[{}].StatusDetail', 'i13'), 917: ('Status[{}].StatusDetail', 'i13'), 918: ('Status[{}].StatusDetail', 'i13'), 919: ('Status[{}].StatusDetail', 'i13'), 920: ('Status[{}].StatusDetail', 'i13'), 921: ('Status[{}].StatusDetail', 'i13'), 922: ('Status[{}].StatusDetail', 'i13'), 923: ('Status', 'i13'), 924: ('Status', 'i13'), 925: ('Status', 'i13'), 926: ('Status', 'i13'), 927: ('Status', 'i13'), 928: ('Status', None), 929: ('Status', None), 930: ('Status', None), 931: ('Status', None), 932: ('ActiveTasks', None), 933: ('ActiveTasks', None), 934: ('ActiveTasks', None), 935: ('ActiveTasks', None), 936: ('ActiveTasks', None), 937: ('ActiveTasks', None), 938: ('ActiveTasks', None), 939: ('ActiveTasks', None), 940: ('ActiveTasks', None), 941: ('ActiveTasks[{}].SubtopologyId', 'i20'), 942: ('ActiveTasks[{}].SubtopologyId', 'i20'), 943: ('ActiveTasks[{}].SubtopologyId', 'i20'), 944: ('ActiveTasks[{}].SubtopologyId', 'i20'), 945: ('ActiveTasks[{}].SubtopologyId', 'i20'), 946: ('ActiveTasks[{}].SubtopologyId', 'i20'), 947: ('ActiveTasks[{}].SubtopologyId', 'i20'), 948: ('ActiveTasks[{}].SubtopologyId', 'i20'), 949: ('ActiveTasks[{}].SubtopologyId', 'i20'), 950: ('ActiveTasks[{}].SubtopologyId', 'i20'), 951: ('ActiveTasks[{}].Partitions', 'i20'), 952: ('ActiveTasks[{}].Partitions', 'i20'), 953: ('ActiveTasks[{}].Partitions', 'i20'), 954: ('ActiveTasks[{}].Partitions', 'i20'), 955: ('ActiveTasks[{}].Partitions', 'i20'), 956: ('ActiveTasks[{}].Partitions', 'i20'), 957: ('ActiveTasks[{}].Partitions', 'i20'), 958: ('ActiveTasks[{}].Partitions', 'i20'), 959: ('ActiveTasks[{}].Partitions', 'i20'), 960: ('ActiveTasks[{}].Partitions', 'i20'), 961: ('ActiveTasks[{}].Partitions', 'i20'), 962: ('ActiveTasks[{}].Partitions', 'i20'), 963: ('ActiveTasks', 'i20'), 964: ('ActiveTasks', 'i20'), 965: ('ActiveTasks', 'i20'), 966: ('ActiveTasks', 'i20'), 967: ('ActiveTasks', 'i20'), 968: ('ActiveTasks', None), 969: ('ActiveTasks', None), 970: ('ActiveTasks', None), 971: ('ActiveTasks', None), 972: ('StandbyTasks', None), 973: ('StandbyTasks', None), 974: ('StandbyTasks', None), 975: ('StandbyTasks', None), 976: ('StandbyTasks', None), 977: ('StandbyTasks', None), 978: ('StandbyTasks', None), 979: ('StandbyTasks', None), 980: ('StandbyTasks', None), 981: ('StandbyTasks[{}].SubtopologyId', 'i28'), 982: ('StandbyTasks[{}].SubtopologyId', 'i28'), 983: ('StandbyTasks[{}].SubtopologyId', 'i28'), 984: ('StandbyTasks[{}].SubtopologyId', 'i28'), 985: ('StandbyTasks[{}].SubtopologyId', 'i28'), 986: ('StandbyTasks[{}].SubtopologyId', 'i28'), 987: ('StandbyTasks[{}].SubtopologyId', 'i28'), 988: ('StandbyTasks[{}].SubtopologyId', 'i28'), 989: ('StandbyTasks[{}].SubtopologyId', 'i28'), 990: ('StandbyTasks[{}].SubtopologyId', 'i28'), 991: ('StandbyTasks[{}].Partitions', 'i28'), 992: ('StandbyTasks[{}].Partitions', 'i28'), 993: ('StandbyTasks[{}].Partitions', 'i28'), 994: ('StandbyTasks[{}].Partitions', 'i28'), 995: ('StandbyTasks[{}].Partitions', 'i28'), 996: ('StandbyTasks[{}].Partitions', 'i28'), 997: ('StandbyTasks[{}].Partitions', 'i28'), 998: ('StandbyTasks[{}].Partitions', 'i28'), 999: ('StandbyTasks[{}].Partitions', 'i28'), 1000: ('StandbyTasks[{}].Partitions', 'i28'), 1001: ('StandbyTasks[{}].Partitions', 'i28'), 1002: ('StandbyTasks[{}].Partitions', 'i28'), 1003: ('StandbyTasks', 'i28'), 1004: ('StandbyTasks', 'i28'), 1005: ('StandbyTasks', 'i28'), 1006: ('StandbyTasks', 'i28'), 1007: ('StandbyTasks', 'i28'), 1008: ('StandbyTasks', None), 1009: ('StandbyTasks', None), 1010: ('StandbyTasks', None), 1011: ('StandbyTasks', None), 1012: ('WarmupTasks', None), 1013: ('WarmupTasks', None), 1014: ('WarmupTasks', None), 1015: ('WarmupTasks', None), 1016: ('WarmupTasks', None), 1017: ('WarmupTasks', None), 1018: ('WarmupTasks', None), 1019: ('WarmupTasks', None), 1020: ('WarmupTasks', None), 1021: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1022: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1023: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1024: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1025: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1026: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1027: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1028: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1029: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1030: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1031: ('WarmupTasks[{}].Partitions', 'i36'), 1032: ('WarmupTasks[{}].Partitions', 'i36'), 1033: ('WarmupTasks[{}].Partitions', 'i36'), 1034: ('WarmupTasks[{}].Partitions', 'i36'), 1035: ('WarmupTasks[{}].Partitions', 'i36'), 1036: ('WarmupTasks[{}].Partitions', 'i36'), 1037: ('WarmupTasks[{}].Partitions', 'i36'), 1038: ('WarmupTasks[{}].Partitions', 'i36'), 1039: ('WarmupTasks[{}].Partitions', 'i36'), 1040: ('WarmupTasks[{}].Partitions', 'i36'), 1041: ('WarmupTasks[{}].Partitions', 'i36'), 1042: ('WarmupTasks[{}].Partitions', 'i36'), 1043: ('WarmupTasks', 'i36'), 1044: ('WarmupTasks', 'i36'), 1045: ('WarmupTasks', 'i36'), 1046: ('WarmupTasks', 'i36'), 1047: ('WarmupTasks', 'i36'), 1048: ('WarmupTasks', None), 1049: ('WarmupTasks', None), 1050: ('WarmupTasks', None), 1051: ('WarmupTasks', None), 1052: ('EndpointInformationEpoch', None), 1053: ('PartitionsByUserEndpoint', None), 1054: ('PartitionsByUserEndpoint', None), 1055: ('PartitionsByUserEndpoint', None), 1056: ('PartitionsByUserEndpoint', None), 1057: ('PartitionsByUserEndpoint', None), 1058: ('PartitionsByUserEndpoint', None), 1059: ('PartitionsByUserEndpoint', None), 1060: ('PartitionsByUserEndpoint', None), 1061: ('PartitionsByUserEndpoint', None), 1062: ('PartitionsByUserEndpoint', 'i45'), 1063: ('PartitionsByUserEndpoint', 'i45'), 1064: ('PartitionsByUserEndpoint', None), 1065: ('PartitionsByUserEndpoint', None), 1066: ('PartitionsByUserEndpoint', None), 1067: ('PartitionsByUserEndpoint', None), 1069: ('_tagged', None), 1070: ('_tagged', None), 1071: ('_tagged', None), 1079: ('ThrottleTimeMs+ErrorCode', None), 1080: ('ErrorMessage', None), 1081: ('ErrorMessage', None), 1082: ('ErrorMessage', None), 1083: ('ErrorMessage', None), 1084: ('ErrorMessage', None), 1085: ('ErrorMessage', None), 1086: ('ErrorMessage', None), 1087: ('ErrorMessage', None), 1088: ('ErrorMessage', None), 1089: ('ErrorMessage', None), 1090: ('MemberId', None), 1091: ('MemberId', None), 1092: ('MemberId', None), 1093: ('MemberId', None), 1094: ('MemberId', None), 1095: ('MemberId', None), 1096: ('MemberId', None), 1097: ('MemberId', None), 1098: ('MemberId', None), 1099: ('MemberId', None), 1100: ('MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', None), 1101: ('Status', None), 1102: ('Status', None), 1103: ('Status', None), 1104: ('Status', None), 1105: ('Status', None), 1106: ('Status', None), 1107: ('Status', None), 1108: ('Status', None), 1109: ('Status', None), 1110: ('Status[{}].StatusCode', 'i13'), 1111: ('Status[{}].StatusDetail', 'i13'), 1112: ('Status[{}].StatusDetail', 'i13'), 1113: ('Status[{}].StatusDetail', 'i13'), 1114: ('Status[{}].StatusDetail', 'i13'), 1115: ('Status[{}].StatusDetail', 'i13'), 1116: ('Status[{}].StatusDetail', 'i13'), 1117: ('Status[{}].StatusDetail', 'i13'), 1118: ('Status[{}].StatusDetail', 'i13'), 1119: ('Status[{}].StatusDetail', 'i13'), 1120: ('Status[{}].StatusDetail', 'i13'), 1121: ('Status', 'i13'), 1122: ('Status', 'i13'), 1123: ('Status', 'i13'), 1124: ('Status', 'i13'), 1125: ('Status', 'i13'), 1126: ('Status', None), 1127: ('Status', None), 1128: ('Status', None), 1129: ('Status', None), 1130: ('ActiveTasks', None), 1131: ('ActiveTasks', None), 1132: ('ActiveTasks', None), 1133: ('ActiveTasks', None), 1134: ('ActiveTasks', None), 1135: ('ActiveTasks', None), 1136: ('ActiveTasks', None), 1137: ('ActiveTasks', None), 1138: ('ActiveTasks', None), 1139: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1140: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1141: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1142: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1143: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1144: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1145: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1146: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1147: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1148: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1149: ('ActiveTasks[{}].Partitions', 'i20'), 1150: ('ActiveTasks[{}].Partitions', 'i20'), 1151: ('ActiveTasks[{}].Partitions', 'i20'), 1152: ('ActiveTasks[{}].Partitions', 'i20'), 1153: ('ActiveTasks[{}].Partitions', 'i20'), 1154: ('ActiveTasks[{}].Partitions', 'i20'), 1155: ('ActiveTasks[{}].Partitions', 'i20'), 1156: ('ActiveTasks[{}].Partitions', 'i20'), 1157: ('ActiveTasks[{}].Partitions', 'i20'), 1158: ('ActiveTasks[{}].Partitions', 'i20'), 1159: ('ActiveTasks[{}].Partitions', 'i20'), 1160: ('ActiveTasks[{}].Partitions', 'i20'), 1161: ('ActiveTasks', 'i20'), 1162: ('ActiveTasks', 'i20'), 1163: ('ActiveTasks', 'i20'), 1164: ('ActiveTasks', 'i20'), 1165: ('ActiveTasks', 'i20'), 1166: ('ActiveTasks', None), 1167: ('ActiveTasks', None), 1168: ('ActiveTasks', None), 1169: ('ActiveTasks', None), 1170: ('StandbyTasks', None), 1171: ('StandbyTasks', None), 1172: ('StandbyTasks', None), 1173: ('StandbyTasks', None), 1174: ('StandbyTasks', None), 1175: ('StandbyTasks', None), 1176: ('StandbyTasks', None), 1177: ('StandbyTasks', None), 1178: ('StandbyTasks', None), 1179: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1180: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1181: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1182: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1183: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1184: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1185: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1186: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1187: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1188: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1189: ('StandbyTasks[{}].Partitions', 'i28'), 1190: ('StandbyTasks[{}].Partitions', 'i28'), 1191: ('StandbyTasks[{}].Partitions', 'i28'), 1192: ('StandbyTasks[{}].Partitions', 'i28'), 1193: ('StandbyTasks[{}].Partitions', 'i28'), 1194: ('StandbyTasks[{}].Partitions', 'i28'), 1195: ('StandbyTasks[{}].Partitions', 'i28'), 1196: ('StandbyTasks[{}].Partitions', 'i28'), 1197: ('StandbyTasks[{}].Partitions', 'i28'), 1198: ('StandbyTasks[{}].Partitions', 'i28'), 1199: ('StandbyTasks[{}].Partitions', 'i28'), 1200: ('StandbyTasks[{}].Partitions', 'i28'), 1201: ('StandbyTasks', 'i28'), 1202: ('StandbyTasks', 'i28'), 1203: ('StandbyTasks', 'i28'), 1204: ('StandbyTasks', 'i28'), 1205: ('StandbyTasks', 'i28'), 1206: ('StandbyTasks', None), 1207: ('StandbyTasks', None), 1208: ('StandbyTasks', None), 1209: ('StandbyTasks', None), 1210: ('WarmupTasks', None), 1211: ('WarmupTasks', None), 1212: ('WarmupTasks', None), 1213: ('WarmupTasks', None), 1214: ('WarmupTasks', None), 1215: ('WarmupTasks', None), 1216: ('WarmupTasks', None), 1217: ('WarmupTasks', None), 1218: ('WarmupTasks', None), 1219: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1220: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1221: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1222: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1223: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1224: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1225: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1226: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1227: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1228: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1229: ('WarmupTasks[{}].Partitions', 'i36'), 1230: ('WarmupTasks[{}].Partitions', 'i36'), 1231: ('WarmupTasks[{}].Partitions', 'i36'), 1232: ('WarmupTasks[{}].Partitions', 'i36'), 1233: ('WarmupTasks[{}].Partitions', 'i36'), 1234: ('WarmupTasks[{}].Partitions', 'i36'), 1235: ('WarmupTasks[{}].Partitions', 'i36'), 1236: ('WarmupTasks[{}].Partitions', 'i36'), 1237: ('WarmupTasks[{}].Partitions', 'i36'), 1238: ('WarmupTasks[{}].Partitions', 'i36'), 1239: ('WarmupTasks[{}].Partitions', 'i36'), 1240: ('WarmupTasks[{}].Partitions', 'i36'), 1241: ('WarmupTasks', 'i36'), 1242: ('WarmupTasks', 'i36'), 1243: ('WarmupTasks', 'i36'), 1244: ('WarmupTasks', 'i36'), 1245: ('WarmupTasks', 'i36'), 1246: ('WarmupTasks', None), 1247: ('WarmupTasks', None), 1248: ('WarmupTasks', None), 1249: ('WarmupTasks', None), 1250: ('TopologyDescriptionRequired+EndpointInformationEpoch', None), 1251: ('PartitionsByUserEndpoint', None), 1252: ('PartitionsByUserEndpoint', None), 1253: ('PartitionsByUserEndpoint', None), 1254: ('PartitionsByUserEndpoint', None), 1255: ('PartitionsByUserEndpoint', None), 1256: ('PartitionsByUserEndpoint', None), 1257: ('PartitionsByUserEndpoint', None), 1258: ('PartitionsByUserEndpoint', None), 1259: ('PartitionsByUserEndpoint', None), 1260: ('PartitionsByUserEndpoint', 'i46'), 1261: ('PartitionsByUserEndpoint', 'i46'), 1262: ('PartitionsByUserEndpoint', None), 1263: ('PartitionsByUserEndpoint', None), 1264: ('PartitionsByUserEndpoint', None), 1265: ('PartitionsByUserEndpoint', None), 1267: ('_tagged', None), 1268: ('_tagged', None), 1269: ('_tagged', None)}
-BUILD_HASH = 'b46be1c80516019a'
+_LINES = {23: ('Key', None), 24: ('Key', None), 25: ('Key', None), 26: ('Key', None), 27: ('Key', None), 28: ('Key', None), 29: ('Key', None), 30: ('Key', None), 31: ('Key', None), 32: ('Key', None), 33: ('Value', None), 34: ('Value', None), 35: ('Value', None), 36: ('Value', None), 37: ('Value', None), 38: ('Value', None), 39: ('Value', None), 40: ('Value', None), 41: ('Value', None), 42: ('Value', None), 44: ('_tagged', None), 45: ('_tagged', None), 46: ('_tagged', None), 54: ('Name', None), 55: ('Name', None), 56: ('Name', None), 57: ('Name', None), 58: ('Name', None), 59: ('Name', None), 60: ('Name', None), 61: ('Name', None), 62: ('Name', None), 63: ('Name', None), 64: ('Partitions+ReplicationFactor', None), 65: ('TopicConfigs', None), 66: ('TopicConfigs', None), 67: ('TopicConfigs', None), 68: ('TopicConfigs', None), 69: ('TopicConfigs', None), 70: ('TopicConfigs', None), 71: ('TopicConfigs', None), 72: ('TopicConfigs', None), 73: ('TopicConfigs', None), 74: ('TopicConfigs[{}].Key', 'i7'), 75: ('TopicConfigs[{}].Key', 'i7'), 76: ('TopicConfigs[{}].Key', 'i7'), 77: ('TopicConfigs[{}].Key', 'i7'), 78: ('TopicConfigs[{}].Key', 'i7'), 79: ('TopicConfigs[{}].Key', 'i7'), 80: ('TopicConfigs[{}].Key', 'i7'), 81: ('TopicConfigs[{}].Key', 'i7'), 82: ('TopicConfigs[{}].Key', 'i7'), 83: ('TopicConfigs[{}].Key', 'i7'), 84: ('TopicConfigs[{}].Value', 'i7'), 85: ('TopicConfigs[{}].Value', 'i7'), 86: ('TopicConfigs[{}].Value', 'i7'), 87: ('TopicConfigs[{}].Value', 'i7'), 88: ('TopicConfigs[{}].Value', 'i7'), 89: ('TopicConfigs[{}].Value', 'i7'), 90: ('TopicConfigs[{}].Value', 'i7'), 91: ('TopicConfigs[{}].Value', 'i7'), 92: ('TopicConfigs[{}].Value', 'i7'), 93: ('TopicConfigs[{}].Value', 'i7'), 94: ('TopicConfigs', 'i7'), 95: ('TopicConfigs', 'i7'), 96: ('TopicConfigs', 'i7'), 97: ('TopicConfigs', 'i7'), 98: ('TopicConfigs', 'i7'), 99: ('TopicConfigs', None), 100: ('TopicConfigs', None), 101: ('TopicConfigs', None), 102: ('TopicConfigs', None), 104: ('_tagged', None), 105: ('_tagged', None), 106: ('_tagged', None), 114: ('SourceTopics', None), 115: ('SourceTopics', None), 116: ('SourceTopics', None), 117: ('SourceTopics', None), 118: ('SourceTopics', None), 119: ('SourceTopics', None), 120: ('SourceTopics', None), 121: ('SourceTopics', None), 122: ('SourceTopics', None), 123: ('SourceTopics', None), 124: ('SourceTopics', None), 125: ('SourceTopics', None), 126: ('SourceTopicRegex', None), 127: ('SourceTopicRegex', None), 128: ('SourceTopicRegex', None), 129: ('SourceTopicRegex', None), 130: ('SourceTopicRegex', None), 131: ('SourceTopicRegex', None), 132: ('SourceTopicRegex', None), 133: ('SourceTopicRegex', None), 134: ('SourceTopicRegex', None), 135: ('SourceTopicRegex', None), 136: ('SourceTopicRegex', None), 137: ('SourceTopicRegex', None), 138: ('RepartitionSourceTopics', None), 139: ('RepartitionSourceTopics', None), 140: ('RepartitionSourceTopics', None), 141: ('RepartitionSourceTopics', None), 142: ('RepartitionSourceTopics', None), 143: ('RepartitionSourceTopics', None), 144: ('RepartitionSourceTopics', None), 145: ('RepartitionSourceTopics', None), 146: ('RepartitionSourceTopics', None), 147: ('RepartitionSourceTopics', None), 148: ('RepartitionSourceTopics', None), 149: ('RepartitionSourceTopics', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('SubtopologyId', None), 162: ('SubtopologyId', None), 163: ('SubtopologyId', None), 164: ('SubtopologyId', None), 165: ('SubtopologyId', None), 166: ('SubtopologyId', None), 167: ('SubtopologyId', None), 168: ('SubtopologyId', None), 169: ('SubtopologyId', None), 170: ('SubtopologyId', None), 171: ('SourceTopics', None), 172: ('SourceTopics', None), 173: ('SourceTopics', None), 174: ('SourceTopics', None), 175: ('SourceTopics', None), 176: ('SourceTopics', None), 177: ('SourceTopics', None), 178: ('SourceTopics', None), 179: ('SourceTopics', None), 180: ('SourceTopics', 'i5'), 181: ('SourceTopics', 'i5'), 182: ('SourceTopics', 'i5'), 183: ('SourceTopics', 'i5'), 184: ('SourceTopics', 'i5'), 185: ('SourceTopics', 'i5'), 186: ('SourceTopics', 'i5'), 187: ('SourceTopics', 'i5'), 188: ('SourceTopics', 'i5'), 189: ('SourceTopics', 'i5'), 190: ('SourceTopics', 'i5'), 191: ('SourceTopics', None), 192: ('SourceTopics', None), 193: ('SourceTopics', None), 194: ('SourceTopics', None), 195: ('SourceTopicRegex', None), 196: ('SourceTopicRegex', None), 197: ('SourceTopicRegex', None), 198: ('SourceTopicRegex', None), 199: ('SourceTopicRegex', None), 200: ('SourceTopicRegex', None), 201: ('SourceTopicRegex', None), 202: ('SourceTopicRegex', None), 203: ('SourceTopicRegex', None), 204: ('SourceTopicRegex', 'i10'), 205: ('SourceTopicRegex', 'i10'), 206: ('SourceTopicRegex', 'i10'), 207: ('SourceTopicRegex', 'i10'), 208: ('SourceTopicRegex', 'i10'), 209: ('SourceTopicRegex', 'i10'), 210: ('SourceTopicRegex', 'i10'), 211: ('SourceTopicRegex', 'i10'), 212: ('SourceTopicRegex', 'i10'), 213: ('SourceTopicRegex', 'i10'), 214: ('SourceTopicRegex', 'i10'), 215: ('SourceTopicRegex', None), 216: ('SourceTopicRegex', None), 217: ('SourceTopicRegex', None), 218: ('SourceTopicRegex', None), 219: ('StateChangelogTopics', None), 220: ('StateChangelogTopics', None), 221: ('StateChangelogTopics', None), 222: ('StateChangelogTopics', None), 223: ('StateChangelogTopics', None), 224: ('StateChangelogTopics', None), 225: ('StateChangelogTopics', None), 226: ('StateChangelogTopics', None), 227: ('StateChangelogTopics', None), 228: ('StateChangelogTopics', 'i15'), 229: ('StateChangelogTopics', 'i15'), 230: ('StateChangelogTopics', None), 231: ('StateChangelogTopics', None), 232: ('StateChangelogTopics', None), 233: ('StateChangelogTopics', None), 234: ('RepartitionSinkTopics', None), 235: ('RepartitionSinkTopics', None), 236: ('RepartitionSinkTopics', None), 237: ('RepartitionSinkTopics', None), 238: ('RepartitionSinkTopics', None), 239: ('RepartitionSinkTopics', None), 240: ('RepartitionSinkTopics', None), 241: ('RepartitionSinkTopics', None), 242: ('RepartitionSinkTopics', None), 243: ('RepartitionSinkTopics', 'i19'), 244: ('RepartitionSinkTopics', 'i19'), 245: ('RepartitionSinkTopics', 'i19'), 246: ('RepartitionSinkTopics', 'i19'), 247: ('RepartitionSinkTopics', 'i19'), 248: ('RepartitionSinkTopics', 'i19'), 249: ('RepartitionSinkTopics', 'i19'), 250: ('RepartitionSinkTopics', 'i19'), 251: ('RepartitionSinkTopics', 'i19'), 252: ('RepartitionSinkTopics', 'i19'), 253: ('RepartitionSinkTopics', 'i19'), 254: ('RepartitionSinkTopics', None), 255: ('RepartitionSinkTopics', None), 256: ('RepartitionSinkTopics', None), 257: ('RepartitionSinkTopics', None), 258: ('RepartitionSourceTopics', None), 259: ('RepartitionSourceTopics', None), 260: ('RepartitionSourceTopics', None), 261: ('RepartitionSourceTopics', None), 262: ('RepartitionSourceTopics', None), 263: ('RepartitionSourceTopics', None), 264: ('RepartitionSourceTopics', None), 265: ('RepartitionSourceTopics', None), 266: ('RepartitionSourceTopics', None), 267: ('RepartitionSourceTopics', 'i24'), 268: ('RepartitionSourceTopics', 'i24'), 269: ('RepartitionSourceTopics', None), 270: ('RepartitionSourceTopics', None), 271: ('RepartitionSourceTopics', None), 272: ('RepartitionSourceTopics', None), 273: ('CopartitionGroups', None), 274: ('CopartitionGroups', None), 275: ('CopartitionGroups', None), 276: ('CopartitionGroups', None), 277: ('CopartitionGroups', None), 278: ('CopartitionGroups', None), 279: ('CopartitionGroups', None), 280: ('CopartitionGroups', None), 281: ('CopartitionGroups', None), 282: ('CopartitionGroups[{}].SourceTopics', 'i28'), 283: ('CopartitionGroups[{}].SourceTopics', 'i28'), 284: ('CopartitionGroups[{}].SourceTopics', 'i28'), 285: ('CopartitionGroups[{}].SourceTopics', 'i28'), 286: ('CopartitionGroups[{}].SourceTopics', 'i28'), 287: ('CopartitionGroups[{}].SourceTopics', 'i28'), 288: ('CopartitionGroups[{}].SourceTopics', 'i28'), 289: ('CopartitionGroups[{}].SourceTopics', 'i28'), 290: ('CopartitionGroups[{}].SourceTopics', 'i28'), 291: ('CopartitionGroups[{}].SourceTopics', 'i28'), 292: ('CopartitionGroups[{}].SourceTopics', 'i28'), 293: ('CopartitionGroups[{}].SourceTopics', 'i28'), 294: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 295: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 296: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 297: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 298: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 299: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 300: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 301: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 302: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 303: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 304: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 305: ('CopartitionGroups[{}].SourceTopicRegex', 'i28'), 306: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 307: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 308: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 309: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 310: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 311: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 312: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 313: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 314: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 315: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 316: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 317: ('CopartitionGroups[{}].RepartitionSourceTopics', 'i28'), 318: ('CopartitionGroups', 'i28'), 319: ('CopartitionGroups', 'i28'), 320: ('CopartitionGroups', 'i28'), 321: ('CopartitionGroups', 'i28'), 322: ('CopartitionGroups', 'i28'), 323: ('CopartitionGroups', None), 324: ('CopartitionGroups', None), 325: ('CopartitionGroups', None), 326: ('CopartitionGroups', None), 328: ('_tagged', None), 329: ('_tagged', None), 330: ('_tagged', None), 338: ('Epoch', None), 339: ('Subtopologies', None), 340: ('Subtopologies', None), 341: ('Subtopologies', None), 342: ('Subtopologies', None), 343: ('Subtopologies', None), 344: ('Subtopologies', None), 345: ('Subtopologies', None), 346: ('Subtopologies', None), 347: ('Subtopologies', None), 348: ('Subtopologies', 'i4'), 349: ('Subtopologies', 'i4'), 350: ('Subtopologies', None), 351: ('Subtopologies', None), 352: ('Subtopologies', None), 353: ('Subtopologies', None), 355: ('_tagged', None), 356: ('_tagged', None), 357: ('_tagged', None), 365: ('SubtopologyId', None), 366: ('SubtopologyId', None), 367: ('SubtopologyId', None), 368: ('SubtopologyId', None), 369: ('SubtopologyId', None), 370: ('SubtopologyId', None), 371: ('SubtopologyId', None), 372: ('SubtopologyId', None), 373: ('SubtopologyId', None), 374: ('SubtopologyId', None), 375: ('Partitions', None), 376: ('Partitions', None), 377: ('Partitions', None), 378: ('Partitions', None), 379: ('Partitions', None), 380: ('Partitions', None), 381: ('Partitions', None), 382: ('Partitions', None), 383: ('Partitions', None), 384: ('Partitions', None), 385: ('Partitions', None), 386: ('Partitions', None), 388: ('_tagged', None), 389: ('_tagged', None), 390: ('_tagged', None), 398: ('Host', None), 399: ('Host', None), 400: ('Host', None), 401: ('Host', None), 402: ('Host', None), 403: ('Host', None), 404: ('Host', None), 405: ('Host', None), 406: ('Host', None), 407: ('Host', None), 408: ('Port', None), 410: ('_tagged', None), 411: ('_tagged', None), 412: ('_tagged', None), 420: ('SubtopologyId', None), 421: ('SubtopologyId', None), 422: ('SubtopologyId', None), 423: ('SubtopologyId', None), 424: ('SubtopologyId', None), 425: ('SubtopologyId', None), 426: ('SubtopologyId', None), 427: ('SubtopologyId', None), 428: ('SubtopologyId', None), 429: ('SubtopologyId', None), 430: ('Partition+Offset', None), 432: ('_tagged', None), 433: ('_tagged', None), 434: ('_tagged', None), 442: ('GroupId', None), 443: ('GroupId', None), 444: ('GroupId', None), 445: ('GroupId', None), 446: ('GroupId', None), 447: ('GroupId', None), 448: ('GroupId', None), 449: ('GroupId', None), 450: ('GroupId', None), 451: ('GroupId', None), 452: ('MemberId', None), 453: ('MemberId', None), 454: ('MemberId', None), 455: ('MemberId', None), 456: ('MemberId', None), 457: ('MemberId', None), 458: ('MemberId', None), 459: ('MemberId', None), 460: ('MemberId', None), 461: ('MemberId', None), 462: ('MemberEpoch+EndpointInformationEpoch', None), 463: ('InstanceId', None), 464: ('InstanceId', None), 465: ('InstanceId', None), 466: ('InstanceId', None), 467: ('InstanceId', None), 468: ('InstanceId', None), 469: ('InstanceId', None), 470: ('InstanceId', None), 471: ('InstanceId', None), 472: ('InstanceId', None), 473: ('RackId', None), 474: ('RackId', None), 475: ('RackId', None), 476: ('RackId', None), 477: ('RackId', None), 478: ('RackId', None), 479: ('RackId', None), 480: ('RackId', None), 481: ('RackId', None), 482: ('RackId', None), 483: ('RebalanceTimeoutMs', None), 484: ('Topology', None), 485: ('Topology', None), 486: ('Topology', None), 487: ('Topology', None), 488: ('Topology', None), 489: ('ActiveTasks', None), 490: ('ActiveTasks', None), 491: ('ActiveTasks', None), 492: ('ActiveTasks', None), 493: ('ActiveTasks', None), 494: ('ActiveTasks', None), 495: ('ActiveTasks', None), 496: ('ActiveTasks', None), 497: ('ActiveTasks', None), 498: ('ActiveTasks[{}].SubtopologyId', 'i16'), 499: ('ActiveTasks[{}].SubtopologyId', 'i16'), 500: ('ActiveTasks[{}].SubtopologyId', 'i16'), 501: ('ActiveTasks[{}].SubtopologyId', 'i16'), 502: ('ActiveTasks[{}].SubtopologyId', 'i16'), 503: ('ActiveTasks[{}].SubtopologyId', 'i16'), 504: ('ActiveTasks[{}].SubtopologyId', 'i16'), 505: ('ActiveTasks[{}].SubtopologyId', 'i16'), 506: ('ActiveTasks[{}].SubtopologyId', 'i16'), 507: ('ActiveTasks[{}].SubtopologyId', 'i16'), 508: ('ActiveTasks[{}].Partitions', 'i16'), 509: ('ActiveTasks[{}].Partitions', 'i16'), 510: ('ActiveTasks[{}].Partitions', 'i16'), 511: ('ActiveTasks[{}].Partitions', 'i16'), 512: ('ActiveTasks[{}].Partitions', 'i16'), 513: ('ActiveTasks[{}].Partitions', 'i16'), 514: ('ActiveTasks[{}].Partitions', 'i16'), 515: ('ActiveTasks[{}].Partitions', 'i16'), 516: ('ActiveTasks[{}].Partitions', 'i16'), 517: ('ActiveTasks[{}].Partitions', 'i16'), 518: ('ActiveTasks[{}].Partitions', 'i16'), 519: ('ActiveTasks[{}].Partitions', 'i16'), 520: ('ActiveTasks', 'i16'), 521: ('ActiveTasks', 'i16'), 522: ('ActiveTasks', 'i16'), 523: ('ActiveTasks', 'i16'), 524: ('ActiveTasks', 'i16'), 525: ('ActiveTasks', None), 526: ('ActiveTasks', None), 527: ('ActiveTasks', None), 528: ('ActiveTasks', None), 529: ('StandbyTasks', None), 530: ('StandbyTasks', None), 531: ('StandbyTasks', None), 532: ('StandbyTasks', None), 533: ('StandbyTasks', None), 534: ('StandbyTasks', None), 535: ('StandbyTasks', None), 536: ('StandbyTasks', None), 537: ('StandbyTasks', None), 538: ('StandbyTasks[{}].SubtopologyId', 'i24'), 539: ('StandbyTasks[{}].SubtopologyId', 'i24'), 540: ('StandbyTasks[{}].SubtopologyId', 'i24'), 541: ('StandbyTasks[{}].SubtopologyId', 'i24'), 542: ('StandbyTasks[{}].SubtopologyId', 'i24'), 543: ('StandbyTasks[{}].SubtopologyId', 'i24'), 544: ('StandbyTasks[{}].SubtopologyId', 'i24'), 545: ('StandbyTasks[{}].SubtopologyId', 'i24'), 546: ('StandbyTasks[{}].SubtopologyId', 'i24'), 547: ('StandbyTasks[{}].SubtopologyId', 'i24'), 548: ('StandbyTasks[{}].Partitions', 'i24'), 549: ('StandbyTasks[{}].Partitions', 'i24'), 550: ('StandbyTasks[{}].Partitions', 'i24'), 551: ('StandbyTasks[{}].Partitions', 'i24'), 552: ('StandbyTasks[{}].Partitions', 'i24'), 553: ('StandbyTasks[{}].Partitions', 'i24'), 554: ('StandbyTasks[{}].Partitions', 'i24'), 555: ('StandbyTasks[{}].Partitions', 'i24'), 556: ('StandbyTasks[{}].Partitions', 'i24'), 557: ('StandbyTasks[{}].Partitions', 'i24'), 558: ('StandbyTasks[{}].Partitions', 'i24'), 559: ('StandbyTasks[{}].Partitions', 'i24'), 560: ('StandbyTasks', 'i24'), 561: ('StandbyTasks', 'i24'), 562: ('StandbyTasks', 'i24'), 563: ('StandbyTasks', 'i24'), 564: ('StandbyTasks', 'i24'), 565: ('StandbyTasks', None), 566: ('StandbyTasks', None), 567: ('StandbyTasks', None), 568: ('StandbyTasks', None), 569: ('WarmupTasks', None), 570: ('WarmupTasks', None), 571: ('WarmupTasks', None), 572: ('WarmupTasks', None), 573: ('WarmupTasks', None), 574: ('WarmupTasks', None), 575: ('WarmupTasks', None), 576: ('WarmupTasks', None), 577: ('WarmupTasks', None), 578: ('WarmupTasks[{}].SubtopologyId', 'i32'), 579: ('WarmupTasks[{}].SubtopologyId', 'i32'), 580: ('WarmupTasks[{}].SubtopologyId', 'i32'), 581: ('WarmupTasks[{}].SubtopologyId', 'i32'), 582: ('WarmupTasks[{}].SubtopologyId', 'i32'), 583: ('WarmupTasks[{}].SubtopologyId', 'i32'), 584: ('WarmupTasks[{}].SubtopologyId', 'i32'), 585: ('WarmupTasks[{}].SubtopologyId', 'i32'), 586: ('WarmupTasks[{}].SubtopologyId', 'i32'), 587: ('WarmupTasks[{}].SubtopologyId', 'i32'), 588: ('WarmupTasks[{}].Partitions', 'i32'), 589: ('WarmupTasks[{}].Partitions', 'i32'), 590: ('WarmupTasks[{}].Partitions', 'i32'), 591: ('WarmupTasks[{}].Partitions', 'i32'), 592: ('WarmupTasks[{}].Partitions', 'i32'), 593: ('WarmupTasks[{}].Partitions', 'i32'), 594: ('WarmupTasks[{}].Partitions', 'i32'), 595: ('WarmupTasks[{}].Partitions', 'i32'), 596: ('WarmupTasks[{}].Partitions', 'i32'), 597: ('WarmupTasks[{}].Partitions', 'i32'), 598: ('WarmupTasks[{}].Partitions', 'i32'), 599: ('WarmupTasks[{}].Partitions', 'i32'), 600: ('WarmupTasks', 'i32'), 601: ('WarmupTasks', 'i32'), 602: ('WarmupTasks', 'i32'), 603: ('WarmupTasks', 'i32'), 604: ('WarmupTasks', 'i32'), 605: ('WarmupTasks', None), 606: ('WarmupTasks', None), 607: ('WarmupTasks', None), 608: ('WarmupTasks', None), 609: ('ProcessId', None), 610: ('ProcessId', None), 611: ('ProcessId', None), 612: ('ProcessId', None), 613: ('ProcessId', None), 614: ('ProcessId', None), 615: ('ProcessId', None), 616: ('ProcessId', None), 617: ('ProcessId', None), 618: ('ProcessId', None), 619: ('UserEndpoint', None), 620: ('UserEndpoint', None), 621: ('UserEndpoint', None), 622: ('UserEndpoint', None), 623: ('UserEndpoint', None), 624: ('ClientTags', None), 625: ('ClientTags', None), 626: ('ClientTags', None), 627: ('ClientTags', None), 628: ('ClientTags', None), 629: ('ClientTags', None), 630: ('ClientTags', None), 631: ('ClientTags', None), 632: ('ClientTags', None), 633: ('ClientTags[{}].Key', 'i44'), 634: ('ClientTags[{}].Key', 'i44'), 635: ('ClientTags[{}].Key', 'i44'), 636: ('ClientTags[{}].Key', 'i44'), 637: ('ClientTags[{}].Key', 'i44'), 638: ('ClientTags[{}].Key', 'i44'), 639: ('ClientTags[{}].Key', 'i44'), 640: ('ClientTags[{}].Key', 'i44'), 641: ('ClientTags[{}].Key', 'i44'), 642: ('ClientTags[{}].Key', 'i44'), 643: ('ClientTags[{}].Value', 'i44'), 644: ('ClientTags[{}].Value', 'i44'), 645: ('ClientTags[{}].Value', 'i44'), 646: ('ClientTags[{}].Value', 'i44'), 647: ('ClientTags[{}].Value', 'i44'), 648: ('ClientTags[{}].Value', 'i44'), 649: ('ClientTags[{}].Value', 'i44'), 650: ('ClientTags[{}].Value', 'i44'), 651: ('ClientTags[{}].Value', 'i44'), 652: ('ClientTags[{}].Value', 'i44'), 653: ('ClientTags', 'i44'), 654: ('ClientTags', 'i44'), 655: ('ClientTags', 'i44'), 656: ('ClientTags', 'i44'), 657: ('ClientTags', 'i44'), 658: ('ClientTags', None), 659: ('ClientTags', None), 660: ('ClientTags', None), 661: ('ClientTags', None), 662: ('TaskOffsets', None), 663: ('TaskOffsets', None), 664: ('TaskOffsets', None), 665: ('TaskOffsets', None), 666: ('TaskOffsets', None), 667: ('TaskOffsets', None), 668: ('TaskOffsets', None), 669: ('TaskOffsets', None), 670: ('TaskOffsets', None), 671: ('TaskOffsets[{}].SubtopologyId', 'i52'), 672: ('TaskOffsets[{}].SubtopologyId', 'i52'), 673: ('TaskOffsets[{}].SubtopologyId', 'i52'), 674: ('TaskOffsets[{}].SubtopologyId', 'i52'), 675: ('TaskOffsets[{}].SubtopologyId', 'i52'), 676: ('TaskOffsets[{}].SubtopologyId', 'i52'), 677: ('TaskOffsets[{}].SubtopologyId', 'i52'), 678: ('TaskOffsets[{}].SubtopologyId', 'i52'), 679: ('TaskOffsets[{}].SubtopologyId', 'i52'), 680: ('TaskOffsets[{}].SubtopologyId', 'i52'), 681: ('TaskOffsets[{}].Partition+Offset', 'i52'), 682: ('TaskOffsets', 'i52'), 683: ('TaskOffsets', 'i52'), 684: ('TaskOffsets', 'i52'), 685: ('TaskOffsets', 'i52'), 686: ('TaskOffsets', 'i52'), 687: ('TaskOffsets', None), 688: ('TaskOffsets', None), 689: ('TaskOffsets', None), 690: ('TaskOffsets', None), 691: ('TaskEndOffsets', None), 692: ('TaskEndOffsets', None), 693: ('TaskEndOffsets', None), 694: ('TaskEndOffsets', None), 695: ('TaskEndOffsets', None), 696: ('TaskEndOffsets', None), 697: ('TaskEndOffsets', None), 698: ('TaskEndOffsets', None), 699: ('TaskEndOffsets', None), 700: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 701: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 702: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 703: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 704: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 705: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 706: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 707: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 708: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 709: ('TaskEndOffsets[{}].SubtopologyId', 'i60'), 710: ('TaskEndOffsets[{}].Partition+Offset', 'i60'), 711: ('TaskEndOffsets', 'i60'), 712: ('TaskEndOffsets', 'i60'), 713: ('TaskEndOffsets', 'i60'), 714: ('TaskEndOffsets', 'i60'), 715: ('TaskEndOffsets', 'i60'), 716: ('TaskEndOffsets', None), 717: ('TaskEndOffsets', None), 718: ('TaskEndOffsets', None), 719: ('TaskEndOffsets', None), 720: ('ShutdownApplication', None), 722: ('_tagged', None), 723: ('_tagged', None), 724: ('_tagged', None), 732: ('StatusCode', None), 733: ('StatusDetail', None), 734: ('StatusDetail', None), 735: ('StatusDetail', None), 736: ('StatusDetail', None), 737: ('StatusDetail', None), 738: ('StatusDetail', None), 739: ('StatusDetail', None), 740: ('StatusDetail', None), 741: ('StatusDetail', None), 742: ('StatusDetail', None), 744: ('_tagged', None), 745: ('_tagged', None), 746: ('_tagged', None), 754: ('Topic', None), 755: ('Topic', None), 756: ('Topic', None), 757: ('Topic', None), 758: ('Topic', None), 759: ('Topic', None), 760: ('Topic', None), 761: ('Topic', None), 762: ('Topic', None), 763: ('Topic', None), 764: ('Partitions', None), 765: ('Partitions', None), 766: ('Partitions', None), 767: ('Partitions', None), 768: ('Partitions', None), 769: ('Partitions', None), 770: ('Partitions', None), 771: ('Partitions', None), 772: ('Partitions', None), 773: ('Partitions', None), 774: ('Partitions', None), 775: ('Partitions', None), 777: ('_tagged', None), 778: ('_tagged', None), 779: ('_tagged', None), 787: ('UserEndpoint', None), 788: ('ActivePartitions', None), 789: ('ActivePartitions', None), 790: ('ActivePartitions', None), 791: ('ActivePartitions', None), 792: ('ActivePartitions', None), 793: ('ActivePartitions', None), 794: ('ActivePartitions', None), 795: ('ActivePartitions', None), 796: ('ActivePartitions', None), 797: ('ActivePartitions[{}].Topic', 'i4'), 798: ('ActivePartitions[{}].Topic', 'i4'), 799: ('ActivePartitions[{}].Topic', 'i4'), 800: ('ActivePartitions[{}].Topic', 'i4'), 801: ('ActivePartitions[{}].Topic', 'i4'), 802: ('ActivePartitions[{}].Topic', 'i4'), 803: ('ActivePartitions[{}].Topic', 'i4'), 804: ('ActivePartitions[{}].Topic', 'i4'), 805: ('ActivePartitions[{}].Topic', 'i4'), 806: ('ActivePartitions[{}].Topic', 'i4'), 807: ('ActivePartitions[{}].Partitions', 'i4'), 808: ('ActivePartitions[{}].Partitions', 'i4'), 809: ('ActivePartitions[{}].Partitions', 'i4'), 810: ('ActivePartitions[{}].Partitions', 'i4'), 811: ('ActivePartitions[{}].Partitions', 'i4'), 812: ('ActivePartitions[{}].Partitions', 'i4'), 813: ('ActivePartitions[{}].Partitions', 'i4'), 814: ('ActivePartitions[{}].Partitions', 'i4'), 815: ('ActivePartitions[{}].Partitions', 'i4'), 816: ('ActivePartitions[{}].Partitions', 'i4'), 817: ('ActivePartitions[{}].Partitions', 'i4'), 818: ('ActivePartitions[{}].Partitions', 'i4'), 819: ('ActivePartitions', 'i4'), 820: ('ActivePartitions', 'i4'), 821: ('ActivePartitions', 'i4'), 822: ('ActivePartitions', 'i4'), 823: ('ActivePartitions', 'i4'), 824: ('ActivePartitions', None), 825: ('ActivePartitions', None), 826: ('ActivePartitions', None), 827: ('ActivePartitions', None), 828: ('StandbyPartitions', None), 829: ('StandbyPartitions', None), 830: ('StandbyPartitions', None), 831: ('StandbyPartitions', None), 832: ('StandbyPartitions', None), 833: ('StandbyPartitions', None), 834: ('StandbyPartitions', None), 835: ('StandbyPartitions', None), 836: ('StandbyPartitions', None), 837: ('StandbyPartitions[{}].Topic', 'i12'), 838: ('StandbyPartitions[{}].Topic', 'i12'), 839: ('StandbyPartitions[{}].Topic', 'i12'), 840: ('StandbyPartitions[{}].Topic', 'i12'), 841: ('StandbyPartitions[{}].Topic', 'i12'), 842: ('StandbyPartitions[{}].Topic', 'i12'), 843: ('StandbyPartitions[{}].Topic', 'i12'), 844: ('StandbyPartitions[{}].Topic', 'i12'), 845: ('StandbyPartitions[{}].Topic', 'i12'), 846: ('StandbyPartitions[{}].Topic', 'i12'), 847: ('StandbyPartitions[{}].Partitions', 'i12'), 848: ('StandbyPartitions[{}].Partitions', 'i12'), 849: ('StandbyPartitions[{}].Partitions', 'i12'), 850: ('StandbyPartitions[{}].Partitions', 'i12'), 851: ('StandbyPartitions[{}].Partitions', 'i12'), 852: ('StandbyPartitions[{}].Partitions', 'i12'), 853: ('StandbyPartitions[{}].Partitions', 'i12'), 854: ('StandbyPartitions[{}].Partitions', 'i12'), 855: ('StandbyPartitions[{}].Partitions', 'i12'), 856: ('StandbyPartitions[{}].Partitions', 'i12'), 857: ('StandbyPartitions[{}].Partitions', 'i12'), 858: ('StandbyPartitions[{}].Partitions', 'i12'), 859: ('StandbyPartitions', 'i12'), 860: ('StandbyPartitions', 'i12'), 861: ('StandbyPartitions', 'i12'), 862: ('StandbyPartitions', 'i12'), 863: ('StandbyPartitions', 'i12'), 864: ('StandbyPartitions', None), 865: ('StandbyPartitions', None), 866: ('StandbyPartitions', None), 867: ('StandbyPartitions', None), 869: ('_tagged', None), 870: ('_tagged', None), 871: ('_tagged', None), 879: ('ThrottleTimeMs+ErrorCode', None), 880: ('ErrorMessage', None), 881: ('ErrorMessage', None), 882: ('ErrorMessage', None), 883: ('ErrorMessage', None), 884: ('ErrorMessage', None), 885: ('ErrorMessage', None), 886: ('ErrorMessage', None), 887: ('ErrorMessage', None), 888: ('ErrorMessage', None), 889: ('ErrorMessage', None), 890: ('MemberId', None), 891: ('MemberId', None), 892: ('MemberId', None), 893: ('MemberId', None), 894: ('MemberId', None), 895: ('MemberId', None), 896: ('MemberId', None), 897: ('MemberId', None), 898: ('MemberId', None), 899: ('MemberId', None), 900: ('MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', None), 901: ('Status', None), 902: ('Status', None), 903: ('Status', None), 904: ('Status', None), 905: ('Status', None), 906: ('Status', None), 907: ('Status', None), 908: ('Status', None), 909: ('Status', None), 910: ('Status[{}].StatusCode', 'i13'), 911: ('Status[{}].StatusDetail', 'i13'), 912: ('Status[{}].StatusDetail', 'i13'), 913: ('Status[{}].StatusDetail', 'i13'), 914: ('Status[{}].StatusDetail', 'i13'), 915: ('Status[{}].StatusDetail', 'i13'), 916: ('Status[{}].StatusDetail', 'i13'), 917: ('Status[{}].StatusDetail', 'i13'), 918: ('Status[{}].StatusDetail', 'i13'), 919: ('Status[{}].StatusDetail', 'i13'), 920: ('Status[{}].StatusDetail', 'i13'), 921: ('Status', 'i13'), 922: ('Status', 'i13'), 923: ('Status', 'i13'), 924: ('Status', 'i13'), 925: ('Status', 'i13'), 926: ('Status', None), 927: ('Status', None), 928: ('Status', None), 929: ('Status', None), 930: ('ActiveTasks', None), 931: ('ActiveTasks', None), 932: ('ActiveTasks', None), 933: ('ActiveTasks', None), 934: ('ActiveTasks', None), 935: ('ActiveTasks', None), 936: ('ActiveTasks', None), 937: ('ActiveTasks', None), 938: ('ActiveTasks', None), 939: ('ActiveTasks[{}].SubtopologyId', 'i20'), 940: ('ActiveTasks[{}].SubtopologyId', 'i20'), 941: ('ActiveTasks[{}].SubtopologyId', 'i20'), 942: ('ActiveTasks[{}].SubtopologyId', 'i20'), 943: ('ActiveTasks[{}].SubtopologyId', 'i20'), 944: ('ActiveTasks[{}].SubtopologyId', 'i20'), 945: ('ActiveTasks[{}].SubtopologyId', 'i20'), 946: ('ActiveTasks[{}].SubtopologyId', 'i20'), 947: ('ActiveTasks[{}].SubtopologyId', 'i20'), 948: ('ActiveTasks[{}].SubtopologyId', 'i20'), 949: ('ActiveTasks[{}].Partitions', 'i20'), 950: ('ActiveTasks[{}].Partitions', 'i20'), 951: ('ActiveTasks[{}].Partitions', 'i20'), 952: ('ActiveTasks[{}].Partitions', 'i20'), 953: ('ActiveTasks[{}].Partitions', 'i20'), 954: ('ActiveTasks[{}].Partitions', 'i20'), 955: ('ActiveTasks[{}].Partitions', 'i20'), 956: ('ActiveTasks[{}].Partitions', 'i20'), 957: ('ActiveTasks[{}].Partitions', 'i20'), 958: ('ActiveTasks[{}].Partitions', 'i20'), 959: ('ActiveTasks[{}].Partitions', 'i20'), 960: ('ActiveTasks[{}].Partitions', 'i20'), 961: ('ActiveTasks', 'i20'), 962: ('ActiveTasks', 'i20'), 963: ('ActiveTasks', 'i20'), 964: ('ActiveTasks', 'i20'), 965: ('ActiveTasks', 'i20'), 966: ('ActiveTasks', None), 967: ('ActiveTasks', None), 968: ('ActiveTasks', None), 969: ('ActiveTasks', None), 970: ('StandbyTasks', None), 971: ('StandbyTasks', None), 972: ('StandbyTasks', None), 973: ('StandbyTasks', None), 974: ('StandbyTasks', None), 975: ('StandbyTasks', None), 976: ('StandbyTasks', None), 977: ('StandbyTasks', None), 978: ('StandbyTasks', None), 979: ('StandbyTasks[{}].SubtopologyId', 'i28'), 980: ('StandbyTasks[{}].SubtopologyId', 'i28'), 981: ('StandbyTasks[{}].SubtopologyId', 'i28'), 982: ('StandbyTasks[{}].SubtopologyId', 'i28'), 983: ('StandbyTasks[{}].SubtopologyId', 'i28'), 984: ('StandbyTasks[{}].SubtopologyId', 'i28'), 985: ('StandbyTasks[{}].SubtopologyId', 'i28'), 986: ('StandbyTasks[{}].SubtopologyId', 'i28'), 987: ('StandbyTasks[{}].SubtopologyId', 'i28'), 988: ('StandbyTasks[{}].SubtopologyId', 'i28'), 989: ('StandbyTasks[{}].Partitions', 'i28'), 990: ('StandbyTasks[{}].Partitions', 'i28'), 991: ('StandbyTasks[{}].Partitions', 'i28'), 992: ('StandbyTasks[{}].Partitions', 'i28'), 993: ('StandbyTasks[{}].Partitions', 'i28'), 994: ('StandbyTasks[{}].Partitions', 'i28'), 995: ('StandbyTasks[{}].Partitions', 'i28'), 996: ('StandbyTasks[{}].Partitions', 'i28'), 997: ('StandbyTasks[{}].Partitions', 'i28'), 998: ('StandbyTasks[{}].Partitions', 'i28'), 999: ('StandbyTasks[{}].Partitions', 'i28'), 1000: ('StandbyTasks[{}].Partitions', 'i28'), 1001: ('StandbyTasks', 'i28'), 1002: ('StandbyTasks', 'i28'), 1003: ('StandbyTasks', 'i28'), 1004: ('StandbyTasks', 'i28'), 1005: ('StandbyTasks', 'i28'), 1006: ('StandbyTasks', None), 1007: ('StandbyTasks', None), 1008: ('StandbyTasks', None), 1009: ('StandbyTasks', None), 1010: ('WarmupTasks', None), 1011: ('WarmupTasks', None), 1012: ('WarmupTasks', None), 1013: ('WarmupTasks', None), 1014: ('WarmupTasks', None), 1015: ('WarmupTasks', None), 1016: ('WarmupTasks', None), 1017: ('WarmupTasks', None), 1018: ('WarmupTasks', None), 1019: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1020: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1021: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1022: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1023: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1024: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1025: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1026: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1027: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1028: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1029: ('WarmupTasks[{}].Partitions', 'i36'), 1030: ('WarmupTasks[{}].Partitions', 'i36'), 1031: ('WarmupTasks[{}].Partitions', 'i36'), 1032: ('WarmupTasks[{}].Partitions', 'i36'), 1033: ('WarmupTasks[{}].Partitions', 'i36'), 1034: ('WarmupTasks[{}].Partitions', 'i36'), 1035: ('WarmupTasks[{}].Partitions', 'i36'), 1036: ('WarmupTasks[{}].Partitions', 'i36'), 1037: ('WarmupTasks[{}].Partitions', 'i36'), 1038: ('WarmupTasks[{}].Partitions', 'i36'), 1039: ('WarmupTasks[{}].Partitions', 'i36'), 1040: ('WarmupTasks[{}].Partitions', 'i36'), 1041: ('WarmupTasks', 'i36'), 1042: ('WarmupTasks', 'i36'), 1043: ('WarmupTasks', 'i36'), 1044: ('WarmupTasks', 'i36'), 1045: ('WarmupTasks', 'i36'), 1046: ('WarmupTasks', None), 1047: ('WarmupTasks', None), 1048: ('WarmupTasks', None), 1049: ('WarmupTasks', None), 1050: ('EndpointInformationEpoch', None), 1051: ('PartitionsByUserEndpoint', None), 1052: ('PartitionsByUserEndpoint', None), 1053: ('PartitionsByUserEndpoint', None), 1054: ('PartitionsByUserEndpoint', None), 1055: ('PartitionsByUserEndpoint', None), 1056: ('PartitionsByUserEndpoint', None), 1057: ('PartitionsByUserEndpoint', None), 1058: ('PartitionsByUserEndpoint', None), 1059: ('PartitionsByUserEndpoint', None), 1060: ('PartitionsByUserEndpoint', 'i45'), 1061: ('PartitionsByUserEndpoint', 'i45'), 1062: ('PartitionsByUserEndpoint', None), 1063: ('PartitionsByUserEndpoint', None), 1064: ('PartitionsByUserEndpoint', None), 1065: ('PartitionsByUserEndpoint', None), 1067: ('_tagged', None), 1068: ('_tagged', None), 1069: ('_tagged', None), 1077: ('ThrottleTimeMs+ErrorCode', None), 1078: ('ErrorMessage', None), 1079: ('ErrorMessage', None), 1080: ('ErrorMessage', None), 1081: ('ErrorMessage', None), 1082: ('ErrorMessage', None), 1083: ('ErrorMessage', None), 1084: ('ErrorMessage', None), 1085: ('ErrorMessage', None), 1086: ('ErrorMessage', None), 1087: ('ErrorMessage', None), 1088: ('MemberId', None), 1089: ('MemberId', None), 1090: ('MemberId', None), 1091: ('MemberId', None), 1092: ('MemberId', None), 1093: ('MemberId', None), 1094: ('MemberId', None), 1095: ('MemberId', None), 1096: ('MemberId', None), 1097: ('MemberId', None), 1098: ('MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', None), 1099: ('Status', None), 1100: ('Status', None), 1101: ('Status', None), 1102: ('Status', None), 1103: ('Status', None), 1104: ('Status', None), 1105: ('Status', None), 1106: ('Status', None), 1107: ('Status', None), 1108: ('Status[{}].StatusCode', 'i13'), 1109: ('Status[{}].StatusDetail', 'i13'), 1110: ('Status[{}].StatusDetail', 'i13'), 1111: ('Status[{}].StatusDetail', 'i13'), 1112: ('Status[{}].StatusDetail', 'i13'), 1113: ('Status[{}].StatusDetail', 'i13'), 1114: ('Status[{}].StatusDetail', 'i13'), 1115: ('Status[{}].StatusDetail', 'i13'), 1116: ('Status[{}].StatusDetail', 'i13'), 1117: ('Status[{}].StatusDetail', 'i13'), 1118: ('Status[{}].StatusDetail', 'i13'), 1119: ('Status', 'i13'), 1120: ('Status', 'i13'), 1121: ('Status', 'i13'), 1122: ('Status', 'i13'), 1123: ('Status', 'i13'), 1124: ('Status', None), 1125: ('Status', None), 1126: ('Status', None), 1127: ('Status', None), 1128: ('ActiveTasks', None), 1129: ('ActiveTasks', None), 1130: ('ActiveTasks', None), 1131: ('ActiveTasks', None), 1132: ('ActiveTasks', None), 1133: ('ActiveTasks', None), 1134: ('ActiveTasks', None), 1135: ('ActiveTasks', None), 1136: ('ActiveTasks', None), 1137: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1138: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1139: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1140: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1141: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1142: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1143: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1144: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1145: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1146: ('ActiveTasks[{}].SubtopologyId', 'i20'), 1147: ('ActiveTasks[{}].Partitions', 'i20'), 1148: ('ActiveTasks[{}].Partitions', 'i20'), 1149: ('ActiveTasks[{}].Partitions', 'i20'), 1150: ('ActiveTasks[{}].Partitions', 'i20'), 1151: ('ActiveTasks[{}].Partitions', 'i20'), 1152: ('ActiveTasks[{}].Partitions', 'i20'), 1153: ('ActiveTasks[{}].Partitions', 'i20'), 1154: ('ActiveTasks[{}].Partitions', 'i20'), 1155: ('ActiveTasks[{}].Partitions', 'i20'), 1156: ('ActiveTasks[{}].Partitions', 'i20'), 1157: ('ActiveTasks[{}].Partitions', 'i20'), 1158: ('ActiveTasks[{}].Partitions', 'i20'), 1159: ('ActiveTasks', 'i20'), 1160: ('ActiveTasks', 'i20'), 1161: ('ActiveTasks', 'i20'), 1162: ('ActiveTasks', 'i20'), 1163: ('ActiveTasks', 'i20'), 1164: ('ActiveTasks', None), 1165: ('ActiveTasks', None), 1166: ('ActiveTasks', None), 1167: ('ActiveTasks', None), 1168: ('StandbyTasks', None), 1169: ('StandbyTasks', None), 1170: ('StandbyTasks', None), 1171: ('StandbyTasks', None), 1172: ('StandbyTasks', None), 1173: ('StandbyTasks', None), 1174: ('StandbyTasks', None), 1175: ('StandbyTasks', None), 1176: ('StandbyTasks', None), 1177: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1178: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1179: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1180: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1181: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1182: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1183: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1184: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1185: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1186: ('StandbyTasks[{}].SubtopologyId', 'i28'), 1187: ('StandbyTasks[{}].Partitions', 'i28'), 1188: ('StandbyTasks[{}].Partitions', 'i28'), 1189: ('StandbyTasks[{}].Partitions', 'i28'), 1190: ('StandbyTasks[{}].Partitions', 'i28'), 1191: ('StandbyTasks[{}].Partitions', 'i28'), 1192: ('StandbyTasks[{}].Partitions', 'i28'), 1193: ('StandbyTasks[{}].Partitions', 'i28'), 1194: ('StandbyTasks[{}].Partitions', 'i28'), 1195: ('StandbyTasks[{}].Partitions', 'i28'), 1196: ('StandbyTasks[{}].Partitions', 'i28'), 1197: ('StandbyTasks[{}].Partitions', 'i28'), 1198: ('StandbyTasks[{}].Partitions', 'i28'), 1199: ('StandbyTasks', 'i28'), 1200: ('StandbyTasks', 'i28'), 1201: ('StandbyTasks', 'i28'), 1202: ('StandbyTasks', 'i28'), 1203: ('StandbyTasks', 'i28'), 1204: ('StandbyTasks', None), 1205: ('StandbyTasks', None), 1206: ('StandbyTasks', None), 1207: ('StandbyTasks', None), 1208: ('WarmupTasks', None), 1209: ('WarmupTasks', None), 1210: ('WarmupTasks', None), 1211: ('WarmupTasks', None), 1212: ('WarmupTasks', None), 1213: ('WarmupTasks', None), 1214: ('WarmupTasks', None), 1215: ('WarmupTasks', None), 1216: ('WarmupTasks', None), 1217: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1218: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1219: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1220: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1221: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1222: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1223: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1224: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1225: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1226: ('WarmupTasks[{}].SubtopologyId', 'i36'), 1227: ('WarmupTasks[{}].Partitions', 'i36'), 1228: ('WarmupTasks[{}].Partitions', 'i36'), 1229: ('WarmupTasks[{}].Partitions', 'i36'), 1230: ('WarmupTasks[{}].Partitions', 'i36'), 1231: ('WarmupTasks[{}].Partitions', 'i36'), 1232: ('WarmupTasks[{}].Partitions', 'i36'), 1233: ('WarmupTasks[{}].Partitions', 'i36'), 1234: ('WarmupTasks[{}].Partitions', 'i36'), 1235: ('WarmupTasks[{}].Partitions', 'i36'), 1236: ('WarmupTasks[{}].Partitions', 'i36'), 1237: ('WarmupTasks[{}].Partitions', 'i36'), 1238: ('WarmupTasks[{}].Partitions', 'i36'), 1239: ('WarmupTasks', 'i36'), 1240: ('WarmupTasks', 'i36'), 1241: ('WarmupTasks', 'i36'), 1242: ('WarmupTasks', 'i36'), 1243: ('WarmupTasks', 'i36'), 1244: ('WarmupTasks', None), 1245: ('WarmupTasks', None), 1246: ('WarmupTasks', None), 1247: ('WarmupTasks', None), 1248: ('TopologyDescriptionRequired+EndpointInformationEpoch', None), 1249: ('PartitionsByUserEndpoint', None), 1250: ('PartitionsByUserEndpoint', None), 1251: ('PartitionsByUserEndpoint', None), 1252: ('PartitionsByUserEndpoint', None), 1253: ('PartitionsByUserEndpoint', None), 1254: ('PartitionsByUserEndpoint', None), 1255: ('PartitionsByUserEndpoint', None), 1256: ('PartitionsByUserEndpoint', None), 1257: ('PartitionsByUserEndpoint', None), 1258: ('PartitionsByUserEndpoint', 'i46'), 1259: ('PartitionsByUserEndpoint', 'i46'), 1260: ('PartitionsByUserEndpoint', None), 1261: ('PartitionsByUserEndpoint', None), 1262: ('PartitionsByUserEndpoint', None), 1263: ('PartitionsByUserEndpoint', None), 1265: ('_tagged', None), 1266: ('_tagged', None), 1267: ('_tagged', None)}
+BUILD_HASH = '1c61ae6f0559219b'

@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 _U1 = _struct.Struct('>??').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
@@ -17,7 +15,7 @@ _U8 = _struct.Struct('>iq').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -25,8 +23,8 @@ def _f0(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -48,12 +46,12 @@ def _f0(b, p):
         d = {"GroupIds": v1, "IncludeAuthorizedOperations": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -61,8 +59,8 @@ def _f1(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 1 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -84,12 +82,12 @@ def _f1(b, p):
         d = {"GroupIds": v1, "IncludeAuthorizedOperations": v6, "IncludeTopologyDescription": v7}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -115,12 +113,12 @@ def _f2(b, p):
         d = {"Key": v1, "Value": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -139,8 +137,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 3 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -166,7 +164,7 @@ def _f3(b, p):
                 d12 = {"Key": v8, "Value": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v5.append(d12)
         elif n6 == -1:
             v5 = None
@@ -175,12 +173,12 @@ def _f3(b, p):
         d = {"Name": v1, "Partitions": v3, "ReplicationFactor": v4, "TopicConfigs": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -198,8 +196,8 @@ def _f4(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 1 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -222,8 +220,8 @@ def _f4(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 1 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12 = b[p]; p += 1
@@ -246,11 +244,11 @@ def _f4(b, p):
         n14 -= 1
         if n14 >= 0:
             if n14 * 9 > L - p: raise _rt.short_count(n14, L - p)
-            _B[0] -= n14
-            if _B[0] < 0: raise _rt.over_budget(n14)
+            B.left -= n14
+            if B.left < 0: raise _rt.over_budget(n14)
             v13 = []
             for i15 in range(n14):
-                x16, p = _f3(b, p)
+                x16, p = _f3(b, p, B)
                 v13.append(x16)
         elif n14 == -1:
             v13 = None
@@ -261,11 +259,11 @@ def _f4(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 9 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
-                x20, p = _f3(b, p)
+                x20, p = _f3(b, p, B)
                 v17.append(x20)
         elif n18 == -1:
             v17 = None
@@ -274,12 +272,12 @@ def _f4(b, p):
         d = {"SubtopologyId": v1, "SourceTopics": v3, "RepartitionSinkTopics": v8, "StateChangelogTopics": v13, "RepartitionSourceTopics": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -288,11 +286,11 @@ def _f5(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f4(b, p)
+                x5, p = _f4(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -301,12 +299,12 @@ def _f5(b, p):
         d = {"Epoch": v1, "Subtopologies": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -323,12 +321,12 @@ def _f6(b, p):
         d = {"Host": v1, "Port": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -345,12 +343,12 @@ def _f7(b, p):
         d = {"SubtopologyId": v1, "Partition": v3, "Offset": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -368,8 +366,8 @@ def _f8(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -378,12 +376,12 @@ def _f8(b, p):
         d = {"SubtopologyId": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -391,8 +389,8 @@ def _f9(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5 = b[p]; p += 1
@@ -410,8 +408,8 @@ def _f9(b, p):
                 n7 -= 1
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -420,7 +418,7 @@ def _f9(b, p):
                 d8 = {"SubtopologyId": v4, "Partitions": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v1.append(d8)
         elif n2 == -1:
             v1 = None
@@ -431,8 +429,8 @@ def _f9(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 3 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 n13 = b[p]; p += 1
@@ -450,8 +448,8 @@ def _f9(b, p):
                 n15 -= 1
                 if n15 >= 0:
                     if n15 * 4 > L - p: raise _rt.short_count(n15, L - p)
-                    _B[0] -= n15
-                    if _B[0] < 0: raise _rt.over_budget(n15)
+                    B.left -= n15
+                    if B.left < 0: raise _rt.over_budget(n15)
                     v14 = _Ai(b, p, n15); p += n15 * 4
                 elif n15 == -1:
                     v14 = None
@@ -460,7 +458,7 @@ def _f9(b, p):
                 d16 = {"SubtopologyId": v12, "Partitions": v14}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d16)
+                if t: p = _rt.tags(b, p, t, _T0, d16, B)
                 v9.append(d16)
         elif n10 == -1:
             v9 = None
@@ -471,8 +469,8 @@ def _f9(b, p):
         n18 -= 1
         if n18 >= 0:
             if n18 * 3 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 n21 = b[p]; p += 1
@@ -490,8 +488,8 @@ def _f9(b, p):
                 n23 -= 1
                 if n23 >= 0:
                     if n23 * 4 > L - p: raise _rt.short_count(n23, L - p)
-                    _B[0] -= n23
-                    if _B[0] < 0: raise _rt.over_budget(n23)
+                    B.left -= n23
+                    if B.left < 0: raise _rt.over_budget(n23)
                     v22 = _Ai(b, p, n23); p += n23 * 4
                 elif n23 == -1:
                     v22 = None
@@ -500,7 +498,7 @@ def _f9(b, p):
                 d24 = {"SubtopologyId": v20, "Partitions": v22}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d24)
+                if t: p = _rt.tags(b, p, t, _T0, d24, B)
                 v17.append(d24)
         elif n18 == -1:
             v17 = None
@@ -509,12 +507,12 @@ def _f9(b, p):
         d = {"ActiveTasks": v1, "StandbyTasks": v9, "WarmupTasks": v17}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -583,14 +581,14 @@ def _f10(b, p):
         if m16 < 0:
             v15 = None
         else:
-            v15, p = _f6(b, p)
+            v15, p = _f6(b, p, B)
         n18 = b[p]; p += 1
         if n18 > 127: n18, p = _rt.uvarint(b, p, n18)
         n18 -= 1
         if n18 >= 0:
             if n18 * 3 > L - p: raise _rt.short_count(n18, L - p)
-            _B[0] -= n18
-            if _B[0] < 0: raise _rt.over_budget(n18)
+            B.left -= n18
+            if B.left < 0: raise _rt.over_budget(n18)
             v17 = []
             for i19 in range(n18):
                 n21 = b[p]; p += 1
@@ -616,7 +614,7 @@ def _f10(b, p):
                 d24 = {"Key": v20, "Value": v22}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d24)
+                if t: p = _rt.tags(b, p, t, _T0, d24, B)
                 v17.append(d24)
         elif n18 == -1:
             v17 = None
@@ -627,8 +625,8 @@ def _f10(b, p):
         n26 -= 1
         if n26 >= 0:
             if n26 * 14 > L - p: raise _rt.short_count(n26, L - p)
-            _B[0] -= n26
-            if _B[0] < 0: raise _rt.over_budget(n26)
+            B.left -= n26
+            if B.left < 0: raise _rt.over_budget(n26)
             v25 = []
             for i27 in range(n26):
                 n29 = b[p]; p += 1
@@ -645,7 +643,7 @@ def _f10(b, p):
                 d32 = {"SubtopologyId": v28, "Partition": v30, "Offset": v31}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d32)
+                if t: p = _rt.tags(b, p, t, _T0, d32, B)
                 v25.append(d32)
         elif n26 == -1:
             v25 = None
@@ -656,8 +654,8 @@ def _f10(b, p):
         n34 -= 1
         if n34 >= 0:
             if n34 * 14 > L - p: raise _rt.short_count(n34, L - p)
-            _B[0] -= n34
-            if _B[0] < 0: raise _rt.over_budget(n34)
+            B.left -= n34
+            if B.left < 0: raise _rt.over_budget(n34)
             v33 = []
             for i35 in range(n34):
                 n37 = b[p]; p += 1
@@ -674,24 +672,24 @@ def _f10(b, p):
                 d40 = {"SubtopologyId": v36, "Partition": v38, "Offset": v39}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d40)
+                if t: p = _rt.tags(b, p, t, _T0, d40, B)
                 v33.append(d40)
         elif n34 == -1:
             v33 = None
         else:
             raise _rt.negative(n34)
-        v41, p = _f9(b, p)
-        v42, p = _f9(b, p)
+        v41, p = _f9(b, p, B)
+        v42, p = _f9(b, p, B)
         v43, = _U0(b, p); p += 1
         d = {"MemberId": v1, "MemberEpoch": v3, "InstanceId": v4, "RackId": v6, "ClientId": v8, "ClientHost": v10, "TopologyEpoch": v12, "ProcessId": v13, "UserEndpoint": v15, "ClientTags": v17, "TaskOffsets": v25, "TaskEndOffsets": v33, "Assignment": v41, "TargetAssignment": v42, "IsClassic": v43}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f11(b, p):
+def _f11(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 2
@@ -730,17 +728,17 @@ def _f11(b, p):
         if m11 < 0:
             v10 = None
         else:
-            v10, p = _f5(b, p)
+            v10, p = _f5(b, p, B)
         n13 = b[p]; p += 1
         if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
         n13 -= 1
         if n13 >= 0:
             if n13 * 28 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f10(b, p)
+                x15, p = _f10(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -750,12 +748,12 @@ def _f11(b, p):
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "GroupEpoch": v8, "AssignmentEpoch": v9, "Topology": v10, "Members": v12, "AuthorizedOperations": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f12(b, p):
+def _f12(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -764,11 +762,11 @@ def _f12(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 20 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f11(b, p)
+                x5, p = _f11(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -777,12 +775,12 @@ def _f12(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f13(b, p):
+def _f13(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -801,8 +799,8 @@ def _f13(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 1 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -835,8 +833,8 @@ def _f13(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 1 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -859,8 +857,8 @@ def _f13(b, p):
         n17 -= 1
         if n17 >= 0:
             if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
-            _B[0] -= n17
-            if _B[0] < 0: raise _rt.over_budget(n17)
+            B.left -= n17
+            if B.left < 0: raise _rt.over_budget(n17)
             v16 = []
             for i18 in range(n17):
                 n20 = b[p]; p += 1
@@ -881,12 +879,12 @@ def _f13(b, p):
         d = {"Name": v1, "NodeType": v3, "SourceTopics": v4, "SinkTopic": v9, "Stores": v11, "Successors": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f14(b, p):
+def _f14(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -904,8 +902,8 @@ def _f14(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -924,8 +922,8 @@ def _f14(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 1 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = []
                     for i11 in range(n10):
                         n13 = b[p]; p += 1
@@ -958,8 +956,8 @@ def _f14(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = []
                     for i18 in range(n17):
                         n20 = b[p]; p += 1
@@ -982,8 +980,8 @@ def _f14(b, p):
                 n22 -= 1
                 if n22 >= 0:
                     if n22 * 1 > L - p: raise _rt.short_count(n22, L - p)
-                    _B[0] -= n22
-                    if _B[0] < 0: raise _rt.over_budget(n22)
+                    B.left -= n22
+                    if B.left < 0: raise _rt.over_budget(n22)
                     v21 = []
                     for i23 in range(n22):
                         n25 = b[p]; p += 1
@@ -1004,7 +1002,7 @@ def _f14(b, p):
                 d26 = {"Name": v6, "NodeType": v8, "SourceTopics": v9, "SinkTopic": v14, "Stores": v16, "Successors": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d26)
+                if t: p = _rt.tags(b, p, t, _T0, d26, B)
                 v3.append(d26)
         elif n4 == -1:
             v3 = None
@@ -1013,25 +1011,25 @@ def _f14(b, p):
         d = {"SubtopologyId": v1, "Nodes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f15(b, p):
+def _f15(b, p, B):
     L = len(b)
     try:
-        v1, p = _f13(b, p)
-        v2, p = _f13(b, p)
+        v1, p = _f13(b, p, B)
+        v2, p = _f13(b, p, B)
         d = {"Source": v1, "Processor": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f16(b, p):
+def _f16(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -1039,11 +1037,11 @@ def _f16(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f14(b, p)
+                x4, p = _f14(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -1054,11 +1052,11 @@ def _f16(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 15 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f15(b, p)
+                x8, p = _f15(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -1067,12 +1065,12 @@ def _f16(b, p):
         d = {"Subtopologies": v1, "GlobalStores": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f17(b, p):
+def _f17(b, p, B):
     L = len(b)
     try:
         v1, = _U3(b, p); p += 2
@@ -1111,17 +1109,17 @@ def _f17(b, p):
         if m11 < 0:
             v10 = None
         else:
-            v10, p = _f5(b, p)
+            v10, p = _f5(b, p, B)
         n13 = b[p]; p += 1
         if n13 > 127: n13, p = _rt.uvarint(b, p, n13)
         n13 -= 1
         if n13 >= 0:
             if n13 * 28 > L - p: raise _rt.short_count(n13, L - p)
-            _B[0] -= n13
-            if _B[0] < 0: raise _rt.over_budget(n13)
+            B.left -= n13
+            if B.left < 0: raise _rt.over_budget(n13)
             v12 = []
             for i14 in range(n13):
-                x15, p = _f10(b, p)
+                x15, p = _f10(b, p, B)
                 v12.append(x15)
         elif n13 == -1:
             v12 = None
@@ -1132,17 +1130,17 @@ def _f17(b, p):
         if m18 < 0:
             v17 = None
         else:
-            v17, p = _f16(b, p)
+            v17, p = _f16(b, p, B)
         v19, = _U6(b, p); p += 1
         d = {"ErrorCode": v1, "ErrorMessage": v2, "GroupId": v4, "GroupState": v6, "GroupEpoch": v8, "AssignmentEpoch": v9, "Topology": v10, "Members": v12, "AuthorizedOperations": v16, "TopologyDescription": v17, "TopologyDescriptionStatus": v19}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f18(b, p):
+def _f18(b, p, B):
     L = len(b)
     try:
         v1, = _U2(b, p); p += 4
@@ -1151,11 +1149,11 @@ def _f18(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 22 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f17(b, p)
+                x5, p = _f17(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -1164,7 +1162,7 @@ def _f18(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -1176,4 +1174,4 @@ NAME = 'StreamsGroupDescribe'
 REQUEST = {0: _f0, 1: _f1}
 RESPONSE = {0: _f12, 1: _f18}
 
-_LINES = {23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', None), 29: ('GroupIds', None), 30: ('GroupIds', None), 31: ('GroupIds', None), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', 'i3'), 40: ('GroupIds', 'i3'), 41: ('GroupIds', 'i3'), 42: ('GroupIds', 'i3'), 43: ('GroupIds', None), 44: ('GroupIds', None), 45: ('GroupIds', None), 46: ('GroupIds', None), 47: ('IncludeAuthorizedOperations', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('GroupIds', None), 60: ('GroupIds', None), 61: ('GroupIds', None), 62: ('GroupIds', None), 63: ('GroupIds', None), 64: ('GroupIds', None), 65: ('GroupIds', None), 66: ('GroupIds', None), 67: ('GroupIds', None), 68: ('GroupIds', 'i3'), 69: ('GroupIds', 'i3'), 70: ('GroupIds', 'i3'), 71: ('GroupIds', 'i3'), 72: ('GroupIds', 'i3'), 73: ('GroupIds', 'i3'), 74: ('GroupIds', 'i3'), 75: ('GroupIds', 'i3'), 76: ('GroupIds', 'i3'), 77: ('GroupIds', 'i3'), 78: ('GroupIds', 'i3'), 79: ('GroupIds', None), 80: ('GroupIds', None), 81: ('GroupIds', None), 82: ('GroupIds', None), 83: ('IncludeAuthorizedOperations+IncludeTopologyDescription', None), 85: ('_tagged', None), 86: ('_tagged', None), 87: ('_tagged', None), 95: ('Key', None), 96: ('Key', None), 97: ('Key', None), 98: ('Key', None), 99: ('Key', None), 100: ('Key', None), 101: ('Key', None), 102: ('Key', None), 103: ('Key', None), 104: ('Key', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 108: ('Value', None), 109: ('Value', None), 110: ('Value', None), 111: ('Value', None), 112: ('Value', None), 113: ('Value', None), 114: ('Value', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Name', None), 135: ('Name', None), 136: ('Partitions+ReplicationFactor', None), 137: ('TopicConfigs', None), 138: ('TopicConfigs', None), 139: ('TopicConfigs', None), 140: ('TopicConfigs', None), 141: ('TopicConfigs', None), 142: ('TopicConfigs', None), 143: ('TopicConfigs', None), 144: ('TopicConfigs', None), 145: ('TopicConfigs', None), 146: ('TopicConfigs[{}].Key', 'i7'), 147: ('TopicConfigs[{}].Key', 'i7'), 148: ('TopicConfigs[{}].Key', 'i7'), 149: ('TopicConfigs[{}].Key', 'i7'), 150: ('TopicConfigs[{}].Key', 'i7'), 151: ('TopicConfigs[{}].Key', 'i7'), 152: ('TopicConfigs[{}].Key', 'i7'), 153: ('TopicConfigs[{}].Key', 'i7'), 154: ('TopicConfigs[{}].Key', 'i7'), 155: ('TopicConfigs[{}].Key', 'i7'), 156: ('TopicConfigs[{}].Value', 'i7'), 157: ('TopicConfigs[{}].Value', 'i7'), 158: ('TopicConfigs[{}].Value', 'i7'), 159: ('TopicConfigs[{}].Value', 'i7'), 160: ('TopicConfigs[{}].Value', 'i7'), 161: ('TopicConfigs[{}].Value', 'i7'), 162: ('TopicConfigs[{}].Value', 'i7'), 163: ('TopicConfigs[{}].Value', 'i7'), 164: ('TopicConfigs[{}].Value', 'i7'), 165: ('TopicConfigs[{}].Value', 'i7'), 166: ('TopicConfigs', 'i7'), 167: ('TopicConfigs', 'i7'), 168: ('TopicConfigs', 'i7'), 169: ('TopicConfigs', 'i7'), 170: ('TopicConfigs', 'i7'), 171: ('TopicConfigs', None), 172: ('TopicConfigs', None), 173: ('TopicConfigs', None), 174: ('TopicConfigs', None), 176: ('_tagged', None), 177: ('_tagged', None), 178: ('_tagged', None), 186: ('SubtopologyId', None), 187: ('SubtopologyId', None), 188: ('SubtopologyId', None), 189: ('SubtopologyId', None), 190: ('SubtopologyId', None), 191: ('SubtopologyId', None), 192: ('SubtopologyId', None), 193: ('SubtopologyId', None), 194: ('SubtopologyId', None), 195: ('SubtopologyId', None), 196: ('SourceTopics', None), 197: ('SourceTopics', None), 198: ('SourceTopics', None), 199: ('SourceTopics', None), 200: ('SourceTopics', None), 201: ('SourceTopics', None), 202: ('SourceTopics', None), 203: ('SourceTopics', None), 204: ('SourceTopics', None), 205: ('SourceTopics', 'i5'), 206: ('SourceTopics', 'i5'), 207: ('SourceTopics', 'i5'), 208: ('SourceTopics', 'i5'), 209: ('SourceTopics', 'i5'), 210: ('SourceTopics', 'i5'), 211: ('SourceTopics', 'i5'), 212: ('SourceTopics', 'i5'), 213: ('SourceTopics', 'i5'), 214: ('SourceTopics', 'i5'), 215: ('SourceTopics', 'i5'), 216: ('SourceTopics', None), 217: ('SourceTopics', None), 218: ('SourceTopics', None), 219: ('SourceTopics', None), 220: ('RepartitionSinkTopics', None), 221: ('RepartitionSinkTopics', None), 222: ('RepartitionSinkTopics', None), 223: ('RepartitionSinkTopics', None), 224: ('RepartitionSinkTopics', None), 225: ('RepartitionSinkTopics', None), 226: ('RepartitionSinkTopics', None), 227: ('RepartitionSinkTopics', None), 228: ('RepartitionSinkTopics', None), 229: ('RepartitionSinkTopics', 'i10'), 230: ('RepartitionSinkTopics', 'i10'), 231: ('RepartitionSinkTopics', 'i10'), 232: ('RepartitionSinkTopics', 'i10'), 233: ('RepartitionSinkTopics', 'i10'), 234: ('RepartitionSinkTopics', 'i10'), 235: ('RepartitionSinkTopics', 'i10'), 236: ('RepartitionSinkTopics', 'i10'), 237: ('RepartitionSinkTopics', 'i10'), 238: ('RepartitionSinkTopics', 'i10'), 239: ('RepartitionSinkTopics', 'i10'), 240: ('RepartitionSinkTopics', None), 241: ('RepartitionSinkTopics', None), 242: ('RepartitionSinkTopics', None), 243: ('RepartitionSinkTopics', None), 244: ('StateChangelogTopics', None), 245: ('StateChangelogTopics', None), 246: ('StateChangelogTopics', None), 247: ('StateChangelogTopics', None), 248: ('StateChangelogTopics', None), 249: ('StateChangelogTopics', None), 250: ('StateChangelogTopics', None), 251: ('StateChangelogTopics', None), 252: ('StateChangelogTopics', None), 253: ('StateChangelogTopics', 'i15'), 254: ('StateChangelogTopics', 'i15'), 255: ('StateChangelogTopics', None), 256: ('StateChangelogTopics', None), 257: ('StateChangelogTopics', None), 258: ('StateChangelogTopics', None), 259: ('RepartitionSourceTopics', None), 260: ('RepartitionSourceTopics', None), 261: ('RepartitionSourceTopics', None), 262: ('RepartitionSourceTopics', None), 263: ('RepartitionSourceTopics', None), 264: ('RepartitionSourceTopics', None), 265: ('RepartitionSourceTopics', None), 266: ('RepartitionSourceTopics', None), 267: ('RepartitionSourceTopics', None), 268: ('RepartitionSourceTopics', 'i19'), 269: ('RepartitionSourceTopics', 'i19'), 270: ('RepartitionSourceTopics', None), 271: ('RepartitionSourceTopics', None), 272: ('RepartitionSourceTopics', None), 273: ('RepartitionSourceTopics', None), 275: ('_tagged', None), 276: ('_tagged', None), 277: ('_tagged', None), 285: ('Epoch', None), 286: ('Subtopologies', None), 287: ('Subtopologies', None), 288: ('Subtopologies', None), 289: ('Subtopologies', None), 290: ('Subtopologies', None), 291: ('Subtopologies', None), 292: ('Subtopologies', None), 293: ('Subtopologies', None), 294: ('Subtopologies', None), 295: ('Subtopologies', 'i4'), 296: ('Subtopologies', 'i4'), 297: ('Subtopologies', None), 298: ('Subtopologies', None), 299: ('Subtopologies', None), 300: ('Subtopologies', None), 302: ('_tagged', None), 303: ('_tagged', None), 304: ('_tagged', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Host', None), 320: ('Host', None), 321: ('Host', None), 322: ('Port', None), 324: ('_tagged', None), 325: ('_tagged', None), 326: ('_tagged', None), 334: ('SubtopologyId', None), 335: ('SubtopologyId', None), 336: ('SubtopologyId', None), 337: ('SubtopologyId', None), 338: ('SubtopologyId', None), 339: ('SubtopologyId', None), 340: ('SubtopologyId', None), 341: ('SubtopologyId', None), 342: ('SubtopologyId', None), 343: ('SubtopologyId', None), 344: ('Partition+Offset', None), 346: ('_tagged', None), 347: ('_tagged', None), 348: ('_tagged', None), 356: ('SubtopologyId', None), 357: ('SubtopologyId', None), 358: ('SubtopologyId', None), 359: ('SubtopologyId', None), 360: ('SubtopologyId', None), 361: ('SubtopologyId', None), 362: ('SubtopologyId', None), 363: ('SubtopologyId', None), 364: ('SubtopologyId', None), 365: ('SubtopologyId', None), 366: ('Partitions', None), 367: ('Partitions', None), 368: ('Partitions', None), 369: ('Partitions', None), 370: ('Partitions', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 376: ('Partitions', None), 377: ('Partitions', None), 379: ('_tagged', None), 380: ('_tagged', None), 381: ('_tagged', None), 389: ('ActiveTasks', None), 390: ('ActiveTasks', None), 391: ('ActiveTasks', None), 392: ('ActiveTasks', None), 393: ('ActiveTasks', None), 394: ('ActiveTasks', None), 395: ('ActiveTasks', None), 396: ('ActiveTasks', None), 397: ('ActiveTasks', None), 398: ('ActiveTasks[{}].SubtopologyId', 'i3'), 399: ('ActiveTasks[{}].SubtopologyId', 'i3'), 400: ('ActiveTasks[{}].SubtopologyId', 'i3'), 401: ('ActiveTasks[{}].SubtopologyId', 'i3'), 402: ('ActiveTasks[{}].SubtopologyId', 'i3'), 403: ('ActiveTasks[{}].SubtopologyId', 'i3'), 404: ('ActiveTasks[{}].SubtopologyId', 'i3'), 405: ('ActiveTasks[{}].SubtopologyId', 'i3'), 406: ('ActiveTasks[{}].SubtopologyId', 'i3'), 407: ('ActiveTasks[{}].SubtopologyId', 'i3'), 408: ('ActiveTasks[{}].Partitions', 'i3'), 409: ('ActiveTasks[{}].Partitions', 'i3'), 410: ('ActiveTasks[{}].Partitions', 'i3'), 411: ('ActiveTasks[{}].Partitions', 'i3'), 412: ('ActiveTasks[{}].Partitions', 'i3'), 413: ('ActiveTasks[{}].Partitions', 'i3'), 414: ('ActiveTasks[{}].Partitions', 'i3'), 415: ('ActiveTasks[{}].Partitions', 'i3'), 416: ('ActiveTasks[{}].Partitions', 'i3'), 417: ('ActiveTasks[{}].Partitions', 'i3'), 418: ('ActiveTasks[{}].Partitions', 'i3'), 419: ('ActiveTasks[{}].Partitions', 'i3'), 420: ('ActiveTasks', 'i3'), 421: ('ActiveTasks', 'i3'), 422: ('ActiveTasks', 'i3'), 423: ('ActiveTasks', 'i3'), 424: ('ActiveTasks', 'i3'), 425: ('ActiveTasks', None), 426: ('ActiveTasks', None), 427: ('ActiveTasks', None), 428: ('ActiveTasks', None), 429: ('StandbyTasks', None), 430: ('StandbyTasks', None), 431: ('StandbyTasks', None), 432: ('StandbyTasks', None), 433: ('StandbyTasks', None), 434: ('StandbyTasks', None), 435: ('StandbyTasks', None), 436: ('StandbyTasks', None), 437: ('StandbyTasks', None), 438: ('StandbyTasks[{}].SubtopologyId', 'i11'), 439: ('StandbyTasks[{}].SubtopologyId', 'i11'), 440: ('StandbyTasks[{}].SubtopologyId', 'i11'), 441: ('StandbyTasks[{}].SubtopologyId', 'i11'), 442: ('StandbyTasks[{}].SubtopologyId', 'i11'), 443: ('StandbyTasks[{}].SubtopologyId', 'i11'), 444: ('StandbyTasks[{}].SubtopologyId', 'i11'), 445: ('StandbyTasks[{}].SubtopologyId', 'i11'), 446: ('StandbyTasks[{}].SubtopologyId', 'i11'), 447: ('StandbyTasks[{}].SubtopologyId', 'i11'), 448: ('StandbyTasks[{}].Partitions', 'i11'), 449: ('StandbyTasks[{}].Partitions', 'i11'), 450: ('StandbyTasks[{}].Partitions', 'i11'), 451: ('StandbyTasks[{}].Partitions', 'i11'), 452: ('StandbyTasks[{}].Partitions', 'i11'), 453: ('StandbyTasks[{}].Partitions', 'i11'), 454: ('StandbyTasks[{}].Partitions', 'i11'), 455: ('StandbyTasks[{}].Partitions', 'i11'), 456: ('StandbyTasks[{}].Partitions', 'i11'), 457: ('StandbyTasks[{}].Partitions', 'i11'), 458: ('StandbyTasks[{}].Partitions', 'i11'), 459: ('StandbyTasks[{}].Partitions', 'i11'), 460: ('StandbyTasks', 'i11'), 461: ('StandbyTasks', 'i11'), 462: ('StandbyTasks', 'i11'), 463: ('StandbyTasks', 'i11'), 464: ('StandbyTasks', 'i11'), 465: ('StandbyTasks', None), 466: ('StandbyTasks', None), 467: ('StandbyTasks', None), 468: ('StandbyTasks', None), 469: ('WarmupTasks', None), 470: ('WarmupTasks', None), 471: ('WarmupTasks', None), 472: ('WarmupTasks', None), 473: ('WarmupTasks', None), 474: ('WarmupTasks', None), 475: ('WarmupTasks', None), 476: ('WarmupTasks', None), 477: ('WarmupTasks', None), 478: ('WarmupTasks[{}].SubtopologyId', 'i19'), 479: ('WarmupTasks[{}].SubtopologyId', 'i19'), 480: ('WarmupTasks[{}].SubtopologyId', 'i19'), 481: ('WarmupTasks[{}].SubtopologyId', 'i19'), 482: ('WarmupTasks[{}].SubtopologyId', 'i19'), 483: ('WarmupTasks[{}].SubtopologyId', 'i19'), 484: ('WarmupTasks[{}].SubtopologyId', 'i19'), 485: ('WarmupTasks[{}].SubtopologyId', 'i19'), 486: ('WarmupTasks[{}].SubtopologyId', 'i19'), 487: ('WarmupTasks[{}].SubtopologyId', 'i19'), 488: ('WarmupTasks[{}].Partitions', 'i19'), 489: ('WarmupTasks[{}].Partitions', 'i19'), 490: ('WarmupTasks[{}].Partitions', 'i19'), 491: ('WarmupTasks[{}].Partitions', 'i19'), 492: ('WarmupTasks[{}].Partitions', 'i19'), 493: ('WarmupTasks[{}].Partitions', 'i19'), 494: ('WarmupTasks[{}].Partitions', 'i19'), 495: ('WarmupTasks[{}].Partitions', 'i19'), 496: ('WarmupTasks[{}].Partitions', 'i19'), 497: ('WarmupTasks[{}].Partitions', 'i19'), 498: ('WarmupTasks[{}].Partitions', 'i19'), 499: ('WarmupTasks[{}].Partitions', 'i19'), 500: ('WarmupTasks', 'i19'), 501: ('WarmupTasks', 'i19'), 502: ('WarmupTasks', 'i19'), 503: ('WarmupTasks', 'i19'), 504: ('WarmupTasks', 'i19'), 505: ('WarmupTasks', None), 506: ('WarmupTasks', None), 507: ('WarmupTasks', None), 508: ('WarmupTasks', None), 510: ('_tagged', None), 511: ('_tagged', None), 512: ('_tagged', None), 520: ('MemberId', None), 521: ('MemberId', None), 522: ('MemberId', None), 523: ('MemberId', None), 524: ('MemberId', None), 525: ('MemberId', None), 526: ('MemberId', None), 527: ('MemberId', None), 528: ('MemberId', None), 529: ('MemberId', None), 530: ('MemberEpoch', None), 531: ('InstanceId', None), 532: ('InstanceId', None), 533: ('InstanceId', None), 534: ('InstanceId', None), 535: ('InstanceId', None), 536: ('InstanceId', None), 537: ('InstanceId', None), 538: ('InstanceId', None), 539: ('InstanceId', None), 540: ('InstanceId', None), 541: ('RackId', None), 542: ('RackId', None), 543: ('RackId', None), 544: ('RackId', None), 545: ('RackId', None), 546: ('RackId', None), 547: ('RackId', None), 548: ('RackId', None), 549: ('RackId', None), 550: ('RackId', None), 551: ('ClientId', None), 552: ('ClientId', None), 553: ('ClientId', None), 554: ('ClientId', None), 555: ('ClientId', None), 556: ('ClientId', None), 557: ('ClientId', None), 558: ('ClientId', None), 559: ('ClientId', None), 560: ('ClientId', None), 561: ('ClientHost', None), 562: ('ClientHost', None), 563: ('ClientHost', None), 564: ('ClientHost', None), 565: ('ClientHost', None), 566: ('ClientHost', None), 567: ('ClientHost', None), 568: ('ClientHost', None), 569: ('ClientHost', None), 570: ('ClientHost', None), 571: ('TopologyEpoch', None), 572: ('ProcessId', None), 573: ('ProcessId', None), 574: ('ProcessId', None), 575: ('ProcessId', None), 576: ('ProcessId', None), 577: ('ProcessId', None), 578: ('ProcessId', None), 579: ('ProcessId', None), 580: ('ProcessId', None), 581: ('ProcessId', None), 582: ('UserEndpoint', None), 583: ('UserEndpoint', None), 584: ('UserEndpoint', None), 585: ('UserEndpoint', None), 586: ('UserEndpoint', None), 587: ('ClientTags', None), 588: ('ClientTags', None), 589: ('ClientTags', None), 590: ('ClientTags', None), 591: ('ClientTags', None), 592: ('ClientTags', None), 593: ('ClientTags', None), 594: ('ClientTags', None), 595: ('ClientTags', None), 596: ('ClientTags[{}].Key', 'i19'), 597: ('ClientTags[{}].Key', 'i19'), 598: ('ClientTags[{}].Key', 'i19'), 599: ('ClientTags[{}].Key', 'i19'), 600: ('ClientTags[{}].Key', 'i19'), 601: ('ClientTags[{}].Key', 'i19'), 602: ('ClientTags[{}].Key', 'i19'), 603: ('ClientTags[{}].Key', 'i19'), 604: ('ClientTags[{}].Key', 'i19'), 605: ('ClientTags[{}].Key', 'i19'), 606: ('ClientTags[{}].Value', 'i19'), 607: ('ClientTags[{}].Value', 'i19'), 608: ('ClientTags[{}].Value', 'i19'), 609: ('ClientTags[{}].Value', 'i19'), 610: ('ClientTags[{}].Value', 'i19'), 611: ('ClientTags[{}].Value', 'i19'), 612: ('ClientTags[{}].Value', 'i19'), 613: ('ClientTags[{}].Value', 'i19'), 614: ('ClientTags[{}].Value', 'i19'), 615: ('ClientTags[{}].Value', 'i19'), 616: ('ClientTags', 'i19'), 617: ('ClientTags', 'i19'), 618: ('ClientTags', 'i19'), 619: ('ClientTags', 'i19'), 620: ('ClientTags', 'i19'), 621: ('ClientTags', None), 622: ('ClientTags', None), 623: ('ClientTags', None), 624: ('ClientTags', None), 625: ('TaskOffsets', None), 626: ('TaskOffsets', None), 627: ('TaskOffsets', None), 628: ('TaskOffsets', None), 629: ('TaskOffsets', None), 630: ('TaskOffsets', None), 631: ('TaskOffsets', None), 632: ('TaskOffsets', None), 633: ('TaskOffsets', None), 634: ('TaskOffsets[{}].SubtopologyId', 'i27'), 635: ('TaskOffsets[{}].SubtopologyId', 'i27'), 636: ('TaskOffsets[{}].SubtopologyId', 'i27'), 637: ('TaskOffsets[{}].SubtopologyId', 'i27'), 638: ('TaskOffsets[{}].SubtopologyId', 'i27'), 639: ('TaskOffsets[{}].SubtopologyId', 'i27'), 640: ('TaskOffsets[{}].SubtopologyId', 'i27'), 641: ('TaskOffsets[{}].SubtopologyId', 'i27'), 642: ('TaskOffsets[{}].SubtopologyId', 'i27'), 643: ('TaskOffsets[{}].SubtopologyId', 'i27'), 644: ('TaskOffsets[{}].Partition+Offset', 'i27'), 645: ('TaskOffsets', 'i27'), 646: ('TaskOffsets', 'i27'), 647: ('TaskOffsets', 'i27'), 648: ('TaskOffsets', 'i27'), 649: ('TaskOffsets', 'i27'), 650: ('TaskOffsets', None), 651: ('TaskOffsets', None), 652: ('TaskOffsets', None), 653: ('TaskOffsets', None), 654: ('TaskEndOffsets', None), 655: ('TaskEndOffsets', None), 656: ('TaskEndOffsets', None), 657: ('TaskEndOffsets', None), 658: ('TaskEndOffsets', None), 659: ('TaskEndOffsets', None), 660: ('TaskEndOffsets', None), 661: ('TaskEndOffsets', None), 662: ('TaskEndOffsets', None), 663: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 664: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 665: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 666: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 667: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 668: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 669: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 670: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 671: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 672: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 673: ('TaskEndOffsets[{}].Partition+Offset', 'i35'), 674: ('TaskEndOffsets', 'i35'), 675: ('TaskEndOffsets', 'i35'), 676: ('TaskEndOffsets', 'i35'), 677: ('TaskEndOffsets', 'i35'), 678: ('TaskEndOffsets', 'i35'), 679: ('TaskEndOffsets', None), 680: ('TaskEndOffsets', None), 681: ('TaskEndOffsets', None), 682: ('TaskEndOffsets', None), 683: ('Assignment', None), 684: ('TargetAssignment', None), 685: ('IsClassic', None), 687: ('_tagged', None), 688: ('_tagged', None), 689: ('_tagged', None), 697: ('ErrorCode', None), 698: ('ErrorMessage', None), 699: ('ErrorMessage', None), 700: ('ErrorMessage', None), 701: ('ErrorMessage', None), 702: ('ErrorMessage', None), 703: ('ErrorMessage', None), 704: ('ErrorMessage', None), 705: ('ErrorMessage', None), 706: ('ErrorMessage', None), 707: ('ErrorMessage', None), 708: ('GroupId', None), 709: ('GroupId', None), 710: ('GroupId', None), 711: ('GroupId', None), 712: ('GroupId', None), 713: ('GroupId', None), 714: ('GroupId', None), 715: ('GroupId', None), 716: ('GroupId', None), 717: ('GroupId', None), 718: ('GroupState', None), 719: ('GroupState', None), 720: ('GroupState', None), 721: ('GroupState', None), 722: ('GroupState', None), 723: ('GroupState', None), 724: ('GroupState', None), 725: ('GroupState', None), 726: ('GroupState', None), 727: ('GroupState', None), 728: ('GroupEpoch+AssignmentEpoch', None), 729: ('Topology', None), 730: ('Topology', None), 731: ('Topology', None), 732: ('Topology', None), 733: ('Topology', None), 734: ('Members', None), 735: ('Members', None), 736: ('Members', None), 737: ('Members', None), 738: ('Members', None), 739: ('Members', None), 740: ('Members', None), 741: ('Members', None), 742: ('Members', None), 743: ('Members', 'i14'), 744: ('Members', 'i14'), 745: ('Members', None), 746: ('Members', None), 747: ('Members', None), 748: ('Members', None), 749: ('AuthorizedOperations', None), 751: ('_tagged', None), 752: ('_tagged', None), 753: ('_tagged', None), 761: ('ThrottleTimeMs', None), 762: ('Groups', None), 763: ('Groups', None), 764: ('Groups', None), 765: ('Groups', None), 766: ('Groups', None), 767: ('Groups', None), 768: ('Groups', None), 769: ('Groups', None), 770: ('Groups', None), 771: ('Groups', 'i4'), 772: ('Groups', 'i4'), 773: ('Groups', None), 774: ('Groups', None), 775: ('Groups', None), 776: ('Groups', None), 778: ('_tagged', None), 779: ('_tagged', None), 780: ('_tagged', None), 788: ('Name', None), 789: ('Name', None), 790: ('Name', None), 791: ('Name', None), 792: ('Name', None), 793: ('Name', None), 794: ('Name', None), 795: ('Name', None), 796: ('Name', None), 797: ('Name', None), 798: ('NodeType', None), 799: ('SourceTopics', None), 800: ('SourceTopics', None), 801: ('SourceTopics', None), 802: ('SourceTopics', None), 803: ('SourceTopics', None), 804: ('SourceTopics', None), 805: ('SourceTopics', None), 806: ('SourceTopics', None), 807: ('SourceTopics', None), 808: ('SourceTopics', 'i6'), 809: ('SourceTopics', 'i6'), 810: ('SourceTopics', 'i6'), 811: ('SourceTopics', 'i6'), 812: ('SourceTopics', 'i6'), 813: ('SourceTopics', 'i6'), 814: ('SourceTopics', 'i6'), 815: ('SourceTopics', 'i6'), 816: ('SourceTopics', 'i6'), 817: ('SourceTopics', 'i6'), 818: ('SourceTopics', 'i6'), 819: ('SourceTopics', None), 820: ('SourceTopics', None), 821: ('SourceTopics', None), 822: ('SourceTopics', None), 823: ('SinkTopic', None), 824: ('SinkTopic', None), 825: ('SinkTopic', None), 826: ('SinkTopic', None), 827: ('SinkTopic', None), 828: ('SinkTopic', None), 829: ('SinkTopic', None), 830: ('SinkTopic', None), 831: ('SinkTopic', None), 832: ('SinkTopic', None), 833: ('Stores', None), 834: ('Stores', None), 835: ('Stores', None), 836: ('Stores', None), 837: ('Stores', None), 838: ('Stores', None), 839: ('Stores', None), 840: ('Stores', None), 841: ('Stores', None), 842: ('Stores', 'i13'), 843: ('Stores', 'i13'), 844: ('Stores', 'i13'), 845: ('Stores', 'i13'), 846: ('Stores', 'i13'), 847: ('Stores', 'i13'), 848: ('Stores', 'i13'), 849: ('Stores', 'i13'), 850: ('Stores', 'i13'), 851: ('Stores', 'i13'), 852: ('Stores', 'i13'), 853: ('Stores', None), 854: ('Stores', None), 855: ('Stores', None), 856: ('Stores', None), 857: ('Successors', None), 858: ('Successors', None), 859: ('Successors', None), 860: ('Successors', None), 861: ('Successors', None), 862: ('Successors', None), 863: ('Successors', None), 864: ('Successors', None), 865: ('Successors', None), 866: ('Successors', 'i18'), 867: ('Successors', 'i18'), 868: ('Successors', 'i18'), 869: ('Successors', 'i18'), 870: ('Successors', 'i18'), 871: ('Successors', 'i18'), 872: ('Successors', 'i18'), 873: ('Successors', 'i18'), 874: ('Successors', 'i18'), 875: ('Successors', 'i18'), 876: ('Successors', 'i18'), 877: ('Successors', None), 878: ('Successors', None), 879: ('Successors', None), 880: ('Successors', None), 882: ('_tagged', None), 883: ('_tagged', None), 884: ('_tagged', None), 892: ('SubtopologyId', None), 893: ('SubtopologyId', None), 894: ('SubtopologyId', None), 895: ('SubtopologyId', None), 896: ('SubtopologyId', None), 897: ('SubtopologyId', None), 898: ('SubtopologyId', None), 899: ('SubtopologyId', None), 900: ('SubtopologyId', None), 901: ('SubtopologyId', None), 902: ('Nodes', None), 903: ('Nodes', None), 904: ('Nodes', None), 905: ('Nodes', None), 906: ('Nodes', None), 907: ('Nodes', None), 908: ('Nodes', None), 909: ('Nodes', None), 910: ('Nodes', None), 911: ('Nodes[{}].Name', 'i5'), 912: ('Nodes[{}].Name', 'i5'), 913: ('Nodes[{}].Name', 'i5'), 914: ('Nodes[{}].Name', 'i5'), 915: ('Nodes[{}].Name', 'i5'), 916: ('Nodes[{}].Name', 'i5'), 917: ('Nodes[{}].Name', 'i5'), 918: ('Nodes[{}].Name', 'i5'), 919: ('Nodes[{}].Name', 'i5'), 920: ('Nodes[{}].Name', 'i5'), 921: ('Nodes[{}].NodeType', 'i5'), 922: ('Nodes[{}].SourceTopics', 'i5'), 923: ('Nodes[{}].SourceTopics', 'i5'), 924: ('Nodes[{}].SourceTopics', 'i5'), 925: ('Nodes[{}].SourceTopics', 'i5'), 926: ('Nodes[{}].SourceTopics', 'i5'), 927: ('Nodes[{}].SourceTopics', 'i5'), 928: ('Nodes[{}].SourceTopics', 'i5'), 929: ('Nodes[{}].SourceTopics', 'i5'), 930: ('Nodes[{}].SourceTopics', 'i5'), 931: ('Nodes[{}].SourceTopics', 'i5'), 932: ('Nodes[{}].SourceTopics', 'i5'), 933: ('Nodes[{}].SourceTopics', 'i5'), 934: ('Nodes[{}].SourceTopics', 'i5'), 935: ('Nodes[{}].SourceTopics', 'i5'), 936: ('Nodes[{}].SourceTopics', 'i5'), 937: ('Nodes[{}].SourceTopics', 'i5'), 938: ('Nodes[{}].SourceTopics', 'i5'), 939: ('Nodes[{}].SourceTopics', 'i5'), 940: ('Nodes[{}].SourceTopics', 'i5'), 941: ('Nodes[{}].SourceTopics', 'i5'), 942: ('Nodes[{}].SourceTopics', 'i5'), 943: ('Nodes[{}].SourceTopics', 'i5'), 944: ('Nodes[{}].SourceTopics', 'i5'), 945: ('Nodes[{}].SourceTopics', 'i5'), 946: ('Nodes[{}].SinkTopic', 'i5'), 947: ('Nodes[{}].SinkTopic', 'i5'), 948: ('Nodes[{}].SinkTopic', 'i5'), 949: ('Nodes[{}].SinkTopic', 'i5'), 950: ('Nodes[{}].SinkTopic', 'i5'), 951: ('Nodes[{}].SinkTopic', 'i5'), 952: ('Nodes[{}].SinkTopic', 'i5'), 953: ('Nodes[{}].SinkTopic', 'i5'), 954: ('Nodes[{}].SinkTopic', 'i5'), 955: ('Nodes[{}].SinkTopic', 'i5'), 956: ('Nodes[{}].Stores', 'i5'), 957: ('Nodes[{}].Stores', 'i5'), 958: ('Nodes[{}].Stores', 'i5'), 959: ('Nodes[{}].Stores', 'i5'), 960: ('Nodes[{}].Stores', 'i5'), 961: ('Nodes[{}].Stores', 'i5'), 962: ('Nodes[{}].Stores', 'i5'), 963: ('Nodes[{}].Stores', 'i5'), 964: ('Nodes[{}].Stores', 'i5'), 965: ('Nodes[{}].Stores', 'i5'), 966: ('Nodes[{}].Stores', 'i5'), 967: ('Nodes[{}].Stores', 'i5'), 968: ('Nodes[{}].Stores', 'i5'), 969: ('Nodes[{}].Stores', 'i5'), 970: ('Nodes[{}].Stores', 'i5'), 971: ('Nodes[{}].Stores', 'i5'), 972: ('Nodes[{}].Stores', 'i5'), 973: ('Nodes[{}].Stores', 'i5'), 974: ('Nodes[{}].Stores', 'i5'), 975: ('Nodes[{}].Stores', 'i5'), 976: ('Nodes[{}].Stores', 'i5'), 977: ('Nodes[{}].Stores', 'i5'), 978: ('Nodes[{}].Stores', 'i5'), 979: ('Nodes[{}].Stores', 'i5'), 980: ('Nodes[{}].Successors', 'i5'), 981: ('Nodes[{}].Successors', 'i5'), 982: ('Nodes[{}].Successors', 'i5'), 983: ('Nodes[{}].Successors', 'i5'), 984: ('Nodes[{}].Successors', 'i5'), 985: ('Nodes[{}].Successors', 'i5'), 986: ('Nodes[{}].Successors', 'i5'), 987: ('Nodes[{}].Successors', 'i5'), 988: ('Nodes[{}].Successors', 'i5'), 989: ('Nodes[{}].Successors', 'i5'), 990: ('Nodes[{}].Successors', 'i5'), 991: ('Nodes[{}].Successors', 'i5'), 992: ('Nodes[{}].Successors', 'i5'), 993: ('Nodes[{}].Successors', 'i5'), 994: ('Nodes[{}].Successors', 'i5'), 995: ('Nodes[{}].Successors', 'i5'), 996: ('Nodes[{}].Successors', 'i5'), 997: ('Nodes[{}].Successors', 'i5'), 998: ('Nodes[{}].Successors', 'i5'), 999: ('Nodes[{}].Successors', 'i5'), 1000: ('Nodes[{}].Successors', 'i5'), 1001: ('Nodes[{}].Successors', 'i5'), 1002: ('Nodes[{}].Successors', 'i5'), 1003: ('Nodes[{}].Successors', 'i5'), 1004: ('Nodes', 'i5'), 1005: ('Nodes', 'i5'), 1006: ('Nodes', 'i5'), 1007: ('Nodes', 'i5'), 1008: ('Nodes', 'i5'), 1009: ('Nodes', None), 1010: ('Nodes', None), 1011: ('Nodes', None), 1012: ('Nodes', None), 1014: ('_tagged', None), 1015: ('_tagged', None), 1016: ('_tagged', None), 1024: ('Source', None), 1025: ('Processor', None), 1027: ('_tagged', None), 1028: ('_tagged', None), 1029: ('_tagged', None), 1037: ('Subtopologies', None), 1038: ('Subtopologies', None), 1039: ('Subtopologies', None), 1040: ('Subtopologies', None), 1041: ('Subtopologies', None), 1042: ('Subtopologies', None), 1043: ('Subtopologies', None), 1044: ('Subtopologies', None), 1045: ('Subtopologies', None), 1046: ('Subtopologies', 'i3'), 1047: ('Subtopologies', 'i3'), 1048: ('Subtopologies', None), 1049: ('Subtopologies', None), 1050: ('Subtopologies', None), 1051: ('Subtopologies', None), 1052: ('GlobalStores', None), 1053: ('GlobalStores', None), 1054: ('GlobalStores', None), 1055: ('GlobalStores', None), 1056: ('GlobalStores', None), 1057: ('GlobalStores', None), 1058: ('GlobalStores', None), 1059: ('GlobalStores', None), 1060: ('GlobalStores', None), 1061: ('GlobalStores', 'i7'), 1062: ('GlobalStores', 'i7'), 1063: ('GlobalStores', None), 1064: ('GlobalStores', None), 1065: ('GlobalStores', None), 1066: ('GlobalStores', None), 1068: ('_tagged', None), 1069: ('_tagged', None), 1070: ('_tagged', None), 1078: ('ErrorCode', None), 1079: ('ErrorMessage', None), 1080: ('ErrorMessage', None), 1081: ('ErrorMessage', None), 1082: ('ErrorMessage', None), 1083: ('ErrorMessage', None), 1084: ('ErrorMessage', None), 1085: ('ErrorMessage', None), 1086: ('ErrorMessage', None), 1087: ('ErrorMessage', None), 1088: ('ErrorMessage', None), 1089: ('GroupId', None), 1090: ('GroupId', None), 1091: ('GroupId', None), 1092: ('GroupId', None), 1093: ('GroupId', None), 1094: ('GroupId', None), 1095: ('GroupId', None), 1096: ('GroupId', None), 1097: ('GroupId', None), 1098: ('GroupId', None), 1099: ('GroupState', None), 1100: ('GroupState', None), 1101: ('GroupState', None), 1102: ('GroupState', None), 1103: ('GroupState', None), 1104: ('GroupState', None), 1105: ('GroupState', None), 1106: ('GroupState', None), 1107: ('GroupState', None), 1108: ('GroupState', None), 1109: ('GroupEpoch+AssignmentEpoch', None), 1110: ('Topology', None), 1111: ('Topology', None), 1112: ('Topology', None), 1113: ('Topology', None), 1114: ('Topology', None), 1115: ('Members', None), 1116: ('Members', None), 1117: ('Members', None), 1118: ('Members', None), 1119: ('Members', None), 1120: ('Members', None), 1121: ('Members', None), 1122: ('Members', None), 1123: ('Members', None), 1124: ('Members', 'i14'), 1125: ('Members', 'i14'), 1126: ('Members', None), 1127: ('Members', None), 1128: ('Members', None), 1129: ('Members', None), 1130: ('AuthorizedOperations', None), 1131: ('TopologyDescription', None), 1132: ('TopologyDescription', None), 1133: ('TopologyDescription', None), 1134: ('TopologyDescription', None), 1135: ('TopologyDescription', None), 1136: ('TopologyDescriptionStatus', None), 1138: ('_tagged', None), 1139: ('_tagged', None), 1140: ('_tagged', None), 1148: ('ThrottleTimeMs', None), 1149: ('Groups', None), 1150: ('Groups', None), 1151: ('Groups', None), 1152: ('Groups', None), 1153: ('Groups', None), 1154: ('Groups', None), 1155: ('Groups', None), 1156: ('Groups', None), 1157: ('Groups', None), 1158: ('Groups', 'i4'), 1159: ('Groups', 'i4'), 1160: ('Groups', None), 1161: ('Groups', None), 1162: ('Groups', None), 1163: ('Groups', None), 1165: ('_tagged', None), 1166: ('_tagged', None), 1167: ('_tagged', None)}
+_LINES = {21: ('GroupIds', None), 22: ('GroupIds', None), 23: ('GroupIds', None), 24: ('GroupIds', None), 25: ('GroupIds', None), 26: ('GroupIds', None), 27: ('GroupIds', None), 28: ('GroupIds', None), 29: ('GroupIds', None), 30: ('GroupIds', 'i3'), 31: ('GroupIds', 'i3'), 32: ('GroupIds', 'i3'), 33: ('GroupIds', 'i3'), 34: ('GroupIds', 'i3'), 35: ('GroupIds', 'i3'), 36: ('GroupIds', 'i3'), 37: ('GroupIds', 'i3'), 38: ('GroupIds', 'i3'), 39: ('GroupIds', 'i3'), 40: ('GroupIds', 'i3'), 41: ('GroupIds', None), 42: ('GroupIds', None), 43: ('GroupIds', None), 44: ('GroupIds', None), 45: ('IncludeAuthorizedOperations', None), 47: ('_tagged', None), 48: ('_tagged', None), 49: ('_tagged', None), 57: ('GroupIds', None), 58: ('GroupIds', None), 59: ('GroupIds', None), 60: ('GroupIds', None), 61: ('GroupIds', None), 62: ('GroupIds', None), 63: ('GroupIds', None), 64: ('GroupIds', None), 65: ('GroupIds', None), 66: ('GroupIds', 'i3'), 67: ('GroupIds', 'i3'), 68: ('GroupIds', 'i3'), 69: ('GroupIds', 'i3'), 70: ('GroupIds', 'i3'), 71: ('GroupIds', 'i3'), 72: ('GroupIds', 'i3'), 73: ('GroupIds', 'i3'), 74: ('GroupIds', 'i3'), 75: ('GroupIds', 'i3'), 76: ('GroupIds', 'i3'), 77: ('GroupIds', None), 78: ('GroupIds', None), 79: ('GroupIds', None), 80: ('GroupIds', None), 81: ('IncludeAuthorizedOperations+IncludeTopologyDescription', None), 83: ('_tagged', None), 84: ('_tagged', None), 85: ('_tagged', None), 93: ('Key', None), 94: ('Key', None), 95: ('Key', None), 96: ('Key', None), 97: ('Key', None), 98: ('Key', None), 99: ('Key', None), 100: ('Key', None), 101: ('Key', None), 102: ('Key', None), 103: ('Value', None), 104: ('Value', None), 105: ('Value', None), 106: ('Value', None), 107: ('Value', None), 108: ('Value', None), 109: ('Value', None), 110: ('Value', None), 111: ('Value', None), 112: ('Value', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('Name', None), 125: ('Name', None), 126: ('Name', None), 127: ('Name', None), 128: ('Name', None), 129: ('Name', None), 130: ('Name', None), 131: ('Name', None), 132: ('Name', None), 133: ('Name', None), 134: ('Partitions+ReplicationFactor', None), 135: ('TopicConfigs', None), 136: ('TopicConfigs', None), 137: ('TopicConfigs', None), 138: ('TopicConfigs', None), 139: ('TopicConfigs', None), 140: ('TopicConfigs', None), 141: ('TopicConfigs', None), 142: ('TopicConfigs', None), 143: ('TopicConfigs', None), 144: ('TopicConfigs[{}].Key', 'i7'), 145: ('TopicConfigs[{}].Key', 'i7'), 146: ('TopicConfigs[{}].Key', 'i7'), 147: ('TopicConfigs[{}].Key', 'i7'), 148: ('TopicConfigs[{}].Key', 'i7'), 149: ('TopicConfigs[{}].Key', 'i7'), 150: ('TopicConfigs[{}].Key', 'i7'), 151: ('TopicConfigs[{}].Key', 'i7'), 152: ('TopicConfigs[{}].Key', 'i7'), 153: ('TopicConfigs[{}].Key', 'i7'), 154: ('TopicConfigs[{}].Value', 'i7'), 155: ('TopicConfigs[{}].Value', 'i7'), 156: ('TopicConfigs[{}].Value', 'i7'), 157: ('TopicConfigs[{}].Value', 'i7'), 158: ('TopicConfigs[{}].Value', 'i7'), 159: ('TopicConfigs[{}].Value', 'i7'), 160: ('TopicConfigs[{}].Value', 'i7'), 161: ('TopicConfigs[{}].Value', 'i7'), 162: ('TopicConfigs[{}].Value', 'i7'), 163: ('TopicConfigs[{}].Value', 'i7'), 164: ('TopicConfigs', 'i7'), 165: ('TopicConfigs', 'i7'), 166: ('TopicConfigs', 'i7'), 167: ('TopicConfigs', 'i7'), 168: ('TopicConfigs', 'i7'), 169: ('TopicConfigs', None), 170: ('TopicConfigs', None), 171: ('TopicConfigs', None), 172: ('TopicConfigs', None), 174: ('_tagged', None), 175: ('_tagged', None), 176: ('_tagged', None), 184: ('SubtopologyId', None), 185: ('SubtopologyId', None), 186: ('SubtopologyId', None), 187: ('SubtopologyId', None), 188: ('SubtopologyId', None), 189: ('SubtopologyId', None), 190: ('SubtopologyId', None), 191: ('SubtopologyId', None), 192: ('SubtopologyId', None), 193: ('SubtopologyId', None), 194: ('SourceTopics', None), 195: ('SourceTopics', None), 196: ('SourceTopics', None), 197: ('SourceTopics', None), 198: ('SourceTopics', None), 199: ('SourceTopics', None), 200: ('SourceTopics', None), 201: ('SourceTopics', None), 202: ('SourceTopics', None), 203: ('SourceTopics', 'i5'), 204: ('SourceTopics', 'i5'), 205: ('SourceTopics', 'i5'), 206: ('SourceTopics', 'i5'), 207: ('SourceTopics', 'i5'), 208: ('SourceTopics', 'i5'), 209: ('SourceTopics', 'i5'), 210: ('SourceTopics', 'i5'), 211: ('SourceTopics', 'i5'), 212: ('SourceTopics', 'i5'), 213: ('SourceTopics', 'i5'), 214: ('SourceTopics', None), 215: ('SourceTopics', None), 216: ('SourceTopics', None), 217: ('SourceTopics', None), 218: ('RepartitionSinkTopics', None), 219: ('RepartitionSinkTopics', None), 220: ('RepartitionSinkTopics', None), 221: ('RepartitionSinkTopics', None), 222: ('RepartitionSinkTopics', None), 223: ('RepartitionSinkTopics', None), 224: ('RepartitionSinkTopics', None), 225: ('RepartitionSinkTopics', None), 226: ('RepartitionSinkTopics', None), 227: ('RepartitionSinkTopics', 'i10'), 228: ('RepartitionSinkTopics', 'i10'), 229: ('RepartitionSinkTopics', 'i10'), 230: ('RepartitionSinkTopics', 'i10'), 231: ('RepartitionSinkTopics', 'i10'), 232: ('RepartitionSinkTopics', 'i10'), 233: ('RepartitionSinkTopics', 'i10'), 234: ('RepartitionSinkTopics', 'i10'), 235: ('RepartitionSinkTopics', 'i10'), 236: ('RepartitionSinkTopics', 'i10'), 237: ('RepartitionSinkTopics', 'i10'), 238: ('RepartitionSinkTopics', None), 239: ('RepartitionSinkTopics', None), 240: ('RepartitionSinkTopics', None), 241: ('RepartitionSinkTopics', None), 242: ('StateChangelogTopics', None), 243: ('StateChangelogTopics', None), 244: ('StateChangelogTopics', None), 245: ('StateChangelogTopics', None), 246: ('StateChangelogTopics', None), 247: ('StateChangelogTopics', None), 248: ('StateChangelogTopics', None), 249: ('StateChangelogTopics', None), 250: ('StateChangelogTopics', None), 251: ('StateChangelogTopics', 'i15'), 252: ('StateChangelogTopics', 'i15'), 253: ('StateChangelogTopics', None), 254: ('StateChangelogTopics', None), 255: ('StateChangelogTopics', None), 256: ('StateChangelogTopics', None), 257: ('RepartitionSourceTopics', None), 258: ('RepartitionSourceTopics', None), 259: ('RepartitionSourceTopics', None), 260: ('RepartitionSourceTopics', None), 261: ('RepartitionSourceTopics', None), 262: ('RepartitionSourceTopics', None), 263: ('RepartitionSourceTopics', None), 264: ('RepartitionSourceTopics', None), 265: ('RepartitionSourceTopics', None), 266: ('RepartitionSourceTopics', 'i19'), 267: ('RepartitionSourceTopics', 'i19'), 268: ('RepartitionSourceTopics', None), 269: ('RepartitionSourceTopics', None), 270: ('RepartitionSourceTopics', None), 271: ('RepartitionSourceTopics', None), 273: ('_tagged', None), 274: ('_tagged', None), 275: ('_tagged', None), 283: ('Epoch', None), 284: ('Subtopologies', None), 285: ('Subtopologies', None), 286: ('Subtopologies', None), 287: ('Subtopologies', None), 288: ('Subtopologies', None), 289: ('Subtopologies', None), 290: ('Subtopologies', None), 291: ('Subtopologies', None), 292: ('Subtopologies', None), 293: ('Subtopologies', 'i4'), 294: ('Subtopologies', 'i4'), 295: ('Subtopologies', None), 296: ('Subtopologies', None), 297: ('Subtopologies', None), 298: ('Subtopologies', None), 300: ('_tagged', None), 301: ('_tagged', None), 302: ('_tagged', None), 310: ('Host', None), 311: ('Host', None), 312: ('Host', None), 313: ('Host', None), 314: ('Host', None), 315: ('Host', None), 316: ('Host', None), 317: ('Host', None), 318: ('Host', None), 319: ('Host', None), 320: ('Port', None), 322: ('_tagged', None), 323: ('_tagged', None), 324: ('_tagged', None), 332: ('SubtopologyId', None), 333: ('SubtopologyId', None), 334: ('SubtopologyId', None), 335: ('SubtopologyId', None), 336: ('SubtopologyId', None), 337: ('SubtopologyId', None), 338: ('SubtopologyId', None), 339: ('SubtopologyId', None), 340: ('SubtopologyId', None), 341: ('SubtopologyId', None), 342: ('Partition+Offset', None), 344: ('_tagged', None), 345: ('_tagged', None), 346: ('_tagged', None), 354: ('SubtopologyId', None), 355: ('SubtopologyId', None), 356: ('SubtopologyId', None), 357: ('SubtopologyId', None), 358: ('SubtopologyId', None), 359: ('SubtopologyId', None), 360: ('SubtopologyId', None), 361: ('SubtopologyId', None), 362: ('SubtopologyId', None), 363: ('SubtopologyId', None), 364: ('Partitions', None), 365: ('Partitions', None), 366: ('Partitions', None), 367: ('Partitions', None), 368: ('Partitions', None), 369: ('Partitions', None), 370: ('Partitions', None), 371: ('Partitions', None), 372: ('Partitions', None), 373: ('Partitions', None), 374: ('Partitions', None), 375: ('Partitions', None), 377: ('_tagged', None), 378: ('_tagged', None), 379: ('_tagged', None), 387: ('ActiveTasks', None), 388: ('ActiveTasks', None), 389: ('ActiveTasks', None), 390: ('ActiveTasks', None), 391: ('ActiveTasks', None), 392: ('ActiveTasks', None), 393: ('ActiveTasks', None), 394: ('ActiveTasks', None), 395: ('ActiveTasks', None), 396: ('ActiveTasks[{}].SubtopologyId', 'i3'), 397: ('ActiveTasks[{}].SubtopologyId', 'i3'), 398: ('ActiveTasks[{}].SubtopologyId', 'i3'), 399: ('ActiveTasks[{}].SubtopologyId', 'i3'), 400: ('ActiveTasks[{}].SubtopologyId', 'i3'), 401: ('ActiveTasks[{}].SubtopologyId', 'i3'), 402: ('ActiveTasks[{}].SubtopologyId', 'i3'), 403: ('ActiveTasks[{}].SubtopologyId', 'i3'), 404: ('ActiveTasks[{}].SubtopologyId', 'i3'), 405: ('ActiveTasks[{}].SubtopologyId', 'i3'), 406: ('ActiveTasks[{}].Partitions', 'i3'), 407: ('ActiveTasks[{}].Partitions', 'i3'), 408: ('ActiveTasks[{}].Partitions', 'i3'), 409: ('ActiveTasks[{}].Partitions', 'i3'), 410: ('ActiveTasks[{}].Partitions', 'i3'), 411: ('ActiveTasks[{}].Partitions', 'i3'), 412: ('ActiveTasks[{}].Partitions', 'i3'), 413: ('ActiveTasks[{}].Partitions', 'i3'), 414: ('ActiveTasks[{}].Partitions', 'i3'), 415: ('ActiveTasks[{}].Partitions', 'i3'), 416: ('ActiveTasks[{}].Partitions', 'i3'), 417: ('ActiveTasks[{}].Partitions', 'i3'), 418: ('ActiveTasks', 'i3'), 419: ('ActiveTasks', 'i3'), 420: ('ActiveTasks', 'i3'), 421: ('ActiveTasks', 'i3'), 422: ('ActiveTasks', 'i3'), 423: ('ActiveTasks', None), 424: ('ActiveTasks', None), 425: ('ActiveTasks', None), 426: ('ActiveTasks', None), 427: ('StandbyTasks', None), 428: ('StandbyTasks', None), 429: ('StandbyTasks', None), 430: ('StandbyTasks', None), 431: ('StandbyTasks', None), 432: ('StandbyTasks', None), 433: ('StandbyTasks', None), 434: ('StandbyTasks', None), 435: ('StandbyTasks', None), 436: ('StandbyTasks[{}].SubtopologyId', 'i11'), 437: ('StandbyTasks[{}].SubtopologyId', 'i11'), 438: ('StandbyTasks[{}].SubtopologyId', 'i11'), 439: ('StandbyTasks[{}].SubtopologyId', 'i11'), 440: ('StandbyTasks[{}].SubtopologyId', 'i11'), 441: ('StandbyTasks[{}].SubtopologyId', 'i11'), 442: ('StandbyTasks[{}].SubtopologyId', 'i11'), 443: ('StandbyTasks[{}].SubtopologyId', 'i11'), 444: ('StandbyTasks[{}].SubtopologyId', 'i11'), 445: ('StandbyTasks[{}].SubtopologyId', 'i11'), 446: ('StandbyTasks[{}].Partitions', 'i11'), 447: ('StandbyTasks[{}].Partitions', 'i11'), 448: ('StandbyTasks[{}].Partitions', 'i11'), 449: ('StandbyTasks[{}].Partitions', 'i11'), 450: ('StandbyTasks[{}].Partitions', 'i11'), 451: ('StandbyTasks[{}].Partitions', 'i11'), 452: ('StandbyTasks[{}].Partitions', 'i11'), 453: ('StandbyTasks[{}].Partitions', 'i11'), 454: ('StandbyTasks[{}].Partitions', 'i11'), 455: ('StandbyTasks[{}].Partitions', 'i11'), 456: ('StandbyTasks[{}].Partitions', 'i11'), 457: ('StandbyTasks[{}].Partitions', 'i11'), 458: ('StandbyTasks', 'i11'), 459: ('StandbyTasks', 'i11'), 460: ('StandbyTasks', 'i11'), 461: ('StandbyTasks', 'i11'), 462: ('StandbyTasks', 'i11'), 463: ('StandbyTasks', None), 464: ('StandbyTasks', None), 465: ('StandbyTasks', None), 466: ('StandbyTasks', None), 467: ('WarmupTasks', None), 468: ('WarmupTasks', None), 469: ('WarmupTasks', None), 470: ('WarmupTasks', None), 471: ('WarmupTasks', None), 472: ('WarmupTasks', None), 473: ('WarmupTasks', None), 474: ('WarmupTasks', None), 475: ('WarmupTasks', None), 476: ('WarmupTasks[{}].SubtopologyId', 'i19'), 477: ('WarmupTasks[{}].SubtopologyId', 'i19'), 478: ('WarmupTasks[{}].SubtopologyId', 'i19'), 479: ('WarmupTasks[{}].SubtopologyId', 'i19'), 480: ('WarmupTasks[{}].SubtopologyId', 'i19'), 481: ('WarmupTasks[{}].SubtopologyId', 'i19'), 482: ('WarmupTasks[{}].SubtopologyId', 'i19'), 483: ('WarmupTasks[{}].SubtopologyId', 'i19'), 484: ('WarmupTasks[{}].SubtopologyId', 'i19'), 485: ('WarmupTasks[{}].SubtopologyId', 'i19'), 486: ('WarmupTasks[{}].Partitions', 'i19'), 487: ('WarmupTasks[{}].Partitions', 'i19'), 488: ('WarmupTasks[{}].Partitions', 'i19'), 489: ('WarmupTasks[{}].Partitions', 'i19'), 490: ('WarmupTasks[{}].Partitions', 'i19'), 491: ('WarmupTasks[{}].Partitions', 'i19'), 492: ('WarmupTasks[{}].Partitions', 'i19'), 493: ('WarmupTasks[{}].Partitions', 'i19'), 494: ('WarmupTasks[{}].Partitions', 'i19'), 495: ('WarmupTasks[{}].Partitions', 'i19'), 496: ('WarmupTasks[{}].Partitions', 'i19'), 497: ('WarmupTasks[{}].Partitions', 'i19'), 498: ('WarmupTasks', 'i19'), 499: ('WarmupTasks', 'i19'), 500: ('WarmupTasks', 'i19'), 501: ('WarmupTasks', 'i19'), 502: ('WarmupTasks', 'i19'), 503: ('WarmupTasks', None), 504: ('WarmupTasks', None), 505: ('WarmupTasks', None), 506: ('WarmupTasks', None), 508: ('_tagged', None), 509: ('_tagged', None), 510: ('_tagged', None), 518: ('MemberId', None), 519: ('MemberId', None), 520: ('MemberId', None), 521: ('MemberId', None), 522: ('MemberId', None), 523: ('MemberId', None), 524: ('MemberId', None), 525: ('MemberId', None), 526: ('MemberId', None), 527: ('MemberId', None), 528: ('MemberEpoch', None), 529: ('InstanceId', None), 530: ('InstanceId', None), 531: ('InstanceId', None), 532: ('InstanceId', None), 533: ('InstanceId', None), 534: ('InstanceId', None), 535: ('InstanceId', None), 536: ('InstanceId', None), 537: ('InstanceId', None), 538: ('InstanceId', None), 539: ('RackId', None), 540: ('RackId', None), 541: ('RackId', None), 542: ('RackId', None), 543: ('RackId', None), 544: ('RackId', None), 545: ('RackId', None), 546: ('RackId', None), 547: ('RackId', None), 548: ('RackId', None), 549: ('ClientId', None), 550: ('ClientId', None), 551: ('ClientId', None), 552: ('ClientId', None), 553: ('ClientId', None), 554: ('ClientId', None), 555: ('ClientId', None), 556: ('ClientId', None), 557: ('ClientId', None), 558: ('ClientId', None), 559: ('ClientHost', None), 560: ('ClientHost', None), 561: ('ClientHost', None), 562: ('ClientHost', None), 563: ('ClientHost', None), 564: ('ClientHost', None), 565: ('ClientHost', None), 566: ('ClientHost', None), 567: ('ClientHost', None), 568: ('ClientHost', None), 569: ('TopologyEpoch', None), 570: ('ProcessId', None), 571: ('ProcessId', None), 572: ('ProcessId', None), 573: ('ProcessId', None), 574: ('ProcessId', None), 575: ('ProcessId', None), 576: ('ProcessId', None), 577: ('ProcessId', None), 578: ('ProcessId', None), 579: ('ProcessId', None), 580: ('UserEndpoint', None), 581: ('UserEndpoint', None), 582: ('UserEndpoint', None), 583: ('UserEndpoint', None), 584: ('UserEndpoint', None), 585: ('ClientTags', None), 586: ('ClientTags', None), 587: ('ClientTags', None), 588: ('ClientTags', None), 589: ('ClientTags', None), 590: ('ClientTags', None), 591: ('ClientTags', None), 592: ('ClientTags', None), 593: ('ClientTags', None), 594: ('ClientTags[{}].Key', 'i19'), 595: ('ClientTags[{}].Key', 'i19'), 596: ('ClientTags[{}].Key', 'i19'), 597: ('ClientTags[{}].Key', 'i19'), 598: ('ClientTags[{}].Key', 'i19'), 599: ('ClientTags[{}].Key', 'i19'), 600: ('ClientTags[{}].Key', 'i19'), 601: ('ClientTags[{}].Key', 'i19'), 602: ('ClientTags[{}].Key', 'i19'), 603: ('ClientTags[{}].Key', 'i19'), 604: ('ClientTags[{}].Value', 'i19'), 605: ('ClientTags[{}].Value', 'i19'), 606: ('ClientTags[{}].Value', 'i19'), 607: ('ClientTags[{}].Value', 'i19'), 608: ('ClientTags[{}].Value', 'i19'), 609: ('ClientTags[{}].Value', 'i19'), 610: ('ClientTags[{}].Value', 'i19'), 611: ('ClientTags[{}].Value', 'i19'), 612: ('ClientTags[{}].Value', 'i19'), 613: ('ClientTags[{}].Value', 'i19'), 614: ('ClientTags', 'i19'), 615: ('ClientTags', 'i19'), 616: ('ClientTags', 'i19'), 617: ('ClientTags', 'i19'), 618: ('ClientTags', 'i19'), 619: ('ClientTags', None), 620: ('ClientTags', None), 621: ('ClientTags', None), 622: ('ClientTags', None), 623: ('TaskOffsets', None), 624: ('TaskOffsets', None), 625: ('TaskOffsets', None), 626: ('TaskOffsets', None), 627: ('TaskOffsets', None), 628: ('TaskOffsets', None), 629: ('TaskOffsets', None), 630: ('TaskOffsets', None), 631: ('TaskOffsets', None), 632: ('TaskOffsets[{}].SubtopologyId', 'i27'), 633: ('TaskOffsets[{}].SubtopologyId', 'i27'), 634: ('TaskOffsets[{}].SubtopologyId', 'i27'), 635: ('TaskOffsets[{}].SubtopologyId', 'i27'), 636: ('TaskOffsets[{}].SubtopologyId', 'i27'), 637: ('TaskOffsets[{}].SubtopologyId', 'i27'), 638: ('TaskOffsets[{}].SubtopologyId', 'i27'), 639: ('TaskOffsets[{}].SubtopologyId', 'i27'), 640: ('TaskOffsets[{}].SubtopologyId', 'i27'), 641: ('TaskOffsets[{}].SubtopologyId', 'i27'), 642: ('TaskOffsets[{}].Partition+Offset', 'i27'), 643: ('TaskOffsets', 'i27'), 644: ('TaskOffsets', 'i27'), 645: ('TaskOffsets', 'i27'), 646: ('TaskOffsets', 'i27'), 647: ('TaskOffsets', 'i27'), 648: ('TaskOffsets', None), 649: ('TaskOffsets', None), 650: ('TaskOffsets', None), 651: ('TaskOffsets', None), 652: ('TaskEndOffsets', None), 653: ('TaskEndOffsets', None), 654: ('TaskEndOffsets', None), 655: ('TaskEndOffsets', None), 656: ('TaskEndOffsets', None), 657: ('TaskEndOffsets', None), 658: ('TaskEndOffsets', None), 659: ('TaskEndOffsets', None), 660: ('TaskEndOffsets', None), 661: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 662: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 663: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 664: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 665: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 666: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 667: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 668: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 669: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 670: ('TaskEndOffsets[{}].SubtopologyId', 'i35'), 671: ('TaskEndOffsets[{}].Partition+Offset', 'i35'), 672: ('TaskEndOffsets', 'i35'), 673: ('TaskEndOffsets', 'i35'), 674: ('TaskEndOffsets', 'i35'), 675: ('TaskEndOffsets', 'i35'), 676: ('TaskEndOffsets', 'i35'), 677: ('TaskEndOffsets', None), 678: ('TaskEndOffsets', None), 679: ('TaskEndOffsets', None), 680: ('TaskEndOffsets', None), 681: ('Assignment', None), 682: ('TargetAssignment', None), 683: ('IsClassic', None), 685: ('_tagged', None), 686: ('_tagged', None), 687: ('_tagged', None), 695: ('ErrorCode', None), 696: ('ErrorMessage', None), 697: ('ErrorMessage', None), 698: ('ErrorMessage', None), 699: ('ErrorMessage', None), 700: ('ErrorMessage', None), 701: ('ErrorMessage', None), 702: ('ErrorMessage', None), 703: ('ErrorMessage', None), 704: ('ErrorMessage', None), 705: ('ErrorMessage', None), 706: ('GroupId', None), 707: ('GroupId', None), 708: ('GroupId', None), 709: ('GroupId', None), 710: ('GroupId', None), 711: ('GroupId', None), 712: ('GroupId', None), 713: ('GroupId', None), 714: ('GroupId', None), 715: ('GroupId', None), 716: ('GroupState', None), 717: ('GroupState', None), 718: ('GroupState', None), 719: ('GroupState', None), 720: ('GroupState', None), 721: ('GroupState', None), 722: ('GroupState', None), 723: ('GroupState', None), 724: ('GroupState', None), 725: ('GroupState', None), 726: ('GroupEpoch+AssignmentEpoch', None), 727: ('Topology', None), 728: ('Topology', None), 729: ('Topology', None), 730: ('Topology', None), 731: ('Topology', None), 732: ('Members', None), 733: ('Members', None), 734: ('Members', None), 735: ('Members', None), 736: ('Members', None), 737: ('Members', None), 738: ('Members', None), 739: ('Members', None), 740: ('Members', None), 741: ('Members', 'i14'), 742: ('Members', 'i14'), 743: ('Members', None), 744: ('Members', None), 745: ('Members', None), 746: ('Members', None), 747: ('AuthorizedOperations', None), 749: ('_tagged', None), 750: ('_tagged', None), 751: ('_tagged', None), 759: ('ThrottleTimeMs', None), 760: ('Groups', None), 761: ('Groups', None), 762: ('Groups', None), 763: ('Groups', None), 764: ('Groups', None), 765: ('Groups', None), 766: ('Groups', None), 767: ('Groups', None), 768: ('Groups', None), 769: ('Groups', 'i4'), 770: ('Groups', 'i4'), 771: ('Groups', None), 772: ('Groups', None), 773: ('Groups', None), 774: ('Groups', None), 776: ('_tagged', None), 777: ('_tagged', None), 778: ('_tagged', None), 786: ('Name', None), 787: ('Name', None), 788: ('Name', None), 789: ('Name', None), 790: ('Name', None), 791: ('Name', None), 792: ('Name', None), 793: ('Name', None), 794: ('Name', None), 795: ('Name', None), 796: ('NodeType', None), 797: ('SourceTopics', None), 798: ('SourceTopics', None), 799: ('SourceTopics', None), 800: ('SourceTopics', None), 801: ('SourceTopics', None), 802: ('SourceTopics', None), 803: ('SourceTopics', None), 804: ('SourceTopics', None), 805: ('SourceTopics', None), 806: ('SourceTopics', 'i6'), 807: ('SourceTopics', 'i6'), 808: ('SourceTopics', 'i6'), 809: ('SourceTopics', 'i6'), 810: ('SourceTopics', 'i6'), 811: ('SourceTopics', 'i6'), 812: ('SourceTopics', 'i6'), 813: ('SourceTopics', 'i6'), 814: ('SourceTopics', 'i6'), 815: ('SourceTopics', 'i6'), 816: ('SourceTopics', 'i6'), 817: ('SourceTopics', None), 818: ('SourceTopics', None), 819: ('SourceTopics', None), 820: ('SourceTopics', None), 821: ('SinkTopic', None), 822: ('SinkTopic', None), 823: ('SinkTopic', None), 824: ('SinkTopic', None), 825: ('SinkTopic', None), 826: ('SinkTopic', None), 827: ('SinkTopic', None), 828: ('SinkTopic', None), 829: ('SinkTopic', None), 830: ('SinkTopic', None), 831: ('Stores', None), 832: ('Stores', None), 833: ('Stores', None), 834: ('Stores', None), 835: ('Stores', None), 836: ('Stores', None), 837: ('Stores', None), 838: ('Stores', None), 839: ('Stores', None), 840: ('Stores', 'i13'), 841: ('Stores', 'i13'), 842: ('Stores', 'i13'), 843: ('Stores', 'i13'), 844: ('Stores', 'i13'), 845: ('Stores', 'i13'), 846: ('Stores', 'i13'), 847: ('Stores', 'i13'), 848: ('Stores', 'i13'), 849: ('Stores', 'i13'), 850: ('Stores', 'i13'), 851: ('Stores', None), 852: ('Stores', None), 853: ('Stores', None), 854: ('Stores', None), 855: ('Successors', None), 856: ('Successors', None), 857: ('Successors', None), 858: ('Successors', None), 859: ('Successors', None), 860: ('Successors', None), 861: ('Successors', None), 862: ('Successors', None), 863: ('Successors', None), 864: ('Successors', 'i18'), 865: ('Successors', 'i18'), 866: ('Successors', 'i18'), 867: ('Successors', 'i18'), 868: ('Successors', 'i18'), 869: ('Successors', 'i18'), 870: ('Successors', 'i18'), 871: ('Successors', 'i18'), 872: ('Successors', 'i18'), 873: ('Successors', 'i18'), 874: ('Successors', 'i18'), 875: ('Successors', None), 876: ('Successors', None), 877: ('Successors', None), 878: ('Successors', None), 880: ('_tagged', None), 881: ('_tagged', None), 882: ('_tagged', None), 890: ('SubtopologyId', None), 891: ('SubtopologyId', None), 892: ('SubtopologyId', None), 893: ('SubtopologyId', None), 894: ('SubtopologyId', None), 895: ('SubtopologyId', None), 896: ('SubtopologyId', None), 897: ('SubtopologyId', None), 898: ('SubtopologyId', None), 899: ('SubtopologyId', None), 900: ('Nodes', None), 901: ('Nodes', None), 902: ('Nodes', None), 903: ('Nodes', None), 904: ('Nodes', None), 905: ('Nodes', None), 906: ('Nodes', None), 907: ('Nodes', None), 908: ('Nodes', None), 909: ('Nodes[{}].Name', 'i5'), 910: ('Nodes[{}].Name', 'i5'), 911: ('Nodes[{}].Name', 'i5'), 912: ('Nodes[{}].Name', 'i5'), 913: ('Nodes[{}].Name', 'i5'), 914: ('Nodes[{}].Name', 'i5'), 915: ('Nodes[{}].Name', 'i5'), 916: ('Nodes[{}].Name', 'i5'), 917: ('Nodes[{}].Name', 'i5'), 918: ('Nodes[{}].Name', 'i5'), 919: ('Nodes[{}].NodeType', 'i5'), 920: ('Nodes[{}].SourceTopics', 'i5'), 921: ('Nodes[{}].SourceTopics', 'i5'), 922: ('Nodes[{}].SourceTopics', 'i5'), 923: ('Nodes[{}].SourceTopics', 'i5'), 924: ('Nodes[{}].SourceTopics', 'i5'), 925: ('Nodes[{}].SourceTopics', 'i5'), 926: ('Nodes[{}].SourceTopics', 'i5'), 927: ('Nodes[{}].SourceTopics', 'i5'), 928: ('Nodes[{}].SourceTopics', 'i5'), 929: ('Nodes[{}].SourceTopics', 'i5'), 930: ('Nodes[{}].SourceTopics', 'i5'), 931: ('Nodes[{}].SourceTopics', 'i5'), 932: ('Nodes[{}].SourceTopics', 'i5'), 933: ('Nodes[{}].SourceTopics', 'i5'), 934: ('Nodes[{}].SourceTopics', 'i5'), 935: ('Nodes[{}].SourceTopics', 'i5'), 936: ('Nodes[{}].SourceTopics', 'i5'), 937: ('Nodes[{}].SourceTopics', 'i5'), 938: ('Nodes[{}].SourceTopics', 'i5'), 939: ('Nodes[{}].SourceTopics', 'i5'), 940: ('Nodes[{}].SourceTopics', 'i5'), 941: ('Nodes[{}].SourceTopics', 'i5'), 942: ('Nodes[{}].SourceTopics', 'i5'), 943: ('Nodes[{}].SourceTopics', 'i5'), 944: ('Nodes[{}].SinkTopic', 'i5'), 945: ('Nodes[{}].SinkTopic', 'i5'), 946: ('Nodes[{}].SinkTopic', 'i5'), 947: ('Nodes[{}].SinkTopic', 'i5'), 948: ('Nodes[{}].SinkTopic', 'i5'), 949: ('Nodes[{}].SinkTopic', 'i5'), 950: ('Nodes[{}].SinkTopic', 'i5'), 951: ('Nodes[{}].SinkTopic', 'i5'), 952: ('Nodes[{}].SinkTopic', 'i5'), 953: ('Nodes[{}].SinkTopic', 'i5'), 954: ('Nodes[{}].Stores', 'i5'), 955: ('Nodes[{}].Stores', 'i5'), 956: ('Nodes[{}].Stores', 'i5'), 957: ('Nodes[{}].Stores', 'i5'), 958: ('Nodes[{}].Stores', 'i5'), 959: ('Nodes[{}].Stores', 'i5'), 960: ('Nodes[{}].Stores', 'i5'), 961: ('Nodes[{}].Stores', 'i5'), 962: ('Nodes[{}].Stores', 'i5'), 963: ('Nodes[{}].Stores', 'i5'), 964: ('Nodes[{}].Stores', 'i5'), 965: ('Nodes[{}].Stores', 'i5'), 966: ('Nodes[{}].Stores', 'i5'), 967: ('Nodes[{}].Stores', 'i5'), 968: ('Nodes[{}].Stores', 'i5'), 969: ('Nodes[{}].Stores', 'i5'), 970: ('Nodes[{}].Stores', 'i5'), 971: ('Nodes[{}].Stores', 'i5'), 972: ('Nodes[{}].Stores', 'i5'), 973: ('Nodes[{}].Stores', 'i5'), 974: ('Nodes[{}].Stores', 'i5'), 975: ('Nodes[{}].Stores', 'i5'), 976: ('Nodes[{}].Stores', 'i5'), 977: ('Nodes[{}].Stores', 'i5'), 978: ('Nodes[{}].Successors', 'i5'), 979: ('Nodes[{}].Successors', 'i5'), 980: ('Nodes[{}].Successors', 'i5'), 981: ('Nodes[{}].Successors', 'i5'), 982: ('Nodes[{}].Successors', 'i5'), 983: ('Nodes[{}].Successors', 'i5'), 984: ('Nodes[{}].Successors', 'i5'), 985: ('Nodes[{}].Successors', 'i5'), 986: ('Nodes[{}].Successors', 'i5'), 987: ('Nodes[{}].Successors', 'i5'), 988: ('Nodes[{}].Successors', 'i5'), 989: ('Nodes[{}].Successors', 'i5'), 990: ('Nodes[{}].Successors', 'i5'), 991: ('Nodes[{}].Successors', 'i5'), 992: ('Nodes[{}].Successors', 'i5'), 993: ('Nodes[{}].Successors', 'i5'), 994: ('Nodes[{}].Successors', 'i5'), 995: ('Nodes[{}].Successors', 'i5'), 996: ('Nodes[{}].Successors', 'i5'), 997: ('Nodes[{}].Successors', 'i5'), 998: ('Nodes[{}].Successors', 'i5'), 999: ('Nodes[{}].Successors', 'i5'), 1000: ('Nodes[{}].Successors', 'i5'), 1001: ('Nodes[{}].Successors', 'i5'), 1002: ('Nodes', 'i5'), 1003: ('Nodes', 'i5'), 1004: ('Nodes', 'i5'), 1005: ('Nodes', 'i5'), 1006: ('Nodes', 'i5'), 1007: ('Nodes', None), 1008: ('Nodes', None), 1009: ('Nodes', None), 1010: ('Nodes', None), 1012: ('_tagged', None), 1013: ('_tagged', None), 1014: ('_tagged', None), 1022: ('Source', None), 1023: ('Processor', None), 1025: ('_tagged', None), 1026: ('_tagged', None), 1027: ('_tagged', None), 1035: ('Subtopologies', None), 1036: ('Subtopologies', None), 1037: ('Subtopologies', None), 1038: ('Subtopologies', None), 1039: ('Subtopologies', None), 1040: ('Subtopologies', None), 1041: ('Subtopologies', None), 1042: ('Subtopologies', None), 1043: ('Subtopologies', None), 1044: ('Subtopologies', 'i3'), 1045: ('Subtopologies', 'i3'), 1046: ('Subtopologies', None), 1047: ('Subtopologies', None), 1048: ('Subtopologies', None), 1049: ('Subtopologies', None), 1050: ('GlobalStores', None), 1051: ('GlobalStores', None), 1052: ('GlobalStores', None), 1053: ('GlobalStores', None), 1054: ('GlobalStores', None), 1055: ('GlobalStores', None), 1056: ('GlobalStores', None), 1057: ('GlobalStores', None), 1058: ('GlobalStores', None), 1059: ('GlobalStores', 'i7'), 1060: ('GlobalStores', 'i7'), 1061: ('GlobalStores', None), 1062: ('GlobalStores', None), 1063: ('GlobalStores', None), 1064: ('GlobalStores', None), 1066: ('_tagged', None), 1067: ('_tagged', None), 1068: ('_tagged', None), 1076: ('ErrorCode', None), 1077: ('ErrorMessage', None), 1078: ('ErrorMessage', None), 1079: ('ErrorMessage', None), 1080: ('ErrorMessage', None), 1081: ('ErrorMessage', None), 1082: ('ErrorMessage', None), 1083: ('ErrorMessage', None), 1084: ('ErrorMessage', None), 1085: ('ErrorMessage', None), 1086: ('ErrorMessage', None), 1087: ('GroupId', None), 1088: ('GroupId', None), 1089: ('GroupId', None), 1090: ('GroupId', None), 1091: ('GroupId', None), 1092: ('GroupId', None), 1093: ('GroupId', None), 1094: ('GroupId', None), 1095: ('GroupId', None), 1096: ('GroupId', None), 1097: ('GroupState', None), 1098: ('GroupState', None), 1099: ('GroupState', None), 1100: ('GroupState', None), 1101: ('GroupState', None), 1102: ('GroupState', None), 1103: ('GroupState', None), 1104: ('GroupState', None), 1105: ('GroupState', None), 1106: ('GroupState', None), 1107: ('GroupEpoch+AssignmentEpoch', None), 1108: ('Topology', None), 1109: ('Topology', None), 1110: ('Topology', None), 1111: ('Topology', None), 1112: ('Topology', None), 1113: ('Members', None), 1114: ('Members', None), 1115: ('Members', None), 1116: ('Members', None), 1117: ('Members', None), 1118: ('Members', None), 1119: ('Members', None), 1120: ('Members', None), 1121: ('Members', None), 1122: ('Members', 'i14'), 1123: ('Members', 'i14'), 1124: ('Members', None), 1125: ('Members', None), 1126: ('Members', None), 1127: ('Members', None), 1128: ('AuthorizedOperations', None), 1129: ('TopologyDescription', None), 1130: ('TopologyDescription', None), 1131: ('TopologyDescription', None), 1132: ('TopologyDescription', None), 1133: ('TopologyDescription', None), 1134: ('TopologyDescriptionStatus', None), 1136: ('_tagged', None), 1137: ('_tagged', None), 1138: ('_tagged', None), 1146: ('ThrottleTimeMs', None), 1147: ('Groups', None), 1148: ('Groups', None), 1149: ('Groups', None), 1150: ('Groups', None), 1151: ('Groups', None), 1152: ('Groups', None), 1153: ('Groups', None), 1154: ('Groups', None), 1155: ('Groups', None), 1156: ('Groups', 'i4'), 1157: ('Groups', 'i4'), 1158: ('Groups', None), 1159: ('Groups', None), 1160: ('Groups', None), 1161: ('Groups', None), 1163: ('_tagged', None), 1164: ('_tagged', None), 1165: ('_tagged', None)}

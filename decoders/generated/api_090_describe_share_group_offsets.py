@@ -3,8 +3,6 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>16s').unpack_from
 _U2 = _struct.Struct('>iqih').unpack_from
@@ -13,7 +11,7 @@ _U4 = _struct.Struct('>iqiqh').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -31,8 +29,8 @@ def _f0(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -41,12 +39,12 @@ def _f0(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -64,8 +62,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -83,8 +81,8 @@ def _f1(b, p):
                 n9 -= 1
                 if n9 >= 0:
                     if n9 * 4 > L - p: raise _rt.short_count(n9, L - p)
-                    _B[0] -= n9
-                    if _B[0] < 0: raise _rt.over_budget(n9)
+                    B.left -= n9
+                    if B.left < 0: raise _rt.over_budget(n9)
                     v8 = _Ai(b, p, n9); p += n9 * 4
                 elif n9 == -1:
                     v8 = None
@@ -93,7 +91,7 @@ def _f1(b, p):
                 d10 = {"TopicName": v6, "Partitions": v8}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d10)
+                if t: p = _rt.tags(b, p, t, _T0, d10, B)
                 v3.append(d10)
         elif n4 == -1:
             v3 = None
@@ -102,12 +100,12 @@ def _f1(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -115,11 +113,11 @@ def _f2(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -128,12 +126,12 @@ def _f2(b, p):
         d = {"Groups": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U2(b, p); p += 18
@@ -150,12 +148,12 @@ def _f3(b, p):
         d = {"PartitionIndex": v1, "StartOffset": v2, "LeaderEpoch": v3, "ErrorCode": v4, "ErrorMessage": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -174,8 +172,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 20 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, = _U2(b, p); p += 18
@@ -192,7 +190,7 @@ def _f4(b, p):
                 d13 = {"PartitionIndex": v7, "StartOffset": v8, "LeaderEpoch": v9, "ErrorCode": v10, "ErrorMessage": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d13)
+                if t: p = _rt.tags(b, p, t, _T0, d13, B)
                 v4.append(d13)
         elif n5 == -1:
             v4 = None
@@ -201,12 +199,12 @@ def _f4(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "Partitions": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -224,11 +222,11 @@ def _f5(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f4(b, p)
+                x6, p = _f4(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -248,12 +246,12 @@ def _f5(b, p):
         d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7, "ErrorMessage": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f6(b, p):
+def _f6(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -262,11 +260,11 @@ def _f6(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f5(b, p)
+                x5, p = _f5(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -275,12 +273,12 @@ def _f6(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f7(b, p):
+def _f7(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, v5, = _U4(b, p); p += 26
@@ -297,12 +295,12 @@ def _f7(b, p):
         d = {"PartitionIndex": v1, "StartOffset": v2, "LeaderEpoch": v3, "Lag": v4, "ErrorCode": v5, "ErrorMessage": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f8(b, p):
+def _f8(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -321,8 +319,8 @@ def _f8(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 28 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, v9, v10, v11, = _U4(b, p); p += 26
@@ -339,7 +337,7 @@ def _f8(b, p):
                 d14 = {"PartitionIndex": v7, "StartOffset": v8, "LeaderEpoch": v9, "Lag": v10, "ErrorCode": v11, "ErrorMessage": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v4.append(d14)
         elif n5 == -1:
             v4 = None
@@ -348,12 +346,12 @@ def _f8(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "Partitions": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f9(b, p):
+def _f9(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -371,11 +369,11 @@ def _f9(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 19 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f8(b, p)
+                x6, p = _f8(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -395,12 +393,12 @@ def _f9(b, p):
         d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7, "ErrorMessage": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f10(b, p):
+def _f10(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -409,11 +407,11 @@ def _f10(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 6 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f9(b, p)
+                x5, p = _f9(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -422,7 +420,7 @@ def _f10(b, p):
         d = {"ThrottleTimeMs": v1, "Groups": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -434,4 +432,4 @@ NAME = 'DescribeShareGroupOffsets'
 REQUEST = {0: _f2, 1: _f2}
 RESPONSE = {0: _f6, 1: _f10}
 
-_LINES = {19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 42: ('_tagged', None), 43: ('_tagged', None), 44: ('_tagged', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('GroupId', None), 61: ('GroupId', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics[{}].TopicName', 'i5'), 72: ('Topics[{}].TopicName', 'i5'), 73: ('Topics[{}].TopicName', 'i5'), 74: ('Topics[{}].TopicName', 'i5'), 75: ('Topics[{}].TopicName', 'i5'), 76: ('Topics[{}].TopicName', 'i5'), 77: ('Topics[{}].TopicName', 'i5'), 78: ('Topics[{}].TopicName', 'i5'), 79: ('Topics[{}].TopicName', 'i5'), 80: ('Topics[{}].TopicName', 'i5'), 81: ('Topics[{}].Partitions', 'i5'), 82: ('Topics[{}].Partitions', 'i5'), 83: ('Topics[{}].Partitions', 'i5'), 84: ('Topics[{}].Partitions', 'i5'), 85: ('Topics[{}].Partitions', 'i5'), 86: ('Topics[{}].Partitions', 'i5'), 87: ('Topics[{}].Partitions', 'i5'), 88: ('Topics[{}].Partitions', 'i5'), 89: ('Topics[{}].Partitions', 'i5'), 90: ('Topics[{}].Partitions', 'i5'), 91: ('Topics[{}].Partitions', 'i5'), 92: ('Topics[{}].Partitions', 'i5'), 93: ('Topics', 'i5'), 94: ('Topics', 'i5'), 95: ('Topics', 'i5'), 96: ('Topics', 'i5'), 97: ('Topics', 'i5'), 98: ('Topics', None), 99: ('Topics', None), 100: ('Topics', None), 101: ('Topics', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Groups', None), 114: ('Groups', None), 115: ('Groups', None), 116: ('Groups', None), 117: ('Groups', None), 118: ('Groups', None), 119: ('Groups', None), 120: ('Groups', None), 121: ('Groups', None), 122: ('Groups', 'i3'), 123: ('Groups', 'i3'), 124: ('Groups', None), 125: ('Groups', None), 126: ('Groups', None), 127: ('Groups', None), 129: ('_tagged', None), 130: ('_tagged', None), 131: ('_tagged', None), 139: ('PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 148: ('ErrorMessage', None), 149: ('ErrorMessage', None), 151: ('_tagged', None), 152: ('_tagged', None), 153: ('_tagged', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicName', None), 170: ('TopicName', None), 171: ('TopicId', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions', None), 180: ('Partitions', None), 181: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', 'i6'), 182: ('Partitions[{}].ErrorMessage', 'i6'), 183: ('Partitions[{}].ErrorMessage', 'i6'), 184: ('Partitions[{}].ErrorMessage', 'i6'), 185: ('Partitions[{}].ErrorMessage', 'i6'), 186: ('Partitions[{}].ErrorMessage', 'i6'), 187: ('Partitions[{}].ErrorMessage', 'i6'), 188: ('Partitions[{}].ErrorMessage', 'i6'), 189: ('Partitions[{}].ErrorMessage', 'i6'), 190: ('Partitions[{}].ErrorMessage', 'i6'), 191: ('Partitions[{}].ErrorMessage', 'i6'), 192: ('Partitions', 'i6'), 193: ('Partitions', 'i6'), 194: ('Partitions', 'i6'), 195: ('Partitions', 'i6'), 196: ('Partitions', 'i6'), 197: ('Partitions', None), 198: ('Partitions', None), 199: ('Partitions', None), 200: ('Partitions', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None), 212: ('GroupId', None), 213: ('GroupId', None), 214: ('GroupId', None), 215: ('GroupId', None), 216: ('GroupId', None), 217: ('GroupId', None), 218: ('GroupId', None), 219: ('GroupId', None), 220: ('GroupId', None), 221: ('GroupId', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', 'i5'), 232: ('Topics', 'i5'), 233: ('Topics', None), 234: ('Topics', None), 235: ('Topics', None), 236: ('Topics', None), 237: ('ErrorCode', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 246: ('ErrorMessage', None), 247: ('ErrorMessage', None), 249: ('_tagged', None), 250: ('_tagged', None), 251: ('_tagged', None), 259: ('ThrottleTimeMs', None), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', None), 268: ('Groups', None), 269: ('Groups', 'i4'), 270: ('Groups', 'i4'), 271: ('Groups', None), 272: ('Groups', None), 273: ('Groups', None), 274: ('Groups', None), 276: ('_tagged', None), 277: ('_tagged', None), 278: ('_tagged', None), 286: ('PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 295: ('ErrorMessage', None), 296: ('ErrorMessage', None), 298: ('_tagged', None), 299: ('_tagged', None), 300: ('_tagged', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('TopicName', None), 315: ('TopicName', None), 316: ('TopicName', None), 317: ('TopicName', None), 318: ('TopicId', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions', None), 327: ('Partitions', None), 328: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', 'i6'), 329: ('Partitions[{}].ErrorMessage', 'i6'), 330: ('Partitions[{}].ErrorMessage', 'i6'), 331: ('Partitions[{}].ErrorMessage', 'i6'), 332: ('Partitions[{}].ErrorMessage', 'i6'), 333: ('Partitions[{}].ErrorMessage', 'i6'), 334: ('Partitions[{}].ErrorMessage', 'i6'), 335: ('Partitions[{}].ErrorMessage', 'i6'), 336: ('Partitions[{}].ErrorMessage', 'i6'), 337: ('Partitions[{}].ErrorMessage', 'i6'), 338: ('Partitions[{}].ErrorMessage', 'i6'), 339: ('Partitions', 'i6'), 340: ('Partitions', 'i6'), 341: ('Partitions', 'i6'), 342: ('Partitions', 'i6'), 343: ('Partitions', 'i6'), 344: ('Partitions', None), 345: ('Partitions', None), 346: ('Partitions', None), 347: ('Partitions', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('GroupId', None), 364: ('GroupId', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('GroupId', None), 368: ('GroupId', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', None), 377: ('Topics', None), 378: ('Topics', 'i5'), 379: ('Topics', 'i5'), 380: ('Topics', None), 381: ('Topics', None), 382: ('Topics', None), 383: ('Topics', None), 384: ('ErrorCode', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('ErrorMessage', None), 390: ('ErrorMessage', None), 391: ('ErrorMessage', None), 392: ('ErrorMessage', None), 393: ('ErrorMessage', None), 394: ('ErrorMessage', None), 396: ('_tagged', None), 397: ('_tagged', None), 398: ('_tagged', None), 406: ('ThrottleTimeMs', None), 407: ('Groups', None), 408: ('Groups', None), 409: ('Groups', None), 410: ('Groups', None), 411: ('Groups', None), 412: ('Groups', None), 413: ('Groups', None), 414: ('Groups', None), 415: ('Groups', None), 416: ('Groups', 'i4'), 417: ('Groups', 'i4'), 418: ('Groups', None), 419: ('Groups', None), 420: ('Groups', None), 421: ('Groups', None), 423: ('_tagged', None), 424: ('_tagged', None), 425: ('_tagged', None)}
+_LINES = {17: ('TopicName', None), 18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 25: ('TopicName', None), 26: ('TopicName', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 34: ('Partitions', None), 35: ('Partitions', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 40: ('_tagged', None), 41: ('_tagged', None), 42: ('_tagged', None), 50: ('GroupId', None), 51: ('GroupId', None), 52: ('GroupId', None), 53: ('GroupId', None), 54: ('GroupId', None), 55: ('GroupId', None), 56: ('GroupId', None), 57: ('GroupId', None), 58: ('GroupId', None), 59: ('GroupId', None), 60: ('Topics', None), 61: ('Topics', None), 62: ('Topics', None), 63: ('Topics', None), 64: ('Topics', None), 65: ('Topics', None), 66: ('Topics', None), 67: ('Topics', None), 68: ('Topics', None), 69: ('Topics[{}].TopicName', 'i5'), 70: ('Topics[{}].TopicName', 'i5'), 71: ('Topics[{}].TopicName', 'i5'), 72: ('Topics[{}].TopicName', 'i5'), 73: ('Topics[{}].TopicName', 'i5'), 74: ('Topics[{}].TopicName', 'i5'), 75: ('Topics[{}].TopicName', 'i5'), 76: ('Topics[{}].TopicName', 'i5'), 77: ('Topics[{}].TopicName', 'i5'), 78: ('Topics[{}].TopicName', 'i5'), 79: ('Topics[{}].Partitions', 'i5'), 80: ('Topics[{}].Partitions', 'i5'), 81: ('Topics[{}].Partitions', 'i5'), 82: ('Topics[{}].Partitions', 'i5'), 83: ('Topics[{}].Partitions', 'i5'), 84: ('Topics[{}].Partitions', 'i5'), 85: ('Topics[{}].Partitions', 'i5'), 86: ('Topics[{}].Partitions', 'i5'), 87: ('Topics[{}].Partitions', 'i5'), 88: ('Topics[{}].Partitions', 'i5'), 89: ('Topics[{}].Partitions', 'i5'), 90: ('Topics[{}].Partitions', 'i5'), 91: ('Topics', 'i5'), 92: ('Topics', 'i5'), 93: ('Topics', 'i5'), 94: ('Topics', 'i5'), 95: ('Topics', 'i5'), 96: ('Topics', None), 97: ('Topics', None), 98: ('Topics', None), 99: ('Topics', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('Groups', None), 112: ('Groups', None), 113: ('Groups', None), 114: ('Groups', None), 115: ('Groups', None), 116: ('Groups', None), 117: ('Groups', None), 118: ('Groups', None), 119: ('Groups', None), 120: ('Groups', 'i3'), 121: ('Groups', 'i3'), 122: ('Groups', None), 123: ('Groups', None), 124: ('Groups', None), 125: ('Groups', None), 127: ('_tagged', None), 128: ('_tagged', None), 129: ('_tagged', None), 137: ('PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', None), 138: ('ErrorMessage', None), 139: ('ErrorMessage', None), 140: ('ErrorMessage', None), 141: ('ErrorMessage', None), 142: ('ErrorMessage', None), 143: ('ErrorMessage', None), 144: ('ErrorMessage', None), 145: ('ErrorMessage', None), 146: ('ErrorMessage', None), 147: ('ErrorMessage', None), 149: ('_tagged', None), 150: ('_tagged', None), 151: ('_tagged', None), 159: ('TopicName', None), 160: ('TopicName', None), 161: ('TopicName', None), 162: ('TopicName', None), 163: ('TopicName', None), 164: ('TopicName', None), 165: ('TopicName', None), 166: ('TopicName', None), 167: ('TopicName', None), 168: ('TopicName', None), 169: ('TopicId', None), 170: ('Partitions', None), 171: ('Partitions', None), 172: ('Partitions', None), 173: ('Partitions', None), 174: ('Partitions', None), 175: ('Partitions', None), 176: ('Partitions', None), 177: ('Partitions', None), 178: ('Partitions', None), 179: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+ErrorCode', 'i6'), 180: ('Partitions[{}].ErrorMessage', 'i6'), 181: ('Partitions[{}].ErrorMessage', 'i6'), 182: ('Partitions[{}].ErrorMessage', 'i6'), 183: ('Partitions[{}].ErrorMessage', 'i6'), 184: ('Partitions[{}].ErrorMessage', 'i6'), 185: ('Partitions[{}].ErrorMessage', 'i6'), 186: ('Partitions[{}].ErrorMessage', 'i6'), 187: ('Partitions[{}].ErrorMessage', 'i6'), 188: ('Partitions[{}].ErrorMessage', 'i6'), 189: ('Partitions[{}].ErrorMessage', 'i6'), 190: ('Partitions', 'i6'), 191: ('Partitions', 'i6'), 192: ('Partitions', 'i6'), 193: ('Partitions', 'i6'), 194: ('Partitions', 'i6'), 195: ('Partitions', None), 196: ('Partitions', None), 197: ('Partitions', None), 198: ('Partitions', None), 200: ('_tagged', None), 201: ('_tagged', None), 202: ('_tagged', None), 210: ('GroupId', None), 211: ('GroupId', None), 212: ('GroupId', None), 213: ('GroupId', None), 214: ('GroupId', None), 215: ('GroupId', None), 216: ('GroupId', None), 217: ('GroupId', None), 218: ('GroupId', None), 219: ('GroupId', None), 220: ('Topics', None), 221: ('Topics', None), 222: ('Topics', None), 223: ('Topics', None), 224: ('Topics', None), 225: ('Topics', None), 226: ('Topics', None), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', 'i5'), 230: ('Topics', 'i5'), 231: ('Topics', None), 232: ('Topics', None), 233: ('Topics', None), 234: ('Topics', None), 235: ('ErrorCode', None), 236: ('ErrorMessage', None), 237: ('ErrorMessage', None), 238: ('ErrorMessage', None), 239: ('ErrorMessage', None), 240: ('ErrorMessage', None), 241: ('ErrorMessage', None), 242: ('ErrorMessage', None), 243: ('ErrorMessage', None), 244: ('ErrorMessage', None), 245: ('ErrorMessage', None), 247: ('_tagged', None), 248: ('_tagged', None), 249: ('_tagged', None), 257: ('ThrottleTimeMs', None), 258: ('Groups', None), 259: ('Groups', None), 260: ('Groups', None), 261: ('Groups', None), 262: ('Groups', None), 263: ('Groups', None), 264: ('Groups', None), 265: ('Groups', None), 266: ('Groups', None), 267: ('Groups', 'i4'), 268: ('Groups', 'i4'), 269: ('Groups', None), 270: ('Groups', None), 271: ('Groups', None), 272: ('Groups', None), 274: ('_tagged', None), 275: ('_tagged', None), 276: ('_tagged', None), 284: ('PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', None), 285: ('ErrorMessage', None), 286: ('ErrorMessage', None), 287: ('ErrorMessage', None), 288: ('ErrorMessage', None), 289: ('ErrorMessage', None), 290: ('ErrorMessage', None), 291: ('ErrorMessage', None), 292: ('ErrorMessage', None), 293: ('ErrorMessage', None), 294: ('ErrorMessage', None), 296: ('_tagged', None), 297: ('_tagged', None), 298: ('_tagged', None), 306: ('TopicName', None), 307: ('TopicName', None), 308: ('TopicName', None), 309: ('TopicName', None), 310: ('TopicName', None), 311: ('TopicName', None), 312: ('TopicName', None), 313: ('TopicName', None), 314: ('TopicName', None), 315: ('TopicName', None), 316: ('TopicId', None), 317: ('Partitions', None), 318: ('Partitions', None), 319: ('Partitions', None), 320: ('Partitions', None), 321: ('Partitions', None), 322: ('Partitions', None), 323: ('Partitions', None), 324: ('Partitions', None), 325: ('Partitions', None), 326: ('Partitions[{}].PartitionIndex+StartOffset+LeaderEpoch+Lag+ErrorCode', 'i6'), 327: ('Partitions[{}].ErrorMessage', 'i6'), 328: ('Partitions[{}].ErrorMessage', 'i6'), 329: ('Partitions[{}].ErrorMessage', 'i6'), 330: ('Partitions[{}].ErrorMessage', 'i6'), 331: ('Partitions[{}].ErrorMessage', 'i6'), 332: ('Partitions[{}].ErrorMessage', 'i6'), 333: ('Partitions[{}].ErrorMessage', 'i6'), 334: ('Partitions[{}].ErrorMessage', 'i6'), 335: ('Partitions[{}].ErrorMessage', 'i6'), 336: ('Partitions[{}].ErrorMessage', 'i6'), 337: ('Partitions', 'i6'), 338: ('Partitions', 'i6'), 339: ('Partitions', 'i6'), 340: ('Partitions', 'i6'), 341: ('Partitions', 'i6'), 342: ('Partitions', None), 343: ('Partitions', None), 344: ('Partitions', None), 345: ('Partitions', None), 347: ('_tagged', None), 348: ('_tagged', None), 349: ('_tagged', None), 357: ('GroupId', None), 358: ('GroupId', None), 359: ('GroupId', None), 360: ('GroupId', None), 361: ('GroupId', None), 362: ('GroupId', None), 363: ('GroupId', None), 364: ('GroupId', None), 365: ('GroupId', None), 366: ('GroupId', None), 367: ('Topics', None), 368: ('Topics', None), 369: ('Topics', None), 370: ('Topics', None), 371: ('Topics', None), 372: ('Topics', None), 373: ('Topics', None), 374: ('Topics', None), 375: ('Topics', None), 376: ('Topics', 'i5'), 377: ('Topics', 'i5'), 378: ('Topics', None), 379: ('Topics', None), 380: ('Topics', None), 381: ('Topics', None), 382: ('ErrorCode', None), 383: ('ErrorMessage', None), 384: ('ErrorMessage', None), 385: ('ErrorMessage', None), 386: ('ErrorMessage', None), 387: ('ErrorMessage', None), 388: ('ErrorMessage', None), 389: ('ErrorMessage', None), 390: ('ErrorMessage', None), 391: ('ErrorMessage', None), 392: ('ErrorMessage', None), 394: ('_tagged', None), 395: ('_tagged', None), 396: ('_tagged', None), 404: ('ThrottleTimeMs', None), 405: ('Groups', None), 406: ('Groups', None), 407: ('Groups', None), 408: ('Groups', None), 409: ('Groups', None), 410: ('Groups', None), 411: ('Groups', None), 412: ('Groups', None), 413: ('Groups', None), 414: ('Groups', 'i4'), 415: ('Groups', 'i4'), 416: ('Groups', None), 417: ('Groups', None), 418: ('Groups', None), 419: ('Groups', None), 421: ('_tagged', None), 422: ('_tagged', None), 423: ('_tagged', None)}

@@ -3,26 +3,24 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>iq').unpack_from
 _U1 = _struct.Struct('>ih').unpack_from
 _U2 = _struct.Struct('>16s').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 12
         d = {"PartitionIndex": v1, "StartOffset": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -40,15 +38,15 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 13 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U0(b, p); p += 12
                 d8 = {"PartitionIndex": v6, "StartOffset": v7}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -57,12 +55,12 @@ def _f1(b, p):
         d = {"TopicName": v1, "Partitions": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -80,11 +78,11 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 3 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
-                x6, p = _f1(b, p)
+                x6, p = _f1(b, p, B)
                 v3.append(x6)
         elif n4 == -1:
             v3 = None
@@ -93,12 +91,12 @@ def _f2(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -115,12 +113,12 @@ def _f3(b, p):
         d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -139,8 +137,8 @@ def _f4(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 8 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 v7, v8, = _U1(b, p); p += 6
@@ -157,7 +155,7 @@ def _f4(b, p):
                 d11 = {"PartitionIndex": v7, "ErrorCode": v8, "ErrorMessage": v9}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v4.append(d11)
         elif n5 == -1:
             v4 = None
@@ -166,12 +164,12 @@ def _f4(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "Partitions": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 6
@@ -190,11 +188,11 @@ def _f5(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 19 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f4(b, p)
+                x8, p = _f4(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -203,7 +201,7 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -215,4 +213,4 @@ NAME = 'AlterShareGroupOffsets'
 REQUEST = {0: _f2}
 RESPONSE = {0: _f5}
 
-_LINES = {16: ('PartitionIndex+StartOffset', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('TopicName', None), 37: ('TopicName', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions', None), 46: ('Partitions', None), 47: ('Partitions[{}].PartitionIndex+StartOffset', 'i5'), 48: ('Partitions', 'i5'), 49: ('Partitions', 'i5'), 50: ('Partitions', 'i5'), 51: ('Partitions', 'i5'), 52: ('Partitions', 'i5'), 53: ('Partitions', None), 54: ('Partitions', None), 55: ('Partitions', None), 56: ('Partitions', None), 58: ('_tagged', None), 59: ('_tagged', None), 60: ('_tagged', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('GroupId', None), 72: ('GroupId', None), 73: ('GroupId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('GroupId', None), 77: ('GroupId', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', None), 86: ('Topics', None), 87: ('Topics', 'i5'), 88: ('Topics', 'i5'), 89: ('Topics', None), 90: ('Topics', None), 91: ('Topics', None), 92: ('Topics', None), 94: ('_tagged', None), 95: ('_tagged', None), 96: ('_tagged', None), 104: ('PartitionIndex+ErrorCode', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 113: ('ErrorMessage', None), 114: ('ErrorMessage', None), 116: ('_tagged', None), 117: ('_tagged', None), 118: ('_tagged', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('TopicName', None), 129: ('TopicName', None), 130: ('TopicName', None), 131: ('TopicName', None), 132: ('TopicName', None), 133: ('TopicName', None), 134: ('TopicName', None), 135: ('TopicName', None), 136: ('TopicId', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions', None), 145: ('Partitions', None), 146: ('Partitions[{}].PartitionIndex+ErrorCode', 'i6'), 147: ('Partitions[{}].ErrorMessage', 'i6'), 148: ('Partitions[{}].ErrorMessage', 'i6'), 149: ('Partitions[{}].ErrorMessage', 'i6'), 150: ('Partitions[{}].ErrorMessage', 'i6'), 151: ('Partitions[{}].ErrorMessage', 'i6'), 152: ('Partitions[{}].ErrorMessage', 'i6'), 153: ('Partitions[{}].ErrorMessage', 'i6'), 154: ('Partitions[{}].ErrorMessage', 'i6'), 155: ('Partitions[{}].ErrorMessage', 'i6'), 156: ('Partitions[{}].ErrorMessage', 'i6'), 157: ('Partitions', 'i6'), 158: ('Partitions', 'i6'), 159: ('Partitions', 'i6'), 160: ('Partitions', 'i6'), 161: ('Partitions', 'i6'), 162: ('Partitions', None), 163: ('Partitions', None), 164: ('Partitions', None), 165: ('Partitions', None), 167: ('_tagged', None), 168: ('_tagged', None), 169: ('_tagged', None), 177: ('ThrottleTimeMs+ErrorCode', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('ErrorMessage', None), 187: ('ErrorMessage', None), 188: ('Responses', None), 189: ('Responses', None), 190: ('Responses', None), 191: ('Responses', None), 192: ('Responses', None), 193: ('Responses', None), 194: ('Responses', None), 195: ('Responses', None), 196: ('Responses', None), 197: ('Responses', 'i7'), 198: ('Responses', 'i7'), 199: ('Responses', None), 200: ('Responses', None), 201: ('Responses', None), 202: ('Responses', None), 204: ('_tagged', None), 205: ('_tagged', None), 206: ('_tagged', None)}
+_LINES = {14: ('PartitionIndex+StartOffset', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('TopicName', None), 27: ('TopicName', None), 28: ('TopicName', None), 29: ('TopicName', None), 30: ('TopicName', None), 31: ('TopicName', None), 32: ('TopicName', None), 33: ('TopicName', None), 34: ('TopicName', None), 35: ('TopicName', None), 36: ('Partitions', None), 37: ('Partitions', None), 38: ('Partitions', None), 39: ('Partitions', None), 40: ('Partitions', None), 41: ('Partitions', None), 42: ('Partitions', None), 43: ('Partitions', None), 44: ('Partitions', None), 45: ('Partitions[{}].PartitionIndex+StartOffset', 'i5'), 46: ('Partitions', 'i5'), 47: ('Partitions', 'i5'), 48: ('Partitions', 'i5'), 49: ('Partitions', 'i5'), 50: ('Partitions', 'i5'), 51: ('Partitions', None), 52: ('Partitions', None), 53: ('Partitions', None), 54: ('Partitions', None), 56: ('_tagged', None), 57: ('_tagged', None), 58: ('_tagged', None), 66: ('GroupId', None), 67: ('GroupId', None), 68: ('GroupId', None), 69: ('GroupId', None), 70: ('GroupId', None), 71: ('GroupId', None), 72: ('GroupId', None), 73: ('GroupId', None), 74: ('GroupId', None), 75: ('GroupId', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', 'i5'), 86: ('Topics', 'i5'), 87: ('Topics', None), 88: ('Topics', None), 89: ('Topics', None), 90: ('Topics', None), 92: ('_tagged', None), 93: ('_tagged', None), 94: ('_tagged', None), 102: ('PartitionIndex+ErrorCode', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 106: ('ErrorMessage', None), 107: ('ErrorMessage', None), 108: ('ErrorMessage', None), 109: ('ErrorMessage', None), 110: ('ErrorMessage', None), 111: ('ErrorMessage', None), 112: ('ErrorMessage', None), 114: ('_tagged', None), 115: ('_tagged', None), 116: ('_tagged', None), 124: ('TopicName', None), 125: ('TopicName', None), 126: ('TopicName', None), 127: ('TopicName', None), 128: ('TopicName', None), 129: ('TopicName', None), 130: ('TopicName', None), 131: ('TopicName', None), 132: ('TopicName', None), 133: ('TopicName', None), 134: ('TopicId', None), 135: ('Partitions', None), 136: ('Partitions', None), 137: ('Partitions', None), 138: ('Partitions', None), 139: ('Partitions', None), 140: ('Partitions', None), 141: ('Partitions', None), 142: ('Partitions', None), 143: ('Partitions', None), 144: ('Partitions[{}].PartitionIndex+ErrorCode', 'i6'), 145: ('Partitions[{}].ErrorMessage', 'i6'), 146: ('Partitions[{}].ErrorMessage', 'i6'), 147: ('Partitions[{}].ErrorMessage', 'i6'), 148: ('Partitions[{}].ErrorMessage', 'i6'), 149: ('Partitions[{}].ErrorMessage', 'i6'), 150: ('Partitions[{}].ErrorMessage', 'i6'), 151: ('Partitions[{}].ErrorMessage', 'i6'), 152: ('Partitions[{}].ErrorMessage', 'i6'), 153: ('Partitions[{}].ErrorMessage', 'i6'), 154: ('Partitions[{}].ErrorMessage', 'i6'), 155: ('Partitions', 'i6'), 156: ('Partitions', 'i6'), 157: ('Partitions', 'i6'), 158: ('Partitions', 'i6'), 159: ('Partitions', 'i6'), 160: ('Partitions', None), 161: ('Partitions', None), 162: ('Partitions', None), 163: ('Partitions', None), 165: ('_tagged', None), 166: ('_tagged', None), 167: ('_tagged', None), 175: ('ThrottleTimeMs+ErrorCode', None), 176: ('ErrorMessage', None), 177: ('ErrorMessage', None), 178: ('ErrorMessage', None), 179: ('ErrorMessage', None), 180: ('ErrorMessage', None), 181: ('ErrorMessage', None), 182: ('ErrorMessage', None), 183: ('ErrorMessage', None), 184: ('ErrorMessage', None), 185: ('ErrorMessage', None), 186: ('Responses', None), 187: ('Responses', None), 188: ('Responses', None), 189: ('Responses', None), 190: ('Responses', None), 191: ('Responses', None), 192: ('Responses', None), 193: ('Responses', None), 194: ('Responses', None), 195: ('Responses', 'i7'), 196: ('Responses', 'i7'), 197: ('Responses', None), 198: ('Responses', None), 199: ('Responses', None), 200: ('Responses', None), 202: ('_tagged', None), 203: ('_tagged', None), 204: ('_tagged', None)}

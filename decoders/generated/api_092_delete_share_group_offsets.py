@@ -3,13 +3,11 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>ih').unpack_from
 _U1 = _struct.Struct('>16sh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -25,12 +23,12 @@ def _f0(b, p):
         d = {"TopicName": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -48,8 +46,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 2 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -65,7 +63,7 @@ def _f1(b, p):
                 d8 = {"TopicName": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -74,12 +72,12 @@ def _f1(b, p):
         d = {"GroupId": v1, "Topics": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -106,12 +104,12 @@ def _f2(b, p):
         d = {"TopicName": v1, "TopicId": _rt.uuid(v3), "ErrorCode": v4, "ErrorMessage": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -130,8 +128,8 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 21 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
                 n9 = b[p]; p += 1
@@ -158,7 +156,7 @@ def _f3(b, p):
                 d14 = {"TopicName": v8, "TopicId": _rt.uuid(v10), "ErrorCode": v11, "ErrorMessage": v12}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v5.append(d14)
         elif n6 == -1:
             v5 = None
@@ -167,7 +165,7 @@ def _f3(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -179,4 +177,4 @@ NAME = 'DeleteShareGroupOffsets'
 REQUEST = {0: _f1}
 RESPONSE = {0: _f3}
 
-_LINES = {15: ('TopicName', None), 16: ('TopicName', None), 17: ('TopicName', None), 18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 23: ('TopicName', None), 24: ('TopicName', None), 26: ('_tagged', None), 27: ('_tagged', None), 28: ('_tagged', None), 36: ('GroupId', None), 37: ('GroupId', None), 38: ('GroupId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('GroupId', None), 45: ('GroupId', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics', None), 54: ('Topics', None), 55: ('Topics[{}].TopicName', 'i5'), 56: ('Topics[{}].TopicName', 'i5'), 57: ('Topics[{}].TopicName', 'i5'), 58: ('Topics[{}].TopicName', 'i5'), 59: ('Topics[{}].TopicName', 'i5'), 60: ('Topics[{}].TopicName', 'i5'), 61: ('Topics[{}].TopicName', 'i5'), 62: ('Topics[{}].TopicName', 'i5'), 63: ('Topics[{}].TopicName', 'i5'), 64: ('Topics[{}].TopicName', 'i5'), 65: ('Topics', 'i5'), 66: ('Topics', 'i5'), 67: ('Topics', 'i5'), 68: ('Topics', 'i5'), 69: ('Topics', 'i5'), 70: ('Topics', None), 71: ('Topics', None), 72: ('Topics', None), 73: ('Topics', None), 75: ('_tagged', None), 76: ('_tagged', None), 77: ('_tagged', None), 85: ('TopicName', None), 86: ('TopicName', None), 87: ('TopicName', None), 88: ('TopicName', None), 89: ('TopicName', None), 90: ('TopicName', None), 91: ('TopicName', None), 92: ('TopicName', None), 93: ('TopicName', None), 94: ('TopicName', None), 95: ('TopicId+ErrorCode', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 104: ('ErrorMessage', None), 105: ('ErrorMessage', None), 107: ('_tagged', None), 108: ('_tagged', None), 109: ('_tagged', None), 117: ('ThrottleTimeMs+ErrorCode', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ErrorMessage', None), 125: ('ErrorMessage', None), 126: ('ErrorMessage', None), 127: ('ErrorMessage', None), 128: ('Responses', None), 129: ('Responses', None), 130: ('Responses', None), 131: ('Responses', None), 132: ('Responses', None), 133: ('Responses', None), 134: ('Responses', None), 135: ('Responses', None), 136: ('Responses', None), 137: ('Responses[{}].TopicName', 'i7'), 138: ('Responses[{}].TopicName', 'i7'), 139: ('Responses[{}].TopicName', 'i7'), 140: ('Responses[{}].TopicName', 'i7'), 141: ('Responses[{}].TopicName', 'i7'), 142: ('Responses[{}].TopicName', 'i7'), 143: ('Responses[{}].TopicName', 'i7'), 144: ('Responses[{}].TopicName', 'i7'), 145: ('Responses[{}].TopicName', 'i7'), 146: ('Responses[{}].TopicName', 'i7'), 147: ('Responses[{}].TopicId+ErrorCode', 'i7'), 148: ('Responses[{}].ErrorMessage', 'i7'), 149: ('Responses[{}].ErrorMessage', 'i7'), 150: ('Responses[{}].ErrorMessage', 'i7'), 151: ('Responses[{}].ErrorMessage', 'i7'), 152: ('Responses[{}].ErrorMessage', 'i7'), 153: ('Responses[{}].ErrorMessage', 'i7'), 154: ('Responses[{}].ErrorMessage', 'i7'), 155: ('Responses[{}].ErrorMessage', 'i7'), 156: ('Responses[{}].ErrorMessage', 'i7'), 157: ('Responses[{}].ErrorMessage', 'i7'), 158: ('Responses', 'i7'), 159: ('Responses', 'i7'), 160: ('Responses', 'i7'), 161: ('Responses', 'i7'), 162: ('Responses', 'i7'), 163: ('Responses', None), 164: ('Responses', None), 165: ('Responses', None), 166: ('Responses', None), 168: ('_tagged', None), 169: ('_tagged', None), 170: ('_tagged', None)}
+_LINES = {13: ('TopicName', None), 14: ('TopicName', None), 15: ('TopicName', None), 16: ('TopicName', None), 17: ('TopicName', None), 18: ('TopicName', None), 19: ('TopicName', None), 20: ('TopicName', None), 21: ('TopicName', None), 22: ('TopicName', None), 24: ('_tagged', None), 25: ('_tagged', None), 26: ('_tagged', None), 34: ('GroupId', None), 35: ('GroupId', None), 36: ('GroupId', None), 37: ('GroupId', None), 38: ('GroupId', None), 39: ('GroupId', None), 40: ('GroupId', None), 41: ('GroupId', None), 42: ('GroupId', None), 43: ('GroupId', None), 44: ('Topics', None), 45: ('Topics', None), 46: ('Topics', None), 47: ('Topics', None), 48: ('Topics', None), 49: ('Topics', None), 50: ('Topics', None), 51: ('Topics', None), 52: ('Topics', None), 53: ('Topics[{}].TopicName', 'i5'), 54: ('Topics[{}].TopicName', 'i5'), 55: ('Topics[{}].TopicName', 'i5'), 56: ('Topics[{}].TopicName', 'i5'), 57: ('Topics[{}].TopicName', 'i5'), 58: ('Topics[{}].TopicName', 'i5'), 59: ('Topics[{}].TopicName', 'i5'), 60: ('Topics[{}].TopicName', 'i5'), 61: ('Topics[{}].TopicName', 'i5'), 62: ('Topics[{}].TopicName', 'i5'), 63: ('Topics', 'i5'), 64: ('Topics', 'i5'), 65: ('Topics', 'i5'), 66: ('Topics', 'i5'), 67: ('Topics', 'i5'), 68: ('Topics', None), 69: ('Topics', None), 70: ('Topics', None), 71: ('Topics', None), 73: ('_tagged', None), 74: ('_tagged', None), 75: ('_tagged', None), 83: ('TopicName', None), 84: ('TopicName', None), 85: ('TopicName', None), 86: ('TopicName', None), 87: ('TopicName', None), 88: ('TopicName', None), 89: ('TopicName', None), 90: ('TopicName', None), 91: ('TopicName', None), 92: ('TopicName', None), 93: ('TopicId+ErrorCode', None), 94: ('ErrorMessage', None), 95: ('ErrorMessage', None), 96: ('ErrorMessage', None), 97: ('ErrorMessage', None), 98: ('ErrorMessage', None), 99: ('ErrorMessage', None), 100: ('ErrorMessage', None), 101: ('ErrorMessage', None), 102: ('ErrorMessage', None), 103: ('ErrorMessage', None), 105: ('_tagged', None), 106: ('_tagged', None), 107: ('_tagged', None), 115: ('ThrottleTimeMs+ErrorCode', None), 116: ('ErrorMessage', None), 117: ('ErrorMessage', None), 118: ('ErrorMessage', None), 119: ('ErrorMessage', None), 120: ('ErrorMessage', None), 121: ('ErrorMessage', None), 122: ('ErrorMessage', None), 123: ('ErrorMessage', None), 124: ('ErrorMessage', None), 125: ('ErrorMessage', None), 126: ('Responses', None), 127: ('Responses', None), 128: ('Responses', None), 129: ('Responses', None), 130: ('Responses', None), 131: ('Responses', None), 132: ('Responses', None), 133: ('Responses', None), 134: ('Responses', None), 135: ('Responses[{}].TopicName', 'i7'), 136: ('Responses[{}].TopicName', 'i7'), 137: ('Responses[{}].TopicName', 'i7'), 138: ('Responses[{}].TopicName', 'i7'), 139: ('Responses[{}].TopicName', 'i7'), 140: ('Responses[{}].TopicName', 'i7'), 141: ('Responses[{}].TopicName', 'i7'), 142: ('Responses[{}].TopicName', 'i7'), 143: ('Responses[{}].TopicName', 'i7'), 144: ('Responses[{}].TopicName', 'i7'), 145: ('Responses[{}].TopicId+ErrorCode', 'i7'), 146: ('Responses[{}].ErrorMessage', 'i7'), 147: ('Responses[{}].ErrorMessage', 'i7'), 148: ('Responses[{}].ErrorMessage', 'i7'), 149: ('Responses[{}].ErrorMessage', 'i7'), 150: ('Responses[{}].ErrorMessage', 'i7'), 151: ('Responses[{}].ErrorMessage', 'i7'), 152: ('Responses[{}].ErrorMessage', 'i7'), 153: ('Responses[{}].ErrorMessage', 'i7'), 154: ('Responses[{}].ErrorMessage', 'i7'), 155: ('Responses[{}].ErrorMessage', 'i7'), 156: ('Responses', 'i7'), 157: ('Responses', 'i7'), 158: ('Responses', 'i7'), 159: ('Responses', 'i7'), 160: ('Responses', 'i7'), 161: ('Responses', None), 162: ('Responses', None), 163: ('Responses', None), 164: ('Responses', None), 166: ('_tagged', None), 167: ('_tagged', None), 168: ('_tagged', None)}

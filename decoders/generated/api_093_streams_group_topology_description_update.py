@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>b').unpack_from
 _U2 = _struct.Struct('>ih').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -29,8 +27,8 @@ def _f0(b, p):
         n5 -= 1
         if n5 >= 0:
             if n5 * 1 > L - p: raise _rt.short_count(n5, L - p)
-            _B[0] -= n5
-            if _B[0] < 0: raise _rt.over_budget(n5)
+            B.left -= n5
+            if B.left < 0: raise _rt.over_budget(n5)
             v4 = []
             for i6 in range(n5):
                 n8 = b[p]; p += 1
@@ -63,8 +61,8 @@ def _f0(b, p):
         n12 -= 1
         if n12 >= 0:
             if n12 * 1 > L - p: raise _rt.short_count(n12, L - p)
-            _B[0] -= n12
-            if _B[0] < 0: raise _rt.over_budget(n12)
+            B.left -= n12
+            if B.left < 0: raise _rt.over_budget(n12)
             v11 = []
             for i13 in range(n12):
                 n15 = b[p]; p += 1
@@ -87,8 +85,8 @@ def _f0(b, p):
         n17 -= 1
         if n17 >= 0:
             if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
-            _B[0] -= n17
-            if _B[0] < 0: raise _rt.over_budget(n17)
+            B.left -= n17
+            if B.left < 0: raise _rt.over_budget(n17)
             v16 = []
             for i18 in range(n17):
                 n20 = b[p]; p += 1
@@ -109,12 +107,12 @@ def _f0(b, p):
         d = {"Name": v1, "NodeType": v3, "SourceTopics": v4, "SinkTopic": v9, "Stores": v11, "Successors": v16}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -132,8 +130,8 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 7 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -152,8 +150,8 @@ def _f1(b, p):
                 n10 -= 1
                 if n10 >= 0:
                     if n10 * 1 > L - p: raise _rt.short_count(n10, L - p)
-                    _B[0] -= n10
-                    if _B[0] < 0: raise _rt.over_budget(n10)
+                    B.left -= n10
+                    if B.left < 0: raise _rt.over_budget(n10)
                     v9 = []
                     for i11 in range(n10):
                         n13 = b[p]; p += 1
@@ -186,8 +184,8 @@ def _f1(b, p):
                 n17 -= 1
                 if n17 >= 0:
                     if n17 * 1 > L - p: raise _rt.short_count(n17, L - p)
-                    _B[0] -= n17
-                    if _B[0] < 0: raise _rt.over_budget(n17)
+                    B.left -= n17
+                    if B.left < 0: raise _rt.over_budget(n17)
                     v16 = []
                     for i18 in range(n17):
                         n20 = b[p]; p += 1
@@ -210,8 +208,8 @@ def _f1(b, p):
                 n22 -= 1
                 if n22 >= 0:
                     if n22 * 1 > L - p: raise _rt.short_count(n22, L - p)
-                    _B[0] -= n22
-                    if _B[0] < 0: raise _rt.over_budget(n22)
+                    B.left -= n22
+                    if B.left < 0: raise _rt.over_budget(n22)
                     v21 = []
                     for i23 in range(n22):
                         n25 = b[p]; p += 1
@@ -232,7 +230,7 @@ def _f1(b, p):
                 d26 = {"Name": v6, "NodeType": v8, "SourceTopics": v9, "SinkTopic": v14, "Stores": v16, "Successors": v21}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d26)
+                if t: p = _rt.tags(b, p, t, _T0, d26, B)
                 v3.append(d26)
         elif n4 == -1:
             v3 = None
@@ -241,25 +239,25 @@ def _f1(b, p):
         d = {"SubtopologyId": v1, "Nodes": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
-        v1, p = _f0(b, p)
-        v2, p = _f0(b, p)
+        v1, p = _f0(b, p, B)
+        v2, p = _f0(b, p, B)
         d = {"Source": v1, "Processor": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -267,11 +265,11 @@ def _f3(b, p):
         n2 -= 1
         if n2 >= 0:
             if n2 * 3 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
-                x4, p = _f1(b, p)
+                x4, p = _f1(b, p, B)
                 v1.append(x4)
         elif n2 == -1:
             v1 = None
@@ -282,11 +280,11 @@ def _f3(b, p):
         n6 -= 1
         if n6 >= 0:
             if n6 * 15 > L - p: raise _rt.short_count(n6, L - p)
-            _B[0] -= n6
-            if _B[0] < 0: raise _rt.over_budget(n6)
+            B.left -= n6
+            if B.left < 0: raise _rt.over_budget(n6)
             v5 = []
             for i7 in range(n6):
-                x8, p = _f2(b, p)
+                x8, p = _f2(b, p, B)
                 v5.append(x8)
         elif n6 == -1:
             v5 = None
@@ -295,12 +293,12 @@ def _f3(b, p):
         d = {"Subtopologies": v1, "GlobalStores": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -324,16 +322,16 @@ def _f4(b, p):
         else:
             raise _rt.negative(n4)
         v5, = _U0(b, p); p += 4
-        v6, p = _f3(b, p)
+        v6, p = _f3(b, p, B)
         d = {"GroupId": v1, "MemberId": v3, "TopologyEpoch": v5, "TopologyDescription": v6}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f5(b, p):
+def _f5(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 6
@@ -350,7 +348,7 @@ def _f5(b, p):
         d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -362,4 +360,4 @@ NAME = 'StreamsGroupTopologyDescriptionUpdate'
 REQUEST = {0: _f4}
 RESPONSE = {0: _f5}
 
-_LINES = {16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('NodeType', None), 27: ('SourceTopics', None), 28: ('SourceTopics', None), 29: ('SourceTopics', None), 30: ('SourceTopics', None), 31: ('SourceTopics', None), 32: ('SourceTopics', None), 33: ('SourceTopics', None), 34: ('SourceTopics', None), 35: ('SourceTopics', None), 36: ('SourceTopics', 'i6'), 37: ('SourceTopics', 'i6'), 38: ('SourceTopics', 'i6'), 39: ('SourceTopics', 'i6'), 40: ('SourceTopics', 'i6'), 41: ('SourceTopics', 'i6'), 42: ('SourceTopics', 'i6'), 43: ('SourceTopics', 'i6'), 44: ('SourceTopics', 'i6'), 45: ('SourceTopics', 'i6'), 46: ('SourceTopics', 'i6'), 47: ('SourceTopics', None), 48: ('SourceTopics', None), 49: ('SourceTopics', None), 50: ('SourceTopics', None), 51: ('SinkTopic', None), 52: ('SinkTopic', None), 53: ('SinkTopic', None), 54: ('SinkTopic', None), 55: ('SinkTopic', None), 56: ('SinkTopic', None), 57: ('SinkTopic', None), 58: ('SinkTopic', None), 59: ('SinkTopic', None), 60: ('SinkTopic', None), 61: ('Stores', None), 62: ('Stores', None), 63: ('Stores', None), 64: ('Stores', None), 65: ('Stores', None), 66: ('Stores', None), 67: ('Stores', None), 68: ('Stores', None), 69: ('Stores', None), 70: ('Stores', 'i13'), 71: ('Stores', 'i13'), 72: ('Stores', 'i13'), 73: ('Stores', 'i13'), 74: ('Stores', 'i13'), 75: ('Stores', 'i13'), 76: ('Stores', 'i13'), 77: ('Stores', 'i13'), 78: ('Stores', 'i13'), 79: ('Stores', 'i13'), 80: ('Stores', 'i13'), 81: ('Stores', None), 82: ('Stores', None), 83: ('Stores', None), 84: ('Stores', None), 85: ('Successors', None), 86: ('Successors', None), 87: ('Successors', None), 88: ('Successors', None), 89: ('Successors', None), 90: ('Successors', None), 91: ('Successors', None), 92: ('Successors', None), 93: ('Successors', None), 94: ('Successors', 'i18'), 95: ('Successors', 'i18'), 96: ('Successors', 'i18'), 97: ('Successors', 'i18'), 98: ('Successors', 'i18'), 99: ('Successors', 'i18'), 100: ('Successors', 'i18'), 101: ('Successors', 'i18'), 102: ('Successors', 'i18'), 103: ('Successors', 'i18'), 104: ('Successors', 'i18'), 105: ('Successors', None), 106: ('Successors', None), 107: ('Successors', None), 108: ('Successors', None), 110: ('_tagged', None), 111: ('_tagged', None), 112: ('_tagged', None), 120: ('SubtopologyId', None), 121: ('SubtopologyId', None), 122: ('SubtopologyId', None), 123: ('SubtopologyId', None), 124: ('SubtopologyId', None), 125: ('SubtopologyId', None), 126: ('SubtopologyId', None), 127: ('SubtopologyId', None), 128: ('SubtopologyId', None), 129: ('SubtopologyId', None), 130: ('Nodes', None), 131: ('Nodes', None), 132: ('Nodes', None), 133: ('Nodes', None), 134: ('Nodes', None), 135: ('Nodes', None), 136: ('Nodes', None), 137: ('Nodes', None), 138: ('Nodes', None), 139: ('Nodes[{}].Name', 'i5'), 140: ('Nodes[{}].Name', 'i5'), 141: ('Nodes[{}].Name', 'i5'), 142: ('Nodes[{}].Name', 'i5'), 143: ('Nodes[{}].Name', 'i5'), 144: ('Nodes[{}].Name', 'i5'), 145: ('Nodes[{}].Name', 'i5'), 146: ('Nodes[{}].Name', 'i5'), 147: ('Nodes[{}].Name', 'i5'), 148: ('Nodes[{}].Name', 'i5'), 149: ('Nodes[{}].NodeType', 'i5'), 150: ('Nodes[{}].SourceTopics', 'i5'), 151: ('Nodes[{}].SourceTopics', 'i5'), 152: ('Nodes[{}].SourceTopics', 'i5'), 153: ('Nodes[{}].SourceTopics', 'i5'), 154: ('Nodes[{}].SourceTopics', 'i5'), 155: ('Nodes[{}].SourceTopics', 'i5'), 156: ('Nodes[{}].SourceTopics', 'i5'), 157: ('Nodes[{}].SourceTopics', 'i5'), 158: ('Nodes[{}].SourceTopics', 'i5'), 159: ('Nodes[{}].SourceTopics', 'i5'), 160: ('Nodes[{}].SourceTopics', 'i5'), 161: ('Nodes[{}].SourceTopics', 'i5'), 162: ('Nodes[{}].SourceTopics', 'i5'), 163: ('Nodes[{}].SourceTopics', 'i5'), 164: ('Nodes[{}].SourceTopics', 'i5'), 165: ('Nodes[{}].SourceTopics', 'i5'), 166: ('Nodes[{}].SourceTopics', 'i5'), 167: ('Nodes[{}].SourceTopics', 'i5'), 168: ('Nodes[{}].SourceTopics', 'i5'), 169: ('Nodes[{}].SourceTopics', 'i5'), 170: ('Nodes[{}].SourceTopics', 'i5'), 171: ('Nodes[{}].SourceTopics', 'i5'), 172: ('Nodes[{}].SourceTopics', 'i5'), 173: ('Nodes[{}].SourceTopics', 'i5'), 174: ('Nodes[{}].SinkTopic', 'i5'), 175: ('Nodes[{}].SinkTopic', 'i5'), 176: ('Nodes[{}].SinkTopic', 'i5'), 177: ('Nodes[{}].SinkTopic', 'i5'), 178: ('Nodes[{}].SinkTopic', 'i5'), 179: ('Nodes[{}].SinkTopic', 'i5'), 180: ('Nodes[{}].SinkTopic', 'i5'), 181: ('Nodes[{}].SinkTopic', 'i5'), 182: ('Nodes[{}].SinkTopic', 'i5'), 183: ('Nodes[{}].SinkTopic', 'i5'), 184: ('Nodes[{}].Stores', 'i5'), 185: ('Nodes[{}].Stores', 'i5'), 186: ('Nodes[{}].Stores', 'i5'), 187: ('Nodes[{}].Stores', 'i5'), 188: ('Nodes[{}].Stores', 'i5'), 189: ('Nodes[{}].Stores', 'i5'), 190: ('Nodes[{}].Stores', 'i5'), 191: ('Nodes[{}].Stores', 'i5'), 192: ('Nodes[{}].Stores', 'i5'), 193: ('Nodes[{}].Stores', 'i5'), 194: ('Nodes[{}].Stores', 'i5'), 195: ('Nodes[{}].Stores', 'i5'), 196: ('Nodes[{}].Stores', 'i5'), 197: ('Nodes[{}].Stores', 'i5'), 198: ('Nodes[{}].Stores', 'i5'), 199: ('Nodes[{}].Stores', 'i5'), 200: ('Nodes[{}].Stores', 'i5'), 201: ('Nodes[{}].Stores', 'i5'), 202: ('Nodes[{}].Stores', 'i5'), 203: ('Nodes[{}].Stores', 'i5'), 204: ('Nodes[{}].Stores', 'i5'), 205: ('Nodes[{}].Stores', 'i5'), 206: ('Nodes[{}].Stores', 'i5'), 207: ('Nodes[{}].Stores', 'i5'), 208: ('Nodes[{}].Successors', 'i5'), 209: ('Nodes[{}].Successors', 'i5'), 210: ('Nodes[{}].Successors', 'i5'), 211: ('Nodes[{}].Successors', 'i5'), 212: ('Nodes[{}].Successors', 'i5'), 213: ('Nodes[{}].Successors', 'i5'), 214: ('Nodes[{}].Successors', 'i5'), 215: ('Nodes[{}].Successors', 'i5'), 216: ('Nodes[{}].Successors', 'i5'), 217: ('Nodes[{}].Successors', 'i5'), 218: ('Nodes[{}].Successors', 'i5'), 219: ('Nodes[{}].Successors', 'i5'), 220: ('Nodes[{}].Successors', 'i5'), 221: ('Nodes[{}].Successors', 'i5'), 222: ('Nodes[{}].Successors', 'i5'), 223: ('Nodes[{}].Successors', 'i5'), 224: ('Nodes[{}].Successors', 'i5'), 225: ('Nodes[{}].Successors', 'i5'), 226: ('Nodes[{}].Successors', 'i5'), 227: ('Nodes[{}].Successors', 'i5'), 228: ('Nodes[{}].Successors', 'i5'), 229: ('Nodes[{}].Successors', 'i5'), 230: ('Nodes[{}].Successors', 'i5'), 231: ('Nodes[{}].Successors', 'i5'), 232: ('Nodes', 'i5'), 233: ('Nodes', 'i5'), 234: ('Nodes', 'i5'), 235: ('Nodes', 'i5'), 236: ('Nodes', 'i5'), 237: ('Nodes', None), 238: ('Nodes', None), 239: ('Nodes', None), 240: ('Nodes', None), 242: ('_tagged', None), 243: ('_tagged', None), 244: ('_tagged', None), 252: ('Source', None), 253: ('Processor', None), 255: ('_tagged', None), 256: ('_tagged', None), 257: ('_tagged', None), 265: ('Subtopologies', None), 266: ('Subtopologies', None), 267: ('Subtopologies', None), 268: ('Subtopologies', None), 269: ('Subtopologies', None), 270: ('Subtopologies', None), 271: ('Subtopologies', None), 272: ('Subtopologies', None), 273: ('Subtopologies', None), 274: ('Subtopologies', 'i3'), 275: ('Subtopologies', 'i3'), 276: ('Subtopologies', None), 277: ('Subtopologies', None), 278: ('Subtopologies', None), 279: ('Subtopologies', None), 280: ('GlobalStores', None), 281: ('GlobalStores', None), 282: ('GlobalStores', None), 283: ('GlobalStores', None), 284: ('GlobalStores', None), 285: ('GlobalStores', None), 286: ('GlobalStores', None), 287: ('GlobalStores', None), 288: ('GlobalStores', None), 289: ('GlobalStores', 'i7'), 290: ('GlobalStores', 'i7'), 291: ('GlobalStores', None), 292: ('GlobalStores', None), 293: ('GlobalStores', None), 294: ('GlobalStores', None), 296: ('_tagged', None), 297: ('_tagged', None), 298: ('_tagged', None), 306: ('GroupId', None), 307: ('GroupId', None), 308: ('GroupId', None), 309: ('GroupId', None), 310: ('GroupId', None), 311: ('GroupId', None), 312: ('GroupId', None), 313: ('GroupId', None), 314: ('GroupId', None), 315: ('GroupId', None), 316: ('MemberId', None), 317: ('MemberId', None), 318: ('MemberId', None), 319: ('MemberId', None), 320: ('MemberId', None), 321: ('MemberId', None), 322: ('MemberId', None), 323: ('MemberId', None), 324: ('MemberId', None), 325: ('MemberId', None), 326: ('TopologyEpoch', None), 327: ('TopologyDescription', None), 329: ('_tagged', None), 330: ('_tagged', None), 331: ('_tagged', None), 339: ('ThrottleTimeMs+ErrorCode', None), 340: ('ErrorMessage', None), 341: ('ErrorMessage', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 348: ('ErrorMessage', None), 349: ('ErrorMessage', None), 351: ('_tagged', None), 352: ('_tagged', None), 353: ('_tagged', None)}
+_LINES = {14: ('Name', None), 15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('NodeType', None), 25: ('SourceTopics', None), 26: ('SourceTopics', None), 27: ('SourceTopics', None), 28: ('SourceTopics', None), 29: ('SourceTopics', None), 30: ('SourceTopics', None), 31: ('SourceTopics', None), 32: ('SourceTopics', None), 33: ('SourceTopics', None), 34: ('SourceTopics', 'i6'), 35: ('SourceTopics', 'i6'), 36: ('SourceTopics', 'i6'), 37: ('SourceTopics', 'i6'), 38: ('SourceTopics', 'i6'), 39: ('SourceTopics', 'i6'), 40: ('SourceTopics', 'i6'), 41: ('SourceTopics', 'i6'), 42: ('SourceTopics', 'i6'), 43: ('SourceTopics', 'i6'), 44: ('SourceTopics', 'i6'), 45: ('SourceTopics', None), 46: ('SourceTopics', None), 47: ('SourceTopics', None), 48: ('SourceTopics', None), 49: ('SinkTopic', None), 50: ('SinkTopic', None), 51: ('SinkTopic', None), 52: ('SinkTopic', None), 53: ('SinkTopic', None), 54: ('SinkTopic', None), 55: ('SinkTopic', None), 56: ('SinkTopic', None), 57: ('SinkTopic', None), 58: ('SinkTopic', None), 59: ('Stores', None), 60: ('Stores', None), 61: ('Stores', None), 62: ('Stores', None), 63: ('Stores', None), 64: ('Stores', None), 65: ('Stores', None), 66: ('Stores', None), 67: ('Stores', None), 68: ('Stores', 'i13'), 69: ('Stores', 'i13'), 70: ('Stores', 'i13'), 71: ('Stores', 'i13'), 72: ('Stores', 'i13'), 73: ('Stores', 'i13'), 74: ('Stores', 'i13'), 75: ('Stores', 'i13'), 76: ('Stores', 'i13'), 77: ('Stores', 'i13'), 78: ('Stores', 'i13'), 79: ('Stores', None), 80: ('Stores', None), 81: ('Stores', None), 82: ('Stores', None), 83: ('Successors', None), 84: ('Successors', None), 85: ('Successors', None), 86: ('Successors', None), 87: ('Successors', None), 88: ('Successors', None), 89: ('Successors', None), 90: ('Successors', None), 91: ('Successors', None), 92: ('Successors', 'i18'), 93: ('Successors', 'i18'), 94: ('Successors', 'i18'), 95: ('Successors', 'i18'), 96: ('Successors', 'i18'), 97: ('Successors', 'i18'), 98: ('Successors', 'i18'), 99: ('Successors', 'i18'), 100: ('Successors', 'i18'), 101: ('Successors', 'i18'), 102: ('Successors', 'i18'), 103: ('Successors', None), 104: ('Successors', None), 105: ('Successors', None), 106: ('Successors', None), 108: ('_tagged', None), 109: ('_tagged', None), 110: ('_tagged', None), 118: ('SubtopologyId', None), 119: ('SubtopologyId', None), 120: ('SubtopologyId', None), 121: ('SubtopologyId', None), 122: ('SubtopologyId', None), 123: ('SubtopologyId', None), 124: ('SubtopologyId', None), 125: ('SubtopologyId', None), 126: ('SubtopologyId', None), 127: ('SubtopologyId', None), 128: ('Nodes', None), 129: ('Nodes', None), 130: ('Nodes', None), 131: ('Nodes', None), 132: ('Nodes', None), 133: ('Nodes', None), 134: ('Nodes', None), 135: ('Nodes', None), 136: ('Nodes', None), 137: ('Nodes[{}].Name', 'i5'), 138: ('Nodes[{}].Name', 'i5'), 139: ('Nodes[{}].Name', 'i5'), 140: ('Nodes[{}].Name', 'i5'), 141: ('Nodes[{}].Name', 'i5'), 142: ('Nodes[{}].Name', 'i5'), 143: ('Nodes[{}].Name', 'i5'), 144: ('Nodes[{}].Name', 'i5'), 145: ('Nodes[{}].Name', 'i5'), 146: ('Nodes[{}].Name', 'i5'), 147: ('Nodes[{}].NodeType', 'i5'), 148: ('Nodes[{}].SourceTopics', 'i5'), 149: ('Nodes[{}].SourceTopics', 'i5'), 150: ('Nodes[{}].SourceTopics', 'i5'), 151: ('Nodes[{}].SourceTopics', 'i5'), 152: ('Nodes[{}].SourceTopics', 'i5'), 153: ('Nodes[{}].SourceTopics', 'i5'), 154: ('Nodes[{}].SourceTopics', 'i5'), 155: ('Nodes[{}].SourceTopics', 'i5'), 156: ('Nodes[{}].SourceTopics', 'i5'), 157: ('Nodes[{}].SourceTopics', 'i5'), 158: ('Nodes[{}].SourceTopics', 'i5'), 159: ('Nodes[{}].SourceTopics', 'i5'), 160: ('Nodes[{}].SourceTopics', 'i5'), 161: ('Nodes[{}].SourceTopics', 'i5'), 162: ('Nodes[{}].SourceTopics', 'i5'), 163: ('Nodes[{}].SourceTopics', 'i5'), 164: ('Nodes[{}].SourceTopics', 'i5'), 165: ('Nodes[{}].SourceTopics', 'i5'), 166: ('Nodes[{}].SourceTopics', 'i5'), 167: ('Nodes[{}].SourceTopics', 'i5'), 168: ('Nodes[{}].SourceTopics', 'i5'), 169: ('Nodes[{}].SourceTopics', 'i5'), 170: ('Nodes[{}].SourceTopics', 'i5'), 171: ('Nodes[{}].SourceTopics', 'i5'), 172: ('Nodes[{}].SinkTopic', 'i5'), 173: ('Nodes[{}].SinkTopic', 'i5'), 174: ('Nodes[{}].SinkTopic', 'i5'), 175: ('Nodes[{}].SinkTopic', 'i5'), 176: ('Nodes[{}].SinkTopic', 'i5'), 177: ('Nodes[{}].SinkTopic', 'i5'), 178: ('Nodes[{}].SinkTopic', 'i5'), 179: ('Nodes[{}].SinkTopic', 'i5'), 180: ('Nodes[{}].SinkTopic', 'i5'), 181: ('Nodes[{}].SinkTopic', 'i5'), 182: ('Nodes[{}].Stores', 'i5'), 183: ('Nodes[{}].Stores', 'i5'), 184: ('Nodes[{}].Stores', 'i5'), 185: ('Nodes[{}].Stores', 'i5'), 186: ('Nodes[{}].Stores', 'i5'), 187: ('Nodes[{}].Stores', 'i5'), 188: ('Nodes[{}].Stores', 'i5'), 189: ('Nodes[{}].Stores', 'i5'), 190: ('Nodes[{}].Stores', 'i5'), 191: ('Nodes[{}].Stores', 'i5'), 192: ('Nodes[{}].Stores', 'i5'), 193: ('Nodes[{}].Stores', 'i5'), 194: ('Nodes[{}].Stores', 'i5'), 195: ('Nodes[{}].Stores', 'i5'), 196: ('Nodes[{}].Stores', 'i5'), 197: ('Nodes[{}].Stores', 'i5'), 198: ('Nodes[{}].Stores', 'i5'), 199: ('Nodes[{}].Stores', 'i5'), 200: ('Nodes[{}].Stores', 'i5'), 201: ('Nodes[{}].Stores', 'i5'), 202: ('Nodes[{}].Stores', 'i5'), 203: ('Nodes[{}].Stores', 'i5'), 204: ('Nodes[{}].Stores', 'i5'), 205: ('Nodes[{}].Stores', 'i5'), 206: ('Nodes[{}].Successors', 'i5'), 207: ('Nodes[{}].Successors', 'i5'), 208: ('Nodes[{}].Successors', 'i5'), 209: ('Nodes[{}].Successors', 'i5'), 210: ('Nodes[{}].Successors', 'i5'), 211: ('Nodes[{}].Successors', 'i5'), 212: ('Nodes[{}].Successors', 'i5'), 213: ('Nodes[{}].Successors', 'i5'), 214: ('Nodes[{}].Successors', 'i5'), 215: ('Nodes[{}].Successors', 'i5'), 216: ('Nodes[{}].Successors', 'i5'), 217: ('Nodes[{}].Successors', 'i5'), 218: ('Nodes[{}].Successors', 'i5'), 219: ('Nodes[{}].Successors', 'i5'), 220: ('Nodes[{}].Successors', 'i5'), 221: ('Nodes[{}].Successors', 'i5'), 222: ('Nodes[{}].Successors', 'i5'), 223: ('Nodes[{}].Successors', 'i5'), 224: ('Nodes[{}].Successors', 'i5'), 225: ('Nodes[{}].Successors', 'i5'), 226: ('Nodes[{}].Successors', 'i5'), 227: ('Nodes[{}].Successors', 'i5'), 228: ('Nodes[{}].Successors', 'i5'), 229: ('Nodes[{}].Successors', 'i5'), 230: ('Nodes', 'i5'), 231: ('Nodes', 'i5'), 232: ('Nodes', 'i5'), 233: ('Nodes', 'i5'), 234: ('Nodes', 'i5'), 235: ('Nodes', None), 236: ('Nodes', None), 237: ('Nodes', None), 238: ('Nodes', None), 240: ('_tagged', None), 241: ('_tagged', None), 242: ('_tagged', None), 250: ('Source', None), 251: ('Processor', None), 253: ('_tagged', None), 254: ('_tagged', None), 255: ('_tagged', None), 263: ('Subtopologies', None), 264: ('Subtopologies', None), 265: ('Subtopologies', None), 266: ('Subtopologies', None), 267: ('Subtopologies', None), 268: ('Subtopologies', None), 269: ('Subtopologies', None), 270: ('Subtopologies', None), 271: ('Subtopologies', None), 272: ('Subtopologies', 'i3'), 273: ('Subtopologies', 'i3'), 274: ('Subtopologies', None), 275: ('Subtopologies', None), 276: ('Subtopologies', None), 277: ('Subtopologies', None), 278: ('GlobalStores', None), 279: ('GlobalStores', None), 280: ('GlobalStores', None), 281: ('GlobalStores', None), 282: ('GlobalStores', None), 283: ('GlobalStores', None), 284: ('GlobalStores', None), 285: ('GlobalStores', None), 286: ('GlobalStores', None), 287: ('GlobalStores', 'i7'), 288: ('GlobalStores', 'i7'), 289: ('GlobalStores', None), 290: ('GlobalStores', None), 291: ('GlobalStores', None), 292: ('GlobalStores', None), 294: ('_tagged', None), 295: ('_tagged', None), 296: ('_tagged', None), 304: ('GroupId', None), 305: ('GroupId', None), 306: ('GroupId', None), 307: ('GroupId', None), 308: ('GroupId', None), 309: ('GroupId', None), 310: ('GroupId', None), 311: ('GroupId', None), 312: ('GroupId', None), 313: ('GroupId', None), 314: ('MemberId', None), 315: ('MemberId', None), 316: ('MemberId', None), 317: ('MemberId', None), 318: ('MemberId', None), 319: ('MemberId', None), 320: ('MemberId', None), 321: ('MemberId', None), 322: ('MemberId', None), 323: ('MemberId', None), 324: ('TopologyEpoch', None), 325: ('TopologyDescription', None), 327: ('_tagged', None), 328: ('_tagged', None), 329: ('_tagged', None), 337: ('ThrottleTimeMs+ErrorCode', None), 338: ('ErrorMessage', None), 339: ('ErrorMessage', None), 340: ('ErrorMessage', None), 341: ('ErrorMessage', None), 342: ('ErrorMessage', None), 343: ('ErrorMessage', None), 344: ('ErrorMessage', None), 345: ('ErrorMessage', None), 346: ('ErrorMessage', None), 347: ('ErrorMessage', None), 349: ('_tagged', None), 350: ('_tagged', None), 351: ('_tagged', None)}

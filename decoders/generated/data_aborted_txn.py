@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>qqqq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, v4, = _U0(b, p); p += 32
@@ -21,5 +19,5 @@ def _f0(b, p):
 NAME = 'AbortedTxn'
 VERSIONS = {0: _f0}
 
-_LINES = {14: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
-BUILD_HASH = 'c51d20d1031a9625'
+_LINES = {12: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
+BUILD_HASH = 'e5628892e6a870e3'

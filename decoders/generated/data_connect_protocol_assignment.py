@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -25,8 +23,8 @@ def _f0(b, p):
         n4, = _U2(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -37,7 +35,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -61,8 +59,8 @@ def _f1(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11, = _U0(b, p); p += 2
@@ -76,8 +74,8 @@ def _f1(b, p):
                 n13, = _U2(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -94,7 +92,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -118,8 +116,8 @@ def _f2(b, p):
         n8, = _U2(b, p); p += 4
         if n8 >= 0:
             if n8 * 6 > L - p: raise _rt.short_count(n8, L - p)
-            _B[0] -= n8
-            if _B[0] < 0: raise _rt.over_budget(n8)
+            B.left -= n8
+            if B.left < 0: raise _rt.over_budget(n8)
             v7 = []
             for i9 in range(n8):
                 n11, = _U0(b, p); p += 2
@@ -133,8 +131,8 @@ def _f2(b, p):
                 n13, = _U2(b, p); p += 4
                 if n13 >= 0:
                     if n13 * 4 > L - p: raise _rt.short_count(n13, L - p)
-                    _B[0] -= n13
-                    if _B[0] < 0: raise _rt.over_budget(n13)
+                    B.left -= n13
+                    if B.left < 0: raise _rt.over_budget(n13)
                     v12 = _Ai(b, p, n13); p += n13 * 4
                 elif n13 == -1:
                     v12 = None
@@ -149,8 +147,8 @@ def _f2(b, p):
         n16, = _U2(b, p); p += 4
         if n16 >= 0:
             if n16 * 6 > L - p: raise _rt.short_count(n16, L - p)
-            _B[0] -= n16
-            if _B[0] < 0: raise _rt.over_budget(n16)
+            B.left -= n16
+            if B.left < 0: raise _rt.over_budget(n16)
             v15 = []
             for i17 in range(n16):
                 n19, = _U0(b, p); p += 2
@@ -164,8 +162,8 @@ def _f2(b, p):
                 n21, = _U2(b, p); p += 4
                 if n21 >= 0:
                     if n21 * 4 > L - p: raise _rt.short_count(n21, L - p)
-                    _B[0] -= n21
-                    if _B[0] < 0: raise _rt.over_budget(n21)
+                    B.left -= n21
+                    if B.left < 0: raise _rt.over_budget(n21)
                     v20 = _Ai(b, p, n21); p += n21 * 4
                 elif n21 == -1:
                     v20 = None
@@ -187,5 +185,5 @@ def _f2(b, p):
 NAME = 'ConnectProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f2, 2: _f2}
 
-_LINES = {17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Connector', None), 24: ('Connector', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 31: ('Tasks', None), 32: ('Tasks', None), 33: ('Tasks', None), 34: ('Tasks', None), 43: ('Error', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('Leader', None), 49: ('Leader', None), 50: ('Leader', None), 51: ('Leader', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('LeaderUrl', None), 57: ('LeaderUrl', None), 58: ('LeaderUrl', None), 59: ('LeaderUrl', None), 60: ('ConfigOffset', None), 61: ('Assignment', None), 62: ('Assignment', None), 63: ('Assignment', None), 64: ('Assignment', None), 65: ('Assignment', None), 66: ('Assignment', None), 67: ('Assignment', None), 68: ('Assignment[{}].Connector', 'i9'), 69: ('Assignment[{}].Connector', 'i9'), 70: ('Assignment[{}].Connector', 'i9'), 71: ('Assignment[{}].Connector', 'i9'), 72: ('Assignment[{}].Connector', 'i9'), 73: ('Assignment[{}].Connector', 'i9'), 74: ('Assignment[{}].Connector', 'i9'), 75: ('Assignment[{}].Connector', 'i9'), 76: ('Assignment[{}].Tasks', 'i9'), 77: ('Assignment[{}].Tasks', 'i9'), 78: ('Assignment[{}].Tasks', 'i9'), 79: ('Assignment[{}].Tasks', 'i9'), 80: ('Assignment[{}].Tasks', 'i9'), 81: ('Assignment[{}].Tasks', 'i9'), 82: ('Assignment[{}].Tasks', 'i9'), 83: ('Assignment[{}].Tasks', 'i9'), 84: ('Assignment[{}].Tasks', 'i9'), 85: ('Assignment[{}].Tasks', 'i9'), 86: ('Assignment', 'i9'), 87: ('Assignment', 'i9'), 88: ('Assignment', None), 89: ('Assignment', None), 90: ('Assignment', None), 91: ('Assignment', None), 100: ('Error', None), 101: ('Leader', None), 102: ('Leader', None), 103: ('Leader', None), 104: ('Leader', None), 105: ('Leader', None), 106: ('Leader', None), 107: ('Leader', None), 108: ('Leader', None), 109: ('LeaderUrl', None), 110: ('LeaderUrl', None), 111: ('LeaderUrl', None), 112: ('LeaderUrl', None), 113: ('LeaderUrl', None), 114: ('LeaderUrl', None), 115: ('LeaderUrl', None), 116: ('LeaderUrl', None), 117: ('ConfigOffset', None), 118: ('Assignment', None), 119: ('Assignment', None), 120: ('Assignment', None), 121: ('Assignment', None), 122: ('Assignment', None), 123: ('Assignment', None), 124: ('Assignment', None), 125: ('Assignment[{}].Connector', 'i9'), 126: ('Assignment[{}].Connector', 'i9'), 127: ('Assignment[{}].Connector', 'i9'), 128: ('Assignment[{}].Connector', 'i9'), 129: ('Assignment[{}].Connector', 'i9'), 130: ('Assignment[{}].Connector', 'i9'), 131: ('Assignment[{}].Connector', 'i9'), 132: ('Assignment[{}].Connector', 'i9'), 133: ('Assignment[{}].Tasks', 'i9'), 134: ('Assignment[{}].Tasks', 'i9'), 135: ('Assignment[{}].Tasks', 'i9'), 136: ('Assignment[{}].Tasks', 'i9'), 137: ('Assignment[{}].Tasks', 'i9'), 138: ('Assignment[{}].Tasks', 'i9'), 139: ('Assignment[{}].Tasks', 'i9'), 140: ('Assignment[{}].Tasks', 'i9'), 141: ('Assignment[{}].Tasks', 'i9'), 142: ('Assignment[{}].Tasks', 'i9'), 143: ('Assignment', 'i9'), 144: ('Assignment', 'i9'), 145: ('Assignment', None), 146: ('Assignment', None), 147: ('Assignment', None), 148: ('Assignment', None), 149: ('Revoked', None), 150: ('Revoked', None), 151: ('Revoked', None), 152: ('Revoked', None), 153: ('Revoked', None), 154: ('Revoked', None), 155: ('Revoked', None), 156: ('Revoked[{}].Connector', 'i17'), 157: ('Revoked[{}].Connector', 'i17'), 158: ('Revoked[{}].Connector', 'i17'), 159: ('Revoked[{}].Connector', 'i17'), 160: ('Revoked[{}].Connector', 'i17'), 161: ('Revoked[{}].Connector', 'i17'), 162: ('Revoked[{}].Connector', 'i17'), 163: ('Revoked[{}].Connector', 'i17'), 164: ('Revoked[{}].Tasks', 'i17'), 165: ('Revoked[{}].Tasks', 'i17'), 166: ('Revoked[{}].Tasks', 'i17'), 167: ('Revoked[{}].Tasks', 'i17'), 168: ('Revoked[{}].Tasks', 'i17'), 169: ('Revoked[{}].Tasks', 'i17'), 170: ('Revoked[{}].Tasks', 'i17'), 171: ('Revoked[{}].Tasks', 'i17'), 172: ('Revoked[{}].Tasks', 'i17'), 173: ('Revoked[{}].Tasks', 'i17'), 174: ('Revoked', 'i17'), 175: ('Revoked', 'i17'), 176: ('Revoked', None), 177: ('Revoked', None), 178: ('Revoked', None), 179: ('Revoked', None), 180: ('Delay', None)}
-BUILD_HASH = '90247529b9e6a641'
+_LINES = {15: ('Connector', None), 16: ('Connector', None), 17: ('Connector', None), 18: ('Connector', None), 19: ('Connector', None), 20: ('Connector', None), 21: ('Connector', None), 22: ('Connector', None), 23: ('Tasks', None), 24: ('Tasks', None), 25: ('Tasks', None), 26: ('Tasks', None), 27: ('Tasks', None), 28: ('Tasks', None), 29: ('Tasks', None), 30: ('Tasks', None), 31: ('Tasks', None), 32: ('Tasks', None), 41: ('Error', None), 42: ('Leader', None), 43: ('Leader', None), 44: ('Leader', None), 45: ('Leader', None), 46: ('Leader', None), 47: ('Leader', None), 48: ('Leader', None), 49: ('Leader', None), 50: ('LeaderUrl', None), 51: ('LeaderUrl', None), 52: ('LeaderUrl', None), 53: ('LeaderUrl', None), 54: ('LeaderUrl', None), 55: ('LeaderUrl', None), 56: ('LeaderUrl', None), 57: ('LeaderUrl', None), 58: ('ConfigOffset', None), 59: ('Assignment', None), 60: ('Assignment', None), 61: ('Assignment', None), 62: ('Assignment', None), 63: ('Assignment', None), 64: ('Assignment', None), 65: ('Assignment', None), 66: ('Assignment[{}].Connector', 'i9'), 67: ('Assignment[{}].Connector', 'i9'), 68: ('Assignment[{}].Connector', 'i9'), 69: ('Assignment[{}].Connector', 'i9'), 70: ('Assignment[{}].Connector', 'i9'), 71: ('Assignment[{}].Connector', 'i9'), 72: ('Assignment[{}].Connector', 'i9'), 73: ('Assignment[{}].Connector', 'i9'), 74: ('Assignment[{}].Tasks', 'i9'), 75: ('Assignment[{}].Tasks', 'i9'), 76: ('Assignment[{}].Tasks', 'i9'), 77: ('Assignment[{}].Tasks', 'i9'), 78: ('Assignment[{}].Tasks', 'i9'), 79: ('Assignment[{}].Tasks', 'i9'), 80: ('Assignment[{}].Tasks', 'i9'), 81: ('Assignment[{}].Tasks', 'i9'), 82: ('Assignment[{}].Tasks', 'i9'), 83: ('Assignment[{}].Tasks', 'i9'), 84: ('Assignment', 'i9'), 85: ('Assignment', 'i9'), 86: ('Assignment', None), 87: ('Assignment', None), 88: ('Assignment', None), 89: ('Assignment', None), 98: ('Error', None), 99: ('Leader', None), 100: ('Leader', None), 101: ('Leader', None), 102: ('Leader', None), 103: ('Leader', None), 104: ('Leader', None), 105: ('Leader', None), 106: ('Leader', None), 107: ('LeaderUrl', None), 108: ('LeaderUrl', None), 109: ('LeaderUrl', None), 110: ('LeaderUrl', None), 111: ('LeaderUrl', None), 112: ('LeaderUrl', None), 113: ('LeaderUrl', None), 114: ('LeaderUrl', None), 115: ('ConfigOffset', None), 116: ('Assignment', None), 117: ('Assignment', None), 118: ('Assignment', None), 119: ('Assignment', None), 120: ('Assignment', None), 121: ('Assignment', None), 122: ('Assignment', None), 123: ('Assignment[{}].Connector', 'i9'), 124: ('Assignment[{}].Connector', 'i9'), 125: ('Assignment[{}].Connector', 'i9'), 126: ('Assignment[{}].Connector', 'i9'), 127: ('Assignment[{}].Connector', 'i9'), 128: ('Assignment[{}].Connector', 'i9'), 129: ('Assignment[{}].Connector', 'i9'), 130: ('Assignment[{}].Connector', 'i9'), 131: ('Assignment[{}].Tasks', 'i9'), 132: ('Assignment[{}].Tasks', 'i9'), 133: ('Assignment[{}].Tasks', 'i9'), 134: ('Assignment[{}].Tasks', 'i9'), 135: ('Assignment[{}].Tasks', 'i9'), 136: ('Assignment[{}].Tasks', 'i9'), 137: ('Assignment[{}].Tasks', 'i9'), 138: ('Assignment[{}].Tasks', 'i9'), 139: ('Assignment[{}].Tasks', 'i9'), 140: ('Assignment[{}].Tasks', 'i9'), 141: ('Assignment', 'i9'), 142: ('Assignment', 'i9'), 143: ('Assignment', None), 144: ('Assignment', None), 145: ('Assignment', None), 146: ('Assignment', None), 147: ('Revoked', None), 148: ('Revoked', None), 149: ('Revoked', None), 150: ('Revoked', None), 151: ('Revoked', None), 152: ('Revoked', None), 153: ('Revoked', None), 154: ('Revoked[{}].Connector', 'i17'), 155: ('Revoked[{}].Connector', 'i17'), 156: ('Revoked[{}].Connector', 'i17'), 157: ('Revoked[{}].Connector', 'i17'), 158: ('Revoked[{}].Connector', 'i17'), 159: ('Revoked[{}].Connector', 'i17'), 160: ('Revoked[{}].Connector', 'i17'), 161: ('Revoked[{}].Connector', 'i17'), 162: ('Revoked[{}].Tasks', 'i17'), 163: ('Revoked[{}].Tasks', 'i17'), 164: ('Revoked[{}].Tasks', 'i17'), 165: ('Revoked[{}].Tasks', 'i17'), 166: ('Revoked[{}].Tasks', 'i17'), 167: ('Revoked[{}].Tasks', 'i17'), 168: ('Revoked[{}].Tasks', 'i17'), 169: ('Revoked[{}].Tasks', 'i17'), 170: ('Revoked[{}].Tasks', 'i17'), 171: ('Revoked[{}].Tasks', 'i17'), 172: ('Revoked', 'i17'), 173: ('Revoked', 'i17'), 174: ('Revoked', None), 175: ('Revoked', None), 176: ('Revoked', None), 177: ('Revoked', None), 178: ('Delay', None)}
+BUILD_HASH = '6b0fa82536162c51'

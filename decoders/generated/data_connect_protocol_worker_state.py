@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>q').unpack_from
 _U2 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -27,7 +25,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 2
@@ -56,5 +54,5 @@ def _f1(b, p):
 NAME = 'ConnectProtocolWorkerState'
 VERSIONS = {0: _f0, 1: _f1, 2: _f1}
 
-_LINES = {16: ('Url', None), 17: ('Url', None), 18: ('Url', None), 19: ('Url', None), 20: ('Url', None), 21: ('Url', None), 22: ('Url', None), 23: ('Url', None), 24: ('ConfigOffset', None), 33: ('Url', None), 34: ('Url', None), 35: ('Url', None), 36: ('Url', None), 37: ('Url', None), 38: ('Url', None), 39: ('Url', None), 40: ('Url', None), 41: ('ConfigOffset', None), 42: ('Allocation', None), 43: ('Allocation', None), 44: ('Allocation', None), 45: ('Allocation', None), 46: ('Allocation', None), 47: ('Allocation', None), 48: ('Allocation', None), 49: ('Allocation', None)}
-BUILD_HASH = '1f48539bcbf5548c'
+_LINES = {14: ('Url', None), 15: ('Url', None), 16: ('Url', None), 17: ('Url', None), 18: ('Url', None), 19: ('Url', None), 20: ('Url', None), 21: ('Url', None), 22: ('ConfigOffset', None), 31: ('Url', None), 32: ('Url', None), 33: ('Url', None), 34: ('Url', None), 35: ('Url', None), 36: ('Url', None), 37: ('Url', None), 38: ('Url', None), 39: ('ConfigOffset', None), 40: ('Allocation', None), 41: ('Allocation', None), 42: ('Allocation', None), 43: ('Allocation', None), 44: ('Allocation', None), 45: ('Allocation', None), 46: ('Allocation', None), 47: ('Allocation', None)}
+BUILD_HASH = '68b0f90c7771ee3e'

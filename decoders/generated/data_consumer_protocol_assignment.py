@@ -3,14 +3,12 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -24,8 +22,8 @@ def _f0(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -36,14 +34,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 6 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -57,8 +55,8 @@ def _f1(b, p):
                 n7, = _U0(b, p); p += 4
                 if n7 >= 0:
                     if n7 * 4 > L - p: raise _rt.short_count(n7, L - p)
-                    _B[0] -= n7
-                    if _B[0] < 0: raise _rt.over_budget(n7)
+                    B.left -= n7
+                    if B.left < 0: raise _rt.over_budget(n7)
                     v6 = _Ai(b, p, n7); p += n7 * 4
                 elif n7 == -1:
                     v6 = None
@@ -87,5 +85,5 @@ def _f1(b, p):
 NAME = 'ConsumerProtocolAssignment'
 VERSIONS = {0: _f1, 1: _f1, 2: _f1, 3: _f1}
 
-_LINES = {16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Topic', None), 23: ('Topic', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 32: ('Partitions', None), 33: ('Partitions', None), 42: ('AssignedPartitions', None), 43: ('AssignedPartitions', None), 44: ('AssignedPartitions', None), 45: ('AssignedPartitions', None), 46: ('AssignedPartitions', None), 47: ('AssignedPartitions', None), 48: ('AssignedPartitions', None), 49: ('AssignedPartitions[{}].Topic', 'i3'), 50: ('AssignedPartitions[{}].Topic', 'i3'), 51: ('AssignedPartitions[{}].Topic', 'i3'), 52: ('AssignedPartitions[{}].Topic', 'i3'), 53: ('AssignedPartitions[{}].Topic', 'i3'), 54: ('AssignedPartitions[{}].Topic', 'i3'), 55: ('AssignedPartitions[{}].Topic', 'i3'), 56: ('AssignedPartitions[{}].Topic', 'i3'), 57: ('AssignedPartitions[{}].Partitions', 'i3'), 58: ('AssignedPartitions[{}].Partitions', 'i3'), 59: ('AssignedPartitions[{}].Partitions', 'i3'), 60: ('AssignedPartitions[{}].Partitions', 'i3'), 61: ('AssignedPartitions[{}].Partitions', 'i3'), 62: ('AssignedPartitions[{}].Partitions', 'i3'), 63: ('AssignedPartitions[{}].Partitions', 'i3'), 64: ('AssignedPartitions[{}].Partitions', 'i3'), 65: ('AssignedPartitions[{}].Partitions', 'i3'), 66: ('AssignedPartitions[{}].Partitions', 'i3'), 67: ('AssignedPartitions', 'i3'), 68: ('AssignedPartitions', 'i3'), 69: ('AssignedPartitions', None), 70: ('AssignedPartitions', None), 71: ('AssignedPartitions', None), 72: ('AssignedPartitions', None), 73: ('UserData', None), 74: ('UserData', None), 75: ('UserData', None), 76: ('UserData', None), 77: ('UserData', None), 78: ('UserData', None), 79: ('UserData', None), 80: ('UserData', None)}
-BUILD_HASH = '6aad7653222cc391'
+_LINES = {14: ('Topic', None), 15: ('Topic', None), 16: ('Topic', None), 17: ('Topic', None), 18: ('Topic', None), 19: ('Topic', None), 20: ('Topic', None), 21: ('Topic', None), 22: ('Partitions', None), 23: ('Partitions', None), 24: ('Partitions', None), 25: ('Partitions', None), 26: ('Partitions', None), 27: ('Partitions', None), 28: ('Partitions', None), 29: ('Partitions', None), 30: ('Partitions', None), 31: ('Partitions', None), 40: ('AssignedPartitions', None), 41: ('AssignedPartitions', None), 42: ('AssignedPartitions', None), 43: ('AssignedPartitions', None), 44: ('AssignedPartitions', None), 45: ('AssignedPartitions', None), 46: ('AssignedPartitions', None), 47: ('AssignedPartitions[{}].Topic', 'i3'), 48: ('AssignedPartitions[{}].Topic', 'i3'), 49: ('AssignedPartitions[{}].Topic', 'i3'), 50: ('AssignedPartitions[{}].Topic', 'i3'), 51: ('AssignedPartitions[{}].Topic', 'i3'), 52: ('AssignedPartitions[{}].Topic', 'i3'), 53: ('AssignedPartitions[{}].Topic', 'i3'), 54: ('AssignedPartitions[{}].Topic', 'i3'), 55: ('AssignedPartitions[{}].Partitions', 'i3'), 56: ('AssignedPartitions[{}].Partitions', 'i3'), 57: ('AssignedPartitions[{}].Partitions', 'i3'), 58: ('AssignedPartitions[{}].Partitions', 'i3'), 59: ('AssignedPartitions[{}].Partitions', 'i3'), 60: ('AssignedPartitions[{}].Partitions', 'i3'), 61: ('AssignedPartitions[{}].Partitions', 'i3'), 62: ('AssignedPartitions[{}].Partitions', 'i3'), 63: ('AssignedPartitions[{}].Partitions', 'i3'), 64: ('AssignedPartitions[{}].Partitions', 'i3'), 65: ('AssignedPartitions', 'i3'), 66: ('AssignedPartitions', 'i3'), 67: ('AssignedPartitions', None), 68: ('AssignedPartitions', None), 69: ('AssignedPartitions', None), 70: ('AssignedPartitions', None), 71: ('UserData', None), 72: ('UserData', None), 73: ('UserData', None), 74: ('UserData', None), 75: ('UserData', None), 76: ('UserData', None), 77: ('UserData', None), 78: ('UserData', None)}
+BUILD_HASH = 'abbb8d05c412b674'

@@ -3,21 +3,19 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 _Ai = _rt.array_reader('i')
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -46,7 +44,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         n2, = _U1(b, p); p += 2
@@ -60,8 +58,8 @@ def _f1(b, p):
         n4, = _U0(b, p); p += 4
         if n4 >= 0:
             if n4 * 4 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = _Ai(b, p, n4); p += n4 * 4
         elif n4 == -1:
             v3 = None
@@ -72,14 +70,14 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -106,8 +104,8 @@ def _f2(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -121,8 +119,8 @@ def _f2(b, p):
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -139,14 +137,14 @@ def _f2(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -173,8 +171,8 @@ def _f3(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -188,8 +186,8 @@ def _f3(b, p):
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -207,14 +205,14 @@ def _f3(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f4(b, p):
+def _f4(b, p, B):
     L = len(b)
     try:
         n2, = _U0(b, p); p += 4
         if n2 >= 0:
             if n2 * 2 > L - p: raise _rt.short_count(n2, L - p)
-            _B[0] -= n2
-            if _B[0] < 0: raise _rt.over_budget(n2)
+            B.left -= n2
+            if B.left < 0: raise _rt.over_budget(n2)
             v1 = []
             for i3 in range(n2):
                 n5, = _U1(b, p); p += 2
@@ -241,8 +239,8 @@ def _f4(b, p):
         n9, = _U0(b, p); p += 4
         if n9 >= 0:
             if n9 * 6 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 n12, = _U1(b, p); p += 2
@@ -256,8 +254,8 @@ def _f4(b, p):
                 n14, = _U0(b, p); p += 4
                 if n14 >= 0:
                     if n14 * 4 > L - p: raise _rt.short_count(n14, L - p)
-                    _B[0] -= n14
-                    if _B[0] < 0: raise _rt.over_budget(n14)
+                    B.left -= n14
+                    if B.left < 0: raise _rt.over_budget(n14)
                     v13 = _Ai(b, p, n14); p += n14 * 4
                 elif n14 == -1:
                     v13 = None
@@ -287,5 +285,5 @@ def _f4(b, p):
 NAME = 'ConsumerProtocolSubscription'
 VERSIONS = {0: _f0, 1: _f2, 2: _f3, 3: _f4}
 
-_LINES = {16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', None), 21: ('Topics', None), 22: ('Topics', None), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', 'i3'), 30: ('Topics', 'i3'), 31: ('Topics', 'i3'), 32: ('Topics', None), 33: ('Topics', None), 34: ('Topics', None), 35: ('Topics', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 41: ('UserData', None), 42: ('UserData', None), 43: ('UserData', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Topic', None), 59: ('Topic', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 68: ('Partitions', None), 69: ('Partitions', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', None), 84: ('Topics', None), 85: ('Topics', 'i3'), 86: ('Topics', 'i3'), 87: ('Topics', 'i3'), 88: ('Topics', 'i3'), 89: ('Topics', 'i3'), 90: ('Topics', 'i3'), 91: ('Topics', 'i3'), 92: ('Topics', 'i3'), 93: ('Topics', 'i3'), 94: ('Topics', None), 95: ('Topics', None), 96: ('Topics', None), 97: ('Topics', None), 98: ('UserData', None), 99: ('UserData', None), 100: ('UserData', None), 101: ('UserData', None), 102: ('UserData', None), 103: ('UserData', None), 104: ('UserData', None), 105: ('UserData', None), 106: ('OwnedPartitions', None), 107: ('OwnedPartitions', None), 108: ('OwnedPartitions', None), 109: ('OwnedPartitions', None), 110: ('OwnedPartitions', None), 111: ('OwnedPartitions', None), 112: ('OwnedPartitions', None), 113: ('OwnedPartitions[{}].Topic', 'i10'), 114: ('OwnedPartitions[{}].Topic', 'i10'), 115: ('OwnedPartitions[{}].Topic', 'i10'), 116: ('OwnedPartitions[{}].Topic', 'i10'), 117: ('OwnedPartitions[{}].Topic', 'i10'), 118: ('OwnedPartitions[{}].Topic', 'i10'), 119: ('OwnedPartitions[{}].Topic', 'i10'), 120: ('OwnedPartitions[{}].Topic', 'i10'), 121: ('OwnedPartitions[{}].Partitions', 'i10'), 122: ('OwnedPartitions[{}].Partitions', 'i10'), 123: ('OwnedPartitions[{}].Partitions', 'i10'), 124: ('OwnedPartitions[{}].Partitions', 'i10'), 125: ('OwnedPartitions[{}].Partitions', 'i10'), 126: ('OwnedPartitions[{}].Partitions', 'i10'), 127: ('OwnedPartitions[{}].Partitions', 'i10'), 128: ('OwnedPartitions[{}].Partitions', 'i10'), 129: ('OwnedPartitions[{}].Partitions', 'i10'), 130: ('OwnedPartitions[{}].Partitions', 'i10'), 131: ('OwnedPartitions', 'i10'), 132: ('OwnedPartitions', 'i10'), 133: ('OwnedPartitions', None), 134: ('OwnedPartitions', None), 135: ('OwnedPartitions', None), 136: ('OwnedPartitions', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', None), 151: ('Topics', None), 152: ('Topics', 'i3'), 153: ('Topics', 'i3'), 154: ('Topics', 'i3'), 155: ('Topics', 'i3'), 156: ('Topics', 'i3'), 157: ('Topics', 'i3'), 158: ('Topics', 'i3'), 159: ('Topics', 'i3'), 160: ('Topics', 'i3'), 161: ('Topics', None), 162: ('Topics', None), 163: ('Topics', None), 164: ('Topics', None), 165: ('UserData', None), 166: ('UserData', None), 167: ('UserData', None), 168: ('UserData', None), 169: ('UserData', None), 170: ('UserData', None), 171: ('UserData', None), 172: ('UserData', None), 173: ('OwnedPartitions', None), 174: ('OwnedPartitions', None), 175: ('OwnedPartitions', None), 176: ('OwnedPartitions', None), 177: ('OwnedPartitions', None), 178: ('OwnedPartitions', None), 179: ('OwnedPartitions', None), 180: ('OwnedPartitions[{}].Topic', 'i10'), 181: ('OwnedPartitions[{}].Topic', 'i10'), 182: ('OwnedPartitions[{}].Topic', 'i10'), 183: ('OwnedPartitions[{}].Topic', 'i10'), 184: ('OwnedPartitions[{}].Topic', 'i10'), 185: ('OwnedPartitions[{}].Topic', 'i10'), 186: ('OwnedPartitions[{}].Topic', 'i10'), 187: ('OwnedPartitions[{}].Topic', 'i10'), 188: ('OwnedPartitions[{}].Partitions', 'i10'), 189: ('OwnedPartitions[{}].Partitions', 'i10'), 190: ('OwnedPartitions[{}].Partitions', 'i10'), 191: ('OwnedPartitions[{}].Partitions', 'i10'), 192: ('OwnedPartitions[{}].Partitions', 'i10'), 193: ('OwnedPartitions[{}].Partitions', 'i10'), 194: ('OwnedPartitions[{}].Partitions', 'i10'), 195: ('OwnedPartitions[{}].Partitions', 'i10'), 196: ('OwnedPartitions[{}].Partitions', 'i10'), 197: ('OwnedPartitions[{}].Partitions', 'i10'), 198: ('OwnedPartitions', 'i10'), 199: ('OwnedPartitions', 'i10'), 200: ('OwnedPartitions', None), 201: ('OwnedPartitions', None), 202: ('OwnedPartitions', None), 203: ('OwnedPartitions', None), 204: ('GenerationId', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', None), 219: ('Topics', None), 220: ('Topics', 'i3'), 221: ('Topics', 'i3'), 222: ('Topics', 'i3'), 223: ('Topics', 'i3'), 224: ('Topics', 'i3'), 225: ('Topics', 'i3'), 226: ('Topics', 'i3'), 227: ('Topics', 'i3'), 228: ('Topics', 'i3'), 229: ('Topics', None), 230: ('Topics', None), 231: ('Topics', None), 232: ('Topics', None), 233: ('UserData', None), 234: ('UserData', None), 235: ('UserData', None), 236: ('UserData', None), 237: ('UserData', None), 238: ('UserData', None), 239: ('UserData', None), 240: ('UserData', None), 241: ('OwnedPartitions', None), 242: ('OwnedPartitions', None), 243: ('OwnedPartitions', None), 244: ('OwnedPartitions', None), 245: ('OwnedPartitions', None), 246: ('OwnedPartitions', None), 247: ('OwnedPartitions', None), 248: ('OwnedPartitions[{}].Topic', 'i10'), 249: ('OwnedPartitions[{}].Topic', 'i10'), 250: ('OwnedPartitions[{}].Topic', 'i10'), 251: ('OwnedPartitions[{}].Topic', 'i10'), 252: ('OwnedPartitions[{}].Topic', 'i10'), 253: ('OwnedPartitions[{}].Topic', 'i10'), 254: ('OwnedPartitions[{}].Topic', 'i10'), 255: ('OwnedPartitions[{}].Topic', 'i10'), 256: ('OwnedPartitions[{}].Partitions', 'i10'), 257: ('OwnedPartitions[{}].Partitions', 'i10'), 258: ('OwnedPartitions[{}].Partitions', 'i10'), 259: ('OwnedPartitions[{}].Partitions', 'i10'), 260: ('OwnedPartitions[{}].Partitions', 'i10'), 261: ('OwnedPartitions[{}].Partitions', 'i10'), 262: ('OwnedPartitions[{}].Partitions', 'i10'), 263: ('OwnedPartitions[{}].Partitions', 'i10'), 264: ('OwnedPartitions[{}].Partitions', 'i10'), 265: ('OwnedPartitions[{}].Partitions', 'i10'), 266: ('OwnedPartitions', 'i10'), 267: ('OwnedPartitions', 'i10'), 268: ('OwnedPartitions', None), 269: ('OwnedPartitions', None), 270: ('OwnedPartitions', None), 271: ('OwnedPartitions', None), 272: ('GenerationId', None), 273: ('RackId', None), 274: ('RackId', None), 275: ('RackId', None), 276: ('RackId', None), 277: ('RackId', None), 278: ('RackId', None), 279: ('RackId', None), 280: ('RackId', None)}
-BUILD_HASH = 'ae35c6ae63b6482b'
+_LINES = {14: ('Topics', None), 15: ('Topics', None), 16: ('Topics', None), 17: ('Topics', None), 18: ('Topics', None), 19: ('Topics', None), 20: ('Topics', None), 21: ('Topics', 'i3'), 22: ('Topics', 'i3'), 23: ('Topics', 'i3'), 24: ('Topics', 'i3'), 25: ('Topics', 'i3'), 26: ('Topics', 'i3'), 27: ('Topics', 'i3'), 28: ('Topics', 'i3'), 29: ('Topics', 'i3'), 30: ('Topics', None), 31: ('Topics', None), 32: ('Topics', None), 33: ('Topics', None), 34: ('UserData', None), 35: ('UserData', None), 36: ('UserData', None), 37: ('UserData', None), 38: ('UserData', None), 39: ('UserData', None), 40: ('UserData', None), 41: ('UserData', None), 50: ('Topic', None), 51: ('Topic', None), 52: ('Topic', None), 53: ('Topic', None), 54: ('Topic', None), 55: ('Topic', None), 56: ('Topic', None), 57: ('Topic', None), 58: ('Partitions', None), 59: ('Partitions', None), 60: ('Partitions', None), 61: ('Partitions', None), 62: ('Partitions', None), 63: ('Partitions', None), 64: ('Partitions', None), 65: ('Partitions', None), 66: ('Partitions', None), 67: ('Partitions', None), 76: ('Topics', None), 77: ('Topics', None), 78: ('Topics', None), 79: ('Topics', None), 80: ('Topics', None), 81: ('Topics', None), 82: ('Topics', None), 83: ('Topics', 'i3'), 84: ('Topics', 'i3'), 85: ('Topics', 'i3'), 86: ('Topics', 'i3'), 87: ('Topics', 'i3'), 88: ('Topics', 'i3'), 89: ('Topics', 'i3'), 90: ('Topics', 'i3'), 91: ('Topics', 'i3'), 92: ('Topics', None), 93: ('Topics', None), 94: ('Topics', None), 95: ('Topics', None), 96: ('UserData', None), 97: ('UserData', None), 98: ('UserData', None), 99: ('UserData', None), 100: ('UserData', None), 101: ('UserData', None), 102: ('UserData', None), 103: ('UserData', None), 104: ('OwnedPartitions', None), 105: ('OwnedPartitions', None), 106: ('OwnedPartitions', None), 107: ('OwnedPartitions', None), 108: ('OwnedPartitions', None), 109: ('OwnedPartitions', None), 110: ('OwnedPartitions', None), 111: ('OwnedPartitions[{}].Topic', 'i10'), 112: ('OwnedPartitions[{}].Topic', 'i10'), 113: ('OwnedPartitions[{}].Topic', 'i10'), 114: ('OwnedPartitions[{}].Topic', 'i10'), 115: ('OwnedPartitions[{}].Topic', 'i10'), 116: ('OwnedPartitions[{}].Topic', 'i10'), 117: ('OwnedPartitions[{}].Topic', 'i10'), 118: ('OwnedPartitions[{}].Topic', 'i10'), 119: ('OwnedPartitions[{}].Partitions', 'i10'), 120: ('OwnedPartitions[{}].Partitions', 'i10'), 121: ('OwnedPartitions[{}].Partitions', 'i10'), 122: ('OwnedPartitions[{}].Partitions', 'i10'), 123: ('OwnedPartitions[{}].Partitions', 'i10'), 124: ('OwnedPartitions[{}].Partitions', 'i10'), 125: ('OwnedPartitions[{}].Partitions', 'i10'), 126: ('OwnedPartitions[{}].Partitions', 'i10'), 127: ('OwnedPartitions[{}].Partitions', 'i10'), 128: ('OwnedPartitions[{}].Partitions', 'i10'), 129: ('OwnedPartitions', 'i10'), 130: ('OwnedPartitions', 'i10'), 131: ('OwnedPartitions', None), 132: ('OwnedPartitions', None), 133: ('OwnedPartitions', None), 134: ('OwnedPartitions', None), 143: ('Topics', None), 144: ('Topics', None), 145: ('Topics', None), 146: ('Topics', None), 147: ('Topics', None), 148: ('Topics', None), 149: ('Topics', None), 150: ('Topics', 'i3'), 151: ('Topics', 'i3'), 152: ('Topics', 'i3'), 153: ('Topics', 'i3'), 154: ('Topics', 'i3'), 155: ('Topics', 'i3'), 156: ('Topics', 'i3'), 157: ('Topics', 'i3'), 158: ('Topics', 'i3'), 159: ('Topics', None), 160: ('Topics', None), 161: ('Topics', None), 162: ('Topics', None), 163: ('UserData', None), 164: ('UserData', None), 165: ('UserData', None), 166: ('UserData', None), 167: ('UserData', None), 168: ('UserData', None), 169: ('UserData', None), 170: ('UserData', None), 171: ('OwnedPartitions', None), 172: ('OwnedPartitions', None), 173: ('OwnedPartitions', None), 174: ('OwnedPartitions', None), 175: ('OwnedPartitions', None), 176: ('OwnedPartitions', None), 177: ('OwnedPartitions', None), 178: ('OwnedPartitions[{}].Topic', 'i10'), 179: ('OwnedPartitions[{}].Topic', 'i10'), 180: ('OwnedPartitions[{}].Topic', 'i10'), 181: ('OwnedPartitions[{}].Topic', 'i10'), 182: ('OwnedPartitions[{}].Topic', 'i10'), 183: ('OwnedPartitions[{}].Topic', 'i10'), 184: ('OwnedPartitions[{}].Topic', 'i10'), 185: ('OwnedPartitions[{}].Topic', 'i10'), 186: ('OwnedPartitions[{}].Partitions', 'i10'), 187: ('OwnedPartitions[{}].Partitions', 'i10'), 188: ('OwnedPartitions[{}].Partitions', 'i10'), 189: ('OwnedPartitions[{}].Partitions', 'i10'), 190: ('OwnedPartitions[{}].Partitions', 'i10'), 191: ('OwnedPartitions[{}].Partitions', 'i10'), 192: ('OwnedPartitions[{}].Partitions', 'i10'), 193: ('OwnedPartitions[{}].Partitions', 'i10'), 194: ('OwnedPartitions[{}].Partitions', 'i10'), 195: ('OwnedPartitions[{}].Partitions', 'i10'), 196: ('OwnedPartitions', 'i10'), 197: ('OwnedPartitions', 'i10'), 198: ('OwnedPartitions', None), 199: ('OwnedPartitions', None), 200: ('OwnedPartitions', None), 201: ('OwnedPartitions', None), 202: ('GenerationId', None), 211: ('Topics', None), 212: ('Topics', None), 213: ('Topics', None), 214: ('Topics', None), 215: ('Topics', None), 216: ('Topics', None), 217: ('Topics', None), 218: ('Topics', 'i3'), 219: ('Topics', 'i3'), 220: ('Topics', 'i3'), 221: ('Topics', 'i3'), 222: ('Topics', 'i3'), 223: ('Topics', 'i3'), 224: ('Topics', 'i3'), 225: ('Topics', 'i3'), 226: ('Topics', 'i3'), 227: ('Topics', None), 228: ('Topics', None), 229: ('Topics', None), 230: ('Topics', None), 231: ('UserData', None), 232: ('UserData', None), 233: ('UserData', None), 234: ('UserData', None), 235: ('UserData', None), 236: ('UserData', None), 237: ('UserData', None), 238: ('UserData', None), 239: ('OwnedPartitions', None), 240: ('OwnedPartitions', None), 241: ('OwnedPartitions', None), 242: ('OwnedPartitions', None), 243: ('OwnedPartitions', None), 244: ('OwnedPartitions', None), 245: ('OwnedPartitions', None), 246: ('OwnedPartitions[{}].Topic', 'i10'), 247: ('OwnedPartitions[{}].Topic', 'i10'), 248: ('OwnedPartitions[{}].Topic', 'i10'), 249: ('OwnedPartitions[{}].Topic', 'i10'), 250: ('OwnedPartitions[{}].Topic', 'i10'), 251: ('OwnedPartitions[{}].Topic', 'i10'), 252: ('OwnedPartitions[{}].Topic', 'i10'), 253: ('OwnedPartitions[{}].Topic', 'i10'), 254: ('OwnedPartitions[{}].Partitions', 'i10'), 255: ('OwnedPartitions[{}].Partitions', 'i10'), 256: ('OwnedPartitions[{}].Partitions', 'i10'), 257: ('OwnedPartitions[{}].Partitions', 'i10'), 258: ('OwnedPartitions[{}].Partitions', 'i10'), 259: ('OwnedPartitions[{}].Partitions', 'i10'), 260: ('OwnedPartitions[{}].Partitions', 'i10'), 261: ('OwnedPartitions[{}].Partitions', 'i10'), 262: ('OwnedPartitions[{}].Partitions', 'i10'), 263: ('OwnedPartitions[{}].Partitions', 'i10'), 264: ('OwnedPartitions', 'i10'), 265: ('OwnedPartitions', 'i10'), 266: ('OwnedPartitions', None), 267: ('OwnedPartitions', None), 268: ('OwnedPartitions', None), 269: ('OwnedPartitions', None), 270: ('GenerationId', None), 271: ('RackId', None), 272: ('RackId', None), 273: ('RackId', None), 274: ('RackId', None), 275: ('RackId', None), 276: ('RackId', None), 277: ('RackId', None), 278: ('RackId', None)}
+BUILD_HASH = 'da1ede1060ca87cb'

@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -21,5 +19,5 @@ def _f0(b, p):
 NAME = 'ControlRecordTypeSchema'
 VERSIONS = {0: _f0}
 
-_LINES = {14: ('Type', None)}
-BUILD_HASH = '9335affaee0ae2db'
+_LINES = {12: ('Type', None)}
+BUILD_HASH = '0283ab4a474cfb66'

@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>?').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -35,7 +33,7 @@ def _f0(b, p):
         d = {"Type": v1, "Name": v3, "TokenAuthenticated": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -45,5 +43,5 @@ _T0 = {}
 NAME = 'DefaultPrincipalData'
 VERSIONS = {0: _f0}
 
-_LINES = {14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Type', None), 23: ('Type', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('Name', None), 33: ('Name', None), 34: ('TokenAuthenticated', None), 36: ('_tagged', None), 37: ('_tagged', None), 38: ('_tagged', None)}
-BUILD_HASH = 'c7f7ea277bd2a3fa'
+_LINES = {12: ('Type', None), 13: ('Type', None), 14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('TokenAuthenticated', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None)}
+BUILD_HASH = '278e8084044db51d'

@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -21,5 +19,5 @@ def _f0(b, p):
 NAME = 'EndTxnMarker'
 VERSIONS = {0: _f0}
 
-_LINES = {14: ('CoordinatorEpoch', None)}
-BUILD_HASH = 'e59c2ddcd13567ae'
+_LINES = {12: ('CoordinatorEpoch', None)}
+BUILD_HASH = 'c3bcc88aa44e7671'

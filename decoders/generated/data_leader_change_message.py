@@ -3,26 +3,24 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>hi').unpack_from
 _U1 = _struct.Struct('>i').unpack_from
 _U2 = _struct.Struct('>i16s').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U1(b, p); p += 4
         d = {"VoterId": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -31,15 +29,15 @@ def _f1(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, = _U1(b, p); p += 4
                 d7 = {"VoterId": v6}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d7)
+                if t: p = _rt.tags(b, p, t, _T0, d7, B)
                 v3.append(d7)
         elif n4 == -1:
             v3 = None
@@ -50,15 +48,15 @@ def _f1(b, p):
         n9 -= 1
         if n9 >= 0:
             if n9 * 5 > L - p: raise _rt.short_count(n9, L - p)
-            _B[0] -= n9
-            if _B[0] < 0: raise _rt.over_budget(n9)
+            B.left -= n9
+            if B.left < 0: raise _rt.over_budget(n9)
             v8 = []
             for i10 in range(n9):
                 v11, = _U1(b, p); p += 4
                 d12 = {"VoterId": v11}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d12)
+                if t: p = _rt.tags(b, p, t, _T0, d12, B)
                 v8.append(d12)
         elif n9 == -1:
             v8 = None
@@ -67,24 +65,24 @@ def _f1(b, p):
         d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v8}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U2(b, p); p += 20
         d = {"VoterId": v1, "VoterDirectoryId": _rt.uuid(v2)}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 6
@@ -93,15 +91,15 @@ def _f3(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 21 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 v6, v7, = _U2(b, p); p += 20
                 d8 = {"VoterId": v6, "VoterDirectoryId": _rt.uuid(v7)}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d8)
+                if t: p = _rt.tags(b, p, t, _T0, d8, B)
                 v3.append(d8)
         elif n4 == -1:
             v3 = None
@@ -112,15 +110,15 @@ def _f3(b, p):
         n10 -= 1
         if n10 >= 0:
             if n10 * 21 > L - p: raise _rt.short_count(n10, L - p)
-            _B[0] -= n10
-            if _B[0] < 0: raise _rt.over_budget(n10)
+            B.left -= n10
+            if B.left < 0: raise _rt.over_budget(n10)
             v9 = []
             for i11 in range(n10):
                 v12, v13, = _U2(b, p); p += 20
                 d14 = {"VoterId": v12, "VoterDirectoryId": _rt.uuid(v13)}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d14)
+                if t: p = _rt.tags(b, p, t, _T0, d14, B)
                 v9.append(d14)
         elif n10 == -1:
             v9 = None
@@ -129,7 +127,7 @@ def _f3(b, p):
         d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v9}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -139,5 +137,5 @@ _T0 = {}
 NAME = 'LeaderChangeMessage'
 VERSIONS = {0: _f1, 1: _f3}
 
-_LINES = {16: ('VoterId', None), 18: ('_tagged', None), 19: ('_tagged', None), 20: ('_tagged', None), 28: ('Version+LeaderId', None), 29: ('Voters', None), 30: ('Voters', None), 31: ('Voters', None), 32: ('Voters', None), 33: ('Voters', None), 34: ('Voters', None), 35: ('Voters', None), 36: ('Voters', None), 37: ('Voters', None), 38: ('Voters[{}].VoterId', 'i5'), 39: ('Voters', 'i5'), 40: ('Voters', 'i5'), 41: ('Voters', 'i5'), 42: ('Voters', 'i5'), 43: ('Voters', 'i5'), 44: ('Voters', None), 45: ('Voters', None), 46: ('Voters', None), 47: ('Voters', None), 48: ('GrantingVoters', None), 49: ('GrantingVoters', None), 50: ('GrantingVoters', None), 51: ('GrantingVoters', None), 52: ('GrantingVoters', None), 53: ('GrantingVoters', None), 54: ('GrantingVoters', None), 55: ('GrantingVoters', None), 56: ('GrantingVoters', None), 57: ('GrantingVoters[{}].VoterId', 'i10'), 58: ('GrantingVoters', 'i10'), 59: ('GrantingVoters', 'i10'), 60: ('GrantingVoters', 'i10'), 61: ('GrantingVoters', 'i10'), 62: ('GrantingVoters', 'i10'), 63: ('GrantingVoters', None), 64: ('GrantingVoters', None), 65: ('GrantingVoters', None), 66: ('GrantingVoters', None), 68: ('_tagged', None), 69: ('_tagged', None), 70: ('_tagged', None), 78: ('VoterId+VoterDirectoryId', None), 80: ('_tagged', None), 81: ('_tagged', None), 82: ('_tagged', None), 90: ('Version+LeaderId', None), 91: ('Voters', None), 92: ('Voters', None), 93: ('Voters', None), 94: ('Voters', None), 95: ('Voters', None), 96: ('Voters', None), 97: ('Voters', None), 98: ('Voters', None), 99: ('Voters', None), 100: ('Voters[{}].VoterId+VoterDirectoryId', 'i5'), 101: ('Voters', 'i5'), 102: ('Voters', 'i5'), 103: ('Voters', 'i5'), 104: ('Voters', 'i5'), 105: ('Voters', 'i5'), 106: ('Voters', None), 107: ('Voters', None), 108: ('Voters', None), 109: ('Voters', None), 110: ('GrantingVoters', None), 111: ('GrantingVoters', None), 112: ('GrantingVoters', None), 113: ('GrantingVoters', None), 114: ('GrantingVoters', None), 115: ('GrantingVoters', None), 116: ('GrantingVoters', None), 117: ('GrantingVoters', None), 118: ('GrantingVoters', None), 119: ('GrantingVoters[{}].VoterId+VoterDirectoryId', 'i11'), 120: ('GrantingVoters', 'i11'), 121: ('GrantingVoters', 'i11'), 122: ('GrantingVoters', 'i11'), 123: ('GrantingVoters', 'i11'), 124: ('GrantingVoters', 'i11'), 125: ('GrantingVoters', None), 126: ('GrantingVoters', None), 127: ('GrantingVoters', None), 128: ('GrantingVoters', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None)}
-BUILD_HASH = '7e97866cde8999d5'
+_LINES = {14: ('VoterId', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None), 26: ('Version+LeaderId', None), 27: ('Voters', None), 28: ('Voters', None), 29: ('Voters', None), 30: ('Voters', None), 31: ('Voters', None), 32: ('Voters', None), 33: ('Voters', None), 34: ('Voters', None), 35: ('Voters', None), 36: ('Voters[{}].VoterId', 'i5'), 37: ('Voters', 'i5'), 38: ('Voters', 'i5'), 39: ('Voters', 'i5'), 40: ('Voters', 'i5'), 41: ('Voters', 'i5'), 42: ('Voters', None), 43: ('Voters', None), 44: ('Voters', None), 45: ('Voters', None), 46: ('GrantingVoters', None), 47: ('GrantingVoters', None), 48: ('GrantingVoters', None), 49: ('GrantingVoters', None), 50: ('GrantingVoters', None), 51: ('GrantingVoters', None), 52: ('GrantingVoters', None), 53: ('GrantingVoters', None), 54: ('GrantingVoters', None), 55: ('GrantingVoters[{}].VoterId', 'i10'), 56: ('GrantingVoters', 'i10'), 57: ('GrantingVoters', 'i10'), 58: ('GrantingVoters', 'i10'), 59: ('GrantingVoters', 'i10'), 60: ('GrantingVoters', 'i10'), 61: ('GrantingVoters', None), 62: ('GrantingVoters', None), 63: ('GrantingVoters', None), 64: ('GrantingVoters', None), 66: ('_tagged', None), 67: ('_tagged', None), 68: ('_tagged', None), 76: ('VoterId+VoterDirectoryId', None), 78: ('_tagged', None), 79: ('_tagged', None), 80: ('_tagged', None), 88: ('Version+LeaderId', None), 89: ('Voters', None), 90: ('Voters', None), 91: ('Voters', None), 92: ('Voters', None), 93: ('Voters', None), 94: ('Voters', None), 95: ('Voters', None), 96: ('Voters', None), 97: ('Voters', None), 98: ('Voters[{}].VoterId+VoterDirectoryId', 'i5'), 99: ('Voters', 'i5'), 100: ('Voters', 'i5'), 101: ('Voters', 'i5'), 102: ('Voters', 'i5'), 103: ('Voters', 'i5'), 104: ('Voters', None), 105: ('Voters', None), 106: ('Voters', None), 107: ('Voters', None), 108: ('GrantingVoters', None), 109: ('GrantingVoters', None), 110: ('GrantingVoters', None), 111: ('GrantingVoters', None), 112: ('GrantingVoters', None), 113: ('GrantingVoters', None), 114: ('GrantingVoters', None), 115: ('GrantingVoters', None), 116: ('GrantingVoters', None), 117: ('GrantingVoters[{}].VoterId+VoterDirectoryId', 'i11'), 118: ('GrantingVoters', 'i11'), 119: ('GrantingVoters', 'i11'), 120: ('GrantingVoters', 'i11'), 121: ('GrantingVoters', 'i11'), 122: ('GrantingVoters', 'i11'), 123: ('GrantingVoters', None), 124: ('GrantingVoters', None), 125: ('GrantingVoters', None), 126: ('GrantingVoters', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None)}
+BUILD_HASH = '9edd387239bb6dbe'

@@ -3,19 +3,17 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>hq').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U0(b, p); p += 10
         d = {"Version": v1, "LastContainedLogTimestamp": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -25,5 +23,5 @@ _T0 = {}
 NAME = 'SnapshotHeaderRecord'
 VERSIONS = {0: _f0}
 
-_LINES = {14: ('Version+LastContainedLogTimestamp', None), 16: ('_tagged', None), 17: ('_tagged', None), 18: ('_tagged', None)}
-BUILD_HASH = '238f866dc6c8f393'
+_LINES = {12: ('Version+LastContainedLogTimestamp', None), 14: ('_tagged', None), 15: ('_tagged', None), 16: ('_tagged', None)}
+BUILD_HASH = '71ec10e1ef897f66'

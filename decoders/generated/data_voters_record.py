@@ -3,15 +3,13 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>h').unpack_from
 _U1 = _struct.Struct('>i16s').unpack_from
 _U2 = _struct.Struct('>H').unpack_from
 _U3 = _struct.Struct('>hh').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         n2 = b[p]; p += 1
@@ -38,24 +36,24 @@ def _f0(b, p):
         d = {"Name": v1, "Host": v3, "Port": v5}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U3(b, p); p += 4
         d = {"MinSupportedVersion": v1, "MaxSupportedVersion": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, = _U1(b, p); p += 20
@@ -64,8 +62,8 @@ def _f2(b, p):
         n4 -= 1
         if n4 >= 0:
             if n4 * 5 > L - p: raise _rt.short_count(n4, L - p)
-            _B[0] -= n4
-            if _B[0] < 0: raise _rt.over_budget(n4)
+            B.left -= n4
+            if B.left < 0: raise _rt.over_budget(n4)
             v3 = []
             for i5 in range(n4):
                 n7 = b[p]; p += 1
@@ -92,22 +90,22 @@ def _f2(b, p):
                 d11 = {"Name": v6, "Host": v8, "Port": v10}
                 t = b[p]; p += 1
                 if t > 127: t, p = _rt.uvarint(b, p, t)
-                if t: p = _rt.tags(b, p, t, _T0, d11)
+                if t: p = _rt.tags(b, p, t, _T0, d11, B)
                 v3.append(d11)
         elif n4 == -1:
             v3 = None
         else:
             raise _rt.negative(n4)
-        v12, p = _f1(b, p)
+        v12, p = _f1(b, p, B)
         d = {"VoterId": v1, "VoterDirectoryId": _rt.uuid(v2), "Endpoints": v3, "KRaftVersionFeature": v12}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f3(b, p):
+def _f3(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 2
@@ -116,11 +114,11 @@ def _f3(b, p):
         n3 -= 1
         if n3 >= 0:
             if n3 * 27 > L - p: raise _rt.short_count(n3, L - p)
-            _B[0] -= n3
-            if _B[0] < 0: raise _rt.over_budget(n3)
+            B.left -= n3
+            if B.left < 0: raise _rt.over_budget(n3)
             v2 = []
             for i4 in range(n3):
-                x5, p = _f2(b, p)
+                x5, p = _f2(b, p, B)
                 v2.append(x5)
         elif n3 == -1:
             v2 = None
@@ -129,7 +127,7 @@ def _f3(b, p):
         d = {"Version": v1, "Voters": v2}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -139,5 +137,5 @@ _T0 = {}
 NAME = 'VotersRecord'
 VERSIONS = {0: _f3}
 
-_LINES = {17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Host', None), 36: ('Host', None), 37: ('Port', None), 39: ('_tagged', None), 40: ('_tagged', None), 41: ('_tagged', None), 49: ('MinSupportedVersion+MaxSupportedVersion', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None), 61: ('VoterId+VoterDirectoryId', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints', None), 69: ('Endpoints', None), 70: ('Endpoints', None), 71: ('Endpoints[{}].Name', 'i5'), 72: ('Endpoints[{}].Name', 'i5'), 73: ('Endpoints[{}].Name', 'i5'), 74: ('Endpoints[{}].Name', 'i5'), 75: ('Endpoints[{}].Name', 'i5'), 76: ('Endpoints[{}].Name', 'i5'), 77: ('Endpoints[{}].Name', 'i5'), 78: ('Endpoints[{}].Name', 'i5'), 79: ('Endpoints[{}].Name', 'i5'), 80: ('Endpoints[{}].Name', 'i5'), 81: ('Endpoints[{}].Host', 'i5'), 82: ('Endpoints[{}].Host', 'i5'), 83: ('Endpoints[{}].Host', 'i5'), 84: ('Endpoints[{}].Host', 'i5'), 85: ('Endpoints[{}].Host', 'i5'), 86: ('Endpoints[{}].Host', 'i5'), 87: ('Endpoints[{}].Host', 'i5'), 88: ('Endpoints[{}].Host', 'i5'), 89: ('Endpoints[{}].Host', 'i5'), 90: ('Endpoints[{}].Host', 'i5'), 91: ('Endpoints[{}].Port', 'i5'), 92: ('Endpoints', 'i5'), 93: ('Endpoints', 'i5'), 94: ('Endpoints', 'i5'), 95: ('Endpoints', 'i5'), 96: ('Endpoints', 'i5'), 97: ('Endpoints', None), 98: ('Endpoints', None), 99: ('Endpoints', None), 100: ('Endpoints', None), 101: ('KRaftVersionFeature', None), 103: ('_tagged', None), 104: ('_tagged', None), 105: ('_tagged', None), 113: ('Version', None), 114: ('Voters', None), 115: ('Voters', None), 116: ('Voters', None), 117: ('Voters', None), 118: ('Voters', None), 119: ('Voters', None), 120: ('Voters', None), 121: ('Voters', None), 122: ('Voters', None), 123: ('Voters', 'i4'), 124: ('Voters', 'i4'), 125: ('Voters', None), 126: ('Voters', None), 127: ('Voters', None), 128: ('Voters', None), 130: ('_tagged', None), 131: ('_tagged', None), 132: ('_tagged', None)}
-BUILD_HASH = 'f2368e1027388571'
+_LINES = {15: ('Name', None), 16: ('Name', None), 17: ('Name', None), 18: ('Name', None), 19: ('Name', None), 20: ('Name', None), 21: ('Name', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Host', None), 26: ('Host', None), 27: ('Host', None), 28: ('Host', None), 29: ('Host', None), 30: ('Host', None), 31: ('Host', None), 32: ('Host', None), 33: ('Host', None), 34: ('Host', None), 35: ('Port', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None), 47: ('MinSupportedVersion+MaxSupportedVersion', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None), 59: ('VoterId+VoterDirectoryId', None), 60: ('Endpoints', None), 61: ('Endpoints', None), 62: ('Endpoints', None), 63: ('Endpoints', None), 64: ('Endpoints', None), 65: ('Endpoints', None), 66: ('Endpoints', None), 67: ('Endpoints', None), 68: ('Endpoints', None), 69: ('Endpoints[{}].Name', 'i5'), 70: ('Endpoints[{}].Name', 'i5'), 71: ('Endpoints[{}].Name', 'i5'), 72: ('Endpoints[{}].Name', 'i5'), 73: ('Endpoints[{}].Name', 'i5'), 74: ('Endpoints[{}].Name', 'i5'), 75: ('Endpoints[{}].Name', 'i5'), 76: ('Endpoints[{}].Name', 'i5'), 77: ('Endpoints[{}].Name', 'i5'), 78: ('Endpoints[{}].Name', 'i5'), 79: ('Endpoints[{}].Host', 'i5'), 80: ('Endpoints[{}].Host', 'i5'), 81: ('Endpoints[{}].Host', 'i5'), 82: ('Endpoints[{}].Host', 'i5'), 83: ('Endpoints[{}].Host', 'i5'), 84: ('Endpoints[{}].Host', 'i5'), 85: ('Endpoints[{}].Host', 'i5'), 86: ('Endpoints[{}].Host', 'i5'), 87: ('Endpoints[{}].Host', 'i5'), 88: ('Endpoints[{}].Host', 'i5'), 89: ('Endpoints[{}].Port', 'i5'), 90: ('Endpoints', 'i5'), 91: ('Endpoints', 'i5'), 92: ('Endpoints', 'i5'), 93: ('Endpoints', 'i5'), 94: ('Endpoints', 'i5'), 95: ('Endpoints', None), 96: ('Endpoints', None), 97: ('Endpoints', None), 98: ('Endpoints', None), 99: ('KRaftVersionFeature', None), 101: ('_tagged', None), 102: ('_tagged', None), 103: ('_tagged', None), 111: ('Version', None), 112: ('Voters', None), 113: ('Voters', None), 114: ('Voters', None), 115: ('Voters', None), 116: ('Voters', None), 117: ('Voters', None), 118: ('Voters', None), 119: ('Voters', None), 120: ('Voters', None), 121: ('Voters', 'i4'), 122: ('Voters', 'i4'), 123: ('Voters', None), 124: ('Voters', None), 125: ('Voters', None), 126: ('Voters', None), 128: ('_tagged', None), 129: ('_tagged', None), 130: ('_tagged', None)}
+BUILD_HASH = 'be39ef0010fa9bc1'

@@ -3,13 +3,11 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>hhi').unpack_from
 _U1 = _struct.Struct('>h').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 8
@@ -18,7 +16,7 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 8
@@ -35,7 +33,7 @@ def _f1(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f2(b, p):
+def _f2(b, p, B):
     L = len(b)
     try:
         v1, v2, v3, = _U0(b, p); p += 8
@@ -50,7 +48,7 @@ def _f2(b, p):
         d = {"RequestApiKey": v1, "RequestApiVersion": v2, "CorrelationId": v3, "ClientId": v4}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -60,5 +58,5 @@ _T0 = {}
 NAME = 'RequestHeader'
 VERSIONS = {0: _f0, 1: _f1, 2: _f2}
 
-_LINES = {15: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 24: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 31: ('ClientId', None), 32: ('ClientId', None), 41: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 48: ('ClientId', None), 49: ('ClientId', None), 51: ('_tagged', None), 52: ('_tagged', None), 53: ('_tagged', None)}
-BUILD_HASH = '5a4d24d607055f52'
+_LINES = {13: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 22: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 23: ('ClientId', None), 24: ('ClientId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 39: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 40: ('ClientId', None), 41: ('ClientId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None)}
+BUILD_HASH = '2ccc3081634dce96'

@@ -3,12 +3,10 @@
 import struct as _struct
 
 from decoders import _runtime as _rt
-
-_B = _rt.BUDGET
 _U0 = _struct.Struct('>i').unpack_from
 
 
-def _f0(b, p):
+def _f0(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
@@ -17,14 +15,14 @@ def _f0(b, p):
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
 
-def _f1(b, p):
+def _f1(b, p, B):
     L = len(b)
     try:
         v1, = _U0(b, p); p += 4
         d = {"CorrelationId": v1}
         t = b[p]; p += 1
         if t > 127: t, p = _rt.uvarint(b, p, t)
-        if t: p = _rt.tags(b, p, t, _T0, d)
+        if t: p = _rt.tags(b, p, t, _T0, d, B)
     except Exception as e:
         raise _rt.annotate(e, _LINES, locals(), p) from None
     return d, p
@@ -34,5 +32,5 @@ _T0 = {}
 NAME = 'ResponseHeader'
 VERSIONS = {0: _f0, 1: _f1}
 
-_LINES = {14: ('CorrelationId', None), 23: ('CorrelationId', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None)}
-BUILD_HASH = '150ebc9eebea09c8'
+_LINES = {12: ('CorrelationId', None), 21: ('CorrelationId', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None)}
+BUILD_HASH = '08caa93416b6640e'

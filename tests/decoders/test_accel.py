@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from decoders import _runtime as rt
 from decoders import api
+from decoders.element_budget import ElementBudget
 from decoders.generated import registry
 from decoders.records import Records
 from tests.decoders import vectors as V
@@ -59,13 +60,13 @@ def plain(value: Any) -> Any:
 
 
 def outcome(header: Any, body: Any, frame: bytes, budget: int = rt.MAX_ELEMENTS) -> tuple[Any, ...]:
-    rt.BUDGET[0] = budget
+    left = ElementBudget(budget)
     try:
-        h, p = header(frame, 0)
-        v, end = body(frame, p)
+        h, p = header(frame, 0, left)
+        v, end = body(frame, p, left)
     except Exception:  # noqa: BLE001 - failing is one of the two outcomes compared
-        return ("fails", rt.BUDGET[0] < 0)
-    return (plain(h), plain(v), end, rt.BUDGET[0])
+        return ("fails", left.left < 0)
+    return (plain(h), plain(v), end, left.left)
 
 
 def assert_same(kind: str, api_key: int, version: int, frame: bytes, budget: int = rt.MAX_ELEMENTS) -> None:
@@ -141,7 +142,7 @@ def test_embedded_and_header_structures(case: tuple[str, int], raw: bytes) -> No
     module = registry.DATA_MODULES[name]
     pure = api._module(module).VERSIONS[version]
     fast = api.accel_module(module).VERSIONS[version]  # type: ignore[union-attr]
-    assert outcome(lambda b, p: ({}, 0), fast, raw) == outcome(lambda b, p: ({}, 0), pure, raw)
+    assert outcome(lambda b, p, budget: ({}, 0), fast, raw) == outcome(lambda b, p, budget: ({}, 0), pure, raw)
 
 
 def test_real_capture_frames() -> None:

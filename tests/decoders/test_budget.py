@@ -8,6 +8,8 @@ import pytest
 
 from decoders import _runtime as rt
 from decoders import decode_request, decode_response
+from decoders.api import decode_request_within
+from decoders.element_budget import ElementBudget
 from tests.frames import metadata_request_v0, metadata_response_v0
 
 
@@ -25,7 +27,11 @@ def test_budget_is_per_message_not_per_process() -> None:
     for _ in range(3):
         assert decode_request(frame, max_elements=10).ok
     assert not decode_request(frame, max_elements=9).ok
-    assert decode_request(frame).ok and rt.BUDGET[0] == rt.MAX_ELEMENTS - 10
+    assert decode_request(frame).ok
+    budget = ElementBudget(10)
+    assert decode_request_within(frame, False, budget).ok and budget.left == 0  # the 10 topics spent it
+    assert decode_request_within(frame, False, budget).status.startswith("limit: array of 10 elements")
+    assert not decode_request_within(frame, False, ElementBudget(9)).ok
 
 
 @pytest.mark.parametrize("count", [rt.MAX_ELEMENTS + 1, 3_500_000])

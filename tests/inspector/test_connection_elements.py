@@ -11,6 +11,7 @@ import pytest
 
 from decoders import _runtime, api
 from decoders.api import embedded_limit_hit
+from decoders.element_budget import ElementBudget
 from inspector.connection import KafkaConnection, hit_elements_limit, is_kafka
 from inspector.events import EventTable
 from inspector.pipeline import Inspector
@@ -110,12 +111,9 @@ def test_budget_stops_are_told_apart_by_both_readers() -> None:
     entry = api._readers(18, 0, "response")
     assert entry is not None
     for readers in (entry, (*entry[:3], entry[0], entry[1], entry[5])):  # compiled (when built), then pure
-        _runtime.BUDGET[0] = 10
-        assert api._exact(readers, data) is api._OVER_BUDGET
-        _runtime.BUDGET[0] = 10
-        assert api._exact(readers, data[:-3]) is None  # cut short: another failure
-        _runtime.BUDGET[0] = 100
-        decoded = api._exact(readers, data)
+        assert api._exact(readers, data, ElementBudget(10)) is api._OVER_BUDGET
+        assert api._exact(readers, data[:-3], ElementBudget(10)) is None  # cut short: another failure
+        decoded = api._exact(readers, data, ElementBudget(100))
         assert isinstance(decoded, tuple) and len(decoded[1]["ApiKeys"]) == 50
     over: list[tuple[int, int]] = []
     assert api.decode_response_exact(data, 18, 0, 10, over) is None and over == [(18, 0)]

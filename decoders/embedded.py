@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,6 @@ from decoders.generated_modules import accel_module, pure_module
 if TYPE_CHECKING:  # a type only: decoders.api imports this module, never the reverse
     from decoders.api import DecodedMessage
 
-_I16 = struct.Struct(">h").unpack_from
 
 #: How the note on a message starts when embedded structures of it (group metadata and assignments, an
 #: Envelope's principal) stopped at the element budget (this module writes it).
@@ -69,10 +67,13 @@ def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, 
 def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str, Any]:
     """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription, spending ``budget`` (the
     message's that carries it); one that stops at the budget is counted in ``budget.stops``."""
-    if len(raw) < 2:
-        return {"schema": schema, "status": f"truncated: {len(raw)} bytes, no version"}
-    (version,) = _I16(raw, 0)
-    versions, known, fast = _versions_cache.get(schema) or _schema_versions(schema)
+    size = len(raw)
+    if size < 2:
+        return {"schema": schema, "status": f"truncated: {size} bytes, no version"}
+    version = ((raw[0] ^ 0x80) - 0x80) * 256 + raw[1]  # int16, the high byte sign-extended (compiled: C reads)
+    entry = _versions_cache.get(schema) or _schema_versions(schema)
+    versions = entry[0]
+    fast = entry[2]
     reader = fast.get(version)
     if reader is not None:
         # Fast path: a known version that decodes exactly (the compiled reader, when built).
@@ -81,11 +82,12 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
             value, end = reader(raw, 2, budget)
         except Exception:  # noqa: BLE001 - decoded again below, which says why
             end = -1
-        if end == len(raw):
-            return _versioned_value(schema, {"schema": schema, "version": version, "value": value, "status": "ok"},
-                                    budget)
+        if end == size:
+            result = {"schema": schema, "version": version, "value": value, "status": "ok"}
+            return _versioned_value(schema, result, budget) if schema == _WORKER_STATE else result
         budget.left = left
-    result: dict[str, Any] = {"schema": schema, "version": version}
+    known = entry[1]
+    result = {"schema": schema, "version": version}
     if version < 0:
         result["status"] = f"invalid: negative version {version}"
         return result
@@ -99,7 +101,7 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
     except rt.DecodeError as err:
         result["status"] = err.describe()
         if rt.spent_budget(err):
-            budget.stops += 1  # noted on the message by its postprocessor (_noting_budget_stops)
+            budget.stops += 1  # noted on the message by its postprocessor (_noted)
         return result
     result["value"] = value
     if end != len(raw) and version <= known:
@@ -109,9 +111,13 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
     return _versioned_value(schema, result, budget)
 
 
+#: The one embedded schema whose value carries another version-prefixed structure (its Allocation).
+_WORKER_STATE = "ConnectProtocolWorkerState"
+
+
 def _versioned_value(schema: str, result: dict[str, Any], budget: ElementBudget) -> dict[str, Any]:
     value = result["value"]
-    if schema == "ConnectProtocolWorkerState" and isinstance(value.get("Allocation"), bytes):
+    if schema == _WORKER_STATE and isinstance(value.get("Allocation"), bytes):
         # The worker's previous assignment, serialised as a complete (version-prefixed) assignment.
         value["AllocationDecoded"] = decode_versioned("ConnectProtocolAssignment", value["Allocation"], budget)
     return result
@@ -143,20 +149,52 @@ def decode_group_bytes(protocol_type: str | None, role: str, raw: bytes | None,
 _Post = Callable[["DecodedMessage", "tuple[int, int] | None", ElementBudget], "DecodedMessage"]
 
 
+def _decode_each_metadata(ptype: str | None, items: Any, budget: ElementBudget) -> None:
+    """Each item's ``Metadata`` decoded into ``MetadataDecoded`` (JoinGroup's protocols, or its members).
+
+    The same bytes often come several times in one message: a consumer offers each assignor the same
+    subscription, and the members of a group subscribe alike. Bytes equal to one of the first
+    :data:`_REPEATS_KEPT` decoded in this message are not decoded again: the repeat gets a result dict of its
+    own around the same decoded value and is charged the elements the first decode spent, exactly what
+    decoding again would spend and give; unless the budget has less left (or the first decode stopped at it),
+    when it is decoded again and stops where it must. (Compared, not hashed: a few ``memcmp`` cost less than
+    hashing each member's bytes.)
+    """
+    seen: list[tuple[bytes, dict[str, Any], int]] = []
+    for item in items:
+        raw = item.get("Metadata")
+        if raw:
+            for hit in seen:
+                if hit[0] == raw and budget.left >= hit[2]:
+                    budget.left -= hit[2]
+                    item["MetadataDecoded"] = dict(hit[1])
+                    break
+            else:
+                left = budget.left
+                stops = budget.stops
+                result = decode_group_bytes(ptype, "subscription", raw, budget)
+                if budget.stops == stops and result is not None and len(seen) < _REPEATS_KEPT:
+                    seen.append((raw, result, left - budget.left))
+                item["MetadataDecoded"] = result
+        else:
+            item["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", raw, budget)
+
+
+#: How many distinct metadata byte strings :func:`_decode_each_metadata` remembers per message.
+_REPEATS_KEPT = 4
+
+
 def _join_group_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
-    ptype = body.get("ProtocolType")
-    for proto in body.get("Protocols") or ():
-        proto["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", proto.get("Metadata"), budget)
-    return msg
+    _decode_each_metadata(body.get("ProtocolType"), body.get("Protocols") or (), budget)
+    return _noted(msg, budget)
 
 
 def _join_group_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
     body = msg.body or {}
-    ptype = body.get("ProtocolType") if "ProtocolType" in body else None
-    for member in body.get("Members") or ():
-        member["MetadataDecoded"] = decode_group_bytes(ptype, "subscription", member.get("Metadata"), budget)
-    return msg
+    _decode_each_metadata(body.get("ProtocolType") if "ProtocolType" in body else None, body.get("Members") or (),
+                          budget)
+    return _noted(msg, budget)
 
 
 def _sync_group_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
@@ -165,7 +203,7 @@ def _sync_group_request(msg: DecodedMessage, inner: tuple[int, int] | None, budg
     for assignment in body.get("Assignments") or ():
         assignment["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", assignment.get("Assignment"),
                                                              budget)
-    return msg
+    return _noted(msg, budget)
 
 
 def _sync_group_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
@@ -173,7 +211,7 @@ def _sync_group_response(msg: DecodedMessage, inner: tuple[int, int] | None, bud
     ptype = body.get("ProtocolType") if "ProtocolType" in body else None
     if "Assignment" in body:
         body["AssignmentDecoded"] = decode_group_bytes(ptype, "assignment", body.get("Assignment"), budget)
-    return msg
+    return _noted(msg, budget)
 
 
 def _describe_groups_response(msg: DecodedMessage, inner: tuple[int, int] | None,
@@ -185,7 +223,7 @@ def _describe_groups_response(msg: DecodedMessage, inner: tuple[int, int] | None
                 ptype, "subscription", member.get("MemberMetadata"), budget)
             member["MemberAssignmentDecoded"] = decode_group_bytes(
                 ptype, "assignment", member.get("MemberAssignment"), budget)
-    return msg
+    return _noted(msg, budget)
 
 
 def message_dict(msg: DecodedMessage) -> dict[str, Any]:
@@ -258,16 +296,13 @@ def _envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None, decod
     return dataclasses.replace(msg, inner=inner_msg)
 
 
-def _noting_budget_stops(handler: _Post) -> _Post:
-    """``handler``, with a note on the message when embedded structures it decoded stopped at the element
-    budget (a message nested in it, as an Envelope's, has a budget of its own and is noted on its own)."""
-    def run(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
-        msg = handler(msg, inner, budget)
-        stops = budget.stops
-        if stops:
-            msg = dataclasses.replace(msg, notes=(*msg.notes, _EMBEDDED_LIMIT_TEXT.format(stops)))
-        return msg
-    return run
+def _noted(msg: DecodedMessage, budget: ElementBudget) -> DecodedMessage:
+    """``msg``, with a note when embedded structures its postprocessor decoded stopped at the element budget
+    (a message nested in it, as an Envelope's, has a budget of its own and is noted on its own)."""
+    stops = budget.stops
+    if stops:
+        return dataclasses.replace(msg, notes=(*msg.notes, _EMBEDDED_LIMIT_TEXT.format(stops)))
+    return msg
 
 
 def postprocessors(decode_request: DecodeRequest, decode_response: DecodeResponse) -> dict[tuple[str, int], _Post]:
@@ -275,19 +310,17 @@ def postprocessors(decode_request: DecodeRequest, decode_response: DecodeRespons
     ``decode_request`` / ``decode_response`` (the api's own, given by it: this module does not import it)."""
 
     def envelope_request(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
-        return _envelope_request(msg, decode_request, budget)
+        return _noted(_envelope_request(msg, decode_request, budget), budget)
 
     def envelope_response(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
-        return _envelope_response(msg, inner, decode_response, budget)
+        return _noted(_envelope_response(msg, inner, decode_response, budget), budget)
 
     return {
-        key: _noting_budget_stops(handler) for key, handler in {
-            ("request", 11): _join_group_request,
-            ("response", 11): _join_group_response,
-            ("request", 14): _sync_group_request,
-            ("response", 14): _sync_group_response,
-            ("response", 15): _describe_groups_response,
-            ("request", 58): envelope_request,
-            ("response", 58): envelope_response,
-        }.items()
+        ("request", 11): _join_group_request,
+        ("response", 11): _join_group_response,
+        ("request", 14): _sync_group_request,
+        ("response", 14): _sync_group_response,
+        ("response", 15): _describe_groups_response,
+        ("request", 58): envelope_request,
+        ("response", 58): envelope_response,
     }

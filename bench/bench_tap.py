@@ -82,7 +82,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pcaps.make_captures import free_port, kill_group, tansu_broker  # noqa: E402
+from pcaps.capture_kit.infra import free_port, kill_group, tansu_broker  # noqa: E402
 
 PYTHON = sys.executable
 HOST = "127.0.0.1"

@@ -209,7 +209,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
     reason = _can_capture()
     if reason:
         pytest.skip(reason)
-    from pcaps.make_captures import free_port, tansu_broker
+    from pcaps.capture_kit.infra import free_port, tansu_broker
 
     port = free_port()
     with tansu_broker(port, tmp_path_factory.mktemp("tansu") / "tansu.log") as bootstrap:
@@ -287,7 +287,8 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
 
 @live
 def test_tap_captures_every_request_and_response_of_real_clients(broker: tuple[str, int], tmp_path: Path) -> None:
-    from pcaps.make_captures import GroupStats, cfk_create_topics, kp_produce, member_confluent, member_kafka_python
+    from pcaps.capture_kit.clients import cfk_create_topics, kp_produce
+    from pcaps.capture_kit.groups import GroupStats, member_confluent, member_kafka_python
 
     bootstrap, port = broker
     ref_pcap, ref_log = tmp_path / "reference.pcap", tmp_path / "reference.log"

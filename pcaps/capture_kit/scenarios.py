@@ -1,0 +1,245 @@
+"""The small captures: what each records (:data:`SCENARIOS`), and how a scenario is run and summarised."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pcaps.capture_kit.clients import cfk_create_topics, cfk_produce
+from pcaps.capture_kit.groups import ClientPart, clients_group, clients_group_no_common_assignor
+from pcaps.capture_kit.infra import (
+    HERE,
+    Run,
+    free_port,
+    kill_group,
+    log,
+    mock_cluster,
+    tansu_binary,
+    tansu_broker,
+    tansu_broker_as,
+    tcpdump,
+    tool_version,
+    tshark_summary,
+)
+from pcaps.capture_kit.parts import (
+    clients_admin_confluent,
+    clients_admin_confluent_acls_and_delete,
+    clients_admin_confluent_create_acls,
+    clients_admin_kafka_python,
+    clients_kcat_tansu,
+    clients_mock_cluster,
+    clients_mock_kp_unpinned,
+    clients_mock_txn_kafka_python,
+    clients_produce_fetch,
+    transactions_confluent,
+    transactions_kafka_python,
+)
+from pcaps.capture_kit.raw import clients_list_topics, clients_raw_identity_misrouted, clients_raw_identity_single
+
+
+def preload_orders(topic: str) -> Callable[[str], None]:
+    def setup(bs: str) -> None:
+        cfk_produce(bs, topic, ("none",), 60)
+
+    return setup
+
+
+@dataclass(frozen=True)
+class Scenario:
+    broker: str  # "tansu" or "mock"
+    what: str
+    parts: tuple[ClientPart, ...]  # each runs in its own child process while tcpdump records
+    topics: dict[str, int] = field(default_factory=dict)  # created before the capture starts
+    setup: Callable[[str], None] | None = None  # runs before the capture starts (not recorded)
+    part_timeout: float = 150.0
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "tansu-consumer-group-3-members": Scenario(
+        "tansu",
+        "kafka-python + aiokafka + confluent-kafka in one consumer group (range), commits, leave",
+        (clients_group,),
+        topics={"orders": 6},
+        setup=preload_orders("orders"),
+    ),
+    "tansu-produce-fetch-compression": Scenario(
+        "tansu",
+        "produce/fetch, none/gzip/snappy/lz4/zstd, keys + headers, 3 client libraries",
+        (clients_produce_fetch,),
+        topics={"produce-confluent": 3, "produce-kafka-python": 3, "produce-aiokafka": 3},
+    ),
+    "tansu-admin-operations": Scenario(
+        "tansu",
+        "confluent AdminClient + kafka-python KafkaAdminClient operations",
+        (
+            clients_admin_confluent,
+            clients_admin_confluent_create_acls,
+            clients_admin_confluent_acls_and_delete,
+            clients_admin_kafka_python,
+        ),
+    ),
+    "tansu-transactions": Scenario(
+        "tansu",
+        "transactional producers (confluent-kafka, kafka-python) against Tansu",
+        (transactions_confluent, transactions_kafka_python),
+        topics={"txn-topic": 2},
+    ),
+    "mock-cluster-transactions": Scenario(
+        "mock",
+        "transactional producers (confluent-kafka, kafka-python) against the librdkafka mock cluster",
+        (transactions_confluent, clients_mock_txn_kafka_python),
+        topics={"txn-topic": 2},
+    ),
+    "mock-cluster-3-brokers-multi-client": Scenario(
+        "mock",
+        "kcat + confluent-kafka + kafka-python + aiokafka vs the 3-broker librdkafka mock cluster",
+        (clients_mock_cluster,),
+        topics={"mock-confluent": 3, "mock-kafka-python": 3, "mock-aiokafka": 3, "mock-kcat": 3, "mock-orders": 6},
+        setup=preload_orders("mock-orders"),
+    ),
+    "tansu-kcat-apiversions-underflow": Scenario(
+        "tansu",
+        "kcat (librdkafka 2.0.2) cannot parse Tansu's ApiVersions v3 response (real interop bug)",
+        (clients_kcat_tansu,),
+    ),
+    "mock-cluster-kafka-python-apiversions-unsupported": Scenario(
+        "mock",
+        "kafka-python's ApiVersions v4 vs the mock cluster (UNSUPPORTED_VERSION answer it cannot parse)",
+        (clients_mock_kp_unpinned,),
+    ),
+    "tansu-group-no-common-assignor": Scenario(
+        "tansu",
+        "kafka-python (roundrobin only) + confluent-kafka (range only) in one group: no common assignor",
+        (clients_group_no_common_assignor,),
+        topics={"mixed-orders": 4},
+        setup=preload_orders("mixed-orders"),
+    ),
+    "tansu-restart-new-cluster-id": Scenario(
+        "tansu-restart",
+        "Tansu restarted on the same port with another cluster id; clients ask for metadata in both lives",
+        (clients_list_topics, clients_list_topics),
+    ),
+    "tansu-apiversions-v5-identity": Scenario(
+        "tansu",
+        "hand-built Metadata v4, then ApiVersions v5 (KIP-1242) with right/wrong/one-sided ClusterId+NodeId",
+        (clients_raw_identity_single,),
+    ),
+    "mock-cluster-apiversions-v5-misrouted": Scenario(
+        "mock",
+        "hand-built ApiVersions v5 to broker 3 of the mock cluster naming node 1 (misrouted) and more",
+        (clients_raw_identity_misrouted,),
+    ),
+}
+
+
+def client_versions() -> dict[str, str]:
+    import aiokafka
+    import confluent_kafka
+    import kafka
+
+    return {
+        "confluent-kafka": f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})",
+        "kafka-python": str(kafka.__version__),
+        "aiokafka": str(aiokafka.__version__),
+        "kcat": tool_version(["kcat", "-V"]),
+        "tansu": tool_version([tansu_binary(), "--version"]),
+        "tcpdump": tool_version(["tcpdump", "--version"]),
+    }
+
+
+def run_part(run: Run, name: str, index: int, bootstrap: str, timeout: float) -> None:
+    """Run client part ``index`` of scenario ``name`` in a child process (bounded in time)."""
+    cmd = [sys.executable, str(HERE / "make_captures.py"), "--client", name, str(index), bootstrap]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc, signal.SIGKILL)
+        out, _ = proc.communicate()
+        run.note(f"FAIL part {index}: killed after {timeout}s")
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith("NOTE\t"):
+            run.notes.append(line.removeprefix("NOTE\t"))
+    if proc.returncode and proc.returncode < 0:
+        run.note(f"FAIL part {index}: client process died with signal {signal.Signals(-proc.returncode).name}")
+    elif proc.returncode:
+        run.note(f"FAIL part {index}: client process exited with status {proc.returncode}")
+
+
+def client_main(name: str, index: int, bootstrap: str) -> int:
+    run = Run(name, child=True)
+    SCENARIOS[name].parts[index](run, bootstrap)
+    return 0
+
+
+def run_scenario(name: str, outdir: Path) -> Run:
+    """Record scenario ``name`` into ``outdir/NAME.pcap``: its broker up, its client parts run one by one."""
+    if SCENARIOS[name].broker == "tansu-restart":
+        return run_restart_scenario(name, outdir)
+    sc = SCENARIOS[name]
+    run = Run(name)
+    out = outdir / f"{name}.pcap"
+    log(f"=== {name}: {sc.what}")
+
+    def record(bootstrap: str, ports: list[int]) -> None:
+        run.ports = ports
+        if sc.setup:
+            sc.setup(bootstrap)
+        with tcpdump(out, ports):
+            for i in range(len(sc.parts)):
+                run_part(run, name, i, bootstrap, sc.part_timeout)
+
+    try:
+        if sc.broker == "tansu":
+            port = free_port()
+            with tansu_broker(port, outdir / f"{name}.tansu.log") as bs:
+                if sc.topics:
+                    cfk_create_topics(bs, sc.topics)
+                record(bs, [port])
+        else:
+            with mock_cluster(3) as mc:
+                for topic, partitions in sc.topics.items():
+                    mc.create_topic(topic, partitions, 3)
+                record(mc.bootstrap, mc.ports)
+    except Exception as exc:  # noqa: BLE001 - report and continue with the next scenario
+        run.note(f"ABORTED: {type(exc).__name__}: {exc}")
+    finally:
+        (outdir / f"{name}.tansu.log").unlink(missing_ok=True)
+    if out.exists():
+        run.notes.append(f"size: {out.stat().st_size} bytes; tshark summary (ports {run.ports}):")
+        run.notes.extend("    " + line for line in tshark_summary(out, run.ports))
+    return run
+
+
+RESTART_CLUSTER_IDS = ("tansu_cluster", "tansu_cluster_reborn")
+
+
+def run_restart_scenario(name: str, outdir: Path) -> Run:
+    """One port, two Tansu lives: the second has another cluster id; clients connect to both."""
+    sc = SCENARIOS[name]
+    run = Run(name)
+    out = outdir / f"{name}.pcap"
+    log(f"=== {name}: {sc.what}")
+    port = free_port()
+    run.ports = [port]
+    logfile = outdir / f"{name}.tansu.log"
+    try:
+        with tcpdump(out, [port]):
+            for i, cluster_id in enumerate(RESTART_CLUSTER_IDS):
+                with tansu_broker_as(port, logfile, cluster_id) as bs:
+                    run.note(f"broker life {i + 1}: --cluster-id {cluster_id}")
+                    run_part(run, name, i, bs, sc.part_timeout)
+                time.sleep(1.0)
+    except Exception as exc:  # noqa: BLE001 - report and continue with the next scenario
+        run.note(f"ABORTED: {type(exc).__name__}: {exc}")
+    finally:
+        logfile.unlink(missing_ok=True)
+    if out.exists():
+        run.notes.append(f"size: {out.stat().st_size} bytes; tshark summary (ports {run.ports}):")
+        run.notes.extend("    " + line for line in tshark_summary(out, run.ports))
+    return run

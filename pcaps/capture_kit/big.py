@@ -11,6 +11,10 @@ from pathlib import Path
 from pcaps.capture_kit.clients import aio_fetch, cfk_create_topics, cfk_fetch, headers, kp_fetch
 from pcaps.capture_kit.infra import HERE, free_port, log, tansu_broker, tcpdump
 
+# --------------------------------------------------------------------------------------------
+# big benchmark captures
+# --------------------------------------------------------------------------------------------
+
 
 def make_big(size_mb: int, output: Path, max_minutes: float) -> None:
     """Produce+fetch heavy capture of at least ``size_mb`` MB against Tansu (not committed)."""

@@ -20,6 +20,11 @@ def headers(client: str, codec: str, i: int) -> list[tuple[str, str | bytes | No
     return [("client", client.encode()), ("codec", codec.encode()), ("trace-id", f"t-{i:06d}".encode())]
 
 
+# --------------------------------------------------------------------------------------------
+# client drivers (each bounded in count and time)
+# --------------------------------------------------------------------------------------------
+
+
 def cfk_create_topics(bootstrap: str, topics: dict[str, int]) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 

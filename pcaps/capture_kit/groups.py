@@ -6,11 +6,15 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pcaps.capture_kit.infra import Run, run_threads
+
+# --------------------------------------------------------------------------------------------
+# consumer group members (protocol type "consumer", assignor "range")
+# --------------------------------------------------------------------------------------------
+
 
 GROUP_TIMEOUTS = {"session_ms": 10000, "heartbeat_ms": 1000, "rebalance_ms": 10000}
 
@@ -169,11 +173,15 @@ def run_group(run: Run, bootstrap: str, topic: str, group: str, seconds: float, 
         run.note(f"group {group!r}: failed commits {dict(stats.failed_commits)}")
 
 
-ClientPart = Callable[[Run, str], None]
 
 
 def clients_group(run: Run, bs: str) -> None:
     run_group(run, bs, "orders", "inspector-group", seconds=25, kp_kw={})
+
+
+# --------------------------------------------------------------------------------------------
+# scenarios for the Spark anomaly reports (pipelines/): protocol disagreements recorded for real
+# --------------------------------------------------------------------------------------------
 
 
 def _member_kafka_python_roundrobin(bootstrap: str, topic: str, group: str, stop: threading.Event, run: Run) -> None:

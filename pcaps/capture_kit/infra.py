@@ -37,6 +37,11 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+# --------------------------------------------------------------------------------------------
+# process helpers
+# --------------------------------------------------------------------------------------------
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
@@ -74,6 +79,11 @@ def tool_version(cmd: list[str]) -> str:
         return f"unavailable ({exc})"
     text = (out.stdout + out.stderr).strip().splitlines()
     return next((line for line in text if "ersion" in line), text[0] if text else "?").strip()
+
+
+# --------------------------------------------------------------------------------------------
+# brokers
+# --------------------------------------------------------------------------------------------
 
 
 def tansu_binary() -> str:
@@ -185,6 +195,11 @@ def mock_cluster(brokers: int = 3) -> Iterator[MockCluster]:
         log("librdkafka mock cluster destroyed")
 
 
+# --------------------------------------------------------------------------------------------
+# capture
+# --------------------------------------------------------------------------------------------
+
+
 @contextlib.contextmanager
 def tcpdump(path: Path, ports: list[int]) -> Iterator[None]:
     """Record loopback TCP traffic of ``ports`` into ``path`` (classic pcap, full snaplen)."""
@@ -264,6 +279,11 @@ def tshark_summary(path: Path, ports: list[int]) -> list[str]:
     for (key, version), n in sorted(requests.items()):
         per_key.setdefault(key, []).append(f"v{version} x{n}")
     return [f"{api_name(key)}({key}): {', '.join(vs)}" for key, vs in per_key.items()]
+
+
+# --------------------------------------------------------------------------------------------
+# scenario bookkeeping
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass

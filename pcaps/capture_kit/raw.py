@@ -7,6 +7,9 @@ from collections.abc import Callable
 
 from pcaps.capture_kit.infra import Run
 
+# Hand-built Kafka requests (no client library): Metadata v4 to learn the broker's identity, then
+# ApiVersions v5 (KIP-1242) naming a cluster id / node id of our choice.
+
 
 def _kafka_string(s: str | None) -> bytes:
     if s is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pcaps.capture_kit.clients import cfk_create_topics, cfk_produce
-from pcaps.capture_kit.groups import ClientPart, clients_group, clients_group_no_common_assignor
+from pcaps.capture_kit.groups import clients_group, clients_group_no_common_assignor
 from pcaps.capture_kit.infra import (
     HERE,
     Run,
@@ -47,6 +47,12 @@ def preload_orders(topic: str) -> Callable[[str], None]:
         cfk_produce(bs, topic, ("none",), 60)
 
     return setup
+
+
+# scenarios: the broker and tcpdump live in this (parent) process; the client code of each
+# scenario runs in child processes ("parts"), because a client library may abort the whole
+# process on a broker quirk (librdkafka asserts on Tansu's truncated CreateAcls response).
+ClientPart = Callable[[Run, str], None]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from decoders import api
 from decoders.element_budget import ElementBudget
 from decoders.generated import registry
 from decoders.records import Records
-from tests.decoders import vectors as V
+from tests.decoders import vectors_all as VA
 from tests.frames import valid_header
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,8 +80,8 @@ def assert_same(kind: str, api_key: int, version: int, frame: bytes, budget: int
 
 
 @cache
-def vectors() -> list[V.Vector]:
-    return V.all_vectors()
+def vectors() -> list[VA.Vector]:
+    return VA.all_vectors()
 
 
 def test_vectors_whole_cut_and_with_trailing_bytes() -> None:

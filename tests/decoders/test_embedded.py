@@ -35,7 +35,8 @@ from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 
 from decoders import decode_request, decode_response
-from tests.decoders import vectors as V
+from tests.decoders import vectors_kio as VK
+from tests.decoders import vectors_kp as VP
 
 # --------------------------------------------------------------------------------------------
 # Builders
@@ -98,7 +99,7 @@ def check_consumer(decoded: dict[str, Any], obj: Any, schema: str, version: int,
     assert decoded["version"] == version
     assert decoded["status"] == "ok", decoded
     assert decoded["inferred"] is inferred
-    V.kp_compare(type(obj)._struct, obj, decoded["value"], version, -1, "value")
+    VP.kp_compare(type(obj)._struct, obj, decoded["value"], version, -1, "value")
 
 
 def join_group_request(version: int, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bytes:
@@ -107,7 +108,7 @@ def join_group_request(version: int, protocol_type: str, protocols: list[tuple[s
                            rebalance_timeout_ms=300000, member_id="member-1", group_instance_id=None,
                            protocol_type=protocol_type,
                            protocols=[proto(name=name, metadata=meta) for name, meta in protocols], reason=None)
-    return V.kp_frame(msg)
+    return VP.kp_frame(msg)
 
 
 def join_group_response(version: int, protocol_type: str | None, members: list[tuple[str, bytes]]) -> bytes:
@@ -117,7 +118,7 @@ def join_group_response(version: int, protocol_type: str | None, members: list[t
                             skip_assignment=False, member_id="m-0",
                             members=[member(member_id=m, group_instance_id=None, metadata=meta)
                                      for m, meta in members])
-    return V.kp_frame(msg)
+    return VP.kp_frame(msg)
 
 
 def sync_group_request(version: int, protocol_type: str | None, assignments: list[tuple[str, bytes]]) -> bytes:
@@ -125,13 +126,13 @@ def sync_group_request(version: int, protocol_type: str | None, assignments: lis
     msg = SyncGroupRequest(version=version, group_id="group-1", generation_id=7, member_id="m-0",
                            group_instance_id=None, protocol_type=protocol_type, protocol_name="range",
                            assignments=[item(member_id=m, assignment=a) for m, a in assignments])
-    return V.kp_frame(msg)
+    return VP.kp_frame(msg)
 
 
 def sync_group_response(version: int, protocol_type: str | None, raw: bytes) -> bytes:
     msg = SyncGroupResponse(version=version, throttle_time_ms=0, error_code=0, protocol_type=protocol_type,
                             protocol_name="range", assignment=raw)
-    return V.kp_frame(msg)
+    return VP.kp_frame(msg)
 
 
 def describe_groups_response(version: int, protocol_type: str, metadata: bytes, assignment_raw: bytes) -> bytes:
@@ -145,7 +146,7 @@ def describe_groups_response(version: int, protocol_type: str, metadata: bytes, 
                                       client_host="/10.0.0.1", member_metadata=metadata,
                                       member_assignment=assignment_raw)],
                       authorized_operations=None)])
-    return V.kp_frame(msg)
+    return VP.kp_frame(msg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def test_join_group_request_written_by_kio(sub_version: int) -> None:
         rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=300)),
         member_id="", group_instance_id=None, protocol_type="consumer",
         protocols=(KioJoinGroupProtocol(name="range", metadata=sub.encode()),))
-    msg = decode_request(V.kio_frame(req))
+    msg = decode_request(VK.kio_frame(req))
     assert msg.ok, msg.status
     check_consumer(msg.body["Protocols"][0]["MetadataDecoded"], sub, "ConsumerProtocolSubscription", sub_version,
                    False)
@@ -201,7 +202,7 @@ def test_newer_subscription_version_read_with_newest_layout() -> None:
     msg = decode_request(join_group_request(9, "consumer", [("range", raw)]))
     decoded = msg.body["Protocols"][0]["MetadataDecoded"]
     assert decoded["version"] == 4 and decoded["status"] == "ok", decoded
-    V.kp_compare(ConsumerProtocolSubscription._struct, sub, decoded["value"], 3, -1, "value")
+    VP.kp_compare(ConsumerProtocolSubscription._struct, sub, decoded["value"], 3, -1, "value")
 
 
 def test_negative_subscription_version() -> None:
@@ -438,14 +439,14 @@ def test_principal_layout_matches_kio() -> None:
     assert principal() == i16(0) + buf.getvalue()
 
 
-CREATE_TOPICS = V.kio_instance(CreateTopicsRequest)
-INNER_REQUEST = V.kio_frame(CREATE_TOPICS, correlation_id=555, client_id="forwarding-broker")
+CREATE_TOPICS = VK.kio_instance(CreateTopicsRequest)
+INNER_REQUEST = VK.kio_frame(CREATE_TOPICS, correlation_id=555, client_id="forwarding-broker")
 
 ADDRESSES = [bytes([10, 1, 2, 3]), ipaddress.IPv6Address("2001:db8::1").packed]
 
 
 def envelope_request(data: bytes, principal_raw: bytes | None, address: bytes) -> bytes:
-    return V.kio_frame(EnvelopeRequest(request_data=data, request_principal=principal_raw,
+    return VK.kio_frame(EnvelopeRequest(request_data=data, request_principal=principal_raw,
                                        client_host_address=address), correlation_id=9, client_id="controller")
 
 
@@ -460,7 +461,7 @@ def test_envelope_request(address: bytes) -> None:
     assert inner["apiKey"] == 19 and inner["apiName"] == "CreateTopics" and inner["apiVersion"] == 7
     assert inner["correlationId"] == 555 and inner["clientId"] == "forwarding-broker"
     assert inner["status"] == "ok"
-    V.kio_compare(CREATE_TOPICS, inner["body"], "RequestDataDecoded.body")
+    VK.kio_compare(CREATE_TOPICS, inner["body"], "RequestDataDecoded.body")
     assert msg.inner is not None and msg.inner.api_key == 19 and msg.inner.body is inner["body"]
     assert body["RequestPrincipalDecoded"] == {
         "schema": "DefaultPrincipalData", "version": 0, "status": "ok",
@@ -486,12 +487,12 @@ def test_envelope_bad_address_and_truncated_inner() -> None:
     assert msg.inner is not None and not msg.inner.ok
 
 
-CREATE_TOPICS_RESPONSE = V.kio_instance(CreateTopicsResponse)
-INNER_RESPONSE = V.kio_frame(CREATE_TOPICS_RESPONSE, correlation_id=555)
+CREATE_TOPICS_RESPONSE = VK.kio_instance(CreateTopicsResponse)
+INNER_RESPONSE = VK.kio_frame(CREATE_TOPICS_RESPONSE, correlation_id=555)
 
 
 def envelope_response(data: bytes | None, error: ErrorCode = ErrorCode.none) -> bytes:
-    return V.kio_frame(EnvelopeResponse(response_data=data, error_code=error), correlation_id=9)
+    return VK.kio_frame(EnvelopeResponse(response_data=data, error_code=error), correlation_id=9)
 
 
 def test_envelope_response_with_inner() -> None:
@@ -501,7 +502,7 @@ def test_envelope_response_with_inner() -> None:
     inner = msg.body["ResponseDataDecoded"]
     assert inner["apiKey"] == 19 and inner["apiVersion"] == 7 and inner["correlationId"] == 555
     assert inner["status"] == "ok"
-    V.kio_compare(CREATE_TOPICS_RESPONSE, inner["body"], "ResponseDataDecoded.body")
+    VK.kio_compare(CREATE_TOPICS_RESPONSE, inner["body"], "ResponseDataDecoded.body")
     assert msg.inner is not None and msg.inner.kind == "response" and msg.inner.api_key == 19
 
 

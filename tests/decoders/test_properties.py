@@ -3,6 +3,8 @@
 Valid frames come from the independent encoders in ``vectors`` (kio, kafka-python) and from the
 real captures in ``shared/real-captures``; malformed ones are built by hand from the protocol
 layout. Expected values never come from the decoder under test.
+
+The real captures' frames are checked in test_properties_captures.py.
 """
 
 from __future__ import annotations
@@ -10,11 +12,8 @@ from __future__ import annotations
 import struct
 import time
 import tracemalloc
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import dpkt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,9 +21,14 @@ from hypothesis import strategies as st
 from decoders import decode_request, decode_response
 from decoders.generated import registry
 from tests.decoders import vectors as V
+from tests.decoders import vectors_all as VA
 
-VECTORS = V.all_vectors()
+VECTORS = VA.all_vectors()
+
+
 KNOWN = sorted(registry.REQUEST_HEADER_VERSION)
+
+
 SETTINGS = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -162,7 +166,7 @@ def assert_truncated(vec_id: str, kind: str, frame: bytes, api_key: int, version
 
 
 @pytest.mark.parametrize("vec", VECTORS, ids=[v.id for v in VECTORS])
-def test_truncated_at_every_cut_point(vec: V.Vector) -> None:
+def test_truncated_at_every_cut_point(vec: VA.Vector) -> None:
     full = decode(vec.kind, vec.frame, vec.api_key, vec.version)
     assert full.ok, full.status
     assert_truncated(vec.id, vec.kind, vec.frame, vec.api_key, vec.version)
@@ -172,14 +176,14 @@ TAILS = [b"\x00", b"\xff\xff\xff", bytes(range(7)), b"\x7f\xff\xff\xff" * 3]
 
 
 @pytest.mark.parametrize("vec", VECTORS, ids=[v.id for v in VECTORS])
-def test_trailing_garbage(vec: V.Vector) -> None:
+def test_trailing_garbage(vec: VA.Vector) -> None:
     clean = decode(vec.kind, vec.frame, vec.api_key, vec.version)
     assert clean.ok, clean.status
     for tail in TAILS:
         check_trailing(vec, clean, tail)
 
 
-def check_trailing(vec: V.Vector, clean: Any, tail: bytes) -> None:
+def check_trailing(vec: VA.Vector, clean: Any, tail: bytes) -> None:
     msg = decode(vec.kind, vec.frame + tail, vec.api_key, vec.version)
     n = len(vec.frame)
     assert msg.status == f"trailing bytes: {len(tail)} after the body (offset {n})", msg.status
@@ -190,7 +194,7 @@ def check_trailing(vec: V.Vector, clean: Any, tail: bytes) -> None:
 
 @SETTINGS
 @given(vec=st.sampled_from(VECTORS), tail=st.binary(min_size=1, max_size=64))
-def test_trailing_garbage_random(vec: V.Vector, tail: bytes) -> None:
+def test_trailing_garbage_random(vec: VA.Vector, tail: bytes) -> None:
     clean = decode(vec.kind, vec.frame, vec.api_key, vec.version)
     check_trailing(vec, clean, tail)
 
@@ -200,11 +204,18 @@ def test_trailing_garbage_random(vec: V.Vector, tail: bytes) -> None:
 # --------------------------------------------------------------------------------------------
 
 H_META0 = request_header_v1(3, 0, 7, "c")  # 11 bytes
+
+
 H_META9 = request_header_v2(3, 9, 7, "c")  # 12 bytes
+
+
 PRODUCE3_PREFIX = (request_header_v1(0, 3, 7, "c") + string(None) + i16(1) + i32(1000)
                    + i32(1) + string("t") + i32(1) + i32(0))  # Records length at 34
+
+
 META0_RESPONSE_PREFIX = (i32(5) + i32(0) + i32(1) + i16(0) + string("t") + i32(1)
                          + i16(0) + i32(0) + i32(1))  # ReplicaNodes count at 31
+
 
 # (id, kind, api key, version, frame, path, offset of the length/count field, its width, reason)
 HUGE: list[tuple[str, str, int, int, bytes, str, int, int, str]] = [
@@ -422,156 +433,3 @@ def test_api_versions_fallback_not_used_when_v0_does_not_fit() -> None:
     frame = i32(78) + i16(35) + i32(1) + i16(0) + i16(0) + i16(8) + b"\x99"  # one stray byte
     msg = decode_response(frame, 18, 3)
     assert not msg.ok and msg.body_version is None
-
-
-# --------------------------------------------------------------------------------------------
-# Real captures (shared/real-captures)
-# --------------------------------------------------------------------------------------------
-
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "real-captures"
-SERVER_PORTS = {9092, 36333}
-
-#: Requests in each capture (api key, version), as listed in shared/README.md.
-EXPECTED_REQUESTS: dict[str, list[tuple[int, int]]] = {
-    "deepflow-00-produce-v2.pcap": [(0, 2)],
-    "deepflow-00-produce-v7-sw8.pcap": [(0, 7)],
-    "deepflow-00-produce-v9.pcap": [(0, 9)],
-    "deepflow-01-fetch-v12-ok.pcap": [(1, 12)],
-    "deepflow-01-fetch-v12-perf.pcap": [(1, 12)],
-    "deepflow-01-fetch-v12-unknown.pcap": [(1, 12)],
-    "deepflow-11-join-group-v7.pcap": [(11, 7)],
-    "deepflow-13-leave-group-v4.pcap": [(13, 4)],
-    "deepflow-14-sync-group-v5.pcap": [(14, 5)],
-    "deepflow-18-api-versions-v3.pcap": [(18, 3)],
-    "deepflow-mixed-with-unsupported.pcap": [(1, 13), (8, 8), (12, 4)],
-    "gosniffer-kafka.pcap": [(3, 0), (0, 1)],
-}
-
-
-def tcp_flows(path: Path) -> dict[tuple[bytes, int, bytes, int], tuple[bytes, bool]]:
-    """Per-direction TCP payload, concatenated in sequence order, and whether any packet was cut
-    short by the capture's snap length."""
-    segments: dict[tuple[bytes, int, bytes, int], dict[int, bytes]] = {}
-    cut: set[tuple[bytes, int, bytes, int]] = set()
-    with path.open("rb") as fh:
-        reader = dpkt.pcap.Reader(fh)
-        link = reader.datalink()
-        for _ts, buf in reader:
-            if link == dpkt.pcap.DLT_EN10MB:
-                ip = dpkt.ethernet.Ethernet(buf).data
-            elif link == dpkt.pcap.DLT_LINUX_SLL:
-                ip = dpkt.sll.SLL(buf).data
-            elif link == dpkt.pcap.DLT_NULL:
-                ip = dpkt.loopback.Loopback(buf).data
-            else:
-                ip = dpkt.ip.IP(buf)
-            if not isinstance(ip, dpkt.ip.IP | dpkt.ip6.IP6) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            if not tcp.data:
-                continue
-            key = (bytes(ip.src), tcp.sport, bytes(ip.dst), tcp.dport)
-            if isinstance(ip, dpkt.ip.IP) and ip.len > len(bytes(ip)):
-                cut.add(key)
-            segments.setdefault(key, {}).setdefault(tcp.seq, bytes(tcp.data))  # drop retransmissions
-    return {key: (b"".join(segs[s] for s in sorted(segs)), key in cut) for key, segs in segments.items()}
-
-
-def split_frames(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(declared size, available bytes) of each length-prefixed frame from a message boundary."""
-    pos = 0
-    while pos + 4 <= len(data):
-        (size,) = struct.unpack_from(">i", data, pos)
-        yield size, data[pos + 4 : pos + 4 + size]
-        pos += 4 + size
-
-
-def capture_frames(path: Path) -> list[dict[str, Any]]:
-    """Every frame of a capture with its direction and connection."""
-    out = []
-    for (src, sport, dst, dport), (data, cut) in tcp_flows(path).items():
-        is_request = dport in SERVER_PORTS
-        conn = (src, sport, dst, dport) if is_request else (dst, dport, src, sport)
-        for size, frame in split_frames(data):
-            out.append({"request": is_request, "conn": conn, "size": size, "frame": frame,
-                        "complete": len(frame) == size, "packet_cut": cut})
-    return out
-
-
-def need_captures() -> None:
-    if not CAPTURES.is_dir():
-        pytest.skip(f"{CAPTURES} is absent")
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED_REQUESTS))
-def test_real_capture_requests(name: str) -> None:
-    need_captures()
-    frames = [f for f in capture_frames(CAPTURES / name) if f["request"]]
-    seen = []
-    for f in frames:
-        msg = decode_request(f["frame"])
-        check_sane(msg, len(f["frame"]))
-        if f["complete"]:
-            assert msg.ok, f"{name}: {msg.api_key} v{msg.api_version}: {msg.status}"
-            assert msg.body is not None and msg.client_id
-        else:
-            # A frame cut by the capture must be reported as truncated, never as ok.
-            assert not msg.ok and "truncated" in msg.status, msg.status
-        seen.append((msg.api_key, msg.api_version))
-    assert sorted(seen) == sorted(EXPECTED_REQUESTS[name])
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED_REQUESTS))
-def test_real_capture_responses(name: str) -> None:
-    """Responses, matched to their request by connection and correlation id."""
-    need_captures()
-    frames = capture_frames(CAPTURES / name)
-    requests = {}
-    for f in frames:
-        if f["request"]:
-            msg = decode_request(f["frame"])
-            requests[(f["conn"], msg.correlation_id)] = (msg.api_key, msg.api_version)
-    responses = [f for f in frames if not f["request"]]
-    assert len(responses) == len(requests), "every request in these captures has its response"
-    for f in responses:
-        (corr,) = struct.unpack_from(">i", f["frame"])
-        api_key, version = requests[(f["conn"], corr)]
-        msg = decode_response(f["frame"], api_key, version)
-        check_sane(msg, len(f["frame"]))
-        if f["complete"]:
-            assert msg.ok, f"{name}: response {api_key} v{version}: {msg.status}"
-        else:
-            assert not msg.ok and "truncated" in msg.status, msg.status
-
-
-def test_real_capture_truncation_inventory() -> None:
-    """Which capture frames are cut short. shared/README.md says some of these captures have
-    truncated payloads; in the copies in shared/ every packet is whole (IP total length == bytes
-    captured) and every length-prefixed frame is complete, so this pins that down. A capture with
-    cut frames makes this fail, and the request/response tests above then require a truncation
-    status (never "ok") for those frames; cut frames are also covered synthetically by
-    test_real_capture_truncated_at_every_cut_point."""
-    need_captures()
-    cut = {name: sum(not f["complete"] or f["packet_cut"] for f in capture_frames(CAPTURES / name))
-           for name in EXPECTED_REQUESTS}
-    assert cut == dict.fromkeys(EXPECTED_REQUESTS, 0), cut
-
-
-def real_request_frames() -> list[tuple[str, bytes]]:
-    if not CAPTURES.is_dir():
-        return []
-    return [(f"{name}#{i}", f["frame"]) for name in sorted(EXPECTED_REQUESTS)
-            for i, f in enumerate(x for x in capture_frames(CAPTURES / name) if x["request"])]
-
-
-REAL = real_request_frames()
-
-
-@pytest.mark.skipif(not REAL, reason="shared/real-captures is absent")
-@pytest.mark.parametrize("item", REAL, ids=[r[0] for r in REAL])
-def test_real_capture_truncated_at_every_cut_point(item: tuple[str, bytes]) -> None:
-    """Real request frames cut at every byte: a truncation status, never ok, never an exception."""
-    name, frame = item
-    full = decode_request(frame)
-    assert full.ok, full.status
-    assert_truncated(name, "request", frame, full.api_key, full.api_version)

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from decoders.generated import registry
 from tests.decoders import vectors as V
+from tests.decoders import vectors_kio as VK
 
-CASES = V.kio_cases()
+CASES = VK.kio_cases()
 EXAMPLES = int(os.environ.get("KIO_EXAMPLES", "8"))
 
 CORRELATION_IDS = st.integers(-(2**31), 2**31 - 1)
@@ -26,12 +27,12 @@ CLIENT_IDS = st.none() | st.text(max_size=16)
 
 def roundtrip(instance: Any, correlation_id: int = 0x01020304, client_id: str | None = "kio-client") -> None:
     cls = type(instance)
-    kind = V.kio_kind(cls)
+    kind = VK.kio_kind(cls)
     api_key, version = int(cls.__api_key__), int(cls.__version__)
-    frame = V.kio_frame(instance, correlation_id, client_id)
+    frame = VK.kio_frame(instance, correlation_id, client_id)
     msg = V.decode(frame, kind, api_key, version)
     V.check_message(msg, frame, kind, api_key, version, correlation_id, client_id)
-    V.kio_compare(instance, msg.body)
+    VK.kio_compare(instance, msg.body)
 
 
 def test_case_count() -> None:
@@ -42,12 +43,12 @@ def test_case_count() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_kio_roundtrip(case: V.KioCase) -> None:
+def test_kio_roundtrip(case: VK.KioCase) -> None:
     assert case.version in range(registry.VERSION_RANGES[case.api_key][0],
                                  registry.VERSION_RANGES[case.api_key][1] + 1), "version unknown to the decoders"
-    if not V.HAVE_RECORDS and V.kio_has_records(case.cls):
+    if not V.HAVE_RECORDS and VK.kio_has_records(case.cls):
         pytest.skip(V.RECORDS_MISSING)
-    roundtrip(V.kio_instance(case.cls))
+    roundtrip(VK.kio_instance(case.cls))
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

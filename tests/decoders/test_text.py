@@ -32,6 +32,9 @@ from decoders.spec.convert import SCHEMA_DIR
 from inspector.events import PROMOTED_KEYS, body_json, error_codes
 from tests import frames as F
 from tests.decoders import vectors as V
+from tests.decoders import vectors_all as VA
+from tests.decoders import vectors_kio as VK
+from tests.decoders import vectors_kp as VP
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ("kind", "api_key", "api_version", "correlation_id", "status", "size", "client_id", "header_version",
@@ -124,20 +127,20 @@ def _untagged(value: Any) -> Any:
 
 
 @cache
-def text_vectors() -> list[V.Vector]:
+def text_vectors() -> list[VA.Vector]:
     """The encoders' vectors of the text APIs, and kafka-python's again with the values above."""
-    out = [vec for vec in V.all_vectors() if vec.api_key in TEXT_APIS]
+    out = [vec for vec in VA.all_vectors() if vec.api_key in TEXT_APIS]
     for nulls in (False, True):
-        out += [V.Vector(f"kp-ascii-{c.id}", c.kind, c.api_key, c.version,
-                         V.kp_frame(V.kp_message(c.cls, c.version, _AsciiSource(nulls))))
-                for c in V.kp_cases() if c.api_key in TEXT_APIS]
-        out += [V.Vector(f"kio-ascii-{c.id}", c.kind, c.api_key, c.version,
-                         V.kio_frame(_untagged(V.kio_instance(c.cls, _AsciiSource(nulls)))))
-                for c in V.kio_cases() if c.api_key in TEXT_APIS]
-        out += [V.Vector(f"old-ascii-{c.id}", c.kind, c.api_key, c.version,
-                         V.old_frame(V.old_message(c.cls, _AsciiSource(nulls))))
-                for c in V.old_cases()
-                if c.api_key in TEXT_APIS and (c.api_key, c.version, c.kind) not in V.OLD_ENCODER_BUGS]
+        out += [VA.Vector(f"kp-ascii-{c.id}", c.kind, c.api_key, c.version,
+                         VP.kp_frame(VP.kp_message(c.cls, c.version, _AsciiSource(nulls))))
+                for c in VP.kp_cases() if c.api_key in TEXT_APIS]
+        out += [VA.Vector(f"kio-ascii-{c.id}", c.kind, c.api_key, c.version,
+                         VK.kio_frame(_untagged(VK.kio_instance(c.cls, _AsciiSource(nulls)))))
+                for c in VK.kio_cases() if c.api_key in TEXT_APIS]
+        out += [VA.Vector(f"old-ascii-{c.id}", c.kind, c.api_key, c.version,
+                         VP.old_frame(VP.old_message(c.cls, _AsciiSource(nulls))))
+                for c in VP.old_cases()
+                if c.api_key in TEXT_APIS and (c.api_key, c.version, c.kind) not in VP.OLD_ENCODER_BUGS]
     return out
 
 

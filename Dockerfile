@@ -46,7 +46,6 @@ RUN printf '%s\n' \
         'mdurl==0.1.2' \
         'pygments==2.21.0' \
         'cramjam==2.14.0' \
-        'orjson==3.13.0' \
         'pyspark==4.3.0' \
         'py4j==0.10.9.9' \
         > /tmp/constraints.txt

@@ -7,8 +7,8 @@ cpdef bint _has_promoted(dict body) except -1
 cpdef object nested_codes(object codes, object top_level)
 cpdef object _int(object value)
 
-cdef class _BodyEncoder:
-    cdef public object budget, headers_json, problems, records
+cdef class _RecordsSummary:
+    cdef public object budget, problems, records
     cdef public bint used
 
     cpdef reset(self)
@@ -20,7 +20,7 @@ cdef class EventTable:
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)
     cpdef _conn(self, KafkaMessage ev)
-    @cython.locals(encoder=_BodyEncoder, b=dict, promoted=bint)
+    @cython.locals(encoder=_RecordsSummary, b=dict, promoted=bint)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
 
 cdef class RecordsOptions:

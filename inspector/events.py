@@ -7,9 +7,7 @@ a few fields are promoted to columns for analysis. README.md documents each colu
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import decoders.native._records as _native_records
@@ -52,36 +50,25 @@ class RecordsOptions:
 _api_name = _API_NAMES.get
 
 
-def _orjson() -> ModuleType:
-    """orjson, imported on first use: a read whose bodies the typed twin writes never needs it, and importing it
-    (with datetime, uuid and platform) is ~5 ms of every start."""
-    import orjson
-
-    return orjson
-
-
-#: JSON text of a record set's headers-level summary, or None where the pure decoder must decide.
-_headers_json = _native_records.headers_json
-#: The same writer for other twins (a capsule).
+#: The records twin's writer of headers-level record set summaries (a capsule the body column calls).
 _headers_writer = _native_records.HEADERS_WRITER
 
 
-class _BodyEncoder:
-    """orjson ``default`` for bodies: bytes as hex, record sets as their summary.
+class _RecordsSummary:
+    """The body writer's ``default``: a record set as its summary dict, at the level asked (the body column
+    writes the common headers-level ones itself, with the records twin's writer).
 
     Record sets of one message share one decompression/record budget (``reset()`` before each
     message), and the problems their summaries report are kept for the row's notes.
     """
 
-    __slots__ = ("budget", "headers_json", "problems", "records", "used")
+    __slots__ = ("budget", "problems", "records", "used")
 
     def __init__(self, records: RecordsOptions) -> None:
         self.records = records
         self.budget = Budget(records.max_decompressed)
         self.problems: list[str] = []
         self.used = False  # whether the budget or problems changed since the last reset
-        # The typed twin for headers-level summaries of the common shape (no budget, no problem).
-        self.headers_json = _headers_json if records.level == "headers" else None
 
     def reset(self) -> None:
         if not self.used:
@@ -94,12 +81,6 @@ class _BodyEncoder:
         self.used = False
 
     def __call__(self, value: Any) -> Any:
-        if type(value) is Records and self.headers_json is not None:
-            text = self.headers_json(value.data)  # the common case, already as JSON
-            if text is not None:
-                return _orjson().Fragment(text)
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value).hex()
         summary = getattr(value, "summary", None)
         if summary is not None:
             self.used = True
@@ -117,22 +98,13 @@ _DEFAULT_OPTIONS = RecordsOptions()
 
 
 def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OPTIONS) -> str | None:
-    """The decoded body as compact JSON: bytes as hex, record sets as their summary."""
+    """The decoded body as compact JSON, as the events' body column holds it: bytes as hex, record sets as
+    their summary (the body column's writer, ``inspector/native/_body.pyx``)."""
     if body is None:
         return None
-    return _orjson().dumps(body, default=_BodyEncoder(records)).decode()
-
-
-_ERROR_CODE = re.compile(rb'"ErrorCode":(-?\d+)')
-# A non-zero code (orjson writes integers without leading zeros): without one there is nothing to report.
-_NONZERO_ERROR_CODE = re.compile(rb'"ErrorCode":-?[1-9]')
-
-
-def error_codes(body_text: bytes | None) -> list[int] | None:
-    """The non-zero ``ErrorCode`` values in a body's JSON text (UTF-8), in order; None when there is none."""
-    if body_text is None or _NONZERO_ERROR_CODE.search(body_text) is None:  # one pass (measured fastest)
-        return None
-    return [code for match in _ERROR_CODE.finditer(body_text) if (code := int(match.group(1)))]
+    column = _BodyColumn(Records, _headers_writer if records.level == "headers" else None)
+    text: bytes = column.text(body, _RecordsSummary(records))
+    return text.decode()
 
 
 def nested_codes(codes: list[int] | None, top_level: int | None) -> list[int] | None:
@@ -146,11 +118,6 @@ def nested_codes(codes: list[int] | None, top_level: int | None) -> list[int] | 
     if top_level:
         counts[top_level] = counts.get(top_level, 0) - 1
     return sorted([code for code, n in counts.items() if n > 0]) or None
-
-
-def nested_error_codes(body_text: bytes | None, top_level: int | None) -> list[int] | None:
-    """Distinct non-zero error codes below the top level, found in the body's JSON text (UTF-8)."""
-    return nested_codes(error_codes(body_text), top_level)
 
 
 _NO_BODY: dict[str, Any] = {}  # read only: the body of a message that has none
@@ -231,7 +198,7 @@ assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
 _STORAGE = {"ts": pa.int64(), "body": pa.binary()}
 #: Rows hold a message's ts in seconds (a float); the column holds microseconds.
 _TS = _ROW_COLUMNS.index("ts")
-#: The row columns' kinds for the typed twin (inspector/native/_columns.pyx): body is orjson's bytes.
+#: The row columns' kinds for the typed twin (inspector/native/_columns.pyx): body is JSON text (bytes).
 _ROW_KINDS = b"".join(
     b"b" if name == "body" else b"t" if name == "ts" else b"s" if SCHEMA.field(name).type == pa.string()
     else {pa.int16(): b"h", pa.int32(): b"i", pa.float64(): b"d"}.get(SCHEMA.field(name).type, b"q")
@@ -244,7 +211,6 @@ assert _CONN_KINDS == b"sqsisi"
 _columns = _native_columns.columns
 #: The body column, written as JSON straight into Arrow buffers (inspector/native/_body.pyx).
 _BodyColumn = _native_body.BodyColumn
-_FALLBACK = _native_body.FALLBACK
 _BODY = _ROW_COLUMNS.index("body")
 #: The row columns' kinds when the body column is made by the twin (the rows hold None there).
 _ROW_KINDS_NO_BODY = _ROW_KINDS[:_BODY] + b"-" + _ROW_KINDS[_BODY + 1:]
@@ -280,7 +246,7 @@ class EventTable:
     def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS) -> None:
         self.capture = capture
         self.records = records
-        self._default = _BodyEncoder(records)
+        self._default = _RecordsSummary(records)
         self.limit_hits: dict[str, int] = {}  # record-data limits hit (Summary.LIMITS names), by message
         self._rows: list[tuple[Any, ...]] = []
         self._conn_rows: list[int] = []  # per row: index into _conns
@@ -339,14 +305,7 @@ class EventTable:
         else:
             text = None  # the twin wrote it into the column
             codes = bodies.append(body, encoder)
-            if codes is _FALLBACK:  # a shape the twin leaves to orjson (a float, ...): same encoder state
-                encoder.reset()
-                written = _orjson().dumps(body, default=encoder)
-                bodies.append_text(written)
-                codes = error_codes(written)
-                promoted = _has_promoted(b)
-            else:
-                promoted = bodies.promoted  # found by the twin while it wrote the keys
+            promoted = bodies.promoted  # found by the writer while it wrote the keys
         notes = msg.notes
         try:
             if encoder.problems:  # limits hit and damage found in record data (the body has the details)
@@ -442,7 +401,7 @@ class EventTable:
             elif source == "conn" and conn_buffers is not None:
                 arrays.append(_from_buffers(f.type, n, conn_buffers[i]))
             elif source == "row":
-                # ts (µs integers) and body (orjson's UTF-8 bytes) are built as their storage type, then viewed
+                # ts (µs integers) and body (its UTF-8 JSON text) are built as their storage type, then viewed
                 storage = _STORAGE.get(f.name)
                 if storage is not None:
                     arrays.append(pa.array(row_columns[i], type=storage).view(f.type))

@@ -72,7 +72,7 @@ class CyTextWriters(CyBuilderBase):
     def _text_fixed(self, fn: CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None) -> None:
         """Write one fixed-width value at ``p`` (its bytes checked) and step over it."""
         if f.type_name == "float64":
-            fn.emit(ind, "raise ValueError('float')")  # orjson's text of a float is left to it
+            fn.emit(ind, "raise ValueError('float')")  # a float's text is left to the body writer (the dict path)
             return
         size = FIXED[f.type_name][1]
         fn.emit(ind, f"need(p, {size}, L)")

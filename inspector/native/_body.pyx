@@ -1,19 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Typed twin of the events' ``body`` column: decoded bodies written as JSON straight into one buffer.
+"""The one writer of a decoded body's JSON text: the events' ``body`` column, JSONL and ``show -v``.
 
-``inspector.events.EventTable`` turns each message's body into ``orjson.dumps(body, default=encoder)``
-(bytes kept per row, then copied into the Arrow column). :class:`BodyColumn` writes the same text for
-the common shapes into one growing buffer per batch (the column's data, with its offsets), so no
-bytes object is made per message and record sets are written by the headers twin without going
-through ``default``. While writing it collects the non-zero ``ErrorCode`` values of the text (what
-``events.error_codes`` finds with a regex in it).
+:class:`BodyColumn` writes each message's body as compact JSON straight into one growing buffer per batch
+(the Arrow column's data, with its offsets), so no bytes object is made per message; record sets are
+written by the records twin's headers-level writer (``decoders/native/_records.pyx``), or as the summary
+dict the caller's ``default`` makes of them. While writing it collects the non-zero ``ErrorCode`` values of
+the text. :meth:`BodyColumn.text` gives one body's text alone (``inspector.events.body_json``).
 
-Handled: ``dict`` (``str`` keys), ``list``, ``tuple``, ``str``, ``int`` (64-bit signed), ``bool``,
-``None``, bytes-likes (hex, like the encoder), record sets the headers twin writes, and what the
-encoder makes of other record sets (a summary dict). Anything else (a float, a subclass, a fragment,
-an integer beyond 64 bits, a string that is not valid UTF-8, nesting deeper than orjson allows) makes :meth:`BodyColumn.append` return :data:`FALLBACK` with nothing appended, and the caller
-writes orjson's text with :meth:`BodyColumn.append_text`. ``tests/inspector/test_native_body.py``
-holds the text equal to orjson's.
+The text: ``dict`` (``str`` keys) as objects, ``list``/``tuple`` as arrays, ``str`` as UTF-8 (``<``, ``>``,
+``&`` and non-ASCII as they are; a lone surrogate as its ``\\udXXX`` escape), ``int`` in decimal, ``float``
+in its shortest round-trip form (``nan`` and infinities as ``null``), ``bool``/``None``, bytes-likes as
+lowercase hex. ``tests/inspector/test_native_body.py`` holds it equal to orjson's, an independent encoder,
+on every shape both write.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -36,8 +34,6 @@ cdef extern from "Python.h":
 
 import pyarrow
 
-#: What :meth:`BodyColumn.append` returns for a body it does not write (nothing was appended).
-FALLBACK = object()
 
 cdef const char* _HEX = b"0123456789abcdef"
 
@@ -48,7 +44,7 @@ cdef enum:
     FIRST_TEXT = 8 << 20
 
 
-# orjson refuses containers nested deeper than this; the fallback lets it say so.
+# Containers nested deeper than this are refused (a ValueError; the decoders' bodies are far shallower).
 cdef enum:
     MAX_DEPTH = 254
 # decoders/native/_records.pyx's writer of headers-level record set summaries (HEADERS_WRITER): the layout
@@ -63,8 +59,20 @@ cdef struct HeadersWriter:
 cdef const char* HEADERS_WRITER_NAME = b"decoders.native._records.HeadersWriter.v1"
 
 
-class _Unhandled(Exception):
-    pass
+def float_text(double x):
+    """A float's JSON text: Python's shortest round-trip ``repr``, written as orjson writes it (``1e-7``, not
+    ``1e-07``; ``0.00001``, not ``1e-05``); NaN and the infinities, which JSON has not, as ``null``."""
+    if x != x or x == float("inf") or x == float("-inf"):
+        return "null"
+    text = repr(x)
+    cut = text.find("e-")
+    if cut < 0:
+        return text
+    mantissa, exponent = text[:cut], int(text[cut + 2:])
+    if exponent == 5:
+        sign = "-" if mantissa.startswith("-") else ""
+        return sign + "0.0000" + mantissa.lstrip("-").replace(".", "")
+    return f"{mantissa}e-{exponent}"
 
 
 cdef class _Text:
@@ -232,18 +240,31 @@ cdef class BodyColumn:
         else:
             try:
                 p = <const unsigned char*>PyUnicode_AsUTF8AndSize(s, &k)
-            except UnicodeError:
-                raise _Unhandled()
+            except UnicodeError:  # a lone surrogate: written as its escape, visible
+                return self._utf8(s.encode("utf-8", "backslashreplace"))
         self._reserve(k * 6 + 2)  # at most \u00XX per byte
         self.size = write_string(self.data + self.size, p, k, False) - self.data
         return 0
+
+    cdef int _utf8(self, bytes text) except -1:
+        """Write a string given as its UTF-8 bytes."""
+        cdef Py_ssize_t k = PyBytes_GET_SIZE(text)
+        self._reserve(k * 6 + 2)
+        self.size = write_string(self.data + self.size, <const unsigned char*>PyBytes_AS_STRING(text), k,
+                                 False) - self.data
+        return 0
+
+    cdef int _ascii(self, str text) except -1:
+        """Write ASCII text as it is (a number's digits)."""
+        cdef bytes raw = text.encode("ascii")
+        return self._put(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
 
     cdef int _hex(self, object value) except -1:
         cdef Py_buffer view
         try:
             PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
-        except BufferError:  # a memoryview that is not contiguous
-            raise _Unhandled()
+        except BufferError:  # a memoryview that is not contiguous: its bytes
+            return self._hex(bytes(value))
         cdef Py_ssize_t i, k = view.len
         cdef const unsigned char* p = <const unsigned char*>view.buf
         cdef char* o
@@ -287,11 +308,12 @@ cdef class BodyColumn:
         return 0
 
     cdef long long _integer(self, object v) except? -1:
-        """Write an ``int`` (64-bit signed, else orjson decides); its value."""
+        """Write an ``int``; its value (0 beyond 64 bits, written in full: no error code is that large)."""
         cdef int overflow
         cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
         if overflow:
-            raise _Unhandled()
+            self._ascii(str(int(v)))
+            return 0
         self._int(x)
         return x
 
@@ -308,10 +330,12 @@ cdef class BodyColumn:
             return self._put(b"null", 4)
         if t is bool:
             return self._put(b"true", 4) if v else self._put(b"false", 5)
+        if t is float:
+            return self._ascii(float_text(v))
         cdef bint first = True
         if t is list or t is tuple:
             if depth >= MAX_DEPTH:
-                raise _Unhandled()
+                raise ValueError(f"body nested deeper than {MAX_DEPTH} levels")
             self._byte(b'[')
             for item in v:
                 if not first:
@@ -323,14 +347,31 @@ cdef class BodyColumn:
             if self.headers != NULL and self._headers(v._data):  # the record set's bytes (its slot: no property call)
                 return 0
             if default is None:
-                raise _Unhandled()
-            result = default(v)  # the encoder's summary: a dict, else an orjson fragment (its text unreadable here)
-            if type(result) is not dict or depth >= MAX_DEPTH:
-                raise _Unhandled()
+                raise TypeError("a record set, and no default to summarise it")
+            result = default(v)  # the caller's summary of the record set
+            if type(result) is not dict:
+                raise TypeError(f"the summary of a record set is a {type(result).__name__}, not a dict")
             return self._value(result, default, depth + 1)
         if t is bytes or t is bytearray or t is memoryview:
-            return self._hex(v)  # what the encoder makes of them
-        raise _Unhandled()  # a float, a subclass, a fragment, another type: orjson decides
+            return self._hex(v)
+        return self._other(v, default, depth)
+
+    cdef int _other(self, object v, object default, int depth) except -1:
+        """Write a value of a subclass of the types :meth:`_value` knows, as that type."""
+        if isinstance(v, str):
+            return self._str(str(v))
+        if isinstance(v, int):
+            self._integer(int(v))
+            return 0
+        if isinstance(v, float):
+            return self._ascii(float_text(v))
+        if isinstance(v, dict):
+            return self._value(dict(v), default, depth)
+        if isinstance(v, (list, tuple)):
+            return self._value(list(v), default, depth)
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return self._hex(bytes(v))
+        raise TypeError(f"cannot write a {type(v).__name__} as JSON")
 
     cdef inline int _key(self, PyObject* key, int depth) except -1:
         """Write a (str) key and its colon: copied when this key string was written before. A top-level key
@@ -367,11 +408,11 @@ cdef class BodyColumn:
         cdef bint first = True
         cdef long long x
         if depth >= MAX_DEPTH:
-            raise _Unhandled()
+            raise ValueError(f"body nested deeper than {MAX_DEPTH} levels")
         self._byte(b'{')
         while PyDict_Next(d, &pos, &key, &value):
             if type(<object>key) is not str:
-                raise _Unhandled()
+                raise TypeError(f"a dict key is a {type(<object>key).__name__}, not a str")
             if not first:
                 self._byte(b',')
             first = False
@@ -386,7 +427,7 @@ cdef class BodyColumn:
 
     def append(self, body, default):
         """Append ``body``'s JSON (None: a null); return the non-zero ErrorCode values of its text in order
-        (None when there are none), or :data:`FALLBACK` with nothing appended."""
+        (None when there are none). ``default`` summarises a record set the headers writer leaves (a dict)."""
         self.promoted = False
         if body is None:
             self._row(True)
@@ -395,10 +436,6 @@ cdef class BodyColumn:
         self.codes = None
         try:
             self._value(body, default, 0)
-        except _Unhandled:
-            self.size = start
-            self.codes = None
-            return FALLBACK
         except BaseException:
             self.size = start
             self.codes = None
@@ -408,9 +445,20 @@ cdef class BodyColumn:
         return codes
 
     def append_text(self, bytes text not None):
-        """Append JSON text made elsewhere (orjson's, for a body :meth:`append` left)."""
+        """Append JSON text made elsewhere (a Produce or Fetch body the compiled decoders wrote from the frame)."""
         self._put(PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
         self._row(False)
+
+    def text(self, body, default):
+        """``body``'s JSON text alone (UTF-8 bytes; None for None), as :meth:`append` writes it; nothing stays
+        appended."""
+        if body is None:
+            return None
+        self.append(body, default)
+        cdef Py_ssize_t start = self.offsets[self.n - 1]
+        written = PyBytes_FromStringAndSize(self.data + start, self.size - start)
+        self.drop_last()
+        return written
 
     def drop_last(self):
         """Remove the last value appended (its row was not added after all)."""

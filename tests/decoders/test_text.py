@@ -29,12 +29,13 @@ from decoders.codegen.model import is_flexible, resolve_struct, versions_of
 from decoders.codegen.render_cy import TEXT_APIS
 from decoders.generated import registry
 from decoders.spec.convert import SCHEMA_DIR
-from inspector.events import PROMOTED_KEYS, body_json, error_codes
+from inspector.events import PROMOTED_KEYS, body_json
 from tests import frames as F
 from tests.decoders import vectors as V
 from tests.decoders import vectors_all as VA
 from tests.decoders import vectors_kio as VK
 from tests.decoders import vectors_kp as VP
+from tests.error_code_regex import error_codes
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ("kind", "api_key", "api_version", "correlation_id", "status", "size", "client_id", "header_version",

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from inspector import events
-from inspector.events import nested_error_codes
 from inspector.reader import iter_capture
 from inspector.summary import Summary
+from tests.error_code_regex import nested_error_codes
 from tests.inspector.capture_frames import CAPTURES
 
 

@@ -1,8 +1,10 @@
-"""The body column's typed twin (inspector/native/_body.pyx) writes what orjson writes, and finds the same
-non-zero ErrorCode values as the regex over that text."""
+"""The one writer of bodies' JSON (inspector/native/_body.pyx) writes what orjson, an independent encoder, writes
+wherever orjson can write it, and finds the same non-zero ErrorCode values as the regex over that text."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -15,9 +17,10 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from decoders.records import Records
 from inspector import events
-from inspector.events import RecordsOptions, _BodyEncoder, error_codes
+from inspector.events import RecordsOptions, _RecordsSummary, body_json
 from inspector.reader import iter_capture
 from inspector.summary import Summary
+from tests.error_code_regex import error_codes
 from tests.inspector.capture_frames import CAPTURES
 
 pytestmark = pytest.mark.skipif(events._BodyColumn is None, reason="inspector/native not built (pure install)")
@@ -42,17 +45,30 @@ def _texts(column: Any) -> list[bytes | None]:
     return array.to_pylist()
 
 
+def _orjson_default(summary: _RecordsSummary) -> Any:
+    """What orjson is given for what it does not know: bytes-likes as hex, record sets as their summary."""
+    def default(value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value).hex()
+        return summary(value)
+    return default
+
+
 def _same_as_orjson(body: Any, level: str = "headers") -> bool:
-    """Write ``body`` both ways; True when the twin wrote it (False: it left it to orjson, nothing appended)."""
+    """Write ``body`` with the column and with orjson; True when both wrote it and the texts are equal (False:
+    orjson refuses it; the column's text is then checked to be JSON)."""
     options = RecordsOptions(level=level)
-    ours, theirs = _BodyEncoder(options), _BodyEncoder(options)
+    ours, theirs = _RecordsSummary(options), _RecordsSummary(options)
     column = _column(level)
     codes = column.append(body, ours)
-    if codes is events._FALLBACK:
-        assert len(column) == 0 and bytes(column.take()[2]) == b""
+    (text,) = _texts(column)
+    assert text is not None and body_json(body, options) == text.decode()
+    try:
+        expected = orjson.dumps(body, default=_orjson_default(theirs))
+    except orjson.JSONEncodeError:
+        json.loads(text)
         return False
-    expected = orjson.dumps(body, default=theirs)
-    assert _texts(column) == [expected]
+    assert text == expected
     assert codes == error_codes(expected)
     assert ours.problems == theirs.problems
     return True
@@ -130,27 +146,47 @@ def test_error_codes_as_the_regex_finds_them() -> None:
     assert column.append({"ErrorCode": 0}, None) is None
 
 
-@pytest.mark.parametrize("body", [
-    {"f": 1.5}, {"i": 1 << 63}, {"i": -(1 << 63) - 1}, {"s": "\ud800"}, {1: "non-str key"},
-    OrderedDict(a=1), {"d": OrderedDict(a=1)}, {"o": object()},
-    {"m": memoryview(b"abcd")[::2]}, {"f": orjson.Fragment(b"1"), "g": 2}, {"a": [1, {"b": 2.0}]},
+@pytest.mark.parametrize(("body", "text"), [
+    ({"f": 1.5, "g": -0.0, "h": 1e16, "k": 1e-5, "m": 2.5e-7}, b'{"f":1.5,"g":-0.0,"h":1e+16,"k":0.00001,"m":2.5e-7}'),
+    ({"n": math.nan, "i": math.inf, "j": -math.inf}, b'{"n":null,"i":null,"j":null}'),
+    ({"i": 1 << 63, "j": -(1 << 63) - 1, "k": 1 << 70}, b'{"i":9223372036854775808,"j":-9223372036854775809,'
+                                                          b'"k":1180591620717411303424}'),
+    ({"s": "\ud800x"}, b'{"s":"\\\\ud800x"}'),  # a lone surrogate: its escape, visible (orjson refuses it)
+    (OrderedDict(a=1), b'{"a":1}'), ({"d": OrderedDict(a=1)}, b'{"d":{"a":1}}'),
+    ({"m": memoryview(b"abcd")[::2]}, b'{"m":"6163"}'), ({"a": [1, {"b": 2.0}]}, b'{"a":[1,{"b":2.0}]}'),
 ], ids=str)
-def test_other_shapes_are_left_to_orjson(body: Any) -> None:
+def test_other_shapes_are_written(body: Any, text: bytes) -> None:
     column = _column()
     column.append({"before": 1}, None)
-    assert column.append(body, _BodyEncoder(RecordsOptions())) is events._FALLBACK
-    column.append_text(b'{"after":2}')
-    assert _texts(column) == [b'{"before":1}', b'{"after":2}']  # nothing of the body left behind
+    assert column.append(body, None) is None
+    assert _texts(column) == [b'{"before":1}', text]
+    json.loads(text)
 
 
-def test_nesting_deeper_than_orjson_allows() -> None:
+@pytest.mark.parametrize("body", [{1: "non-str key"}, {"o": object()}, {"f": orjson.Fragment(b"1"), "g": 2}], ids=str)
+def test_what_json_cannot_hold_is_refused_and_nothing_is_left_behind(body: Any) -> None:
+    column = _column()
+    column.append({"before": 1}, None)
+    with pytest.raises(TypeError):
+        column.append(body, None)
+    column.append({"after": 2}, None)
+    assert _texts(column) == [b'{"before":1}', b'{"after":2}']
+
+
+def test_floats_as_orjson_writes_them() -> None:
+    values = [0.0, -0.0, 5e-324, 1.7976931348623157e308] + [k * 10.0 ** e for k in (1, 1.5, 1.2345, 9.99)
+                                                             for e in range(-320, 300)]
+    assert _same_as_orjson({"f": values})
+
+
+def test_nesting_deeper_than_the_limit_is_refused() -> None:
     body: Any = []
     for _ in range(300):
         body = [body]
     column = _column()
-    assert column.append({"x": body}, None) is events._FALLBACK
-    with pytest.raises(orjson.JSONEncodeError):
-        orjson.dumps({"x": body})
+    with pytest.raises(ValueError, match="nested deeper"):
+        column.append({"x": body}, None)
+    assert len(column) == 0
 
 
 def test_nulls_and_the_list_for_large_batches() -> None:
@@ -176,9 +212,9 @@ json_values = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(st.text(max_size=6) | st.just("ErrorCode"), json_values, max_size=5))
 def test_random_bodies(body: dict[str, Any]) -> None:
-    # Written (and then equal) unless it holds a float, an integer beyond 64 bits signed or a string that is not
-    # valid UTF-8 (a lone surrogate: orjson refuses it, the twin leaves it to orjson).
-    assert _same_as_orjson(body) == (not _has_float(body) and not _has_big_int(body) and not _has_surrogate(body))
+    # Always written; equal to orjson's text unless orjson refuses it: an integer beyond its range or a string
+    # that is not valid UTF-8 (a lone surrogate).
+    assert _same_as_orjson(body) == (not _has_big_int(body) and not _has_surrogate(body))
 
 
 def _walk(value: Any) -> Any:
@@ -189,10 +225,6 @@ def _walk(value: Any) -> Any:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _walk(v)
-
-
-def _has_float(body: Any) -> bool:
-    return any(type(v) is float for v in _walk(body))
 
 
 def _has_surrogate(body: Any) -> bool:
@@ -207,7 +239,8 @@ def _has_surrogate(body: Any) -> bool:
 
 
 def _has_big_int(body: Any) -> bool:
-    return any(type(v) is int and not -(1 << 63) <= v < (1 << 63) for v in _walk(body))
+    """An integer orjson refuses (it writes -2**63 .. 2**64 - 1)."""
+    return any(type(v) is int and not -(1 << 63) <= v < (1 << 64) for v in _walk(body))
 
 
 def test_taken_text_outlives_the_column() -> None:
@@ -302,7 +335,7 @@ def test_keys_written_again_are_the_same_text() -> None:
     for round_ in range(200):
         made = "".join(["Key", str(round_)])  # a new string each time, freed after its body is written
         bodies.append({made: round_})
-    encoder = _BodyEncoder(RecordsOptions())
+    encoder = _RecordsSummary(RecordsOptions())
     for body in bodies:
         assert column.append(body, encoder) is None
     assert _texts(column) == [orjson.dumps(body) for body in bodies]
@@ -311,7 +344,7 @@ def test_keys_written_again_are_the_same_text() -> None:
 def test_promoted_is_whether_a_top_level_key_is_promoted() -> None:
     keys = frozenset(("GroupId", "MemberId", "NodeId", "ProtocolType", "ClusterId"))
     column = events._BodyColumn(Records, None, promoted_keys=keys)  # type: ignore[misc]
-    encoder = _BodyEncoder(RecordsOptions())
+    encoder = _RecordsSummary(RecordsOptions())
     seen = {True: 0, False: 0}
     bodies: list[dict[str, Any] | None] = [
         {"GroupId": "g"}, {"Topics": [{"GroupId": "nested, not top-level"}]}, None, {"NodeId": 1, "x": 2},

@@ -1,10 +1,11 @@
 """Link layer -> IP -> TCP segment, without copying payload bytes.
 
-:func:`parse_packet` turns a :class:`~inspector.capture_parser.RawPacket` into a :class:`Segment` (TCP) or
-a :class:`Skipped` (anything else, with a reason). Headers are read with ``struct.unpack_from`` straight
-from the frame: on a generated capture of 286k Ethernet/IPv4/TCP frames this took 0.42 s against 2.2 s
-for building dpkt objects (which also copy the payload). The payload is a ``memoryview`` slice of the
-frame, never a copy. ``bench/bench_packets.py`` measures the whole read + parse + reassemble path.
+:func:`parse_frame` (and :func:`parse_packet`, for a :class:`~inspector.capture_parser.RawPacket`) turns a
+captured frame into a :class:`Segment` (TCP) or a :class:`Skipped` (anything else, with a reason): the one
+parser of link, IP and TCP headers, for classic pcap, pcapng and the tap. Compiled (``packets.pxd``), it reads
+the headers as C bytes straight from the frame; the payload is a ``memoryview`` slice of the frame, never a
+copy. The classic pcap record loop (``inspector/native/_packets.pyx``) only slices records out of the file's
+buffer and calls it. ``bench/bench_packets.py`` measures the whole read + parse + reassemble path.
 
 Malformed or uninteresting traffic is never an exception: it is a :class:`Skipped` whose ``reason`` is a
 short, low-cardinality string suitable for counting.
@@ -15,7 +16,6 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
-from struct import Struct
 
 import inspector.native._packets as _native
 from inspector.capture_parser import Batch, PacketSource, RawPacket
@@ -69,15 +69,9 @@ LINKTYPES: dict[int, str] = {
 
 _ETH_IPV4 = 0x0800
 _ETH_IPV6 = 0x86DD
-_ETH_VLAN = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
 _IPV6_EXT = frozenset((0, 43, 60))  # hop-by-hop, routing, destination options: (len + 1) * 8 bytes
 _IPV6_FRAGMENT = 44
 _IPV6_AH = 51  # authentication header: (len + 2) * 4 bytes
-
-_u16 = Struct("!H").unpack_from
-_ipv4 = Struct("!BxHxxHxBxxII").unpack_from  # ver/ihl, total length, flags/fragment, proto, src, dst
-_ipv6 = Struct("!HB").unpack_from  # payload length (at +4), next header (at +6)
-_tcp = Struct("!HHIIBB").unpack_from  # sport, dport, seq, ack, data offset, flags
 
 _EMPTY = memoryview(b"")
 
@@ -176,6 +170,29 @@ def _v4(addr: int) -> str:
     return name
 
 
+# The last two IPv4 addresses named (a connection's two ends): most packets need no dictionary look-up
+# and, compiled, no int object for the address.
+_key0 = -1
+_name0 = ""
+_key1 = -1
+_name1 = ""
+
+
+def _v4_name(addr: int) -> str:
+    """:func:`_v4`, remembering the last two addresses."""
+    global _key0, _name0, _key1, _name1
+    if addr == _key0:
+        return _name0
+    if addr == _key1:
+        return _name1
+    name = _v4_names.get(addr) or _v4(addr)
+    _key1 = _key0
+    _name1 = _name0
+    _key0 = addr
+    _name0 = name
+    return name
+
+
 def _v6(addr: bytes) -> str:
     name = _v6_names.get(addr)
     if name is None:
@@ -187,25 +204,51 @@ def _v6(addr: bytes) -> str:
 
 def parse_packet(pkt: RawPacket) -> Segment | Skipped:
     """Decode link layer, IPv4/IPv6 and TCP headers of one captured frame."""
-    data = pkt.data
-    lt = pkt.linktype
+    return parse_frame(pkt.data, pkt.linktype, pkt.ts, pkt.caplen, pkt.wirelen)
+
+
+def _u8(b: bytes, p: int) -> int:
+    """The byte at ``b[p]`` (compiled: a C read, as an unsigned char)."""
+    x = b[p]
+    return x
+
+
+def _be16(b: bytes, p: int) -> int:
+    """The unsigned big-endian 16-bit integer at ``b[p:p + 2]`` (compiled: two C byte reads)."""
+    hi = b[p]
+    lo = b[p + 1]
+    return hi * 256 + lo
+
+
+def _be32(b: bytes, p: int) -> int:
+    """The unsigned big-endian 32-bit integer at ``b[p:p + 4]`` (compiled: four C byte reads)."""
+    r = b[p]  # compiled, an unsigned long: the products below stay unsigned
+    r = r * 256 + b[p + 1]
+    r = r * 256 + b[p + 2]
+    return r * 256 + b[p + 3]
+
+
+def parse_frame(data: bytes, lt: int, ts: float, caplen: int, wirelen: int) -> Segment | Skipped:
+    """:func:`parse_packet` of a frame given as its parts: the one parser of link, IP and TCP headers, for the
+    classic pcap record loop (:class:`RecordLoop`), pcapng and the tap alike. Compiled (``packets.pxd``), the
+    headers are read as C bytes; the payload is a memoryview slice of ``data``, never a copy."""
     n = len(data)
     # --- link layer: find the network-layer offset and its ethertype (or 0: "IP, look at the version")
     if lt == LT_ETHERNET:
         if n < 14:
             return SKIP_TRUNCATED
         off = 14
-        etype = _u16(data, 12)[0]
+        etype = _be16(data, 12)
     elif lt == LT_LINUX_SLL:
         if n < 16:
             return SKIP_TRUNCATED
         off = 16
-        etype = _u16(data, 14)[0]
+        etype = _be16(data, 14)
     elif lt == LT_LINUX_SLL2:
         if n < 20:
             return SKIP_TRUNCATED
         off = 20
-        etype = _u16(data, 0)[0]
+        etype = _be16(data, 0)
     elif lt == LT_NULL or lt == LT_LOOP:
         # 4-byte address family (host byte order for NULL, network order for LOOP, and the AF_INET6
         # value differs between systems): the IP version nibble is more reliable.
@@ -216,37 +259,42 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
         etype = 0
     else:
         return _skip(f"unsupported link type {lt}")
-    if etype in _ETH_VLAN:  # 802.1Q / 802.1ad (QinQ): 4 bytes each, possibly stacked
-        while etype in _ETH_VLAN:
-            if n < off + 4:
-                return SKIP_TRUNCATED
-            etype = _u16(data, off + 2)[0]
-            off += 4
+    # 802.1Q / 802.1ad (QinQ) tags: 4 bytes each, possibly stacked
+    while etype == 0x8100 or etype == 0x88A8 or etype == 0x9100 or etype == 0x9200:
+        if n < off + 4:
+            return SKIP_TRUNCATED
+        etype = _be16(data, off + 2)
+        off += 4
     if etype == 0:
         if n <= off:
             return SKIP_TRUNCATED
-        version = data[off] >> 4
-        etype = _ETH_IPV4 if version == 4 else _ETH_IPV6 if version == 6 else -1
-        if etype < 0:
+        version = _u8(data, off) >> 4
+        if version == 4:
+            etype = _ETH_IPV4
+        elif version == 6:
+            etype = _ETH_IPV6
+        else:
             return SKIP_NOT_IP
 
     # --- network layer
     if etype == _ETH_IPV4:
         if n < off + 20:
             return SKIP_TRUNCATED
-        vihl, total, frag, proto, src, dst = _ipv4(data, off)
+        vihl = _u8(data, off)
         ihl = (vihl & 0x0F) << 2
         if vihl >> 4 != 4 or ihl < 20:
             return SKIP_BAD_IP
-        if frag & 0x3FFF:  # more-fragments flag or a non-zero fragment offset
+        if _be16(data, off + 6) & 0x3FFF:  # more-fragments flag or a non-zero fragment offset
             return SKIP_FRAGMENT
+        proto = _u8(data, off + 9)
         if proto != 6:
             return _skip(f"not TCP (IP protocol {proto})")
-        src_ip = _v4_names.get(src) or _v4(src)
-        dst_ip = _v4_names.get(dst) or _v4(dst)
+        src_ip = _v4_name(_be32(data, off + 12))
+        dst_ip = _v4_name(_be32(data, off + 16))
         tcp_off = off + ihl
+        total = _be16(data, off + 2)
         if total == 0:  # TCP segmentation offload: the length was left for the NIC to fill in
-            ip_end = n + max(0, pkt.wirelen - pkt.caplen)
+            ip_end = n + max(0, wirelen - caplen)
         elif total < ihl:
             return SKIP_BAD_IP
         else:
@@ -254,19 +302,20 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
     elif etype == _ETH_IPV6:
         if n < off + 40:
             return SKIP_TRUNCATED
-        if data[off] >> 4 != 6:
+        if _u8(data, off) >> 4 != 6:
             return SKIP_BAD_IP
-        plen, nh = _ipv6(data, off + 4)
+        plen = _be16(data, off + 4)
+        nh = _u8(data, off + 6)
         src_ip = _v6(data[off + 8:off + 24])
         dst_ip = _v6(data[off + 24:off + 40])
-        ip_end = off + 40 + plen if plen else n + max(0, pkt.wirelen - pkt.caplen)  # 0: jumbogram
+        ip_end = off + 40 + plen if plen else n + max(0, wirelen - caplen)  # 0: jumbogram
         tcp_off = off + 40
         while nh != 6:
             if nh in _IPV6_EXT or nh == _IPV6_AH:
                 if n < tcp_off + 2:
                     return SKIP_TRUNCATED
-                hlen = (data[tcp_off + 1] + 1) << 3 if nh != _IPV6_AH else (data[tcp_off + 1] + 2) << 2
-                nh = data[tcp_off]
+                hlen = (_u8(data, tcp_off + 1) + 1) << 3 if nh != _IPV6_AH else (_u8(data, tcp_off + 1) + 2) << 2
+                nh = _u8(data, tcp_off)
                 tcp_off += hlen
             elif nh == _IPV6_FRAGMENT:
                 return SKIP_FRAGMENT
@@ -280,24 +329,26 @@ def parse_packet(pkt: RawPacket) -> Segment | Skipped:
     # --- TCP
     if n < tcp_off + 14:
         return SKIP_TRUNCATED
-    sport, dport, seq, ack, doff, flags = _tcp(data, tcp_off)
-    start = tcp_off + ((doff >> 4) << 2)
+    start = tcp_off + ((_u8(data, tcp_off + 12) >> 4) << 2)
     if start < tcp_off + 20 or start > ip_end:
         return SKIP_BAD_TCP
     if start > n:
         return SKIP_TRUNCATED
     if ip_end <= n:
         payload = memoryview(data)[start:ip_end] if ip_end > start else _EMPTY
-        return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, False, 0)
+        return _new_segment(ts, src_ip, _be16(data, tcp_off), dst_ip, _be16(data, tcp_off + 2),
+                            _be32(data, tcp_off + 4), _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload,
+                            False, 0)
     payload = memoryview(data)[start:] if n > start else _EMPTY
-    return Segment(pkt.ts, src_ip, sport, dst_ip, dport, seq, ack, flags, payload, True, ip_end - n)
+    return _new_segment(ts, src_ip, _be16(data, tcp_off), dst_ip, _be16(data, tcp_off + 2), _be32(data, tcp_off + 4),
+                        _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload, True, ip_end - n)
 
 
 def _native_batch(little: bool, scale: float, linktype: int) -> Batch:
-    """The record loop for one classic pcap, typed (``inspector/native/_packets.pyx``)."""
-    parser = _native.PacketParser(little, scale, linktype, RawPacket, parse_packet, _new_segment, _EMPTY,
-                                  _v4_names, _v4, _v6_names, _v6)
-    batch: Batch = parser.parse_records
+    """The record loop for one classic pcap (``inspector/native/_packets.pyx``), each record parsed by
+    :func:`parse_frame`."""
+    loop = _native.RecordLoop(little, scale, linktype, parse_frame)
+    batch: Batch = loop.parse_records
     return batch
 
 

@@ -1,9 +1,11 @@
-"""The typed twin of the pcap record loop and parse_packet (inspector/native/_packets.pyx).
+"""The classic pcap record loop (inspector/native/_packets.pyx), which slices records and parses each with
+``parse_frame``, the one header parser.
 
-Whatever the file, ``segments(reader)`` must give exactly ``[parse_packet(p) for p in reader]`` and the
-reader the same warnings and count: on every bundled and shared real capture, on hand-made frames of
-every link type and shape parse_packet knows (built with scapy, an independent encoder), and on those
-frames cut, corrupted and with odd record lengths, in both byte orders and time resolutions.
+Whatever the file, ``segments(reader)`` must give exactly ``[parse_packet(p) for p in reader]`` (the reader's
+own records, one RawPacket each) and the reader the same warnings and count: on every bundled and shared real
+capture, on hand-made frames of every link type and shape the parser knows (built with scapy, an independent
+encoder), and on those frames cut, corrupted and with odd record lengths, in both byte orders and time
+resolutions. The parser itself is held to scapy, dpkt and tshark in test_packets.py.
 """
 
 from __future__ import annotations

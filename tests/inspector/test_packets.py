@@ -79,6 +79,21 @@ def test_ethernet_ipv4_tcp_fields() -> None:
     assert not s.truncated and s.missing == 0
 
 
+@pytest.mark.parametrize("high", [0x7F, 0x80, 0xFF])
+def test_every_field_with_its_high_bits_set(high: int) -> None:
+    """Header bytes at and above 0x80 (read as C bytes when compiled) give the same unsigned values scapy wrote."""
+    word = high << 24 | 0x00FF80
+    src, dst = f"{high}.255.128.1", f"{high ^ 0x80}.1.255.254"
+    frame = bytes(Ether(type=0x8100) / Dot1Q(vlan=0xFFF, type=0x0800) /
+                  IP(src=src, dst=dst, ttl=255, tos=0xFF, id=0xFFFF) /
+                  TCP(sport=high << 8 | 0xFF, dport=0xFFFF, seq=word, ack=word ^ 0xFFFFFFFF, flags=0x1FF & 0xFF,
+                      window=0xFFFF) / Raw(bytes([high]) * 3))
+    s = seg(raw(frame))
+    assert (s.src_ip, s.src_port, s.dst_ip, s.dst_port) == (src, high << 8 | 0xFF, dst, 0xFFFF)
+    assert (s.seq, s.ack, s.flags) == (word, word ^ 0xFFFFFFFF, 0xFF)
+    assert bytes(s.payload) == bytes([high]) * 3
+
+
 def test_payload_is_a_view_of_the_frame_not_a_copy() -> None:
     pkt = raw(bytes(Ether() / tcp4()))
     s = seg(pkt)

@@ -8,91 +8,31 @@ import struct
 import sys
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import dpkt
 import pytest
 from scapy.layers.inet import IP, TCP
-from scapy.layers.l2 import Ether as _Ether
 from scapy.packet import Raw
 from scapy.utils import PcapNgWriter, wrpcap
 
-from inspector.capture_file import CaptureReader, open_capture
-from inspector.capture_parser import CaptureError, CaptureParser, RawPacket
+from inspector.capture_file import open_capture
+from inspector.capture_parser import CaptureError
+from tests.inspector.capture_writers import (
+    Ether,
+    ng_block,
+    ng_epb,
+    ng_idb,
+    ng_shb,
+    ng_spb,
+    pcap_file,
+    read_all,
+    tcp_frame,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
 REAL_CAPTURES = Path(__file__).parents[2].parent / "shared" / "real-captures"
-
-
-def Ether() -> _Ether:  # noqa: N802 - reads like the scapy layer it builds
-    """An Ethernet header with explicit addresses: scapy would otherwise resolve them on the network."""
-    return _Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-
-
-# ----------------------------------------------------------------------------------------------------
-# Writers for hand-made files (every variant the spec allows, independent of the code under test)
-
-
-def pcap_file(records: list[tuple[int, int, bytes, int]], endian: str = "<", nano: bool = False,
-              linktype: int = 1, snaplen: int = 65535) -> bytes:
-    """records: (seconds, fraction in µs or ns, data, wirelen)."""
-    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
-    out = [struct.pack(endian + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)]
-    for sec, frac, data, wirelen in records:
-        out.append(struct.pack(endian + "IIII", sec, frac, len(data), wirelen))
-        out.append(data)
-    return b"".join(out)
-
-
-def _pad(b: bytes) -> bytes:
-    return b + b"\0" * (-len(b) % 4)
-
-
-def ng_block(btype: int, body: bytes, e: str = "<") -> bytes:
-    body = _pad(body)
-    total = 12 + len(body)
-    return struct.pack(e + "II", btype, total) + body + struct.pack(e + "I", total)
-
-
-def ng_option(code: int, value: bytes, e: str = "<") -> bytes:
-    return struct.pack(e + "HH", code, len(value)) + _pad(value)
-
-
-def ng_shb(e: str = "<") -> bytes:
-    body = struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1) + ng_option(4, b"test writer", e) + ng_option(0, b"", e)
-    return ng_block(0x0A0D0D0A, body, e)
-
-
-def ng_idb(linktype: int, snaplen: int = 0, tsresol: int | None = None, tsoffset: int | None = None,
-           e: str = "<") -> bytes:
-    opts = ng_option(2, b"eth0", e)
-    if tsresol is not None:
-        opts += ng_option(9, bytes([tsresol]), e)
-    if tsoffset is not None:
-        opts += ng_option(14, struct.pack(e + "q", tsoffset), e)
-    opts += ng_option(0, b"", e)
-    return ng_block(1, struct.pack(e + "HHI", linktype, 0, snaplen) + opts, e)
-
-
-def ng_epb(iface: int, ticks: int, data: bytes, wirelen: int | None = None, e: str = "<") -> bytes:
-    body = struct.pack(e + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
-                       len(data) if wirelen is None else wirelen) + _pad(data) + ng_option(1, b"hi", e)
-    return ng_block(6, body, e)
-
-
-def ng_spb(data: bytes, wirelen: int, e: str = "<") -> bytes:
-    return ng_block(3, struct.pack(e + "I", wirelen) + data, e)
-
-
-def read_all(path: str | Path) -> tuple[list[RawPacket], CaptureReader]:
-    with open_capture(str(path)) as reader:
-        packets = list(reader)
-    return packets, reader
-
-
-def tcp_frame(payload: bytes = b"hello", seq: int = 1) -> bytes:
-    return bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=9092, seq=seq)
-                 / Raw(payload))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -399,71 +339,6 @@ def test_truncated_gzip_stream(tmp_path: Path) -> None:
     assert 0 < len(got) < 200
     assert [g.data for g in got] == [r[2] for r in records[: len(got)]]
     assert len(reader.warnings) == 1 and "compressed data" in reader.warnings[0]
-
-
-# ----------------------------------------------------------------------------------------------------
-# The sans-I/O parser: fed whole, one byte at a time, in odd chunks, and with trailing garbage
-
-
-def feed_in(data: bytes, sizes: list[int], **kwargs: Any) -> tuple[list[RawPacket], CaptureParser]:
-    """Feed ``data`` to a new parser in chunks of the given sizes (cycled), then end it."""
-    parser = CaptureParser(**kwargs)
-    got: list[RawPacket] = []
-    pos = i = 0
-    while pos < len(data):
-        size = sizes[i % len(sizes)]
-        got += parser.feed(data[pos:pos + size])
-        pos += size
-        i += 1
-    parser.end()
-    return got, parser
-
-
-def _packets(got: list[RawPacket]) -> list[tuple[float, int, bytes, int, int]]:
-    return [(g.ts, g.linktype, g.data, g.caplen, g.wirelen) for g in got]
-
-
-_PCAP = pcap_file([(i, i * 1000, tcp_frame(bytes([65 + i]) * (i * 37)), 2000) for i in range(12)])
-_PCAPNG = ng_shb() + ng_idb(1) + b"".join(ng_epb(0, i, tcp_frame(b"n" * i)) for i in range(12)) + ng_spb(b"s", 1)
-
-
-@pytest.mark.parametrize("data", [_PCAP, _PCAPNG], ids=["pcap", "pcapng"])
-@pytest.mark.parametrize("sizes", [[1 << 30], [1], [3, 17, 1, 250], [16], [24, 4096]])
-def test_parser_gives_the_same_packets_whatever_the_chunks(data: bytes, sizes: list[int]) -> None:
-    whole, whole_parser = feed_in(data, [len(data)])
-    got, parser = feed_in(data, sizes)
-    assert len(whole) == 13 if data is _PCAPNG else len(whole) == 12
-    assert _packets(got) == _packets(whole)
-    assert all(type(g.data) is bytes for g in got)
-    assert parser.warnings == whole_parser.warnings == [] and parser.packets == len(whole)
-    assert parser.linktype == 1 and parser.format == ("pcapng" if data is _PCAPNG else "pcap")
-
-
-def test_parser_reports_trailing_garbage_once_after_the_good_packets() -> None:
-    got, parser = feed_in(_PCAP + b"\x07" * 9, [5])
-    assert len(got) == 12 and parser.done
-    assert parser.warnings == ["last record header is truncated (9 of 16 bytes present); stopped after 12 packets"]
-    got, parser = feed_in(_PCAP[:-3], [1])
-    assert len(got) == 11 and len(parser.warnings) == 1 and "last record is truncated" in parser.warnings[0]
-
-
-def test_parser_keeps_no_reference_to_a_chunk_it_was_fed() -> None:
-    """The file adapter reads into one reused buffer: the packets must be copies."""
-    parser = CaptureParser()
-    buf = bytearray(_PCAP)
-    got = parser.feed(memoryview(buf)[:100]) + parser.feed(memoryview(buf)[100:])
-    buf[:] = b"\0" * len(buf)
-    assert _packets(got) == _packets(feed_in(_PCAP, [len(_PCAP)])[0])
-
-
-def test_parser_applies_one_to_every_packet() -> None:
-    got, _ = feed_in(_PCAP, [100], one=lambda pkt: len(pkt.data))
-    assert got == [len(g.data) for g in feed_in(_PCAP, [len(_PCAP)])[0]]
-
-
-def test_parser_refuses_data_that_is_no_capture() -> None:
-    with pytest.raises(CaptureError, match="not a pcap or pcapng stream"):
-        CaptureParser().feed(b"GET / HTTP/1.1\r\n")
 
 
 # ----------------------------------------------------------------------------------------------------

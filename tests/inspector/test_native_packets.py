@@ -24,7 +24,7 @@ from scapy.packet import Packet, Raw
 from inspector.capture_file import open_capture
 from inspector.packets import parse_packet, segments
 from tests.inspector.capture_frames import CAPTURES
-from tests.inspector.test_capture_file import pcap_file
+from tests.inspector.capture_writers import pcap_file
 
 
 def Ether(**kw: object) -> _Ether:  # noqa: N802 - reads like the scapy layer it builds

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decoders.codegen.model import FIXED, Field, Struct
+from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step, steps
 from decoders.codegen.shared import HEADER, versioned_table
 
 
@@ -77,20 +78,11 @@ class ModuleBuilder:
         fn.emit(1, "L = len(b)")
         fn.emit(1, "try:")
         names: list[tuple[str, str]] = []
-        pending: list[Field] = []
-
-        def flush() -> None:
-            if pending:
-                self._fixed_group(fn, pending, names)
-                pending.clear()
-
-        for f in st.fields:
-            if f.kind == "fixed":
-                pending.append(f)
-                continue
-            flush()
-            names.append((f.name, self._field(fn, f, 2)))
-        flush()
+        for s in steps(st):
+            if isinstance(s, Fixed):
+                self._fixed_group(fn, list(s.fields), names)
+            else:
+                names.append((s.field.name, self._field(fn, s.field, 2)))
         fn.current = None
         items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
         fn.emit(2, f"d = {{{items}}}")
@@ -151,14 +143,15 @@ class ModuleBuilder:
         if f.name:
             fn.current = (f.name, index)
         v = fn.var()
-        if f.kind == "fixed":
+        s = step(f)
+        if isinstance(s, Fixed):
             fmt, size = FIXED[f.type_name]
             fn.emit(ind, f"{v}, = {self.fmt('>' + fmt)}(b, p); p += {size}")
             if f.type_name == "uuid":
                 fn.emit(ind, f"{v} = _rt.uuid({v})")
             return v
-        if f.kind in ("string", "bytes", "records"):
-            n = self._length(fn, f.compact, ind, int16=f.kind == "string")
+        if isinstance(s, Prefixed):
+            n = self._length(fn, f.compact, ind, int16=s.int16)
             fn.emit(ind, f"if {n} >= 0:")
             fn.emit(ind + 1, f"if {n} > L - p: raise _rt.short({n}, L - p)")
             if f.kind == "string":
@@ -169,7 +162,7 @@ class ModuleBuilder:
                 fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
             self._null_or_negative(fn, n, v, ind)
             return v
-        if f.kind == "struct":
+        if isinstance(s, Nested):
             assert f.struct is not None
             sub = self.struct_fn(f.struct)
             if f.name:
@@ -184,13 +177,11 @@ class ModuleBuilder:
             else:
                 fn.emit(ind, f"{v}, p = {sub}(b, p, B)")
             return v
-        if f.kind == "array":
-            return self._array(fn, f, v, ind, index)
-        raise AssertionError(f.kind)
+        assert isinstance(s, Array)
+        return self._array(fn, s, v, ind, index)
 
-    def _array(self, fn: _Func, f: Field, v: str, ind: int, index: str | None) -> str:
-        elem = f.element
-        assert elem is not None
+    def _array(self, fn: _Func, s: Array, v: str, ind: int, index: str | None) -> str:
+        f, elem = s.field, s.element
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
         spend = [f"B.left -= {n}", f"if B.left < 0: raise _rt.over_budget({n})"]
@@ -205,14 +196,12 @@ class ModuleBuilder:
             else:
                 fn.emit(ind + 1, f"{v} = {self.array(fmt)}(b, p, {n}); p += {n} * {size}")
         else:
+            min_size = s.min_size
+            sub = ""
             if elem.kind == "struct":
                 assert elem.struct is not None
-                min_size = elem.struct.min_size()
                 sub = self.struct_fn(elem.struct)
                 fn.current = (f.name, index)
-            else:
-                min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
-                sub = ""
             if min_size:
                 fn.emit(ind + 1, f"if {n} * {min_size} > L - p: raise _rt.short_count({n}, L - p)")
             else:
@@ -245,21 +234,12 @@ class ModuleBuilder:
         """
         first_line = len(fn.lines)
         names: list[tuple[str, str]] = []
-        pending: list[Field] = []
-
-        def flush() -> None:
-            if pending:
+        for s in steps(st):
+            if isinstance(s, Fixed):
                 fn.current = None
-                self._fixed_group(fn, list(pending), names, ind)
-                pending.clear()
-
-        for f in st.fields:
-            if f.kind == "fixed":
-                pending.append(f)
-                continue
-            flush()
-            names.append((f.name, self._field(fn, f, ind)))
-        flush()
+                self._fixed_group(fn, list(s.fields), names, ind)
+            else:
+                names.append((s.field.name, self._field(fn, s.field, ind)))
         for line in range(first_line, len(fn.lines)):
             entry = fn.fields[line]
             fn.fields[line] = (f"{array}[{{}}].{entry[0]}" if entry else f"{array}[{{}}]", index)

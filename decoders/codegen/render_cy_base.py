@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decoders import _runtime as rt
-from decoders.codegen.model import FIXED, Field
+from decoders.codegen.model import Field
+from decoders.codegen.plan import Array
 
 #: C reader expression of each fixed-width type at ``c``, ``p + {off}``.
 READ: dict[str, str] = {
@@ -122,16 +123,10 @@ class CyBuilderBase:
         fn.emit(ind, "else:")
         fn.emit(ind + 1, call)
 
-    def _array_guard(self, fn: CFunc, elem: Field, n: str, ind: int) -> None:
+    def _array_guard(self, fn: CFunc, s: Array, n: str, ind: int) -> None:
         """An array's ``n`` elements checked against the bytes left (at their smallest size) and spent from
         the element budget, as the pure decoder checks and spends them."""
-        if elem.kind == "fixed":
-            min_size = FIXED[elem.type_name][1]
-        elif elem.kind == "struct":
-            assert elem.struct is not None
-            min_size = elem.struct.min_size()
-        else:
-            min_size = 1 if elem.compact else (2 if elem.kind == "string" else 4)
+        min_size = s.min_size
         if min_size:
             fn.emit(ind, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from decoders.codegen.model import FIXED, Field, Struct
+from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step, steps
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
 
 
@@ -19,20 +20,11 @@ class CyReaders(CyBuilderBase):
         fn = CFunc()
         fn.emit(1, "cdef Py_ssize_t p = pp[0]")
         names: list[tuple[str, str]] = []
-        pending: list[Field] = []
-
-        def flush() -> None:
-            if pending:
-                self._fixed_group(fn, pending, names, 1)
-                pending.clear()
-
-        for f in st.fields:
-            if f.kind == "fixed":
-                pending.append(f)
-                continue
-            flush()
-            names.append((f.name, self._field(fn, f, 1)))
-        flush()
+        for s in steps(st):
+            if isinstance(s, Fixed):
+                self._fixed_group(fn, list(s.fields), names, 1)
+            else:
+                names.append((s.field.name, self._field(fn, s.field, 1)))
         items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
         fn.emit(1, f"d = {{{items}}}")
         if st.flexible:
@@ -68,13 +60,14 @@ class CyReaders(CyBuilderBase):
 
     def _field(self, fn: CFunc, f: Field, ind: int) -> str:
         v = fn.var()
-        if f.kind == "fixed":
+        s = step(f)
+        if isinstance(s, Fixed):
             size = FIXED[f.type_name][1]
             fn.emit(ind, f"need(p, {size}, L)")
             fn.emit(ind, f"{v} = {READ[f.type_name].format(off=0)}; p += {size}")
             return v
-        if f.kind in ("string", "bytes", "records"):
-            n = self._length(fn, f.compact, ind, int16=f.kind == "string")
+        if isinstance(s, Prefixed):
+            n = self._length(fn, f.compact, ind, int16=s.int16)
             fn.emit(ind, f"if {n} >= 0:")
             fn.emit(ind + 1, f"need(p, {n}, L)")
             if f.kind == "string":
@@ -85,20 +78,18 @@ class CyReaders(CyBuilderBase):
                 fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
             self._null_or_negative(fn, n, ind, f"{v} = None")
             return v
-        if f.kind == "struct":
+        if isinstance(s, Nested):
             assert f.struct is not None
             self._struct_call(fn, f, ind, f"{v} = {self.struct_fn(f.struct)}(b, c, L, &p, B)", f"{v} = None")
             return v
-        if f.kind == "array":
-            return self._array(fn, f, v, ind)
-        raise AssertionError(f.kind)
+        assert isinstance(s, Array)
+        return self._array(fn, s, v, ind)
 
-    def _array(self, fn: CFunc, f: Field, v: str, ind: int) -> str:
-        elem = f.element
-        assert elem is not None
+    def _array(self, fn: CFunc, s: Array, v: str, ind: int) -> str:
+        f, elem = s.field, s.element
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        self._array_guard(fn, elem, n, ind + 1)
+        self._array_guard(fn, s, n, ind + 1)
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
             if elem.type_name == "uuid":

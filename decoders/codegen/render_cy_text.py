@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
+from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
 
 #: APIs whose compiled decoders also write each body's JSON text straight from the frame (Produce and Fetch:
@@ -90,33 +91,31 @@ class CyTextWriters(CyBuilderBase):
         fn.emit(ind, f"p += {size}")
 
     def _text_field(self, fn: CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None = None) -> None:
-        if f.kind == "fixed":
+        s = step(f)
+        if isinstance(s, Fixed):
             self._text_fixed(fn, f, ind, kept)
             return
-        if f.kind in ("string", "bytes", "records"):
-            n = self._length(fn, f.compact, ind, int16=f.kind == "string")
+        if isinstance(s, Prefixed):
+            n = self._length(fn, f.compact, ind, int16=s.int16)
             fn.emit(ind, f"if {n} >= 0:")
             fn.emit(ind + 1, f"need(p, {n}, L)")
             write = {"string": "jstr", "bytes": "jhex", "records": "jrecords"}[f.kind]
             fn.emit(ind + 1, f"{write}(&_out, c + p, {n}); p += {n}")
             self._null_or_negative(fn, n, ind, _JSON_NULL)
             return
-        if f.kind == "struct":
+        if isinstance(s, Nested):
             assert f.struct is not None
             self._struct_call(fn, f, ind, f"{self.text_fn(f.struct)}(b, c, L, &p, B)", _JSON_NULL)
             return
-        if f.kind == "array":
-            self._text_array(fn, f, ind)
-            return
-        raise AssertionError(f.kind)
+        assert isinstance(s, Array)
+        self._text_array(fn, s, ind)
 
-    def _text_array(self, fn: CFunc, f: Field, ind: int) -> None:
+    def _text_array(self, fn: CFunc, s: Array, ind: int) -> None:
         """An array, checked and counted against the budget as :meth:`_array` does."""
-        elem = f.element
-        assert elem is not None
+        f, elem = s.field, s.element
         n = self._length(fn, f.compact, ind, int16=False)
         fn.emit(ind, f"if {n} >= 0:")
-        self._array_guard(fn, elem, n, ind + 1)
+        self._array_guard(fn, s, n, ind + 1)
         i = fn.var("i")
         fn.emit(ind + 1, "jput(&_out, b'[', 1)")
         fn.emit(ind + 1, f"for {i} in range({n}):")

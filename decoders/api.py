@@ -17,6 +17,7 @@ from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postproce
 from decoders.generated import registry
 from decoders.generated_modules import accel_module
 from decoders.generated_modules import pure_module as _module
+from decoders.redaction import with_redaction
 from decoders.status import StatusKind
 
 __all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "accelerated", "api_name",
@@ -464,8 +465,8 @@ _POST: dict[tuple[str, int], Any] = {}
 def _postprocessors() -> dict[tuple[str, int], Any]:
     """decoders.embedded's postprocessors, made on first use: an Envelope's inner message is decoded by this
     module's decoders."""
-    if not _POST:
-        _POST.update(postprocessors(decode_request_within, decode_response_within))
+    if not _POST:  # the embedded protocols decoded, then the secrets of every message redacted
+        _POST.update(with_redaction(postprocessors(decode_request_within, decode_response_within)))
     return _POST
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from html import escape
 from typing import Any
 
+from pipelines.escape import escape
 from pipelines.kafka import SEVERITIES
 from pipelines.plots import PlotData
 from pipelines.svg import bar_chart, line_chart
@@ -90,7 +90,7 @@ def summary_table(findings: Sequence[Mapping[str, Any]]) -> str:
     counts = Counter((f["kind"], f["severity"]) for f in findings)
     if not counts:
         return ""
-    kinds = sorted({k for k, _ in counts})
+    kinds = sorted({k for k, _ in counts}, key=lambda k: (k is None, str(k)))  # a null kind last
     sevs = [s for s in reversed(SEVERITIES) if any(counts[(k, s)] for k in kinds)]
     head = "".join(f"<th>{_severity(s)}</th>" for s in sevs)
     body = "".join(

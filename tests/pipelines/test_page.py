@@ -34,6 +34,15 @@ def test_page_escapes_and_summarises() -> None:
     assert page.count("<svg") == 5 and "no data" in page  # no errors series
 
 
+def test_nulls_and_hostile_strings_anywhere_in_a_finding() -> None:
+    """A finding whose detail, kind or client is null, or holds markup, quotes and control characters."""
+    hostile = '<img src=x onerror="alert(1)">\x1b[31m\'"[/]'
+    odd = finding(None, "error", None) | {"client": hostile, "broker": None, "group_id": hostile}  # type: ignore[arg-type]
+    page = html.render([odd, finding("k", "warning", hostile)], [], plot_data(), source=hostile)
+    assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "&#x27;" in page and page.count("<tr><td><span class=\"sev") == 2
+
+
 def test_page_without_findings_says_so() -> None:
     page = html.render([], [], PlotData(), source="x")
     assert "id=\"no-findings\"" in page and "No admin writes" in page

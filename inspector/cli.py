@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from contract.text import visible
 from inspector.capture_file import CaptureError
 from inspector.decode_options import add_decode_options as _add_decode_options
 from inspector.decode_options import read_options as _read_options
@@ -298,18 +299,18 @@ def _print_tree(console: Console, value: Any, indent: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, (dict, list)) and item:
-                console.print(f"{indent}{key}:", highlight=False, markup=False)
+                console.print(f"{indent}{visible(str(key))}:", highlight=False, markup=False)
                 _print_tree(console, item, indent + "    ")
             else:
-                console.print(f"{indent}{key}: {json.dumps(item, ensure_ascii=False)}", highlight=False,
-                              markup=False)
+                console.print(f"{indent}{visible(str(key))}: {visible(json.dumps(item, ensure_ascii=False))}",
+                              highlight=False, markup=False)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             if isinstance(item, (dict, list)):
                 console.print(f"{indent}[{i}]", highlight=False, markup=False)
                 _print_tree(console, item, indent + "    ")
             else:
-                console.print(f"{indent}[{i}] {json.dumps(item, ensure_ascii=False)}", highlight=False,
+                console.print(f"{indent}[{i}] {visible(json.dumps(item, ensure_ascii=False))}", highlight=False,
                               markup=False)
 
 

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from contract.kafka import error_name
+from contract.text import visible
 from inspector.summary import percentile
 
 #: Latencies kept per API for the live p50/p99 (the most recent ones).
@@ -225,7 +226,7 @@ class LiveView:
                 errors.add_row(api, str(code), error_name(code), f"{n:,}")
             parts.append(errors)
         if stats.groups:
-            names = ", ".join(g for g, _ in stats.groups.most_common(8))
+            names = ", ".join(visible(g) for g, _ in stats.groups.most_common(8))
             more = f" (+{len(stats.groups) - 8} more)" if len(stats.groups) > 8 else ""
             parts.append(Text(f"groups seen ({len(stats.groups)}): {names}{more}"))
         parts.append(Text("latency: p50/p99 of the last "

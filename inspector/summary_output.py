@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contract.text import visible
 from inspector.summary import LIMITS, Summary
 
 if TYPE_CHECKING:
@@ -67,10 +68,11 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
 
 
 def escape_markup(text: str) -> str:
-    """``text`` shown as it is by rich (its ``[...]`` not read as markup)."""
+    """``text`` (from the traffic) shown as it is by rich: its control and invisible characters as visible
+    escapes (``contract.text.visible``), its ``[...]`` not read as markup."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(visible(text))
 
 
 def _ms(value: float | None) -> str:

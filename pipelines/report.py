@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from contract.text import visible
 from pipelines.kafka import SEVERITIES
 
 EXIT_OK = 0
@@ -58,6 +60,12 @@ def _check_input(path: str) -> str | None:
     return None
 
 
+def _shown(value: object) -> str:
+    """A value of a finding (its detail names clients, groups, topics) as rich shows it as it is: control and
+    invisible characters as visible escapes, ``[...]`` not read as markup, None as nothing."""
+    return "" if value is None else escape(visible(str(value)))
+
+
 def print_summary(console: Console, findings: Sequence[dict[str, Any]], result: Any, elapsed: float) -> None:
     counts = Counter((f["kind"], f["severity"]) for f in findings)
     p = result.plots
@@ -71,15 +79,16 @@ def print_summary(console: Console, findings: Sequence[dict[str, Any]], result: 
         table.add_column("kind")
         for s in sevs:
             table.add_column(s, justify="right", style=_STYLE.get(s, ""))
-        for kind in sorted({k for k, _ in counts}):
-            table.add_row(kind, *[str(counts[(kind, s)] or "") for s in sevs])
+        for kind in sorted({k for k, _ in counts}, key=lambda k: (k is None, str(k))):
+            table.add_row(_shown(kind), *[str(counts[(kind, s)] or "") for s in sevs])
         console.print(table)
         top = Table(title="most severe", title_justify="left", show_lines=False)
         top.add_column("severity")
         top.add_column("kind")
         top.add_column("detail", overflow="fold")
         for f in findings[:10]:
-            top.add_row(f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]", f["kind"], f["detail"])
+            top.add_row(f"[{_STYLE.get(f['severity'], '')}]{_shown(f['severity'])}[/]", _shown(f["kind"]),
+                        _shown(f["detail"]))
         console.print(top)
     console.print(f"findings -> {result.findings_path}\nadmin audit ({result.audit_rows} writes) -> "
                   f"{result.audit_path}\npage -> {result.html_path}\n({elapsed:.1f} s)", highlight=False)

@@ -201,3 +201,20 @@ def test_show_verbose_prints_undecodable_frames_and_markup_in_client_ids(
     assert "client=[/]" in out and "client=[bold red]x" in out
     assert '"[bold red]x[/]"' in out  # a body value, as it is
     assert "5 of 5 messages shown" in out
+
+
+def test_show_prints_control_characters_in_traffic_strings_visibly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A client id and a topic holding a terminal escape, a bell, a bidirectional override and markup: printed
+    as visible escapes, never raw, by ``show`` and ``show -v``."""
+    pcap = tmp_path / "escapes.pcap"
+    hostile = "evil\x1b[31mred\x07\u202e[/]"
+    conversation(pcap, [
+        ("c", frame(metadata_request_v0(1, [hostile], client_id=hostile))),
+        ("b", frame(metadata_response_v0(1, [(1, "b1", 9092)], [hostile]))),
+    ])
+    for args in (["show", str(pcap)], ["show", str(pcap), "-v"]):
+        assert main(args) == EXIT_OK
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+        assert "client=evil\\x1b[31mred\\x07\\u202e[/]" in out

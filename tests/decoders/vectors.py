@@ -126,9 +126,15 @@ def check_message(msg: DecodedMessage, frame: bytes, kind: str, api_key: int, ve
 
 
 def decode(frame: bytes, kind: str, api_key: int, version: int) -> DecodedMessage:
+    """The message as the wire has it (``postprocess=False``: no embedded protocols decoded and no secret
+    redacted, which test_embedded and test_redaction check); the full decode must give the same status."""
     if kind == "request":
-        return decode_request(frame)
-    return decode_response(frame, api_key, version)
+        full, raw = decode_request(frame), decode_request(frame, postprocess=False)
+    else:
+        full, raw = decode_response(frame, api_key, version), decode_response(frame, api_key, version,
+                                                                              postprocess=False)
+    assert full.status == raw.status, (full.status, raw.status)
+    return raw
 
 
 def body_keys(body: dict[str, Any]) -> set[str]:

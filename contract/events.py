@@ -63,7 +63,9 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("cluster_id", STRING, "promoted ClusterId"),
     Column("node_id", INT32, "promoted NodeId"),
     Column("envelope_correlation_id", INT32, "on rows unwrapped from an Envelope: the outer correlation id"),
-    Column("principal", STRING, "on rows unwrapped from an Envelope: Type:Name of the principal"),
+    Column("principal", STRING, "who the connection authenticated as (SASL: User:NAME), from the successful "
+                                "SaslAuthenticate on; on rows unwrapped from an Envelope: the forwarded request's"),
+    Column("sasl_mechanism", STRING, "the connection's SASL mechanism (SaslHandshake, else what AuthBytes show)"),
     Column("request_missing", BOOL, "a response whose request is not in the capture"),
     Column("candidates", STRING, "for those: the (api key, version) layouts that decode it exactly, best first"),
     Column("confidence", FLOAT64, "the confidence in the first candidate"),

@@ -278,6 +278,8 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
             f"{row['direction']} corr={row['correlation_id']}")
     if row["client_id"]:
         head += f" client={escape(row['client_id'])}"
+    if row["principal"] and row["envelope_correlation_id"] is None:  # who the connection authenticated as
+        head += f" principal={escape(str(row['principal']))}"
     if row["latency_ms"] is not None:
         head += f" {row['latency_ms']:.2f}ms"
     if row["error_code"]:

@@ -9,11 +9,11 @@ cdef class PendingRequest:
 
 cdef class KafkaMessage:
     cdef public object ts, conn_id, client, broker, direction, frame_offset, message, client_id, latency_ms
-    cdef public object request_missing, candidates, confidence
+    cdef public object request_missing, candidates, confidence, principal, sasl_mechanism
 
 @cython.locals(m=KafkaMessage)
 cpdef KafkaMessage _new_message(ts, conn_id, client, broker, direction, frame_offset, message, client_id,
-                                latency_ms, request_missing, candidates, confidence)
+                                latency_ms, request_missing, candidates, confidence, principal, sasl_mechanism)
 
 cdef class ConnectionStats:
     cdef public list bytes_seen, bytes_framed, bytes_gap, bytes_skipped, bytes_retransmitted, frames
@@ -29,6 +29,7 @@ cdef class KafkaConnection:
     cdef public bint body_text
     cdef public object last_correlation_id
     cdef public ConnectionStats stats
+    cdef public object sasl
 
     @cython.locals(framer=Framer)
     cpdef list data(self, side, ts, view)

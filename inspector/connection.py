@@ -18,6 +18,7 @@ from decoders.generated import registry
 from decoders.guess import guess_response
 from decoders.status import StatusKind
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
+from inspector.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
 
 _HEAD = struct.Struct(">ihhi").unpack_from  # length, api key, version, correlation id
 _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
@@ -72,6 +73,8 @@ class KafkaMessage:
     request_missing: bool = False
     candidates: tuple[tuple[int, int], ...] = ()
     confidence: float | None = None
+    principal: str | None = None  # who the connection authenticated as (SASL), when the message was seen
+    sasl_mechanism: str | None = None
 
 
 @dataclass(frozen=True)  # compiled, an extension type (connection.pxd); from source, the slots below
@@ -94,7 +97,8 @@ ConnectionEvent = KafkaMessage | StreamIssue
 
 def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, direction: str, frame_offset: int,
                  message: DecodedMessage, client_id: str | None, latency_ms: float | None, request_missing: bool,
-                 candidates: tuple[tuple[int, int], ...], confidence: float | None) -> KafkaMessage:
+                 candidates: tuple[tuple[int, int], ...], confidence: float | None, principal: str | None,
+                 sasl_mechanism: str | None) -> KafkaMessage:
     """KafkaMessage(...) for the hot path, every field positionally: compiled, stored from C (the class's own
     ``__init__`` parses its twelve arguments: ~1% of a read's instructions, measured)."""
     m = KafkaMessage.__new__(KafkaMessage)
@@ -110,6 +114,8 @@ def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, di
     m.request_missing = request_missing
     m.candidates = candidates
     m.confidence = confidence
+    m.principal = principal
+    m.sasl_mechanism = sasl_mechanism
     return m
 
 
@@ -159,6 +165,7 @@ class KafkaConnection:
         self.seen_versions: set[tuple[int, int]] = set()
         self.last_correlation_id: int | None = None
         self.stats = ConnectionStats()
+        self.sasl: SaslState | None = None  # made when the connection's first SASL message is seen
         self.framers = (
             # min_frame: a response holds at least its correlation id (a request header is longer);
             # scan_window: plausible() judges a position by the 12 bytes from it
@@ -305,9 +312,18 @@ class KafkaConnection:
                     del self.pending[oldest]
                     self.stats.responses_missing += 1
                     self.stats.pending_dropped += 1
+        key = msg.api_key
+        sasl = self.sasl
+        if key == SASL_HANDSHAKE or key == SASL_AUTHENTICATE:
+            if sasl is None:
+                sasl = self.sasl = SaslState()
+            sasl.request(key, msg.body)
         client, broker = self._roles()
+        if sasl is None:
+            return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
+                                msg.client_id, None, False, (), None, None, None)
         return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
-                            msg.client_id, None, False, (), None)
+                            msg.client_id, None, False, (), None, sasl.principal, sasl.mechanism)
 
     def _response(self, frame: Frame) -> KafkaMessage:
         data = frame.data
@@ -326,8 +342,14 @@ class KafkaConnection:
             micros = (answered - sent) * 1_000_000.0
             latency = ((micros + _ROUNDER) - _ROUNDER) / 1000.0
             client, broker = self._roles()
+            sasl = self.sasl
+            if sasl is None:
+                return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
+                                    req.client_id, latency, False, (), None, None, None)
+            if req.api_key == SASL_HANDSHAKE or req.api_key == SASL_AUTHENTICATE:
+                sasl.response(req.api_key, msg.body)
             return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
-                                req.client_id, latency, False, (), None)
+                                req.client_id, latency, False, (), None, sasl.principal, sasl.mechanism)
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
         if guess.message is not None:
@@ -341,8 +363,11 @@ class KafkaConnection:
             self.stats.decode_failures += 1
         if corr is not None:
             self.last_correlation_id = corr
+        sasl = self.sasl
         return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg, None,
-                            request_missing=True, candidates=guess.candidates, confidence=guess.confidence)
+                            request_missing=True, candidates=guess.candidates, confidence=guess.confidence,
+                            principal=sasl.principal if sasl is not None else None,
+                            sasl_mechanism=sasl.mechanism if sasl is not None else None)
 
     # -- resynchronisation -----------------------------------------------------------------
 

@@ -19,7 +19,7 @@ cdef class EventTable:
 
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)
-    cpdef _conn(self, KafkaMessage ev)
+    cpdef _conn(self, KafkaMessage ev, principal)
     @cython.locals(encoder=_RecordsSummary, b=dict, promoted=bint)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
 

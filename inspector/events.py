@@ -183,9 +183,12 @@ PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above
 #: ("conn", index), or the values few rows have ("extra", index; null, or False for request_missing).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
                 "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
-_CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", "broker_port")
+#: The connection's columns: its endpoints, and who it authenticated as when the message was seen (an Envelope's
+#: inner rows name the forwarded request's principal instead).
+_CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", "broker_port", "principal",
+                 "sasl_mechanism")
 _EXTRA_COLUMNS = ("nested_error_codes", "group_id", "member_id", "generation_id", "protocol_type", "protocol_name",
-                  "cluster_id", "node_id", "envelope_correlation_id", "principal", "request_missing", "candidates",
+                  "cluster_id", "node_id", "envelope_correlation_id", "request_missing", "candidates",
                   "confidence", "notes")
 _SOURCES = tuple(
     ("row", _ROW_COLUMNS.index(name)) if name in _ROW_COLUMNS
@@ -207,7 +210,7 @@ _ROW_KINDS = b"".join(
 assert _ROW_KINDS == b"tshshisqihdsbh"
 _CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(name).type, b"q")
                        for name in _CONN_COLUMNS)
-assert _CONN_KINDS == b"sqsisi"
+assert _CONN_KINDS == b"sqsisiss"
 _columns = _native_columns.columns
 #: The body column, written as JSON straight into Arrow buffers (inspector/native/_body.pyx).
 _BodyColumn = _native_body.BodyColumn
@@ -251,8 +254,9 @@ class EventTable:
         self._rows: list[tuple[Any, ...]] = []
         self._conn_rows: list[int] = []  # per row: index into _conns
         self._conns: list[tuple[Any, ...]] = []  # _CONN_COLUMNS values of the connections of this batch
-        self._conn_index: dict[tuple[int, int, int], int] = {}  # (conn_id, id(client), id(broker)) -> index
-        self._last_conn: tuple[int, Any, Any, int] = (-1, None, None, -1)
+        # (conn_id, id(client), id(broker), principal, mechanism) -> index
+        self._conn_index: dict[tuple[Any, ...], int] = {}
+        self._last_conn: tuple[Any, ...] = (-1, None, None, -1, None, None)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
         # The body column: bodies go straight into its buffers (the rows hold None).
         self._bodies = _BodyColumn(Records, _headers_writer if records.level == "headers" else None,
@@ -271,24 +275,27 @@ class EventTable:
         return self.records.level == "headers"
 
     def add(self, event: KafkaMessage) -> None:
-        conn = self._conn(event)
+        conn = self._conn(event, event.principal)
         msg = event.message
         self._add(event, msg, None, conn)
         inner = msg.inner
-        if inner is not None:
-            self._add(event, inner, msg, conn)
+        if inner is not None:  # the forwarded request's principal, not the forwarding broker's
+            self._add(event, inner, msg, self._conn(event, _principal(msg.body or {})))
 
-    def _conn(self, ev: KafkaMessage) -> int:
-        conn_id, client, broker = ev.conn_id, ev.client, ev.broker
+    def _conn(self, ev: KafkaMessage, principal: str | None) -> int:
+        """The index of the row's connection columns (its endpoints, principal and SASL mechanism)."""
+        conn_id, client, broker, mechanism = ev.conn_id, ev.client, ev.broker, ev.sasl_mechanism
         last = self._last_conn
-        if last[0] == conn_id and last[1] is client and last[2] is broker:
+        if (last[0] == conn_id and last[1] is client and last[2] is broker and last[4] is principal
+                and last[5] is mechanism):
             return last[3]
-        key = (conn_id, id(client), id(broker))
+        key = (conn_id, id(client), id(broker), principal, mechanism)
         index = self._conn_index.get(key)
         if index is None:
             index = self._conn_index[key] = len(self._conns)
-            self._conns.append((self.capture, conn_id, client.ip, client.port, broker.ip, broker.port))
-        self._last_conn = (conn_id, client, broker, index)
+            self._conns.append((self.capture, conn_id, client.ip, client.port, broker.ip, broker.port, principal,
+                                mechanism))
+        self._last_conn = (conn_id, client, broker, index, principal, mechanism)
         return index
 
     def _add(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None, conn: int) -> None:
@@ -358,7 +365,6 @@ class EventTable:
             _str(b.get("ClusterId")),
             _int(b.get("NodeId")),
             envelope.correlation_id if envelope is not None else None,
-            _principal(envelope.body or {}) if envelope is not None else None,
             ev.request_missing,
             _candidates_text(candidates) if candidates else None,
             ev.confidence,
@@ -370,7 +376,7 @@ class EventTable:
         rows, conns, conn_rows, extras = self._rows, self._conns, self._conn_rows, self._extras
         self._rows, self._conns, self._conn_rows, self._extras = [], [], [], []
         self._conn_index = {}
-        self._last_conn = (-1, None, None, -1)
+        self._last_conn = (-1, None, None, -1, None, None)
         n = len(rows)
         bodies = self._bodies.take()  # buffers, or a list of values
         # The row columns' Arrow buffers in one typed pass (None for values it leaves to pyarrow).

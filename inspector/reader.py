@@ -187,6 +187,9 @@ CONNECTION_SCHEMA = pa.schema(
         ("responses_missing", pa.int64()),
         *((f"{who}_bytes_{what}", pa.int64()) for who in ("client", "broker")
           for what in ("seen", "decoded", "gap", "undecodable", "retransmitted")),
+        ("principal", pa.string()),  # SASL: who it last authenticated as (null: none, or not seen)
+        ("sasl_mechanism", pa.string()),
+        ("sasl_outcome", pa.string()),  # ok | in progress | failed: NAME (code)
     ]
 )
 

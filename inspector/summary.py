@@ -170,6 +170,11 @@ class Summary:
             "requests_missing": st.requests_missing,
             "responses_missing": st.responses_missing,
         }
+        sasl = conn.sasl
+        if sasl is not None:  # who it authenticated as last, how, and how its last exchange ended
+            row["principal"] = sasl.principal
+            row["sasl_mechanism"] = sasl.mechanism
+            row["sasl_outcome"] = sasl.outcome
         for prefix, side in (("client", c), ("broker", 1 - c)):
             row[f"{prefix}_bytes_seen"] = st.bytes_seen[side] + st.bytes_gap[side]
             row[f"{prefix}_bytes_decoded"] = st.bytes_framed[side]

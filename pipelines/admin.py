@@ -2,7 +2,8 @@
 
 * ``admin_audit(events)``: one row per admin write request (CreateTopics, DeleteTopics, CreateAcls,
   DeleteAcls, AlterConfigs, IncrementalAlterConfigs, CreatePartitions, AlterClientQuotas,
-  Create/Renew/ExpireDelegationToken), with who (client, client id, principal for forwarded ones),
+  Create/Renew/ExpireDelegationToken), with who (client, client id, and the principal: the SASL one of the
+  connection, or the forwarded request's),
   what (targets), and the outcome;
 * ``admin_write_failed``: audit rows whose response carries error codes;
 * ``admin_write_unanswered``: audit rows without a (decodable) response;

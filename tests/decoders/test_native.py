@@ -152,7 +152,8 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
         (StreamData, StreamData, (1, 0, 2.5, 10, memoryview(b"z"), e, e)),
         (Frame, Frame, (1.0, 0.5, 3, b"frame")),
         (PendingRequest, PendingRequest, (0, 9, 1.0, "client", None, None)),
-        (KafkaMessage, connection._new_message, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None)),
+        (KafkaMessage, connection._new_message, (1.0, 2, e, e, "request", 0, msg, "c", None, False, (), None,
+                                                      "User:alice", "PLAIN")),
         (DecodedMessage, api._new_message,
          ("response", 1, 12, 5, "ok", {}, 4, None, 1, {}, None, None, None, (), None)),
     ]

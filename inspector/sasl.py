@@ -1,0 +1,93 @@
+"""Who a connection authenticated as, from its SASL exchange (sans-I/O: fed the connection's decoded messages).
+
+A connection's principal comes from what the wire shows, as Kafka's default principal builder names it:
+SASL PLAIN's authorization id, else its user; SCRAM's ``n=`` user of the client-first message; OAUTHBEARER's
+JWT ``sub`` claim (read, not verified; an opaque token gives none); GSSAPI shows no principal in clear (the
+mechanism alone is known). What the decoder kept of each SaslAuthenticate message (``AuthBytesDecoded``, see
+``decoders/redaction.py``; the secrets are already redacted) is all this reads.
+
+The principal is set when a SaslAuthenticate response succeeds (SCRAM: its final round) and holds for every
+message of the connection from then on, that response included; a re-authentication (KIP-368) replaces it
+when it succeeds, and a failed one leaves no principal. ``outcome`` says how the last exchange ended:
+``ok``, ``in progress`` or ``failed: NAME (code)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.kafka import error_name
+
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+
+
+class SaslState:
+    """The SASL state of one connection."""
+
+    __slots__ = ("_candidate", "authentications", "mechanism", "outcome", "principal", "session_lifetime_ms")
+
+    def __init__(self) -> None:
+        self.mechanism: str | None = None
+        self.principal: str | None = None
+        self.outcome: str | None = None
+        self.session_lifetime_ms: int | None = None
+        self.authentications = 0  # successful exchanges (more than one: re-authentication)
+        self._candidate: str | None = None
+
+    def request(self, api_key: int, body: dict[str, Any] | None) -> None:
+        """A SaslHandshake or SaslAuthenticate request of the connection."""
+        if body is None:
+            return
+        if api_key == SASL_HANDSHAKE:
+            mechanism = body.get("Mechanism")
+            if isinstance(mechanism, str):
+                self.mechanism = mechanism
+            self.outcome = "in progress"
+            self._candidate = None
+            return
+        decoded = body.get("AuthBytesDecoded")
+        if not isinstance(decoded, dict):
+            return
+        self.outcome = "in progress"
+        mechanism = decoded.get("mechanism")
+        if self.mechanism is None and isinstance(mechanism, str):
+            self.mechanism = mechanism  # no handshake seen: what the bytes show (SCRAM: not which hash)
+        candidate = _principal(decoded)
+        if candidate is not None or decoded.get("message") != "client-final":
+            self._candidate = candidate  # SCRAM's final round names nobody: its first round's user stays
+
+    def response(self, api_key: int, body: dict[str, Any] | None) -> None:
+        """The response to a SaslHandshake or SaslAuthenticate request of the connection."""
+        if body is None:
+            return
+        code = body.get("ErrorCode")
+        if isinstance(code, int) and code != 0:
+            self.outcome = f"failed: {error_name(code)} ({code})"
+            if api_key == SASL_AUTHENTICATE:
+                self.principal = None  # the broker closes the connection: nothing after is authenticated
+            return
+        if api_key != SASL_AUTHENTICATE:
+            return
+        decoded = body.get("AuthBytesDecoded")
+        if isinstance(decoded, dict) and decoded.get("message") == "server-first":
+            return  # SCRAM goes on: the client's proof comes next
+        self.outcome = "ok"
+        self.authentications += 1
+        self.principal = self._candidate
+        lifetime = body.get("SessionLifetimeMs")
+        self.session_lifetime_ms = lifetime if isinstance(lifetime, int) and lifetime > 0 else None
+
+
+def _principal(decoded: dict[str, Any]) -> str | None:
+    """``User:NAME`` of a SaslAuthenticate request's decoded AuthBytes, when they name one."""
+    mechanism = decoded.get("mechanism")
+    name: object = None
+    if mechanism == "PLAIN":
+        name = decoded.get("authzid") or decoded.get("user")
+    elif mechanism == "SCRAM":
+        name = decoded.get("user")
+    elif mechanism == "OAUTHBEARER":
+        claims = decoded.get("claims")
+        name = (claims.get("sub") if isinstance(claims, dict) else None) or decoded.get("authzid")
+    return f"User:{name}" if isinstance(name, str) and name else None

@@ -241,17 +241,14 @@ cdef class BodyColumn:
             try:
                 p = <const unsigned char*>PyUnicode_AsUTF8AndSize(s, &k)
             except UnicodeError:  # a lone surrogate: written as its escape, visible
-                return self._utf8(s.encode("utf-8", "backslashreplace"))
+                text = s.encode("utf-8", "backslashreplace")
+                return self._utf8(<const unsigned char*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        return self._utf8(p, k)
+
+    cdef inline int _utf8(self, const unsigned char* p, Py_ssize_t k) except -1:
+        """Write the string whose UTF-8 is ``p[:k]``, quoted and escaped."""
         self._reserve(k * 6 + 2)  # at most \u00XX per byte
         self.size = write_string(self.data + self.size, p, k, False) - self.data
-        return 0
-
-    cdef int _utf8(self, bytes text) except -1:
-        """Write a string given as its UTF-8 bytes."""
-        cdef Py_ssize_t k = PyBytes_GET_SIZE(text)
-        self._reserve(k * 6 + 2)
-        self.size = write_string(self.data + self.size, <const unsigned char*>PyBytes_AS_STRING(text), k,
-                                 False) - self.data
         return 0
 
     cdef int _ascii(self, str text) except -1:
@@ -307,12 +304,17 @@ cdef class BodyColumn:
         self.codes.append(v)
         return 0
 
-    cdef long long _integer(self, object v) except? -1:
-        """Write an ``int``; its value (0 beyond 64 bits, written in full: no error code is that large)."""
+    cdef long long _integer(self, object v, bint code) except? -1:
+        """Write an ``int``; its value. Beyond 64 bits it is written in full and 0 is returned; when it is an
+        ``ErrorCode`` (``code``) it is collected here, as the Python int it is."""
         cdef int overflow
         cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
         if overflow:
             self._ascii(str(int(v)))
+            if code:
+                if self.codes is None:
+                    self.codes = []
+                self.codes.append(int(v))
             return 0
         self._int(x)
         return x
@@ -324,7 +326,7 @@ cdef class BodyColumn:
         if t is dict:
             return self._dict(<dict>v, default, depth)
         if t is int:
-            self._integer(v)
+            self._integer(v, False)
             return 0
         if v is None:
             return self._put(b"null", 4)
@@ -361,7 +363,7 @@ cdef class BodyColumn:
         if isinstance(v, str):
             return self._str(str(v))
         if isinstance(v, int):
-            self._integer(int(v))
+            self._integer(int(v), False)
             return 0
         if isinstance(v, float):
             return self._ascii(float_text(v))
@@ -418,7 +420,7 @@ cdef class BodyColumn:
             first = False
             self._key(key, depth)
             if type(<object>value) is int and <str>key == "ErrorCode":
-                x = self._integer(<object>value)
+                x = self._integer(<object>value, True)
                 if x:
                     self._code(x)
             else:

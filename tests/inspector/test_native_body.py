@@ -144,6 +144,8 @@ def test_error_codes_as_the_regex_finds_them() -> None:
     assert column.append(body, None) == [7, -1, 7] == error_codes(orjson.dumps(body))
     assert column.append({"ErrorCode": True, "E": {"ErrorCode": None}}, None) is None
     assert column.append({"ErrorCode": 0}, None) is None
+    big = {"ErrorCode": 1 << 63, "T": [{"ErrorCode": -(1 << 70)}, {"ErrorCode": 3}]}  # beyond 64 bits too
+    assert column.append(big, None) == [1 << 63, -(1 << 70), 3] == error_codes(body_json(big).encode())
 
 
 @pytest.mark.parametrize(("body", "text"), [

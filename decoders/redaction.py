@@ -280,22 +280,21 @@ def with_redaction(post: dict[tuple[str, int], _Post]) -> dict[tuple[str, int], 
     """``post`` (the postprocessors by kind and api key), each message's secrets redacted after it."""
     out = dict(post)
     for key, redact in REDACTORS.items():
-        inner = post.get(key)
-        out[key] = _then_body(inner, redact)
+        out[key] = _then(post.get(key), _of_body(redact))
     for key, redact_msg in _ENVELOPE.items():
-        out[key] = _then_message(post.get(key), redact_msg)
+        out[key] = _then(post.get(key), redact_msg)
     return out
 
 
-def _then_body(handler: _Post | None, redact: Callable[[dict[str, Any]], int]) -> _Post:
-    def run(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
-        if handler is not None:
-            msg = handler(msg, inner, budget)
-        return _noted(msg, redact(msg.body) if msg.body is not None else 0)
+def _of_body(redact: Callable[[dict[str, Any]], int]) -> Callable[[DecodedMessage], int]:
+    """A body redactor, applied to a message (one without a body has nothing to redact)."""
+    def run(msg: DecodedMessage) -> int:
+        return redact(msg.body) if msg.body is not None else 0
     return run
 
 
-def _then_message(handler: _Post | None, redact: Callable[[DecodedMessage], int]) -> _Post:
+def _then(handler: _Post | None, redact: Callable[[DecodedMessage], int]) -> _Post:
+    """``handler`` (if any), then ``redact`` on what it made, noted on the message."""
     def run(msg: DecodedMessage, inner: tuple[int, int] | None, budget: ElementBudget) -> DecodedMessage:
         if handler is not None:
             msg = handler(msg, inner, budget)

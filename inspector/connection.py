@@ -319,11 +319,11 @@ class KafkaConnection:
                 sasl = self.sasl = SaslState()
             sasl.request(key, msg.body)
         client, broker = self._roles()
-        if sasl is None:
-            return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
-                                msg.client_id, None, False, (), None, None, None)
+        principal = mechanism = None
+        if sasl is not None:
+            principal, mechanism = sasl.principal, sasl.mechanism
         return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
-                            msg.client_id, None, False, (), None, sasl.principal, sasl.mechanism)
+                            msg.client_id, None, False, (), None, principal, mechanism)
 
     def _response(self, frame: Frame) -> KafkaMessage:
         data = frame.data
@@ -343,13 +343,13 @@ class KafkaConnection:
             latency = ((micros + _ROUNDER) - _ROUNDER) / 1000.0
             client, broker = self._roles()
             sasl = self.sasl
-            if sasl is None:
-                return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
-                                    req.client_id, latency, False, (), None, None, None)
-            if req.api_key == SASL_HANDSHAKE or req.api_key == SASL_AUTHENTICATE:
-                sasl.response(req.api_key, msg.body)
+            principal = mechanism = None
+            if sasl is not None:
+                if req.api_key == SASL_HANDSHAKE or req.api_key == SASL_AUTHENTICATE:
+                    sasl.response(req.api_key, msg.body)
+                principal, mechanism = sasl.principal, sasl.mechanism
             return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
-                                req.client_id, latency, False, (), None, sasl.principal, sasl.mechanism)
+                                req.client_id, latency, False, (), None, principal, mechanism)
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
         if guess.message is not None:

@@ -20,5 +20,6 @@ cpdef long _be16(bytes b, Py_ssize_t p) except? -1
 cpdef unsigned long _be32(bytes b, Py_ssize_t p) except? 0
 @cython.locals(n=Py_ssize_t, off=Py_ssize_t, etype=cython.long, version=cython.int, vihl=cython.int, ihl=cython.long,
                proto=cython.int, tcp_off=Py_ssize_t, total=cython.long,
-               ip_end=Py_ssize_t, plen=cython.long, nh=cython.int, hlen=Py_ssize_t, start=Py_ssize_t)
+               ip_end=Py_ssize_t, plen=cython.long, nh=cython.int, hlen=Py_ssize_t, start=Py_ssize_t,
+               missing=Py_ssize_t)
 cpdef object parse_frame(bytes data, long lt, double ts, Py_ssize_t caplen, Py_ssize_t wirelen)

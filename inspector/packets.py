@@ -185,7 +185,7 @@ def _v4_name(addr: int) -> str:
         return _name0
     if addr == _key1:
         return _name1
-    name = _v4_names.get(addr) or _v4(addr)
+    name = _v4(addr)
     _key1 = _key0
     _name1 = _name0
     _key0 = addr
@@ -336,12 +336,12 @@ def parse_frame(data: bytes, lt: int, ts: float, caplen: int, wirelen: int) -> S
         return SKIP_TRUNCATED
     if ip_end <= n:
         payload = memoryview(data)[start:ip_end] if ip_end > start else _EMPTY
-        return _new_segment(ts, src_ip, _be16(data, tcp_off), dst_ip, _be16(data, tcp_off + 2),
-                            _be32(data, tcp_off + 4), _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload,
-                            False, 0)
-    payload = memoryview(data)[start:] if n > start else _EMPTY
+        missing = 0
+    else:  # cut by the snap length: the captured part, and how much is missing
+        payload = memoryview(data)[start:] if n > start else _EMPTY
+        missing = ip_end - n
     return _new_segment(ts, src_ip, _be16(data, tcp_off), dst_ip, _be16(data, tcp_off + 2), _be32(data, tcp_off + 4),
-                        _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload, True, ip_end - n)
+                        _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload, missing > 0, missing)
 
 
 def _native_batch(little: bool, scale: float, linktype: int) -> Batch:

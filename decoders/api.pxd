@@ -4,7 +4,7 @@ from decoders.element_budget cimport ElementBudget
 cdef class DecodedMessage:
     cdef public object kind, api_key, api_version, correlation_id, status, body, size, client_id
     cdef public object header_version, header, body_version, error_path, error_offset, notes, inner, text, codes
-    cdef public object status_kind
+    cdef public object status_kind, name
 
 @cython.locals(m=DecodedMessage)
 cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,

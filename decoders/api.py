@@ -64,6 +64,8 @@ class DecodedMessage:
     # body's top-level integer fields, and ``codes`` the non-zero ErrorCode values of the text, in order.
     text: bytes | None = None
     codes: list[int] | None = None
+    # The name of a message that is not an api's: "SaslToken", a legacy SASL token (decoders.sasl_tokens).
+    name: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -71,7 +73,7 @@ class DecodedMessage:
 
     @property
     def api_name(self) -> str | None:
-        return api_name(self.api_key)
+        return api_name(self.api_key) if self.api_key is not None else self.name
 
 
 _KIND_OK = StatusKind.OK

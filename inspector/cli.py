@@ -274,8 +274,12 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
     arrow = "→" if row["direction"] == "request" else "←"
     name = escape(row["api_name"] or f"key {row['api_key']}")
     head = (f"{ts} #{row['conn_id']} {escape(str(row['client_ip']))}:{row['client_port']} {arrow} "
-            f"{escape(str(row['broker_ip']))}:{row['broker_port']} [bold]{name}[/] v{row['api_version']} "
-            f"{row['direction']} corr={row['correlation_id']}")
+            f"{escape(str(row['broker_ip']))}:{row['broker_port']} [bold]{name}[/]")
+    if row["api_version"] is not None:
+        head += f" v{row['api_version']}"
+    head += f" {row['direction']}"
+    if row["correlation_id"] is not None:  # a legacy SASL token has none
+        head += f" corr={row['correlation_id']}"
     if row["client_id"]:
         head += f" client={escape(row['client_id'])}"
     if row["principal"] and row["envelope_correlation_id"] is None:  # who the connection authenticated as

@@ -29,7 +29,8 @@ cdef class KafkaConnection:
     cdef public bint body_text
     cdef public object last_correlation_id
     cdef public ConnectionStats stats
-    cdef public object sasl
+    cdef public object sasl, _token_ts
+    cdef public bint _tokens
 
     @cython.locals(framer=Framer)
     cpdef list data(self, side, ts, view)

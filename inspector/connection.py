@@ -16,6 +16,7 @@ from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_resp
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
 from decoders.guess import guess_response
+from decoders.sasl_tokens import decode_token, looks_like_token
 from decoders.status import StatusKind
 from inspector.framing import Frame, Framer, Oversized, Skipped, Verdict
 from inspector.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
@@ -176,6 +177,10 @@ class KafkaConnection:
         )
         self._undecided: list[tuple[int, Frame]] = []
         self._request_failures = [0, 0]
+        # Whether frames may be legacy SASL tokens (no Kafka header): after a SaslHandshake v0 response, and at
+        # the start of a capture that begins mid-connection (perhaps in the middle of the exchange).
+        self._tokens = not synced
+        self._token_ts: float | None = None  # when the last client token was sent
 
     # -- input -----------------------------------------------------------------------------
 
@@ -259,6 +264,11 @@ class KafkaConnection:
         out.append(self._frame(side, frame))
 
     def _try_decide(self, side: int, frame: Frame) -> None:
+        if self._tokens:
+            seen = looks_like_token(frame.data)
+            if seen is not None:  # a client's or a broker's SASL token: no Kafka frame looks like one
+                self.client_side = side if seen == "request" else 1 - side
+                return
         if is_kafka(decode_request(frame.data, postprocess=False, max_elements=self.max_elements)):
             # A side whose frames decode as requests is the client, unless the other side's do too.
             self.client_side = side
@@ -282,9 +292,47 @@ class KafkaConnection:
     # -- frames ----------------------------------------------------------------------------
 
     def _frame(self, side: int, frame: Frame) -> KafkaMessage:
+        if self._tokens:
+            token = self._token(side, frame)
+            if token is not None:
+                return token
         if side == self.client_side:
             return self._request(frame)
         return self._response(frame)
+
+    def _token(self, side: int, frame: Frame) -> KafkaMessage | None:
+        """A legacy SASL token's message, or None when ``frame`` is not one (``inspector.sasl``)."""
+        data = frame.data
+        client = side == self.client_side
+        sasl = self.sasl
+        if sasl is None or not sasl.tokens:
+            # No SaslHandshake v0 seen: the capture started mid-connection. Only an unmistakable token is one,
+            # and only before the first Kafka frame.
+            seen = looks_like_token(data)
+            if seen is None or (seen == "request") != client:
+                self._tokens = False
+                return None
+            if sasl is None:
+                sasl = self.sasl = SaslState()
+            sasl.tokens = True
+        elif client and looks_like_token(data) is None and decode_request(
+                data, postprocess=False, max_elements=self.max_elements).ok:
+            sasl.tokens = self._tokens = False  # a Kafka request: the exchange is over (GSSAPI's end is unseen)
+            return None
+        kind = "request" if client else "response"
+        msg = decode_token(kind, data)
+        sasl.token(kind, msg.body or {})
+        if not sasl.tokens:
+            self._tokens = False
+        latency = None
+        if client:
+            self._token_ts = frame.ts
+        elif self._token_ts is not None:
+            micros = (frame.ts - self._token_ts) * 1_000_000.0
+            latency = ((micros + _ROUNDER) - _ROUNDER) / 1000.0
+        c, b = self._roles()
+        return _new_message(frame.ts, self.conn_id, c, b, kind, frame.offset, msg, sasl.client_id, latency, False,
+                            (), None, sasl.principal, sasl.mechanism)
 
     def _request(self, frame: Frame) -> KafkaMessage:
         msg = decode_request_bytes(frame.data, True, self.max_elements, self.body_text)
@@ -346,7 +394,10 @@ class KafkaConnection:
             principal = mechanism = None
             if sasl is not None:
                 if req.api_key == SASL_HANDSHAKE or req.api_key == SASL_AUTHENTICATE:
-                    sasl.response(req.api_key, msg.body)
+                    sasl.response(req.api_key, req.api_version, msg.body)
+                    if sasl.tokens:
+                        self._tokens = True
+                        sasl.client_id = req.client_id
                 principal, mechanism = sasl.principal, sasl.mechanism
             return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
                                 req.client_id, latency, False, (), None, principal, mechanism)
@@ -375,6 +426,8 @@ class KafkaConnection:
         def plausible(buf: bytes, pos: int) -> int:
             is_client = self.client_side == side if self.client_side is not None else None
             at_start = self.framers[side].offset + pos == 0
+            if at_start and self._tokens:
+                return Verdict.MAYBE  # perhaps a SASL token (no Kafka header): confirm() tells
             if len(buf) - pos >= 12 and is_client is not False:
                 length, key, version, _ = _HEAD(buf, pos)
                 rng = registry.VERSION_RANGES.get(key)
@@ -393,6 +446,8 @@ class KafkaConnection:
     def _confirm_for(self, side: int):  # type: ignore[no-untyped-def]
         def confirm(frame: bytes) -> bool:
             is_client = self.client_side == side if self.client_side is not None else None
+            if self._tokens and looks_like_token(frame) is not None:
+                return True
             if is_client is not False and is_kafka(decode_request(frame, postprocess=False,
                                                                   max_elements=self.max_elements)):
                 return True

@@ -330,7 +330,7 @@ class EventTable:
                 ev.ts,  # seconds: the ts column holds round(ts * 1_000_000) microseconds (take() converts)
                 ev.direction,
                 api_key,
-                _api_name(api_key) if api_key is not None else None,  # msg.api_name, without its property call
+                _api_name(api_key) if api_key is not None else msg.name,  # msg.api_name, without its property call
                 api_version,
                 msg.correlation_id,
                 msg.client_id if envelope is not None else ev.client_id,

@@ -189,7 +189,8 @@ CONNECTION_SCHEMA = pa.schema(
           for what in ("seen", "decoded", "gap", "undecodable", "retransmitted")),
         ("principal", pa.string()),  # SASL: who it last authenticated as (null: none, or not seen)
         ("sasl_mechanism", pa.string()),
-        ("sasl_outcome", pa.string()),  # ok | in progress | failed: NAME (code)
+        ("sasl_outcome", pa.string()),  # ok | in progress | failed: NAME (code) | failed: SCRAM ERROR
+        ("sasl_claimed", pa.string()),  # who the last exchange claimed to be (User:NAME), even when it failed
     ]
 )
 

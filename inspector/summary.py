@@ -113,7 +113,7 @@ class Summary:
         self.frames += 1
         self.messages += 1 + (1 if inner is not None else 0)
         api_key = msg.api_key
-        name = (_API_NAMES.get(api_key) if api_key is not None else None) or (  # msg.api_name, without the call
+        name = (_API_NAMES.get(api_key) if api_key is not None else msg.name) or (  # msg.api_name, without the call
             "unknown" if api_key is None else f"key {api_key}")
         stats = self.apis.get(name)
         if stats is None:
@@ -175,6 +175,7 @@ class Summary:
             row["principal"] = sasl.principal
             row["sasl_mechanism"] = sasl.mechanism
             row["sasl_outcome"] = sasl.outcome
+            row["sasl_claimed"] = sasl.claimed
         for prefix, side in (("client", c), ("broker", 1 - c)):
             row[f"{prefix}_bytes_seen"] = st.bytes_seen[side] + st.bytes_gap[side]
             row[f"{prefix}_bytes_decoded"] = st.bytes_framed[side]

@@ -58,8 +58,13 @@ ADMIN_REQUEST_DDL = (
     "Ops: ARRAY<STRUCT<Key: STRING, Value: DOUBLE, Remove: BOOLEAN>>>>, "
     "OwnerPrincipalType STRING, OwnerPrincipalName STRING, "
     "Renewers ARRAY<STRUCT<PrincipalType: STRING, PrincipalName: STRING>>, MaxLifetimeMs BIGINT, Hmac STRING, "
-    "RenewPeriodMs BIGINT, ExpiryTimePeriodMs BIGINT, ValidateOnly BOOLEAN"
+    "RenewPeriodMs BIGINT, ExpiryTimePeriodMs BIGINT, ValidateOnly BOOLEAN, "
+    "Deletions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT>>, "
+    "Upsertions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT, Iterations: INT>>"
 )
+
+#: ScramMechanism's values in AlterUserScramCredentials.
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 ENVELOPE_REQUEST_DDL = (
     "RequestDataDecoded STRUCT<apiKey: SMALLINT, apiName: STRING, apiVersion: SMALLINT, correlationId: INT, "
@@ -138,12 +143,20 @@ def _targets() -> Column:
                                                       F.col(f"{q}.OwnerPrincipalName")), F.lit("(requester)")),
         F.lit(", renewers ["), _join(F.col(f"{q}.Renewers"), lambda r: F.concat(
             r["PrincipalType"], F.lit(":"), r["PrincipalName"])), F.lit("]"))
-    token_hmac = F.concat(F.lit("token hmac "), F.substring(F.coalesce(F.col(f"{q}.Hmac"), F.lit("?")), 1, 12),
-                          F.lit("..."))
+    token_hmac = F.lit("a delegation token (its HMAC is the secret: not shown)")
+    scram = F.concat_ws("; ", F.when(F.size(F.coalesce(F.col(f"{q}.Upsertions"), F.array())) > 0, F.concat(
+        F.lit("set SCRAM credentials of "), _join(F.col(f"{q}.Upsertions"), lambda u: F.concat(
+            F.lit("User:"), F.coalesce(u["Name"], F.lit("?")), F.lit(" ("), _enum(SCRAM_MECHANISMS, u["Mechanism"]),
+            F.lit(", "), F.coalesce(u["Iterations"].cast("string"), F.lit("?")), F.lit(" iterations)"))))),
+        F.when(F.size(F.coalesce(F.col(f"{q}.Deletions"), F.array())) > 0, F.concat(
+            F.lit("delete SCRAM credentials of "), _join(F.col(f"{q}.Deletions"), lambda d: F.concat(
+                F.lit("User:"), F.coalesce(d["Name"], F.lit("?")), F.lit(" ("), _enum(SCRAM_MECHANISMS, d["Mechanism"]),
+                F.lit(")"))))))
     return (
         F.when(key == 19, topics_created).when(key == 20, topics_deleted).when(key == 30, acls_created)
         .when(key == 31, acls_deleted).when(key.isin(33, 44), configs).when(key == 37, partitions)
         .when(key == 49, quotas).when(key == 38, token_create).when(key.isin(39, 40), token_hmac)
+        .when(key == 51, scram)
         .otherwise(F.lit(None).cast("string"))
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contract.kafka import API_NAMES, MEMBER_ID_REQUIRED
 
 #: KIP-4 administrative writes (and the delegation-token writes): API key -> name.
-ADMIN_WRITES: dict[int, str] = {key: API_NAMES[key] for key in (19, 20, 30, 31, 33, 37, 38, 39, 40, 44, 49)}
+ADMIN_WRITES: dict[int, str] = {key: API_NAMES[key] for key in (19, 20, 30, 31, 33, 37, 38, 39, 40, 44, 49, 51)}
 
 #: APIs whose response time is set by the client or the group on purpose (long polls, rebalances):
 #: latency hot spots for these are only judged against the same API on other brokers.

@@ -93,8 +93,9 @@ def tansu_binary() -> str:
 
 
 @contextlib.contextmanager
-def tansu_broker(port: int, logfile: Path) -> Iterator[str]:
-    """Run ``tansu broker`` with in-memory storage on 127.0.0.1:port; yield bootstrap string."""
+def tansu_broker(port: int, logfile: Path, authentication: bool = False) -> Iterator[str]:
+    """Run ``tansu broker`` with in-memory storage on 127.0.0.1:port (``--authentication``: SASL required); yield
+    bootstrap string."""
     url = f"tcp://{HOST}:{port}"
     cmd = [
         tansu_binary(),
@@ -105,6 +106,7 @@ def tansu_broker(port: int, logfile: Path) -> Iterator[str]:
         url,
         "--storage-engine",
         "memory://tansu/",
+        *(["--authentication"] if authentication else []),
     ]
     with logfile.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

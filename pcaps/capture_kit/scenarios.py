@@ -40,6 +40,7 @@ from pcaps.capture_kit.parts import (
     transactions_kafka_python,
 )
 from pcaps.capture_kit.raw import clients_list_topics, clients_raw_identity_misrouted, clients_raw_identity_single
+from pcaps.capture_kit.sasl import sasl_aiokafka, sasl_confluent, sasl_kafka_python, sasl_kafkajs, sasl_tansu_cli
 
 
 def preload_orders(topic: str) -> Callable[[str], None]:
@@ -57,7 +58,7 @@ ClientPart = Callable[[Run, str], None]
 
 @dataclass(frozen=True)
 class Scenario:
-    broker: str  # "tansu" or "mock"
+    broker: str  # "tansu", "tansu-auth" (SASL required) or "mock"
     what: str
     parts: tuple[ClientPart, ...]  # each runs in its own child process while tcpdump records
     topics: dict[str, int] = field(default_factory=dict)  # created before the capture starts
@@ -140,6 +141,13 @@ SCENARIOS: dict[str, Scenario] = {
         "hand-built ApiVersions v5 to broker 3 of the mock cluster naming node 1 (misrouted) and more",
         (clients_raw_identity_misrouted,),
     ),
+    "tansu-sasl-scram": Scenario(
+        "tansu-auth",
+        "SASL to Tansu --authentication: SCRAM-SHA-256/512 from kafka-python, aiokafka, confluent-kafka, kafkajs; "
+        "legacy SaslHandshake v0 tokens; PLAIN refused; OAUTHBEARER; tansu user create",
+        (sasl_tansu_cli, sasl_kafka_python, sasl_aiokafka, sasl_confluent, sasl_kafkajs),
+        part_timeout=90.0,
+    ),
 }
 
 
@@ -201,9 +209,9 @@ def run_scenario(name: str, outdir: Path) -> Run:
                 run_part(run, name, i, bootstrap, sc.part_timeout)
 
     try:
-        if sc.broker == "tansu":
+        if sc.broker in ("tansu", "tansu-auth"):
             port = free_port()
-            with tansu_broker(port, outdir / f"{name}.tansu.log") as bs:
+            with tansu_broker(port, outdir / f"{name}.tansu.log", sc.broker == "tansu-auth") as bs:
                 if sc.topics:
                     cfk_create_topics(bs, sc.topics)
                 record(bs, [port])

@@ -129,10 +129,10 @@ def test_oauthbearer_principal_is_the_subject() -> None:
     state = SaslState()
     decoded = {"mechanism": "OAUTHBEARER", "claims": {"sub": "svc-orders", "iss": "idp"}, "header": {}}
     state.request(36, {"AuthBytesDecoded": decoded})
-    state.response(36, {"ErrorCode": 0, "AuthBytesDecoded": None, "SessionLifetimeMs": 60000})
+    state.response(36, 2, {"ErrorCode": 0, "AuthBytesDecoded": None, "SessionLifetimeMs": 60000})
     assert (state.principal, state.mechanism, state.outcome, state.session_lifetime_ms) == (
         "User:svc-orders", "OAUTHBEARER", "ok", 60000)
     opaque = SaslState()
     opaque.request(36, {"AuthBytesDecoded": {"mechanism": "OAUTHBEARER", "token": {"redacted": "x", "bytes": 9}}})
-    opaque.response(36, {"ErrorCode": 0})
+    opaque.response(36, 2, {"ErrorCode": 0})
     assert opaque.principal is None and opaque.outcome == "ok"

@@ -3,6 +3,7 @@ the page renders in a real browser, and the Spark decode job writes what ``kafka
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines import decode_job, report
+from tests.capture_secrets import assert_no_secret, capture_secrets
 
 PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
 KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
@@ -185,3 +187,20 @@ def test_report_cli_rejects_missing_input(tmp_path: Path, capsys: pytest.Capture
     assert report.main(["report", str(tmp_path / "empty"), "--output", str(tmp_path / "out")]) == 3
 
 
+
+
+def test_no_secret_of_the_sasl_capture_in_the_report(report_dir: Path) -> None:
+    """The report's every file (findings, admin audit, the page, Spark's logs) over events that include real
+    SASL exchanges, a salted password and a token on the wire: none of their secrets, in any encoding."""
+    secrets = capture_secrets()
+    files = [p for p in sorted(report_dir.rglob("*")) if p.is_file()]
+    assert any(p.name == "report.html" for p in files)
+    for path in files:
+        if path.suffix == ".parquet":
+            text = json.dumps(pq.read_table(path).to_pylist(), default=str)
+            assert_no_secret(text, path.name, secrets)
+        assert_no_secret(path.read_bytes(), path.name, secrets)
+    audit = pq.read_table(report_dir / "admin_audit.parquet").to_pylist()
+    (scram,) = [a for a in audit if a["api_name"] == "AlterUserScramCredentials"]  # tansu user create, refused
+    assert scram["targets"] == "set SCRAM credentials of User:admin (SCRAM-SHA-256, 8192 iterations)"
+    assert scram["outcome"] == "no response" and scram["client_id"] == "tansu-cli"

@@ -191,6 +191,8 @@ CONNECTION_SCHEMA = pa.schema(
         ("sasl_mechanism", pa.string()),
         ("sasl_outcome", pa.string()),  # ok | in progress | failed: NAME (code) | failed: SCRAM ERROR
         ("sasl_claimed", pa.string()),  # who the last exchange claimed to be (User:NAME), even when it failed
+        ("sasl_issuer", pa.string()),  # OAUTHBEARER: the token's iss claim (read, not verified)
+        ("sasl_session_lifetime_ms", pa.int64()),  # SaslAuthenticate's SessionLifetimeMs (KIP-368), when > 0
     ]
 )
 

@@ -33,7 +33,7 @@ SASL_AUTHENTICATE = 36
 class SaslState:
     """The SASL state of one connection."""
 
-    __slots__ = ("authentications", "claimed", "client_id", "mechanism", "outcome", "principal",
+    __slots__ = ("authentications", "claimed", "client_id", "issuer", "mechanism", "outcome", "principal",
                  "session_lifetime_ms", "tokens")
 
     def __init__(self) -> None:
@@ -45,6 +45,7 @@ class SaslState:
         self.tokens = False  # the next frames are legacy SASL tokens (after SaslHandshake v0)
         self.client_id: str | None = None  # the client id of the SaslHandshake v0 request (its tokens have none)
         self.claimed: str | None = None  # who the current or last exchange claimed to be, whether or not it succeeded
+        self.issuer: str | None = None  # OAUTHBEARER: the ``iss`` claim of that exchange's token (not verified)
 
     def request(self, api_key: int, body: dict[str, Any] | None) -> None:
         """A SaslHandshake or SaslAuthenticate request of the connection."""
@@ -55,7 +56,7 @@ class SaslState:
             if isinstance(mechanism, str):
                 self.mechanism = mechanism
             self.outcome = "in progress"
-            self.claimed = None
+            self.claimed = self.issuer = None
             return
         self._client(body.get("AuthBytesDecoded"))
 
@@ -73,7 +74,7 @@ class SaslState:
             self.tokens = api_version == 0  # v0: the mechanism's tokens follow, with no Kafka header
             return
         if self._server(body.get("AuthBytesDecoded")):
-            lifetime = body.get("SessionLifetimeMs")
+            lifetime = body.get("SessionLifetimeMs") if self.outcome == "ok" else None
             self.session_lifetime_ms = lifetime if isinstance(lifetime, int) and lifetime > 0 else None
 
     def token(self, kind: str, body: dict[str, Any]) -> None:
@@ -95,6 +96,9 @@ class SaslState:
         candidate = _principal(decoded)
         if candidate is not None or decoded.get("message") != "client-final":
             self.claimed = candidate  # SCRAM's final round names nobody: its first round's user stays
+            claims = decoded.get("claims")
+            issuer = claims.get("iss") if isinstance(claims, dict) else None
+            self.issuer = issuer if isinstance(issuer, str) else None
 
     def _server(self, decoded: object) -> bool:
         """A broker's SASL answer with no error code: whether the exchange ended with it."""

@@ -176,6 +176,8 @@ class Summary:
             row["sasl_mechanism"] = sasl.mechanism
             row["sasl_outcome"] = sasl.outcome
             row["sasl_claimed"] = sasl.claimed
+            row["sasl_issuer"] = sasl.issuer
+            row["sasl_session_lifetime_ms"] = sasl.session_lifetime_ms
         for prefix, side in (("client", c), ("broker", 1 - c)):
             row[f"{prefix}_bytes_seen"] = st.bytes_seen[side] + st.bytes_gap[side]
             row[f"{prefix}_bytes_decoded"] = st.bytes_framed[side]

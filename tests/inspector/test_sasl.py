@@ -77,6 +77,7 @@ def test_plain_then_every_later_event_names_the_principal(tmp_path: Path) -> Non
         ("Metadata", "request", "User:alice", "PLAIN"), ("Metadata", "response", "User:alice", "PLAIN"),
     ]
     assert [(c["principal"], c["sasl_mechanism"], c["sasl_outcome"]) for c in conns] == [("User:alice", "PLAIN", "ok")]
+    assert (conns[0]["sasl_session_lifetime_ms"], conns[0]["sasl_issuer"]) == (3_600_000, None)
     for e in events:  # the password is in no column and no body
         assert PASSWORD not in json.dumps(e, default=str) and PASSWORD.encode().hex() not in json.dumps(e, default=str)
 
@@ -130,8 +131,8 @@ def test_oauthbearer_principal_is_the_subject() -> None:
     decoded = {"mechanism": "OAUTHBEARER", "claims": {"sub": "svc-orders", "iss": "idp"}, "header": {}}
     state.request(36, {"AuthBytesDecoded": decoded})
     state.response(36, 2, {"ErrorCode": 0, "AuthBytesDecoded": None, "SessionLifetimeMs": 60000})
-    assert (state.principal, state.mechanism, state.outcome, state.session_lifetime_ms) == (
-        "User:svc-orders", "OAUTHBEARER", "ok", 60000)
+    assert (state.principal, state.mechanism, state.outcome, state.session_lifetime_ms, state.issuer) == (
+        "User:svc-orders", "OAUTHBEARER", "ok", 60000, "idp")
     opaque = SaslState()
     opaque.request(36, {"AuthBytesDecoded": {"mechanism": "OAUTHBEARER", "token": {"redacted": "x", "bytes": 9}}})
     opaque.response(36, 2, {"ErrorCode": 0})

@@ -51,7 +51,10 @@ def test_who_each_connection_claimed_to_be_and_how_it_ended(read_out: Path) -> N
             assert who == "User:heidi" and outcome == "failed: SASL_AUTHENTICATION_FAILED (58)"
         else:
             assert (mechanism, who, outcome) == ("PLAIN", None, "in progress")  # Tansu closes: no answer
+    issuers = {(c["sasl_mechanism"], c["sasl_issuer"]) for c in conns if c["sasl_issuer"] is not None}
+    assert issuers == {("OAUTHBEARER", "https://issuer.invalid/realms/capture")}
     assert {c["principal"] for c in conns} == {None}  # nobody authenticated
+    assert {c["sasl_session_lifetime_ms"] for c in conns} == {None}  # Tansu sends 60000 with its SCRAM failures
     events = pq.read_table(read_out / "parquet" / "events").to_pylist()
     assert {e["principal"] for e in events} == {None}
 

@@ -69,7 +69,7 @@ def _real(console: Console) -> Console:
 
 
 #: Commands whose modules need nothing of ``tap`` and ``report`` (nor rich, which they import).
-_LEAN_COMMANDS = ("read", "show")
+_LEAN_COMMANDS = ("read", "show", "clients")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -99,6 +99,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
     show.add_argument("--limit", type=int, default=0, help="stop after N messages")
     _add_decode_options(show)
+
+    clients = sub.add_parser("clients", help="one row per client: software, versions used, brokers, errors")
+    clients.add_argument("inputs", nargs="+", metavar="CAPTURE_OR_EVENTS",
+                         help="pcap/pcapng files, or directories written by `read` (their events)")
+    _add_decode_options(clients)
 
     if command in _LEAN_COMMANDS:
         return parser
@@ -326,6 +331,63 @@ def cmd_tap(args: argparse.Namespace, console: Console) -> int:
     return tap.run(args)
 
 
+def cmd_clients(args: argparse.Namespace, console: Console) -> int:
+    """The client inventory of captures or events datasets, in the terminal (pyarrow only)."""
+    import pyarrow as pa
+
+    from inspector.client_inventory import COLUMNS, inventory
+    from inspector.parquet_file import read_events
+
+    options = _read_options(args)
+    tables = []
+    for name in args.inputs:
+        path = Path(name)
+        if path.is_dir():
+            try:
+                tables.append(read_events(path, COLUMNS))
+            except (OSError, ValueError) as exc:  # no events there, or not the events contract
+                _error(f"{name}: not an events dataset ({exc})")
+                return EXIT_CAPTURE
+            continue
+        if not path.is_file():
+            _error(f"{name}: no such file or directory")
+            return EXIT_CAPTURE
+        table = EventTable(capture=path.name, records=options.records)
+        try:
+            for ev in iter_capture(name, Summary(), options):
+                table.add(ev)
+        except CaptureError as exc:
+            _error(f"{exc}")
+            return EXIT_CAPTURE
+        tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
+    clients = inventory(pa.concat_tables(tables))
+    _print_clients(console, [c.row() | {"software": c.software} for c in clients])
+    return EXIT_OK
+
+
+def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} client(s)", show_lines=True)
+    for column in ("client", "client id", "principal", "software", "seen", "brokers", "APIs (version ×requests)",
+                   "errors (×responses)"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        first, last = row["first_seen"], row["last_seen"]
+        seen = f"{first:%Y-%m-%d %H:%M:%S} … {last:%H:%M:%S}" if first is not None and last is not None else ""
+        apis = ", ".join(_api_count(a) for a in row["apis"])
+        errors = ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in row["errors"])
+        cells = (row["client_ip"], row["client_id"], row["principal"], row["software"], seen,
+                 ", ".join(row["brokers"]), apis, errors)
+        table.add_row(*(escape_markup(visible(str(c))) if c is not None else "" for c in cells))
+    console.print(table)
+
+
+def _api_count(api: dict[str, Any]) -> str:
+    version = "" if api["api_version"] is None else f" v{api['api_version']}"  # SaslToken: no version
+    return f"{api['api_name']}{version} ×{api['requests']}"
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from pipelines import report
 
@@ -335,6 +397,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "read": cmd_read,
     "show": cmd_show,
+    "clients": cmd_clients,
     "tap": cmd_tap,
     "report": cmd_report,
 }

@@ -75,3 +75,18 @@ def write_table(table: pa.Table, path: str | Path, **options: Any) -> None:
     except Exception:
         Path(path).unlink(missing_ok=True)
         raise
+
+
+def read_events(path: str | Path, columns: tuple[str, ...] | None = None) -> pa.Table:
+    """The events a ``read`` output directory holds (its ``events`` dataset, or the Parquet files of ``path``
+    itself), ``columns`` only when given. Imports ``pyarrow.parquet``: for commands that read, not ``read``."""
+    import pyarrow.parquet as pq
+
+    folder = Path(path)
+    if (folder / "events").is_dir():
+        folder = folder / "events"
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        raise ValueError(f"no Parquet files in {folder}")
+    return pa.concat_tables([pq.read_table(f, columns=list(columns) if columns else None) for f in files],
+                            promote_options="default")

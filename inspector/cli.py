@@ -370,7 +370,7 @@ def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
 
     table = Table(title=f"{len(rows)} client(s)", show_lines=True)
     for column in ("client", "client id", "principal", "software", "seen", "brokers", "APIs (version ×requests)",
-                   "errors (×responses)"):
+                   "errors (×responses)", "Kafka 4.0"):
         table.add_column(column, overflow="fold")
     for row in rows:
         first, last = row["first_seen"], row["last_seen"]
@@ -378,9 +378,21 @@ def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
         apis = ", ".join(_api_count(a) for a in row["apis"])
         errors = ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in row["errors"])
         cells = (row["client_ip"], row["client_id"], row["principal"], row["software"], seen,
-                 ", ".join(row["brokers"]), apis, errors)
+                 ", ".join(row["brokers"]), apis, errors, _readiness(row))
         table.add_row(*(escape_markup(visible(str(c))) if c is not None else "" for c in cells))
     console.print(table)
+
+
+def _readiness(row: dict[str, Any]) -> str:
+    """"ready", or what the client uses that Kafka 4.0 removed (and the version to move to), and the record sets
+    in message format v0/v1 it produced or fetched."""
+    parts = [f"removed: {r['api_name']} v{'/'.join(map(str, r['versions']))} ×{r['requests']} "
+             + ("(the API is gone)" if r["move_to"] is None else f"(needs v{r['move_to']}+)")
+             for r in row["removed_in_kafka_4"]]
+    for what in ("produced", "fetched"):
+        if row[f"message_set_{what}"]:
+            parts.append(f"MessageSet v0/v1 {what} ×{row[f'message_set_{what}']}")
+    return "; ".join(parts) or "ready"
 
 
 def _api_count(api: dict[str, Any]) -> str:

@@ -102,7 +102,7 @@ def cross_check(pcap: Path, rows: list[dict[str, Any]]) -> dict[str, int]:
         else:
             continue  # tshark: "Request missing"; we decode those by candidates
         row = by_id.get((pdu["ports"], direction, key, corr))
-        if clean and row is not None:
+        if clean and row is not None and key != 10:  # FindCoordinator's Key is not promoted to group_id
             for field, column in GROUP_FIELDS.items():
                 value = pdu.get(field)
                 if value is None or value == "[ Null ]":

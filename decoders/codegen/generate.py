@@ -25,13 +25,26 @@ CONTRACT_DIR = Path(__file__).resolve().parent.parent.parent / "contract"
 
 
 def _api_names(apis: list[dict[str, Any]]) -> str:
-    """``contract/apis.py``: API key -> name, the one copy every package uses."""
+    """``contract/apis.py``: API key -> name, the one copy every package uses, and what the newest specs removed."""
     names = {d["apiKey"]: d["name"] for d in apis}
+    removed: dict[int, list[int]] = {}
+    for d in apis:
+        for part in filter(None, d.get("removedVersions", "").split(",")):
+            lo, _, hi = part.partition("-")
+            removed.setdefault(d["apiKey"], []).extend(range(int(lo), int(hi or lo) + 1))
+    removed_versions = {key: (min(vs), max(vs)) for key, vs in removed.items()}
+    removed_apis = sorted(d["apiKey"] for d in apis if d.get("removedApi"))
     lines = [
         HEADER.rstrip("\n"),
-        '"""Kafka\'s API keys and their names, from the message specs."""',
+        '"""Kafka\'s API keys and their names, from the message specs; and what the newest specs removed."""',
         "",
         f"API_NAMES: dict[int, str] = {names!r}",
+        "",
+        "#: API key -> (lowest, highest) request version that only the older spec directory has: removed since",
+        "#: (Kafka 4.0, KIP-896). A client sending one of them cannot talk to a broker of the newest Kafka.",
+        f"REMOVED_VERSIONS: dict[int, tuple[int, int]] = {removed_versions!r}",
+        "#: API keys the newest specs lack entirely (the ZooKeeper-era inter-broker APIs 4-7).",
+        f"REMOVED_APIS: frozenset[int] = frozenset({removed_apis!r})",
     ]
     return "\n".join(lines) + "\n"
 

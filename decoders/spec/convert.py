@@ -2,7 +2,10 @@
 
 Sources are given newest first. For every API key and direction, each version is taken from the
 newest source that defines it, so versions that Kafka retired (Produce v0-2, keys 4-7, ...) come
-from an older source while everything else follows the newest one.
+from an older source while everything else follows the newest one. Each API's document records the
+request versions only the older sources have (``removedVersions``, e.g. "0-2"; absent when none) and
+whether the newest source lacks the API entirely (``removedApi``): what Kafka 4.0 removed (KIP-896),
+derived from the specs, not typed by hand.
 """
 
 from __future__ import annotations
@@ -158,6 +161,7 @@ def convert(sources: list[Path]) -> dict[str, dict[str, Any]]:
             "request": sorted(api["request"].variants, key=_variant_lo),
             "response": sorted(api["response"].variants, key=_variant_lo),
         }
+        doc.update(_removed(doc["request"], sources[0].name))
         documents[f"api-{key:03d}-{api['name']}.json"] = doc
     for name in sorted(others):
         kind, msg = others[name]
@@ -172,6 +176,21 @@ def convert(sources: list[Path]) -> dict[str, dict[str, Any]]:
         "apis": {str(k): apis[k]["name"] for k in sorted(apis) if apis[k]["request"].variants},
     }
     return documents
+
+
+def _removed(variants: list[dict[str, Any]], newest: str) -> dict[str, Any]:
+    """``removedVersions`` (request versions only older sources define, as ranges) and ``removedApi``."""
+    old: list[int] = []
+    for variant in variants:
+        rng = VersionRange.parse(variant["versions"])
+        if variant["source"] != newest and rng is not None:
+            old.extend(range(rng.lo, rng.hi + 1))
+    if not old:
+        return {}
+    out: dict[str, Any] = {"removedVersions": ",".join(_range_text(lo, hi) for lo, hi in _runs(old))}
+    if all(variant["source"] != newest for variant in variants):
+        out["removedApi"] = True
+    return out
 
 
 def _variant_lo(variant: dict[str, Any]) -> int:

@@ -26,6 +26,7 @@ from pcaps.capture_kit.infra import (
     tool_version,
     tshark_summary,
 )
+from pcaps.capture_kit.legacy import clients_kafka_python_0_10
 from pcaps.capture_kit.parts import (
     clients_admin_confluent,
     clients_admin_confluent_acls_and_delete,
@@ -140,6 +141,12 @@ SCENARIOS: dict[str, Scenario] = {
         "mock",
         "hand-built ApiVersions v5 to broker 3 of the mock cluster naming node 1 (misrouted) and more",
         (clients_raw_identity_misrouted,),
+    ),
+    "tansu-kafka-python-0.10-removed-versions": Scenario(
+        "tansu",
+        "kafka-python pinned to api_version=(0, 10): CreateTopics v0, Produce v2, Fetch and group APIs at versions "
+        "Kafka 4.0 removed (KIP-896)",
+        (clients_kafka_python_0_10,),
     ),
     "tansu-sasl-scram": Scenario(
         "tansu-auth",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.apis import API_NAMES
+from contract.apis import API_NAMES, REMOVED_APIS, REMOVED_VERSIONS
 from decoders.generated import registry
 from decoders.spec.convert import SCHEMA_DIR, convert, load_kafka_json, write_schema
 from decoders.spec.versions import OPEN, VersionRange
@@ -50,6 +50,24 @@ def test_retired_versions_come_from_the_older_spec() -> None:
     produce = _schema("api-000-Produce.json")
     assert [(v["versions"], v["source"]) for v in produce["request"]] == [
         ("0-2", "apache-kafka-1eb76443"), ("3-13", "apache-kafka-678c0e07")]
+
+
+def test_what_kafka_4_removed_is_recorded_from_the_specs() -> None:
+    """The converter records the request versions only the older specs have (KIP-896), and the APIs the newest
+    lacks; contract/apis.py carries them, for the readiness checks."""
+    assert _schema("api-000-Produce.json")["removedVersions"] == "0-2"
+    assert "removedApi" not in _schema("api-000-Produce.json")
+    assert _schema("api-007-ControlledShutdown.json")["removedVersions"] == "0-3"
+    assert _schema("api-007-ControlledShutdown.json")["removedApi"] is True
+    assert "removedVersions" not in _schema("api-003-Metadata.json")
+    assert REMOVED_APIS == frozenset({4, 5, 6, 7})
+    assert (REMOVED_VERSIONS[0], REMOVED_VERSIONS[1], REMOVED_VERSIONS[8]) == ((0, 2), (0, 3), (0, 1))
+    newest = json.loads((SCHEMA_DIR / "index.json").read_text())["sources"][0]
+    for path in SCHEMA_DIR.glob("api-*.json"):
+        doc = json.loads(path.read_text())
+        old = [VersionRange.parse(v["versions"]) for v in doc["request"] if v["source"] != newest]
+        expected = (min(r.lo for r in old if r), max(r.hi for r in old if r)) if old else None
+        assert REMOVED_VERSIONS.get(doc["apiKey"]) == expected, path.name
 
 
 def test_api_versions_v5_carries_cluster_and_node_id() -> None:

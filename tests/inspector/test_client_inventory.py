@@ -98,3 +98,38 @@ def test_clients_command_rejects_what_is_not_events(tmp_path: Path, capsys: pyte
     assert main(["clients", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert "no such file" in err and "not an events dataset" in err
+
+
+OLD_CLIENT = "tansu-kafka-python-0.10-removed-versions.pcap"
+
+
+def _removed(client: Client) -> list[tuple[str, list[int], int | None]]:
+    return [(r["api_name"], r["versions"], r["move_to"]) for r in client.removed()]
+
+
+def test_kafka_4_readiness_of_a_client_pinned_to_kafka_0_10() -> None:
+    """Real kafka-python pinned to api_version=(0, 10): CreateTopics v0, ListOffsets v0 and Produce v2 (with
+    message format v1) are what Kafka 4.0 removed; each with the lowest version the client must move to."""
+    clients = by_id(inventory(events(PCAPS / OLD_CLIENT)))
+    assert _removed(clients["kafka-python-0.10-admin"]) == [("CreateTopics", [0], 2)]
+    assert _removed(clients["kafka-python-0.10-consumer"]) == [("ListOffsets", [0], 1)]
+    for codec in ("none", "gzip"):
+        producer = clients[f"kafka-python-0.10-producer-{codec}"]
+        assert _removed(producer) == [("Produce", [2], 3)]
+        assert producer.row()["message_set_produced"] == 1 and producer.software == "software unknown"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PCAPS.glob("*.pcap") if p.name != OLD_CLIENT), ids=lambda p: p.name)
+def test_the_other_captures_clients_are_ready(path: Path) -> None:
+    for client in inventory(events(path)):
+        row = client.row()
+        assert (row["removed_in_kafka_4"], row["message_set_produced"], row["message_set_fetched"]) == ([], 0, 0)
+
+
+def test_clients_command_says_what_blocks_the_upgrade(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["clients", str(PCAPS / OLD_CLIENT)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "removed: Produce v2 ×1 (needs v3+); MessageSet v0/v1 produced ×1" in out
+    assert "removed: CreateTopics v0 ×1 (needs v2+)" in out

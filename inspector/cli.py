@@ -386,13 +386,9 @@ def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
 def _readiness(row: dict[str, Any]) -> str:
     """"ready", or what the client uses that Kafka 4.0 removed (and the version to move to), and the record sets
     in message format v0/v1 it produced or fetched."""
-    parts = [f"removed: {r['api_name']} v{'/'.join(map(str, r['versions']))} ×{r['requests']} "
-             + ("(the API is gone)" if r["move_to"] is None else f"(needs v{r['move_to']}+)")
-             for r in row["removed_in_kafka_4"]]
-    for what in ("produced", "fetched"):
-        if row[f"message_set_{what}"]:
-            parts.append(f"MessageSet v0/v1 {what} ×{row[f'message_set_{what}']}")
-    return "; ".join(parts) or "ready"
+    from contract.clients import readiness
+
+    return "; ".join(readiness(row)) or "ready"
 
 
 def _api_count(api: dict[str, Any]) -> str:

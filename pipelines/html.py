@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from contract.clients import readiness
 from pipelines.escape import escape
 from pipelines.kafka import SEVERITIES
 from pipelines.plots import PlotData
@@ -14,6 +15,9 @@ from pipelines.svg import bar_chart, line_chart
 
 MAX_FINDING_ROWS = 1000
 MAX_AUDIT_ROWS = 1000
+MAX_CLIENT_ROWS = 1000
+#: The findings a client's row links to (their detail starts with the client's address and client id).
+CLIENT_FINDINGS = ("removed_in_kafka_4", "unadvertised_version")
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;
@@ -70,9 +74,9 @@ def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
     if not findings:
         return '<p class="none" id="no-findings">No findings: nothing in this traffic matched a detector.</p>'
     rows = []
-    for f in findings[:MAX_FINDING_ROWS]:
+    for i, f in enumerate(findings[:MAX_FINDING_ROWS]):
         rows.append(
-            "<tr>"
+            f"<tr id='finding-{i}'>"
             f"<td>{_severity(f['severity'])}</td><td class='mono'>{escape(f['kind'])}</td>"
             f"<td class='mono'>{_ts(f['ts_first'])}<br>{_ts(f['ts_last'])}</td>"
             f"<td class='mono'>{escape(f['client'] or '')}</td><td class='mono'>{escape(f['broker'] or '')}</td>"
@@ -123,6 +127,45 @@ def audit_table(audit: Sequence[Mapping[str, Any]]) -> str:
             + "".join(rows) + "</tbody></table>" + more)
 
 
+def _client_findings(client: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
+    """Links to the shown findings of ``CLIENT_FINDINGS`` kinds about this client, by kind."""
+    prefix = f"{client['client_ip']} (client id {client['client_id'] if client['client_id'] is not None else 'null'}"
+    links: dict[str, list[int]] = {}
+    for i, f in enumerate(findings[:MAX_FINDING_ROWS]):
+        if f["kind"] in CLIENT_FINDINGS and str(f["detail"]).startswith(prefix):
+            links.setdefault(f["kind"], []).append(i)
+    return "<br>".join(f"<a href='#finding-{ids[0]}'>{escape(kind)}</a> ×{len(ids)}" for kind, ids in links.items())
+
+
+def clients_table(clients: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]) -> str:
+    """The client inventory (``clients.parquet``): software, APIs, errors and Kafka 4.0 readiness per client."""
+    if not clients:
+        return "<p class='note'>No clients in this traffic.</p>"
+    rows = []
+    for c in clients[:MAX_CLIENT_ROWS]:
+        software = (f"{c['software_name']} {c['software_version'] or ''}".strip() if c["software_name"] is not None
+                    else "<i>software unknown</i>")
+        apis = ", ".join(f"{a['api_name']}{'' if a['api_version'] is None else ' v' + str(a['api_version'])} "
+                         f"×{a['requests']}" for a in c["apis"])
+        errors = ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in c["errors"])
+        ready = [escape(text) for text in readiness(dict(c))]
+        rows.append(
+            f"<tr><td class='mono'>{escape(c['client_ip'] or '')}</td><td class='mono'>{escape(c['client_id'] or '')}"
+            f"</td><td class='mono'>{escape(c['principal'] or '')}</td>"
+            f"<td>{software if c['software_name'] is None else escape(software)}</td>"
+            f"<td class='mono'>{_ts(c['first_seen'])}<br>{_ts(c['last_seen'])}</td>"
+            f"<td class='mono'>{escape(', '.join(c['brokers']))}</td><td>{c['requests']}</td>"
+            f"<td class='detail'>{escape(apis)}</td><td>{escape(errors)}</td>"
+            f"<td>{'<br>'.join(ready) if ready else '<span class=none>ready</span>'}</td>"
+            f"<td>{_client_findings(c, findings)}</td></tr>")
+    more = (f"<p class='note'>{len(clients) - MAX_CLIENT_ROWS} more clients are in clients.parquet.</p>"
+            if len(clients) > MAX_CLIENT_ROWS else "")
+    return ("<table id='clients'><thead><tr><th>client</th><th>client id</th><th>principal</th><th>software</th>"
+            "<th>first / last (UTC)</th><th>brokers</th><th>requests</th><th>APIs (version ×requests)</th>"
+            "<th>errors (×responses)</th><th>Kafka 4.0</th><th>findings</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>" + more)
+
+
 def plots_section(p: PlotData) -> str:
     unit = f"per {p.bucket_s} s"
     span = (p.ts_min // p.bucket_s * p.bucket_s, p.ts_max) if p.ts_min is not None and p.ts_max is not None else None
@@ -147,6 +190,7 @@ def render(
     plots: PlotData,
     source: str,
     generated: datetime | None = None,
+    clients: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     by_sev = Counter(f["severity"] for f in findings)
@@ -165,11 +209,14 @@ def render(
 <div class="meta">Events: <span class="mono">{escape(source)}</span> &middot; traffic from {_epoch(plots.ts_min)}
 to {_epoch(plots.ts_max)} &middot; captures: {escape(captures) or '-'} &middot; generated {when}</div>
 <div class="stats">{stat_html}</div>
-<nav><a href="#findings-section">Findings</a><a href="#audit">Admin audit</a><a href="#traffic">Traffic</a>
+<nav><a href="#findings-section">Findings</a><a href="#clients-section">Clients</a><a href="#audit">Admin audit</a>
+<a href="#traffic">Traffic</a>
 <a href="#latency">Latency</a><a href="#groups">Groups</a></nav>
 <h2 id="findings-section">Findings</h2>
 {summary_table(findings)}
 {findings_table(findings)}
+<h2 id="clients-section">Clients and Kafka 4.0 readiness</h2>
+{clients_table(clients, findings)}
 <h2 id="audit">Admin writes (audit)</h2>
 {audit_table(audit)}
 {plots_section(plots)}

@@ -91,7 +91,8 @@ def print_summary(console: Console, findings: Sequence[dict[str, Any]], result: 
                         _shown(f["detail"]))
         console.print(top)
     console.print(f"findings -> {result.findings_path}\nadmin audit ({result.audit_rows} writes) -> "
-                  f"{result.audit_path}\npage -> {result.html_path}\n({elapsed:.1f} s)", highlight=False)
+                  f"{result.audit_path}\nclients ({result.clients}) -> {result.clients_path}\npage -> "
+                  f"{result.html_path}\n({elapsed:.1f} s)", highlight=False)
 
 
 def run(args: argparse.Namespace) -> int:

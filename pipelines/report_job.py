@@ -3,8 +3,8 @@
 ``run(spark, input, output)`` is the job; the ``__main__`` block (for ``spark-submit``) alone builds and
 stops the session. ``kafka-inspector report`` (``pipelines/report.py``) calls the same ``run``.
 
-Writes ``OUTPUT/findings.parquet`` and ``OUTPUT/admin_audit.parquet`` (Spark Parquet datasets, one file
-each) and ``OUTPUT/report.html``.
+Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet`` and ``OUTPUT/clients.parquet`` (Spark
+Parquet datasets, one file each) and ``OUTPUT/report.html``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from contract.kafka import (
     METADATA,
     SYNC_GROUP,
 )
-from pipelines import admin, groups, hotspots, html, identity, plots, versions
+from pipelines import admin, clients, groups, hotspots, html, identity, plots, versions
 from pipelines.events import load_events, severity_rank, shared_exchanges
 from pipelines.findings import FINDINGS_SCHEMA, union_findings
 from pipelines.kafka import ADMIN_WRITES
@@ -41,7 +41,9 @@ class ReportResult:
     plots: plots.PlotData = field(default_factory=plots.PlotData)
     findings_path: str = ""
     audit_path: str = ""
+    clients_path: str = ""
     html_path: str = ""
+    clients: int = 0
 
 
 def detect_all(spark: SparkSession, events: DataFrame, hosts: DataFrame | None = None,
@@ -58,6 +60,7 @@ def detect_all(spark: SparkSession, events: DataFrame, hosts: DataFrame | None =
         *admin.detect(events, audit),
         *versions.detect(events),
         *hotspots.detect(events),
+        clients.removed_in_kafka_4(events),
     ]
     return union_findings(spark, parts)
 
@@ -74,8 +77,10 @@ BODY_APIS = sorted({METADATA, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, DESCRIBE
 
 
 def slim(events: DataFrame) -> DataFrame:
-    """The events with ``body`` only where a detector reads it (Produce/Fetch bodies are the bulk)."""
-    return events.withColumn("body", F.when(F.col("api_key").isin(BODY_APIS), F.col("body")))
+    """The events with ``body`` only where a detector reads it (Produce/Fetch bodies are the bulk), and whether
+    a body held record sets in message format v0/v1 (the client inventory's, read before the body goes)."""
+    return events.withColumn("old_record_format", clients.old_record_format()).withColumn(
+        "body", F.when(F.col("api_key").isin(BODY_APIS), F.col("body")))
 
 
 def _is_local(path: str) -> bool:
@@ -112,6 +117,7 @@ def run(spark: SparkSession, input: str, output: str, hosts_path: str | None = N
     result = ReportResult(
         findings_path=output.rstrip("/") + "/findings.parquet",
         audit_path=output.rstrip("/") + "/admin_audit.parquet",
+        clients_path=output.rstrip("/") + "/clients.parquet",
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
 
@@ -125,7 +131,11 @@ def run(spark: SparkSession, input: str, output: str, hosts_path: str | None = N
         html.MAX_AUDIT_ROWS + 1).collect()]
     result.audit_rows = audit.count()
     result.plots = plots.collect(events)
-    page = html.render(result.findings, audit_rows, result.plots, source=input)
+    inventory = clients.inventory(events)
+    result.clients = len(inventory)
+    clients.clients_frame(spark, inventory).repartition(1).write.mode("overwrite").parquet(result.clients_path)
+    page = html.render(result.findings, audit_rows, result.plots, source=input,
+                       clients=[c.row() for c in inventory])
     write_text(spark, result.html_path, page)
     events.unpersist()
     return result

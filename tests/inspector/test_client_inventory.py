@@ -131,5 +131,5 @@ def test_clients_command_says_what_blocks_the_upgrade(capsys: pytest.CaptureFixt
     monkeypatch.setenv("COLUMNS", "400")
     assert main(["clients", str(PCAPS / OLD_CLIENT)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "removed: Produce v2 ×1 (needs v3+); MessageSet v0/v1 produced ×1" in out
-    assert "removed: CreateTopics v0 ×1 (needs v2+)" in out
+    assert "Produce v2 ×1 (needs v3+); MessageSet v0/v1 produced ×1" in out
+    assert "CreateTopics v0 ×1 (needs v2+)" in out

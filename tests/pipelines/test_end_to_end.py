@@ -4,6 +4,7 @@ the page renders in a real browser, and the Spark decode job writes what ``kafka
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from inspector.client_inventory import COLUMNS, inventory
+from inspector.parquet_file import read_events
 from pipelines import decode_job, report
 from tests.capture_secrets import assert_no_secret, capture_secrets
 
@@ -27,13 +30,14 @@ SCENARIOS = {
     "tansu-restart-new-cluster-id.pcap": {"endpoint_identity_changed"},
     "tansu-apiversions-v5-identity.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
     "mock-cluster-apiversions-v5-misrouted.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
+    "tansu-kafka-python-0.10-removed-versions.pcap": {"removed_in_kafka_4"},
 }
 #: kinds that must never come out of ordinary traffic
 PROTOCOL_KINDS = {
     "inconsistent_group_protocol", "group_protocol_not_offered", "group_protocol_mismatch",
     "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
     "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
-    "envelope_forwarding_failed", "endpoint_type_mismatch",
+    "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4",
 }
 
 
@@ -150,7 +154,7 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
     assert "http://" not in html and "https://" not in html  # self-contained
     dom = chromium(["--dump-dom", page.as_uri()], tmp_path / "profile").stdout
     assert "<table id=\"findings\">" in dom or "<table id='findings'>" in dom
-    assert dom.count("<tr><td><span class=\"sev") == len(findings)
+    assert len(re.findall(r"<tr id=[\"']finding-\d+[\"']><td><span class=\"sev", dom)) == len(findings)
     for title in ("Requests per API", "Responses with errors per API", "Response latency",
                   "Generation id per group", "Members per generation"):
         assert f'aria-label="{title}' in dom, title
@@ -204,3 +208,37 @@ def test_no_secret_of_the_sasl_capture_in_the_report(report_dir: Path) -> None:
     (scram,) = [a for a in audit if a["api_name"] == "AlterUserScramCredentials"]  # tansu user create, refused
     assert scram["targets"] == "set SCRAM credentials of User:admin (SCRAM-SHA-256, 8192 iterations)"
     assert scram["outcome"] == "no response" and scram["client_id"] == "tansu-cli"
+
+
+def test_kafka_4_readiness_of_the_client_pinned_to_0_10(findings: list[dict[str, Any]],
+                                                        conn_capture: dict[int, str]) -> None:
+    removed = [f for f in by_capture(findings, conn_capture)["tansu-kafka-python-0.10-removed-versions.pcap"]
+               if f["kind"] == "removed_in_kafka_4"]
+    assert {f["severity"] for f in removed} == {"error"}
+    said = sorted(f["detail"].split(" sent ", 1)[1].split(" to ", 1)[0] + " -> " + f["detail"].rsplit(": ", 1)[1]
+                  for f in removed)
+    assert said == ["1 CreateTopics request(s) at v0 -> it must move to CreateTopics v2 or later.",
+                    "1 ListOffsets request(s) at v0 -> it must move to ListOffsets v1 or later.",
+                    "1 Produce request(s) at v2 -> it must move to Produce v3 or later.",
+                    "1 Produce request(s) at v2 -> it must move to Produce v3 or later."]
+
+
+def test_clients_parquet_is_what_the_clients_command_says(report_dir: Path, events_dir: Path) -> None:
+    """One source for what a client row says: the report's Spark grouping and the command's pyarrow grouping
+    feed the same contract/clients.py, so clients.parquet equals the command's inventory of the same events."""
+    spark_rows = pq.read_table(report_dir / "clients.parquet").to_pylist()
+    command_rows = [c.row() for c in inventory(read_events(events_dir, COLUMNS))]
+
+    def canonical(rows: list[dict[str, Any]]) -> list[str]:
+        out = []
+        for r in rows:
+            r = dict(r, first_seen=r["first_seen"].replace(tzinfo=None), last_seen=r["last_seen"].replace(tzinfo=None))
+            out.append(json.dumps(r, sort_keys=True, default=str))
+        return sorted(out)
+
+    assert len(spark_rows) > 40 and canonical(spark_rows) == canonical(command_rows)
+    old = [r for r in spark_rows if r["client_id"] == "kafka-python-0.10-producer-gzip"]
+    assert old and old[0]["message_set_produced"] == 1 and old[0]["removed_in_kafka_4"][0]["move_to"] == 3
+    page = (report_dir / "report.html").read_text()
+    assert "<table id='clients'>" in page and "kafka-python-0.10-producer-gzip" in page
+    assert "<a href='#finding-" in page and ">removed_in_kafka_4</a> ×1" in page

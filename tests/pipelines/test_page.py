@@ -29,7 +29,7 @@ def test_page_escapes_and_summarises() -> None:
                         finding("latency_hotspot", "warning", "slow")], [], plot_data(), source="/tmp/ev")
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
     assert "http://" not in page and "https://" not in page
-    assert page.count("<tr><td><span class=\"sev") == 2
+    assert page.count("<td><span class=\"sev") == 2
     assert "id='summary'" in page and "+2 more" in page  # 7 evidence entries, 5 shown
     assert page.count("<svg") == 5 and "no data" in page  # no errors series
 
@@ -40,7 +40,7 @@ def test_nulls_and_hostile_strings_anywhere_in_a_finding() -> None:
     odd = finding(None, "error", None) | {"client": hostile, "broker": None, "group_id": hostile}  # type: ignore[arg-type]
     page = html.render([odd, finding("k", "warning", hostile)], [], plot_data(), source=hostile)
     assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
-    assert "&#x27;" in page and page.count("<tr><td><span class=\"sev") == 2
+    assert "&#x27;" in page and page.count("<td><span class=\"sev") == 2
 
 
 def test_page_without_findings_says_so() -> None:
@@ -63,3 +63,21 @@ def test_bucket_seconds_keeps_about_a_hundred_points() -> None:
     assert bucket_seconds(30) == 1
     assert bucket_seconds(600) == 10
     assert bucket_seconds(86400) == 900
+
+
+def test_clients_table_escapes_and_links_the_clients_findings() -> None:
+    from contract.clients import build_clients
+
+    hostile = '<img src=x onerror="alert(1)">'
+    t = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    usage = [("192.0.2.1", hostile, None, "198.51.100.1:9092", "request", 0, "Produce", 2, 3, t, t, None, None, 3),
+             ("192.0.2.2", "modern", "User:alice", "198.51.100.1:9092", "request", 18, "ApiVersions", 3, 1, t, t,
+              "librdkafka", "2.16.0", 0)]
+    clients = [c.row() for c in build_clients(usage, [("192.0.2.1", hostile, None, 59, 2)])]
+    removed = finding("removed_in_kafka_4", "error", f"192.0.2.1 (client id {hostile}) sent 3 Produce request(s)")
+    page = html.render([removed], [], plot_data(), source="x", clients=clients)
+    assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "Produce v2 ×3 (needs v3+)" in page and "MessageSet v0/v1 produced ×3" in page
+    assert "<a href='#finding-0'>removed_in_kafka_4</a> ×1" in page and "<tr id='finding-0'>" in page
+    assert "UNKNOWN_PRODUCER_ID (59) ×2" in page and "librdkafka 2.16.0" in page and "<i>software unknown</i>" in page
+    assert "<span class=none>ready</span>" in page

@@ -5,7 +5,9 @@
   as it does for ``kafka-inspector clients`` (so ``clients.parquet`` equals what that command prints);
 * :func:`removed_in_kafka_4` (error): a client that sent requests at versions Kafka 4.0 removed (KIP-896), or of
   the ZooKeeper-era APIs 4-7, per client and API, naming the lowest version it must move to; what was removed
-  comes from the specs (``contract.apis``), never typed here.
+  comes from the specs (``contract.apis``), never typed here;
+* :func:`old_message_format` (warning): a client that produced, or fetched, record sets in message format v0/v1
+  (MessageSet, magic 0 or 1), which Kafka 4.0 no longer supports (KIP-724).
 """
 
 from __future__ import annotations
@@ -158,5 +160,26 @@ def removed_in_kafka_4(events: DataFrame) -> DataFrame:
         F.lit(", removed in Kafka 4.0 (KIP-896: a Kafka 4 broker answers UNSUPPORTED_VERSION or closes the "
               "connection)"), target, F.lit("."))
     return as_findings(agg, "removed_in_kafka_4", "error", detail,
+                       client=F.when(F.col("conns") == 1, F.col("one_client")),
+                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))
+
+
+def old_message_format(events: DataFrame) -> DataFrame:
+    rows = _direct(events).where(F.col("old_record_format")).withColumn(
+        "broker", endpoint("broker_ip", "broker_port")).withColumn("client", endpoint("client_ip", "client_port"))
+    agg = rows.groupBy("client_ip", "client_id", "direction").agg(
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
+        F.array_sort(F.collect_set("broker")).alias("brokers"), F.countDistinct("conn_id").alias("conns"),
+        F.min("client").alias("one_client"), collect_evidence(evidence()).alias("evidence"))
+    what = F.when(F.col("direction") == "request", F.lit(" Produce request(s) with record sets in message format "
+                                                         "v0/v1 (MessageSet) to ")).otherwise(
+        F.lit(" Fetch response(s) carrying record sets in message format v0/v1 (MessageSet) from "))
+    detail = F.concat(
+        F.col("client_ip"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")),
+        F.when(F.col("direction") == "request", F.lit(") sent ")).otherwise(F.lit(") received ")),
+        F.col("n").cast("string"), what, F.array_join("brokers", ", "),
+        F.lit(". Kafka 4.0 dropped message formats v0 and v1 (KIP-724): the client must produce RecordBatch "
+              "(magic 2, Produce v3+), and data still stored in the old format is rewritten before the upgrade."))
+    return as_findings(agg, "old_message_format", "warning", detail,
                        client=F.when(F.col("conns") == 1, F.col("one_client")),
                        broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))

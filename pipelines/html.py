@@ -17,7 +17,7 @@ MAX_FINDING_ROWS = 1000
 MAX_AUDIT_ROWS = 1000
 MAX_CLIENT_ROWS = 1000
 #: The findings a client's row links to (their detail starts with the client's address and client id).
-CLIENT_FINDINGS = ("removed_in_kafka_4", "unadvertised_version")
+CLIENT_FINDINGS = ("removed_in_kafka_4", "old_message_format", "unadvertised_version")
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#1d2330;

@@ -61,6 +61,7 @@ def detect_all(spark: SparkSession, events: DataFrame, hosts: DataFrame | None =
         *versions.detect(events),
         *hotspots.detect(events),
         clients.removed_in_kafka_4(events),
+        clients.old_message_format(events),
     ]
     return union_findings(spark, parts)
 

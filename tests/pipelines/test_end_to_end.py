@@ -30,14 +30,14 @@ SCENARIOS = {
     "tansu-restart-new-cluster-id.pcap": {"endpoint_identity_changed"},
     "tansu-apiversions-v5-identity.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
     "mock-cluster-apiversions-v5-misrouted.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
-    "tansu-kafka-python-0.10-removed-versions.pcap": {"removed_in_kafka_4"},
+    "tansu-kafka-python-0.10-removed-versions.pcap": {"removed_in_kafka_4", "old_message_format"},
 }
 #: kinds that must never come out of ordinary traffic
 PROTOCOL_KINDS = {
     "inconsistent_group_protocol", "group_protocol_not_offered", "group_protocol_mismatch",
     "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
     "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
-    "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4",
+    "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4", "old_message_format",
 }
 
 
@@ -221,6 +221,12 @@ def test_kafka_4_readiness_of_the_client_pinned_to_0_10(findings: list[dict[str,
                     "1 ListOffsets request(s) at v0 -> it must move to ListOffsets v1 or later.",
                     "1 Produce request(s) at v2 -> it must move to Produce v3 or later.",
                     "1 Produce request(s) at v2 -> it must move to Produce v3 or later."]
+    old = [f for f in by_capture(findings, conn_capture)["tansu-kafka-python-0.10-removed-versions.pcap"]
+           if f["kind"] == "old_message_format"]
+    assert sorted(f["detail"].split(" (client id ")[1].split(")")[0] for f in old) == [
+        "kafka-python-0.10-producer-gzip", "kafka-python-0.10-producer-none"]
+    assert all(" sent 1 Produce request(s) with record sets in message format v0/v1" in f["detail"]
+               and f["severity"] == "warning" for f in old)
 
 
 def test_clients_parquet_is_what_the_clients_command_says(report_dir: Path, events_dir: Path) -> None:

@@ -1,19 +1,22 @@
-"""``kafka-inspector report EVENTS_DIR --output DIR [--master URL] [--hosts FILE]``.
+"""``kafka-inspector report EVENTS_DIR --output DIR [--master URL] [--hosts FILE] [--verbose]``.
 
 The CLI face of :mod:`pipelines.report_job`: builds a Spark session (``local[*]`` unless ``--master``),
-runs every detector, prints a summary, and writes ``DIR/findings.parquet``, ``DIR/admin_audit.parquet``
-and ``DIR/report.html``. Wiring: ``report.add_parser(subparsers)`` adds the subcommand (its
-``func`` default is :func:`run`); ``run(args)`` returns the exit code.
+runs every detector, prints a summary, and writes ``DIR/findings.parquet``, ``DIR/admin_audit.parquet``,
+``DIR/clients.parquet`` and ``DIR/report.html``. Spark's own output (log4j, the JVM's warnings) goes to
+``DIR/spark.log``, not the terminal, unless ``--verbose``. Wiring: ``report.add_parser(subparsers)`` adds the
+subcommand (its ``func`` default is :func:`run`); ``run(args)`` returns the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -27,6 +30,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_OUTPUT = 4
+#: Where Spark's own output goes, in the output directory.
+SPARK_LOG = "spark.log"
 
 _STYLE = {"critical": "bold magenta", "error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -41,6 +46,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     p.add_argument("--hosts", metavar="FILE", help='"name ip" lines resolving advertised broker host names')
     p.add_argument("--html", metavar="PATH", help="write the page here instead of OUTPUT/report.html")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="let Spark's own output (log4j, the JVM) reach the terminal instead of OUTPUT/spark.log")
     p.set_defaults(func=run)
     return p
 
@@ -117,17 +124,31 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     started = time.monotonic()
     active = SparkSession.getActiveSession()  # a caller's session (tests, notebooks): use it, leave it running
-    spark = active if active is not None else report_job.build_session(args.master)
+    # Spark's own output goes to OUTPUT/spark.log (a remote OUTPUT: a temporary file), unless --verbose.
+    quiet = not getattr(args, "verbose", False)
+    log = (open(os.path.join(args.output, SPARK_LOG), "ab") if "://" not in args.output  # noqa: SIM115
+           else tempfile.TemporaryFile()) if quiet and active is None else None
     try:
-        result = report_job.run(spark, args.events, args.output, args.hosts, args.html)
+        with console.status("Spark: starting, then the detectors", spinner="dots") if quiet else _nothing():
+            spark = active if active is not None else report_job.build_session(args.master, log=log)
+            try:
+                result = report_job.run(spark, args.events, args.output, args.hosts, args.html)
+            finally:
+                if active is None:
+                    spark.stop()
     except OSError as exc:
         _error(f"cannot write the report: {exc}")
         return EXIT_OUTPUT
     finally:
-        if active is None:
-            spark.stop()
+        if log is not None:
+            log.close()
     print_summary(console, result.findings, result, time.monotonic() - started)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -150,15 +150,28 @@ def _write(spark: SparkSession, events: DataFrame, hosts: DataFrame | None, resu
         result.findings_path)
 
 
-def build_session(master: str | None = None, app_name: str = "kafka-inspector-report") -> SparkSession:
-    """The session ``kafka-inspector report`` and ``spark-submit`` use (``master`` None: spark-submit's)."""
-    builder = SparkSession.builder.appName(app_name).config("spark.sql.session.timeZone", "UTC").config(
+def build_session(master: str | None = None, app_name: str = "kafka-inspector-report",
+                  log: IO[bytes] | None = None) -> SparkSession:
+    """The session ``kafka-inspector report`` and ``spark-submit`` use (``master`` None: spark-submit's).
+
+    ``log``: a file the JVM's own output goes to (log4j's lines, the JDK's warnings), so that none reaches the
+    terminal; with a local master, the driver binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (no
+    "hostname resolves to a loopback address" warning)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf().setAppName(app_name).set("spark.sql.session.timeZone", "UTC").set(
         "spark.ui.showConsoleProgress", "false")
     if master:
-        builder = builder.master(master)
+        conf.setMaster(master)
         if master.startswith("local"):
-            builder = builder.config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false")
-    spark = builder.getOrCreate()
+            conf.set("spark.sql.shuffle.partitions", "8").set("spark.ui.enabled", "false")
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master is None or SparkContext._active_spark_context is not None:  # under spark-submit, or running
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    else:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}) if log is not None else None
+        spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

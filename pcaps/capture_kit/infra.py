@@ -93,13 +93,15 @@ def tansu_binary() -> str:
 
 
 @contextlib.contextmanager
-def tansu_broker(port: int, logfile: Path, authentication: bool = False) -> Iterator[str]:
-    """Run ``tansu broker`` with in-memory storage on 127.0.0.1:port (``--authentication``: SASL required); yield
-    bootstrap string."""
+def tansu_broker(port: int, logfile: Path, authentication: bool = False,
+                 cluster_id: str | None = None) -> Iterator[str]:
+    """Run ``tansu broker`` with in-memory storage on 127.0.0.1:port (``authentication``: SASL required;
+    ``cluster_id``: its ``--cluster-id``, Tansu 0.6.0 has no node id option); yield bootstrap string."""
     url = f"tcp://{HOST}:{port}"
     cmd = [
         tansu_binary(),
         "broker",
+        *(["--cluster-id", cluster_id] if cluster_id is not None else []),
         "--listener-url",
         url,
         "--advertised-listener-url",
@@ -112,11 +114,11 @@ def tansu_broker(port: int, logfile: Path, authentication: bool = False) -> Iter
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_port(port)
-        log(f"tansu up on {HOST}:{port} (pid {proc.pid})")
+        log(f"tansu{f' (cluster {cluster_id})' if cluster_id else ''} up on {HOST}:{port} (pid {proc.pid})")
         yield f"{HOST}:{port}"
     finally:
         kill_group(proc)
-        log(f"tansu on port {port} stopped")
+        log(f"tansu{f' (cluster {cluster_id})' if cluster_id else ''} on port {port} stopped")
 
 
 def _librdkafka() -> ctypes.CDLL:
@@ -330,20 +332,3 @@ def run_threads(run: Run, targets: list[tuple[str, Callable[[], None]]], timeout
         t.join(max(0.0, deadline - time.monotonic()))
         if t.is_alive():
             run.note(f"WARN thread {t.name} still running after {timeout}s (abandoned)")
-
-
-@contextlib.contextmanager
-def tansu_broker_as(port: int, logfile: Path, cluster_id: str) -> Iterator[str]:
-    """``tansu broker`` like :func:`tansu_broker`, with ``--cluster-id`` (Tansu 0.6.0 has no node id option)."""
-    url = f"tcp://{HOST}:{port}"
-    cmd = [tansu_binary(), "broker", "--cluster-id", cluster_id, "--listener-url", url,
-           "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
-    with logfile.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_port(port)
-        log(f"tansu (cluster {cluster_id}) up on {HOST}:{port} (pid {proc.pid})")
-        yield f"{HOST}:{port}"
-    finally:
-        kill_group(proc)
-        log(f"tansu (cluster {cluster_id}) on port {port} stopped")

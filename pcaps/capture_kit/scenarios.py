@@ -21,7 +21,6 @@ from pcaps.capture_kit.infra import (
     mock_cluster,
     tansu_binary,
     tansu_broker,
-    tansu_broker_as,
     tcpdump,
     tool_version,
     tshark_summary,
@@ -252,7 +251,7 @@ def run_restart_scenario(name: str, outdir: Path) -> Run:
     try:
         with tcpdump(out, [port]):
             for i, cluster_id in enumerate(RESTART_CLUSTER_IDS):
-                with tansu_broker_as(port, logfile, cluster_id) as bs:
+                with tansu_broker(port, logfile, cluster_id=cluster_id) as bs:
                     run.note(f"broker life {i + 1}: --cluster-id {cluster_id}")
                     run_part(run, name, i, bs, sc.part_timeout)
                 time.sleep(1.0)

@@ -4,6 +4,9 @@ from inspector.framing cimport Frame, Framer
 
 cdef double _ROUNDER
 
+@cython.locals(micros=cython.double)
+cdef inline double _latency_ms(double sent, double answered)
+
 cdef class PendingRequest:
     cdef public object api_key, api_version, ts, client_id, inner, inner_correlation_id
 
@@ -39,8 +42,7 @@ cdef class KafkaConnection:
     cpdef _frame(self, side, Frame frame)
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage, pending=PendingRequest)
     cpdef _request(self, Frame frame)
-    @cython.locals(msg=DecodedMessage, req=PendingRequest, micros=cython.double,
-                   sent=cython.double, answered=cython.double)
+    @cython.locals(msg=DecodedMessage, req=PendingRequest)
     cpdef _response(self, Frame frame)
     @cython.locals(side=cython.int)
     cpdef tuple _roles(self)

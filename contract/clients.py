@@ -73,9 +73,7 @@ class Client:
 
     @property
     def software(self) -> str:
-        if self.software_name is None:
-            return "software unknown"
-        return f"{self.software_name} {self.software_version or ''}".strip()
+        return software_text({"software_name": self.software_name, "software_version": self.software_version})
 
     def removed(self) -> list[dict[str, Any]]:
         """Per API, the versions this client used that Kafka 4.0 removed, their requests, and the lowest version
@@ -107,6 +105,27 @@ class Client:
             "message_set_produced": self.message_sets.get("produced", 0),
             "message_set_fetched": self.message_sets.get("fetched", 0),
         }
+
+
+def software_text(row: dict[str, Any]) -> str:
+    """A client row's software (ApiVersions v3+), or "software unknown"."""
+    if row["software_name"] is None:
+        return "software unknown"
+    return f"{row['software_name']} {row['software_version'] or ''}".strip()
+
+
+def apis_text(row: dict[str, Any]) -> str:
+    """A client row's APIs: ``Produce v9 ×12, SaslToken ×2`` (a legacy SASL token has no version)."""
+    def one(api: dict[str, Any]) -> str:
+        version = "" if api["api_version"] is None else f" v{api['api_version']}"
+        return f"{api['api_name']}{version} ×{api['requests']}"
+
+    return ", ".join(one(a) for a in row["apis"])
+
+
+def errors_text(row: dict[str, Any]) -> str:
+    """A client row's error codes: ``NOT_LEADER_OR_FOLLOWER (6) ×2``."""
+    return ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in row["errors"])
 
 
 def readiness(row: dict[str, Any]) -> list[str]:

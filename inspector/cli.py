@@ -361,12 +361,14 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             return EXIT_CAPTURE
         tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
     clients = inventory(pa.concat_tables(tables))
-    _print_clients(console, [c.row() | {"software": c.software} for c in clients])
+    _print_clients(console, [c.row() for c in clients])
     return EXIT_OK
 
 
 def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
+
+    from contract.clients import apis_text, errors_text, readiness, software_text
 
     table = Table(title=f"{len(rows)} client(s)", show_lines=True)
     for column in ("client", "client id", "principal", "software", "seen", "brokers", "APIs (version ×requests)",
@@ -375,25 +377,10 @@ def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         first, last = row["first_seen"], row["last_seen"]
         seen = f"{first:%Y-%m-%d %H:%M:%S} … {last:%H:%M:%S}" if first is not None and last is not None else ""
-        apis = ", ".join(_api_count(a) for a in row["apis"])
-        errors = ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in row["errors"])
-        cells = (row["client_ip"], row["client_id"], row["principal"], row["software"], seen,
-                 ", ".join(row["brokers"]), apis, errors, _readiness(row))
+        cells = (row["client_ip"], row["client_id"], row["principal"], software_text(row), seen,
+                 ", ".join(row["brokers"]), apis_text(row), errors_text(row), "; ".join(readiness(row)) or "ready")
         table.add_row(*(escape_markup(visible(str(c))) if c is not None else "" for c in cells))
     console.print(table)
-
-
-def _readiness(row: dict[str, Any]) -> str:
-    """"ready", or what the client uses that Kafka 4.0 removed (and the version to move to), and the record sets
-    in message format v0/v1 it produced or fetched."""
-    from contract.clients import readiness
-
-    return "; ".join(readiness(row)) or "ready"
-
-
-def _api_count(api: dict[str, Any]) -> str:
-    version = "" if api["api_version"] is None else f" v{api['api_version']}"  # SaslToken: no version
-    return f"{api['api_name']}{version} ×{api['requests']}"
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from contract.clients import API_VERSIONS, SOFTWARE_FROM, Client, build_clients, old_record_format
+from inspector.connection import Endpoint
 
 #: The events columns the inventory reads.
 COLUMNS = ("ts", "client_ip", "client_id", "principal", "broker_ip", "broker_port", "direction", "api_key",
@@ -27,8 +28,8 @@ def inventory(events: pa.Table) -> list[Client]:
         if col["envelope_correlation_id"][i] is not None:
             continue  # forwarded by a broker: its client is not on this wire
         who = (col["client_ip"][i], col["client_id"][i], col["principal"][i])
-        ip, port = col["broker_ip"][i], col["broker_port"][i]
-        broker = None if ip is None else f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"  # as the report writes it
+        ip = col["broker_ip"][i]
+        broker = None if ip is None else str(Endpoint(ip, col["broker_port"][i]))  # [v6]:port, as the report writes
         api_key, direction, version = col["api_key"][i], col["direction"][i], col["api_version"][i]
         key = (*who, broker, direction, api_key, col["api_name"][i], version)
         ts = col["ts"][i]

@@ -138,48 +138,55 @@ def _move_to() -> Column:
                                             F.col("api_version").cast("string")))
 
 
+def _per_client(rows: DataFrame, keys: tuple[str, ...], *extra: Column) -> DataFrame:
+    """``rows`` per client (address and client id) and ``keys``: first and last time, count ``n``, the brokers,
+    the connections, one client endpoint, the evidence (and ``extra`` aggregates)."""
+    rows = rows.withColumn("broker", endpoint("broker_ip", "broker_port")).withColumn(
+        "client", endpoint("client_ip", "client_port"))
+    return rows.groupBy("client_ip", "client_id", *keys).agg(
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
+        F.array_sort(F.collect_set("broker")).alias("brokers"), F.countDistinct("conn_id").alias("conns"),
+        F.min("client").alias("one_client"), collect_evidence(evidence()).alias("evidence"), *extra)
+
+
+def _client_finding(agg: DataFrame, kind: str, severity: str, detail: Column) -> DataFrame:
+    """A finding per :func:`_per_client` row: its client endpoint when it used one connection, its broker when
+    one."""
+    return as_findings(agg, kind, severity, detail, client=F.when(F.col("conns") == 1, F.col("one_client")),
+                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))
+
+
+def _who_said() -> Column:
+    """``IP (client id ID``: how a client finding's detail starts (the page links a client's findings by it)."""
+    return F.concat(F.col("client_ip"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")))
+
+
 def removed_in_kafka_4(events: DataFrame) -> DataFrame:
     reqs = _direct(events).where((F.col("direction") == "request") & F.col("api_key").isNotNull()).withColumn(
         "move_to", _move_to()).where(F.col("move_to").isNotNull())
-    reqs = reqs.withColumn("broker", endpoint("broker_ip", "broker_port")).withColumn(
-        "client", endpoint("client_ip", "client_port"))
-    agg = reqs.groupBy("client_ip", "client_id", "api_name", "move_to").agg(
-        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.array_sort(F.collect_set("api_version")).alias("versions"), F.array_sort(F.collect_set("broker")).alias(
-            "brokers"), F.countDistinct("conn_id").alias("conns"), F.min("client").alias("one_client"),
-        collect_evidence(evidence()).alias("evidence"))
+    agg = _per_client(reqs, ("api_name", "move_to"), F.array_sort(F.collect_set("api_version")).alias("versions"))
     versions = F.array_join(F.transform("versions", lambda v: F.concat(F.lit("v"), v.cast("string"))), ", ")
     target = F.when(F.col("move_to") < 0, F.concat(F.lit(": the API itself is gone (a ZooKeeper-era inter-broker "
                                                          "API); nothing replaces it for a client")),
                     ).otherwise(F.concat(F.lit(": it must move to "), F.col("api_name"), F.lit(" v"),
                                          F.col("move_to").cast("string"), F.lit(" or later")))
     detail = F.concat(
-        F.col("client_ip"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") sent "),
+        _who_said(), F.lit(") sent "),
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) at "), versions,
         F.lit(" to "), F.array_join("brokers", ", "),
         F.lit(", removed in Kafka 4.0 (KIP-896: a Kafka 4 broker answers UNSUPPORTED_VERSION or closes the "
               "connection)"), target, F.lit("."))
-    return as_findings(agg, "removed_in_kafka_4", "error", detail,
-                       client=F.when(F.col("conns") == 1, F.col("one_client")),
-                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))
+    return _client_finding(agg, "removed_in_kafka_4", "error", detail)
 
 
 def old_message_format(events: DataFrame) -> DataFrame:
-    rows = _direct(events).where(F.col("old_record_format")).withColumn(
-        "broker", endpoint("broker_ip", "broker_port")).withColumn("client", endpoint("client_ip", "client_port"))
-    agg = rows.groupBy("client_ip", "client_id", "direction").agg(
-        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.array_sort(F.collect_set("broker")).alias("brokers"), F.countDistinct("conn_id").alias("conns"),
-        F.min("client").alias("one_client"), collect_evidence(evidence()).alias("evidence"))
+    agg = _per_client(_direct(events).where(F.col("old_record_format")), ("direction",))
     what = F.when(F.col("direction") == "request", F.lit(" Produce request(s) with record sets in message format "
                                                          "v0/v1 (MessageSet) to ")).otherwise(
         F.lit(" Fetch response(s) carrying record sets in message format v0/v1 (MessageSet) from "))
     detail = F.concat(
-        F.col("client_ip"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")),
-        F.when(F.col("direction") == "request", F.lit(") sent ")).otherwise(F.lit(") received ")),
+        _who_said(), F.when(F.col("direction") == "request", F.lit(") sent ")).otherwise(F.lit(") received ")),
         F.col("n").cast("string"), what, F.array_join("brokers", ", "),
         F.lit(". Kafka 4.0 dropped message formats v0 and v1 (KIP-724): the client must produce RecordBatch "
               "(magic 2, Produce v3+), and data still stored in the old format is rewritten before the upgrade."))
-    return as_findings(agg, "old_message_format", "warning", detail,
-                       client=F.when(F.col("conns") == 1, F.col("one_client")),
-                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))
+    return _client_finding(agg, "old_message_format", "warning", detail)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from contract.clients import readiness
+from contract.clients import apis_text, errors_text, readiness, software_text
 from pipelines.escape import escape
 from pipelines.kafka import SEVERITIES
 from pipelines.plots import PlotData
@@ -143,19 +143,16 @@ def clients_table(clients: Sequence[Mapping[str, Any]], findings: Sequence[Mappi
         return "<p class='note'>No clients in this traffic.</p>"
     rows = []
     for c in clients[:MAX_CLIENT_ROWS]:
-        software = (f"{c['software_name']} {c['software_version'] or ''}".strip() if c["software_name"] is not None
-                    else "<i>software unknown</i>")
-        apis = ", ".join(f"{a['api_name']}{'' if a['api_version'] is None else ' v' + str(a['api_version'])} "
-                         f"×{a['requests']}" for a in c["apis"])
-        errors = ", ".join(f"{e['error_name']} ({e['error_code']}) ×{e['responses']}" for e in c["errors"])
-        ready = [escape(text) for text in readiness(dict(c))]
+        row = dict(c)
+        software = escape(software_text(row)) if c["software_name"] is not None else "<i>software unknown</i>"
+        ready = [escape(text) for text in readiness(row)]
         rows.append(
             f"<tr><td class='mono'>{escape(c['client_ip'] or '')}</td><td class='mono'>{escape(c['client_id'] or '')}"
             f"</td><td class='mono'>{escape(c['principal'] or '')}</td>"
-            f"<td>{software if c['software_name'] is None else escape(software)}</td>"
+            f"<td>{software}</td>"
             f"<td class='mono'>{_ts(c['first_seen'])}<br>{_ts(c['last_seen'])}</td>"
             f"<td class='mono'>{escape(', '.join(c['brokers']))}</td><td>{c['requests']}</td>"
-            f"<td class='detail'>{escape(apis)}</td><td>{escape(errors)}</td>"
+            f"<td class='detail'>{escape(apis_text(row))}</td><td>{escape(errors_text(row))}</td>"
             f"<td>{'<br>'.join(ready) if ready else '<span class=none>ready</span>'}</td>"
             f"<td>{_client_findings(c, findings)}</td></tr>")
     more = (f"<p class='note'>{len(clients) - MAX_CLIENT_ROWS} more clients are in clients.parquet.</p>"

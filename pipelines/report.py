@@ -10,13 +10,13 @@ subcommand (its ``func`` default is :func:`run`); ``run(args)`` returns the exit
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from rich.console import Console
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     log = (open(os.path.join(args.output, SPARK_LOG), "ab") if "://" not in args.output  # noqa: SIM115
            else tempfile.TemporaryFile()) if quiet and active is None else None
     try:
-        with console.status("Spark: starting, then the detectors", spinner="dots") if quiet else _nothing():
+        with console.status("Spark: starting, then the detectors", spinner="dots") if quiet else nullcontext():
             spark = active if active is not None else report_job.build_session(args.master, log=log)
             try:
                 result = report_job.run(spark, args.events, args.output, args.hosts, args.html)
@@ -144,11 +144,6 @@ def run(args: argparse.Namespace) -> int:
             log.close()
     print_summary(console, result.findings, result, time.monotonic() - started)
     return EXIT_OK
-
-
-@contextlib.contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import binascii
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from decoders import decode_request
@@ -47,9 +48,14 @@ def _raw_secrets(path: Path) -> set[bytes]:
 
 
 def capture_secrets(path: Path = SASL_CAPTURE) -> dict[str, bytes]:
+    """Each secret of the capture in each of its forms (:func:`secret_forms`)."""
+    return secret_forms(_raw_secrets(path))
+
+
+def secret_forms(secrets: Iterable[bytes]) -> dict[str, bytes]:
     """Each secret's forms (raw, hex, base64, JSON-escaped), named for the failure message."""
     forms: dict[str, bytes] = {}
-    for secret in _raw_secrets(path):
+    for secret in secrets:
         forms[f"raw {secret!r}"] = secret
         forms[f"hex {secret!r}"] = secret.hex().encode()
         forms[f"base64 {secret!r}"] = base64.b64encode(secret)

@@ -16,6 +16,7 @@ from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest
 from kio.schema.sasl_handshake.v0.response import SaslHandshakeResponse
 
 from inspector.connection import Endpoint, KafkaConnection, KafkaMessage, StreamIssue
+from tests.capture_secrets import assert_no_secret, secret_forms
 from tests.frames import frame
 from tests.inspector.test_sasl import PASSWORD, _kio, metadata, plain, read
 
@@ -42,10 +43,7 @@ def _rows(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _no_secret(events: list[dict[str, Any]], *secrets: bytes) -> None:
-    text = json.dumps(events, default=str)
-    for secret in secrets:
-        for form in (secret, secret.hex().encode(), base64.b64encode(secret)):
-            assert form.decode("latin-1") not in text
+    assert_no_secret(json.dumps(events, default=str), "events", secret_forms(secrets))
 
 
 def test_plain_tokens_then_kafka_frames(tmp_path: Path) -> None:

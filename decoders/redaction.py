@@ -251,14 +251,15 @@ def _envelope(field: str) -> Callable[[DecodedMessage], int]:
     return redact
 
 
+SASL_AUTHENTICATE = 36
 #: The body redactors by (kind, api key): each replaces the secrets of a body in place and returns how many.
 REDACTORS: dict[tuple[str, int], Callable[[dict[str, Any]], int]] = {
     ("request", 19): _topics_configs,
     ("response", 19): _topics_configs,
     ("response", 32): _results_configs,
     ("request", 33): _resources_configs,
-    ("request", 36): _sasl(sasl_request),
-    ("response", 36): _sasl(sasl_response),
+    ("request", SASL_AUTHENTICATE): _sasl(sasl_request),
+    ("response", SASL_AUTHENTICATE): _sasl(sasl_response),
     ("response", 38): _hmac,
     ("request", 39): _hmac,
     ("request", 40): _hmac,
@@ -270,10 +271,15 @@ REDACTORS: dict[tuple[str, int], Callable[[dict[str, Any]], int]] = {
 _ENVELOPE = {("request", 58): _envelope("RequestData"), ("response", 58): _envelope("ResponseData")}
 
 
+def redacted_notes(count: int) -> tuple[str, ...]:
+    """The note of a message with ``count`` secrets redacted (none when nothing was)."""
+    return (f"{REDACTED_NOTE}{count} secret(s) replaced by markers",) if count else ()
+
+
 def _noted(msg: DecodedMessage, count: int) -> DecodedMessage:
     if not count:
         return msg
-    return dataclasses.replace(msg, notes=(*msg.notes, f"{REDACTED_NOTE}{count} secret(s) replaced by markers"))
+    return dataclasses.replace(msg, notes=(*msg.notes, *redacted_notes(count)))
 
 
 def with_redaction(post: dict[tuple[str, int], _Post]) -> dict[tuple[str, int], _Post]:

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from decoders.api import DecodedMessage
-from decoders.redaction import REDACTED_NOTE, marker, sasl_request, sasl_response
+from decoders.redaction import REDACTORS, SASL_AUTHENTICATE, redacted_notes
 
 #: The ``api_name`` of a legacy SASL token.
 SASL_TOKEN = "SaslToken"
@@ -34,15 +34,9 @@ _OAUTHBEARER = re.compile(rb"[ny],[^,\x01]*,\x01auth=[^\x01]+\x01.*", re.DOTALL)
 
 def decode_token(kind: str, data: bytes) -> DecodedMessage:
     """One legacy SASL token frame (``kind``: "request" from the client, "response" from the broker)."""
-    body: dict[str, Any]
-    notes: tuple[str, ...] = ()
-    if data:
-        decoded = sasl_request(data) if kind == "request" else sasl_response(data)
-        body = {"AuthBytes": marker("sasl-auth-bytes", data), "AuthBytesDecoded": decoded}
-        notes = (f"{REDACTED_NOTE}1 secret(s) replaced by markers",)
-    else:
-        body = {"AuthBytes": b""}  # the broker's empty answer: PLAIN and OAUTHBEARER succeeded
-    return DecodedMessage(kind, None, None, None, "ok", body, len(data), notes=notes, name=SASL_TOKEN)
+    body: dict[str, Any] = {"AuthBytes": data}  # redacted as SaslAuthenticate's; empty: PLAIN, OAUTHBEARER succeeded
+    count = REDACTORS[kind, SASL_AUTHENTICATE](body)
+    return DecodedMessage(kind, None, None, None, "ok", body, len(data), notes=redacted_notes(count), name=SASL_TOKEN)
 
 
 def looks_like_token(data: bytes) -> str | None:

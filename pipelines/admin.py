@@ -257,8 +257,3 @@ def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
         F.lit(") in an Envelope to "), F.col("broker"), F.lit(", which answered "), error_label(F.col("code")), why,
     )
     return as_findings(agg, "envelope_forwarding_failed", "error", detail)
-
-
-def detect(events: DataFrame, audit: DataFrame | None = None) -> list[DataFrame]:
-    audit = audit if audit is not None else admin_audit(events)
-    return [envelope_forwarding_failed(events), admin_write_failed(audit), admin_write_unanswered(audit)]

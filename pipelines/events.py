@@ -7,6 +7,7 @@ README.md "The events contract"); it never imports the decoder. Field names insi
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -76,9 +77,9 @@ def with_endpoints(df: DataFrame) -> DataFrame:
     )
 
 
-def parse_body(df: DataFrame, ddl: str, name: str = "b") -> DataFrame:
-    """Add column ``name``: ``body`` parsed with a partial schema (only the fields a detector reads)."""
-    return df.withColumn(name, F.from_json(F.col("body"), ddl))
+def parse_body(df: DataFrame, ddl: str, name: str = "b", column: str = "body") -> DataFrame:
+    """Add column ``name``: ``column`` (a body) parsed with a partial schema (only the fields a detector reads)."""
+    return df.withColumn(name, F.from_json(F.col(column), ddl))
 
 
 def requests(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
@@ -90,6 +91,7 @@ def responses(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
 
 
 _EXCHANGES: dict[tuple[int, tuple[int, ...], str | None, str | None], DataFrame] | None = None
+_EXCHANGES_LOCK = threading.Lock()  # the report runs its detectors side by side
 
 
 @contextmanager
@@ -126,14 +128,15 @@ def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | Non
                                             "node_id")],
     )
     if response_ddl:
-        r = r.withColumn("rb", F.from_json(F.col("r_body"), response_ddl))
+        r = parse_body(r, response_ddl, "rb", "r_body")
     cond = [q[k] == r[f"_k_{k}"] for k in EXCHANGE_KEY] + [q["envelope_correlation_id"].eqNullSafe(r["_k_env"])]
     joined = q.join(r, cond, "left").drop(*[f"_k_{k}" for k in EXCHANGE_KEY], "_k_env")
     if _EXCHANGES is not None:
         key = (id(events), tuple(api_keys), request_ddl, response_ddl)
-        if key not in _EXCHANGES:
-            _EXCHANGES[key] = joined.cache()
-        return _EXCHANGES[key]
+        with _EXCHANGES_LOCK:
+            if key not in _EXCHANGES:
+                _EXCHANGES[key] = joined.cache()
+            return _EXCHANGES[key]
     return joined
 
 
@@ -188,9 +191,3 @@ def asof(
         found = F.coalesce(found, F.last(rv, ignorenulls=True).over(w_next))
     return u.withColumn(out, found).where(F.col(tag) == 1).select(*lcols, out)
 
-
-def severity_rank(col: Column) -> Column:
-    return (
-        F.when(col == "critical", 4).when(col == "error", 3).when(col == "warning", 2).when(col == "info", 1)
-        .otherwise(0)
-    )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -28,6 +26,7 @@ FINDINGS_SCHEMA = StructType(
         StructField("severity", StringType(), False),
         StructField("ts_first", TimestampType()),
         StructField("ts_last", TimestampType()),
+        StructField("occurrences", LongType(), False),
         StructField("client", StringType()),
         StructField("broker", StringType()),
         StructField("group_id", StringType()),
@@ -36,6 +35,8 @@ FINDINGS_SCHEMA = StructType(
     ]
 )
 FINDING_COLUMNS = tuple(FINDINGS_SCHEMA.names)
+#: Evidence samples an episode keeps.
+EPISODE_SAMPLES = 50
 
 
 def as_findings(
@@ -70,15 +71,24 @@ def as_findings(
     )
 
 
-def empty_findings(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([], FINDINGS_SCHEMA)
-
-
-def union_findings(spark: SparkSession, parts: Iterable[DataFrame]) -> DataFrame:
-    out = empty_findings(spark)
-    for part in parts:
-        out = out.unionByName(part.select(*FINDING_COLUMNS))
-    return out
+def episodes(findings: DataFrame) -> DataFrame:
+    """A detector's rows merged into one finding per episode: the same kind and severity, client, broker and
+    group. A problem that repeats (a client asking the wrong broker again and again) is one finding that says how
+    often (``occurrences``), its first and last time, with evidence samples: the number of findings follows the
+    number of distinct problems, not the traffic. ``detail`` is the first occurrence's, followed by how often
+    it was seen."""
+    keys = ["kind", "severity", "client", "broker", "group_id"]
+    merged = findings.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("occurrences"), F.min("ts_first").alias("ts_first"),
+        F.max("ts_last").alias("ts_last"), F.min_by("detail", F.struct("ts_first", "detail")).alias("first"),
+        F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list("evidence")))), 1, EPISODE_SAMPLES)
+        .alias("evidence"))
+    seen = F.concat(F.lit(" Seen "), F.col("occurrences").cast("string"), F.lit(" times from "),
+                    F.date_format("ts_first", "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(" to "),
+                    F.date_format("ts_last", "yyyy-MM-dd HH:mm:ss.SSS"),
+                    F.lit(f" (the first is described; the evidence samples up to {EPISODE_SAMPLES} messages)."))
+    detail = F.when(F.col("occurrences") > 1, F.concat(F.col("first"), seen)).otherwise(F.col("first"))
+    return merged.select(*[detail.alias("detail") if c == "detail" else F.col(c) for c in FINDING_COLUMNS])
 
 
 def error_label(code: Column) -> Column:

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contract.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
-from pipelines.events import asof, collect_evidence, evidence, exchanges, responses, with_endpoints
+from pipelines.events import asof, collect_evidence, evidence, exchanges, parse_body, responses, with_endpoints
 from pipelines.findings import as_findings, error_label
 from pipelines.identity import identity_observations
 
@@ -150,8 +150,7 @@ def _declarations(events: DataFrame) -> DataFrame:
         "group_id", F.col("generation_id").alias("generation"), F.col("r_ts").alias("ts"),
         F.lit("SyncGroup response").alias("source"), "client", "broker", "conn_id", "correlation_id",
         F.col("rb.ProtocolType").alias("ptype"), F.col("rb.ProtocolName").alias("pname"))
-    dg = with_endpoints(responses(events, [DESCRIBE_GROUPS])).withColumn(
-        "rb", F.from_json("body", DESCRIBE_GROUPS_RESPONSE_DDL))
+    dg = parse_body(with_endpoints(responses(events, [DESCRIBE_GROUPS])), DESCRIBE_GROUPS_RESPONSE_DDL, "rb")
     describe = dg.select("ts", "client", "broker", "conn_id", "correlation_id",
                          F.explode("rb.Groups").alias("g")).where(
         (F.col("g.ErrorCode") == 0) & F.col("g.GroupState").isin("Stable", "CompletingRebalance")).select(
@@ -210,8 +209,7 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
         *base, "ts", "what", "ptype", _status("x.AssignmentDecoded"))
     sync_resp = sg.select(*base, F.col("r_ts").alias("ts"), F.lit("SyncGroup response assignment").alias("what"),
                           F.col("rb.ProtocolType").alias("ptype"), _status("rb.AssignmentDecoded"))
-    dg = with_endpoints(responses(events, [DESCRIBE_GROUPS])).withColumn(
-        "rb", F.from_json("body", DESCRIBE_GROUPS_RESPONSE_DDL))
+    dg = parse_body(with_endpoints(responses(events, [DESCRIBE_GROUPS])), DESCRIBE_GROUPS_RESPONSE_DDL, "rb")
     groups = dg.select("client", "broker", "client_id", "conn_id", "correlation_id", "ts",
                        F.explode("rb.Groups").alias("g"))
     members = groups.select("client", "broker", "client_id", "conn_id", "correlation_id", "ts",
@@ -299,8 +297,7 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
 
 def _partition_counts(events: DataFrame) -> DataFrame:
     """Partition counts per topic over time: cluster_key, topic, ts, partitions."""
-    md = responses(events, [METADATA]).where(F.col("body").isNotNull()).withColumn(
-        "rb", F.from_json("body", METADATA_TOPICS_DDL))
+    md = parse_body(responses(events, [METADATA]).where(F.col("body").isNotNull()), METADATA_TOPICS_DDL, "rb")
     t = md.select("ts", F.coalesce(F.col("rb.ClusterId"), F.col("capture")).alias("cluster_key"),
                   F.explode("rb.Topics").alias("t")).where(
         (F.col("t.ErrorCode") == 0) & _nonempty(F.col("t.Name")) & (F.size("t.Partitions") > 0))
@@ -355,14 +352,3 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
               "check the leader's assignor and whether its metadata was stale."),
     )
     return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id")
-
-
-def detect(events: DataFrame, observations: DataFrame | None = None) -> list[DataFrame]:
-    return [
-        inconsistent_group_protocol(events),
-        group_protocol_not_offered(events),
-        group_protocol_mismatch(events),
-        undecodable_group_metadata(events),
-        overlapping_assignment(events),
-        unassigned_partitions(events, observations),
-    ]

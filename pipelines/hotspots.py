@@ -104,7 +104,3 @@ def latency_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFram
         F.lit(". The slowest is in the evidence; check this broker's load, disks and request queue."),
     )
     return as_findings(hot, "latency_hotspot", "warning", detail, client=None, evidence=F.array("slowest"))
-
-
-def detect(events: DataFrame, t: Thresholds = Thresholds()) -> list[DataFrame]:
-    return [error_hotspot(events, t), latency_hotspot(events, t)]

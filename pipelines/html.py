@@ -29,7 +29,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse;background:#fff;width:100%;margin:6px 0}
 th,td{border:1px solid #d8dde6;padding:4px 6px;text-align:left;vertical-align:top}
 th{background:#eef1f6;font-weight:600;position:sticky;top:0}
-td.detail{max-width:640px}td.mono,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}
+td.detail{max-width:640px}td.num{text-align:right}
+td.mono,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}
 .sev{display:inline-block;border-radius:4px;padding:1px 6px;color:#fff;font-size:12px;font-weight:600}
 .sev-critical{background:#7b1fa2}.sev-error{background:#c62828}.sev-warning{background:#ef6c00}
 .sev-info{background:#1565c0}.none{color:#2e7d32;font-weight:600}.note{color:#666;font-size:12px}
@@ -79,6 +80,7 @@ def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
             f"<tr id='finding-{i}'>"
             f"<td>{_severity(f['severity'])}</td><td class='mono'>{escape(f['kind'])}</td>"
             f"<td class='mono'>{_ts(f['ts_first'])}<br>{_ts(f['ts_last'])}</td>"
+            f"<td class='num'>{f.get('occurrences') or 1:,}</td>"
             f"<td class='mono'>{escape(f['client'] or '')}</td><td class='mono'>{escape(f['broker'] or '')}</td>"
             f"<td class='mono'>{escape(f['group_id'] or '')}</td><td class='detail'>{escape(f['detail'])}</td>"
             f"<td class='mono'>{_evidence(f['evidence'])}</td></tr>"
@@ -86,7 +88,8 @@ def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
     more = (f"<p class='note'>{len(findings) - MAX_FINDING_ROWS} more findings are in findings.parquet.</p>"
             if len(findings) > MAX_FINDING_ROWS else "")
     return ("<table id='findings'><thead><tr><th>severity</th><th>kind</th><th>first / last (UTC)</th>"
-            "<th>client</th><th>broker</th><th>group</th><th>detail</th><th>evidence (conn / correlation)</th>"
+            "<th>times</th><th>client</th><th>broker</th><th>group</th><th>detail</th>"
+            "<th>evidence (conn / correlation)</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more)
 
 

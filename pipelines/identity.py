@@ -41,6 +41,7 @@ from pipelines.events import (
     endpoint,
     evidence,
     exchanges,
+    parse_body,
     responses,
     with_endpoints,
 )
@@ -115,8 +116,7 @@ def identity_observations(events: DataFrame, hosts: DataFrame | None = None) -> 
     ok = F.col("decode_status") == "ok"
     base = ["ts", "conn_id", "correlation_id"]
 
-    md = responses(events, [METADATA]).where(F.col("body").isNotNull()).withColumn(
-        "rb", F.from_json("body", METADATA_RESPONSE_DDL))
+    md = parse_body(responses(events, [METADATA]).where(F.col("body").isNotNull()), METADATA_RESPONSE_DDL, "rb")
     md_adv = md.select(*base, F.lit("Metadata response").alias("source"), F.col("rb.ClusterId").alias("cluster_id"),
                        F.explode("rb.Brokers").alias("x")).select(
         *base, "source", "cluster_id", F.col("x.NodeId").alias("node_id"), F.col("x.Host").alias("host"),
@@ -126,9 +126,8 @@ def identity_observations(events: DataFrame, hosts: DataFrame | None = None) -> 
         F.col("rb.ClusterId").alias("cluster_id"), F.lit(None).cast("int").alias("node_id"),
         F.col("broker_ip").alias("ip"), F.col("broker_port").alias("port"))
 
-    dc = responses(events, [DESCRIBE_CLUSTER]).where(F.col("body").isNotNull()).withColumn(
-        "rb", F.from_json("body", DESCRIBE_CLUSTER_RESPONSE_DDL)
-    ).where(F.coalesce(F.col("rb.ErrorCode"), F.lit(0)) == 0)
+    dc = parse_body(responses(events, [DESCRIBE_CLUSTER]).where(F.col("body").isNotNull()),
+                    DESCRIBE_CLUSTER_RESPONSE_DDL, "rb").where(F.coalesce(F.col("rb.ErrorCode"), F.lit(0)) == 0)
     dc_adv = dc.select(*base, F.lit("DescribeCluster response").alias("source"),
                        F.col("rb.ClusterId").alias("cluster_id"), F.explode("rb.Brokers").alias("x")).select(
         *base, "source", "cluster_id", F.col("x.BrokerId").alias("node_id"), F.col("x.Host").alias("host"),
@@ -138,8 +137,8 @@ def identity_observations(events: DataFrame, hosts: DataFrame | None = None) -> 
         F.col("rb.ClusterId").alias("cluster_id"), F.lit(None).cast("int").alias("node_id"),
         F.col("broker_ip").alias("ip"), F.col("broker_port").alias("port"))
 
-    fc = responses(events, [FIND_COORDINATOR]).where(F.col("body").isNotNull()).withColumn(
-        "rb", F.from_json("body", FIND_COORDINATOR_RESPONSE_DDL))
+    fc = parse_body(responses(events, [FIND_COORDINATOR]).where(F.col("body").isNotNull()),
+                    FIND_COORDINATOR_RESPONSE_DDL, "rb")
     fc_one = fc.where((F.coalesce(F.col("rb.ErrorCode"), F.lit(-1)) == 0) & (F.col("rb.NodeId") >= 0)).select(
         *base, F.lit("FindCoordinator response").alias("source"), F.lit(None).cast("string").alias("cluster_id"),
         F.col("rb.NodeId").alias("node_id"), F.col("rb.Host").alias("host"), F.col("rb.Port").alias("port"))
@@ -304,13 +303,3 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
         parts.append(as_findings(agg, "endpoint_identity_changed", "warning", detail, client=None,
                                  broker=endpoint("ip", "port")))
     return parts[0].unionByName(parts[1])
-
-
-def detect(events: DataFrame, hosts: DataFrame | None = None) -> list[DataFrame]:
-    observations = identity_observations(events, hosts)
-    return [
-        misrouted_api_versions(events, observations),
-        api_versions_one_sided_identity(events),
-        rebootstrap_required(events),
-        endpoint_identity_changed(observations),
-    ]

@@ -19,3 +19,5 @@ LONG_POLL_APIS = frozenset({"Fetch", "JoinGroup", "SyncGroup", "ShareFetch", "Vo
 ROUTINE_ERRORS = frozenset({MEMBER_ID_REQUIRED})
 
 SEVERITIES = ("info", "warning", "error", "critical")
+#: A severity's rank: the most severe is the highest.
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES, 1)}

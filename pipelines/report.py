@@ -15,12 +15,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from contract.text import visible
@@ -102,6 +103,22 @@ def print_summary(console: Console, findings: Sequence[dict[str, Any]], result: 
                   f"{result.html_path}\n({elapsed:.1f} s)", highlight=False)
 
 
+@contextmanager
+def _progress(console: Console, shown: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A rich progress bar (Spark's own is off): Spark starting, then "step n of m" as the report's steps end."""
+    if not shown:
+        yield None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("Spark: starting, reading the events", total=None)
+
+        def advance(done: int, total: int, name: str) -> None:
+            bar.update(task, total=total, completed=done, description=f"step {done} of {total}: {escape(name)} done")
+
+        yield advance
+
+
 def run(args: argparse.Namespace) -> int:
     problem = _check_input(args.events)
     if problem:
@@ -129,10 +146,11 @@ def run(args: argparse.Namespace) -> int:
     log = (open(os.path.join(args.output, SPARK_LOG), "ab") if "://" not in args.output  # noqa: SIM115
            else tempfile.TemporaryFile()) if quiet and active is None else None
     try:
-        with console.status("Spark: starting, then the detectors", spinner="dots") if quiet else nullcontext():
-            spark = active if active is not None else report_job.build_session(args.master, log=log)
+        with _progress(console, quiet) as progress:
+            spark = active if active is not None else report_job.build_session(
+                args.master, log=log, quick_jit=report_job.small_input(args.events))
             try:
-                result = report_job.run(spark, args.events, args.output, args.hosts, args.html)
+                result = report_job.run(spark, args.events, args.output, args.hosts, args.html, progress=progress)
             finally:
                 if active is None:
                     spark.stop()

@@ -49,9 +49,13 @@ def unadvertised_version(events: DataFrame) -> DataFrame:
                         & F.col("api_version").isNotNull()).select(
         "ts", "capture", "conn_id", "correlation_id", "client_ip", "client_port", "broker_ip", "broker_port",
         "client_id", "api_key", "api_name", "api_version")
+    # Checked per connection, API and version (a million requests are a few thousand of those); the requests
+    # of the few found wanting are then taken back for the finding.
+    used = reqs.groupBy("capture", "conn_id", "broker_ip", "broker_port", "api_key", "api_version").agg(
+        F.min("ts").alias("ts"))
     # Which ApiVersions answer governs a connection: its own (the last one), else the broker's latest one
-    # before the connection's first request. Decided per connection, then joined back to the requests.
-    conns = reqs.groupBy("capture", "conn_id", "broker_ip", "broker_port").agg(F.min("ts").alias("ts"))
+    # before the connection's first request.
+    conns = used.groupBy("capture", "conn_id", "broker_ip", "broker_port").agg(F.min("ts").alias("ts"))
     own = adv.groupBy("capture", "conn_id").agg(F.max_by("adv_id", "ts").alias("conn_adv"))
     conns = conns.join(own, ["capture", "conn_id"], "left")
     conns = asof(conns, adv, ["broker_ip", "broker_port"], "adv_id", "broker_adv")
@@ -60,9 +64,11 @@ def unadvertised_version(events: DataFrame) -> DataFrame:
     ranges = adv.select("adv_id", F.explode("keys").alias("k")).select(
         F.col("adv_id").alias("adv"), F.col("k.ApiKey").alias("api_key"), F.col("k.MinVersion").alias("min_v"),
         F.col("k.MaxVersion").alias("max_v"))
-    checked = reqs.join(conns, ["capture", "conn_id"]).join(ranges, ["adv", "api_key"], "left")
-    bad = with_endpoints(checked.where(
-        F.col("min_v").isNull() | (F.col("api_version") < F.col("min_v")) | (F.col("api_version") > F.col("max_v"))))
+    checked = used.join(conns, ["capture", "conn_id"]).join(ranges, ["adv", "api_key"], "left")
+    wanting = checked.where(F.col("min_v").isNull() | (F.col("api_version") < F.col("min_v"))
+                            | (F.col("api_version") > F.col("max_v"))).select(
+        "capture", "conn_id", "api_key", "api_version", "conn_adv", "adv", "min_v", "max_v")
+    bad = with_endpoints(reqs.join(wanting, ["capture", "conn_id", "api_key", "api_version"]))
     bad = bad.withColumn("same_conn", F.col("conn_adv").isNotNull())
     agg = bad.groupBy("client_ip", "client_id", "broker", "api_name", "api_version", "min_v", "max_v").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
@@ -138,7 +144,3 @@ def controller_direct_access(events: DataFrame) -> DataFrame:
     )
     return as_findings(agg, "controller_direct_access", "info", detail,
                        client=F.when(F.col("conns") == 1, F.col("one_client")))
-
-
-def detect(events: DataFrame) -> list[DataFrame]:
-    return [unadvertised_version(events), endpoint_type_mismatch(events), controller_direct_access(events)]

@@ -1,0 +1,53 @@
+"""Every detector of the report, by name: the one list the report job runs (``pipelines/README.md`` documents
+each kind).
+
+A detector is a pure function of the shared inputs (the events, the broker identity observations, the admin
+audit) to a DataFrame of finding rows (``as_findings``; the report merges them into episodes). The list is
+ordered longest first, so that running them side by side finishes soonest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from pipelines import admin, clients, groups, hotspots, identity, versions
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    events: DataFrame
+    observations: DataFrame  # identity.identity_observations(events, hosts)
+    audit: DataFrame  # admin.admin_audit(events)
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    name: str
+    find: Callable[[Inputs], DataFrame]
+
+
+DETECTORS: tuple[Detector, ...] = (
+    Detector("misrouted_api_versions", lambda i: identity.misrouted_api_versions(i.events, i.observations)),
+    Detector("unassigned_partitions", lambda i: groups.unassigned_partitions(i.events, i.observations)),
+    Detector("unadvertised_version", lambda i: versions.unadvertised_version(i.events)),
+    Detector("endpoint_identity_changed", lambda i: identity.endpoint_identity_changed(i.observations)),
+    Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events)),
+    Detector("group_protocol_mismatch", lambda i: groups.group_protocol_mismatch(i.events)),
+    Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events)),
+    Detector("error_hotspot", lambda i: hotspots.error_hotspot(i.events)),
+    Detector("latency_hotspot", lambda i: hotspots.latency_hotspot(i.events)),
+    Detector("removed_in_kafka_4", lambda i: clients.removed_in_kafka_4(i.events)),
+    Detector("old_message_format", lambda i: clients.old_message_format(i.events)),
+    Detector("endpoint_type_mismatch", lambda i: versions.endpoint_type_mismatch(i.events)),
+    Detector("controller_direct_access", lambda i: versions.controller_direct_access(i.events)),
+    Detector("group_protocol_not_offered", lambda i: groups.group_protocol_not_offered(i.events)),
+    Detector("overlapping_assignment", lambda i: groups.overlapping_assignment(i.events)),
+    Detector("api_versions_one_sided_identity", lambda i: identity.api_versions_one_sided_identity(i.events)),
+    Detector("rebootstrap_required", lambda i: identity.rebootstrap_required(i.events)),
+    Detector("envelope_forwarding_failed", lambda i: admin.envelope_forwarding_failed(i.events)),
+    Detector("admin_write_failed", lambda i: admin.admin_write_failed(i.audit)),
+    Detector("admin_write_unanswered", lambda i: admin.admin_write_unanswered(i.audit)),
+)

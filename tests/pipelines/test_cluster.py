@@ -1,0 +1,119 @@
+"""The decode job and the report on a real Spark standalone cluster (a master and one worker on 127.0.0.1,
+started from the pyspark installation), with the commands pipelines/README.md gives: the events and findings
+equal those of the local run."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import PCAPS
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+pyspark = pytest.importorskip("pyspark")
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    logs = tmp_path_factory.mktemp("standalone")
+    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    procs = [subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui)], stdout=open(logs / "master.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+        env=_env())]
+    url = f"spark://127.0.0.1:{port}"
+    try:
+        procs.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2",
+             "--memory", "2g", "--webui-port", str(worker_ui), "--work-dir", str(logs / "work")],
+            stdout=open(logs / "worker.log", "wb"), stderr=subprocess.STDOUT, env=_env()))  # noqa: SIM115
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
+                    if json.load(r).get("aliveworkers", 0) >= 1:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, (logs / "master.log").read_text()[-2000:]
+            time.sleep(0.5)
+        yield url, logs / "work"
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _jobs_zip(path: Path) -> Path:
+    """``zip -qr jobs.zip pipelines contract -x '*__pycache__*'``, as pipelines/README.md says."""
+    with zipfile.ZipFile(path, "w") as z:
+        for package in ("pipelines", "contract"):
+            for f in sorted((REPO / package).rglob("*.py")):
+                z.write(f, f.relative_to(REPO))
+    return path
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def _canonical(rows: list[dict[str, Any]], without: tuple[str, ...]) -> list[str]:
+    return sorted(repr(sorted((k, v) for k, v in r.items() if k not in without)) for r in rows)
+
+
+def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path], tmp_path: Path) -> None:
+    url, work = master
+    captures = [str(p) for p in sorted(PCAPS.glob("*.pcap"))]
+    jobs = _jobs_zip(tmp_path / "jobs.zip")
+    # the decode job, submitted to the cluster: one task per capture file
+    _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--py-files", str(jobs),
+          "--conf", f"spark.pyspark.python={sys.executable}", str(REPO / "pipelines" / "decode_job.py"),
+          *captures, "--output", str(tmp_path / "cluster")], tmp_path)
+    _run([str(BIN / "kafka-inspector"), "read", *captures, "--output", str(tmp_path / "local"), "--quiet"], tmp_path)
+    cluster = pq.read_table(tmp_path / "cluster" / "events")
+    local = pq.read_table(tmp_path / "local" / "events")
+    assert cluster.num_rows == local.num_rows > 1000
+    # conn_id numbering differs (per-file ranges against consecutive); everything else is equal
+    assert _canonical(cluster.to_pylist(), ("conn_id",)) == _canonical(local.to_pylist(), ("conn_id",))
+
+    # the report on the cluster and locally, over the same events
+    for where, spark_master in (("on-cluster", url), ("local", "local[2]")):
+        _run([str(BIN / "kafka-inspector"), "report", str(tmp_path / "cluster"), "--output",
+              str(tmp_path / where), "--master", spark_master], tmp_path)
+    assert len(list(work.glob("app-*"))) == 2  # the worker ran both applications' executors
+    for name in ("findings.parquet", "admin_audit.parquet", "clients.parquet"):
+        on_cluster = pq.read_table(tmp_path / "on-cluster" / name).to_pylist()
+        here = pq.read_table(tmp_path / "local" / name).to_pylist()
+        assert on_cluster and _canonical(on_cluster, ()) == _canonical(here, ()), name

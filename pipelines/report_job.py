@@ -50,6 +50,11 @@ CONCURRENT_STEPS = 4
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 #: The local driver's JVM option for small inputs.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+#: A local driver (it is the executor too) on a larger input: a heap for a million cached events and their
+#: shuffles, and the throughput collector (a batch job; G1's concurrent threads took ~10 s of the 2 cores at
+#: 1 M events). On a small input both cost a second or two of start and are not set.
+LOCAL_DRIVER = {"spark.driver.memory": "4g"}
+LOCAL_JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 #: ``progress(done, total, name)``: called as each step of the report finishes.
 Progress = Callable[[int, int, str], None]
@@ -233,7 +238,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
     ``log``: a file the JVM's own output goes to (log4j's lines, the JDK's warnings), so that none reaches the
     terminal; with a local master, the driver binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (no
     "hostname resolves to a loopback address" warning). ``quick_jit`` (a local master, a small input: see
-    ``SMALL_INPUT_BYTES``): the driver's JIT compiles at its quick tier only."""
+    ``SMALL_INPUT_BYTES``): the driver's JIT compiles at its quick tier only; otherwise a local driver gets
+    ``LOCAL_DRIVER`` and ``LOCAL_JAVA_OPTIONS``."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -246,10 +252,16 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             if quick_jit:
                 conf.set("spark.driver.extraJavaOptions", QUICK_JIT)
+            else:
+                for k, v in LOCAL_DRIVER.items():
+                    conf.set(k, v)
+                conf.set("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
     if master is None or SparkContext._active_spark_context is not None:  # under spark-submit, or running
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
     else:
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}) if log is not None else None
+        # a JVM launched before in this process stays PySpark's gateway (its options and log with it)
+        fresh = log is not None and SparkContext._gateway is None
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}) if fresh else None
         spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("ERROR")
     return spark

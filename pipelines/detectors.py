@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from pipelines import admin, clients, groups, hotspots, identity, versions
+from pipelines import admin, clients, groups, hotspots, identity, producers, versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events)),
     Detector("group_protocol_mismatch", lambda i: groups.group_protocol_mismatch(i.events)),
     Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events)),
+    Detector("producer_sequence_gap", lambda i: producers.producer_sequence_gap(i.events)),
     Detector("error_hotspot", lambda i: hotspots.error_hotspot(i.events)),
     Detector("latency_hotspot", lambda i: hotspots.latency_hotspot(i.events)),
     Detector("removed_in_kafka_4", lambda i: clients.removed_in_kafka_4(i.events)),

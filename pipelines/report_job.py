@@ -30,6 +30,7 @@ from contract.kafka import (
     FIND_COORDINATOR,
     JOIN_GROUP,
     METADATA,
+    PRODUCE,
     SYNC_GROUP,
 )
 from pipelines import admin, clients, html, identity, plots
@@ -88,10 +89,12 @@ BODY_APIS = sorted({METADATA, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, DESCRIBE
 
 
 def slim(events: DataFrame) -> DataFrame:
-    """The events with ``body`` only where a detector reads it (Produce/Fetch bodies are the bulk), and whether
-    a body held record sets in message format v0/v1 (the client inventory's, read before the body goes)."""
+    """The events with ``body`` only where a detector reads it (Fetch responses are the bulk; Produce requests'
+    bodies hold their batches' headers, not the records), and whether a body held record sets in message format
+    v0/v1 (the client inventory's, read before the body goes)."""
+    kept = F.col("api_key").isin(BODY_APIS) | ((F.col("api_key") == PRODUCE) & (F.col("direction") == "request"))
     return events.withColumn("old_record_format", clients.old_record_format()).withColumn(
-        "body", F.when(F.col("api_key").isin(BODY_APIS), F.col("body")))
+        "body", F.when(kept, F.col("body")))
 
 
 def _is_local(path: str) -> bool:

@@ -33,10 +33,11 @@ def test_codes_are_contiguous_and_named_once() -> None:
 #: The named error codes and API keys of contract.kafka, as Kafka names them (names written here, not derived).
 NAMED_ERRORS = ("INCONSISTENT_GROUP_PROTOCOL", "CLUSTER_AUTHORIZATION_FAILED", "UNSUPPORTED_VERSION", "NOT_CONTROLLER",
                 "INVALID_REQUEST", "MEMBER_ID_REQUIRED", "MISMATCHED_ENDPOINT_TYPE", "UNSUPPORTED_ENDPOINT_TYPE",
-                "REBOOTSTRAP_REQUIRED")
-NAMED_APIS = {"METADATA": "Metadata", "FIND_COORDINATOR": "FindCoordinator", "JOIN_GROUP": "JoinGroup",
-              "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups", "API_VERSIONS": "ApiVersions",
-              "ENVELOPE": "Envelope", "DESCRIBE_CLUSTER": "DescribeCluster"}
+                "REBOOTSTRAP_REQUIRED", "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER",
+                "INVALID_PRODUCER_EPOCH")
+NAMED_APIS = {"PRODUCE": "Produce", "METADATA": "Metadata", "FIND_COORDINATOR": "FindCoordinator",
+              "JOIN_GROUP": "JoinGroup", "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups",
+              "API_VERSIONS": "ApiVersions", "ENVELOPE": "Envelope", "DESCRIBE_CLUSTER": "DescribeCluster"}
 
 
 def test_named_codes_and_keys_match_their_names() -> None:

@@ -1,0 +1,134 @@
+"""Idempotent and transactional producers' integrity (issue 20, item 5).
+
+Per producer id, epoch and partition, the record batches of Produce requests (their headers are decoded in the
+request body: ``Records.batches[]`` with ``producerId``, ``producerEpoch``, ``baseSequence``,
+``lastOffsetDelta``) follow one another in sequence: each batch starts where the previous one ended (sequence
+numbers wrap after 2**31 - 1). ``producer_sequence_gap`` findings:
+
+* a **gap**: a batch starts beyond where the previous one ended, so batches were never sent (or the capture
+  missed the requests that carried them) — the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+* an **epoch regression**: a batch with an older epoch than one already sent for that producer id and
+  partition (a zombie producer that was fenced);
+* an **overlap**: a batch starting inside the previous one, other than a resend of the same batch;
+* a **resend** of the same batch (a retry after a lost or failed answer; the broker deduplicates it): info;
+* Produce responses carrying OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46) or
+  INVALID_PRODUCER_EPOCH (47): the broker's own word, per client and broker.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from contract.kafka import DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, PRODUCE
+from pipelines.events import collect_evidence, evidence, exchanges, requests, with_endpoints
+from pipelines.findings import as_findings, error_list
+
+PRODUCE_REQUEST_DDL = (
+    "TopicData ARRAY<STRUCT<Name: STRING, TopicId: STRING, PartitionData: ARRAY<STRUCT<Index: INT, Records: STRUCT<"
+    "batches: ARRAY<STRUCT<byteOffset: BIGINT, producerId: BIGINT, producerEpoch: INT, baseSequence: INT, "
+    "lastOffsetDelta: INT, isTransactional: BOOLEAN>>>>>>>"
+)
+SEQUENCE_ERRORS = (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)
+_WRAP = 2**31
+
+
+def produce_batches(events: DataFrame) -> DataFrame:
+    """One row per record batch of an idempotent producer (producer id >= 0) in a Produce request: ts, capture,
+    conn_id, correlation_id, client, broker, client_id, topic, partition, batch (its order in the request),
+    pid, epoch, base, count, transactional."""
+    q = requests(events, [PRODUCE]).withColumn("qb", F.from_json("body", PRODUCE_REQUEST_DDL))
+    t = with_endpoints(q).select("ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id",
+                                 F.explode("qb.TopicData").alias("t"))
+    p = t.select("*", F.coalesce(F.col("t.Name"), F.col("t.TopicId")).alias("topic"),
+                 F.explode("t.PartitionData").alias("p"))
+    b = p.select("*", F.col("p.Index").alias("partition"), F.explode("p.Records.batches").alias("b"))
+    return b.where(F.col("b.producerId") >= 0).select(
+        "ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id", "topic", "partition",
+        F.col("b.byteOffset").alias("batch"), F.col("b.producerId").alias("pid"),
+        F.col("b.producerEpoch").alias("epoch"), F.col("b.baseSequence").cast("long").alias("base"),
+        (F.col("b.lastOffsetDelta").cast("long") + 1).alias("count"), F.col("b.isTransactional").alias("transactional"))
+
+
+def _next_sequence(base: Column, count: Column) -> Column:
+    end = base + count
+    return F.when(end >= _WRAP, end - _WRAP).otherwise(end)
+
+
+def sequence_problems(events: DataFrame) -> DataFrame:
+    """Each batch that does not follow its predecessor of the same producer id and partition: the batch's
+    columns (``produce_batches``) plus ``problem`` (gap, epoch regression, overlap, resend), ``expected`` (the
+    sequence it should have started at), ``prev_epoch``, ``prev_conn``, ``prev_corr``."""
+    b = produce_batches(events).where(F.col("base") >= 0)
+    w = Window.partitionBy("capture", "pid", "topic", "partition").orderBy("ts", "conn_id", "correlation_id",
+                                                                           "batch")
+    b = (b.withColumn("prev_epoch", F.lag("epoch").over(w)).withColumn("prev_base", F.lag("base").over(w))
+         .withColumn("prev_count", F.lag("count").over(w))
+         .withColumn("max_epoch", F.max("epoch").over(w.rowsBetween(Window.unboundedPreceding, -1)))
+         .withColumn("prev_conn", F.lag("conn_id").over(w)).withColumn("prev_corr", F.lag("correlation_id").over(w)))
+    expected = _next_sequence(F.col("prev_base"), F.col("prev_count"))
+    same_epoch = F.col("epoch") == F.col("prev_epoch")
+    problem = (
+        F.when(F.col("epoch") < F.col("max_epoch"), F.lit("epoch regression"))
+        .when(~same_epoch, F.lit(None))
+        .when(F.col("base") == expected, F.lit(None))
+        .when((F.col("base") == F.col("prev_base")) & (F.col("count") == F.col("prev_count")), F.lit("resend"))
+        .when(((F.col("base") - expected + _WRAP) % _WRAP) < _WRAP // 2, F.lit("gap"))
+        .otherwise(F.lit("overlap"))
+    )
+    return b.where(F.col("prev_epoch").isNotNull()).withColumn("expected", expected).withColumn(
+        "problem", problem).where(F.col("problem").isNotNull())
+
+
+def producer_sequence_gap(events: DataFrame) -> DataFrame:
+    """Gaps, epoch regressions, overlaps and resends in producers' batch sequences, and the brokers' sequence
+    and epoch errors."""
+    s = sequence_problems(events)
+    missing = F.when(F.col("problem") == "gap", (F.col("base") - F.col("expected") + _WRAP) % _WRAP)
+    agg = s.groupBy("client", "broker", "client_id", "pid", "topic", "partition", "problem").agg(
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
+        F.sum(missing).alias("missing"), F.min_by(F.struct("epoch", "prev_epoch", "base", "expected"), "ts")
+        .alias("first"),
+        collect_evidence(evidence()).alias("evidence"))
+    what = (
+        F.when(F.col("problem") == "gap", F.concat(
+            F.lit("a batch starting at sequence "), F.col("first.base").cast("string"), F.lit(" where "),
+            F.col("first.expected").cast("string"), F.lit(" was next ("), F.col("missing").cast("string"),
+            F.lit(" record(s) skipped in all): records were never sent, or the capture missed the requests that "
+                  "carried them; the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER (45)")))
+        .when(F.col("problem") == "epoch regression", F.concat(
+            F.lit("a batch with producer epoch "), F.col("first.epoch").cast("string"),
+            F.lit(" after epoch "), F.col("first.prev_epoch").cast("string"),
+            F.lit(" had been used: a fenced (zombie) producer is still writing; the broker answers "
+                  "INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED (90)")))
+        .when(F.col("problem") == "overlap", F.concat(
+            F.lit("a batch starting at sequence "), F.col("first.base").cast("string"),
+            F.lit(", inside the previous batch (next was "), F.col("first.expected").cast("string"),
+            F.lit("): the producer reordered or rewrote batches")))
+        .otherwise(F.lit("the same batch sent again (a retry after a lost or failed answer; the broker "
+                         "deduplicates it)"))
+    )
+    detail = F.concat(
+        F.lit("Producer id "), F.col("pid").cast("string"), F.lit(" ("), F.col("client"), F.lit(", client id "),
+        F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") sent "), what, F.lit(" to "), F.col("topic"),
+        F.lit("-"), F.col("partition").cast("string"), F.lit(" on "), F.col("broker"),
+        F.when(F.col("n") > 1, F.concat(F.lit(" ("), F.col("n").cast("string"), F.lit(" times)"))).otherwise(
+            F.lit("")), F.lit("."))
+    severity = F.when(F.col("problem") == "resend", F.lit("info")).otherwise(F.lit("error"))
+    from_batches = as_findings(agg, "producer_sequence_gap", severity, detail)
+
+    r = with_endpoints(exchanges(events, [PRODUCE], None, None)).withColumn(
+        "codes", F.array_intersect(F.coalesce(F.col("r_nested_error_codes"), F.array().cast("array<smallint>")),
+                                   F.array(*[F.lit(c).cast("smallint") for c in SEQUENCE_ERRORS])))
+    refused = r.where(F.size("codes") > 0).groupBy("client", "broker", "client_id").agg(
+        F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
+        F.count(F.lit(1)).alias("n"), F.array_sort(F.array_distinct(F.flatten(F.collect_list("codes"))))
+        .alias("codes"), collect_evidence(evidence()).alias("evidence"))
+    said = F.concat(
+        F.col("broker"), F.lit(" answered "), F.col("n").cast("string"), F.lit(" Produce request(s) of "),
+        F.col("client"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") with "),
+        error_list(F.col("codes")),
+        F.lit(": the broker saw batches out of sequence, again, or from a fenced epoch. An idempotent producer "
+              "resets its sequence (or fails) on these; records may be lost or duplicated downstream."))
+    from_brokers = as_findings(refused, "producer_sequence_gap", "error", said)
+    return from_batches.unionByName(from_brokers)

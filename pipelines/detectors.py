@@ -38,6 +38,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("group_protocol_mismatch", lambda i: groups.group_protocol_mismatch(i.events)),
     Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events)),
     Detector("producer_sequence_gap", lambda i: producers.producer_sequence_gap(i.events)),
+    Detector("transaction_anomaly", lambda i: producers.transaction_anomaly(i.events)),
     Detector("error_hotspot", lambda i: hotspots.error_hotspot(i.events)),
     Detector("latency_hotspot", lambda i: hotspots.latency_hotspot(i.events)),
     Detector("removed_in_kafka_4", lambda i: clients.removed_in_kafka_4(i.events)),

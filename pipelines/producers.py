@@ -13,6 +13,13 @@ numbers wrap after 2**31 - 1). ``producer_sequence_gap`` findings:
 * a **resend** of the same batch (a retry after a lost or failed answer; the broker deduplicates it): info;
 * Produce responses carrying OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46) or
   INVALID_PRODUCER_EPOCH (47): the broker's own word, per client and broker.
+
+``transaction_anomaly`` findings, per producer id, epoch and transaction (the requests between two EndTxn):
+
+* a transaction still **open at capture end** (partitions, offsets or records added, no EndTxn after them);
+* transactional records produced to a partition the transaction never added (AddPartitionsToTxn), for Produce
+  before v12 (KIP-890's clients add partitions with the Produce itself);
+* an EndTxn for a transaction that added nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +27,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.kafka import DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, PRODUCE
+from contract.kafka import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DUPLICATE_SEQUENCE_NUMBER,
+    END_TXN,
+    INVALID_PRODUCER_EPOCH,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    PRODUCE,
+)
 from pipelines.events import collect_evidence, evidence, exchanges, requests, with_endpoints
 from pipelines.findings import as_findings, error_list
 
@@ -29,23 +44,32 @@ PRODUCE_REQUEST_DDL = (
     "batches: ARRAY<STRUCT<byteOffset: BIGINT, producerId: BIGINT, producerEpoch: INT, baseSequence: INT, "
     "lastOffsetDelta: INT, isTransactional: BOOLEAN>>>>>>>"
 )
+_TOPICS = "ARRAY<STRUCT<Name: STRING, Partitions: ARRAY<INT>>>"
+ADD_PARTITIONS_REQUEST_DDL = (
+    f"V3AndBelowTransactionalId STRING, V3AndBelowProducerId BIGINT, V3AndBelowProducerEpoch INT, "
+    f"V3AndBelowTopics {_TOPICS}, Transactions ARRAY<STRUCT<TransactionalId: STRING, ProducerId: BIGINT, "
+    f"ProducerEpoch: INT, Topics: {_TOPICS}>>"
+)
+TXN_REQUEST_DDL = "TransactionalId STRING, ProducerId BIGINT, ProducerEpoch INT, Committed BOOLEAN"
+#: Produce from this version on adds a transaction's partitions itself (KIP-890 part 2).
+PRODUCE_ADDS_PARTITIONS = 12
 SEQUENCE_ERRORS = (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)
 _WRAP = 2**31
 
 
 def produce_batches(events: DataFrame) -> DataFrame:
     """One row per record batch of an idempotent producer (producer id >= 0) in a Produce request: ts, capture,
-    conn_id, correlation_id, client, broker, client_id, topic, partition, batch (its order in the request),
-    pid, epoch, base, count, transactional."""
+    conn_id, correlation_id, client, broker, client_id, api_version, topic, partition, batch (its order in the
+    request), pid, epoch, base, count, transactional."""
     q = requests(events, [PRODUCE]).withColumn("qb", F.from_json("body", PRODUCE_REQUEST_DDL))
     t = with_endpoints(q).select("ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id",
-                                 F.explode("qb.TopicData").alias("t"))
+                                 "api_version", F.explode("qb.TopicData").alias("t"))
     p = t.select("*", F.coalesce(F.col("t.Name"), F.col("t.TopicId")).alias("topic"),
                  F.explode("t.PartitionData").alias("p"))
     b = p.select("*", F.col("p.Index").alias("partition"), F.explode("p.Records.batches").alias("b"))
     return b.where(F.col("b.producerId") >= 0).select(
-        "ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id", "topic", "partition",
-        F.col("b.byteOffset").alias("batch"), F.col("b.producerId").alias("pid"),
+        "ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id", "api_version", "topic",
+        "partition", F.col("b.byteOffset").alias("batch"), F.col("b.producerId").alias("pid"),
         F.col("b.producerEpoch").alias("epoch"), F.col("b.baseSequence").cast("long").alias("base"),
         (F.col("b.lastOffsetDelta").cast("long") + 1).alias("count"), F.col("b.isTransactional").alias("transactional"))
 
@@ -132,3 +156,87 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
               "resets its sequence (or fails) on these; records may be lost or duplicated downstream."))
     from_brokers = as_findings(refused, "producer_sequence_gap", "error", said)
     return from_batches.unionByName(from_brokers)
+
+
+def _partitions(topics: Column) -> Column:
+    """``topic-partition`` strings of a Topics array (Name, Partitions)."""
+    return F.flatten(F.transform(F.coalesce(topics, F.array()), lambda t: F.transform(
+        t["Partitions"], lambda p: F.concat(t["Name"], F.lit("-"), p.cast("string")))))
+
+
+def transaction_steps(events: DataFrame) -> DataFrame:
+    """Each step of transactional producers: ts, capture, conn_id, correlation_id, client, broker, client_id,
+    txn_id, pid, epoch, step (add, offsets, produce, end), tps (topic-partitions), committed, checked (a
+    produce whose partition must have been added)."""
+    cols = ["ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id"]
+    none = F.array().cast("array<string>")
+    add = with_endpoints(requests(events, [ADD_PARTITIONS_TO_TXN])).withColumn(
+        "qb", F.from_json("body", ADD_PARTITIONS_REQUEST_DDL))
+    old = add.where(F.col("qb.V3AndBelowProducerId").isNotNull()).select(
+        *cols, F.col("qb.V3AndBelowTransactionalId").alias("txn_id"), F.col("qb.V3AndBelowProducerId").alias("pid"),
+        F.col("qb.V3AndBelowProducerEpoch").alias("epoch"), _partitions(F.col("qb.V3AndBelowTopics")).alias("tps"))
+    batched = add.select(*cols, F.explode("qb.Transactions").alias("x")).select(
+        *cols, F.col("x.TransactionalId").alias("txn_id"), F.col("x.ProducerId").alias("pid"),
+        F.col("x.ProducerEpoch").alias("epoch"), _partitions(F.col("x.Topics")).alias("tps"))
+    adds = old.unionByName(batched).select("*", F.lit("add").alias("step"), F.lit(None).cast("boolean").alias(
+        "committed"), F.lit(False).alias("checked"))
+    txn = with_endpoints(requests(events, [ADD_OFFSETS_TO_TXN, END_TXN])).withColumn(
+        "qb", F.from_json("body", TXN_REQUEST_DDL)).select(
+        *cols, F.col("qb.TransactionalId").alias("txn_id"), F.col("qb.ProducerId").alias("pid"),
+        F.col("qb.ProducerEpoch").alias("epoch"), none.alias("tps"),
+        F.when(F.col("api_key") == END_TXN, F.lit("end")).otherwise(F.lit("offsets")).alias("step"),
+        F.when(F.col("api_key") == END_TXN, F.col("qb.Committed")).alias("committed"), F.lit(False).alias("checked"))
+    produced = produce_batches(events).where(F.col("transactional")).select(
+        *cols, F.lit(None).cast("string").alias("txn_id"), "pid", "epoch",
+        F.array(F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"))).alias("tps"),
+        F.lit("produce").alias("step"), F.lit(None).cast("boolean").alias("committed"),
+        (F.col("api_version") < PRODUCE_ADDS_PARTITIONS).alias("checked"))
+    return adds.unionByName(txn).unionByName(produced).where(F.col("pid") >= 0)
+
+
+def transaction_anomaly(events: DataFrame) -> DataFrame:
+    """Transactions open at capture end, records produced to partitions never added, EndTxn with nothing."""
+    s = transaction_steps(events)
+    w = Window.partitionBy("capture", "pid", "epoch").orderBy("ts", "conn_id", "correlation_id")
+    ended = (F.col("step") == "end").cast("int")
+    s = s.withColumn("txn", F.coalesce(F.sum(ended).over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
+    t = s.groupBy("capture", "pid", "epoch", "txn").agg(
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
+        F.first("txn_id", ignorenulls=True).alias("txn_id"), F.max_by("client", "ts").alias("client"),
+        F.max_by("broker", "ts").alias("broker"), F.max_by("client_id", "ts").alias("client_id"),
+        F.max(ended).alias("has_end"), F.max_by("committed", F.col("step") == "end").alias("committed"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("step") == "add", F.col("tps"))))))
+        .alias("added"),
+        F.max((F.col("step") == "offsets").cast("int")).alias("offsets"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("step") == "produce", F.col("tps"))))))
+        .alias("produced"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("checked"), F.col("tps"))))))
+        .alias("must_add"),
+        collect_evidence(evidence()).alias("evidence"))
+    who = F.concat(F.lit("Transaction of transactional id "), F.coalesce(F.col("txn_id"), F.lit("?")),
+                   F.lit(" (producer id "), F.col("pid").cast("string"), F.lit(", epoch "),
+                   F.col("epoch").cast("string"), F.lit("; "), F.col("client"), F.lit(", client id "),
+                   F.coalesce(F.col("client_id"), F.lit("null")), F.lit(")"))
+    added = F.concat(F.lit("["), F.array_join(F.array_union(F.col("added"), F.col("produced")), ", "), F.lit("]"))
+    open_ = t.where(F.col("has_end") == 0)
+    open_detail = F.concat(
+        who, F.lit(" is still open at the end of the capture: it added "), added,
+        F.when(F.col("offsets") == 1, F.lit(" and consumer offsets")).otherwise(F.lit("")),
+        F.lit(" and sent no EndTxn. The coordinator aborts it after the transaction timeout; until then "
+              "read_committed consumers of those partitions wait behind it (the last stable offset stops)."))
+    missing = F.array_except(F.col("must_add"), F.col("added"))
+    unadded = t.where(F.size(missing) > 0)
+    unadded_detail = F.concat(
+        who, F.lit(" produced transactional records to "), F.array_join(missing, ", "),
+        F.lit(", never added with AddPartitionsToTxn (it added "), F.concat(F.lit("["), F.array_join(
+            F.col("added"), ", "), F.lit("]")),
+        F.lit("): the broker rejects them (INVALID_TXN_STATE), or they escape the transaction's commit or abort."))
+    empty = t.where((F.col("has_end") == 1) & (F.size("added") == 0) & (F.size("produced") == 0)
+                    & (F.col("offsets") == 0))
+    empty_detail = F.concat(
+        who, F.lit(" ended with EndTxn ("), F.when(F.col("committed"), F.lit("commit")).otherwise(F.lit("abort")),
+        F.lit(") without adding any partition or offsets: the client ends transactions it never began (the "
+              "coordinator answers INVALID_TXN_STATE, or it is a no-op)."))
+    return as_findings(open_, "transaction_anomaly", "warning", open_detail).unionByName(
+        as_findings(unadded, "transaction_anomaly", "error", unadded_detail)).unionByName(
+        as_findings(empty, "transaction_anomaly", "warning", empty_detail))

@@ -23,9 +23,12 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from contract.kafka import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
     API_VERSIONS,
     DESCRIBE_CLUSTER,
     DESCRIBE_GROUPS,
+    END_TXN,
     ENVELOPE,
     FIND_COORDINATOR,
     JOIN_GROUP,
@@ -85,6 +88,7 @@ def finding_order(f: dict[str, Any]) -> tuple[Any, ...]:
 
 #: APIs whose ``body`` some detector parses; the report keeps only these bodies in its cached events.
 BODY_APIS = sorted({METADATA, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, API_VERSIONS, ENVELOPE,
+                    ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
                     DESCRIBE_CLUSTER, *ADMIN_WRITES})
 
 

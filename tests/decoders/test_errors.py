@@ -37,7 +37,9 @@ NAMED_ERRORS = ("INCONSISTENT_GROUP_PROTOCOL", "CLUSTER_AUTHORIZATION_FAILED", "
                 "INVALID_PRODUCER_EPOCH")
 NAMED_APIS = {"PRODUCE": "Produce", "METADATA": "Metadata", "FIND_COORDINATOR": "FindCoordinator",
               "JOIN_GROUP": "JoinGroup", "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups",
-              "API_VERSIONS": "ApiVersions", "ENVELOPE": "Envelope", "DESCRIBE_CLUSTER": "DescribeCluster"}
+              "API_VERSIONS": "ApiVersions", "ADD_PARTITIONS_TO_TXN": "AddPartitionsToTxn",
+              "ADD_OFFSETS_TO_TXN": "AddOffsetsToTxn", "END_TXN": "EndTxn", "ENVELOPE": "Envelope",
+              "DESCRIBE_CLUSTER": "DescribeCluster"}
 
 
 def test_named_codes_and_keys_match_their_names() -> None:

@@ -38,7 +38,7 @@ PROTOCOL_KINDS = {
     "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
     "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
     "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4", "old_message_format",
-    "producer_sequence_gap",
+    "producer_sequence_gap", "transaction_anomaly",
 }
 
 

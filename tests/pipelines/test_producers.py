@@ -1,5 +1,6 @@
 """Producer integrity: gaps, epoch regressions, overlaps and resends in idempotent producers' batch sequences,
-and the brokers' sequence errors; ordinary sequences (wrapping ones included) are quiet."""
+and the brokers' sequence errors; transactions left open, producing to partitions never added, or ended with
+nothing; ordinary sequences (wrapping ones included) and transactions are quiet."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from contract.kafka import PRODUCE
-from pipelines.producers import producer_sequence_gap
+from contract.kafka import ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, PRODUCE
+from pipelines.producers import producer_sequence_gap, transaction_anomaly
 from tests.pipelines.rows import ev, events, exchange
 
 
@@ -65,3 +66,50 @@ def test_brokers_sequence_errors(spark: SparkSession) -> None:
     assert f["severity"] == "error" and f["evidence"] == ev((1, 1), (1, 2))
     assert "answered 2 Produce request(s)" in f["detail"]
     assert "OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46)" in f["detail"]
+
+
+def _txn(api_key: int, corr: int, pid: int = 7, epoch: int = 0, **body: Any) -> list[dict[str, Any]]:
+    request = {"TransactionalId": "tx-1", "ProducerId": pid, "ProducerEpoch": epoch, **body}
+    return exchange(api_key, 3, request, {"ErrorCode": 0}, t=float(corr), corr=corr)
+
+
+def _add(corr: int, *partitions: int, pid: int = 7) -> list[dict[str, Any]]:
+    request = {"V3AndBelowTransactionalId": "tx-1", "V3AndBelowProducerId": pid, "V3AndBelowProducerEpoch": 0,
+               "V3AndBelowTopics": [{"Name": "orders", "Partitions": list(partitions)}]}
+    return exchange(ADD_PARTITIONS_TO_TXN, 3, request, {"ResultsByTopicV3AndBelow": []}, t=float(corr), corr=corr)
+
+
+def _txn_batch(base: int, count: int) -> dict[str, Any]:
+    return {**_batch(base, count), "isTransactional": True}
+
+
+def _anomalies(spark: SparkSession, *groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted((r.asDict(recursive=True) for r in transaction_anomaly(events(spark, *groups)).collect()),
+                  key=lambda r: r["detail"])
+
+
+def test_committed_and_aborted_transactions_are_quiet(spark: SparkSession) -> None:
+    assert _anomalies(spark, _add(1, 0), _produce(2, _txn_batch(0, 5)), _txn(ADD_OFFSETS_TO_TXN, 3, GroupId="g"),
+                      _txn(END_TXN, 4, Committed=True), _add(5, 0), _produce(6, _txn_batch(5, 5)),
+                      _txn(END_TXN, 7, Committed=False)) == []
+
+
+def test_open_at_capture_end_unadded_partition_and_empty_end(spark: SparkSession) -> None:
+    found = _anomalies(spark, _txn(END_TXN, 1, Committed=True),  # nothing added before it
+                       _add(2, 0), _produce(3, _txn_batch(0, 5), partition=1), _txn(END_TXN, 4, Committed=True),
+                       _add(5, 2))  # and no EndTxn after
+    assert [(f["severity"], f["evidence"]) for f in found] == [
+        ("warning", ev((1, 1))), ("warning", ev((1, 5))), ("error", ev((1, 2), (1, 3), (1, 4)))]
+    empty, still_open, unadded = (f["detail"] for f in found)
+    assert empty.startswith("Transaction of transactional id tx-1 (producer id 7, epoch 0; ")
+    assert "ended with EndTxn (commit) without adding any partition" in empty
+    assert "still open at the end of the capture: it added [orders-2]" in still_open
+    assert "produced transactional records to orders-1, never added with AddPartitionsToTxn (it added " \
+           "[orders-0])" in unadded
+    assert {f["kind"] for f in found} == {"transaction_anomaly"}
+
+
+def test_produce_v12_adds_its_own_partitions(spark: SparkSession) -> None:
+    rows = exchange(PRODUCE, 12, {"TopicData": [{"Name": "orders", "PartitionData": [
+        {"Index": 3, "Records": {"batches": [_txn_batch(0, 1)]}}]}]}, {"Responses": []}, t=1.0, corr=1)
+    assert _anomalies(spark, rows, _txn(END_TXN, 2, Committed=True)) == []

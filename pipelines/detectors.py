@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from pipelines import admin, clients, groups, hotspots, identity, producers, versions
+from pipelines import admin, clients, groups, hotspots, identity, producers, rebalances, versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events)),
     Detector("producer_sequence_gap", lambda i: producers.producer_sequence_gap(i.events)),
     Detector("transaction_anomaly", lambda i: producers.transaction_anomaly(i.events)),
+    Detector("rebalance_storm", lambda i: rebalances.rebalance_storm(i.events)),
     Detector("error_hotspot", lambda i: hotspots.error_hotspot(i.events)),
     Detector("latency_hotspot", lambda i: hotspots.latency_hotspot(i.events)),
     Detector("removed_in_kafka_4", lambda i: clients.removed_in_kafka_4(i.events)),

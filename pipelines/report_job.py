@@ -3,8 +3,8 @@
 ``run(spark, input, output)`` is the job; the ``__main__`` block (for ``spark-submit``) alone builds and
 stops the session. ``kafka-inspector report`` (``pipelines/report.py``) calls the same ``run``.
 
-Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet`` and ``OUTPUT/clients.parquet`` (Spark
-Parquet datasets, one file each) and ``OUTPUT/report.html``.
+Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet``, ``OUTPUT/clients.parquet`` and
+``OUTPUT/rebalances.parquet`` (Spark Parquet datasets, one file each) and ``OUTPUT/report.html``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from contract.kafka import (
     PRODUCE,
     SYNC_GROUP,
 )
-from pipelines import admin, clients, html, identity, plots
+from pipelines import admin, clients, html, identity, plots, rebalances
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events import events_path, load_events, shared_exchanges
 from pipelines.findings import FINDINGS_SCHEMA, episodes
@@ -72,6 +72,7 @@ class ReportResult:
     findings_path: str = ""
     audit_path: str = ""
     clients_path: str = ""
+    rebalances_path: str = ""
     html_path: str = ""
     clients: int = 0
     #: where the time went, in seconds: "load", each step (they overlap: CONCURRENT_STEPS at a time), "write"
@@ -171,6 +172,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         findings_path=output.rstrip("/") + "/findings.parquet",
         audit_path=output.rstrip("/") + "/admin_audit.parquet",
         clients_path=output.rstrip("/") + "/clients.parquet",
+        rebalances_path=output.rstrip("/") + "/rebalances.parquet",
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
@@ -191,6 +193,10 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
             html.MAX_AUDIT_ROWS + 1).collect())
         result.audit_rows = audit.count()
 
+    def write_rebalances() -> None:
+        rebalances.classic_rebalances(events).repartition(1).sortWithinPartitions("group_id", "generation").write.mode(
+            "overwrite").parquet(result.rebalances_path)
+
     def collect_plots() -> None:
         result.plots = plots.collect(events)
 
@@ -202,8 +208,8 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     def detector(d: Detector) -> Callable[[], None]:
         return lambda: found.__setitem__(d.name, episodes(d.find(inputs)).collect())
 
-    steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit), ("plots", collect_plots),
-             ("client inventory", collect_inventory)]
+    steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit),
+             ("rebalances", write_rebalances), ("plots", collect_plots), ("client inventory", collect_inventory)]
     with shared_exchanges():
         _run_steps(steps, progress, result.timings)
 

@@ -38,7 +38,7 @@ PROTOCOL_KINDS = {
     "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
     "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
     "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4", "old_message_format",
-    "producer_sequence_gap", "transaction_anomaly",
+    "producer_sequence_gap", "transaction_anomaly", "rebalance_storm",
 }
 
 
@@ -85,6 +85,10 @@ def by_capture(findings: list[dict[str, Any]], conn_capture: dict[int, str]) -> 
 
 def test_report_writes_its_outputs(report_dir: Path) -> None:
     assert (report_dir / "report.html").stat().st_size > 10_000
+    rebalances = pq.read_table(report_dir / "rebalances.parquet").to_pylist()
+    group = [r for r in rebalances if r["group_id"] == "inspector-group"]  # tansu-consumer-group-3-members
+    assert [r["generation"] for r in group] == [0, 1, 3] and len(group[1]["members"]) == 3
+    assert len(group[2]["left"]) == 2 and all(r["duration_ms"] > 0 for r in group)
     audit = pq.read_table(report_dir / "admin_audit.parquet").to_pylist()
     apis = {(a["api_name"], a["client_id"]) for a in audit}
     assert ("CreateTopics", "confluent-admin") in apis and ("DeleteTopics", "kafka-python-admin") in apis

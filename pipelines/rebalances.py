@@ -1,0 +1,84 @@
+"""Classic consumer-group rebalances, one row each, and the ``rebalance_storm`` finding (issue 20, item 3 in part).
+
+A rebalance is a generation of a group: it starts with the first JoinGroup request answered with that
+generation and ends with the last successful SyncGroup response of that generation (the last JoinGroup
+response when no SyncGroup of it is in the capture). Its members are the member ids the coordinator answered;
+those not in the previous generation joined, those of the previous one missing left. JoinGroup v8+ carries the
+member's ``Reason``.
+
+``rebalance_storm``: at least ``STORM_REBALANCES`` rebalances of one group within ``STORM_WINDOW_S`` seconds:
+members keep joining and leaving (session timeouts, ``max.poll.interval.ms`` exceeded, crash loops), and while a
+classic group rebalances nobody consumes.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from contract.kafka import JOIN_GROUP, SYNC_GROUP
+from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.findings import as_findings
+
+STORM_REBALANCES = 5
+STORM_WINDOW_S = 600
+JOIN_REASON_DDL = "Reason STRING"
+REBALANCE_COLUMNS = ("group_id", "generation", "start", "end", "duration_ms", "complete", "members", "joined", "left",
+                     "reasons", "broker", "evidence")
+
+
+def classic_rebalances(events: DataFrame) -> DataFrame:
+    """One row per group generation (``REBALANCE_COLUMNS``)."""
+    jg = with_endpoints(exchanges(events, [JOIN_GROUP], JOIN_REASON_DDL, None)).where(
+        (F.col("r_error_code") == 0) & (F.col("r_generation_id") >= 0) & F.col("group_id").isNotNull())
+    gens = jg.groupBy("group_id", F.col("r_generation_id").alias("generation")).agg(
+        F.min("ts").alias("start"), F.max("r_ts").alias("joined"),
+        F.array_sort(F.collect_set(F.coalesce("r_member_id", "member_id"))).alias("members"),
+        F.array_sort(F.collect_set(F.when(F.col("qb.Reason") != "", F.col("qb.Reason")))).alias("reasons"),
+        F.min_by("broker", "ts").alias("broker"), collect_evidence(evidence()).alias("evidence"))
+    synced = exchanges(events, [SYNC_GROUP], None, None).where(
+        (F.col("r_error_code") == 0) & F.col("generation_id").isNotNull()).groupBy(
+        "group_id", F.col("generation_id").alias("generation")).agg(F.max("r_ts").alias("synced"))
+    r = gens.join(synced, ["group_id", "generation"], "left")
+    w = Window.partitionBy("group_id").orderBy("generation")
+    previous = F.lag("members").over(w)
+    end = F.coalesce(F.col("synced"), F.col("joined"))
+    return r.select(
+        "group_id", "generation", "start", end.alias("end"),
+        ((F.unix_micros(end) - F.unix_micros("start")) / 1000.0).alias("duration_ms"),
+        F.col("synced").isNotNull().alias("complete"), "members",
+        F.array_except(F.col("members"), F.coalesce(previous, F.array().cast("array<string>"))).alias("joined"),
+        F.array_except(F.coalesce(previous, F.array().cast("array<string>")), F.col("members")).alias("left"),
+        "reasons", "broker", "evidence")
+
+
+def rebalance_storm(events: DataFrame) -> DataFrame:
+    """Groups that rebalanced ``STORM_REBALANCES`` times or more within ``STORM_WINDOW_S`` seconds."""
+    r = classic_rebalances(events)
+    w = Window.partitionBy("group_id").orderBy(F.unix_micros("start")).rangeBetween(-STORM_WINDOW_S * 1_000_000, 0)
+    stormy = (r.withColumn("recent", F.count(F.lit(1)).over(w))
+              .withColumn("win_start", F.min("start").over(w)).withColumn("win_gen", F.min("generation").over(w))
+              .withColumn("win_joined", F.flatten(F.collect_list("joined").over(w)))
+              .withColumn("win_reasons", F.flatten(F.collect_list("reasons").over(w)))
+              .withColumn("win_evidence", F.flatten(F.collect_list("evidence").over(w)))
+              .where(F.col("recent") >= STORM_REBALANCES))
+    agg = stormy.groupBy("group_id").agg(
+        F.min("win_start").alias("ts_first"), F.max("end").alias("ts_last"), F.max("recent").alias("most"),
+        F.min("win_gen").alias("gen_first"), F.max("generation").alias("gen_last"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_joined")))).alias("joined"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_reasons")))).alias("reasons"),
+        F.first("broker").alias("broker"),
+        F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_evidence")))), 1, 50).alias("evidence"))
+    detail = F.concat(
+        F.lit("Group "), F.col("group_id"), F.lit(" rebalanced "), F.col("most").cast("string"),
+        F.lit(f" times within {STORM_WINDOW_S // 60} minutes (generations "), F.col("gen_first").cast("string"),
+        F.lit(" to "), F.col("gen_last").cast("string"), F.lit("); members joining: "),
+        F.array_join(F.slice("joined", 1, 5), ", "),
+        F.when(F.size("joined") > 5, F.lit(", ...")).otherwise(F.lit("")),
+        F.when(F.size("reasons") > 0, F.concat(F.lit("; their reasons: "), F.array_join(F.slice("reasons", 1, 5),
+                                                                                       "; "))).otherwise(F.lit("")),
+        F.lit(f". {STORM_REBALANCES} or more rebalances in {STORM_WINDOW_S // 60} minutes is a storm: nobody "
+              "consumes while a classic group rebalances. Look for members exceeding max.poll.interval.ms or "
+              "session.timeout.ms, crash loops, or static membership (group.instance.id) to ride out restarts."),
+    )
+    return as_findings(agg, "rebalance_storm", "warning", detail, client=None, group_id="group_id")

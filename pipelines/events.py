@@ -152,6 +152,16 @@ def collect_evidence(entry: Column) -> Column:
     return F.slice(F.array_sort(F.collect_set(entry)), 1, EVIDENCE_LIMIT)
 
 
+def union_sorted(arrays: Column) -> Column:
+    """Aggregate: the distinct elements of the array column ``arrays`` over the group, sorted."""
+    return F.array_sort(F.array_distinct(F.flatten(F.collect_list(arrays))))
+
+
+def merge_evidence(evidence_arrays: Column) -> Column:
+    """Aggregate: evidence arrays merged: distinct entries, sorted, at most ``EVIDENCE_LIMIT``."""
+    return F.slice(union_sorted(evidence_arrays), 1, EVIDENCE_LIMIT)
+
+
 def asof(
     left: DataFrame,
     right: DataFrame,

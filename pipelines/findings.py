@@ -15,6 +15,7 @@ from pyspark.sql.types import (
 )
 
 from contract.kafka import ERROR_NAMES
+from pipelines.events import EVIDENCE_LIMIT, merge_evidence
 
 EVIDENCE_TYPE = ArrayType(
     StructType([StructField("conn_id", LongType()), StructField("correlation_id", IntegerType())])
@@ -35,8 +36,6 @@ FINDINGS_SCHEMA = StructType(
     ]
 )
 FINDING_COLUMNS = tuple(FINDINGS_SCHEMA.names)
-#: Evidence samples an episode keeps.
-EPISODE_SAMPLES = 50
 
 
 def as_findings(
@@ -81,12 +80,11 @@ def episodes(findings: DataFrame) -> DataFrame:
     merged = findings.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("occurrences"), F.min("ts_first").alias("ts_first"),
         F.max("ts_last").alias("ts_last"), F.min_by("detail", F.struct("ts_first", "detail")).alias("first"),
-        F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list("evidence")))), 1, EPISODE_SAMPLES)
-        .alias("evidence"))
+        merge_evidence(F.col("evidence")).alias("evidence"))
     seen = F.concat(F.lit(" Seen "), F.col("occurrences").cast("string"), F.lit(" times from "),
                     F.date_format("ts_first", "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(" to "),
                     F.date_format("ts_last", "yyyy-MM-dd HH:mm:ss.SSS"),
-                    F.lit(f" (the first is described; the evidence samples up to {EPISODE_SAMPLES} messages)."))
+                    F.lit(f" (the first is described; the evidence samples up to {EVIDENCE_LIMIT} messages)."))
     detail = F.when(F.col("occurrences") > 1, F.concat(F.col("first"), seen)).otherwise(F.col("first"))
     return merged.select(*[detail.alias("detail") if c == "detail" else F.col(c) for c in FINDING_COLUMNS])
 

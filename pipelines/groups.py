@@ -20,7 +20,16 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contract.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
-from pipelines.events import asof, collect_evidence, evidence, exchanges, parse_body, responses, with_endpoints
+from pipelines.events import (
+    asof,
+    collect_evidence,
+    evidence,
+    exchanges,
+    parse_body,
+    responses,
+    union_sorted,
+    with_endpoints,
+)
 from pipelines.findings import as_findings, error_label
 from pipelines.identity import identity_observations
 
@@ -29,7 +38,9 @@ _ASSIGNMENT = (
     "STRUCT<status: STRING, inferred: BOOLEAN, "
     "value: STRUCT<AssignedPartitions: ARRAY<STRUCT<Topic: STRING, Partitions: ARRAY<INT>>>>>"
 )
-JOIN_REQUEST_DDL = f"ProtocolType STRING, Protocols ARRAY<STRUCT<Name: STRING, MetadataDecoded: {_SUBSCRIPTION}>>"
+JOIN_REQUEST_DDL = (
+    f"ProtocolType STRING, Protocols ARRAY<STRUCT<Name: STRING, MetadataDecoded: {_SUBSCRIPTION}>>, Reason STRING"
+)
 JOIN_RESPONSE_DDL = (
     "ErrorCode SMALLINT, GenerationId INT, ProtocolType STRING, ProtocolName STRING, Leader STRING, "
     f"MemberId STRING, Members ARRAY<STRUCT<MemberId: STRING, MetadataDecoded: {_SUBSCRIPTION}>>"
@@ -56,19 +67,22 @@ def _nonempty(c: Column) -> Column:
     return c.isNotNull() & (c != "")
 
 
-def _joins(events: DataFrame) -> DataFrame:
+def joins(events: DataFrame) -> DataFrame:
+    """JoinGroup exchanges (``exchanges``, shared by the group detectors, the rebalances and the plots), with
+    endpoints and the protocols each member ``offered``."""
     jg = with_endpoints(exchanges(events, [JOIN_GROUP], JOIN_REQUEST_DDL, JOIN_RESPONSE_DDL))
     return jg.withColumn("offered", F.transform(F.coalesce(F.col("qb.Protocols"), F.array()), lambda p: p["Name"]))
 
 
-def _syncs(events: DataFrame) -> DataFrame:
+def syncs(events: DataFrame) -> DataFrame:
+    """SyncGroup exchanges (``exchanges``, shared as ``joins``), with endpoints."""
     return with_endpoints(exchanges(events, [SYNC_GROUP], SYNC_REQUEST_DDL, SYNC_RESPONSE_DDL))
 
 
 def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
     """INCONSISTENT_GROUP_PROTOCOL (23) answers to JoinGroup/SyncGroup, with what the group was using."""
-    jg = _joins(events)
-    sg = _syncs(events)
+    jg = joins(events)
+    sg = syncs(events)
     rejected = jg.where(F.col("r_error_code") == INCONSISTENT_GROUP_PROTOCOL).select(
         "group_id", "client", "broker", "client_id", "ts", "r_ts", "conn_id", "correlation_id", "api_name",
         F.col("qb.ProtocolType").alias("ptype"), "offered",
@@ -86,7 +100,7 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
     agg = rejected.groupBy("group_id", "client", "broker", "api_name").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
         F.count(F.lit(1)).alias("n"), F.first("client_id", ignorenulls=True).alias("client_id"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("offered")))).alias("offered"),
+        union_sorted(F.col("offered")).alias("offered"),
         F.array_sort(F.collect_set("ptype")).alias("ptypes"),
         collect_evidence(evidence()).alias("evidence"),
     ).join(in_use, "group_id", "left")
@@ -109,13 +123,13 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
 
 def group_protocol_not_offered(events: DataFrame) -> DataFrame:
     """A successful JoinGroup whose selected protocol is not among the ones the member offered."""
-    jg = _joins(events).where(
+    jg = joins(events).where(
         (F.col("r_error_code") == 0) & _nonempty(F.col("r_protocol_name")) & (F.size("offered") > 0)
         & ~F.array_contains(F.col("offered"), F.col("r_protocol_name")))
     agg = jg.groupBy("group_id", F.col("r_generation_id").alias("generation"), "client", "broker").agg(
         F.min("ts").alias("ts_first"), F.max("r_ts").alias("ts_last"),
         F.first("r_protocol_name").alias("selected"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("offered")))).alias("offered"),
+        union_sorted(F.col("offered")).alias("offered"),
         F.first(F.coalesce(F.col("r_member_id"), F.col("member_id")), ignorenulls=True).alias("member"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
@@ -134,7 +148,7 @@ def _declarations(events: DataFrame) -> DataFrame:
     broker, conn_id, correlation_id, ptype, pname."""
     cols = ["group_id", "generation", "ts", "source", "client", "broker", "conn_id", "correlation_id", "ptype",
             "pname"]
-    jg = _joins(events).where(F.col("r_error_code") == 0)
+    jg = joins(events).where(F.col("r_error_code") == 0)
     join_req = jg.select("group_id", F.col("r_generation_id").alias("generation"), "ts",
                          F.lit("JoinGroup request").alias("source"), "client", "broker", "conn_id", "correlation_id",
                          F.col("qb.ProtocolType").alias("ptype"), F.lit(None).cast("string").alias("pname"))
@@ -142,7 +156,7 @@ def _declarations(events: DataFrame) -> DataFrame:
                           F.lit("JoinGroup response").alias("source"), "client", "broker", "conn_id",
                           "correlation_id", F.col("rb.ProtocolType").alias("ptype"),
                           F.col("rb.ProtocolName").alias("pname"))
-    sg = _syncs(events)
+    sg = syncs(events)
     sync_req = sg.select("group_id", F.col("generation_id").alias("generation"), "ts",
                          F.lit("SyncGroup request").alias("source"), "client", "broker", "conn_id", "correlation_id",
                          F.col("qb.ProtocolType").alias("ptype"), F.col("qb.ProtocolName").alias("pname"))
@@ -194,8 +208,8 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
 
 def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     """Member metadata / assignments that do not decode under the group's declared protocol type."""
-    jg = _joins(events)
-    sg = _syncs(events)
+    jg = joins(events)
+    sg = syncs(events)
     base = ["group_id", "client", "broker", "client_id", "conn_id", "correlation_id"]
     join_req = jg.select(*base, "ts", F.lit("JoinGroup request metadata").alias("what"),
                          F.col("qb.ProtocolType").alias("ptype"),
@@ -253,7 +267,7 @@ def _status(decoded: str) -> Column:
 
 def _leader_assignments(events: DataFrame) -> DataFrame:
     """The last leader SyncGroup request per group generation, exploded to (member, topic, partition)."""
-    sg = _syncs(events).where(F.size(F.coalesce(F.col("qb.Assignments"), F.array())) > 0)
+    sg = syncs(events).where(F.size(F.coalesce(F.col("qb.Assignments"), F.array())) > 0)
     w = Window.partitionBy("group_id", "generation_id").orderBy(F.col("ts").desc(), F.col("conn_id").desc())
     last = sg.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1)
     a = last.select("group_id", F.col("generation_id").alias("generation"), "ts", "client", "broker", "broker_ip",
@@ -312,7 +326,7 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
     gens = a.select("group_id", "generation", "ts", "client", "broker", "broker_ip", "broker_port", "capture",
                     "conn_id", "correlation_id", "pname").dropDuplicates(["group_id", "generation"])
     # the generation's subscriptions: the leader's JoinGroup response lists every member's metadata
-    jg = _joins(events).where((F.col("r_error_code") == 0) & (F.size(F.coalesce(F.col("rb.Members"), F.array())) > 0))
+    jg = joins(events).where((F.col("r_error_code") == 0) & (F.size(F.coalesce(F.col("rb.Members"), F.array())) > 0))
     subs = jg.select("group_id", F.col("r_generation_id").alias("generation"),
                      F.explode("rb.Members").alias("m")).where(F.col("m.MetadataDecoded.status") == "ok").select(
         "group_id", "generation", F.explode("m.MetadataDecoded.value.Topics").alias("topic")).distinct()

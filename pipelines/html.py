@@ -71,6 +71,14 @@ def _severity(sev: str) -> str:
     return f'<span class="sev sev-{escape(sev)}">{escape(sev)}</span>'
 
 
+def _table(table_id: str, headers: Sequence[str], rows: Sequence[str], total: int, limit: int, rest: str) -> str:
+    """A table of the first ``limit`` of ``total`` items (``rows``, rendered), then a note on where the rest
+    are (``rest``)."""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    more = f"<p class='note'>{total - limit} more {rest}.</p>" if total > limit else ""
+    return f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more
+
+
 def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
     if not findings:
         return '<p class="none" id="no-findings">No findings: nothing in this traffic matched a detector.</p>'
@@ -85,12 +93,9 @@ def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
             f"<td class='mono'>{escape(f['group_id'] or '')}</td><td class='detail'>{escape(f['detail'])}</td>"
             f"<td class='mono'>{_evidence(f['evidence'])}</td></tr>"
         )
-    more = (f"<p class='note'>{len(findings) - MAX_FINDING_ROWS} more findings are in findings.parquet.</p>"
-            if len(findings) > MAX_FINDING_ROWS else "")
-    return ("<table id='findings'><thead><tr><th>severity</th><th>kind</th><th>first / last (UTC)</th>"
-            "<th>times</th><th>client</th><th>broker</th><th>group</th><th>detail</th>"
-            "<th>evidence (conn / correlation)</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more)
+    return _table("findings", ("severity", "kind", "first / last (UTC)", "times", "client", "broker", "group", "detail",
+                               "evidence (conn / correlation)"),
+                  rows, len(findings), MAX_FINDING_ROWS, "findings are in findings.parquet")
 
 
 def summary_table(findings: Sequence[Mapping[str, Any]]) -> str:
@@ -123,11 +128,9 @@ def audit_table(audit: Sequence[Mapping[str, Any]]) -> str:
             f"<td>{escape(a['api_name'] or '')} v{a['api_version']}"
             f"{' <i>validate only</i>' if a['validate_only'] else ''}</td>"
             f"<td class='detail'>{escape(a['targets'] or '')}</td><td>{outcome}</td></tr>")
-    more = (f"<p class='note'>{len(audit) - MAX_AUDIT_ROWS} more rows are in admin_audit.parquet.</p>"
-            if len(audit) > MAX_AUDIT_ROWS else "")
-    return ("<table id='admin-audit'><thead><tr><th>time (UTC)</th><th>client</th><th>client id</th>"
-            "<th>principal</th><th>broker</th><th>API</th><th>targets</th><th>outcome</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>" + more)
+    return _table("admin-audit", ("time (UTC)", "client", "client id", "principal", "broker", "API", "targets",
+                                  "outcome"),
+                  rows, len(audit), MAX_AUDIT_ROWS, "rows are in admin_audit.parquet")
 
 
 def _client_findings(client: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
@@ -158,12 +161,9 @@ def clients_table(clients: Sequence[Mapping[str, Any]], findings: Sequence[Mappi
             f"<td class='detail'>{escape(apis_text(row))}</td><td>{escape(errors_text(row))}</td>"
             f"<td>{'<br>'.join(ready) if ready else '<span class=none>ready</span>'}</td>"
             f"<td>{_client_findings(c, findings)}</td></tr>")
-    more = (f"<p class='note'>{len(clients) - MAX_CLIENT_ROWS} more clients are in clients.parquet.</p>"
-            if len(clients) > MAX_CLIENT_ROWS else "")
-    return ("<table id='clients'><thead><tr><th>client</th><th>client id</th><th>principal</th><th>software</th>"
-            "<th>first / last (UTC)</th><th>brokers</th><th>requests</th><th>APIs (version ×requests)</th>"
-            "<th>errors (×responses)</th><th>Kafka 4.0</th><th>findings</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>" + more)
+    return _table("clients", ("client", "client id", "principal", "software", "first / last (UTC)", "brokers",
+                              "requests", "APIs (version ×requests)", "errors (×responses)", "Kafka 4.0", "findings"),
+                  rows, len(clients), MAX_CLIENT_ROWS, "clients are in clients.parquet")
 
 
 def plots_section(p: PlotData) -> str:

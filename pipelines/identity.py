@@ -41,6 +41,7 @@ from pipelines.events import (
     endpoint,
     evidence,
     exchanges,
+    merge_evidence,
     parse_body,
     responses,
     with_endpoints,
@@ -286,8 +287,7 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
             F.min("prev_ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
             F.min(F.struct("ts", "source")).alias("first_new"),
             F.max(F.struct("prev_ts", "prev_source")).alias("last_old"),
-            F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.array("prev_ev", evidence()))))), 1, 50)
-            .alias("evidence"))
+            merge_evidence(F.array("prev_ev", evidence())).alias("evidence"))
         detail = F.concat(
             endpoint("ip", "port"), F.lit(f" changed {label}: it was {label} "), F.col("prev"),
             F.lit(" (last said by a "), F.col("last_old.prev_source"), F.lit(" at "),

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from contract.kafka import JOIN_GROUP
-from pipelines.events import exchanges, with_endpoints
+from pipelines.events import with_endpoints
+from pipelines.groups import joins
 from pipelines.hotspots import _error_codes
 
 Series = dict[str, list[tuple[float, float]]]
@@ -104,7 +104,7 @@ def collect(events: DataFrame) -> PlotData:
     ).orderBy(F.col("p99").desc(), "api", "broker").limit(TOP_LATENCY_ROWS).collect()
     d.latency = [(r["api"], r["broker"] or "?", int(r["n"]), float(r["p50"]), float(r["p99"])) for r in lat_rows]
 
-    jg = exchanges(events, [JOIN_GROUP], None, None).where(
+    jg = joins(events).where(
         (F.col("r_error_code") == 0) & F.col("group_id").isNotNull() & F.col("r_generation_id").isNotNull())
     gens = jg.groupBy("group_id", F.col("r_generation_id").alias("gen")).agg(
         F.min(F.unix_micros("r_ts")).alias("t"),

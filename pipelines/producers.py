@@ -36,7 +36,15 @@ from contract.kafka import (
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     PRODUCE,
 )
-from pipelines.events import collect_evidence, evidence, exchanges, requests, with_endpoints
+from pipelines.events import (
+    collect_evidence,
+    evidence,
+    exchanges,
+    parse_body,
+    requests,
+    union_sorted,
+    with_endpoints,
+)
 from pipelines.findings import as_findings, error_list
 
 PRODUCE_REQUEST_DDL = (
@@ -61,7 +69,7 @@ def produce_batches(events: DataFrame) -> DataFrame:
     """One row per record batch of an idempotent producer (producer id >= 0) in a Produce request: ts, capture,
     conn_id, correlation_id, client, broker, client_id, api_version, topic, partition, batch (its order in the
     request), pid, epoch, base, count, transactional."""
-    q = requests(events, [PRODUCE]).withColumn("qb", F.from_json("body", PRODUCE_REQUEST_DDL))
+    q = parse_body(requests(events, [PRODUCE]), PRODUCE_REQUEST_DDL, "qb")
     t = with_endpoints(q).select("ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id",
                                  "api_version", F.explode("qb.TopicData").alias("t"))
     p = t.select("*", F.coalesce(F.col("t.Name"), F.col("t.TopicId")).alias("topic"),
@@ -146,8 +154,8 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
                                    F.array(*[F.lit(c).cast("smallint") for c in SEQUENCE_ERRORS])))
     refused = r.where(F.size("codes") > 0).groupBy("client", "broker", "client_id").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
-        F.count(F.lit(1)).alias("n"), F.array_sort(F.array_distinct(F.flatten(F.collect_list("codes"))))
-        .alias("codes"), collect_evidence(evidence()).alias("evidence"))
+        F.count(F.lit(1)).alias("n"), union_sorted(F.col("codes")).alias("codes"),
+        collect_evidence(evidence()).alias("evidence"))
     said = F.concat(
         F.col("broker"), F.lit(" answered "), F.col("n").cast("string"), F.lit(" Produce request(s) of "),
         F.col("client"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") with "),
@@ -170,8 +178,7 @@ def transaction_steps(events: DataFrame) -> DataFrame:
     produce whose partition must have been added)."""
     cols = ["ts", "capture", "conn_id", "correlation_id", "client", "broker", "client_id"]
     none = F.array().cast("array<string>")
-    add = with_endpoints(requests(events, [ADD_PARTITIONS_TO_TXN])).withColumn(
-        "qb", F.from_json("body", ADD_PARTITIONS_REQUEST_DDL))
+    add = parse_body(with_endpoints(requests(events, [ADD_PARTITIONS_TO_TXN])), ADD_PARTITIONS_REQUEST_DDL, "qb")
     old = add.where(F.col("qb.V3AndBelowProducerId").isNotNull()).select(
         *cols, F.col("qb.V3AndBelowTransactionalId").alias("txn_id"), F.col("qb.V3AndBelowProducerId").alias("pid"),
         F.col("qb.V3AndBelowProducerEpoch").alias("epoch"), _partitions(F.col("qb.V3AndBelowTopics")).alias("tps"))
@@ -180,8 +187,7 @@ def transaction_steps(events: DataFrame) -> DataFrame:
         F.col("x.ProducerEpoch").alias("epoch"), _partitions(F.col("x.Topics")).alias("tps"))
     adds = old.unionByName(batched).select("*", F.lit("add").alias("step"), F.lit(None).cast("boolean").alias(
         "committed"), F.lit(False).alias("checked"))
-    txn = with_endpoints(requests(events, [ADD_OFFSETS_TO_TXN, END_TXN])).withColumn(
-        "qb", F.from_json("body", TXN_REQUEST_DDL)).select(
+    txn = parse_body(with_endpoints(requests(events, [ADD_OFFSETS_TO_TXN, END_TXN])), TXN_REQUEST_DDL, "qb").select(
         *cols, F.col("qb.TransactionalId").alias("txn_id"), F.col("qb.ProducerId").alias("pid"),
         F.col("qb.ProducerEpoch").alias("epoch"), none.alias("tps"),
         F.when(F.col("api_key") == END_TXN, F.lit("end")).otherwise(F.lit("offsets")).alias("step"),
@@ -205,13 +211,10 @@ def transaction_anomaly(events: DataFrame) -> DataFrame:
         F.first("txn_id", ignorenulls=True).alias("txn_id"), F.max_by("client", "ts").alias("client"),
         F.max_by("broker", "ts").alias("broker"), F.max_by("client_id", "ts").alias("client_id"),
         F.max(ended).alias("has_end"), F.max_by("committed", F.col("step") == "end").alias("committed"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("step") == "add", F.col("tps"))))))
-        .alias("added"),
+        union_sorted(F.when(F.col("step") == "add", F.col("tps"))).alias("added"),
         F.max((F.col("step") == "offsets").cast("int")).alias("offsets"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("step") == "produce", F.col("tps"))))))
-        .alias("produced"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(F.col("checked"), F.col("tps"))))))
-        .alias("must_add"),
+        union_sorted(F.when(F.col("step") == "produce", F.col("tps"))).alias("produced"),
+        union_sorted(F.when(F.col("checked"), F.col("tps"))).alias("must_add"),
         collect_evidence(evidence()).alias("evidence"))
     who = F.concat(F.lit("Transaction of transactional id "), F.coalesce(F.col("txn_id"), F.lit("?")),
                    F.lit(" (producer id "), F.col("pid").cast("string"), F.lit(", epoch "),

@@ -16,27 +16,26 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from contract.kafka import JOIN_GROUP, SYNC_GROUP
-from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.events import collect_evidence, evidence, merge_evidence, union_sorted
 from pipelines.findings import as_findings
+from pipelines.groups import joins, syncs
 
 STORM_REBALANCES = 5
 STORM_WINDOW_S = 600
-JOIN_REASON_DDL = "Reason STRING"
 REBALANCE_COLUMNS = ("group_id", "generation", "start", "end", "duration_ms", "complete", "members", "joined", "left",
                      "reasons", "broker", "evidence")
 
 
 def classic_rebalances(events: DataFrame) -> DataFrame:
     """One row per group generation (``REBALANCE_COLUMNS``)."""
-    jg = with_endpoints(exchanges(events, [JOIN_GROUP], JOIN_REASON_DDL, None)).where(
+    jg = joins(events).where(
         (F.col("r_error_code") == 0) & (F.col("r_generation_id") >= 0) & F.col("group_id").isNotNull())
     gens = jg.groupBy("group_id", F.col("r_generation_id").alias("generation")).agg(
         F.min("ts").alias("start"), F.max("r_ts").alias("joined"),
         F.array_sort(F.collect_set(F.coalesce("r_member_id", "member_id"))).alias("members"),
         F.array_sort(F.collect_set(F.when(F.col("qb.Reason") != "", F.col("qb.Reason")))).alias("reasons"),
         F.min_by("broker", "ts").alias("broker"), collect_evidence(evidence()).alias("evidence"))
-    synced = exchanges(events, [SYNC_GROUP], None, None).where(
+    synced = syncs(events).where(
         (F.col("r_error_code") == 0) & F.col("generation_id").isNotNull()).groupBy(
         "group_id", F.col("generation_id").alias("generation")).agg(F.max("r_ts").alias("synced"))
     r = gens.join(synced, ["group_id", "generation"], "left")
@@ -65,10 +64,8 @@ def rebalance_storm(events: DataFrame) -> DataFrame:
     agg = stormy.groupBy("group_id").agg(
         F.min("win_start").alias("ts_first"), F.max("end").alias("ts_last"), F.max("recent").alias("most"),
         F.min("win_gen").alias("gen_first"), F.max("generation").alias("gen_last"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_joined")))).alias("joined"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_reasons")))).alias("reasons"),
-        F.first("broker").alias("broker"),
-        F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list("win_evidence")))), 1, 50).alias("evidence"))
+        union_sorted(F.col("win_joined")).alias("joined"), union_sorted(F.col("win_reasons")).alias("reasons"),
+        F.first("broker").alias("broker"), merge_evidence(F.col("win_evidence")).alias("evidence"))
     detail = F.concat(
         F.lit("Group "), F.col("group_id"), F.lit(" rebalanced "), F.col("most").cast("string"),
         F.lit(f" times within {STORM_WINDOW_S // 60} minutes (generations "), F.col("gen_first").cast("string"),

@@ -79,7 +79,7 @@ def frame(spark: SparkSession, rows: list[tuple[Any, ...]], ddl: str) -> DataFra
     return spark.createDataFrame(rows, ddl)
 
 
-__all__ = ["at", "row", "exchange", "events", "ev", "frame", "project", "expected", "details"]
+__all__ = ["at", "row", "exchange", "events", "ev", "frame", "project", "expected", "canonical", "details"]
 
 FINDING_DDL = (
     "kind string, severity string, client string, broker string, group_id string, "
@@ -94,6 +94,11 @@ def project(findings: DataFrame) -> DataFrame:
 
 def expected(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
     return spark.createDataFrame(rows, FINDING_DDL)
+
+
+def canonical(rows: list[dict[str, Any]], without: tuple[str, ...] = ()) -> list[str]:
+    """Rows as sorted, comparable text, leaving out the ``without`` columns (what differs on purpose)."""
+    return sorted(repr(sorted((k, v) for k, v in r.items() if k not in without)) for r in rows)
 
 
 def details(findings: DataFrame) -> list[str]:

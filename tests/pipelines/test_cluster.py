@@ -14,12 +14,12 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import PCAPS
+from tests.pipelines.rows import canonical
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -89,10 +89,6 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _canonical(rows: list[dict[str, Any]], without: tuple[str, ...]) -> list[str]:
-    return sorted(repr(sorted((k, v) for k, v in r.items() if k not in without)) for r in rows)
-
-
 def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path], tmp_path: Path) -> None:
     url, work = master
     captures = [str(p) for p in sorted(PCAPS.glob("*.pcap"))]
@@ -106,7 +102,7 @@ def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path],
     local = pq.read_table(tmp_path / "local" / "events")
     assert cluster.num_rows == local.num_rows > 1000
     # conn_id numbering differs (per-file ranges against consecutive); everything else is equal
-    assert _canonical(cluster.to_pylist(), ("conn_id",)) == _canonical(local.to_pylist(), ("conn_id",))
+    assert canonical(cluster.to_pylist(), ("conn_id",)) == canonical(local.to_pylist(), ("conn_id",))
 
     # the report on the cluster and locally, over the same events
     for where, spark_master in (("on-cluster", url), ("local", "local[2]")):
@@ -116,4 +112,4 @@ def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path],
     for name in ("findings.parquet", "admin_audit.parquet", "clients.parquet"):
         on_cluster = pq.read_table(tmp_path / "on-cluster" / name).to_pylist()
         here = pq.read_table(tmp_path / "local" / name).to_pylist()
-        assert on_cluster and _canonical(on_cluster, ()) == _canonical(here, ()), name
+        assert on_cluster and canonical(on_cluster) == canonical(here), name

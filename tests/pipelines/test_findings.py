@@ -7,7 +7,8 @@ from datetime import timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.findings import EPISODE_SAMPLES, FINDING_COLUMNS, as_findings, episodes
+from pipelines.events import EVIDENCE_LIMIT
+from pipelines.findings import FINDING_COLUMNS, as_findings, episodes
 from tests.pipelines.rows import T0
 
 
@@ -33,8 +34,8 @@ def test_repeats_become_one_episode_with_count_span_and_samples(spark: SparkSess
     assert e["occurrences"] == 120 and e["severity"] == "error" and e["client"] == "10.0.0.1:5000"
     assert e["ts_last"] - e["ts_first"] == timedelta(seconds=119)
     assert e["detail"].startswith("asks for node 0 Seen 120 times from ")  # the first occurrence, then how often
-    assert len(e["evidence"]) == EPISODE_SAMPLES
-    samples = [{"conn_id": c, "correlation_id": 7} for c in range(-19, -19 + EPISODE_SAMPLES)]
+    assert len(e["evidence"]) == EVIDENCE_LIMIT
+    samples = [{"conn_id": c, "correlation_id": 7} for c in range(-19, -19 + EVIDENCE_LIMIT)]
     assert [x.asDict() for x in e["evidence"]] == samples  # the lowest distinct ones
     singles = sorted((r["kind"], r["severity"], r["client"], r["group_id"], r["detail"]) for r in out
                      if r["occurrences"] == 1)

@@ -26,10 +26,11 @@ _spec.loader.exec_module(_sources)
 COMPILED = {
     "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
                   "framing", "connection", "pipeline", "events", "summary", "reader"),
-    "decoders": ("api", "_runtime", "element_budget", "records", "record_batches", "record_codecs", "record_budget",
-                 "checksums", "guess", "embedded"),
+    "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
+                 "record_budget", "checksums", "guess", "embedded"),
 }
-NATIVE_DIRS = ("decoders/native", "inspector/native")  # hand-written typed modules (*.pyx)
+#: The typed native modules (*.pyx): hand-written, but decoders/native/_records.pyx, rendered from its model.
+NATIVE_DIRS = ("decoders/native", "inspector/native")
 #: Every source compiled, for the manifests.
 COMPILED_SOURCES: list[Path] = []
 

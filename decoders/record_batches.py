@@ -14,7 +14,8 @@ from typing import Any, Final
 
 from decoders.checksums import crc32c
 from decoders.record_budget import CallState
-from decoders.record_codecs import COMPRESSION_NAMES, decompress
+from decoders.record_codecs import decompress
+from decoders.record_header import COMPRESSION_NAMES, V2_HEADER
 
 __all__ = [
     "I32",
@@ -42,10 +43,7 @@ CONTROL_TYPES: Final = {
     6: "KRAFT_VOTERS",
 }
 
-# RecordBatch v2 header: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
-# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
-V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
-V2_HEADER_SIZE: Final = 61
+V2_HEADER_SIZE: Final = V2_HEADER.size  # 61
 _V2_ATTRIBUTES_POS: Final = 21  # CRC-32C covers attributes .. end of batch
 V2_MIN_LENGTH: Final = V2_HEADER_SIZE - 12  # batchLength counts from partitionLeaderEpoch
 LOG_OVERHEAD: Final = 12  # offset int64 + length int32, common to every magic

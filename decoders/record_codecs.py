@@ -14,10 +14,10 @@ from typing import Any, Final
 
 from decoders.checksums import xxh32
 from decoders.record_budget import CallState
+from decoders.record_header import COMPRESSION_NAMES
 
 __all__ = ["COMPRESSION_NAMES", "decompress"]
 
-COMPRESSION_NAMES: Final = ("none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)")
 
 _I32: Final = struct.Struct(">i")
 

@@ -74,7 +74,7 @@ from decoders.record_batches import (
     v2_records,
 )
 from decoders.record_budget import MAX_DECOMPRESSED_DEFAULT, MAX_RECORDS_DEFAULT, Budget, CallState
-from decoders.record_codecs import COMPRESSION_NAMES
+from decoders.record_header import v2_summary
 
 __all__ = ["MAX_DECOMPRESSED_DEFAULT", "MAX_RECORDS_DEFAULT", "Budget", "Records", "crc32c", "decode_records", "xxh32"]
 
@@ -122,28 +122,14 @@ def decode_records(
     batches: list[dict[str, Any]] = []
     append = batches.append
     unpack_v2 = V2_HEADER.unpack_from
-    names = COMPRESSION_NAMES
     partial = 0
     pos = 0
     try:
         while pos < n:
             rem = n - pos
             if rem >= V2_HEADER_SIZE and mv[pos + MAGIC_POS] == 2:
-                (
-                    base_offset,
-                    length,
-                    epoch,
-                    magic,
-                    crc,
-                    attrs,
-                    last_delta,
-                    base_ts,
-                    max_ts,
-                    pid,
-                    pepoch,
-                    base_seq,
-                    count,
-                ) = unpack_v2(mv, pos)
+                values = unpack_v2(mv, pos)
+                length = values[1]
                 if length < V2_MIN_LENGTH:
                     if ctx is None:
                         status = _bad_length(length, V2_MIN_LENGTH, pos)
@@ -154,28 +140,7 @@ def decode_records(
                 if end > n:
                     partial = rem
                     break
-                batch = {
-                    "byteOffset": pos,
-                    "baseOffset": base_offset,
-                    "batchLength": length,
-                    "partitionLeaderEpoch": epoch,
-                    "magic": magic,
-                    "crc": crc,
-                    "attributes": attrs,
-                    "compression": names[attrs & 0x07],
-                    "timestampType": "LogAppendTime" if attrs & 0x08 else "CreateTime",
-                    "isTransactional": (attrs & 0x10) != 0,
-                    "isControl": (attrs & 0x20) != 0,
-                    "hasDeleteHorizon": (attrs & 0x40) != 0,
-                    "lastOffsetDelta": last_delta,
-                    "baseTimestamp": base_ts,
-                    "maxTimestamp": max_ts,
-                    "producerId": pid,
-                    "producerEpoch": pepoch,
-                    "baseSequence": base_seq,
-                    "recordCount": count,
-                    "status": "ok",
-                }
+                batch = v2_summary(pos, values)
                 if records_level:
                     assert ctx is not None  # built up front at record level
                     v2_records(mv, pos, end, batch, ctx)

@@ -25,7 +25,7 @@ from inspector.capture_parser import (
     PCAPNG_SHB,
     CaptureError,
     CaptureParser,
-    MakeBatch,
+    FrameParser,
     RawPacket,
     header_problem,
 )
@@ -159,21 +159,21 @@ class CaptureReader:
         self._iterated = True
         return self._gen
 
-    def parsed(self, one: Callable[[RawPacket], _T], make_batch: MakeBatch | None = None) -> Iterator[_T]:
+    def parsed(self, one: Callable[[RawPacket], _T], frame: FrameParser | None = None) -> Iterator[_T]:
         """What ``one`` makes of every packet, in order (instead of the packets).
 
-        Before the iteration started, the parser makes them (``make_batch`` as for
-        :class:`~inspector.capture_parser.CaptureParser`: for a classic pcap, a function parsing the records
-        whole in a chunk in one call, or None); afterwards, ``one`` is called on each packet left.
+        Before the iteration started, the parser makes them (``frame`` as for
+        :class:`~inspector.capture_parser.CaptureParser`: what a classic pcap record is parsed into, given as
+        its parts, or None); afterwards, ``one`` is called on each packet left.
         """
         if self._iterated:
             return (one(pkt) for pkt in self._gen)
         self._iterated = True
-        self._parser = CaptureParser(one, make_batch)
-        # With a batch parser, chunks of an uncompressed file are read into one reused buffer: a fresh 1 MiB
-        # object per chunk page-faults on every page it touches (measured: 0.2 s per 100 MB, more than
-        # parsing). Nothing refers to the buffer afterwards: packets and payloads are copies.
-        self._gen = self._packets(make_batch is not None and self.format == "pcap" and not self.compressed)
+        self._parser = CaptureParser(one, frame)
+        # Chunks of an uncompressed classic pcap are read into one reused buffer: a fresh 1 MiB object per chunk
+        # page-faults on every page it touches (measured: 0.2 s per 100 MB, more than parsing). Nothing refers
+        # to the buffer afterwards: the record loop copies each record.
+        self._gen = self._packets(self.format == "pcap" and not self.compressed)
         return self._gen
 
     def __enter__(self) -> CaptureReader:

@@ -6,8 +6,9 @@ in what it has been fed so far and keeps the rest (at most one incomplete record
 :meth:`CaptureParser.end` says the data ended. It opens nothing, reads nothing and never reads a clock:
 ``inspector.capture_file`` is its file, gzip and stdin adapter.
 
-Record headers are parsed with ``struct.unpack_from`` (faster than ``dpkt.pcap.Reader``, which also
-hides the original packet length that is needed to detect snap-length truncation). Damage found in the
+The records of a classic pcap are sliced by one typed loop (``inspector/native/_packets.pyx``: faster than
+``dpkt.pcap.Reader``, which also hides the original packet length that is needed to detect snap-length
+truncation); pcapng blocks are read with ``struct.unpack_from``. Damage found in the
 data (a corrupt record header, a record larger than any real one, a truncated last record) is not an
 exception: it ends the packets and is described in :attr:`CaptureParser.warnings`; the packets before
 it are still good. Only data that is no capture at all raises :class:`CaptureError`.
@@ -21,12 +22,12 @@ from struct import Struct
 from typing import Any, Protocol, TypeVar
 
 from inspector.frozen_init import fast_frozen_init
+from inspector.native._packets import RecordLoop
 
 __all__ = [
-    "Batch",
     "CaptureError",
     "CaptureParser",
-    "MakeBatch",
+    "FrameParser",
     "PacketSource",
     "RawPacket",
     "describe_magic",
@@ -34,10 +35,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-#: ``batch(chunk, pos, out) -> (pos after them, count)`` and ``make_batch(little_endian, time_scale, linktype)``
-#: of :class:`CaptureParser`.
-Batch = Callable[[bytes | memoryview, int, list[Any]], tuple[int, int]]
-MakeBatch = Callable[[bool, float, int], Batch | None]
+#: ``frame(data, linktype, ts, caplen, wirelen)``: what a classic pcap record is parsed into, given as its parts
+#: (``inspector.packets.parse_frame``), in place of ``one(RawPacket(...))``; see :class:`CaptureParser`.
+FrameParser = Callable[[bytes, int, float, int, int], Any]
 
 
 class CaptureError(Exception):
@@ -68,7 +68,7 @@ fast_frozen_init(RawPacket)  # from source (compiled, a no-op)
 class PacketSource(Protocol):
     """What turns a capture into packets for a consumer (``inspector.capture_file.CaptureReader``)."""
 
-    def parsed(self, one: Callable[[RawPacket], _T], make_batch: MakeBatch | None = None) -> Iterator[_T]: ...
+    def parsed(self, one: Callable[[RawPacket], _T], frame: FrameParser | None = None) -> Iterator[_T]: ...
 
 
 # Classic pcap magic numbers as they appear in the first 4 bytes of the file.
@@ -127,12 +127,11 @@ def header_problem(head: bytes) -> str | None:
 class CaptureParser:
     """The packets of one pcap or pcapng byte stream, fed in chunks; the format is read from the data.
 
-    With ``one``, :meth:`feed` returns what ``one`` makes of each packet instead of the packet. For a
-    classic pcap, ``make_batch(little_endian, time_scale, linktype)`` may return a function that parses, in
-    one call, the records lying whole in a chunk: ``batch(chunk, pos, out) -> (pos after them, count)``,
-    appending what ``one`` would make of each (``inspector.native``); it returns None when it has no such
-    function. A chunk fed may be reused by the caller afterwards: nothing the parser keeps or returns
-    refers to it.
+    With ``one``, :meth:`feed` returns what ``one`` makes of each packet instead of the packet. The records of
+    a classic pcap are sliced by the one record loop, ``inspector/native/_packets.pyx``: each becomes
+    ``frame(data, linktype, ts, caplen, wirelen)`` when ``frame`` is given (the same thing ``one`` makes of
+    the packet, without the packet), else ``one(RawPacket(...))``. A chunk fed may be reused by the caller
+    afterwards: nothing the parser keeps or returns refers to it.
 
     Attributes:
         format: ``"pcap"`` or ``"pcapng"`` (None before the first 4 bytes).
@@ -145,7 +144,7 @@ class CaptureParser:
         done: True once damage ended the packets: what is fed afterwards is ignored.
     """
 
-    def __init__(self, one: Callable[[RawPacket], Any] | None = None, make_batch: MakeBatch | None = None) -> None:
+    def __init__(self, one: Callable[[RawPacket], Any] | None = None, frame: FrameParser | None = None) -> None:
         self.format: str | None = None
         self.linktype: int | None = None
         self.snaplen: int | None = None
@@ -154,14 +153,14 @@ class CaptureParser:
         self.packets = 0
         self.done = False
         self._one = one
-        self._make_batch = make_batch
-        self._batch: Batch | None = None
+        self._frame = frame
+        #: ``loop(chunk, pos, out) -> (pos after the records whole in it, their count)``: the record loop
+        self._loop: Callable[[Any, int, list[Any]], tuple[int, int]] | None = None
         self._tail = bytearray()  # the start of a record (or of the file header) not yet whole
         self._need = 4  # bytes the tail needs before it can be parsed
         self._records: Callable[[Any, list[Any]], None] = self._header
         # classic pcap
         self._scale = 1e-6
-        self._pcap_linktype = 0
         self._unpack_rec = Struct("<IIII").unpack_from
         # pcapng: the section's byte order and interfaces, (linktype, seconds per tick, offset seconds, snaplen)
         self._endian = "<"
@@ -243,12 +242,12 @@ class CaptureParser:
         endian, divisor = PCAP_MAGICS[magic]
         _major, _minor, _zone, _sigfigs, snaplen, network = Struct(endian + "HHiIII").unpack_from(buf, 4)
         self.snaplen = snaplen
-        self.linktype = self._pcap_linktype = network & 0xFFFF  # upper bits may carry FCS information
+        self.linktype = network & 0xFFFF  # upper bits may carry FCS information
         self.nanosecond = divisor == 1_000_000_000
         self._unpack_rec = Struct(endian + "IIII").unpack_from
         self._scale = 1.0 / divisor
-        make_batch = self._make_batch
-        self._batch = make_batch(endian == "<", self._scale, self.linktype) if make_batch is not None else None
+        frame = self._frame if self._frame is not None else self._packet
+        self._loop = RecordLoop(endian == "<", self._scale, self.linktype, frame).parse_records
         self._need = 16
         self._records = self._pcap
         if len(buf) > 24:
@@ -261,36 +260,22 @@ class CaptureParser:
         pos = self._pcap_tail(buf, out) if self._tail else 0
         if pos < 0:
             return  # all of buf went to the tail
+        assert self._loop is not None  # made with the file header
+        pos, parsed = self._loop(buf, pos, out)  # the records whole in this chunk, in one call
+        self.packets += parsed
         n = len(buf)
-        batch = self._batch
-        unpack_rec = self._unpack_rec
-        scale = self._scale
-        linktype = self._pcap_linktype
-        one = self._one
-        make = RawPacket
-        count = self.packets
-        while n - pos >= 16:
-            if batch is not None:
-                pos, parsed = batch(buf, pos, out)  # the records whole in this chunk, in one call
-                count += parsed
-                if n - pos < 16:
-                    break
-            sec, frac, caplen, wirelen = unpack_rec(buf, pos)
-            end = pos + 16 + caplen
-            if end > n:
-                if caplen > _MAX_RECORD:
-                    self.packets = count
-                    self._too_large(caplen)
-                    return
-                break
-            count += 1
-            pkt = make(sec + frac * scale, linktype, bytes(buf[pos + 16:end]), caplen, wirelen)
-            out.append(pkt if one is None else one(pkt))
-            pos = end
-        self.packets = count
         if pos < n:  # the start of a record: kept until the rest comes
+            caplen = self._unpack_rec(buf, pos)[2] if n - pos >= 16 else 0
+            if caplen > _MAX_RECORD:
+                self._too_large(caplen)
+                return
             self._tail += buf[pos:]
-            self._need = 16 if n - pos < 16 else 16 + unpack_rec(buf, pos)[2]
+            self._need = 16 if n - pos < 16 else 16 + caplen
+
+    def _packet(self, data: bytes, linktype: int, ts: float, caplen: int, wirelen: int) -> Any:
+        """A classic pcap record as a packet (or what ``one`` makes of it), when no ``frame`` parser is given."""
+        pkt = RawPacket(ts, linktype, data, caplen, wirelen)
+        return pkt if self._one is None else self._one(pkt)
 
     def _pcap_tail(self, buf: Any, out: list[Any]) -> int:
         """Complete the record the tail started from the start of ``buf``: the position in ``buf`` after it, or
@@ -317,14 +302,8 @@ class CaptureParser:
         record = bytes(tail)
         tail.clear()
         self._need = 16
-        batch = self._batch
-        if batch is not None:
-            self.packets += batch(record, 0, out)[1]
-        else:
-            sec, frac, caplen, wirelen = self._unpack_rec(record, 0)
-            pkt = RawPacket(sec + frac * self._scale, self._pcap_linktype, record[16:], caplen, wirelen)
-            self.packets += 1
-            out.append(pkt if self._one is None else self._one(pkt))
+        assert self._loop is not None  # made with the file header
+        self.packets += self._loop(record, 0, out)[1]
         return pos
 
     def _too_large(self, caplen: int) -> None:

@@ -50,13 +50,14 @@ class RecordsOptions:
 _api_name = _API_NAMES.get
 
 
-#: The records twin's writer of headers-level record set summaries (a capsule the body column calls).
+#: The writer of headers-level record set summaries (a capsule the body column calls), rendered into
+#: decoders/native/_records.pyx from the model of that summary, decoders/record_header.py.
 _headers_writer = _native_records.HEADERS_WRITER
 
 
 class _RecordsSummary:
     """The body writer's ``default``: a record set as its summary dict, at the level asked (the body column
-    writes the common headers-level ones itself, with the records twin's writer).
+    writes the common headers-level ones itself, with decoders/native/_records.pyx's writer).
 
     Record sets of one message share one decompression/record budget (``reset()`` before each
     message), and the problems their summaries report are kept for the row's notes.
@@ -271,7 +272,7 @@ class EventTable:
     def takes_text(self) -> bool:
         """Whether bodies may come as JSON text written by the decoder (``DecodedMessage.text``, with a partial
         body): the body column's twin writes them as they are, when it summarises record sets at the headers
-        level (the text's record sets are the records twin's headers-level summaries)."""
+        level (the text's record sets are decoders/native/_records.pyx's headers-level summaries)."""
         return self.records.level == "headers"
 
     def add(self, event: KafkaMessage) -> None:

@@ -17,8 +17,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import inspector.native._packets as _native
-from inspector.capture_parser import Batch, PacketSource, RawPacket
+from inspector.capture_parser import PacketSource, RawPacket
 from inspector.frozen_init import fast_frozen_init
 
 __all__ = [
@@ -344,15 +343,7 @@ def parse_frame(data: bytes, lt: int, ts: float, caplen: int, wirelen: int) -> S
                         _be32(data, tcp_off + 8), _u8(data, tcp_off + 13), payload, missing > 0, missing)
 
 
-def _native_batch(little: bool, scale: float, linktype: int) -> Batch:
-    """The record loop for one classic pcap (``inspector/native/_packets.pyx``), each record parsed by
-    :func:`parse_frame`."""
-    loop = _native.RecordLoop(little, scale, linktype, parse_frame)
-    batch: Batch = loop.parse_records
-    return batch
-
-
 def segments(reader: PacketSource) -> Iterator[Segment | Skipped]:
     """:func:`parse_packet` of every packet of ``reader``, in order; the records of a classic pcap go
-    through the typed loop (``inspector/native/_packets.pyx``)."""
-    return reader.parsed(parse_packet, _native_batch)
+    through the typed loop (``inspector/native/_packets.pyx``), each parsed by :func:`parse_frame`."""
+    return reader.parsed(parse_packet, parse_frame)

@@ -1,5 +1,5 @@
 """``python -m decoders.codegen [--check]``: regenerate ``decoders/generated`` (and ``contract/apis.py``) from
-``decoders/schema``.
+``decoders/schema``, and ``decoders/native/_records.pyx`` from ``decoders/record_header.py``.
 
 With ``--check`` nothing is written: the command fails when the committed generated code differs
 from what the generator makes of the committed schema (CI runs this).
@@ -13,7 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from decoders.codegen.generate import ACCEL_DIR, CONTRACT_DIR, GENERATED_DIR, generate_all
+from decoders.codegen.generate import ACCEL_DIR, CONTRACT_DIR, GENERATED_DIR, NATIVE_DIR, generate_all
+from decoders.codegen.render_records import NATIVE_RECORDS
 from decoders.spec.convert import SCHEMA_DIR
 
 
@@ -28,8 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     stale: list[str] = []
     count = 0
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel", Path(tmp) / "contract")
-        for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx"), (CONTRACT_DIR, "apis.py")):
+        fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel", Path(tmp) / "contract",
+                             Path(tmp) / "native")
+        for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx"), (CONTRACT_DIR, "apis.py"),
+                                (NATIVE_DIR, NATIVE_RECORDS)):
             made = {p.name for p in fresh if p.parent.name == folder.name}
             committed = {p.name for p in folder.glob(pattern)}
             count += len(made)
@@ -39,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print("generated decoders are out of date; run `python -m decoders.codegen`: " + ", ".join(stale))
         return 1
-    print(f"decoders/generated, decoders/accel and contract/apis.py are up to date ({count} modules)")
+    print(f"decoders/generated, decoders/accel, contract/apis.py and decoders/native/{NATIVE_RECORDS} are up to date "
+          f"({count} modules)")
     return 0
 
 

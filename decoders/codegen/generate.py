@@ -15,10 +15,13 @@ from typing import Any
 from decoders.codegen.model import is_flexible, versions_of
 from decoders.codegen.render import render_api, render_data
 from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
+from decoders.codegen.render_records import NATIVE_RECORDS, render_records
 from decoders.codegen.shared import HEADER, module_name
 
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
 ACCEL_DIR = Path(__file__).resolve().parent.parent / "accel"
+#: The decoders' native modules; one of them, the record set summary writer, is rendered from its model.
+NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 #: The top-level ``contract`` package: the API names are generated into it (``contract/apis.py``), once, for the
 #: decoders, the inspector and the Spark jobs alike.
 CONTRACT_DIR = Path(__file__).resolve().parent.parent.parent / "contract"
@@ -89,11 +92,12 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
 
 
 def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Path = ACCEL_DIR,
-                 contract_dir: Path = CONTRACT_DIR) -> list[Path]:
+                 contract_dir: Path = CONTRACT_DIR, native_dir: Path = NATIVE_DIR) -> list[Path]:
     """Regenerate every decoder module from the schema; returns the files written.
 
     The pure-Python decoders go to ``out_dir``, their compiled (Cython) twins to ``accel_dir``
-    (``decoders/accel`` by default), the API names to ``contract_dir/apis.py``.
+    (``decoders/accel`` by default), the API names to ``contract_dir/apis.py``, and the record set summary
+    writer, rendered from ``decoders.record_header``, to ``native_dir/_records.pyx``.
     """
     docs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(schema_dir.glob("*.json"))]
     apis = [d for d in docs if "apiKey" in d]
@@ -121,6 +125,7 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
     written = _write(out_dir, "*.py", files)
     written += _write(accel_dir, "*.pyx", accel)
     written += _write(contract_dir, "apis.py", {"apis.py": _api_names(apis)})  # the contract's other modules stay
+    written += _write(native_dir, NATIVE_RECORDS, {NATIVE_RECORDS: render_records()})  # the hand-written ones stay
     return written
 
 

@@ -3,8 +3,8 @@
 
 :class:`BodyColumn` writes each message's body as compact JSON straight into one growing buffer per batch
 (the Arrow column's data, with its offsets), so no bytes object is made per message; record sets are
-written by the records twin's headers-level writer (``decoders/native/_records.pyx``), or as the summary
-dict the caller's ``default`` makes of them. While writing it collects the non-zero ``ErrorCode`` values of
+written by the headers-level writer rendered into ``decoders/native/_records.pyx``, or as the summary dict
+the caller's ``default`` makes of them. While writing it collects the non-zero ``ErrorCode`` values of
 the text. :meth:`BodyColumn.text` gives one body's text alone (``inspector.events.body_json``).
 
 The text: ``dict`` (``str`` keys) as objects, ``list``/``tuple`` as arrays, ``str`` as UTF-8 (``<``, ``>``,
@@ -136,8 +136,9 @@ cdef class BodyColumn:
 
     def __cinit__(self, records_type, headers_writer=None, Py_ssize_t max_text=0x7FFFFFFF,
                   frozenset promoted_keys=frozenset()):
-        """``records_type``: the lazy record set type (``decoders.records.Records``); ``headers_writer``: the
-        records twin's ``HEADERS_WRITER`` when record sets are summarised at the headers level, else None;
+        """``records_type``: the lazy record set type (``decoders.records.Records``); ``headers_writer``:
+        ``decoders/native/_records.pyx``'s ``HEADERS_WRITER`` when record sets are summarised at the headers
+        level, else None;
         ``promoted_keys``: the top-level keys :attr:`promoted` looks for."""
         self.records_type = records_type
         self.promoted_keys = promoted_keys
@@ -281,7 +282,7 @@ cdef class BodyColumn:
         return 0
 
     cdef bint _headers(self, object data) except -1:
-        """Write a record set's headers-level summary (the records twin's text); False if it leaves it."""
+        """Write a record set's headers-level summary (``decoders/native/_records.pyx``'s text); False if it leaves it."""
         cdef Py_buffer view
         cdef Py_ssize_t bound
         try:

@@ -1,4 +1,5 @@
-"""The hand-written typed twins (decoders/native): same results as the pure code, or no answer.
+"""The two renderings of the record batch header model (``decoders.record_header``): the JSON writer rendered into
+``decoders/native/_records.pyx`` and the dict of ``v2_summary``, the same text or no answer.
 
 ``headers_json`` must write exactly what ``orjson.dumps(decode_records(data, "headers"))`` writes
 whenever it answers, and answer for the common shapes (whole magic-2 batches, a partial last one).

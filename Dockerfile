@@ -46,6 +46,9 @@ RUN printf '%s\n' \
         'mdurl==0.1.2' \
         'pygments==2.21.0' \
         'cramjam==2.14.0' \
+        'cryptography==50.0.2' \
+        'cffi==2.1.1' \
+        'pycparser==3.12' \
         'pyspark==4.3.0' \
         'py4j==0.10.9.9' \
         > /tmp/constraints.txt

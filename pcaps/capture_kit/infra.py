@@ -150,6 +150,8 @@ def _librdkafka() -> ctypes.CDLL:
     lib.rd_kafka_mock_cluster_bootstraps.argtypes = [vp]
     lib.rd_kafka_mock_topic_create.restype = ci
     lib.rd_kafka_mock_topic_create.argtypes = [vp, cp, ci, ci]
+    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.restype = None
+    lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [vp, ci]
     return lib
 
 
@@ -173,7 +175,9 @@ class MockCluster:
 
 
 @contextlib.contextmanager
-def mock_cluster(brokers: int = 3) -> Iterator[MockCluster]:
+def mock_cluster(brokers: int = 3, consumer_heartbeat_ms: int | None = None) -> Iterator[MockCluster]:
+    """``consumer_heartbeat_ms``: the HeartbeatIntervalMs the mock's KIP-848 group coordinator hands out in
+    ConsumerGroupHeartbeat responses (``rd_kafka_mock_set_group_consumer_heartbeat_interval_ms``)."""
     lib = _librdkafka()
     errstr = ctypes.create_string_buffer(512)
     conf = lib.rd_kafka_conf_new()
@@ -187,6 +191,8 @@ def mock_cluster(brokers: int = 3) -> Iterator[MockCluster]:
         lib.rd_kafka_destroy(rk)
         raise RuntimeError("rd_kafka_mock_cluster_new failed")
     try:
+        if consumer_heartbeat_ms is not None:
+            lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(mc, consumer_heartbeat_ms)
         bootstrap = lib.rd_kafka_mock_cluster_bootstraps(mc).decode()
         for hp in bootstrap.split(","):
             if not hp.startswith(f"{HOST}:"):

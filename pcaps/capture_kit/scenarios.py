@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pcaps.capture_kit.clients import cfk_create_topics, cfk_produce
+from pcaps.capture_kit.group_dynamics import clients_consumer_lag, clients_kip848_group, clients_rebalance_storm
 from pcaps.capture_kit.groups import clients_group, clients_group_no_common_assignor
 from pcaps.capture_kit.infra import (
     HERE,
@@ -64,6 +65,7 @@ class Scenario:
     topics: dict[str, int] = field(default_factory=dict)  # created before the capture starts
     setup: Callable[[str], None] | None = None  # runs before the capture starts (not recorded)
     part_timeout: float = 150.0
+    mock_consumer_heartbeat_ms: int | None = None  # "mock": the KIP-848 heartbeat interval its coordinator hands out
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -154,6 +156,29 @@ SCENARIOS: dict[str, Scenario] = {
         (sasl_tansu_cli, sasl_kafka_python, sasl_aiokafka, sasl_confluent, sasl_kafkajs),
         part_timeout=90.0,
     ),
+    "mock-cluster-kip848-consumer-group": Scenario(
+        "mock",
+        "KIP-848 group (group.protocol=consumer, ConsumerGroupHeartbeat): 4 confluent-kafka members join one after "
+        "another, one leaves; group epochs and assignments move while a producer writes",
+        (clients_kip848_group,),
+        topics={"kip848-orders": 6},
+        mock_consumer_heartbeat_ms=1000,
+    ),
+    "tansu-consumer-lag": Scenario(
+        "tansu",
+        "a confluent-kafka consumer (5 records/poll, commit after each) falls behind a 30 records/s producer; a lag "
+        "monitor polls OffsetFetch + ListOffsets",
+        (clients_consumer_lag,),
+        topics={"lag-orders": 3},
+    ),
+    "tansu-classic-rebalance-storm": Scenario(
+        "tansu",
+        "classic group rebalancing over and over: 7 short-lived kafka-python members, one joining every 5 s, each "
+        "leaving 9 s later; a producer writes 4 records/s",
+        (clients_rebalance_storm,),
+        topics={"storm-orders": 4},
+        setup=preload_orders("storm-orders"),
+    ),
 }
 
 
@@ -222,7 +247,7 @@ def run_scenario(name: str, outdir: Path) -> Run:
                     cfk_create_topics(bs, sc.topics)
                 record(bs, [port])
         else:
-            with mock_cluster(3) as mc:
+            with mock_cluster(3, sc.mock_consumer_heartbeat_ms) as mc:
                 for topic, partitions in sc.topics.items():
                     mc.create_topic(topic, partitions, 3)
                 record(mc.bootstrap, mc.ports)

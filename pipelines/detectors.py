@@ -13,7 +13,18 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from pipelines import admin, clients, groups, hotspots, identity, producers, rebalances, versions
+from pipelines import (
+    admin,
+    clients,
+    groups,
+    heartbeat_groups,
+    hotspots,
+    identity,
+    lag,
+    producers,
+    rebalances,
+    versions,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,9 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("controller_direct_access", lambda i: versions.controller_direct_access(i.events)),
     Detector("group_protocol_not_offered", lambda i: groups.group_protocol_not_offered(i.events)),
     Detector("overlapping_assignment", lambda i: groups.overlapping_assignment(i.events)),
+    Detector("overlapping_heartbeat_assignment", lambda i: heartbeat_groups.overlapping_assignment(i.events)),
+    Detector("group_member_errors", lambda i: heartbeat_groups.group_member_errors(i.events)),
+    Detector("consumer_lag_growing", lambda i: lag.consumer_lag_growing(i.events, i.observations)),
     Detector("api_versions_one_sided_identity", lambda i: identity.api_versions_one_sided_identity(i.events)),
     Detector("rebootstrap_required", lambda i: identity.rebootstrap_required(i.events)),
     Detector("envelope_forwarding_failed", lambda i: admin.envelope_forwarding_failed(i.events)),

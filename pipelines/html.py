@@ -180,6 +180,9 @@ def plots_section(p: PlotData) -> str:
         line_chart(p.generations, "Generation id per group (JoinGroup responses)", "generation", step=True,
                    point_labels=p.generation_labels),
         line_chart(p.members, "Members per generation", "members", step=True),
+        "<h2 id='lag'>Consumer lag</h2>",
+        line_chart(p.lag, "Records behind per group and topic (log end minus committed offset, summed over the "
+                          "partitions each group committed; lag.parquet has each partition and commit)", "records"),
     ]
     return "\n".join(parts)
 

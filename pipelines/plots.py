@@ -35,6 +35,7 @@ class PlotData:
     generations: Series = field(default_factory=dict)  # group -> (ts, generation)
     generation_labels: dict[str, list[str]] = field(default_factory=dict)
     members: Series = field(default_factory=dict)  # group -> (ts, members in that generation)
+    lag: Series = field(default_factory=dict)  # "group / topic" -> (ts, total lag): lag.group_lag
 
 
 def bucket_seconds(span_s: float, buckets: int = 100) -> int:
@@ -57,6 +58,18 @@ def _top(series: dict[str, dict[float, float]], order: list[str], buckets: list[
     if other:
         out["other"] = other
     return {k: [(b, v.get(b, 0.0)) for b in buckets] for k, v in out.items() if v}
+
+
+def lag_series(points: DataFrame) -> Series:
+    """``lag.group_lag``'s points of the ``TOP_GROUPS`` most lagging groups and topics, as "group / topic" series."""
+    top = points.groupBy("group_id", "topic").agg(F.max("lag").alias("peak")).orderBy(
+        F.col("peak").desc(), "group_id", "topic").limit(TOP_GROUPS)
+    out: Series = {}
+    for r in points.join(top, ["group_id", "topic"]).where(F.col("partitions") > 0).select(
+            "group_id", "topic", "point", F.unix_micros("ts").alias("t"), "lag").orderBy(
+            "group_id", "topic", "point").collect():
+        out.setdefault(f"{r['group_id']} / {r['topic']}", []).append((r["t"] / 1e6, float(r["lag"])))
+    return out
 
 
 def collect(events: DataFrame) -> PlotData:

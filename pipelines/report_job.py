@@ -3,8 +3,9 @@
 ``run(spark, input, output)`` is the job; the ``__main__`` block (for ``spark-submit``) alone builds and
 stops the session. ``kafka-inspector report`` (``pipelines/report.py``) calls the same ``run``.
 
-Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet``, ``OUTPUT/clients.parquet`` and
-``OUTPUT/rebalances.parquet`` (Spark Parquet datasets, one file each) and ``OUTPUT/report.html``.
+Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet``, ``OUTPUT/clients.parquet``,
+``OUTPUT/rebalances.parquet`` and ``OUTPUT/lag.parquet`` (Spark Parquet datasets, one file each) and
+``OUTPUT/report.html``.
 """
 
 from __future__ import annotations
@@ -26,17 +27,24 @@ from contract.kafka import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     API_VERSIONS,
+    CONSUMER_GROUP_DESCRIBE,
     DESCRIBE_CLUSTER,
     DESCRIBE_GROUPS,
+    DESCRIBE_TOPIC_PARTITIONS,
     END_TXN,
     ENVELOPE,
+    FETCH,
     FIND_COORDINATOR,
     JOIN_GROUP,
+    LIST_OFFSETS,
     METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
     PRODUCE,
     SYNC_GROUP,
+    TXN_OFFSET_COMMIT,
 )
-from pipelines import admin, clients, html, identity, plots, rebalances
+from pipelines import admin, clients, heartbeat_groups, html, identity, lag, plots, rebalances
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events import events_path, load_events, shared_exchanges
 from pipelines.findings import FINDINGS_SCHEMA, episodes
@@ -52,8 +60,10 @@ SMALL_INPUT_BYTES = 8_000_000
 CONCURRENT_STEPS = 4
 #: What small inputs set for the run (and put back after).
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-#: The local driver's JVM option for small inputs.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+#: The local driver's JVM options for small inputs: the quick tier, with the code cache of a tiered JVM (the
+#: quick tier alone gets a smaller one, which three dozen steps' method handles filled: "Out of space in
+#: CodeCache for adapters" stopped the SparkContext).
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: A local driver (it is the executor too) on a larger input: a heap for a million cached events and their
 #: shuffles, and the throughput collector (a batch job; G1's concurrent threads took ~10 s of the 2 cores at
 #: 1 M events). On a small input both cost a second or two of start and are not set.
@@ -73,6 +83,7 @@ class ReportResult:
     audit_path: str = ""
     clients_path: str = ""
     rebalances_path: str = ""
+    lag_path: str = ""
     html_path: str = ""
     clients: int = 0
     #: where the time went, in seconds: "load", each step (they overlap: CONCURRENT_STEPS at a time), "write"
@@ -89,17 +100,21 @@ def finding_order(f: dict[str, Any]) -> tuple[Any, ...]:
 
 #: APIs whose ``body`` some detector parses; the report keeps only these bodies in its cached events.
 BODY_APIS = sorted({METADATA, FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, API_VERSIONS, ENVELOPE,
-                    ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
+                    ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, OFFSET_COMMIT, OFFSET_FETCH, TXN_OFFSET_COMMIT,
+                    LIST_OFFSETS, CONSUMER_GROUP_DESCRIBE, DESCRIBE_TOPIC_PARTITIONS, *heartbeat_groups.PROTOCOLS,
                     DESCRIBE_CLUSTER, *ADMIN_WRITES})
 
 
 def slim(events: DataFrame) -> DataFrame:
-    """The events with ``body`` only where a detector reads it (Fetch responses are the bulk; Produce requests'
-    bodies hold their batches' headers, not the records), and whether a body held record sets in message format
-    v0/v1 (the client inventory's, read before the body goes)."""
+    """The events with ``body`` only where a detector reads it (Fetch responses are the bulk: of theirs only each
+    partition's high watermark is kept; Produce requests' bodies hold their batches' headers, not the records),
+    and whether a body held record sets in message format v0/v1 (the client inventory's, read before the body
+    goes)."""
     kept = F.col("api_key").isin(BODY_APIS) | ((F.col("api_key") == PRODUCE) & (F.col("direction") == "request"))
+    fetched = (F.col("api_key") == FETCH) & (F.col("direction") == "response")
+    watermarks = F.to_json(F.from_json(F.col("body"), lag.FETCH_RESPONSE_DDL))
     return events.withColumn("old_record_format", clients.old_record_format()).withColumn(
-        "body", F.when(kept, F.col("body")))
+        "body", F.when(kept, F.col("body")).when(fetched, watermarks))
 
 
 def _is_local(path: str) -> bool:
@@ -173,6 +188,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         audit_path=output.rstrip("/") + "/admin_audit.parquet",
         clients_path=output.rstrip("/") + "/clients.parquet",
         rebalances_path=output.rstrip("/") + "/rebalances.parquet",
+        lag_path=output.rstrip("/") + "/lag.parquet",
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
@@ -194,8 +210,16 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         result.audit_rows = audit.count()
 
     def write_rebalances() -> None:
-        rebalances.classic_rebalances(events).repartition(1).sortWithinPartitions("group_id", "generation").write.mode(
-            "overwrite").parquet(result.rebalances_path)
+        everything = rebalances.rebalances(events).repartition(1)
+        everything.sortWithinPartitions("protocol", "group_id", "generation").write.mode("overwrite").parquet(
+            result.rebalances_path)
+
+    lag_series: plots.Series = {}
+
+    def write_lag() -> None:
+        lag.consumer_lag(events, inputs.observations).repartition(1).sortWithinPartitions(
+            "group_id", "topic", "partition", "ts", "source").write.mode("overwrite").parquet(result.lag_path)
+        lag_series.update(plots.lag_series(lag.group_lag(events, inputs.observations)))
 
     def collect_plots() -> None:
         result.plots = plots.collect(events)
@@ -209,11 +233,13 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         return lambda: found.__setitem__(d.name, episodes(d.find(inputs)).collect())
 
     steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit),
-             ("rebalances", write_rebalances), ("plots", collect_plots), ("client inventory", collect_inventory)]
+             ("rebalances", write_rebalances), ("consumer lag", write_lag), ("plots", collect_plots),
+             ("client inventory", collect_inventory)]
     with shared_exchanges():
         _run_steps(steps, progress, result.timings)
 
     started = time.perf_counter()
+    result.plots.lag = lag_series
     rows = sorted((r for d in DETECTORS for r in found[d.name]), key=lambda r: finding_order(r.asDict()))
     spark.createDataFrame(rows, FINDINGS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(result.findings_path)
     result.findings = [r.asDict(recursive=True) for r in rows]

@@ -34,12 +34,17 @@ def test_codes_are_contiguous_and_named_once() -> None:
 NAMED_ERRORS = ("INCONSISTENT_GROUP_PROTOCOL", "CLUSTER_AUTHORIZATION_FAILED", "UNSUPPORTED_VERSION", "NOT_CONTROLLER",
                 "INVALID_REQUEST", "MEMBER_ID_REQUIRED", "MISMATCHED_ENDPOINT_TYPE", "UNSUPPORTED_ENDPOINT_TYPE",
                 "REBOOTSTRAP_REQUIRED", "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER",
-                "INVALID_PRODUCER_EPOCH")
-NAMED_APIS = {"PRODUCE": "Produce", "METADATA": "Metadata", "FIND_COORDINATOR": "FindCoordinator",
-              "JOIN_GROUP": "JoinGroup", "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups",
+                "INVALID_PRODUCER_EPOCH", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "UNRELEASED_INSTANCE_ID")
+NAMED_APIS = {"PRODUCE": "Produce", "FETCH": "Fetch", "LIST_OFFSETS": "ListOffsets", "OFFSET_COMMIT": "OffsetCommit",
+              "OFFSET_FETCH": "OffsetFetch", "TXN_OFFSET_COMMIT": "TxnOffsetCommit", "METADATA": "Metadata",
+              "FIND_COORDINATOR": "FindCoordinator", "JOIN_GROUP": "JoinGroup", "LEAVE_GROUP": "LeaveGroup",
+              "SYNC_GROUP": "SyncGroup", "DESCRIBE_GROUPS": "DescribeGroups",
               "API_VERSIONS": "ApiVersions", "ADD_PARTITIONS_TO_TXN": "AddPartitionsToTxn",
               "ADD_OFFSETS_TO_TXN": "AddOffsetsToTxn", "END_TXN": "EndTxn", "ENVELOPE": "Envelope",
-              "DESCRIBE_CLUSTER": "DescribeCluster"}
+              "DESCRIBE_CLUSTER": "DescribeCluster", "CREATE_TOPICS": "CreateTopics",
+              "CONSUMER_GROUP_HEARTBEAT": "ConsumerGroupHeartbeat", "CONSUMER_GROUP_DESCRIBE": "ConsumerGroupDescribe",
+              "DESCRIBE_TOPIC_PARTITIONS": "DescribeTopicPartitions", "SHARE_GROUP_HEARTBEAT": "ShareGroupHeartbeat",
+              "STREAMS_GROUP_HEARTBEAT": "StreamsGroupHeartbeat"}
 
 
 def test_named_codes_and_keys_match_their_names() -> None:

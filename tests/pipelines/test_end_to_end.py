@@ -32,6 +32,8 @@ SCENARIOS = {
     "tansu-apiversions-v5-identity.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
     "mock-cluster-apiversions-v5-misrouted.pcap": {"misrouted_api_versions", "api_versions_one_sided_identity"},
     "tansu-kafka-python-0.10-removed-versions.pcap": {"removed_in_kafka_4", "old_message_format"},
+    "tansu-classic-rebalance-storm.pcap": {"rebalance_storm"},
+    "tansu-consumer-lag.pcap": {"consumer_lag_growing"},
 }
 #: kinds that must never come out of ordinary traffic
 PROTOCOL_KINDS = {
@@ -39,7 +41,7 @@ PROTOCOL_KINDS = {
     "undecodable_group_metadata", "overlapping_assignment", "unassigned_partitions", "misrouted_api_versions",
     "api_versions_one_sided_identity", "rebootstrap_required", "endpoint_identity_changed", "unadvertised_version",
     "envelope_forwarding_failed", "endpoint_type_mismatch", "removed_in_kafka_4", "old_message_format",
-    "producer_sequence_gap", "transaction_anomaly", "rebalance_storm",
+    "producer_sequence_gap", "transaction_anomaly", "rebalance_storm", "group_member_errors",
 }
 
 
@@ -90,6 +92,16 @@ def test_report_writes_its_outputs(report_dir: Path) -> None:
     group = [r for r in rebalances if r["group_id"] == "inspector-group"]  # tansu-consumer-group-3-members
     assert [r["generation"] for r in group] == [0, 1, 3] and len(group[1]["members"]) == 3
     assert len(group[2]["left"]) == 2 and all(r["duration_ms"] > 0 for r in group)
+    assert {r["protocol"] for r in group} == {"classic"}
+    # mock-cluster-kip848-consumer-group: four KIP-848 members join one by one, one leaves, then all close
+    kip848 = [r for r in rebalances if r["group_id"] == "kip848-group"]
+    assert {r["protocol"] for r in kip848} == {"consumer"} and [r["generation"] for r in kip848] == [2, 3, 4, 5, 6, 7]
+    assert all(r["complete"] for r in kip848) and max(len(r["members"]) for r in kip848) == 3
+    assert sum(len(r["left"]) for r in kip848) >= 2
+    lag = pq.read_table(report_dir / "lag.parquet").to_pylist()
+    lagging = [r for r in lag if r["group_id"] == "lagging-group" and r["source"] == "OffsetCommit"]
+    assert len(lagging) >= 20 and all(r["lag"] is not None and r["lag"] >= 0 for r in lagging)
+    assert {r["topic"] for r in lag if r["group_id"] == "kip848-group"} == {"kip848-orders"}
     audit = pq.read_table(report_dir / "admin_audit.parquet").to_pylist()
     apis = {(a["api_name"], a["client_id"]) for a in audit}
     assert ("CreateTopics", "confluent-admin") in apis and ("DeleteTopics", "kafka-python-admin") in apis
@@ -162,9 +174,9 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
     assert "<table id=\"findings\">" in dom or "<table id='findings'>" in dom
     assert len(re.findall(r"<tr id=[\"']finding-\d+[\"']><td><span class=\"sev", dom)) == len(findings)
     for title in ("Requests per API", "Responses with errors per API", "Response latency",
-                  "Generation id per group", "Members per generation"):
+                  "Generation id per group", "Members per generation", "Records behind per group and topic"):
         assert f'aria-label="{title}' in dom, title
-    assert dom.count("<svg") == 5 and dom.count("<polyline") >= 5
+    assert dom.count("<svg") == 6 and dom.count("<polyline") >= 6
     shot = tmp_path / "report.png"
     chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
              tmp_path / "profile")

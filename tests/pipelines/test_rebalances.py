@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from contract.kafka import JOIN_GROUP, SYNC_GROUP
+from contract.kafka import JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from pipelines.rebalances import STORM_REBALANCES, STORM_WINDOW_S, classic_rebalances, rebalance_storm
 from tests.pipelines.rows import events, exchange
 
@@ -49,3 +49,13 @@ def test_a_storm_is_many_rebalances_in_the_window(spark: SparkSession) -> None:
     assert "members joining: m0, m1, m2, m3, m4" in f["detail"]
     slow = [g for i in range(STORM_REBALANCES) for g in (_join(i * STORM_WINDOW_S / 2, f"m{i}", i + 1, 2 * i + 1),)]
     assert rebalance_storm(events(spark, *slow)).collect() == []
+
+
+def test_leave_reasons_count_for_the_next_generation(spark: SparkSession) -> None:
+    leave = exchange(LEAVE_GROUP, 5, {"GroupId": "g", "Members": [
+        {"MemberId": "a", "GroupInstanceId": None, "Reason": "the consumer is being closed"}]},
+        {"ErrorCode": 0}, t=5, corr=9, req_cols={"group_id": "g"})
+    df = events(spark, _join(0, "a", 1, 1), _sync(1, "a", 1, 2), leave, _join(10, "b", 2, 3), _sync(11, "b", 2, 4))
+    rows = {r["generation"]: r for r in classic_rebalances(df).collect()}
+    assert rows[1]["reasons"] == [] and rows[2]["reasons"] == ["LeaveGroup: the consumer is being closed"]
+    assert rows[2]["left"] == ["a"] and rows[2]["protocol"] == "classic"

@@ -63,7 +63,9 @@ regen: setup
 	$(BIN)/python -m decoders.regen $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
 	$(BIN)/python setup.py -q build_ext --inplace
 
+# The TLS captures (pcaps/tls/) put stunnel4, Debian's OpenSSL TLS terminator, in front of the broker.
 captures: setup system-deps
+	@command -v stunnel4 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stunnel4 >/dev/null; }
 	$(BIN)/python pcaps/make_captures.py
 
 bench: setup system-deps

@@ -8,7 +8,10 @@ third-party clients against it while ``tcpdump -i lo -U -s 0`` records the broke
 * librdkafka's mock cluster (3 brokers), created through ctypes on the librdkafka shared
   library bundled inside ``confluent_kafka``, so that other clients can reach it over TCP.
 
-Clients: confluent-kafka (librdkafka), kafka-python, aiokafka and kcat.
+Clients: confluent-kafka (librdkafka), kafka-python, aiokafka, kcat and kafkajs.
+
+The TLS captures (``pcaps/tls/``, each with its NSS key log ``NAME.keylog``) put Debian's stunnel4 in front of
+Tansu and record the TLS port only (``capture_kit/tls.py``); they need ``apt-get install -y stunnel4``.
 
 Usage::
 

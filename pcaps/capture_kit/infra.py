@@ -94,9 +94,10 @@ def tansu_binary() -> str:
 
 @contextlib.contextmanager
 def tansu_broker(port: int, logfile: Path, authentication: bool = False,
-                 cluster_id: str | None = None) -> Iterator[str]:
+                 cluster_id: str | None = None, advertised_port: int | None = None) -> Iterator[str]:
     """Run ``tansu broker`` with in-memory storage on 127.0.0.1:port (``authentication``: SASL required;
-    ``cluster_id``: its ``--cluster-id``, Tansu 0.6.0 has no node id option); yield bootstrap string."""
+    ``cluster_id``: its ``--cluster-id``, Tansu 0.6.0 has no node id option; ``advertised_port``: the port its
+    Metadata names, e.g. a TLS terminator's in front of it); yield bootstrap string."""
     url = f"tcp://{HOST}:{port}"
     cmd = [
         tansu_binary(),
@@ -105,7 +106,7 @@ def tansu_broker(port: int, logfile: Path, authentication: bool = False,
         "--listener-url",
         url,
         "--advertised-listener-url",
-        url,
+        f"tcp://{HOST}:{advertised_port}" if advertised_port is not None else url,
         "--storage-engine",
         "memory://tansu/",
         *(["--authentication"] if authentication else []),
@@ -267,11 +268,18 @@ def api_name(key: int) -> str:
     return API_NAMES[key] if 0 <= key < len(API_NAMES) else f"key{key}"
 
 
-def tshark_summary(path: Path, ports: list[int]) -> list[str]:
-    """Requests per API key/version as dissected by tshark (``-d tcp.port==P,kafka``), if installed."""
+def tshark_summary(path: Path, ports: list[int], tls_keylog: Path | None = None) -> list[str]:
+    """Requests per API key/version as dissected by tshark (``-d tcp.port==P,kafka``), if installed.
+    ``tls_keylog``: the ports carry TLS, decrypted with that NSS key log
+    (``-o tls.keylog_file:KEYLOG -d tcp.port==P,tls -d tls.port==P,kafka``)."""
     cmd = ["tshark", "-r", str(path)]
+    if tls_keylog is not None:
+        cmd += ["-o", f"tls.keylog_file:{tls_keylog}"]
     for p in ports:
-        cmd += ["-d", f"tcp.port=={p},kafka"]
+        if tls_keylog is not None:
+            cmd += ["-d", f"tcp.port=={p},tls", "-d", f"tls.port=={p},kafka"]
+        else:
+            cmd += ["-d", f"tcp.port=={p},kafka"]
     cmd += ["-Y", "kafka", "-T", "fields", "-e", "tcp.dstport", "-e", "kafka.request_key", "-e", "kafka.api_version"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -42,6 +43,30 @@ from pcaps.capture_kit.parts import (
 )
 from pcaps.capture_kit.raw import clients_list_topics, clients_raw_identity_misrouted, clients_raw_identity_single
 from pcaps.capture_kit.sasl import sasl_aiokafka, sasl_confluent, sasl_kafka_python, sasl_kafkajs, sasl_tansu_cli
+from pcaps.capture_kit.tls import (
+    TLS_DIR_ENV,
+    TlsListener,
+    ensure_pki,
+    stunnel,
+    tls_create_topics,
+    tshark_tls_handshakes,
+    tshark_tls_kafka,
+)
+from pcaps.capture_kit.tls_clients import (
+    TLS12_AIOKAFKA,
+    TLS12_KAFKAJS,
+    TLS12_MTLS,
+    TLS13_CONFLUENT,
+    TLS13_KAFKA_PYTHON,
+    TLS13_SASL,
+    tls12_aiokafka,
+    tls12_kafkajs,
+    tls12_mtls,
+    tls13_confluent,
+    tls13_kafka_python,
+    tls13_sasl_aiokafka,
+    tls13_sasl_kafka_python,
+)
 
 
 def preload_orders(topic: str) -> Callable[[str], None]:
@@ -66,6 +91,8 @@ class Scenario:
     setup: Callable[[str], None] | None = None  # runs before the capture starts (not recorded)
     part_timeout: float = 150.0
     mock_consumer_heartbeat_ms: int | None = None  # "mock": the KIP-848 heartbeat interval its coordinator hands out
+    tls: TlsListener | None = None  # Tansu behind stunnel4 (TLS); the capture and its key log go to OUTDIR/tls/
+    keylog: bool = True  # the clients can write an NSS key log (librdkafka cannot)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -179,6 +206,54 @@ SCENARIOS: dict[str, Scenario] = {
         topics={"storm-orders": 4},
         setup=preload_orders("storm-orders"),
     ),
+    "tansu-tls13-kafka-python": Scenario(
+        "tansu",
+        "TLS 1.3 (stunnel4 in front of Tansu): kafka-python creates a topic, produces 20 records, a 2-member group "
+        "consumes them; key log from SSLContext.keylog_filename",
+        (tls13_kafka_python,),
+        tls=TLS13_KAFKA_PYTHON,
+    ),
+    "tansu-tls12-aiokafka": Scenario(
+        "tansu",
+        "TLS 1.2, ECDHE-RSA-AES128-GCM-SHA256: aiokafka produces 12 records, a 1-member group consumes and commits; "
+        "key log from SSLContext.keylog_filename",
+        (tls12_aiokafka,),
+        topics={"tls12-orders": 2},
+        tls=TLS12_AIOKAFKA,
+    ),
+    "tansu-tls13-sasl-scram": Scenario(
+        "tansu-auth",
+        "SASL_SSL: SCRAM-SHA-256 over TLS 1.3 from kafka-python and aiokafka to Tansu --authentication (no user "
+        "exists: unknown-user); key log from SSLContext.keylog_filename",
+        (tls13_sasl_kafka_python, tls13_sasl_aiokafka),
+        part_timeout=60.0,
+        tls=TLS13_SASL,
+    ),
+    "tansu-tls12-mtls": Scenario(
+        "tansu",
+        "mutual TLS 1.2 (stunnel verify = 2): kafka-python with client certificate CN=alice,OU=payments,O=acme "
+        "produces and fetches 10 records; a client without a certificate is refused",
+        (tls12_mtls,),
+        topics={"payments": 2},
+        tls=TLS12_MTLS,
+    ),
+    "tansu-tls13-confluent-kafka": Scenario(
+        "tansu",
+        "TLS 1.3, TLS_CHACHA20_POLY1305_SHA256: confluent-kafka (librdkafka) produces and fetches 20 records; "
+        "NO key log (librdkafka has no key log option)",
+        (tls13_confluent,),
+        topics={"tls-confluent": 2},
+        tls=TLS13_CONFLUENT,
+        keylog=False,
+    ),
+    "tansu-tls12-kafkajs": Scenario(
+        "tansu",
+        "TLS 1.2, ECDHE-RSA-CHACHA20-POLY1305: kafkajs produces 10 records, a 1-member group consumes them; key log "
+        "from Node's 'keylog' event through a kafkajs socket factory",
+        (tls12_kafkajs,),
+        topics={"tls-kafkajs": 2},
+        tls=TLS12_KAFKAJS,
+    ),
 }
 
 
@@ -226,6 +301,8 @@ def run_scenario(name: str, outdir: Path) -> Run:
     """Record scenario ``name`` into ``outdir/NAME.pcap``: its broker up, its client parts run one by one."""
     if SCENARIOS[name].broker == "tansu-restart":
         return run_restart_scenario(name, outdir)
+    if SCENARIOS[name].tls is not None:
+        return run_tls_scenario(name, outdir)
     sc = SCENARIOS[name]
     run = Run(name)
     out = outdir / f"{name}.pcap"
@@ -287,4 +364,46 @@ def run_restart_scenario(name: str, outdir: Path) -> Run:
     if out.exists():
         run.notes.append(f"size: {out.stat().st_size} bytes; tshark summary (ports {run.ports}):")
         run.notes.extend("    " + line for line in tshark_summary(out, run.ports))
+    return run
+
+
+def run_tls_scenario(name: str, outdir: Path) -> Run:
+    """Record scenario ``name`` over TLS into ``outdir/tls/NAME.pcap`` (its key log ``NAME.keylog`` beside it):
+    Tansu on a plaintext port advertising stunnel4's TLS port; tcpdump records the TLS port only."""
+    sc = SCENARIOS[name]
+    assert sc.tls is not None
+    run = Run(name)
+    tdir = outdir / "tls"
+    out, keylog = tdir / f"{name}.pcap", tdir / f"{name}.keylog"
+    log(f"=== {name}: {sc.what}")
+    os.environ[TLS_DIR_ENV] = str(tdir)  # the client parts (child processes) find the PKI and key log there
+    pki = ensure_pki(tdir / "pki")
+    keylog.unlink(missing_ok=True)
+    port = free_port()
+    tls_port = free_port()
+    while tls_port == port:
+        tls_port = free_port()
+    try:
+        with tansu_broker(port, tdir / f"{name}.tansu.log", sc.broker == "tansu-auth", advertised_port=tls_port), \
+                stunnel(tls_port, port, sc.tls, pki, tdir / f"{name}.stunnel") as bs:
+            run.ports = [tls_port]
+            if sc.topics:
+                tls_create_topics(bs, sc.topics, sc.tls)  # through TLS (Tansu advertises only that), not recorded
+            with tcpdump(out, [tls_port]):
+                for i in range(len(sc.parts)):
+                    run_part(run, name, i, bs, sc.part_timeout)
+    except Exception as exc:  # noqa: BLE001 - report and continue with the next scenario
+        run.note(f"ABORTED: {type(exc).__name__}: {exc}")
+    finally:
+        (tdir / f"{name}.tansu.log").unlink(missing_ok=True)
+    if out.exists():
+        run.notes.append(f"size: {out.stat().st_size} bytes; TLS on port {tls_port}; tshark, no key:")
+        run.notes.extend("    " + line for line in tshark_tls_handshakes(out, tls_port))
+        if sc.keylog and keylog.exists():
+            lines = keylog.read_text().splitlines()
+            labels = sorted({line.split()[0] for line in lines if line and not line.startswith("#")})
+            run.notes.append(f"key log: {len(lines)} lines ({', '.join(labels)}); tshark decrypting with it:")
+            run.notes.extend("    " + line for line in tshark_tls_kafka(out, keylog, tls_port))
+        elif sc.keylog:
+            run.note("FAIL no key log was written")
     return run

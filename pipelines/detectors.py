@@ -32,6 +32,7 @@ class Inputs:
     events: DataFrame
     observations: DataFrame  # identity.identity_observations(events, hosts)
     audit: DataFrame  # admin.admin_audit(events)
+    lag: lag.Lag  # lag.lag_of(events, observations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("overlapping_assignment", lambda i: groups.overlapping_assignment(i.events)),
     Detector("overlapping_heartbeat_assignment", lambda i: heartbeat_groups.overlapping_assignment(i.events)),
     Detector("group_member_errors", lambda i: heartbeat_groups.group_member_errors(i.events)),
-    Detector("consumer_lag_growing", lambda i: lag.consumer_lag_growing(i.events, i.observations)),
+    Detector("consumer_lag_growing", lambda i: lag.consumer_lag_growing(i.lag)),
     Detector("api_versions_one_sided_identity", lambda i: identity.api_versions_one_sided_identity(i.events)),
     Detector("rebootstrap_required", lambda i: identity.rebootstrap_required(i.events)),
     Detector("envelope_forwarding_failed", lambda i: admin.envelope_forwarding_failed(i.events)),

@@ -21,6 +21,8 @@ grows: ``MIN_GROWTH`` records or more from the first moment to the last, lag and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -67,12 +69,19 @@ def _topic_key(name: Column, topic_id: Column) -> Column:
     return F.coalesce(F.when(name != "", name), topic_id)
 
 
-def _with_cluster(df: DataFrame, observations: DataFrame) -> DataFrame:
-    """``cluster_key``: the cluster of the row's broker at the row's time (``ts``), else the capture."""
+def connection_clusters(events: DataFrame, observations: DataFrame) -> DataFrame:
+    """capture, conn_id, cluster_key: each connection's cluster, the broker's cluster id as the traffic stated it
+    when the connection began (a broker's cluster cannot change under an open connection), else the capture."""
+    conns = events.groupBy("capture", "conn_id", "broker_ip", "broker_port").agg(F.min("ts").alias("ts"))
     clusters = observations.where(F.col("cluster_id").isNotNull()).select(
         F.col("ip").alias("broker_ip"), F.col("port").alias("broker_port"), "ts", "cluster_id")
-    df = asof(df, clusters, ["broker_ip", "broker_port"], "cluster_id", "cluster_id")
-    return df.withColumn("cluster_key", F.coalesce(F.col("cluster_id"), F.col("capture"))).drop("cluster_id")
+    conns = asof(conns, clusters, ["broker_ip", "broker_port"], "cluster_id", "cluster_id")
+    return conns.select("capture", "conn_id", F.coalesce(F.col("cluster_id"), F.col("capture")).alias("cluster_key"))
+
+
+def _with_cluster(df: DataFrame, clusters: DataFrame) -> DataFrame:
+    return df.join(F.broadcast(clusters), ["capture", "conn_id"], "left").withColumn(
+        "cluster_key", F.coalesce(F.col("cluster_key"), F.col("capture")))
 
 
 def commits(events: DataFrame) -> DataFrame:
@@ -116,8 +125,8 @@ def commits(events: DataFrame) -> DataFrame:
 
 
 def log_ends(events: DataFrame) -> DataFrame:
-    """Log end offsets: topic_key, partition, ts, log_end, broker_ip, broker_port, capture."""
-    keep = ["ts", "broker_ip", "broker_port", "capture"]
+    """Log end offsets: ts, capture, conn_id, topic_key, partition, log_end."""
+    keep = ["ts", "capture", "conn_id"]
     fetch = parse_body(responses(events, [FETCH]).where(F.col("body").isNotNull()), FETCH_RESPONSE_DDL, "rb")
     fetched = fetch.select(*keep, F.explode("rb.Responses").alias("t")).select(
         *keep, _topic_key(F.col("t.Topic"), F.col("t.TopicId")).alias("topic_key"),
@@ -134,35 +143,49 @@ def log_ends(events: DataFrame) -> DataFrame:
     return fetched.unionByName(latest)
 
 
-def _lag_rows(events: DataFrame, observations: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(each committed offset with its cluster, the log end then and the lag; the log ends, named)."""
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """What the lag outputs are made of, computed once: ``rows``, each committed offset with its cluster, the
+    partition's log end then and the lag; ``ends``, the named log ends; ``points``, ``group_lag``'s."""
+
+    rows: DataFrame
+    ends: DataFrame
+    points: DataFrame
+
+    def cache(self) -> Lag:
+        return Lag(self.rows.cache(), self.ends.cache(), self.points.cache())
+
+    def unpersist(self) -> None:
+        for df in (self.rows, self.ends, self.points):
+            df.unpersist()
+
+
+def lag_of(events: DataFrame, observations: DataFrame) -> Lag:
+    """The committed offsets, log ends and group totals of ``events`` (``observations``: the broker identity)."""
     names = topic_names(events)
-    done = with_topic_names(_with_cluster(commits(events), observations), names, "topic_key")
-    ends = with_topic_names(_with_cluster(log_ends(events), observations), names, "topic_key").select(
+    clusters = connection_clusters(events, observations)
+    done = with_topic_names(_with_cluster(commits(events), clusters), names, "topic_key")
+    ends = with_topic_names(_with_cluster(log_ends(events), clusters), names, "topic_key").select(
         "cluster_key", "topic", "partition", "ts", "log_end")
     ends_at = ends.select("cluster_key", "topic", "partition", "ts",
                           F.struct(F.col("log_end").alias("offset"), F.col("ts").alias("ts")).alias("end"))
-    lag = asof(done, ends_at, ["cluster_key", "topic", "partition"], "end", "end")
-    return lag.select(
+    rows = asof(done, ends_at, ["cluster_key", "topic", "partition"], "end", "end").select(
         "group_id", "topic", "partition", "ts", F.col("offset").alias("committed_offset"),
         F.col("end.offset").alias("log_end_offset"), F.col("end.ts").alias("log_end_ts"),
         (F.col("end.offset") - F.col("offset")).alias("lag"), "source", "client", "broker", "conn_id",
-        "correlation_id", "cluster_key"), ends
+        "correlation_id", "cluster_key")
+    return Lag(rows, ends, group_lag(rows, ends))
 
 
-def consumer_lag(events: DataFrame, observations: DataFrame) -> DataFrame:
+def consumer_lag(lag: Lag) -> DataFrame:
     """One row per committed offset seen, with the partition's log end then and the lag (``LAG_COLUMNS``)."""
-    return _lag_rows(events, observations)[0].select(*LAG_COLUMNS)
+    return lag.rows.select(*LAG_COLUMNS)
 
 
-def group_lag(events: DataFrame, observations: DataFrame) -> DataFrame:
+def group_lag(rows: DataFrame, ends: DataFrame) -> DataFrame:
     """Each group's total lag on each topic at ``TREND_POINTS`` moments evenly spread from its first commit to its
     last: group_id, topic, point, ts, lag (the sum over the partitions it committed of the latest log end minus
     the latest committed offset, each as known then), partitions, commits (commits up to then)."""
-    return _group_lag(*_lag_rows(events, observations))
-
-
-def _group_lag(rows: DataFrame, ends: DataFrame) -> DataFrame:
     committing = F.col("source").isin("OffsetCommit", "TxnOffsetCommit")
     spans = rows.groupBy("group_id", "topic", "cluster_key").agg(
         F.min(F.unix_micros("ts")).alias("t0"), F.max(F.unix_micros("ts")).alias("t1"))
@@ -186,11 +209,10 @@ def _group_lag(rows: DataFrame, ends: DataFrame) -> DataFrame:
         "group_id", "topic", "point", "ts", "lag", "partitions", F.coalesce("commits", F.lit(0)).alias("commits"))
 
 
-def consumer_lag_growing(events: DataFrame, observations: DataFrame) -> DataFrame:
+def consumer_lag_growing(lag: Lag) -> DataFrame:
     """Groups whose total lag on a topic grows through the capture while they keep committing."""
-    rows, ends = _lag_rows(events, observations)
-    points = _group_lag(rows, ends).where(F.col("partitions") > 0)
-    rows = rows.where(F.col("source").isin("OffsetCommit", "TxnOffsetCommit"))
+    points = lag.points.where(F.col("partitions") > 0)
+    rows = lag.rows.where(F.col("source").isin("OffsetCommit", "TxnOffsetCommit"))
     progress = rows.groupBy("group_id", "topic").agg(
         F.count(F.lit(1)).alias("n"), F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
         F.countDistinct("partition", "committed_offset").alias("offsets"),

@@ -195,7 +195,9 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     events = slim(load_events(spark, input)).cache()
     events.count()
     hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
-    inputs = Inputs(events, identity.identity_observations(events, hosts).cache(), admin.admin_audit(events).cache())
+    observations = identity.identity_observations(events, hosts).cache()
+    inputs = Inputs(events, observations, admin.admin_audit(events).cache(), lag.lag_of(events, observations).cache())
+    inputs.lag.points.count()  # the lag's frames, once: the lag step and consumer_lag_growing both read them
     result.timings["load"] = time.perf_counter() - started
 
     audit_rows: list[dict[str, Any]] = []
@@ -217,9 +219,9 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     lag_series: plots.Series = {}
 
     def write_lag() -> None:
-        lag.consumer_lag(events, inputs.observations).repartition(1).sortWithinPartitions(
+        lag.consumer_lag(inputs.lag).repartition(1).sortWithinPartitions(
             "group_id", "topic", "partition", "ts", "source").write.mode("overwrite").parquet(result.lag_path)
-        lag_series.update(plots.lag_series(lag.group_lag(events, inputs.observations)))
+        lag_series.update(plots.lag_series(inputs.lag.points))
 
     def collect_plots() -> None:
         result.plots = plots.collect(events)
@@ -249,6 +251,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     write_text(spark, result.html_path, page)
     for df in (events, inputs.observations, inputs.audit):
         df.unpersist()
+    inputs.lag.unpersist()
     result.timings["write"] = time.perf_counter() - started
     return result
 

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from contract.kafka import FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, TXN_OFFSET_COMMIT
 from pipelines.identity import identity_observations
-from pipelines.lag import MIN_GROWTH, consumer_lag, consumer_lag_growing, group_lag
+from pipelines.lag import MIN_GROWTH, consumer_lag, consumer_lag_growing, lag_of
 from tests.pipelines.rows import at, events, exchange
 
 ORDERS_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -39,7 +39,7 @@ def _metadata(t: float) -> list[dict[str, Any]]:
 
 
 def _lag(df: DataFrame) -> list[tuple[Any, ...]]:
-    rows = consumer_lag(df, identity_observations(df)).orderBy("ts", "partition").collect()
+    rows = consumer_lag(lag_of(df, identity_observations(df))).orderBy("ts", "partition").collect()
     return [(r["source"], r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"]) for r in rows]
 
 
@@ -47,7 +47,7 @@ def test_accepted_commits_against_the_latest_log_end(spark: SparkSession) -> Non
     df = events(spark, _fetch(0, {0: 100, 1: 50}), _commit(1, {0: 40, 1: 45}, errors={1: 27}),
                 _fetch(2, {0: 130}), _commit(3, {0: 90}, api=TXN_OFFSET_COMMIT, version=3))
     assert _lag(df) == [("OffsetCommit", 0, 40, 100, 60), ("TxnOffsetCommit", 0, 90, 130, 40)]
-    (first, _) = consumer_lag(df, identity_observations(df)).orderBy("ts").collect()
+    (first, _) = consumer_lag(lag_of(df, identity_observations(df))).orderBy("ts").collect()
     naive = [at(s).replace(tzinfo=None) for s in (0.001, 1.001)]  # the commit counts when accepted
     assert [first["log_end_ts"], first["ts"]] == naive
 
@@ -64,7 +64,7 @@ def test_topic_ids_are_named_and_list_offsets_counts_and_offset_fetch_reports(sp
         t=3, corr=next(_corr), conn=1, req_cols={"group_id": "old"})
     df = events(spark, _metadata(0), _fetch(0.2, {0: 500}, by_id=True), listed, _commit(1, {0: 400}),
                 fetched_v8, fetched_v5)
-    rows = consumer_lag(df, identity_observations(df)).orderBy("ts").collect()
+    rows = consumer_lag(lag_of(df, identity_observations(df))).orderBy("ts").collect()
     assert [(r["group_id"], r["topic"], r["partition"], r["lag"], r["source"]) for r in rows] == [
         ("g", "orders", 0, 100, "OffsetCommit"), ("g", "orders", 1, 50, "OffsetFetch"),
         ("old", "orders", 1, 65, "OffsetFetch")]
@@ -81,13 +81,13 @@ def _falling_behind(growth: int) -> list[list[dict[str, Any]]]:
 
 def test_a_group_falling_behind_is_a_finding_and_one_keeping_up_is_not(spark: SparkSession) -> None:
     behind = events(spark, *_falling_behind(50))
-    (f,) = consumer_lag_growing(behind, identity_observations(behind)).collect()
+    (f,) = consumer_lag_growing(lag_of(behind, identity_observations(behind))).collect()
     assert f["kind"] == "consumer_lag_growing" and f["severity"] == "warning" and f["group_id"] == "g"
     assert "Group g keeps committing on topic orders (10 commits on 1 partition(s)) while its lag grows" in f["detail"]
-    points = group_lag(behind, identity_observations(behind)).orderBy("point").collect()
+    points = lag_of(behind, identity_observations(behind)).points.orderBy("point").collect()
     assert [p["lag"] for p in points][-1] == 100 + 9 * 50 and points[-1]["commits"] == 10
     keeping_up = events(spark, *_falling_behind(0))
-    assert consumer_lag_growing(keeping_up, identity_observations(keeping_up)).collect() == []
+    assert consumer_lag_growing(lag_of(keeping_up, identity_observations(keeping_up))).collect() == []
     stuck = events(spark, *[g for i in range(10) for g in (_fetch(i, {0: 1000 + i * 300}), _commit(i + .5, {0: 900}))])
-    assert consumer_lag_growing(stuck, identity_observations(stuck)).collect() == []  # not committing progress
+    assert consumer_lag_growing(lag_of(stuck, identity_observations(stuck))).collect() == []  # no progress
     assert 9 * 50 >= MIN_GROWTH

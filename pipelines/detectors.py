@@ -17,6 +17,7 @@ from pipelines import (
     admin,
     clients,
     groups,
+    heartbeat_coverage,
     heartbeat_groups,
     hotspots,
     identity,
@@ -44,6 +45,8 @@ class Detector:
 DETECTORS: tuple[Detector, ...] = (
     Detector("misrouted_api_versions", lambda i: identity.misrouted_api_versions(i.events, i.observations)),
     Detector("unassigned_partitions", lambda i: groups.unassigned_partitions(i.events, i.observations)),
+    Detector("unassigned_heartbeat_partitions",
+             lambda i: heartbeat_coverage.unassigned_partitions(i.events, i.observations)),
     Detector("unadvertised_version", lambda i: versions.unadvertised_version(i.events)),
     Detector("endpoint_identity_changed", lambda i: identity.endpoint_identity_changed(i.observations)),
     Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events)),

@@ -309,7 +309,7 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
     return as_findings(agg, "overlapping_assignment", "error", detail, group_id="group_id")
 
 
-def _partition_counts(events: DataFrame) -> DataFrame:
+def partition_counts(events: DataFrame) -> DataFrame:
     """Partition counts per topic over time: cluster_key, topic, ts, partitions."""
     md = parse_body(responses(events, [METADATA]).where(F.col("body").isNotNull()), METADATA_TOPICS_DDL, "rb")
     t = md.select("ts", F.coalesce(F.col("rb.ClusterId"), F.col("capture")).alias("cluster_key"),
@@ -336,7 +336,7 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
     gens = asof(gens, clusters, ["broker_ip", "broker_port"], "cluster_id", "cluster_id")
     gens = gens.withColumn("cluster_key", F.coalesce(F.col("cluster_id"), F.col("capture")))
     wanted = gens.join(subs, ["group_id", "generation"])
-    counts = _partition_counts(events)
+    counts = partition_counts(events)
     wanted = asof(wanted, counts, ["cluster_key", "topic"], "partitions", "partitions")
     expected = wanted.where(F.col("partitions").isNotNull()).withColumn(
         "partition", F.explode(F.sequence(F.lit(0), F.col("partitions") - 1)))

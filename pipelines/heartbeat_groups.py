@@ -41,7 +41,7 @@ from pipelines.topics import topic_names, with_topic_names
 
 PROTOCOLS = {CONSUMER_GROUP_HEARTBEAT: "consumer", STREAMS_GROUP_HEARTBEAT: "streams", SHARE_GROUP_HEARTBEAT: "share"}
 _BY_KEY = "ARRAY<STRUCT<TopicId: STRING, SubtopologyId: STRING, Partitions: ARRAY<INT>>>"
-REQUEST_DDL = "GroupId STRING, MemberId STRING, MemberEpoch INT, InstanceId STRING"
+REQUEST_DDL = "GroupId STRING, MemberId STRING, MemberEpoch INT, InstanceId STRING, SubscribedTopicNames ARRAY<STRING>"
 RESPONSE_DDL = (
     f"ErrorCode SMALLINT, MemberId STRING, MemberEpoch INT, Assignment STRUCT<TopicPartitions: {_BY_KEY}>, "
     f"ActiveTasks {_BY_KEY}"
@@ -100,7 +100,7 @@ def held_assignments(hb: DataFrame) -> DataFrame:
         "protocol", "group", "member", F.col("rb.MemberEpoch").alias("epoch"), F.col("r_ts").alias("ts"),
         F.when(streams, _items(F.col("rb.ActiveTasks"), "SubtopologyId"))
         .otherwise(_items(F.col("rb.Assignment.TopicPartitions"), "TopicId")).alias("items"),
-        "client", "broker", "client_id", evidence().alias("ev"), F.lit(1).alias("_kind"))
+        "client", "broker", "client_id", "capture", "conn_id", evidence().alias("ev"), F.lit(1).alias("_kind"))
     leaves = hb.where(F.col("qb.MemberEpoch") < 0).select("protocol", "group", "member", "ts")
     fenced = hb.where(F.col("r_error_code").isin(FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)).select(
         "protocol", "group", "member", F.col("r_ts").alias("ts"))
@@ -108,20 +108,21 @@ def held_assignments(hb: DataFrame) -> DataFrame:
         "*", F.lit(None).cast("int").alias("epoch"),
         F.lit(None).cast("array<struct<key:string,partition:int>>").alias("items"),
         F.lit(None).cast("string").alias("client"), F.lit(None).cast("string").alias("broker"),
-        F.lit(None).cast("string").alias("client_id"),
+        F.lit(None).cast("string").alias("client_id"), F.lit(None).cast("string").alias("capture"),
+        F.lit(None).cast("long").alias("conn_id"),
         F.lit(None).cast("struct<conn_id:bigint,correlation_id:int>").alias("ev"), F.lit(0).alias("_kind"))
     timeline = assigned.unionByName(stops)
     w = Window.partitionBy("protocol", "group", "member").orderBy("ts", "_kind")
     return timeline.withColumn("end", F.lead("ts").over(w)).where(F.col("_kind") == 1).select(
         "protocol", "group", "member", "epoch", F.col("ts").alias("start"), "end", "items", "client", "broker",
-        "client_id", "ev")
+        "client_id", "capture", "conn_id", "ev")
 
 
 def overlapping_assignment(events: DataFrame) -> DataFrame:
     """A partition (a streams group's active task) given to a member while another still held it and kept
     heartbeating with it (consumer and streams groups; share groups share partitions by design)."""
     hb = heartbeats(events)
-    held = held_assignments(hb).where(F.col("protocol") != "share").select(
+    held = held_assignments(hb).where(F.col("protocol") != "share").drop("capture", "conn_id").select(
         "*", F.explode("items").alias("it")).select(
         "protocol", "group", "member", "epoch", "start", "end", "client", "broker", "client_id", "ev",
         F.col("it.key").alias("key"), F.col("it.partition").alias("partition"))

@@ -137,3 +137,34 @@ def test_an_epoch_a_member_never_acknowledged_is_incomplete(spark: SparkSession)
     rows = {r["generation"]: r for r in heartbeat_rebalances(df).collect()}
     assert rows[2]["complete"] is False and rows[2]["end"] is None and rows[2]["members"] == ["b"]
     assert rows[1]["complete"] is False  # epoch 2 began before a acknowledged epoch 1
+
+
+def _join(t: float, member: str, port: int, epoch: int, parts: list[int]) -> list[dict[str, Any]]:
+    """A member's first heartbeat (epoch 0, subscribing to orders), answered with ``epoch`` and ``parts``."""
+    rows = _hb(t, member, 0, epoch, parts=parts, port=port)
+    request = rows[0]
+    request["body"] = request["body"].replace('"MemberEpoch": 0', '"MemberEpoch": 0, "SubscribedTopicNames": ["orders"]')
+    return rows
+
+
+def _three_partitions(t: float) -> list[dict[str, Any]]:
+    return exchange(METADATA, 12, {"Topics": None}, {"ClusterId": "c1", "Topics": [
+        {"ErrorCode": 0, "Name": "orders", "TopicId": ORDERS,
+         "Partitions": [{"PartitionIndex": 0}, {"PartitionIndex": 1}, {"PartitionIndex": 2}]}]},
+        t=t, corr=next(_corr), conn=9, client_port=9)
+
+
+def test_a_stable_group_leaving_a_subscribed_partition_to_nobody(spark: SparkSession) -> None:
+    from pipelines.heartbeat_coverage import STABLE_S, unassigned_partitions
+    from pipelines.identity import identity_observations
+
+    beats = [g for i in range(1, 2 * STABLE_S) for g in (_hb(2 + i, "a", 1, port=1), _hb(2.5 + i, "b", 2, port=2))]
+    gap = events(spark, _three_partitions(0), _join(1, "a", 1, 1, [0]), _join(2, "b", 2, 2, [1]), *beats)
+    (f,) = unassigned_partitions(gap, identity_observations(gap)).collect()
+    assert f["kind"] == "unassigned_partitions" and f["group_id"] == "g"
+    assert "KIP-848 consumer group g was stable" in f["detail"] and "orders [2] of 3" in f["detail"]
+    covered = events(spark, _three_partitions(0), _join(1, "a", 1, 1, [0, 2]), _join(2, "b", 2, 2, [1]), *beats)
+    assert unassigned_partitions(covered, identity_observations(covered)).collect() == []
+    short = events(spark, _three_partitions(0), _join(1, "a", 1, 1, [0]), _join(2, "b", 2, 2, [1]),
+                   _hb(5, "a", 1, 2, parts=[0, 2], port=1), *beats)  # the gap closed within STABLE_S
+    assert unassigned_partitions(short, identity_observations(short)).collect() == []

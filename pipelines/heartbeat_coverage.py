@@ -1,0 +1,81 @@
+"""``unassigned_partitions`` for KIP-848 consumer groups: subscribed partitions no member owns once the group is
+stable.
+
+KIP-848 moves partitions incrementally: a partition revoked from one member reaches another a heartbeat or two
+later, so a gap right after a change is normal. A group counts as stable when its assignments have not changed
+(no new assignment, leave or fencing) for ``STABLE_S`` seconds while it went on heartbeating; at the start of each
+such quiet period, the partitions of the topics its members subscribe to by name (their latest
+``SubscribedTopicNames``; a regex subscription is not evaluated) are compared with what the members hold. Topic ids
+are named through ``topics.topic_names``; partition counts come from Metadata responses of the coordinator's
+cluster (``groups.partition_counts``) as of that moment. A topic whose id no response named is left out.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from pipelines.events import asof, merge_evidence
+from pipelines.findings import as_findings
+from pipelines.groups import partition_counts
+from pipelines.heartbeat_groups import heartbeats, held_assignments
+from pipelines.lag import connection_clusters
+from pipelines.topics import topic_names
+
+#: Seconds without an assignment change (while the group heartbeats) before a KIP-848 group counts as stable.
+STABLE_S = 10
+
+
+def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFrame:
+    """Subscribed partitions that no member of a stable KIP-848 consumer group holds."""
+    hb = heartbeats(events).where(F.col("protocol") == "consumer")
+    held = held_assignments(hb)
+    changes = held.select("group", F.col("start").alias("ts")).unionByName(
+        held.where(F.col("end").isNotNull()).select("group", F.col("end").alias("ts"))).distinct()
+    last_seen = hb.groupBy("group").agg(F.max("ts").alias("last_seen"))
+    quiet = changes.withColumn("next", F.lead("ts").over(Window.partitionBy("group").orderBy("ts"))).join(
+        last_seen, "group").withColumn("until", F.coalesce(F.col("next"), F.col("last_seen"))).where(
+        F.unix_micros("until") - F.unix_micros("ts") >= STABLE_S * 1_000_000).select(
+        "group", F.col("ts").alias("at"), "until")
+    # what each member holds at the start of a quiet period
+    now = quiet.join(held, "group").where(
+        (F.col("start") <= F.col("at")) & (F.col("end").isNull() | (F.col("end") > F.col("at"))))
+    owned = now.select("group", "at", "member", F.explode("items").alias("it")).select(
+        "group", "at", F.col("it.key").alias("topic_id"), F.col("it.partition").alias("partition"))
+    names = topic_names(events)
+    owned = owned.join(F.broadcast(names), "topic_id").select("group", "at", "topic", "partition")
+    # what its members subscribe to by name (their latest subscription before), in its coordinator's cluster
+    subscribed = hb.where(F.col("qb.SubscribedTopicNames").isNotNull()).select(
+        "group", "member", F.col("ts").alias("s_ts"), F.col("qb.SubscribedTopicNames").alias("names"))
+    members = now.select("group", "at", "member", "capture", "conn_id", "broker", "client", "ev")
+    latest = members.join(subscribed, ["group", "member"]).where(F.col("s_ts") <= F.col("at")).groupBy(
+        "group", "at", "member", "capture", "conn_id", "broker", "client", "ev").agg(
+        F.max_by("names", "s_ts").alias("names"))
+    clusters = connection_clusters(events, observations)
+    wanted = latest.join(F.broadcast(clusters), ["capture", "conn_id"], "left").select(
+        "group", "at", F.coalesce(F.col("cluster_key"), F.col("capture")).alias("cluster_key"), "broker", "client",
+        "ev", F.explode("names").alias("topic")).join(F.broadcast(names.select("topic").distinct()), "topic")
+    per_topic = wanted.groupBy("group", "at", "cluster_key", "topic").agg(
+        F.first("broker").alias("broker"), F.first("client").alias("client"), F.collect_set("ev").alias("evidence"))
+    counted = asof(per_topic.withColumn("ts", F.col("at")), partition_counts(events), ["cluster_key", "topic"],
+                   "partitions", "partitions").where(F.col("partitions").isNotNull())
+    expected = counted.select("*", F.explode(F.sequence(F.lit(0), F.col("partitions") - 1)).alias("partition"))
+    missing = expected.join(owned, ["group", "at", "topic", "partition"], "left_anti")
+    per_gap = missing.groupBy("group", "at", "topic", "partitions").agg(
+        F.array_sort(F.collect_set("partition")).alias("parts"), F.first("broker").alias("broker"),
+        F.first("client").alias("client"), merge_evidence(F.col("evidence")).alias("evidence"))
+    agg = per_gap.groupBy(F.col("group").alias("group_id"), "at").agg(
+        F.min("at").alias("ts_first"), F.max("at").alias("ts_last"), F.first("broker").alias("broker"),
+        F.first("client").alias("client"),
+        F.array_sort(F.collect_list(F.concat(
+            F.col("topic"), F.lit(" ["), F.array_join(F.transform("parts", lambda p: p.cast("string")), ","),
+            F.lit("] of "), F.col("partitions").cast("string")))).alias("gaps"),
+        merge_evidence(F.col("evidence")).alias("evidence"))
+    detail = F.concat(
+        F.lit("KIP-848 consumer group "), F.col("group_id"), F.lit(" was stable (no assignment change for "),
+        F.lit(f"{STABLE_S} s or more from "), F.date_format("at", "HH:mm:ss.SSS"),
+        F.lit(") while subscribed partitions were held by no member: "), F.array_join("gaps", "; "),
+        F.lit(" (partition counts from Metadata responses). Nobody consumes them; the coordinator's assignor "
+              "(or the target assignment it reconciles towards) leaves them out."),
+    )
+    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id")

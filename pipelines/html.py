@@ -180,6 +180,8 @@ def plots_section(p: PlotData) -> str:
         line_chart(p.generations, "Generation id per group (JoinGroup responses)", "generation", step=True,
                    point_labels=p.generation_labels),
         line_chart(p.members, "Members per generation", "members", step=True),
+        line_chart(p.rebalances, "Rebalance duration per group (each point a classic generation or a KIP-848 "
+                                 "member epoch, at its start; rebalances.parquet has each)", "ms"),
         "<h2 id='lag'>Consumer lag</h2>",
         line_chart(p.lag, "Records behind per group and topic (log end minus committed offset, summed over the "
                           "partitions each group committed; lag.parquet has each partition and commit)", "records"),

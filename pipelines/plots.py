@@ -36,6 +36,7 @@ class PlotData:
     generation_labels: dict[str, list[str]] = field(default_factory=dict)
     members: Series = field(default_factory=dict)  # group -> (ts, members in that generation)
     lag: Series = field(default_factory=dict)  # "group / topic" -> (ts, total lag): lag.group_lag
+    rebalances: Series = field(default_factory=dict)  # "group (protocol)" -> (start, duration in ms)
 
 
 def bucket_seconds(span_s: float, buckets: int = 100) -> int:
@@ -58,6 +59,20 @@ def _top(series: dict[str, dict[float, float]], order: list[str], buckets: list[
     if other:
         out["other"] = other
     return {k: [(b, v.get(b, 0.0)) for b in buckets] for k, v in out.items() if v}
+
+
+def rebalance_series(rebalances: DataFrame) -> Series:
+    """The rebalances (``rebalances.REBALANCE_COLUMNS``) of the ``TOP_GROUPS`` groups that rebalanced most, as
+    "group (protocol)" series of (start, duration in ms); a rebalance that never completed counts 0."""
+    top = rebalances.groupBy("protocol", "group_id").count().orderBy(
+        F.col("count").desc(), "group_id", "protocol").limit(TOP_GROUPS)
+    out: Series = {}
+    for r in rebalances.join(top, ["protocol", "group_id"]).select(
+            "protocol", "group_id", F.unix_micros("start").alias("t"), "duration_ms").orderBy(
+            "group_id", "protocol", "t").collect():
+        name = f"{r['group_id']} ({r['protocol']})"
+        out.setdefault(name, []).append((r["t"] / 1e6, float(r["duration_ms"] or 0)))
+    return out
 
 
 def lag_series(points: DataFrame) -> Series:

@@ -215,8 +215,10 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         everything = rebalances.rebalances(events).repartition(1)
         everything.sortWithinPartitions("protocol", "group_id", "generation").write.mode("overwrite").parquet(
             result.rebalances_path)
+        rebalance_series.update(plots.rebalance_series(spark.read.parquet(result.rebalances_path)))
 
     lag_series: plots.Series = {}
+    rebalance_series: plots.Series = {}
 
     def write_lag() -> None:
         lag.consumer_lag(inputs.lag).repartition(1).sortWithinPartitions(
@@ -242,6 +244,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
 
     started = time.perf_counter()
     result.plots.lag = lag_series
+    result.plots.rebalances = rebalance_series
     rows = sorted((r for d in DETECTORS for r in found[d.name]), key=lambda r: finding_order(r.asDict()))
     spark.createDataFrame(rows, FINDINGS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(result.findings_path)
     result.findings = [r.asDict(recursive=True) for r in rows]

@@ -174,9 +174,10 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
     assert "<table id=\"findings\">" in dom or "<table id='findings'>" in dom
     assert len(re.findall(r"<tr id=[\"']finding-\d+[\"']><td><span class=\"sev", dom)) == len(findings)
     for title in ("Requests per API", "Responses with errors per API", "Response latency",
-                  "Generation id per group", "Members per generation", "Records behind per group and topic"):
+                  "Generation id per group", "Members per generation", "Records behind per group and topic",
+                  "Rebalance duration per group"):
         assert f'aria-label="{title}' in dom, title
-    assert dom.count("<svg") == 6 and dom.count("<polyline") >= 6
+    assert dom.count("<svg") == 7 and dom.count("<polyline") >= 7
     shot = tmp_path / "report.png"
     chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
              tmp_path / "profile")

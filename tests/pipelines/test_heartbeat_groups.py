@@ -3,6 +3,7 @@ unknown members, and each member epoch as a rebalance; topic ids named from Meta
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -142,8 +143,7 @@ def test_an_epoch_a_member_never_acknowledged_is_incomplete(spark: SparkSession)
 def _join(t: float, member: str, port: int, epoch: int, parts: list[int]) -> list[dict[str, Any]]:
     """A member's first heartbeat (epoch 0, subscribing to orders), answered with ``epoch`` and ``parts``."""
     rows = _hb(t, member, 0, epoch, parts=parts, port=port)
-    request = rows[0]
-    request["body"] = request["body"].replace('"MemberEpoch": 0', '"MemberEpoch": 0, "SubscribedTopicNames": ["orders"]')
+    rows[0]["body"] = json.dumps({**json.loads(rows[0]["body"]), "SubscribedTopicNames": ["orders"]})
     return rows
 
 

@@ -31,7 +31,7 @@ def test_page_escapes_and_summarises() -> None:
     assert "http://" not in page and "https://" not in page
     assert page.count("<td><span class=\"sev") == 2
     assert "id='summary'" in page and "+2 more" in page  # 7 evidence entries, 5 shown
-    assert page.count("<svg") == 6 and "no data" in page  # no errors series
+    assert page.count("<svg") == 7 and "no data" in page  # no errors series
 
 
 def test_nulls_and_hostile_strings_anywhere_in_a_finding() -> None:

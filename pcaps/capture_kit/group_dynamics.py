@@ -18,6 +18,14 @@ from pcaps.capture_kit.groups import GroupStats
 from pcaps.capture_kit.infra import Run, run_threads
 
 
+def _note_group(run: Run, group: str, produced: str, stats: GroupStats) -> None:
+    """The run's note of what a group's producer wrote and its members consumed and committed."""
+    run.note(f"group {group!r}: produced {produced}, consumed per member {dict(stats.consumed)}, "
+             f"commits {dict(stats.commits)}")
+    if stats.failed_commits:
+        run.note(f"group {group!r}: failed commits {dict(stats.failed_commits)}")
+
+
 def _producer(bs: str, topic: str, client_id: str, stop: threading.Event, per_second: int, max_records: int,
               size: int = 100, every: float = 0.5) -> int:
     """confluent-kafka producer writing ``per_second`` records a second (a burst every ``every`` seconds, so few
@@ -143,10 +151,7 @@ def clients_kip848_group(run: Run, bs: str) -> None:
     finally:
         stop.set()
         timer.cancel()
-    run.note(f"group {KIP848_GROUP!r}: produced {sum(produced)}, consumed per member {dict(stats.consumed)}, "
-             f"commits {dict(stats.commits)}")
-    if stats.failed_commits:
-        run.note(f"group {KIP848_GROUP!r}: failed commits {dict(stats.failed_commits)}")
+    _note_group(run, KIP848_GROUP, f"{sum(produced)}", stats)
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,10 +249,7 @@ def clients_consumer_lag(run: Run, bs: str) -> None:
     finally:
         stop.set()
         timer.cancel()
-    run.note(f"group {LAG_GROUP!r}: produced {sum(produced)}, consumed {dict(stats.consumed)}, "
-             f"commits {dict(stats.commits)}")
-    if stats.failed_commits:
-        run.note(f"group {LAG_GROUP!r}: failed commits {dict(stats.failed_commits)}")
+    _note_group(run, LAG_GROUP, f"{sum(produced)}", stats)
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,7 +327,4 @@ def clients_rebalance_storm(run: Run, bs: str) -> None:
     finally:
         stop.set()
         timer.cancel()
-    run.note(f"group {STORM_GROUP!r}: produced {sum(produced)} (+60 preloaded), consumed per member "
-             f"{dict(stats.consumed)}, commits {dict(stats.commits)}")
-    if stats.failed_commits:
-        run.note(f"group {STORM_GROUP!r}: failed commits {dict(stats.failed_commits)}")
+    _note_group(run, STORM_GROUP, f"{sum(produced)} (+60 preloaded)", stats)

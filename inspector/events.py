@@ -181,7 +181,7 @@ _PROMOTED_KEYS = frozenset(("GroupId", "MemberId", "Members", "GenerationId", "G
                             "ProtocolType", "ProtocolName", "Protocols", "Groups", "ClusterId", "NodeId"))
 PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above is a C global)
 #: Where the columns come from (SCHEMA order): a row's own values ("row", index), its connection's
-#: ("conn", index), or the values few rows have ("extra", index; null, or False for request_missing).
+#: ("conn", index), or the values few rows have ("extra", index; null, or False for _FALSE_COLUMNS).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
                 "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
 #: The connection's columns: its endpoints, and who it authenticated as when the message was seen (an Envelope's
@@ -190,7 +190,9 @@ _CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", 
                  "sasl_mechanism")
 _EXTRA_COLUMNS = ("nested_error_codes", "group_id", "member_id", "generation_id", "protocol_type", "protocol_name",
                   "cluster_id", "node_id", "envelope_correlation_id", "request_missing", "candidates",
-                  "confidence", "notes")
+                  "confidence", "notes", "tls")
+#: The extra columns that are False, not null, where a row has no value.
+_FALSE_COLUMNS = ("request_missing", "tls")
 _SOURCES = tuple(
     ("row", _ROW_COLUMNS.index(name)) if name in _ROW_COLUMNS
     else ("conn", _CONN_COLUMNS.index(name)) if name in _CONN_COLUMNS
@@ -352,8 +354,8 @@ class EventTable:
         self._conn_rows.append(conn)
         candidates = ev.candidates
         if (nested is None and not promoted and envelope is None and not ev.request_missing
-                and not candidates and ev.confidence is None and not notes):
-            return  # every extra column is null (request_missing False): nothing more to keep
+                and not candidates and ev.confidence is None and not notes and not ev.tls):
+            return  # every extra column is null (request_missing and tls False): nothing more to keep
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
         # In _EXTRA_COLUMNS order.
         self._extras.append((row, (
@@ -370,6 +372,7 @@ class EventTable:
             _candidates_text(candidates) if candidates else None,
             ev.confidence,
             "; ".join(notes) if notes else None,
+            True if ev.tls else False,
         )))
 
     def take(self) -> pa.RecordBatch:
@@ -391,7 +394,7 @@ class EventTable:
         extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)  # None: every row has the default
         if extras:
             for i in range(len(_EXTRA_COLUMNS)):
-                default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
+                default = False if _EXTRA_COLUMNS[i] in _FALSE_COLUMNS else None
                 if all(values[i] is default for _, values in extras):
                     continue  # the column stays all default (null or False), made without a list of n values
                 filled: list[Any] = [default] * n
@@ -419,7 +422,7 @@ class EventTable:
                 arrays.append(pa.array([values[k] for k in conn_rows], type=f.type))
             elif (extra := extra_columns[i]) is not None:
                 arrays.append(pa.array(extra, type=f.type))
-            elif f.name == "request_missing":
+            elif f.name in _FALSE_COLUMNS:
                 arrays.append(pa.repeat(pa.scalar(False), n))
             else:
                 arrays.append(pa.nulls(n, type=f.type))

@@ -181,7 +181,8 @@ _PROMOTED_KEYS = frozenset(("GroupId", "MemberId", "Members", "GenerationId", "G
                             "ProtocolType", "ProtocolName", "Protocols", "Groups", "ClusterId", "NodeId"))
 PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above is a C global)
 #: Where the columns come from (SCHEMA order): a row's own values ("row", index), its connection's
-#: ("conn", index), or the values few rows have ("extra", index; null, or False for _FALSE_COLUMNS).
+#: ("conn", index), the values few rows have ("extra", index; null, or False for request_missing), or
+#: ("tls", 0) the rows carried by TLS (True; False for the others).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
                 "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
 #: The connection's columns: its endpoints, and who it authenticated as when the message was seen (an Envelope's
@@ -190,16 +191,15 @@ _CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", 
                  "sasl_mechanism")
 _EXTRA_COLUMNS = ("nested_error_codes", "group_id", "member_id", "generation_id", "protocol_type", "protocol_name",
                   "cluster_id", "node_id", "envelope_correlation_id", "request_missing", "candidates",
-                  "confidence", "notes", "tls")
-#: The extra columns that are False, not null, where a row has no value.
-_FALSE_COLUMNS = ("request_missing", "tls")
+                  "confidence", "notes")
 _SOURCES = tuple(
     ("row", _ROW_COLUMNS.index(name)) if name in _ROW_COLUMNS
     else ("conn", _CONN_COLUMNS.index(name)) if name in _CONN_COLUMNS
+    else ("tls", 0) if name == "tls"
     else ("extra", _EXTRA_COLUMNS.index(name))
     for name in COLUMNS
 )
-assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
+assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS + ("tls",)) == sorted(COLUMNS)
 #: Row columns converted as another type of the same layout (no per-value conversion), then viewed.
 _STORAGE = {"ts": pa.int64(), "body": pa.binary()}
 #: Rows hold a message's ts in seconds (a float); the column holds microseconds.
@@ -261,6 +261,7 @@ class EventTable:
         self._conn_index: dict[tuple[Any, ...], int] = {}
         self._last_conn: tuple[Any, ...] = (-1, None, None, -1, None, None)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
+        self._tls_rows: list[int] = []  # the rows carried by TLS (a plaintext row costs one test of ev.tls)
         # The body column: bodies go straight into its buffers (the rows hold None).
         self._bodies = _BodyColumn(Records, _headers_writer if records.level == "headers" else None,
                                    promoted_keys=_PROMOTED_KEYS)
@@ -352,10 +353,12 @@ class EventTable:
         row = len(self._rows)
         self._rows.append(values)
         self._conn_rows.append(conn)
+        if ev.tls:
+            self._tls_rows.append(row)
         candidates = ev.candidates
         if (nested is None and not promoted and envelope is None and not ev.request_missing
-                and not candidates and ev.confidence is None and not notes and not ev.tls):
-            return  # every extra column is null (request_missing and tls False): nothing more to keep
+                and not candidates and ev.confidence is None and not notes):
+            return  # every extra column is null (request_missing False): nothing more to keep
         gen = b.get("GenerationId", b.get("GenerationIdOrMemberEpoch"))
         # In _EXTRA_COLUMNS order.
         self._extras.append((row, (
@@ -372,13 +375,13 @@ class EventTable:
             _candidates_text(candidates) if candidates else None,
             ev.confidence,
             "; ".join(notes) if notes else None,
-            True if ev.tls else False,
         )))
 
     def take(self) -> pa.RecordBatch:
         """Return the accumulated rows as one record batch and start afresh."""
         rows, conns, conn_rows, extras = self._rows, self._conns, self._conn_rows, self._extras
         self._rows, self._conns, self._conn_rows, self._extras = [], [], [], []
+        tls_rows, self._tls_rows = self._tls_rows, []
         self._conn_index = {}
         self._last_conn = (-1, None, None, -1, None, None)
         n = len(rows)
@@ -394,7 +397,7 @@ class EventTable:
         extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)  # None: every row has the default
         if extras:
             for i in range(len(_EXTRA_COLUMNS)):
-                default = False if _EXTRA_COLUMNS[i] in _FALSE_COLUMNS else None
+                default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
                 if all(values[i] is default for _, values in extras):
                     continue  # the column stays all default (null or False), made without a list of n values
                 filled: list[Any] = [default] * n
@@ -417,12 +420,20 @@ class EventTable:
                     arrays.append(pa.array(row_columns[i], type=storage).view(f.type))
                 else:
                     arrays.append(pa.array(row_columns[i], type=f.type))
+            elif source == "tls":
+                if tls_rows:
+                    flags = [False] * n
+                    for row in tls_rows:
+                        flags[row] = True
+                    arrays.append(pa.array(flags, type=f.type))
+                else:
+                    arrays.append(pa.repeat(pa.scalar(False), n))
             elif source == "conn":  # expanded here: Arrow's take would import pyarrow.compute (~40 ms)
                 values = conn_columns[i]
                 arrays.append(pa.array([values[k] for k in conn_rows], type=f.type))
             elif (extra := extra_columns[i]) is not None:
                 arrays.append(pa.array(extra, type=f.type))
-            elif f.name in _FALSE_COLUMNS:
+            elif f.name == "request_missing":
                 arrays.append(pa.repeat(pa.scalar(False), n))
             else:
                 arrays.append(pa.nulls(n, type=f.type))

@@ -9,12 +9,18 @@ A snapshot holds, per capture of ``pcaps/`` and ``../shared/real-captures/`` (wh
 jsonl`` and the text of ``show`` and ``show -v``, plus ``read --records records`` in JSONL (the dict path).
 ``compare`` lists every file that differs byte for byte, or is in one snapshot only, and exits 1 if any
 does. A change to the hot path must leave ``compare`` silent (issue 17, item 9).
+
+A change that adds columns compares with ``--except NAME`` (repeatable): a file that differs is then
+compared without them, Parquet files as tables without those columns, JSON lines and ``summary.json`` as
+values without those keys (at any depth), and counts as equal if nothing else differs; text must still be
+identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -62,15 +68,45 @@ def _files(root: Path) -> set[Path]:
     return {p.relative_to(root) for p in root.rglob("*") if p.is_file()}
 
 
-def compare(a: Path, b: Path) -> int:
+def _without(value: object, names: frozenset[str]) -> object:
+    """A JSON value without the keys ``names``, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [_without(v, names) for v in value]
+    return value
+
+
+def _equal_except(a: Path, b: Path, names: frozenset[str]) -> bool:
+    """Whether two output files hold the same once the columns or keys ``names`` are left out."""
+    if a.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        left, right = pq.read_table(a), pq.read_table(b)
+        return left.drop_columns([n for n in names if n in left.column_names]).equals(
+            right.drop_columns([n for n in names if n in right.column_names]), check_metadata=False)
+    if a.suffix in (".jsonl", ".json"):
+        def values(path: Path) -> list[object]:
+            text = path.read_text()
+            lines = text.splitlines() if path.suffix == ".jsonl" else [text]
+            return [_without(json.loads(line), names) for line in lines]
+
+        return values(a) == values(b)
+    return False
+
+
+def compare(a: Path, b: Path, names: frozenset[str] = frozenset()) -> int:
     left, right = _files(a), _files(b)
     differ = sorted(p for p in left & right if not filecmp.cmp(a / p, b / p, shallow=False))
+    only_new = [p for p in differ if names and _equal_except(a / p, b / p, names)]
+    differ = [p for p in differ if p not in only_new]
     for p in differ:
         print(f"differs: {p}")
     for p in sorted(left ^ right):
         print(f"only in {'first' if p in left else 'second'}: {p}")
-    same = len(left & right) - len(differ)
-    print(f"{same} files identical, {len(differ)} differ, {len(left ^ right)} in one snapshot only")
+    same = len(left & right) - len(differ) - len(only_new)
+    print(f"{same} files identical, {len(only_new)} equal except {', '.join(sorted(names)) or '-'}, "
+          f"{len(differ)} differ, {len(left ^ right)} in one snapshot only")
     return 1 if differ or left ^ right else 0
 
 
@@ -81,11 +117,13 @@ def main() -> int:
     cmp = sub.add_parser("compare")
     cmp.add_argument("first", type=Path)
     cmp.add_argument("second", type=Path)
+    cmp.add_argument("--except", dest="names", action="append", default=[], metavar="NAME",
+                     help="a new column or key: files that differ are compared without it")
     args = parser.parse_args()
     if args.command == "snapshot":
         snapshot(args.dir)
         return 0
-    return compare(args.first, args.second)
+    return compare(args.first, args.second, frozenset(args.names))
 
 
 if __name__ == "__main__":

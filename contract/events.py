@@ -64,8 +64,10 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("node_id", INT32, "promoted NodeId"),
     Column("envelope_correlation_id", INT32, "on rows unwrapped from an Envelope: the outer correlation id"),
     Column("principal", STRING, "who the connection authenticated as (SASL: User:NAME), from the successful "
-                                "SaslAuthenticate on; on rows unwrapped from an Envelope: the forwarded request's"),
+                                "SaslAuthenticate on; over TLS without SASL, the client certificate's (User:CN=...); "
+                                "on rows unwrapped from an Envelope: the forwarded request's"),
     Column("sasl_mechanism", STRING, "the connection's SASL mechanism (SaslHandshake, else what AuthBytes show)"),
+    Column("tls", BOOL, "the message was carried by TLS and decrypted (--tls-keylog); false for plaintext"),
     Column("request_missing", BOOL, "a response whose request is not in the capture"),
     Column("candidates", STRING, "for those: the (api key, version) layouts that decode it exactly, best first"),
     Column("confidence", FLOAT64, "the confidence in the first candidate"),

@@ -127,8 +127,19 @@ def _error(message: str) -> None:
 # -- read -------------------------------------------------------------------------------------
 
 
+def _keylog_missing(args: argparse.Namespace) -> bool:
+    """``--tls-keylog FILE`` names no file: said on stderr (read, show and clients read it whole; the tap waits
+    for it)."""
+    if args.tls_keylog is not None and not Path(args.tls_keylog).is_file():
+        _error(f"--tls-keylog {args.tls_keylog}: no such file")
+        return True
+    return False
+
+
 def cmd_read(args: argparse.Namespace, console: Console) -> int:
     options = _read_options(args)
+    if _keylog_missing(args):
+        return EXIT_USAGE
     out: Path = args.output
     old = sorted((out / "events").glob("*.parquet")) + sorted(out.glob("events*.jsonl"))
     if old and not (args.overwrite or args.append):
@@ -249,6 +260,8 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         _error(f"{exc}")
         return EXIT_USAGE
     options = _read_options(args)
+    if _keylog_missing(args):
+        return EXIT_USAGE
     if args.capture != "-" and not Path(args.capture).is_file():
         _error(f"{args.capture}: no such file")
         return EXIT_CAPTURE
@@ -289,6 +302,8 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
         head += f" client={escape(row['client_id'])}"
     if row["principal"] and row["envelope_correlation_id"] is None:  # who the connection authenticated as
         head += f" principal={escape(str(row['principal']))}"
+    if row["tls"]:
+        head += " tls"
     if row["latency_ms"] is not None:
         head += f" {row['latency_ms']:.2f}ms"
     if row["error_code"]:
@@ -339,6 +354,8 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     from inspector.parquet_file import read_events
 
     options = _read_options(args)
+    if _keylog_missing(args):
+        return EXIT_USAGE
     tables = []
     for name in args.inputs:
         path = Path(name)

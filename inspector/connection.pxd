@@ -12,7 +12,7 @@ cdef class PendingRequest:
 
 cdef class KafkaMessage:
     cdef public object ts, conn_id, client, broker, direction, frame_offset, message, client_id, latency_ms
-    cdef public object request_missing, candidates, confidence, principal, sasl_mechanism
+    cdef public object request_missing, candidates, confidence, principal, sasl_mechanism, tls
 
 @cython.locals(m=KafkaMessage)
 cpdef KafkaMessage _new_message(ts, conn_id, client, broker, direction, frame_offset, message, client_id,

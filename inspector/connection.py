@@ -86,6 +86,7 @@ class KafkaMessage:
     confidence: float | None = None
     principal: str | None = None  # who the connection authenticated as (SASL), when the message was seen
     sasl_mechanism: str | None = None
+    tls: bool | None = None  # carried by TLS (decrypted); set by inspector.tls_stream
 
 
 @dataclass(frozen=True)  # compiled, an extension type (connection.pxd); from source, the slots below
@@ -205,6 +206,11 @@ class KafkaConnection:
         offset = self.framers[side].offset - length
         out.append(StreamIssue(ts, self.conn_id, side, offset, length, "gap", reason))
         return out
+
+    def resync(self, side: int, ts: float) -> list[ConnectionEvent]:
+        """Bytes of ``side``'s stream that will not come and are not counted here went by (TLS records not
+        decrypted between records that were): its incomplete frame is skipped and its framer resyncs."""
+        return self._handle(side, self.framers[side].gap(ts, 0))
 
     def release(self, ts: float, reason: str) -> list[ConnectionEvent]:
         """Free the bytes both framers hold (incomplete frames): reported as skipped with ``reason``; each

@@ -1,4 +1,5 @@
-"""The decoding options shared by ``read``, ``show`` and ``tap``: their flags and the ``ReadOptions`` they make."""
+"""The decoding options shared by ``read``, ``show``, ``clients`` and ``tap``: their flags and the ``ReadOptions``
+they make."""
 
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ def add_decode_options(p: argparse.ArgumentParser) -> None:
                    help=f"array elements decoded per message, all its arrays (and embedded protocols, Envelope "
                         f"contents) together; a message with more is reported, not decoded (default "
                         f"{MAX_ELEMENTS:,})")
+    p.add_argument("--tls-keylog", metavar="FILE",
+                   help="TLS key log (NSS format, as SSLKEYLOGFILE writes it): TLS connections whose secrets it "
+                        "holds are decrypted and decoded like plaintext; without it they are counted as encrypted")
 
 
 def read_options(args: argparse.Namespace) -> ReadOptions:
@@ -70,4 +74,5 @@ def read_options(args: argparse.Namespace) -> ReadOptions:
         max_pending=args.max_pending,
         max_held=args.max_held,
         max_elements=args.max_elements,
+        tls_keylog=args.tls_keylog,
     )

@@ -16,6 +16,7 @@ cdef class _RecordsSummary:
 cdef class EventTable:
     cdef public object capture, records, limit_hits
     cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _last_conn, _extras, _bodies, _append_text
+    cdef public list _tls_rows
 
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)

@@ -181,7 +181,8 @@ _PROMOTED_KEYS = frozenset(("GroupId", "MemberId", "Members", "GenerationId", "G
                             "ProtocolType", "ProtocolName", "Protocols", "Groups", "ClusterId", "NodeId"))
 PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above is a C global)
 #: Where the columns come from (SCHEMA order): a row's own values ("row", index), its connection's
-#: ("conn", index), or the values few rows have ("extra", index; null, or False for request_missing).
+#: ("conn", index), the values few rows have ("extra", index; null, or False for request_missing), or
+#: ("tls", 0) the rows carried by TLS (True; False for the others).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
                 "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
 #: The connection's columns: its endpoints, and who it authenticated as when the message was seen (an Envelope's
@@ -194,10 +195,11 @@ _EXTRA_COLUMNS = ("nested_error_codes", "group_id", "member_id", "generation_id"
 _SOURCES = tuple(
     ("row", _ROW_COLUMNS.index(name)) if name in _ROW_COLUMNS
     else ("conn", _CONN_COLUMNS.index(name)) if name in _CONN_COLUMNS
+    else ("tls", 0) if name == "tls"
     else ("extra", _EXTRA_COLUMNS.index(name))
     for name in COLUMNS
 )
-assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS) == sorted(COLUMNS)
+assert sorted(_ROW_COLUMNS + _CONN_COLUMNS + _EXTRA_COLUMNS + ("tls",)) == sorted(COLUMNS)
 #: Row columns converted as another type of the same layout (no per-value conversion), then viewed.
 _STORAGE = {"ts": pa.int64(), "body": pa.binary()}
 #: Rows hold a message's ts in seconds (a float); the column holds microseconds.
@@ -259,6 +261,7 @@ class EventTable:
         self._conn_index: dict[tuple[Any, ...], int] = {}
         self._last_conn: tuple[Any, ...] = (-1, None, None, -1, None, None)
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
+        self._tls_rows: list[int] = []  # the rows carried by TLS (a plaintext row costs one test of ev.tls)
         # The body column: bodies go straight into its buffers (the rows hold None).
         self._bodies = _BodyColumn(Records, _headers_writer if records.level == "headers" else None,
                                    promoted_keys=_PROMOTED_KEYS)
@@ -350,6 +353,8 @@ class EventTable:
         row = len(self._rows)
         self._rows.append(values)
         self._conn_rows.append(conn)
+        if ev.tls:
+            self._tls_rows.append(row)
         candidates = ev.candidates
         if (nested is None and not promoted and envelope is None and not ev.request_missing
                 and not candidates and ev.confidence is None and not notes):
@@ -376,6 +381,7 @@ class EventTable:
         """Return the accumulated rows as one record batch and start afresh."""
         rows, conns, conn_rows, extras = self._rows, self._conns, self._conn_rows, self._extras
         self._rows, self._conns, self._conn_rows, self._extras = [], [], [], []
+        tls_rows, self._tls_rows = self._tls_rows, []
         self._conn_index = {}
         self._last_conn = (-1, None, None, -1, None, None)
         n = len(rows)
@@ -414,6 +420,14 @@ class EventTable:
                     arrays.append(pa.array(row_columns[i], type=storage).view(f.type))
                 else:
                     arrays.append(pa.array(row_columns[i], type=f.type))
+            elif source == "tls":
+                if tls_rows:
+                    flags = [False] * n
+                    for row in tls_rows:
+                        flags[row] = True
+                    arrays.append(pa.array(flags, type=f.type))
+                else:
+                    arrays.append(pa.repeat(pa.scalar(False), n))
             elif source == "conn":  # expanded here: Arrow's take would import pyarrow.compute (~40 ms)
                 values = conn_columns[i]
                 arrays.append(pa.array([values[k] for k in conn_rows], type=f.type))

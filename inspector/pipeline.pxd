@@ -6,11 +6,11 @@ from inspector.stream_events cimport StreamData
 
 cdef class _Tracked:
     cdef public list held
-    cdef public object _spec, _conn, kafka, ignored_bytes, framer_bytes, reasm_bytes
+    cdef public object _spec, _conn, kafka, ignored_bytes, framer_bytes, reasm_bytes, tls
 
 cdef class Inspector:
     cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released
-    cdef public object body_text
+    cdef public object body_text, keylog
     cdef public dict conns
     cdef public list closed
     cdef public object held_bytes, max_conn_id, _holders, _holders_max, _reasm_held

@@ -4,16 +4,25 @@
 connection events. A connection is Kafka when its frames decode as Kafka (or when ``ports``
 names its broker port); other TCP traffic is counted, not decoded.
 
+TLS is recognised by content, on any port, from a connection's first stream bytes (decided once, so
+plaintext pays one comparison a segment): its bytes then go through :class:`~inspector.tls_stream.TlsStream`
+(imported when the first TLS connection is found), which decrypts what the key log has keys for and feeds
+the plaintext to the same framers. A TLS connection whose content could not be seen (nothing decrypted) is
+reported with its TLS description and byte counts, as the Kafka connections are.
+
 Memory held across connections is bounded: the bytes of incomplete frames (framers) and of data waiting
 behind holes (reassembler) are counted per connection as they change, and when all connections together
 hold more than ``max_held`` the connections holding the most are released (:meth:`Inspector._release`):
-their holes become gaps, their incomplete frames skipped bytes, both with reason :data:`HELD_REASON`.
+their holes become gaps, their incomplete frames skipped bytes, both with reason :data:`HELD_REASON`. The
+bytes a TLS connection holds (an incomplete record, an incomplete handshake message) count too; released, its
+decryption stops.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from inspector.connection import (
     MAX_ELEMENTS,
@@ -36,6 +45,11 @@ from inspector.stream_events import (
     StreamData,
     StreamGap,
 )
+from inspector.tls_sniff import SNIFF_HELLO, SNIFF_PLAIN, SNIFF_WINDOW, sniff
+
+if TYPE_CHECKING:
+    from inspector.tls_keylog import KeyLog
+    from inspector.tls_stream import TlsStream
 
 #: Without a port hint, a connection that yields this many frames (or bytes) and no message that
 #: decodes is not Kafka.
@@ -53,7 +67,7 @@ class _Tracked:
     bytes (or gap) arrive, so a connection that never carries data (SYN floods, half-open connections)
     costs little memory and garbage-collector time."""
 
-    __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes")
+    __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes", "tls")
 
     def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int, bool],
                  kafka: bool | None) -> None:
@@ -62,10 +76,13 @@ class _Tracked:
         self._spec = spec
         self._conn: KafkaConnection | None = None
         self.kafka = kafka  # None while undecided
+        # Whether it is TLS, from its first bytes: None before them, a _Sniffing while too few tell, False for
+        # plaintext, else its TlsStream.
+        self.tls: TlsStream | _Sniffing | bool | None = None
         self.held: list[ConnectionEvent] = []
         self.ignored_bytes = 0
         # What the connection holds, as last counted (Inspector.held_bytes is their sum over connections):
-        self.framer_bytes = 0  # in its framers (incomplete frames)
+        self.framer_bytes = 0  # in its framers (incomplete frames) and its TLS session
         self.reasm_bytes = 0  # in the reassembler, behind holes
 
     @property
@@ -86,7 +103,39 @@ class _Tracked:
 
     @property
     def bytes_seen(self) -> int:
+        """Stream bytes its framers saw (of a TLS connection: its plaintext)."""
         return 0 if self._conn is None else sum(self._conn.stats.bytes_seen)
+
+    @property
+    def tls_stream(self) -> TlsStream | None:
+        tls = self.tls
+        return None if tls is None or isinstance(tls, (bool, _Sniffing)) else tls
+
+    @property
+    def wire_bytes(self) -> int:
+        """Stream bytes delivered (of a TLS connection: its records, not its plaintext)."""
+        tls = self.tls_stream
+        return self.bytes_seen if tls is None else tls.wire_bytes
+
+    def holding(self) -> int:
+        """Bytes its framers and TLS session hold now."""
+        if self._conn is None:
+            return 0
+        tls = self.tls_stream
+        return self._conn.buffered + (tls.held if tls is not None else 0)
+
+
+class _Sniffing:
+    """A connection's first bytes while too few tell whether it is TLS (fewer than a record header and a
+    handshake type: a few bytes, at most)."""
+
+    __slots__ = ("data", "offset", "side", "ts")
+
+    def __init__(self, side: int, ts: float, offset: int, data: bytes) -> None:
+        self.side = side
+        self.ts = ts
+        self.offset = offset
+        self.data = data
 
 
 class Closed:
@@ -110,12 +159,17 @@ class Closed:
         tracked = self._tracked
         return tracked.conn if tracked.has_conn else tracked.new_conn()
 
+    @property
+    def tls(self) -> TlsStream | None:
+        """A TLS connection's stream (its description and byte counts), else None."""
+        return self._tracked.tls_stream
+
 
 class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
                  max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
                  max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD,
-                 max_elements: int = MAX_ELEMENTS, body_text: bool = False) -> None:
+                 max_elements: int = MAX_ELEMENTS, body_text: bool = False, keylog: KeyLog | None = None) -> None:
         if max_held < 0:
             raise ValueError("max_held must be >= 0")
         if max_elements < 0:
@@ -127,6 +181,7 @@ class Inspector:
         self.max_held = max_held
         self.max_elements = max_elements  # array elements one message may decode (--max-elements)
         self.body_text = body_text  # Produce/Fetch bodies as JSON text (KafkaConnection's body_text)
+        self.keylog = keylog  # TLS secrets (fed by the caller, which may go on feeding it)
         self.evicted = 0  # connections closed because more than max_connections were open
         self.released = 0  # connections whose held bytes were released because more than max_held were held
         self.held_bytes = 0  # bytes held in framers and behind holes, all open connections together
@@ -171,10 +226,15 @@ class Inspector:
                 tracked = self.conns.get(ev.conn_id)
                 if tracked is None or tracked.kafka is False:
                     continue
-                conn = tracked.conn
-                self._emit(tracked, conn.gap(ev.side, ev.ts, ev.length, ev.reason), out)
+                if isinstance(tracked.tls, _Sniffing):
+                    self._decided_plain(ev.conn_id, tracked, out)  # too few bytes said TLS: plaintext
+                tls = tracked.tls_stream
+                if tls is not None:
+                    self._emit(tracked, tls.gap(ev.side, ev.ts, ev.length, ev.reason), out)
+                else:
+                    self._emit(tracked, tracked.conn.gap(ev.side, ev.ts, ev.length, ev.reason), out)
                 if tracked.framer_bytes:
-                    self._set_held(ev.conn_id, tracked, conn.buffered, tracked.reasm_bytes)
+                    self._set_held(ev.conn_id, tracked, tracked.holding(), tracked.reasm_bytes)
             elif isinstance(ev, ConnectionOpened):
                 self._open(ev)
             elif isinstance(ev, ConnectionClosed):
@@ -192,6 +252,9 @@ class Inspector:
         if tracked.kafka is False:
             tracked.ignored_bytes += len(ev.data)
             return
+        if tracked.tls is not False:  # TLS, or its first bytes
+            self._tls_data(ev, tracked, out)
+            return
         conn = tracked._conn if tracked._conn is not None else tracked.conn
         framer = conn.framers[ev.side]
         before = framer.buffered
@@ -202,6 +265,66 @@ class Inspector:
             self.held_bytes += grown
             if self._holders is not None:
                 self._changed(ev.conn_id, tracked, grown > 0)
+
+    # -- TLS ---------------------------------------------------------------------------------------
+
+    def _tls_data(self, ev: StreamData, tracked: _Tracked, out: list[ConnectionEvent]) -> None:
+        """Stream data of a TLS connection, or of one whose first bytes do not yet tell."""
+        before = tracked.holding()
+        tls = tracked.tls_stream
+        if tls is None:
+            tls = self._sniff(ev, tracked, out)
+            if tls is None:
+                return
+        self._emit(tracked, tls.data(ev.side, ev.ts, ev.data), out)
+        grown = tracked.holding() - before
+        if grown:
+            self._set_held(ev.conn_id, tracked, tracked.framer_bytes + grown, tracked.reasm_bytes)
+
+    def _sniff(self, ev: StreamData, tracked: _Tracked, out: list[ConnectionEvent]) -> TlsStream | None:
+        """A connection's first bytes: TLS (its stream, with the bytes held so far fed) or not (they go to its
+        framers as plaintext: None)."""
+        sniffing = tracked.tls if isinstance(tracked.tls, _Sniffing) else None
+        if sniffing is not None and sniffing.side != ev.side:
+            verdict: int | None = SNIFF_PLAIN  # the other side spoke first: no ClientHello, no record
+        else:
+            first = bytes(ev.data[:SNIFF_WINDOW]) if sniffing is None else sniffing.data + bytes(ev.data)
+            offset = ev.offset if sniffing is None else sniffing.offset
+            verdict = sniff(first, mid_stream=offset > 0 or not tracked._spec[4])  # spec[4]: the SYN was seen
+            if verdict is None:  # too few bytes: keep them (a few) until more come
+                tracked.tls = _Sniffing(ev.side, ev.ts, offset, first)
+                return None
+        if verdict == SNIFF_PLAIN:
+            self._decided_plain(ev.conn_id, tracked, out)
+            self._data(ev, out)
+            return None
+        from inspector.tls_stream import TlsStream  # imported with the first TLS connection (cryptography: ~0.1 s)
+
+        if verdict == SNIFF_HELLO:
+            client_side = ev.side  # the ClientHello's sender is the client, whatever port or SYN said
+            if not tracked.has_conn:  # the plaintext starts at its beginning
+                conn_id, a, b, _, _, max_frame, max_pending, max_elements, body_text = tracked._spec
+                tracked._spec = (conn_id, a, b, client_side, True, max_frame, max_pending, max_elements, body_text)
+            tracked.conn.client_side = client_side
+        else:
+            client_side = tracked.conn.client_side or 0
+        tls = TlsStream(tracked.conn, self.keylog, client_side, verdict == SNIFF_HELLO)
+        tracked.tls = tls
+        if sniffing is not None:
+            self._emit(tracked, tls.data(sniffing.side, sniffing.ts, sniffing.data), out)
+        return tls
+
+    def _decided_plain(self, key: int, tracked: _Tracked, out: list[ConnectionEvent]) -> None:
+        """The connection is not TLS: the first bytes held while deciding go to its framers."""
+        sniffing = tracked.tls
+        tracked.tls = False
+        if isinstance(sniffing, _Sniffing):
+            conn = tracked.conn
+            before = conn.buffered
+            self._emit(tracked, conn.data(sniffing.side, sniffing.ts, sniffing.data), out)
+            grown = conn.buffered - before
+            if grown and self.conns.get(key) is tracked:  # (closing, it is no longer counted)
+                self._set_held(key, tracked, tracked.framer_bytes + grown, tracked.reasm_bytes)
 
     # -- memory held across connections ------------------------------------------------------------
 
@@ -278,11 +401,11 @@ class Inspector:
                 return
             self._set_held(key, tracked, tracked.framer_bytes, 0)
         if tracked.has_conn:
-            conn = tracked.conn
-            events = conn.release(ts, HELD_REASON)
+            tls = tracked.tls_stream
+            events = tracked.conn.release(ts, HELD_REASON) if tls is None else tls.release(ts, HELD_REASON)
             if tracked.kafka is not False:
                 self._emit(tracked, events, out)
-            self._set_held(key, tracked, conn.buffered, 0)
+            self._set_held(key, tracked, tracked.holding(), 0)
 
     def _open(self, ev: ConnectionOpened) -> None:
         a = Endpoint(ev.a_ip, ev.a_port)
@@ -312,7 +435,7 @@ class Inspector:
             tracked.held = []
         elif len(tracked.held) > DETECT_MAX_EVENTS or tracked.bytes_seen > DETECT_MAX_BYTES:
             tracked.kafka = False
-            tracked.ignored_bytes += tracked.bytes_seen
+            tracked.ignored_bytes += tracked.wire_bytes
             tracked.held = []
 
     def _close(self, conn_id: int, ts: float, stats: ConnStats | None = None) -> list[ConnectionEvent]:
@@ -324,15 +447,21 @@ class Inspector:
         tracked.framer_bytes = tracked.reasm_bytes = 0
         out: list[ConnectionEvent] = []
         if tracked.kafka is not False:
+            if isinstance(tracked.tls, _Sniffing):
+                self._decided_plain(conn_id, tracked, out)
             if tracked.has_conn:
-                self._emit(tracked, tracked.conn.finish(ts), out)
+                tls = tracked.tls_stream
+                self._emit(tracked, tracked.conn.finish(ts) if tls is None else tls.finish(ts), out)
             if tracked.kafka is None:
-                # Never decoded a single message: not Kafka (or nothing to show).
-                tracked.kafka = bool(tracked.held) and any(isinstance(e, KafkaMessage) for e in tracked.held)
+                # Never decoded a single message: not Kafka (or nothing to show); a TLS connection whose content
+                # was not seen (nothing decrypted) is reported.
+                tls = tracked.tls_stream
+                tracked.kafka = (bool(tracked.held) and any(isinstance(e, KafkaMessage) for e in tracked.held)
+                                 or tls is not None and not tls.decrypted)
                 if tracked.kafka:
                     out.extend(tracked.held)
                 else:
-                    tracked.ignored_bytes += tracked.bytes_seen
+                    tracked.ignored_bytes += tracked.wire_bytes
                 tracked.held = []
         if stats is not None and tracked.kafka and tracked.has_conn:
             retransmitted = tracked.conn.stats.bytes_retransmitted

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -18,6 +19,9 @@ from inspector.parquet_file import write_table
 from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
+
+if TYPE_CHECKING:
+    from inspector.tls_keylog import KeyLog
 
 #: Rows per Arrow batch handed to a writer.
 BATCH_ROWS = 8192
@@ -35,6 +39,29 @@ class ReadOptions:
     max_pending: int = MAX_PENDING
     max_held: int = MAX_HELD
     max_elements: int = MAX_ELEMENTS
+    tls_keylog: str | None = None  # the TLS key log file (NSS format), read when a capture is
+
+
+def keylog_of(options: ReadOptions, summary: Summary) -> KeyLog | None:
+    """The key log ``options`` name, read now (None without one); what was wrong with it warned in ``summary``."""
+    if options.tls_keylog is None:
+        return None
+    from inspector.keylog_file import load_keylog
+
+    keylog = load_keylog(options.tls_keylog)
+    keylog_warnings(keylog, options.tls_keylog, summary)
+    return keylog
+
+
+def keylog_warnings(keylog: KeyLog, path: str, summary: Summary) -> None:
+    """What was wrong with a key log, said once in ``summary``'s warnings (each capture reads it)."""
+    name = Path(path).name
+    found = []
+    if keylog.lines_malformed:
+        found.append(f"TLS key log {name}: {keylog.lines_malformed:,} malformed lines skipped")
+    if not len(keylog):
+        found.append(f"TLS key log {name}: no TLS secrets in it")
+    summary.warnings.extend(w for w in found if w not in summary.warnings)
 
 
 def iter_capture(
@@ -51,7 +78,7 @@ def iter_capture(
     inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
                           max_buffered=options.max_buffered, max_connections=options.max_connections,
                           max_pending=options.max_pending, max_held=options.max_held,
-                          max_elements=options.max_elements, body_text=body_text)
+                          max_elements=options.max_elements, body_text=body_text, keylog=keylog_of(options, summary))
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     out: list[KafkaMessage] = []
@@ -120,7 +147,7 @@ def drain_closed(inspector: Inspector, summary: Summary, name: str) -> None:
         if c.kafka and not c.carried_data:
             summary.empty_connections += 1  # no row: a flood of half-open connections stays cheap
         elif c.kafka:
-            summary.connection_closed(c.conn, name)
+            summary.connection_closed(c.conn, name, c.tls)
         else:
             summary.non_kafka_connections += 1
             summary.non_kafka_bytes += c.ignored_bytes
@@ -185,14 +212,28 @@ CONNECTION_SCHEMA = pa.schema(
         ("decode_failures", pa.int64()),
         ("requests_missing", pa.int64()),
         ("responses_missing", pa.int64()),
+        ("bytes_encrypted", pa.int64()),  # TLS records not decrypted (no keys, decryption stopped or failed)
+        ("bytes_tls_overhead", pa.int64()),  # TLS handshake, alerts, record headers, tags and padding
         *((f"{who}_bytes_{what}", pa.int64()) for who in ("client", "broker")
-          for what in ("seen", "decoded", "gap", "undecodable", "retransmitted")),
+          for what in ("seen", "decoded", "gap", "undecodable", "retransmitted", "encrypted", "tls_overhead")),
         ("principal", pa.string()),  # SASL: who it last authenticated as (null: none, or not seen)
         ("sasl_mechanism", pa.string()),
         ("sasl_outcome", pa.string()),  # ok | in progress | failed: NAME (code) | failed: SCRAM ERROR
         ("sasl_claimed", pa.string()),  # who the last exchange claimed to be (User:NAME), even when it failed
         ("sasl_issuer", pa.string()),  # OAUTHBEARER: the token's iss claim (read, not verified)
         ("sasl_session_lifetime_ms", pa.int64()),  # SaslAuthenticate's SessionLifetimeMs (KIP-368), when > 0
+        # TLS (inspector/tls_stream.py): what the connection's bytes showed of it, and how decryption went
+        ("tls", pa.bool_()),
+        ("tls_version", pa.string()),  # TLSv1.3, TLSv1.2, ... (the ServerHello's)
+        ("tls_sni", pa.string()),
+        ("tls_alpn", pa.string()),  # the protocol the server selected
+        ("tls_cipher_suite", pa.string()),  # IANA name
+        ("tls_resumed", pa.bool_()),
+        ("tls_client_cert", pa.bool_()),  # the client sent a certificate (TLS 1.3: known when decrypted)
+        ("tls_decryption", pa.string()),  # pending | decrypted | no keys | not decryptable: | failed: | stopped:
+        ("tls_last_alert", pa.string()),  # e.g. "server fatal handshake_failure"
+        *((f"tls_{side}_cert_{what}", pa.timestamp("us", tz="UTC") if what.startswith("not_") else pa.string())
+          for side in ("server", "client") for what in ("subject", "issuer", "not_before", "not_after")),
     ]
 )
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract.apis import API_NAMES as _API_NAMES
 from decoders import OK
 from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
+
+if TYPE_CHECKING:
+    from inspector.tls_stream import TlsStream
+
+#: The parts every stream byte of a Kafka connection is counted in, once (connections.parquet, summary.json).
+BYTE_PARTS = ("decoded", "gap", "undecodable", "encrypted", "tls_overhead")
+#: The byte counts of connections.parquet and summary.json, in their order.
+BYTE_COUNTS = ("seen", "decoded", "gap", "undecodable", "retransmitted", "encrypted", "tls_overhead")
 
 #: Limits (named by their command-line option) and what a hit means; ``Summary.limits`` counts hits.
 LIMITS: dict[str, str] = {
@@ -149,10 +157,12 @@ class Summary:
         elif ev.kind == "gap" and ev.reason == GAP_BUFFER:
             self.limit_hit("--max-buffered")
 
-    def connection_closed(self, conn: KafkaConnection, capture: str | None) -> None:
+    def connection_closed(self, conn: KafkaConnection, capture: str | None, tls: TlsStream | None = None) -> None:
         """Record a closed connection's accounting. Per direction, every byte of the TCP stream (up to the
-        highest offset reached) is counted once: ``bytes_seen == bytes_decoded + bytes_gap +
-        bytes_undecodable``; retransmitted duplicates are not in ``bytes_seen`` but in ``bytes_retransmitted``."""
+        highest offset reached) is counted once: ``bytes_seen == bytes_decoded + bytes_gap + bytes_undecodable +
+        bytes_encrypted + bytes_tls_overhead`` (the last two zero for plaintext; a TLS connection's decoded and
+        undecodable bytes are its plaintext's, with the records the TLS layer could not split undecodable too);
+        retransmitted duplicates are not in ``bytes_seen`` but in ``bytes_retransmitted``."""
         st = conn.stats
         c = conn.client_side or 0
         row: dict[str, Any] = {
@@ -160,15 +170,11 @@ class Summary:
             "conn_id": conn.conn_id,
             "client": str(conn.client),
             "broker": str(conn.broker),
-            "bytes_seen": sum(st.bytes_seen) + sum(st.bytes_gap),
-            "bytes_decoded": sum(st.bytes_framed),
-            "bytes_gap": sum(st.bytes_gap),
-            "bytes_undecodable": sum(st.bytes_skipped),
-            "bytes_retransmitted": sum(st.bytes_retransmitted),
             "frames": sum(st.frames),
             "decode_failures": st.decode_failures,
             "requests_missing": st.requests_missing,
             "responses_missing": st.responses_missing,
+            "tls": False,
         }
         sasl = conn.sasl
         if sasl is not None:  # who it authenticated as last, how, and how its last exchange ended
@@ -178,18 +184,29 @@ class Summary:
             row["sasl_claimed"] = sasl.claimed
             row["sasl_issuer"] = sasl.issuer
             row["sasl_session_lifetime_ms"] = sasl.session_lifetime_ms
+        if tls is not None:
+            row.update(tls.columns())
+            if sasl is None:  # no SASL: the client certificate's principal, as Kafka's SSL principal builder
+                row["principal"] = tls.principal
+        for key in BYTE_COUNTS:
+            row[f"bytes_{key}"] = 0
         for prefix, side in (("client", c), ("broker", 1 - c)):
-            row[f"{prefix}_bytes_seen"] = st.bytes_seen[side] + st.bytes_gap[side]
-            row[f"{prefix}_bytes_decoded"] = st.bytes_framed[side]
-            row[f"{prefix}_bytes_gap"] = st.bytes_gap[side]
-            row[f"{prefix}_bytes_undecodable"] = st.bytes_skipped[side]
-            row[f"{prefix}_bytes_retransmitted"] = st.bytes_retransmitted[side]
+            seen, undecodable, encrypted, overhead = st.bytes_seen[side], st.bytes_skipped[side], 0, 0
+            if tls is not None:  # the stream's bytes are records; the framers saw their plaintext
+                seen, encrypted, overhead, malformed = tls.bytes(side)
+                undecodable += malformed
+            for key, value in (("seen", seen + st.bytes_gap[side]), ("decoded", st.bytes_framed[side]),
+                               ("gap", st.bytes_gap[side]), ("undecodable", undecodable),
+                               ("retransmitted", st.bytes_retransmitted[side]), ("encrypted", encrypted),
+                               ("tls_overhead", overhead)):
+                row[f"{prefix}_bytes_{key}"] = value
+                row[f"bytes_{key}"] += value
         self.connections.append(row)
         self.limit_hit("--max-pending", st.pending_dropped)
 
     def accounting(self) -> dict[str, dict[str, int]]:
         """Byte accounting of the Kafka connections per capture, and in total (``"*"``)."""
-        keys = ("bytes_seen", "bytes_decoded", "bytes_gap", "bytes_undecodable", "bytes_retransmitted")
+        keys = tuple(f"bytes_{key}" for key in BYTE_COUNTS)
         out: dict[str, dict[str, int]] = {}
         for row in self.connections:
             for name in (str(row["capture"]), "*"):

@@ -54,10 +54,13 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
     decoded = sum(c["bytes_decoded"] for c in summary.connections)
     gap = sum(c["bytes_gap"] for c in summary.connections)
     junk = sum(c["bytes_undecodable"] for c in summary.connections)
+    encrypted = sum(c["bytes_encrypted"] for c in summary.connections)
+    tls = sum(c["bytes_tls_overhead"] for c in summary.connections)
     console.print(
         f"{len(summary.connections) + summary.empty_connections} Kafka connections: {seen:,} bytes seen, "
         f"{decoded:,} decoded, "
         f"{gap:,} lost in gaps, {junk:,} undecodable"
+        + (f", {encrypted:,} encrypted (TLS, not decrypted), {tls:,} TLS overhead" if encrypted or tls else "")
         + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
            if summary.non_kafka_connections else "")
     )

@@ -23,6 +23,7 @@ from inspector.packets import Segment, Skipped, parse_packet
 from inspector.pipeline import Inspector
 from inspector.reader import ReadOptions, account_finished, count_events, drain_closed, packet_messages
 from inspector.summary import Summary
+from inspector.tls_keylog import KeyLog
 
 #: Latencies kept per API for the p50/p99 of summary.json (a uniform reservoir sample beyond this).
 LATENCY_RESERVOIR = 100_000
@@ -54,9 +55,11 @@ class LatencyReservoir:
 
 
 class TapDecoder:
-    """Pcap stream bytes (or packets) in; event rows in :attr:`table`, totals in :attr:`summary`."""
+    """Pcap stream bytes (or packets) in; event rows in :attr:`table`, totals in :attr:`summary`. ``keylog``: the
+    TLS secrets, which the caller may go on feeding (the tap's key log grows as clients connect)."""
 
-    def __init__(self, options: ReadOptions, capture_name: str, stream_name: str = "tcpdump") -> None:
+    def __init__(self, options: ReadOptions, capture_name: str, stream_name: str = "tcpdump",
+                 keylog: KeyLog | None = None) -> None:
         self.capture_name = capture_name
         self.stream_name = stream_name  # names the pcap stream in errors
         self.summary = Summary()
@@ -64,7 +67,7 @@ class TapDecoder:
         self.inspector = Inspector(ports=set(options.ports), max_frame=options.max_frame,
                                    max_buffered=options.max_buffered, max_connections=options.max_connections,
                                    max_pending=options.max_pending, max_held=options.max_held,
-                                   max_elements=options.max_elements)
+                                   max_elements=options.max_elements, keylog=keylog)
         self.reservoir = LatencyReservoir()
         self.stream_ts = 0.0  # capture time of the newest packet
         self.wire_bytes = 0  # the packets' lengths on the wire

@@ -32,6 +32,7 @@ from typing import Any
 
 from inspector.capture_parser import CaptureError
 from inspector.decode_options import read_options
+from inspector.keylog_file import KeyLogFile
 from inspector.live_view import LiveStats, LiveView, TapCounters
 from inspector.tap_controller import TapConfig, TapController
 from inspector.tap_decode import TapDecoder
@@ -102,7 +103,10 @@ class TapDriver:
         self.bpf = build_filter(args.filter, options.ports)
         self.stop_event = stop or threading.Event()  # set by the caller: stop as on SIGINT
         self.capture_name = f"tap:{args.interface}"
-        self.decoder = TapDecoder(options, self.capture_name, f"tcpdump -i {args.interface}")
+        # The TLS key log, read as it grows: what was appended is read before each piece of the pipe is decoded.
+        self.keylog = KeyLogFile(options.tls_keylog) if options.tls_keylog is not None else None
+        self.decoder = TapDecoder(options, self.capture_name, f"tcpdump -i {args.interface}",
+                                  keylog=self.keylog.keylog if self.keylog is not None else None)
         self.live_stats = LiveStats()
         self.counters = TapCounters()
         self.console = console
@@ -274,6 +278,8 @@ class TapDriver:
     # -- events from the pipe -------------------------------------------------------------------------
 
     def _decode(self, data: bytes) -> DataArrived:
+        if self.keylog is not None:
+            self.keylog.poll()
         packets = self.decoder.feed(data)
         return DataArrived(packets, len(data), len(self.decoder.table),
                            self.decoder.stream_ts if packets else None)

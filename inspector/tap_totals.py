@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.reader import write_connections
+from inspector.reader import keylog_warnings, write_connections
 from inspector.summary_output import print_summary, summary_dict
 from inspector.tap_tcpdump import CaptureStats
 from inspector.writers import output_error, remove_quietly
@@ -24,6 +24,8 @@ def write_totals(tap: TapDriver) -> None:
     assert tap.writer is not None and tap.tcpdump is not None
     decoder, summary, state = tap.decoder, tap.decoder.summary, tap.controller.state
     decoder.finish(decoder.stream_ts or time.time())
+    if tap.keylog is not None:
+        keylog_warnings(tap.keylog.finish(), str(tap.keylog.path), summary)
     batch = decoder.take()
     if batch is not None:
         tap.writer.write(batch)

@@ -33,6 +33,7 @@ from inspector.tls_registry import AES_CBC, TLS13, group_name, suite, suite_name
 
 __all__ = [
     "DECRYPTED",
+    "MID_CONNECTION",
     "NO_KEYS",
     "PENDING",
     "ByteCounts",
@@ -53,6 +54,7 @@ __all__ = [
 PENDING: Final = "pending"  # no encrypted record yet
 DECRYPTED: Final = "decrypted"  # keys found: the records are decrypted (ByteCounts say if some were not)
 NO_KEYS: Final = "no keys"  # the key log has no keys for the connection (yet)
+MID_CONNECTION: Final = "not decryptable: no handshake at the start (capture started mid-connection)"
 
 
 @dataclass(frozen=True, slots=True)

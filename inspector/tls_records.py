@@ -16,7 +16,9 @@ records returned plus ``malformed_bytes`` plus ``pending`` (the incomplete recor
 header: type and a 24-bit length), across record boundaries, refusing a message longer than
 :data:`MAX_HANDSHAKE_MESSAGE`.
 
-:func:`looks_like_tls` recognises TLS by content: a ClientHello record at the start of a client's stream.
+:func:`looks_like_tls` recognises TLS by content: a ClientHello record at the start of a client's stream;
+:func:`looks_like_records` and :func:`sniff` too (all three live in :mod:`inspector.tls_sniff`, with the
+constants they need, so that the pipeline can ask every connection without importing the rest).
 """
 
 from __future__ import annotations
@@ -25,6 +27,22 @@ from dataclasses import dataclass
 from typing import Final
 
 from inspector.frozen_init import fast_frozen_init
+from inspector.tls_sniff import (
+    ALERT,
+    APPLICATION_DATA,
+    CHANGE_CIPHER_SPEC,
+    HANDSHAKE,
+    HEADER_LEN,
+    MAX_FRAGMENT,
+    SNIFF_HELLO,
+    SNIFF_LEN,
+    SNIFF_PLAIN,
+    SNIFF_RECORDS,
+    SNIFF_WINDOW,
+    looks_like_records,
+    looks_like_tls,
+    sniff,
+)
 
 __all__ = [
     "ALERT",
@@ -41,23 +59,21 @@ __all__ = [
     "HandshakeReassembler",
     "Record",
     "RecordSplitter",
+    "SNIFF_HELLO",
     "SNIFF_LEN",
+    "SNIFF_PLAIN",
+    "SNIFF_RECORDS",
+    "SNIFF_WINDOW",
     "check_header",
+    "looks_like_records",
     "looks_like_tls",
+    "sniff",
 ]
 
-CHANGE_CIPHER_SPEC: Final = 20
-ALERT: Final = 21
-HANDSHAKE: Final = 22
-APPLICATION_DATA: Final = 23
 HEARTBEAT: Final = 24
 CONTENT_TYPES: Final = frozenset({CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT})
 
-HEADER_LEN: Final = 5
-MAX_FRAGMENT: Final = (1 << 14) + 2048  # TLSCiphertext.length at most 2^14 + 2048: longer is malformed
 HANDSHAKE_HEADER_LEN: Final = 4
-SNIFF_LEN: Final = 6  # looks_like_tls: a record header and the type of its first handshake message
-_CLIENT_HELLO: Final = 1
 # A handshake message longer than this is refused (a certificate chain is the longest: OpenSSL's default
 # max_cert_list is 100 KiB). It bounds what the reassembler holds.
 MAX_HANDSHAKE_MESSAGE: Final = 1 << 18
@@ -82,21 +98,6 @@ class Record:
 
 
 fast_frozen_init(Record)
-
-
-def looks_like_tls(first_bytes: bytes) -> bool | None:
-    """Whether a client's stream starts with a TLS ClientHello record: True or False from
-    :data:`SNIFF_LEN` (6) bytes on; with fewer, False as soon as a byte disagrees, else None (too few to
-    tell). Checked: content type handshake, version 3.0-3.4, a length from 1 to the record maximum, and the
-    ClientHello message type."""
-    b = first_bytes[:SNIFF_LEN]
-    checks = (b[0] == HANDSHAKE if len(b) > 0 else None, b[1] == 3 if len(b) > 1 else None,
-              b[2] <= 4 if len(b) > 2 else None,
-              0 < ((b[3] << 8) | b[4]) <= MAX_FRAGMENT if len(b) > 4 else None,
-              b[5] == _CLIENT_HELLO if len(b) > 5 else None)
-    if False in checks:
-        return False
-    return None if None in checks else True
 
 
 def check_header(header: bytes | bytearray | memoryview) -> str | None:
@@ -127,7 +128,7 @@ class RecordSplitter:
         """Bytes held in the incomplete record at the end of what was fed."""
         return len(self._buffer)
 
-    def feed(self, data: bytes, ts: float) -> list[Record]:
+    def feed(self, data: bytes | memoryview, ts: float) -> list[Record]:
         """The records completed by ``data`` (the bytes that follow what was fed before)."""
         if self.error is not None:
             self.malformed_bytes += len(data)

@@ -30,6 +30,7 @@ from typing import Final
 from inspector.tls_cipher import DecryptError, Decryptor, Tls13Decryptor, tls12_decryptors, tls13_resync
 from inspector.tls_events import (
     DECRYPTED,
+    MID_CONNECTION,
     NO_KEYS,
     PENDING,
     ByteCounts,
@@ -85,7 +86,6 @@ __all__ = ["MAX_RESYNC", "SNIFF_LEN", "TlsSession", "looks_like_tls"]  # the las
 MAX_RESYNC: Final = 32  # TLS 1.3: handshake records a direction may have sent before keys appeared
 
 _PLAIN, _HANDSHAKE_KEYS, _TRAFFIC_KEYS = 0, 1, 2  # a direction's phase: TLS 1.2 goes from plain to traffic
-_MID_CONNECTION: Final = "not decryptable: no handshake at the start (capture started mid-connection)"
 
 _CLIENT_HELLO, _SERVER_HELLO, _HELLO_REQUEST = 1, 2, 0
 _ENCRYPTED_EXTENSIONS, _CERTIFICATE, _SERVER_KEY_EXCHANGE, _CERTIFICATE_REQUEST = 8, 11, 12, 13
@@ -142,7 +142,7 @@ class TlsSession:
 
     looks_like_tls = staticmethod(looks_like_tls)
 
-    def feed(self, from_client: bool, data: bytes, ts: float) -> list[TlsEvent]:
+    def feed(self, from_client: bool, data: bytes | memoryview, ts: float) -> list[TlsEvent]:
         """The next bytes of one direction (``ts``: when they were captured): the events they complete."""
         d = self._client if from_client else self._server
         d.fed += len(data)
@@ -160,6 +160,28 @@ class TlsSession:
             self._check_splitter(d, ts, out, at_end=True)
         return out
 
+    def lost(self, from_client: bool, ts: float, reason: str) -> list[TlsEvent]:
+        """One direction's record boundaries are lost (a TCP gap, its bytes released to free memory): decryption
+        stops with ``reason`` (unless the key log never had keys: the status stays "no keys"), the direction's
+        incomplete record is counted malformed and its incomplete handshake message dropped. The caller feeds
+        that direction no more."""
+        d = self._client if from_client else self._server
+        d.splitter.finish()
+        d.messages.lose()
+        out: list[TlsEvent] = []
+        if self.description.decryption == NO_KEYS:
+            self._stopped = True
+        else:
+            self._stop(d, ts, out, reason)
+        return out
+
+    def held(self, from_client: bool | None = None) -> int:
+        """Bytes held (an incomplete record and an incomplete handshake message) by one direction, or both."""
+        if from_client is None:
+            return self.held(True) + self.held(False)
+        d = self._client if from_client else self._server
+        return d.splitter.pending + d.messages.pending
+
     def counts(self, from_client: bool | None = None) -> ByteCounts:
         """The byte accounting of one direction, or of both (None)."""
         if from_client is None:
@@ -176,7 +198,7 @@ class TlsSession:
             if not d.started and not at_end:  # the very first bytes are not a TLS record
                 d.started = True
                 self._blind = True
-                self._stop(d, ts, out, _MID_CONNECTION)
+                self._stop(d, ts, out, MID_CONNECTION)
 
     def _record(self, d: _Direction, rec: Record, out: list[TlsEvent]) -> None:
         ct = rec.content_type
@@ -186,7 +208,7 @@ class TlsSession:
             if not (ct == HANDSHAKE and first == (b"\x01" if d.from_client else b"\x02")
                     or ct == ALERT and not d.from_client):
                 self._blind = True
-                self._stop(d, rec.ts, out, _MID_CONNECTION)
+                self._stop(d, rec.ts, out, MID_CONNECTION)
         if self._blind:
             self._undecrypted(d, rec, out)
         elif d.phase != _PLAIN and (self._version != TLS13 or ct == APPLICATION_DATA):

@@ -6,7 +6,8 @@ through ``mapInArrow`` (or as rows through ``mapPartitions`` where pandas, which
 ``mapInArrow`` needs, is not installed); Spark writes them as ``OUTPUT/events/*.parquet``. The rows are
 those ``kafka-inspector read`` writes, except ``conn_id``: file *i* numbers its connections from
 ``i * 2**32 + 1`` (``read`` numbers them consecutively across files), which keeps ids unique without
-the tasks talking to each other.
+the tasks talking to each other. With ``--tls-keylog FILE`` (a path every executor can read, as the captures
+are) the reader decrypts the TLS connections whose secrets it holds, as ``read --tls-keylog`` does.
 
 This is the one pipelines module that imports ``inspector`` (the decoder runs inside the tasks); the
 executors need the ``inspector`` and ``decoders`` packages and their dependencies (see pipelines/README.md).
@@ -32,13 +33,15 @@ CONN_ID_STRIDE = 2**32
 FILES_SCHEMA = StructType([StructField("index", IntegerType(), False), StructField("path", StringType(), False)])
 
 
-def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = ()) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` function: (index, path) rows in, event record batches out."""
+def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = (), keylog: str | None = None
+                 ) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` function: (index, path) rows in, event record batches out (``keylog``: the TLS key log's
+    path)."""
     from inspector.events import EventTable
     from inspector.reader import BATCH_ROWS, ReadOptions, iter_capture
     from inspector.summary import Summary
 
-    options = ReadOptions(ports=frozenset(ports))
+    options = ReadOptions(ports=frozenset(ports), tls_keylog=keylog)
     for batch in batches:
         for index, path in zip(batch.column("index").to_pylist(), batch.column("path").to_pylist(), strict=True):
             summary = Summary()
@@ -72,8 +75,8 @@ def _has_pandas() -> bool:
     return True
 
 
-def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (), arrow: bool | None = None
-           ) -> DataFrame:
+def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (), arrow: bool | None = None,
+           keylog: str | None = None) -> DataFrame:
     """The events of ``paths`` as a DataFrame (``EVENTS_SCHEMA``), decoded by the executors.
 
     With ``arrow`` (default: when pandas is installed, which PySpark's ``mapInArrow`` requires) the batches
@@ -84,23 +87,24 @@ def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (),
     if arrow if arrow is not None else _has_pandas():
 
         def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return decode_files(batches, port_list)
+            return decode_files(batches, port_list, keylog)
 
         return files.mapInArrow(fn, EVENTS_SCHEMA)
 
     def rows(part: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
         items = list(part)
         batch = pa.RecordBatch.from_pydict({"index": [r[0] for r in items], "path": [r[1] for r in items]})
-        return _rows(decode_files(iter([batch]), port_list))
+        return _rows(decode_files(iter([batch]), port_list, keylog))
 
     return spark.createDataFrame(files.rdd.mapPartitions(rows), EVENTS_SCHEMA)
 
 
-def run(spark: SparkSession, input: Sequence[str], output: str, ports: Sequence[int] = ()) -> int:
+def run(spark: SparkSession, input: Sequence[str], output: str, ports: Sequence[int] = (),
+        keylog: str | None = None) -> int:
     """Decode the capture files ``input`` into ``OUTPUT/events``; returns the number of events written."""
     # the contract's ts is timestamp(us, UTC), not Spark's INT96 default
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    events = decode(spark, input, ports)
+    events = decode(spark, input, ports, keylog=keylog)
     path = output.rstrip("/") + "/events"
     events.write.mode("overwrite").parquet(path)
     return spark.read.parquet(path).count()
@@ -111,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("captures", nargs="+", help="capture files, as paths every executor can read")
     ap.add_argument("--output", required=True, help="output directory (events go to OUTPUT/events)")
     ap.add_argument("--port", type=int, action="append", default=[], help="only this broker port is Kafka")
+    ap.add_argument("--tls-keylog", metavar="FILE",
+                    help="TLS key log (NSS format) to decrypt TLS connections with, as a path every executor can read")
     args = ap.parse_args(argv)
     spark = SparkSession.builder.appName("kafka-inspector-decode").getOrCreate()
     try:
-        n = run(spark, args.captures, args.output, args.port)
+        n = run(spark, args.captures, args.output, args.port, args.tls_keylog)
     finally:
         spark.stop()
     print(f"wrote {n} events to {args.output}/events")

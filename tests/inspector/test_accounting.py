@@ -1,8 +1,9 @@
 """Byte accounting adds up: real captures damaged with scapy (loss, reordering, duplication, snap length).
 
 For every Kafka connection and each direction, ``bytes_seen == bytes_decoded + bytes_gap +
-bytes_undecodable`` (``connections.parquet``); retransmitted duplicates are counted apart in
-``bytes_retransmitted``. The totals agree with what the TCP reassembler itself counted (highest stream
+bytes_undecodable + bytes_encrypted + bytes_tls_overhead`` (``connections.parquet``; the last two are TLS's,
+zero here: tests/inspector/test_tls_capture.py checks them on TLS captures); retransmitted duplicates are
+counted apart in ``bytes_retransmitted``. The totals agree with what the TCP reassembler itself counted (highest stream
 offset, gaps, retransmissions) and with ``summary.json`` (per capture and in total).
 """
 
@@ -29,7 +30,7 @@ PCAPS = Path(__file__).parents[2] / "pcaps"
 CAPTURES = ["tansu-produce-fetch-compression.pcap", "mock-cluster-3-brokers-multi-client.pcap",
             "tansu-consumer-group-3-members.pcap"]
 DIRECTIONS = ("client", "broker")
-PARTS = ("decoded", "gap", "undecodable")
+PARTS = ("decoded", "gap", "undecodable", "encrypted", "tls_overhead")
 
 Damage = Callable[[list[Packet], random.Random], list[Packet]]
 
@@ -131,7 +132,8 @@ def check_accounting(rows: list[dict], summary: dict, pcap: Path) -> dict[str, i
     reasm = reassembler_totals(pcap)
     assert (totals["seen"], totals["gap"], totals["retransmitted"]) == (
         reasm["seen"], reasm["gap"], reasm["retransmitted"])
-    assert totals["decoded"] + totals["undecodable"] == reasm["delivered"]
+    delivered = totals["decoded"] + totals["undecodable"] + totals["encrypted"] + totals["tls_overhead"]
+    assert delivered == reasm["delivered"]
     return totals
 
 

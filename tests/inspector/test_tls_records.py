@@ -14,12 +14,19 @@ from inspector.tls_records import (
     HANDSHAKE,
     HEADER_LEN,
     MAX_FRAGMENT,
+    SNIFF_HELLO,
+    SNIFF_PLAIN,
+    SNIFF_RECORDS,
+    SNIFF_WINDOW,
     HandshakeMessage,
     HandshakeReassembler,
     Record,
     RecordSplitter,
     check_header,
+    looks_like_records,
+    sniff,
 )
+from tests.frames import api_versions_request_v0, frame
 
 
 def record(content_type: int, fragment: bytes, version: int = 0x0303) -> bytes:
@@ -160,3 +167,41 @@ def test_a_lost_record_drops_messages_until_a_new_epoch() -> None:
     assert r.lost and r.pending == 0 and r.feed(HANDSHAKE_STREAM[100:]) == []
     r.restart()
     assert [m.msg_type for m in r.feed(message(24, b"\x00"))] == [24]
+
+
+# -- recognising TLS from a connection's first bytes --------------------------------------------------------
+
+HELLO = record(HANDSHAKE, message(1, b"hello" * 20), 0x0301)
+MIDDLE = record(APPLICATION_DATA, b"x" * 100) + record(APPLICATION_DATA, b"y" * 30) + record(ALERT, b"\x01\x00")
+KAFKA = frame(api_versions_request_v0(1))
+
+
+def test_sniff_tells_a_client_hello_records_and_plaintext() -> None:
+    for mid_stream in (False, True):
+        assert sniff(HELLO, mid_stream) == SNIFF_HELLO
+        assert sniff(KAFKA, mid_stream) == SNIFF_PLAIN
+    assert sniff(MIDDLE, mid_stream=True) == SNIFF_RECORDS
+    assert sniff(MIDDLE, mid_stream=False) == SNIFF_PLAIN  # a stream's start that is not a ClientHello
+    # too few bytes: None while they agree, the verdict as soon as one disagrees
+    assert [sniff(HELLO[:n], False) for n in range(6)] == [None] * 6
+    assert [sniff(MIDDLE[:n], True) for n in range(5)] == [None] * 5
+    assert sniff(b"\x17\x02", True) == SNIFF_PLAIN and sniff(b"\x00", True) == SNIFF_PLAIN
+
+
+def test_records_are_recognised_conservatively() -> None:
+    assert looks_like_records(MIDDLE) is True
+    assert looks_like_records(MIDDLE[:50]) is True  # the first record's header, its fragment cut
+    assert looks_like_records(MIDDLE + b"\x00\x00\x00\x10\x00") is False  # a next header that cannot be TLS
+    assert looks_like_records(record(HANDSHAKE, b"")) is False  # an empty record
+    assert looks_like_records(b"\x17\x03\x03" + (MAX_FRAGMENT + 1).to_bytes(2, "big")) is False
+    assert looks_like_records(b"\x18\x03\x03\x00\x10") is False  # heartbeat: not a connection's business
+    assert looks_like_records(b"\x17\x03\x05\x00\x10") is False  # no TLS 1.5
+    # only the first SNIFF_WINDOW bytes are looked at
+    far = record(APPLICATION_DATA, b"z" * (SNIFF_WINDOW - HEADER_LEN)) + b"\xff\xff\xff\xff\xff"
+    assert looks_like_records(far) is True
+
+
+@given(st.binary(min_size=4, max_size=64).map(lambda b: b"\x00" + b))
+def test_a_kafka_stream_cut_at_a_frame_never_looks_like_records(data: bytes) -> None:
+    """A Kafka frame's length prefix starts with a byte of 0..5 (frames under 100 MB): never a record type."""
+    assert looks_like_records(data) is False and sniff(data, True) == SNIFF_PLAIN

@@ -27,7 +27,7 @@ COMPILED = {
     "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
                   "framing", "connection", "pipeline", "events", "summary", "reader"),
     "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
-                 "record_budget", "checksums", "guess", "embedded"),
+                 "record_budget", "checksums", "guess", "embedded", "topics"),
 }
 #: The typed native modules (*.pyx): hand-written, but decoders/native/_records.pyx, rendered from its model.
 NATIVE_DIRS = ("decoders/native", "inspector/native")

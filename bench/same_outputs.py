@@ -9,12 +9,18 @@ A snapshot holds, per capture of ``pcaps/`` and ``../shared/real-captures/`` (wh
 jsonl`` and the text of ``show`` and ``show -v``, plus ``read --records records`` in JSONL (the dict path).
 ``compare`` lists every file that differs byte for byte, or is in one snapshot only, and exits 1 if any
 does. A change to the hot path must leave ``compare`` silent (issue 17, item 9).
+
+A change that adds an events column changes the events files and nothing else: ``compare DIR DIR2
+--added-column NAME`` accepts an events Parquet file of the second snapshot when its table without column
+``NAME`` equals the first's (schema, values and row groups), and a JSONL file when each of its lines without
+the key ``NAME`` is the first's line, byte for byte; every other file must still be identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -62,15 +68,49 @@ def _files(root: Path) -> set[Path]:
     return {p.relative_to(root) for p in root.rglob("*") if p.is_file()}
 
 
-def compare(a: Path, b: Path) -> int:
+def _same_but_column(first: Path, second: Path, column: str) -> bool:
+    """Whether ``second`` is ``first`` with the events column ``column`` added (see the module's docstring)."""
+    if first.suffix == ".parquet" and first.parent.name == "events":
+        import pyarrow.parquet as pq
+
+        old, new = pq.ParquetFile(first), pq.ParquetFile(second)
+        if column not in new.schema_arrow.names or old.num_row_groups != new.num_row_groups:
+            return False
+        groups = range(old.num_row_groups)
+        return all(new.read_row_group(i).drop_columns([column]).equals(old.read_row_group(i), check_metadata=True)
+                   for i in groups)
+    if first.suffix == ".jsonl":
+        old_lines = first.read_bytes().split(b"\n")
+        new_lines = second.read_bytes().split(b"\n")
+        if len(old_lines) != len(new_lines):
+            return False
+        for old_line, new_line in zip(old_lines, new_lines, strict=True):
+            if not old_line and not new_line:
+                continue
+            row = json.loads(new_line)
+            if column not in row:
+                return False
+            del row[column]
+            if json.dumps(row, ensure_ascii=False).encode() != old_line:
+                return False
+        return True
+    return False
+
+
+def compare(a: Path, b: Path, added_column: str | None = None) -> int:
     left, right = _files(a), _files(b)
     differ = sorted(p for p in left & right if not filecmp.cmp(a / p, b / p, shallow=False))
+    added = [p for p in differ if added_column and _same_but_column(a / p, b / p, added_column)]
+    for p in added:
+        print(f"differs by the added column {added_column!r} alone: {p}")
+    differ = [p for p in differ if p not in added]
     for p in differ:
         print(f"differs: {p}")
     for p in sorted(left ^ right):
         print(f"only in {'first' if p in left else 'second'}: {p}")
-    same = len(left & right) - len(differ)
-    print(f"{same} files identical, {len(differ)} differ, {len(left ^ right)} in one snapshot only")
+    same = len(left & right) - len(differ) - len(added)
+    print(f"{same} files identical, {len(added)} differ by the added column alone, {len(differ)} differ, "
+          f"{len(left ^ right)} in one snapshot only")
     return 1 if differ or left ^ right else 0
 
 
@@ -81,11 +121,12 @@ def main() -> int:
     cmp = sub.add_parser("compare")
     cmp.add_argument("first", type=Path)
     cmp.add_argument("second", type=Path)
+    cmp.add_argument("--added-column", metavar="NAME", help="an events column the second snapshot adds")
     args = parser.parse_args()
     if args.command == "snapshot":
         snapshot(args.dir)
         return 0
-    return compare(args.first, args.second)
+    return compare(args.first, args.second, args.added_column)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ _spec.loader.exec_module(_sources)
 # Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it types it).
 COMPILED = {
     "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
-                  "framing", "connection", "pipeline", "events", "summary", "reader"),
+                  "framing", "connection", "pipeline", "topics", "events", "summary", "reader"),
     "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
-                 "record_budget", "checksums", "guess", "embedded"),
+                 "record_budget", "checksums", "guess", "embedded", "topics"),
 }
 #: The typed native modules (*.pyx): hand-written, but decoders/native/_records.pyx, rendered from its model.
 NATIVE_DIRS = ("decoders/native", "inspector/native")

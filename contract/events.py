@@ -62,6 +62,8 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("protocol_name", STRING, "the selected protocol; JoinGroup request: offered names joined by ','"),
     Column("cluster_id", STRING, "promoted ClusterId"),
     Column("node_id", INT32, "promoted NodeId"),
+    Column("topics", STRING, "the topics the message names, distinct, in first-seen order, joined by ','; an id "
+                             "(Uuid.toString()) where the capture has not named it by then"),
     Column("envelope_correlation_id", INT32, "on rows unwrapped from an Envelope: the outer correlation id"),
     Column("principal", STRING, "who the connection authenticated as (SASL: User:NAME), from the successful "
                                 "SaslAuthenticate on; over TLS without SASL, the client certificate's (User:CN=...); "

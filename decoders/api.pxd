@@ -4,7 +4,7 @@ from decoders.element_budget cimport ElementBudget
 cdef class DecodedMessage:
     cdef public object kind, api_key, api_version, correlation_id, status, body, size, client_id
     cdef public object header_version, header, body_version, error_path, error_offset, notes, inner, text, codes
-    cdef public object status_kind, name
+    cdef public object status_kind, name, topics
 
 @cython.locals(m=DecodedMessage)
 cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, status, body, size, client_id,
@@ -14,10 +14,10 @@ cpdef long be16(bytes b, Py_ssize_t p) except? -1
 @cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
 cpdef long long be32(bytes b, Py_ssize_t p) except? -1
 @cython.locals(entry=tuple, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong,
-               written_msg=DecodedMessage, start=Py_ssize_t)
+               written_msg=DecodedMessage, start=Py_ssize_t, out=tuple)
 cpdef DecodedMessage decode_request_within(bytes b, bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements, bint text=*)
-@cython.locals(entry=tuple, written_msg=DecodedMessage, start=Py_ssize_t)
+@cython.locals(entry=tuple, written_msg=DecodedMessage, start=Py_ssize_t, out=tuple)
 cpdef DecodedMessage decode_response_within(bytes b, object api_key, object api_version, object inner,
                                             bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,

@@ -64,6 +64,8 @@ class DecodedMessage:
     # body's top-level integer fields, and ``codes`` the non-zero ErrorCode values of the text, in order.
     text: bytes | None = None
     codes: list[int] | None = None
+    # With ``text``: the topics it names, as the writer collected them (decoders/topics.py's references).
+    topics: list[Any] | str | None = None
     # The name of a message that is not an api's: "SaslToken", a legacy SASL token (decoders.sasl_tokens).
     name: str | None = None
 
@@ -185,10 +187,9 @@ def _exact(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, 
     return (header, body) if end == len(b) else None
 
 
-def _text(entry: _Readers, b: bytes,
-          budget: ElementBudget) -> tuple[dict[str, Any], tuple[bytes, list[int] | None, dict[str, Any]]] | None:
-    """(header, (text, codes, partial body)) when the compiled JSON writer of ``entry`` writes the whole body of
-    ``b`` (spending ``budget``), else None (the dict path decodes it, and says why where it fails)."""
+def _text(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, Any], tuple[Any, ...]] | None:
+    """(header, (text, codes, partial body, topics)) when the compiled JSON writer of ``entry`` writes the whole
+    body of ``b`` (spending ``budget``), else None (the dict path decodes it, and says why where it fails)."""
     try:
         header, p = entry[3](b, 0, budget)
     except Exception:  # noqa: BLE001 - the dict path decodes again and says why
@@ -259,6 +260,7 @@ def decode_request_within(b: bytes, postprocess: bool, budget: ElementBudget, te
                                                header.get("ClientId"), entry[2], header, None, None, None, (), None)
                     written_msg.text = out[0]
                     written_msg.codes = out[1]
+                    written_msg.topics = out[3]
                     return written_msg
                 budget.left = start
             decoded = _exact(entry, b, budget)
@@ -346,6 +348,7 @@ def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tupl
                                            out[2], size, None, entry[2], text_header, None, None, None, (), None)
                 written_msg.text = out[0]
                 written_msg.codes = out[1]
+                written_msg.topics = out[3]
                 return written_msg
             budget.left = start
     msg = _response_exact(b, api_key, api_version, budget, None)

@@ -1,6 +1,8 @@
 cimport cython
 from decoders.api cimport DecodedMessage
+from decoders.topics cimport topic_refs
 from inspector.connection cimport KafkaMessage
+from inspector.topics cimport TopicNames
 
 cdef frozenset _PROMOTED_KEYS
 cpdef bint _has_promoted(dict body) except -1
@@ -17,6 +19,7 @@ cdef class EventTable:
     cdef public object capture, records, limit_hits
     cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _last_conn, _extras, _bodies, _append_text
     cdef public list _tls_rows
+    cdef public TopicNames topic_names
 
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)

@@ -19,7 +19,9 @@ from contract.apis import API_NAMES as _API_NAMES
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 from decoders.api import DecodedMessage
 from decoders.records import MAX_RECORDS_DEFAULT, Budget, Records
+from decoders.topics import topic_refs
 from inspector.connection import KafkaMessage
+from inspector.topics import TopicNames
 
 #: The contract's logical types as Arrow types.
 _ARROW_TYPES = {
@@ -184,7 +186,8 @@ PROMOTED_KEYS = _PROMOTED_KEYS  # the same, for Python (compiled, the name above
 #: ("conn", index), the values few rows have ("extra", index; null, or False for request_missing), or
 #: ("tls", 0) the rows carried by TLS (True; False for the others).
 _ROW_COLUMNS = ("ts", "direction", "api_key", "api_name", "api_version", "correlation_id", "client_id",
-                "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version")
+                "frame_offset", "frame_size", "error_code", "latency_ms", "decode_status", "body", "body_version",
+                "topics")
 #: The connection's columns: its endpoints, and who it authenticated as when the message was seen (an Envelope's
 #: inner rows name the forwarded request's principal instead).
 _CONN_COLUMNS = ("capture", "conn_id", "client_ip", "client_port", "broker_ip", "broker_port", "principal",
@@ -210,7 +213,7 @@ _ROW_KINDS = b"".join(
     else {pa.int16(): b"h", pa.int32(): b"i", pa.float64(): b"d"}.get(SCHEMA.field(name).type, b"q")
     for name in _ROW_COLUMNS
 )
-assert _ROW_KINDS == b"tshshisqihdsbh"
+assert _ROW_KINDS == b"tshshisqihdsbhs"
 _CONN_KINDS = b"".join({pa.string(): b"s", pa.int32(): b"i"}.get(SCHEMA.field(name).type, b"q")
                        for name in _CONN_COLUMNS)
 assert _CONN_KINDS == b"sqsisiss"
@@ -267,6 +270,8 @@ class EventTable:
                                    promoted_keys=_PROMOTED_KEYS)
         # Its method for a body's ready text, bound once (not looked up per message).
         self._append_text: Any = self._bodies.append_text
+        # Topic id -> name as this capture has told it so far, per cluster (the topics column).
+        self.topic_names = TopicNames()
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -319,6 +324,12 @@ class EventTable:
             promoted = bodies.promoted  # found by the writer while it wrote the keys
         notes = msg.notes
         try:
+            topic_names = self.topic_names
+            if promoted:  # the connection's cluster, as the cluster_id column promotes it, before its topics
+                cluster = b.get("ClusterId")
+                if type(cluster) is str and cluster:
+                    topic_names.saw_cluster(ev.conn_id, cluster)
+            topics = topic_names.text(topic_refs(msg), ev.conn_id)  # the writer's, or the decoded body's
             if encoder.problems:  # limits hit and damage found in record data (the body has the details)
                 notes = notes + _records_notes(encoder.problems, self.limit_hits)
             api_key = msg.api_key
@@ -345,6 +356,7 @@ class EventTable:
                 msg.status,
                 text,
                 body_version if body_version is not None else api_version,
+                topics,
             )
         except BaseException:
             if bodies is not None:

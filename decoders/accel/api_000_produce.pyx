@@ -2,6 +2,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH
+from libc.string cimport memcmp
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object o)
 from decoders.accel._text cimport *
 
 from decoders.element_budget cimport ElementBudget
@@ -27,6 +31,44 @@ cdef int _code(long long v) except -1:
         _codes = []
     _codes.append(v)
     return 0
+
+
+# The topics the text names, as decoders/topics.py gives them: None, a lone name (a str), or the list
+# of names and ids (1-tuples). A producer or consumer names the same topic message after message: the
+# last name is kept and given again while the bytes are the same.
+cdef object _topics = None
+cdef object _last_name = None
+
+
+cdef int _topic(object ref) except -1:
+    global _topics
+    if _topics is None:
+        _topics = ref if type(ref) is str else [ref]
+    elif type(_topics) is list:
+        (<list>_topics).append(ref)
+    else:
+        _topics = [_topics, ref]
+    return 0
+
+
+cdef int _tname(const unsigned char* s, Py_ssize_t n) except -1:
+    """A topic's name, ``s[:n]`` (ASCII: jstr wrote it)."""
+    global _last_name
+    cdef object name = _last_name
+    if name is None or PyUnicode_GET_LENGTH(name) != n or memcmp(PyUnicode_DATA(name), s, n) != 0:
+        name = _last_name = PyUnicode_DecodeASCII(<const char*>s, n, NULL)
+    return _topic(name)
+
+
+cdef int _tid(const unsigned char* u) except -1:
+    """A topic's id, the 16 bytes at ``u`` (juuid has just written it); the zero id is none."""
+    cdef int i
+    for i in range(16):
+        if u[i]:
+            break
+    else:
+        return 0
+    return _topic((PyUnicode_DecodeASCII(_out.data + _out.size - 23, 22, NULL),))
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
@@ -1027,7 +1069,9 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1170,7 +1214,9 @@ cdef object _t5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1254,6 +1300,7 @@ cdef object _t7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     jput(&_out, b'{"TopicId":', 11)
     need(p, 16, L)
     juuid(&_out, c + p + 0)
+    _tid(c + p)
     p += 16
     jput(&_out, b',"PartitionData":', 17)
     p = uvar(c, p, L, &n1)
@@ -1359,7 +1406,9 @@ cdef object _t10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1479,7 +1528,9 @@ cdef object _t14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1577,7 +1628,9 @@ cdef object _t17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1725,7 +1778,9 @@ cdef object _t21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1877,7 +1932,9 @@ cdef object _t25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1946,6 +2003,7 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     jput(&_out, b'{"TopicId":', 11)
     need(p, 16, L)
     juuid(&_out, c + p + 0)
+    _tid(c + p)
     p += 16
     jput(&_out, b',"PartitionResponses":', 22)
     p = uvar(c, p, L, &n1)
@@ -2060,136 +2118,136 @@ def _w35(bytes b, Py_ssize_t p, ElementBudget B not None):
     return v, p
 
 def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t2(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x3(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t3(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x6(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t6(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x8(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t8(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x11(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t11(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x12(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t12(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x15(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t15(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x18(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t18(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x22(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t22(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x26(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t26(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x28(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t28(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 _T0 = {}
 _T1 = {0: ("CurrentLeader", _w28)}
@@ -2199,4 +2257,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3, 5: _w3, 6: _w3, 7: _w3, 8: _w
 RESPONSE = {0: _w11, 1: _w12, 2: _w15, 3: _w15, 4: _w15, 5: _w18, 6: _w18, 7: _w18, 8: _w22, 9: _w26, 10: _w33, 11: _w33, 12: _w33, 13: _w35}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x3, 5: _x3, 6: _x3, 7: _x3, 8: _x3, 9: _x6, 10: _x6, 11: _x6, 12: _x6, 13: _x8}
 RESPONSE_TEXT = {0: _x11, 1: _x12, 2: _x15, 3: _x15, 4: _x15, 5: _x18, 6: _x18, 7: _x18, 8: _x22, 9: _x26, 10: _x26, 11: _x26, 12: _x26, 13: _x28}
-BUILD_HASH = 'd4771c3dd39e54f9'
+BUILD_HASH = '8137aa5862954a1f'

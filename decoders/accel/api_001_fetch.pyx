@@ -2,6 +2,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH
+from libc.string cimport memcmp
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object o)
 from decoders.accel._text cimport *
 
 from decoders.element_budget cimport ElementBudget
@@ -27,6 +31,44 @@ cdef int _code(long long v) except -1:
         _codes = []
     _codes.append(v)
     return 0
+
+
+# The topics the text names, as decoders/topics.py gives them: None, a lone name (a str), or the list
+# of names and ids (1-tuples). A producer or consumer names the same topic message after message: the
+# last name is kept and given again while the bytes are the same.
+cdef object _topics = None
+cdef object _last_name = None
+
+
+cdef int _topic(object ref) except -1:
+    global _topics
+    if _topics is None:
+        _topics = ref if type(ref) is str else [ref]
+    elif type(_topics) is list:
+        (<list>_topics).append(ref)
+    else:
+        _topics = [_topics, ref]
+    return 0
+
+
+cdef int _tname(const unsigned char* s, Py_ssize_t n) except -1:
+    """A topic's name, ``s[:n]`` (ASCII: jstr wrote it)."""
+    global _last_name
+    cdef object name = _last_name
+    if name is None or PyUnicode_GET_LENGTH(name) != n or memcmp(PyUnicode_DATA(name), s, n) != 0:
+        name = _last_name = PyUnicode_DecodeASCII(<const char*>s, n, NULL)
+    return _topic(name)
+
+
+cdef int _tid(const unsigned char* u) except -1:
+    """A topic's id, the 16 bytes at ``u`` (juuid has just written it); the zero id is none."""
+    cdef int i
+    for i in range(16):
+        if u[i]:
+            break
+    else:
+        return 0
+    return _topic((PyUnicode_DecodeASCII(_out.data + _out.size - 23, 22, NULL),))
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B):
@@ -1776,7 +1818,9 @@ cdef object _t1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -1974,7 +2018,9 @@ cdef object _t6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -2061,7 +2107,9 @@ cdef object _t8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -2204,7 +2252,9 @@ cdef object _t11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -2439,7 +2489,9 @@ cdef object _t15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -2477,7 +2529,9 @@ cdef object _t16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -2604,6 +2658,7 @@ cdef object _t18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     jput(&_out, b'{"TopicId":', 11)
     need(p, 16, L)
     juuid(&_out, c + p + 0)
+    _tid(c + p)
     p += 16
     jput(&_out, b',"Partitions":', 14)
     p = uvar(c, p, L, &n1)
@@ -2636,6 +2691,7 @@ cdef object _t19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     jput(&_out, b'{"TopicId":', 11)
     need(p, 16, L)
     juuid(&_out, c + p + 0)
+    _tid(c + p)
     p += 16
     jput(&_out, b',"Partitions":', 14)
     p = uvar(c, p, L, &n1)
@@ -2878,7 +2934,9 @@ cdef object _t23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -3041,7 +3099,9 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -3166,7 +3226,9 @@ cdef object _t31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -3337,7 +3399,9 @@ cdef object _t35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 = rd16(c, p); p += 2
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -3498,7 +3562,9 @@ cdef object _t39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
-        jstr(&_out, c + p, n1); p += n1
+        jstr(&_out, c + p, n1)
+        if n1: _tname(c + p, n1)
+        p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
     else:
@@ -3578,6 +3644,7 @@ cdef object _t41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     jput(&_out, b'{"TopicId":', 11)
     need(p, 16, L)
     juuid(&_out, c + p + 0)
+    _tid(c + p)
     p += 16
     jput(&_out, b',"Partitions":', 14)
     p = uvar(c, p, L, &n1)
@@ -3763,220 +3830,220 @@ def _w62(bytes b, Py_ssize_t p, ElementBudget B not None):
     return v, p
 
 def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t2(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x3(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t3(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x4(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t4(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x7(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t7(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x9(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t9(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x12(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t12(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x13(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t13(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x17(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t17(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x20(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t20(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x21(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t21(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x24(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t24(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x25(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t25(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x29(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t29(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x32(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t32(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x33(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t33(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x36(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t36(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x40(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t40(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 def _x42(bytes b, Py_ssize_t p, ElementBudget B not None):
-    global _codes
+    global _codes, _topics
     _out.size = 0
-    _codes = None
+    _codes = _topics = None
     try:
         d = _t42(b, b, len(b), &p, B)
     except Exception:
         return None  # left to the dict path, which says why
     if p != len(b):
         return None
-    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d
+    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics
 
 _T0 = {}
 _T1 = {0: ("ClusterId", _w17)}
@@ -3990,4 +4057,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w4, 5: _w7, 6: _w7, 7: _w9, 8: _w
 RESPONSE = {0: _w35, 1: _w36, 2: _w36, 3: _w36, 4: _w40, 5: _w43, 6: _w43, 7: _w44, 8: _w44, 9: _w44, 10: _w44, 11: _w47, 12: _w57, 13: _w59, 14: _w59, 15: _w59, 16: _w62, 17: _w62, 18: _w62}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x4, 5: _x7, 6: _x7, 7: _x9, 8: _x9, 9: _x12, 10: _x12, 11: _x13, 12: _x17, 13: _x20, 14: _x20, 15: _x21, 16: _x21, 17: _x21, 18: _x21}
 RESPONSE_TEXT = {0: _x24, 1: _x25, 2: _x25, 3: _x25, 4: _x29, 5: _x32, 6: _x32, 7: _x33, 8: _x33, 9: _x33, 10: _x33, 11: _x36, 12: _x40, 13: _x42, 14: _x42, 15: _x42, 16: _x42, 17: _x42, 18: _x42}
-BUILD_HASH = 'c95de93e498f265a'
+BUILD_HASH = '2ea566dba3d175e5'

@@ -1,4 +1,5 @@
-"""Write every generated file from the schema: both decoder backends, the registry, ``contract/apis.py``.
+"""Write every generated file from the schema: both decoder backends, the registry, where messages name topics
+(``topic_fields.py``), ``contract/apis.py``.
 
 ``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
 (``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
@@ -16,6 +17,7 @@ from decoders.codegen.model import is_flexible, versions_of
 from decoders.codegen.render import render_api, render_data
 from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
 from decoders.codegen.render_records import NATIVE_RECORDS, render_records
+from decoders.codegen.render_topics import render_topic_fields
 from decoders.codegen.shared import HEADER, module_name
 
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
@@ -113,6 +115,7 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
         extra = range(0, 3) if doc["name"] == "RequestHeader" else None
         files[module_name(doc) + ".py"] = render_data(doc, extra)
     files["registry.py"] = _registry(apis, data_docs)
+    files["topic_fields.py"] = render_topic_fields(apis)
     files["__init__.py"] = HEADER + '"""Decoders generated from the project schema."""\n'
     accel = accel_files(apis, data_docs)
     for name, text in accel.items():

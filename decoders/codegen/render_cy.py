@@ -37,6 +37,10 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
                "from decoders import _runtime as _rt", ""]
         if self.text_functions:
             out[3:3] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
+                        "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
+                        "from libc.string cimport memcmp",
+                        "cdef extern from \"Python.h\":",
+                        "    void* PyUnicode_DATA(object o)",
                         "from decoders.accel._text cimport *"]
             out += [
                 "try:",
@@ -59,6 +63,44 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
                 "    _codes.append(v)",
                 "    return 0",
                 "",
+                "",
+                "# The topics the text names, as decoders/topics.py gives them: None, a lone name (a str), or the list",
+                "# of names and ids (1-tuples). A producer or consumer names the same topic message after message: the",
+                "# last name is kept and given again while the bytes are the same.",
+                "cdef object _topics = None",
+                "cdef object _last_name = None",
+                "",
+                "",
+                "cdef int _topic(object ref) except -1:",
+                "    global _topics",
+                "    if _topics is None:",
+                "        _topics = ref if type(ref) is str else [ref]",
+                "    elif type(_topics) is list:",
+                "        (<list>_topics).append(ref)",
+                "    else:",
+                "        _topics = [_topics, ref]",
+                "    return 0",
+                "",
+                "",
+                "cdef int _tname(const unsigned char* s, Py_ssize_t n) except -1:",
+                "    \"\"\"A topic's name, ``s[:n]`` (ASCII: jstr wrote it).\"\"\"",
+                "    global _last_name",
+                "    cdef object name = _last_name",
+                "    if name is None or PyUnicode_GET_LENGTH(name) != n or memcmp(PyUnicode_DATA(name), s, n) != 0:",
+                "        name = _last_name = PyUnicode_DecodeASCII(<const char*>s, n, NULL)",
+                "    return _topic(name)",
+                "",
+                "",
+                "cdef int _tid(const unsigned char* u) except -1:",
+                "    \"\"\"A topic's id, the 16 bytes at ``u`` (juuid has just written it); the zero id is none.\"\"\"",
+                "    cdef int i",
+                "    for i in range(16):",
+                "        if u[i]:",
+                "            break",
+                "    else:",
+                "        return 0",
+                "    return _topic((PyUnicode_DecodeASCII(_out.data + _out.size - 23, 22, NULL),))",
+                "",
             ]
         for name, body in self.ordered:
             out.append("")
@@ -77,16 +119,16 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
         for cname, xname in self.text_entries.items():
             out.append("")
             out.append(f"def {xname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
-            out.append("    global _codes")
+            out.append("    global _codes, _topics")
             out.append("    _out.size = 0")
-            out.append("    _codes = None")
+            out.append("    _codes = _topics = None")
             out.append("    try:")
             out.append(f"        d = {cname}(b, b, len(b), &p, B)")
             out.append("    except Exception:")
             out.append("        return None  # left to the dict path, which says why")
             out.append("    if p != len(b):")
             out.append("        return None")
-            out.append("    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d")
+            out.append("    return PyBytes_FromStringAndSize(_out.data, _out.size), _codes, d, _topics")
         out.append("")
         for text, name in self.tables.items():
             out.append(f"{name} = {text}")

@@ -3,7 +3,9 @@
 Each struct at each version also becomes a ``cdef`` function (``_t``) writing the body's JSON text into
 ``_out`` as it reads the frame: the same reads and checks as the readers (``render_cy_read``), no dicts built.
 Its entries (``_x``, the ``REQUEST_TEXT``/``RESPONSE_TEXT`` tables) are held to the decoded dict's text by
-``tests/decoders/test_text.py``.
+``tests/decoders/test_text.py``. As they write them, the writers collect the topics the message names (the
+fields ``decoders.codegen.topics`` says name one: ``_tname``, ``_tid``), the references ``decoders/topics.py``
+finds walking the decoded dict (``tests/decoders/test_topics.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
 from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
+from decoders.codegen.topics import ID, NAME, NAMES, PAIR, topic_role, topic_steps
 
 #: APIs whose compiled decoders also write each body's JSON text straight from the frame (Produce and Fetch:
 #: nearly every frame of a busy cluster), for ``decoders.api``'s ``text`` mode (``read``'s events). The text is
@@ -51,6 +54,8 @@ class CyTextWriters(CyBuilderBase):
     def text_fn(self, st: Struct, top: bool = False) -> str:
         """A cdef function writing ``st``'s JSON text into ``_out`` as it reads it; it returns the top-level
         integer fields as a dict when ``top`` (the message's partial body), else None."""
+        # A response struct naming a topic both ways would collect a pair; no text API has one (see topics.py).
+        assert all(s.op != PAIR for s in topic_steps(st, True)), st.name
         fn = CFunc()
         fn.emit(1, "cdef Py_ssize_t p = pp[0]")
         kept: list[tuple[str, str]] | None = [] if top else None
@@ -77,6 +82,11 @@ class CyTextWriters(CyBuilderBase):
             return
         size = FIXED[f.type_name][1]
         fn.emit(ind, f"need(p, {size}, L)")
+        if topic_role(f) == ID:  # a topic's id: written, then collected (the zero id is none)
+            fn.emit(ind, _WRITE[f.type_name].format(off=0))
+            fn.emit(ind, "_tid(c + p)")
+            fn.emit(ind, f"p += {size}")
+            return
         code = f.name == "ErrorCode" and f.type_name in _INTEGER
         if (kept is not None or code) and f.type_name in _INTEGER:
             m = fn.var("m")
@@ -90,7 +100,9 @@ class CyTextWriters(CyBuilderBase):
             fn.emit(ind, _WRITE[f.type_name].format(off=0))
         fn.emit(ind, f"p += {size}")
 
-    def _text_field(self, fn: CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None = None) -> None:
+    def _text_field(self, fn: CFunc, f: Field, ind: int, kept: list[tuple[str, str]] | None = None,
+                    name: bool = False) -> None:
+        """Write field ``f`` (``name``: an element of an array of topic names)."""
         s = step(f)
         if isinstance(s, Fixed):
             self._text_fixed(fn, f, ind, kept)
@@ -100,7 +112,12 @@ class CyTextWriters(CyBuilderBase):
             fn.emit(ind, f"if {n} >= 0:")
             fn.emit(ind + 1, f"need(p, {n}, L)")
             write = {"string": "jstr", "bytes": "jhex", "records": "jrecords"}[f.kind]
-            fn.emit(ind + 1, f"{write}(&_out, c + p, {n}); p += {n}")
+            if name or topic_role(f) == NAME:  # a topic's name: written (ASCII, or given up), then collected
+                fn.emit(ind + 1, f"{write}(&_out, c + p, {n})")
+                fn.emit(ind + 1, f"if {n}: _tname(c + p, {n})")
+                fn.emit(ind + 1, f"p += {n}")
+            else:
+                fn.emit(ind + 1, f"{write}(&_out, c + p, {n}); p += {n}")
             self._null_or_negative(fn, n, ind, _JSON_NULL)
             return
         if isinstance(s, Nested):
@@ -124,13 +141,13 @@ class CyTextWriters(CyBuilderBase):
             assert elem.struct is not None
             fn.emit(ind + 2, f"{self.text_fn(elem.struct)}(b, c, L, &p, B)")
         else:
-            self._text_field(fn, elem, ind + 2)
+            self._text_field(fn, elem, ind + 2, name=topic_role(f) == NAMES)
         fn.emit(ind + 1, "jput(&_out, b']', 1)")
         self._null_or_negative(fn, n, ind, _JSON_NULL)
 
     def text_entry(self, cname: str) -> str:
-        """A Python-callable ``(b, p, budget) -> (text, codes, partial body) | None`` around the JSON writer
-        ``cname``."""
+        """A Python-callable ``(b, p, budget) -> (text, codes, partial body, topics) | None`` around the JSON
+        writer ``cname``."""
         name = self.text_entries.get(cname)
         if name is None:
             name = f"_x{cname[2:]}"

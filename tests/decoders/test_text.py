@@ -4,7 +4,8 @@
 only the top-level integer fields. Where a writer gives the text, it must be exactly what the body column
 would write for the dict decoded the usual way (orjson's text, record sets as the records twin's summaries),
 with the same non-zero ErrorCode values; where it gives up (tagged fields, a string that is not ASCII, a record
-set the twin leaves, a frame that does not decode), the message must be the usual one. Inputs: every frame
+set the twin leaves, a frame that does not decode), the message must be the usual one. The topics the writer
+collects as it writes must be those the decoded dict names (``decoders/topics.py``). Inputs: every frame
 of the real captures, the independent encoders' vectors whole, cut, with trailing bytes, corrupted and under
 small element budgets, random bytes after valid headers, and hand-built frames with strings to escape.
 """
@@ -29,6 +30,7 @@ from decoders.codegen.model import is_flexible, resolve_struct, versions_of
 from decoders.codegen.render_cy import TEXT_APIS
 from decoders.generated import registry
 from decoders.spec.convert import SCHEMA_DIR
+from decoders.topics import topic_refs
 from inspector.events import PROMOTED_KEYS, body_json
 from tests import frames as F
 from tests.decoders import vectors as V
@@ -59,7 +61,7 @@ def check(kind: str, api_key: int, version: int, frame: bytes, budget: int = rt.
     written = decode(kind, api_key, version, frame, True, budget)
     assert usual.text is None
     if written.text is None:
-        assert written.codes is None
+        assert written.codes is None and written.topics is None
         assert plain(written) == plain(usual), (kind, api_key, version, frame.hex())
         return False
     assert api_key in TEXT_APIS
@@ -69,6 +71,7 @@ def check(kind: str, api_key: int, version: int, frame: bytes, budget: int = rt.
     expected = body_json(usual.body).encode()
     assert written.text == expected, (kind, api_key, version, frame.hex())
     assert written.codes == error_codes(expected)
+    assert written.topics == topic_refs(usual)  # the topics the writer collected, the dict's (decoders/topics.py)
     assert written.body == {k: v for k, v in usual.body.items() if type(v) is int}
     return True
 

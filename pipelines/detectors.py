@@ -8,8 +8,10 @@ ordered longest first, so that running them side by side finishes soonest.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from pyspark.sql import DataFrame
 
@@ -28,12 +30,33 @@ from pipelines import (
 )
 
 
-@dataclass(frozen=True, slots=True)
 class Inputs:
-    events: DataFrame
-    observations: DataFrame  # identity.identity_observations(events, hosts)
-    audit: DataFrame  # admin.admin_audit(events)
-    lag: lag.Lag  # lag.lag_of(events, observations)
+    """What the detectors share: the events and the broker identity observations
+    (``identity.identity_observations(events, hosts)``), and, made on first use by the step that first asks (the
+    steps asking meanwhile wait for it), once each: the admin audit (``admin.admin_audit(events)``) and the lag
+    (``lag.lag_of(events, observations)``). ``keep`` is applied to what is made (the report materialises it)."""
+
+    def __init__(self, events: DataFrame, observations: DataFrame,
+                 keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> None:
+        self.events = events
+        self.observations = observations
+        self._keep = keep
+        self._locks = {"audit": threading.Lock(), "lag": threading.Lock()}
+        self._made: dict[str, Any] = {}
+
+    def _once(self, name: str, make: Callable[[], Any]) -> Any:
+        with self._locks[name]:
+            if name not in self._made:
+                self._made[name] = make()
+            return self._made[name]
+
+    @property
+    def audit(self) -> DataFrame:
+        return cast(DataFrame, self._once("audit", lambda: self._keep(admin.admin_audit(self.events))))
+
+    @property
+    def lag(self) -> lag.Lag:
+        return cast(lag.Lag, self._once("lag", lambda: lag.lag_of(self.events, self.observations, self._keep)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,12 @@ README.md "The events contract"); it never imports the decoder. Field names insi
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, TypeVar, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -90,22 +92,42 @@ def responses(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
     return events.where((F.col("direction") == "response") & F.col("api_key").isin(list(api_keys)))
 
 
-_EXCHANGES: dict[tuple[int, tuple[int, ...], str | None, str | None], DataFrame] | None = None
-_EXCHANGES_LOCK = threading.Lock()  # the report runs its detectors side by side
+_SHARED: dict[tuple[object, ...], DataFrame] | None = None
+_SHARED_LOCK = threading.Lock()  # the report runs its detectors side by side
+
+_F = TypeVar("_F", bound=Callable[..., DataFrame])
 
 
 @contextmanager
-def shared_exchanges() -> Iterator[None]:
-    """Within this block, ``exchanges`` of the same events, APIs and schemas is computed once and cached
-    (the report runs a dozen detectors over the same JoinGroup/SyncGroup/... exchanges)."""
-    global _EXCHANGES
-    _EXCHANGES = {}
+def shared_frames() -> Iterator[None]:
+    """Within this block, a function marked ``shared`` called again with the same arguments (the same
+    DataFrame objects, equal other values) returns the DataFrame of its first call, cached: the report's
+    detectors derive the same request/response pairs, heartbeats, topic names ... from the same events."""
+    global _SHARED
+    _SHARED = {}
     try:
         yield
     finally:
-        for df in _EXCHANGES.values():
+        for df in _SHARED.values():
             df.unpersist()
-        _EXCHANGES = None
+        _SHARED = None
+
+
+def shared(fn: _F) -> _F:
+    """Mark ``fn`` (DataFrames and hashable values in, a DataFrame out) as computed once per arguments within
+    ``shared_frames``; outside it, a plain call."""
+    @functools.wraps(fn)
+    def once(*args: Any) -> DataFrame:
+        if _SHARED is None:
+            return fn(*args)
+        key = (fn.__module__, fn.__qualname__, *((id(a), "df") if isinstance(a, DataFrame) else a for a in args))
+        found = _SHARED.get(key)
+        if found is not None:
+            return found
+        made = fn(*args).cache()  # planned outside the lock; a twin made meanwhile is the same cached data
+        with _SHARED_LOCK:
+            return _SHARED.setdefault(key, made)
+    return cast(_F, once)
 
 
 def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | None, response_ddl: str | None
@@ -116,6 +138,12 @@ def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | Non
     ``r_body``, ...), parsed bodies as ``qb`` and ``rb``. A response has no row here when its request
     is not in the capture.
     """
+    return _exchanges(events, tuple(api_keys), request_ddl, response_ddl)
+
+
+@shared
+def _exchanges(events: DataFrame, api_keys: tuple[int, ...], request_ddl: str | None, response_ddl: str | None
+               ) -> DataFrame:
     q = requests(events, api_keys)
     if request_ddl:
         q = parse_body(q, request_ddl, "qb")
@@ -130,14 +158,7 @@ def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | Non
     if response_ddl:
         r = parse_body(r, response_ddl, "rb", "r_body")
     cond = [q[k] == r[f"_k_{k}"] for k in EXCHANGE_KEY] + [q["envelope_correlation_id"].eqNullSafe(r["_k_env"])]
-    joined = q.join(r, cond, "left").drop(*[f"_k_{k}" for k in EXCHANGE_KEY], "_k_env")
-    if _EXCHANGES is not None:
-        key = (id(events), tuple(api_keys), request_ddl, response_ddl)
-        with _EXCHANGES_LOCK:
-            if key not in _EXCHANGES:
-                _EXCHANGES[key] = joined.cache()
-            return _EXCHANGES[key]
-    return joined
+    return q.join(r, cond, "left").drop(*[f"_k_{k}" for k in EXCHANGE_KEY], "_k_env")
 
 
 def evidence(conn_id: Column | str = "conn_id", correlation_id: Column | str = "correlation_id") -> Column:

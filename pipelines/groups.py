@@ -27,6 +27,7 @@ from pipelines.events import (
     exchanges,
     parse_body,
     responses,
+    shared,
     union_sorted,
     with_endpoints,
 )
@@ -309,6 +310,7 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
     return as_findings(agg, "overlapping_assignment", "error", detail, group_id="group_id")
 
 
+@shared
 def partition_counts(events: DataFrame) -> DataFrame:
     """Partition counts per topic over time: cluster_key, topic, ts, partitions."""
     md = parse_body(responses(events, [METADATA]).where(F.col("body").isNotNull()), METADATA_TOPICS_DDL, "rb")

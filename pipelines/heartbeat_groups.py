@@ -35,7 +35,7 @@ from contract.kafka import (
     UNKNOWN_MEMBER_ID,
     UNRELEASED_INSTANCE_ID,
 )
-from pipelines.events import EVIDENCE_LIMIT, collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.events import EVIDENCE_LIMIT, collect_evidence, evidence, exchanges, shared, with_endpoints
 from pipelines.findings import as_findings, error_label
 from pipelines.topics import topic_names, with_topic_names
 
@@ -70,6 +70,7 @@ def _nonempty(c: Column) -> Column:
     return F.when(c != "", c)
 
 
+@shared
 def heartbeats(events: DataFrame) -> DataFrame:
     """The heartbeat exchanges of the three kinds (``exchanges``), with endpoints, ``protocol``, ``group`` and
     ``member`` (the response's MemberId, else the request's: a KIP-848 v0 coordinator names a new member)."""

@@ -21,6 +21,7 @@ grows: ``MIN_GROWTH`` records or more from the first moment to the last, lag and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -35,6 +36,7 @@ from pipelines.events import (
     exchanges,
     parse_body,
     responses,
+    shared,
     with_endpoints,
 )
 from pipelines.findings import as_findings
@@ -69,6 +71,7 @@ def _topic_key(name: Column, topic_id: Column) -> Column:
     return F.coalesce(F.when(name != "", name), topic_id)
 
 
+@shared
 def connection_clusters(events: DataFrame, observations: DataFrame) -> DataFrame:
     """capture, conn_id, cluster_key: each connection's cluster, the broker's cluster id as the traffic stated it
     when the connection began (a broker's cluster cannot change under an open connection), else the capture."""
@@ -152,16 +155,12 @@ class Lag:
     ends: DataFrame
     points: DataFrame
 
-    def cache(self) -> Lag:
-        return Lag(self.rows.cache(), self.ends.cache(), self.points.cache())
 
-    def unpersist(self) -> None:
-        for df in (self.rows, self.ends, self.points):
-            df.unpersist()
-
-
-def lag_of(events: DataFrame, observations: DataFrame) -> Lag:
-    """The committed offsets, log ends and group totals of ``events`` (``observations``: the broker identity)."""
+def lag_of(events: DataFrame, observations: DataFrame,
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> Lag:
+    """The committed offsets, log ends and group totals of ``events`` (``observations``: the broker identity).
+    ``keep``: what to do with ``rows`` and ``ends`` before the totals are made of them, and with the totals (the
+    report materialises each, so that the totals and every reader start from their data, not their plans)."""
     names = topic_names(events)
     clusters = connection_clusters(events, observations)
     done = with_topic_names(_with_cluster(commits(events), clusters), names, "topic_key")
@@ -174,7 +173,8 @@ def lag_of(events: DataFrame, observations: DataFrame) -> Lag:
         F.col("end.offset").alias("log_end_offset"), F.col("end.ts").alias("log_end_ts"),
         (F.col("end.offset") - F.col("offset")).alias("lag"), "source", "client", "broker", "conn_id",
         "correlation_id", "cluster_key")
-    return Lag(rows, ends, group_lag(rows, ends))
+    rows, ends = keep(rows), keep(ends)
+    return Lag(rows, ends, keep(group_lag(rows, ends)))
 
 
 def consumer_lag(lag: Lag) -> DataFrame:

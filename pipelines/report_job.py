@@ -44,9 +44,9 @@ from contract.kafka import (
     SYNC_GROUP,
     TXN_OFFSET_COMMIT,
 )
-from pipelines import admin, clients, heartbeat_groups, html, identity, lag, plots, rebalances
+from pipelines import clients, heartbeat_groups, html, identity, lag, plots, rebalances
 from pipelines.detectors import DETECTORS, Detector, Inputs
-from pipelines.events import events_path, load_events, shared_exchanges
+from pipelines.events import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
 from pipelines.kafka import ADMIN_WRITES, SEVERITY_RANK
 
@@ -62,8 +62,9 @@ CONCURRENT_STEPS = 4
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 #: The local driver's JVM options for small inputs: the quick tier, with the code cache of a tiered JVM (the
 #: quick tier alone gets a smaller one, which three dozen steps' method handles filled: "Out of space in
-#: CodeCache for adapters" stopped the SparkContext).
-QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+#: CodeCache for adapters" stopped the SparkContext), and the serial collector (the demo's events: G1's
+#: threads took 6 s of CPU, the serial one 3.4 s).
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 #: A local driver (it is the executor too) on a larger input: a heap for a million cached events and their
 #: shuffles, and the throughput collector (a batch job; G1's concurrent threads took ~10 s of the 2 cores at
 #: 1 M events). On a small input both cost a second or two of start and are not set.
@@ -192,12 +193,10 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
-    events = slim(load_events(spark, input)).cache()
-    events.count()
+    events = materialise(slim(load_events(spark, input)))
     hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
-    observations = identity.identity_observations(events, hosts).cache()
-    inputs = Inputs(events, observations, admin.admin_audit(events).cache(), lag.lag_of(events, observations).cache())
-    inputs.lag.points.count()  # the lag's frames, once: the lag step and consumer_lag_growing both read them
+    observations = materialise(identity.identity_observations(events, hosts))
+    inputs = Inputs(events, observations, materialise)  # the audit and the lag: made by the first step asking
     result.timings["load"] = time.perf_counter() - started
 
     audit_rows: list[dict[str, Any]] = []
@@ -239,7 +238,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit),
              ("rebalances", write_rebalances), ("consumer lag", write_lag), ("plots", collect_plots),
              ("client inventory", collect_inventory)]
-    with shared_exchanges():
+    with shared_frames():
         _run_steps(steps, progress, result.timings)
 
     started = time.perf_counter()
@@ -252,11 +251,19 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     clients.clients_frame(spark, inventory).repartition(1).write.mode("overwrite").parquet(result.clients_path)
     page = html.render(result.findings, audit_rows, result.plots, source=input, clients=[c.row() for c in inventory])
     write_text(spark, result.html_path, page)
-    for df in (events, inputs.observations, inputs.audit):
-        df.unpersist()
-    inputs.lag.unpersist()
     result.timings["write"] = time.perf_counter() - started
     return result
+
+
+def materialise(df: DataFrame) -> DataFrame:
+    """``df`` computed now and kept by the executors, as a DataFrame whose plan is that data alone.
+
+    What the steps share (the events, the broker identity observations, the admin audit, the lag's frames) is
+    materialised once. Cached instead, each would keep its whole plan: every step's query would carry it, and
+    Spark analyses, optimises and matches against the cache the whole of it on each of the report's few hundred
+    queries (a second a query on the demo's events, most of a small report's time). A local checkpoint cuts the
+    plan; the data stays with the executors (until the DataFrame is collected: Spark's context cleaner)."""
+    return df.localCheckpoint(eager=True)
 
 
 def _run_steps(steps: list[tuple[str, Callable[[], None]]], progress: Progress | None,

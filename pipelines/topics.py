@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from contract.kafka import CONSUMER_GROUP_DESCRIBE, CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS, METADATA
-from pipelines.events import parse_body, responses
+from pipelines.events import parse_body, responses, shared
 
 #: The all-zero id: "no id" (older versions, or a topic the broker has no id for).
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -33,6 +33,7 @@ def _known(topic_id: Column, name: Column) -> Column:
     return topic_id.isNotNull() & (topic_id != ZERO_UUID) & name.isNotNull() & (name != "")
 
 
+@shared
 def topic_names(events: DataFrame) -> DataFrame:
     """``topic_id``, ``topic``: every id the dataset names, with its name (one row per id)."""
     named = parse_body(responses(events, [METADATA, DESCRIBE_TOPIC_PARTITIONS, CREATE_TOPICS])

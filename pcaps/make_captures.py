@@ -11,7 +11,8 @@ third-party clients against it while ``tcpdump -i lo -U -s 0`` records the broke
 Clients: confluent-kafka (librdkafka), kafka-python, aiokafka, kcat and kafkajs.
 
 The TLS captures (``pcaps/tls/``, each with its NSS key log ``NAME.keylog``) put Debian's stunnel4 in front of
-Tansu and record the TLS port only (``capture_kit/tls.py``); they need ``apt-get install -y stunnel4``.
+Tansu and record the TLS port (``capture_kit/tls.py``), and the plaintext hop from stunnel to Tansu into a twin
+``NAME.plaintext.pcap``; they need ``apt-get install -y stunnel4``.
 
 Usage::
 

@@ -47,6 +47,7 @@ from pcaps.capture_kit.tls import (
     TLS_DIR_ENV,
     TlsListener,
     ensure_pki,
+    plaintext_twin,
     stunnel,
     tls_create_topics,
     tshark_tls_handshakes,
@@ -369,12 +370,14 @@ def run_restart_scenario(name: str, outdir: Path) -> Run:
 
 def run_tls_scenario(name: str, outdir: Path) -> Run:
     """Record scenario ``name`` over TLS into ``outdir/tls/NAME.pcap`` (its key log ``NAME.keylog`` beside it):
-    Tansu on a plaintext port advertising stunnel4's TLS port; tcpdump records the TLS port only."""
+    Tansu on a plaintext port advertising stunnel4's TLS port; one tcpdump records the TLS port only, a second one
+    the plaintext hop from stunnel to Tansu into the twin ``NAME.plaintext.pcap`` (the same Kafka bytes, as
+    stunnel forwards them)."""
     sc = SCENARIOS[name]
     assert sc.tls is not None
     run = Run(name)
     tdir = outdir / "tls"
-    out, keylog = tdir / f"{name}.pcap", tdir / f"{name}.keylog"
+    out, keylog, twin = tdir / f"{name}.pcap", tdir / f"{name}.keylog", plaintext_twin(tdir / f"{name}.pcap")
     log(f"=== {name}: {sc.what}")
     os.environ[TLS_DIR_ENV] = str(tdir)  # the client parts (child processes) find the PKI and key log there
     pki = ensure_pki(tdir / "pki")
@@ -389,7 +392,7 @@ def run_tls_scenario(name: str, outdir: Path) -> Run:
             run.ports = [tls_port]
             if sc.topics:
                 tls_create_topics(bs, sc.topics, sc.tls)  # through TLS (Tansu advertises only that), not recorded
-            with tcpdump(out, [tls_port]):
+            with tcpdump(out, [tls_port]), tcpdump(twin, [port]):
                 for i in range(len(sc.parts)):
                     run_part(run, name, i, bs, sc.part_timeout)
     except Exception as exc:  # noqa: BLE001 - report and continue with the next scenario
@@ -406,4 +409,8 @@ def run_tls_scenario(name: str, outdir: Path) -> Run:
             run.notes.extend("    " + line for line in tshark_tls_kafka(out, keylog, tls_port))
         elif sc.keylog:
             run.note("FAIL no key log was written")
+    if twin.exists():
+        run.notes.append(f"plaintext twin {twin.name}: {twin.stat().st_size} bytes; stunnel to Tansu on port {port}; "
+                         "tshark summary:")
+        run.notes.extend("    " + line for line in tshark_summary(twin, [port]))
     return run

@@ -3,7 +3,9 @@
 Tansu 0.6.0's own TLS does not work (``--cert`` and ``--key`` are refused together, and a combined PEM on a
 ``tls://`` listener never finished a handshake), so Debian's stunnel4 (OpenSSL) terminates TLS on one port and
 forwards the plaintext to Tansu's port; Tansu advertises the TLS address, so clients reconnect through stunnel
-after Metadata. tcpdump records the TLS port only (the clients' side of stunnel).
+after Metadata. tcpdump records the TLS port (the clients' side of stunnel) into ``NAME.pcap``, and a second
+tcpdump the plaintext hop (stunnel to Tansu) into its twin ``NAME.plaintext.pcap``: stunnel forwards the decrypted
+bytes as they are, so the twin holds the same Kafka messages in plaintext, what decrypting ``NAME.pcap`` must give.
 
 Every client writes an NSS key log (``SSLKEYLOGFILE`` format) beside the capture, ``NAME.keylog``: Python's
 ``SSLContext.keylog_filename`` (kafka-python, aiokafka), Node's ``'keylog'`` event on each TLS socket (kafkajs,
@@ -40,6 +42,12 @@ CLIENT_SUBJECT = "CN=alice,OU=payments,O=acme"
 def tls_dir() -> Path:
     """Where the TLS captures, their key logs and the PKI live (``pcaps/tls`` unless ``--outdir`` moved it)."""
     return Path(os.environ.get(TLS_DIR_ENV, str(HERE / "tls")))
+
+
+def plaintext_twin(pcap: Path) -> Path:
+    """The plaintext twin of TLS capture ``pcap`` (``NAME.pcap`` -> ``NAME.plaintext.pcap``, beside it): the hop
+    from stunnel to Tansu, recorded at the same time."""
+    return pcap.with_name(f"{pcap.stem}.plaintext.pcap")
 
 
 def keylog_path(name: str) -> Path:

@@ -95,6 +95,7 @@ class _Connection:
 @dataclass
 class TwinStats:
     packets: int = 0
+    written: int = 0
     connections: int = 0
     tls_connections: int = 0
     plaintext_bytes: int = 0
@@ -231,6 +232,7 @@ def make_twin(capture: Path, twin: Path, keylog: Path, *, tls12: str | None = No
             ethertype = frame[12:14] if linktype == 1 else frame[14:16] if linktype == 113 else \
                 frame[:2] if linktype == 276 else b"\x08\x00"
             packets = maker.packet(frame[link:]) if ethertype == b"\x08\x00" else [frame[link:]]
+            maker.stats.written += len(packets)
             for ip in packets:
                 length = link + len(ip)
                 out.write(record.pack(sec, frac, length, length))
@@ -252,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     except TwinError as exc:
         print(f"tls_twin: {exc}", file=sys.stderr)
         return 1
-    print(f"{args.twin}: {stats.packets:,} packets, {stats.tls_connections} of {stats.connections} TCP connections "
-          f"in TLS, {stats.plaintext_bytes:,} plaintext bytes in {stats.tls_bytes:,} TLS bytes; key log {keylog}")
+    print(f"{args.twin}: {stats.tls_connections} of {stats.connections} TCP connections in TLS, "
+          f"{stats.plaintext_bytes:,} plaintext bytes in {stats.tls_bytes:,} TLS bytes, {stats.packets:,} packets "
+          f"in {stats.written:,}\nkey log: {keylog}")
     return 0
 
 

@@ -71,6 +71,7 @@ captures: setup system-deps
 bench: setup system-deps
 	$(BIN)/python bench/bench_decode.py
 	$(BIN)/python bench/bench_read.py
+	$(BIN)/python bench/bench_tls.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build $(ACCEL_STAMP)

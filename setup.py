@@ -25,7 +25,8 @@ _spec.loader.exec_module(_sources)
 # Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it types it).
 COMPILED = {
     "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
-                  "framing", "connection", "pipeline", "topics", "events", "summary", "reader"),
+                  "framing", "connection", "pipeline", "topics", "events", "summary", "reader", "tls_records",
+                  "tls_cipher", "tls_events", "tls_session", "tls_stream"),
     "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
                  "record_budget", "checksums", "guess", "embedded", "topics"),
 }

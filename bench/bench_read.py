@@ -60,10 +60,14 @@ def bench_ours(capture: Path, out: Path, extra: list[str] | None = None) -> dict
     return {"seconds": seconds, "cpu": _last_cpu[0], "frames": summary["frames"], "rss_mb": rss / 1024}
 
 
-def bench_tshark(capture: Path, ports: set[int]) -> dict[str, float]:
+def bench_tshark(capture: Path, ports: set[int], tls_keylog: Path | None = None) -> dict[str, float]:
+    """tshark's Kafka frames on the brokers' ``ports``; with ``tls_keylog``, Kafka inside TLS decrypted with it."""
     cmd = ["tshark", "-n", "-r", str(capture)]
+    if tls_keylog is not None:
+        cmd += ["-o", f"tls.keylog_file:{tls_keylog}"]
     for port in sorted(ports):
-        cmd += ["-d", f"tcp.port=={port},kafka"]
+        cmd += ["-d", f"tcp.port=={port},kafka"] if tls_keylog is None else \
+            ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},kafka"]
     cmd += ["-Y", "kafka", "-T", "fields", "-e", "kafka.api_key", "-e", "kafka.api_version",
             "-e", "kafka.correlation_id", "-e", "kafka.client_id"]
     seconds, rss, out = _run(cmd, stdout=None)
@@ -85,6 +89,22 @@ def _build_note() -> str:
     return "compiled: " + (f"STALE {', '.join(stale)} (`make setup` rebuilds)" if stale else "all current")
 
 
+Row = tuple[str, str, float, dict[str, float]]  # (capture, tool, MB, a bench_* result)
+
+
+def print_table(rows: list[Row], repeat: int) -> None:
+    """The load, the build, and a line per (capture, tool): wall and CPU seconds, frames, rates, peak RSS."""
+    print(f"load average before: {os.getloadavg()[0]:.2f} (wall times suffer on a busy machine; CPU times less); "
+          f"best of {repeat} run{'s' if repeat != 1 else ''} of each tool, in turn")
+    print(_build_note())
+    print(f"{'capture':24} {'tool':32} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'frames':>9} {'frames/s':>9} "
+          f"{'frames/cpu-s':>12} {'MB/s':>6} {'peak RSS MB':>11}")
+    for name, tool, size_mb, r in rows:
+        print(f"{name[:24]:24} {tool:32} {size_mb:6.1f} {r['seconds']:7.2f} {r['cpu']:6.2f} "
+              f"{int(r['frames']):9,d} {r['frames'] / r['seconds']:9,.0f} {r['frames'] / max(r['cpu'], 1e-9):12,.0f} "
+              f"{size_mb / r['seconds']:6.1f} {r['rss_mb']:11.0f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("captures", nargs="*", type=Path)
@@ -96,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no capture: run `.venv/bin/python pcaps/make_captures.py --big 100 --big-profile frames "
               "--output bench/data/big-frames.pcap` first", file=sys.stderr)
         return 1
-    rows = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for capture in captures:
             size_mb = capture.stat().st_size / 1e6
@@ -121,15 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             frames = json.loads((out / "summary.json").read_text())["frames"]
             rows.append(("all", f"kafka-inspector read --jobs {args.jobs}", all_mb,
                          {"seconds": seconds, "cpu": _last_cpu[0], "frames": frames, "rss_mb": float("nan")}))
-    print(f"load average before: {os.getloadavg()[0]:.2f} (wall times suffer on a busy machine; CPU times less); "
-          f"best of {args.repeat} run{'s' if args.repeat != 1 else ''} of each tool, in turn")
-    print(_build_note())
-    print(f"{'capture':24} {'tool':32} {'MB':>6} {'wall s':>7} {'cpu s':>6} {'frames':>9} {'frames/s':>9} "
-          f"{'frames/cpu-s':>12} {'MB/s':>6} {'peak RSS MB':>11}")
-    for name, tool, size_mb, r in rows:
-        print(f"{name[:24]:24} {tool:32} {size_mb:6.1f} {r['seconds']:7.2f} {r['cpu']:6.2f} {int(r['frames']):9,d} "
-              f"{r['frames'] / r['seconds']:9,.0f} {r['frames'] / max(r['cpu'], 1e-9):12,.0f} "
-              f"{size_mb / r['seconds']:6.1f} {r['rss_mb']:11.0f}")
+    print_table(rows, args.repeat)
     by_capture: dict[str, dict[str, dict[str, float]]] = {}
     for name, tool, _, r in rows:
         by_capture.setdefault(name, {})[tool] = r

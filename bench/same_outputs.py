@@ -4,7 +4,8 @@
     .venv/bin/python bench/same_outputs.py snapshot DIR2  # after it
     .venv/bin/python bench/same_outputs.py compare DIR DIR2
 
-A snapshot holds, per capture of ``pcaps/`` and ``../shared/real-captures/`` (when present), the files of
+A snapshot holds, per capture of ``pcaps/``, ``pcaps/tls/`` (read with ``--tls-keylog`` when its key log,
+``NAME.keylog``, is beside it) and ``../shared/real-captures/`` (when present), the files of
 ``read --format parquet`` (events Parquet, ``connections.parquet``, ``summary.json``), of ``read --format
 jsonl`` and the text of ``show`` and ``show -v``, plus ``read --records records`` in JSONL (the dict path).
 ``compare`` lists every file that differs byte for byte, or is in one snapshot only, and exits 1 if any
@@ -33,6 +34,7 @@ CLI = [sys.executable, "-m", "inspector.cli"]
 def captures() -> list[Path]:
     """Every capture the project ships, and the real captures beside it."""
     found = sorted(p for p in (REPO / "pcaps").iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
+    found += sorted(p for p in (REPO / "pcaps" / "tls").iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
     real = REPO.parent / "shared" / "real-captures"
     if real.is_dir():
         found += sorted(p for p in real.iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
@@ -55,12 +57,14 @@ def snapshot(target: Path) -> None:
         base = target / capture.name
         base.mkdir(exist_ok=True)
         name = str(capture)
-        _run(["read", name, "--output", str(base / "parquet"), "--overwrite", "--quiet"])
-        _run(["read", name, "--output", str(base / "jsonl"), "--format", "jsonl", "--overwrite", "--quiet"])
+        keylog = capture.with_suffix(".keylog")
+        keys = ["--tls-keylog", str(keylog)] if keylog.exists() else []
+        _run(["read", name, "--output", str(base / "parquet"), "--overwrite", "--quiet", *keys])
+        _run(["read", name, "--output", str(base / "jsonl"), "--format", "jsonl", "--overwrite", "--quiet", *keys])
         _run(["read", name, "--output", str(base / "records"), "--format", "jsonl", "--records", "records",
-              "--overwrite", "--quiet"])
-        _run(["show", name], base / "show.txt")
-        _run(["show", name, "-v"], base / "show-v.txt")
+              "--overwrite", "--quiet", *keys])
+        _run(["show", name, *keys], base / "show.txt")
+        _run(["show", name, "-v", *keys], base / "show-v.txt")
         print(capture.name, flush=True)
 
 

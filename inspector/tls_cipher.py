@@ -83,16 +83,17 @@ class Tls13Decryptor:
         self.secret = secret
         self.seq = seq
         self._aead = _aead(suite.cipher, key)
-        self._iv = iv
+        self._iv = int.from_bytes(iv, "big")  # the nonce is this XOR the sequence number (12 bytes)
 
     def open(self, record: Record) -> tuple[int, bytes]:
-        if len(record.fragment) < _TAG + 1:
-            raise DecryptError(f"record of {len(record.fragment)} bytes is shorter than its tag")
+        fragment = record.fragment
+        if len(fragment) < _TAG + 1:
+            raise DecryptError(f"record of {len(fragment)} bytes is shorter than its tag")
         try:
-            inner = self._aead.decrypt(_xor_seq(self._iv, self.seq), record.fragment, record.header)
+            inner = self._aead.decrypt((self._iv ^ self.seq).to_bytes(12, "big"), fragment, record.header)
         except InvalidTag:
             raise DecryptError(f"bad record tag (seq {self.seq})") from None
-        end = len(inner.rstrip(b"\0"))
+        end = len(inner) if inner[-1:] != b"\0" else len(inner.rstrip(b"\0"))  # zero padding: rare
         if end == 0:
             raise DecryptError("inner plaintext has no content type")
         self.seq += 1

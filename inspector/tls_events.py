@@ -57,19 +57,23 @@ NO_KEYS: Final = "no keys"  # the key log has no keys for the connection (yet)
 MID_CONNECTION: Final = "not decryptable: no handshake at the start (capture started mid-connection)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (tls_events.pxd); from source, the slots below
 class TlsApplicationData:
     """Decrypted application data of one record, in order per direction."""
+
+    __slots__ = ("from_client", "ts", "data")
 
     from_client: bool
     ts: float
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (tls_events.pxd); from source, the slots below
 class TlsEncrypted:
     """``size`` bytes in ``records`` records that were not decrypted (a hole in the application stream
     when they carried application data)."""
+
+    __slots__ = ("from_client", "ts", "size", "records")
 
     from_client: bool
     ts: float

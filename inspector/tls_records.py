@@ -79,11 +79,13 @@ HANDSHAKE_HEADER_LEN: Final = 4
 MAX_HANDSHAKE_MESSAGE: Final = 1 << 18
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # compiled, an extension type (tls_records.pxd); from source, the slots below
 class Record:
     """One complete TLS record: its header fields, its fragment (still encrypted or not, as on the wire) and
     ``ts``, the timestamp of the bytes that completed it. ``header`` is the 5 bytes as on the wire (the
     additional data of TLS 1.3's AEAD)."""
+
+    __slots__ = ("content_type", "version", "fragment", "ts", "header")
 
     content_type: int
     version: int
@@ -134,29 +136,42 @@ class RecordSplitter:
             self.malformed_bytes += len(data)
             return []
         buf = self._buffer
-        buf += data
+        if not buf:  # nothing held: the records are read from ``data``, the incomplete end kept
+            whole = data if type(data) is bytes else bytes(data)
+            out, pos = self._split(whole, ts)
+            if pos < len(whole):
+                buf += whole[pos:] if pos else whole
+        else:  # an incomplete record held: read when the bytes complete it (or its header is not TLS)
+            buf += data
+            if len(buf) >= HEADER_LEN and check_header(buf[:HEADER_LEN]) is None and \
+                    len(buf) < HEADER_LEN + ((buf[3] << 8) | buf[4]):
+                return []
+            out, pos = self._split(bytes(buf), ts)
+            if pos:
+                del buf[:pos]
+        self.records += len(out)
+        return out
+
+    def _split(self, data: bytes, ts: float) -> tuple[list[Record], int]:
+        """The complete records at the start of ``data`` and where they end; a header that cannot be TLS sets
+        :attr:`error` and counts the bytes from it on malformed (returned as read)."""
         out: list[Record] = []
         pos = 0
-        end = len(buf)
+        end = len(data)
         while end - pos >= HEADER_LEN:
-            why = check_header(buf[pos:pos + HEADER_LEN])
-            if why is not None:
-                self.error = why
+            content_type, major, minor = data[pos], data[pos + 1], data[pos + 2]
+            length = (data[pos + 3] << 8) | data[pos + 4]
+            if content_type not in CONTENT_TYPES or major != 3 or minor > 4 or length > MAX_FRAGMENT:
+                self.error = check_header(data[pos:pos + HEADER_LEN])
                 self.malformed_bytes += end - pos
-                pos = end
-                break
-            length = (buf[pos + 3] << 8) | buf[pos + 4]
+                return out, end
             stop = pos + HEADER_LEN + length
             if stop > end:
                 break
-            header = bytes(buf[pos:pos + HEADER_LEN])
-            out.append(Record(buf[pos], (buf[pos + 1] << 8) | buf[pos + 2], bytes(buf[pos + HEADER_LEN:stop]), ts,
-                              header))
+            out.append(Record(content_type, (major << 8) | minor, data[pos + HEADER_LEN:stop], ts,
+                              data[pos:pos + HEADER_LEN]))
             pos = stop
-        if pos:
-            del buf[:pos]
-        self.records += len(out)
-        return out
+        return out, pos
 
     def finish(self) -> int:
         """End of the stream: the incomplete record held (a truncated last record) becomes malformed. Returns

@@ -149,8 +149,9 @@ class TlsSession:
         out: list[TlsEvent] = []
         for record in d.splitter.feed(data, ts):
             self._record(d, record, out)
-        self._check_splitter(d, ts, out)
-        return merge_encrypted(out)
+        if d.splitter.error is not None:
+            self._check_splitter(d, ts, out)
+        return merge_encrypted(out) if len(out) > 1 else out
 
     def finish(self, ts: float) -> list[TlsEvent]:
         """The connection ended: a truncated last record of either direction is reported malformed."""
@@ -178,7 +179,8 @@ class TlsSession:
     def held(self, from_client: bool | None = None) -> int:
         """Bytes held (an incomplete record and an incomplete handshake message) by one direction, or both."""
         if from_client is None:
-            return self.held(True) + self.held(False)
+            c, s = self._client, self._server
+            return c.splitter.pending + c.messages.pending + s.splitter.pending + s.messages.pending
         d = self._client if from_client else self._server
         return d.splitter.pending + d.messages.pending
 
@@ -316,17 +318,15 @@ class TlsSession:
 
     def _open13(self, d: _Direction, rec: Record) -> tuple[int, bytes] | None:
         cs = self._suite
-        secrets = self._lookup()
         if cs is None:  # not reached: a direction is protected only after a decryptable ServerHello
             return None
-        handshake, traffic = None, None
-        if secrets is not None:
-            handshake = secrets.client_handshake if d.from_client else secrets.server_handshake
-            traffic = secrets.client_traffic if d.from_client else secrets.server_traffic
-        if d.decryptor is not None:
+        if d.decryptor is not None:  # its keys were found: the key log is looked up again only if they fail
             try:
                 return d.decryptor.open(rec)
             except DecryptError:
+                secrets = self._lookup()
+                traffic = None if secrets is None else \
+                    secrets.client_traffic if d.from_client else secrets.server_traffic
                 if d.phase != _HANDSHAKE_KEYS or not d.messages.lost or traffic is None:
                     raise
             # the Finished was in a record not read: the traffic keys may have begun
@@ -334,6 +334,11 @@ class TlsSession:
             opened = decryptor.open(rec)
             self._enter_traffic(d, decryptor)
             return opened
+        secrets = self._lookup()
+        handshake, traffic = None, None
+        if secrets is not None:
+            handshake = secrets.client_handshake if d.from_client else secrets.server_handshake
+            traffic = secrets.client_traffic if d.from_client else secrets.server_traffic
         if d.phase == _TRAFFIC_KEYS or not d.uncertain:
             secret = traffic if d.phase == _TRAFFIC_KEYS else handshake
             if secret is None:

@@ -1,7 +1,7 @@
 """``kafka-inspector tap --tls-keylog``, live on ``lo``: a Kafka client over TLS writes its key log as it connects
 (the file does not exist when the tap starts), the tap reads what was appended before it decodes more packets,
 and its rows are the decrypted Kafka messages, marked ``tls``. The broker is a small TLS server answering
-ApiVersions v0 (Python's ssl, the throwaway CA of test_tls_traffic.py). Needs root and tcpdump."""
+ApiVersions v0 (Python's ssl, the throwaway CA of pcaps/capture_kit/tls_memory.py). Needs root and tcpdump."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pcaps.capture_kit.tls_memory import SERVER_NAME, Pki, make_pki
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame
 from tests.inspector.test_tap import HOST, _kill, _start_tap, _wait_text, free_port_here
-from tests.inspector.test_tls_traffic import SERVER_NAME, Pki, make_pki
 
 pytestmark = pytest.mark.skipif(shutil.which("tcpdump") is None or not hasattr(socket, "AF_PACKET")
                                 or __import__("os").geteuid() != 0, reason="needs root and tcpdump")

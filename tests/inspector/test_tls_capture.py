@@ -14,9 +14,9 @@ from scapy.utils import rdpcap
 from inspector.cli import EXIT_OK, EXIT_USAGE, main
 from inspector.tls_events import MID_CONNECTION, NO_KEYS
 from inspector.tls_stream import STOPPED_GAP
+from pcaps.capture_kit.tls_memory import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Capture, Pki, make_pki
 from tests.inspector.test_accounting import duplicate, reorder
 from tests.inspector.test_accounting import write as write_packets
-from tests.inspector.test_tls_traffic import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Capture, Pki, make_pki
 from tests.inspector.tls_captures import (
     Read,
     check_accounting,

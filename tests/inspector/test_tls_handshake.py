@@ -37,8 +37,8 @@ from inspector.tls_registry import (
     suite_name,
     version_name,
 )
+from pcaps.capture_kit.tls_memory import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Pki, contexts, converse, make_pki
 from tests.inspector.test_tls_keys import RFC8448_CLIENT_HELLO, RFC8448_SERVER_HELLO
-from tests.inspector.test_tls_traffic import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Pki, contexts, converse, make_pki
 
 
 @pytest.fixture(scope="module")

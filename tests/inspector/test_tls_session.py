@@ -1,5 +1,5 @@
 """One connection's TLS (inspector/tls_session.py) on real traffic: OpenSSL conversations pumped in memory
-(tests/inspector/test_tls_traffic.py) decrypted with the key log OpenSSL wrote, the application data equal to
+(pcaps/capture_kit/tls_memory.py) decrypted with the key log OpenSSL wrote, the application data equal to
 what was sent, the connection described and every byte accounted for.
 
 How each suite is proven:
@@ -31,6 +31,7 @@ from inspector.tls_keylog import KeyLog
 from inspector.tls_keys import next_traffic_secret
 from inspector.tls_registry import CIPHER_SUITES
 from inspector.tls_session import SNIFF_LEN, TlsSession, looks_like_tls
+from pcaps.capture_kit.tls_memory import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Capture, Pki, contexts, converse, make_pki
 from tests.inspector.test_tls_cipher import seal13
 from tests.inspector.test_tls_keys import (
     RFC8448_APP_DATA,
@@ -46,17 +47,7 @@ from tests.inspector.test_tls_keys import (
     RFC8448_SERVER_HELLO,
     RFC8448_SERVER_TICKET,
 )
-from tests.inspector.test_tls_traffic import (
-    NOT_AFTER,
-    NOT_BEFORE,
-    SERVER_NAME,
-    Capture,
-    Pki,
-    contexts,
-    converse,
-    converse_with_suite,
-    make_pki,
-)
+from tests.inspector.test_tls_traffic import converse_with_suite
 
 Chunks = list[tuple[bool, bytes]]
 

@@ -30,11 +30,11 @@ from inspector.tls_keys import key_block
 from inspector.tls_records import MAX_FRAGMENT, MAX_HANDSHAKE_MESSAGE
 from inspector.tls_registry import CIPHER_SUITES
 from inspector.tls_session import TlsSession
+from pcaps.capture_kit.tls_memory import MESSAGES, SERVER_NAME, Capture, Pki, contexts, converse, make_pki
 from tests.inspector.test_tls_cipher import seal12
 from tests.inspector.test_tls_handshake import ext, server_hello
 from tests.inspector.test_tls_keys import RFC8448_CLIENT_HELLO, RFC8448_KEYLOG
 from tests.inspector.test_tls_session import Chunks, app_data, assert_accounted, feed, messages, rfc8448_chunks
-from tests.inspector.test_tls_traffic import MESSAGES, SERVER_NAME, Capture, Pki, contexts, converse, make_pki
 
 E = TypeVar("E")
 MID_CONNECTION = "not decryptable: no handshake at the start (capture started mid-connection)"

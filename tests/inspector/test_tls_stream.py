@@ -20,7 +20,7 @@ from inspector.summary import Summary
 from inspector.tls_events import DECRYPTED, NO_KEYS
 from inspector.tls_keylog import KeyLog
 from inspector.tls_stream import STOPPED_RELEASED
-from tests.inspector.test_tls_traffic import Capture, Pki, make_pki
+from pcaps.capture_kit.tls_memory import Capture, Pki, make_pki
 from tests.inspector.tls_captures import PARTS, kafka_frames, tls_conversation
 
 CLIENT, BROKER = ("10.0.0.1", 40000), ("10.0.0.2", 9092)

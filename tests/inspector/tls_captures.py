@@ -1,6 +1,6 @@
 """Captures of Kafka over TLS for the tests of the TLS wiring (inspector/tls_stream.py, the pipeline, the CLI).
 
-The TLS bytes are real: OpenSSL's, made in memory by the harness of ``test_tls_traffic.py`` (its key log written
+The TLS bytes are real: OpenSSL's, made in memory by ``pcaps/capture_kit/tls_memory.py`` (its key log written
 as the client's ``keylog_filename``), carrying Kafka frames built by hand (``tests/frames.py``). The same
 frames written as plaintext make the capture the decrypted one must equal. TCP segments are written by
 ``tests/pcapgen.py`` (scapy), one millisecond apart.
@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from scapy.utils import wrpcap
 
 from inspector.cli import EXIT_OK, main
+from pcaps.capture_kit.tls_memory import Capture, Pki, contexts, converse
 from tests.frames import (
     api_versions_request_v0,
     api_versions_response_v0,
@@ -26,7 +27,6 @@ from tests.frames import (
     produce_request_v3,
     produce_response_v3,
 )
-from tests.inspector.test_tls_traffic import Capture, Pki, contexts, converse
 from tests.pcapgen import CLIENT, conversation
 
 MSS = 1400
@@ -53,7 +53,7 @@ def kafka_frames() -> tuple[tuple[bool, bytes], ...]:
 
 
 def tls_conversation(pki: Pki, keylog: Path, **options: Any) -> Capture:
-    """The Kafka frames over a real TLS connection (``options``: as ``test_tls_traffic.contexts`` takes them)."""
+    """The Kafka frames over a real TLS connection (``options``: as ``tls_memory.contexts`` takes them)."""
     return converse(*contexts(pki, **options), keylog, messages=kafka_frames())
 
 

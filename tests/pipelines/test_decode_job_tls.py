@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pcaps.capture_kit.tls_memory import make_pki
 from pipelines.decode_job import CONN_ID_STRIDE, decode_files
-from tests.inspector.test_tls_traffic import make_pki
 from tests.inspector.tls_captures import comparable, read, tls_conversation, write_capture
 
 

@@ -44,7 +44,7 @@ from contract.kafka import (
     SYNC_GROUP,
     TXN_OFFSET_COMMIT,
 )
-from pipelines import clients, heartbeat_groups, html, identity, lag, plots, rebalances
+from pipelines import class_archive, clients, heartbeat_groups, html, identity, lag, plots, rebalances
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
@@ -196,6 +196,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
+    call_site(spark, "load")
     events = materialise(slim(load_events(spark, input)))
     hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
     observations = materialise(identity.identity_observations(events, hosts))
@@ -242,7 +243,8 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
              ("rebalances", write_rebalances), ("consumer lag", write_lag), ("plots", collect_plots),
              ("client inventory", collect_inventory)]
     with shared_frames():
-        _run_steps(steps, progress, result.timings)
+        _run_steps(spark, steps, progress, result.timings)
+    call_site(spark, "write")
 
     started = time.perf_counter()
     result.plots.lag = lag_series
@@ -255,6 +257,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     page = html.render(result.findings, audit_rows, result.plots, source=input, clients=[c.row() for c in inventory])
     write_text(spark, result.html_path, page)
     result.timings["write"] = time.perf_counter() - started
+    call_site(spark, None)
     return result
 
 
@@ -269,11 +272,21 @@ def materialise(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def _run_steps(steps: list[tuple[str, Callable[[], None]]], progress: Progress | None,
+def call_site(spark: SparkSession, name: str | None) -> None:
+    """Name the jobs this thread starts from now on (``name`` None: Spark's own names again). Spark names each
+    job by its call site, and finds it by walking the Java stack at every job and RDD (3% of a small report's
+    CPU) unless a name is given: the report gives its step's."""
+    sc = spark.sparkContext
+    sc.setLocalProperty("callSite.short", None if name is None else f"report: {name}")  # type: ignore[arg-type]
+    sc.setLocalProperty("callSite.long", None if name is None else f"kafka-inspector report, step {name}")  # type: ignore[arg-type]
+
+
+def _run_steps(spark: SparkSession, steps: list[tuple[str, Callable[[], None]]], progress: Progress | None,
                timings: dict[str, float]) -> None:
     """Run the steps ``CONCURRENT_STEPS`` at a time (Spark schedules the jobs of several threads at once)."""
     def timed(name: str, step: Callable[[], None]) -> str:
         started = time.perf_counter()
+        call_site(spark, name)
         step()
         timings[name] = time.perf_counter() - started
         return name
@@ -294,7 +307,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
     terminal; with a local master, the driver binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (no
     "hostname resolves to a loopback address" warning). ``quick_jit`` (a local master, a small input: see
     ``SMALL_INPUT_BYTES``): the driver's JIT compiles at its quick tier only; otherwise a local driver gets
-    ``LOCAL_DRIVER`` and ``LOCAL_JAVA_OPTIONS``."""
+    ``LOCAL_DRIVER`` and ``LOCAL_JAVA_OPTIONS``. A local driver of its own (``log`` given) maps its classes
+    from the class-data archive (``class_archive``)."""
+    import pyspark
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -305,12 +320,13 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
         if master.startswith("local"):
             conf.set("spark.sql.shuffle.partitions", "8").set("spark.ui.enabled", "false")
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            if quick_jit:
-                conf.set("spark.driver.extraJavaOptions", QUICK_JIT)
-            else:
+            options = QUICK_JIT if quick_jit else LOCAL_JAVA_OPTIONS
+            if not quick_jit:
                 for k, v in LOCAL_DRIVER.items():
                     conf.set(k, v)
-                conf.set("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
+            if log is not None and SparkContext._gateway is None:  # a JVM of its own, its lines to the log
+                options = f"{options} {class_archive.java_options(pyspark.__version__)}".strip()
+            conf.set("spark.driver.extraJavaOptions", options)
     if master is None or SparkContext._active_spark_context is not None:  # under spark-submit, or running
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
     else:

@@ -37,9 +37,26 @@ def archive_path(spark_version: str, where: Path | None = None) -> Path:
     return (where or folder()) / f"spark-{spark_version}-classes.jsa"
 
 
+def installation() -> str:
+    """Which Spark and Java a JVM would run: pyspark's version and a digest of where it and Java are (an archive
+    holds one class path's classes: another installation gets its own)."""
+    import hashlib
+
+    import pyspark
+
+    where = f"{Path(pyspark.__file__).resolve().parent}\0{_java() or ''}"
+    return f"{pyspark.__version__}-{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return os.path.realpath(found) if found else None
+
+
 def java_options(spark_version: str, where: Path | None = None, now: float | None = None) -> str:
-    """The driver's JVM options: use the archive of ``spark_version``, or write it as this JVM exits (unless
-    another JVM is writing it)."""
+    """The driver's JVM options: use the archive of ``spark_version`` (``installation()``), or write it as this
+    JVM exits (unless another JVM is writing it)."""
     if os.environ.get("KAFKA_INSPECTOR_CLASS_ARCHIVE", "1") == "0":
         return ""
     archive = archive_path(spark_version, where)
@@ -89,8 +106,7 @@ def _written(archive: Path, now: float) -> _Written:
 
 def _usable(archive: Path) -> bool:
     """Whether a JVM starts with ``archive`` (a truncated archive stops it with SIGBUS as it maps it)."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    java = _java()
     if not java:
         return False
     try:

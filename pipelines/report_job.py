@@ -309,7 +309,6 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
     ``SMALL_INPUT_BYTES``): the driver's JIT compiles at its quick tier only; otherwise a local driver gets
     ``LOCAL_DRIVER`` and ``LOCAL_JAVA_OPTIONS``. A local driver of its own (``log`` given) maps its classes
     from the class-data archive (``class_archive``)."""
-    import pyspark
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -325,7 +324,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
                 for k, v in LOCAL_DRIVER.items():
                     conf.set(k, v)
             if log is not None and SparkContext._gateway is None:  # a JVM of its own, its lines to the log
-                options = f"{options} {class_archive.java_options(pyspark.__version__)}".strip()
+                options = f"{options} {class_archive.java_options(class_archive.installation())}".strip()
             conf.set("spark.driver.extraJavaOptions", options)
     if master is None or SparkContext._active_spark_context is not None:  # under spark-submit, or running
         spark = SparkSession.builder.config(conf=conf).getOrCreate()

@@ -82,3 +82,12 @@ def test_a_real_jvm_writes_an_archive_that_starts_and_a_truncated_one_does_not(t
     truncated.write_bytes(written.read_bytes()[: written.stat().st_size // 2])
     assert not class_archive._usable(truncated)
     assert not list(Path.cwd().glob("hs_err_pid*.log"))
+
+
+def test_each_installation_of_spark_and_java_has_its_own_archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyspark
+
+    here = class_archive.installation()
+    assert here.startswith(pyspark.__version__ + "-")
+    monkeypatch.setattr(class_archive, "_java", lambda: "/another/java")
+    assert class_archive.installation() != here

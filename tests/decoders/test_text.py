@@ -12,7 +12,6 @@ small element budgets, random bytes after valid headers, and hand-built frames w
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 from functools import cache
@@ -115,21 +114,6 @@ class _AsciiSource(V.DetSource):
         return self.nulls
 
 
-def _untagged(value: Any) -> Any:
-    """A kio entity with every tagged field at its default (not on the wire), nested entities too."""
-    if isinstance(value, tuple):
-        return tuple(_untagged(v) for v in value)
-    if not dataclasses.is_dataclass(value) or isinstance(value, type):
-        return value
-    changes = {}
-    for f in dataclasses.fields(value):
-        if "tag" in f.metadata:
-            changes[f.name] = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        else:
-            changes[f.name] = _untagged(getattr(value, f.name))
-    return dataclasses.replace(value, **changes)
-
-
 @cache
 def text_vectors() -> list[VA.Vector]:
     """The encoders' vectors of the text APIs, and kafka-python's again with the values above."""
@@ -139,7 +123,7 @@ def text_vectors() -> list[VA.Vector]:
                          VP.kp_frame(VP.kp_message(c.cls, c.version, _AsciiSource(nulls))))
                 for c in VP.kp_cases() if c.api_key in TEXT_APIS]
         out += [VA.Vector(f"kio-ascii-{c.id}", c.kind, c.api_key, c.version,
-                         VK.kio_frame(_untagged(VK.kio_instance(c.cls, _AsciiSource(nulls)))))
+                         VK.kio_frame(VK.untagged(VK.kio_instance(c.cls, _AsciiSource(nulls)))))
                 for c in VK.kio_cases() if c.api_key in TEXT_APIS]
         out += [VA.Vector(f"old-ascii-{c.id}", c.kind, c.api_key, c.version,
                          VP.old_frame(VP.old_message(c.cls, _AsciiSource(nulls))))

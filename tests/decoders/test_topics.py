@@ -41,7 +41,7 @@ from decoders.spec.convert import SCHEMA_DIR
 from decoders.spec.versions import VersionRange
 from decoders.topics import ZERO_ID, body_refs, topic_refs
 from tests.decoders.vectors import DetSource
-from tests.decoders.vectors_kio import kio_frame, kio_instance
+from tests.decoders.vectors_kio import kio_frame, kio_instance, untagged
 
 U1, U2, U3 = (uuid.UUID(int=(n << 96) | 0xC0FFEE) for n in (1, 2, 3))
 
@@ -58,24 +58,9 @@ class _Ascii(DetSource):
         return f"s{self._next()}"
 
 
-def _untagged(value: Any) -> Any:
-    """A kio entity with every tagged field at its default (not on the wire: the text writers give up on them)."""
-    if isinstance(value, tuple):
-        return tuple(_untagged(v) for v in value)
-    if not dataclasses.is_dataclass(value) or isinstance(value, type):
-        return value
-    changes = {}
-    for f in dataclasses.fields(value):
-        if "tag" in f.metadata:
-            changes[f.name] = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        else:
-            changes[f.name] = _untagged(getattr(value, f.name))
-    return dataclasses.replace(value, **changes)
-
-
 def make(cls: type, **fields: Any) -> Any:
     """A kio entity: deterministic values, ``fields`` as given."""
-    return dataclasses.replace(_untagged(kio_instance(cls, _Ascii())), **fields)
+    return dataclasses.replace(untagged(kio_instance(cls, _Ascii())), **fields)
 
 
 def refs(instance: Any) -> Any:

@@ -273,3 +273,19 @@ def kio_value(value: Any, tp: Any, ours: Any, path: str) -> None:
         check_int(value.value, ours, path)
     else:
         check_scalar(value, ours, path)
+
+
+def untagged(value: Any) -> Any:
+    """A kio entity with every tagged field at its default, nested entities too (the text writers give up on
+    tagged fields: they are not on the wire there)."""
+    if isinstance(value, tuple):
+        return tuple(untagged(v) for v in value)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value
+    changes = {}
+    for f in dataclasses.fields(value):
+        if "tag" in f.metadata:
+            changes[f.name] = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        else:
+            changes[f.name] = untagged(getattr(value, f.name))
+    return dataclasses.replace(value, **changes)

@@ -33,8 +33,9 @@ def folder() -> Path:
     return Path(cache) / "kafka-inspector"
 
 
-def archive_path(spark_version: str, where: Path | None = None) -> Path:
-    return (where or folder()) / f"spark-{spark_version}-classes.jsa"
+def archive_path(key: str, where: Path | None = None) -> Path:
+    """The archive of the installation ``key`` (``installation()``)."""
+    return (where or folder()) / f"spark-{key}-classes.jsa"
 
 
 def installation() -> str:
@@ -54,12 +55,12 @@ def _java() -> str | None:
     return os.path.realpath(found) if found else None
 
 
-def java_options(spark_version: str, where: Path | None = None, now: float | None = None) -> str:
-    """The driver's JVM options: use the archive of ``spark_version`` (``installation()``), or write it as this
-    JVM exits (unless another JVM is writing it)."""
+def java_options(key: str, where: Path | None = None, now: float | None = None) -> str:
+    """The driver's JVM options: use the archive of the installation ``key`` (``installation()``), or write it as
+    this JVM exits (unless another JVM is writing it)."""
     if os.environ.get("KAFKA_INSPECTOR_CLASS_ARCHIVE", "1") == "0":
         return ""
-    archive = archive_path(spark_version, where)
+    archive = archive_path(key, where)
     now = time.time() if now is None else now
     written = _written(archive, now)
     while not archive.exists() and written.settled:

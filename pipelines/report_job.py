@@ -314,6 +314,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
 
     conf = SparkConf().setAppName(app_name).set("spark.sql.session.timeZone", "UTC").set(
         "spark.ui.showConsoleProgress", "false")
+    # a JVM launched here, its lines to the log (one launched before in this process stays PySpark's gateway, its
+    # options and log with it)
+    fresh = master is not None and log is not None and SparkContext._gateway is None
     if master:
         conf.setMaster(master)
         if master.startswith("local"):
@@ -323,14 +326,12 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
             if not quick_jit:
                 for k, v in LOCAL_DRIVER.items():
                     conf.set(k, v)
-            if log is not None and SparkContext._gateway is None:  # a JVM of its own, its lines to the log
+            if fresh:
                 options = f"{options} {class_archive.java_options(class_archive.installation())}".strip()
             conf.set("spark.driver.extraJavaOptions", options)
     if master is None or SparkContext._active_spark_context is not None:  # under spark-submit, or running
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
     else:
-        # a JVM launched before in this process stays PySpark's gateway (its options and log with it)
-        fresh = log is not None and SparkContext._gateway is None
         gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}) if fresh else None
         spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("ERROR")

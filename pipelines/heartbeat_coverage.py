@@ -37,20 +37,25 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
         last_seen, "group").withColumn("until", F.coalesce(F.col("next"), F.col("last_seen"))).where(
         F.unix_micros("until") - F.unix_micros("ts") >= STABLE_S * 1_000_000).select(
         "group", F.col("ts").alias("at"), "until")
-    # what each member holds at the start of a quiet period
-    now = quiet.join(held, "group").where(
-        (F.col("start") <= F.col("at")) & (F.col("end").isNull() | (F.col("end") > F.col("at"))))
+    # what each member holds at the start of a quiet period: its latest assignment then, unless that ended (one
+    # sort per member, not every quiet period against every assignment of the group)
+    at_members = quiet.join(held.select("group", "member").distinct(), "group")
+    holding = held.where(F.col("end").isNull() | (F.col("end") > F.col("start"))).select(
+        "group", "member", F.col("start").alias("ts"),
+        F.struct("end", "items", "capture", "conn_id", "broker", "client", "ev").alias("h"))
+    now = asof(at_members.withColumn("ts", F.col("at")), holding, ["group", "member"], "h", "h",
+               fallback_next=False).where(F.col("h.end").isNull() | (F.col("h.end") > F.col("at"))).where(
+        F.col("h").isNotNull()).select("group", "at", "member", "h.*")
     owned = now.select("group", "at", "member", F.explode("items").alias("it")).select(
         "group", "at", F.col("it.key").alias("topic_id"), F.col("it.partition").alias("partition"))
     names = topic_names(events)
     owned = owned.join(F.broadcast(names), "topic_id").select("group", "at", "topic", "partition")
     # what its members subscribe to by name (their latest subscription before), in its coordinator's cluster
     subscribed = hb.where(F.col("qb.SubscribedTopicNames").isNotNull()).select(
-        "group", "member", F.col("ts").alias("s_ts"), F.col("qb.SubscribedTopicNames").alias("names"))
+        "group", "member", "ts", F.col("qb.SubscribedTopicNames").alias("names"))
     members = now.select("group", "at", "member", "capture", "conn_id", "broker", "client", "ev")
-    latest = members.join(subscribed, ["group", "member"]).where(F.col("s_ts") <= F.col("at")).groupBy(
-        "group", "at", "member", "capture", "conn_id", "broker", "client", "ev").agg(
-        F.max_by("names", "s_ts").alias("names"))
+    latest = asof(members.withColumn("ts", F.col("at")), subscribed, ["group", "member"], "names", "names",
+                  fallback_next=False).where(F.col("names").isNotNull())
     clusters = connection_clusters(events, observations)
     wanted = latest.join(F.broadcast(clusters), ["capture", "conn_id"], "left").select(
         "group", "at", F.coalesce(F.col("cluster_key"), F.col("capture")).alias("cluster_key"), "broker", "client",

@@ -77,6 +77,12 @@ def error_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFrame:
     return as_findings(agg, "error_hotspot", sev, detail, client=None)
 
 
+def _slowest_first() -> Column:
+    """The order in which a response is the slowest: its latency, then (among equals) the earliest, then the
+    lowest connection and correlation id; whatever order the rows come in."""
+    return F.struct(F.col("latency_ms"), -F.unix_micros("ts"), -F.col("conn_id"), -F.col("correlation_id"))
+
+
 def latency_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFrame:
     r = with_endpoints(events.where((F.col("direction") == "response") & F.col("latency_ms").isNotNull()))
     per = r.groupBy("api_name", "broker").agg(
@@ -84,7 +90,7 @@ def latency_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFram
         F.percentile_approx("latency_ms", 0.5, 1000).alias("p50"),
         F.percentile_approx("latency_ms", 0.99, 1000).alias("p99"),
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
-        F.max_by(evidence(), F.col("latency_ms")).alias("slowest")).where(F.col("n") >= t.min_samples)
+        F.max_by(evidence(), _slowest_first()).alias("slowest")).where(F.col("n") >= t.min_samples)
     peers = per.groupBy("api_name").agg(F.count(F.lit(1)).alias("brokers"),
                                         F.percentile_approx("p99", 0.5, 1000).alias("peer_p99"))
     j = per.join(peers, "api_name")

@@ -93,40 +93,45 @@ def responses(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
 
 
 _SHARED: dict[tuple[object, ...], DataFrame] | None = None
+_SHARED_LOCKS: dict[tuple[object, ...], threading.Lock] = {}
 _SHARED_LOCK = threading.Lock()  # the report runs its detectors side by side
+_KEEP: Callable[[DataFrame], DataFrame] = DataFrame.cache
 
 _F = TypeVar("_F", bound=Callable[..., DataFrame])
 
 
 @contextmanager
-def shared_frames() -> Iterator[None]:
+def shared_frames(keep: Callable[[DataFrame], DataFrame] = DataFrame.cache) -> Iterator[None]:
     """Within this block, a function marked ``shared`` called again with the same arguments (the same
-    DataFrame objects, equal other values) returns the DataFrame of its first call, cached: the report's
-    detectors derive the same request/response pairs, heartbeats, topic names ... from the same events."""
-    global _SHARED
-    _SHARED = {}
+    DataFrame objects, equal other values) returns the DataFrame of its first call, kept (``keep``: cached, or
+    the report's ``materialise``): the report's detectors derive the same request/response pairs, heartbeats,
+    topic names ... from the same events."""
+    global _SHARED, _KEEP
+    _SHARED, _KEEP = {}, keep
     try:
         yield
     finally:
         for df in _SHARED.values():
             df.unpersist()
-        _SHARED = None
+        _SHARED, _KEEP = None, DataFrame.cache
+        _SHARED_LOCKS.clear()
 
 
 def shared(fn: _F) -> _F:
     """Mark ``fn`` (DataFrames and hashable values in, a DataFrame out) as computed once per arguments within
-    ``shared_frames``; outside it, a plain call."""
+    ``shared_frames``; outside it, a plain call. A caller asking while another makes it waits for it."""
     @functools.wraps(fn)
     def once(*args: Any) -> DataFrame:
         if _SHARED is None:
             return fn(*args)
         key = (fn.__module__, fn.__qualname__, *((id(a), "df") if isinstance(a, DataFrame) else a for a in args))
-        found = _SHARED.get(key)
-        if found is not None:
-            return found
-        made = fn(*args).cache()  # planned outside the lock; a twin made meanwhile is the same cached data
         with _SHARED_LOCK:
-            return _SHARED.setdefault(key, made)
+            lock = _SHARED_LOCKS.setdefault(key, threading.Lock())
+        with lock:
+            found = _SHARED.get(key)
+            if found is None:
+                found = _SHARED[key] = _KEEP(fn(*args))
+            return found
     return cast(_F, once)
 
 

@@ -264,7 +264,7 @@ def _report(spark: SparkSession, events: DataFrame, input: str, output: str, hos
     steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit),
              ("rebalances", write_rebalances), ("consumer lag", write_lag), ("plots", collect_plots),
              ("client inventory", collect_inventory)]
-    with shared_frames():
+    with shared_frames(materialise):
         _run_steps(spark, steps, progress, result.timings)
     call_site(spark, "write")
 

@@ -303,8 +303,9 @@ def columnar(events: DataFrame) -> DataFrame:
     1 M events the identity observations took 5.7 s from a local checkpoint (each query scans every whole row),
     1 s from this cache; the report as a whole 90 s, then 71 s. Its plan (a read, ``slim``'s projection and a
     local sort) stays small, so the queries on top of it are not slow to plan (``materialise``). Small inputs
-    are materialised instead: reading the cache compiles a column accessor per query (Janino, 20 ms each), which
-    an interpreted report on the demo's events pays a few hundred times (25 s instead of 20 s)."""
+    are materialised instead: reading the cache compiles a column accessor per query (a Janino compilation even
+    when the rest is interpreted), which a report on the demo's events pays a few hundred times (25 s instead of
+    20 s)."""
     kept = events.sortWithinPartitions("api_key", "direction").cache()
     kept.count()
     return kept

@@ -92,46 +92,56 @@ def responses(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:
     return events.where((F.col("direction") == "response") & F.col("api_key").isin(list(api_keys)))
 
 
-_SHARED: dict[tuple[object, ...], DataFrame] | None = None
-_SHARED_LOCKS: dict[tuple[object, ...], threading.Lock] = {}
-_SHARED_LOCK = threading.Lock()  # the report runs its detectors side by side
-_KEEP: Callable[[DataFrame], DataFrame] = DataFrame.cache
+class _Memo:
+    """The frames ``shared`` functions made within one ``shared_frames`` block, how they are kept, and a lock
+    per frame (the report runs its detectors side by side: a step asking while another makes it waits)."""
+
+    def __init__(self, keep: Callable[[DataFrame], DataFrame]) -> None:
+        self.keep = keep
+        self.frames: dict[tuple[object, ...], DataFrame] = {}
+        self._locks: dict[tuple[object, ...], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], make: Callable[[], DataFrame]) -> DataFrame:
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self.frames:
+                self.frames[key] = self.keep(make())
+            return self.frames[key]
+
+
+_SHARED: _Memo | None = None
 
 _F = TypeVar("_F", bound=Callable[..., DataFrame])
 
 
 @contextmanager
-def shared_frames(keep: Callable[[DataFrame], DataFrame] = DataFrame.cache) -> Iterator[None]:
+def shared_frames(keep: Callable[[DataFrame], DataFrame]) -> Iterator[None]:
     """Within this block, a function marked ``shared`` called again with the same arguments (the same
-    DataFrame objects, equal other values) returns the DataFrame of its first call, kept (``keep``: cached, or
-    the report's ``materialise``): the report's detectors derive the same request/response pairs, heartbeats,
-    topic names ... from the same events."""
-    global _SHARED, _KEEP
-    _SHARED, _KEEP = {}, keep
+    DataFrame objects, equal other values) returns the DataFrame of its first call, kept (``keep``: the report
+    materialises it): the report's detectors derive the same request/response pairs, heartbeats, topic names
+    ... from the same events."""
+    global _SHARED
+    _SHARED = _Memo(keep)
     try:
         yield
     finally:
-        for df in _SHARED.values():
-            df.unpersist()
-        _SHARED, _KEEP = None, DataFrame.cache
-        _SHARED_LOCKS.clear()
+        for df in _SHARED.frames.values():
+            df.unpersist()  # a cached frame's storage (a materialised one holds none of its own)
+        _SHARED = None
 
 
 def shared(fn: _F) -> _F:
     """Mark ``fn`` (DataFrames and hashable values in, a DataFrame out) as computed once per arguments within
-    ``shared_frames``; outside it, a plain call. A caller asking while another makes it waits for it."""
+    ``shared_frames``; outside it, a plain call."""
     @functools.wraps(fn)
     def once(*args: Any) -> DataFrame:
-        if _SHARED is None:
+        memo = _SHARED
+        if memo is None:
             return fn(*args)
         key = (fn.__module__, fn.__qualname__, *((id(a), "df") if isinstance(a, DataFrame) else a for a in args))
-        with _SHARED_LOCK:
-            lock = _SHARED_LOCKS.setdefault(key, threading.Lock())
-        with lock:
-            found = _SHARED.get(key)
-            if found is None:
-                found = _SHARED[key] = _KEEP(fn(*args))
-            return found
+        return memo.get(key, lambda: fn(*args))
     return cast(_F, once)
 
 

@@ -44,8 +44,9 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
         "group", "member", F.col("start").alias("ts"),
         F.struct("end", "items", "capture", "conn_id", "broker", "client", "ev").alias("h"))
     now = asof(at_members.withColumn("ts", F.col("at")), holding, ["group", "member"], "h", "h",
-               fallback_next=False).where(F.col("h.end").isNull() | (F.col("h.end") > F.col("at"))).where(
-        F.col("h").isNotNull()).select("group", "at", "member", "h.*")
+               fallback_next=False).where(
+        F.col("h").isNotNull() & (F.col("h.end").isNull() | (F.col("h.end") > F.col("at")))).select(
+        "group", "at", "member", "h.*")
     owned = now.select("group", "at", "member", F.explode("items").alias("it")).select(
         "group", "at", F.col("it.key").alias("topic_id"), F.col("it.partition").alias("partition"))
     names = topic_names(events)

@@ -194,12 +194,13 @@ def run(spark: SparkSession, input: str, output: str, hosts_path: str | None = N
     """Run every detector on the events at ``input``; write findings, audit and the page under ``output``."""
     if _is_local(output):
         os.makedirs(_local(output), exist_ok=True)
-    with _settings(spark, _INTERPRETED if small_input(input) else {}):
-        return _run(spark, input, output, hosts_path, html_path, progress)
+    small = small_input(input)
+    with _settings(spark, _INTERPRETED if small else {}):
+        return _run(spark, input, output, hosts_path, html_path, progress, small)
 
 
 def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, html_path: str | None,
-         progress: Progress | None) -> ReportResult:
+         progress: Progress | None, small: bool) -> ReportResult:
     result = ReportResult(
         findings_path=output.rstrip("/") + "/findings.parquet",
         audit_path=output.rstrip("/") + "/admin_audit.parquet",
@@ -211,7 +212,7 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
     started = time.perf_counter()
     call_site(spark, "load")
     events = slim(load_events(spark, input))
-    events = materialise(events) if small_input(input) else columnar(events)
+    events = materialise(events) if small else columnar(events)
     try:
         return _report(spark, events, input, output, hosts_path, result, started, progress)
     finally:

@@ -12,22 +12,23 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from contract.text import visible
-from inspector.capture_file import CaptureError
+from inspector.arg_types import parse_jobs, parse_limit
+from inspector.capture_file import CaptureError, input_problem
+from inspector.connection import Endpoint
 from inspector.decode_options import add_decode_options as _add_decode_options
 from inspector.decode_options import read_options as _read_options
 from inspector.events import EventTable
 from inspector.reader import iter_capture, read_captures, write_connections
 from inspector.summary import Summary
-from inspector.summary_output import escape_markup, print_summary, summary_dict
+from inspector.summary_output import escape_markup, print_notes, print_summary, summary_dict
 from inspector.writers import (
     EventWriter,
     JsonLinesWriter,
@@ -45,7 +46,8 @@ EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 1
 
 class _LazyConsole:
     """rich's Console, made (and rich imported, ~30 ms) when something is first printed: ``read --quiet``
-    prints nothing."""
+    prints nothing. Off a terminal (a pipe, a file) a line is never wrapped: ``show X | grep`` sees each
+    message whole."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
@@ -57,6 +59,8 @@ class _LazyConsole:
             from rich.console import Console
 
             self._console = Console(**self._options)
+            if not self._console.is_terminal:
+                self._console.soft_wrap = True
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -72,10 +76,36 @@ def _real(console: Console) -> Console:
 _LEAN_COMMANDS = ("read", "show", "clients")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (argparse prints its usage first, many lines for ``read``):
+    the problem, and where the usage is. Exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (looked up only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("kafka-inspector")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            text = "(not installed: version unknown)"
+        print(f"kafka-inspector {text}")
+        parser.exit(EXIT_OK)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; for ``command`` read or show, without the tap and report subcommands (their modules
     cost ~40 ms to import, a tenth of reading a small capture)."""
-    parser = argparse.ArgumentParser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
+    parser = _Parser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
 
     read = sub.add_parser("read", help="decode captures into a Parquet (or JSON lines) events dataset")
@@ -86,7 +116,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     existing = read.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace events already in DIR")
     existing.add_argument("--append", action="store_true", help="add to events already in DIR")
-    read.add_argument("--jobs", "-j", type=int, default=1,
+    read.add_argument("--jobs", "-j", type=parse_jobs, default=1,
                       help="decode this many capture files in parallel (0 = all cores)")
     _add_decode_options(read)
 
@@ -97,7 +127,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                            "(api_name, api_key, direction, client_id, group_id, decode_status, ...); "
                            "repeat to AND")
     show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
-    show.add_argument("--limit", type=int, default=0, help="stop after N messages")
+    show.add_argument("--limit", type=parse_limit, default=None, metavar="N", help="stop after N messages")
     _add_decode_options(show)
 
     clients = sub.add_parser("clients", help="one row per client: software, versions used, brokers, errors")
@@ -236,51 +266,46 @@ def _write_totals(summary: Summary, out: Path) -> None:
 # -- show -------------------------------------------------------------------------------------
 
 
-def _compile_filter(expr: str) -> Callable[[dict[str, Any]], bool]:
-    m = re.fullmatch(r"\s*(\w+)\s*(!=|=|~)\s*(.*?)\s*", expr)
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: use COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX")
-    column, op, value = m.groups()
-    from inspector.events import COLUMNS
-
-    if column not in COLUMNS:
-        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: unknown column {column!r}")
-    if op == "~":
-        pattern = re.compile(value)
-        return lambda row: row.get(column) is not None and bool(pattern.search(str(row[column])))
-    if op == "=":
-        return lambda row: str(row.get(column)) == value
-    return lambda row: str(row.get(column)) != value
-
-
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
+    from inspector.event_filter import FilterError, compile_filter
+
     try:
-        filters = [_compile_filter(f) for f in args.filter]
-    except argparse.ArgumentTypeError as exc:
+        filters = [compile_filter(f) for f in args.filter]
+    except FilterError as exc:
         _error(f"{exc}")
         return EXIT_USAGE
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    if args.capture != "-" and not Path(args.capture).is_file():
-        _error(f"{args.capture}: no such file")
+    problem = input_problem(args.capture)
+    if problem is not None:
+        _error(problem)
         return EXIT_CAPTURE
     summary = Summary()
     table = EventTable(capture=Path(args.capture).name, records=options.records)
-    shown = 0
+    shown = examined = 0
+    limit: int | None = args.limit
     try:
         for ev in iter_capture(args.capture, summary, options):
             table.add(ev)
             for row in table.take().to_pylist():
+                examined += 1
                 if all(f(row) for f in filters):
                     _print_row(console, row, args.verbose)
                     shown += 1
-            if args.limit and shown >= args.limit:
+                    if shown == limit:
+                        break
+            if shown == limit:
                 break
     except CaptureError as exc:
         _error(f"{exc}")
         return EXIT_CAPTURE
-    console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]")
+    if shown == limit:  # the rest of the capture was not read: its totals and warnings are not known
+        console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
+                      f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
+        return EXIT_OK
+    console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]", highlight=False)
+    print_notes(console, summary)
     return EXIT_OK
 
 
@@ -291,8 +316,8 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
     ts = row["ts"].strftime("%H:%M:%S.%f")
     arrow = "→" if row["direction"] == "request" else "←"
     name = escape(row["api_name"] or f"key {row['api_key']}")
-    head = (f"{ts} #{row['conn_id']} {escape(str(row['client_ip']))}:{row['client_port']} {arrow} "
-            f"{escape(str(row['broker_ip']))}:{row['broker_port']} [bold]{name}[/]")
+    head = (f"{ts} #{row['conn_id']} {escape(_endpoint(row['client_ip'], row['client_port']))} {arrow} "
+            f"{escape(_endpoint(row['broker_ip'], row['broker_port']))} [bold]{name}[/]")
     if row["api_version"] is not None:
         head += f" v{row['api_version']}"
     head += f" {row['direction']}"
@@ -319,6 +344,11 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
     console.print(head, highlight=False, markup=True)
     if verbose and row["body"]:
         _print_tree(console, json.loads(row["body"]), "    ")
+
+
+def _endpoint(ip: str | None, port: int | None) -> str:
+    """``ip:port``, an IPv6 address in brackets (``[::1]:9092``), as every output writes an endpoint."""
+    return str(Endpoint(str(ip), port)) if port is not None else str(ip)
 
 
 def _print_tree(console: Console, value: Any, indent: str) -> None:

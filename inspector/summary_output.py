@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from contract.text import visible
 from inspector.summary import LIMITS, Summary
+from inspector.tls_events import NO_KEYS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,10 +66,37 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
         + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
            if summary.non_kafka_connections else "")
     )
+    print_notes(console, summary)
+
+
+def print_notes(console: Console, summary: Summary) -> None:
+    """What a person must know about what was read, whatever prints it (``read``, ``tap``, ``show``): the
+    warnings (a truncated capture, a key log without secrets, ...), the limits hit, and why TLS traffic was
+    not decoded."""
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {escape_markup(warning)}")
     for name, hits in sorted(summary.limits.items()):
         console.print(f"[yellow]limit {name}:[/] {hits:,} {LIMITS.get(name, 'hits')}", highlight=False)
+    hint = tls_hint(summary)
+    if hint is not None:
+        console.print(f"[yellow]TLS:[/] {escape_markup(hint)}", highlight=False)
+
+
+def tls_hint(summary: Summary) -> str | None:
+    """One line for the TLS connections whose records were not decrypted, by why, with the fix; None when
+    there are none."""
+    hidden = [c for c in summary.connections if c.get("bytes_encrypted")]
+    if not hidden:
+        return None
+    why = Counter(str(c.get("tls_decryption")) for c in hidden)
+    total = sum(c["bytes_encrypted"] for c in hidden)
+    reasons = ", ".join(f"{reason} ×{n}" for reason, n in why.most_common())
+    text = (f"{len(hidden)} TLS connection{'s' if len(hidden) != 1 else ''} not decrypted "
+            f"({total:,} bytes encrypted; {reasons})")
+    if NO_KEYS in why:
+        text += ("; to decode them give --tls-keylog FILE, the key log (SSLKEYLOGFILE) their clients wrote "
+                 "while connecting")
+    return text
 
 
 def escape_markup(text: str) -> str:

@@ -89,32 +89,15 @@ than an interface outage, an outage longer than ``--max-outage``); 4 the output 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from inspector.arg_types import parse_count, parse_duration, parse_size
 from inspector.decode_options import add_decode_options
 from inspector.tap_driver import TapDriver, error_line
 from inspector.tap_events import EXIT_USAGE
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h``, ``1.5h``, ``500ms`` → seconds; ``0`` means never."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 60s, 5m, 1h, 0 = never)")
-    unit = {None: 1, "ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}[m.group(2)]
-    return float(m.group(1)) * unit
-
-
-def parse_size(text: str) -> int:
-    """``65536``, ``64KB``, ``128MB``, ``1GiB`` → bytes (powers of 1024)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(?:i?[bB])?\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -138,7 +121,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="no live view: one line per completed file on stderr, errors and warnings only")
     p.add_argument("--duration", type=parse_duration, default=0.0, metavar="SECONDS",
                    help="stop after this long (default: run until SIGINT/SIGTERM)")
-    p.add_argument("--count-packets", type=int, default=0, metavar="N",
+    p.add_argument("--count-packets", type=parse_count, default=0, metavar="N",
                    help="stop after N captured packets (tcpdump -c N)")
     p.add_argument("--buffer", type=parse_size, default=128 << 20, metavar="SIZE",
                    help="kernel capture buffer (tcpdump -B; default 128MB): absorbs bursts while decoding")

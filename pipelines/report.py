@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from contract.text import visible
+from pipelines import preflight
 from pipelines.kafka import SEVERITIES
 
 EXIT_OK = 0
@@ -57,15 +58,16 @@ def _error(message: str) -> None:
     print(f"kafka-inspector: error: {message}", file=sys.stderr)
 
 
-def _check_input(path: str) -> str | None:
-    if "://" in path:
-        return None
-    if not os.path.exists(path):
-        return f"{path} does not exist"
-    events = os.path.join(path, "events") if os.path.isdir(os.path.join(path, "events")) else path
-    if not any(name.endswith(".parquet") for _, _, files in os.walk(events) for name in files):
-        return f"{path} holds no Parquet events (write them with `kafka-inspector read CAPTURE... --output DIR`)"
-    return None
+def _why(exc: BaseException) -> str:
+    """The first line of what went wrong, the Java exception's for a Py4J error (whose own first line only names
+    the method called)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return preflight.first_line(Exception(str(java)))
+        except Exception:  # the JVM is gone: what Python says is all there is
+            pass
+    return preflight.first_line(exc)
 
 
 def _shown(value: object) -> str:
@@ -120,19 +122,11 @@ def _progress(console: Console, shown: bool) -> Iterator[Callable[[int, int, str
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = _check_input(args.events)
-    if problem:
-        _error(problem)
-        return EXIT_INPUT
-    if "://" not in args.output:
-        try:
-            os.makedirs(args.output, exist_ok=True)
-        except OSError as exc:
-            _error(f"cannot create {args.output}: {exc.strerror}")
-            return EXIT_OUTPUT
-    if args.hosts and not os.path.isfile(args.hosts):
-        _error(f"hosts file {args.hosts} does not exist")
-        return EXIT_USAGE
+    # Before Spark starts (seconds, and a Java stack trace for any mistake): each problem is one line.
+    problem = preflight.check(args.events, args.output, args.master, args.hosts, getattr(args, "html", None))
+    if problem is not None:
+        _error(problem.message)
+        return problem.code
 
     from pyspark.sql import SparkSession
 
@@ -146,9 +140,15 @@ def run(args: argparse.Namespace) -> int:
     log = (open(os.path.join(args.output, SPARK_LOG), "ab") if "://" not in args.output  # noqa: SIM115
            else tempfile.TemporaryFile()) if quiet and active is None else None
     try:
-        with _progress(console, quiet) as progress:
-            spark = active if active is not None else report_job.build_session(
-                args.master, log=log, quick_jit=report_job.small_input(args.events))
+        with _progress(console, quiet and console.is_terminal) as progress:  # off a terminal: no bar, no stray line
+            try:
+                spark = active if active is not None else report_job.build_session(
+                    args.master, log=log, quick_jit=report_job.small_input(args.events))
+            except Exception as exc:  # no Java, a JVM that died, a master that turned us away: its log says more
+                where = os.path.join(args.output, SPARK_LOG) if log is not None and "://" not in args.output \
+                    else "the terminal above"
+                _error(f"Spark did not start ({_why(exc)}); its log: {where}")
+                return EXIT_INPUT
             try:
                 result = report_job.run(spark, args.events, args.output, args.hosts, args.html, progress=progress)
             finally:

@@ -133,6 +133,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     clients = sub.add_parser("clients", help="one row per client: software, versions used, brokers, errors")
     clients.add_argument("inputs", nargs="+", metavar="CAPTURE_OR_EVENTS",
                          help="pcap/pcapng files, or directories written by `read` (their events)")
+    clients.add_argument("--format", choices=("table", "tsv", "json"), default="table",
+                         help="table (default: for a person; off a terminal, one line per client), tsv (a header "
+                              "line, then one tab-separated line per client) or json (an array of the rows "
+                              "`report` writes to clients.parquet, one a line)")
     _add_decode_options(clients)
 
     if command in _LEAN_COMMANDS:
@@ -381,7 +385,9 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     import pyarrow as pa
 
     from inspector.client_inventory import COLUMNS, inventory
+    from inspector.clients_output import print_clients
     from inspector.parquet_file import read_events
+    from pipelines.preflight import events_problem
 
     options = _read_options(args)
     if _keylog_missing(args):
@@ -390,14 +396,19 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
+            problem = events_problem(name, COLUMNS)
+            if problem is not None:
+                _error(problem)
+                return EXIT_CAPTURE
             try:
                 tables.append(read_events(path, COLUMNS))
-            except (OSError, ValueError) as exc:  # no events there, or not the events contract
-                _error(f"{name}: not an events dataset ({exc})")
+            except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
+                _error(f"{name}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
                 return EXIT_CAPTURE
             continue
-        if not path.is_file():
-            _error(f"{name}: no such file or directory")
+        problem = input_problem(name)
+        if problem is not None:
+            _error(problem)
             return EXIT_CAPTURE
         table = EventTable(capture=path.name, records=options.records)
         try:
@@ -408,26 +419,8 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             return EXIT_CAPTURE
         tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
     clients = inventory(pa.concat_tables(tables))
-    _print_clients(console, [c.row() for c in clients])
+    print_clients(console, [c.row() for c in clients], args.format)
     return EXIT_OK
-
-
-def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from contract.clients import apis_text, errors_text, readiness, software_text
-
-    table = Table(title=f"{len(rows)} client(s)", show_lines=True)
-    for column in ("client", "client id", "principal", "software", "seen", "brokers", "APIs (version ×requests)",
-                   "errors (×responses)", "Kafka 4.0"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        first, last = row["first_seen"], row["last_seen"]
-        seen = f"{first:%Y-%m-%d %H:%M:%S} … {last:%H:%M:%S}" if first is not None and last is not None else ""
-        cells = (row["client_ip"], row["client_id"], row["principal"], software_text(row), seen,
-                 ", ".join(row["brokers"]), apis_text(row), errors_text(row), "; ".join(readiness(row)) or "ready")
-        table.add_row(*(escape_markup(visible(str(c))) if c is not None else "" for c in cells))
-    console.print(table)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:

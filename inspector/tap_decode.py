@@ -120,6 +120,12 @@ class TapDecoder:
         """The rows not taken yet, as one batch (None when there are none)."""
         return self.table.take() if len(self.table) else None
 
+    def open_connections(self) -> tuple[int, int]:
+        """The connections open now: those recognised as Kafka, and the other TCP connections (known not to be
+        Kafka, or too new to tell) the capture filter let through."""
+        kafka = sum(1 for tracked in self.inspector.conns.values() if tracked.kafka)
+        return kafka, len(self.inspector.conns) - kafka
+
     def drain_closed(self) -> None:
         drain_closed(self.inspector, self.summary, self.capture_name)
 

@@ -297,7 +297,7 @@ class TapDriver:
                 name = signal.Signals(-rc).name
             except ValueError:
                 name = None
-        return TcpdumpExited(rc, tcpdump.stderr(), name, len(self.decoder.inspector.conns))
+        return TcpdumpExited(rc, tcpdump.stderr(), name, self.decoder.open_connections()[0])
 
     # -- actions --------------------------------------------------------------------------------------
 
@@ -329,7 +329,7 @@ class TapDriver:
             self.tcpdump.request_stats()
 
     def _observe(self, _action: ObserveInterface) -> InterfaceObserved:
-        return InterfaceObserved(interface_state(self.args.interface), len(self.decoder.inspector.conns))
+        return InterfaceObserved(interface_state(self.args.interface), self.decoder.open_connections()[0])
 
     def _write(self, _action: WriteRows) -> FileGrew | None:
         assert self.writer is not None
@@ -356,7 +356,7 @@ class TapDriver:
         c.decode_warnings = s.decode_warnings
         c.gap_bytes = s.stream_issues.get("gap", 0)
         c.skipped_bytes = s.stream_issues.get("skipped", 0) + s.stream_issues.get("oversized", 0)
-        c.open_connections = len(self.decoder.inspector.conns)
+        c.open_connections, c.other_connections = self.decoder.open_connections()
         if self.writer is not None:
             c.events_in_current_file = self.writer.rows_in_file if self.writer.open_file is not None else 0
         st = self.capture_stats

@@ -164,10 +164,13 @@ def _error(message: str) -> None:
 def _keylog_missing(args: argparse.Namespace) -> bool:
     """``--tls-keylog FILE`` names no file: said on stderr (read, show and clients read it whole; the tap waits
     for it)."""
-    if args.tls_keylog is not None and not Path(args.tls_keylog).is_file():
+    if args.tls_keylog is None or Path(args.tls_keylog).is_file():
+        return False
+    if Path(args.tls_keylog).is_dir():
+        _error(f"--tls-keylog {args.tls_keylog} is a directory: give the key log file (SSLKEYLOGFILE) in it")
+    else:
         _error(f"--tls-keylog {args.tls_keylog}: no such file")
-        return True
-    return False
+    return True
 
 
 def cmd_read(args: argparse.Namespace, console: Console) -> int:
@@ -304,6 +307,11 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
     except CaptureError as exc:
         _error(f"{exc}")
         return EXIT_CAPTURE
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # the key log could not be read (the capture's own errors are CaptureError)
+        _error(_unreadable(exc, args.capture))
+        return EXIT_CAPTURE
     if shown == limit:  # the rest of the capture was not read: its totals and warnings are not known
         console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
                       f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
@@ -348,6 +356,10 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
     console.print(head, highlight=False, markup=True)
     if verbose and row["body"]:
         _print_tree(console, json.loads(row["body"]), "    ")
+
+
+def _unreadable(exc: OSError, capture: str) -> str:
+    return f"{exc.filename or capture}: cannot read it: {exc.strerror or exc}"
 
 
 def _endpoint(ip: str | None, port: int | None) -> str:
@@ -416,6 +428,9 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
                 table.add(ev)
         except CaptureError as exc:
             _error(f"{exc}")
+            return EXIT_CAPTURE
+        except OSError as exc:  # the key log could not be read
+            _error(_unreadable(exc, name))
             return EXIT_CAPTURE
         tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
     clients = inventory(pa.concat_tables(tables))

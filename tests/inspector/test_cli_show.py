@@ -187,3 +187,10 @@ def test_a_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert code == EXIT_CAPTURE and lines == []
     assert err == f"kafka-inspector: error: {tmp_path} is a directory: name the capture files in it (for example " \
                   f"{tmp_path}/*.pcap)\n"
+
+
+def test_a_key_log_that_is_a_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, lines, err = _show(capsys, str(TLS), "--tls-keylog", str(tmp_path))
+    assert code == EXIT_USAGE and lines == []
+    assert err == f"kafka-inspector: error: --tls-keylog {tmp_path} is a directory: give the key log file " \
+                  "(SSLKEYLOGFILE) in it\n"

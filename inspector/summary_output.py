@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from contract.text import visible
 from inspector.summary import LIMITS, Summary
-from inspector.tls_events import NO_KEYS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,6 +87,8 @@ def tls_hint(summary: Summary) -> str | None:
     hidden = [c for c in summary.connections if c.get("bytes_encrypted")]
     if not hidden:
         return None
+    from inspector.tls_events import NO_KEYS  # (the TLS modules load only where TLS was seen)
+
     why = Counter(str(c.get("tls_decryption")) for c in hidden)
     total = sum(c["bytes_encrypted"] for c in hidden)
     reasons = ", ".join(f"{reason} ×{n}" for reason, n in why.most_common())

@@ -61,10 +61,19 @@ class _LazyConsole:
             self._console = Console(**self._options)
             if not self._console.is_terminal:
                 self._console.soft_wrap = True
+            self._console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
         return self._console
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
+
+
+def _reader_left() -> None:
+    """What rich does when the reader of a pipe left (``show X | head``), without its exit code 1: nothing more
+    is written there, and :func:`main` ends with 0 as for any other closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise BrokenPipeError
 
 
 def _real(console: Console) -> Console:

@@ -194,3 +194,12 @@ def test_a_key_log_that_is_a_directory_is_one_line(capsys: pytest.CaptureFixture
     assert code == EXIT_USAGE and lines == []
     assert err == f"kafka-inspector: error: --tls-keylog {tmp_path} is a directory: give the key log file " \
                   "(SSLKEYLOGFILE) in it\n"
+
+
+def test_a_reader_that_leaves_early_is_no_error() -> None:
+    """``show X | head -1``: the rest is not written, nothing on stderr, exit 0 (rich's own handling exited 1)."""
+    proc = subprocess.run(["bash", "-c", f"{sys.executable} -m inspector.cli show -v {GROUP} | head -1; "
+                                         "echo \"${PIPESTATUS[0]}\""], capture_output=True, text=True, cwd=REPO,
+                          env=os.environ | {"PYTHONPATH": str(REPO)})
+    first, code = proc.stdout.splitlines()
+    assert " ApiVersions v4 request " in first and code == "0" and proc.stderr == ""

@@ -132,8 +132,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print decoded messages for a person")
     show.add_argument("capture", help="pcap/pcapng file, or - for stdin")
     show.add_argument("--filter", "-f", action="append", default=[], metavar="EXPR",
-                      help="COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX on the event columns "
-                           "(api_name, api_key, direction, client_id, group_id, decode_status, ...); "
+                      help="COLUMN=VALUE, COLUMN!=VALUE, COLUMN~REGEX or COLUMN<VALUE (<, <=, >, >=: numbers and "
+                           "ts) on the event columns (api_name, api_key, direction, client_id, error_code, tls, "
+                           "latency_ms, ...), values spelt as JSON (true, false, null, 7, \"text\"); null is "
+                           "matched only by =null and !=null (error_code!=0 leaves out the rows without a code); "
                            "repeat to AND")
     show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
     show.add_argument("--limit", type=parse_limit, default=None, metavar="N", help="stop after N messages")

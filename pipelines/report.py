@@ -128,7 +128,11 @@ def run(args: argparse.Namespace) -> int:
         _error(problem.message)
         return problem.code
 
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        _error("report needs PySpark, which is not installed: pip install 'kafka-inspector[spark]' (or pyspark)")
+        return EXIT_INPUT
 
     from pipelines import report_job  # pyspark loads only for this command
 

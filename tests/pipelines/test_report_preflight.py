@@ -140,3 +140,20 @@ def test_a_read_output_and_its_events_folder_pass(datasets: Path) -> None:
     assert preflight.events_problem(str(datasets / "parquet")) is None
     assert preflight.events_problem(str(datasets / "parquet" / "events")) is None
     assert preflight.events_problem("hdfs:///somewhere/events") is None  # remote: Spark finds out
+
+
+def test_without_pyspark_the_report_is_one_line(datasets: Path, tmp_path: Path) -> None:
+    """PySpark is an optional dependency (``kafka-inspector[spark]``): without it, one line saying so."""
+    blocker = tmp_path / "sitecustomize.py"  # run at start-up: pyspark cannot be imported in this interpreter
+    blocker.write_text("import sys\n"
+                       "class _NoPySpark:\n"
+                       "    def find_spec(self, name, path=None, target=None):\n"
+                       "        if name == 'pyspark' or name.startswith('pyspark.'):\n"
+                       "            raise ImportError('No module named ' + repr(name))\n"
+                       "sys.meta_path.insert(0, _NoPySpark())\n")
+    proc = subprocess.run([sys.executable, "-m", "inspector.cli", "report", str(datasets / "parquet"), "--output",
+                           str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env=os.environ | {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"})
+    assert (proc.returncode, proc.stdout) == (EXIT_INPUT, "")
+    assert proc.stderr == ("kafka-inspector: error: report needs PySpark, which is not installed: "
+                           "pip install 'kafka-inspector[spark]' (or pyspark)\n")

@@ -230,6 +230,9 @@ def output_problem(output: str, events: str, html: str | None = None) -> Problem
             return Problem(EXIT_USAGE, f"--output {output} is inside the events folder {folder}: the findings would be "
                                        f"read as events; give another folder (for example {folder.rstrip('/')}"
                                        f"-report)")
+    if html is not None and os.path.isdir(html):
+        return Problem(EXIT_OUTPUT, f"--html {html} is a directory: give the page's file name "
+                                    f"(for example {os.path.join(html, 'report.html')})")
     page = os.path.dirname(os.path.abspath(html)) if html is not None else None
     problem = None
     if page is not None and os.path.realpath(page) != os.path.realpath(local):  # checked before OUTPUT is made

@@ -66,6 +66,7 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (["parquet", "--output", "a-file"], EXIT_OUTPUT, "a-file is a file: give a folder"),
     (["parquet", "--output", "parquet/events/report"], EXIT_USAGE, "is inside the events folder"),
     (["parquet", "--html", "nope/page.html"], EXIT_OUTPUT, "--html: cannot write to"),
+    (["parquet", "--html", "parquet"], EXIT_OUTPUT, "is a directory: give the page's file name"),
 ])
 def test_a_report_that_cannot_run_is_one_line_before_spark(datasets: Path, argv: list[str], code: int,
                                                            needle: str) -> None:

@@ -174,7 +174,7 @@ class Follower:
         parts: list[DataFrame] = []
         if prev.meta.has_retained:
             parts.append(spark.read.parquet(prev.retained))
-        new_count = 0
+        new_count, new = 0, None
         if good:
             new = slim(spark.read.schema(EVENTS_SCHEMA).parquet(*good))
             stats = new.agg(F.count(F.lit(1)).alias("n"), F.max("ts").alias("end")).first()
@@ -194,7 +194,9 @@ class Follower:
         with _settings(spark, _INTERPRETED if new_count < SMALL_PASS_EVENTS else {}):
             events = materialise(events)
             seen = dict(prev.seen)
-            partial_rows, touched = self._partials(self._occurrences(events, hi), seen)
+            occurrences = self._occurrences(events, hi)
+            named = self._named(new, occurrences, prev.meta)
+            partial_rows, touched = self._partials(occurrences, seen, prev.meta, named)
             stored = spark.read.parquet(prev.episodes) if prev.meta.has_episodes else None
             known = {episode_id(r.asDict()) for r in stored.select(*EPISODE_KEY).collect()} if stored else set()
             episodes = self._episodes(stored, partial_rows, str(tmp / "episodes"))
@@ -204,6 +206,7 @@ class Follower:
             oldest = _us(spark.read.parquet(str(tmp / "retained")).agg(F.min("ts")).first()[0])  # type: ignore[index]
         meta.has_retained = True
         meta.has_episodes = episodes is not None
+        meta.kept_from_us = cut
         meta.settled_us = hi if prev.meta.settled_us is None else max(hi, prev.meta.settled_us)
         ordered: list[dict[str, Any]] = sorted(rendered, key=finding_order)
         rows = [{**f, "id": eid, "pass": name, "update": eid in known}
@@ -228,6 +231,24 @@ class Follower:
         if rows:
             self.s.found(rows)
 
+    def _named(self, new: DataFrame | None, occurrences: list[Row], prev: follow_state.Meta) -> set[tuple[int, int]]:
+        """The (conn_id, correlation_id) of the new files' messages that the evidence of an occurrence from part
+        of its history names (few: such occurrences are rare; none asked for when there are none)."""
+        if new is None or prev.kept_from_us is None:
+            return set()
+        wanted = {(e["conn_id"], e["correlation_id"]) for r in occurrences
+                  if (_us(r["ts_first"]) or 0) < prev.kept_from_us for e in r["evidence"] or ()}
+        if not wanted:
+            return set()
+        pair = F.struct(F.col("conn_id").cast("long").alias("c"), F.col("correlation_id").cast("int").alias("k"))
+        literals = [F.struct(F.lit(c).cast("long").alias("c"), F.lit(k).cast("int").alias("k"))
+                    for c, k in sorted(wanted, key=str) if c is not None and k is not None]
+        if not literals:
+            return set()
+        call_site(self.spark, "follow: late files")
+        found = new.where(pair.isin(literals)).select(pair.alias("p")).distinct().collect()
+        return {(r["p"]["c"], r["p"]["k"]) for r in found}
+
     def _occurrences(self, events: DataFrame, hi: int) -> list[Row]:
         """Every detector's settled finding rows: their last message at or before ``hi`` (µs)."""
         def collect(df: DataFrame) -> list[Row]:
@@ -236,21 +257,43 @@ class Follower:
         return [r for rows in detector_pass(self.spark, events, self.hosts, collect).values() for r in rows]
 
     @staticmethod
-    def _partials(occurrences: list[Row], seen: dict[tuple[str, int], int]) -> tuple[list[tuple[Any, ...]], set[str]]:
+    def _partials(occurrences: list[Row], seen: dict[tuple[str, int], int], prev: follow_state.Meta,
+                  named: set[tuple[int, int]]) -> tuple[list[tuple[Any, ...]], set[str]]:
         """The occurrences not counted before (1 occurrence each) and those grown since (0: their span and
-        evidence only), as partial rows; ``seen`` updated; the ids of the episodes they touch."""
+        evidence only), as partial rows; ``seen`` updated; the ids of the episodes they touch.
+
+        An occurrence is known by its episode and its first time. One that starts before the traffic the previous
+        pass kept whole (``prev.kept_from_us``) is computed from part of its history (the rest is beyond the
+        horizon, only the facts kept): if it ends before what the previous pass settled, earlier passes judged it
+        with its whole history and this view of it is not counted, unless its evidence names a message of this
+        pass's new files (``named``: a file that came late); if it goes on, it is the counted occurrence of its
+        episode whose span it overlaps, grown."""
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for (eid, first), last in seen.items():
+            spans.setdefault(eid, []).append((first, last))
         partial_rows, touched = [], set()
         for r in occurrences:
             d = r.asDict(recursive=False)
             eid = episode_id(d)
             first_us, last_us = _us(d["ts_first"]) or 0, _us(d["ts_last"]) or 0
+            ts_first = d["ts_first"]
+            if (eid, first_us) not in seen and prev.kept_from_us is not None and first_us < prev.kept_from_us:
+                overlapping = [f for f, la in spans.get(eid, ()) if f <= last_us and first_us <= la]
+                judged = prev.settled_us is not None and last_us <= prev.settled_us
+                late = any((e["conn_id"], e["correlation_id"]) in named for e in d["evidence"] or ())
+                if judged and (overlapping or not late):
+                    continue
+                if overlapping:
+                    first_us = max(overlapping)
+                    ts_first = max(ts_first, _ts(first_us))
             before = seen.get((eid, first_us))
             if before is not None and before >= last_us:
                 continue
             seen[(eid, first_us)] = last_us
+            spans.setdefault(eid, []).append((first_us, last_us))
             touched.add(eid)
-            partial_rows.append((*(d[k] for k in EPISODE_KEY), 0 if before is not None else 1, d["ts_first"],
-                                 d["ts_last"], (d["ts_first"], d["detail"]), d["evidence"]))
+            partial_rows.append((*(d[k] for k in EPISODE_KEY), 0 if before is not None else 1, ts_first,
+                                 d["ts_last"], (ts_first, d["detail"]), d["evidence"]))
         return partial_rows, touched
 
     def _episodes(self, stored: DataFrame | None, partial_rows: list[tuple[Any, ...]], path: str) -> DataFrame | None:
@@ -264,6 +307,10 @@ class Follower:
         call_site(self.spark, "follow: episodes")
         (combine(merged) if partial_rows else merged).coalesce(1).write.parquet(path)
         return self.spark.read.parquet(path)
+
+
+def _ts(us: int) -> datetime:
+    return datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
 
 
 def _bounded(seen: dict[tuple[str, int], int], oldest: int | None) -> dict[tuple[str, int], int]:

@@ -35,6 +35,8 @@ class Meta:
     idle: int = 0
     #: occurrences whose last time is at or before this (µs since the epoch) have been considered
     settled_us: int | None = None
+    #: the oldest traffic this pass kept whole: older events are only the facts (µs since the epoch)
+    kept_from_us: int | None = None
     #: the newest event's time seen (µs since the epoch)
     end_us: int | None = None
     #: the length of findings.jsonl after this pass

@@ -49,7 +49,9 @@ MAX_FACTS = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """Keep the ``latest`` exchanges of ``api_keys`` per value of ``by`` (columns of the request row)."""
+    """Keep the ``latest`` exchanges of ``api_keys`` per value of ``by``, the latest by their ``side`` (the
+    ``response`` where it is the answer that states the fact: an identity, the versions advertised, a log end;
+    else the ``request``)."""
 
     name: str
     api_keys: tuple[int, ...]
@@ -57,16 +59,17 @@ class Fact:
     latest: int
     #: the detectors that read it (documentation: pipelines/README.md lists the same)
     serves: str
+    side: str = "request"
 
 
 FACTS: tuple[Fact, ...] = (
     Fact("broker identity", (METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR), ("broker_ip", "broker_port", "api_key"), 2,
          "misrouted_api_versions, endpoint_identity_changed, unassigned_partitions (partition counts), topic names, "
-         "each connection's cluster (lag)"),
+         "each connection's cluster (lag)", "response"),
     Fact("advertised versions, per connection", (API_VERSIONS,), ("capture", "conn_id"), 1,
-         "unadvertised_version"),
+         "unadvertised_version", "response"),
     Fact("advertised versions, per broker", (API_VERSIONS,), ("broker_ip", "broker_port"), 1,
-         "unadvertised_version (connections that did not ask)"),
+         "unadvertised_version (connections that did not ask)", "response"),
     Fact("classic group generations", (JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS), ("group_id",), 200,
          "inconsistent_group_protocol, group_protocol_mismatch, group_protocol_not_offered, overlapping_assignment, "
          "unassigned_partitions, rebalances"),
@@ -77,13 +80,13 @@ FACTS: tuple[Fact, ...] = (
          "transaction_anomaly"),
     Fact("committed offsets", (OFFSET_COMMIT, TXN_OFFSET_COMMIT, OFFSET_FETCH), ("group_id",), 50,
          "consumer_lag_growing"),
-    Fact("log ends", (FETCH, LIST_OFFSETS), ("capture", "conn_id"), 1, "consumer_lag_growing"),
+    Fact("log ends", (FETCH, LIST_OFFSETS), ("capture", "conn_id"), 1, "consumer_lag_growing", "response"),
 )
 
 
 def _fact_keys(events: DataFrame, fact: Fact) -> DataFrame:
-    """The exchange keys of ``fact``'s latest requests per key, at most ``MAX_FACTS``."""
-    q = events.where((F.col("direction") == "request") & F.col("api_key").isin(list(fact.api_keys)))
+    """The exchange keys of ``fact``'s latest exchanges per key, at most ``MAX_FACTS``."""
+    q = events.where((F.col("direction") == fact.side) & F.col("api_key").isin(list(fact.api_keys)))
     newest = Window.partitionBy(*fact.by).orderBy(F.col("ts").desc(), F.col("correlation_id").desc())
     latest = q.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") <= fact.latest)
     return latest.orderBy(F.col("ts").desc()).limit(MAX_FACTS).select(*EXCHANGE_KEY)

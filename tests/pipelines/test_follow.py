@@ -6,55 +6,23 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from contract.kafka import CREATE_TOPICS, METADATA, PRODUCE
-from pipelines import follow, follow_state, report_job, retention
+from pipelines import follow, follow_state, retention
 from pipelines.findings import EPISODE_KEY
 from tests.pipelines.rows import at, events, exchange, row
-
-PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
-KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
 
 
 def _key(r: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(r[k] for k in EPISODE_KEY)
-
-
-@pytest.fixture(scope="module")
-def capture_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The demo's events (one ``read`` of every capture in pcaps/), one part file per capture, oldest first."""
-    tmp = tmp_path_factory.mktemp("follow-events")
-    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, sorted(PCAPS.glob("*.pcap"))), "--output",
-                    str(tmp / "all"), "--quiet"], check=True, timeout=300)
-    table = pq.read_table(tmp / "all" / "events")
-    captures = table.column("capture").unique().to_pylist()
-    firsts = {c: pc.min(table.filter(pc.equal(table["capture"], c))["ts"]).as_py() for c in captures}
-    out = []
-    for i, name in enumerate(sorted(captures, key=lambda c: firsts[c])):
-        path = tmp / "split" / f"part-{i:05d}.parquet"
-        path.parent.mkdir(exist_ok=True)
-        pq.write_table(table.filter(pc.equal(table["capture"], name)), path)
-        out.append(path)
-    return out
-
-
-@pytest.fixture(scope="module")
-def batch_findings(spark: SparkSession, capture_files: list[Path], tmp_path_factory: pytest.TempPathFactory
-                   ) -> list[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("batch-report")
-    result = report_job.run(spark, str(capture_files[0].parent), str(out))
-    return result.findings
 
 
 def _files(spark: SparkSession, paths: list[Path]) -> DataFrame:

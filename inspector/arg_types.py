@@ -5,27 +5,11 @@ option's name; the parser prints that one line and exits with 2, see ``inspector
 from __future__ import annotations
 
 import argparse
-import re
 
-_SIZE = re.compile(r"\s*(\d+)\s*([kKmMgG]?)i?[bB]?\s*")
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*")
-_UNITS = {None: 1, "ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+from contract.units import parse_duration, parse_size
 
-
-def parse_size(text: str) -> int:
-    """``65536``, ``64MB``, ``1GiB`` → bytes (powers of 1024)."""
-    m = _SIZE.fullmatch(text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``5m``, ``1h``, ``1.5h``, ``500ms`` → seconds; ``0`` means never."""
-    m = _DURATION.fullmatch(text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 60s, 5m, 1h, 0 = never)")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+__all__ = ["parse_connections", "parse_count", "parse_duration", "parse_jobs", "parse_limit", "parse_pending",
+           "parse_port", "parse_size"]
 
 
 def _integer(text: str, what: str, example: str) -> int:

@@ -58,9 +58,11 @@ def events_path(path: str) -> str:
     return path
 
 
-def load_events(spark: SparkSession, path: str) -> DataFrame:
-    """The events dataset under the contract's schema (columns a file lacks read as null)."""
-    return spark.read.schema(EVENTS_SCHEMA).parquet(events_path(path))
+def load_events(spark: SparkSession, path: str | Sequence[str]) -> DataFrame:
+    """The events dataset (or several, e.g. one per tap) under the contract's schema (columns a file lacks read as
+    null)."""
+    paths = [path] if isinstance(path, str) else list(path)
+    return spark.read.schema(EVENTS_SCHEMA).parquet(*(events_path(p) for p in paths))
 
 
 def endpoint(ip: Column | str, port: Column | str) -> Column:

@@ -62,18 +62,24 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def check(events: str, output: str, master: str | None, hosts: str | None, html: str | None) -> Problem | None:
+def check(events: str | Sequence[str], output: str, master: str | None, hosts: str | None, html: str | None,
+          follow: bool = False) -> Problem | None:
     """The first problem of a report's arguments, in this order: the events, the hosts file, the master (its
     address tried last of the inputs: it may take :data:`CONNECT_TIMEOUT`), the output (created when all else is
-    right); None when there is none."""
-    problem = events_problem(events)
-    if problem is not None:
-        return Problem(EXIT_INPUT, problem)
+    right); None when there is none. ``follow``: the events folders are not checked (a tap may not have made its
+    folder yet; the stream checks each file as it comes, ``pipelines/follow_input.py``)."""
+    paths = [events] if isinstance(events, str) else list(events)
+    for path in [] if follow else paths:
+        problem = events_problem(path)
+        if problem is not None:
+            return Problem(EXIT_INPUT, problem)
     problem = hosts_problem(hosts) if hosts else None
     if problem is not None:
         return Problem(EXIT_INPUT, problem)
     found = master_problem(master) if master else None
-    return found or output_problem(output, events, html)
+    for path in paths:
+        found = found or output_problem(output, path, html)
+    return found
 
 
 # -- the events ------------------------------------------------------------------------------------------------

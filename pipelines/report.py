@@ -25,8 +25,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from contract.text import visible
+from contract.units import parse_duration
 from pipelines import preflight
 from pipelines.kafka import SEVERITIES
+
+#: --follow's defaults (pipelines/follow.py owns them; repeated here so that --help needs no Spark import)
+TRIGGER_S, SETTLE_S, HORIZON_S = 10.0, 10.0, 600.0
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -42,12 +46,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``report`` subcommand to an ``argparse`` subparsers object."""
     p: argparse.ArgumentParser = subparsers.add_parser(
         "report", help="run the Spark anomaly detectors on an events dataset; write findings and an HTML page")
-    p.add_argument("events", metavar="EVENTS_DIR", help="directory written by `read` (DIR or DIR/events)")
+    p.add_argument("events", metavar="EVENTS_DIR", nargs="+",
+                   help="directories written by `read` or `tap` (DIR or DIR/events); with --follow also a quoted "
+                        "glob ('/data/*/') that later folders match too")
     p.add_argument("--output", "-o", required=True, help="output directory for findings.parquet, "
                    "admin_audit.parquet and report.html")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     p.add_argument("--hosts", metavar="FILE", help='"name ip" lines resolving advertised broker host names')
     p.add_argument("--html", metavar="PATH", help="write the page here instead of OUTPUT/report.html")
+    follow = p.add_argument_group("continuous report (Spark Structured Streaming)")
+    follow.add_argument("--follow", action="store_true",
+                        help="keep running: judge each new part file as it appears; write each new finding and each "
+                             "change to OUTPUT/findings.jsonl and OUTPUT/findings/, rewrite the page; stop with Ctrl-C")
+    follow.add_argument("--trigger", type=parse_duration, default=TRIGGER_S, metavar="DURATION",
+                        help="how often to look for new files (default 10s)")
+    follow.add_argument("--settle", type=parse_duration, default=SETTLE_S, metavar="DURATION",
+                        help="judge traffic once it is this far behind the newest (a request's answer, a "
+                             "transaction's end may follow it; default 10s); after as long with no new file, judge "
+                             "everything")
+    follow.add_argument("--horizon", type=parse_duration, default=HORIZON_S, metavar="DURATION",
+                        help="keep every event of this much traffic for the next micro-batches (default 10m; "
+                             "beyond it only the facts pipelines/README.md lists)")
+    follow.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors (for services)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="let Spark's own output (log4j, the JVM) reach the terminal instead of OUTPUT/spark.log")
     p.set_defaults(func=run)
@@ -122,8 +142,10 @@ def _progress(console: Console, shown: bool) -> Iterator[Callable[[int, int, str
 
 
 def run(args: argparse.Namespace) -> int:
+    inputs = [args.events] if isinstance(args.events, str) else list(args.events)
+    follow = getattr(args, "follow", False)
     # Before Spark starts (seconds, and a Java stack trace for any mistake): each problem is one line.
-    problem = preflight.check(args.events, args.output, args.master, args.hosts, getattr(args, "html", None))
+    problem = preflight.check(inputs, args.output, args.master, args.hosts, getattr(args, "html", None), follow)
     if problem is not None:
         _error(problem.message)
         return problem.code
@@ -133,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         _error("report needs PySpark, which is not installed: pip install 'kafka-inspector[spark]' (or pyspark)")
         return EXIT_INPUT
+    if follow:
+        return _follow(args, inputs)
 
     from pipelines import report_job  # pyspark loads only for this command
 
@@ -147,14 +171,15 @@ def run(args: argparse.Namespace) -> int:
         with _progress(console, quiet and console.is_terminal) as progress:  # off a terminal: no bar, no stray line
             try:
                 spark = active if active is not None else report_job.build_session(
-                    args.master, log=log, quick_jit=report_job.small_input(args.events))
+                    args.master, log=log, quick_jit=report_job.small_input(inputs))
             except Exception as exc:  # no Java, a JVM that died, a master that turned us away: its log says more
                 where = os.path.join(args.output, SPARK_LOG) if log is not None and "://" not in args.output \
                     else "the terminal above"
                 _error(f"Spark did not start ({_why(exc)}); its log: {where}")
                 return EXIT_INPUT
             try:
-                result = report_job.run(spark, args.events, args.output, args.hosts, args.html, progress=progress)
+                result = report_job.run(spark, inputs if len(inputs) > 1 else inputs[0], args.output, args.hosts,
+                                        args.html, progress=progress)
             finally:
                 if active is None:
                     spark.stop()
@@ -165,6 +190,63 @@ def run(args: argparse.Namespace) -> int:
         if log is not None:
             log.close()
     print_summary(console, result.findings, result, time.monotonic() - started)
+    return EXIT_OK
+
+
+def _print_found(console: Console, rows: Sequence[dict[str, Any]]) -> None:
+    for f in rows:
+        what = "updated" if f["update"] else "new"
+        console.print(f"[{_STYLE.get(f['severity'], '')}]{_shown(f['severity'])}[/] {what} {_shown(f['kind'])} "
+                      f"×{f['occurrences']}: {_shown(f['detail'])}", highlight=False, soft_wrap=True)
+
+
+def _follow(args: argparse.Namespace, inputs: list[str]) -> int:
+    """``report --follow``: the streaming report until SIGINT/SIGTERM (exit 0)."""
+    import signal
+    import threading
+
+    if "://" in args.output:
+        _error("--follow writes OUTPUT on the driver's file system: give a local directory")
+        return EXIT_USAGE
+    if args.trigger <= 0 or args.settle < 0 or args.horizon <= args.settle:
+        _error("--trigger must be above 0, --settle not negative, --horizon longer than --settle")
+        return EXIT_USAGE
+    from pipelines import follow, report_job
+
+    console = Console(stderr=False)
+    quiet = args.quiet
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous: dict[int, Any] = {}
+    log = open(os.path.join(args.output, SPARK_LOG), "ab") if not args.verbose else None  # noqa: SIM115
+    settings = follow.Settings(
+        output=args.output, inputs=inputs, settle_s=args.settle, horizon_s=args.horizon, hosts_path=args.hosts,
+        say=(lambda line: None) if quiet else (lambda line: console.print(f"[dim]{_shown(line)}[/]", highlight=False,
+                                                                           soft_wrap=True)),
+        found=(lambda rows: None) if quiet else (lambda rows: _print_found(console, rows)))
+    try:
+        if not quiet:
+            console.print(f"following {', '.join(inputs)} -> {args.output}/findings.jsonl (Ctrl-C stops)",
+                          highlight=False)
+        spark = report_job.build_session(args.master, log=log)
+        # after the session: PySpark's own SIGINT handler (cancel the jobs, raise KeyboardInterrupt) is replaced,
+        # so that Ctrl-C ends the pass under way and stops the stream between passes
+        previous.update({sig: signal.signal(sig, stopping) for sig in (signal.SIGINT, signal.SIGTERM)})
+        try:
+            follower = follow.run(spark, settings, trigger_s=args.trigger, stop=stop)
+        finally:
+            spark.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if log is not None:
+            log.close()
+    if not quiet:
+        console.print(f"stopped after {follower.passes} pass(es); {follower.version.meta.events:,} events read",
+                      highlight=False)
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -142,18 +142,23 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
-def input_bytes(path: str) -> int | None:
-    """The size of a local events dataset's Parquet files; None for a remote one."""
-    if not _is_local(path):
+def input_bytes(path: str | Sequence[str]) -> int | None:
+    """The size of local events datasets' Parquet files; None when one is remote."""
+    paths = [path] if isinstance(path, str) else list(path)
+    if not all(_is_local(p) for p in paths):
         return None
-    root = events_path(_local(path))
-    if os.path.isfile(root):
-        return os.path.getsize(root)
-    return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(root) for n in names
-               if n.endswith(".parquet"))
+    total = 0
+    for p in paths:
+        root = events_path(_local(p))
+        if os.path.isfile(root):
+            total += os.path.getsize(root)
+        else:
+            total += sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(root) for n in names
+                         if n.endswith(".parquet"))
+    return total
 
 
-def small_input(path: str) -> bool:
+def small_input(path: str | Sequence[str]) -> bool:
     size = input_bytes(path)
     return size is not None and size < SMALL_INPUT_BYTES
 
@@ -189,7 +194,7 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         out.close()
 
 
-def run(spark: SparkSession, input: str, output: str, hosts_path: str | None = None,
+def run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_path: str | None = None,
         html_path: str | None = None, progress: Progress | None = None) -> ReportResult:
     """Run every detector on the events at ``input``; write findings, audit and the page under ``output``."""
     if _is_local(output):
@@ -199,7 +204,7 @@ def run(spark: SparkSession, input: str, output: str, hosts_path: str | None = N
         return _run(spark, input, output, hosts_path, html_path, progress, small)
 
 
-def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, html_path: str | None,
+def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_path: str | None, html_path: str | None,
          progress: Progress | None, small: bool) -> ReportResult:
     result = ReportResult(
         findings_path=output.rstrip("/") + "/findings.parquet",
@@ -219,54 +224,72 @@ def _run(spark: SparkSession, input: str, output: str, hosts_path: str | None, h
         events.unpersist()
 
 
-def _report(spark: SparkSession, events: DataFrame, input: str, output: str, hosts_path: str | None,
-            result: ReportResult, started: float, progress: Progress | None) -> ReportResult:
-    hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
+#: The steps of a pass besides the detectors, made once its shared inputs exist: (name, step) pairs.
+ExtraSteps = Callable[[Inputs], list[tuple[str, Callable[[], None]]]]
+
+
+def detector_pass(spark: SparkSession, events: DataFrame, hosts: DataFrame | None,
+                  collect: Callable[[DataFrame], list[Row]], extra: ExtraSteps | None = None,
+                  progress: Progress | None = None, timings: dict[str, float] | None = None) -> dict[str, list[Row]]:
+    """Every detector of ``DETECTORS`` over ``events`` (kept: materialised or columnar), with ``extra`` steps
+    beside them, ``CONCURRENT_STEPS`` at a time: each detector's finding rows through ``collect`` (the report
+    collects its episodes; ``--follow`` the occurrences a micro-batch touched), by detector name.
+
+    The one detector pass of both reports: the broker identity observations are made and materialised first,
+    what the steps share is made once (``detectors.Inputs``, ``events.shared_frames``)."""
     observations = materialise(identity.identity_observations(events, hosts))
     inputs = Inputs(events, observations, materialise)  # the audit and the lag: made by the first step asking
-    result.timings["load"] = time.perf_counter() - started
-
-    audit_rows: list[dict[str, Any]] = []
-    inventory: list[clients.Client] = []
-
-    def write_audit() -> None:
-        inputs.audit.repartition(1).sortWithinPartitions("ts", "conn_id", "correlation_id").write.mode(
-            "overwrite").parquet(result.audit_path)
-        audit = spark.read.parquet(result.audit_path)
-        audit_rows.extend(r.asDict(recursive=True) for r in audit.orderBy("ts", "conn_id", "correlation_id").limit(
-            html.MAX_AUDIT_ROWS + 1).collect())
-        result.audit_rows = audit.count()
-
-    def write_rebalances() -> None:
-        everything = rebalances.rebalances(events).repartition(1)
-        everything.sortWithinPartitions("protocol", "group_id", "generation").write.mode("overwrite").parquet(
-            result.rebalances_path)
-        rebalance_series.update(plots.rebalance_series(spark.read.parquet(result.rebalances_path)))
-
-    lag_series: plots.Series = {}
-    rebalance_series: plots.Series = {}
-
-    def write_lag() -> None:
-        lag.consumer_lag(inputs.lag).repartition(1).sortWithinPartitions(
-            "group_id", "topic", "partition", "ts", "source").write.mode("overwrite").parquet(result.lag_path)
-        lag_series.update(plots.lag_series(inputs.lag.points))
-
-    def collect_plots() -> None:
-        result.plots = plots.collect(events)
-
-    def collect_inventory() -> None:
-        inventory.extend(clients.inventory(events))
-
     found: dict[str, list[Row]] = {}
 
     def detector(d: Detector) -> Callable[[], None]:
-        return lambda: found.__setitem__(d.name, episodes(d.find(inputs)).collect())
+        return lambda: found.__setitem__(d.name, collect(d.find(inputs)))
 
-    steps = [*((d.name, detector(d)) for d in DETECTORS), ("admin audit", write_audit),
-             ("rebalances", write_rebalances), ("consumer lag", write_lag), ("plots", collect_plots),
-             ("client inventory", collect_inventory)]
+    steps = [*((d.name, detector(d)) for d in DETECTORS), *(extra(inputs) if extra is not None else ())]
     with shared_frames(materialise):
-        _run_steps(spark, steps, progress, result.timings)
+        _run_steps(spark, steps, progress, timings if timings is not None else {})
+    return found
+
+
+def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], output: str, hosts_path: str | None,
+            result: ReportResult, started: float, progress: Progress | None) -> ReportResult:
+    hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
+    audit_rows: list[dict[str, Any]] = []
+    inventory: list[clients.Client] = []
+    lag_series: plots.Series = {}
+    rebalance_series: plots.Series = {}
+
+    def extra(inputs: Inputs) -> list[tuple[str, Callable[[], None]]]:
+        result.timings["load"] = time.perf_counter() - started
+
+        def write_audit() -> None:
+            inputs.audit.repartition(1).sortWithinPartitions("ts", "conn_id", "correlation_id").write.mode(
+                "overwrite").parquet(result.audit_path)
+            audit = spark.read.parquet(result.audit_path)
+            audit_rows.extend(r.asDict(recursive=True) for r in audit.orderBy(
+                "ts", "conn_id", "correlation_id").limit(html.MAX_AUDIT_ROWS + 1).collect())
+            result.audit_rows = audit.count()
+
+        def write_rebalances() -> None:
+            everything = rebalances.rebalances(events).repartition(1)
+            everything.sortWithinPartitions("protocol", "group_id", "generation").write.mode("overwrite").parquet(
+                result.rebalances_path)
+            rebalance_series.update(plots.rebalance_series(spark.read.parquet(result.rebalances_path)))
+
+        def write_lag() -> None:
+            lag.consumer_lag(inputs.lag).repartition(1).sortWithinPartitions(
+                "group_id", "topic", "partition", "ts", "source").write.mode("overwrite").parquet(result.lag_path)
+            lag_series.update(plots.lag_series(inputs.lag.points))
+
+        def collect_plots() -> None:
+            result.plots = plots.collect(events)
+
+        def collect_inventory() -> None:
+            inventory.extend(clients.inventory(events))
+
+        return [("admin audit", write_audit), ("rebalances", write_rebalances), ("consumer lag", write_lag),
+                ("plots", collect_plots), ("client inventory", collect_inventory)]
+
+    found = detector_pass(spark, events, hosts, lambda df: episodes(df).collect(), extra, progress, result.timings)
     call_site(spark, "write")
 
     started = time.perf_counter()
@@ -277,7 +300,8 @@ def _report(spark: SparkSession, events: DataFrame, input: str, output: str, hos
     result.findings = [r.asDict(recursive=True) for r in rows]
     result.clients = len(inventory)
     clients.clients_frame(spark, inventory).repartition(1).write.mode("overwrite").parquet(result.clients_path)
-    page = html.render(result.findings, audit_rows, result.plots, source=input, clients=[c.row() for c in inventory])
+    source = input if isinstance(input, str) else ", ".join(input)
+    page = html.render(result.findings, audit_rows, result.plots, source=source, clients=[c.row() for c in inventory])
     write_text(spark, result.html_path, page)
     result.timings["write"] = time.perf_counter() - started
     call_site(spark, None)
@@ -380,7 +404,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Kafka Inspector anomaly report (Spark job)")
-    ap.add_argument("input", help="events directory written by `kafka-inspector read` (DIR or DIR/events)")
+    ap.add_argument("input", nargs="+", help="events directories written by `kafka-inspector read` or `tap` (DIR or "
+                                             "DIR/events)")
     ap.add_argument("--output", required=True, help="output directory (local path or hdfs://, s3a://, ...)")
     ap.add_argument("--hosts", help='hosts file: "name ip" lines for advertised host names')
     ap.add_argument("--html", help="where to write report.html (default OUTPUT/report.html)")

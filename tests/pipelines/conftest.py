@@ -1,10 +1,14 @@
-"""One local SparkSession for the whole pipelines suite (local[2], 4 shuffle partitions)."""
+"""One local SparkSession for the whole pipelines suite (local[2], 4 shuffle partitions); the demo's events one
+part file per capture, and the batch report's findings of them (the --follow tests hold the stream to them)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +16,12 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers use th
 
 pyspark = pytest.importorskip("pyspark")
 
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
+KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +40,31 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def capture_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The demo's events (one ``read`` of every capture in pcaps/), one part file per capture, oldest first."""
+    tmp = tmp_path_factory.mktemp("follow-events")
+    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, sorted(PCAPS.glob("*.pcap"))), "--output",
+                    str(tmp / "all"), "--quiet"], check=True, timeout=300)
+    table = pq.read_table(tmp / "all" / "events")
+    captures = table.column("capture").unique().to_pylist()
+    firsts = {c: pc.min(table.filter(pc.equal(table["capture"], c))["ts"]).as_py() for c in captures}
+    out = []
+    for i, name in enumerate(sorted(captures, key=lambda c: firsts[c])):
+        path = tmp / "split" / f"part-{i:05d}.parquet"
+        path.parent.mkdir(exist_ok=True)
+        pq.write_table(table.filter(pc.equal(table["capture"], name)), path)
+        out.append(path)
+    return out
+
+
+@pytest.fixture(scope="session")
+def batch_findings(spark: SparkSession, capture_files: list[Path], tmp_path_factory: pytest.TempPathFactory
+                   ) -> list[dict[str, Any]]:
+    from pipelines import report_job
+
+    out = tmp_path_factory.mktemp("batch-report")
+    result = report_job.run(spark, str(capture_files[0].parent), str(out))
+    return result.findings

@@ -14,12 +14,15 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.findings import EPISODE_KEY
 from tests.conftest import PCAPS
 from tests.pipelines.rows import canonical
+from tests.pipelines.test_follow_stream import feed, lines, rows, settled, start, stop, wait
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -113,3 +116,25 @@ def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path],
         on_cluster = pq.read_table(tmp_path / "on-cluster" / name).to_pylist()
         here = pq.read_table(tmp_path / "local" / name).to_pylist()
         assert on_cluster and canonical(on_cluster) == canonical(here), name
+
+
+def test_follow_on_a_standalone_cluster_over_two_taps_folders(master: tuple[str, Path], capture_files: list[Path],
+                                                             batch_findings: list[dict[str, Any]],
+                                                             tmp_path: Path) -> None:
+    """Two taps (one per broker host) each write their folder; one ``report --follow`` on the cluster judges
+    both."""
+    url, work = master
+    taps = [tmp_path / "broker-a", tmp_path / "broker-b"]
+    out = tmp_path / "follow"
+    out.mkdir()
+    before = set(work.glob("app-*"))
+    proc = start(taps, out, "--master", url, "--quiet")
+    try:
+        for i, part in enumerate(capture_files):
+            feed(part, taps[i % 2])
+        wait(settled(out, rows(capture_files)), proc, "both folders judged")
+    finally:
+        assert stop(proc) == 0
+    assert len(set(work.glob("app-*")) - before) == 1  # the worker ran its executors
+    last = {tuple(line[k] for k in EPISODE_KEY): line for line in lines(out)}
+    assert set(last) == {tuple(f[k] for k in EPISODE_KEY) for f in batch_findings}

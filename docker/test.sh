@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# `make docker-test`: build the image from a clean export of the current commit, as a new user would get it, and
+# run both roles in it: `read` (as an arbitrary user), `report` (as an arbitrary user), `tap -i lo` (with Docker's
+# default capabilities, and without NET_RAW), `tap --metrics` and `report --follow` (each when the image has it).
+# It prints the build time and the image size (docs/docker.md quotes them) and exits non-zero on the first failure.
+#
+# Needs a running Docker engine and a client with BuildKit (buildx, or DOCKER_BUILDKIT=1 on Docker 20.10), git, and
+# python3 with pip for the host's pip settings. The base image: $PYTHON_IMAGE if set, else the Dockerfile's
+# python:3.11 when it is present or can be pulled, else the stand-in docker/base-image.sh makes (made once, kept).
+# The host's pip settings (index URLs, trusted hosts, CA bundle) reach the build as secrets: pip inside the build
+# trusts what the host's pip trusts. A second run reuses Docker's layer cache (the dependencies' layer comes before
+# the sources'): only what changed since is rebuilt.
+#
+#   docker/test.sh            # or: make docker-test
+#   KEEP=1 docker/test.sh     # keep the work folder (the outputs of every step) and say where it is
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+tag="${IMAGE:-kafka-inspector:test}"
+stand_in="kafka-inspector-base:bookworm-python3.11"
+uid_gid="4321:4321"  # a user the image does not know: what `--user` / runAsUser give in practice
+name="kafka-inspector-test-$$"
+pcap_a="tansu-kafka-python-0.10-removed-versions.pcap"  # a client speaking versions Kafka 4.0 removed
+pcap_b="mock-cluster-apiversions-v5-misrouted.pcap"
+
+say() { printf 'docker-test: %s\n' "$*"; }
+fail() { printf 'docker-test: FAILED: %s\n' "$*" >&2; exit 1; }
+
+# --- the tools ---------------------------------------------------------------------------------------------------
+# A client that builds with BuildKit: `docker buildx`, or Docker 20.10's own with DOCKER_BUILDKIT=1. Several
+# `docker` on PATH (a newer CLI without buildx before the distribution's) are each tried.
+build=()
+for client in ${DOCKER:-$(type -ap docker | awk '!seen[$0]++')}; do
+    if "$client" buildx version > /dev/null 2>&1; then
+        build=("$client" buildx build --load); docker="$client"; break
+    elif DOCKER_BUILDKIT=1 "$client" build --help 2> /dev/null | grep -q -- '--secret'; then
+        build=(env DOCKER_BUILDKIT=1 "$client" build); docker="$client"; break
+    fi
+done
+[ ${#build[@]} -gt 0 ] || fail "no Docker client with BuildKit (install docker-buildx, or use Docker 20.10 with DOCKER_BUILDKIT=1)"
+"$docker" info > /dev/null 2>&1 || fail "no Docker engine answers (start it: dockerd, or service docker start)"
+command -v git > /dev/null || fail "git is needed (the build context is \`git archive HEAD\`)"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/kafka-inspector-docker-test.XXXXXX")"
+started=()
+cleanup() {
+    local status=$?
+    for container in "${started[@]}"; do "$docker" rm -f "$container" > /dev/null 2>&1 || true; done
+    if [ "${KEEP:-0}" = 1 ]; then
+        say "work folder kept: $work"
+    else
+        # The containers' files belong to their users: removed from a container, as root.
+        [ -d "$work/data" ] && "$docker" run --rm -v "$work:/work" --entrypoint rm "$tag" -rf /work/data > /dev/null 2>&1
+        rm -rf "$work"
+    fi
+    exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- the build context: the current commit, nothing else -----------------------------------------------------------
+mkdir "$work/context"
+git archive HEAD | tar -x -C "$work/context"
+[ -z "$(git status --porcelain --untracked-files=no)" ] || say "note: uncommitted changes are not in the image (it is built from HEAD)"
+commit="$(git rev-parse --short HEAD)"
+
+# --- the base image ----------------------------------------------------------------------------------------------
+base_args=()
+if [ -n "${PYTHON_IMAGE:-}" ]; then
+    base="$PYTHON_IMAGE"
+else
+    default_base="$(sed -n 's/^ARG PYTHON_IMAGE=//p' Dockerfile)"
+    if "$docker" image inspect "$default_base" > /dev/null 2>&1 \
+            || timeout 60 "$docker" pull --quiet "$default_base" > /dev/null 2>&1; then
+        base="$default_base"
+    else
+        base="$stand_in"
+        if ! "$docker" image inspect "$stand_in" > /dev/null 2>&1; then
+            say "no registry: making the stand-in base image $stand_in from Debian's packages (docker/base-image.sh)"
+            docker/base-image.sh "$stand_in" > /dev/null
+        fi
+    fi
+fi
+base_args=(--build-arg "PYTHON_IMAGE=$base")
+
+# --- the host's pip settings, as build secrets ---------------------------------------------------------------------
+# pip's own environment variable first, then its configuration files; only what a build can use (http(s) URLs,
+# not the host's local folders).
+pip_setting() {
+    local variable="PIP_$(printf '%s' "$1" | tr 'a-z-' 'A-Z_')"
+    if [ -n "${!variable:-}" ]; then printf '%s\n' "${!variable}"; return; fi
+    python3 -m pip config get "global.$1" 2> /dev/null || python3 -m pip config get "install.$1" 2> /dev/null || true
+}
+urls() { tr ' ' '\n' | grep -E '^https?://' | tr '\n' ' ' | sed 's/ $//'; }
+secrets=()
+if python3 -m pip --version > /dev/null 2>&1; then
+    index="$(pip_setting index-url | urls)"
+    extra="$(pip_setting extra-index-url | urls)"
+    trusted="$(pip_setting trusted-host)"
+    cert="$(pip_setting cert)"
+    cert="${cert:-${REQUESTS_CA_BUNDLE:-}}"
+    (umask 077; {
+        echo "[global]"
+        [ -z "$index" ] || echo "index-url = $index"
+        [ -z "$extra" ] || echo "extra-index-url = $extra"
+        [ -z "$trusted" ] || echo "trusted-host = $trusted"
+    } > "$work/pip.conf")
+    secrets+=(--secret "id=pip_config,src=$work/pip.conf")
+    if [ -n "$cert" ] && [ -f "$cert" ]; then secrets+=(--secret "id=pip_cert,src=$cert"); fi
+fi
+
+# --- build -------------------------------------------------------------------------------------------------------
+say "building $tag from $commit on $base (client: $docker)"
+start=$(date +%s.%N)
+"${build[@]}" --progress=plain "${base_args[@]}" "${secrets[@]}" -t "$tag" "$work/context" > "$work/build.log" 2>&1 \
+    || { tail -40 "$work/build.log" >&2; fail "docker build (the log above)"; }
+build_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+cached=$(grep -c '^#[0-9]* CACHED' "$work/build.log" || true)
+size=$("$docker" image inspect -f '{{.Size}}' "$tag")
+say "built in ${build_s} s (${cached} steps from the cache); image $(awk -v s="$size" 'BEGIN { printf "%.2f GB", s / 1e9 }') ($size bytes)"
+
+run() { "$docker" run --rm "$@"; }
+in_image() { run --entrypoint python -v "$work/data:/data" "$tag" -c "$1"; }
+rows() {  # rows of the events under /data/$1 (as `report` reads them)
+    in_image "import pyarrow.dataset as d; print(d.dataset('/data/$1/events', format='parquet').count_rows())"
+}
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds
+    local seconds="$1" what="$2"; shift 2
+    local deadline=$((SECONDS + seconds))
+    until "$@" > /dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || fail "waited $seconds s for $what"
+        sleep 1
+    done
+}
+replay() {  # replay CONTAINER PCAP...: send the captures' packets onto lo in CONTAINER's network namespace
+    # Their destination MAC is made one lo does not own, so the container's own stack drops them (no RST answers
+    # to connections it never opened) while tcpdump, on the interface, sees every one.
+    local container="$1"; shift
+    run --net "container:$container" -v "$PWD/pcaps:/pcaps:ro" --entrypoint python "$tag" -c "
+import sys
+from scapy.all import Ether, rdpcap, sendp
+for path in sys.argv[1:]:
+    packets = rdpcap(path)
+    for packet in packets:
+        packet[Ether].dst = '02:00:00:00:00:01'
+    sendp(packets, iface='lo', verbose=False)
+" "${@/#//pcaps/}"
+}
+tcpdump_running() { "$docker" top "$1" 2> /dev/null | grep -q tcpdump; }
+mkdir -m 1777 "$work/data"
+
+# --- read, as a user the image does not know ---------------------------------------------------------------------
+start=$SECONDS
+run --user "$uid_gid" -v "$PWD/pcaps:/pcaps:ro" -v "$work/data:/data" "$tag" \
+    read "/pcaps/$pcap_a" "/pcaps/$pcap_b" --output /data/read --quiet
+read_rows=$(rows read)
+[ "$read_rows" -gt 0 ] || fail "read wrote no events"
+say "read: 2 captures -> $read_rows events as uid $uid_gid ($((SECONDS - start)) s)"
+
+# --- report, as a user the image does not know ---------------------------------------------------------------------
+start=$SECONDS
+run --user "$uid_gid" -v "$work/data:/data" "$tag" report /data/read --output /data/report \
+    || fail "report as uid $uid_gid"
+for file in findings.parquet admin_audit.parquet report.html; do
+    [ -s "$work/data/report/$file" ] || fail "report wrote no $file"
+done
+findings=$(in_image "import pyarrow.parquet as p; print(p.read_table('/data/report/findings.parquet').num_rows)")
+[ "$findings" -gt 0 ] || fail "report found nothing in captures made to be found"
+say "report: $findings findings, report.html as uid $uid_gid ($((SECONDS - start)) s)"
+
+# --- tap -i lo, with Docker's default capabilities (NET_RAW is one) ----------------------------------------------
+# In the container's own network namespace: its lo carries only the replayed packets.
+"$docker" run -d --name "$name-tap" -v "$work/data:/data" "$tag" tap -i lo --output /data/tap --rotate 2s --quiet \
+    > /dev/null
+started+=("$name-tap")
+wait_for 60 "the tap's tcpdump" tcpdump_running "$name-tap"
+sleep 2  # tcpdump opens the interface after it starts
+replay "$name-tap" "$pcap_a" "$pcap_b"
+sleep 3  # tcpdump hands the last packets over within a second (no --immediate-mode)
+"$docker" stop -t 60 "$name-tap" > /dev/null
+status=$("$docker" inspect -f '{{.State.ExitCode}}' "$name-tap")
+[ "$status" = 0 ] || { "$docker" logs "$name-tap" | tail -5 >&2; fail "tap exited $status after SIGTERM"; }
+tap_rows=$(rows tap)
+drops=$(in_image "import json; print(json.load(open('/data/tap/summary.json'))['tap']['kernel_dropped'])")
+[ "$tap_rows" = "$read_rows" ] || fail "tap decoded $tap_rows events from the replayed captures, read $read_rows"
+say "tap -i lo: $tap_rows events (as read), $drops kernel drops, exit 0 on SIGTERM"
+
+# --- tap without NET_RAW -----------------------------------------------------------------------------------------
+status=0
+err=$(run --cap-drop NET_RAW -v "$work/data:/data" "$tag" tap -i lo --output /data/tap-no-raw --duration 5 --quiet 2>&1) \
+    || status=$?
+[ "$status" = 3 ] || fail "tap without NET_RAW exited $status (expected 3): $err"
+[ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "tap without NET_RAW wrote more than one line: $err"
+say "tap --cap-drop NET_RAW: exit 3, \"$err\""
+
+# --- tap --metrics (when the image has it) -----------------------------------------------------------------------
+if run "$tag" tap --help | grep -q -- '--metrics'; then
+    "$docker" run -d --name "$name-metrics" -v "$work/data:/data" "$tag" \
+        tap -i lo --output /data/tap-metrics --metrics :9464 --quiet > /dev/null
+    started+=("$name-metrics")
+    wait_for 60 "the tap's tcpdump" tcpdump_running "$name-metrics"
+    sleep 2
+    replay "$name-metrics" "$pcap_a"
+    sleep 3
+    scrape="$(run --net "container:$name-metrics" --entrypoint python "$tag" -c \
+        "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:9464/metrics').read().decode())")"
+    printf '%s\n' "$scrape" | grep -q '^kafka_inspector_requests_total{' \
+        || fail "tap --metrics served no kafka_inspector_requests_total"
+    "$docker" stop -t 60 "$name-metrics" > /dev/null
+    say "tap --metrics: /metrics serves $(printf '%s\n' "$scrape" | grep -c '^kafka_inspector_') kafka_inspector_ samples"
+else
+    say "tap --metrics: SKIPPED (not in this commit's tap)"
+fi
+
+# --- report --follow over a tap's growing output (issue 35, item 1) ------------------------------------------------
+# FOLLOW STEP. Written against `kafka-inspector report EVENTS_DIR... --output DIR --follow [--trigger 10s] [--quiet]`
+# (writes DIR/findings.jsonl); it runs as soon as this commit's `report --help` offers --follow. Both roles at once:
+# a tap writes rotated parts, the report follows them; the first finding must arrive within 60 s.
+if run "$tag" report --help | grep -q -- '--follow'; then
+    mkdir -m 1777 "$work/data/follow-tap"
+    "$docker" run -d --name "$name-follow-tap" -v "$work/data:/data" "$tag" \
+        tap -i lo --output /data/follow-tap --rotate 5s --quiet > /dev/null
+    started+=("$name-follow-tap")
+    "$docker" run -d --name "$name-follow" --user "$uid_gid" -v "$work/data:/data" "$tag" \
+        report /data/follow-tap --output /data/follow --follow --trigger 5s --quiet > /dev/null
+    started+=("$name-follow")
+    wait_for 60 "the tap's tcpdump" tcpdump_running "$name-follow-tap"
+    sleep 2
+    replay "$name-follow-tap" "$pcap_a"
+    start=$SECONDS
+    has_findings() { [ -s "$work/data/follow/findings.jsonl" ]; }
+    wait_for 60 "report --follow's first finding (the tap rotates every 5 s)" has_findings
+    first=$((SECONDS - start))
+    "$docker" stop -t 60 "$name-follow" > /dev/null
+    status=$("$docker" inspect -f '{{.State.ExitCode}}' "$name-follow")
+    [ "$status" = 0 ] || { "$docker" logs "$name-follow" | tail -5 >&2; fail "report --follow exited $status after SIGTERM"; }
+    "$docker" stop -t 60 "$name-follow-tap" > /dev/null
+    say "report --follow: first finding ${first} s after the replay, $(wc -l < "$work/data/follow/findings.jsonl") lines in findings.jsonl, exit 0 on SIGTERM"
+else
+    say "report --follow: SKIPPED (not in this commit's report; the step runs once it is)"
+fi
+
+# --- the image's pins against the test suite's environment -----------------------------------------------------------
+if [ -x .venv/bin/pip ]; then
+    differ="$(.venv/bin/pip freeze --all 2> /dev/null | tr 'A-Z_.' 'a-z--' | sort \
+        | comm -13 - <(sed -e 's/#.*//' -e '/^ *$/d' docker/constraints.txt | tr 'A-Z_.' 'a-z--' | sort) || true)"
+    [ -z "$differ" ] && say "pins: docker/constraints.txt = the test suite's versions" \
+        || say "WARNING: pinned in docker/constraints.txt but not what the tests run with:" $differ
+fi
+say "OK: $tag ($commit) built in ${build_s} s, $(awk -v s="$size" 'BEGIN { printf "%.2f GB", s / 1e9 }')"

@@ -56,6 +56,7 @@ cleanup() {
     exit $status
 }
 trap cleanup EXIT
+trap 'printf "docker-test: FAILED at line %s: %s\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
 trap 'exit 130' INT TERM
 
 # --- the build context: the current commit, nothing else -----------------------------------------------------------
@@ -91,7 +92,7 @@ pip_setting() {
     if [ -n "${!variable:-}" ]; then printf '%s\n' "${!variable}"; return; fi
     python3 -m pip config get "global.$1" 2> /dev/null || python3 -m pip config get "install.$1" 2> /dev/null || true
 }
-urls() { tr ' ' '\n' | grep -E '^https?://' | tr '\n' ' ' | sed 's/ $//'; }
+urls() { tr ' ' '\n' | { grep -E '^https?://' || true; } | tr '\n' ' ' | sed 's/ $//'; }
 secrets=()
 if python3 -m pip --version > /dev/null 2>&1; then
     index="$(pip_setting index-url | urls)"

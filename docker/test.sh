@@ -125,6 +125,9 @@ in_image() { run --entrypoint python -v "$work/data:/data" "$tag" -c "$1"; }
 rows() {  # rows of the events under /data/$1 (as `report` reads them)
     in_image "import pyarrow.dataset as d; print(d.dataset('/data/$1/events', format='parquet').count_rows())"
 }
+logged() {  # logged NAME COMMAND...: run COMMAND, its output to $work/NAME.log, shown if it fails
+    "${@:2}" > "$work/$1.log" 2>&1 || { tail -20 "$work/$1.log" >&2; return 1; }
+}
 wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds
     local seconds="$1" what="$2"; shift 2
     local deadline=$((SECONDS + seconds))
@@ -133,11 +136,26 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds
         sleep 1
     done
 }
+tcpdump_running() { "$docker" top "$1" 2> /dev/null | grep -q tcpdump; }
+start_tap() {  # start_tap CONTAINER OUTPUT [TAP OPTIONS...]: a tap on lo, in its container's own network namespace
+    local container="$1" output="$2"; shift 2
+    "$docker" run -d --name "$container" "${hardened[@]}" -v "$work/data:/data" "$tag" \
+        tap -i lo --output "$output" --quiet "$@" > /dev/null
+    started+=("$container")
+    wait_for 60 "tcpdump in $container" tcpdump_running "$container"
+    sleep 2  # tcpdump opens the interface after it starts
+}
+stop() {  # stop CONTAINER: SIGTERM, as docker stop and Kubernetes send it; it must exit 0
+    "$docker" stop -t 60 "$1" > /dev/null
+    local status
+    status=$("$docker" inspect -f '{{.State.ExitCode}}' "$1")
+    [ "$status" = 0 ] || { "$docker" logs "$1" 2>&1 | tail -10 >&2; fail "$1 exited $status after SIGTERM"; }
+}
 replay() {  # replay CONTAINER PCAP...: send the captures' packets onto lo in CONTAINER's network namespace
     # Their destination MAC is made one lo does not own, so the container's own stack drops them (no RST answers
     # to connections it never opened) while tcpdump, on the interface, sees every one.
     local container="$1"; shift
-    run --net "container:$container" -v "$PWD/pcaps:/pcaps:ro" --entrypoint python "$tag" -c "
+    run --net "container:$container" -v "$work/context/pcaps:/pcaps:ro" --entrypoint python "$tag" -c "
 import sys
 from scapy.all import Ether, rdpcap, sendp
 for path in sys.argv[1:]:
@@ -146,47 +164,46 @@ for path in sys.argv[1:]:
         packet[Ether].dst = '02:00:00:00:00:01'
     sendp(packets, iface='lo', verbose=False)
 " "${@/#//pcaps/}"
+    sleep 3  # tcpdump hands the last packets over within a second (no --immediate-mode)
 }
-tcpdump_running() { "$docker" top "$1" 2> /dev/null | grep -q tcpdump; }
 mkdir -m 1777 "$work/data"
+# What docs/kubernetes/ asks of the runtime: a read-only root file system with a /tmp; the tap with only the
+# capabilities it needs (tcpdump opens its socket as root, then becomes the user tcpdump; the tap signals it);
+# read and report as a user the image does not know, with no capability at all.
+hardened=(--read-only --tmpfs /tmp --cap-drop ALL --cap-add NET_RAW --cap-add SETUID --cap-add SETGID --cap-add KILL)
+as_user=(--read-only --tmpfs /tmp --cap-drop ALL --user "$uid_gid")
 
-# --- read, as a user the image does not know ---------------------------------------------------------------------
+# --- read ----------------------------------------------------------------------------------------------------------
 start=$SECONDS
-run --user "$uid_gid" -v "$PWD/pcaps:/pcaps:ro" -v "$work/data:/data" "$tag" \
-    read "/pcaps/$pcap_a" "/pcaps/$pcap_b" --output /data/read --quiet
+logged read run "${as_user[@]}" -v "$work/context/pcaps:/pcaps:ro" -v "$work/data:/data" "$tag" \
+    read "/pcaps/$pcap_a" "/pcaps/$pcap_b" --output /data/read --quiet || fail "read as uid $uid_gid"
 read_rows=$(rows read)
 [ "$read_rows" -gt 0 ] || fail "read wrote no events"
-say "read: 2 captures -> $read_rows events as uid $uid_gid ($((SECONDS - start)) s)"
+say "read: 2 captures -> $read_rows events, as uid $uid_gid ($((SECONDS - start)) s)"
 
-# --- report, as a user the image does not know ---------------------------------------------------------------------
+# --- report --------------------------------------------------------------------------------------------------------
 start=$SECONDS
-run --user "$uid_gid" -v "$work/data:/data" "$tag" report /data/read --output /data/report \
+logged report run "${as_user[@]}" -v "$work/data:/data" "$tag" report /data/read --output /data/report \
     || fail "report as uid $uid_gid"
 for file in findings.parquet admin_audit.parquet report.html; do
-    [ -s "$work/data/report/$file" ] || fail "report wrote no $file"
+    [ -e "$work/data/report/$file" ] || fail "report wrote no $file"
 done
 findings=$(in_image "import pyarrow.parquet as p; print(p.read_table('/data/report/findings.parquet').num_rows)")
 [ "$findings" -gt 0 ] || fail "report found nothing in captures made to be found"
-say "report: $findings findings, report.html as uid $uid_gid ($((SECONDS - start)) s)"
+say "report: $findings findings and report.html, as uid $uid_gid ($((SECONDS - start)) s)"
 
-# --- tap -i lo, with Docker's default capabilities (NET_RAW is one) ----------------------------------------------
-# In the container's own network namespace: its lo carries only the replayed packets.
-"$docker" run -d --name "$name-tap" -v "$work/data:/data" "$tag" tap -i lo --output /data/tap --rotate 2s --quiet \
-    > /dev/null
-started+=("$name-tap")
-wait_for 60 "the tap's tcpdump" tcpdump_running "$name-tap"
-sleep 2  # tcpdump opens the interface after it starts
+# --- tap -i lo -----------------------------------------------------------------------------------------------------
+start=$SECONDS
+start_tap "$name-tap" /data/tap --rotate 2s
 replay "$name-tap" "$pcap_a" "$pcap_b"
-sleep 3  # tcpdump hands the last packets over within a second (no --immediate-mode)
-"$docker" stop -t 60 "$name-tap" > /dev/null
-status=$("$docker" inspect -f '{{.State.ExitCode}}' "$name-tap")
-[ "$status" = 0 ] || { "$docker" logs "$name-tap" | tail -5 >&2; fail "tap exited $status after SIGTERM"; }
+stop "$name-tap"
 tap_rows=$(rows tap)
 drops=$(in_image "import json; print(json.load(open('/data/tap/summary.json'))['tap']['kernel_dropped'])")
 [ "$tap_rows" = "$read_rows" ] || fail "tap decoded $tap_rows events from the replayed captures, read $read_rows"
-say "tap -i lo: $tap_rows events (as read), $drops kernel drops, exit 0 on SIGTERM"
+say "tap -i lo: $tap_rows events (as read), $drops kernel drops, exit 0 on SIGTERM ($((SECONDS - start)) s)"
 
-# --- tap without NET_RAW -----------------------------------------------------------------------------------------
+# --- tap without NET_RAW -------------------------------------------------------------------------------------------
+# Docker grants NET_RAW by default: this is what `--cap-drop NET_RAW` (or a runtime without it) gives.
 status=0
 err=$(run --cap-drop NET_RAW -v "$work/data:/data" "$tag" tap -i lo --output /data/tap-no-raw --duration 5 --quiet 2>&1) \
     || status=$?
@@ -194,49 +211,43 @@ err=$(run --cap-drop NET_RAW -v "$work/data:/data" "$tag" tap -i lo --output /da
 [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "tap without NET_RAW wrote more than one line: $err"
 say "tap --cap-drop NET_RAW: exit 3, \"$err\""
 
-# --- tap --metrics (when the image has it) -----------------------------------------------------------------------
+# --- tap --metrics (when the image has it) -------------------------------------------------------------------------
 if run "$tag" tap --help | grep -q -- '--metrics'; then
-    "$docker" run -d --name "$name-metrics" -v "$work/data:/data" "$tag" \
-        tap -i lo --output /data/tap-metrics --metrics :9464 --quiet > /dev/null
-    started+=("$name-metrics")
-    wait_for 60 "the tap's tcpdump" tcpdump_running "$name-metrics"
-    sleep 2
+    start_tap "$name-metrics" /data/tap-metrics --metrics :9464
     replay "$name-metrics" "$pcap_a"
-    sleep 3
     scrape="$(run --net "container:$name-metrics" --entrypoint python "$tag" -c \
         "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:9464/metrics').read().decode())")"
     printf '%s\n' "$scrape" | grep -q '^kafka_inspector_requests_total{' \
         || fail "tap --metrics served no kafka_inspector_requests_total"
-    "$docker" stop -t 60 "$name-metrics" > /dev/null
-    say "tap --metrics: /metrics serves $(printf '%s\n' "$scrape" | grep -c '^kafka_inspector_') kafka_inspector_ samples"
+    stop "$name-metrics"
+    say "tap --metrics :9464: /metrics serves $(printf '%s\n' "$scrape" | grep -c '^kafka_inspector_') kafka_inspector_ samples"
 else
     say "tap --metrics: SKIPPED (not in this commit's tap)"
 fi
 
-# --- report --follow over a tap's growing output (issue 35, item 1) ------------------------------------------------
+# --- report --follow over two taps' growing output (issue 35, item 1) ------------------------------------------------
 # FOLLOW STEP. Written against `kafka-inspector report EVENTS_DIR... --output DIR --follow [--trigger 10s] [--quiet]`
-# (writes DIR/findings.jsonl); it runs as soon as this commit's `report --help` offers --follow. Both roles at once:
-# a tap writes rotated parts, the report follows them; the first finding must arrive within 60 s.
+# (writes DIR/findings.jsonl); it runs as soon as this commit's `report --help` offers --follow. Both roles at once,
+# as docs/docker.md and docs/kubernetes/ deploy them: two taps (two broker hosts) write rotated parts under
+# /data/taps/, one report follows '/data/taps/*/'; each tap's finding must be written within 60 s.
 if run "$tag" report --help | grep -q -- '--follow'; then
-    mkdir -m 1777 "$work/data/follow-tap"
-    "$docker" run -d --name "$name-follow-tap" -v "$work/data:/data" "$tag" \
-        tap -i lo --output /data/follow-tap --rotate 5s --quiet > /dev/null
-    started+=("$name-follow-tap")
-    "$docker" run -d --name "$name-follow" --user "$uid_gid" -v "$work/data:/data" "$tag" \
-        report /data/follow-tap --output /data/follow --follow --trigger 5s --quiet > /dev/null
+    mkdir -m 1777 "$work/data/taps"
+    start_tap "$name-tap-a" /data/taps/a --rotate 5s
+    start_tap "$name-tap-b" /data/taps/b --rotate 5s
+    "$docker" run -d --name "$name-follow" "${as_user[@]}" -v "$work/data:/data" "$tag" \
+        report '/data/taps/*/' --output /data/follow --follow --trigger 5s --quiet > /dev/null
     started+=("$name-follow")
-    wait_for 60 "the tap's tcpdump" tcpdump_running "$name-follow-tap"
-    sleep 2
-    replay "$name-follow-tap" "$pcap_a"
+    replay "$name-tap-a" "$pcap_a"
+    replay "$name-tap-b" "$pcap_b"
     start=$SECONDS
-    has_findings() { [ -s "$work/data/follow/findings.jsonl" ]; }
-    wait_for 60 "report --follow's first finding (the tap rotates every 5 s)" has_findings
+    found() { grep -q "$1" "$work/data/follow/findings.jsonl"; }
+    wait_for 60 "report --follow's finding from tap a" found old_message_format
+    wait_for $((60 - (SECONDS - start))) "report --follow's finding from tap b" found misrouted_api_versions
     first=$((SECONDS - start))
-    "$docker" stop -t 60 "$name-follow" > /dev/null
-    status=$("$docker" inspect -f '{{.State.ExitCode}}' "$name-follow")
-    [ "$status" = 0 ] || { "$docker" logs "$name-follow" | tail -5 >&2; fail "report --follow exited $status after SIGTERM"; }
-    "$docker" stop -t 60 "$name-follow-tap" > /dev/null
-    say "report --follow: first finding ${first} s after the replay, $(wc -l < "$work/data/follow/findings.jsonl") lines in findings.jsonl, exit 0 on SIGTERM"
+    stop "$name-follow"
+    stop "$name-tap-a"
+    stop "$name-tap-b"
+    say "report --follow '/data/taps/*/': both taps' findings ${first} s after the replay, $(wc -l < "$work/data/follow/findings.jsonl") lines in findings.jsonl, exit 0 on SIGTERM"
 else
     say "report --follow: SKIPPED (not in this commit's report; the step runs once it is)"
 fi
@@ -245,7 +256,10 @@ fi
 if [ -x .venv/bin/pip ]; then
     differ="$(.venv/bin/pip freeze --all 2> /dev/null | tr 'A-Z_.' 'a-z--' | sort \
         | comm -13 - <(sed -e 's/#.*//' -e '/^ *$/d' docker/constraints.txt | tr 'A-Z_.' 'a-z--' | sort) || true)"
-    [ -z "$differ" ] && say "pins: docker/constraints.txt = the test suite's versions" \
-        || say "WARNING: pinned in docker/constraints.txt but not what the tests run with:" $differ
+    if [ -z "$differ" ]; then
+        say "pins: docker/constraints.txt = the test suite's versions"
+    else
+        say "WARNING: pinned in docker/constraints.txt but not what the tests run with:" $differ
+    fi
 fi
 say "OK: $tag ($commit) built in ${build_s} s, $(awk -v s="$size" 'BEGIN { printf "%.2f GB", s / 1e9 }')"

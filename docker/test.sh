@@ -167,11 +167,12 @@ for path in sys.argv[1:]:
     sleep 3  # tcpdump hands the last packets over within a second (no --immediate-mode)
 }
 mkdir -m 1777 "$work/data"
-# What docs/kubernetes/ asks of the runtime: a read-only root file system with a /tmp; the tap with only the
+# What docs/kubernetes/ asks of the runtime: a read-only root file system with a /tmp (exec: Spark loads native
+# libraries it unpacks there, which Docker's default noexec tmpfs refuses); the tap with only the
 # capabilities it needs (tcpdump opens its socket as root, then becomes the user tcpdump; the tap signals it);
 # read and report as a user the image does not know, with no capability at all.
-hardened=(--read-only --tmpfs /tmp --cap-drop ALL --cap-add NET_RAW --cap-add SETUID --cap-add SETGID --cap-add KILL)
-as_user=(--read-only --tmpfs /tmp --cap-drop ALL --user "$uid_gid")
+hardened=(--read-only --tmpfs /tmp:exec --cap-drop ALL --cap-add NET_RAW --cap-add SETUID --cap-add SETGID --cap-add KILL)
+as_user=(--read-only --tmpfs /tmp:exec --cap-drop ALL --user "$uid_gid")
 
 # --- read ----------------------------------------------------------------------------------------------------------
 start=$SECONDS

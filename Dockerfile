@@ -7,7 +7,7 @@
 # mounts pip's cache and, when given, the build host's pip settings as build secrets (docker/test.sh passes them).
 #
 # Two stages. `builder` installs the pinned dependencies into /opt/venv (one layer, rebuilt only when
-# docker/constraints.txt or pyproject.toml change), then compiles the project's wheel (Cython and gcc) and installs
+# docker/constraints.txt or the requirements in pyproject.toml change), then compiles the project's wheel (Cython and gcc) and installs
 # it there, without the generated C sources and with the compiled modules stripped. The runtime stage is the same
 # Python base plus tcpdump, a JRE (Spark) and nss_wrapper, with /opt/venv copied in: no compiler, no build backend,
 # no pip cache, no apt lists.
@@ -17,6 +17,16 @@
 # or pass `--build-arg PYTHON_IMAGE=python:3.11.13-slim-bookworm`. Without a registry, docker/base-image.sh makes a
 # stand-in from Debian's packages.
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm@sha256:cec9aa7aa96eea4fa036e9b82be1e6b325f2e3707f462d885868df51ec0a4b47
+
+# ---------------------------------------------------------------------------------------------------------------
+# The requirements pyproject.toml names (the build backend; the dependencies and the `spark` extra), as two files:
+# the dependencies' layer below is rebuilt when they change, not on any other edit of pyproject.toml.
+FROM ${PYTHON_IMAGE} AS requirements
+COPY pyproject.toml /build/
+RUN mkdir /build/requirements && python3 -c 'import tomllib; p = tomllib.load(open("/build/pyproject.toml", "rb")); \
+open("/build/requirements/build.txt", "w").write("\n".join(p["build-system"]["requires"]) + "\n"); \
+open("/build/requirements/runtime.txt", "w").write("\n".join(p["project"]["dependencies"] \
+    + p["project"]["optional-dependencies"]["spark"]) + "\n")'
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS builder
@@ -40,19 +50,16 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 # without pip, filled by /opt/build's pip with pyproject.toml's dependencies and the `spark` extra. The build host's
 # pip settings (an index, a CA bundle) come as the optional secrets `pip_config` (a pip.conf) and `pip_cert` and
 # stay out of the image. The build fails if anything installed is not pinned in docker/constraints.txt.
-COPY docker/constraints.txt pyproject.toml /build/
+COPY docker/constraints.txt /build/
+COPY --from=requirements /build/requirements/ /build/requirements/
 RUN --mount=type=secret,id=pip_config --mount=type=secret,id=pip_cert \
     --mount=type=cache,id=kafka-inspector-pip,target=/root/.cache/pip,sharing=locked \
     if [ -s /run/secrets/pip_config ]; then export PIP_CONFIG_FILE=/run/secrets/pip_config; fi \
     && if [ -s /run/secrets/pip_cert ]; then export PIP_CERT=/run/secrets/pip_cert; fi \
-    && python3 -c 'import sys, tomllib; p = tomllib.load(open("/build/pyproject.toml", "rb")); \
-open("/build/build-requirements.txt", "w").write("\n".join(p["build-system"]["requires"])); \
-open("/build/requirements.txt", "w").write("\n".join(p["project"]["dependencies"] \
-    + p["project"]["optional-dependencies"]["spark"]))' \
     && python3 -m venv /opt/build \
-    && /opt/build/bin/pip install --quiet --requirement /build/build-requirements.txt \
+    && /opt/build/bin/pip install --quiet --requirement /build/requirements/build.txt \
     && python3 -m venv --without-pip /opt/venv \
-    && /opt/build/bin/pip --python /opt/venv/bin/python install --quiet --requirement /build/requirements.txt \
+    && /opt/build/bin/pip --python /opt/venv/bin/python install --quiet --requirement /build/requirements/runtime.txt \
     && { /opt/build/bin/pip freeze --all --exclude pip; /opt/build/bin/pip --python /opt/venv/bin/python freeze --all; } \
         | sed 's/[=@ ].*//' | tr 'A-Z_.' 'a-z--' | sort -u > /build/installed \
     && sed -e 's/#.*//' -e '/^ *$/d' -e 's/==.*//' /build/constraints.txt | tr 'A-Z_.' 'a-z--' | sort -u > /build/pinned \
@@ -63,13 +70,12 @@ open("/build/requirements.txt", "w").write("\n".join(p["project"]["dependencies"
 # into /opt/venv without its generated C sources, the compiled modules stripped. CFLAGS=-g0: no debugging
 # information, which the image would strip anyway (the same machine code; gcc compiles the generated modules in
 # about three quarters of the time).
-COPY setup.py /build/src/
+COPY pyproject.toml setup.py /build/src/
 COPY contract /build/src/contract
 COPY decoders /build/src/decoders
 COPY inspector /build/src/inspector
 COPY pipelines /build/src/pipelines
-RUN cp /build/pyproject.toml /build/src/ \
-    && CFLAGS=-g0 /opt/build/bin/pip wheel --quiet --no-build-isolation --no-deps --no-index --wheel-dir /build/wheels /build/src \
+RUN CFLAGS=-g0 /opt/build/bin/pip wheel --quiet --no-build-isolation --no-deps --no-index --wheel-dir /build/wheels /build/src \
     && /opt/build/bin/pip --python /opt/venv/bin/python install --quiet --no-deps --no-index /build/wheels/*.whl \
     && site="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
     && find "$site"/{contract,decoders,inspector,pipelines} -name '*.c' -delete \

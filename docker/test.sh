@@ -171,8 +171,8 @@ mkdir -m 1777 "$work/data"
 # libraries it unpacks there, which Docker's default noexec tmpfs refuses); the tap with only the
 # capabilities it needs (tcpdump opens its socket as root, then becomes the user tcpdump; the tap signals it);
 # read and report as a user the image does not know, with no capability at all.
-hardened=(--read-only --tmpfs /tmp:exec --cap-drop ALL --cap-add NET_RAW --cap-add SETUID --cap-add SETGID --cap-add KILL)
-as_user=(--read-only --tmpfs /tmp:exec --cap-drop ALL --user "$uid_gid")
+hardened=(--security-opt no-new-privileges --read-only --tmpfs /tmp:exec --cap-drop ALL --cap-add NET_RAW --cap-add SETUID --cap-add SETGID --cap-add KILL)
+as_user=(--security-opt no-new-privileges --read-only --tmpfs /tmp:exec --cap-drop ALL --user "$uid_gid")
 
 # --- read ----------------------------------------------------------------------------------------------------------
 start=$SECONDS

@@ -73,6 +73,12 @@ bounds the wait (default 0: wait for ever, as a capture service should; a superv
 would lose the connections' state): beyond it the tap stops as on SIGTERM and exits with 3. SIGINT and
 SIGTERM stop a waiting tap at once, as usual.
 
+Metrics
+-------
+``--metrics HOST:PORT`` serves Prometheus metrics at ``/metrics``: ``inspector.metrics`` counts (sans-I/O, from
+each event batch written and from the counters the live view shows, once a second) and ``inspector.metrics_http``
+serves the last snapshot from ``prometheus_client``'s HTTP server thread. The README lists the metrics.
+
 Full disk
 ---------
 When writing fails (``ENOSPC``, ``EDQUOT``, ``EIO``, any ``OSError`` on write, close or rename) the tap stops
@@ -98,6 +104,15 @@ from inspector.arg_types import parse_count, parse_duration, parse_size
 from inspector.decode_options import add_decode_options
 from inspector.tap_driver import TapDriver, error_line
 from inspector.tap_events import EXIT_USAGE
+
+
+def _metrics_address(text: str) -> tuple[str, int]:
+    from inspector.metrics_http import parse_address
+
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -132,6 +147,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-outage", type=parse_duration, default=0.0, metavar="DURATION",
                    help="when the interface goes down or disappears, wait at most this long for it to come back, "
                         "then stop with exit code 3 (default 0: wait for ever, retrying every 0.5-5 s)")
+    p.add_argument("--metrics", type=_metrics_address, default=None, metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; :9464 listens on "
+                        "every interface): requests, responses, latency, bytes, decode failures, kernel drops, ...")
     p.add_argument("--tcpdump", default="tcpdump", metavar="PATH", help="tcpdump binary (default: from PATH)")
     add_decode_options(p)
     p.set_defaults(func=run)

@@ -34,6 +34,7 @@ from inspector.capture_parser import CaptureError
 from inspector.decode_options import read_options
 from inspector.keylog_file import KeyLogFile
 from inspector.live_view import LiveStats, LiveView, TapCounters
+from inspector.reader import _fewer_collections
 from inspector.tap_controller import TapConfig, TapController
 from inspector.tap_decode import TapDecoder
 from inspector.tap_events import (
@@ -202,7 +203,8 @@ class TapDriver:
                                    f"(filter: {self.bpf}) → {self.out}", highlight=False)
                 self.view = LiveView(self.console, interface=iface, bpf=self.bpf, output=self.out)
                 self.view.start()
-            code, error = self._session()
+            with _fewer_collections():  # as `read`: the collector would walk the rows waiting for their batch
+                code, error = self._session()
         finally:
             if self.view is not None:
                 self.view.stop()
@@ -373,8 +375,9 @@ class TapDriver:
         return FileGrew((path.parent / f".{path.name}.inprogress").stat().st_size if path is not None else 0)
 
     def wrote(self, batch: pa.RecordBatch) -> None:
-        """An event batch was written: the live view's and the metrics' totals take it."""
-        self.live_stats.add_batch(batch)
+        """An event batch was written: the live view's (when shown) and the metrics' totals take it."""
+        if self.view is not None:
+            self.live_stats.add_batch(batch)
         if self.metrics is not None:
             self.metrics.add_batch(batch)
 

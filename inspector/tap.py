@@ -15,8 +15,10 @@ through the same sans-I/O path as ``read``: :func:`~inspector.packets.parse_pack
 memory-mapped TPACKET_V3 ring of ``--buffer`` bytes in the kernel, packed block by block, which absorbs
 bursts while Python decodes.
 
-Measured on ``lo`` (``bench/bench_tap.py``; 2 cores shared by broker, load sender, tcpdump and tap), the
-highest rate decoded with zero kernel drops and no backlog: tcpdump pipe 18,000-21,000 packets/s
+Real traffic replayed onto ``lo`` by tcpreplay (``bench/bench_tap.py --replay``, no broker or client on the
+machine, the tap with ``--metrics`` on its own core): 140,000-170,000 packets/s decoded with zero kernel drops and
+no growing lag (250,000 with ``--buffer 1GB``). With a broker and a load sender on the same 2 cores (the bench's
+first mode), the highest rate decoded with zero kernel drops and no backlog: tcpdump pipe 18,000-21,000 packets/s
 (``read`` of the same traffic from a file: 13,500-25,500 packets/s, decoding bounds both); a scapy
 PF_PACKET sniffer with the same kernel BPF filter (one ``recvfrom`` and one Python call per packet in the
 decoding thread) 12,700-17,500 at best, with drops at 4,000 when the machine was busy; tcpdump with

@@ -76,6 +76,28 @@ def _merged(mine: Any, theirs: Any, name: str) -> Any:
     raise TypeError(f"{name}: cannot merge a {type(mine).__name__}")
 
 
+def byte_counts(conn: KafkaConnection, tls: TlsStream | None = None) -> dict[str, int]:
+    """A connection's byte accounting as its ``connections.parquet`` row has it: ``bytes_KEY`` for each of
+    ``BYTE_COUNTS`` in total, then ``client_bytes_KEY`` and ``broker_bytes_KEY`` (the bytes each side sent). Of a
+    closed connection, final; of an open one (the tap's metrics), what it has so far (an incomplete TLS record
+    counts as undecodable until it completes)."""
+    st = conn.stats
+    c = conn.client_side or 0
+    out = {f"bytes_{key}": 0 for key in BYTE_COUNTS}
+    for prefix, side in (("client", c), ("broker", 1 - c)):
+        seen, undecodable, encrypted, overhead = st.bytes_seen[side], st.bytes_skipped[side], 0, 0
+        if tls is not None:  # the stream's bytes are records; the framers saw their plaintext
+            seen, encrypted, overhead, malformed = tls.bytes(side)
+            undecodable += malformed
+        for key, value in (("seen", seen + st.bytes_gap[side]), ("decoded", st.bytes_framed[side]),
+                           ("gap", st.bytes_gap[side]), ("undecodable", undecodable),
+                           ("retransmitted", st.bytes_retransmitted[side]), ("encrypted", encrypted),
+                           ("tls_overhead", overhead)):
+            out[f"{prefix}_bytes_{key}"] = value
+            out[f"bytes_{key}"] += value
+    return out
+
+
 @dataclass
 class ApiStats:
     requests: int = 0
@@ -164,7 +186,6 @@ class Summary:
         undecodable bytes are its plaintext's, with the records the TLS layer could not split undecodable too);
         retransmitted duplicates are not in ``bytes_seen`` but in ``bytes_retransmitted``."""
         st = conn.stats
-        c = conn.client_side or 0
         row: dict[str, Any] = {
             "capture": capture,
             "conn_id": conn.conn_id,
@@ -188,19 +209,7 @@ class Summary:
             row.update(tls.columns())
             if sasl is None:  # no SASL: the client certificate's principal, as Kafka's SSL principal builder
                 row["principal"] = tls.principal
-        for key in BYTE_COUNTS:
-            row[f"bytes_{key}"] = 0
-        for prefix, side in (("client", c), ("broker", 1 - c)):
-            seen, undecodable, encrypted, overhead = st.bytes_seen[side], st.bytes_skipped[side], 0, 0
-            if tls is not None:  # the stream's bytes are records; the framers saw their plaintext
-                seen, encrypted, overhead, malformed = tls.bytes(side)
-                undecodable += malformed
-            for key, value in (("seen", seen + st.bytes_gap[side]), ("decoded", st.bytes_framed[side]),
-                               ("gap", st.bytes_gap[side]), ("undecodable", undecodable),
-                               ("retransmitted", st.bytes_retransmitted[side]), ("encrypted", encrypted),
-                               ("tls_overhead", overhead)):
-                row[f"{prefix}_bytes_{key}"] = value
-                row[f"bytes_{key}"] += value
+        row.update(byte_counts(conn, tls))
         self.connections.append(row)
         self.limit_hit("--max-pending", st.pending_dropped)
 

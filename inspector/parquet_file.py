@@ -10,6 +10,7 @@ is missing or takes other arguments (another pyarrow), ``pyarrow.parquet`` write
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,42 @@ def read_events(path: str | Path, columns: tuple[str, ...] | None = None) -> pa.
         raise ValueError(f"no Parquet files in {folder}")
     return pa.concat_tables([pq.read_table(f, columns=list(columns) if columns else None) for f in files],
                             promote_options="default")
+
+
+def read_table(path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file, whole (``columns`` only when given). Imports ``pyarrow.parquet``."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=columns)
+
+
+def num_rows(path: str | Path) -> int:
+    """The rows of a Parquet file, from its footer."""
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+def column_max(path: str | Path, column: str) -> int | None:
+    """The largest value of an integer column of a Parquet file, from its footer's statistics where every row group
+    has them, else from the column itself (None: no rows, or all null)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.names.index(column)
+    best: int | None = None
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            value = pc.max(pq.read_table(path, columns=[column]).column(0)).as_py()
+            return None if value is None else int(value)
+        best = int(stats.max) if best is None else max(best, int(stats.max))
+    return best
+
+
+def iter_batches(path: str | Path, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
+    """A Parquet file's rows, batch by batch (memory: one batch). Imports ``pyarrow.parquet``."""
+    import pyarrow.parquet as pq
+
+    yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size)

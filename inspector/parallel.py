@@ -26,6 +26,7 @@ from inspector.writers import EventWriter, JsonLinesWriter, ParquetDatasetWriter
 #: conn_ids of a run's file N start at (first block + N) << CONN_ID_SHIFT, so they stay unique across processes.
 CONN_ID_SHIFT = 32
 _PR_SET_PDEATHSIG = 1
+_STOP = {signal.SIGINT, signal.SIGTERM}
 
 
 def first_block(max_conn_id: int) -> int:
@@ -45,8 +46,9 @@ def _die_with_parent(parent: int) -> None:
 def _worker(conn: Connection, parent: int, index: int, block: int, path: str, staging: str, fmt: str,
             options: ReadOptions) -> None:
     _die_with_parent(parent)
-    for signum in (signal.SIGINT, signal.SIGTERM):  # the parent stops the run (and kills its workers)
+    for signum in _STOP:  # the parent stops the run (and kills its workers); they came blocked (see _spawn)
         signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
     out_dir = Path(staging)
     writer: EventWriter
     if fmt == "parquet":  # named by the capture's place among the run's: the staging folder lists them in order
@@ -87,9 +89,15 @@ def read_parallel(paths: list[str], staging: Path, fmt: str, options: ReadOption
                 started: BaseProcess = context.Process(
                     target=_worker, name=f"read-{index}", daemon=True,
                     args=(send, parent, index, block + index, path, str(staging), fmt, options))
-                started.start()
+                # An interrupt between the fork and the line after it would leave a worker no one kills: held
+                # back until it is listed (the worker inherits the mask, and unblocks once it ignores them).
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
+                try:
+                    started.start()
+                    running[receive] = (started, index, path)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
                 send.close()
-                running[receive] = (started, index, path)
             for ready in wait(list(running)):
                 conn = ready if isinstance(ready, Connection) else None
                 assert conn is not None

@@ -26,7 +26,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -132,7 +131,7 @@ class Staging:
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.path = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self.path = out / f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
         self.path.mkdir()
 
     def discard(self) -> None:

@@ -147,7 +147,7 @@ def _run_locked(args: argparse.Namespace, options: ReadOptions, console: Console
         line = f"wrote {summary.messages:,} events to {escape_markup(str(out))} ({n} file{'s' if n != 1 else ''})"
         if len(doc["runs"]) > 1:
             line += f"; it holds {doc['messages']:,} events from {len(doc['runs'])} runs"
-        console.print(line)
+        console.print(line, soft_wrap=True)
     return EXIT_OK
 
 

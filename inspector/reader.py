@@ -132,9 +132,11 @@ def count_events(summary: Summary, events: list[ConnectionEvent], out: list[Kafk
 
 
 def account_finished(inspector: Inspector, summary: Summary, name: str) -> None:
-    """What read and tap record once ``inspector`` is finished: the connections it closed, the limit hits it
-    counted and the highest conn_id it gave."""
+    """What read and tap record once ``inspector`` is finished: the connections it closed, the segments its
+    reassembler ignored, the limit hits it counted and the highest conn_id it gave."""
     drain_closed(inspector, summary, name)
+    if inspector.reassembler.ignored:
+        summary.segments_ignored(name, inspector.reassembler.ignored)
     summary.limit_hit("--max-connections", inspector.evicted)
     summary.limit_hit("--max-held", inspector.released)
     summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)

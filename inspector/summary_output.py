@@ -34,6 +34,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "non_kafka_bytes": summary.non_kafka_bytes,
         "apis": summary.rows(),
         "accounting": summary.accounting(),
+        "ignored_segments": summary.ignored(),
         "limits": {name: {"hits": hits, "meaning": LIMITS.get(name, "")}
                    for name, hits in sorted(summary.limits.items())},
         "warnings": summary.warnings,
@@ -95,6 +96,12 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 into[key] = into.get(key, 0) + int(value or 0)
     hits = _add_by_key({name: entry.get("hits", 0) for name, entry in (run.get("limits") or {}).items()}
                        for run in runs)
+    ignored: dict[str, dict[str, int]] = {}
+    for run in runs:
+        for reason, counts in (run.get("ignored_segments") or {}).items():
+            into = ignored.setdefault(reason, {"segments": 0, "bytes": 0})
+            for key in into:
+                into[key] += int(counts.get(key) or 0)
     return {
         "packets": doc["packets"],
         "packets_skipped": doc["packets_skipped"],
@@ -109,6 +116,7 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "non_kafka_bytes": doc["non_kafka_bytes"],
         "apis": [apis[name] for name in sorted(apis)],
         "accounting": accounting,
+        "ignored_segments": ignored,
         "limits": {name: {"hits": count, "meaning": LIMITS.get(name, "")} for name, count in sorted(hits.items())},
         "warnings": [w for run in runs for w in run.get("warnings") or []],
         "max_conn_id": max((int(run.get("max_conn_id") or 0) for run in runs), default=0),
@@ -154,6 +162,14 @@ def print_summary(console: Console, summary: Summary, elapsed: float) -> None:
         + (f"; {summary.non_kafka_connections} other TCP connections ({summary.non_kafka_bytes:,} bytes) ignored"
            if summary.non_kafka_connections else "")
     )
+    ignored = {reason: counts for reason, counts in summary.ignored().items() if counts["bytes"]}
+    if ignored:  # data that reached no stream (segments without any are in summary.json only)
+        segments = sum(c["segments"] for c in ignored.values())
+        size = sum(c["bytes"] for c in ignored.values())
+        console.print(f"[yellow]ignored:[/] {segments:,} TCP segments carrying {size:,} bytes that reached no stream ("
+                      + ", ".join(f"{reason}: {c['segments']:,} segments, {c['bytes']:,} bytes"
+                                  for reason, c in ignored.items())
+                      + "); see summary.json ignored_segments", highlight=False, soft_wrap=True)
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {escape_markup(warning)}")
     for name, hits in sorted(summary.limits.items()):

@@ -251,21 +251,22 @@ def cmd_tap(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_clients(args: argparse.Namespace, console: Console) -> int:
-    """The client inventory of captures or events datasets, in the terminal (pyarrow only)."""
-    import pyarrow as pa
-
-    from inspector.client_inventory import COLUMNS, inventory
-    from inspector.parquet_file import read_events
+    """The client inventory of captures or events datasets, in the terminal (pyarrow only), batch by batch: memory
+    does not grow with the events."""
+    from inspector.client_inventory import COLUMNS, Inventory
+    from inspector.parquet_file import iter_events
+    from inspector.reader import BATCH_ROWS
 
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    tables = []
+    found = Inventory()
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
             try:
-                tables.append(read_events(path, COLUMNS))
+                for batch in iter_events(path, COLUMNS):
+                    found.add(batch)
             except (OSError, ValueError) as exc:  # no events there, or not the events contract
                 _error(f"{name}: not an events dataset ({exc})")
                 return EXIT_CAPTURE
@@ -275,14 +276,16 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             return EXIT_CAPTURE
         table = EventTable(capture=path.name, records=options.records)
         try:
-            for ev in iter_capture(name, Summary(), options):
+            for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
                 table.add(ev)
+                if len(table) >= BATCH_ROWS:
+                    found.add(table.take())
         except CaptureError as exc:
             _error(f"{exc}")
             return EXIT_CAPTURE
-        tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
-    clients = inventory(pa.concat_tables(tables))
-    _print_clients(console, [c.row() for c in clients])
+        if len(table):
+            found.add(table.take())
+    _print_clients(console, [c.row() for c in found.clients()])
     return EXIT_OK
 
 

@@ -113,20 +113,6 @@ def iter_events(path: str | Path, columns: tuple[str, ...], batch_size: int = 10
                                       use_threads=False)
 
 
-def read_table(path: str | Path, columns: list[str] | None = None) -> pa.Table:
-    """One Parquet file, whole (``columns`` only when given). Imports ``pyarrow.parquet``."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path, columns=columns)
-
-
-def num_rows(path: str | Path) -> int:
-    """The rows of a Parquet file, from its footer."""
-    import pyarrow.parquet as pq
-
-    return int(pq.ParquetFile(path).metadata.num_rows)
-
-
 def column_max(path: str | Path, column: str) -> int | None:
     """The largest value of an integer column of a Parquet file, from its footer's statistics where every row group
     has them, else from the column itself (None: no rows, or all null)."""

@@ -2,8 +2,8 @@
 
 Exit codes: 0 done (damage in the traffic is reported, not an error); 2 bad usage;
 3 a capture could not be read (missing, not a capture, damaged header); 4 the output could not be
-written (disk full, quota, I/O error: one line names the directory and the errno; completed files
-stay, the file in progress is removed, never renamed into place); 130 interrupted.
+written (disk full, quota, I/O error: one line names the directory and the errno; ``read`` publishes
+nothing, ``tap`` keeps the files it completed and removes the one in progress); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -26,17 +25,9 @@ from inspector.connection import Endpoint
 from inspector.decode_options import add_decode_options as _add_decode_options
 from inspector.decode_options import read_options as _read_options
 from inspector.events import EventTable
-from inspector.reader import iter_capture, read_captures, write_connections
+from inspector.reader import iter_capture
 from inspector.summary import Summary
-from inspector.summary_output import escape_markup, print_notes, print_summary, summary_dict
-from inspector.writers import (
-    EventWriter,
-    JsonLinesWriter,
-    OutputError,
-    ParquetDatasetWriter,
-    output_error,
-    remove_quietly,
-)
+from inspector.summary_output import escape_markup, print_notes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -185,100 +176,13 @@ def _keylog_missing(args: argparse.Namespace) -> bool:
 
 
 def cmd_read(args: argparse.Namespace, console: Console) -> int:
+    """Decode captures into DIR (``inspector.read_command``: checked first, built aside, published when complete)."""
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    out: Path = args.output
-    old = sorted((out / "events").glob("*.parquet")) + sorted(out.glob("events*.jsonl"))
-    if old and not (args.overwrite or args.append):
-        _error(f"{out} already holds events ({len(old)} files): use --overwrite to replace them or --append")
-        return EXIT_USAGE
-    try:
-        if args.overwrite:
-            for path in old:
-                path.unlink()
-        out.mkdir(parents=True, exist_ok=True)
-        writer: EventWriter = (ParquetDatasetWriter(out) if args.format == "parquet" else JsonLinesWriter(out))
-    except OSError as exc:
-        _error(f"cannot write to {out}: {exc.strerror or exc}")
-        return EXIT_OUTPUT
-    for path in args.captures:
-        if path != "-" and not Path(path).is_file():
-            _error(f"{path}: no such file")
-            return EXIT_CAPTURE
-    started = time.perf_counter()
-    total = sum(Path(p).stat().st_size for p in args.captures if p != "-") or None
-    summary = Summary()
-    try:
-        if args.jobs != 1 and len(args.captures) > 1:
-            from inspector.parallel import read_parallel
+    from inspector.read_command import run
 
-            summary = read_parallel(args.captures, out, args.format, options, args.jobs)
-        elif args.quiet:
-            read_captures(args.captures, writer, options, summary=summary)
-        else:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                          TimeElapsedColumn(), console=_real(console), transient=True) as bar:
-                task = bar.add_task("reading", total=total, info="")
-                done_before = [0]
-                current = [""]
-
-                def progress(name: str, nbytes: int, frames: int) -> None:
-                    if name != current[0]:
-                        if current[0]:
-                            done_before[0] = int(bar.tasks[0].completed)
-                        current[0] = name
-                    elapsed = max(time.perf_counter() - started, 1e-6)
-                    bar.update(task, completed=done_before[0] + nbytes, description=name,
-                               info=f"{(done_before[0] + nbytes) / 1e6:.1f} MB  {frames:,} frames  "
-                                    f"{frames / elapsed:,.0f} frames/s")
-
-                read_captures(args.captures, writer, options, progress, summary)
-    except CaptureError as exc:
-        try:
-            writer.close()
-        except OSError as failed:
-            _error(f"{exc}; and {failed}")
-            return EXIT_OUTPUT
-        _error(f"{exc}")
-        return EXIT_CAPTURE
-    except OSError as exc:  # a write failure is an OutputError: the file in progress is already removed
-        if not isinstance(exc, OutputError):
-            with contextlib.suppress(OSError):
-                writer.close()
-        _error(f"{exc}")
-        return EXIT_OUTPUT
-    try:
-        files = writer.close() if not (args.jobs != 1 and len(args.captures) > 1) else []
-        _write_totals(summary, out)
-    except OSError as exc:
-        _error(str(output_error(out, exc)))
-        return EXIT_OUTPUT
-    if not args.quiet:
-        print_summary(console, summary, time.perf_counter() - started)
-        console.print(f"wrote {summary.messages:,} events to {escape_markup(str(out))} "
-                      f"({len(files) or 'several'} file{'s' if len(files) != 1 else ''})")
-    return EXIT_OK
-
-
-def _write_totals(summary: Summary, out: Path) -> None:
-    """``connections.parquet`` and ``summary.json``; a failure leaves neither half-written (OutputError)."""
-    try:
-        write_connections(summary, out)
-    except OSError as exc:
-        remove_quietly(out / "connections.parquet")
-        raise output_error(out, exc, "the event files are complete; connections.parquet and summary.json "
-                                     "not written") from exc
-    tmp = out / ".summary.json.inprogress"
-    try:
-        tmp.write_text(json.dumps(summary_dict(summary), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, out / "summary.json")
-    except OSError as exc:
-        remove_quietly(tmp)
-        raise output_error(out, exc, "the event files and connections.parquet are complete; summary.json "
-                                     "not written") from exc
+    return run(args, options, console, lambda: _real(console))
 
 
 # -- show -------------------------------------------------------------------------------------
@@ -404,18 +308,18 @@ def cmd_tap(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_clients(args: argparse.Namespace, console: Console) -> int:
-    """The client inventory of captures or events datasets, in the terminal (pyarrow only)."""
-    import pyarrow as pa
-
-    from inspector.client_inventory import COLUMNS, inventory
+    """The client inventory of captures or events datasets, in the terminal (pyarrow only), batch by batch: memory
+    does not grow with the events."""
+    from inspector.client_inventory import COLUMNS, Inventory
     from inspector.clients_output import print_clients
-    from inspector.parquet_file import read_events
+    from inspector.parquet_file import iter_events
+    from inspector.reader import BATCH_ROWS
     from pipelines.preflight import events_problem
 
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    tables = []
+    found = Inventory()
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
@@ -424,7 +328,8 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
                 _error(problem)
                 return EXIT_CAPTURE
             try:
-                tables.append(read_events(path, COLUMNS))
+                for batch in iter_events(path, COLUMNS):
+                    found.add(batch)
             except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
                 _error(f"{name}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
                 return EXIT_CAPTURE
@@ -435,17 +340,19 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             return EXIT_CAPTURE
         table = EventTable(capture=path.name, records=options.records)
         try:
-            for ev in iter_capture(name, Summary(), options):
+            for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
                 table.add(ev)
+                if len(table) >= BATCH_ROWS:
+                    found.add(table.take())
         except CaptureError as exc:
             _error(f"{exc}")
             return EXIT_CAPTURE
         except OSError as exc:  # the key log could not be read
             _error(_unreadable(exc, name))
             return EXIT_CAPTURE
-        tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
-    clients = inventory(pa.concat_tables(tables))
-    print_clients(console, [c.row() for c in clients], args.format)
+        if len(table):
+            found.add(table.take())
+    print_clients(console, [c.row() for c in found.clients()], args.format)
     return EXIT_OK
 
 

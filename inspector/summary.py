@@ -11,6 +11,7 @@ from decoders import OK
 from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
+from inspector.stream_events import IGNORED_REASONS
 
 if TYPE_CHECKING:
     from inspector.tls_stream import TlsStream
@@ -128,10 +129,22 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     max_conn_id: int = 0  # merged as the larger of the two
     limits: dict[str, int] = field(default_factory=dict)  # LIMITS key -> hits
+    # TCP segments the reassembler ignored (stream_events' IGNORED_* reasons), per capture and reason, and their
+    # payload bytes: what reached no stream byte of any connection (Kafka or not).
+    ignored_segments: dict[str, dict[str, int]] = field(default_factory=dict)
+    ignored_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def merge(self, other: Summary) -> None:
         """Add the totals of ``other`` (e.g. another process's capture) to these."""
         _merge_fields(self, other, {"max_conn_id": max})
+
+    def segments_ignored(self, capture: str, ignored: dict[str, list[int]]) -> None:
+        """Count what a capture's reassembler ignored (``Reassembler.ignored``: reason -> [segments, bytes])."""
+        segments = self.ignored_segments.setdefault(capture, {})
+        sizes = self.ignored_bytes.setdefault(capture, {})
+        for reason, (count, size) in ignored.items():
+            segments[reason] = segments.get(reason, 0) + count
+            sizes[reason] = sizes.get(reason, 0) + size
 
     def limit_hit(self, name: str, count: int = 1) -> None:
         if count:
@@ -214,16 +227,35 @@ class Summary:
         self.limit_hit("--max-pending", st.pending_dropped)
 
     def accounting(self) -> dict[str, dict[str, int]]:
-        """Byte accounting of the Kafka connections per capture, and in total (``"*"``)."""
+        """Byte accounting of the Kafka connections per capture, and in total (``"*"``); then the TCP segments the
+        reassembler ignored there and their payload bytes (``segments_ignored``, ``bytes_ignored``)."""
         keys = tuple(f"bytes_{key}" for key in BYTE_COUNTS)
         out: dict[str, dict[str, int]] = {}
+        blank = ("connections", *keys, "segments_ignored", "bytes_ignored")
         for row in self.connections:
             for name in (str(row["capture"]), "*"):
-                acc = out.setdefault(name, dict.fromkeys(("connections", *keys), 0))
+                acc = out.setdefault(name, dict.fromkeys(blank, 0))
                 acc["connections"] += 1
                 for key in keys:
                     acc[key] += row.get(key) or 0
+        for capture, by_reason in self.ignored_segments.items():
+            sizes = self.ignored_bytes.get(capture, {})
+            for name in (capture, "*"):
+                acc = out.setdefault(name, dict.fromkeys(blank, 0))
+                acc["segments_ignored"] += sum(by_reason.values())
+                acc["bytes_ignored"] += sum(sizes.values())
         return out
+
+    def ignored(self) -> dict[str, dict[str, int]]:
+        """The segments ignored in every capture together, by reason: ``{reason: {"segments", "bytes"}}``."""
+        out: dict[str, dict[str, int]] = {}
+        for capture, by_reason in self.ignored_segments.items():
+            sizes = self.ignored_bytes.get(capture, {})
+            for reason, count in by_reason.items():
+                acc = out.setdefault(reason, {"segments": 0, "bytes": 0})
+                acc["segments"] += count
+                acc["bytes"] += sizes.get(reason, 0)
+        return {reason: out[reason] for reason in IGNORED_REASONS if reason in out} | out
 
     def rows(self) -> list[dict[str, Any]]:
         out = []

@@ -323,7 +323,7 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
-            problem = events_problem(name, COLUMNS)
+            problem = events_problem(name)  # the identifying columns: a column added since reads as null
             if problem is not None:
                 _error(problem)
                 return EXIT_CAPTURE

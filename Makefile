@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 KAFKA_SPEC ?= ../shared/kafka-spec
 OUT ?= out
 
-.PHONY: setup system-deps test lint demo regen check-generated bench captures clean
+.PHONY: setup system-deps test lint demo regen check-generated bench captures clean docker-test
 
 # A C compiler is required: the install compiles the hot path (setup.py), once, in place.
 $(BIN)/kafka-inspector: pyproject.toml setup.py
@@ -72,6 +72,11 @@ bench: setup system-deps
 	$(BIN)/python bench/bench_decode.py
 	$(BIN)/python bench/bench_read.py
 	$(BIN)/python bench/bench_tls.py
+
+# The image built from a clean export of the current commit and run in both roles (docs/docker.md): needs a
+# Docker engine; minutes on a first run, less once Docker's layer cache holds the dependencies.
+docker-test:
+	docker/test.sh
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache build $(ACCEL_STAMP)

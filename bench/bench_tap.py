@@ -19,10 +19,15 @@ Capture back ends compared, all feeding the same decode path (``inspector.tap_de
 Then ``read`` on the same traffic saved to a file: the highest step is run once more with a plain
 ``tcpdump -w`` and the file is decoded by ``kafka-inspector read`` (decode speed with no capture cost).
 
+Replay mode (``--replay PCAP``, ``bench/tap_replay.py``): real traffic replayed onto ``lo`` by tcpreplay, no broker
+and no client on the machine; its results are in that module.
+
 Usage::
 
     python bench/bench_tap.py                       # all back ends, default steps
     python bench/bench_tap.py --modes tcpdump --rates 5000,10000,20000 --seconds 5
+    python bench/bench_tap.py --replay bench/data/big-frames.pcap --quiet --nice -20 --pin 0/1 \
+        --rates 60000,100000,140000,170000 --seconds 8
 
 Must run as root (captures on ``lo``). Everything runs on this machine's 2 cores: the broker, the
 sender, tcpdump and the tap share them, so the numbers are a floor for a dedicated capture host.
@@ -360,14 +365,30 @@ def main() -> int:
         print(json.dumps(scapy_tap(int(sys.argv[2]), sys.argv[3])))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rates", default="2000,4000,6000,8000,9000,10000,11000,12000,14000",
-                    help="requests/s per step (comma separated)")
+    ap.add_argument("--replay", metavar="PCAP", help="replay this capture onto lo with tcpreplay at each --rates "
+                    "(packets/s) instead of running a broker and a load sender; the tap runs with --metrics")
+    ap.add_argument("--quiet", action="store_true", help="--replay: run the tap with --quiet (no live view)")
+    ap.add_argument("--keep-going", action="store_true", help="--replay: go on after a step that did not keep up")
+    ap.add_argument("--nice", type=int, default=0, help="--replay: run the tap (its tcpdump) and tcpreplay with this "
+                    "nice value, e.g. -10: on a machine shared with other work, the cores a capture host gives them")
+    ap.add_argument("--pin", metavar="TAP_CPUS/REPLAY_CPUS", help="--replay: taskset the tap (and its tcpdump) and "
+                    "tcpreplay, e.g. 0/1: the sender never runs on the tap's core")
+    ap.add_argument("--copies", type=int, default=4, help="--replay: copies of the capture, each with its own "
+                    "addresses, replayed one after the other (and looped) so that a step is not a repeat")
+    ap.add_argument("--tap-args", nargs="*", default=[], help="--replay: more options for the tap")
+    ap.add_argument("--rates", default=None,
+                    help="requests/s per step (comma separated); with --replay: packets/s")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--conns", type=int, default=4)
     ap.add_argument("--modes", default="tcpdump,tcpdump-imm,scapy",
                     help="tcpdump (the tap), tcpdump-imm (the tap with --immediate-mode), scapy")
     args = ap.parse_args()
-    rates = [float(r) for r in args.rates.split(",")]
+    if args.replay:
+        from bench.tap_replay import main_replay
+
+        args.rates = args.rates or "20000,40000,60000,80000,100000,120000"
+        return main_replay(args)
+    rates = [float(r) for r in (args.rates or "2000,4000,6000,8000,9000,10000,11000,12000,14000").split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench_tap_"))
     port = free_port()
     steps: list[Step] = []

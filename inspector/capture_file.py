@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Generator, Iterator
@@ -34,6 +35,7 @@ __all__ = [
     "CaptureError",
     "CaptureReader",
     "RawPacket",
+    "input_problem",
     "open_capture",
 ]
 
@@ -272,8 +274,27 @@ class CaptureReader:
         return pool[:got]
 
 
+def input_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a capture input, in one line with the fix; None when it can be opened as one: a
+    file, ``-`` (stdin), or a pipe or character device (``<(zcat x.pcap.gz)``, a FIFO), read as a stream."""
+    if path == "-":
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as exc:
+        return f"{path}: cannot open: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory: name the capture files in it (for example {os.path.join(path, '*.pcap')})"
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return None
+    return f"{path}: not a file, pipe or device (a socket?): give a capture file, or - for stdin"
+
+
 def open_capture(path: str) -> CaptureReader:
-    """Open a pcap or pcapng capture, optionally gzip-compressed; ``"-"`` reads standard input.
+    """Open a pcap or pcapng capture, optionally gzip-compressed; ``"-"`` reads standard input, and a pipe or
+    character device is read as a stream like it (``total_bytes`` None).
 
     The format is detected from the content, never from the file name. The file header is read and
     checked here, so a file that cannot be used raises :class:`CaptureError` immediately, with a
@@ -283,13 +304,16 @@ def open_capture(path: str) -> CaptureReader:
     if path == "-":
         raw: IO[bytes] = sys.stdin.buffer
     else:
+        problem = input_problem(path)
+        if problem is not None:
+            raise CaptureError(problem)
         try:
             raw = open(path, "rb")  # noqa: SIM115 - owned by the reader
         except OSError as exc:
             raise CaptureError(f"{path}: cannot open: {exc.strerror or exc}") from None
         try:
             st = os.fstat(raw.fileno())
-            total = st.st_size
+            total = st.st_size if stat.S_ISREG(st.st_mode) else None
         except OSError:  # pragma: no cover
             total = None
     try:

@@ -2,8 +2,8 @@
 
 Exit codes: 0 done (damage in the traffic is reported, not an error); 2 bad usage;
 3 a capture could not be read (missing, not a capture, damaged header); 4 the output could not be
-written (disk full, quota, I/O error: one line names the directory and the errno; completed files
-stay, the file in progress is removed, never renamed into place); 130 interrupted.
+written (disk full, quota, I/O error: one line names the directory and the errno; ``read`` publishes
+nothing, ``tap`` keeps the files it completed and removes the one in progress); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,30 +12,22 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from contract.text import visible
-from inspector.capture_file import CaptureError
+from inspector.arg_types import parse_jobs, parse_limit
+from inspector.capture_file import CaptureError, input_problem
+from inspector.connection import Endpoint
 from inspector.decode_options import add_decode_options as _add_decode_options
 from inspector.decode_options import read_options as _read_options
 from inspector.events import EventTable
-from inspector.reader import iter_capture, read_captures, write_connections
+from inspector.reader import iter_capture
 from inspector.summary import Summary
-from inspector.summary_output import escape_markup, print_summary, summary_dict
-from inspector.writers import (
-    EventWriter,
-    JsonLinesWriter,
-    OutputError,
-    ParquetDatasetWriter,
-    output_error,
-    remove_quietly,
-)
+from inspector.summary_output import escape_markup, print_notes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,7 +37,8 @@ EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 1
 
 class _LazyConsole:
     """rich's Console, made (and rich imported, ~30 ms) when something is first printed: ``read --quiet``
-    prints nothing."""
+    prints nothing. Off a terminal (a pipe, a file) a line is never wrapped: ``show X | grep`` sees each
+    message whole."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
@@ -57,10 +50,21 @@ class _LazyConsole:
             from rich.console import Console
 
             self._console = Console(**self._options)
+            if not self._console.is_terminal:
+                self._console.soft_wrap = True
+            self._console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
         return self._console
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
+
+
+def _reader_left() -> None:
+    """What rich does when the reader of a pipe left (``show X | head``), without its exit code 1: nothing more
+    is written there, and :func:`main` ends with 0 as for any other closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise BrokenPipeError
 
 
 def _real(console: Console) -> Console:
@@ -72,10 +76,36 @@ def _real(console: Console) -> Console:
 _LEAN_COMMANDS = ("read", "show", "clients")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (argparse prints its usage first, many lines for ``read``):
+    the problem, and where the usage is. Exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (looked up only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("kafka-inspector")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            text = "(not installed: version unknown)"
+        print(f"kafka-inspector {text}")
+        parser.exit(EXIT_OK)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; for ``command`` read or show, without the tap and report subcommands (their modules
     cost ~40 ms to import, a tenth of reading a small capture)."""
-    parser = argparse.ArgumentParser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
+    parser = _Parser(prog="kafka-inspector", description="Inspect Kafka wire traffic.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
 
     read = sub.add_parser("read", help="decode captures into a Parquet (or JSON lines) events dataset")
@@ -86,23 +116,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     existing = read.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace events already in DIR")
     existing.add_argument("--append", action="store_true", help="add to events already in DIR")
-    read.add_argument("--jobs", "-j", type=int, default=1,
+    read.add_argument("--jobs", "-j", type=parse_jobs, default=1,
                       help="decode this many capture files in parallel (0 = all cores)")
     _add_decode_options(read)
 
     show = sub.add_parser("show", help="print decoded messages for a person")
     show.add_argument("capture", help="pcap/pcapng file, or - for stdin")
     show.add_argument("--filter", "-f", action="append", default=[], metavar="EXPR",
-                      help="COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX on the event columns "
-                           "(api_name, api_key, direction, client_id, group_id, decode_status, ...); "
+                      help="COLUMN=VALUE, COLUMN!=VALUE, COLUMN~REGEX or COLUMN<VALUE (<, <=, >, >=: numbers and "
+                           "ts) on the event columns (api_name, api_key, direction, client_id, error_code, tls, "
+                           "latency_ms, ...), values spelt as JSON (true, false, null, 7, \"text\"); null is "
+                           "matched only by =null and !=null (error_code!=0 leaves out the rows without a code); "
                            "repeat to AND")
     show.add_argument("--verbose", "-v", action="store_true", help="print each decoded body")
-    show.add_argument("--limit", type=int, default=0, help="stop after N messages")
+    show.add_argument("--limit", type=parse_limit, default=None, metavar="N", help="stop after N messages")
     _add_decode_options(show)
 
     clients = sub.add_parser("clients", help="one row per client: software, versions used, brokers, errors")
     clients.add_argument("inputs", nargs="+", metavar="CAPTURE_OR_EVENTS",
                          help="pcap/pcapng files, or directories written by `read` (their events)")
+    clients.add_argument("--format", choices=("table", "tsv", "json"), default="table",
+                         help="table (default: for a person; off a terminal, one line per client), tsv (a header "
+                              "line, then one tab-separated line per client) or json (an array of the rows "
+                              "`report` writes to clients.parquet, one a line)")
     _add_decode_options(clients)
 
     if command in _LEAN_COMMANDS:
@@ -130,157 +166,73 @@ def _error(message: str) -> None:
 def _keylog_missing(args: argparse.Namespace) -> bool:
     """``--tls-keylog FILE`` names no file: said on stderr (read, show and clients read it whole; the tap waits
     for it)."""
-    if args.tls_keylog is not None and not Path(args.tls_keylog).is_file():
+    if args.tls_keylog is None or Path(args.tls_keylog).is_file():
+        return False
+    if Path(args.tls_keylog).is_dir():
+        _error(f"--tls-keylog {args.tls_keylog} is a directory: give the key log file (SSLKEYLOGFILE) in it")
+    else:
         _error(f"--tls-keylog {args.tls_keylog}: no such file")
-        return True
-    return False
+    return True
 
 
 def cmd_read(args: argparse.Namespace, console: Console) -> int:
+    """Decode captures into DIR (``inspector.read_command``: checked first, built aside, published when complete)."""
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    out: Path = args.output
-    old = sorted((out / "events").glob("*.parquet")) + sorted(out.glob("events*.jsonl"))
-    if old and not (args.overwrite or args.append):
-        _error(f"{out} already holds events ({len(old)} files): use --overwrite to replace them or --append")
-        return EXIT_USAGE
-    try:
-        if args.overwrite:
-            for path in old:
-                path.unlink()
-        out.mkdir(parents=True, exist_ok=True)
-        writer: EventWriter = (ParquetDatasetWriter(out) if args.format == "parquet" else JsonLinesWriter(out))
-    except OSError as exc:
-        _error(f"cannot write to {out}: {exc.strerror or exc}")
-        return EXIT_OUTPUT
-    for path in args.captures:
-        if path != "-" and not Path(path).is_file():
-            _error(f"{path}: no such file")
-            return EXIT_CAPTURE
-    started = time.perf_counter()
-    total = sum(Path(p).stat().st_size for p in args.captures if p != "-") or None
-    summary = Summary()
-    try:
-        if args.jobs != 1 and len(args.captures) > 1:
-            from inspector.parallel import read_parallel
+    from inspector.read_command import run
 
-            summary = read_parallel(args.captures, out, args.format, options, args.jobs)
-        elif args.quiet:
-            read_captures(args.captures, writer, options, summary=summary)
-        else:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                          TimeElapsedColumn(), console=_real(console), transient=True) as bar:
-                task = bar.add_task("reading", total=total, info="")
-                done_before = [0]
-                current = [""]
-
-                def progress(name: str, nbytes: int, frames: int) -> None:
-                    if name != current[0]:
-                        if current[0]:
-                            done_before[0] = int(bar.tasks[0].completed)
-                        current[0] = name
-                    elapsed = max(time.perf_counter() - started, 1e-6)
-                    bar.update(task, completed=done_before[0] + nbytes, description=name,
-                               info=f"{(done_before[0] + nbytes) / 1e6:.1f} MB  {frames:,} frames  "
-                                    f"{frames / elapsed:,.0f} frames/s")
-
-                read_captures(args.captures, writer, options, progress, summary)
-    except CaptureError as exc:
-        try:
-            writer.close()
-        except OSError as failed:
-            _error(f"{exc}; and {failed}")
-            return EXIT_OUTPUT
-        _error(f"{exc}")
-        return EXIT_CAPTURE
-    except OSError as exc:  # a write failure is an OutputError: the file in progress is already removed
-        if not isinstance(exc, OutputError):
-            with contextlib.suppress(OSError):
-                writer.close()
-        _error(f"{exc}")
-        return EXIT_OUTPUT
-    try:
-        files = writer.close() if not (args.jobs != 1 and len(args.captures) > 1) else []
-        _write_totals(summary, out)
-    except OSError as exc:
-        _error(str(output_error(out, exc)))
-        return EXIT_OUTPUT
-    if not args.quiet:
-        print_summary(console, summary, time.perf_counter() - started)
-        console.print(f"wrote {summary.messages:,} events to {escape_markup(str(out))} "
-                      f"({len(files) or 'several'} file{'s' if len(files) != 1 else ''})")
-    return EXIT_OK
-
-
-def _write_totals(summary: Summary, out: Path) -> None:
-    """``connections.parquet`` and ``summary.json``; a failure leaves neither half-written (OutputError)."""
-    try:
-        write_connections(summary, out)
-    except OSError as exc:
-        remove_quietly(out / "connections.parquet")
-        raise output_error(out, exc, "the event files are complete; connections.parquet and summary.json "
-                                     "not written") from exc
-    tmp = out / ".summary.json.inprogress"
-    try:
-        tmp.write_text(json.dumps(summary_dict(summary), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, out / "summary.json")
-    except OSError as exc:
-        remove_quietly(tmp)
-        raise output_error(out, exc, "the event files and connections.parquet are complete; summary.json "
-                                     "not written") from exc
+    return run(args, options, console, lambda: _real(console))
 
 
 # -- show -------------------------------------------------------------------------------------
 
 
-def _compile_filter(expr: str) -> Callable[[dict[str, Any]], bool]:
-    m = re.fullmatch(r"\s*(\w+)\s*(!=|=|~)\s*(.*?)\s*", expr)
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: use COLUMN=VALUE, COLUMN!=VALUE or COLUMN~REGEX")
-    column, op, value = m.groups()
-    from inspector.events import COLUMNS
-
-    if column not in COLUMNS:
-        raise argparse.ArgumentTypeError(f"bad filter {expr!r}: unknown column {column!r}")
-    if op == "~":
-        pattern = re.compile(value)
-        return lambda row: row.get(column) is not None and bool(pattern.search(str(row[column])))
-    if op == "=":
-        return lambda row: str(row.get(column)) == value
-    return lambda row: str(row.get(column)) != value
-
-
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
+    from inspector.event_filter import FilterError, compile_filter
+
     try:
-        filters = [_compile_filter(f) for f in args.filter]
-    except argparse.ArgumentTypeError as exc:
+        filters = [compile_filter(f) for f in args.filter]
+    except FilterError as exc:
         _error(f"{exc}")
         return EXIT_USAGE
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    if args.capture != "-" and not Path(args.capture).is_file():
-        _error(f"{args.capture}: no such file")
+    problem = input_problem(args.capture)
+    if problem is not None:
+        _error(problem)
         return EXIT_CAPTURE
     summary = Summary()
     table = EventTable(capture=Path(args.capture).name, records=options.records)
-    shown = 0
+    shown = examined = 0
+    limit: int | None = args.limit
     try:
         for ev in iter_capture(args.capture, summary, options):
             table.add(ev)
             for row in table.take().to_pylist():
+                examined += 1
                 if all(f(row) for f in filters):
                     _print_row(console, row, args.verbose)
                     shown += 1
-            if args.limit and shown >= args.limit:
+                    if shown == limit:
+                        break
+            if shown == limit:
                 break
     except CaptureError as exc:
         _error(f"{exc}")
         return EXIT_CAPTURE
-    console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # the key log could not be read (the capture's own errors are CaptureError)
+        _error(_unreadable(exc, args.capture))
+        return EXIT_CAPTURE
+    if shown == limit:  # the rest of the capture was not read: its totals and warnings are not known
+        console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
+                      f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
+        return EXIT_OK
+    console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]", highlight=False)
+    print_notes(console, summary)
     return EXIT_OK
 
 
@@ -291,8 +243,8 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
     ts = row["ts"].strftime("%H:%M:%S.%f")
     arrow = "→" if row["direction"] == "request" else "←"
     name = escape(row["api_name"] or f"key {row['api_key']}")
-    head = (f"{ts} #{row['conn_id']} {escape(str(row['client_ip']))}:{row['client_port']} {arrow} "
-            f"{escape(str(row['broker_ip']))}:{row['broker_port']} [bold]{name}[/]")
+    head = (f"{ts} #{row['conn_id']} {escape(_endpoint(row['client_ip'], row['client_port']))} {arrow} "
+            f"{escape(_endpoint(row['broker_ip'], row['broker_port']))} [bold]{name}[/]")
     if row["api_version"] is not None:
         head += f" v{row['api_version']}"
     head += f" {row['direction']}"
@@ -321,6 +273,15 @@ def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
         _print_tree(console, json.loads(row["body"]), "    ")
 
 
+def _unreadable(exc: OSError, capture: str) -> str:
+    return f"{exc.filename or capture}: cannot read it: {exc.strerror or exc}"
+
+
+def _endpoint(ip: str | None, port: int | None) -> str:
+    """``ip:port``, an IPv6 address in brackets (``[::1]:9092``), as every output writes an endpoint."""
+    return str(Endpoint(str(ip), port)) if port is not None else str(ip)
+
+
 def _print_tree(console: Console, value: Any, indent: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
@@ -347,57 +308,52 @@ def cmd_tap(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_clients(args: argparse.Namespace, console: Console) -> int:
-    """The client inventory of captures or events datasets, in the terminal (pyarrow only)."""
-    import pyarrow as pa
-
-    from inspector.client_inventory import COLUMNS, inventory
-    from inspector.parquet_file import read_events
+    """The client inventory of captures or events datasets, in the terminal (pyarrow only), batch by batch: memory
+    does not grow with the events."""
+    from inspector.client_inventory import COLUMNS, Inventory
+    from inspector.clients_output import print_clients
+    from inspector.parquet_file import iter_events
+    from inspector.reader import BATCH_ROWS
+    from pipelines.preflight import events_problem
 
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    tables = []
+    found = Inventory()
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
+            problem = events_problem(name, COLUMNS)
+            if problem is not None:
+                _error(problem)
+                return EXIT_CAPTURE
             try:
-                tables.append(read_events(path, COLUMNS))
-            except (OSError, ValueError) as exc:  # no events there, or not the events contract
-                _error(f"{name}: not an events dataset ({exc})")
+                for batch in iter_events(path, COLUMNS):
+                    found.add(batch)
+            except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
+                _error(f"{name}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
                 return EXIT_CAPTURE
             continue
-        if not path.is_file():
-            _error(f"{name}: no such file or directory")
+        problem = input_problem(name)
+        if problem is not None:
+            _error(problem)
             return EXIT_CAPTURE
         table = EventTable(capture=path.name, records=options.records)
         try:
-            for ev in iter_capture(name, Summary(), options):
+            for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
                 table.add(ev)
+                if len(table) >= BATCH_ROWS:
+                    found.add(table.take())
         except CaptureError as exc:
             _error(f"{exc}")
             return EXIT_CAPTURE
-        tables.append(pa.Table.from_batches([table.take()]).select(list(COLUMNS)))
-    clients = inventory(pa.concat_tables(tables))
-    _print_clients(console, [c.row() for c in clients])
+        except OSError as exc:  # the key log could not be read
+            _error(_unreadable(exc, name))
+            return EXIT_CAPTURE
+        if len(table):
+            found.add(table.take())
+    print_clients(console, [c.row() for c in found.clients()], args.format)
     return EXIT_OK
-
-
-def _print_clients(console: Console, rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from contract.clients import apis_text, errors_text, readiness, software_text
-
-    table = Table(title=f"{len(rows)} client(s)", show_lines=True)
-    for column in ("client", "client id", "principal", "software", "seen", "brokers", "APIs (version ×requests)",
-                   "errors (×responses)", "Kafka 4.0"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        first, last = row["first_seen"], row["last_seen"]
-        seen = f"{first:%Y-%m-%d %H:%M:%S} … {last:%H:%M:%S}" if first is not None and last is not None else ""
-        cells = (row["client_ip"], row["client_id"], row["principal"], software_text(row), seen,
-                 ", ".join(row["brokers"]), apis_text(row), errors_text(row), "; ".join(readiness(row)) or "ready")
-        table.add_row(*(escape_markup(visible(str(c))) if c is not None else "" for c in cells))
-    console.print(table)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:

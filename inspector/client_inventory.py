@@ -19,41 +19,62 @@ COLUMNS = ("ts", "client_ip", "client_id", "principal", "broker_ip", "broker_por
            "api_name", "api_version", "error_code", "nested_error_codes", "body", "envelope_correlation_id")
 
 
+class Inventory:
+    """The client inventory, built batch by batch: memory holds one entry per (client, broker, direction, API,
+    version) and per (client, error code), whatever the number of events."""
+
+    def __init__(self) -> None:
+        self.usage: dict[tuple[Any, ...], list[Any]] = {}
+        self.errors: dict[tuple[Any, ...], int] = {}
+
+    def add(self, events: pa.RecordBatch | pa.Table) -> None:
+        """Count a batch of events (the events contract's columns; a column it lacks, as in an older dataset, is
+        null; rows forwarded in an Envelope are left out)."""
+        n = events.num_rows
+        names = set(events.schema.names)
+        col: dict[str, list[Any]] = {name: events.column(name).to_pylist() if name in names else [None] * n
+                                     for name in COLUMNS}
+        usage, errors = self.usage, self.errors
+        for i in range(n):
+            if col["envelope_correlation_id"][i] is not None:
+                continue  # forwarded by a broker: its client is not on this wire
+            who = (col["client_ip"][i], col["client_id"][i], col["principal"][i])
+            ip = col["broker_ip"][i]
+            broker = None if ip is None else str(Endpoint(ip, col["broker_port"][i]))  # [v6]:port, as the report
+            api_key, direction, version = col["api_key"][i], col["direction"][i], col["api_version"][i]
+            key = (*who, broker, direction, api_key, col["api_name"][i], version)
+            ts = col["ts"][i]
+            entry = usage.get(key)
+            if entry is None:
+                entry = usage[key] = [0, ts, ts, None, None, 0]
+            entry[0] += 1
+            entry[1] = min(entry[1], ts)
+            entry[2] = max(entry[2], ts)
+            body = col["body"][i]
+            if direction == "request" and api_key == API_VERSIONS and (version or 0) >= SOFTWARE_FROM:
+                software = _software(body)
+                if software is not None and (entry[3] is None or software < (entry[3], entry[4] or "")):
+                    entry[3], entry[4] = software
+            if old_record_format(api_key, direction, body):
+                entry[5] += 1
+            if direction == "response":
+                codes = set(col["nested_error_codes"][i] or ())
+                if col["error_code"][i]:
+                    codes.add(col["error_code"][i])
+                for code in codes:
+                    errors[(*who, code)] = errors.get((*who, code), 0) + 1
+
+    def clients(self) -> list[Client]:
+        """The clients counted so far (``contract.clients.build_clients``)."""
+        return build_clients(((*key, *values) for key, values in self.usage.items()),
+                             ((*key, n) for key, n in self.errors.items()))
+
+
 def inventory(events: pa.Table) -> list[Client]:
-    """The clients of ``events`` (the events contract's columns; rows forwarded in an Envelope left out)."""
-    col = {name: events.column(name).to_pylist() for name in COLUMNS}
-    usage: dict[tuple[Any, ...], list[Any]] = {}
-    errors: dict[tuple[Any, ...], int] = {}
-    for i in range(events.num_rows):
-        if col["envelope_correlation_id"][i] is not None:
-            continue  # forwarded by a broker: its client is not on this wire
-        who = (col["client_ip"][i], col["client_id"][i], col["principal"][i])
-        ip = col["broker_ip"][i]
-        broker = None if ip is None else str(Endpoint(ip, col["broker_port"][i]))  # [v6]:port, as the report writes
-        api_key, direction, version = col["api_key"][i], col["direction"][i], col["api_version"][i]
-        key = (*who, broker, direction, api_key, col["api_name"][i], version)
-        ts = col["ts"][i]
-        entry = usage.get(key)
-        if entry is None:
-            entry = usage[key] = [0, ts, ts, None, None, 0]
-        entry[0] += 1
-        entry[1] = min(entry[1], ts)
-        entry[2] = max(entry[2], ts)
-        body = col["body"][i]
-        if direction == "request" and api_key == API_VERSIONS and (version or 0) >= SOFTWARE_FROM:
-            software = _software(body)
-            if software is not None and (entry[3] is None or software < (entry[3], entry[4] or "")):
-                entry[3], entry[4] = software
-        if old_record_format(api_key, direction, body):
-            entry[5] += 1
-        if direction == "response":
-            codes = set(col["nested_error_codes"][i] or ())
-            if col["error_code"][i]:
-                codes.add(col["error_code"][i])
-            for code in codes:
-                errors[(*who, code)] = errors.get((*who, code), 0) + 1
-    return build_clients(((*key, *values) for key, values in usage.items()),
-                         ((*key, n) for key, n in errors.items()))
+    """The clients of a table of events (:class:`Inventory`, in one batch)."""
+    found = Inventory()
+    found.add(events)
+    return found.clients()
 
 
 def _software(body: str | None) -> tuple[str, str] | None:

@@ -4,36 +4,17 @@ they make."""
 from __future__ import annotations
 
 import argparse
-import re
 
+from inspector.arg_types import parse_connections, parse_count, parse_pending, parse_port, parse_size
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING
 from inspector.events import RecordsOptions
 from inspector.pipeline import MAX_HELD
 from inspector.reader import ReadOptions
 
 
-def parse_size(text: str) -> int:
-    """``65536``, ``64MB``, ``1GiB`` → bytes (powers of 1024)."""
-    m = re.fullmatch(r"(\d+)\s*([kKmMgG]?)i?[bB]?", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 65536, 64MB, 1GiB)")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-
-
-def parse_count(text: str) -> int:
-    """``1000000``, ``1_000_000``, ``1,000,000`` → a count (not negative)."""
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r} (examples: 1000000, 1_000_000)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r} (must not be negative)")
-    return value
-
-
 def add_decode_options(p: argparse.ArgumentParser) -> None:
     """The decoding flags (``--port``, ``--records``, the ``--max-*`` limits) on a subcommand's parser."""
-    p.add_argument("--port", type=int, action="append", default=[],
+    p.add_argument("--port", type=parse_port, action="append", default=[],
                    help="broker port: only connections to it are Kafka, and that side is the broker "
                         "(repeatable; default: detect Kafka by content on any port)")
     p.add_argument("--records", choices=("size", "headers", "records"), default="headers",
@@ -46,9 +27,9 @@ def add_decode_options(p: argparse.ArgumentParser) -> None:
                    help="largest Kafka frame accepted; larger length prefixes are reported and skipped")
     p.add_argument("--max-buffered", type=parse_size, default=8 << 20, metavar="SIZE",
                    help="out-of-order bytes buffered per TCP direction before a hole is declared a gap")
-    p.add_argument("--max-connections", type=int, default=100_000,
+    p.add_argument("--max-connections", type=parse_connections, default=100_000, metavar="N",
                    help="TCP connections tracked at once (the oldest idle ones are evicted)")
-    p.add_argument("--max-pending", type=int, default=MAX_PENDING, metavar="N",
+    p.add_argument("--max-pending", type=parse_pending, default=MAX_PENDING, metavar="N",
                    help=f"requests per connection kept waiting for their response; beyond it the oldest is "
                         f"given up and counted as a missing response (default {MAX_PENDING:,})")
     p.add_argument("--max-held", type=parse_size, default=MAX_HELD, metavar="SIZE",

@@ -105,7 +105,8 @@ class TapCounters:
     files_written: int = 0
     last_file: str = ""
     events_in_current_file: int = 0
-    open_connections: int = 0
+    open_connections: int = 0  # recognised as Kafka
+    other_connections: int = 0  # other TCP connections the capture filter lets through (or not recognised yet)
     outages: int = 0  # times the capture interface went down or disappeared
     outage_seconds: float = 0.0
 
@@ -188,7 +189,8 @@ class LiveView:
         line1 = Text(
             f"packets {c.packets:,} ({_si(r.get('packets', 0.0))}/s)   bytes {_si(c.wire_bytes, 'B')} "
             f"({_si(r.get('bytes', 0.0), 'B')}/s)   Kafka frames {c.frames:,} ({_si(r.get('frames', 0.0))}/s)   "
-            f"connections open {c.open_connections:,}")
+            f"Kafka connections open {c.open_connections:,}"
+            + (f" (+{c.other_connections:,} other TCP)" if c.other_connections else ""))
         line2 = Text.assemble(
             drops, "   ",
             (f"decode failures {c.decode_failures:,}", "red" if c.decode_failures else ""), "   ",

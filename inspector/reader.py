@@ -15,7 +15,7 @@ from inspector.capture_file import open_capture
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING, ConnectionEvent, KafkaMessage
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, Skipped, segments
-from inspector.parquet_file import write_table
+from inspector.parquet_file import ParquetFile, write_table
 from inspector.pipeline import MAX_HELD, Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
@@ -132,9 +132,11 @@ def count_events(summary: Summary, events: list[ConnectionEvent], out: list[Kafk
 
 
 def account_finished(inspector: Inspector, summary: Summary, name: str) -> None:
-    """What read and tap record once ``inspector`` is finished: the connections it closed, the limit hits it
-    counted and the highest conn_id it gave."""
+    """What read and tap record once ``inspector`` is finished: the connections it closed, the segments its
+    reassembler ignored, the limit hits it counted and the highest conn_id it gave."""
     drain_closed(inspector, summary, name)
+    if inspector.reassembler.ignored:
+        summary.segments_ignored(name, inspector.reassembler.ignored)
     summary.limit_hit("--max-connections", inspector.evicted)
     summary.limit_hit("--max-held", inspector.released)
     summary.max_conn_id = max(summary.max_conn_id, inspector.max_conn_id)
@@ -238,9 +240,34 @@ CONNECTION_SCHEMA = pa.schema(
 )
 
 
-def write_connections(summary: Summary, out_dir: Path) -> Path:
-    """``DIR/connections.parquet``: the per-connection byte accounting."""
+def write_connections(summary: Summary, out_dir: Path, previous: Path | None = None) -> Path:
+    """``DIR/connections.parquet``: the per-connection byte accounting (after the rows of ``previous``, the
+    dataset's file before this run, when given: its columns this schema lacks are left out, its rows all kept). On
+    failure nothing is left under the final name. Imports ``pyarrow.parquet`` only for ``previous``."""
     path = out_dir / "connections.parquet"
     table = pa.Table.from_pylist(summary.connections, schema=CONNECTION_SCHEMA)
-    write_table(table, path)
+    if previous is None:
+        write_table(table, path)
+        return path
+    from inspector.parquet_file import iter_batches
+
+    writer = ParquetFile(path, CONNECTION_SCHEMA)
+    try:
+        try:
+            for batch in iter_batches(previous):
+                writer.write_table(_as_connections(batch))
+            writer.write_table(table)
+        finally:
+            writer.close()
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return path
+
+
+def _as_connections(batch: pa.RecordBatch) -> pa.Table:
+    """Rows of an earlier ``connections.parquet`` in today's schema (a column it lacks: nulls)."""
+    names = batch.schema.names
+    columns = [batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
+               for f in CONNECTION_SCHEMA]
+    return pa.Table.from_arrays(columns, schema=CONNECTION_SCHEMA)

@@ -9,7 +9,7 @@ cdef long long _MASK, _ACK_WINDOW
 cdef class Reassembler:
     cdef public dict _flows, _conns
     cdef public object max_buffered_per_direction, max_connections, _next_id, _tiebreak, buffered
-    cdef public object ignored_segments
+    cdef public dict ignored
     cdef object _src0, _dst0, _src1, _dst1
     cdef long _sport0, _dport0, _sport1, _dport1
     cdef tuple _hit0, _hit1

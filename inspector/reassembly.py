@@ -49,6 +49,11 @@ from inspector.stream_events import (
     GAP_CLOSE,
     GAP_HELD,
     GAP_SNAPLEN,
+    IGNORED_AFTER_CLOSE,
+    IGNORED_DATA_AGAIN,
+    IGNORED_HANDSHAKE_AGAIN,
+    IGNORED_NO_CONNECTION,
+    IGNORED_RST_DATA,
     ConnectionClosed,
     ConnectionOpened,
     ConnStats,
@@ -97,7 +102,8 @@ class Reassembler:
         self._next_id = 1
         self._tiebreak = 0
         self.buffered = 0  # bytes waiting behind holes, all connections together
-        self.ignored_segments = 0  # segments for no connection (stray RSTs, late packets after close)
+        # Segments that reached no stream byte, by why (stream_events' IGNORED_*): [segments, payload bytes].
+        self.ignored: dict[str, list[int]] = {}
         # The flow table's last two hits (the two directions of the busiest connection), matched by the address
         # strings' identity and the ports: most segments skip the 4-tuple and its look-up. Emptied whenever the
         # table changes.
@@ -132,15 +138,14 @@ class Reassembler:
                 self._hit0 = entry
         if entry is None:
             if flags & _RST:
-                self.ignored_segments += 1
+                self._ignore(IGNORED_NO_CONNECTION, seg)
                 return out
             conn, side = self._open(seg, out)
         else:
             conn, side = entry
             if conn.closed or flags & _SYN:
                 found = self._check_reuse(conn, side, seg, out)
-                if found is None:
-                    self.ignored_segments += 1
+                if found is None:  # counted in ignored, with why
                     return out
                 conn, side = found
         ts = seg.ts
@@ -236,6 +241,18 @@ class Reassembler:
         return out
 
     @property
+    def ignored_segments(self) -> int:
+        """Segments ignored, whatever the reason."""
+        return sum(counts[0] for counts in self.ignored.values())
+
+    def _ignore(self, reason: str, seg: Segment) -> None:
+        counts = self.ignored.get(reason)
+        if counts is None:
+            counts = self.ignored[reason] = [0, 0]
+        counts[0] += 1
+        counts[1] += len(seg.payload) + seg.missing
+
+    @property
     def open_connections(self) -> int:
         return sum(1 for c in self._conns.values() if not c.closed)
 
@@ -275,13 +292,17 @@ class Reassembler:
             self._forget(conn)
 
     def _check_reuse(self, conn: ConnState, side: int, seg: Segment, out: list[Event]) -> tuple[ConnState, int] | None:
-        """A SYN, or a packet for a closed connection: same connection, a new one, or ignore (None)."""
+        """A SYN, or a packet for a closed connection: same connection, a new one, or ignore (None: counted in
+        ``ignored``)."""
         flags = seg.flags
         d = conn.dirs[side]
         if flags & SYN:
             same_isn = d.base_set and (seg.seq + 1) & _MASK == d.base_seq
             if same_isn:  # retransmitted SYN / SYN-ACK
-                return None if conn.closed else (conn, side)
+                if conn.closed:
+                    self._ignore(IGNORED_HANDSHAKE_AGAIN, seg)
+                    return None
+                return conn, side
             if not conn.closed:
                 if not d.base_set and side == (1 if flags & ACK else 0):
                     return conn, side  # the SYN-ACK answering the SYN seen (or a late SYN): same connection
@@ -290,12 +311,14 @@ class Reassembler:
             return self._open(seg, out)
         # a non-SYN packet for a closed connection
         if flags & RST or (not seg.payload and not seg.truncated):
-            return None  # the end of the closing handshake, or a stray RST
+            self._ignore(IGNORED_AFTER_CLOSE, seg)  # the end of the closing handshake, or a stray RST
+            return None
         if d.base_set:
             off = d.offset_of(seg.seq)
             end = d.end_offset()
             if end - _LATE_WINDOW <= off <= end:
-                return None  # late retransmission of the closed connection's data
+                self._ignore(IGNORED_DATA_AGAIN, seg)  # a late retransmission, or the same traffic again
+                return None
         self._forget(conn)  # data from elsewhere in sequence space: a new connection whose SYN we missed
         return self._open(seg, out)
 
@@ -306,6 +329,8 @@ class Reassembler:
         flags = seg.flags
         ts = seg.ts
         if flags & RST:
+            if seg.payload or seg.missing:
+                self._ignore(IGNORED_RST_DATA, seg)
             self._close(conn, ts, CLOSE_RST, out)
             return
         seq = seg.seq

@@ -25,6 +25,12 @@ __all__ = [
     "GAP_CLOSE",
     "GAP_HELD",
     "GAP_SNAPLEN",
+    "IGNORED_AFTER_CLOSE",
+    "IGNORED_DATA_AGAIN",
+    "IGNORED_HANDSHAKE_AGAIN",
+    "IGNORED_NO_CONNECTION",
+    "IGNORED_RST_DATA",
+    "IGNORED_REASONS",
     "ConnStats",
     "ConnectionClosed",
     "ConnectionOpened",
@@ -45,6 +51,19 @@ GAP_BUFFER: Final = "buffer limit exceeded"  # too much data waited behind the h
 GAP_SNAPLEN: Final = "snaplen truncated"  # the segment was cut by the capture's snap length
 GAP_CLOSE: Final = "missing at close"  # still missing when the connection was closed / capture ended
 GAP_HELD: Final = "held bytes limit exceeded (--max-held)"  # released by release(): all connections held too much
+
+# Why a segment was ignored (Reassembler.ignored counts the segments and their payload bytes by these): the
+# segments that reach no stream byte. A connection's own retransmissions are not among them: they are its
+# bytes_retransmitted.
+IGNORED_NO_CONNECTION: Final = "rst without connection"  # a RST for no connection tracked
+IGNORED_AFTER_CLOSE: Final = "after close"  # no data, its connection closed: the closing handshake's last ACK, RSTs
+IGNORED_HANDSHAKE_AGAIN: Final = "handshake again"  # a SYN/SYN-ACK with the sequence number of a closed connection
+IGNORED_DATA_AGAIN: Final = "data again"  # data a closed connection had carried: a late retransmission, or the
+#                                           same traffic a second time (a capture concatenated with a copy of itself)
+IGNORED_RST_DATA: Final = "rst data"  # the payload of a RST (diagnostic text some stacks send): not stream bytes
+#: Every reason, in the order summaries list them.
+IGNORED_REASONS: Final = (IGNORED_DATA_AGAIN, IGNORED_HANDSHAKE_AGAIN, IGNORED_RST_DATA, IGNORED_AFTER_CLOSE,
+                          IGNORED_NO_CONNECTION)
 
 # ConnectionClosed reasons
 CLOSE_FIN: Final = "fin"

@@ -9,7 +9,7 @@ cdef class ApiStats:
     cdef public list latencies
 
 cdef class Summary:
-    cdef public dict apis, stream_issues, packets_skipped, limits
+    cdef public dict apis, stream_issues, packets_skipped, limits, ignored_segments, ignored_bytes
     cdef public list connections, warnings
     cdef public long long frames, messages, decode_failures, decode_warnings, empty_connections
     cdef public long long non_kafka_connections, non_kafka_bytes, packets, max_conn_id

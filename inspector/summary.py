@@ -11,6 +11,7 @@ from decoders import OK
 from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
 from inspector.reassembly import GAP_BUFFER
+from inspector.stream_events import IGNORED_REASONS
 
 if TYPE_CHECKING:
     from inspector.tls_stream import TlsStream
@@ -76,6 +77,28 @@ def _merged(mine: Any, theirs: Any, name: str) -> Any:
     raise TypeError(f"{name}: cannot merge a {type(mine).__name__}")
 
 
+def byte_counts(conn: KafkaConnection, tls: TlsStream | None = None) -> dict[str, int]:
+    """A connection's byte accounting as its ``connections.parquet`` row has it: ``bytes_KEY`` for each of
+    ``BYTE_COUNTS`` in total, then ``client_bytes_KEY`` and ``broker_bytes_KEY`` (the bytes each side sent). Of a
+    closed connection, final; of an open one (the tap's metrics), what it has so far (an incomplete TLS record
+    counts as undecodable until it completes)."""
+    st = conn.stats
+    c = conn.client_side or 0
+    out = {f"bytes_{key}": 0 for key in BYTE_COUNTS}
+    for prefix, side in (("client", c), ("broker", 1 - c)):
+        seen, undecodable, encrypted, overhead = st.bytes_seen[side], st.bytes_skipped[side], 0, 0
+        if tls is not None:  # the stream's bytes are records; the framers saw their plaintext
+            seen, encrypted, overhead, malformed = tls.bytes(side)
+            undecodable += malformed
+        for key, value in (("seen", seen + st.bytes_gap[side]), ("decoded", st.bytes_framed[side]),
+                           ("gap", st.bytes_gap[side]), ("undecodable", undecodable),
+                           ("retransmitted", st.bytes_retransmitted[side]), ("encrypted", encrypted),
+                           ("tls_overhead", overhead)):
+            out[f"{prefix}_bytes_{key}"] = value
+            out[f"bytes_{key}"] += value
+    return out
+
+
 @dataclass
 class ApiStats:
     requests: int = 0
@@ -106,10 +129,22 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     max_conn_id: int = 0  # merged as the larger of the two
     limits: dict[str, int] = field(default_factory=dict)  # LIMITS key -> hits
+    # TCP segments the reassembler ignored (stream_events' IGNORED_* reasons), per capture and reason, and their
+    # payload bytes: what reached no stream byte of any connection (Kafka or not).
+    ignored_segments: dict[str, dict[str, int]] = field(default_factory=dict)
+    ignored_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def merge(self, other: Summary) -> None:
         """Add the totals of ``other`` (e.g. another process's capture) to these."""
         _merge_fields(self, other, {"max_conn_id": max})
+
+    def segments_ignored(self, capture: str, ignored: dict[str, list[int]]) -> None:
+        """Count what a capture's reassembler ignored (``Reassembler.ignored``: reason -> [segments, bytes])."""
+        segments = self.ignored_segments.setdefault(capture, {})
+        sizes = self.ignored_bytes.setdefault(capture, {})
+        for reason, (count, size) in ignored.items():
+            segments[reason] = segments.get(reason, 0) + count
+            sizes[reason] = sizes.get(reason, 0) + size
 
     def limit_hit(self, name: str, count: int = 1) -> None:
         if count:
@@ -164,7 +199,6 @@ class Summary:
         undecodable bytes are its plaintext's, with the records the TLS layer could not split undecodable too);
         retransmitted duplicates are not in ``bytes_seen`` but in ``bytes_retransmitted``."""
         st = conn.stats
-        c = conn.client_side or 0
         row: dict[str, Any] = {
             "capture": capture,
             "conn_id": conn.conn_id,
@@ -188,33 +222,40 @@ class Summary:
             row.update(tls.columns())
             if sasl is None:  # no SASL: the client certificate's principal, as Kafka's SSL principal builder
                 row["principal"] = tls.principal
-        for key in BYTE_COUNTS:
-            row[f"bytes_{key}"] = 0
-        for prefix, side in (("client", c), ("broker", 1 - c)):
-            seen, undecodable, encrypted, overhead = st.bytes_seen[side], st.bytes_skipped[side], 0, 0
-            if tls is not None:  # the stream's bytes are records; the framers saw their plaintext
-                seen, encrypted, overhead, malformed = tls.bytes(side)
-                undecodable += malformed
-            for key, value in (("seen", seen + st.bytes_gap[side]), ("decoded", st.bytes_framed[side]),
-                               ("gap", st.bytes_gap[side]), ("undecodable", undecodable),
-                               ("retransmitted", st.bytes_retransmitted[side]), ("encrypted", encrypted),
-                               ("tls_overhead", overhead)):
-                row[f"{prefix}_bytes_{key}"] = value
-                row[f"bytes_{key}"] += value
+        row.update(byte_counts(conn, tls))
         self.connections.append(row)
         self.limit_hit("--max-pending", st.pending_dropped)
 
     def accounting(self) -> dict[str, dict[str, int]]:
-        """Byte accounting of the Kafka connections per capture, and in total (``"*"``)."""
+        """Byte accounting of the Kafka connections per capture, and in total (``"*"``); then the TCP segments the
+        reassembler ignored there and their payload bytes (``segments_ignored``, ``bytes_ignored``)."""
         keys = tuple(f"bytes_{key}" for key in BYTE_COUNTS)
         out: dict[str, dict[str, int]] = {}
+        blank = ("connections", *keys, "segments_ignored", "bytes_ignored")
         for row in self.connections:
             for name in (str(row["capture"]), "*"):
-                acc = out.setdefault(name, dict.fromkeys(("connections", *keys), 0))
+                acc = out.setdefault(name, dict.fromkeys(blank, 0))
                 acc["connections"] += 1
                 for key in keys:
                     acc[key] += row.get(key) or 0
+        for capture, by_reason in self.ignored_segments.items():
+            sizes = self.ignored_bytes.get(capture, {})
+            for name in (capture, "*"):
+                acc = out.setdefault(name, dict.fromkeys(blank, 0))
+                acc["segments_ignored"] += sum(by_reason.values())
+                acc["bytes_ignored"] += sum(sizes.values())
         return out
+
+    def ignored(self) -> dict[str, dict[str, int]]:
+        """The segments ignored in every capture together, by reason: ``{reason: {"segments", "bytes"}}``."""
+        out: dict[str, dict[str, int]] = {}
+        for capture, by_reason in self.ignored_segments.items():
+            sizes = self.ignored_bytes.get(capture, {})
+            for reason, count in by_reason.items():
+                acc = out.setdefault(reason, {"segments": 0, "bytes": 0})
+                acc["segments"] += count
+                acc["bytes"] += sizes.get(reason, 0)
+        return {reason: out[reason] for reason in IGNORED_REASONS if reason in out} | out
 
     def rows(self) -> list[dict[str, Any]]:
         out = []

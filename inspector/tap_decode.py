@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from decoders.status import StatusKind
 from inspector.capture_parser import CaptureError, CaptureParser, RawPacket
 from inspector.connection import KafkaMessage
 from inspector.events import EventTable
 from inspector.packets import Segment, Skipped, parse_packet
 from inspector.pipeline import Inspector
 from inspector.reader import ReadOptions, account_finished, count_events, drain_closed, packet_messages
-from inspector.summary import Summary
+from inspector.summary import BYTE_COUNTS, Summary, byte_counts
 from inspector.tls_keylog import KeyLog
 
 #: Latencies kept per API for the p50/p99 of summary.json (a uniform reservoir sample beyond this).
@@ -30,14 +31,23 @@ LATENCY_RESERVOIR = 100_000
 
 
 @dataclass
-class LatencyReservoir:
-    """Keeps Summary's per-API latency lists to a uniform sample of at most ``cap`` values."""
+class MessageTally:
+    """What the tap counts of each message right after Summary counted it (one call a message): the kind of a
+    decode failure (``failures``, by API name, API key and status kind, for the metrics), and the latency reservoir
+    that keeps Summary's per-API latency lists to a uniform sample of at most ``cap`` values."""
 
     cap: int = LATENCY_RESERVOIR
     seen: dict[str, int] = field(default_factory=dict)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    failures: dict[tuple[str | None, int | None, StatusKind], int] = field(default_factory=dict)
+    failures_counted: int = 0  # Summary.decode_failures when the last one was taken in
 
     def after_message(self, summary: Summary, ev: KafkaMessage) -> None:
+        if summary.decode_failures != self.failures_counted:  # Summary counted this message as a failure
+            self.failures_counted = summary.decode_failures
+            msg = ev.message
+            key = (msg.api_name, msg.api_key, msg.status_kind)
+            self.failures[key] = self.failures.get(key, 0) + 1
         if ev.direction != "response" or ev.latency_ms is None:
             return
         msg = ev.message
@@ -64,11 +74,14 @@ class TapDecoder:
         self.stream_name = stream_name  # names the pcap stream in errors
         self.summary = Summary()
         self.table = EventTable(capture=capture_name, records=options.records)
+        # body_text as `read` decodes: Produce and Fetch bodies written as JSON text straight from the frame
         self.inspector = Inspector(ports=set(options.ports), max_frame=options.max_frame,
                                    max_buffered=options.max_buffered, max_connections=options.max_connections,
                                    max_pending=options.max_pending, max_held=options.max_held,
-                                   max_elements=options.max_elements, keylog=keylog)
-        self.reservoir = LatencyReservoir()
+                                   max_elements=options.max_elements, body_text=self.table.takes_text, keylog=keylog)
+        self.tally = MessageTally()
+        self._closed_bytes = {f"{side}_bytes_{key}": 0 for side in ("client", "broker") for key in BYTE_COUNTS}
+        self._closed_rows = 0  # rows of summary.connections in _closed_bytes
         self.stream_ts = 0.0  # capture time of the newest packet
         self.wire_bytes = 0  # the packets' lengths on the wire
         self._parser: CaptureParser | None = None
@@ -107,7 +120,7 @@ class TapDecoder:
 
     def segments(self, segments: Iterable[Segment | Skipped]) -> None:
         summary, inspector, table, out = self.summary, self.inspector, self.table, self._out
-        counted = self.reservoir.after_message
+        counted = self.tally.after_message
         for seg in segments:
             ts = packet_messages(inspector, summary, seg, out, counted)  # as `read` does
             if ts is not None:
@@ -116,9 +129,37 @@ class TapDecoder:
                 table.add(ev)
             out.clear()
 
+    def take_failures(self) -> dict[tuple[str | None, int | None, StatusKind], int]:
+        """The decode failures counted since the last call, by (API name, API key, status kind)."""
+        failures, self.tally.failures = self.tally.failures, {}
+        return failures
+
+    def byte_totals(self) -> dict[str, int]:
+        """The byte accounting of every Kafka connection so far, closed (their ``connections.parquet`` rows) and
+        open (what they have so far), by ``client_bytes_KEY`` and ``broker_bytes_KEY``."""
+        totals = self._closed_bytes
+        rows = self.summary.connections
+        for row in rows[self._closed_rows:]:
+            for name in totals:
+                totals[name] += row[name]
+        self._closed_rows = len(rows)
+        out = dict(totals)
+        for tracked in self.inspector.conns.values():
+            if tracked.kafka and tracked.has_conn:  # undecided ones may yet turn out not to be Kafka
+                for name, value in byte_counts(tracked.conn, tracked.tls_stream).items():
+                    if name in out:
+                        out[name] += value
+        return out
+
     def take(self) -> pa.RecordBatch | None:
         """The rows not taken yet, as one batch (None when there are none)."""
         return self.table.take() if len(self.table) else None
+
+    def open_connections(self) -> tuple[int, int]:
+        """The connections open now: those recognised as Kafka, and the other TCP connections (known not to be
+        Kafka, or too new to tell) the capture filter let through."""
+        kafka = sum(1 for tracked in self.inspector.conns.values() if tracked.kafka)
+        return kafka, len(self.inspector.conns) - kafka
 
     def drain_closed(self) -> None:
         drain_closed(self.inspector, self.summary, self.capture_name)
@@ -126,7 +167,7 @@ class TapDecoder:
     def finish(self, ts: float) -> None:
         """End every open connection at ``ts``: their last rows go to the table, the rest to the summary."""
         out = self._out
-        count_events(self.summary, self.inspector.finish(ts), out, self.reservoir.after_message)
+        count_events(self.summary, self.inspector.finish(ts), out, self.tally.after_message)
         for ev in out:
             self.table.add(ev)
         out.clear()

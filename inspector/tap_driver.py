@@ -28,18 +28,20 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.capture_parser import CaptureError
 from inspector.decode_options import read_options
 from inspector.keylog_file import KeyLogFile
 from inspector.live_view import LiveStats, LiveView, TapCounters
+from inspector.reader import _fewer_collections
 from inspector.tap_controller import TapConfig, TapController
 from inspector.tap_decode import TapDecoder
 from inspector.tap_events import (
     EXIT_CAPTURE,
     EXIT_OK,
     EXIT_OUTPUT,
+    EXIT_USAGE,
     Action,
     DataArrived,
     Event,
@@ -77,6 +79,12 @@ from inspector.tap_tcpdump import (
 from inspector.tap_totals import write_totals
 from inspector.writers import OutputError, ParquetDatasetWriter, output_error
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from inspector.metrics import TapMetrics
+    from inspector.metrics_http import MetricsServer
+
 
 def error_line(message: str) -> None:
     """One line on stderr, never wrapped."""
@@ -111,6 +119,9 @@ class TapDriver:
         self.counters = TapCounters()
         self.console = console
         self.view: LiveView | None = None
+        # --metrics: the model (sans-I/O, fed per batch and per refresh) and its HTTP server
+        self.metrics: TapMetrics | None = None
+        self.metrics_server: MetricsServer | None = None
         self.writer: ParquetDatasetWriter | None = None
         self.tcpdump: Tcpdump | None = None  # the running (or last) tcpdump
         self.binary = args.tcpdump
@@ -172,6 +183,8 @@ class TapDriver:
         except OSError as exc:
             error_line(str(output_error(self.out, exc)))
             return EXIT_OUTPUT
+        if args.metrics is not None and not self._serve_metrics(*args.metrics):
+            return EXIT_USAGE
         previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -190,7 +203,8 @@ class TapDriver:
                                    f"(filter: {self.bpf}) → {self.out}", highlight=False)
                 self.view = LiveView(self.console, interface=iface, bpf=self.bpf, output=self.out)
                 self.view.start()
-            code, error = self._session()
+            with _fewer_collections():  # as `read`: the collector would walk the rows waiting for their batch
+                code, error = self._session()
         finally:
             if self.view is not None:
                 self.view.stop()
@@ -200,9 +214,28 @@ class TapDriver:
             if tcpdump is not None and tcpdump.proc is not None and tcpdump.proc.poll() is None:
                 tcpdump.kill()
                 tcpdump.wait()
+            if self.metrics_server is not None:
+                self.metrics_server.stop()
         if error:
             error_line(error)  # after the live view stopped: one line, not torn by a refresh
         return code
+
+    def _serve_metrics(self, host: str, port: int) -> bool:
+        from inspector.metrics import TapMetrics
+        from inspector.metrics_http import MetricsServer
+
+        self.metrics, server = TapMetrics(), MetricsServer(host, port)
+        try:
+            server.start()
+        except OSError as exc:
+            error_line(exc.strerror or str(exc))
+            return False
+        self.metrics_server = server
+        server.publish(self.metrics.snapshot())
+        shown_host, shown_port = server.address
+        shown_host = f"[{shown_host}]" if ":" in shown_host else shown_host
+        print(f"kafka-inspector tap: metrics on http://{shown_host}:{shown_port}/metrics", file=sys.stderr, flush=True)
+        return True
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self._signals.append(signum)
@@ -297,7 +330,7 @@ class TapDriver:
                 name = signal.Signals(-rc).name
             except ValueError:
                 name = None
-        return TcpdumpExited(rc, tcpdump.stderr(), name, len(self.decoder.inspector.conns))
+        return TcpdumpExited(rc, tcpdump.stderr(), name, self.decoder.open_connections()[0])
 
     # -- actions --------------------------------------------------------------------------------------
 
@@ -329,7 +362,7 @@ class TapDriver:
             self.tcpdump.request_stats()
 
     def _observe(self, _action: ObserveInterface) -> InterfaceObserved:
-        return InterfaceObserved(interface_state(self.args.interface), len(self.decoder.inspector.conns))
+        return InterfaceObserved(interface_state(self.args.interface), self.decoder.open_connections()[0])
 
     def _write(self, _action: WriteRows) -> FileGrew | None:
         assert self.writer is not None
@@ -337,9 +370,16 @@ class TapDriver:
         if batch is None:
             return None
         self.writer.write(batch)
-        self.live_stats.add_batch(batch)
+        self.wrote(batch)
         path = self.writer.open_file  # written as .NAME.inprogress until complete
         return FileGrew((path.parent / f".{path.name}.inprogress").stat().st_size if path is not None else 0)
+
+    def wrote(self, batch: pa.RecordBatch) -> None:
+        """An event batch was written: the live view's (when shown) and the metrics' totals take it."""
+        if self.view is not None:
+            self.live_stats.add_batch(batch)
+        if self.metrics is not None:
+            self.metrics.add_batch(batch)
 
     def _rotate(self, _action: RotateFile) -> None:
         assert self.writer is not None
@@ -356,7 +396,7 @@ class TapDriver:
         c.decode_warnings = s.decode_warnings
         c.gap_bytes = s.stream_issues.get("gap", 0)
         c.skipped_bytes = s.stream_issues.get("skipped", 0) + s.stream_issues.get("oversized", 0)
-        c.open_connections = len(self.decoder.inspector.conns)
+        c.open_connections, c.other_connections = self.decoder.open_connections()
         if self.writer is not None:
             c.events_in_current_file = self.writer.rows_in_file if self.writer.open_file is not None else 0
         st = self.capture_stats
@@ -366,6 +406,13 @@ class TapDriver:
         c.outage_seconds = state.down_seconds(time.monotonic())
         if self.view is not None:
             self.view.refresh(c, self.live_stats)
+        if self.metrics is not None and self.metrics_server is not None:
+            m = self.metrics
+            m.add_failures(self.decoder.take_failures())
+            m.set_bytes(self.decoder.byte_totals())
+            m.set_capture(packets=c.packets, kernel_dropped=c.kernel_dropped, open_connections=c.open_connections,
+                          outages=c.outages, last_packet_ts=self.decoder.stream_ts or None)
+            self.metrics_server.publish(m.snapshot())
 
     def _show(self, action: ShowState) -> None:
         if self.view is not None:

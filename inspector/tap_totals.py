@@ -29,7 +29,7 @@ def write_totals(tap: TapDriver) -> None:
     batch = decoder.take()
     if batch is not None:
         tap.writer.write(batch)
-        tap.live_stats.add_batch(batch)
+        tap.wrote(batch)
     files = tap.writer.close()  # OutputError (the file in progress removed) if the disk refuses
     st = tap.capture_stats
     name = tap.capture_name

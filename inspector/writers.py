@@ -48,6 +48,17 @@ def output_error(directory: Path, exc: BaseException, kept: str = "") -> OutputE
     return OutputError(code if isinstance(code, int) else errno.EIO, message)
 
 
+def fsync_path(path: Path) -> None:
+    """fsync a file (its content durable before it is renamed into place: a rename can reach the disk before the
+    data it names, and after a power loss the final name would hold nothing) or a folder (its entries: renames
+    into it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def remove_quietly(path: Path | None) -> None:
     """Delete a partly written file, if it is there (never raises)."""
     if path is not None:
@@ -80,7 +91,8 @@ class ParquetDatasetWriter:
     it). A new file is started after ``rows_per_file`` rows, when the open one reaches ``rotate_bytes``
     or, through :meth:`maybe_rotate`, is older than ``rotate_seconds`` (0 turns a limit off).
     Numbering continues after the files already in the directory. ``on_file(path, rows, bytes)`` is
-    called for each completed file; ``close()`` returns every file written.
+    called for each completed file; ``close()`` returns every file written (with ``empty_file``, one file with
+    the schema and no rows when no row came). A file is synced (fsync) before it is renamed into place.
 
     An ``OSError`` while writing, closing or renaming (``ENOSPC``, ``EDQUOT``, ``EIO``, ...) removes the
     file in progress (never renamed into place: after a failed write pyarrow would still close it with a
@@ -91,7 +103,7 @@ class ParquetDatasetWriter:
     def __init__(self, out_dir: Path, *, rows_per_file: int = 1_000_000, rotate_seconds: float = 0.0,
                  rotate_bytes: int = 0, compression: str = "zstd", prefix: str = "part",
                  on_file: Callable[[Path, int, int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, empty_file: bool = True) -> None:
         self.dir = out_dir / "events"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rows_per_file = rows_per_file
@@ -101,6 +113,7 @@ class ParquetDatasetWriter:
         self.prefix = prefix
         self.on_file = on_file
         self.clock = clock
+        self.empty_file = empty_file
         self.files: list[Path] = []
         self.rows = 0
         self.rows_in_file = 0
@@ -184,6 +197,7 @@ class ParquetDatasetWriter:
             writer.close()
             self._writer = None
             size = self._tmp.stat().st_size
+            fsync_path(self._tmp)
             os.replace(self._tmp, self._final)
         except OSError as exc:
             raise self._fail(exc) from exc
@@ -197,12 +211,13 @@ class ParquetDatasetWriter:
         if self.failed is not None:
             return list(self.files)
         self.rotate()
-        if not self.files:
+        if not self.files and self.empty_file:
             # An empty dataset still has its schema, so readers see the columns.
             self._final = self.dir / f"{self.prefix}-{self._index:05d}.parquet"
             self._tmp = self.dir / f".{self._final.name}.inprogress"
             try:
                 write_table(SCHEMA.empty_table(), self._tmp, compression=self.compression)
+                fsync_path(self._tmp)
                 os.replace(self._tmp, self._final)
             except OSError as exc:
                 raise self._fail(exc) from exc
@@ -276,6 +291,8 @@ class JsonLinesWriter:
             stream = self._open()  # no rows: still an (empty) events.jsonl
             if self.path is not None:
                 assert self._tmp is not None
+                stream.flush()
+                os.fsync(stream.fileno())
                 stream.close()
                 os.replace(self._tmp, self.path)
                 self._tmp = None

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from contract.text import visible
 from contract.units import parse_duration
+from pipelines import preflight
 from pipelines.kafka import SEVERITIES
 
 #: --follow's defaults (pipelines/follow.py owns them; repeated here so that --help needs no Spark import)
@@ -78,15 +79,16 @@ def _error(message: str) -> None:
     print(f"kafka-inspector: error: {message}", file=sys.stderr)
 
 
-def _check_input(path: str) -> str | None:
-    if "://" in path:
-        return None
-    if not os.path.exists(path):
-        return f"{path} does not exist"
-    events = os.path.join(path, "events") if os.path.isdir(os.path.join(path, "events")) else path
-    if not any(name.endswith(".parquet") for _, _, files in os.walk(events) for name in files):
-        return f"{path} holds no Parquet events (write them with `kafka-inspector read CAPTURE... --output DIR`)"
-    return None
+def _why(exc: BaseException) -> str:
+    """The first line of what went wrong, the Java exception's for a Py4J error (whose own first line only names
+    the method called)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return preflight.first_line(Exception(str(java)))
+        except Exception:  # the JVM is gone: what Python says is all there is
+            pass
+    return preflight.first_line(exc)
 
 
 def _shown(value: object) -> str:
@@ -143,25 +145,19 @@ def _progress(console: Console, shown: bool) -> Iterator[Callable[[int, int, str
 def run(args: argparse.Namespace) -> int:
     inputs = [args.events] if isinstance(args.events, str) else list(args.events)
     follow = getattr(args, "follow", False)
-    for path in inputs:
-        problem = None if follow else _check_input(path)
-        if problem:
-            _error(problem)
-            return EXIT_INPUT
-    if "://" not in args.output:
-        try:
-            os.makedirs(args.output, exist_ok=True)
-        except OSError as exc:
-            _error(f"cannot create {args.output}: {exc.strerror}")
-            return EXIT_OUTPUT
-    if args.hosts and not os.path.isfile(args.hosts):
-        _error(f"hosts file {args.hosts} does not exist")
-        return EXIT_USAGE
+    # Before Spark starts (seconds, and a Java stack trace for any mistake): each problem is one line.
+    problem = preflight.check(inputs, args.output, args.master, args.hosts, getattr(args, "html", None), follow)
+    if problem is not None:
+        _error(problem.message)
+        return problem.code
 
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        _error("report needs PySpark, which is not installed: pip install 'kafka-inspector[spark]' (or pyspark)")
+        return EXIT_INPUT
     if follow:
         return _follow(args, inputs)
-
-    from pyspark.sql import SparkSession
 
     from pipelines import report_job  # pyspark loads only for this command
 
@@ -173,9 +169,15 @@ def run(args: argparse.Namespace) -> int:
     log = (open(os.path.join(args.output, SPARK_LOG), "ab") if "://" not in args.output  # noqa: SIM115
            else tempfile.TemporaryFile()) if quiet and active is None else None
     try:
-        with _progress(console, quiet) as progress:
-            spark = active if active is not None else report_job.build_session(
-                args.master, log=log, quick_jit=report_job.small_input(inputs))
+        with _progress(console, quiet and console.is_terminal) as progress:  # off a terminal: no bar, no stray line
+            try:
+                spark = active if active is not None else report_job.build_session(
+                    args.master, log=log, quick_jit=report_job.small_input(inputs))
+            except Exception as exc:  # no Java, a JVM that died, a master that turned us away: its log says more
+                where = os.path.join(args.output, SPARK_LOG) if log is not None and "://" not in args.output \
+                    else "the terminal above"
+                _error(f"Spark did not start ({_why(exc)}); its log: {where}")
+                return EXIT_INPUT
             try:
                 result = report_job.run(spark, inputs if len(inputs) > 1 else inputs[0], args.output, args.hosts,
                                         args.html, progress=progress)

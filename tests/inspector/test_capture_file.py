@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import struct
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from tests.inspector.capture_writers import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
+PCAPS = Path(__file__).parents[2] / "pcaps"
 
 
 REAL_CAPTURES = Path(__file__).parents[2].parent / "shared" / "real-captures"
@@ -270,10 +273,36 @@ def test_unreadable_files_raise_capture_error(tmp_path: Path, content: bytes, me
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(CaptureError, match="cannot open"):
+    with pytest.raises(CaptureError, match="nope.pcap: no such file"):
         open_capture(str(tmp_path / "nope.pcap"))
-    with pytest.raises(CaptureError):
+    with pytest.raises(CaptureError, match="is a directory: name the capture files in it"):
         open_capture(str(tmp_path))
+
+
+def test_a_fifo_is_read_as_a_stream(tmp_path: Path) -> None:
+    """A named pipe (what ``<(cat x.pcap)`` gives) is opened like a file and read to its end; its size is not
+    known."""
+    data = (PCAPS / "tansu-consumer-group-3-members.pcap").read_bytes()
+    with open_capture(str(PCAPS / "tansu-consumer-group-3-members.pcap")) as reader:
+        expected = [(p.ts, bytes(p.data)) for p in reader]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with fifo.open("wb") as f:
+            for i in range(0, len(data), 1000):  # the reader gets short reads
+                f.write(data[i:i + 1000])
+                f.flush()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        with open_capture(str(fifo)) as reader:
+            assert reader.total_bytes is None
+            got = [(p.ts, bytes(p.data)) for p in reader]
+    finally:
+        writer.join(30)
+    assert got == expected and reader.warnings == []
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def test_clients_command_rejects_what_is_not_events(tmp_path: Path, capsys: pyte
     assert main(["clients", str(tmp_path / "missing.pcap")]) == 3
     assert main(["clients", str(tmp_path)]) == 3
     err = capsys.readouterr().err
-    assert "no such file" in err and "not an events dataset" in err
+    assert "no such file" in err and "holds no Parquet events" in err and err.count("\n") == 2
 
 
 OLD_CLIENT = "tansu-kafka-python-0.10-removed-versions.pcap"

@@ -23,6 +23,8 @@ def _filled(seed: int) -> Summary:
     s.warnings = [f"warning {seed}"]
     s.max_conn_id = 1000 * (seed + 1)
     s.limits = {"--max-held": 3, f"--limit{seed}": 1}
+    s.segments_ignored("both.pcap", {"data again": [2, 100], f"reason{seed}": [1, 0]})
+    s.segments_ignored(f"only{seed}.pcap", {"after close": [3, 0]})
     return s
 
 
@@ -39,6 +41,12 @@ def test_every_field_is_merged() -> None:
     assert a.warnings == ["warning 0", "warning 1"]
     assert a.max_conn_id == 2000  # the largest, not the sum
     assert a.limits == {"--max-held": 6, "--limit0": 1, "--limit1": 1}
+    assert a.ignored_segments == {"both.pcap": {"data again": 4, "reason0": 1, "reason1": 1},
+                                  "only0.pcap": {"after close": 3}, "only1.pcap": {"after close": 3}}
+    assert a.ignored_bytes == {"both.pcap": {"data again": 200, "reason0": 0, "reason1": 0},
+                               "only0.pcap": {"after close": 0}, "only1.pcap": {"after close": 0}}
+    assert a.ignored() == {"data again": {"segments": 4, "bytes": 200}, "after close": {"segments": 6, "bytes": 0},
+                           "reason0": {"segments": 1, "bytes": 0}, "reason1": {"segments": 1, "bytes": 0}}
     # Every field of Summary changed (a new field the test does not fill fails here, not silently).
     assert all(getattr(a, f.name) != getattr(_filled(0), f.name) for f in dataclasses.fields(Summary)), [
         f.name for f in dataclasses.fields(Summary) if getattr(a, f.name) == getattr(_filled(0), f.name)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import pickle
 import subprocess
@@ -157,30 +156,30 @@ def test_output_error_is_one_line_and_crosses_processes() -> None:
 # -- kafka-inspector read --------------------------------------------------------------------------------
 
 
+def _state(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_read_onto_a_full_disk(small_fs: Path, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
     out = small_fs / "out"
     assert main(["read", str(SMALL), "-o", str(out), "--quiet"]) == 0
-    before = {p.name: p.read_bytes() for p in (out / "events").iterdir()}
-    summary_before = (out / "summary.json").read_bytes()
+    before = _state(out)
     capsys.readouterr()
     fill(small_fs)
-    code = main(["read", str(LARGE), str(SMALL), "-o", str(out), "--append", "--quiet", "--jobs", jobs])
-    err = capsys.readouterr().err
-    assert code == EXIT_OUTPUT
-    assert err.count("\n") == 1 and err.startswith(f"kafka-inspector: error: cannot write to {out}"), err
-    assert "No space left on device (ENOSPC)" in err and "the file in progress was removed" in err
-    # The files completed before are untouched and readable; nothing half-written is left behind.
-    after = {p.name: p.read_bytes() for p in (out / "events").iterdir()}
-    assert {name: after.get(name) for name in before} == before
-    for name in after:
-        pq.read_table(out / "events" / name)
-    assert (out / "summary.json").read_bytes() == summary_before and _leftovers(small_fs) == []
+    for flag in ("--append", "--overwrite"):
+        code = main(["read", str(LARGE), str(SMALL), "-o", str(out), flag, "--quiet", "--jobs", jobs])
+        err = capsys.readouterr().err
+        assert code == EXIT_OUTPUT
+        assert err == (f"kafka-inspector: error: cannot write to {out}: No space left on device (ENOSPC); nothing was "
+                       f"written, {out} is as it was\n")
+        # The dataset is exactly as it was: every file, its summary and connections; nothing is left behind.
+        assert _state(out) == before and _leftovers(small_fs) == []
 
 
 def test_parallel_jsonl_onto_a_full_disk_leaves_no_partial_file(small_fs: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """`read --jobs 2 --format jsonl`: each worker's file is renamed into place only when complete."""
+    """`read --jobs 2 --format jsonl`: the disk fills while a worker writes; nothing of the run is published."""
     out = small_fs / "out"
     out.mkdir()
     written = fill(small_fs)
@@ -188,43 +187,40 @@ def test_parallel_jsonl_onto_a_full_disk_leaves_no_partial_file(small_fs: Path,
     code = main(["read", str(LARGE), str(SMALL), "-o", str(out), "--format", "jsonl", "--quiet", "--jobs", "2"])
     err = capsys.readouterr().err
     assert code == EXIT_OUTPUT and err.count("\n") == 1 and "No space left on device (ENOSPC)" in err, err
-    assert _leftovers(small_fs) == []
-    for path in out.glob("*.jsonl"):  # whatever is there is whole
-        text = path.read_text()
-        assert text == "" or text.endswith("\n")
-        for line in text.splitlines():
-            json.loads(line)
+    assert _leftovers(small_fs) == [] and list(out.iterdir()) == []
 
 
 def test_read_when_the_totals_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    real = inspector.cli.write_connections
+    real = inspector.read_command.write_connections
 
-    def full(summary: Summary, out: Path) -> Path:
+    def full(summary: Summary, out: Path, previous: Path | None = None) -> Path:
         (out / "connections.parquet").write_bytes(b"PAR1 half")  # what a failed write leaves
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(inspector.cli, "write_connections", full)
+    monkeypatch.setattr(inspector.read_command, "write_connections", full)
     assert main(["read", str(SMALL), "-o", str(tmp_path / "a"), "--quiet"]) == EXIT_OUTPUT
     assert capsys.readouterr().err == (
-        f"kafka-inspector: error: cannot write to {tmp_path / 'a'}: No space left on device (ENOSPC); the event files "
-        "are complete; connections.parquet and summary.json not written\n")
-    assert sorted(p.name for p in (tmp_path / "a").rglob("*")) == ["events", "part-00000.parquet"]
-    assert pq.read_table(tmp_path / "a" / "events").num_rows > 0
+        f"kafka-inspector: error: cannot write to {tmp_path / 'a'}: No space left on device (ENOSPC); nothing was "
+        f"written, {tmp_path / 'a'} is as it was\n")
+    assert not (tmp_path / "a").exists()
 
-    monkeypatch.setattr(inspector.cli, "write_connections", real)
+    monkeypatch.setattr(inspector.read_command, "write_connections", real)
+    b = tmp_path / "b"
+    assert main(["read", str(SMALL), "-o", str(b), "--quiet"]) == 0
+    before = _state(b)
     replace = os.replace
 
-    def no_summary(src: Path, dst: Path) -> None:
+    def no_summary(src: Path, dst: Path) -> None:  # publishing fails at its last rename: the others are undone
         if Path(dst).name == "summary.json":
             raise OSError(errno.EIO, "Input/output error")
         replace(src, dst)
 
     monkeypatch.setattr(os, "replace", no_summary)
-    assert main(["read", str(SMALL), "-o", str(tmp_path / "b"), "--quiet"]) == EXIT_OUTPUT
-    assert "Input/output error (EIO); the event files and connections.parquet are complete; summary.json not " \
-           "written" in capsys.readouterr().err
-    assert not (tmp_path / "b" / "summary.json").exists() and _leftovers(tmp_path / "b") == []
+    for flag in ("--overwrite", "--append"):
+        assert main(["read", str(LARGE), "-o", str(b), "--quiet", flag]) == EXIT_OUTPUT
+        assert "Input/output error (EIO); nothing was written" in capsys.readouterr().err
+        assert _state(b) == before
 
 
 def test_parquet_files_keep_statistics_for_numbers_and_times_and_dictionaries_for_text(tmp_path: Path) -> None:

@@ -15,6 +15,24 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame
 
+from contract.kafka import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    API_VERSIONS,
+    CONSUMER_GROUP_HEARTBEAT,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_GROUPS,
+    END_TXN,
+    ENVELOPE,
+    FETCH,
+    FIND_COORDINATOR,
+    JOIN_GROUP,
+    METADATA,
+    OFFSET_COMMIT,
+    PRODUCE,
+    SYNC_GROUP,
+    TXN_OFFSET_COMMIT,
+)
 from pipelines import (
     admin,
     clients,
@@ -28,6 +46,7 @@ from pipelines import (
     rebalances,
     versions,
 )
+from pipelines.kafka import ADMIN_WRITES
 
 
 class Inputs:
@@ -63,35 +82,54 @@ class Inputs:
 class Detector:
     name: str
     find: Callable[[Inputs], DataFrame]
+    #: the API keys whose messages it judges: with none of them in the events it finds nothing, and a pass does
+    #: not run it (a ``--follow`` micro-batch holds a few APIs); None: any traffic
+    reads: frozenset[int] | None = None
+
+
+_GROUPS = frozenset({JOIN_GROUP, SYNC_GROUP})
+_HEARTBEATS = frozenset(heartbeat_groups.PROTOCOLS)
 
 
 DETECTORS: tuple[Detector, ...] = (
-    Detector("misrouted_api_versions", lambda i: identity.misrouted_api_versions(i.events, i.observations)),
-    Detector("unassigned_partitions", lambda i: groups.unassigned_partitions(i.events, i.observations)),
+    Detector("misrouted_api_versions", lambda i: identity.misrouted_api_versions(i.events, i.observations),
+             frozenset({API_VERSIONS})),
+    Detector("unassigned_partitions", lambda i: groups.unassigned_partitions(i.events, i.observations), _GROUPS),
     Detector("unassigned_heartbeat_partitions",
-             lambda i: heartbeat_coverage.unassigned_partitions(i.events, i.observations)),
-    Detector("unadvertised_version", lambda i: versions.unadvertised_version(i.events)),
-    Detector("endpoint_identity_changed", lambda i: identity.endpoint_identity_changed(i.observations)),
-    Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events)),
-    Detector("group_protocol_mismatch", lambda i: groups.group_protocol_mismatch(i.events)),
-    Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events)),
-    Detector("producer_sequence_gap", lambda i: producers.producer_sequence_gap(i.events)),
-    Detector("transaction_anomaly", lambda i: producers.transaction_anomaly(i.events)),
-    Detector("rebalance_storm", lambda i: rebalances.rebalance_storm(i.events)),
+             lambda i: heartbeat_coverage.unassigned_partitions(i.events, i.observations),
+             frozenset({CONSUMER_GROUP_HEARTBEAT})),
+    Detector("unadvertised_version", lambda i: versions.unadvertised_version(i.events), frozenset({API_VERSIONS})),
+    Detector("endpoint_identity_changed", lambda i: identity.endpoint_identity_changed(i.observations),
+             frozenset({METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})),
+    Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events), _GROUPS),
+    Detector("group_protocol_mismatch", lambda i: groups.group_protocol_mismatch(i.events),
+             _GROUPS | {DESCRIBE_GROUPS}),
+    Detector("undecodable_group_metadata", lambda i: groups.undecodable_group_metadata(i.events),
+             _GROUPS | {DESCRIBE_GROUPS}),
+    Detector("producer_sequence_gap", lambda i: producers.producer_sequence_gap(i.events), frozenset({PRODUCE})),
+    Detector("transaction_anomaly", lambda i: producers.transaction_anomaly(i.events),
+             frozenset({PRODUCE, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN})),
+    Detector("rebalance_storm", lambda i: rebalances.rebalance_storm(i.events), _GROUPS | _HEARTBEATS),
     Detector("error_hotspot", lambda i: hotspots.error_hotspot(i.events)),
     Detector("latency_hotspot", lambda i: hotspots.latency_hotspot(i.events)),
     Detector("removed_in_kafka_4", lambda i: clients.removed_in_kafka_4(i.events)),
-    Detector("old_message_format", lambda i: clients.old_message_format(i.events)),
-    Detector("endpoint_type_mismatch", lambda i: versions.endpoint_type_mismatch(i.events)),
-    Detector("controller_direct_access", lambda i: versions.controller_direct_access(i.events)),
-    Detector("group_protocol_not_offered", lambda i: groups.group_protocol_not_offered(i.events)),
-    Detector("overlapping_assignment", lambda i: groups.overlapping_assignment(i.events)),
-    Detector("overlapping_heartbeat_assignment", lambda i: heartbeat_groups.overlapping_assignment(i.events)),
-    Detector("group_member_errors", lambda i: heartbeat_groups.group_member_errors(i.events)),
-    Detector("consumer_lag_growing", lambda i: lag.consumer_lag_growing(i.lag)),
-    Detector("api_versions_one_sided_identity", lambda i: identity.api_versions_one_sided_identity(i.events)),
+    Detector("old_message_format", lambda i: clients.old_message_format(i.events), frozenset({PRODUCE, FETCH})),
+    Detector("endpoint_type_mismatch", lambda i: versions.endpoint_type_mismatch(i.events),
+             frozenset({DESCRIBE_CLUSTER})),
+    Detector("controller_direct_access", lambda i: versions.controller_direct_access(i.events),
+             frozenset({DESCRIBE_CLUSTER})),
+    Detector("group_protocol_not_offered", lambda i: groups.group_protocol_not_offered(i.events), _GROUPS),
+    Detector("overlapping_assignment", lambda i: groups.overlapping_assignment(i.events), _GROUPS),
+    Detector("overlapping_heartbeat_assignment", lambda i: heartbeat_groups.overlapping_assignment(i.events),
+             _HEARTBEATS),
+    Detector("group_member_errors", lambda i: heartbeat_groups.group_member_errors(i.events), _HEARTBEATS),
+    Detector("consumer_lag_growing", lambda i: lag.consumer_lag_growing(i.lag),
+             frozenset({OFFSET_COMMIT, TXN_OFFSET_COMMIT})),
+    Detector("api_versions_one_sided_identity", lambda i: identity.api_versions_one_sided_identity(i.events),
+             frozenset({API_VERSIONS})),
     Detector("rebootstrap_required", lambda i: identity.rebootstrap_required(i.events)),
-    Detector("envelope_forwarding_failed", lambda i: admin.envelope_forwarding_failed(i.events)),
-    Detector("admin_write_failed", lambda i: admin.admin_write_failed(i.audit)),
-    Detector("admin_write_unanswered", lambda i: admin.admin_write_unanswered(i.audit)),
+    Detector("envelope_forwarding_failed", lambda i: admin.envelope_forwarding_failed(i.events),
+             frozenset({ENVELOPE})),
+    Detector("admin_write_failed", lambda i: admin.admin_write_failed(i.audit), frozenset(ADMIN_WRITES)),
+    Detector("admin_write_unanswered", lambda i: admin.admin_write_unanswered(i.audit), frozenset(ADMIN_WRITES)),
 )

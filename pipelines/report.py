@@ -10,6 +10,7 @@ subcommand (its ``func`` default is :func:`run`); ``run(args)`` returns the exit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -237,8 +238,15 @@ def _follow(args: argparse.Namespace, inputs: list[str]) -> int:
         previous.update({sig: signal.signal(sig, stopping) for sig in (signal.SIGINT, signal.SIGTERM)})
         try:
             follower = follow.run(spark, settings, trigger_s=args.trigger, stop=stop)
+        except Exception as exc:  # noqa: BLE001  # the stream or its JVM failed: one line, not Spark's traces
+            if stop.is_set():  # stopped meanwhile (a service manager signals the JVM too): a clean stop
+                return EXIT_OK
+            _error(f"the stream stopped: {_why(exc)}; Spark's log: {os.path.join(args.output, SPARK_LOG)}; the "
+                   "findings written so far are complete, and a new run goes on from them")
+            return EXIT_INPUT
         finally:
-            spark.stop()
+            with contextlib.suppress(Exception):
+                spark.stop()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

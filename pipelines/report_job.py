@@ -239,12 +239,14 @@ def detector_pass(spark: SparkSession, events: DataFrame, hosts: DataFrame | Non
     what the steps share is made once (``detectors.Inputs``, ``events.shared_frames``)."""
     observations = materialise(identity.identity_observations(events, hosts))
     inputs = Inputs(events, observations, materialise)  # the audit and the lag: made by the first step asking
-    found: dict[str, list[Row]] = {}
+    present = {r[0] for r in events.select("api_key").distinct().collect()}
+    found: dict[str, list[Row]] = {d.name: [] for d in DETECTORS}
 
     def detector(d: Detector) -> Callable[[], None]:
         return lambda: found.__setitem__(d.name, collect(d.find(inputs)))
 
-    steps = [*((d.name, detector(d)) for d in DETECTORS), *(extra(inputs) if extra is not None else ())]
+    runs = [d for d in DETECTORS if d.reads is None or d.reads & present]
+    steps = [*((d.name, detector(d)) for d in runs), *(extra(inputs) if extra is not None else ())]
     with shared_frames(materialise):
         _run_steps(spark, steps, progress, timings if timings is not None else {})
     return found
@@ -399,7 +401,32 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
         gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}) if fresh else None
         spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("ERROR")
+    pin_jvm_names(spark)
     return spark
+
+
+#: The JVM classes PySpark names again and again while the report builds its queries (counted on the demo's
+#: events: ~21,000 look-ups, half of them a short name such as ``functions`` or ``PythonUtils`` that the JVM
+#: resolves by trying ``Class.forName`` in every imported package, a scan of every jar for each miss).
+JVM_NAMES = ("org.apache.spark.sql.functions", "org.apache.spark.sql.classic.SparkSession", "functions",
+             "PythonUtils", "org.apache.spark.sql.classic.SparkSession$", "PythonSQLUtils",
+             "org.apache.spark.sql.catalyst.trees.PySparkCurrentOrigin", "org.apache.spark.sql.expressions.Window")
+
+
+def pin_jvm_names(spark: SparkSession) -> None:
+    """Look each of ``JVM_NAMES`` up once and keep it on PySpark's view of the JVM: py4j's view asks the JVM
+    anew for every attribute it does not hold (a round trip, and for a short name a class-path scan), and an
+    attribute set on the view is answered by Python. Not for Spark Connect (no JVM view)."""
+    jvm: Any = getattr(spark.sparkContext, "_jvm", None)
+    if jvm is None:
+        return
+    from py4j.protocol import Py4JError
+
+    for name in JVM_NAMES:
+        try:
+            setattr(jvm, name, getattr(jvm, name))
+        except Py4JError:  # another Spark: it looks the name up itself, as before
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,28 @@
+"""The detectors table: what each detector says it reads is what it needs. A pass skips a detector when none of the
+APIs it reads is in the events; on the demo's events without those APIs, each such detector finds nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines import identity
+from pipelines.detectors import DETECTORS, Inputs
+from pipelines.events import EVENTS_SCHEMA
+from pipelines.report_job import slim
+
+
+def test_a_detector_finds_nothing_without_the_apis_it_reads(spark: SparkSession, capture_files: list[Path]) -> None:
+    events = slim(spark.read.schema(EVENTS_SCHEMA).parquet(*(str(p) for p in capture_files))).cache()
+    checked = 0
+    for d in DETECTORS:
+        if d.reads is None:
+            continue
+        without = events.where(~F.col("api_key").isin(sorted(d.reads)))
+        inputs = Inputs(without, identity.identity_observations(without))
+        assert d.find(inputs).count() == 0, d.name
+        checked += 1
+    assert checked >= 20
+    events.unpersist()

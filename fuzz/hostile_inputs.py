@@ -130,6 +130,14 @@ def inputs() -> dict[str, dict[str, bytes]]:
         "pcap-ipv6-extension-loop": pcap([(b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x86\xdd" + b"\x60" + bytes(3)
                                           + struct.pack("!HBB", 400, 0, 64) + bytes(32) + b"\x00\x31" * 200, 500)]),
         "gzip-cut": gzip.compress(pcap([(packet, len(packet))] * 20))[:-25],
+        # Blocks shorter than their fixed fields (their fields were read from the next block or past the data):
+        # the 40-byte file of issue 34, then a 12-byte simple packet block (was a packet of caplen -4), a
+        # 16-byte interface block, 28-byte obsolete and enhanced packet blocks, each followed by a good packet.
+        "pcapng-epb-12-bytes": ng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+        + bytes.fromhex("060000000c0000000c000000"),
+        "pcapng-blocks-shorter-than-their-fields": ng + ng_block(3, b"") + epb + ng_block(1, bytes(4)) + epb
+        + ng_block(2, bytes(16)) + epb + ng_block(6, bytes(16)) + epb,
+        "pcapng-trailing-length-lies": ng + epb[:-4] + struct.pack("<I", len(epb) - 8) + epb,
     }
     # A stream whose first bytes claim a 100 MB frame (mid-connection), then bytes that never complete it.
     claim = struct.pack(">i", 100 * 1024 * 1024 - 10) + header(0, 3, 7) + bytes(20000)

@@ -153,7 +153,21 @@ def inputs() -> dict[str, dict[str, bytes]]:
                                              struct.pack(">i", 1) + b"\xff" * 10),
         "response-data-for-unknown-inner": encode_envelope(b"", b"", b"", 999, 999, b"\x00" * 10),
     }
+    def op(kind: int, payload: bytes) -> bytes:
+        return struct.pack(">BH", kind, len(payload)) + payload
+
+    kafka = struct.pack(">i", 12) + struct.pack(">hhi", 18, 0, 1) + struct.pack(">h", 0)
+    tls = {  # the tls target: profile, flags, operations (fuzz/targets.py, target_tls)
+        "tls13-kafka-both-ways": b"\x00\x04" + op(0, kafka) + op(1, b"\x00\x00\x00\x04\x00\x00\x00\x01")
+        + op(0, bytes(range(256)) * 80),
+        "tls13-client-cert-fed-byte-by-byte": b"\x01\x08\x01" + op(0, kafka),
+        "tls12-cbc-no-etm-record-changed": b"\x06\x00" + op(0, kafka * 3) + op(3, b"\x00\x30\x01") + op(0, kafka),
+        "tls12-gcm-alert-and-garbage-injected": b"\x03\x00" + op(0, kafka) + op(2, b"\x15\x03\x03\x00\x02\x02\x28")
+        + op(0x82, b"\x17\x03\x03\xff\xff" + b"\x00" * 40),
+        "tls13-wrong-keys": b"\x00\x02" + op(0, kafka) + op(1, kafka),
+    }
     return {
+        "tls": tls,
         "request": frames_2_31,
         "response": {"apiversions-v0-count-2_31-1": struct.pack(">hhhh", 18, 0, -1, -1)
                      + struct.pack(">ihi", 20, 0, 0x7FFFFFFF) + bytes(12),

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from decoders.element_budget import BATCH_ELEMENTS, ElementBudget, record_set_elements
 from decoders.element_budget import MAX_ELEMENTS as MAX_ELEMENTS
-from decoders.element_budget import ElementBudget
 from decoders.records import _new_records
 from decoders.status import StatusKind
 
@@ -64,6 +64,16 @@ def over_budget(n: int) -> DecodeError:
                        f"message's budget (--max-elements)")
 
 
+def over_budget_tags(n: int) -> DecodeError:
+    return DecodeError(StatusKind.LIMIT, f"limit: {n} tagged fields exceed the elements left of this message's "
+                       f"budget (--max-elements)")
+
+
+def over_budget_records(cost: int) -> DecodeError:
+    return DecodeError(StatusKind.LIMIT, f"limit: record set of {cost // BATCH_ELEMENTS} batches ({cost} elements) "
+                       f"exceeds the elements left of this message's budget (--max-elements)")
+
+
 def spent_budget(err: BaseException) -> bool:
     """Whether ``err`` is a decode stopping at the element budget: the readers' :func:`over_budget` error or
     the compiled twins' ``ValueError(OVER_BUDGET)``."""
@@ -101,10 +111,14 @@ def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
 def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: dict[str, Any],
          budget: ElementBudget) -> int:
     """Read ``n`` tagged fields at ``p`` into ``out``: known tags by name (their readers spend ``budget``),
-    unknown ones kept raw."""
+    unknown ones kept raw. Each field, known or not, costs an element of ``budget`` (an unknown one becomes an
+    entry of ``_unknownTaggedFields``; a known one repeated is read again each time), spent before any is read."""
     size_left = len(b) - p
     if n * 2 > size_left:
         raise short_count(n, size_left)
+    budget.left -= n
+    if budget.left < 0:
+        raise over_budget_tags(n)
     unknown: list[dict[str, Any]] | None = None
     for _ in range(n):
         tag, p = read_uvarint(b, p)
@@ -204,6 +218,12 @@ def uuid_array(b: bytes, p: int, n: int) -> list[str]:
     return [uuid(b[p + 16 * i : p + 16 * (i + 1)]) for i in range(n)]
 
 
-def records(b: bytes, p: int, n: int) -> Any:
-    """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``)."""
+def records(b: bytes, p: int, n: int, budget: ElementBudget) -> Any:
+    """A lazy view over a ``records`` field (decoded on demand by ``decoders.records``); its batches spend
+    ``budget`` now (:func:`~decoders.element_budget.record_set_elements`), whatever level they are decoded at."""
+    cost = record_set_elements(b, p, n)
+    if cost:
+        budget.left -= cost
+        if budget.left < 0:
+            raise over_budget_records(cost)
     return _new_records(memoryview(b)[p : p + n])

@@ -130,6 +130,14 @@ def inputs() -> dict[str, dict[str, bytes]]:
         "pcap-ipv6-extension-loop": pcap([(b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x86\xdd" + b"\x60" + bytes(3)
                                           + struct.pack("!HBB", 400, 0, 64) + bytes(32) + b"\x00\x31" * 200, 500)]),
         "gzip-cut": gzip.compress(pcap([(packet, len(packet))] * 20))[:-25],
+        # Blocks shorter than their fixed fields (their fields were read from the next block or past the data):
+        # the 40-byte file of issue 34, then a 12-byte simple packet block (was a packet of caplen -4), a
+        # 16-byte interface block, 28-byte obsolete and enhanced packet blocks, each followed by a good packet.
+        "pcapng-epb-12-bytes": ng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+        + bytes.fromhex("060000000c0000000c000000"),
+        "pcapng-blocks-shorter-than-their-fields": ng + ng_block(3, b"") + epb + ng_block(1, bytes(4)) + epb
+        + ng_block(2, bytes(16)) + epb + ng_block(6, bytes(16)) + epb,
+        "pcapng-trailing-length-lies": ng + epb[:-4] + struct.pack("<I", len(epb) - 8) + epb,
     }
     # A stream whose first bytes claim a 100 MB frame (mid-connection), then bytes that never complete it.
     claim = struct.pack(">i", 100 * 1024 * 1024 - 10) + header(0, 3, 7) + bytes(20000)
@@ -145,7 +153,21 @@ def inputs() -> dict[str, dict[str, bytes]]:
                                              struct.pack(">i", 1) + b"\xff" * 10),
         "response-data-for-unknown-inner": encode_envelope(b"", b"", b"", 999, 999, b"\x00" * 10),
     }
+    def op(kind: int, payload: bytes) -> bytes:
+        return struct.pack(">BH", kind, len(payload)) + payload
+
+    kafka = struct.pack(">i", 12) + struct.pack(">hhi", 18, 0, 1) + struct.pack(">h", 0)
+    tls = {  # the tls target: profile, flags, operations (fuzz/targets.py, target_tls)
+        "tls13-kafka-both-ways": b"\x00\x04" + op(0, kafka) + op(1, b"\x00\x00\x00\x04\x00\x00\x00\x01")
+        + op(0, bytes(range(256)) * 80),
+        "tls13-client-cert-fed-byte-by-byte": b"\x01\x08\x01" + op(0, kafka),
+        "tls12-cbc-no-etm-record-changed": b"\x06\x00" + op(0, kafka * 3) + op(3, b"\x00\x30\x01") + op(0, kafka),
+        "tls12-gcm-alert-and-garbage-injected": b"\x03\x00" + op(0, kafka) + op(2, b"\x15\x03\x03\x00\x02\x02\x28")
+        + op(0x82, b"\x17\x03\x03\xff\xff" + b"\x00" * 40),
+        "tls13-wrong-keys": b"\x00\x02" + op(0, kafka) + op(1, kafka),
+    }
     return {
+        "tls": tls,
         "request": frames_2_31,
         "response": {"apiversions-v0-count-2_31-1": struct.pack(">hhhh", 18, 0, -1, -1)
                      + struct.pack(">ihi", 20, 0, 0x7FFFFFFF) + bytes(12),

@@ -12,7 +12,9 @@ inputs in the target's format (see ``fuzz/targets.py``) to ``OUT/TARGET/<sha1>``
 * records: every ``records`` field (Produce/Fetch), and small batches in each compression codec;
 * reassembler/pipeline: the TCP segments of each capture as a segment script (also cut, reordered
   and with loss, as a seed for the accounting paths);
-* capture: the capture files themselves (small ones), as pcapng and gzip too.
+* capture: the capture files themselves (small ones), as pcapng and gzip too, and small pcapng files of
+  every block kind;
+* tls: each connection's first frames written over a real TLS connection of one of the target's profiles.
 
 The corpora are not committed (``fuzz/.gitignore``); regenerate them with this script.
 """
@@ -35,7 +37,8 @@ sys.path.insert(0, str(REPO))
 
 from decoders import decode_request  # noqa: E402
 from decoders.records import Records, crc32c  # noqa: E402
-from fuzz.targets import MAX_LEN, encode_envelope, encode_segment  # noqa: E402
+from fuzz.hostile_inputs import eth_tcp  # noqa: E402
+from fuzz.targets import MAX_LEN, TLS_PROFILES, encode_envelope, encode_segment  # noqa: E402
 from inspector.capture_file import open_capture  # noqa: E402
 from inspector.framing import Frame, Framer  # noqa: E402
 from inspector.packets import Segment, parse_packet  # noqa: E402
@@ -124,6 +127,23 @@ def kafka_seeds(corpus: Corpus, segs: list[Segment]) -> None:
                                                            key, version, f.data))
         for _data, msg in requests:
             records_seeds_from_body(corpus, msg.body)
+        tls_seeds(corpus, sides[client][:6], sides[1 - client][:6], cid)
+
+
+def tls_seeds(corpus: Corpus, requests: list[Frame], responses: list[Frame], n: int) -> None:
+    """A connection's first frames, length prefix included, written over each TLS profile of the tls target
+    (flags: none, close_notify, fed in pieces)."""
+    ops = b""
+    for i in range(max(len(requests), len(responses))):
+        for kind, side in ((0, requests), (1, responses)):
+            if i < len(side):
+                framed = struct.pack(">i", len(side[i].data)) + side[i].data
+                ops += struct.pack(">BH", kind, len(framed)) + framed
+    if not ops:
+        return
+    profile = n % len(TLS_PROFILES)
+    for flags in (b"\x00", b"\x04", b"\x08\x05"):
+        corpus.add("tls", bytes([profile]) + flags + ops)
 
 
 def _compact(s: str) -> bytes:
@@ -267,6 +287,31 @@ def capture_seeds(corpus: Corpus, path: Path) -> None:
             print(f"  {path.name}: no pcapng seed ({exc})", file=sys.stderr)
 
 
+def _ng(btype: int, body: bytes, e: str) -> bytes:
+    """A pcapng block of either byte order (the body padded to 4 bytes)."""
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack(e + "II", btype, 12 + len(body)) + body + struct.pack(e + "I", 12 + len(body))
+
+
+def crafted_captures(corpus: Corpus) -> None:
+    """Small well-formed pcapng files with every block kind the parser reads (section header, interface,
+    enhanced, simple and obsolete packet blocks) and some it skips, in both byte orders and two sections: a
+    few hundred bytes each, so that a mutation lands on a block's fields (the real captures are kilobytes of
+    enhanced packet blocks)."""
+    packet = eth_tcp(b"\x00\x00\x00\x0e\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02id")
+    for e in ("<", ">"):
+        shb = _ng(0x0A0D0D0A, struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1), e)
+        idb = _ng(1, struct.pack(e + "HHI", 1, 0, 65535) + struct.pack(e + "HH", 9, 1) + b"\x06\0\0\0"
+                  + struct.pack(e + "HH", 0, 0), e)
+        epb = _ng(6, struct.pack(e + "IIIII", 0, 0, 1, len(packet), len(packet)) + packet, e)
+        spb = _ng(3, struct.pack(e + "I", len(packet)) + packet, e)
+        opb = _ng(2, struct.pack(e + "HHIIII", 0, 0, 0, 2, len(packet), len(packet)) + packet, e)
+        other = _ng(4, b"\0" * 4, e) + _ng(5, struct.pack(e + "III", 0, 0, 0), e)
+        for blocks in ([epb], [spb], [opb], [epb, spb, opb], [other, epb, other]):
+            corpus.add("capture", shb + idb + b"".join(blocks))
+        corpus.add("capture", shb + idb + epb + shb + idb + spb)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fuzz/make_corpus.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("captures", nargs="*", type=Path, help="default: pcaps/, shared real captures, fixtures")
@@ -280,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         segment_seeds(corpus, segs, rng)
         capture_seeds(corpus, path)
     crafted_records(corpus)
+    crafted_captures(corpus)
     for ptype, name in (("User", "alice"), ("User", ""), ("Group", "x" * 40)):
         corpus.add("embedded", bytes([4]) + _principal(ptype, name))
     for target in sorted(MAX_LEN):

@@ -64,10 +64,11 @@ def run_target(name: str, seconds: int, *, timeout: int, rss_limit_mb: int, corp
     dirs = [str(corpus)]
     if (REGRESSIONS / name).is_dir():
         dirs.append(str(REGRESSIONS / name))
+    dictionary = FUZZ / "dicts" / f"{name}.dict"
     cmd = [sys.executable, str(FUZZ / "fuzz_one.py"), *(["--compiled"] if compiled else []), name, *dirs,
            f"-max_total_time={seconds}", f"-timeout={timeout}", f"-rss_limit_mb={rss_limit_mb}",
            f"-max_len={MAX_LEN[name]}", f"-artifact_prefix={artifacts}/", "-print_final_stats=1",
-           *(extra_args or [])]
+           *([f"-dict={dictionary}"] if dictionary.exists() else []), *(extra_args or [])]
     started = time.monotonic()
     env = dict(os.environ, PYTHONPATH=str(REPO))
     try:

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
-from importlib.machinery import ModuleSpec, SourceFileLoader
+from importlib.machinery import ExtensionFileLoader, ModuleSpec, SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
@@ -93,6 +93,44 @@ class SourceFinder(MetaPathFinder):
         if spec is not None and fullname not in self.loaded:
             self.loaded.append(fullname)
         return spec
+
+
+def native_modules(build: Path) -> dict[str, Path]:
+    """The instrumented extensions of ``fuzz/build_native.py`` under ``build`` (its ``native`` folder), by dotted
+    name: the ``.pyx``-only modules, built with libFuzzer's coverage instrumentation."""
+    found: dict[str, Path] = {}
+    for so in build.rglob("*.so"):
+        rel = so.relative_to(build)
+        found[".".join((*rel.parts[:-1], so.name.split(".", 1)[0]))] = so
+    return found
+
+
+class NativeFinder(MetaPathFinder):
+    """Finds the listed extension modules in the instrumented build (an ``ExtensionFileLoader``), never the
+    shipped ones. In front of every other finder: atheris' hook leaves extensions alone."""
+
+    def __init__(self, modules: dict[str, Path]) -> None:
+        self.modules = modules
+        self.loaded: list[str] = []
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        built = self.modules.get(fullname)
+        if built is None:
+            return None
+        self.loaded.append(fullname)
+        return importlib.util.spec_from_file_location(fullname, built,
+                                                      loader=ExtensionFileLoader(fullname, str(built)))
+
+
+def install_native(modules: dict[str, Path]) -> NativeFinder:
+    """Put a :class:`NativeFinder` first in ``sys.meta_path``; refuses when one of the modules was imported."""
+    already = sorted(name for name in modules if name in sys.modules)
+    if already:
+        raise RuntimeError(f"imported before the native finder, so not instrumented: {', '.join(already)}")
+    finder = NativeFinder(modules)
+    sys.meta_path.insert(0, finder)
+    return finder
 
 
 def install(modules: dict[str, Path] | None = None) -> SourceFinder:

@@ -27,6 +27,7 @@ Input formats (``fuzz/make_corpus.py`` writes seeds in these formats):
 ``pipeline``     the same segment script fed to ``Inspector`` (framing, roles, correlation, events).
 ``capture``      a whole capture file (pcap / pcapng / gzip), read with ``open_capture`` and
                  every packet parsed with ``parse_packet``.
+``tls``          a profile, flags and the operations of a real TLS connection (see :func:`target_tls`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ RECORDS_MAX_RECORDS = 2000
 REASSEMBLER_MAX_BUFFERED = 4096
 REASSEMBLER_MAX_CONNECTIONS = 3
 PIPELINE_MAX_FRAME = 1 << 16
+#: Warnings one capture may give: a line per kind of damaged block skipped, one for what ended the packets.
+CAPTURE_MAX_WARNINGS = 8
 
 
 class InvariantError(AssertionError):
@@ -421,6 +424,145 @@ def target_capture(data: bytes) -> None:
                 check(seg.truncated == (seg.missing > 0), "truncated iff bytes are missing")
     for warning in reader.warnings:
         check(isinstance(warning, str) and "\n" not in warning, "warnings are one line")
+    # One line per kind of damage however many blocks have it (a hostile file must not make a warning per block).
+    check(len(reader.warnings) <= CAPTURE_MAX_WARNINGS, f"{len(reader.warnings)} warnings")
+
+
+# ----------------------------------------------------------------------------------------------------
+# TLS with keys
+
+#: The TLS connections of the tls target (``tls_memory.contexts`` options), chosen by the input's first byte:
+#: TLS 1.3 (AES-256-GCM), with a client certificate (decrypted Certificate, the principal) and after a
+#: HelloRetryRequest; TLS 1.2 with AES-GCM, ChaCha20-Poly1305, AES-CBC with encrypt-then-MAC and without.
+TLS_PROFILES: tuple[dict[str, Any], ...] = (
+    {}, {"client_cert": True}, {"hrr": True, "tickets": False},
+    {"tls12": "ECDHE-RSA-AES128-GCM-SHA256"}, {"tls12": "ECDHE-RSA-CHACHA20-POLY1305"},
+    {"tls12": "ECDHE-RSA-AES128-SHA"}, {"tls12": "ECDHE-RSA-AES256-SHA384", "etm": False},
+)
+#: Bytes a TLS direction may hold (an incomplete record, an incomplete handshake message: both capped).
+TLS_MAX_HELD = (16384 + 2048 + 5) + (1 << 20)
+_TLS: dict[str, Any] = {}
+
+
+def _tls_contexts(profile: int) -> tuple[Any, Any, str]:
+    """The (client, server) contexts of a profile and its key log file, made once per process."""
+    if not _TLS:
+        from pcaps.capture_kit.tls_memory import make_pki
+
+        _TLS["dir"] = tempfile.mkdtemp(prefix="kafka-inspector-fuzz-tls-")
+        _TLS["pki"] = make_pki(__import__("pathlib").Path(_TLS["dir"]) / "pki")
+    made = _TLS.get(profile)
+    if made is None:
+        from pcaps.capture_kit.tls_memory import contexts
+
+        client, server = contexts(_TLS["pki"], **TLS_PROFILES[profile])
+        keylog = os.path.join(_TLS["dir"], f"keylog-{profile}")
+        client.keylog_filename = keylog
+        made = _TLS[profile] = (client, server, keylog)
+    return made
+
+
+def target_tls(data: bytes) -> None:
+    """A real TLS connection (OpenSSL, in memory) whose traffic the input writes, fed with its key log to
+    ``TlsSession``: the record layer, decryption, the decrypted handshake, alerts, record and message
+    reassembly, the byte accounting.
+
+    Input: a profile byte (:data:`TLS_PROFILES`), a flags byte (bit 0: no key log; bit 1: the key log's
+    secrets altered; bit 2: close_notify at the end; bit 3: each chunk fed in pieces of the next byte's size),
+    then operations, each ``>BH`` (kind, length) and ``length`` bytes: kind % 4 == 0 the client writes them
+    (sealed by OpenSSL into application data records), 1 the server; 2 raw bytes injected into a direction's
+    stream (kind bit 7: the server's); 3 the last chunk of a direction (bit 7) changed: the byte at the
+    position the first two bytes give is XORed with the third.
+
+    Invariants: no exception; each direction's bytes all accounted (``fed`` equals the sum of the categories);
+    bounded holding; and a direction nobody tampered with, decrypted with the right keys, gives back exactly
+    what was written.
+    """
+    import ssl
+
+    from inspector.tls_events import TlsApplicationData
+    from inspector.tls_keylog import KeyLog
+    from inspector.tls_session import TlsSession
+    from pcaps.capture_kit.tls_memory import MemoryTls
+
+    if len(data) < 2:
+        return
+    profile, flags = data[0] % len(TLS_PROFILES), data[1]
+    r = _Reader(data[2:])
+    piece = max(1, r.uint(1)) if flags & 8 else 0
+    client_ctx, server_ctx, keylog_path = _tls_contexts(profile)
+    start = os.path.getsize(keylog_path) if os.path.exists(keylog_path) else 0
+    tls = MemoryTls(client_ctx, server_ctx)
+    try:
+        tls.handshake()
+    except ssl.SSLError:
+        return  # a profile this OpenSSL refuses: nothing to fuzz
+    chunks: list[tuple[bool, bytes]] = list(tls.chunks)
+    written = {True: b"", False: b""}
+    tampered = {True: False, False: False}
+    while r.pos + 3 <= len(r.data):
+        kind, length = r.uint(1), r.uint(2)
+        payload = r.take(length)
+        op, side = kind % 4, not kind & 0x80
+        if op in (0, 1):
+            from_client = op == 0
+            if payload:
+                chunks.append((from_client, tls.seal(from_client, payload)))
+                written[from_client] += payload
+        elif op == 2:
+            if payload:
+                chunks.append((side, payload))
+                tampered[side] = True
+        elif len(payload) >= 3:
+            last = [i for i, (s, c) in enumerate(chunks) if s == side and c]
+            if last:
+                i = last[-1]
+                chunk = bytearray(chunks[i][1])
+                at = int.from_bytes(payload[:2], "big") % len(chunk)
+                chunk[at] ^= payload[2] or 1
+                chunks[i] = (side, bytes(chunk))
+                tampered[side] = True
+    if flags & 4:
+        for obj in (tls.client, tls.server):
+            try:
+                obj.unwrap()
+            except (ssl.SSLError, ssl.SSLWantReadError):
+                pass
+        for from_client, bio in ((True, tls._client_out), (False, tls._server_out)):
+            tail = bio.read()
+            if tail:
+                chunks.append((from_client, tail))
+    with open(keylog_path) as f:
+        f.seek(start)
+        keylog_text = f.read()
+    if flags & 1:
+        keylog_text = ""
+    elif flags & 2:
+        keylog_text = keylog_text.replace("a", "b").replace("1", "2")
+    session = TlsSession(KeyLog(keylog_text))
+    plain = {True: bytearray(), False: bytearray()}
+    ts = 1_700_000_000.0
+
+    def take(events: list[Any]) -> None:
+        for ev in events:
+            if isinstance(ev, TlsApplicationData):
+                plain[ev.from_client] += ev.data
+
+    for from_client, chunk in chunks:
+        ts += 0.001
+        step = piece or len(chunk) or 1
+        for i in range(0, len(chunk), step):
+            take(session.feed(from_client, chunk[i:i + step], ts))
+            check(session.held(from_client) <= TLS_MAX_HELD, f"TLS direction holds {session.held(from_client)}")
+    take(session.finish(ts))
+    for from_client in (True, False):
+        counts = session.counts(from_client)
+        check(counts.fed == counts.accounted, f"TLS bytes not accounted: {counts}")
+        check(counts.fed == sum(len(c) for s, c in chunks if s == from_client), "fed is what was fed")
+        if not tampered[from_client] and not flags & 3 and not tampered[not from_client]:
+            check(bytes(plain[from_client]) == written[from_client],
+                  f"decrypted {len(plain[from_client])} bytes, {len(written[from_client])} written "
+                  f"(profile {profile}, {'client' if from_client else 'server'})")
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -432,6 +574,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "reassembler": target_reassembler,
     "pipeline": target_pipeline,
     "capture": target_capture,
+    "tls": target_tls,
 }
 
 #: Largest input the fuzzer generates per target (libFuzzer -max_len).
@@ -444,4 +587,5 @@ MAX_LEN: dict[str, int] = {
     "reassembler": 65536,
     "pipeline": 262144,
     "capture": 262144,
+    "tls": 65536,
 }

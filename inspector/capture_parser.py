@@ -98,6 +98,16 @@ _BT_EPB = 0x00000006
 _BT_SHB = 0x0A0D0D0A
 _BOM_LE = b"\x4d\x3c\x2b\x1a"
 _BOM_BE = b"\x1a\x2b\x3c\x4d"
+#: The blocks read, by type: (what the block is called, its length with no data nor options: the 8-byte
+#: header, the fixed fields, the 4-byte trailing length). A block shorter than that is damage: its fixed
+#: fields would be read from the block after it, or from past the data.
+_BLOCKS: dict[int, tuple[str, int]] = {
+    _BT_SHB: ("section header", 28),  # byte-order magic, major, minor, section length (8)
+    _BT_IDB: ("interface description", 20),  # link type, reserved, snap length
+    _BT_EPB: ("enhanced packet", 32),  # interface, timestamp (2 x 4), captured and original length
+    _BT_SPB: ("simple packet", 16),  # original length
+    _BT_OPB: ("packet", 32),  # interface (2), drops (2), timestamp (2 x 4), captured and original length
+}
 
 
 def describe_magic(head: bytes) -> str:
@@ -117,8 +127,12 @@ def header_problem(head: bytes) -> str | None:
     elif magic == PCAPNG_SHB:
         if len(head) < 12:
             return f"pcapng section header is truncated ({len(head)} bytes)"
-        if head[8:12] not in (_BOM_LE, _BOM_BE):
-            return f"pcapng section header has a bad byte-order magic 0x{head[8:12].hex()}"
+        bom = head[8:12]
+        if bom not in (_BOM_LE, _BOM_BE):
+            return f"pcapng section header has a bad byte-order magic 0x{bom.hex()}"
+        blen = Struct("<I" if bom == _BOM_LE else ">I").unpack_from(head, 4)[0]
+        if blen < _BLOCKS[_BT_SHB][1] or blen % 4 or blen > _MAX_RECORD:
+            return f"pcapng section header is damaged (its length is {blen} bytes)"
     else:
         return f"not a pcap or pcapng file ({describe_magic(head)})"
     return None
@@ -168,7 +182,9 @@ class CaptureParser:
         self._hdr2 = Struct("<II").unpack_from
         self._epb = Struct("<IIIII").unpack_from
         self._ifaces: list[tuple[int, float, int, int]] = []
-        self._unknown_iface_warned = False
+        self._base = 0  # offset in the stream of the first byte not yet parsed (pcapng: where a block starts)
+        #: damaged blocks skipped, by kind: [the index of its line in the warnings, how many, the first one]
+        self._skips: dict[str, list[Any]] = {}
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
         """The packets (or what ``one`` makes of them) whole in the data fed so far, in order."""
@@ -313,7 +329,14 @@ class CaptureParser:
     # -- pcapng -----------------------------------------------------------------------------------------
 
     def _pcapng(self, data: Any, out: list[Any]) -> None:
-        """The blocks whole in the tail and ``data``; an incomplete last one stays in the tail."""
+        """The blocks whole in the tail and ``data``; an incomplete last one stays in the tail.
+
+        Each block is checked before it is read: its length (at least 12, a multiple of 4, at most
+        ``_MAX_RECORD``, repeated at its end) frames it, and a block of a kind read here must hold that kind's
+        fixed fields. A wrong length ends the packets (nothing after it can be framed); a block too short for
+        its fields, a packet claiming more bytes than its block holds, or one on an undeclared interface is
+        skipped and counted (:meth:`_skip`).
+        """
         if self._tail:
             buf = self._gather(data)
             if buf is None:
@@ -329,6 +352,7 @@ class CaptureParser:
         hdr2 = self._hdr2
         epb = self._epb
         ifaces = self._ifaces
+        blocks = _BLOCKS
         try:
             while True:
                 if buflen - pos < 12:
@@ -343,7 +367,7 @@ class CaptureParser:
                     elif bom == _BOM_BE:
                         self._endian = ">"
                     else:
-                        self._stop(f"bad pcapng section header (byte-order magic "
+                        self._stop(f"bad pcapng section header at byte {self._base + pos} (byte-order magic "
                                    f"{bom.hex()}); stopped after {count} packets")
                         return
                     endian = self._endian
@@ -352,28 +376,42 @@ class CaptureParser:
                     epb = self._epb = Struct(endian + "IIIII").unpack_from
                     btype, blen = hdr2(buf, pos)
                 if blen < 12 or blen % 4 or blen > _MAX_RECORD:
-                    self._stop(f"pcapng block of type 0x{btype:08x} has invalid length {blen}: the file is "
-                               f"damaged there; stopped after {count} packets")
+                    self._stop(f"pcapng block of type 0x{btype:08x} at byte {self._base + pos} has invalid "
+                               f"length {blen}: the file is damaged there; stopped after {count} packets")
                     return
                 end = pos + blen
                 if end > buflen:
                     self._need = blen
                     break
-                if btype == _BT_EPB:
+                trailer = u32(buf, end - 4)[0]
+                if trailer != blen:
+                    self._stop(f"pcapng block of type 0x{btype:08x} at byte {self._base + pos} is {blen} bytes "
+                               f"but ends with a length of {trailer}: the file is damaged there; stopped after "
+                               f"{count} packets")
+                    return
+                known = blocks.get(btype)
+                if known is not None and blen < known[1]:
+                    if btype == _BT_SHB:
+                        self._stop(f"pcapng section header at byte {self._base + pos} is {blen} bytes, shorter "
+                                   f"than its {known[1]} fixed bytes: the file is damaged there; stopped after "
+                                   f"{count} packets")
+                        return
+                    self._skip("short", f"pcapng {known[0]} block at byte {self._base + pos} is {blen} bytes, "
+                                        f"shorter than its {known[1]} fixed bytes")
+                elif btype == _BT_EPB:
                     iface, ts_hi, ts_lo, caplen, wirelen = epb(buf, pos + 8)
                     if 28 + caplen > blen - 4:
-                        self.warnings.append(f"packet block {count + 1} claims {caplen} bytes "
-                                             f"in a {blen}-byte block; packet skipped")
+                        self._skip("caplen", f"pcapng packet block at byte {self._base + pos} claims {caplen} "
+                                             f"bytes in a {blen}-byte block")
                     elif iface < len(ifaces):
                         lt, tick, tsoff, _snap = ifaces[iface]
                         count += 1
                         pkt = make(((ts_hi << 32) | ts_lo) * tick + tsoff, lt,
                                    buf[pos + 28:pos + 28 + caplen], caplen, wirelen)
                         out.append(pkt if one is None else one(pkt))
-                    elif not self._unknown_iface_warned:
-                        self._unknown_iface_warned = True
-                        self.warnings.append(f"packet refers to undeclared interface {iface}; "
-                                             "such packets are skipped")
+                    else:
+                        self._skip("iface", f"pcapng packet block at byte {self._base + pos} refers to "
+                                            f"undeclared interface {iface}")
                 elif btype == _BT_IDB:
                     ifaces.append(self._parse_idb(buf, pos, blen))
                     if self.linktype is None:
@@ -381,13 +419,10 @@ class CaptureParser:
                         self.snaplen = ifaces[-1][3]
                 elif btype == _BT_SHB:
                     ifaces = self._ifaces = []  # interfaces are numbered per section
-                    self._unknown_iface_warned = False
                 elif btype == _BT_SPB:
                     if not ifaces:
-                        if not self._unknown_iface_warned:
-                            self._unknown_iface_warned = True
-                            self.warnings.append("simple packet block before any interface; "
-                                                 "such packets are skipped")
+                        self._skip("iface", f"pcapng simple packet block at byte {self._base + pos} comes "
+                                            "before any interface")
                     else:
                         lt, _tick, _tsoff, snap = ifaces[0]
                         wirelen = u32(buf, pos + 8)[0]
@@ -400,18 +435,36 @@ class CaptureParser:
                 elif btype == _BT_OPB:
                     iface16 = Struct(self._endian + "H").unpack_from(buf, pos + 8)[0]
                     ts_hi, ts_lo, caplen, wirelen = Struct(self._endian + "IIII").unpack_from(buf, pos + 12)
-                    if 28 + caplen <= blen - 4 and iface16 < len(ifaces):
+                    if 28 + caplen > blen - 4:
+                        self._skip("caplen", f"pcapng packet block at byte {self._base + pos} claims {caplen} "
+                                             f"bytes in a {blen}-byte block")
+                    elif iface16 < len(ifaces):
                         lt, tick, tsoff, _snap = ifaces[iface16]
                         count += 1
                         pkt = make(((ts_hi << 32) | ts_lo) * tick + tsoff, lt,
                                    buf[pos + 28:pos + 28 + caplen], caplen, wirelen)
                         out.append(pkt if one is None else one(pkt))
+                    else:
+                        self._skip("iface", f"pcapng packet block at byte {self._base + pos} refers to "
+                                            f"undeclared interface {iface16}")
                 # every other block type (name resolution, statistics, custom, DSB...) is skipped
                 pos = end
             if pos < buflen:
                 self._tail += memoryview(buf)[pos:]
         finally:
             self.packets = count
+            self._base += pos
+
+    def _skip(self, kind: str, what: str) -> None:
+        """A damaged block skipped: the first of each kind is described, the others counted on its line (the
+        warnings stay a few lines, however many blocks a hostile file damages)."""
+        seen = self._skips.get(kind)
+        if seen is None:
+            self._skips[kind] = [len(self.warnings), 1, what]
+            self.warnings.append(f"{what}; skipped")
+            return
+        seen[1] += 1
+        self.warnings[seen[0]] = f"{seen[2]}; skipped, and {seen[1] - 1:,} more such blocks"
 
     def _parse_idb(self, buf: bytes, pos: int, blen: int) -> tuple[int, float, int, int]:
         endian = self._endian

@@ -36,9 +36,9 @@ def add_decode_options(p: argparse.ArgumentParser) -> None:
                    help=f"bytes held in incomplete frames and behind holes, all connections together; beyond it "
                         f"the connections holding the most are released and resync (default {MAX_HELD >> 20}MB)")
     p.add_argument("--max-elements", type=parse_count, default=MAX_ELEMENTS, metavar="N",
-                   help=f"array elements decoded per message, all its arrays (and embedded protocols, Envelope "
-                        f"contents) together; a message with more is reported, not decoded (default "
-                        f"{MAX_ELEMENTS:,})")
+                   help=f"elements decoded per message: array entries, tagged fields and record batches (20 "
+                        f"each), of its embedded protocols and Envelope contents too, all together; a message with "
+                        f"more is reported, not decoded (default {MAX_ELEMENTS:,})")
     p.add_argument("--tls-keylog", metavar="FILE",
                    help="TLS key log (NSS format, as SSLKEYLOGFILE writes it): TLS connections whose secrets it "
                         "holds are decrypted and decoded like plaintext; without it they are counted as encrypted")

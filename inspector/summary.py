@@ -30,9 +30,9 @@ LIMITS: dict[str, str] = {
                   "undecodable bytes and gaps) because all connections together held more than the limit",
     "--max-pending": "requests given up while waiting for their response",
     "--max-decompressed": "messages whose record data hit the decompression limit (records not all decoded)",
-    "--max-elements": "messages with more array elements than the per-message limit (not decoded; the status "
-                      "names the array), or with embedded structures that were not decoded for it (a note says "
-                      "so)",
+    "--max-elements": "messages with more elements (array entries, tagged fields, record batches) than the "
+                      "per-message limit (not decoded; the status names them), or with embedded structures that "
+                      "were not decoded for it (a note says so)",
     "max_records": "messages whose records hit the per-message record limit",
 }
 

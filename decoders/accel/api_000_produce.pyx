@@ -8,7 +8,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object o)
 from decoders.accel._text cimport *
 
-from decoders.element_budget cimport ElementBudget
+from decoders.element_budget cimport ElementBudget, record_set_elements
 
 from decoders import _runtime as _rt
 
@@ -82,7 +82,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         need(p, n3, L)
-        v2 = _rt.records(b, p, n3); p += n3
+        v2 = _rt.records(b, p, n3, B); p += n3
     elif n3 == -1:
         v2 = None
     else:
@@ -194,7 +194,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n3 -= 1
     if n3 >= 0:
         need(p, n3, L)
-        v2 = _rt.records(b, p, n3); p += n3
+        v2 = _rt.records(b, p, n3, B); p += n3
     elif n3 == -1:
         v2 = None
     else:
@@ -1049,6 +1049,8 @@ cdef object _t0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 = rd32(c, p); p += 4
     if n1 >= 0:
         need(p, n1, L)
+        B.left -= record_set_elements(b, p, n1)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n1); p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -1192,6 +1194,8 @@ cdef object _t4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n1 -= 1
     if n1 >= 0:
         need(p, n1, L)
+        B.left -= record_set_elements(b, p, n1)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n1); p += n1
     elif n1 == -1:
         jput(&_out, b'null', 4)
@@ -2257,4 +2261,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3, 5: _w3, 6: _w3, 7: _w3, 8: _w
 RESPONSE = {0: _w11, 1: _w12, 2: _w15, 3: _w15, 4: _w15, 5: _w18, 6: _w18, 7: _w18, 8: _w22, 9: _w26, 10: _w33, 11: _w33, 12: _w33, 13: _w35}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x3, 5: _x3, 6: _x3, 7: _x3, 8: _x3, 9: _x6, 10: _x6, 11: _x6, 12: _x6, 13: _x8}
 RESPONSE_TEXT = {0: _x11, 1: _x12, 2: _x15, 3: _x15, 4: _x15, 5: _x18, 6: _x18, 7: _x18, 8: _x22, 9: _x26, 10: _x26, 11: _x26, 12: _x26, 13: _x28}
-BUILD_HASH = '8137aa5862954a1f'
+BUILD_HASH = 'e4dbfb3ac3e2209b'

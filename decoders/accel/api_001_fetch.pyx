@@ -8,7 +8,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object o)
 from decoders.accel._text cimport *
 
-from decoders.element_budget cimport ElementBudget
+from decoders.element_budget cimport ElementBudget, record_set_elements
 
 from decoders import _runtime as _rt
 
@@ -1051,7 +1051,7 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         need(p, n5, L)
-        v4 = _rt.records(b, p, n5); p += n5
+        v4 = _rt.records(b, p, n5, B); p += n5
     elif n5 == -1:
         v4 = None
     else:
@@ -1177,7 +1177,7 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
         need(p, n9, L)
-        v8 = _rt.records(b, p, n9); p += n9
+        v8 = _rt.records(b, p, n9, B); p += n9
     elif n9 == -1:
         v8 = None
     else:
@@ -1271,7 +1271,7 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         need(p, n10, L)
-        v9 = _rt.records(b, p, n10); p += n10
+        v9 = _rt.records(b, p, n10, B); p += n10
     elif n10 == -1:
         v9 = None
     else:
@@ -1395,7 +1395,7 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
         need(p, n11, L)
-        v10 = _rt.records(b, p, n11); p += n11
+        v10 = _rt.records(b, p, n11, B); p += n11
     elif n11 == -1:
         v10 = None
     else:
@@ -1574,7 +1574,7 @@ cdef object _f55(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n11 -= 1
     if n11 >= 0:
         need(p, n11, L)
-        v10 = _rt.records(b, p, n11); p += n11
+        v10 = _rt.records(b, p, n11, B); p += n11
     elif n11 == -1:
         v10 = None
     else:
@@ -2914,6 +2914,8 @@ cdef object _t22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         need(p, n2, L)
+        B.left -= record_set_elements(b, p, n2)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n2); p += n2
     elif n2 == -1:
         jput(&_out, b'null', 4)
@@ -3079,6 +3081,8 @@ cdef object _t27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         need(p, n4, L)
+        B.left -= record_set_elements(b, p, n4)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n4); p += n4
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3206,6 +3210,8 @@ cdef object _t30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         need(p, n4, L)
+        B.left -= record_set_elements(b, p, n4)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n4); p += n4
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3379,6 +3385,8 @@ cdef object _t34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         need(p, n4, L)
+        B.left -= record_set_elements(b, p, n4)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n4); p += n4
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -3540,6 +3548,8 @@ cdef object _t38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n4 -= 1
     if n4 >= 0:
         need(p, n4, L)
+        B.left -= record_set_elements(b, p, n4)
+        if B.left < 0: raise ValueError('over budget')
         jrecords(&_out, c + p, n4); p += n4
     elif n4 == -1:
         jput(&_out, b'null', 4)
@@ -4057,4 +4067,4 @@ REQUEST = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w4, 5: _w7, 6: _w7, 7: _w9, 8: _w
 RESPONSE = {0: _w35, 1: _w36, 2: _w36, 3: _w36, 4: _w40, 5: _w43, 6: _w43, 7: _w44, 8: _w44, 9: _w44, 10: _w44, 11: _w47, 12: _w57, 13: _w59, 14: _w59, 15: _w59, 16: _w62, 17: _w62, 18: _w62}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x4, 5: _x7, 6: _x7, 7: _x9, 8: _x9, 9: _x12, 10: _x12, 11: _x13, 12: _x17, 13: _x20, 14: _x20, 15: _x21, 16: _x21, 17: _x21, 18: _x21}
 RESPONSE_TEXT = {0: _x24, 1: _x25, 2: _x25, 3: _x25, 4: _x29, 5: _x32, 6: _x32, 7: _x33, 8: _x33, 9: _x33, 10: _x33, 11: _x36, 12: _x40, 13: _x42, 14: _x42, 15: _x42, 16: _x42, 17: _x42, 18: _x42}
-BUILD_HASH = '2ea566dba3d175e5'
+BUILD_HASH = '9cb7a22d1e05205e'

@@ -418,7 +418,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     n10 -= 1
     if n10 >= 0:
         need(p, n10, L)
-        v9 = _rt.records(b, p, n10); p += n10
+        v9 = _rt.records(b, p, n10, B); p += n10
     elif n10 == -1:
         v9 = None
     else:
@@ -630,4 +630,4 @@ _T0 = {}
 
 REQUEST = {0: _w4, 1: _w7, 2: _w8}
 RESPONSE = {0: _w14, 1: _w15, 2: _w15}
-BUILD_HASH = '533acd2c3f86b6dd'
+BUILD_HASH = 'ef94932b4b245a5c'

@@ -159,7 +159,7 @@ class ModuleBuilder:
             elif f.kind == "bytes":
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
             else:
-                fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
+                fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}, B); p += {n}")  # spends B: its batches
             self._null_or_negative(fn, n, v, ind)
             return v
         if isinstance(s, Nested):

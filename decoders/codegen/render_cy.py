@@ -36,6 +36,7 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
                "from decoders.element_budget cimport ElementBudget", "",
                "from decoders import _runtime as _rt", ""]
         if self.text_functions:
+            out[4] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
             out[3:3] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
                         "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
                         "from libc.string cimport memcmp",

@@ -75,7 +75,7 @@ class CyReaders(CyBuilderBase):
             elif f.kind == "bytes":
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
             else:
-                fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}); p += {n}")
+                fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}, B); p += {n}")  # spends B: its batches
             self._null_or_negative(fn, n, ind, f"{v} = None")
             return v
         if isinstance(s, Nested):

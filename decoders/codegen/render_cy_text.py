@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from decoders import _runtime as rt
 from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
 from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
@@ -112,6 +113,9 @@ class CyTextWriters(CyBuilderBase):
             fn.emit(ind, f"if {n} >= 0:")
             fn.emit(ind + 1, f"need(p, {n}, L)")
             write = {"string": "jstr", "bytes": "jhex", "records": "jrecords"}[f.kind]
+            if f.kind == "records":  # its batches spend the budget, as _rt.records spends it on the dict path
+                fn.emit(ind + 1, f"B.left -= record_set_elements(b, p, {n})")
+                fn.emit(ind + 1, f"if B.left < 0: raise ValueError({rt.OVER_BUDGET!r})")
             if name or topic_role(f) == NAME:  # a topic's name: written (ASCII, or given up), then collected
                 fn.emit(ind + 1, f"{write}(&_out, c + p, {n})")
                 fn.emit(ind + 1, f"if {n}: _tname(c + p, {n})")

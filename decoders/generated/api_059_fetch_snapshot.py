@@ -235,7 +235,7 @@ def _f11(b, p, B):
         n7 -= 1
         if n7 >= 0:
             if n7 > L - p: raise _rt.short(n7, L - p)
-            v6 = _rt.records(b, p, n7); p += n7
+            v6 = _rt.records(b, p, n7, B); p += n7
         elif n7 == -1:
             v6 = None
         else:

@@ -83,3 +83,10 @@ def read_all(path: str | Path) -> tuple[list[RawPacket], CaptureReader]:
 def tcp_frame(payload: bytes = b"hello", seq: int = 1) -> bytes:
     return bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=9092, seq=seq)
                  / Raw(payload))
+
+
+def ng_opb(iface: int, ticks: int, data: bytes, wirelen: int | None = None, e: str = "<") -> bytes:
+    """An obsolete Packet Block (type 2): a 16-bit interface id and a 16-bit drops count."""
+    body = struct.pack(e + "HHIIII", iface, 0, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
+                       len(data) if wirelen is None else wirelen) + _pad(data)
+    return ng_block(2, body, e)

@@ -18,6 +18,8 @@ from pyspark.sql import SparkSession
 
 from inspector.client_inventory import COLUMNS, inventory
 from inspector.parquet_file import read_events
+from inspector.topic_traffic import COLUMNS as TOPIC_COLUMNS
+from inspector.topic_traffic import TopicMap
 from pipelines import decode_job, report
 from tests.capture_secrets import assert_no_secret, capture_secrets
 from tests.pipelines.rows import canonical
@@ -177,7 +179,8 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
                   "Generation id per group", "Members per generation", "Records behind per group and topic",
                   "Rebalance duration per group"):
         assert f'aria-label="{title}' in dom, title
-    assert dom.count("<svg") == 7 and dom.count("<polyline") >= 7
+    assert dom.count("<svg") == 8 and dom.count("<polyline") >= 7
+    assert 'id="topic-map-flow"' in dom and "<table id=\"topic-map\">" in dom
     shot = tmp_path / "report.png"
     chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
              tmp_path / "profile")
@@ -263,3 +266,24 @@ def test_clients_parquet_is_what_the_clients_command_says(report_dir: Path, even
     page = (report_dir / "report.html").read_text()
     assert "<table id='clients'>" in page and "kafka-python-0.10-producer-gzip" in page
     assert "<a href='#finding-" in page and ">removed_in_kafka_4</a> ×1" in page
+
+
+def test_topics_parquet_is_what_the_topics_command_says(report_dir: Path, events_dir: Path) -> None:
+    """One source for the topic map: the report's Spark grouping and the command's pyarrow grouping feed the same
+    contract/topic_map.py, so topics.parquet equals the command's map of the same events."""
+    spark_rows = pq.read_table(report_dir / "topics.parquet").to_pylist()
+    found = TopicMap()
+    found.add(read_events(events_dir, TOPIC_COLUMNS))
+    command_rows = [r.row() for r in found.rows()]
+
+    def canonical(rows: list[dict[str, Any]]) -> list[str]:
+        return sorted(json.dumps(dict(r, first_seen=r["first_seen"].replace(tzinfo=None),
+                                      last_seen=r["last_seen"].replace(tzinfo=None)), sort_keys=True, default=str)
+                      for r in rows)
+
+    assert len(spark_rows) > 40 and canonical(spark_rows) == canonical(command_rows)
+    kip848 = [r for r in spark_rows if r["topic"] == "kip848-orders" and r["role"] == "consumer"]
+    assert len(kip848) == 4 and {r["group_id"] for r in kip848} == {"kip848-group"}
+    page = (report_dir / "report.html").read_text()
+    assert "<table id='topic-map'>" in page and "group kip848-group" in page
+

@@ -45,21 +45,23 @@ class TopicMap:
             api_key, direction = col["api_key"][i], col["direction"][i]
             who = (col["client_ip"][i], col["client_id"][i], col["principal"][i])
             if direction == "request" and api_key == API_VERSIONS and (col["api_version"][i] or 0) >= SOFTWARE_FROM:
-                found = software_of(col["body"][i])
-                if found is not None and (who not in self.software or found < self.software[who]):
-                    self.software[who] = found
-            member = direction == "request" and api_key in MEMBER_APIS and col["group_id"][i] is not None
-            if member:
+                named_software = software_of(col["body"][i])
+                if named_software is not None and (who not in self.software or named_software < self.software[who]):
+                    self.software[who] = named_software
+            source = SOURCES.get((api_key, direction))
+            body = _body(col["body"][i]) if source is not None else {}
+            found = message_topics(source, body, col["topics"][i]) if source is not None else []
+            if direction == "request" and api_key in MEMBER_APIS and col["group_id"][i] is not None:
                 group = col["group_id"][i]
                 self.members.add((*who, group, None))
-                for topic in (col["topics"][i] or "").split(","):
+                # a ShareFetch names its group's topics as it counts them; the others, by the topics column
+                named = [t.topic for t in found] if source is not None else (col["topics"][i] or "").split(",")
+                for topic in named:
                     if topic:
                         self.members.add((*who, group, topic))
-            source = SOURCES.get((api_key, direction))
             if source is None:
                 continue
             conn = (col["capture"][i], col["conn_id"][i])
-            body = _body(col["body"][i])
             if api_key == FETCH and direction == "request" and is_replica_fetch(body):
                 self.followers.add(conn)
             if conn in self.followers:
@@ -67,7 +69,7 @@ class TopicMap:
             ip = col["broker_ip"][i]
             broker = None if ip is None else str(Endpoint(ip, col["broker_port"][i]))
             ts = col["ts"][i]
-            for t in message_topics(source, body, col["topics"][i]):
+            for t in found:
                 key = (*who, t.topic, source.role, broker)
                 entry = self.traffic.get(key)
                 if entry is None:

@@ -137,13 +137,12 @@ def slim(events: DataFrame) -> DataFrame:
     """The events with ``body`` only where a detector reads it (Fetch responses are the bulk: of theirs only each
     partition's high watermark is kept; Produce requests' bodies hold their batches' headers, not the records),
     and whether a body held record sets in message format v0/v1 (the client inventory's, read before the body
-    goes) and the topics it counts for in the topic map (``topic_clients.traffic``), without the
+    goes) and the topics it counts for in the topic map (``topic_clients.with_traffic``), without the
     ``UNREAD_COLUMNS``."""
     kept = F.col("api_key").isin(BODY_APIS) | ((F.col("api_key") == PRODUCE) & (F.col("direction") == "request"))
     fetched = (F.col("api_key") == FETCH) & (F.col("direction") == "response")
     watermarks = F.to_json(F.from_json(F.col("body"), lag.FETCH_RESPONSE_DDL))
-    return events.withColumn("old_record_format", clients.old_record_format()).withColumn(
-        "topic_traffic", topic_clients.traffic()).withColumn(
+    return topic_clients.with_traffic(events.withColumn("old_record_format", clients.old_record_format())).withColumn(
         "body", F.when(kept, F.col("body")).when(fetched, watermarks)).drop(*UNREAD_COLUMNS)
 
 

@@ -4,8 +4,8 @@ What a row is, which messages count, how a consumer's group is found: ``contract
 ``kafka-inspector topics`` (``inspector/topic_traffic.py``, pyarrow) uses too, so ``topics.parquet`` equals what that
 command prints.
 
-* :func:`traffic` is a column of the report's slimmed events (``report_job.slim``), made while the bodies are
-  there: for each Produce, Fetch and ShareFetch message, the topics it counts for with their record bytes and
+* :func:`with_traffic` adds a column to the report's slimmed events (``report_job.slim``), made while the bodies
+  are there: for each Produce, Fetch and ShareFetch message, the topics it counts for with their record bytes and
   records (ids named as the ``topics`` column names them), and whether a Fetch request is a follower's; for each
   membership request, the topics it names;
 * :func:`traffic_rows`, :func:`member_rows` and :func:`software_rows` group the events per client, topic, role and
@@ -60,17 +60,20 @@ TRAFFIC_TYPE = f"struct<replica:boolean,topics:array<{_ITEM}>>"
 _RECORDS = "Records: STRUCT<size: BIGINT, batches: ARRAY<STRUCT<recordCount: INT, magic: INT, compression: STRING>>>"
 
 
-def _ddl(api_key: int, direction: str, source: Source) -> str:
-    """The part of a body the map reads."""
-    fields = []
-    for walk in source.walk:
-        names = [f"{walk.name}: STRING"] if walk.name else []
-        if walk is source.counted and source.partitions:
-            names.append(f"{source.partitions}: ARRAY<STRUCT<{_RECORDS}>>")
-        fields.append(f"{walk.array} ARRAY<STRUCT<{', '.join([*names, f'{walk.topic_id}: STRING'])}>>")
-    if (api_key, direction) == (FETCH, "request"):
-        fields.append("ReplicaId INT, ReplicaState STRUCT<ReplicaId: INT>")
-    return ", ".join(fields)
+def _ddl() -> str:
+    """The parts of the bodies of every ``SOURCES`` message the map reads, as one schema (each message has some of
+    its fields: one parse a row)."""
+    arrays: dict[str, list[str]] = {}
+    for source in SOURCES.values():
+        for walk in source.walk:
+            names = arrays.setdefault(walk.array, [])
+            wanted = [f"{walk.name}: STRING"] if walk.name else []
+            wanted.append(f"{walk.topic_id}: STRING")
+            if walk is source.counted and source.partitions:
+                wanted.append(f"{source.partitions}: ARRAY<STRUCT<{_RECORDS}>>")
+            names.extend(n for n in wanted if n not in names)
+    fields = [f"{array} ARRAY<STRUCT<{', '.join(names)}>>" for array, names in arrays.items()]
+    return ", ".join([*fields, "ReplicaId INT, ReplicaState STRUCT<ReplicaId: INT>"])
 
 
 def _reference(entry: Column, walk: Walk) -> Column:
@@ -100,40 +103,71 @@ def _batch_records(batch: Column) -> Column:
         batch["magic"].isin(0, 1) & (batch["compression"] == "none"), F.lit(1).cast("bigint")))
 
 
-def _message(api_key: int, direction: str, source: Source) -> Column:
-    """``contract.topic_map.message_topics`` of one source's messages, as a ``TRAFFIC_TYPE`` value."""
-    b = F.from_json(F.col("body"), _ddl(api_key, direction, source))
-    none = F.array().cast("array<string>")
-    refs = F.array_distinct(F.filter(F.flatten(F.array(*[
-        F.coalesce(F.transform(b[w.array], _referencing(w)), none) for w in source.walk])),
-        lambda r: r.isNotNull()))
-    names = F.coalesce(F.split(F.col("topics"), ","), F.array().cast("array<string>"))
+def _is(api_key: int, direction: str) -> Column:
+    return (F.col("api_key") == api_key) & (F.col("direction") == direction)
+
+
+def _by_source(value: Callable[[Source], Column]) -> Column:
+    """``value`` of each row's source (null on other rows)."""
+    out: Column | None = None
+    for (api_key, direction), source in SOURCES.items():
+        out = (F.when if out is None else out.when)(_is(api_key, direction), value(source))
+    assert out is not None
+    return out
+
+
+_PARTS = f"array<struct<{_RECORDS}>>"
+
+
+def _walked(source: Source) -> Column:
+    """A message's arrays that name topics, in the order the ``topics`` column lists them, as one array of
+    (name, id, partitions, counted) entries: every source the same shape, read by one expression after."""
+    b = F.col("_tm_body")
+    arrays = []
+    for walk in source.walk:
+        counted = walk is source.counted
+
+        def entry(e: Column, walk: Walk = walk, counted: bool = counted) -> Column:
+            name = e[walk.name] if walk.name else F.lit(None).cast("string")
+            parts = e[source.partitions] if counted and source.partitions else F.lit(None)
+            return F.struct(name.alias("name"), e[walk.topic_id].alias("id"), parts.cast(_PARTS).alias("parts"),
+                            F.lit(counted).alias("counted"))
+
+        arrays.append(F.coalesce(F.transform(b[walk.array], _one_argument(entry)), F.array().cast(_WALKED)))
+    return F.concat(*arrays) if len(arrays) > 1 else arrays[0]
+
+
+def _one_argument(fn: Callable[..., Column]) -> Callable[[Column], Column]:
+    """``fn`` as a one-argument function (``F.transform`` passes the index to a second)."""
+    return lambda e: fn(e)
+
+
+_ANY = Walk("", "name", "id")  # the walked entries' fields
+_WALKED = f"array<struct<name:string,id:string,parts:{_PARTS},counted:boolean>>"
+
+
+def _refs() -> Column:
+    """The distinct topic references of a message's body, in the order the ``topics`` column lists them."""
+    return F.array_distinct(F.filter(F.transform(F.col("_tm_walked"), _referencing(_ANY)), lambda r: r.isNotNull()))
+
+
+def _entries() -> Column:
+    """The counted entries as (topic, record_bytes, records), topics named as the ``topics`` column names them when
+    its entries pair with the references."""
+    refs, names = F.col("_tm_refs"), F.col("_tm_names")
     paired = F.size(names) == F.size(refs)
 
-    def named(ref: Column) -> Column:
-        return F.when(paired, F.element_at(names, F.array_position(refs, ref).cast("int"))).otherwise(ref)
-
-    counted = source.counted
-
     def item(e: Column) -> Column:
-        parts = e[source.partitions] if source.partitions else None
-        size = _sum_known(F.transform(parts, lambda p: p["Records"]["size"])) if parts is not None else None
-        records = (_sum_known(F.transform(parts, lambda p: _sum_known(F.transform(
-            p["Records"]["batches"], _batch_records)))) if parts is not None else None)
-        return F.struct(named(_reference(e, counted)).alias("topic"),
-                        (size if size is not None else F.lit(None)).cast("bigint").alias("record_bytes"),
-                        (records if records is not None else F.lit(None)).cast("bigint").alias("records"))
+        ref = _reference(e, _ANY)
+        topic = F.when(paired, F.element_at(names, F.array_position(refs, ref).cast("int"))).otherwise(ref)
+        size = _sum_known(F.transform(e["parts"], lambda p: p["Records"]["size"]))
+        records = _sum_known(F.transform(e["parts"], lambda p: _sum_known(F.transform(p["Records"]["batches"],
+                                                                                     _batch_records))))
+        return F.struct(topic.alias("topic"), size.cast("bigint").alias("record_bytes"),
+                        records.cast("bigint").alias("records"))
 
-    entries = F.filter(F.transform(b[counted.array], item), lambda x: x["topic"].isNotNull())
-    merged = F.transform(F.array_distinct(F.transform(entries, lambda x: x["topic"])), lambda t: F.struct(
-        t.alias("topic"),
-        _sum_known(F.transform(F.filter(entries, lambda x: x["topic"] == t), lambda x: x["record_bytes"]))
-        .alias("record_bytes"),
-        _sum_known(F.transform(F.filter(entries, lambda x: x["topic"] == t), lambda x: x["records"]))
-        .alias("records")))
-    replica = (F.coalesce(b["ReplicaState"]["ReplicaId"], b["ReplicaId"]) >= 0 if (api_key, direction) ==
-               (FETCH, "request") else F.lit(False))
-    return F.struct(F.coalesce(replica, F.lit(False)).alias("replica"), merged.alias("topics"))
+    counted = F.filter(F.col("_tm_walked"), lambda e: e["counted"])
+    return F.filter(F.transform(counted, item), lambda x: x["topic"].isNotNull())
 
 
 def _named_topics() -> Column:
@@ -144,18 +178,25 @@ def _named_topics() -> Column:
         F.lit(None).cast("bigint").alias("records"))).alias("topics"))
 
 
-def traffic() -> Column:
-    """The ``topic_traffic`` column (``TRAFFIC_TYPE``) of the report's events, read from ``body`` and ``topics``
-    before ``report_job.slim`` drops them; null on the rows the map does not read."""
-    out = None
-    for (api_key, direction), source in SOURCES.items():
-        cond = (F.col("api_key") == api_key) & (F.col("direction") == direction)
-        value = _message(api_key, direction, source)
-        out = F.when(cond, value) if out is None else out.when(cond, value)
-    assert out is not None
+def with_traffic(events: DataFrame) -> DataFrame:
+    """``events`` with the ``topic_traffic`` column (``TRAFFIC_TYPE``), read from ``body`` and ``topics`` before
+    ``report_job.slim`` drops them; null on the rows the map does not read. Made in steps, each body parsed once
+    (an expression used twice in one step is evaluated twice)."""
+    is_source = F.lit(False)
+    for api_key, direction in SOURCES:
+        is_source = is_source | _is(api_key, direction)
     member = (F.col("direction") == "request") & F.col("api_key").isin(list(MEMBER_APIS)) & F.col(
         "group_id").isNotNull()
-    return out.when(member, _named_topics()).cast(TRAFFIC_TYPE)
+    staged = events.withColumn("_tm_body", F.when(is_source, F.from_json(F.col("body"), _ddl()))).withColumn(
+        "_tm_names", F.coalesce(F.split(F.col("topics"), ","), F.array().cast("array<string>"))).withColumn(
+        "_tm_walked", _by_source(_walked)).withColumn("_tm_refs", _refs()).withColumn("_tm_entries", _entries())
+    b = F.col("_tm_body")
+    replica = _is(FETCH, "request") & F.coalesce(F.coalesce(b["ReplicaState"]["ReplicaId"], b["ReplicaId"]) >= 0,
+                                                 F.lit(False))
+    value = F.when(is_source, F.struct(replica.alias("replica"), F.col("_tm_entries").alias("topics"))).when(
+        member, _named_topics())
+    return staged.withColumn("topic_traffic", value.cast(TRAFFIC_TYPE)).drop(
+        "_tm_body", "_tm_names", "_tm_walked", "_tm_refs", "_tm_entries")
 
 
 def _source_map(attribute: str) -> Column:
@@ -177,9 +218,13 @@ def traffic_rows(events: DataFrame) -> DataFrame:
                                                              "left_anti")
     items = sourced.select(*_WHO, endpoint("broker_ip", "broker_port").alias("broker"), "ts",
                            _source_map("role").alias("role"), _source_map("request").cast("long").alias("request"),
-                           F.explode("topic_traffic.topics").alias("t"))
+                           F.transform("topic_traffic.topics", lambda x: x["topic"]).alias("named"),
+                           F.posexplode("topic_traffic.topics").alias("at", "t"))
+    # a message naming a topic twice (two entries) is one request for it: counted at its first entry
+    first = (F.array_position("named", F.col("t.topic")) == F.col("at") + 1).cast("long")
     grouped = items.groupBy(*_WHO, F.col("t.topic").alias("topic"), "role", "broker").agg(
-        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"), F.sum("request").alias("requests"),
+        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"),
+        F.sum(F.col("request") * first).alias("requests"),
         F.sum("t.record_bytes").alias("record_bytes"), F.sum("t.records").alias("records"))
     return grouped.select(*TRAFFIC_FIELDS)
 

@@ -4,8 +4,8 @@
 stops the session. ``kafka-inspector report`` (``pipelines/report.py``) calls the same ``run``.
 
 Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet``, ``OUTPUT/clients.parquet``,
-``OUTPUT/rebalances.parquet``, ``OUTPUT/lag.parquet`` and ``OUTPUT/topics.parquet`` (Spark Parquet datasets, one file
-each) and ``OUTPUT/report.html``.
+``OUTPUT/rebalances.parquet``, ``OUTPUT/lag.parquet``, ``OUTPUT/topics.parquet`` and ``OUTPUT/groups.parquet`` (Spark
+Parquet datasets, one file each) and ``OUTPUT/report.html``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from contract.kafka import (
 from pipelines import (
     class_archive,
     clients,
+    group_inventory,
     heartbeat_groups,
     html,
     identity,
@@ -109,6 +110,7 @@ class ReportResult:
     rebalances_path: str = ""
     lag_path: str = ""
     topics_path: str = ""
+    groups_path: str = ""
     html_path: str = ""
     clients: int = 0
     #: where the time went, in seconds: "load", each step (they overlap: CONCURRENT_STEPS at a time), "write"
@@ -225,6 +227,7 @@ def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_pat
         rebalances_path=output.rstrip("/") + "/rebalances.parquet",
         lag_path=output.rstrip("/") + "/lag.parquet",
         topics_path=output.rstrip("/") + "/topics.parquet",
+        groups_path=output.rstrip("/") + "/groups.parquet",
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
@@ -269,6 +272,7 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     audit_rows: list[dict[str, Any]] = []
     inventory: list[clients.Client] = []
     topic_rows: list[dict[str, Any]] = []
+    group_rows: list[dict[str, Any]] = []
     lag_series: plots.Series = {}
     rebalance_series: plots.Series = {}
 
@@ -305,8 +309,14 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
             topic_clients.topics_frame(spark, rows).repartition(1).write.mode("overwrite").parquet(result.topics_path)
             topic_rows.extend(r.row() for r in rows)
 
+        def write_groups() -> None:
+            group_inventory.groups_frame(events, inputs.groups).repartition(1).write.mode("overwrite").parquet(
+                result.groups_path)
+            group_rows.extend(g.row() for g in inputs.groups)
+
         return [("admin audit", write_audit), ("rebalances", write_rebalances), ("consumer lag", write_lag),
-                ("plots", collect_plots), ("client inventory", collect_inventory), ("topic map", write_topic_map)]
+                ("plots", collect_plots), ("client inventory", collect_inventory), ("topic map", write_topic_map),
+                ("group inventory", write_groups)]
 
     found = detector_pass(spark, events, hosts, lambda df: episodes(df).collect(), extra, progress, result.timings)
     call_site(spark, "write")
@@ -321,7 +331,7 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     clients.clients_frame(spark, inventory).repartition(1).write.mode("overwrite").parquet(result.clients_path)
     source = input if isinstance(input, str) else ", ".join(input)
     page = html.render(result.findings, audit_rows, result.plots, source=source, clients=[c.row() for c in inventory],
-                       topics=topic_rows)
+                       topics=topic_rows, groups=group_rows)
     write_text(spark, result.html_path, page)
     result.timings["write"] = time.perf_counter() - started
     call_site(spark, None)

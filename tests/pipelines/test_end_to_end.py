@@ -287,3 +287,45 @@ def test_topics_parquet_is_what_the_topics_command_says(report_dir: Path, events
     page = (report_dir / "report.html").read_text()
     assert "<table id='topic-map'>" in page and "group kip848-group" in page
 
+
+def test_groups_parquet_lists_every_group_with_its_protocol(report_dir: Path) -> None:
+    groups = {g["group_id"]: g for g in pq.read_table(report_dir / "groups.parquet").to_pylist()}
+    assert {"inspector-group", "kip848-group", "lagging-group", "storm-group", "mixed-assignors"} <= set(groups)
+    kip848, storm, lagging = groups["kip848-group"], groups["storm-group"], groups["lagging-group"]
+    assert kip848["protocol"] == "consumer" and kip848["members"] == 4 and kip848["assignors_offered"] == []
+    assert storm["protocol"] == "classic" and storm["protocol_types"] == ["consumer"] and storm["members"] == 7
+    assert groups["mixed-assignors"]["assignors_offered"] == ["range", "roundrobin"]
+    assert groups["mixed-assignors"]["assignors_chosen"] == ["roundrobin"]
+    assert len(storm["clients"]) == 7 and {c["software"] for c in storm["clients"]} == {"kafka-python 3.0.12"}
+    # one source with rebalances.parquet: the same rebalances per group
+    rebalances = pq.read_table(report_dir / "rebalances.parquet").to_pylist()
+    for g in groups.values():
+        assert g["rebalances"] == sum(r["group_id"] == g["group_id"] for r in rebalances), g["group_id"]
+    # the lag: the slow consumer's partitions are behind, each owned by it
+    assert lagging["lag"] > 100 and {p["member_client_id"] for p in lagging["lagging"]} == {"slow-consumer"}
+    assert sum(p["lag"] for p in lagging["lagging"]) == lagging["lag"]
+    page = (report_dir / "report.html").read_text()
+    assert "<table id='groups-inventory'>" in page and "owned by slow-consumer" in page
+
+
+def test_the_lag_names_the_member_that_owned_each_partition(report_dir: Path) -> None:
+    """Independently of the assignments the owners come from: a consumer commits the partitions it owns, so at
+    each OffsetCommit the owner's client (from SyncGroup or heartbeat assignments) is the committing client."""
+    lag = pq.read_table(report_dir / "lag.parquet").to_pylist()
+    commits = [r for r in lag if r["source"] == "OffsetCommit"]
+    assert len(commits) > 100
+    assert all(r["member_client"] == r["client"] and r["member_id"] for r in commits)
+    assert {r["member_client_id"] for r in commits if r["group_id"] == "kip848-group"} >= {
+        "kip848-member-1", "kip848-member-3"}
+
+
+def test_classic_groups_with_members_that_can_move(findings: list[dict[str, Any]]) -> None:
+    """One info finding per classic consumer group with a member on software that runs the consumer protocol
+    (the captures' confluent-kafka 2.16.1, librdkafka 2.16.0), naming it; none for the KIP-848 group."""
+    moves = [f for f in findings if f["kind"] == "classic_group_can_move"]
+    assert sorted(f["group_id"] for f in moves) == ["inspector-group", "lagging-group", "mixed-assignors",
+                                                    "mock-group"]
+    assert all(f["severity"] == "info" and "group.protocol=consumer" in f["detail"] for f in moves)
+    inspector = next(f for f in moves if f["group_id"] == "inspector-group")
+    assert "confluent-member (127.0.0.1; confluent-kafka-python 2.16.1-rdkafka-2.16.0)" in inspector["detail"]
+    assert "Not known to support it: aiokafka-member" in inspector["detail"]

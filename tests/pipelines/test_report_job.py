@@ -30,7 +30,7 @@ def test_every_step_reports_its_end_and_time(spark: SparkSession, tmp_path: Path
     result = report_job.run(spark, str(_events_dir(spark, tmp_path)), str(tmp_path / "report"),
                             progress=lambda done, total, name: seen.append((done, total, name)))
     steps = [d.name for d in DETECTORS] + ["admin audit", "rebalances", "consumer lag", "plots", "client inventory",
-                                           "topic map"]
+                                           "topic map", "group inventory"]
     assert [(d, t) for d, t, _ in seen] == [(i, len(steps)) for i in range(1, len(steps) + 1)]
     assert sorted(name for _, _, name in seen) == sorted(steps)
     assert set(result.timings) == {"load", "write", *steps}

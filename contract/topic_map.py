@@ -26,9 +26,10 @@ responses on that follower's connection, are left out.
 
 **A consumer's group.** Fetch names no group. A client (address, client id, principal) is a member of the groups
 its membership requests name (:data:`MEMBER_APIS`); a consumer row gets the client's group when it is in one, or
-when exactly one of its groups' requests (an OffsetCommit, a heartbeat's subscription, a ShareFetch) named the
-topic; else none (a consumer that assigns itself partitions, or one whose address, client id and principal are
-shared by members of several groups).
+when exactly one of its groups' requests (an OffsetCommit, a heartbeat's subscription, a ShareFetch, a classic
+JoinGroup's consumer subscription: :func:`subscribed_topics`) named the topic; else none (a consumer that assigns
+itself partitions, or one whose address, client id and principal are shared by members of several groups that
+all name the topic).
 """
 
 from __future__ import annotations
@@ -102,6 +103,23 @@ TRAFFIC_FIELDS = ("client_ip", "client_id", "principal", "topic", "role", "broke
 MEMBER_FIELDS = ("client_ip", "client_id", "principal", "group_id", "topic")
 #: The fields of a software row: a client and the software it named (``contract.clients``' rule: the least).
 SOFTWARE_FIELDS = ("client_ip", "client_id", "principal", "software_name", "software_version")
+
+
+def subscribed_topics(api_key: int | None, body: dict[str, Any]) -> list[str]:
+    """The topics a classic JoinGroup request subscribes to: its protocols' decoded consumer subscriptions
+    (``Protocols[].MetadataDecoded.value.Topics``; the ``topics`` column does not read them). Empty for other
+    messages."""
+    if api_key != JOIN_GROUP:
+        return []
+    out: dict[str, None] = {}
+    for protocol in body.get("Protocols") or ():
+        decoded = protocol.get("MetadataDecoded") if isinstance(protocol, dict) else None
+        value = decoded.get("value") if isinstance(decoded, dict) else None
+        topics = value.get("Topics") if isinstance(value, dict) else None
+        for topic in topics if isinstance(topics, list) else ():
+            if isinstance(topic, str) and topic:
+                out.setdefault(topic)
+    return list(out)
 
 
 def is_replica_fetch(body: dict[str, Any]) -> bool:

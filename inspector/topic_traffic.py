@@ -14,8 +14,16 @@ from typing import Any
 import pyarrow as pa
 
 from contract.clients import API_VERSIONS, SOFTWARE_FROM
-from contract.kafka import FETCH
-from contract.topic_map import MEMBER_APIS, SOURCES, TopicClient, build_topic_map, is_replica_fetch, message_topics
+from contract.kafka import FETCH, JOIN_GROUP
+from contract.topic_map import (
+    MEMBER_APIS,
+    SOURCES,
+    TopicClient,
+    build_topic_map,
+    is_replica_fetch,
+    message_topics,
+    subscribed_topics,
+)
 from inspector.client_inventory import software_of
 from inspector.connection import Endpoint
 
@@ -49,14 +57,15 @@ class TopicMap:
                 if named_software is not None and (who not in self.software or named_software < self.software[who]):
                     self.software[who] = named_software
             source = SOURCES.get((api_key, direction))
-            body = _body(col["body"][i]) if source is not None else {}
+            body = _body(col["body"][i]) if source is not None or api_key == JOIN_GROUP else {}
             found = message_topics(source, body, col["topics"][i]) if source is not None else []
             if direction == "request" and api_key in MEMBER_APIS and col["group_id"][i] is not None:
                 group = col["group_id"][i]
                 self.members.add((*who, group, None))
-                # a ShareFetch names its group's topics as it counts them; the others, by the topics column
+                # a ShareFetch names its group's topics as it counts them; the others, by the topics column, and a
+                # JoinGroup by its subscriptions too
                 named = [t.topic for t in found] if source is not None else (col["topics"][i] or "").split(",")
-                for topic in named:
+                for topic in [*named, *subscribed_topics(api_key, body)]:
                     if topic:
                         self.members.add((*who, group, topic))
             if source is None:

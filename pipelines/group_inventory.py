@@ -221,8 +221,11 @@ def inventory(events: DataFrame, lag: Lag) -> list[Group]:
         named = (r.software_name, r.software_version or "") if r.software_name is not None else None
         g.clients[who] = software_text({"software_name": named[0], "software_version": named[1]}) if named else None
         g.software[who] = named
-        if r.ev is not None:
-            g.evidence.setdefault(who, r.ev.asDict())
+        if r.ev is not None:  # the client's first message of all its membership requests (not of the first row)
+            ev = r.ev.asDict()
+            known = g.evidence.get(who)
+            if known is None or (ev["conn_id"], ev["correlation_id"]) < (known["conn_id"], known["correlation_id"]):
+                g.evidence[who] = ev
         if r.broker is not None:
             g.coordinators.add(r.broker)
     for r in _classic(events).collect():

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
 
-from contract.kafka import FETCH
+from contract.kafka import FETCH, JOIN_GROUP
 from contract.topic_map import (
     MEMBER_APIS,
     MEMBER_FIELDS,
@@ -170,9 +170,19 @@ def _entries() -> Column:
     return F.filter(F.transform(counted, item), lambda x: x["topic"].isNotNull())
 
 
+#: A JoinGroup request's consumer subscriptions (``contract.topic_map.subscribed_topics``).
+_SUBSCRIPTIONS = "Protocols ARRAY<STRUCT<MetadataDecoded: STRUCT<value: STRUCT<Topics: ARRAY<STRING>>>>>"
+
+
 def _named_topics() -> Column:
-    """A membership request's topics (the ``topics`` column), as a ``TRAFFIC_TYPE`` value."""
-    names = F.filter(F.coalesce(F.split(F.col("topics"), ","), F.array().cast("array<string>")), lambda t: t != "")
+    """A membership request's topics (the ``topics`` column; a JoinGroup's subscriptions too), as a
+    ``TRAFFIC_TYPE`` value."""
+    none = F.array().cast("array<string>")
+    subscribed = F.when(F.col("api_key") == JOIN_GROUP, F.flatten(F.transform(
+        F.coalesce(F.from_json(F.col("body"), _SUBSCRIPTIONS)["Protocols"], F.array()),
+        lambda p: F.coalesce(p["MetadataDecoded"]["value"]["Topics"], none))))
+    names = F.array_distinct(F.filter(F.concat(F.coalesce(F.split(F.col("topics"), ","), none),
+                                               F.coalesce(subscribed, none)), lambda t: t.isNotNull() & (t != "")))
     return F.struct(F.lit(False).alias("replica"), F.transform(names, lambda t: F.struct(
         t.alias("topic"), F.lit(None).cast("bigint").alias("record_bytes"),
         F.lit(None).cast("bigint").alias("records"))).alias("topics"))

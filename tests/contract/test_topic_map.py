@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from contract.kafka import FETCH, PRODUCE, SHARE_FETCH
+from contract.kafka import FETCH, JOIN_GROUP, PRODUCE, SHARE_FETCH
 from contract.topic_map import (
     CONSUMER,
     PRODUCER,
@@ -17,6 +17,7 @@ from contract.topic_map import (
     consumer_group,
     is_replica_fetch,
     message_topics,
+    subscribed_topics,
 )
 
 ID_A, ID_B = "saK_Pp1wTIGdRNCyTARfcw", "x0Fq5sQvRW6y7bJmLyS9Ag"
@@ -93,3 +94,12 @@ def test_rows_join_traffic_software_and_groups() -> None:
     assert [(r["role"], r["group_id"], r["requests"], r["records"], r["brokers"], r["first_seen"]) for r in rows] == [
         (CONSUMER, "billing-group", 2, 4, ["b1:9092", "b2:9092"], t0), (PRODUCER, None, 5, None, ["b1:9092"], t0)]
     assert {r["software_version"] for r in rows} == {"2.12.0"}
+
+
+def test_a_joingroup_subscribes_to_topics() -> None:
+    body = {"ProtocolType": "consumer", "Protocols": [
+        {"Name": "range", "MetadataDecoded": {"status": "ok", "value": {"Topics": ["orders", "payments"]}}},
+        {"Name": "roundrobin", "MetadataDecoded": {"status": "ok", "value": {"Topics": ["orders", "payments"]}}},
+        {"Name": "odd", "MetadataDecoded": {"status": "invalid: truncated"}}]}
+    assert subscribed_topics(JOIN_GROUP, body) == ["orders", "payments"]
+    assert subscribed_topics(PRODUCE, body) == []

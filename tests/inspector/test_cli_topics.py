@@ -22,6 +22,7 @@ PCAPS = REPO / "pcaps"
 GROUP = PCAPS / "tansu-consumer-group-3-members.pcap"
 MOCK = PCAPS / "mock-cluster-3-brokers-multi-client.pcap"
 MTLS = PCAPS / "tls" / "tansu-tls12-mtls.pcap"
+TOPIC_MAP = PCAPS / "mock-cluster-topic-map.pcap"
 
 
 def _topics(*argv: str) -> list[dict[str, Any]]:
@@ -59,6 +60,30 @@ def test_topic_ids_are_named_and_what_was_produced_was_fetched() -> None:
         assert len(produced) == 5 and sum(r["records"] for r in produced) == 40
         assert sum(r["records"] for r in fetched) == 40
         assert all(len(r["brokers"]) >= 1 for r in produced + fetched)
+
+
+def test_producers_topics_and_groups_of_the_topic_map_capture() -> None:
+    """mock-cluster-topic-map (pcaps/capture_kit/topic_map.py): three producers on three topics, a classic group, a
+    KIP-848 group and a kafka-python group; ``tm-worker`` is one client id on one address in two groups."""
+    rows = _topics(str(TOPIC_MAP))
+    produced = {(r["client_id"], r["topic"]) for r in rows if r["role"] == "producer"}
+    assert produced == {("tm-orders-producer", "tm-orders"), ("tm-payments-producer", "tm-payments"),
+                        ("tm-audit-producer", "tm-audit"), ("tm-audit-producer", "tm-orders")}
+    consumed = {(r["client_id"], r["topic"]): r["group_id"] for r in rows if r["role"] == "consumer"}
+    assert consumed == {
+        ("tm-billing-1", "tm-orders"): "tm-billing", ("tm-billing-1", "tm-payments"): "tm-billing",
+        ("tm-analytics-1", "tm-orders"): "tm-analytics", ("tm-analytics-1", "tm-audit"): "tm-analytics",
+        ("tm-auditor", "tm-audit"): "tm-audit-readers",
+        # one client in two groups: told apart by the topics each group's requests name, tm-orders by neither
+        ("tm-worker", "tm-payments"): "tm-billing", ("tm-worker", "tm-audit"): "tm-analytics",
+        ("tm-worker", "tm-orders"): None}
+    software = {r["client_id"]: r["software_name"] for r in rows}
+    assert software["tm-payments-producer"] is software["tm-auditor"] is None  # pinned to ApiVersions v2
+    assert software["tm-worker"] == "confluent-kafka-python"
+    # what the producers wrote to tm-payments is what its two consumers fetched between them, at least once
+    payments = [r for r in rows if r["topic"] == "tm-payments"]
+    written = sum(r["records"] for r in payments if r["role"] == "producer")
+    assert written > 0 and sum(r["records"] for r in payments if r["role"] == "consumer") >= written
 
 
 def test_the_principal_of_a_client_certificate() -> None:

@@ -294,6 +294,12 @@ def test_groups_parquet_lists_every_group_with_its_protocol(report_dir: Path) ->
     kip848, storm, lagging = groups["kip848-group"], groups["storm-group"], groups["lagging-group"]
     assert kip848["protocol"] == "consumer" and kip848["members"] == 4 and kip848["assignors_offered"] == []
     assert storm["protocol"] == "classic" and storm["protocol_types"] == ["consumer"] and storm["members"] == 7
+    # mock-cluster-topic-map: a classic, a KIP-848 and a kafka-python group; tm-worker is a member of two
+    assert [groups[g]["protocol"] for g in ("tm-billing", "tm-analytics", "tm-audit-readers")] == [
+        "classic", "consumer", "classic"]
+    assert {c["client_id"] for c in groups["tm-billing"]["clients"]} == {"tm-billing-1", "tm-worker"}
+    assert {c["client_id"] for c in groups["tm-analytics"]["clients"]} == {"tm-analytics-1", "tm-worker"}
+    assert groups["tm-audit-readers"]["clients"][0]["software"] is None  # kafka-python pinned to ApiVersions v2
     assert groups["mixed-assignors"]["assignors_offered"] == ["range", "roundrobin"]
     assert groups["mixed-assignors"]["assignors_chosen"] == ["roundrobin"]
     assert len(storm["clients"]) == 7 and {c["software"] for c in storm["clients"]} == {"kafka-python 3.0.12"}
@@ -324,7 +330,7 @@ def test_classic_groups_with_members_that_can_move(findings: list[dict[str, Any]
     (the captures' confluent-kafka 2.16.1, librdkafka 2.16.0), naming it; none for the KIP-848 group."""
     moves = [f for f in findings if f["kind"] == "classic_group_can_move"]
     assert sorted(f["group_id"] for f in moves) == ["inspector-group", "lagging-group", "mixed-assignors",
-                                                    "mock-group"]
+                                                    "mock-group", "tm-billing"]
     assert all(f["severity"] == "info" and "group.protocol=consumer" in f["detail"] for f in moves)
     inspector = next(f for f in moves if f["group_id"] == "inspector-group")
     assert "confluent-member (127.0.0.1; confluent-kafka-python 2.16.1-rdkafka-2.16.0)" in inspector["detail"]

@@ -58,9 +58,11 @@ demo: setup system-deps
 	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT) --overwrite
 	$(BIN)/kafka-inspector report $(OUT) --output $(OUT)/report
 
-# Update to a newer Kafka: newest spec directory first, older ones after (for retired versions).
+# Update to a newer Kafka: newest spec directory first, older ones after (for retired versions); --additions
+# names a partial folder of newer specs, read right after the newest full directory.
 regen: setup
-	$(BIN)/python -m decoders.regen $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443
+	$(BIN)/python -m decoders.regen $(KAFKA_SPEC)/apache-kafka-678c0e07 $(KAFKA_SPEC)/apache-kafka-1eb76443 \
+	  --additions $(KAFKA_SPEC)/apache-kafka-additions-2026
 	$(BIN)/python setup.py -q build_ext --inplace
 
 # The TLS captures (pcaps/tls/) put stunnel4, Debian's OpenSSL TLS terminator, in front of the broker.

@@ -1,4 +1,4 @@
-"""``python -m decoders.regen NEWEST_DIR [OLDER_DIR ...]``: convert Kafka's message specs, then regenerate.
+"""``python -m decoders.regen NEWEST_DIR [OLDER_DIR ...] [--additions DIR]``: convert the specs, then regenerate.
 
 Updating to a newer Kafka is this one command with the new spec directory first: ``decoders.spec`` writes
 the schema (``python -m decoders.spec`` alone stops there), then ``decoders.codegen`` renders the decoders
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m decoders.regen", description=__doc__)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    if not convert_specs(args.sources, args.schema_dir):
+    if not convert_specs(args.sources, args.schema_dir, args.additions):
         return 1
     modules = generate_all(args.schema_dir)
     print(f"generated {len(modules)} decoder modules")

@@ -73,7 +73,7 @@ def _real(console: Console) -> Console:
 
 
 #: Commands whose modules need nothing of ``tap`` and ``report`` (nor rich, which they import).
-_LEAN_COMMANDS = ("read", "show", "clients")
+_LEAN_COMMANDS = ("read", "show", "clients", "topics")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,6 +140,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                               "line, then one tab-separated line per client) or json (an array of the rows "
                               "`report` writes to clients.parquet, one a line)")
     _add_decode_options(clients)
+
+    topics = sub.add_parser("topics", help="the topic map: who produces to and consumes from each topic")
+    topics.add_argument("inputs", nargs="+", metavar="CAPTURE_OR_EVENTS",
+                        help="pcap/pcapng files, or directories written by `read` (their events)")
+    topics.add_argument("--format", choices=("table", "tsv", "json"), default="table",
+                        help="table (default: for a person; off a terminal, one line per row), tsv (a header "
+                             "line, then one tab-separated line per row) or json (an array of the rows `report` "
+                             "writes to topics.parquet, one a line)")
+    _add_decode_options(topics)
 
     if command in _LEAN_COMMANDS:
         return parser
@@ -312,6 +321,29 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     does not grow with the events."""
     from inspector.client_inventory import COLUMNS, Inventory
     from inspector.clients_output import print_clients
+
+    found = Inventory()
+    code = _each_batch(args, COLUMNS, found.add)
+    if code == EXIT_OK:
+        print_clients(console, [c.row() for c in found.clients()], args.format)
+    return code
+
+
+def cmd_topics(args: argparse.Namespace, console: Console) -> int:
+    """The topic map of captures or events datasets, in the terminal (pyarrow only), batch by batch."""
+    from inspector.topic_map_output import print_topic_map
+    from inspector.topic_traffic import COLUMNS, TopicMap
+
+    found = TopicMap()
+    code = _each_batch(args, COLUMNS, found.add)
+    if code == EXIT_OK:
+        print_topic_map(console, [r.row() for r in found.rows()], args.format)
+    return code
+
+
+def _each_batch(args: argparse.Namespace, columns: tuple[str, ...], add: Callable[[Any], None]) -> int:
+    """Hand ``add`` the events of ``args.inputs`` (captures decoded here, or ``read`` output directories), batch by
+    batch, ``columns`` at least; the exit code (a problem said in one line)."""
     from inspector.parquet_file import iter_events
     from inspector.reader import BATCH_ROWS
     from pipelines.preflight import events_problem
@@ -319,7 +351,6 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
-    found = Inventory()
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
@@ -328,8 +359,8 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
                 _error(problem)
                 return EXIT_CAPTURE
             try:
-                for batch in iter_events(path, COLUMNS):
-                    found.add(batch)
+                for batch in iter_events(path, columns):
+                    add(batch)
             except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
                 _error(f"{name}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
                 return EXIT_CAPTURE
@@ -343,7 +374,7 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
                 table.add(ev)
                 if len(table) >= BATCH_ROWS:
-                    found.add(table.take())
+                    add(table.take())
         except CaptureError as exc:
             _error(f"{exc}")
             return EXIT_CAPTURE
@@ -351,8 +382,7 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
             _error(_unreadable(exc, name))
             return EXIT_CAPTURE
         if len(table):
-            found.add(table.take())
-    print_clients(console, [c.row() for c in found.clients()], args.format)
+            add(table.take())
     return EXIT_OK
 
 
@@ -366,6 +396,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "read": cmd_read,
     "show": cmd_show,
     "clients": cmd_clients,
+    "topics": cmd_topics,
     "tap": cmd_tap,
     "report": cmd_report,
 }

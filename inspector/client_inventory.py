@@ -52,7 +52,7 @@ class Inventory:
             entry[2] = max(entry[2], ts)
             body = col["body"][i]
             if direction == "request" and api_key == API_VERSIONS and (version or 0) >= SOFTWARE_FROM:
-                software = _software(body)
+                software = software_of(body)
                 if software is not None and (entry[3] is None or software < (entry[3], entry[4] or "")):
                     entry[3], entry[4] = software
             if old_record_format(api_key, direction, body):
@@ -77,8 +77,8 @@ def inventory(events: pa.Table) -> list[Client]:
     return found.clients()
 
 
-def _software(body: str | None) -> tuple[str, str] | None:
-    """An ApiVersions v3+ request's ClientSoftwareName and ClientSoftwareVersion."""
+def software_of(body: str | None) -> tuple[str, str] | None:
+    """An ApiVersions v3+ request's ClientSoftwareName and ClientSoftwareVersion (the topic map reads them too)."""
     try:
         decoded = json.loads(body) if body else None
     except ValueError:

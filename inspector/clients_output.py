@@ -48,53 +48,63 @@ COLUMNS: tuple[tuple[str, str, Callable[[Row], Any]], ...] = (
 )
 
 
-def _cells(row: Row) -> list[str]:
-    return [visible(str(value)) if (value := text(row)) is not None else "" for _, _, text in COLUMNS]
+#: A printed column: title, the TSV header's name, and the cell's text from a row.
+Columns = tuple[tuple[str, str, Callable[[Row], Any]], ...]
+
+
+def _cells(row: Row, columns: Columns = COLUMNS) -> list[str]:
+    return [visible(str(value)) if (value := text(row)) is not None else "" for _, _, text in columns]
 
 
 def print_clients(console: Console, rows: list[Row], fmt: str) -> None:
     """Print ``rows`` (``Client.row()`` dicts) as ``fmt`` (``table``, ``tsv`` or ``json``) says."""
+    print_rows(console, rows, fmt, COLUMNS, "client")
+
+
+def print_rows(console: Console, rows: list[Row], fmt: str, columns: Columns, noun: str) -> None:
+    """Print ``rows`` under ``columns`` as ``fmt`` says (``noun``: what a row is, for the table's title); the
+    ``clients`` and ``topics`` commands print this way."""
     if fmt == "tsv":
         out = sys.stdout
-        out.write("\t".join(name for _, name, _ in COLUMNS) + "\n")
+        out.write("\t".join(name for _, name, _ in columns) + "\n")
         for row in rows:
-            out.write("\t".join(_cells(row)) + "\n")
+            out.write("\t".join(_cells(row, columns)) + "\n")
     elif fmt == "json":
-        sys.stdout.write(_json(rows))
+        sys.stdout.write(_json(rows, noun))
     else:
-        _table(console, rows)
+        _table(console, rows, columns, noun)
 
 
-def _json(rows: list[Row]) -> str:
+def _json(rows: list[Row], noun: str) -> str:
     def plain(value: object) -> str:
         if isinstance(value, datetime):
             return value.isoformat()
-        raise TypeError(f"{type(value).__name__} in a clients row")
+        raise TypeError(f"{type(value).__name__} in a {noun} row")
 
     lines = [json.dumps(row, default=plain) for row in rows]
     return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
 
-def _table(console: Console, rows: list[Row]) -> None:
+def _table(console: Console, rows: list[Row], columns: Columns, noun: str) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.measure import Measurement
     from rich.table import Table
 
-    table = Table(title=f"{len(rows)} client(s)", show_lines=True)
-    for title, _, _ in COLUMNS:
+    table = Table(title=f"{len(rows)} {noun}(s)", show_lines=True)
+    for title, _, _ in columns:
         table.add_column(title, overflow="fold")
     for row in rows:
-        table.add_row(*(escape(cell) for cell in _cells(row)))
+        table.add_row(*(escape(cell) for cell in _cells(row, columns)))
     width = Measurement.get(console, console.options.update_width(1 << 20), table)  # unbounded
     if not console.is_terminal:  # a pipe or a file: the table as wide as its longest row
         Console(file=console.file, width=max(width.maximum, 1), soft_wrap=True).print(table)
     elif width.minimum <= console.width:
         console.print(table)
-    else:  # too narrow for the table: a block per client
-        console.print(f"{len(rows)} client(s)", highlight=False)
+    else:  # too narrow for the table: a block per row
+        console.print(f"{len(rows)} {noun}(s)", highlight=False)
         for row in rows:
-            cells = _cells(row)
+            cells = _cells(row, columns)
             console.print()
-            for (title, _, _), cell in zip(COLUMNS, cells, strict=True):
+            for (title, _, _), cell in zip(columns, cells, strict=True):
                 console.print(f"[bold]{escape(title)}:[/] {escape(cell)}", highlight=False)

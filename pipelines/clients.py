@@ -87,17 +87,22 @@ def _direct(events: DataFrame) -> DataFrame:
     return events.where(F.col("envelope_correlation_id").isNull())
 
 
-def usage(events: DataFrame) -> DataFrame:
-    """Per client, broker, direction, API and version: messages, first and last time, software, old record sets
-    (``contract.clients.USAGE_FIELDS``)."""
+def software() -> Column:
+    """The software an ApiVersions v3+ request names: a struct (``name``, ``v``; the least per client is its), null on
+    other rows (the topic map reads it too)."""
     body = F.col("body")
     names_software = ((F.col("direction") == "request") & (F.col("api_key") == API_VERSIONS)
                       & (F.col("api_version") >= SOFTWARE_FROM))
     name = F.get_json_object(body, "$.ClientSoftwareName")
-    software = F.when(names_software & name.isNotNull(), F.struct(
+    return F.when(names_software & name.isNotNull(), F.struct(
         name.alias("name"), F.coalesce(F.get_json_object(body, "$.ClientSoftwareVersion"), F.lit("")).alias("v")))
+
+
+def usage(events: DataFrame) -> DataFrame:
+    """Per client, broker, direction, API and version: messages, first and last time, software, old record sets
+    (``contract.clients.USAGE_FIELDS``)."""
     grouped = _direct(events).withColumn("broker", endpoint("broker_ip", "broker_port")).withColumn(
-        "software", software).groupBy(*_WHO, "broker", "direction", "api_key", "api_name", "api_version").agg(
+        "software", software()).groupBy(*_WHO, "broker", "direction", "api_key", "api_name", "api_version").agg(
         F.count(F.lit(1)).alias("messages"), F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"),
         F.min("software").alias("software"), F.sum(F.col("old_record_format").cast("long")).alias("old_record_sets"))
     return grouped.select(*[F.col("software.name").alias(f) if f == "software_name" else

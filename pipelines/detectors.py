@@ -36,6 +36,7 @@ from contract.kafka import (
 from pipelines import (
     admin,
     clients,
+    group_inventory,
     groups,
     heartbeat_coverage,
     heartbeat_groups,
@@ -52,15 +53,16 @@ from pipelines.kafka import ADMIN_WRITES
 class Inputs:
     """What the detectors share: the events and the broker identity observations
     (``identity.identity_observations(events, hosts)``), and, made on first use by the step that first asks (the
-    steps asking meanwhile wait for it), once each: the admin audit (``admin.admin_audit(events)``) and the lag
-    (``lag.lag_of(events, observations)``). ``keep`` is applied to what is made (the report materialises it)."""
+    steps asking meanwhile wait for it), once each: the admin audit (``admin.admin_audit(events)``), the lag
+    (``lag.lag_of(events, observations)``) and the group inventory (``group_inventory.inventory``, a small list).
+    ``keep`` is applied to what is made (the report materialises it)."""
 
     def __init__(self, events: DataFrame, observations: DataFrame,
                  keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> None:
         self.events = events
         self.observations = observations
         self._keep = keep
-        self._locks = {"audit": threading.Lock(), "lag": threading.Lock()}
+        self._locks = {"audit": threading.Lock(), "lag": threading.Lock(), "groups": threading.Lock()}
         self._made: dict[str, Any] = {}
 
     def _once(self, name: str, make: Callable[[], Any]) -> Any:
@@ -76,6 +78,11 @@ class Inputs:
     @property
     def lag(self) -> lag.Lag:
         return cast(lag.Lag, self._once("lag", lambda: lag.lag_of(self.events, self.observations, self._keep)))
+
+    @property
+    def groups(self) -> list[group_inventory.Group]:
+        return cast(list[group_inventory.Group], self._once("groups", lambda: group_inventory.inventory(
+            self.events, self.lag)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,8 @@ DETECTORS: tuple[Detector, ...] = (
              lambda i: heartbeat_coverage.unassigned_partitions(i.events, i.observations),
              frozenset({CONSUMER_GROUP_HEARTBEAT})),
     Detector("unadvertised_version", lambda i: versions.unadvertised_version(i.events), frozenset({API_VERSIONS})),
+    Detector("classic_group_can_move", lambda i: group_inventory.classic_group_can_move(i.events, i.groups),
+             _GROUPS),
     Detector("endpoint_identity_changed", lambda i: identity.endpoint_identity_changed(i.observations),
              frozenset({METADATA, DESCRIBE_CLUSTER, FIND_COORDINATOR})),
     Detector("inconsistent_group_protocol", lambda i: groups.inconsistent_group_protocol(i.events), _GROUPS),

@@ -266,8 +266,9 @@ def _status(decoded: str) -> Column:
                     ).alias("d")
 
 
-def _leader_assignments(events: DataFrame) -> DataFrame:
-    """The last leader SyncGroup request per group generation, exploded to (member, topic, partition)."""
+def leader_assignments(events: DataFrame) -> DataFrame:
+    """The last leader SyncGroup request per group generation, exploded to (member, topic, partition) (also who
+    owned a partition when, for the lag: ``ownership``)."""
     sg = syncs(events).where(F.size(F.coalesce(F.col("qb.Assignments"), F.array())) > 0)
     w = Window.partitionBy("group_id", "generation_id").orderBy(F.col("ts").desc(), F.col("conn_id").desc())
     last = sg.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1)
@@ -285,7 +286,7 @@ def _leader_assignments(events: DataFrame) -> DataFrame:
 
 def overlapping_assignment(events: DataFrame) -> DataFrame:
     """One partition given to two or more members in one generation's assignment."""
-    a = _leader_assignments(events).where(F.col("partition").isNotNull())
+    a = leader_assignments(events).where(F.col("partition").isNotNull())
     per_tp = a.groupBy("group_id", "generation", "topic", "partition").agg(
         F.array_sort(F.collect_set("member")).alias("members"), F.first("ts").alias("ts"),
         F.first("client").alias("client"), F.first("broker").alias("broker"),
@@ -324,7 +325,7 @@ def partition_counts(events: DataFrame) -> DataFrame:
 def unassigned_partitions(events: DataFrame, observations: DataFrame | None = None) -> DataFrame:
     """Partitions of the generation's subscribed topics that the leader assigned to nobody."""
     obs = observations if observations is not None else identity_observations(events)
-    a = _leader_assignments(events)
+    a = leader_assignments(events)
     gens = a.select("group_id", "generation", "ts", "client", "broker", "broker_ip", "broker_port", "capture",
                     "conn_id", "correlation_id", "pname").dropDuplicates(["group_id", "generation"])
     # the generation's subscriptions: the leader's JoinGroup response lists every member's metadata

@@ -189,10 +189,16 @@ def group_member_errors(events: DataFrame) -> DataFrame:
     return as_findings(agg, "group_member_errors", "warning", detail, group_id="group_id")
 
 
+def epoch_given() -> Column:
+    """A heartbeat answered with a member epoch: one rebalance per group and ``rb.MemberEpoch`` (the group
+    inventory counts them so)."""
+    return (F.col("r_error_code") == 0) & (F.col("rb.MemberEpoch") > 0)
+
+
 def heartbeat_rebalances(events: DataFrame) -> DataFrame:
     """One row per member epoch of each heartbeat group, as ``rebalances.REBALANCE_COLUMNS``."""
     hb = heartbeats(events)
-    epochs = hb.where((F.col("r_error_code") == 0) & (F.col("rb.MemberEpoch") > 0)).groupBy(
+    epochs = hb.where(epoch_given()).groupBy(
         "protocol", F.col("group").alias("group_id"), F.col("rb.MemberEpoch").alias("generation")).agg(
         F.min("r_ts").alias("start"), F.min_by("broker", "r_ts").alias("broker"),
         collect_evidence(evidence()).alias("evidence"))

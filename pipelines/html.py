@@ -9,9 +9,11 @@ from typing import Any
 
 from contract.clients import apis_text, errors_text, readiness, software_text
 from pipelines.escape import escape
+from pipelines.group_inventory_html import groups_table
 from pipelines.kafka import SEVERITIES
 from pipelines.plots import PlotData
 from pipelines.svg import bar_chart, line_chart
+from pipelines.topic_map_html import topic_map_section
 
 MAX_FINDING_ROWS = 1000
 MAX_AUDIT_ROWS = 1000
@@ -196,6 +198,8 @@ def render(
     source: str,
     generated: datetime | None = None,
     clients: Sequence[Mapping[str, Any]] = (),
+    topics: Sequence[Mapping[str, Any]] = (),
+    groups: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     by_sev = Counter(f["severity"] for f in findings)
@@ -214,7 +218,8 @@ def render(
 <div class="meta">Events: <span class="mono">{escape(source)}</span> &middot; traffic from {_epoch(plots.ts_min)}
 to {_epoch(plots.ts_max)} &middot; captures: {escape(captures) or '-'} &middot; generated {when}</div>
 <div class="stats">{stat_html}</div>
-<nav><a href="#findings-section">Findings</a><a href="#clients-section">Clients</a><a href="#audit">Admin audit</a>
+<nav><a href="#findings-section">Findings</a><a href="#clients-section">Clients</a>
+<a href="#topics-section">Topic map</a><a href="#groups-section">Groups</a><a href="#audit">Admin audit</a>
 <a href="#traffic">Traffic</a>
 <a href="#latency">Latency</a><a href="#groups">Groups</a></nav>
 <h2 id="findings-section">Findings</h2>
@@ -222,6 +227,10 @@ to {_epoch(plots.ts_max)} &middot; captures: {escape(captures) or '-'} &middot; 
 {findings_table(findings)}
 <h2 id="clients-section">Clients and Kafka 4.0 readiness</h2>
 {clients_table(clients, findings)}
+<h2 id="topics-section">Topic map: who produces to and consumes from each topic</h2>
+{topic_map_section(topics)}
+<h2 id="groups-section">Groups: protocol, members, lag and who owned the lagging partitions</h2>
+{groups_table(groups)}
 <h2 id="audit">Admin writes (audit)</h2>
 {audit_table(audit)}
 {plots_section(plots)}

@@ -7,6 +7,10 @@ HighWatermark and from ListOffsets responses to a latest-offset query (Timestamp
 broker's, not the consumer's. The lag at a commit is the partition's latest log end known at that moment (the
 first one after it when none came before; ``log_end_ts`` says which) minus the committed offset.
 
+Each row also names the member that owned the partition at the commit's time, and its client (address, client
+id, principal): ``ownership.with_owners``, from the classic groups' SyncGroup assignments and the KIP-848 groups'
+heartbeat assignments (null where no assignment in the capture covers that moment).
+
 Topics are matched by name; ids (OffsetCommit v10+, Fetch v13+) are named through ``topics.topic_names`` where a
 response named them. Partitions are keyed by their cluster: the broker's cluster id as the traffic stated it at
 that time (``identity`` observations), else the capture.
@@ -40,10 +44,11 @@ from pipelines.events import (
     with_endpoints,
 )
 from pipelines.findings import as_findings
+from pipelines.ownership import OWNER_COLUMNS, with_owners
 from pipelines.topics import topic_names, with_topic_names
 
 LAG_COLUMNS = ("group_id", "topic", "partition", "ts", "committed_offset", "log_end_offset", "log_end_ts", "lag",
-               "source", "client", "broker", "conn_id", "correlation_id")
+               "source", "client", "broker", "conn_id", "correlation_id", *OWNER_COLUMNS)
 MIN_COMMITS = 3
 MIN_GROWTH = 100
 MIN_CORRELATION = 0.5
@@ -173,7 +178,7 @@ def lag_of(events: DataFrame, observations: DataFrame,
         F.col("end.offset").alias("log_end_offset"), F.col("end.ts").alias("log_end_ts"),
         (F.col("end.offset") - F.col("offset")).alias("lag"), "source", "client", "broker", "conn_id",
         "correlation_id", "cluster_key")
-    rows, ends = keep(rows), keep(ends)
+    rows, ends = keep(with_owners(rows, events)), keep(ends)
     return Lag(rows, ends, keep(group_lag(rows, ends)))
 
 

@@ -19,7 +19,7 @@ epoch revokes and reassigns partitions.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contract.kafka import LEAVE_GROUP
@@ -34,10 +34,15 @@ REBALANCE_COLUMNS = ("protocol", "group_id", "generation", "start", "end", "dura
                      "joined", "left", "reasons", "broker", "evidence")
 
 
+def answered() -> Column:
+    """A JoinGroup exchange that made a generation (answered without error): one rebalance per group and
+    ``r_generation_id`` (the group inventory counts them so)."""
+    return (F.col("r_error_code") == 0) & (F.col("r_generation_id") >= 0) & F.col("group_id").isNotNull()
+
+
 def classic_rebalances(events: DataFrame) -> DataFrame:
     """One row per group generation (``REBALANCE_COLUMNS``)."""
-    jg = joins(events).where(
-        (F.col("r_error_code") == 0) & (F.col("r_generation_id") >= 0) & F.col("group_id").isNotNull())
+    jg = joins(events).where(answered())
     gens = jg.groupBy("group_id", F.col("r_generation_id").alias("generation")).agg(
         F.min("ts").alias("start"), F.max("r_ts").alias("joined"),
         F.array_sort(F.collect_set(F.coalesce("r_member_id", "member_id"))).alias("members"),

@@ -4,8 +4,8 @@
 stops the session. ``kafka-inspector report`` (``pipelines/report.py``) calls the same ``run``.
 
 Writes ``OUTPUT/findings.parquet``, ``OUTPUT/admin_audit.parquet``, ``OUTPUT/clients.parquet``,
-``OUTPUT/rebalances.parquet`` and ``OUTPUT/lag.parquet`` (Spark Parquet datasets, one file each) and
-``OUTPUT/report.html``.
+``OUTPUT/rebalances.parquet``, ``OUTPUT/lag.parquet``, ``OUTPUT/topics.parquet`` and ``OUTPUT/groups.parquet`` (Spark
+Parquet datasets, one file each) and ``OUTPUT/report.html``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,18 @@ from contract.kafka import (
     SYNC_GROUP,
     TXN_OFFSET_COMMIT,
 )
-from pipelines import class_archive, clients, heartbeat_groups, html, identity, lag, plots, rebalances
+from pipelines import (
+    class_archive,
+    clients,
+    group_inventory,
+    heartbeat_groups,
+    html,
+    identity,
+    lag,
+    plots,
+    rebalances,
+    topic_clients,
+)
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
@@ -98,6 +109,8 @@ class ReportResult:
     clients_path: str = ""
     rebalances_path: str = ""
     lag_path: str = ""
+    topics_path: str = ""
+    groups_path: str = ""
     html_path: str = ""
     clients: int = 0
     #: where the time went, in seconds: "load", each step (they overlap: CONCURRENT_STEPS at a time), "write"
@@ -126,11 +139,12 @@ def slim(events: DataFrame) -> DataFrame:
     """The events with ``body`` only where a detector reads it (Fetch responses are the bulk: of theirs only each
     partition's high watermark is kept; Produce requests' bodies hold their batches' headers, not the records),
     and whether a body held record sets in message format v0/v1 (the client inventory's, read before the body
-    goes), without the ``UNREAD_COLUMNS``."""
+    goes) and the topics it counts for in the topic map (``topic_clients.with_traffic``), without the
+    ``UNREAD_COLUMNS``."""
     kept = F.col("api_key").isin(BODY_APIS) | ((F.col("api_key") == PRODUCE) & (F.col("direction") == "request"))
     fetched = (F.col("api_key") == FETCH) & (F.col("direction") == "response")
     watermarks = F.to_json(F.from_json(F.col("body"), lag.FETCH_RESPONSE_DDL))
-    return events.withColumn("old_record_format", clients.old_record_format()).withColumn(
+    return topic_clients.with_traffic(events.withColumn("old_record_format", clients.old_record_format())).withColumn(
         "body", F.when(kept, F.col("body")).when(fetched, watermarks)).drop(*UNREAD_COLUMNS)
 
 
@@ -212,6 +226,8 @@ def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_pat
         clients_path=output.rstrip("/") + "/clients.parquet",
         rebalances_path=output.rstrip("/") + "/rebalances.parquet",
         lag_path=output.rstrip("/") + "/lag.parquet",
+        topics_path=output.rstrip("/") + "/topics.parquet",
+        groups_path=output.rstrip("/") + "/groups.parquet",
         html_path=html_path or output.rstrip("/") + "/report.html",
     )
     started = time.perf_counter()
@@ -257,6 +273,8 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     hosts = identity.hosts_frame(spark, identity.read_hosts(hosts_path)) if hosts_path else None
     audit_rows: list[dict[str, Any]] = []
     inventory: list[clients.Client] = []
+    topic_rows: list[dict[str, Any]] = []
+    group_rows: list[dict[str, Any]] = []
     lag_series: plots.Series = {}
     rebalance_series: plots.Series = {}
 
@@ -288,8 +306,19 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
         def collect_inventory() -> None:
             inventory.extend(clients.inventory(events))
 
+        def write_topic_map() -> None:
+            rows = topic_clients.topic_map(events)
+            topic_clients.topics_frame(spark, rows).repartition(1).write.mode("overwrite").parquet(result.topics_path)
+            topic_rows.extend(r.row() for r in rows)
+
+        def write_groups() -> None:
+            group_inventory.groups_frame(events, inputs.groups).repartition(1).write.mode("overwrite").parquet(
+                result.groups_path)
+            group_rows.extend(g.row() for g in inputs.groups)
+
         return [("admin audit", write_audit), ("rebalances", write_rebalances), ("consumer lag", write_lag),
-                ("plots", collect_plots), ("client inventory", collect_inventory)]
+                ("plots", collect_plots), ("client inventory", collect_inventory), ("topic map", write_topic_map),
+                ("group inventory", write_groups)]
 
     found = detector_pass(spark, events, hosts, lambda df: episodes(df).collect(), extra, progress, result.timings)
     call_site(spark, "write")
@@ -303,7 +332,8 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     result.clients = len(inventory)
     clients.clients_frame(spark, inventory).repartition(1).write.mode("overwrite").parquet(result.clients_path)
     source = input if isinstance(input, str) else ", ".join(input)
-    page = html.render(result.findings, audit_rows, result.plots, source=source, clients=[c.row() for c in inventory])
+    page = html.render(result.findings, audit_rows, result.plots, source=source, clients=[c.row() for c in inventory],
+                       topics=topic_rows, groups=group_rows)
     write_text(spark, result.html_path, page)
     result.timings["write"] = time.perf_counter() - started
     call_site(spark, None)

@@ -19,6 +19,7 @@ from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
 from decoders.codegen.render_records import NATIVE_RECORDS, render_records
 from decoders.codegen.render_topics import render_topic_fields
 from decoders.codegen.shared import HEADER, module_name
+from decoders.spec.versions import VersionRange
 
 GENERATED_DIR = Path(__file__).resolve().parent.parent / "generated"
 ACCEL_DIR = Path(__file__).resolve().parent.parent / "accel"
@@ -54,6 +55,16 @@ def _api_names(apis: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _header_version(variant: dict[str, Any], version: int, derived: int) -> int:
+    """The spec's ``headerVersions`` where it has them (Kafka's trunk, KAFKA-20923), else the version derived from
+    flexibility and the two exceptions older specs left to the code (ControlledShutdown v0, ApiVersions)."""
+    for text, header in variant.get("headerVersions", {}).items():
+        rng = VersionRange.parse(text)
+        if rng is not None and version in rng:
+            return int(header)
+    return derived
+
+
 def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> str:
     modules = {d["apiKey"]: module_name(d) for d in apis}
     listeners = {d["apiKey"]: d.get("listeners", []) for d in apis}
@@ -67,11 +78,12 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
             for v in versions_of(variant):
                 seen.append(v)
                 flexible = is_flexible(variant, v)
-                request_header[(key, v)] = 0 if (key == 7 and v == 0) else (2 if flexible else 1)
+                derived = 0 if (key == 7 and v == 0) else (2 if flexible else 1)
+                request_header[(key, v)] = _header_version(variant, v, derived)
         for variant in d["response"]:
             for v in versions_of(variant):
                 flexible = is_flexible(variant, v)
-                response_header[(key, v)] = 0 if key == 18 else (1 if flexible else 0)
+                response_header[(key, v)] = _header_version(variant, v, 0 if key == 18 else (1 if flexible else 0))
         versions[key] = (min(seen), max(seen))
     data_modules = {d["name"]: module_name(d) for d in data_docs}
     accel = sorted([module_name(d) for d in apis if d["apiKey"] in COMPILED_API_KEYS] + list(data_modules.values()))

@@ -17,13 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The spec directories and ``--schema-dir`` (shared with ``python -m decoders.regen``)."""
     parser.add_argument("sources", nargs="+", type=Path,
                         help="Kafka clients/src/main/resources/common/message directories, newest first")
+    parser.add_argument("--additions", type=Path, action="append", default=[], metavar="DIR",
+                        help="a partial folder of specs newer than the newest full directory, read right after it "
+                             "(repeatable)")
     parser.add_argument("--schema-dir", type=Path, default=SCHEMA_DIR)
 
 
-def convert_specs(sources: list[Path], schema_dir: Path) -> bool:
-    """Convert ``sources`` (newest first) into ``schema_dir``; False, with the error on stderr, if they cannot be."""
+def convert_specs(sources: list[Path], schema_dir: Path, additions: list[Path] | None = None) -> bool:
+    """Convert ``sources`` (newest first, then ``additions`` after the first) into ``schema_dir``; False, with the
+    error on stderr, if they cannot be."""
     try:
-        documents = convert(sources)
+        documents = convert(sources, additions)
     except (SpecError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return False
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m decoders.spec", description=__doc__)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    return 0 if convert_specs(args.sources, args.schema_dir) else 1
+    return 0 if convert_specs(args.sources, args.schema_dir, args.additions) else 1
 
 
 if __name__ == "__main__":

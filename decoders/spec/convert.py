@@ -6,6 +6,12 @@ from an older source while everything else follows the newest one. Each API's do
 request versions only the older sources have (``removedVersions``, e.g. "0-2"; absent when none) and
 whether the newest source lacks the API entirely (``removedApi``): what Kafka 4.0 removed (KIP-896),
 derived from the specs, not typed by hand.
+
+A partial folder of specs newer than the newest full directory (``additions``: a few files of Kafka's trunk) is
+read right after the newest full directory: it adds what that lacks, and what it adds is current, not removed.
+A spec's ``headerVersions`` (Kafka's trunk writes it into every request and response spec, KAFKA-20923:
+``{"0+": "1"}``, header version by message version) is kept on each variant, clipped to its versions; a spec
+without it gets its header versions from its flexibility, as before (``decoders.codegen.generate``).
 """
 
 from __future__ import annotations
@@ -106,23 +112,74 @@ class _Message:
             return
         common = {s["name"]: s["fields"] for s in spec.get("commonStructs", [])}
         fields = _normalise_fields(spec.get("fields", []), common, where)
+        headers = _header_versions(spec, valid, where)
         for lo, hi in _runs(new):
-            self.variants.append(
-                {
-                    "versions": _range_text(lo, hi),
-                    "flexibleVersions": spec.get("flexibleVersions", "none"),
-                    "source": source,
-                    "fields": fields,
-                }
-            )
+            variant: dict[str, Any] = {
+                "versions": _range_text(lo, hi),
+                "flexibleVersions": spec.get("flexibleVersions", "none"),
+                "source": source,
+                "fields": fields,
+            }
+            if headers is not None:
+                variant["headerVersions"] = {_range_text(a, b): h for a, b, h in _header_runs(headers, lo, hi)}
+            self.variants.append(variant)
         self.covered.update(new)
 
 
-def convert(sources: list[Path]) -> dict[str, dict[str, Any]]:
-    """Merge the given spec directories (newest first) into schema documents by file name."""
+def _header_versions(spec: dict[str, Any], valid: VersionRange, where: str) -> dict[int, int] | None:
+    """Message version -> header version from the spec's ``headerVersions``, None when it has none.
+
+    Every valid version must have exactly one header version, a request header 0-2 or a response header 0-1."""
+    raw = spec.get("headerVersions")
+    if raw is None:
+        return None
+    top = 2 if spec.get("type") == "request" else 1
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{where}: headerVersions is not a map of version ranges to header versions")
+    out: dict[int, int] = {}
+    for text, value in raw.items():
+        try:
+            rng = VersionRange.parse(text)
+            header = int(value)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"{where}: headerVersions {text!r}: {value!r}: {exc}") from exc
+        if rng is None or not 0 <= header <= top:
+            raise SpecError(f"{where}: headerVersions {text!r}: {value!r} is not a {spec.get('type')} header version")
+        for v in range(max(rng.lo, valid.lo), min(rng.hi, valid.hi) + 1):
+            if v in out:
+                raise SpecError(f"{where}: headerVersions names version {v} twice")
+            out[v] = header
+    missing = [v for v in range(valid.lo, valid.hi + 1) if v not in out]
+    if missing:
+        raise SpecError(f"{where}: headerVersions does not cover versions "
+                        + ",".join(_range_text(a, b) for a, b in _runs(missing)))
+    return out
+
+
+def _header_runs(headers: dict[int, int], lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """Versions ``lo``..``hi`` as (first, last, header version) runs of the same header version."""
+    runs: list[tuple[int, int, int]] = []
+    for v in range(lo, hi + 1):
+        if runs and runs[-1][2] == headers[v] and runs[-1][1] == v - 1:
+            runs[-1] = (runs[-1][0], v, headers[v])
+        else:
+            runs.append((v, v, headers[v]))
+    return runs
+
+
+def convert(sources: list[Path], additions: list[Path] | None = None) -> dict[str, dict[str, Any]]:
+    """Merge the given spec directories (newest first) into schema documents by file name.
+
+    ``additions`` (partial folders of newer specs) are read right after the newest full directory, ``sources[0]``;
+    what they define is current (never ``removedVersions``)."""
+    if not sources:
+        raise SpecError("no spec directory given")
+    extra = list(additions or [])
+    ordered = [sources[0], *extra, *sources[1:]]
+    current = {src.name for src in ordered[: 1 + len(extra)]}
     apis: dict[int, dict[str, Any]] = {}
     others: dict[str, tuple[str, _Message]] = {}
-    for src in sources:
+    for src in ordered:
         files = sorted(src.glob("*.json"))
         if not files:
             raise SpecError(f"{src}: no spec files")
@@ -161,7 +218,7 @@ def convert(sources: list[Path]) -> dict[str, dict[str, Any]]:
             "request": sorted(api["request"].variants, key=_variant_lo),
             "response": sorted(api["response"].variants, key=_variant_lo),
         }
-        doc.update(_removed(doc["request"], sources[0].name))
+        doc.update(_removed(doc["request"], current))
         documents[f"api-{key:03d}-{api['name']}.json"] = doc
     for name in sorted(others):
         kind, msg = others[name]
@@ -172,23 +229,26 @@ def convert(sources: list[Path]) -> dict[str, dict[str, Any]]:
                 "variants": sorted(msg.variants, key=_variant_lo),
             }
     documents["index.json"] = {
-        "sources": [src.name for src in sources],
+        "sources": [src.name for src in ordered],
+        **({"additions": [src.name for src in extra]} if extra else {}),
         "apis": {str(k): apis[k]["name"] for k in sorted(apis) if apis[k]["request"].variants},
     }
     return documents
 
 
-def _removed(variants: list[dict[str, Any]], newest: str) -> dict[str, Any]:
-    """``removedVersions`` (request versions only older sources define, as ranges) and ``removedApi``."""
+def _removed(variants: list[dict[str, Any]], current: set[str]) -> dict[str, Any]:
+    """``removedVersions`` (request versions only older sources define, as ranges) and ``removedApi``.
+
+    ``current`` names the newest full directory and the additions read after it."""
     old: list[int] = []
     for variant in variants:
         rng = VersionRange.parse(variant["versions"])
-        if variant["source"] != newest and rng is not None:
+        if variant["source"] not in current and rng is not None:
             old.extend(range(rng.lo, rng.hi + 1))
     if not old:
         return {}
     out: dict[str, Any] = {"removedVersions": ",".join(_range_text(lo, hi) for lo, hi in _runs(old))}
-    if all(variant["source"] != newest for variant in variants):
+    if all(variant["source"] not in current for variant in variants):
         out["removedApi"] = True
     return out
 

@@ -68,6 +68,8 @@ from pcaps.capture_kit.tls_clients import (
     tls13_sasl_aiokafka,
     tls13_sasl_kafka_python,
 )
+from pcaps.capture_kit.topic_map import TOPICS as TOPIC_MAP_TOPICS
+from pcaps.capture_kit.topic_map import clients_topic_map
 
 
 def preload_orders(topic: str) -> Callable[[str], None]:
@@ -190,6 +192,14 @@ SCENARIOS: dict[str, Scenario] = {
         "another, one leaves; group epochs and assignments move while a producer writes",
         (clients_kip848_group,),
         topics={"kip848-orders": 6},
+        mock_consumer_heartbeat_ms=1000,
+    ),
+    "mock-cluster-topic-map": Scenario(
+        "mock",
+        "who talks to what: 3 producers (confluent-kafka, kafka-python) on 3 topics, a classic group "
+        "(confluent-kafka), a KIP-848 group (confluent-kafka) and a kafka-python group; one client id in two groups",
+        (clients_topic_map,),
+        topics=dict(TOPIC_MAP_TOPICS),
         mock_consumer_heartbeat_ms=1000,
     ),
     "tansu-consumer-lag": Scenario(

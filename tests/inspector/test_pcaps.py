@@ -72,7 +72,8 @@ def test_every_capture_decodes_completely(project_captures: list[Path]) -> None:
         responses = sum(1 for r in rows if r["direction"] == "response")
         unanswered = sum(c["responses_missing"] for c in summary.connections)
         assert requests - responses == unanswered, pcap.name
-        assert unanswered <= 10, pcap.name
+        clients = len({r["client_id"] for r in rows})  # each may leave a poll or two in flight as it closes
+        assert unanswered <= max(10, 2 * clients), pcap.name
 
 
 def test_consumer_group_of_three_members(project_captures: list[Path]) -> None:

@@ -18,6 +18,8 @@ from pyspark.sql import SparkSession
 
 from inspector.client_inventory import COLUMNS, inventory
 from inspector.parquet_file import read_events
+from inspector.topic_traffic import COLUMNS as TOPIC_COLUMNS
+from inspector.topic_traffic import TopicMap
 from pipelines import decode_job, report
 from tests.capture_secrets import assert_no_secret, capture_secrets
 from tests.pipelines.rows import canonical
@@ -177,7 +179,8 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
                   "Generation id per group", "Members per generation", "Records behind per group and topic",
                   "Rebalance duration per group"):
         assert f'aria-label="{title}' in dom, title
-    assert dom.count("<svg") == 7 and dom.count("<polyline") >= 7
+    assert dom.count("<svg") == 8 and dom.count("<polyline") >= 7
+    assert 'id="topic-map-flow"' in dom and "<table id=\"topic-map\">" in dom
     shot = tmp_path / "report.png"
     chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
              tmp_path / "profile")
@@ -263,3 +266,72 @@ def test_clients_parquet_is_what_the_clients_command_says(report_dir: Path, even
     page = (report_dir / "report.html").read_text()
     assert "<table id='clients'>" in page and "kafka-python-0.10-producer-gzip" in page
     assert "<a href='#finding-" in page and ">removed_in_kafka_4</a> ×1" in page
+
+
+def test_topics_parquet_is_what_the_topics_command_says(report_dir: Path, events_dir: Path) -> None:
+    """One source for the topic map: the report's Spark grouping and the command's pyarrow grouping feed the same
+    contract/topic_map.py, so topics.parquet equals the command's map of the same events."""
+    spark_rows = pq.read_table(report_dir / "topics.parquet").to_pylist()
+    found = TopicMap()
+    found.add(read_events(events_dir, TOPIC_COLUMNS))
+    command_rows = [r.row() for r in found.rows()]
+
+    def canonical(rows: list[dict[str, Any]]) -> list[str]:
+        return sorted(json.dumps(dict(r, first_seen=r["first_seen"].replace(tzinfo=None),
+                                      last_seen=r["last_seen"].replace(tzinfo=None)), sort_keys=True, default=str)
+                      for r in rows)
+
+    assert len(spark_rows) > 40 and canonical(spark_rows) == canonical(command_rows)
+    kip848 = [r for r in spark_rows if r["topic"] == "kip848-orders" and r["role"] == "consumer"]
+    assert len(kip848) == 4 and {r["group_id"] for r in kip848} == {"kip848-group"}
+    page = (report_dir / "report.html").read_text()
+    assert "<table id='topic-map'>" in page and "group kip848-group" in page
+
+
+def test_groups_parquet_lists_every_group_with_its_protocol(report_dir: Path) -> None:
+    groups = {g["group_id"]: g for g in pq.read_table(report_dir / "groups.parquet").to_pylist()}
+    assert {"inspector-group", "kip848-group", "lagging-group", "storm-group", "mixed-assignors"} <= set(groups)
+    kip848, storm, lagging = groups["kip848-group"], groups["storm-group"], groups["lagging-group"]
+    assert kip848["protocol"] == "consumer" and kip848["members"] == 4 and kip848["assignors_offered"] == []
+    assert storm["protocol"] == "classic" and storm["protocol_types"] == ["consumer"] and storm["members"] == 7
+    # mock-cluster-topic-map: a classic, a KIP-848 and a kafka-python group; tm-worker is a member of two
+    assert [groups[g]["protocol"] for g in ("tm-billing", "tm-analytics", "tm-audit-readers")] == [
+        "classic", "consumer", "classic"]
+    assert {c["client_id"] for c in groups["tm-billing"]["clients"]} == {"tm-billing-1", "tm-worker"}
+    assert {c["client_id"] for c in groups["tm-analytics"]["clients"]} == {"tm-analytics-1", "tm-worker"}
+    assert groups["tm-audit-readers"]["clients"][0]["software"] is None  # kafka-python pinned to ApiVersions v2
+    assert groups["mixed-assignors"]["assignors_offered"] == ["range", "roundrobin"]
+    assert groups["mixed-assignors"]["assignors_chosen"] == ["roundrobin"]
+    assert len(storm["clients"]) == 7 and {c["software"] for c in storm["clients"]} == {"kafka-python 3.0.12"}
+    # one source with rebalances.parquet: the same rebalances per group
+    rebalances = pq.read_table(report_dir / "rebalances.parquet").to_pylist()
+    for g in groups.values():
+        assert g["rebalances"] == sum(r["group_id"] == g["group_id"] for r in rebalances), g["group_id"]
+    # the lag: the slow consumer's partitions are behind, each owned by it
+    assert lagging["lag"] > 100 and {p["member_client_id"] for p in lagging["lagging"]} == {"slow-consumer"}
+    assert sum(p["lag"] for p in lagging["lagging"]) == lagging["lag"]
+    page = (report_dir / "report.html").read_text()
+    assert "<table id='groups-inventory'>" in page and "owned by slow-consumer" in page
+
+
+def test_the_lag_names_the_member_that_owned_each_partition(report_dir: Path) -> None:
+    """Independently of the assignments the owners come from: a consumer commits the partitions it owns, so at
+    each OffsetCommit the owner's client (from SyncGroup or heartbeat assignments) is the committing client."""
+    lag = pq.read_table(report_dir / "lag.parquet").to_pylist()
+    commits = [r for r in lag if r["source"] == "OffsetCommit"]
+    assert len(commits) > 100
+    assert all(r["member_client"] == r["client"] and r["member_id"] for r in commits)
+    assert {r["member_client_id"] for r in commits if r["group_id"] == "kip848-group"} >= {
+        "kip848-member-1", "kip848-member-3"}
+
+
+def test_classic_groups_with_members_that_can_move(findings: list[dict[str, Any]]) -> None:
+    """One info finding per classic consumer group with a member on software that runs the consumer protocol
+    (the captures' confluent-kafka 2.16.1, librdkafka 2.16.0), naming it; none for the KIP-848 group."""
+    moves = [f for f in findings if f["kind"] == "classic_group_can_move"]
+    assert sorted(f["group_id"] for f in moves) == ["inspector-group", "lagging-group", "mixed-assignors",
+                                                    "mock-group", "tm-billing"]
+    assert all(f["severity"] == "info" and "group.protocol=consumer" in f["detail"] for f in moves)
+    inspector = next(f for f in moves if f["group_id"] == "inspector-group")
+    assert "confluent-member (127.0.0.1; confluent-kafka-python 2.16.1-rdkafka-2.16.0)" in inspector["detail"]
+    assert "Not known to support it: aiokafka-member" in inspector["detail"]

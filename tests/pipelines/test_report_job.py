@@ -32,7 +32,8 @@ def test_every_step_reports_its_end_and_time(spark: SparkSession, tmp_path: Path
     # the events hold ApiVersions alone: the detectors that judge other APIs do not run
     ran = [d.name for d in DETECTORS if d.reads is None or API_VERSIONS in d.reads]
     assert 5 < len(ran) < len(DETECTORS)
-    steps = ran + ["admin audit", "rebalances", "consumer lag", "plots", "client inventory"]
+    steps = ran + ["admin audit", "rebalances", "consumer lag", "plots", "client inventory", "topic map",
+                   "group inventory"]
     assert [(d, t) for d, t, _ in seen] == [(i, len(steps)) for i in range(1, len(steps) + 1)]
     assert sorted(name for _, _, name in seen) == sorted(steps)
     assert set(result.timings) == {"load", "write", *steps}

@@ -1,7 +1,7 @@
 """``kafka-inspector report DIR --follow`` as a person runs it: part files appear in the folder as a tap writes
 them (complete under their final name), findings come out as they are found; stopped with SIGTERM (exit 0) and
-started again it re-emits nothing and misses no file that came meanwhile, and a kill -9 in the middle of a pass
-loses and repeats nothing."""
+started again it re-emits nothing and misses no file that came meanwhile, a kill -9 in the middle of a pass
+loses and repeats nothing, and a folder that disappears and comes back stops nothing."""
 
 from __future__ import annotations
 
@@ -109,9 +109,14 @@ def test_follow_stop_restart_and_kill(capture_files: list[Path], batch_findings:
     proc.send_signal(signal.SIGKILL)  # in the middle of a pass
     proc.wait(timeout=60)
     proc = start([folder], out, "--quiet")
-    for p in parts[c:]:
+    for p in parts[c:-1]:
         feed(p, folder)
-    wait(settled(out, rows(parts)), proc, "every file judged after the kill")
+    wait(settled(out, rows(parts[:-1])), proc, "every file judged after the kill")
+    shutil.rmtree(folder)  # the tap's folder disappears (a volume unmounted): the stream goes on
+    time.sleep(4)
+    assert proc.poll() is None
+    feed(parts[-1], folder)  # ... and it comes back
+    wait(settled(out, rows(parts)), proc, "a file in the folder come back")
     assert stop(proc) == 0
 
     written = lines(out)

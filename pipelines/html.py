@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -59,12 +60,30 @@ def _epoch(value: float | None) -> str:
     return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _evidence(ev: Sequence[Any] | None) -> str:
+#: Captures that are no file ``show`` can read: the tap's (``tap:IFACE``) and standard input's.
+_NOT_FILES = ("tap:", "<stdin>")
+
+
+def show_command(sample: Mapping[str, Any], events: str | None = None) -> str:
+    """The command that shows an evidence sample's message and its response: ``show CAPTURE`` for a capture file
+    (its connections numbered as the dataset numbers them, ``inspector.conn_ids``), ``show EVENTS`` for what the
+    tap or standard input gave (no file to read again: the events are shown)."""
+    capture = str(sample.get("capture") or "")
+    picks = f"--filter conn_id={sample['conn_id']} --filter correlation_id={sample['correlation_id']}"
+    if capture and not capture.startswith(_NOT_FILES):
+        return f"kafka-inspector show {shlex.quote(capture)} {picks}"
+    where = shlex.quote(events) if events else "EVENTS_DIR"
+    named = f" --filter {shlex.quote('capture=' + capture)}" if capture else ""
+    return f"kafka-inspector show {where}{named} {picks}"
+
+
+def _evidence(ev: Sequence[Any] | None, events: str | None) -> str:
     if not ev:
         return ""
-    items = [f"conn {e['conn_id']} / corr {e['correlation_id']}" for e in ev[:5]]
-    more = f"<br><span class='note'>+{len(ev) - 5} more</span>" if len(ev) > 5 else ""
-    return "<br>".join(escape(i) for i in items) + more
+    items = [f"<span title='{escape(show_command(e, events))}'>{escape(e.get('capture') or '?')} "
+             f"#{e['conn_id']} corr {e['correlation_id']}</span>" for e in ev[:3]]
+    more = f"<br><span class='note'>+{len(ev) - 3} more in findings.parquet</span>" if len(ev) > 3 else ""
+    return "<br>".join(items) + f"<br><code class='hint'>{escape(show_command(ev[0], events))}</code>" + more
 
 
 def _severity(sev: str) -> str:
@@ -79,7 +98,7 @@ def _table(table_id: str, headers: Sequence[str], rows: Sequence[str], total: in
     return f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + more
 
 
-def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
+def findings_table(findings: Sequence[Mapping[str, Any]], events: str | None = None) -> str:
     if not findings:
         return '<p class="none" id="no-findings">No findings: nothing in this traffic matched a detector.</p>'
     rows = []
@@ -91,10 +110,10 @@ def findings_table(findings: Sequence[Mapping[str, Any]]) -> str:
             f"<td class='num'>{f.get('occurrences') or 1:,}</td>"
             f"<td class='mono'>{escape(f['client'] or '')}</td><td class='mono'>{escape(f['broker'] or '')}</td>"
             f"<td class='mono'>{escape(f['group_id'] or '')}</td><td class='detail'>{escape(f['detail'])}</td>"
-            f"<td class='mono'>{_evidence(f['evidence'])}</td></tr>"
+            f"<td class='mono'>{_evidence(f['evidence'], events)}</td></tr>"
         )
     return _table("findings", ("severity", "kind", "first / last (UTC)", "times", "client", "broker", "group", "detail",
-                               "evidence (conn / correlation)"),
+                               "evidence (capture #conn corr; the command shows it)"),
                   rows, len(findings), MAX_FINDING_ROWS, "findings are in findings.parquet")
 
 
@@ -219,13 +238,14 @@ to {_epoch(plots.ts_max)} &middot; captures: {escape(captures) or '-'} &middot; 
 <a href="#latency">Latency</a><a href="#groups">Groups</a></nav>
 <h2 id="findings-section">Findings</h2>
 {summary_table(findings)}
-{findings_table(findings)}
+{findings_table(findings, source if ', ' not in source else None)}
 <h2 id="clients-section">Clients and Kafka 4.0 readiness</h2>
 {clients_table(clients, findings)}
 <h2 id="audit">Admin writes (audit)</h2>
 {audit_table(audit)}
 {plots_section(plots)}
-<p class="note">Evidence names messages by connection id and correlation id: find them with
-<span class="mono">kafka-inspector show CAPTURE --filter conn_id=N --filter correlation_id=M -v</span>.</p>
+<p class="note">Evidence names messages by capture, connection id and correlation id: the command under each
+finding's evidence shows its first sample (add <span class="mono">-v</span> for the whole body; hover a sample for
+its own command), run where the capture files are.</p>
 </body></html>
 """

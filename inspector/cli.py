@@ -121,7 +121,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _add_decode_options(read)
 
     show = sub.add_parser("show", help="print decoded messages for a person")
-    show.add_argument("capture", help="pcap/pcapng file, or - for stdin")
+    show.add_argument("capture",
+                      help="pcap/pcapng file, - for stdin, or a directory written by `read` or `tap` (its events)")
     show.add_argument("--filter", "-f", action="append", default=[], metavar="EXPR",
                       help="COLUMN=VALUE, COLUMN!=VALUE, COLUMN~REGEX or COLUMN<VALUE (<, <=, >, >=: numbers and "
                            "ts) on the event columns (api_name, api_key, direction, client_id, error_code, tls, "
@@ -198,7 +199,8 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_show(args: argparse.Namespace, console: Console) -> int:
-    from inspector.event_filter import FilterError, compile_filter
+    from inspector.conn_ids import base, block_of
+    from inspector.event_filter import FilterError, compile_filter, equal_values
 
     try:
         filters = [compile_filter(f) for f in args.filter]
@@ -208,6 +210,8 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
     options = _read_options(args)
     if _keylog_missing(args):
         return EXIT_USAGE
+    if _events_folder(Path(args.capture)):
+        return _show_events(args, console, filters)
     problem = input_problem(args.capture)
     if problem is not None:
         _error(problem)
@@ -216,8 +220,12 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
     table = EventTable(capture=Path(args.capture).name, records=options.records)
     shown = examined = 0
     limit: int | None = args.limit
+    # the capture's connections numbered as the dataset that --filter conn_id=N comes from numbers them
+    # (inspector.conn_ids: a capture's block), else from 1
+    blocks = {block_of(int(v)) for v in equal_values(args.filter, "conn_id")}
+    first = base(min(blocks)) if blocks else 0
     try:
-        for ev in iter_capture(args.capture, summary, options):
+        for ev in iter_capture(args.capture, summary, options, conn_id_base=first):
             table.add(ev)
             for row in table.take().to_pylist():
                 examined += 1
@@ -242,6 +250,44 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OK
     console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]", highlight=False)
     print_notes(console, summary)
+    return EXIT_OK
+
+
+def _events_folder(path: Path) -> bool:
+    """``path`` is a folder of events (``read``'s or the tap's output, or its ``events`` folder), not a capture."""
+    return path.is_dir() and ((path / "events").is_dir() or any(path.glob("*.parquet")))
+
+
+def _show_events(args: argparse.Namespace, console: Console, filters: list[Callable[[dict[str, Any]], bool]]
+                 ) -> int:
+    """``show DIR``: the messages of an events dataset (``read``'s or the tap's output), batch by batch, as
+    ``show CAPTURE`` prints them (the tap keeps no capture: its evidence is shown from its events)."""
+    from contract.events import EVENT_COLUMNS
+    from inspector.parquet_file import iter_events
+    from pipelines.preflight import events_problem
+
+    columns = tuple(c.name for c in EVENT_COLUMNS)
+    problem = events_problem(args.capture)
+    if problem is not None:
+        _error(problem)
+        return EXIT_CAPTURE
+    shown = examined = 0
+    limit: int | None = args.limit
+    try:
+        for batch in iter_events(Path(args.capture), columns):
+            for row in batch.to_pylist():
+                examined += 1
+                if all(f(row) for f in filters):
+                    _print_row(console, {c: row.get(c) for c in columns}, args.verbose)
+                    shown += 1
+                    if shown == limit:
+                        console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
+                                      f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
+                        return EXIT_OK
+    except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
+        _error(f"{args.capture}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
+        return EXIT_CAPTURE
+    console.print(f"[dim]{shown:,} of {examined:,} messages shown[/]", highlight=False)
     return EXIT_OK
 
 

@@ -62,6 +62,19 @@ def compile_filter(expr: str) -> Predicate:
     return _order(column, op, value)
 
 
+def equal_values(exprs: list[str], column: str) -> list[Any]:
+    """The values ``COLUMN=VALUE`` filters among ``exprs`` (valid ones: :func:`compile_filter` checked them) ask
+    ``column`` to equal (``show`` numbers a capture's connections in the block a ``conn_id=N`` names)."""
+    found = []
+    for expr in exprs:
+        m = _EXPR.fullmatch(expr)
+        if m is not None and m.group(1) == column and m.group(2) == "=":
+            value = _value(expr, column, _TYPES[column], m.group(3))
+            if value is not None:
+                found.append(value)
+    return found
+
+
 def _a(kind: str) -> str:
     return {BOOL: "true or false", STRING: "text", LIST_INT16: "a list of numbers", TIMESTAMP: "a time"}.get(
         kind, "a number")

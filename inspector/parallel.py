@@ -23,15 +23,9 @@ from inspector.reader import ReadOptions, read_captures
 from inspector.summary import Summary
 from inspector.writers import EventWriter, JsonLinesWriter, ParquetDatasetWriter
 
-#: conn_ids of a run's file N start at (first block + N) << CONN_ID_SHIFT, so they stay unique across processes.
-CONN_ID_SHIFT = 32
+#: conn_ids of a run's file N are in block (first block + N): ``inspector.conn_ids``.
 _PR_SET_PDEATHSIG = 1
 _STOP = {signal.SIGINT, signal.SIGTERM}
-
-
-def first_block(max_conn_id: int) -> int:
-    """The first conn_id block of a ``--jobs`` run into a dataset whose highest conn_id is ``max_conn_id``."""
-    return 0 if max_conn_id <= 0 else (max_conn_id >> CONN_ID_SHIFT) + 1
 
 
 def _die_with_parent(parent: int) -> None:
@@ -56,9 +50,8 @@ def _worker(conn: Connection, parent: int, index: int, block: int, path: str, st
     else:
         writer = JsonLinesWriter(out_dir, name=f"events-f{index:06d}.jsonl")
     summary = Summary()
-    summary.max_conn_id = block << CONN_ID_SHIFT
     try:
-        read_captures([path], writer, options, summary=summary)
+        read_captures([path], writer, options, summary=summary, first_block=block)
         writer.close()
     except (CaptureError, OSError) as exc:
         conn.send(("error", exc))
@@ -73,8 +66,8 @@ def read_parallel(paths: list[str], staging: Path, fmt: str, options: ReadOption
                   block: int = 0) -> Summary:
     """Decode ``paths`` with ``jobs`` processes (0 = one per core) into ``staging``; returns the merged totals.
 
-    File N's connections are numbered from ``(block + N) << CONN_ID_SHIFT``. The first failure (``CaptureError``,
-    ``OSError``) is raised once every worker has stopped."""
+    File N's connections are numbered in block ``block + N`` (``inspector.conn_ids``). The first failure
+    (``CaptureError``, ``OSError``) is raised once every worker has stopped."""
     workers = jobs if jobs > 0 else (os.cpu_count() or 1)
     context = multiprocessing.get_context("fork")
     pending = list(enumerate(paths))

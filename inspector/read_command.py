@@ -200,9 +200,10 @@ def _decode(args: argparse.Namespace, options: ReadOptions, staging: Staging, fm
             appending: bool, real_console: Any, started: float) -> Summary:
     """Every capture decoded into the staging folder; the run's totals."""
     if args.jobs != 1 and len(args.captures) > 1:
-        from inspector.parallel import first_block, read_parallel
+        from inspector.conn_ids import next_block
+        from inspector.parallel import read_parallel
 
-        return read_parallel(args.captures, staging.path, fmt.value, options, args.jobs, first_block(max_conn_id))
+        return read_parallel(args.captures, staging.path, fmt.value, options, args.jobs, next_block(max_conn_id))
     summary = Summary()
     summary.max_conn_id = max_conn_id  # this run's connections are numbered after the dataset's
     # An empty run adds no empty file to a dataset that has files (a new dataset gets one: its columns).

@@ -9,7 +9,7 @@ from inspector.packets cimport Segment
 cpdef packet_messages(inspector, summary, seg, list out, counted=*)
 
 @cython.locals(table=EventTable, summary=Summary)
-cpdef read_captures(paths, writer, options=*, progress=*, summary=*)
+cpdef read_captures(paths, writer, options=*, progress=*, summary=*, first_block=*)
 
 @cython.locals(summary=Summary)
 cpdef void count_events(summary, list events, list out, counted=*) except *

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from inspector import conn_ids
 from inspector.capture_file import open_capture
 from inspector.connection import MAX_ELEMENTS, MAX_PENDING, ConnectionEvent, KafkaMessage
 from inspector.events import EventTable, RecordsOptions
@@ -161,14 +162,18 @@ def read_captures(
     options: ReadOptions = ReadOptions(),
     progress: Progress | None = None,
     summary: Summary | None = None,
+    first_block: int | None = None,
 ) -> Summary:
-    """Decode every capture into ``writer``; returns the totals."""
+    """Decode every capture into ``writer``; returns the totals. The *i*-th capture's connections are numbered in
+    block ``first_block + i`` (``inspector.conn_ids``; by default the first block after ``summary.max_conn_id``)."""
     summary = summary if summary is not None else Summary()
+    block = conn_ids.next_block(summary.max_conn_id) if first_block is None else first_block
     with _fewer_collections():
-        for path in paths:
+        for i, path in enumerate(paths):
             name = Path(path).name if path != "-" else "<stdin>"
             table = EventTable(capture=name, records=options.records)
-            for ev in iter_capture(path, summary, options, summary.max_conn_id + 1, progress, table.takes_text):
+            first = conn_ids.base(block + i)  # each capture a block of its own
+            for ev in iter_capture(path, summary, options, first, progress, table.takes_text):
                 table.add(ev)
                 if len(table) >= BATCH_ROWS:
                     writer.write(table.take())

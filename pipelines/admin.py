@@ -191,6 +191,12 @@ def _who() -> Column:
         .otherwise(F.lit("")), F.lit(")"))
 
 
+def _subject() -> Column:
+    """An admin finding's subject: ``API by PRINCIPAL (client id ID)``."""
+    return F.concat(F.col("api_name"), F.lit(" by "), F.coalesce(F.col("principal"), F.lit("no principal")),
+                    F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(")"))
+
+
 def admin_write_failed(audit: DataFrame) -> DataFrame:
     failed = audit.where(F.size("error_codes") > 0)
     agg = failed.groupBy("client", "client_id", "principal", "broker", "api_name", "error_codes").agg(
@@ -206,7 +212,8 @@ def admin_write_failed(audit: DataFrame) -> DataFrame:
         F.when(auth, F.lit(". Someone attempted an admin write they are not authorised for.")).otherwise(
             F.lit(". The change did not (fully) happen.")),
     )
-    return as_findings(agg, "admin_write_failed", F.when(auth, F.lit("error")).otherwise(F.lit("warning")), detail)
+    return as_findings(agg, "admin_write_failed", F.when(auth, F.lit("error")).otherwise(F.lit("warning")), detail,
+                       subject=F.concat(_subject(), F.lit(": "), error_list(F.col("error_codes"))))
 
 
 def admin_write_unanswered(audit: DataFrame) -> DataFrame:
@@ -221,7 +228,7 @@ def admin_write_unanswered(audit: DataFrame) -> DataFrame:
         F.array_join(F.slice("targets", 1, 5), "; "),
         F.lit(". Whether the change was applied is unknown: check the resource on the cluster."),
     )
-    return as_findings(agg, "admin_write_unanswered", "warning", detail)
+    return as_findings(agg, "admin_write_unanswered", "warning", detail, subject=_subject())
 
 
 def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
@@ -233,7 +240,7 @@ def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
     principal = F.concat(F.col("qb.RequestPrincipalDecoded.value.Type"), F.lit(":"),
                          F.col("qb.RequestPrincipalDecoded.value.Name"))
     env = env.select(
-        "ts", "r_ts", "client", "broker", "conn_id", "correlation_id", F.col("r_error_code").alias("code"),
+        "ts", "r_ts", "client", "broker", "capture", "conn_id", "correlation_id", F.col("r_error_code").alias("code"),
         F.coalesce(inner["apiName"], F.lit("unknown request")).alias("inner_api"),
         inner["apiVersion"].alias("inner_version"), inner["clientId"].alias("inner_client_id"),
         F.coalesce(principal, F.lit("unknown principal")).alias("principal"),
@@ -256,4 +263,6 @@ def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
         F.array_join("hosts", ", "), F.lit(", client id "), F.array_join("client_ids", ", "),
         F.lit(") in an Envelope to "), F.col("broker"), F.lit(", which answered "), error_label(F.col("code")), why,
     )
-    return as_findings(agg, "envelope_forwarding_failed", "error", detail)
+    return as_findings(agg, "envelope_forwarding_failed", "error", detail,
+                       subject=F.concat(F.col("inner_api"), F.lit(" of "), F.col("principal"), F.lit(": "),
+                                        error_label(F.col("code"))))

@@ -38,7 +38,7 @@ from contract.clients import (
     build_clients,
 )
 from pipelines.events import collect_evidence, endpoint, evidence
-from pipelines.findings import as_findings
+from pipelines.findings import as_findings, client_subject
 
 _WHO = ("client_ip", "client_id", "principal")
 
@@ -143,22 +143,22 @@ def _move_to() -> Column:
                                             F.col("api_version").cast("string")))
 
 
-def _per_client(rows: DataFrame, keys: tuple[str, ...], *extra: Column) -> DataFrame:
+def _per_client(rows: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     """``rows`` per client (address and client id) and ``keys``: first and last time, count ``n``, the brokers,
-    the connections, one client endpoint, the evidence (and ``extra`` aggregates)."""
+    the connections, one client endpoint, the evidence."""
     rows = rows.withColumn("broker", endpoint("broker_ip", "broker_port")).withColumn(
         "client", endpoint("client_ip", "client_port"))
     return rows.groupBy("client_ip", "client_id", *keys).agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
         F.array_sort(F.collect_set("broker")).alias("brokers"), F.countDistinct("conn_id").alias("conns"),
-        F.min("client").alias("one_client"), collect_evidence(evidence()).alias("evidence"), *extra)
+        F.min("client").alias("one_client"), collect_evidence(evidence()).alias("evidence"))
 
 
-def _client_finding(agg: DataFrame, kind: str, severity: str, detail: Column) -> DataFrame:
+def _client_finding(agg: DataFrame, kind: str, severity: str, detail: Column, subject: Column) -> DataFrame:
     """A finding per :func:`_per_client` row: its client endpoint when it used one connection, its broker when
     one."""
     return as_findings(agg, kind, severity, detail, client=F.when(F.col("conns") == 1, F.col("one_client")),
-                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)))
+                       broker=F.when(F.size("brokers") == 1, F.element_at("brokers", 1)), subject=subject)
 
 
 def _who_said() -> Column:
@@ -167,21 +167,21 @@ def _who_said() -> Column:
 
 
 def removed_in_kafka_4(events: DataFrame) -> DataFrame:
+    """Per client (address and client id), API and version Kafka 4.0 removed: the requests sent at it."""
     reqs = _direct(events).where((F.col("direction") == "request") & F.col("api_key").isNotNull()).withColumn(
         "move_to", _move_to()).where(F.col("move_to").isNotNull())
-    agg = _per_client(reqs, ("api_name", "move_to"), F.array_sort(F.collect_set("api_version")).alias("versions"))
-    versions = F.array_join(F.transform("versions", lambda v: F.concat(F.lit("v"), v.cast("string"))), ", ")
+    agg = _per_client(reqs, ("api_name", "api_version", "move_to"))
     target = F.when(F.col("move_to") < 0, F.concat(F.lit(": the API itself is gone (a ZooKeeper-era inter-broker "
                                                          "API); nothing replaces it for a client")),
                     ).otherwise(F.concat(F.lit(": it must move to "), F.col("api_name"), F.lit(" v"),
                                          F.col("move_to").cast("string"), F.lit(" or later")))
+    version = F.concat(F.col("api_name"), F.lit(" v"), F.col("api_version").cast("string"))
     detail = F.concat(
-        _who_said(), F.lit(") sent "),
-        F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) at "), versions,
-        F.lit(" to "), F.array_join("brokers", ", "),
+        _who_said(), F.lit(") sent "), F.col("n").cast("string"), F.lit(" "), F.col("api_name"),
+        F.lit(" request(s) at v"), F.col("api_version").cast("string"), F.lit(" to "), F.array_join("brokers", ", "),
         F.lit(", removed in Kafka 4.0 (KIP-896: a Kafka 4 broker answers UNSUPPORTED_VERSION or closes the "
               "connection)"), target, F.lit("."))
-    return _client_finding(agg, "removed_in_kafka_4", "error", detail)
+    return _client_finding(agg, "removed_in_kafka_4", "error", detail, client_subject(version))
 
 
 def old_message_format(events: DataFrame) -> DataFrame:
@@ -194,4 +194,6 @@ def old_message_format(events: DataFrame) -> DataFrame:
         F.col("n").cast("string"), what, F.array_join("brokers", ", "),
         F.lit(". Kafka 4.0 dropped message formats v0 and v1 (KIP-724): the client must produce RecordBatch "
               "(magic 2, Produce v3+), and data still stored in the old format is rewritten before the upgrade."))
-    return _client_finding(agg, "old_message_format", "warning", detail)
+    what = F.when(F.col("direction") == "request", F.lit("produced MessageSet v0/v1")).otherwise(
+        F.lit("fetched MessageSet v0/v1"))
+    return _client_finding(agg, "old_message_format", "warning", detail, client_subject(what))

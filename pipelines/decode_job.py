@@ -4,10 +4,11 @@ One Spark task per capture file: the task runs the inspector's own reader (``ins
 + ``inspector.events.EventTable``) and hands Arrow record batches with ``inspector.events.SCHEMA`` to Spark
 through ``mapInArrow`` (or as rows through ``mapPartitions`` where pandas, which PySpark's
 ``mapInArrow`` needs, is not installed); Spark writes them as ``OUTPUT/events/*.parquet``. The rows are
-those ``kafka-inspector read`` writes, except ``conn_id``: file *i* numbers its connections from
-``i * 2**32 + 1`` (``read`` numbers them consecutively across files), which keeps ids unique without
-the tasks talking to each other. With ``--tls-keylog FILE`` (a path every executor can read, as the captures
-are) the reader decrypts the TLS connections whose secrets it holds, as ``read --tls-keylog`` does.
+those ``kafka-inspector read`` writes: file *i* numbers its connections in block *i* (from
+``i * 2**32 + 1``, ``inspector.conn_ids``), as ``read`` numbers its *i*-th file, which keeps ids unique
+without the tasks talking to each other, and ``show FILE --filter conn_id=N`` finds connection N. With
+``--tls-keylog FILE`` (a path every executor can read, as the captures are) the reader decrypts the TLS
+connections whose secrets it holds, as ``read --tls-keylog`` does.
 
 This is the one pipelines module that imports ``inspector`` (the decoder runs inside the tasks); the
 executors need the ``inspector`` and ``decoders`` packages and their dependencies (see pipelines/README.md).
@@ -27,7 +28,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from pipelines.events import EVENTS_SCHEMA
 
-#: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1.
+#: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1 (``inspector.conn_ids``).
 CONN_ID_STRIDE = 2**32
 
 FILES_SCHEMA = StructType([StructField("index", IntegerType(), False), StructField("path", StringType(), False)])
@@ -46,7 +47,7 @@ def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = (), k
         for index, path in zip(batch.column("index").to_pylist(), batch.column("path").to_pylist(), strict=True):
             summary = Summary()
             table = EventTable(capture=Path(path).name, records=options.records)
-            for ev in iter_capture(path, summary, options, conn_id_base=index * CONN_ID_STRIDE + 1):
+            for ev in iter_capture(path, summary, options, conn_id_base=index * CONN_ID_STRIDE):
                 table.add(ev)
                 if len(table) >= BATCH_ROWS:
                     yield table.take()

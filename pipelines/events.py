@@ -178,11 +178,14 @@ def _exchanges(events: DataFrame, api_keys: tuple[int, ...], request_ddl: str | 
     return q.join(r, cond, "left").drop(*[f"_k_{k}" for k in EXCHANGE_KEY], "_k_env")
 
 
-def evidence(conn_id: Column | str = "conn_id", correlation_id: Column | str = "correlation_id") -> Column:
-    """One evidence entry: the message that shows the finding."""
-    c = F.col(conn_id) if isinstance(conn_id, str) else conn_id
-    k = F.col(correlation_id) if isinstance(correlation_id, str) else correlation_id
-    return F.struct(c.cast("long").alias("conn_id"), k.cast("int").alias("correlation_id"))
+def evidence(conn_id: Column | str = "conn_id", correlation_id: Column | str = "correlation_id",
+             capture: Column | str = "capture") -> Column:
+    """One evidence entry: the message that shows the finding, named as the events dataset names it (its capture
+    file, its connection, its correlation id: ``findings.EVIDENCE_STRUCT``)."""
+    def col(c: Column | str) -> Column:
+        return F.col(c) if isinstance(c, str) else c
+    return F.struct(col(capture).cast("string").alias("capture"), col(conn_id).cast("long").alias("conn_id"),
+                    col(correlation_id).cast("int").alias("correlation_id"))
 
 
 def collect_evidence(entry: Column) -> Column:

@@ -19,11 +19,14 @@ from pyspark.sql.types import (
 )
 
 from contract.kafka import ERROR_NAMES
-from pipelines.events import EVIDENCE_LIMIT, merge_evidence
+from pipelines.events import merge_evidence
 
-EVIDENCE_TYPE = ArrayType(
-    StructType([StructField("conn_id", LongType()), StructField("correlation_id", IntegerType())])
-)
+#: One evidence sample: the message that shows the finding, as the events dataset names it (``capture`` the
+#: capture file's name, ``conn_id`` unique within the dataset, ``correlation_id``): ``kafka-inspector show CAPTURE
+#: --filter conn_id=N --filter correlation_id=M`` shows it and its response (README.md, "The events contract").
+EVIDENCE_STRUCT = StructType([StructField("capture", StringType()), StructField("conn_id", LongType()),
+                              StructField("correlation_id", IntegerType())])
+EVIDENCE_TYPE = ArrayType(EVIDENCE_STRUCT)
 
 FINDINGS_SCHEMA = StructType(
     [
@@ -35,6 +38,7 @@ FINDINGS_SCHEMA = StructType(
         StructField("client", StringType()),
         StructField("broker", StringType()),
         StructField("group_id", StringType()),
+        StructField("subject", StringType()),
         StructField("detail", StringType(), False),
         StructField("evidence", EVIDENCE_TYPE),
     ]
@@ -53,8 +57,11 @@ def as_findings(
     broker: Column | str | None = "broker",
     group_id: Column | str | None = None,
     evidence: Column | str = "evidence",
+    subject: Column | str | None = None,
 ) -> DataFrame:
-    """Project a detector's rows onto the findings schema."""
+    """Project a detector's rows onto the findings schema. ``subject`` is what, besides its client, broker and
+    group, names the problem a person fixes (per kind: ``pipelines/README.md``); with them it is the episode's
+    key (:data:`EPISODE_KEY`)."""
 
     def col(value: Column | str | None, type_: str) -> Column:
         if value is None:
@@ -69,52 +76,97 @@ def as_findings(
         col(client, "string").alias("client"),
         col(broker, "string").alias("broker"),
         col(group_id, "string").alias("group_id"),
+        col(subject, "string").alias("subject"),
         detail.cast("string").alias("detail"),
         (F.col(evidence) if isinstance(evidence, str) else evidence).cast(EVIDENCE_TYPE).alias("evidence"),
     )
 
 
-#: What identifies an episode: one problem a person fixes, seen once or many times.
-EPISODE_KEY = ("kind", "severity", "client", "broker", "group_id")
+def client_subject(*what: Column) -> Column:
+    """A client finding's subject: ``IP client id ID: WHAT`` (from the columns ``client_ip`` and ``client_id``;
+    a finding's ``client`` names an endpoint only when the client used one connection, the subject names the
+    client whatever its connections)."""
+    return F.concat(F.col("client_ip"), F.lit(" client id "), F.coalesce(F.col("client_id"), F.lit("null")),
+                    F.lit(": "), *what)
+
+
+#: What identifies an episode: one problem a person fixes, seen once or many times. ``subject`` holds what the
+#: kind needs beyond the client, broker and group (``pipelines/README.md`` lists it per kind).
+EPISODE_KEY = ("kind", "severity", "client", "broker", "group_id", "subject")
+
+#: The forms of an episode's sentence its detail lists, the earliest first; the later ones are counted together.
+MAX_CASES = 10
+
+#: One form of an episode's sentence: when it was first seen, the sentence, how many occurrences said it (a
+#: null sentence: the occurrences beyond ``MAX_CASES`` forms).
+CASE_TYPE = StructType([StructField("ts_first", TimestampType()), StructField("detail", StringType()),
+                        StructField("occurrences", LongType())])
 
 
 def partials(findings: DataFrame) -> DataFrame:
     """A detector's rows as episode partials: each row one occurrence (``occurrences`` 1), its span, its sentence
-    with the time it starts (``first``: the earliest is the episode's) and its evidence. Partials of one episode
-    combine (:func:`combine`) in any grouping and order: the report combines all of a detector's at once, the
+    (``cases``: one form, seen once, from its first time) and its evidence. Partials of one episode combine
+    (:func:`combine`) in any grouping and order: the report combines all of a detector's at once, the
     ``--follow`` report those of each micro-batch with the episodes it already holds."""
+    case = F.struct(F.col("ts_first").alias("ts_first"), F.col("detail").alias("detail"),
+                    F.lit(1).cast("long").alias("occurrences"))
     return findings.select(*EPISODE_KEY, F.lit(1).cast("long").alias("occurrences"), "ts_first", "ts_last",
-                           F.struct("ts_first", "detail").alias("first"), "evidence")
+                           F.array(case).alias("cases"), "evidence")
 
 
 def combine(partials: DataFrame) -> DataFrame:
     """Partials (:func:`partials`, or combined ones) merged per episode: occurrences summed, the earliest first
-    and latest last time, the earliest sentence, the evidence merged (distinct, sorted, the first
+    and latest last time, each distinct sentence once with how many occurrences said it (the ``MAX_CASES``
+    earliest; the rest counted in one case without a sentence), the evidence merged (distinct, sorted, the first
     ``EVIDENCE_LIMIT``: the same samples whatever the grouping)."""
-    return partials.groupBy(*EPISODE_KEY).agg(
-        F.sum("occurrences").alias("occurrences"), F.min("ts_first").alias("ts_first"),
-        F.max("ts_last").alias("ts_last"), F.min("first").alias("first"),
+    forms = partials.select(*EPISODE_KEY, "ts_first", "ts_last", "evidence", F.explode("cases").alias("c")).groupBy(
+        *EPISODE_KEY, F.col("c.detail").alias("form")).agg(
+        F.sum("c.occurrences").alias("n"), F.min("c.ts_first").alias("since"), F.min("ts_first").alias("ts_first"),
+        F.max("ts_last").alias("ts_last"), merge_evidence(F.col("evidence")).alias("evidence"))
+    merged = forms.groupBy(*EPISODE_KEY).agg(
+        F.sum("n").alias("occurrences"), F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"),
+        F.array_sort(F.collect_list(F.struct(F.col("since").alias("ts_first"), F.col("form").alias("detail"),
+                                             F.col("n").alias("occurrences")))).alias("_all"),
         merge_evidence(F.col("evidence")).alias("evidence"))
+    named = F.filter("_all", lambda c: c["detail"].isNotNull())
+    rest = F.concat(F.slice(named, MAX_CASES + 1, 1 << 30), F.filter("_all", lambda c: c["detail"].isNull()))
+    remainder = F.struct(F.array_min(F.transform(rest, lambda c: c["ts_first"])).alias("ts_first"),
+                         F.lit(None).cast("string").alias("detail"),
+                         F.aggregate(rest, F.lit(0).cast("long"), lambda a, c: a + c["occurrences"]).alias(
+                             "occurrences"))
+    cases = F.when(F.size(rest) > 0, F.concat(F.slice(named, 1, MAX_CASES), F.array(remainder))).otherwise(named)
+    return merged.select(*EPISODE_KEY, "occurrences", "ts_first", "ts_last", cases.alias("cases"), "evidence")
+
+
+def _time(c: Column | str) -> Column:
+    return F.date_format(c, "yyyy-MM-dd HH:mm:ss.SSS")
 
 
 def render(combined: DataFrame) -> DataFrame:
-    """Combined partials as findings: ``detail`` is the first occurrence's sentence, followed, for a repeated
-    one, by how often it was seen and when."""
-    seen = F.concat(F.lit(" Seen "), F.col("occurrences").cast("string"), F.lit(" times from "),
-                    F.date_format("ts_first", "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(" to "),
-                    F.date_format("ts_last", "yyyy-MM-dd HH:mm:ss.SSS"),
-                    F.lit(f" (the first is described; the evidence samples up to {EVIDENCE_LIMIT} messages)."))
-    first = F.col("first.detail")
-    detail = F.when(F.col("occurrences") > 1, F.concat(first, seen)).otherwise(first)
+    """Combined partials as findings. ``detail`` describes the whole episode: its one sentence (for a repeated
+    one, followed by how often it was seen and when), or, when its occurrences said different things, how often
+    and when, then each form with how many occurrences said it."""
+    shown = F.filter("cases", lambda c: c["occurrences"] > 0)  # a --follow update may add a form seen 0 times
+    shown = F.when(F.size(shown) > 0, shown).otherwise(F.col("cases"))
+    seen = F.concat(F.lit("Seen "), F.col("occurrences").cast("string"), F.lit(" times from "), _time("ts_first"),
+                    F.lit(" to "), _time("ts_last"))
+    one = F.element_at(shown, 1)
+    single = F.when(F.col("occurrences") > 1, F.concat(one["detail"], F.lit(" "), seen, F.lit("."))).otherwise(
+        one["detail"])
+    listed = F.array_join(F.transform(shown, lambda c, i: F.concat(
+        F.lit("("), (i + 1).cast("string"), F.lit(") "), c["occurrences"].cast("string"), F.lit("×: "),
+        F.coalesce(c["detail"], F.lit("in other forms (not listed)")))), " ")
+    several = F.concat(seen, F.lit(", in "), F.size(shown).cast("string"), F.lit(" forms: "), listed)
+    detail = F.when((F.size(shown) == 1) & one["detail"].isNotNull(), single).otherwise(several)
     return combined.select(*[detail.alias("detail") if c == "detail" else F.col(c) for c in FINDING_COLUMNS])
 
 
 def episodes(findings: DataFrame) -> DataFrame:
-    """A detector's rows merged into one finding per episode: the same kind and severity, client, broker and
-    group. A problem that repeats (a client asking the wrong broker again and again) is one finding that says how
-    often (``occurrences``), its first and last time, with evidence samples: the number of findings follows the
-    number of distinct problems, not the traffic. ``detail`` is the first occurrence's, followed by how often
-    it was seen."""
+    """A detector's rows merged into one finding per episode: the same kind and severity, client, broker, group
+    and subject (:data:`EPISODE_KEY`). A problem that repeats (a client asking the wrong broker again and again)
+    is one finding that says how often (``occurrences``), its first and last time, with evidence samples: the
+    number of findings follows the number of distinct problems, not the traffic. ``detail`` describes every
+    occurrence (:func:`render`)."""
     return render(combine(partials(findings)))
 
 

@@ -30,11 +30,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from pipelines import follow_input, follow_output, follow_state, html, identity, plots, retention
 from pipelines.events import EVENTS_SCHEMA
-from pipelines.findings import EPISODE_KEY, EVIDENCE_TYPE, FINDINGS_SCHEMA, combine, episode_id, render
+from pipelines.findings import CASE_TYPE, EPISODE_KEY, EVIDENCE_TYPE, FINDINGS_SCHEMA, combine, episode_id, render
 from pipelines.report_job import (
     _INTERPRETED,
     SMALL_INPUT_BYTES,
@@ -62,7 +62,7 @@ PARTIALS_SCHEMA = StructType([
     StructField("occurrences", LongType(), False),
     StructField("ts_first", TimestampType()),
     StructField("ts_last", TimestampType()),
-    StructField("first", StructType([StructField("ts_first", TimestampType()), FINDINGS_SCHEMA["detail"]])),
+    StructField("cases", ArrayType(CASE_TYPE)),
     StructField("evidence", EVIDENCE_TYPE),
 ])
 
@@ -231,23 +231,24 @@ class Follower:
         if rows:
             self.s.found(rows)
 
-    def _named(self, new: DataFrame | None, occurrences: list[Row], prev: follow_state.Meta) -> set[tuple[int, int]]:
-        """The (conn_id, correlation_id) of the new files' messages that the evidence of an occurrence from part
-        of its history names (few: such occurrences are rare; none asked for when there are none)."""
+    def _named(self, new: DataFrame | None, occurrences: list[Row], prev: follow_state.Meta
+               ) -> set[tuple[str, int, int]]:
+        """The (capture, conn_id, correlation_id) of the new files' messages that the evidence of an occurrence
+        from part of its history names (few: such occurrences are rare; none asked for when there are none)."""
         if new is None or prev.kept_from_us is None:
             return set()
-        wanted = {(e["conn_id"], e["correlation_id"]) for r in occurrences
+        wanted = {_sample(e) for r in occurrences
                   if (_us(r["ts_first"]) or 0) < prev.kept_from_us for e in r["evidence"] or ()}
-        if not wanted:
-            return set()
-        pair = F.struct(F.col("conn_id").cast("long").alias("c"), F.col("correlation_id").cast("int").alias("k"))
-        literals = [F.struct(F.lit(c).cast("long").alias("c"), F.lit(k).cast("int").alias("k"))
-                    for c, k in sorted(wanted, key=str) if c is not None and k is not None]
+        literals = [F.struct(F.lit(p).cast("string").alias("p"), F.lit(c).cast("long").alias("c"),
+                             F.lit(k).cast("int").alias("k"))
+                    for p, c, k in sorted(wanted, key=str) if p is not None and c is not None and k is not None]
         if not literals:
             return set()
+        sample = F.struct(F.col("capture").cast("string").alias("p"), F.col("conn_id").cast("long").alias("c"),
+                          F.col("correlation_id").cast("int").alias("k"))
         call_site(self.spark, "follow: late files")
-        found = new.where(pair.isin(literals)).select(pair.alias("p")).distinct().collect()
-        return {(r["p"]["c"], r["p"]["k"]) for r in found}
+        found = new.where(sample.isin(literals)).select(sample.alias("s")).distinct().collect()
+        return {(r["s"]["p"], r["s"]["c"], r["s"]["k"]) for r in found}
 
     def _occurrences(self, events: DataFrame, hi: int) -> list[Row]:
         """Every detector's settled finding rows: their last message at or before ``hi`` (µs)."""
@@ -258,7 +259,7 @@ class Follower:
 
     @staticmethod
     def _partials(occurrences: list[Row], seen: dict[tuple[str, int], int], prev: follow_state.Meta,
-                  named: set[tuple[int, int]]) -> tuple[list[tuple[Any, ...]], set[str]]:
+                  named: set[tuple[str, int, int]]) -> tuple[list[tuple[Any, ...]], set[str]]:
         """The occurrences not counted before (1 occurrence each) and those grown since (0: their span and
         evidence only), as partial rows; ``seen`` updated; the ids of the episodes they touch.
 
@@ -280,7 +281,7 @@ class Follower:
             if (eid, first_us) not in seen and prev.kept_from_us is not None and first_us < prev.kept_from_us:
                 overlapping = [f for f, la in spans.get(eid, ()) if f <= last_us and first_us <= la]
                 judged = prev.settled_us is not None and last_us <= prev.settled_us
-                late = any((e["conn_id"], e["correlation_id"]) in named for e in d["evidence"] or ())
+                late = any(_sample(e) in named for e in d["evidence"] or ())
                 if judged and (overlapping or not late):
                     continue
                 if overlapping:
@@ -292,8 +293,9 @@ class Follower:
             seen[(eid, first_us)] = last_us
             spans.setdefault(eid, []).append((first_us, last_us))
             touched.add(eid)
-            partial_rows.append((*(d[k] for k in EPISODE_KEY), 0 if before is not None else 1, ts_first,
-                                 d["ts_last"], (ts_first, d["detail"]), d["evidence"]))
+            counted = 0 if before is not None else 1
+            partial_rows.append((*(d[k] for k in EPISODE_KEY), counted, ts_first, d["ts_last"],
+                                 [(ts_first, d["detail"], counted)], d["evidence"]))
         return partial_rows, touched
 
     def _episodes(self, stored: DataFrame | None, partial_rows: list[tuple[Any, ...]], path: str) -> DataFrame | None:
@@ -307,6 +309,11 @@ class Follower:
         call_site(self.spark, "follow: episodes")
         (combine(merged) if partial_rows else merged).coalesce(1).write.parquet(path)
         return self.spark.read.parquet(path)
+
+
+def _sample(e: Row) -> tuple[str, int, int]:
+    """An evidence sample as (capture, conn_id, correlation_id)."""
+    return (e["capture"], e["conn_id"], e["correlation_id"])
 
 
 def _ts(us: int) -> datetime:

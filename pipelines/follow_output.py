@@ -35,8 +35,10 @@ SCHEMA = pa.schema([
     ("client", pa.string()),
     ("broker", pa.string()),
     ("group_id", pa.string()),
+    ("subject", pa.string()),
     ("detail", pa.string()),
-    ("evidence", pa.list_(pa.struct([("conn_id", pa.int64()), ("correlation_id", pa.int32())]))),
+    ("evidence", pa.list_(pa.struct([("capture", pa.string()), ("conn_id", pa.int64()),
+                                     ("correlation_id", pa.int32())]))),
 ])
 
 

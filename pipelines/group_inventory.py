@@ -59,7 +59,7 @@ from contract.kafka import (
     SYNC_GROUP,
     TXN_OFFSET_COMMIT,
 )
-from pipelines.events import endpoint, requests
+from pipelines.events import endpoint, evidence, requests
 from pipelines.findings import EVIDENCE_TYPE, as_findings
 from pipelines.groups import joins
 from pipelines.heartbeat_groups import epoch_given, heartbeats
@@ -115,7 +115,7 @@ class Group:
     members: set[str] = field(default_factory=set)
     clients: dict[tuple[Any, ...], str | None] = field(default_factory=dict)  # who -> software text
     software: dict[tuple[Any, ...], tuple[str, str] | None] = field(default_factory=dict)
-    evidence: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict)
+    evidence: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     coordinators: set[str] = field(default_factory=set)
     first_seen: datetime | None = None
     last_seen: datetime | None = None
@@ -153,6 +153,11 @@ def _key(values: Iterable[Any]) -> tuple[str, ...]:
     return tuple("" if v is None else str(v) for v in values)
 
 
+def _order(ev: dict[str, Any]) -> tuple[Any, ...]:
+    """Evidence samples in the order Spark sorts their structs (capture, conn_id, correlation_id; nulls first)."""
+    return tuple((ev[k] is not None, ev[k]) for k in ("capture", "conn_id", "correlation_id"))
+
+
 def _membership(events: DataFrame) -> DataFrame:
     """Per group, API, client and coordinator: first and last time, member ids, one message for evidence, and the
     client's software (``topic_clients.software_rows``)."""
@@ -161,8 +166,7 @@ def _membership(events: DataFrame) -> DataFrame:
     grouped = member.groupBy("group_id", "api_key", *_WHO, endpoint("broker_ip", "broker_port").alias("broker")).agg(
         F.min("ts").alias("first"), F.max("ts").alias("last"),
         F.collect_set(F.when(F.col("member_id") != "", F.col("member_id"))).alias("members"),
-        F.min(F.struct(F.col("conn_id").cast("long").alias("conn_id"),
-                       F.col("correlation_id").cast("int").alias("correlation_id"))).alias("ev"))
+        F.min(evidence()).alias("ev"))
     named = software_rows(events).select(*[F.col(c).alias(f"_s_{c}") for c in _WHO], "software_name",
                                          "software_version")
     same = [grouped[c].eqNullSafe(named[f"_s_{c}"]) for c in _WHO]  # a client without a principal is one too
@@ -224,7 +228,7 @@ def inventory(events: DataFrame, lag: Lag) -> list[Group]:
         if r.ev is not None:  # the client's first message of all its membership requests (not of the first row)
             ev = r.ev.asDict()
             known = g.evidence.get(who)
-            if known is None or (ev["conn_id"], ev["correlation_id"]) < (known["conn_id"], known["correlation_id"]):
+            if known is None or _order(ev) < _order(known):
                 g.evidence[who] = ev
         if r.broker is not None:
             g.coordinators.add(r.broker)

@@ -85,11 +85,13 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
     jg = joins(events)
     sg = syncs(events)
     rejected = jg.where(F.col("r_error_code") == INCONSISTENT_GROUP_PROTOCOL).select(
-        "group_id", "client", "broker", "client_id", "ts", "r_ts", "conn_id", "correlation_id", "api_name",
+        "group_id", "client", "broker", "client_id", "ts", "r_ts", "capture", "conn_id", "correlation_id",
+        "api_name",
         F.col("qb.ProtocolType").alias("ptype"), "offered",
     ).unionByName(
         sg.where(F.col("r_error_code") == INCONSISTENT_GROUP_PROTOCOL).select(
-            "group_id", "client", "broker", "client_id", "ts", "r_ts", "conn_id", "correlation_id", "api_name",
+            "group_id", "client", "broker", "client_id", "ts", "r_ts", "capture", "conn_id", "correlation_id",
+        "api_name",
             F.col("qb.ProtocolType").alias("ptype"),
             F.when(_nonempty(F.col("qb.ProtocolName")), F.array(F.col("qb.ProtocolName")))
             .otherwise(F.array().cast("array<string>")).alias("offered"),
@@ -98,7 +100,9 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
     in_use = jg.where((F.col("r_error_code") == 0) & _nonempty(F.col("r_protocol_name"))).groupBy("group_id").agg(
         F.array_sort(F.collect_set("r_protocol_name")).alias("selected"),
         F.array_sort(F.collect_set("qb.ProtocolType")).alias("types"))
-    agg = rejected.groupBy("group_id", "client", "broker", "api_name").agg(
+    rejected = rejected.withColumn("offer", F.array_join(F.array_sort("offered"), ", ")).withColumn(
+        "declared", F.coalesce(F.col("ptype"), F.lit("")))
+    agg = rejected.groupBy("group_id", "client", "broker", "api_name", "declared", "offer").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
         F.count(F.lit(1)).alias("n"), F.first("client_id", ignorenulls=True).alias("client_id"),
         union_sorted(F.col("offered")).alias("offered"),
@@ -119,7 +123,9 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
         F.lit(". Give every member at least one assignor in common (and the same protocol type), or use separate "
               "group ids."),
     )
-    return as_findings(agg, "inconsistent_group_protocol", "error", detail, group_id="group_id")
+    subject = F.concat(F.col("api_name"), F.lit(" protocol type ["), F.col("declared"), F.lit("] offering ["),
+                       F.col("offer"), F.lit("]"))
+    return as_findings(agg, "inconsistent_group_protocol", "error", detail, group_id="group_id", subject=subject)
 
 
 def group_protocol_not_offered(events: DataFrame) -> DataFrame:
@@ -127,50 +133,56 @@ def group_protocol_not_offered(events: DataFrame) -> DataFrame:
     jg = joins(events).where(
         (F.col("r_error_code") == 0) & _nonempty(F.col("r_protocol_name")) & (F.size("offered") > 0)
         & ~F.array_contains(F.col("offered"), F.col("r_protocol_name")))
-    agg = jg.groupBy("group_id", F.col("r_generation_id").alias("generation"), "client", "broker").agg(
+    agg = jg.groupBy("group_id", "client", "broker", F.col("r_protocol_name").alias("selected"),
+                     F.array_join(F.array_sort("offered"), ", ").alias("offer")).agg(
         F.min("ts").alias("ts_first"), F.max("r_ts").alias("ts_last"),
-        F.first("r_protocol_name").alias("selected"),
-        union_sorted(F.col("offered")).alias("offered"),
+        F.array_sort(F.collect_set("r_generation_id")).alias("generations"),
         F.first(F.coalesce(F.col("r_member_id"), F.col("member_id")), ignorenulls=True).alias("member"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
         F.lit("The coordinator "), F.col("broker"), F.lit(" selected protocol "), F.col("selected"),
-        F.lit(" for generation "), F.col("generation").cast("string"), F.lit(" of group "), F.col("group_id"),
-        F.lit(", but member "), F.coalesce(F.col("member"), F.lit("?")), F.lit(" ("), F.col("client"),
-        F.lit(") offered only ["), F.array_join(F.col("offered"), ", "),
+        F.when(F.size("generations") == 1, F.lit(" for generation ")).otherwise(F.lit(" for generations ")),
+        F.array_join(F.col("generations"), ", "), F.lit(" of group "),
+        F.col("group_id"), F.lit(", but member "), F.coalesce(F.col("member"), F.lit("?")), F.lit(" ("),
+        F.col("client"), F.lit(") offered only ["), F.col("offer"),
         F.lit("]: this member cannot run the group's assignor; the coordinator should have answered "
               "INCONSISTENT_GROUP_PROTOCOL (23)."),
     )
-    return as_findings(agg, "group_protocol_not_offered", "error", detail, group_id="group_id")
+    subject = F.concat(F.lit("selected "), F.col("selected"), F.lit(", offered ["), F.col("offer"), F.lit("]"))
+    return as_findings(agg, "group_protocol_not_offered", "error", detail, group_id="group_id", subject=subject)
 
 
 def _declarations(events: DataFrame) -> DataFrame:
     """Every statement of a group's protocol type/name: group_id, generation (nullable), ts, source, client,
     broker, conn_id, correlation_id, ptype, pname."""
-    cols = ["group_id", "generation", "ts", "source", "client", "broker", "conn_id", "correlation_id", "ptype",
-            "pname"]
+    cols = ["group_id", "generation", "ts", "source", "client", "broker", "capture", "conn_id", "correlation_id",
+            "ptype", "pname"]
     jg = joins(events).where(F.col("r_error_code") == 0)
     join_req = jg.select("group_id", F.col("r_generation_id").alias("generation"), "ts",
-                         F.lit("JoinGroup request").alias("source"), "client", "broker", "conn_id", "correlation_id",
+                         F.lit("JoinGroup request").alias("source"), "client", "broker", "capture", "conn_id",
+                         "correlation_id",
                          F.col("qb.ProtocolType").alias("ptype"), F.lit(None).cast("string").alias("pname"))
     join_resp = jg.select("group_id", F.col("r_generation_id").alias("generation"), F.col("r_ts").alias("ts"),
-                          F.lit("JoinGroup response").alias("source"), "client", "broker", "conn_id",
+                          F.lit("JoinGroup response").alias("source"), "client", "broker", "capture", "conn_id",
                           "correlation_id", F.col("rb.ProtocolType").alias("ptype"),
                           F.col("rb.ProtocolName").alias("pname"))
     sg = syncs(events)
     sync_req = sg.select("group_id", F.col("generation_id").alias("generation"), "ts",
-                         F.lit("SyncGroup request").alias("source"), "client", "broker", "conn_id", "correlation_id",
+                         F.lit("SyncGroup request").alias("source"), "client", "broker", "capture", "conn_id",
+                         "correlation_id",
                          F.col("qb.ProtocolType").alias("ptype"), F.col("qb.ProtocolName").alias("pname"))
     sync_resp = sg.where(F.col("r_error_code") == 0).select(
         "group_id", F.col("generation_id").alias("generation"), F.col("r_ts").alias("ts"),
-        F.lit("SyncGroup response").alias("source"), "client", "broker", "conn_id", "correlation_id",
+        F.lit("SyncGroup response").alias("source"), "client", "broker", "capture", "conn_id",
+        "correlation_id",
         F.col("rb.ProtocolType").alias("ptype"), F.col("rb.ProtocolName").alias("pname"))
     dg = parse_body(with_endpoints(responses(events, [DESCRIBE_GROUPS])), DESCRIBE_GROUPS_RESPONSE_DDL, "rb")
-    describe = dg.select("ts", "client", "broker", "conn_id", "correlation_id",
+    describe = dg.select("ts", "client", "broker", "capture", "conn_id", "correlation_id",
                          F.explode("rb.Groups").alias("g")).where(
         (F.col("g.ErrorCode") == 0) & F.col("g.GroupState").isin("Stable", "CompletingRebalance")).select(
         F.col("g.GroupId").alias("group_id"), F.lit(None).cast("int").alias("generation"), "ts",
-        F.lit("DescribeGroups response").alias("source"), "client", "broker", "conn_id", "correlation_id",
+        F.lit("DescribeGroups response").alias("source"), "client", "broker", "capture", "conn_id",
+        "correlation_id",
         F.col("g.ProtocolType").alias("ptype"), F.col("g.ProtocolData").alias("pname"))
     out = join_req.unionByName(join_resp).unionByName(sync_req).unionByName(sync_resp).unionByName(describe)
     out = out.where(F.col("group_id").isNotNull() & (_nonempty(F.col("ptype")) | _nonempty(F.col("pname"))))
@@ -195,7 +207,7 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
                 F.lit("'"), F.col("value"), F.lit("' ("), F.array_join(F.slice("who", 1, 4), "; "),
                 F.when(F.size("who") > 4, F.lit("; ...")).otherwise(F.lit("")), F.lit(")")))).alias("values"),
             F.slice(F.array_sort(F.flatten(F.collect_list("evidence"))), 1, 50).alias("evidence"),
-            F.first("broker").alias("broker"),
+            F.first("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
         ).where(F.col("n") > 1)
         detail = F.concat(
             F.lit("Generation "), F.col("generation").cast("string"), F.lit(" of group "), F.col("group_id"),
@@ -203,7 +215,10 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
             F.lit(": members and coordinator disagree on how the group's metadata and assignments are encoded "
                   "(KIP-559); a coordinator should reject the odd member with INCONSISTENT_GROUP_PROTOCOL (23)."),
         )
-        parts.append(as_findings(agg, "group_protocol_mismatch", "error", detail, client=None, group_id="group_id"))
+        subject = F.concat(F.lit(f"{label}s "), F.array_join(F.transform("declared", lambda v: F.concat(
+            F.lit("'"), v, F.lit("'"))), " vs "))
+        parts.append(as_findings(agg, "group_protocol_mismatch", "error", detail, client=None, group_id="group_id",
+                                 subject=subject))
     return parts[0].unionByName(parts[1])
 
 
@@ -211,7 +226,7 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     """Member metadata / assignments that do not decode under the group's declared protocol type."""
     jg = joins(events)
     sg = syncs(events)
-    base = ["group_id", "client", "broker", "client_id", "conn_id", "correlation_id"]
+    base = ["group_id", "client", "broker", "client_id", "capture", "conn_id", "correlation_id"]
     join_req = jg.select(*base, "ts", F.lit("JoinGroup request metadata").alias("what"),
                          F.col("qb.ProtocolType").alias("ptype"),
                          F.explode("qb.Protocols").alias("x")).select(
@@ -225,9 +240,9 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     sync_resp = sg.select(*base, F.col("r_ts").alias("ts"), F.lit("SyncGroup response assignment").alias("what"),
                           F.col("rb.ProtocolType").alias("ptype"), _status("rb.AssignmentDecoded"))
     dg = parse_body(with_endpoints(responses(events, [DESCRIBE_GROUPS])), DESCRIBE_GROUPS_RESPONSE_DDL, "rb")
-    groups = dg.select("client", "broker", "client_id", "conn_id", "correlation_id", "ts",
+    groups = dg.select("client", "broker", "client_id", "capture", "conn_id", "correlation_id", "ts",
                        F.explode("rb.Groups").alias("g"))
-    members = groups.select("client", "broker", "client_id", "conn_id", "correlation_id", "ts",
+    members = groups.select("client", "broker", "client_id", "capture", "conn_id", "correlation_id", "ts",
                             F.col("g.GroupId").alias("group_id"), F.col("g.ProtocolType").alias("ptype"),
                             F.explode("g.Members").alias("m"))
     desc_meta = members.select(*base, "ts", F.lit("DescribeGroups member metadata").alias("what"), "ptype",
@@ -245,9 +260,10 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     bad = bad.join(declared, "group_id", "left").where(
         ~F.coalesce(F.col("d.inferred"), F.lit(False))
         | F.array_contains(F.coalesce(F.col("declared"), F.array().cast("array<string>")), "consumer"))
-    agg = bad.groupBy("group_id", "client", "broker", "what").agg(
+    agg = bad.groupBy("group_id", "client", "broker", "what", F.coalesce(F.col("ptype"), F.lit("consumer")).alias(
+        "ptype")).agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first(F.coalesce(F.col("ptype"), F.lit("consumer"))).alias("ptype"), F.first(status).alias("status"),
+        F.first(status).alias("status"),
         F.first("client_id", ignorenulls=True).alias("client_id"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
@@ -258,7 +274,8 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
         F.lit(". A member embeds another format than the type it declares, so the other members' assignors "
               "cannot read it."),
     )
-    return as_findings(agg, "undecodable_group_metadata", "warning", detail, group_id="group_id")
+    return as_findings(agg, "undecodable_group_metadata", "warning", detail, group_id="group_id",
+                       subject=F.concat(F.col("what"), F.lit(" as '"), F.col("ptype"), F.lit("'")))
 
 
 def _status(decoded: str) -> Column:
@@ -308,7 +325,9 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
         F.when(F.col("pname") != "", F.col("pname")).otherwise(F.lit("unknown")),
         F.lit(") is broken or the members' libraries disagree on the assignment format."),
     )
-    return as_findings(agg, "overlapping_assignment", "error", detail, group_id="group_id")
+    return as_findings(agg, "overlapping_assignment", "error", detail, group_id="group_id",
+                       subject=F.concat(F.lit("assignor "), F.when(F.col("pname") != "", F.col("pname")).otherwise(
+                           F.lit("unknown"))))
 
 
 @shared
@@ -360,6 +379,7 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
         F.array_sort(F.collect_list(F.concat(
             F.col("topic"), F.lit(" ["), F.array_join(F.transform("parts", lambda p: p.cast("string")), ","),
             F.lit("] of "), F.col("of").cast("string")))).alias("gaps"),
+        F.array_sort(F.collect_set("topic")).alias("topics"),
         F.array_sort(F.collect_set("ev")).alias("evidence"))
     detail = F.concat(
         F.lit("The leader's SyncGroup ("), F.col("client"), F.lit(") for generation "),
@@ -368,4 +388,5 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
         F.lit(" (partition counts from Metadata responses). Nobody consumes them until the next rebalance; "
               "check the leader's assignor and whether its metadata was stale."),
     )
-    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id")
+    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id",
+                       subject=F.concat(F.lit("topics "), F.array_join("topics", ", ")))

@@ -76,7 +76,7 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
         F.array_sort(F.collect_list(F.concat(
             F.col("topic"), F.lit(" ["), F.array_join(F.transform("parts", lambda p: p.cast("string")), ","),
             F.lit("] of "), F.col("partitions").cast("string")))).alias("gaps"),
-        merge_evidence(F.col("evidence")).alias("evidence"))
+        F.array_sort(F.collect_set("topic")).alias("topics"), merge_evidence(F.col("evidence")).alias("evidence"))
     detail = F.concat(
         F.lit("KIP-848 consumer group "), F.col("group_id"), F.lit(" was stable (no assignment change for "),
         F.lit(f"{STABLE_S} s or more from "), F.date_format("at", "HH:mm:ss.SSS"),
@@ -84,4 +84,5 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
         F.lit(" (partition counts from Metadata responses). Nobody consumes them; the coordinator's assignor "
               "(or the target assignment it reconciles towards) leaves them out."),
     )
-    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id")
+    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id",
+                       subject=F.concat(F.lit("topics "), F.array_join("topics", ", ")))

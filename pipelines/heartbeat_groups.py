@@ -58,7 +58,7 @@ MEMBER_ERRORS = {
                             "one never left",
 }
 _NEVER = "9999-12-31 00:00:00"  # a time after every capture
-_EVIDENCE = "array<struct<conn_id:bigint,correlation_id:int>>"
+_EVIDENCE = "array<struct<capture:string,conn_id:bigint,correlation_id:int>>"
 
 
 def _or_never(end: Column) -> Column:
@@ -111,7 +111,7 @@ def held_assignments(hb: DataFrame) -> DataFrame:
         F.lit(None).cast("string").alias("client"), F.lit(None).cast("string").alias("broker"),
         F.lit(None).cast("string").alias("client_id"), F.lit(None).cast("string").alias("capture"),
         F.lit(None).cast("long").alias("conn_id"),
-        F.lit(None).cast("struct<conn_id:bigint,correlation_id:int>").alias("ev"), F.lit(0).alias("_kind"))
+        F.lit(None).cast(_EVIDENCE[len("array<"):-1]).alias("ev"), F.lit(0).alias("_kind"))
     timeline = assigned.unionByName(stops)
     w = Window.partitionBy("protocol", "group", "member").orderBy("ts", "_kind")
     return timeline.withColumn("end", F.lead("ts").over(w)).where(F.col("_kind") == 1).select(
@@ -167,7 +167,8 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
               "before it assigns it again (KIP-848): these were consumed twice."),
     )
     return as_findings(agg, "overlapping_assignment", "error", detail, group_id="group_id",
-                       evidence=F.slice(F.col("evidence"), 1, EVIDENCE_LIMIT))
+                       evidence=F.slice(F.col("evidence"), 1, EVIDENCE_LIMIT),
+                       subject=F.concat(F.col("protocol"), F.lit(" group member "), F.col("member")))
 
 
 def group_member_errors(events: DataFrame) -> DataFrame:
@@ -186,7 +187,9 @@ def group_member_errors(events: DataFrame) -> DataFrame:
         F.col("protocol"), F.lit(" group "), F.col("group_id"), F.lit(" with "), error_label(F.col("code")),
         F.lit(": "), meaning[F.col("code")], F.lit("."),
     )
-    return as_findings(agg, "group_member_errors", "warning", detail, group_id="group_id")
+    return as_findings(agg, "group_member_errors", "warning", detail, group_id="group_id",
+                       subject=F.concat(F.col("protocol"), F.lit(" group member "), F.coalesce(F.col("member"), F.lit(
+                           "?")), F.lit(": "), error_label(F.col("code"))))
 
 
 def epoch_given() -> Column:

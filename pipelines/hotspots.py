@@ -48,7 +48,7 @@ def error_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFrame:
     r = with_endpoints(events.where(F.col("direction") == "response")).withColumn("codes", _error_codes())
     failed = F.size("codes") > 0
     # per connection first (bounded evidence: the first failing exchange of each connection), then per broker
-    per_conn = r.groupBy("api_name", "broker", "conn_id").agg(
+    per_conn = r.groupBy("api_name", "broker", "capture", "conn_id").agg(
         F.count(F.lit(1)).alias("n"), F.sum(failed.cast("int")).alias("errors"),
         F.min(F.when(failed, F.col("ts"))).alias("ts_first"), F.max(F.when(failed, F.col("ts"))).alias("ts_last"),
         F.min(F.when(failed, F.col("correlation_id"))).alias("first_failed"))
@@ -74,7 +74,7 @@ def error_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFrame:
         F.coalesce(F.col("top"), F.lit("?")), F.lit(". Look at this broker's logs and the clients' handling of it."),
     )
     sev = F.when(F.col("rate") >= t.error_rate_severe, F.lit("error")).otherwise(F.lit("warning"))
-    return as_findings(agg, "error_hotspot", sev, detail, client=None)
+    return as_findings(agg, "error_hotspot", sev, detail, client=None, subject="api_name")
 
 
 def _slowest_first() -> Column:
@@ -109,4 +109,5 @@ def latency_hotspot(events: DataFrame, t: Thresholds = Thresholds()) -> DataFram
             F.lit(f" (above {t.p99_absolute_ms:.0f} ms for a request that should not wait)")),
         F.lit(". The slowest is in the evidence; check this broker's load, disks and request queue."),
     )
-    return as_findings(hot, "latency_hotspot", "warning", detail, client=None, evidence=F.array("slowest"))
+    return as_findings(hot, "latency_hotspot", "warning", detail, client=None, evidence=F.array("slowest"),
+                       subject="api_name")

@@ -60,7 +60,7 @@ FIND_COORDINATOR_RESPONSE_DDL = (
 
 HOSTS_SCHEMA = StructType([StructField("name", StringType(), False), StructField("ip", StringType(), False)])
 
-OBSERVATION_COLUMNS = ("ip", "port", "node_id", "cluster_id", "ts", "source", "conn_id", "correlation_id")
+OBSERVATION_COLUMNS = ("ip", "port", "node_id", "cluster_id", "ts", "source", "capture", "conn_id", "correlation_id")
 
 _IPV4 = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
 
@@ -115,7 +115,7 @@ def identity_observations(events: DataFrame, hosts: DataFrame | None = None) -> 
     endpoint learns only the cluster id of the Metadata response it received).
     """
     ok = F.col("decode_status") == "ok"
-    base = ["ts", "conn_id", "correlation_id"]
+    base = ["ts", "capture", "conn_id", "correlation_id"]
 
     md = parse_body(responses(events, [METADATA]).where(F.col("body").isNotNull()), METADATA_RESPONSE_DDL, "rb")
     md_adv = md.select(*base, F.lit("Metadata response").alias("source"), F.col("rb.ClusterId").alias("cluster_id"),
@@ -230,7 +230,8 @@ def misrouted_api_versions(events: DataFrame, observations: DataFrame) -> DataFr
     return as_findings(
         bad, "misrouted_api_versions", F.when(caught, F.lit("warning")).otherwise(F.lit("error")), detail,
         ts_first="ts", ts_last=F.coalesce(F.col("r_ts"), F.col("ts")),
-        evidence=F.array(evidence()),
+        evidence=F.array(evidence()), subject=F.concat(F.lit("asks for "), _named(F.col("has_cluster"),
+                                                                                  F.col("has_node"))),
     )
 
 
@@ -252,6 +253,8 @@ def api_versions_one_sided_identity(events: DataFrame) -> DataFrame:
     return as_findings(
         av, "api_versions_one_sided_identity", F.when(rejected, F.lit("warning")).otherwise(F.lit("error")),
         detail, ts_first="ts", ts_last=F.coalesce(F.col("r_ts"), F.col("ts")), evidence=F.array(evidence()),
+        subject=F.when(F.col("has_cluster"), F.concat(F.lit("only ClusterId "), F.col("cluster_id"))).otherwise(
+            F.concat(F.lit("only NodeId "), F.col("node_id").cast("string"))),
     )
 
 
@@ -269,7 +272,7 @@ def rebootstrap_required(events: DataFrame) -> DataFrame:
         F.lit(") with REBOOTSTRAP_REQUIRED (129): the client's metadata is stale (it reached a broker other than "
               "the one it meant); it must rebootstrap from its bootstrap servers (KIP-1242/KIP-1102)."),
     )
-    return as_findings(agg, "rebootstrap_required", "warning", detail)
+    return as_findings(agg, "rebootstrap_required", "warning", detail, subject="api_name")
 
 
 def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
@@ -277,8 +280,9 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
     parts = []
     for field, label in (("node_id", "node id"), ("cluster_id", "cluster id")):
         o = observations.where(F.col(field).isNotNull()).select(
-            "ip", "port", "ts", "source", "conn_id", "correlation_id", F.col(field).cast("string").alias("value"))
-        w = Window.partitionBy("ip", "port").orderBy("ts", "conn_id", "correlation_id")
+            "ip", "port", "ts", "source", "capture", "conn_id", "correlation_id",
+            F.col(field).cast("string").alias("value"))
+        w = Window.partitionBy("ip", "port").orderBy("ts", "capture", "conn_id", "correlation_id")
         o = (o.withColumn("prev", F.lag("value").over(w)).withColumn("prev_ts", F.lag("ts").over(w))
              .withColumn("prev_source", F.lag("source").over(w))
              .withColumn("prev_ev", F.lag(evidence()).over(w)))
@@ -301,5 +305,6 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
                   "brokers refuse them)."),
         )
         parts.append(as_findings(agg, "endpoint_identity_changed", "warning", detail, client=None,
-                                 broker=endpoint("ip", "port")))
+                                 broker=endpoint("ip", "port"),
+                                 subject=F.concat(F.lit(f"{label} "), F.col("prev"), F.lit(" -> "), F.col("value"))))
     return parts[0].unionByName(parts[1])

@@ -48,7 +48,7 @@ from pipelines.ownership import OWNER_COLUMNS, with_owners
 from pipelines.topics import topic_names, with_topic_names
 
 LAG_COLUMNS = ("group_id", "topic", "partition", "ts", "committed_offset", "log_end_offset", "log_end_ts", "lag",
-               "source", "client", "broker", "conn_id", "correlation_id", *OWNER_COLUMNS)
+               "source", "client", "broker", "capture", "conn_id", "correlation_id", *OWNER_COLUMNS)
 MIN_COMMITS = 3
 MIN_GROWTH = 100
 MIN_CORRELATION = 0.5
@@ -176,7 +176,7 @@ def lag_of(events: DataFrame, observations: DataFrame,
     rows = asof(done, ends_at, ["cluster_key", "topic", "partition"], "end", "end").select(
         "group_id", "topic", "partition", "ts", F.col("offset").alias("committed_offset"),
         F.col("end.offset").alias("log_end_offset"), F.col("end.ts").alias("log_end_ts"),
-        (F.col("end.offset") - F.col("offset")).alias("lag"), "source", "client", "broker", "conn_id",
+        (F.col("end.offset") - F.col("offset")).alias("lag"), "source", "client", "broker", "capture", "conn_id",
         "correlation_id", "cluster_key")
     rows, ends = keep(with_owners(rows, events)), keep(ends)
     return Lag(rows, ends, keep(group_lag(rows, ends)))
@@ -240,4 +240,5 @@ def consumer_lag_growing(lag: Lag) -> DataFrame:
                                                                      "(up to the partition count), speed up "
                                                                      "processing, or look for a slow member."),
     )
-    return as_findings(growing, "consumer_lag_growing", "warning", detail, group_id="group_id")
+    return as_findings(growing, "consumer_lag_growing", "warning", detail, group_id="group_id",
+                       subject=F.concat(F.lit("topic "), F.col("topic")))

@@ -87,6 +87,28 @@ def lag_series(points: DataFrame) -> Series:
     return out
 
 
+#: Activity is found on a grid of about this many cells over the whole span; runs of active cells closer than
+#: ``IDLE_CELLS`` cells are one period (captures days apart are periods of their own: the time plots count
+#: buckets, and draw the axis, only within periods, the idle time between them cut: ``svg.line_chart``).
+ACTIVITY_CELLS, IDLE_CELLS = 2000, 3
+
+
+def active_periods(events: DataFrame, t0: float, t1: float) -> list[tuple[float, float]]:
+    """The periods (start, end in epoch seconds) in which ``events`` has traffic."""
+    cell = bucket_seconds(t1 - t0, ACTIVITY_CELLS)
+    rows = events.groupBy(F.floor(F.unix_micros("ts") / (cell * 1_000_000)).alias("c")).agg(
+        F.min(F.unix_micros("ts")).alias("a"), F.max(F.unix_micros("ts")).alias("b")).orderBy("c").collect()
+    periods: list[list[float]] = []
+    last = None
+    for r in rows:
+        if last is not None and r["c"] - last <= IDLE_CELLS:
+            periods[-1][1] = r["b"] / 1e6
+        else:
+            periods.append([r["a"] / 1e6, r["b"] / 1e6])
+        last = r["c"]
+    return [(a, b) for a, b in periods] or [(t0, t1)]
+
+
 def collect(events: DataFrame) -> PlotData:
     d = PlotData()
     overview = events.agg(
@@ -102,7 +124,8 @@ def collect(events: DataFrame) -> PlotData:
     d.connections = int(overview["conns"])
     d.captures = [c for c in overview["captures"] if c]
     d.ts_min, d.ts_max = overview["t0"] / 1e6, overview["t1"] / 1e6
-    d.bucket_s = bucket_seconds(d.ts_max - d.ts_min)
+    periods = active_periods(events, d.ts_min, d.ts_max)
+    d.bucket_s = bucket_seconds(sum(b - a for a, b in periods))
     bucket = (F.floor(F.unix_micros("ts") / (d.bucket_s * 1_000_000)) * d.bucket_s).alias("bucket")
     api = F.coalesce(F.col("api_name"), F.lit("unknown")).alias("api")
 
@@ -112,8 +135,8 @@ def collect(events: DataFrame) -> PlotData:
         traffic.setdefault(row["api"], {})[float(row["bucket"])] = float(row["count"])
         totals[row["api"]] = totals.get(row["api"], 0) + int(row["count"])
     order = sorted(totals, key=lambda k: (-totals[k], k))
-    first = d.ts_min // d.bucket_s * d.bucket_s
-    buckets = [first + i * d.bucket_s for i in range(int((d.ts_max - first) // d.bucket_s) + 1)]
+    buckets = sorted({a // d.bucket_s * d.bucket_s + i * d.bucket_s for a, b in periods
+                      for i in range(int((b - a // d.bucket_s * d.bucket_s) // d.bucket_s) + 1)})
     d.traffic = _top(traffic, order, buckets)
 
     errors: dict[str, dict[float, float]] = {}

@@ -147,7 +147,9 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
         F.when(F.col("n") > 1, F.concat(F.lit(" ("), F.col("n").cast("string"), F.lit(" times)"))).otherwise(
             F.lit("")), F.lit("."))
     severity = F.when(F.col("problem") == "resend", F.lit("info")).otherwise(F.lit("error"))
-    from_batches = as_findings(agg, "producer_sequence_gap", severity, detail)
+    from_batches = as_findings(agg, "producer_sequence_gap", severity, detail, subject=F.concat(
+        F.lit("producer id "), F.col("pid").cast("string"), F.lit(" "), F.col("topic"), F.lit("-"),
+        F.col("partition").cast("string"), F.lit(": "), F.col("problem")))
 
     r = with_endpoints(exchanges(events, [PRODUCE], None, None)).withColumn(
         "codes", F.array_intersect(F.coalesce(F.col("r_nested_error_codes"), F.array().cast("array<smallint>")),
@@ -162,7 +164,8 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
         error_list(F.col("codes")),
         F.lit(": the broker saw batches out of sequence, again, or from a fenced epoch. An idempotent producer "
               "resets its sequence (or fails) on these; records may be lost or duplicated downstream."))
-    from_brokers = as_findings(refused, "producer_sequence_gap", "error", said)
+    from_brokers = as_findings(refused, "producer_sequence_gap", "error", said, subject=F.concat(
+        F.lit("client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(": the broker's sequence errors")))
     return from_batches.unionByName(from_brokers)
 
 
@@ -240,6 +243,10 @@ def transaction_anomaly(events: DataFrame) -> DataFrame:
         who, F.lit(" ended with EndTxn ("), F.when(F.col("committed"), F.lit("commit")).otherwise(F.lit("abort")),
         F.lit(") without adding any partition or offsets: the client ends transactions it never began (the "
               "coordinator answers INVALID_TXN_STATE, or it is a no-op)."))
-    return as_findings(open_, "transaction_anomaly", "warning", open_detail).unionByName(
-        as_findings(unadded, "transaction_anomaly", "error", unadded_detail)).unionByName(
-        as_findings(empty, "transaction_anomaly", "warning", empty_detail))
+    def subject(what: str) -> Column:
+        return F.concat(F.lit(f"{what}: transactional id "), F.coalesce(F.col("txn_id"), F.lit("?")))
+
+    return as_findings(open_, "transaction_anomaly", "warning", open_detail, subject=subject("open")).unionByName(
+        as_findings(unadded, "transaction_anomaly", "error", unadded_detail,
+                    subject=subject("partitions not added"))).unionByName(
+        as_findings(empty, "transaction_anomaly", "warning", empty_detail, subject=subject("empty EndTxn")))

@@ -118,4 +118,5 @@ def rebalance_storm(events: DataFrame) -> DataFrame:
         F.lit(" Look for members exceeding max.poll.interval.ms or "
               "session.timeout.ms, crash loops, or static membership (group.instance.id) to ride out restarts."),
     )
-    return as_findings(agg, "rebalance_storm", "warning", detail, client=None, group_id="group_id")
+    return as_findings(agg, "rebalance_storm", "warning", detail, client=None, group_id="group_id",
+                       subject=F.concat(F.col("protocol"), F.lit(" group")))

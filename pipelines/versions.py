@@ -21,7 +21,7 @@ from contract.kafka import (
     UNSUPPORTED_ENDPOINT_TYPE,
 )
 from pipelines.events import asof, collect_evidence, evidence, exchanges, with_endpoints
-from pipelines.findings import as_findings, error_label
+from pipelines.findings import as_findings, client_subject, error_label
 
 API_VERSIONS_RESPONSE_DDL = "ErrorCode SMALLINT, ApiKeys ARRAY<STRUCT<ApiKey: SMALLINT, MinVersion: SMALLINT, " \
     "MaxVersion: SMALLINT>>"
@@ -91,7 +91,8 @@ def unadvertised_version(events: DataFrame) -> DataFrame:
               "(35) or a closed connection."),
     )
     return as_findings(agg, "unadvertised_version", "warning", detail,
-                       client=F.when(F.col("conns") == 1, F.col("one_client")))
+                       client=F.when(F.col("conns") == 1, F.col("one_client")),
+                       subject=client_subject(F.col("api_name"), F.lit(" v"), F.col("api_version").cast("string")))
 
 
 def _endpoint_type(col: str) -> Column:
@@ -123,7 +124,8 @@ def endpoint_type_mismatch(events: DataFrame) -> DataFrame:
         F.when(F.col("message").isNotNull(), F.concat(F.lit(" ('"), F.col("message"), F.lit("')"))).otherwise(
             F.lit("")), advice,
     )
-    return as_findings(agg, "endpoint_type_mismatch", "warning", detail)
+    return as_findings(agg, "endpoint_type_mismatch", "warning", detail,
+                       subject=F.concat(F.col("wanted"), F.lit(" endpoints: "), error_label(F.col("code"))))
 
 
 def controller_direct_access(events: DataFrame) -> DataFrame:
@@ -143,4 +145,5 @@ def controller_direct_access(events: DataFrame) -> DataFrame:
               "that the controller listener is not reachable by ordinary clients."),
     )
     return as_findings(agg, "controller_direct_access", "info", detail,
-                       client=F.when(F.col("conns") == 1, F.col("one_client")))
+                       client=F.when(F.col("conns") == 1, F.col("one_client")),
+                       subject=client_subject(F.lit("EndpointType=controller")))

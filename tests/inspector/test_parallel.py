@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspector.parallel import CONN_ID_SHIFT, read_parallel
+from inspector.conn_ids import CONN_ID_SHIFT
+from inspector.parallel import read_parallel
 from inspector.reader import ReadOptions, read_captures
 from inspector.summary import Summary
 from inspector.writers import JsonLinesWriter
@@ -31,3 +32,4 @@ def test_parallel_totals_equal_one_process(tmp_path: Path) -> None:
     many = read_parallel([str(p) for p in CAPTURES], tmp_path / "many", "jsonl", options, jobs=2)
     assert _totals(many) == _totals(one) and one.limits["--max-pending"] > len(CAPTURES)
     assert many.max_conn_id >> CONN_ID_SHIFT == len(CAPTURES) - 1
+    assert one.max_conn_id == many.max_conn_id  # each file in a block of its own either way (inspector.conn_ids)

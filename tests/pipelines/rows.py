@@ -70,9 +70,9 @@ def events(spark: SparkSession, *groups: list[dict[str, Any]]) -> DataFrame:
     return spark.createDataFrame(rows, EVENTS_SCHEMA)
 
 
-def ev(*pairs: tuple[int, int]) -> list[dict[str, int]]:
-    """Evidence list literal: (conn_id, correlation_id) pairs."""
-    return [{"conn_id": c, "correlation_id": k} for c, k in pairs]
+def ev(*pairs: tuple[int, int], capture: str = "test.pcap") -> list[dict[str, Any]]:
+    """Evidence list literal: (conn_id, correlation_id) pairs of ``capture`` (``row``'s default)."""
+    return [{"capture": capture, "conn_id": c, "correlation_id": k} for c, k in pairs]
 
 
 def frame(spark: SparkSession, rows: list[tuple[Any, ...]], ddl: str) -> DataFrame:
@@ -83,7 +83,7 @@ __all__ = ["at", "row", "exchange", "events", "ev", "frame", "project", "expecte
 
 FINDING_DDL = (
     "kind string, severity string, client string, broker string, group_id string, "
-    "evidence array<struct<conn_id:bigint,correlation_id:int>>"
+    "evidence array<struct<capture:string,conn_id:bigint,correlation_id:int>>"
 )
 
 
@@ -93,7 +93,12 @@ def project(findings: DataFrame) -> DataFrame:
 
 
 def expected(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
-    return spark.createDataFrame(rows, FINDING_DDL)
+    """Findings as ``project`` shows them; evidence as (conn_id, correlation_id) pairs of ``row``'s capture."""
+    def samples(value: Any) -> Any:
+        if isinstance(value, list):
+            return [("test.pcap", *e) if isinstance(e, tuple) and len(e) == 2 else e for e in value]
+        return value
+    return spark.createDataFrame([tuple(samples(v) for v in r) for r in rows], FINDING_DDL)
 
 
 def canonical(rows: list[dict[str, Any]], without: tuple[str, ...] = ()) -> list[str]:

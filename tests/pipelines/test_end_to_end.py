@@ -174,17 +174,20 @@ def test_report_page_in_headless_chromium(report_dir: Path, findings: list[dict[
     assert "http://" not in html and "https://" not in html  # self-contained
     dom = chromium(["--dump-dom", page.as_uri()], tmp_path / "profile").stdout
     assert "<table id=\"findings\">" in dom or "<table id='findings'>" in dom
-    assert len(re.findall(r"<tr id=[\"']finding-\d+[\"']><td><span class=\"sev", dom)) == len(findings)
+    assert len(re.findall(r"<tr id=[\"']finding-\d+[\"'][^>]*><td[^>]*><span class=\"sev", dom)) == len(findings)
     for title in ("Requests per API", "Responses with errors per API", "Response latency",
                   "Generation id per group", "Members per generation", "Records behind per group and topic",
                   "Rebalance duration per group"):
         assert f'aria-label="{title}' in dom, title
     assert dom.count("<svg") == 8 and dom.count("<polyline") >= 7
     assert 'id="topic-map-flow"' in dom and "<table id=\"topic-map\">" in dom
-    shot = tmp_path / "report.png"
-    chromium(["--hide-scrollbars", "--window-size=1280,4000", f"--screenshot={shot}", page.as_uri()],
-             tmp_path / "profile")
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    for name, size in (("report-1400.png", "1400,5000"), ("report-phone.png", "390,5000")):  # desktop, phone
+        shot = tmp_path / name  # look at them: the test's tmp folder
+        chromium(["--hide-scrollbars", f"--window-size={size}", f"--screenshot={shot}", page.as_uri()],
+                 tmp_path / "profile")
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    # the demo's captures are days apart: the time plots cut the idle days (a break each) instead of squashing
+    assert "without traffic</title>" in html
 
 
 def test_decode_job_writes_what_read_writes(spark: SparkSession, events_dir: Path, tmp_path: Path) -> None:
@@ -194,12 +197,38 @@ def test_decode_job_writes_what_read_writes(spark: SparkSession, events_dir: Pat
     read_events = pq.read_table(events_dir / "events")
     assert spark_events.schema.equals(read_events.schema)
     assert n == read_events.num_rows
-    # conn_id numbering differs (per-file ranges vs consecutive); a connection is its capture + endpoints
-    assert canonical(spark_events.to_pylist(), ("conn_id",)) == canonical(read_events.to_pylist(), ("conn_id",))
+    # both number file i's connections in block i (inspector.conn_ids)
+    assert canonical(spark_events.to_pylist()) == canonical(read_events.to_pylist())
     # connections stay distinct: one conn_id per (capture, client endpoint, broker endpoint)
     keys = {(r["capture"], r["client_ip"], r["client_port"], r["broker_ip"], r["broker_port"], r["conn_id"])
             for r in spark_events.to_pylist()}
     assert len(keys) == len({k[:5] for k in keys}) == len({k[5] for k in keys})
+
+
+def test_the_pages_evidence_commands_show_the_messages(report_dir: Path, events_dir: Path,
+                                                       findings: list[dict[str, Any]]) -> None:
+    """Every hint on the page is a command that shows its sample (a request and its response) from the capture."""
+    import html as html_text
+    import shlex
+
+    page = (report_dir / "report.html").read_text(encoding="utf-8")
+    hints = [html_text.unescape(h) for h in re.findall(r"<code class='hint'>(.*?)</code>", page)]
+    assert len(hints) == sum(1 for f in findings if f["evidence"])
+    events = pq.read_table(events_dir / "events", columns=["capture", "conn_id", "correlation_id"]).to_pylist()
+    counts = defaultdict(int)
+    for r in events:
+        counts[(r["capture"], r["conn_id"], r["correlation_id"])] += 1
+    for f in findings:
+        sample = f["evidence"][0]
+        command = f"kafka-inspector show {shlex.quote(sample['capture'])} --filter conn_id={sample['conn_id']} " \
+                  f"--filter correlation_id={sample['correlation_id']}"
+        assert command in hints
+        out = subprocess.run([str(KAFKA_INSPECTOR), *shlex.split(command)[1:]], cwd=PCAPS, capture_output=True,
+                             text=True, timeout=120, check=True).stdout.splitlines()
+        want = counts[(sample["capture"], sample["conn_id"], sample["correlation_id"])]
+        shown = [line for line in out if f" #{sample['conn_id']} " in line
+                 and f"corr={sample['correlation_id']}" in line]
+        assert want >= 1 and len(shown) == want and out[-1].startswith(f"{want} of "), (command, out)
 
 
 def test_report_cli_rejects_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -335,3 +364,32 @@ def test_classic_groups_with_members_that_can_move(findings: list[dict[str, Any]
     inspector = next(f for f in moves if f["group_id"] == "inspector-group")
     assert "confluent-member (127.0.0.1; confluent-kafka-python 2.16.1-rdkafka-2.16.0)" in inspector["detail"]
     assert "Not known to support it: aiokafka-member" in inspector["detail"]
+
+
+def test_removed_versions_equal_the_clients_readiness_on_every_capture(findings: list[dict[str, Any]],
+                                                                      events_dir: Path) -> None:
+    """Every removed (API, version) in a client's Kafka 4.0 readiness (``clients``) has its ``removed_in_kafka_4``
+    finding, and every such finding is one of them: capture by capture, and over the whole dataset."""
+    events = pq.read_table(events_dir / "events", columns=["capture", "conn_id", "correlation_id", "direction",
+                                                           "client_ip", "client_id", "api_name",
+                                                           "api_version"]).to_pylist()
+    message = {(r["capture"], r["conn_id"], r["correlation_id"]): r for r in events if r["direction"] == "request"}
+    found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    every: set[tuple[Any, ...]] = set()
+    for f in (f for f in findings if f["kind"] == "removed_in_kafka_4"):
+        named = {(m["client_ip"], m["client_id"], m["api_name"], m["api_version"]) for m in
+                 (message[(e["capture"], e["conn_id"], e["correlation_id"])] for e in f["evidence"])}
+        assert len(named) == 1, f  # one problem per finding
+        every |= named
+        for e in f["evidence"]:
+            found[e["capture"]] |= named
+
+    def readiness(target: Path) -> set[tuple[Any, ...]]:
+        out = subprocess.run([str(KAFKA_INSPECTOR), "clients", str(target), "--format", "json"], check=True,
+                             capture_output=True, text=True, timeout=120).stdout
+        return {(c["client_ip"], c["client_id"], r["api_name"], v) for c in json.loads(out)
+                for r in c["removed_in_kafka_4"] for v in r["versions"]}
+
+    for capture in sorted(PCAPS.glob("*.pcap")):
+        assert readiness(capture) == found[capture.name], capture.name
+    assert readiness(events_dir) == every and every

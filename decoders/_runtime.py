@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from contract.errors import InspectorError
 from decoders.element_budget import BATCH_ELEMENTS, ElementBudget, record_set_elements
 from decoders.element_budget import MAX_ELEMENTS as MAX_ELEMENTS
 from decoders.records import _new_records
@@ -25,7 +26,7 @@ Reader = Callable[[bytes, int, ElementBudget], tuple[Any, int]]
 MAX_EMPTY_ELEMENTS = 1 << 16
 
 
-class DecodeError(Exception):
+class DecodeError(InspectorError):
     """Raised inside the generated decoders; caught by ``decoders.api`` and turned into a status (its kind
     and its text)."""
 

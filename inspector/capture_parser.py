@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from struct import Struct
 from typing import Any, Protocol, TypeVar
 
+from contract.errors import ExitCode, InspectorError
 from inspector.frozen_init import fast_frozen_init
 from inspector.native._packets import RecordLoop
 
@@ -40,8 +41,10 @@ _T = TypeVar("_T")
 FrameParser = Callable[[bytes, int, float, int, int], Any]
 
 
-class CaptureError(Exception):
+class CaptureError(InspectorError):
     """The data cannot be read as a capture (missing, empty, not pcap/pcapng, damaged header)."""
+
+    exit_code = ExitCode.INPUT
 
 
 @dataclass(frozen=True)  # compiled, an extension type (capture_parser.pxd); from source, the slots below

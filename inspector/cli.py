@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
+from contract.errors import InspectorError
 from contract.text import visible
 from inspector.arg_types import parse_jobs, parse_limit
 from inspector.capture_file import CaptureError, input_problem
@@ -460,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except InspectorError as exc:  # the project's own errors not answered where raised: one line, never a traceback
+        _error(str(exc))
+        return exc.exit_code
 
 
 def run() -> None:

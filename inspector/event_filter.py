@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from contract.errors import InspectorError
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 
 Row = dict[str, Any]
@@ -34,7 +35,7 @@ _ORDERED = (*_NUMBERS, TIMESTAMP)
 _SYNTAX = "COLUMN=VALUE, COLUMN!=VALUE, COLUMN~REGEX or COLUMN<VALUE (<, <=, >, >=)"
 
 
-class FilterError(ValueError):
+class FilterError(InspectorError, ValueError):
     """A filter that cannot be used; its text names the filter, the problem and the fix."""
 
 

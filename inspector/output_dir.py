@@ -33,6 +33,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from contract.errors import ExitCode, InspectorError
 from inspector.writers import fsync_path as sync
 
 EVENTS = "events"
@@ -52,8 +53,10 @@ class Format(Enum):
     JSONL = "jsonl"
 
 
-class OutputBusy(OSError):
+class OutputBusy(InspectorError, OSError):
     """Another run holds DIR's lock."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 @dataclass

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from contract.errors import InspectorError
 from inspector.tap_events import EXIT_CAPTURE, EXIT_USAGE
 
 #: tcpdump gets this long to open the interface.
@@ -75,7 +76,7 @@ class CaptureStats:
         return total
 
 
-class TcpdumpError(Exception):
+class TcpdumpError(InspectorError):
     """tcpdump did not start listening: one line naming the fix, and the exit code it means."""
 
     def __init__(self, message: str, exit_code: int = EXIT_CAPTURE, cancelled: bool = False) -> None:

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hmac
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
+from contract.errors import InspectorError
 from inspector.tls_keys import hash_algorithm, key_block, next_traffic_secret, traffic_key_iv
 from inspector.tls_records import Record
 from inspector.tls_registry import AES_CBC, AES_GCM, CHACHA20_POLY1305, CipherSuite
@@ -42,7 +43,7 @@ __all__ = [
 _TAG = 16
 
 
-class DecryptError(ValueError):
+class DecryptError(InspectorError, ValueError):
     """A record that did not decrypt: wrong keys, a wrong sequence number, or a damaged record."""
 
 

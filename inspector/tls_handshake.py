@@ -26,6 +26,8 @@ from typing import Final
 
 from cryptography import x509
 
+from contract.errors import InspectorError
+
 __all__ = [
     "HRR_RANDOM",
     "CertInfo",
@@ -57,7 +59,7 @@ EXT_SUPPORTED_VERSIONS: Final = 43
 EXT_KEY_SHARE: Final = 51
 
 
-class HandshakeError(ValueError):
+class HandshakeError(InspectorError, ValueError):
     """A handshake message that does not parse."""
 
 

@@ -19,13 +19,16 @@ from typing import IO, Any, Protocol
 
 import pyarrow as pa
 
+from contract.errors import ExitCode, InspectorError
 from inspector.events import SCHEMA
 from inspector.parquet_file import ParquetFile, write_table
 
 
-class OutputError(OSError):
+class OutputError(InspectorError, OSError):
     """Writing the output failed; ``str()`` is one line: the directory, the reason, the errno name and what
     was kept. Built by :func:`output_error`; pickles as an ``OSError`` (``--jobs`` workers raise it)."""
+
+    exit_code = ExitCode.OUTPUT
 
     def __str__(self) -> str:
         return str(self.strerror) if self.strerror is not None else super().__str__()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import InspectorError
 from decoders.spec.versions import VersionRange
 
 #: Fixed-width primitives: struct format character and size in bytes.
@@ -25,7 +26,7 @@ FIXED: dict[str, tuple[str, int]] = {
 VARIABLE = ("string", "bytes", "records")
 
 
-class ModelError(Exception):
+class ModelError(InspectorError):
     """The schema describes something the renderer cannot encode."""
 
 

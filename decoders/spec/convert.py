@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.errors import InspectorError
 from decoders.spec.versions import OPEN, VersionRange
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
@@ -42,7 +43,7 @@ KEPT_FIELD_KEYS = (
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 
 
-class SpecError(Exception):
+class SpecError(InspectorError):
     """A spec file that cannot be understood."""
 
 

@@ -24,10 +24,12 @@ __all__ = [
     "ACK",
     "FIN",
     "LINKTYPES",
+    "LINK_TYPES",
     "PSH",
     "RST",
     "SYN",
     "URG",
+    "LinkType",
     "Segment",
     "Skipped",
     "parse_packet",
@@ -53,19 +55,6 @@ LT_LINUX_SLL = 113
 LT_IPV4 = 228
 LT_IPV6 = 229
 LT_LINUX_SLL2 = 276
-LINKTYPES: dict[int, str] = {
-    LT_NULL: "BSD loopback (NULL)",
-    LT_ETHERNET: "Ethernet",
-    LT_RAW_12: "raw IP",
-    LT_RAW_14: "raw IP",
-    LT_RAW: "raw IP",
-    LT_LOOP: "OpenBSD loopback (LOOP)",
-    LT_LINUX_SLL: "Linux cooked (SLL)",
-    LT_IPV4: "raw IPv4",
-    LT_IPV6: "raw IPv6",
-    LT_LINUX_SLL2: "Linux cooked v2 (SLL2)",
-}
-
 _ETH_IPV4 = 0x0800
 _ETH_IPV6 = 0x86DD
 _IPV6_EXT = frozenset((0, 43, 60))  # hop-by-hop, routing, destination options: (len + 1) * 8 bytes
@@ -151,6 +140,44 @@ SKIP_BAD_IP = _skip("malformed IP header")
 SKIP_BAD_TCP = _skip("malformed TCP header")
 SKIP_NOT_IP = _skip("not IP")
 
+@dataclass(frozen=True)  # compiled, an extension type (packets.pxd); from source, the slots below
+class LinkType:
+    """How a link type's frames start (dpkt's ``__hdr__`` idea: a header is data): ``header`` bytes before the
+    network layer, and the offset of the ethertype among them, or -1 when the link layer names no protocol
+    (then IP, told by its version nibble)."""
+
+    __slots__ = ("name", "header", "ethertype_at")
+
+    name: str
+    header: int
+    ethertype_at: int
+
+
+fast_frozen_init(LinkType)  # from source (compiled, a no-op)
+
+#: The link types handled (LINKTYPE_* values as stored in pcap/pcapng files), each its header's layout.
+LINK_TYPES: dict[int, LinkType] = {
+    # a 4-byte address family (host byte order for NULL, network order for LOOP, and the AF_INET6 value differs
+    # between systems): the IP version nibble is more reliable
+    LT_NULL: LinkType("BSD loopback (NULL)", 4, -1),
+    LT_ETHERNET: LinkType("Ethernet", 14, 12),
+    LT_RAW_12: LinkType("raw IP", 0, -1),
+    LT_RAW_14: LinkType("raw IP", 0, -1),
+    LT_RAW: LinkType("raw IP", 0, -1),
+    LT_LOOP: LinkType("OpenBSD loopback (LOOP)", 4, -1),
+    LT_LINUX_SLL: LinkType("Linux cooked (SLL)", 16, 14),
+    LT_IPV4: LinkType("raw IPv4", 0, -1),
+    LT_IPV6: LinkType("raw IPv6", 0, -1),
+    LT_LINUX_SLL2: LinkType("Linux cooked v2 (SLL2)", 20, 0),
+}
+LINKTYPES: dict[int, str] = {lt: link.name for lt, link in LINK_TYPES.items()}
+
+# The last link type looked up and its layout: a capture has one link type (a pcapng a few), so most frames need
+# no dictionary look-up (compiled, two C statics).
+_last_lt = -1
+_last_link: LinkType | None = None
+
+
 # Address text caches: the same few addresses appear in millions of packets. Reusing the same str
 # objects also makes the reassembler's dictionary keys hash faster (str caches its hash).
 _v4_names: dict[int, str] = {}
@@ -231,33 +258,20 @@ def parse_frame(data: bytes, lt: int, ts: float, caplen: int, wirelen: int) -> S
     """:func:`parse_packet` of a frame given as its parts: the one parser of link, IP and TCP headers, for the
     classic pcap record loop (:class:`RecordLoop`), pcapng and the tap alike. Compiled (``packets.pxd``), the
     headers are read as C bytes; the payload is a memoryview slice of ``data``, never a copy."""
+    global _last_lt, _last_link
     n = len(data)
-    # --- link layer: find the network-layer offset and its ethertype (or 0: "IP, look at the version")
-    if lt == LT_ETHERNET:
-        if n < 14:
-            return SKIP_TRUNCATED
-        off = 14
-        etype = _be16(data, 12)
-    elif lt == LT_LINUX_SLL:
-        if n < 16:
-            return SKIP_TRUNCATED
-        off = 16
-        etype = _be16(data, 14)
-    elif lt == LT_LINUX_SLL2:
-        if n < 20:
-            return SKIP_TRUNCATED
-        off = 20
-        etype = _be16(data, 0)
-    elif lt == LT_NULL or lt == LT_LOOP:
-        # 4-byte address family (host byte order for NULL, network order for LOOP, and the AF_INET6
-        # value differs between systems): the IP version nibble is more reliable.
-        off = 4
-        etype = 0
-    elif lt == LT_RAW or lt == LT_RAW_12 or lt == LT_RAW_14 or lt == LT_IPV4 or lt == LT_IPV6:
-        off = 0
-        etype = 0
-    else:
-        return _skip(f"unsupported link type {lt}")
+    # --- link layer (LINK_TYPES): the network-layer offset and its ethertype (or 0: "IP, look at the version")
+    link = _last_link
+    if lt != _last_lt or link is None:
+        link = LINK_TYPES.get(lt)
+        if link is None:
+            return _skip(f"unsupported link type {lt}")
+        _last_lt = lt
+        _last_link = link
+    off = link.header
+    if n < off:
+        return SKIP_TRUNCATED
+    etype = _be16(data, link.ethertype_at) if link.ethertype_at >= 0 else 0
     # 802.1Q / 802.1ad (QinQ) tags: 4 bytes each, possibly stacked
     while etype == 0x8100 or etype == 0x88A8 or etype == 0x9100 or etype == 0x9200:
         if n < off + 4:
@@ -268,64 +282,70 @@ def parse_frame(data: bytes, lt: int, ts: float, caplen: int, wirelen: int) -> S
         if n <= off:
             return SKIP_TRUNCATED
         version = _u8(data, off) >> 4
-        if version == 4:
-            etype = _ETH_IPV4
-        elif version == 6:
-            etype = _ETH_IPV6
-        else:
-            return SKIP_NOT_IP
-
+        etype = _ETH_IPV4 if version == 4 else _ETH_IPV6 if version == 6 else 0
     # --- network layer
     if etype == _ETH_IPV4:
-        if n < off + 20:
-            return SKIP_TRUNCATED
-        vihl = _u8(data, off)
-        ihl = (vihl & 0x0F) << 2
-        if vihl >> 4 != 4 or ihl < 20:
-            return SKIP_BAD_IP
-        if _be16(data, off + 6) & 0x3FFF:  # more-fragments flag or a non-zero fragment offset
-            return SKIP_FRAGMENT
-        proto = _u8(data, off + 9)
-        if proto != 6:
-            return _skip(f"not TCP (IP protocol {proto})")
-        src_ip = _v4_name(_be32(data, off + 12))
-        dst_ip = _v4_name(_be32(data, off + 16))
-        tcp_off = off + ihl
-        total = _be16(data, off + 2)
-        if total == 0:  # TCP segmentation offload: the length was left for the NIC to fill in
-            ip_end = n + max(0, wirelen - caplen)
-        elif total < ihl:
-            return SKIP_BAD_IP
-        else:
-            ip_end = off + total
-    elif etype == _ETH_IPV6:
-        if n < off + 40:
-            return SKIP_TRUNCATED
-        if _u8(data, off) >> 4 != 6:
-            return SKIP_BAD_IP
-        plen = _be16(data, off + 4)
-        nh = _u8(data, off + 6)
-        src_ip = _v6(data[off + 8:off + 24])
-        dst_ip = _v6(data[off + 24:off + 40])
-        ip_end = off + 40 + plen if plen else n + max(0, wirelen - caplen)  # 0: jumbogram
-        tcp_off = off + 40
-        while nh != 6:
-            if nh in _IPV6_EXT or nh == _IPV6_AH:
-                if n < tcp_off + 2:
-                    return SKIP_TRUNCATED
-                hlen = (_u8(data, tcp_off + 1) + 1) << 3 if nh != _IPV6_AH else (_u8(data, tcp_off + 1) + 2) << 2
-                nh = _u8(data, tcp_off)
-                tcp_off += hlen
-            elif nh == _IPV6_FRAGMENT:
-                return SKIP_FRAGMENT
-            else:
-                return _skip(f"not TCP (IPv6 next header {nh})")
-        if tcp_off > ip_end:
-            return SKIP_BAD_IP
-    else:
-        return SKIP_NOT_IP
+        return _ipv4(data, n, off, ts, caplen, wirelen)
+    if etype == _ETH_IPV6:
+        return _ipv6(data, n, off, ts, caplen, wirelen)
+    return SKIP_NOT_IP
 
-    # --- TCP
+
+def _ipv4(data: bytes, n: int, off: int, ts: float, caplen: int, wirelen: int) -> Segment | Skipped:
+    """The IPv4 packet at ``off`` of a frame of ``n`` bytes: its TCP segment (compiled, a C function)."""
+    if n < off + 20:
+        return SKIP_TRUNCATED
+    vihl = _u8(data, off)
+    ihl = (vihl & 0x0F) << 2
+    if vihl >> 4 != 4 or ihl < 20:
+        return SKIP_BAD_IP
+    if _be16(data, off + 6) & 0x3FFF:  # more-fragments flag or a non-zero fragment offset
+        return SKIP_FRAGMENT
+    proto = _u8(data, off + 9)
+    if proto != 6:
+        return _skip(f"not TCP (IP protocol {proto})")
+    total = _be16(data, off + 2)
+    if total == 0:  # TCP segmentation offload: the length was left for the NIC to fill in
+        ip_end = n + max(0, wirelen - caplen)
+    elif total < ihl:
+        return SKIP_BAD_IP
+    else:
+        ip_end = off + total
+    return _tcp(data, n, ts, _v4_name(_be32(data, off + 12)), _v4_name(_be32(data, off + 16)), off + ihl, ip_end)
+
+
+def _ipv6(data: bytes, n: int, off: int, ts: float, caplen: int, wirelen: int) -> Segment | Skipped:
+    """The IPv6 packet at ``off`` of a frame of ``n`` bytes: its TCP segment, after any extension headers
+    (compiled, a C function)."""
+    if n < off + 40:
+        return SKIP_TRUNCATED
+    if _u8(data, off) >> 4 != 6:
+        return SKIP_BAD_IP
+    plen = _be16(data, off + 4)
+    nh = _u8(data, off + 6)
+    src_ip = _v6(data[off + 8:off + 24])
+    dst_ip = _v6(data[off + 24:off + 40])
+    ip_end = off + 40 + plen if plen else n + max(0, wirelen - caplen)  # 0: jumbogram
+    tcp_off = off + 40
+    while nh != 6:
+        if nh in _IPV6_EXT or nh == _IPV6_AH:
+            if n < tcp_off + 2:
+                return SKIP_TRUNCATED
+            hlen = (_u8(data, tcp_off + 1) + 1) << 3 if nh != _IPV6_AH else (_u8(data, tcp_off + 1) + 2) << 2
+            nh = _u8(data, tcp_off)
+            tcp_off += hlen
+        elif nh == _IPV6_FRAGMENT:
+            return SKIP_FRAGMENT
+        else:
+            return _skip(f"not TCP (IPv6 next header {nh})")
+    if tcp_off > ip_end:
+        return SKIP_BAD_IP
+    return _tcp(data, n, ts, src_ip, dst_ip, tcp_off, ip_end)
+
+
+def _tcp(data: bytes, n: int, ts: float, src_ip: str, dst_ip: str, tcp_off: int, ip_end: int) -> Segment | Skipped:
+    """The TCP segment at ``tcp_off`` of a frame of ``n`` bytes whose IP packet ends at ``ip_end`` (compiled, a C
+    function)."""
     if n < tcp_off + 14:
         return SKIP_TRUNCATED
     start = tcp_off + ((_u8(data, tcp_off + 12) >> 4) << 2)

@@ -9,6 +9,7 @@ README.md ("The events contract") explains the columns in more detail.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 # The logical types (each renderer has one entry per type; an unknown type fails at import).
 TIMESTAMP = "timestamp[us, UTC]"
@@ -32,6 +33,13 @@ class Column:
     nullable: bool = True
 
 
+class Direction(StrEnum):
+    """A message's direction, the ``direction`` column's values (a ``str``: the column holds the text itself)."""
+
+    REQUEST = "request"  # client to broker
+    RESPONSE = "response"  # broker to client
+
+
 #: The events dataset's columns, in file order.
 EVENT_COLUMNS: tuple[Column, ...] = (
     Column("ts", TIMESTAMP, "capture time of the segment that completed the frame", nullable=False),
@@ -41,7 +49,7 @@ EVENT_COLUMNS: tuple[Column, ...] = (
     Column("client_port", INT32, "client port"),
     Column("broker_ip", STRING, "broker address (which side is the broker is inferred from content, or --port)"),
     Column("broker_port", INT32, "broker port"),
-    Column("direction", STRING, "request or response", nullable=False),
+    Column("direction", STRING, " or ".join(Direction), nullable=False),
     Column("api_key", INT16, "from the request header (responses: from their request)"),
     Column("api_name", STRING, "the API key's name"),
     Column("api_version", INT16, "from the request header (responses: from their request)"),

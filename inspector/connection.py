@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from contract.events import Direction
 from decoders import OK, decode_request
 from decoders._runtime import MAX_ELEMENTS
 from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_response_bytes
@@ -28,6 +29,7 @@ _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
 MAX_UNDECIDED_FRAMES = 64
 #: Requests kept waiting for a response per connection before the oldest are given up.
 MAX_PENDING = 10_000
+_REQUEST, _RESPONSE = Direction.REQUEST, Direction.RESPONSE  # (compiled: module globals, not class look-ups)
 _ROUNDER = 6755399441055744.0  # 1.5 * 2**52: x + it - it is x rounded half to even (see _latency_ms)
 
 
@@ -76,7 +78,7 @@ class KafkaMessage:
     conn_id: int
     client: Endpoint
     broker: Endpoint
-    direction: str  # "request" | "response"
+    direction: Direction
     frame_offset: int
     message: DecodedMessage
     client_id: str | None
@@ -107,7 +109,7 @@ class StreamIssue:
 ConnectionEvent = KafkaMessage | StreamIssue
 
 
-def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, direction: str, frame_offset: int,
+def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, direction: Direction, frame_offset: int,
                  message: DecodedMessage, client_id: str | None, latency_ms: float | None, request_missing: bool,
                  candidates: tuple[tuple[int, int], ...], confidence: float | None, principal: str | None,
                  sasl_mechanism: str | None) -> KafkaMessage:
@@ -346,7 +348,8 @@ class KafkaConnection:
         elif self._token_ts is not None:
             latency = _latency_ms(self._token_ts, frame.ts)
         c, b = self._roles()
-        return _new_message(frame.ts, self.conn_id, c, b, kind, frame.offset, msg, sasl.client_id, latency, False,
+        return _new_message(frame.ts, self.conn_id, c, b, _REQUEST if client else _RESPONSE, frame.offset, msg,
+                            sasl.client_id, latency, False,
                             (), None, sasl.principal, sasl.mechanism)
 
     def _request(self, frame: Frame) -> KafkaMessage:
@@ -385,7 +388,7 @@ class KafkaConnection:
         principal = mechanism = None
         if sasl is not None:
             principal, mechanism = sasl.principal, sasl.mechanism
-        return _new_message(frame.ts, self.conn_id, client, broker, "request", frame.offset, msg,
+        return _new_message(frame.ts, self.conn_id, client, broker, _REQUEST, frame.offset, msg,
                             msg.client_id, None, False, (), None, principal, mechanism)
 
     def _response(self, frame: Frame) -> KafkaMessage:
@@ -408,7 +411,7 @@ class KafkaConnection:
                         self._tokens = True
                         sasl.client_id = req.client_id
                 principal, mechanism = sasl.principal, sasl.mechanism
-            return _new_message(frame.ts, self.conn_id, client, broker, "response", frame.offset, msg,
+            return _new_message(frame.ts, self.conn_id, client, broker, _RESPONSE, frame.offset, msg,
                                 req.client_id, latency, False, (), None, principal, mechanism)
         self.stats.requests_missing += 1
         guess = guess_response(data, preferred=self.seen_versions, max_elements=self.max_elements)
@@ -424,7 +427,7 @@ class KafkaConnection:
         if corr is not None:
             self.last_correlation_id = corr
         sasl = self.sasl
-        return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, "response", frame.offset, msg, None,
+        return KafkaMessage(frame.ts, self.conn_id, self.client, self.broker, _RESPONSE, frame.offset, msg, None,
                             request_missing=True, candidates=guess.candidates, confidence=guess.confidence,
                             principal=sasl.principal if sasl is not None else None,
                             sasl_mechanism=sasl.mechanism if sasl is not None else None)

@@ -6,7 +6,7 @@ from inspector.stream_events cimport StreamData
 
 cdef class _Tracked:
     cdef public list held
-    cdef public object _spec, _conn, kafka, ignored_bytes, framer_bytes, reasm_bytes, tls
+    cdef public object _spec, _conn, mode, ignored_bytes, framer_bytes, reasm_bytes, tls_state, tls_stream, sniffed
 
 cdef class Inspector:
     cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released

@@ -33,6 +33,7 @@ from inspector.connection import (
     KafkaMessage,
     is_kafka,
 )
+from inspector.connection_state import MODE_MOVES, TLS_MOVES, Mode, ModeEvent, TlsEvent, TlsState, move
 from inspector.packets import Segment
 from inspector.reassembly import Reassembler
 from inspector.stream_events import (
@@ -60,6 +61,9 @@ DETECT_MAX_BYTES = 256 * 1024
 MAX_HELD = 256 * 1024 * 1024
 #: Why released bytes were skipped (StreamIssue reason): names the option to raise.
 HELD_REASON = GAP_HELD
+# The states the hot path tests, by identity (compiled, module globals rather than class attribute look-ups).
+_KAFKA, _NOT_KAFKA, _UNDECIDED = Mode.KAFKA, Mode.NOT_KAFKA, Mode.UNDECIDED
+_PLAIN, _SNIFFING = TlsState.PLAIN, TlsState.SNIFFING
 
 
 class _Tracked:
@@ -67,18 +71,19 @@ class _Tracked:
     bytes (or gap) arrive, so a connection that never carries data (SYN floods, half-open connections)
     costs little memory and garbage-collector time."""
 
-    __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "kafka", "reasm_bytes", "tls")
+    __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "mode", "reasm_bytes", "sniffed",
+                 "tls_state", "tls_stream")
 
     def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int, bool],
-                 kafka: bool | None) -> None:
+                 mode: Mode) -> None:
         # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements,
         # body_text
         self._spec = spec
         self._conn: KafkaConnection | None = None
-        self.kafka = kafka  # None while undecided
-        # Whether it is TLS, from its first bytes: None before them, a _Sniffing while too few tell, False for
-        # plaintext, else its TlsStream.
-        self.tls: TlsStream | _Sniffing | bool | None = None
+        self.mode = mode  # whether it is Kafka (MODE_MOVES)
+        self.tls_state = TlsState.UNSEEN  # whether it is TLS, from its first bytes (TLS_MOVES)
+        self.sniffed: _Sniffing | None = None  # its first bytes, held while sniffing
+        self.tls_stream: TlsStream | None = None  # once TLS
         self.held: list[ConnectionEvent] = []
         self.ignored_bytes = 0
         # What the connection holds, as last counted (Inspector.held_bytes is their sum over connections):
@@ -105,11 +110,6 @@ class _Tracked:
     def bytes_seen(self) -> int:
         """Stream bytes its framers saw (of a TLS connection: its plaintext)."""
         return 0 if self._conn is None else sum(self._conn.stats.bytes_seen)
-
-    @property
-    def tls_stream(self) -> TlsStream | None:
-        tls = self.tls
-        return None if tls is None or isinstance(tls, (bool, _Sniffing)) else tls
 
     @property
     def wire_bytes(self) -> int:
@@ -224,9 +224,9 @@ class Inspector:
                 self._data(ev, out)
             elif isinstance(ev, StreamGap):
                 tracked = self.conns.get(ev.conn_id)
-                if tracked is None or tracked.kafka is False:
+                if tracked is None or tracked.mode is _NOT_KAFKA:
                     continue
-                if isinstance(tracked.tls, _Sniffing):
+                if tracked.tls_state is _SNIFFING:
                     self._decided_plain(ev.conn_id, tracked, out)  # too few bytes said TLS: plaintext
                 tls = tracked.tls_stream
                 if tls is not None:
@@ -249,10 +249,10 @@ class Inspector:
         tracked = self.conns.get(ev.conn_id)
         if tracked is None:
             return
-        if tracked.kafka is False:
+        if tracked.mode is _NOT_KAFKA:
             tracked.ignored_bytes += len(ev.data)
             return
-        if tracked.tls is not False:  # TLS, or its first bytes
+        if tracked.tls_state is not _PLAIN:  # TLS, or its first bytes
             self._tls_data(ev, tracked, out)
             return
         conn = tracked._conn if tracked._conn is not None else tracked.conn
@@ -284,7 +284,7 @@ class Inspector:
     def _sniff(self, ev: StreamData, tracked: _Tracked, out: list[ConnectionEvent]) -> TlsStream | None:
         """A connection's first bytes: TLS (its stream, with the bytes held so far fed) or not (they go to its
         framers as plaintext: None)."""
-        sniffing = tracked.tls if isinstance(tracked.tls, _Sniffing) else None
+        sniffing = tracked.sniffed
         if sniffing is not None and sniffing.side != ev.side:
             verdict: int | None = SNIFF_PLAIN  # the other side spoke first: no ClientHello, no record
         else:
@@ -292,7 +292,8 @@ class Inspector:
             offset = ev.offset if sniffing is None else sniffing.offset
             verdict = sniff(first, mid_stream=offset > 0 or not tracked._spec[4])  # spec[4]: the SYN was seen
             if verdict is None:  # too few bytes: keep them (a few) until more come
-                tracked.tls = _Sniffing(ev.side, ev.ts, offset, first)
+                tracked.tls_state = move(TLS_MOVES, tracked.tls_state, TlsEvent.TOO_FEW)
+                tracked.sniffed = _Sniffing(ev.side, ev.ts, offset, first)
                 return None
         if verdict == SNIFF_PLAIN:
             self._decided_plain(ev.conn_id, tracked, out)
@@ -309,16 +310,19 @@ class Inspector:
         else:
             client_side = tracked.conn.client_side or 0
         tls = TlsStream(tracked.conn, self.keylog, client_side, verdict == SNIFF_HELLO)
-        tracked.tls = tls
+        tracked.tls_state = move(TLS_MOVES, tracked.tls_state, TlsEvent.SAID_TLS)
+        tracked.tls_stream = tls
+        tracked.sniffed = None
         if sniffing is not None:
             self._emit(tracked, tls.data(sniffing.side, sniffing.ts, sniffing.data), out)
         return tls
 
     def _decided_plain(self, key: int, tracked: _Tracked, out: list[ConnectionEvent]) -> None:
         """The connection is not TLS: the first bytes held while deciding go to its framers."""
-        sniffing = tracked.tls
-        tracked.tls = False
-        if isinstance(sniffing, _Sniffing):
+        sniffing = tracked.sniffed
+        tracked.sniffed = None
+        tracked.tls_state = move(TLS_MOVES, tracked.tls_state, TlsEvent.SAID_PLAIN)
+        if sniffing is not None:
             conn = tracked.conn
             before = conn.buffered
             self._emit(tracked, conn.data(sniffing.side, sniffing.ts, sniffing.data), out)
@@ -403,7 +407,7 @@ class Inspector:
         if tracked.has_conn:
             tls = tracked.tls_stream
             events = tracked.conn.release(ts, HELD_REASON) if tls is None else tls.release(ts, HELD_REASON)
-            if tracked.kafka is not False:
+            if tracked.mode is not _NOT_KAFKA:
                 self._emit(tracked, events, out)
             self._set_held(key, tracked, tracked.holding(), 0)
 
@@ -411,30 +415,30 @@ class Inspector:
         a = Endpoint(ev.a_ip, ev.a_port)
         b = Endpoint(ev.b_ip, ev.b_port)
         client_side: int | None = 0 if ev.saw_syn else None
-        kafka: bool | None = None
+        mode = _UNDECIDED
         if self.ports:
             if ev.b_port in self.ports:
-                client_side, kafka = 0, True
+                client_side, mode = 0, _KAFKA
             elif ev.a_port in self.ports:
-                client_side, kafka = 1, True
+                client_side, mode = 1, _KAFKA
             else:
-                kafka = False
+                mode = _NOT_KAFKA
         conn_id = self.conn_id_base + ev.conn_id
         self.max_conn_id = max(self.max_conn_id, conn_id)
         self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending,
-                                           self.max_elements, self.body_text), kafka)
+                                           self.max_elements, self.body_text), mode)
 
     def _emit(self, tracked: _Tracked, events: list[ConnectionEvent], out: list[ConnectionEvent]) -> None:
-        if tracked.kafka:
+        if tracked.mode is _KAFKA:
             out.extend(events)
             return
         tracked.held.extend(events)
         if _confirms_kafka(events):
-            tracked.kafka = True
+            tracked.mode = move(MODE_MOVES, tracked.mode, ModeEvent.DECODED)
             out.extend(tracked.held)
             tracked.held = []
         elif len(tracked.held) > DETECT_MAX_EVENTS or tracked.bytes_seen > DETECT_MAX_BYTES:
-            tracked.kafka = False
+            tracked.mode = move(MODE_MOVES, tracked.mode, ModeEvent.NOTHING_DECODED)
             tracked.ignored_bytes += tracked.wire_bytes
             tracked.held = []
 
@@ -446,28 +450,29 @@ class Inspector:
         self._reasm_held -= tracked.reasm_bytes
         tracked.framer_bytes = tracked.reasm_bytes = 0
         out: list[ConnectionEvent] = []
-        if tracked.kafka is not False:
-            if isinstance(tracked.tls, _Sniffing):
+        if tracked.mode is not _NOT_KAFKA:
+            if tracked.tls_state is _SNIFFING:
                 self._decided_plain(conn_id, tracked, out)
             if tracked.has_conn:
                 tls = tracked.tls_stream
                 self._emit(tracked, tracked.conn.finish(ts) if tls is None else tls.finish(ts), out)
-            if tracked.kafka is None:
+            if tracked.mode is _UNDECIDED:
                 # Never decoded a single message: not Kafka (or nothing to show); a TLS connection whose content
                 # was not seen (nothing decrypted) is reported.
                 tls = tracked.tls_stream
-                tracked.kafka = (bool(tracked.held) and any(isinstance(e, KafkaMessage) for e in tracked.held)
-                                 or tls is not None and not tls.decrypted)
-                if tracked.kafka:
+                shown = (bool(tracked.held) and any(isinstance(e, KafkaMessage) for e in tracked.held)
+                         or tls is not None and not tls.decrypted)
+                tracked.mode = move(MODE_MOVES, _UNDECIDED, ModeEvent.DECODED if shown else ModeEvent.NOTHING_DECODED)
+                if shown:
                     out.extend(tracked.held)
                 else:
                     tracked.ignored_bytes += tracked.wire_bytes
                 tracked.held = []
-        if stats is not None and tracked.kafka and tracked.has_conn:
+        if stats is not None and tracked.mode is _KAFKA and tracked.has_conn:
             retransmitted = tracked.conn.stats.bytes_retransmitted
             retransmitted[0] = stats.sides[0].retransmitted_bytes
             retransmitted[1] = stats.sides[1].retransmitted_bytes
-        self.closed.append(Closed(tracked, bool(tracked.kafka), tracked.ignored_bytes))
+        self.closed.append(Closed(tracked, tracked.mode is _KAFKA, tracked.ignored_bytes))
         return out
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from contract.apis import API_NAMES as _API_NAMES
+from contract.events import Direction
 from decoders import OK
 from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
@@ -161,7 +162,7 @@ class Summary:
         stats = self.apis.get(name)
         if stats is None:
             stats = self.apis[name] = ApiStats()
-        if ev.direction == "request":
+        if ev.direction is Direction.REQUEST:
             stats.requests += 1
         else:
             stats.responses += 1

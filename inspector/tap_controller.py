@@ -8,7 +8,8 @@ state in the live view, finish with an exit code. It never reads a clock, opens 
 or touches a signal, so every transition is tested with synthetic time (``tests/inspector/
 test_tap_controller.py``).
 
-Phases (``TapState.phase``) and what moves between them:
+Phases (``TapState.phase``, a :class:`TapPhase`) and what moves between them (:data:`PHASE_MOVES`, the table
+every move goes through):
 
 * ``starting``: the first tcpdump is being started; it listens (``capturing``) or fails (``done``, exit 3,
   or 2 for a bad filter; nothing is written);
@@ -39,7 +40,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, Final
 
 from inspector.tap_events import (
     EXIT_CAPTURE,
@@ -69,6 +71,7 @@ from inspector.tap_events import (
     Warn,
     WriteRows,
 )
+from inspector.transitions import move
 
 #: Rows waiting in the event table that are written at once (else at least every FLUSH_SECONDS).
 BATCH_ROWS = 8192
@@ -113,6 +116,50 @@ def last_error(lines: list[str] | tuple[str, ...]) -> str:
 # -- state ----------------------------------------------------------------------------------------------
 
 
+class TapPhase(StrEnum):
+    """Where the tap is (the module's docstring says what each means)."""
+
+    STARTING = "starting"
+    CAPTURING = "capturing"
+    WAITING = "waiting"
+    RESTARTING = "restarting"
+    CATCHING_UP = "catching_up"
+    DRAINING = "draining"
+    DONE = "done"
+
+
+class PhaseEvent(Enum):
+    """What moves the tap from one phase to another."""
+
+    LISTENING = "tcpdump listens"
+    LISTENING_AFTER_STOP = "tcpdump listens again, a stop having been requested while it started"
+    CAPTURE_LOST = "tcpdump exited, or failed to start, because the interface went down or away"
+    RETRY = "the wait before starting tcpdump again is over"
+    STOP = "a stop was requested while capturing"
+    STOP_SENT = "tcpdump was told to stop"
+    KILLED = "tcpdump was killed"
+    FINISHED = "the tap finished (Finish returned)"
+
+
+_P = TapPhase
+#: The allowed (phase, event) -> phase moves; any other raises (inspector.transitions.IllegalTransition).
+PHASE_MOVES: Final[dict[tuple[TapPhase, PhaseEvent], TapPhase]] = {
+    (_P.STARTING, PhaseEvent.LISTENING): _P.CAPTURING,
+    (_P.RESTARTING, PhaseEvent.LISTENING): _P.CAPTURING,
+    (_P.RESTARTING, PhaseEvent.LISTENING_AFTER_STOP): _P.CATCHING_UP,
+    (_P.CAPTURING, PhaseEvent.CAPTURE_LOST): _P.WAITING,
+    (_P.CATCHING_UP, PhaseEvent.CAPTURE_LOST): _P.WAITING,
+    (_P.RESTARTING, PhaseEvent.CAPTURE_LOST): _P.WAITING,
+    (_P.WAITING, PhaseEvent.RETRY): _P.RESTARTING,
+    (_P.CAPTURING, PhaseEvent.STOP): _P.CATCHING_UP,
+    (_P.CATCHING_UP, PhaseEvent.STOP_SENT): _P.DRAINING,
+    (_P.CAPTURING, PhaseEvent.KILLED): _P.DRAINING,
+    (_P.CATCHING_UP, PhaseEvent.KILLED): _P.DRAINING,
+    (_P.DRAINING, PhaseEvent.KILLED): _P.DRAINING,
+    **{(phase, PhaseEvent.FINISHED): _P.DONE for phase in TapPhase if phase is not _P.DONE},
+}
+
+
 @dataclass(frozen=True)
 class TapConfig:
     interface: str
@@ -126,7 +173,7 @@ class TapConfig:
 
 @dataclass
 class TapState:
-    phase: str = "starting"  # starting capturing waiting restarting catching_up draining done
+    phase: TapPhase = TapPhase.STARTING
     started: float = 0.0
     wall_offset: float = 0.0  # wall clock minus monotonic, from the last tick that said
     watch_interface: bool = False  # the interface said "up" at the start: watch it
@@ -180,16 +227,16 @@ class TapController:
         }
 
     def handle(self, event: Event, now: float) -> list[Action]:
-        if self.state.phase == "done":
+        if self.state.phase is TapPhase.DONE:
             return []
         return self._handlers[type(event)](event, now)
 
     def timeout(self, now: float) -> float:
         """How long the driver may wait for data before the next tick (seconds)."""
         s = self.state
-        if s.phase in ("catching_up", "draining"):
+        if s.phase in (TapPhase.CATCHING_UP, TapPhase.DRAINING):
             return 0.05
-        if s.phase == "waiting":
+        if s.phase is TapPhase.WAITING:
             return min(0.2, max(0.0, s.next_retry - now))
         return 0.2
 
@@ -203,7 +250,7 @@ class TapController:
         s, cfg = self.state, self.config
         if ev.wall is not None:
             s.wall_offset = ev.wall - now
-        if s.phase == "starting":
+        if s.phase is TapPhase.STARTING:
             return []
         out: list[Action] = []
         if cfg.duration and now - s.started >= cfg.duration and s.stop_requested is None:
@@ -215,14 +262,14 @@ class TapController:
             s.error = (f"interface {cfg.interface} down for more than {cfg.max_outage:g}s (--max-outage; "
                        f"{o.reason}): stopped, what was captured is saved")
             out += self._stop("max-outage", now)
-        if s.phase == "done":
+        if s.phase is TapPhase.DONE:
             return out
-        if s.phase == "waiting" and now >= s.next_retry:
-            s.phase = "restarting"
+        if s.phase is TapPhase.WAITING and now >= s.next_retry:
+            self._move(PhaseEvent.RETRY)
             out.append(StartTcpdump(self._count()))
-        elif s.phase == "catching_up":
+        elif s.phase is TapPhase.CATCHING_UP:
             out += self._catch_up(now)
-        elif s.phase == "draining" and s.stop_sent is not None and now - s.stop_sent > STOP_GRACE:
+        elif s.phase is TapPhase.DRAINING and s.stop_sent is not None and now - s.stop_sent > STOP_GRACE:
             out += self._kill()
         out += self._show(self._outage_line(now))
         if s.file_opened is not None and cfg.rotate_seconds and now - s.file_opened >= cfg.rotate_seconds:
@@ -235,7 +282,7 @@ class TapController:
                 out.append(WriteRows())
         if now - s.last_stats >= STATS_SECONDS:
             s.last_stats = now
-            if s.phase in ("capturing", "catching_up"):
+            if s.phase in (TapPhase.CAPTURING, TapPhase.CATCHING_UP):
                 out.append(RequestStats())
                 if s.watch_interface:
                     out.append(ObserveInterface())
@@ -256,18 +303,18 @@ class TapController:
         s = self.state
         s.tcpdump_running, s.tcpdump_killed, s.stop_sent = True, False, None
         s.last_data = now
-        if s.phase == "starting":
-            s.phase = "capturing"
+        if s.phase is TapPhase.STARTING:
+            self._move(PhaseEvent.LISTENING)
             s.watch_interface = ev.interface == "up"
             return []
-        s.phase = "capturing" if s.stop_requested is None else "catching_up"
+        self._move(PhaseEvent.LISTENING if s.stop_requested is None else PhaseEvent.LISTENING_AFTER_STOP)
         if not s.watch_interface or ev.interface == "up":
             return self._end_outage("back", now)
         return []
 
     def _start_failed(self, ev: TcpdumpStartFailed, now: float) -> list[Action]:
         s = self.state
-        if s.phase == "starting":
+        if s.phase is TapPhase.STARTING:
             s.exit_code, s.error = ev.exit_code, ev.message
             return self._finish(now, write_totals=False)
         if s.stop_requested is not None or ev.cancelled:
@@ -283,7 +330,7 @@ class TapController:
             s.outage.last_error = down
         s.backoff = min(s.backoff * 2, RETRY_MAX)
         s.next_retry = now + s.backoff
-        s.phase = "waiting"
+        self._move(PhaseEvent.CAPTURE_LOST)
         return self._show(self._outage_line(now))
 
     def _exited(self, ev: TcpdumpExited, now: float) -> list[Action]:
@@ -302,7 +349,7 @@ class TapController:
         out = self._begin_outage(lost, True, ev.open_connections, now)
         s.backoff = RETRY_FIRST
         s.next_retry = now + s.backoff
-        s.phase = "waiting"
+        self._move(PhaseEvent.CAPTURE_LOST)
         if s.stop_requested is not None:
             s.stop_reason = s.stop_reason or "stop requested"
             return out + self._finish(now)
@@ -349,10 +396,10 @@ class TapController:
         s.stop_reason = s.stop_reason or reason
         s.stop_requested = now
         s.stop_wall = now + s.wall_offset
-        if s.phase == "waiting":
+        if s.phase is TapPhase.WAITING:
             return self._finish(now)
-        if s.phase in ("capturing",):
-            s.phase = "catching_up"
+        if s.phase is TapPhase.CAPTURING:
+            self._move(PhaseEvent.STOP)
             return self._show(f"stopping ({s.stop_reason}): catching up")
         return []  # starting/restarting: the start's outcome decides; draining: already stopping
 
@@ -369,7 +416,7 @@ class TapController:
             out.append(Warn(f"tap:{self.config.interface}: still {s.stop_wall - s.stream_ts:.1f}s behind the "
                             f"capture {CATCH_UP_SECONDS:.0f}s after the stop request; packets still in "
                             "tcpdump's buffer were not decoded"))
-        s.phase = "draining"
+        self._move(PhaseEvent.STOP_SENT)
         s.stop_sent = now
         s.catch_up_seconds = waited
         out.append(StopTcpdump())
@@ -378,16 +425,19 @@ class TapController:
     def _kill(self) -> list[Action]:
         s = self.state
         s.tcpdump_killed = True
-        if s.phase in ("capturing", "catching_up"):
-            s.phase = "draining"
+        self._move(PhaseEvent.KILLED)
         return [KillTcpdump()]
 
     def _finish(self, now: float, write_totals: bool = True) -> list[Action]:
         s = self.state
         if s.outage is not None:
             self._end_outage(s.outage.ended_by or "stopped", now)
-        s.phase = "done"
+        self._move(PhaseEvent.FINISHED)
         return [Finish(s.exit_code, s.error, write_totals and not s.output_failed)]
+
+    def _move(self, event: PhaseEvent) -> None:
+        """The phase ``event`` leads to (PHASE_MOVES)."""
+        self.state.phase = move(PHASE_MOVES, self.state.phase, event)
 
     def _count(self) -> int:
         count = self.config.count_packets
@@ -427,9 +477,9 @@ class TapController:
 
     def _outage_line(self, now: float) -> str:
         s = self.state
-        if s.outage is None or s.phase in ("catching_up", "draining"):
+        if s.outage is None or s.phase in (TapPhase.CATCHING_UP, TapPhase.DRAINING):
             return s.shown
-        retry = f", next try in {max(0.0, s.next_retry - now):.1f}s" if s.phase == "waiting" else ""
+        retry = f", next try in {max(0.0, s.next_retry - now):.1f}s" if s.phase is TapPhase.WAITING else ""
         return f"INTERFACE DOWN for {s.outage.seconds(now):.0f}s: waiting{retry}"
 
     def _show(self, text: str) -> list[Action]:

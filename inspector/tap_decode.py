@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from contract.events import Direction
 from decoders.status import StatusKind
 from inspector.capture_parser import CaptureError, CaptureParser, RawPacket
 from inspector.connection import KafkaMessage
+from inspector.connection_state import Mode
 from inspector.events import EventTable
 from inspector.packets import Segment, Skipped, parse_packet
 from inspector.pipeline import Inspector
@@ -48,7 +50,7 @@ class MessageTally:
             msg = ev.message
             key = (msg.api_name, msg.api_key, msg.status_kind)
             self.failures[key] = self.failures.get(key, 0) + 1
-        if ev.direction != "response" or ev.latency_ms is None:
+        if ev.direction is not Direction.RESPONSE or ev.latency_ms is None:
             return
         msg = ev.message
         name = msg.api_name or ("unknown" if msg.api_key is None else f"key {msg.api_key}")
@@ -145,7 +147,7 @@ class TapDecoder:
         self._closed_rows = len(rows)
         out = dict(totals)
         for tracked in self.inspector.conns.values():
-            if tracked.kafka and tracked.has_conn:  # undecided ones may yet turn out not to be Kafka
+            if tracked.mode is Mode.KAFKA and tracked.has_conn:  # undecided ones may yet turn out not to be Kafka
                 for name, value in byte_counts(tracked.conn, tracked.tls_stream).items():
                     if name in out:
                         out[name] += value
@@ -158,7 +160,7 @@ class TapDecoder:
     def open_connections(self) -> tuple[int, int]:
         """The connections open now: those recognised as Kafka, and the other TCP connections (known not to be
         Kafka, or too new to tell) the capture filter let through."""
-        kafka = sum(1 for tracked in self.inspector.conns.values() if tracked.kafka)
+        kafka = sum(1 for tracked in self.inspector.conns.values() if tracked.mode is Mode.KAFKA)
         return kafka, len(self.inspector.conns) - kafka
 
     def drain_closed(self) -> None:

@@ -59,7 +59,7 @@ cdef object _text(list rows, Py_ssize_t col, bint from_str, char* valid, Py_ssiz
         if v is None:
             continue
         if from_str:
-            if type(v) is not str:
+            if not isinstance(v, str):  # a str, or a str enum's member (contract.events.Direction)
                 raise _Unhandled()
             _utf8(v, &size)
         else:

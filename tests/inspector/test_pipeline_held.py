@@ -17,6 +17,7 @@ import pytest
 
 from inspector.capture_file import open_capture
 from inspector.connection import ConnectionEvent, KafkaMessage, StreamIssue
+from inspector.connection_state import Mode
 from inspector.packets import ACK, FIN, PSH, RST, SYN, Segment, parse_packet
 from inspector.pipeline import DETECT_MAX_BYTES, HELD_REASON, MAX_HELD, Inspector
 from inspector.reader import ReadOptions, iter_capture
@@ -206,7 +207,8 @@ def test_a_connection_judged_not_kafka_is_released_silently() -> None:
         run.feed(x.send(junk[i:i + 1448]))
     # Judged not Kafka once it passed DETECT_MAX_BYTES: later bytes are ignored, those buffered stay.
     held = run.inspector.conns[1].framer_bytes
-    assert run.inspector.conns[1].kafka is False and DETECT_MAX_BYTES < held == run.inspector.held_bytes < len(junk)
+    assert run.inspector.conns[1].mode is Mode.NOT_KAFKA
+    assert DETECT_MAX_BYTES < held == run.inspector.held_bytes < len(junk)
     out = run.feed(y.send(claim(50_000_000, 150_000)))
     assert run.inspector.released == 1 and released(out) == []
     assert run.inspector.conns[1].framer_bytes == 0 and run.inspector.held_bytes == 150_000

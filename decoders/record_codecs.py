@@ -88,7 +88,7 @@ def _unsnappy(src: memoryview, ctx: CallState) -> tuple[memoryview | None, str]:
     n = len(src)
     blocks: list[tuple[memoryview, int]] = []
     total = 0
-    if n >= _XERIAL_HEADER_SIZE and src[:8] == _XERIAL_MAGIC:
+    if n >= _XERIAL_HEADER_SIZE and src[:8] == _XERIAL_MAGIC:  # type: ignore[comparison-overlap]  # equal by content
         p = _XERIAL_HEADER_SIZE
         while p < n:
             if n - p < 4:
@@ -129,7 +129,7 @@ def _fix_lz4_header(src: memoryview) -> memoryview:
     It hashed the frame magic as well as the descriptor; rewrite it to the correct value so a
     standard decoder accepts the frame.  Anything else is left alone for the decoder to judge.
     """
-    if len(src) < 7 or src[:4] != _LZ4_FRAME_MAGIC:
+    if len(src) < 7 or src[:4] != _LZ4_FRAME_MAGIC:  # type: ignore[comparison-overlap]  # equal by content
         return src
     flg = src[4]
     hc_pos = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)

@@ -59,7 +59,7 @@ def body_refs(kind: str, api_key: int, version: int, body: dict[str, Any]) -> Re
     return out or None
 
 
-def _walk(d: dict[str, Any], steps: tuple[Any, ...], out: Refs) -> None:
+def _walk(d: dict[str, Any], steps: tuple[Any, ...], out: Refs) -> None:  # noqa: C901 - a flat dispatch on the step's op
     for key, op, child in steps:
         value = d.get(key)
         if op == _STRUCTS:

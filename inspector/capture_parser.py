@@ -331,7 +331,7 @@ class CaptureParser:
 
     # -- pcapng -----------------------------------------------------------------------------------------
 
-    def _pcapng(self, data: Any, out: list[Any]) -> None:
+    def _pcapng(self, data: Any, out: list[Any]) -> None:  # noqa: C901 - the compiled block loop: a dispatch on block type
         """The blocks whole in the tail and ``data``; an incomplete last one stays in the tail.
 
         Each block is checked before it is read: its length (at least 12, a multiple of 4, at most

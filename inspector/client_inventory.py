@@ -7,6 +7,7 @@ readiness for Kafka 4.0) is ``contract/clients.py``, which the report's Spark jo
 from __future__ import annotations
 
 import json
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -19,12 +20,24 @@ COLUMNS = ("ts", "client_ip", "client_id", "principal", "broker_ip", "broker_por
            "api_name", "api_version", "error_code", "nested_error_codes", "body", "envelope_correlation_id")
 
 
+@dataclass(slots=True)
+class _Usage:
+    """What the events of one (client, broker, direction, API, version) say, in build_clients' order."""
+
+    count: int
+    first: Any  # the first and last event's ts
+    last: Any
+    software: str | None = None  # the least ClientSoftwareName/Version of its ApiVersions requests
+    software_version: str | None = None
+    old_format: int = 0  # requests or responses carrying record sets of the old (magic 0/1) format
+
+
 class Inventory:
     """The client inventory, built batch by batch: memory holds one entry per (client, broker, direction, API,
     version) and per (client, error code), whatever the number of events."""
 
     def __init__(self) -> None:
-        self.usage: dict[tuple[Any, ...], list[Any]] = {}
+        self.usage: dict[tuple[Any, ...], _Usage] = {}
         self.errors: dict[tuple[Any, ...], int] = {}
 
     def add(self, events: pa.RecordBatch | pa.Table) -> None:
@@ -46,17 +59,18 @@ class Inventory:
             ts = col["ts"][i]
             entry = usage.get(key)
             if entry is None:
-                entry = usage[key] = [0, ts, ts, None, None, 0]
-            entry[0] += 1
-            entry[1] = min(entry[1], ts)
-            entry[2] = max(entry[2], ts)
+                entry = usage[key] = _Usage(0, ts, ts)
+            entry.count += 1
+            entry.first = min(entry.first, ts)
+            entry.last = max(entry.last, ts)
             body = col["body"][i]
             if direction == "request" and api_key == API_VERSIONS and (version or 0) >= SOFTWARE_FROM:
                 software = software_of(body)
-                if software is not None and (entry[3] is None or software < (entry[3], entry[4] or "")):
-                    entry[3], entry[4] = software
+                if software is not None and (entry.software is None
+                                             or software < (entry.software, entry.software_version or "")):
+                    entry.software, entry.software_version = software
             if old_record_format(api_key, direction, body):
-                entry[5] += 1
+                entry.old_format += 1
             if direction == "response":
                 codes = set(col["nested_error_codes"][i] or ())
                 if col["error_code"][i]:
@@ -66,7 +80,7 @@ class Inventory:
 
     def clients(self) -> list[Client]:
         """The clients counted so far (``contract.clients.build_clients``)."""
-        return build_clients(((*key, *values) for key, values in self.usage.items()),
+        return build_clients(((*key, *astuple(usage)) for key, usage in self.usage.items()),
                              ((*key, n) for key, n in self.errors.items()))
 
 

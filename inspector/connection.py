@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from contract.events import Direction
 from decoders import OK, decode_request
-from decoders._runtime import MAX_ELEMENTS
+from decoders._runtime import MAX_ELEMENTS as MAX_ELEMENTS  # the pipeline's default too
 from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_response_bytes
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry

@@ -244,6 +244,22 @@ def _from_buffers(type_: pa.DataType, n: int, column: tuple[Any, ...]) -> pa.Arr
     return pa.Array.from_buffers(type_, n, parts, null_count=nulls)
 
 
+def _extra_columns(extras: list[tuple[int, tuple[Any, ...]]], n: int) -> list[list[Any] | None]:
+    """The _EXTRA_COLUMNS of a batch of ``n`` rows from the rows that have any (row number, values): a list of
+    ``n`` values per column, or None for a column every row leaves at its default (null, or False)."""
+    extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)
+    if extras:
+        for i in range(len(_EXTRA_COLUMNS)):
+            default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
+            if all(values[i] is default for _, values in extras):
+                continue  # the column stays all default (null or False), made without a list of n values
+            filled: list[Any] = [default] * n
+            for row, values in extras:
+                filled[row] = values[i]
+            extra_columns[i] = filled
+    return extra_columns
+
+
 class EventTable:
     """Accumulates rows; ``take()`` returns them as an Arrow record batch.
 
@@ -406,16 +422,7 @@ class EventTable:
         if row_columns:
             row_columns[_TS] = [round(ts * 1_000_000) for ts in row_columns[_TS]]  # an int: round without digits
         conn_columns = list(zip(*conns, strict=True)) if conns else [() for _ in _CONN_COLUMNS]
-        extra_columns: list[list[Any] | None] = [None] * len(_EXTRA_COLUMNS)  # None: every row has the default
-        if extras:
-            for i in range(len(_EXTRA_COLUMNS)):
-                default = False if _EXTRA_COLUMNS[i] == "request_missing" else None
-                if all(values[i] is default for _, values in extras):
-                    continue  # the column stays all default (null or False), made without a list of n values
-                filled: list[Any] = [default] * n
-                for row, values in extras:
-                    filled[row] = values[i]
-                extra_columns[i] = filled
+        extra_columns = _extra_columns(extras, n)
         arrays = []
         for (source, i), f in zip(_SOURCES, SCHEMA, strict=True):
             if source == "row" and i == _BODY:

@@ -11,8 +11,7 @@ from contract.events import Direction
 from decoders import OK
 from decoders.api import embedded_limit_hit
 from inspector.connection import KafkaConnection, KafkaMessage, StreamIssue, hit_elements_limit
-from inspector.reassembly import GAP_BUFFER
-from inspector.stream_events import IGNORED_REASONS
+from inspector.stream_events import GAP_BUFFER, IGNORED_REASONS
 
 if TYPE_CHECKING:
     from inspector.tls_stream import TlsStream

@@ -402,7 +402,8 @@ class TlsSession:
             d.reported.add("handshake")
             out.append(TlsMalformed(d.from_client, ts, d.messages.error))
 
-    def _message(self, d: _Direction, message: HandshakeMessage, ts: float, out: list[TlsEvent]) -> None:
+    def _message(  # noqa: C901 - a flat dispatch on the handshake message's type
+            self, d: _Direction, message: HandshakeMessage, ts: float, out: list[TlsEvent]) -> None:
         desc = self.description
         t, body = message.msg_type, message.body
         tls13 = self._version == TLS13

@@ -234,8 +234,8 @@ class Records:  # compiled, an extension type (records.pxd), its slot read-only 
 
 
 def _new_records(data: bytes | memoryview) -> Records:
-    """Records(data) for the decoders' runtime, stored from C when compiled (a class call parses its argument:
-    ~2.9k instructions a record set, measured)."""
+    """Records(data) for the decoders' runtime, stored from C when compiled (a class call parses its argument
+    as a Python call: docs/performance.md)."""
     r = Records.__new__(Records)
     r._data = data
     return r

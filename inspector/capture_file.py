@@ -173,7 +173,7 @@ class CaptureReader:
         self._iterated = True
         self._parser = CaptureParser(one, frame)
         # Chunks of an uncompressed classic pcap are read into one reused buffer: a fresh 1 MiB object per chunk
-        # page-faults on every page it touches (measured: 0.2 s per 100 MB, more than parsing). Nothing refers
+        # page-faults on every page it touches (docs/performance.md). Nothing refers
         # to the buffer afterwards: the record loop copies each record.
         self._gen = self._packets(self.format == "pcap" and not self.compressed)
         return self._gen

@@ -37,8 +37,7 @@ def _latency_ms(sent: float, answered: float) -> float:
     """Milliseconds from ``sent`` to ``answered``, to the microsecond: round(x * 1e6) / 1e3, round(x, 3) being ten
     times slower. The microseconds are rounded half to even by adding and taking away 1.5 * 2**52 (a double has
     no fraction bits left at that size), which is exact below 2**51 µs (71 years) and, compiled (an inline C
-    function, connection.pxd), C arithmetic rather than a call of round() (~650 instructions a response,
-    measured)."""
+    function, connection.pxd), C arithmetic rather than a call of round() (docs/performance.md)."""
     micros = (answered - sent) * 1_000_000.0
     return ((micros + _ROUNDER) - _ROUNDER) / 1000.0
 
@@ -114,7 +113,7 @@ def _new_message(ts: float, conn_id: int, client: Endpoint, broker: Endpoint, di
                  candidates: tuple[tuple[int, int], ...], confidence: float | None, principal: str | None,
                  sasl_mechanism: str | None) -> KafkaMessage:
     """KafkaMessage(...) for the hot path, every field positionally: compiled, stored from C (the class's own
-    ``__init__`` parses its twelve arguments: ~1% of a read's instructions, measured)."""
+    ``__init__`` parses its twelve arguments as a Python call: docs/performance.md)."""
     m = KafkaMessage.__new__(KafkaMessage)
     m.ts = ts
     m.conn_id = conn_id
@@ -363,7 +362,7 @@ class KafkaConnection:
             if not _expects_no_response(msg):
                 inner = msg.inner
                 # PendingRequest(...), its fields stored from C when compiled (the class call parses six
-                # arguments: ~700 instructions a request, measured).
+                # arguments: docs/performance.md).
                 pending = PendingRequest.__new__(PendingRequest)
                 pending.api_key = msg.api_key
                 pending.api_version = msg.api_version

@@ -46,7 +46,7 @@ class Frame:
 
 def _new_frame(ts: float, first_ts: float, offset: int, data: bytes) -> Frame:
     """Frame(...) for the hot path, every field positionally: compiled, stored from C (the class's own
-    ``__init__`` parses its arguments: ~600 instructions a frame, measured)."""
+    ``__init__`` parses its arguments as a Python call: docs/performance.md)."""
     f = Frame.__new__(Frame)
     f.ts = ts
     f.first_ts = first_ts

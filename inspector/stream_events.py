@@ -119,7 +119,7 @@ class StreamData:
 def _new_stream_data(conn_id: int, side: int, ts: float, offset: int, data: memoryview, src: Endpoint,
                      dst: Endpoint) -> StreamData:
     """StreamData(...) for the hot path, every field positionally: compiled, stored from C (the class's own
-    ``__init__`` parses its seven arguments: ~700 instructions a segment, measured)."""
+    ``__init__`` parses its seven arguments as a Python call: docs/performance.md)."""
     s = StreamData.__new__(StreamData)
     s.conn_id = conn_id
     s.side = side

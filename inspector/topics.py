@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-#: Ids (and connections) kept per table, by default: some 50 MB when every table is full (measured).
+#: Ids (and connections) kept per table, by default: some 50 MB when every table is full (docs/performance.md).
 MAX_IDS = 100_000
 
 

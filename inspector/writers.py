@@ -76,9 +76,7 @@ class EventWriter(Protocol):
 
 #: Columns written dictionary-encoded: the text columns whose values repeat (names, addresses, statuses).
 #: Numbers compress as well without a dictionary, and timestamps, offsets and bodies rarely repeat, so a
-#: dictionary would be built only to be dropped (measured on the frame-heavy benchmark: ~15% less time
-#: writing and 15% smaller files than dictionary-encoding every column; the integer columns' dictionaries
-#: gained nothing).
+#: dictionary would be built only to be dropped (docs/performance.md).
 DICTIONARY_COLUMNS = [field.name for field in SCHEMA if field.type == pa.string() and field.name != "body"]
 #: Columns with min/max statistics per row group and page: the numbers and times, by which a reader skips
 #: row groups (a time range, a connection, an api key). Text bounds prune next to nothing in batches of

@@ -63,30 +63,27 @@ from pipelines.kafka import ADMIN_WRITES, SEVERITY_RANK
 
 #: Below this much Parquet (about 200,000 events) Spark spends its time compiling, not computing: the report
 #: runs its expressions interpreted (no whole-stage or expression code generation) and, in local mode, the
-#: driver's JIT stops at its quick tier. Measured on 2 cores: the demo's 2,136 events take 18 s instead of
-#: 31 s; at 1 M events (45 MB) compiled code wins (80 s against 180 s interpreted).
+#: driver's JIT stops at its quick tier; above it compiled code wins (docs/performance.md).
 SMALL_INPUT_BYTES = 8_000_000
 #: Detectors (and the audit, plots and inventory) run side by side: each is a chain of small Spark jobs whose
 #: planning and scheduling leave the cores idle between tasks.
 CONCURRENT_STEPS = 4
 #: What small inputs set for the run (and put back after): interpreted, and one shuffle partition without
-#: adaptive execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do: -12% of the JVM's
-#: CPU; findings equal).
+#: adaptive execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do; docs/performance.md).
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
                 "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 #: The local driver's JVM options for small inputs: the quick tier, with the code cache of a tiered JVM (the
 #: quick tier alone gets a smaller one, which three dozen steps' method handles filled: "Out of space in
-#: CodeCache for adapters" stopped the SparkContext), and the serial collector (the demo's events: G1's
-#: threads took 6 s of CPU, the serial one 3.4 s).
+#: CodeCache for adapters" stopped the SparkContext), and the serial collector (its threads cost half G1's
+#: on the demo's events).
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 #: A local driver (it is the executor too) on a larger input: a heap for a million cached events and their
-#: shuffles, and the throughput collector (a batch job; G1's concurrent threads took ~10 s of the 2 cores at
-#: 1 M events). On a small input both cost a second or two of start and are not set.
+#: shuffles, and the throughput collector (a batch job: G1's concurrent threads are CPU the tasks lack). On a
+#: small input both cost a second or two of start and are not set.
 LOCAL_DRIVER = {"spark.driver.memory": "4g"}
 #: ... and a JIT that inlines less and unrolls loops less: a report is ~1,400 generated classes, each compiled
 #: once by Janino and then by the JIT's optimising tier, whose threads took a third of the JVM's CPU at 1 M
-#: events. With smaller compilation units they took 30 s instead of 43 s, and the tasks ran no slower (46 s
-#: against 50 s): the report on 1 M events, measured in turn, 69.2 and 70.6 s before, 59.8 and 59.7 s after.
+#: events; smaller compilation units cost them less, the tasks no more (docs/performance.md).
 LOCAL_JAVA_OPTIONS = ("-XX:+UseParallelGC -XX:FreqInlineSize=80 -XX:InlineSmallCode=500 -XX:MaxInlineLevel=6 "
                       "-XX:LoopUnrollLimit=16")
 

@@ -25,6 +25,7 @@ pcap_b="mock-cluster-apiversions-v5-misrouted.pcap"
 
 say() { printf 'docker-test: %s\n' "$*"; }
 fail() { printf 'docker-test: FAILED: %s\n' "$*" >&2; exit 1; }
+exec 3>&2  # the script's stderr, for what a check run with its output hidden (wait_for) must still say
 
 # --- the tools ---------------------------------------------------------------------------------------------------
 # A client that builds with BuildKit: `docker buildx`, or Docker 20.10's own with DOCKER_BUILDKIT=1. Several
@@ -238,10 +239,19 @@ if run "$tag" report --help | grep -q -- '--follow'; then
     "$docker" run -d --name "$name-follow" "${as_user[@]}" -v "$work/data:/data" "$tag" \
         report '/data/taps/*/' --output /data/follow --follow --trigger 5s --quiet > /dev/null
     started+=("$name-follow")
+    # Measured from the replay once the stream runs (Spark's start in a fresh container is not the latency asked
+    # for): Spark writes its checkpoint's metadata as the query starts.
+    follow_started() { [ -f "$work/data/follow/_checkpoint/spark/metadata" ]; }
+    wait_for 300 "report --follow to start (docker logs $name-follow)" follow_started
     replay "$name-tap-a" "$pcap_a"
     replay "$name-tap-b" "$pcap_b"
     start=$SECONDS
-    found() { grep -q "$1" "$work/data/follow/findings.jsonl"; }
+    found() {
+        grep -q "$1" "$work/data/follow/findings.jsonl" && return 0
+        "$docker" inspect -f '{{.State.Running}}' "$name-follow" | grep -q true \
+            || { "$docker" logs --tail 20 "$name-follow" >&3 2>&3; fail "report --follow stopped" 2>&3; }
+        return 1
+    }
     wait_for 60 "report --follow's finding from tap a" found old_message_format
     wait_for $((60 - (SECONDS - start))) "report --follow's finding from tap b" found misrouted_api_versions
     first=$((SECONDS - start))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from contract.kafka import PRODUCE
 from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from decoders import OK, decode_request
 from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_response_bytes
@@ -467,7 +468,7 @@ class KafkaConnection:
 
 def _expects_no_response(msg: DecodedMessage) -> bool:
     """Produce with acks=0 gets no response."""
-    if msg.api_key != 0:
+    if msg.api_key != PRODUCE:
         return False
     body = msg.body
     return body is not None and body.get("Acks") == 0

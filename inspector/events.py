@@ -17,6 +17,7 @@ import inspector.native._body as _native_body
 import inspector.native._columns as _native_columns
 from contract.apis import API_NAMES as _API_NAMES
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
+from contract.kafka import DESCRIBE_GROUPS, JOIN_GROUP
 from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from decoders.api import DecodedMessage
 from decoders.records import Budget, Records
@@ -139,10 +140,10 @@ def _int(value: Any) -> int | None:
 
 
 def _protocol_name(msg: DecodedMessage, body: dict[str, Any]) -> str | None:
-    if msg.api_key == 11 and msg.kind == "request":
+    if msg.api_key == JOIN_GROUP and msg.kind == "request":
         names = [p.get("Name") for p in body.get("Protocols") or () if isinstance(p, dict)]
         return ",".join(n for n in names if isinstance(n, str)) or None
-    if msg.api_key == 15 and msg.kind == "response":
+    if msg.api_key == DESCRIBE_GROUPS and msg.kind == "response":
         groups: list[Any] = body.get("Groups") or []
         if len(groups) == 1 and isinstance(groups[0], dict):
             return _str(groups[0].get("ProtocolData")) or None

@@ -39,6 +39,7 @@ from contract.kafka import (
     CONFIG_RESOURCE_TYPES,
     ENVELOPE,
     NOT_CONTROLLER,
+    ApiKey,
 )
 from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
 from pipelines.findings import as_findings, error_label, error_list
@@ -153,10 +154,13 @@ def _targets() -> Column:
                 F.lit("User:"), F.coalesce(d["Name"], F.lit("?")), F.lit(" ("), _enum(SCRAM_MECHANISMS, d["Mechanism"]),
                 F.lit(")"))))))
     return (
-        F.when(key == 19, topics_created).when(key == 20, topics_deleted).when(key == 30, acls_created)
-        .when(key == 31, acls_deleted).when(key.isin(33, 44), configs).when(key == 37, partitions)
-        .when(key == 49, quotas).when(key == 38, token_create).when(key.isin(39, 40), token_hmac)
-        .when(key == 51, scram)
+        F.when(key == ApiKey.CREATE_TOPICS, topics_created).when(key == ApiKey.DELETE_TOPICS, topics_deleted)
+        .when(key == ApiKey.CREATE_ACLS, acls_created).when(key == ApiKey.DELETE_ACLS, acls_deleted)
+        .when(key.isin(ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS), configs)
+        .when(key == ApiKey.CREATE_PARTITIONS, partitions).when(key == ApiKey.ALTER_CLIENT_QUOTAS, quotas)
+        .when(key == ApiKey.CREATE_DELEGATION_TOKEN, token_create)
+        .when(key.isin(ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN), token_hmac)
+        .when(key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scram)
         .otherwise(F.lit(None).cast("string"))
     )
 

@@ -1,5 +1,5 @@
 """Write every generated file from the schema: both decoder backends, the registry, where messages name topics
-(``topic_fields.py``), ``contract/apis.py``.
+(``topic_fields.py``), ``contract/apis.py`` (the API keys and names).
 
 ``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
 (``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,14 @@ NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 CONTRACT_DIR = Path(__file__).resolve().parent.parent.parent / "contract"
 
 
+def _member(name: str) -> str:
+    """An API's name as an enum member: ``OffsetForLeaderEpoch`` -> ``OFFSET_FOR_LEADER_EPOCH``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
 def _api_names(apis: list[dict[str, Any]]) -> str:
-    """``contract/apis.py``: API key -> name, the one copy every package uses, and what the newest specs removed."""
+    """``contract/apis.py``: the API keys as an enum and their names, the one copy every package uses, and what the
+    newest specs removed."""
     names = {d["apiKey"]: d["name"] for d in apis}
     removed: dict[int, list[int]] = {}
     for d in apis:
@@ -43,6 +50,15 @@ def _api_names(apis: list[dict[str, Any]]) -> str:
     lines = [
         HEADER.rstrip("\n"),
         '"""Kafka\'s API keys and their names, from the message specs; and what the newest specs removed."""',
+        "",
+        "from enum import IntEnum",
+        "",
+        "",
+        "class ApiKey(IntEnum):",
+        '    """A request\'s API key (an int: compares, hashes and prints as its number)."""',
+        "",
+        *(f"    {_member(name)} = {key}" for key, name in sorted(names.items())),
+        "",
         "",
         f"API_NAMES: dict[int, str] = {names!r}",
         "",

@@ -30,6 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from contract import body_schemas
 from contract.kafka import (
     ACL_OPERATIONS,
     ACL_PERMISSIONS,
@@ -46,33 +47,12 @@ from pipelines.findings import as_findings, error_label, error_list
 from pipelines.kafka import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
-ADMIN_REQUEST_DDL = (
-    "Topics ARRAY<STRUCT<Name: STRING, NumPartitions: INT, ReplicationFactor: SMALLINT, Count: INT>>, "
-    "TopicNames ARRAY<STRING>, "
-    "Creations ARRAY<STRUCT<ResourceType: TINYINT, ResourceName: STRING, ResourcePatternType: TINYINT, "
-    "Principal: STRING, Host: STRING, Operation: TINYINT, PermissionType: TINYINT>>, "
-    "Filters ARRAY<STRUCT<ResourceTypeFilter: TINYINT, ResourceNameFilter: STRING, PrincipalFilter: STRING, "
-    "Operation: TINYINT, PermissionType: TINYINT>>, "
-    "Resources ARRAY<STRUCT<ResourceType: TINYINT, ResourceName: STRING, "
-    "Configs: ARRAY<STRUCT<Name: STRING, Value: STRING, ConfigOperation: TINYINT>>>>, "
-    "Entries ARRAY<STRUCT<Entity: ARRAY<STRUCT<EntityType: STRING, EntityName: STRING>>, "
-    "Ops: ARRAY<STRUCT<Key: STRING, Value: DOUBLE, Remove: BOOLEAN>>>>, "
-    "OwnerPrincipalType STRING, OwnerPrincipalName STRING, "
-    "Renewers ARRAY<STRUCT<PrincipalType: STRING, PrincipalName: STRING>>, MaxLifetimeMs BIGINT, Hmac STRING, "
-    "RenewPeriodMs BIGINT, ExpiryTimePeriodMs BIGINT, ValidateOnly BOOLEAN, "
-    "Deletions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT>>, "
-    "Upsertions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT, Iterations: INT>>"
-)
+ADMIN_REQUEST_DDL = body_schemas.ADMIN_WRITE_REQUEST
 
 #: ScramMechanism's values in AlterUserScramCredentials.
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
-ENVELOPE_REQUEST_DDL = (
-    "RequestDataDecoded STRUCT<apiKey: SMALLINT, apiName: STRING, apiVersion: SMALLINT, correlationId: INT, "
-    "clientId: STRING, status: STRING>, "
-    "RequestPrincipalDecoded STRUCT<status: STRING, value: STRUCT<Type: STRING, Name: STRING>>, "
-    "ClientHostAddressDecoded STRING"
-)
+ENVELOPE_REQUEST_DDL = body_schemas.ENVELOPE_REQUEST
 
 AUDIT_SCHEMA = StructType(
     [

@@ -27,6 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import (
     CONSUMER_GROUP_HEARTBEAT,
     FENCED_MEMBER_EPOCH,
@@ -41,7 +42,7 @@ from pipelines.topics import topic_names, with_topic_names
 
 PROTOCOLS = {CONSUMER_GROUP_HEARTBEAT: "consumer", STREAMS_GROUP_HEARTBEAT: "streams", SHARE_GROUP_HEARTBEAT: "share"}
 _BY_KEY = "ARRAY<STRUCT<TopicId: STRING, SubtopologyId: STRING, Partitions: ARRAY<INT>>>"
-REQUEST_DDL = "GroupId STRING, MemberId STRING, MemberEpoch INT, InstanceId STRING, SubscribedTopicNames ARRAY<STRING>"
+REQUEST_DDL = body_schemas.CONSUMER_GROUP_HEARTBEAT_REQUEST
 RESPONSE_DDL = (
     f"ErrorCode SMALLINT, MemberId STRING, MemberEpoch INT, Assignment STRUCT<TopicPartitions: {_BY_KEY}>, "
     f"ActiveTasks {_BY_KEY}"

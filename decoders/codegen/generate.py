@@ -1,5 +1,6 @@
 """Write every generated file from the schema: both decoder backends, the registry, where messages name topics
-(``topic_fields.py``), ``contract/apis.py`` (the API keys and names).
+(``topic_fields.py``), ``contract/apis.py`` (the API keys and names), ``contract/body_schemas.py`` (the Spark
+schemas of the bodies the detectors read).
 
 ``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
 (``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
@@ -18,6 +19,7 @@ from decoders.codegen.model import is_flexible, versions_of
 from decoders.codegen.render import render_api, render_data
 from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
 from decoders.codegen.render_records import NATIVE_RECORDS, render_records
+from decoders.codegen.render_schemas import render_body_schemas
 from decoders.codegen.render_topics import render_topic_fields
 from decoders.codegen.shared import HEADER, module_name
 from decoders.spec.versions import VersionRange
@@ -156,6 +158,7 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
     written = _write(out_dir, "*.py", files)
     written += _write(accel_dir, "*.pyx", accel)
     written += _write(contract_dir, "apis.py", {"apis.py": _api_names(apis)})  # the contract's other modules stay
+    written += _write(contract_dir, "body_schemas.py", {"body_schemas.py": render_body_schemas(docs)})
     written += _write(native_dir, NATIVE_RECORDS, {NATIVE_RECORDS: render_records()})  # the hand-written ones stay
     return written
 

@@ -99,6 +99,19 @@ ADMIN_WRITE_REQUEST = (
     'Name: STRING, Mechanism: TINYINT>>, Upsertions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT, '
     'Iterations: INT>>'
 )
+#: Produce, Fetch, ShareFetch requests and responses.
+TOPIC_MAP_BODIES = (
+    'TopicData ARRAY<STRUCT<Name: STRING, TopicId: STRING, PartitionData: ARRAY<STRUCT<Records: STRUCT<'
+    'size: BIGINT, batches: ARRAY<STRUCT<recordCount: INT, magic: INT, compression: STRING>>>>>>>, '
+    'Topics ARRAY<STRUCT<Topic: STRING, TopicId: STRING>>, ForgottenTopicsData ARRAY<STRUCT<'
+    'Topic: STRING, TopicId: STRING>>, Responses ARRAY<STRUCT<Topic: STRING, TopicId: STRING, '
+    'Partitions: ARRAY<STRUCT<Records: STRUCT<size: BIGINT, batches: ARRAY<STRUCT<recordCount: INT, '
+    'magic: INT, compression: STRING>>>>>>>, ReplicaId INT, ReplicaState STRUCT<ReplicaId: INT>'
+)
+#: JoinGroup requests.
+JOIN_GROUP_SUBSCRIPTIONS_REQUEST = (
+    'Protocols ARRAY<STRUCT<MetadataDecoded: STRUCT<value: STRUCT<Topics: ARRAY<STRING>>>>>'
+)
 #: Metadata, DescribeTopicPartitions, CreateTopics responses.
 NAMED_TOPICS_RESPONSE = 'Topics ARRAY<STRUCT<ErrorCode: SMALLINT, Name: STRING, TopicId: STRING>>'
 #: ConsumerGroupDescribe responses.
@@ -116,10 +129,16 @@ ADD_PARTITIONS_TO_TXN_REQUEST = (
 )
 #: AddOffsetsToTxn, EndTxn requests.
 TXN_REQUEST = 'TransactionalId STRING, ProducerId BIGINT, ProducerEpoch SMALLINT, Committed BOOLEAN'
-#: ConsumerGroupHeartbeat requests.
-CONSUMER_GROUP_HEARTBEAT_REQUEST = (
+#: ConsumerGroupHeartbeat, StreamsGroupHeartbeat, ShareGroupHeartbeat requests.
+GROUP_HEARTBEAT_REQUEST = (
     'GroupId STRING, MemberId STRING, MemberEpoch INT, InstanceId STRING, SubscribedTopicNames ARRAY<'
     'STRING>'
+)
+#: ConsumerGroupHeartbeat, StreamsGroupHeartbeat, ShareGroupHeartbeat responses.
+GROUP_HEARTBEAT_RESPONSE = (
+    'ErrorCode SMALLINT, MemberId STRING, MemberEpoch INT, Assignment STRUCT<TopicPartitions: ARRAY<'
+    'STRUCT<TopicId: STRING, Partitions: ARRAY<INT>>>>, ActiveTasks ARRAY<STRUCT<SubtopologyId: STRING, '
+    'Partitions: ARRAY<INT>>>'
 )
 #: JoinGroup requests.
 JOIN_GROUP_REQUEST = (
@@ -140,3 +159,5 @@ ENVELOPE_REQUEST = (
     'correlationId: INT, clientId: STRING, status: STRING>, RequestPrincipalDecoded STRUCT<'
     'status: STRING, value: STRUCT<Type: STRING, Name: STRING>>, ClientHostAddressDecoded STRING'
 )
+#: A record set's summary (decoders.records), the fields read, as a Spark type.
+RECORD_SET_SUMMARY = 'STRUCT<size: BIGINT, batches: ARRAY<STRUCT<recordCount: INT, magic: INT, compression: STRING>>>'

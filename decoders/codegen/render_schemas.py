@@ -14,6 +14,8 @@ import re
 import textwrap
 from typing import Any
 
+from contract.apis import API_NAMES
+from contract.topic_map import SOURCES
 from decoders.codegen.shared import HEADER
 from decoders.record_header import ATTRIBUTES, FIELDS
 
@@ -51,6 +53,8 @@ DECODED: dict[str, Any] = {
 _SUBSCRIPTION = "{status, inferred, value{Topics}}"
 _ASSIGNMENT = "{status, inferred, value{AssignedPartitions{Topic, Partitions}}}"
 _OFFSETS = "Partitions{PartitionIndex, CommittedOffset, ErrorCode}"
+#: The heartbeats of the groups the coordinator assigns (pipelines.heartbeat_groups.PROTOCOLS), parsed as one.
+_GROUP_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat", "ShareGroupHeartbeat")
 #: The admin writes (pipelines.kafka.ADMIN_WRITES), parsed as one.
 _ADMIN_WRITES = ("CreateTopics", "DeleteTopics", "CreateAcls", "DeleteAcls", "AlterConfigs", "CreatePartitions",
                  "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "IncrementalAlterConfigs",
@@ -64,6 +68,23 @@ _ADMIN_FIELDS = (
     "Renewers{PrincipalType, PrincipalName}, MaxLifetimeMs, Hmac, RenewPeriodMs, ExpiryTimePeriodMs, ValidateOnly, "
     "Deletions{Name, Mechanism}, Upsertions{Name, Mechanism, Iterations}"
 )
+
+def _topic_map() -> tuple[tuple[str, ...], str, str]:
+    """The parts of the bodies of every message the topic map reads (``contract.topic_map.SOURCES``: the arrays
+    that name topics, their name and id fields, the counted one's record sets), as one schema: one parse a row."""
+    arrays: dict[str, list[str]] = {}
+    for source in SOURCES.values():
+        for walk in source.walk:
+            names = arrays.setdefault(walk.array, [])
+            wanted = [walk.name] if walk.name else []
+            wanted.append(walk.topic_id)
+            if walk is source.counted and source.partitions:
+                wanted.append(f"{source.partitions}{{Records{{size, batches{{recordCount, magic, compression}}}}}}")
+            names.extend(n for n in wanted if n not in names)
+    fields = [f"{array}{{{', '.join(names)}}}" for array, names in arrays.items()]
+    apis = tuple(dict.fromkeys(API_NAMES[key] for key, _ in SOURCES))
+    return apis, "request+response", ", ".join([*fields, "ReplicaId, ReplicaState{ReplicaId}"])
+
 
 #: name -> (API names, kind, the fields read). Fields: ``Name`` (its whole type) or ``Name{field, ...}``.
 BODY_SCHEMAS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -99,6 +120,8 @@ BODY_SCHEMAS: dict[str, tuple[tuple[str, ...], str, str]] = {
                                  "Groups{ErrorCode, GroupId, GroupState, ProtocolType, ProtocolData, Members{MemberId, "
                                  f"MemberMetadataDecoded{_SUBSCRIPTION}, MemberAssignmentDecoded{_ASSIGNMENT}}}}}"),
     "ADMIN_WRITE_REQUEST": (_ADMIN_WRITES, "request", _ADMIN_FIELDS),
+    "TOPIC_MAP_BODIES": _topic_map(),
+    "JOIN_GROUP_SUBSCRIPTIONS_REQUEST": (("JoinGroup",), "request", "Protocols{MetadataDecoded{value{Topics}}}"),
     "NAMED_TOPICS_RESPONSE": (("Metadata", "DescribeTopicPartitions", "CreateTopics"), "response",
                               "Topics{ErrorCode, Name, TopicId}"),
     "CONSUMER_GROUP_DESCRIBE_RESPONSE": (("ConsumerGroupDescribe",), "response",
@@ -109,8 +132,11 @@ BODY_SCHEMAS: dict[str, tuple[tuple[str, ...], str, str]] = {
                                       "V3AndBelowTopics{Name, Partitions}, Transactions{TransactionalId, ProducerId, "
                                       "ProducerEpoch, Topics{Name, Partitions}}"),
     "TXN_REQUEST": (("AddOffsetsToTxn", "EndTxn"), "request", "TransactionalId, ProducerId, ProducerEpoch, Committed"),
-    "CONSUMER_GROUP_HEARTBEAT_REQUEST": (("ConsumerGroupHeartbeat",), "request",
-                                         "GroupId, MemberId, MemberEpoch, InstanceId, SubscribedTopicNames"),
+    "GROUP_HEARTBEAT_REQUEST": (_GROUP_HEARTBEATS, "request",
+                                "GroupId, MemberId, MemberEpoch, InstanceId, SubscribedTopicNames"),
+    "GROUP_HEARTBEAT_RESPONSE": (_GROUP_HEARTBEATS, "response",
+                                 "ErrorCode, MemberId, MemberEpoch, Assignment{TopicPartitions{TopicId, Partitions}}, "
+                                 "ActiveTasks{SubtopologyId, Partitions}"),
     "JOIN_GROUP_REQUEST": (("JoinGroup",), "request",
                            f"ProtocolType, Protocols{{Name, MetadataDecoded{_SUBSCRIPTION}}}, Reason"),
     "SYNC_GROUP_RESPONSE": (("SyncGroup",), "response", f"ErrorCode, ProtocolType, ProtocolName, "
@@ -120,6 +146,10 @@ BODY_SCHEMAS: dict[str, tuple[tuple[str, ...], str, str]] = {
                          "RequestDataDecoded, RequestPrincipalDecoded{status, value{Type, Name}}, "
                          "ClientHostAddressDecoded"),
 }
+
+
+#: name -> the fields of a record set summary read where one is cast rather than parsed (its Spark type).
+RECORD_SET_TYPES = {"RECORD_SET_SUMMARY": "size, batches{recordCount, magic, compression}"}
 
 
 class SchemaError(Exception):
@@ -177,11 +207,13 @@ class _Model:
         return fields
 
     def bodies(self, apis: tuple[str, ...], kind: str) -> dict[str, Any]:
-        """The bodies of several APIs as one (what one parse of their rows reads)."""
+        """The bodies of several APIs as one (what one parse of their rows reads); ``kind``: ``request``,
+        ``response`` or both (``request+response``)."""
         fields: dict[str, Any] = {}
         for api in apis:
-            for variant in self.apis[api][kind]:
-                _merge(fields, variant["fields"])
+            for one in kind.split("+"):
+                for variant in self.apis[api][one]:
+                    _merge(fields, variant["fields"])
         return fields
 
     def data_struct(self, name: str) -> dict[str, Any]:
@@ -251,13 +283,20 @@ def _lines(ddl: str, width: int = 100) -> list[str]:
     return parts
 
 
+def record_set_types(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """Each :data:`RECORD_SET_TYPES` entry as a Spark type."""
+    model = _Model(docs)
+    return {name: model.spark(_RECORDS, select, name) for name, select in RECORD_SET_TYPES.items()}
+
+
 def render_body_schemas(docs: list[dict[str, Any]]) -> str:
     lines = [HEADER.rstrip("\n"),
              '"""The Spark schemas (DDL) of the message bodies the detectors read: the fields each reads, typed from',
              'the message specs (decoders/codegen/render_schemas.py says which)."""', ""]
     for const, ddl in body_schemas(docs).items():
         apis, kind, _ = BODY_SCHEMAS[const]
-        lines.extend(textwrap.wrap(f"{', '.join(apis)} {kind}s.", 116, initial_indent="#: ", subsequent_indent="#: "))
+        kinds = " and ".join(f"{k}s" for k in kind.split("+"))
+        lines.extend(textwrap.wrap(f"{', '.join(apis)} {kinds}.", 116, initial_indent="#: ", subsequent_indent="#: "))
         text = repr(ddl)
         if len(const) + len(text) + 3 <= 120:
             lines.append(f"{const} = {text}")
@@ -266,4 +305,7 @@ def render_body_schemas(docs: list[dict[str, Any]]) -> str:
             lines.append(f"{const} = (")
             lines.extend(f"    {part!r}" for part in parts)
             lines.append(")")
+    for const, spark_type in record_set_types(docs).items():
+        lines.append("#: A record set's summary (decoders.records), the fields read, as a Spark type.")
+        lines.append(f"{const} = {spark_type!r}")
     return "\n".join(lines) + "\n"

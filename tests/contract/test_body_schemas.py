@@ -8,7 +8,7 @@ import pytest
 
 import contract.body_schemas as generated
 from decoders.codegen import render_schemas
-from decoders.codegen.render_schemas import BODY_SCHEMAS, SchemaError
+from decoders.codegen.render_schemas import BODY_SCHEMAS, SchemaError, record_set_types
 from decoders.codegen.render_schemas import body_schemas as make
 from decoders.spec.convert import SCHEMA_DIR
 
@@ -18,6 +18,7 @@ DOCS = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(SCHEMA_DIR.glo
 def test_each_schema_is_generated_and_typed_by_the_specs() -> None:
     made = make(DOCS)
     assert made == {name: getattr(generated, name) for name in BODY_SCHEMAS}
+    assert record_set_types(DOCS) == {"RECORD_SET_SUMMARY": generated.RECORD_SET_SUMMARY}
     assert "HighWatermark: BIGINT" in made["FETCH_RESPONSE"]  # int64
     assert made["DESCRIBE_CLUSTER_REQUEST"] == "EndpointType TINYINT"  # int8
     # a consumer subscription decoded beside its bytes: the data structure's own field

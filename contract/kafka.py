@@ -1,13 +1,17 @@
 """Kafka's own numbers and names: error codes, API keys, and the enums the reports describe.
 
-Only what Kafka itself defines (``Errors.java``, the message specs). The API names are generated from the
-specs into ``contract/apis.py``; the message specs name no error codes, so that list is kept here by hand
+Only what Kafka itself defines (``Errors.java``, the message specs). The API keys (the ``ApiKey`` enum) and names
+are generated from the specs into ``contract/apis.py``; the message specs name no error codes, so that list is kept
+here by hand
 and ``tests/decoders/test_errors.py`` checks it against kafka-python's own table.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from contract.apis import API_NAMES as API_NAMES  # generated from the message specs
+from contract.apis import ApiKey as ApiKey
 
 # Errors.java's names (-1 .. 133), in code order.
 _ERROR_NAMES = """
@@ -68,34 +72,35 @@ MISMATCHED_ENDPOINT_TYPE = 114
 UNSUPPORTED_ENDPOINT_TYPE = 115
 REBOOTSTRAP_REQUIRED = 129
 
-# API keys the detectors look for (checked against API_NAMES the same way).
-PRODUCE = 0
-FETCH = 1
-LIST_OFFSETS = 2
-METADATA = 3
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-FIND_COORDINATOR = 10
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-DESCRIBE_GROUPS = 15
-API_VERSIONS = 18
-CREATE_TOPICS = 19
-ADD_PARTITIONS_TO_TXN = 24
-ADD_OFFSETS_TO_TXN = 25
-END_TXN = 26
-TXN_OFFSET_COMMIT = 28
-ENVELOPE = 58
-DESCRIBE_CLUSTER = 60
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-DESCRIBE_TOPIC_PARTITIONS = 75
-SHARE_GROUP_HEARTBEAT = 76
-SHARE_FETCH = 78
-SHARE_ACKNOWLEDGE = 79
-STREAMS_GROUP_HEARTBEAT = 88
+# API keys the detectors look for, under the names they import: the values of the generated enum (their home), as
+# plain ints (Spark takes no enum member in a row it is given).
+PRODUCE: Final = ApiKey.PRODUCE.value
+FETCH: Final = ApiKey.FETCH.value
+LIST_OFFSETS: Final = ApiKey.LIST_OFFSETS.value
+METADATA: Final = ApiKey.METADATA.value
+OFFSET_COMMIT: Final = ApiKey.OFFSET_COMMIT.value
+OFFSET_FETCH: Final = ApiKey.OFFSET_FETCH.value
+FIND_COORDINATOR: Final = ApiKey.FIND_COORDINATOR.value
+JOIN_GROUP: Final = ApiKey.JOIN_GROUP.value
+HEARTBEAT: Final = ApiKey.HEARTBEAT.value
+LEAVE_GROUP: Final = ApiKey.LEAVE_GROUP.value
+SYNC_GROUP: Final = ApiKey.SYNC_GROUP.value
+DESCRIBE_GROUPS: Final = ApiKey.DESCRIBE_GROUPS.value
+API_VERSIONS: Final = ApiKey.API_VERSIONS.value
+CREATE_TOPICS: Final = ApiKey.CREATE_TOPICS.value
+ADD_PARTITIONS_TO_TXN: Final = ApiKey.ADD_PARTITIONS_TO_TXN.value
+ADD_OFFSETS_TO_TXN: Final = ApiKey.ADD_OFFSETS_TO_TXN.value
+END_TXN: Final = ApiKey.END_TXN.value
+TXN_OFFSET_COMMIT: Final = ApiKey.TXN_OFFSET_COMMIT.value
+ENVELOPE: Final = ApiKey.ENVELOPE.value
+DESCRIBE_CLUSTER: Final = ApiKey.DESCRIBE_CLUSTER.value
+CONSUMER_GROUP_HEARTBEAT: Final = ApiKey.CONSUMER_GROUP_HEARTBEAT.value
+CONSUMER_GROUP_DESCRIBE: Final = ApiKey.CONSUMER_GROUP_DESCRIBE.value
+DESCRIBE_TOPIC_PARTITIONS: Final = ApiKey.DESCRIBE_TOPIC_PARTITIONS.value
+SHARE_GROUP_HEARTBEAT: Final = ApiKey.SHARE_GROUP_HEARTBEAT.value
+SHARE_FETCH: Final = ApiKey.SHARE_FETCH.value
+SHARE_ACKNOWLEDGE: Final = ApiKey.SHARE_ACKNOWLEDGE.value
+STREAMS_GROUP_HEARTBEAT: Final = ApiKey.STREAMS_GROUP_HEARTBEAT.value
 
 #: KIP-919 DescribeCluster EndpointType values.
 ENDPOINT_TYPES = {1: "broker", 2: "controller"}

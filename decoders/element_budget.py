@@ -11,13 +11,14 @@ between messages.
 
 from __future__ import annotations
 
+from contract.limits import DEFAULT_LIMITS
 from decoders.record_batches import LEGACY_MIN_SIZE, LOG_OVERHEAD, MAGIC_POS, V2_MIN_LENGTH
 from decoders.record_header import ATTRIBUTES, FIELDS
 
 __all__ = ["BATCH_ELEMENTS", "MAX_ELEMENTS", "ElementBudget", "record_set_elements"]
 
 #: The default budget: elements one message may decode, all its arrays, tagged fields and record sets together.
-MAX_ELEMENTS = 1_000_000
+MAX_ELEMENTS = DEFAULT_LIMITS.max_elements
 
 #: What one batch of a record set costs: the values of its summary (``decoders.record_header``: where it
 #: starts, the header's fields, what the attributes say, its status), each an object of the dict it

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from contract.apis import ApiKey
 from decoders._runtime import MAX_ELEMENTS
 from decoders.api import DecodedMessage, decode_response, decode_response_exact, hit_elements_limit
 from decoders.generated import registry
@@ -49,7 +50,10 @@ def _plausible(value: Any, depth: int = 0) -> bool:
 
 
 #: APIs that make up nearly all traffic: a small prior when the bytes fit several layouts.
-COMMON_APIS = frozenset({0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 22, 32})
+COMMON_APIS = frozenset({
+    ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+    ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS})
 
 
 def _score(msg: DecodedMessage) -> float:

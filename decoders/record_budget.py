@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from contract.limits import DEFAULT_LIMITS
+
 __all__ = ["MAX_DECOMPRESSED_DEFAULT", "MAX_RECORDS_DEFAULT", "Budget", "CallState"]
 
-MAX_DECOMPRESSED_DEFAULT: Final = 64 * 1024 * 1024
-MAX_RECORDS_DEFAULT: Final = 100_000
+MAX_DECOMPRESSED_DEFAULT: Final = DEFAULT_LIMITS.max_decompressed
+MAX_RECORDS_DEFAULT: Final = DEFAULT_LIMITS.max_records
 
 
 class Budget:

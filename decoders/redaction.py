@@ -32,6 +32,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from contract.apis import ApiKey
 from decoders.element_budget import ElementBudget
 
 if TYPE_CHECKING:  # a type only: decoders.api imports this module, never the reverse
@@ -251,24 +252,24 @@ def _envelope(field: str) -> Callable[[DecodedMessage], int]:
     return redact
 
 
-SASL_AUTHENTICATE = 36
 #: The body redactors by (kind, api key): each replaces the secrets of a body in place and returns how many.
 REDACTORS: dict[tuple[str, int], Callable[[dict[str, Any]], int]] = {
-    ("request", 19): _topics_configs,
-    ("response", 19): _topics_configs,
-    ("response", 32): _results_configs,
-    ("request", 33): _resources_configs,
-    ("request", SASL_AUTHENTICATE): _sasl(sasl_request),
-    ("response", SASL_AUTHENTICATE): _sasl(sasl_response),
-    ("response", 38): _hmac,
-    ("request", 39): _hmac,
-    ("request", 40): _hmac,
-    ("response", 41): _token_hmacs,
-    ("request", 44): _resources_configs,
-    ("request", 51): _scram_credentials,
+    ("request", ApiKey.CREATE_TOPICS): _topics_configs,
+    ("response", ApiKey.CREATE_TOPICS): _topics_configs,
+    ("response", ApiKey.DESCRIBE_CONFIGS): _results_configs,
+    ("request", ApiKey.ALTER_CONFIGS): _resources_configs,
+    ("request", ApiKey.SASL_AUTHENTICATE): _sasl(sasl_request),
+    ("response", ApiKey.SASL_AUTHENTICATE): _sasl(sasl_response),
+    ("response", ApiKey.CREATE_DELEGATION_TOKEN): _hmac,
+    ("request", ApiKey.RENEW_DELEGATION_TOKEN): _hmac,
+    ("request", ApiKey.EXPIRE_DELEGATION_TOKEN): _hmac,
+    ("response", ApiKey.DESCRIBE_DELEGATION_TOKEN): _token_hmacs,
+    ("request", ApiKey.INCREMENTAL_ALTER_CONFIGS): _resources_configs,
+    ("request", ApiKey.ALTER_USER_SCRAM_CREDENTIALS): _scram_credentials,
 }
 #: Envelope's: the raw inner message, when the decoded one held a secret.
-_ENVELOPE = {("request", 58): _envelope("RequestData"), ("response", 58): _envelope("ResponseData")}
+_ENVELOPE = {("request", ApiKey.ENVELOPE): _envelope("RequestData"),
+             ("response", ApiKey.ENVELOPE): _envelope("ResponseData")}
 
 
 def redacted_notes(count: int) -> tuple[str, ...]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contract.apis import ApiKey
 from decoders.api import DecodedMessage
-from decoders.redaction import REDACTORS, SASL_AUTHENTICATE, redacted_notes
+from decoders.redaction import REDACTORS, redacted_notes
 
 #: The ``api_name`` of a legacy SASL token.
 SASL_TOKEN = "SaslToken"
@@ -35,7 +36,7 @@ _OAUTHBEARER = re.compile(rb"[ny],[^,\x01]*,\x01auth=[^\x01]+\x01.*", re.DOTALL)
 def decode_token(kind: str, data: bytes) -> DecodedMessage:
     """One legacy SASL token frame (``kind``: "request" from the client, "response" from the broker)."""
     body: dict[str, Any] = {"AuthBytes": data}  # redacted as SaslAuthenticate's; empty: PLAIN, OAUTHBEARER succeeded
-    count = REDACTORS[kind, SASL_AUTHENTICATE](body)
+    count = REDACTORS[kind, ApiKey.SASL_AUTHENTICATE](body)
     return DecodedMessage(kind, None, None, None, "ok", body, len(data), notes=redacted_notes(count), name=SASL_TOKEN)
 
 

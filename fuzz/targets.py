@@ -357,6 +357,7 @@ def target_reassembler(data: bytes) -> None:
 
 
 def target_pipeline(data: bytes) -> None:
+    from contract.limits import DecodeLimits
     from inspector.connection import KafkaMessage, StreamIssue
     from inspector.events import EventTable, RecordsOptions
     from inspector.pipeline import Inspector
@@ -364,10 +365,11 @@ def target_pipeline(data: bytes) -> None:
 
     ports = {BROKER_PORT} if data[:1] and data[0] & 1 else set()
     body = data[1:]
-    inspector = Inspector(ports=ports, max_frame=PIPELINE_MAX_FRAME, max_buffered=REASSEMBLER_MAX_BUFFERED,
-                          max_connections=REASSEMBLER_MAX_CONNECTIONS)
+    limits = DecodeLimits(max_frame=PIPELINE_MAX_FRAME, max_buffered=REASSEMBLER_MAX_BUFFERED,
+                          max_connections=REASSEMBLER_MAX_CONNECTIONS, max_decompressed=RECORDS_MAX_DECOMPRESSED)
+    inspector = Inspector(ports=ports, limits=limits)
     summary = Summary()
-    table = EventTable("fuzz", RecordsOptions("records", True, RECORDS_MAX_DECOMPRESSED))
+    table = EventTable("fuzz", RecordsOptions("records", True), limits)
     last = 0.0
 
     def consume(events: list[Any]) -> None:

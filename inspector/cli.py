@@ -218,7 +218,7 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         _error(problem)
         return EXIT_CAPTURE
     summary = Summary()
-    table = EventTable(capture=Path(args.capture).name, records=options.records)
+    table = EventTable(capture=Path(args.capture).name, records=options.records, limits=options.limits)
     shown = examined = 0
     limit: int | None = args.limit
     # the capture's connections numbered as the dataset that --filter conn_id=N comes from numbers them
@@ -416,7 +416,7 @@ def _each_batch(args: argparse.Namespace, columns: tuple[str, ...], add: Callabl
         if problem is not None:
             _error(problem)
             return EXIT_CAPTURE
-        table = EventTable(capture=path.name, records=options.records)
+        table = EventTable(capture=path.name, records=options.records, limits=options.limits)
         try:
             for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
                 table.add(ev)

@@ -11,8 +11,9 @@ import struct
 from dataclasses import dataclass, field
 
 from contract.events import Direction
+from contract.kafka import PRODUCE
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from decoders import OK, decode_request
-from decoders._runtime import MAX_ELEMENTS as MAX_ELEMENTS  # the pipeline's default too
 from decoders.api import DecodedMessage, be32, decode_request_bytes, decode_response_bytes
 from decoders.api import hit_elements_limit as hit_elements_limit  # the inspector's name for it too
 from decoders.generated import registry
@@ -27,8 +28,6 @@ _CORR = struct.Struct(">ii").unpack_from  # length, correlation id
 
 #: Frames kept while it is not yet known which side is the client.
 MAX_UNDECIDED_FRAMES = 64
-#: Requests kept waiting for a response per connection before the oldest are given up.
-MAX_PENDING = 10_000
 _REQUEST, _RESPONSE = Direction.REQUEST, Direction.RESPONSE  # (compiled: module globals, not class look-ups)
 _ROUNDER = 6755399441055744.0  # 1.5 * 2**52: x + it - it is x rounded half to even (see _latency_ms)
 
@@ -161,14 +160,13 @@ class KafkaConnection:
         *,
         client_side: int | None = None,
         synced: bool = True,
-        max_frame: int = 100 * 1024 * 1024,
-        max_pending: int = MAX_PENDING,
-        max_elements: int = MAX_ELEMENTS,
+        limits: DecodeLimits = DEFAULT_LIMITS,
         body_text: bool = False,
     ) -> None:
         self.conn_id = conn_id
-        self.max_pending = max_pending
-        self.max_elements = max_elements  # array elements one message may decode (--max-elements)
+        # The limits this connection uses, unpacked: read per message on the hot path.
+        self.max_pending = limits.max_pending  # requests kept waiting for a response; beyond, the oldest given up
+        self.max_elements = limits.max_elements  # array elements one message may decode (--max-elements)
         # Whether Produce/Fetch bodies come as JSON text written from the frame, with a partial body (decoders.api's
         # ``text`` mode: for a consumer that only writes the text, the events table).
         self.body_text = body_text
@@ -179,6 +177,7 @@ class KafkaConnection:
         self.last_correlation_id: int | None = None
         self.stats = ConnectionStats()
         self.sasl: SaslState | None = None  # made when the connection's first SASL message is seen
+        max_frame = limits.max_frame
         self.framers = (
             # min_frame: a response holds at least its correlation id (a request header is longer);
             # scan_window: plausible() judges a position by the 12 bytes from it
@@ -471,7 +470,7 @@ class KafkaConnection:
 
 def _expects_no_response(msg: DecodedMessage) -> bool:
     """Produce with acks=0 gets no response."""
-    if msg.api_key != 0:
+    if msg.api_key != PRODUCE:
         return False
     body = msg.body
     return body is not None and body.get("Acks") == 0

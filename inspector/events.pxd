@@ -10,7 +10,7 @@ cpdef object nested_codes(object codes, object top_level)
 cpdef object _int(object value)
 
 cdef class _RecordsSummary:
-    cdef public object budget, problems, records
+    cdef public object budget, limits, problems, records
     cdef public bint used
 
     cpdef reset(self)
@@ -28,4 +28,4 @@ cdef class EventTable:
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
 
 cdef class RecordsOptions:
-    cdef readonly object level, decompress, max_decompressed
+    cdef readonly object level, decompress

@@ -17,8 +17,10 @@ import inspector.native._body as _native_body
 import inspector.native._columns as _native_columns
 from contract.apis import API_NAMES as _API_NAMES
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
+from contract.kafka import DESCRIBE_GROUPS, JOIN_GROUP
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from decoders.api import DecodedMessage
-from decoders.records import MAX_RECORDS_DEFAULT, Budget, Records
+from decoders.records import Budget, Records
 from decoders.topics import topic_refs
 from inspector.connection import KafkaMessage
 from inspector.topics import TopicNames
@@ -44,8 +46,7 @@ class RecordsOptions:
     """How much of Produce/Fetch record data goes into ``body``."""
 
     level: str = "headers"  # "size" | "headers" | "records"
-    decompress: bool = False
-    max_decompressed: int = 64 * 1024 * 1024
+    decompress: bool = False  # (bounded by DecodeLimits.max_decompressed)
 
 
 #: The api name of a key (None for an unknown key), as a bound method: one call, no attribute lookup per row.
@@ -65,11 +66,12 @@ class _RecordsSummary:
     message), and the problems their summaries report are kept for the row's notes.
     """
 
-    __slots__ = ("budget", "problems", "records", "used")
+    __slots__ = ("budget", "limits", "problems", "records", "used")
 
-    def __init__(self, records: RecordsOptions) -> None:
+    def __init__(self, records: RecordsOptions, limits: DecodeLimits) -> None:
         self.records = records
-        self.budget = Budget(records.max_decompressed)
+        self.limits = limits
+        self.budget = Budget(limits.max_decompressed, limits.max_records)
         self.problems: list[str] = []
         self.used = False  # whether the budget or problems changed since the last reset
 
@@ -77,8 +79,9 @@ class _RecordsSummary:
         if not self.used:
             return
         budget = self.budget
-        budget.decompressed = self.records.max_decompressed
-        budget.records = budget.headers = MAX_RECORDS_DEFAULT
+        limits = self.limits
+        budget.decompressed = limits.max_decompressed
+        budget.records = budget.headers = limits.max_records
         if self.problems:
             self.problems = []
         self.used = False
@@ -88,8 +91,9 @@ class _RecordsSummary:
         if summary is not None:
             self.used = True
             records = self.records
-            result = summary(records.level, decompress=records.decompress, max_decompressed=records.max_decompressed,
-                             budget=self.budget)
+            limits = self.limits
+            result = summary(records.level, decompress=records.decompress, max_decompressed=limits.max_decompressed,
+                             max_records=limits.max_records, budget=self.budget)
             status = result.get("status", "ok")
             if status != "ok" and status not in self.problems:
                 self.problems.append(status)
@@ -100,13 +104,14 @@ class _RecordsSummary:
 _DEFAULT_OPTIONS = RecordsOptions()
 
 
-def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OPTIONS) -> str | None:
+def body_json(body: dict[str, Any] | None, records: RecordsOptions = _DEFAULT_OPTIONS,
+              limits: DecodeLimits = DEFAULT_LIMITS) -> str | None:
     """The decoded body as compact JSON, as the events' body column holds it: bytes as hex, record sets as
     their summary (the body column's writer, ``inspector/native/_body.pyx``)."""
     if body is None:
         return None
     column = _BodyColumn(Records, _headers_writer if records.level == "headers" else None)
-    text: bytes = column.text(body, _RecordsSummary(records))
+    text: bytes = column.text(body, _RecordsSummary(records, limits))
     return text.decode()
 
 
@@ -135,10 +140,10 @@ def _int(value: Any) -> int | None:
 
 
 def _protocol_name(msg: DecodedMessage, body: dict[str, Any]) -> str | None:
-    if msg.api_key == 11 and msg.kind == "request":
+    if msg.api_key == JOIN_GROUP and msg.kind == "request":
         names = [p.get("Name") for p in body.get("Protocols") or () if isinstance(p, dict)]
         return ",".join(n for n in names if isinstance(n, str)) or None
-    if msg.api_key == 15 and msg.kind == "response":
+    if msg.api_key == DESCRIBE_GROUPS and msg.kind == "response":
         groups: list[Any] = body.get("Groups") or []
         if len(groups) == 1 and isinstance(groups[0], dict):
             return _str(groups[0].get("ProtocolData")) or None
@@ -268,10 +273,11 @@ class EventTable:
     most rows leave null (group fields, envelope, guesses, notes) only for the rows that have them.
     """
 
-    def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS) -> None:
+    def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS,
+                 limits: DecodeLimits = DEFAULT_LIMITS) -> None:
         self.capture = capture
         self.records = records
-        self._default = _RecordsSummary(records)
+        self._default = _RecordsSummary(records, limits)
         self.limit_hits: dict[str, int] = {}  # record-data limits hit (Summary.LIMITS names), by message
         self._rows: list[tuple[Any, ...]] = []
         self._conn_rows: list[int] = []  # per row: index into _conns

@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from contract.limits import DEFAULT_LIMITS
 from inspector.native._frames import whole_frames as _native_whole_frames
 
 _LEN = struct.Struct(">i").unpack_from
@@ -103,7 +104,7 @@ class Framer:
         plausible: Plausible | None = None,
         confirm: Callable[[bytes], bool] | None = None,
         *,
-        max_frame: int = 100 * 1024 * 1024,
+        max_frame: int = DEFAULT_LIMITS.max_frame,
         max_scan: int = 4 * 1024 * 1024,
         synced: bool = True,
         min_frame: int = 0,

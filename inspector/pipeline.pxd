@@ -4,12 +4,18 @@ from inspector.framing cimport Framer
 from inspector.reassembly cimport Reassembler
 from inspector.stream_events cimport StreamData
 
+cdef class ConnectionSpec:
+    cdef readonly object conn_id, a, b, client_side, synced, limits, body_text
+
+    cpdef KafkaConnection connection(self)
+
 cdef class _Tracked:
     cdef public list held
-    cdef public object _spec, _conn, mode, ignored_bytes, framer_bytes, reasm_bytes, tls_state, tls_stream, sniffed
+    cdef public ConnectionSpec _spec
+    cdef public object _conn, mode, ignored_bytes, framer_bytes, reasm_bytes, tls_state, tls_stream, sniffed
 
 cdef class Inspector:
-    cdef public object ports, conn_id_base, max_frame, max_pending, max_held, max_elements, evicted, released
+    cdef public object ports, conn_id_base, limits, max_held, evicted, released
     cdef public object body_text, keylog
     cdef public dict conns
     cdef public list closed

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from inspector.connection import (
-    MAX_ELEMENTS,
-    MAX_PENDING,
     ConnectionEvent,
     Endpoint,
     KafkaConnection,
@@ -58,12 +58,29 @@ DETECT_MAX_EVENTS = 16
 DETECT_MAX_BYTES = 256 * 1024
 #: Bytes held in incomplete frames and behind holes, all connections together, before the connections
 #: holding the most are released (``--max-held``).
-MAX_HELD = 256 * 1024 * 1024
+MAX_HELD = DEFAULT_LIMITS.max_held
 #: Why released bytes were skipped (StreamIssue reason): names the option to raise.
 HELD_REASON = GAP_HELD
 # The states the hot path tests, by identity (compiled, module globals rather than class attribute look-ups).
 _KAFKA, _NOT_KAFKA, _UNDECIDED = Mode.KAFKA, Mode.NOT_KAFKA, Mode.UNDECIDED
 _PLAIN, _SNIFFING = TlsState.PLAIN, TlsState.SNIFFING
+
+
+@dataclass(frozen=True)  # compiled, an extension type (pipeline.pxd); from source, a plain frozen dataclass
+class ConnectionSpec:
+    """What a connection's :class:`KafkaConnection` is made with, kept until its first stream bytes."""
+
+    conn_id: int
+    a: Endpoint
+    b: Endpoint
+    client_side: int | None  # None while unknown
+    synced: bool  # the SYN was seen: the streams start at a frame boundary
+    limits: DecodeLimits
+    body_text: bool
+
+    def connection(self) -> KafkaConnection:
+        return KafkaConnection(self.conn_id, self.a, self.b, client_side=self.client_side, synced=self.synced,
+                               limits=self.limits, body_text=self.body_text)
 
 
 class _Tracked:
@@ -74,10 +91,7 @@ class _Tracked:
     __slots__ = ("_conn", "_spec", "framer_bytes", "held", "ignored_bytes", "mode", "reasm_bytes", "sniffed",
                  "tls_state", "tls_stream")
 
-    def __init__(self, spec: tuple[int, Endpoint, Endpoint, int | None, bool, int, int, int, bool],
-                 mode: Mode) -> None:
-        # KafkaConnection arguments: conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements,
-        # body_text
+    def __init__(self, spec: ConnectionSpec, mode: Mode) -> None:
         self._spec = spec
         self._conn: KafkaConnection | None = None
         self.mode = mode  # whether it is Kafka (MODE_MOVES)
@@ -98,9 +112,7 @@ class _Tracked:
         return conn
 
     def new_conn(self) -> KafkaConnection:
-        conn_id, a, b, client_side, synced, max_frame, max_pending, max_elements, body_text = self._spec
-        return KafkaConnection(conn_id, a, b, client_side=client_side, synced=synced, max_frame=max_frame,
-                               max_pending=max_pending, max_elements=max_elements, body_text=body_text)
+        return self._spec.connection()
 
     @property
     def has_conn(self) -> bool:
@@ -167,25 +179,18 @@ class Closed:
 
 class Inspector:
     def __init__(self, *, ports: set[int] | None = None, conn_id_base: int = 0,
-                 max_frame: int = 100 * 1024 * 1024, max_buffered: int = 8 * 1024 * 1024,
-                 max_connections: int = 100_000, max_pending: int = MAX_PENDING, max_held: int = MAX_HELD,
-                 max_elements: int = MAX_ELEMENTS, body_text: bool = False, keylog: KeyLog | None = None) -> None:
-        if max_held < 0:
-            raise ValueError("max_held must be >= 0")
-        if max_elements < 0:
-            raise ValueError("max_elements must be >= 0")
+                 limits: DecodeLimits = DEFAULT_LIMITS, body_text: bool = False, keylog: KeyLog | None = None) -> None:
         self.ports = ports or set()
         self.conn_id_base = conn_id_base
-        self.max_frame = max_frame
-        self.max_pending = max_pending
-        self.max_held = max_held
-        self.max_elements = max_elements  # array elements one message may decode (--max-elements)
+        self.limits = limits  # each connection's (its frames, pending requests, elements per message) and these:
+        self.max_held = limits.max_held  # read per segment
         self.body_text = body_text  # Produce/Fetch bodies as JSON text (KafkaConnection's body_text)
         self.keylog = keylog  # TLS secrets (fed by the caller, which may go on feeding it)
         self.evicted = 0  # connections closed because more than max_connections were open
         self.released = 0  # connections whose held bytes were released because more than max_held were held
         self.held_bytes = 0  # bytes held in framers and behind holes, all open connections together
-        self.reassembler = Reassembler(max_buffered_per_direction=max_buffered, max_connections=max_connections)
+        self.reassembler = Reassembler(max_buffered_per_direction=limits.max_buffered,
+                                       max_connections=limits.max_connections)
         self.conns: dict[int, _Tracked] = {}
         self.closed: list[Closed] = []
         self.max_conn_id = conn_id_base
@@ -290,7 +295,7 @@ class Inspector:
         else:
             first = bytes(ev.data[:SNIFF_WINDOW]) if sniffing is None else sniffing.data + bytes(ev.data)
             offset = ev.offset if sniffing is None else sniffing.offset
-            verdict = sniff(first, mid_stream=offset > 0 or not tracked._spec[4])  # spec[4]: the SYN was seen
+            verdict = sniff(first, mid_stream=offset > 0 or not tracked._spec.synced)
             if verdict is None:  # too few bytes: keep them (a few) until more come
                 tracked.tls_state = move(TLS_MOVES, tracked.tls_state, TlsEvent.TOO_FEW)
                 tracked.sniffed = _Sniffing(ev.side, ev.ts, offset, first)
@@ -304,8 +309,9 @@ class Inspector:
         if verdict == SNIFF_HELLO:
             client_side = ev.side  # the ClientHello's sender is the client, whatever port or SYN said
             if not tracked.has_conn:  # the plaintext starts at its beginning
-                conn_id, a, b, _, _, max_frame, max_pending, max_elements, body_text = tracked._spec
-                tracked._spec = (conn_id, a, b, client_side, True, max_frame, max_pending, max_elements, body_text)
+                spec = tracked._spec
+                tracked._spec = ConnectionSpec(conn_id=spec.conn_id, a=spec.a, b=spec.b, client_side=client_side,
+                                               synced=True, limits=spec.limits, body_text=spec.body_text)
             tracked.conn.client_side = client_side
         else:
             client_side = tracked.conn.client_side or 0
@@ -425,8 +431,9 @@ class Inspector:
                 mode = _NOT_KAFKA
         conn_id = self.conn_id_base + ev.conn_id
         self.max_conn_id = max(self.max_conn_id, conn_id)
-        self.conns[ev.conn_id] = _Tracked((conn_id, a, b, client_side, ev.saw_syn, self.max_frame, self.max_pending,
-                                           self.max_elements, self.body_text), mode)
+        spec = ConnectionSpec(conn_id=conn_id, a=a, b=b, client_side=client_side, synced=ev.saw_syn,
+                              limits=self.limits, body_text=self.body_text)
+        self.conns[ev.conn_id] = _Tracked(spec, mode)
 
     def _emit(self, tracked: _Tracked, events: list[ConnectionEvent], out: list[ConnectionEvent]) -> None:
         if tracked.mode is _KAFKA:

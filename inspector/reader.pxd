@@ -15,4 +15,4 @@ cpdef read_captures(paths, writer, options=*, progress=*, summary=*, first_block
 cpdef void count_events(summary, list events, list out, counted=*) except *
 
 cdef class ReadOptions:
-    cdef readonly object ports, records, max_frame, max_buffered, max_connections, max_pending, max_held, max_elements, tls_keylog
+    cdef readonly object ports, records, limits, tls_keylog

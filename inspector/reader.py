@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from inspector import conn_ids
 from inspector.capture_file import open_capture
-from inspector.connection import MAX_ELEMENTS, MAX_PENDING, ConnectionEvent, KafkaMessage
+from inspector.connection import ConnectionEvent, KafkaMessage
 from inspector.events import EventTable, RecordsOptions
 from inspector.packets import Segment, Skipped, segments
 from inspector.parquet_file import ParquetFile, write_table
-from inspector.pipeline import MAX_HELD, Inspector
+from inspector.pipeline import Inspector
 from inspector.summary import Summary
 from inspector.writers import EventWriter
 
@@ -34,12 +35,7 @@ Progress = Callable[[str, int, int], None]  # (capture, bytes read, frames so fa
 class ReadOptions:
     ports: frozenset[int] = frozenset()
     records: RecordsOptions = RecordsOptions()
-    max_frame: int = 100 * 1024 * 1024
-    max_buffered: int = 8 * 1024 * 1024
-    max_connections: int = 100_000
-    max_pending: int = MAX_PENDING
-    max_held: int = MAX_HELD
-    max_elements: int = MAX_ELEMENTS
+    limits: DecodeLimits = DEFAULT_LIMITS
     tls_keylog: str | None = None  # the TLS key log file (NSS format), read when a capture is
 
 
@@ -76,10 +72,8 @@ def iter_capture(
     """Yield every Kafka message of one capture file; totals go into ``summary``. With ``body_text``, Produce and
     Fetch messages carry their body as JSON text and only its top-level integer fields as ``body``
     (``decoders.api.DecodedMessage.text``): for a consumer that writes the text, as the events table does."""
-    inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, max_frame=options.max_frame,
-                          max_buffered=options.max_buffered, max_connections=options.max_connections,
-                          max_pending=options.max_pending, max_held=options.max_held,
-                          max_elements=options.max_elements, body_text=body_text, keylog=keylog_of(options, summary))
+    inspector = Inspector(ports=set(options.ports), conn_id_base=conn_id_base, limits=options.limits,
+                          body_text=body_text, keylog=keylog_of(options, summary))
     name = Path(path).name if path != "-" else "<stdin>"
     last_ts = 0.0
     out: list[KafkaMessage] = []
@@ -171,7 +165,7 @@ def read_captures(
     with _fewer_collections():
         for i, path in enumerate(paths):
             name = Path(path).name if path != "-" else "<stdin>"
-            table = EventTable(capture=name, records=options.records)
+            table = EventTable(capture=name, records=options.records, limits=options.limits)
             first = conn_ids.base(block + i)  # each capture a block of its own
             for ev in iter_capture(path, summary, options, first, progress, table.takes_text):
                 table.add(ev)

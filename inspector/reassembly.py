@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 
+from contract.limits import DEFAULT_LIMITS
 from inspector.packets import ACK, FIN, RST, SYN, Segment
 from inspector.stream_events import (
     CLOSE_END,
@@ -92,7 +93,8 @@ class Reassembler:
             with a ``ConnectionClosed(reason="evicted")``), one percent of the limit at a time.
     """
 
-    def __init__(self, max_buffered_per_direction: int = 8 * 1024 * 1024, max_connections: int = 100_000) -> None:
+    def __init__(self, max_buffered_per_direction: int = DEFAULT_LIMITS.max_buffered,
+                 max_connections: int = DEFAULT_LIMITS.max_connections) -> None:
         if max_buffered_per_direction < 0 or max_connections < 1:
             raise ValueError("max_buffered_per_direction must be >= 0 and max_connections >= 1")
         self.max_buffered_per_direction = max_buffered_per_direction

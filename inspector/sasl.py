@@ -22,12 +22,13 @@ frame that is a Kafka request. The broker closes the connection when a legacy ex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
+from contract.apis import ApiKey
 from contract.kafka import error_name
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
+SASL_HANDSHAKE: Final = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE: Final = ApiKey.SASL_AUTHENTICATE
 
 
 class SaslState:

@@ -75,12 +75,10 @@ class TapDecoder:
         self.capture_name = capture_name
         self.stream_name = stream_name  # names the pcap stream in errors
         self.summary = Summary()
-        self.table = EventTable(capture=capture_name, records=options.records)
+        self.table = EventTable(capture=capture_name, records=options.records, limits=options.limits)
         # body_text as `read` decodes: Produce and Fetch bodies written as JSON text straight from the frame
-        self.inspector = Inspector(ports=set(options.ports), max_frame=options.max_frame,
-                                   max_buffered=options.max_buffered, max_connections=options.max_connections,
-                                   max_pending=options.max_pending, max_held=options.max_held,
-                                   max_elements=options.max_elements, body_text=self.table.takes_text, keylog=keylog)
+        self.inspector = Inspector(ports=set(options.ports), limits=options.limits, body_text=self.table.takes_text,
+                                   keylog=keylog)
         self.tally = MessageTally()
         self._closed_bytes = {f"{side}_bytes_{key}": 0 for side in ("client", "broker") for key in BYTE_COUNTS}
         self._closed_rows = 0  # rows of summary.connections in _closed_bytes

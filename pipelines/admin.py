@@ -30,6 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from contract import body_schemas
 from contract.kafka import (
     ACL_OPERATIONS,
     ACL_PERMISSIONS,
@@ -39,39 +40,19 @@ from contract.kafka import (
     CONFIG_RESOURCE_TYPES,
     ENVELOPE,
     NOT_CONTROLLER,
+    ApiKey,
 )
 from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
 from pipelines.findings import as_findings, error_label, error_list
 from pipelines.kafka import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
-ADMIN_REQUEST_DDL = (
-    "Topics ARRAY<STRUCT<Name: STRING, NumPartitions: INT, ReplicationFactor: SMALLINT, Count: INT>>, "
-    "TopicNames ARRAY<STRING>, "
-    "Creations ARRAY<STRUCT<ResourceType: TINYINT, ResourceName: STRING, ResourcePatternType: TINYINT, "
-    "Principal: STRING, Host: STRING, Operation: TINYINT, PermissionType: TINYINT>>, "
-    "Filters ARRAY<STRUCT<ResourceTypeFilter: TINYINT, ResourceNameFilter: STRING, PrincipalFilter: STRING, "
-    "Operation: TINYINT, PermissionType: TINYINT>>, "
-    "Resources ARRAY<STRUCT<ResourceType: TINYINT, ResourceName: STRING, "
-    "Configs: ARRAY<STRUCT<Name: STRING, Value: STRING, ConfigOperation: TINYINT>>>>, "
-    "Entries ARRAY<STRUCT<Entity: ARRAY<STRUCT<EntityType: STRING, EntityName: STRING>>, "
-    "Ops: ARRAY<STRUCT<Key: STRING, Value: DOUBLE, Remove: BOOLEAN>>>>, "
-    "OwnerPrincipalType STRING, OwnerPrincipalName STRING, "
-    "Renewers ARRAY<STRUCT<PrincipalType: STRING, PrincipalName: STRING>>, MaxLifetimeMs BIGINT, Hmac STRING, "
-    "RenewPeriodMs BIGINT, ExpiryTimePeriodMs BIGINT, ValidateOnly BOOLEAN, "
-    "Deletions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT>>, "
-    "Upsertions ARRAY<STRUCT<Name: STRING, Mechanism: TINYINT, Iterations: INT>>"
-)
+ADMIN_REQUEST_DDL = body_schemas.ADMIN_WRITE_REQUEST
 
 #: ScramMechanism's values in AlterUserScramCredentials.
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
-ENVELOPE_REQUEST_DDL = (
-    "RequestDataDecoded STRUCT<apiKey: SMALLINT, apiName: STRING, apiVersion: SMALLINT, correlationId: INT, "
-    "clientId: STRING, status: STRING>, "
-    "RequestPrincipalDecoded STRUCT<status: STRING, value: STRUCT<Type: STRING, Name: STRING>>, "
-    "ClientHostAddressDecoded STRING"
-)
+ENVELOPE_REQUEST_DDL = body_schemas.ENVELOPE_REQUEST
 
 AUDIT_SCHEMA = StructType(
     [
@@ -153,10 +134,13 @@ def _targets() -> Column:
                 F.lit("User:"), F.coalesce(d["Name"], F.lit("?")), F.lit(" ("), _enum(SCRAM_MECHANISMS, d["Mechanism"]),
                 F.lit(")"))))))
     return (
-        F.when(key == 19, topics_created).when(key == 20, topics_deleted).when(key == 30, acls_created)
-        .when(key == 31, acls_deleted).when(key.isin(33, 44), configs).when(key == 37, partitions)
-        .when(key == 49, quotas).when(key == 38, token_create).when(key.isin(39, 40), token_hmac)
-        .when(key == 51, scram)
+        F.when(key == ApiKey.CREATE_TOPICS, topics_created).when(key == ApiKey.DELETE_TOPICS, topics_deleted)
+        .when(key == ApiKey.CREATE_ACLS, acls_created).when(key == ApiKey.DELETE_ACLS, acls_deleted)
+        .when(key.isin(ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS), configs)
+        .when(key == ApiKey.CREATE_PARTITIONS, partitions).when(key == ApiKey.ALTER_CLIENT_QUOTAS, quotas)
+        .when(key == ApiKey.CREATE_DELEGATION_TOKEN, token_create)
+        .when(key.isin(ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN), token_hmac)
+        .when(key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scram)
         .otherwise(F.lit(None).cast("string"))
     )
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from pipelines.events import EVENTS_SCHEMA
 
 #: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1 (``inspector.conn_ids``).
@@ -34,19 +35,19 @@ CONN_ID_STRIDE = 2**32
 FILES_SCHEMA = StructType([StructField("index", IntegerType(), False), StructField("path", StringType(), False)])
 
 
-def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = (), keylog: str | None = None
-                 ) -> Iterator[pa.RecordBatch]:
+def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = (), keylog: str | None = None,
+                 limits: DecodeLimits = DEFAULT_LIMITS) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` function: (index, path) rows in, event record batches out (``keylog``: the TLS key log's
     path)."""
     from inspector.events import EventTable
     from inspector.reader import BATCH_ROWS, ReadOptions, iter_capture
     from inspector.summary import Summary
 
-    options = ReadOptions(ports=frozenset(ports), tls_keylog=keylog)
+    options = ReadOptions(ports=frozenset(ports), limits=limits, tls_keylog=keylog)
     for batch in batches:
         for index, path in zip(batch.column("index").to_pylist(), batch.column("path").to_pylist(), strict=True):
             summary = Summary()
-            table = EventTable(capture=Path(path).name, records=options.records)
+            table = EventTable(capture=Path(path).name, records=options.records, limits=options.limits)
             for ev in iter_capture(path, summary, options, conn_id_base=index * CONN_ID_STRIDE):
                 table.add(ev)
                 if len(table) >= BATCH_ROWS:
@@ -77,7 +78,7 @@ def _has_pandas() -> bool:
 
 
 def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (), arrow: bool | None = None,
-           keylog: str | None = None) -> DataFrame:
+           keylog: str | None = None, limits: DecodeLimits = DEFAULT_LIMITS) -> DataFrame:
     """The events of ``paths`` as a DataFrame (``EVENTS_SCHEMA``), decoded by the executors.
 
     With ``arrow`` (default: when pandas is installed, which PySpark's ``mapInArrow`` requires) the batches
@@ -88,24 +89,24 @@ def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (),
     if arrow if arrow is not None else _has_pandas():
 
         def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            return decode_files(batches, port_list, keylog)
+            return decode_files(batches, port_list, keylog, limits)
 
         return files.mapInArrow(fn, EVENTS_SCHEMA)
 
     def rows(part: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
         items = list(part)
         batch = pa.RecordBatch.from_pydict({"index": [r[0] for r in items], "path": [r[1] for r in items]})
-        return _rows(decode_files(iter([batch]), port_list, keylog))
+        return _rows(decode_files(iter([batch]), port_list, keylog, limits))
 
     return spark.createDataFrame(files.rdd.mapPartitions(rows), EVENTS_SCHEMA)
 
 
 def run(spark: SparkSession, input: Sequence[str], output: str, ports: Sequence[int] = (),
-        keylog: str | None = None) -> int:
+        keylog: str | None = None, limits: DecodeLimits = DEFAULT_LIMITS) -> int:
     """Decode the capture files ``input`` into ``OUTPUT/events``; returns the number of events written."""
     # the contract's ts is timestamp(us, UTC), not Spark's INT96 default
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    events = decode(spark, input, ports, keylog=keylog)
+    events = decode(spark, input, ports, keylog=keylog, limits=limits)
     path = output.rstrip("/") + "/events"
     events.write.mode("overwrite").parquet(path)
     return spark.read.parquet(path).count()

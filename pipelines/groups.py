@@ -19,6 +19,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
 from pipelines.events import (
     asof,
@@ -34,32 +35,12 @@ from pipelines.events import (
 from pipelines.findings import as_findings, error_label
 from pipelines.identity import identity_observations
 
-_SUBSCRIPTION = "STRUCT<status: STRING, inferred: BOOLEAN, value: STRUCT<Topics: ARRAY<STRING>>>"
-_ASSIGNMENT = (
-    "STRUCT<status: STRING, inferred: BOOLEAN, "
-    "value: STRUCT<AssignedPartitions: ARRAY<STRUCT<Topic: STRING, Partitions: ARRAY<INT>>>>>"
-)
-JOIN_REQUEST_DDL = (
-    f"ProtocolType STRING, Protocols ARRAY<STRUCT<Name: STRING, MetadataDecoded: {_SUBSCRIPTION}>>, Reason STRING"
-)
-JOIN_RESPONSE_DDL = (
-    "ErrorCode SMALLINT, GenerationId INT, ProtocolType STRING, ProtocolName STRING, Leader STRING, "
-    f"MemberId STRING, Members ARRAY<STRUCT<MemberId: STRING, MetadataDecoded: {_SUBSCRIPTION}>>"
-)
-SYNC_REQUEST_DDL = (
-    "ProtocolType STRING, ProtocolName STRING, "
-    f"Assignments ARRAY<STRUCT<MemberId: STRING, AssignmentDecoded: {_ASSIGNMENT}>>"
-)
-SYNC_RESPONSE_DDL = f"ErrorCode SMALLINT, ProtocolType STRING, ProtocolName STRING, AssignmentDecoded {_ASSIGNMENT}"
-DESCRIBE_GROUPS_RESPONSE_DDL = (
-    "Groups ARRAY<STRUCT<ErrorCode: SMALLINT, GroupId: STRING, GroupState: STRING, ProtocolType: STRING, "
-    f"ProtocolData: STRING, Members: ARRAY<STRUCT<MemberId: STRING, MemberMetadataDecoded: {_SUBSCRIPTION}, "
-    f"MemberAssignmentDecoded: {_ASSIGNMENT}>>>>"
-)
-METADATA_TOPICS_DDL = (
-    "ClusterId STRING, Topics ARRAY<STRUCT<ErrorCode: SMALLINT, Name: STRING, Partitions: ARRAY<STRUCT<"
-    "PartitionIndex: INT>>>>"
-)
+JOIN_REQUEST_DDL = body_schemas.JOIN_GROUP_REQUEST
+JOIN_RESPONSE_DDL = body_schemas.JOIN_GROUP_RESPONSE
+SYNC_REQUEST_DDL = body_schemas.SYNC_GROUP_REQUEST
+SYNC_RESPONSE_DDL = body_schemas.SYNC_GROUP_RESPONSE
+DESCRIBE_GROUPS_RESPONSE_DDL = body_schemas.DESCRIBE_GROUPS_RESPONSE
+METADATA_TOPICS_DDL = body_schemas.METADATA_TOPICS_RESPONSE
 
 TIME_FORMAT = "yyyy-MM-dd HH:mm:ss.SSS"
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import (
     CONSUMER_GROUP_HEARTBEAT,
     FENCED_MEMBER_EPOCH,
@@ -40,12 +41,8 @@ from pipelines.findings import as_findings, error_label
 from pipelines.topics import topic_names, with_topic_names
 
 PROTOCOLS = {CONSUMER_GROUP_HEARTBEAT: "consumer", STREAMS_GROUP_HEARTBEAT: "streams", SHARE_GROUP_HEARTBEAT: "share"}
-_BY_KEY = "ARRAY<STRUCT<TopicId: STRING, SubtopologyId: STRING, Partitions: ARRAY<INT>>>"
-REQUEST_DDL = "GroupId STRING, MemberId STRING, MemberEpoch INT, InstanceId STRING, SubscribedTopicNames ARRAY<STRING>"
-RESPONSE_DDL = (
-    f"ErrorCode SMALLINT, MemberId STRING, MemberEpoch INT, Assignment STRUCT<TopicPartitions: {_BY_KEY}>, "
-    f"ActiveTasks {_BY_KEY}"
-)
+REQUEST_DDL = body_schemas.GROUP_HEARTBEAT_REQUEST
+RESPONSE_DDL = body_schemas.GROUP_HEARTBEAT_RESPONSE
 #: The errors ``group_member_errors`` counts, and what each means for the member.
 MEMBER_ERRORS = {
     FENCED_MEMBER_EPOCH: "its member epoch was stale: the coordinator had fenced it (it missed heartbeats for the "

@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from contract import body_schemas
 from contract.kafka import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
@@ -48,15 +49,9 @@ from pipelines.events import (
 )
 from pipelines.findings import as_findings, error_label
 
-METADATA_RESPONSE_DDL = "ClusterId STRING, Brokers ARRAY<STRUCT<NodeId: INT, Host: STRING, Port: INT>>"
-DESCRIBE_CLUSTER_RESPONSE_DDL = (
-    "ErrorCode SMALLINT, EndpointType TINYINT, ClusterId STRING, "
-    "Brokers ARRAY<STRUCT<BrokerId: INT, Host: STRING, Port: INT>>"
-)
-FIND_COORDINATOR_RESPONSE_DDL = (
-    "ErrorCode SMALLINT, NodeId INT, Host STRING, Port INT, "
-    "Coordinators ARRAY<STRUCT<Key: STRING, NodeId: INT, Host: STRING, Port: INT, ErrorCode: SMALLINT>>"
-)
+METADATA_RESPONSE_DDL = body_schemas.METADATA_RESPONSE
+DESCRIBE_CLUSTER_RESPONSE_DDL = body_schemas.DESCRIBE_CLUSTER_BROKERS_RESPONSE
+FIND_COORDINATOR_RESPONSE_DDL = body_schemas.FIND_COORDINATOR_RESPONSE
 
 HOSTS_SCHEMA = StructType([StructField("name", StringType(), False), StructField("ip", StringType(), False)])
 

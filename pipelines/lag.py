@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, TXN_OFFSET_COMMIT
 from pipelines.events import (
     EXCHANGE_KEY,
@@ -54,21 +55,11 @@ MIN_GROWTH = 100
 MIN_CORRELATION = 0.5
 TREND_POINTS = 20
 
-_PARTS = "Partitions: ARRAY<STRUCT<PartitionIndex: INT, CommittedOffset: BIGINT, ErrorCode: SMALLINT>>"
-COMMIT_REQUEST_DDL = f"GroupId STRING, Topics ARRAY<STRUCT<Name: STRING, TopicId: STRING, {_PARTS}>>"
-COMMIT_RESPONSE_DDL = f"Topics ARRAY<STRUCT<Name: STRING, TopicId: STRING, {_PARTS}>>"
-FETCHED_OFFSETS_DDL = (
-    f"Topics ARRAY<STRUCT<Name: STRING, {_PARTS}>>, "
-    f"Groups ARRAY<STRUCT<GroupId: STRING, Topics: ARRAY<STRUCT<Name: STRING, TopicId: STRING, {_PARTS}>>>>"
-)
-FETCH_RESPONSE_DDL = (
-    "Responses ARRAY<STRUCT<Topic: STRING, TopicId: STRING, Partitions: ARRAY<STRUCT<PartitionIndex: INT, "
-    "ErrorCode: SMALLINT, HighWatermark: BIGINT>>>>"
-)
-LIST_OFFSETS_RESPONSE_DDL = (
-    "Topics ARRAY<STRUCT<Name: STRING, Partitions: ARRAY<STRUCT<PartitionIndex: INT, ErrorCode: SMALLINT, "
-    "Timestamp: BIGINT, Offset: BIGINT>>>>"
-)
+COMMIT_REQUEST_DDL = body_schemas.OFFSET_COMMIT_REQUEST
+COMMIT_RESPONSE_DDL = body_schemas.OFFSET_COMMIT_RESPONSE
+FETCHED_OFFSETS_DDL = body_schemas.OFFSET_FETCH_RESPONSE
+FETCH_RESPONSE_DDL = body_schemas.FETCH_RESPONSE
+LIST_OFFSETS_RESPONSE_DDL = body_schemas.LIST_OFFSETS_RESPONSE
 
 
 def _topic_key(name: Column, topic_id: Column) -> Column:

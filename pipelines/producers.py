@@ -27,6 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -47,18 +48,9 @@ from pipelines.events import (
 )
 from pipelines.findings import as_findings, error_list
 
-PRODUCE_REQUEST_DDL = (
-    "TopicData ARRAY<STRUCT<Name: STRING, TopicId: STRING, PartitionData: ARRAY<STRUCT<Index: INT, Records: STRUCT<"
-    "batches: ARRAY<STRUCT<byteOffset: BIGINT, producerId: BIGINT, producerEpoch: INT, baseSequence: INT, "
-    "lastOffsetDelta: INT, isTransactional: BOOLEAN>>>>>>>"
-)
-_TOPICS = "ARRAY<STRUCT<Name: STRING, Partitions: ARRAY<INT>>>"
-ADD_PARTITIONS_REQUEST_DDL = (
-    f"V3AndBelowTransactionalId STRING, V3AndBelowProducerId BIGINT, V3AndBelowProducerEpoch INT, "
-    f"V3AndBelowTopics {_TOPICS}, Transactions ARRAY<STRUCT<TransactionalId: STRING, ProducerId: BIGINT, "
-    f"ProducerEpoch: INT, Topics: {_TOPICS}>>"
-)
-TXN_REQUEST_DDL = "TransactionalId STRING, ProducerId BIGINT, ProducerEpoch INT, Committed BOOLEAN"
+PRODUCE_REQUEST_DDL = body_schemas.PRODUCE_REQUEST
+ADD_PARTITIONS_REQUEST_DDL = body_schemas.ADD_PARTITIONS_TO_TXN_REQUEST
+TXN_REQUEST_DDL = body_schemas.TXN_REQUEST
 #: Produce from this version on adds a transaction's partitions itself (KIP-890 part 2).
 PRODUCE_ADDS_PARTITIONS = 12
 SEQUENCE_ERRORS = (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import LEAVE_GROUP
 from pipelines.events import collect_evidence, evidence, merge_evidence, parse_body, requests, union_sorted
 from pipelines.findings import as_findings
@@ -72,7 +73,7 @@ def classic_rebalances(events: DataFrame) -> DataFrame:
 
 def _leave_reasons(events: DataFrame) -> DataFrame:
     """group_id, ts, reason: each LeaveGroup v5+ member's non-empty ``Reason``, as ``LeaveGroup: REASON``."""
-    leaves = parse_body(requests(events, [LEAVE_GROUP]), "GroupId STRING, Members ARRAY<STRUCT<Reason: STRING>>")
+    leaves = parse_body(requests(events, [LEAVE_GROUP]), body_schemas.LEAVE_GROUP_REQUEST)
     return leaves.select(F.coalesce(F.col("group_id"), F.col("b.GroupId")).alias("group_id"), "ts",
                          F.explode("b.Members").alias("m")).where(
         F.col("m.Reason").isNotNull() & (F.col("m.Reason") != "")).select(

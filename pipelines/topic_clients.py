@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampType
 
+from contract import body_schemas
 from contract.kafka import FETCH, JOIN_GROUP
 from contract.topic_map import (
     MEMBER_APIS,
@@ -57,23 +58,7 @@ _WHO = ("client_ip", "client_id", "principal")
 _ITEM = "struct<topic:string,record_bytes:bigint,records:bigint>"
 #: The ``topic_traffic`` column's type.
 TRAFFIC_TYPE = f"struct<replica:boolean,topics:array<{_ITEM}>>"
-_RECORDS = "Records: STRUCT<size: BIGINT, batches: ARRAY<STRUCT<recordCount: INT, magic: INT, compression: STRING>>>"
-
-
-def _ddl() -> str:
-    """The parts of the bodies of every ``SOURCES`` message the map reads, as one schema (each message has some of
-    its fields: one parse a row)."""
-    arrays: dict[str, list[str]] = {}
-    for source in SOURCES.values():
-        for walk in source.walk:
-            names = arrays.setdefault(walk.array, [])
-            wanted = [f"{walk.name}: STRING"] if walk.name else []
-            wanted.append(f"{walk.topic_id}: STRING")
-            if walk is source.counted and source.partitions:
-                wanted.append(f"{source.partitions}: ARRAY<STRUCT<{_RECORDS}>>")
-            names.extend(n for n in wanted if n not in names)
-    fields = [f"{array} ARRAY<STRUCT<{', '.join(names)}>>" for array, names in arrays.items()]
-    return ", ".join([*fields, "ReplicaId INT, ReplicaState STRUCT<ReplicaId: INT>"])
+_RECORDS = f"Records: {body_schemas.RECORD_SET_SUMMARY}"
 
 
 def _reference(entry: Column, walk: Walk) -> Column:
@@ -171,7 +156,7 @@ def _entries() -> Column:
 
 
 #: A JoinGroup request's consumer subscriptions (``contract.topic_map.subscribed_topics``).
-_SUBSCRIPTIONS = "Protocols ARRAY<STRUCT<MetadataDecoded: STRUCT<value: STRUCT<Topics: ARRAY<STRING>>>>>"
+_SUBSCRIPTIONS = body_schemas.JOIN_GROUP_SUBSCRIPTIONS_REQUEST
 
 
 def _named_topics() -> Column:
@@ -197,7 +182,8 @@ def with_traffic(events: DataFrame) -> DataFrame:
         is_source = is_source | _is(api_key, direction)
     member = (F.col("direction") == "request") & F.col("api_key").isin(list(MEMBER_APIS)) & F.col(
         "group_id").isNotNull()
-    staged = events.withColumn("_tm_body", F.when(is_source, F.from_json(F.col("body"), _ddl()))).withColumn(
+    parsed = F.from_json(F.col("body"), body_schemas.TOPIC_MAP_BODIES)
+    staged = events.withColumn("_tm_body", F.when(is_source, parsed)).withColumn(
         "_tm_names", F.coalesce(F.split(F.col("topics"), ","), F.array().cast("array<string>"))).withColumn(
         "_tm_walked", _by_source(_walked)).withColumn("_tm_refs", _refs()).withColumn("_tm_entries", _entries())
     b = F.col("_tm_body")

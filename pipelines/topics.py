@@ -15,18 +15,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import CONSUMER_GROUP_DESCRIBE, CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS, METADATA
 from pipelines.events import parse_body, responses, shared
 
 #: The all-zero id: "no id" (older versions, or a topic the broker has no id for).
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-_NAMED_TOPICS = "Topics ARRAY<STRUCT<ErrorCode: SMALLINT, Name: STRING, TopicId: STRING>>"
-_DESCRIBED_GROUPS = (
-    "Groups ARRAY<STRUCT<Members: ARRAY<STRUCT<"
-    "Assignment: STRUCT<TopicPartitions: ARRAY<STRUCT<TopicId: STRING, TopicName: STRING>>>, "
-    "TargetAssignment: STRUCT<TopicPartitions: ARRAY<STRUCT<TopicId: STRING, TopicName: STRING>>>>>>>"
-)
+_NAMED_TOPICS = body_schemas.NAMED_TOPICS_RESPONSE
+_DESCRIBED_GROUPS = body_schemas.CONSUMER_GROUP_DESCRIBE_RESPONSE
 
 
 def _known(topic_id: Column, name: Column) -> Column:

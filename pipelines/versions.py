@@ -13,6 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contract import body_schemas
 from contract.kafka import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
@@ -23,10 +24,9 @@ from contract.kafka import (
 from pipelines.events import asof, collect_evidence, evidence, exchanges, with_endpoints
 from pipelines.findings import as_findings, client_subject, error_label
 
-API_VERSIONS_RESPONSE_DDL = "ErrorCode SMALLINT, ApiKeys ARRAY<STRUCT<ApiKey: SMALLINT, MinVersion: SMALLINT, " \
-    "MaxVersion: SMALLINT>>"
-DESCRIBE_CLUSTER_REQUEST_DDL = "EndpointType TINYINT"
-DESCRIBE_CLUSTER_RESPONSE_DDL = "ErrorCode SMALLINT, ErrorMessage STRING, EndpointType TINYINT"
+API_VERSIONS_RESPONSE_DDL = body_schemas.API_VERSIONS_RESPONSE
+DESCRIBE_CLUSTER_REQUEST_DDL = body_schemas.DESCRIBE_CLUSTER_REQUEST
+DESCRIBE_CLUSTER_RESPONSE_DDL = body_schemas.DESCRIBE_CLUSTER_RESPONSE
 
 
 def _advertised(events: DataFrame) -> DataFrame:

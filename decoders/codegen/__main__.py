@@ -1,5 +1,6 @@
-"""``python -m decoders.codegen [--check]``: regenerate ``decoders/generated`` (and ``contract/apis.py``) from
-``decoders/schema``, and ``decoders/native/_records.pyx`` from ``decoders/record_header.py``.
+"""``python -m decoders.codegen [--check]``: regenerate ``decoders/generated`` (and ``contract/apis.py``,
+``contract/body_schemas.py``) from ``decoders/schema``, and ``decoders/native/_records.pyx`` from
+``decoders/record_header.py``.
 
 With ``--check`` nothing is written: the command fails when the committed generated code differs
 from what the generator makes of the committed schema (CI runs this).
@@ -32,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         fresh = generate_all(SCHEMA_DIR, Path(tmp) / "generated", Path(tmp) / "accel", Path(tmp) / "contract",
                              Path(tmp) / "native")
         for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx"), (CONTRACT_DIR, "apis.py"),
-                                (NATIVE_DIR, NATIVE_RECORDS)):
-            made = {p.name for p in fresh if p.parent.name == folder.name}
+                                (CONTRACT_DIR, "body_schemas.py"), (NATIVE_DIR, NATIVE_RECORDS)):
+            made = {p.name for p in fresh if p.parent.name == folder.name and p.match(pattern)}
             committed = {p.name for p in folder.glob(pattern)}
             count += len(made)
             stale += sorted(f"{folder.name}/{n}" for n in made ^ committed)
@@ -42,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print("generated decoders are out of date; run `python -m decoders.codegen`: " + ", ".join(stale))
         return 1
-    print(f"decoders/generated, decoders/accel, contract/apis.py and decoders/native/{NATIVE_RECORDS} are up to date "
-          f"({count} modules)")
+    print(f"decoders/generated, decoders/accel, contract/apis.py, contract/body_schemas.py and "
+          f"decoders/native/{NATIVE_RECORDS} are up to date ({count} modules)")
     return 0
 
 

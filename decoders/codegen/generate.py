@@ -1,5 +1,6 @@
 """Write every generated file from the schema: both decoder backends, the registry, where messages name topics
-(``topic_fields.py``), ``contract/apis.py``.
+(``topic_fields.py``), ``contract/apis.py`` (the API keys and names), ``contract/body_schemas.py`` (the Spark
+schemas of the bodies the detectors read).
 
 ``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
 (``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from decoders.codegen.model import is_flexible, versions_of
 from decoders.codegen.render import render_api, render_data
 from decoders.codegen.render_cy import COMPILED_API_KEYS, accel_files
 from decoders.codegen.render_records import NATIVE_RECORDS, render_records
+from decoders.codegen.render_schemas import render_body_schemas
 from decoders.codegen.render_topics import render_topic_fields
 from decoders.codegen.shared import HEADER, module_name
 from decoders.spec.versions import VersionRange
@@ -30,8 +33,14 @@ NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 CONTRACT_DIR = Path(__file__).resolve().parent.parent.parent / "contract"
 
 
+def _member(name: str) -> str:
+    """An API's name as an enum member: ``OffsetForLeaderEpoch`` -> ``OFFSET_FOR_LEADER_EPOCH``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
 def _api_names(apis: list[dict[str, Any]]) -> str:
-    """``contract/apis.py``: API key -> name, the one copy every package uses, and what the newest specs removed."""
+    """``contract/apis.py``: the API keys as an enum and their names, the one copy every package uses, and what the
+    newest specs removed."""
     names = {d["apiKey"]: d["name"] for d in apis}
     removed: dict[int, list[int]] = {}
     for d in apis:
@@ -43,6 +52,15 @@ def _api_names(apis: list[dict[str, Any]]) -> str:
     lines = [
         HEADER.rstrip("\n"),
         '"""Kafka\'s API keys and their names, from the message specs; and what the newest specs removed."""',
+        "",
+        "from enum import IntEnum",
+        "",
+        "",
+        "class ApiKey(IntEnum):",
+        '    """A request\'s API key (an int: compares, hashes and prints as its number)."""',
+        "",
+        *(f"    {_member(name)} = {key}" for key, name in sorted(names.items())),
+        "",
         "",
         f"API_NAMES: dict[int, str] = {names!r}",
         "",
@@ -140,6 +158,7 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
     written = _write(out_dir, "*.py", files)
     written += _write(accel_dir, "*.pyx", accel)
     written += _write(contract_dir, "apis.py", {"apis.py": _api_names(apis)})  # the contract's other modules stay
+    written += _write(contract_dir, "body_schemas.py", {"body_schemas.py": render_body_schemas(docs)})
     written += _write(native_dir, NATIVE_RECORDS, {NATIVE_RECORDS: render_records()})  # the hand-written ones stay
     return written
 

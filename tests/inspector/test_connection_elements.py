@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.limits import DecodeLimits
 from decoders import _runtime, api
 from decoders.api import embedded_limit_hit
 from decoders.element_budget import ElementBudget
@@ -35,12 +36,12 @@ LIMIT = "limit: array of {} elements exceeds the elements left of this message's
 
 def test_default_is_the_decoders() -> None:
     conn = KafkaConnection(1, A, B)
-    assert conn.max_elements == _runtime.MAX_ELEMENTS == Inspector().max_elements
+    assert conn.max_elements == _runtime.MAX_ELEMENTS == Inspector().limits.max_elements
 
 
 @pytest.mark.parametrize(("max_elements", "limited"), [(9_999, True), (10_000, False), (None, False)])
 def test_request(max_elements: int | None, limited: bool) -> None:
-    kwargs = {} if max_elements is None else {"max_elements": max_elements}
+    kwargs = {} if max_elements is None else {"limits": DecodeLimits(max_elements=max_elements)}
     conn = KafkaConnection(1, A, B, client_side=0, **kwargs)  # type: ignore[arg-type]
     (msg,) = _messages(conn.data(0, 1.0, join_group_v6_request(2, 10_000)))
     if limited:
@@ -55,7 +56,7 @@ def test_request(max_elements: int | None, limited: bool) -> None:
 
 @pytest.mark.parametrize(("max_elements", "limited"), [(2, True), (3, False)])
 def test_correlated_response(max_elements: int, limited: bool) -> None:
-    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=max_elements))
     out = conn.data(0, 1.0, frame(api_versions_request_v0(1)))
     out += conn.data(1, 1.5, frame(api_versions_response_v0(1, KEYS)))
     _, resp = _messages(out)
@@ -72,7 +73,7 @@ def test_guessed_response(max_elements: int, limited: bool) -> None:
     """A response whose request is missing: every candidate is decoded within the connection's budget, so a
     layout that needs more elements than allowed does not decode; when none decodes, those that stopped only
     at the budget are what the response is reported as (ApiVersions, a common API, first)."""
-    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=max_elements))
     (resp,) = _messages(conn.data(1, 1.0, frame(api_versions_response_v0(9, KEYS))))
     assert resp.request_missing and conn.stats.requests_missing == 1
     if limited:
@@ -88,7 +89,7 @@ def test_guessed_response_stopped_by_the_budget() -> None:
     the response is reported as stopped by --max-elements (and counted so), not as undecodable."""
     many = [(k % 70, 0, 9) for k in range(3000)]
     for max_elements, limited in ((1000, True), (3000, False)):
-        conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+        conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=max_elements))
         conn.data(0, 1.0, frame(api_versions_request_v0(1)))
         conn.data(1, 1.5, frame(api_versions_response_v0(1, KEYS)))
         (resp,) = _messages(conn.data(1, 2.0, frame(api_versions_response_v0(9, many))))
@@ -133,7 +134,7 @@ def test_embedded_structures_stopped_by_the_budget_are_noted_and_counted(max_ele
     stops, the message carries a note, the notes column shows it and the summary counts the limit."""
     metadata = _subscription(100)
     entry = cstr("range") + uvarint(len(metadata) + 1) + metadata + b"\x00"
-    conn = KafkaConnection(1, A, B, client_side=0, max_elements=max_elements)
+    conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=max_elements))
     (msg,) = _messages(conn.data(0, 1.0, join_group_v6_request(2, 1, entry)))
     assert msg.message.ok and msg.message.body is not None
     decoded = msg.message.body["Protocols"][0]["MetadataDecoded"]
@@ -152,7 +153,7 @@ def test_sides_and_frame_start_found_by_content_with_a_small_budget() -> None:
     """No SYN, mid-stream, the broker on side 0: the framer confirms the frame start and the client side is
     decided by decoding the frame with the connection's budget; a frame that stops at the budget is a request
     (before, it counted as a failure: its frame start was not confirmed and its bytes were skipped)."""
-    conn = KafkaConnection(1, B, A, client_side=None, synced=False, max_elements=5_000)
+    conn = KafkaConnection(1, B, A, client_side=None, synced=False, limits=DecodeLimits(max_elements=5_000))
     out = conn.data(1, 1.0, join_group_v6_request(2, 10_000))
     out += conn.finish(2.0)
     (msg,) = _messages(out)
@@ -165,7 +166,7 @@ def test_envelope_inner_message_shares_the_budget_and_is_counted() -> None:
     """The Envelope decodes; the request it carries (a JoinGroup of 10,000 protocols) gets what is left of the
     budget, stops, and is counted once, as the row of its own it becomes."""
     inner = join_group_v6_request(5, 10_000)[4:]
-    conn = KafkaConnection(1, A, B, client_side=0, max_elements=5_000)
+    conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=5_000))
     (msg,) = _messages(conn.data(0, 1.0, frame(envelope(inner, 77))))
     assert msg.message.ok and msg.message.api_name == "Envelope"
     assert msg.message.inner is not None and hit_elements_limit(msg.message.inner)
@@ -179,7 +180,7 @@ def test_envelope_inner_message_shares_the_budget_and_is_counted() -> None:
 
 
 def test_summary_counts_only_the_element_limit() -> None:
-    conn = KafkaConnection(1, A, B, client_side=0, max_elements=5_000)
+    conn = KafkaConnection(1, A, B, client_side=0, limits=DecodeLimits(max_elements=5_000))
     out = conn.data(0, 1.0, join_group_v6_request(2, 10_000))  # stopped by the budget
     out += conn.data(0, 1.1, frame(request_header(3, 0, 4) + struct.pack(">i", 5)))  # 5 topics, none there
     summary = Summary()
@@ -194,14 +195,14 @@ def test_inspector_passes_it_to_every_connection(tmp_path: Path) -> None:
     """Through ReadOptions → Inspector → the connections it makes (also those made only when data comes)."""
     pcap = pcap_of(tmp_path / "join.pcap", [*HELLO, ("c", join_group_v6_request(2, 10_000)),
                                              ("b", join_group_v6_response(2)), *AFTER])
-    for options, limited in ((ReadOptions(max_elements=5_000), True), (ReadOptions(), False)):
+    for options, limited in ((ReadOptions(limits=DecodeLimits(max_elements=5_000)), True), (ReadOptions(), False)):
         summary = Summary()
         events = list(iter_capture(str(pcap), summary, options))
         (join,) = [e for e in events if e.message.api_name == "JoinGroup" and e.direction == "request"]
         assert hit_elements_limit(join.message) is limited
         assert summary.limits == ({"--max-elements": 1} if limited else {})
         assert sum(e.message.ok for e in events) == len(events) - limited
-    inspector = Inspector(max_elements=123)
-    assert inspector.max_elements == 123
+    inspector = Inspector(limits=DecodeLimits(max_elements=123))
+    assert inspector.limits.max_elements == 123
     with pytest.raises(ValueError, match="max_elements"):
-        Inspector(max_elements=-1)
+        DecodeLimits(max_elements=-1)

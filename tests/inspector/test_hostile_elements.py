@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from contract.limits import DecodeLimits
 from decoders import _runtime
 from inspector.cli import EXIT_OK, EXIT_USAGE, build_parser, main
 from inspector.events import EventTable
@@ -288,7 +289,7 @@ def test_the_default_is_the_decoders_default() -> None:
     parser = build_parser()
     for argv in (["read", "x.pcap", "-o", "o"], ["show", "x.pcap"], ["tap", "-i", "lo", "-o", "o"]):
         args = parser.parse_args(argv)
-        assert args.max_elements == _runtime.MAX_ELEMENTS == ReadOptions().max_elements == 1_000_000, argv
+        assert args.max_elements == _runtime.MAX_ELEMENTS == ReadOptions().limits.max_elements == 1_000_000, argv
     assert parser.parse_args(["show", "x.pcap", "--max-elements", "2_000_000"]).max_elements == 2_000_000
 
 
@@ -388,7 +389,7 @@ def test_real_captures_are_unaffected_by_the_default(project_captures: list[Path
     """Every project capture decodes the same with the default budget as with none to speak of (2^40)."""
     for path in project_captures:
         default, summary = _rows(path, ReadOptions())
-        unlimited, _ = _rows(path, ReadOptions(max_elements=1 << 40))
+        unlimited, _ = _rows(path, ReadOptions(limits=DecodeLimits(max_elements=1 << 40)))
         assert default == unlimited, path.name
         assert "--max-elements" not in summary.limits, path.name
         assert not any("--max-elements" in (r["decode_status"] or "") or "--max-elements" in (r["body"] or "")

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from contract.limits import DEFAULT_LIMITS
 from decoders.records import Records
 from inspector import events
 from inspector.events import RecordsOptions, _RecordsSummary, body_json
@@ -58,7 +59,7 @@ def _same_as_orjson(body: Any, level: str = "headers") -> bool:
     """Write ``body`` with the column and with orjson; True when both wrote it and the texts are equal (False:
     orjson refuses it; the column's text is then checked to be JSON)."""
     options = RecordsOptions(level=level)
-    ours, theirs = _RecordsSummary(options), _RecordsSummary(options)
+    ours, theirs = _RecordsSummary(options, DEFAULT_LIMITS), _RecordsSummary(options, DEFAULT_LIMITS)
     column = _column(level)
     codes = column.append(body, ours)
     (text,) = _texts(column)
@@ -337,7 +338,7 @@ def test_keys_written_again_are_the_same_text() -> None:
     for round_ in range(200):
         made = "".join(["Key", str(round_)])  # a new string each time, freed after its body is written
         bodies.append({made: round_})
-    encoder = _RecordsSummary(RecordsOptions())
+    encoder = _RecordsSummary(RecordsOptions(), DEFAULT_LIMITS)
     for body in bodies:
         assert column.append(body, encoder) is None
     assert _texts(column) == [orjson.dumps(body) for body in bodies]
@@ -346,7 +347,7 @@ def test_keys_written_again_are_the_same_text() -> None:
 def test_promoted_is_whether_a_top_level_key_is_promoted() -> None:
     keys = frozenset(("GroupId", "MemberId", "NodeId", "ProtocolType", "ClusterId"))
     column = events._BodyColumn(Records, None, promoted_keys=keys)  # type: ignore[misc]
-    encoder = _RecordsSummary(RecordsOptions())
+    encoder = _RecordsSummary(RecordsOptions(), DEFAULT_LIMITS)
     seen = {True: 0, False: 0}
     bodies: list[dict[str, Any] | None] = [
         {"GroupId": "g"}, {"Topics": [{"GroupId": "nested, not top-level"}]}, None, {"NodeId": 1, "x": 2},

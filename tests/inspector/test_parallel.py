@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contract.limits import DecodeLimits
 from inspector.conn_ids import CONN_ID_SHIFT
 from inspector.parallel import read_parallel
 from inspector.reader import ReadOptions, read_captures
@@ -26,7 +27,7 @@ def _totals(s: Summary) -> dict[str, object]:
 
 
 def test_parallel_totals_equal_one_process(tmp_path: Path) -> None:
-    options = ReadOptions(max_pending=1)  # a limit hit in every capture: limits are merged too
+    options = ReadOptions(limits=DecodeLimits(max_pending=1))  # a limit hit in every capture: limits are merged too
     one = read_captures([str(p) for p in CAPTURES], JsonLinesWriter(tmp_path / "one"), options)
     (tmp_path / "many").mkdir()
     many = read_parallel([str(p) for p in CAPTURES], tmp_path / "many", "jsonl", options, jobs=2)

@@ -1,4 +1,4 @@
-"""The global cap on bytes held across connections (``Inspector(max_held=...)``, ``--max-held``).
+"""The global cap on bytes held across connections (``DecodeLimits.max_held``, ``--max-held``).
 
 Incomplete frames (framers) and data waiting behind holes (reassembler) are counted per connection; when
 all connections together hold more than the limit, the connection holding the most is released first
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from inspector.capture_file import open_capture
 from inspector.connection import ConnectionEvent, KafkaMessage, StreamIssue
 from inspector.connection_state import Mode
@@ -77,8 +78,9 @@ class Run:
     """An Inspector fed segment by segment; after each one the count of held bytes is checked against the
     framers and the reassembler, and against the limit."""
 
-    def __init__(self, **kwargs: object) -> None:
-        self.inspector = Inspector(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, ports: set[int] | None = None, max_held: int | None = None) -> None:
+        limits = DEFAULT_LIMITS if max_held is None else DecodeLimits(max_held=max_held)
+        self.inspector = Inspector(ports=ports, limits=limits)
         self.events: list[ConnectionEvent] = []
         self.peak = 0
 
@@ -276,8 +278,8 @@ def _segments(pcap: Path, mss: int = 0) -> Iterator[Segment]:
             yield from pieces
 
 
-def _run(pcap: Path, mss: int, **kwargs: object) -> Run:
-    run = Run(**kwargs)
+def _run(pcap: Path, mss: int, max_held: int | None = None) -> Run:
+    run = Run(max_held=max_held)
     for seg in _segments(pcap, mss):
         run.feed(seg)
     return run

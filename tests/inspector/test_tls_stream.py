@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from contract.limits import DecodeLimits
 from inspector.connection import ConnectionEvent, KafkaMessage, StreamIssue
 from inspector.pipeline import Inspector
 from inspector.reader import drain_closed
@@ -60,8 +61,9 @@ class Fed:
     """An Inspector fed one connection's chunks as stream data; what came out, and its connections' rows."""
 
     def __init__(self, chunks: list[tuple[bool, bytes]], cut: Cut = whole, *, keylog: KeyLog | None = None,
-                 syn: bool = True, between: Callable[[int], None] | None = None, **options: Any) -> None:
-        self.inspector = Inspector(keylog=keylog, **options)
+                 syn: bool = True, between: Callable[[int], None] | None = None, ports: set[int] | None = None,
+                 **limits: Any) -> None:
+        self.inspector = Inspector(keylog=keylog, ports=ports, limits=DecodeLimits(**limits))
         self.events: list[ConnectionEvent] = []
         self.peak_held = 0
         self._feed(ConnectionOpened(1, 0.0, *CLIENT, *BROKER, syn))

@@ -116,30 +116,42 @@ def _run_locked(args: argparse.Namespace, options: ReadOptions, console: Console
         console.print(f"[yellow]note:[/] {escape_markup(note)}", highlight=False)
     existing = Dataset.scan(out)
     previous, max_conn_id = _previous(args, existing, fmt)
-    staging = Staging(out)
+    with _sigterm_interrupts():  # before the staging folder exists: a SIGTERM from here on removes it
+        return _run_staged(args, options, console, real_console, started, out, fmt, existing, previous,
+                           max_conn_id)
+
+
+def _run_staged(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any,
+                started: float, out: Path, fmt: Format, existing: Dataset, previous: dict[str, Any] | None,
+                max_conn_id: int) -> int:
+    staging: Staging | None = None
     try:
-        with _sigterm_interrupts():
-            summary = _decode(args, options, staging, fmt, max_conn_id, previous is not None, real_console, started)
-            steps, names = staging.plan(existing, fmt, replace=args.overwrite)
-            run = run_dict(summary, started=datetime.now(UTC).isoformat(timespec="seconds"),
-                           captures=[capture_name(p) for p in args.captures], files=names)
-            doc = dataset_dict(previous, run)
-            write_connections(summary, staging.path,
-                              previous=out / CONNECTIONS if previous is not None and (out / CONNECTIONS).exists()
-                              else None)
-            write_synced(staging.path / SUMMARY, (json.dumps(doc, indent=1) + "\n").encode())
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # the folder made and named before an interrupt lands
+        try:
+            staging = Staging(out)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
+        summary = _decode(args, options, staging, fmt, max_conn_id, previous is not None, real_console, started)
+        steps, names = staging.plan(existing, fmt, replace=args.overwrite)
+        run = run_dict(summary, started=datetime.now(UTC).isoformat(timespec="seconds"),
+                       captures=[capture_name(p) for p in args.captures], files=names)
+        doc = dataset_dict(previous, run)
+        write_connections(summary, staging.path,
+                          previous=out / CONNECTIONS if previous is not None and (out / CONNECTIONS).exists()
+                          else None)
+        write_synced(staging.path / SUMMARY, (json.dumps(doc, indent=1) + "\n").encode())
         with _signals_deferred():
             staging.commit(steps)
             _publish(staging, steps)
     except CaptureError as exc:
-        staging.discard()
+        _discard(staging)
         raise _Refused(EXIT_CAPTURE, f"{exc}; nothing was written, {out} is as it was") from None
     except OSError as exc:
-        staging.discard()
+        _discard(staging)
         raise _Refused(EXIT_OUTPUT, f"cannot write to {out}: {describe_os_error(exc)}; nothing was written, "
                                     f"{out} is as it was") from None
     except BaseException:
-        staging.discard()
+        _discard(staging)
         raise
     if not args.quiet:
         print_summary(console, summary, time.perf_counter() - started)
@@ -149,6 +161,11 @@ def _run_locked(args: argparse.Namespace, options: ReadOptions, console: Console
             line += f"; it holds {doc['messages']:,} events from {len(doc['runs'])} runs"
         console.print(line, soft_wrap=True)
     return EXIT_OK
+
+
+def _discard(staging: Staging | None) -> None:
+    if staging is not None:
+        staging.discard()
 
 
 def _previous(args: argparse.Namespace, existing: Dataset, fmt: Format) -> tuple[dict[str, Any] | None, int]:
@@ -258,6 +275,10 @@ def _publish(staging: Staging, steps: list[list[str]]) -> None:
         raise
 
 
+#: The signals that stop a run (SIGTERM as SIGINT: ``_sigterm_interrupts``).
+_STOP = {signal.SIGINT, signal.SIGTERM}
+
+
 def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -276,7 +297,7 @@ def _sigterm_interrupts() -> Iterator[None]:
 def _signals_deferred() -> Iterator[None]:
     """SIGINT and SIGTERM held back while the run commits and publishes; one that came meanwhile is dropped: the
     run is complete by then."""
-    stop = {signal.SIGINT, signal.SIGTERM}
+    stop = _STOP
     signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     try:
         yield

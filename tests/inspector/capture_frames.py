@@ -35,7 +35,7 @@ def capture_frames() -> Iterator[tuple[str, int, int, bytes]]:
             sender = ev.client if ev.direction == "request" else ev.broker
             data = streams[ev.conn_id, (sender.ip, sender.port)]
             start = ev.frame_offset + 4  # after the length prefix
-            yield ev.direction, msg.api_key, msg.api_version, bytes(data[start : start + msg.size])
+            yield ev.direction.value, msg.api_key, msg.api_version, bytes(data[start : start + msg.size])
 
 
 def _streams(path: Path) -> Streams:

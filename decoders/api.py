@@ -129,10 +129,24 @@ def _header_module(name: str) -> ModuleType:
     return _module(registry.DATA_MODULES[name])
 
 
-# (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None,
-# the body's compiled JSON text writer or None): the fast readers are the compiled twins when built (else the
-# same pure readers); they, and the text writer (Produce, Fetch), only serve exact decodes.
-_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any, Any]
+class _Readers:
+    """What decodes one api key and version of one kind (request or response): compiled, an extension type
+    (api.pxd) whose fields are read from C. The fast readers are the compiled ones when built (else the plain
+    readers themselves); they, and the JSON text writer, serve exact decodes only."""
+
+    __slots__ = ("body", "fast_body", "fast_header", "header", "header_version", "post", "text")
+
+    def __init__(self, header: rt.Reader, body: rt.Reader, header_version: int, fast_header: rt.Reader,
+                 fast_body: rt.Reader, post: Any, text: Any) -> None:
+        self.header = header  # the plain readers, which say why a decode failed
+        self.body = body
+        self.header_version = header_version
+        self.fast_header = fast_header
+        self.fast_body = fast_body
+        self.post = post  # the postprocessor (decoders.embedded, redaction) of the message, or None
+        self.text = text  # the body's compiled JSON text writer (Produce, Fetch), or None
+
+
 #: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as only versions
 #: 0..0xFFFF are kept); None for an unknown pair.
 _request_readers: dict[int, _Readers | None] = {}
@@ -167,7 +181,7 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
         text = None
         if post is None and fast_module is not None:  # a postprocessor reads the whole body
             text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
-        entry = (header, body, header_version, fast_header, fast_body, post, text)
+        entry = _Readers(header, body, header_version, fast_header, fast_body, post, text)
     table[key] = entry
     return entry
 
@@ -180,8 +194,8 @@ def _exact(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, 
     """(header, body) when ``b`` decodes exactly with these readers (spending ``budget``), :data:`_OVER_BUDGET`
     when the decode stopped at the element budget, else None (no error detail)."""
     try:
-        header, p = entry[3](b, 0, budget)
-        body, end = entry[4](b, p, budget)
+        header, p = entry.fast_header(b, 0, budget)
+        body, end = entry.fast_body(b, p, budget)
     except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
         return _OVER_BUDGET if rt.spent_budget(err) else None
     return (header, body) if end == len(b) else None
@@ -191,10 +205,10 @@ def _text(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, A
     """(header, (text, codes, partial body, topics)) when the compiled JSON writer of ``entry`` writes the whole
     body of ``b`` (spending ``budget``), else None (the dict path decodes it, and says why where it fails)."""
     try:
-        header, p = entry[3](b, 0, budget)
+        header, p = entry.fast_header(b, 0, budget)
     except Exception:  # noqa: BLE001 - the dict path decodes again and says why
         return None
-    written = entry[6](b, p, budget)
+    written = entry.text(b, p, budget)
     return (header, written) if written is not None else None
 
 
@@ -252,12 +266,13 @@ def decode_request_within(b: bytes, postprocess: bool, budget: ElementBudget, te
         corr = be32(b, 4)
         entry = _readers(api_key, version, "request")
         if entry is not None:
-            if text and entry[6] is not None:
+            if text and entry.text is not None:
                 written = _text(entry, b, budget)
                 if written is not None:
                     header, out = written
                     written_msg = _new_message("request", api_key, version, corr, OK, out[2], size,
-                                               header.get("ClientId"), entry[2], header, None, None, None, (), None)
+                                               header.get("ClientId"), entry.header_version, header, None, None,
+                                               None, (), None)
                     written_msg.text = out[0]
                     written_msg.codes = out[1]
                     written_msg.topics = out[3]
@@ -267,9 +282,9 @@ def decode_request_within(b: bytes, postprocess: bool, budget: ElementBudget, te
             if type(decoded) is tuple:
                 header, body = decoded
                 msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"),
-                                   entry[2], header, None, None, None, (), None)
-                if postprocess and entry[5] is not None:
-                    msg = entry[5](msg, None, budget)
+                                   entry.header_version, header, None, None, None, (), None)
+                if postprocess and entry.post is not None:
+                    msg = entry.post(msg, None, budget)
                 return msg
     budget.left = start
     return _decode_request_slow(b, postprocess, budget)
@@ -292,7 +307,7 @@ def _decode_request_slow(b: bytes, postprocess: bool, budget: ElementBudget) -> 
         return DecodedMessage("request", api_key, version, corr,
                               f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
                               client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_VERSION)
-    header_reader, reader, header_version = entry[:3]
+    header_reader, reader, header_version = entry.header, entry.body, entry.header_version
     header, p, fail = _run(header_reader, b, 0, budget)
     if fail is not None or header is None:
         assert fail is not None
@@ -340,12 +355,13 @@ def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tupl
     start = budget.left
     if text and size >= 4:
         entry = _readers(api_key, api_version, "response")
-        if entry is not None and entry[6] is not None:
+        if entry is not None and entry.text is not None:
             written = _text(entry, b, budget)
             if written is not None:
                 text_header, out = written
                 written_msg = _new_message("response", api_key, api_version, text_header["CorrelationId"], OK,
-                                           out[2], size, None, entry[2], text_header, None, None, None, (), None)
+                                           out[2], size, None, entry.header_version, text_header, None, None, None,
+                                           (), None)
                 written_msg.text = out[0]
                 written_msg.codes = out[1]
                 written_msg.topics = out[3]
@@ -355,7 +371,7 @@ def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tupl
     if msg is not None:
         if postprocess:
             entry = _readers(api_key, api_version, "response")
-            handler = entry[5] if entry is not None else None
+            handler = entry.post if entry is not None else None
             if handler is not None:
                 msg = handler(msg, inner, budget)
         return msg
@@ -375,7 +391,7 @@ def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tupl
         return DecodedMessage("response", api_key, api_version, corr,
                               f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size,
                               status_kind=StatusKind.UNKNOWN_VERSION)
-    header_reader, reader, header_version = entry[:3]
+    header_reader, reader, header_version = entry.header, entry.body, entry.header_version
     header, p, fail = _run(header_reader, b, 0, budget)
     if fail is not None or header is None:
         assert fail is not None
@@ -421,7 +437,7 @@ def _response_exact(b: bytes, api_key: int, api_version: int, budget: ElementBud
     assert entry is not None
     header, body = decoded
     return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
-                        entry[2], header, None, None, None, (), None)
+                        entry.header_version, header, None, None, None, (), None)
 
 
 def _finish(

@@ -46,7 +46,7 @@ def test_apis_whose_readers_are_not_compiled_decode_with_the_plain_readers() -> 
     """CreateTopics (an admin API) has no compiled readers: its fast path is the plain reader itself."""
     assert "api_019_create_topics" not in registry.ACCEL_MODULES
     entry = api._readers(19, 7, "request")
-    assert entry is not None and entry[4] is entry[1] and entry[6] is None
+    assert entry is not None and entry.fast_body is entry.body and entry.text is None
 
 
 def plain(value: Any) -> Any:
@@ -72,10 +72,10 @@ def outcome(header: Any, body: Any, frame: bytes, budget: int = rt.MAX_ELEMENTS)
 def assert_same(kind: str, api_key: int, version: int, frame: bytes, budget: int = rt.MAX_ELEMENTS) -> None:
     entry = api._readers(api_key, version, kind)
     assert entry is not None
-    if entry[4] is entry[1]:
+    if entry.fast_body is entry.body:
         return  # an API whose readers are not compiled: nothing to compare
-    pure = outcome(entry[0], entry[1], frame, budget)
-    fast = outcome(entry[3], entry[4], frame, budget)
+    pure = outcome(entry.header, entry.body, frame, budget)
+    fast = outcome(entry.fast_header, entry.fast_body, frame, budget)
     assert fast == pure, (kind, api_key, version, budget, frame.hex())
 
 

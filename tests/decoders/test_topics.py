@@ -75,11 +75,11 @@ def refs(instance: Any) -> Any:
         msg = api.decode_response_bytes(frame, key, version, None, True, rt.MAX_ELEMENTS, False)
     assert msg.status == api.OK and msg.text is None, msg.status
     found = topic_refs(msg)
-    entry = api._readers(key, version, kind)  # the plain readers (entry[1]) beside the compiled ones (entry[4])
+    entry = api._readers(key, version, kind)  # the plain readers beside the compiled ones
     assert entry is not None
     budget = ElementBudget(rt.MAX_ELEMENTS)
-    header, p = entry[0](frame, 0, budget)
-    body, end = entry[1](frame, p, budget)
+    header, p = entry.header(frame, 0, budget)
+    body, end = entry.body(frame, p, budget)
     assert end == len(frame)
     assert body_refs(kind, key, version, body) == found
     if key in TEXT_APIS:

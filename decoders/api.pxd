@@ -7,7 +7,7 @@ cdef class DecodedMessage:
     cdef public object status_kind, name, topics
 
 cdef class _Readers:
-    cdef readonly object header, body, fast_header, fast_body, post, text
+    cdef readonly object header, body, post, text
     cdef readonly long header_version
 
 @cython.locals(m=DecodedMessage)
@@ -17,11 +17,11 @@ cpdef DecodedMessage _new_message(kind, api_key, api_version, correlation_id, st
 cpdef long be16(bytes b, Py_ssize_t p) except? -1
 @cython.locals(b0=cython.uchar, b1=cython.uchar, b2=cython.uchar, b3=cython.uchar)
 cpdef long long be32(bytes b, Py_ssize_t p) except? -1
-@cython.locals(entry=_Readers, header=dict, decoded=object, api_key=cython.long, version=cython.long, corr=cython.longlong,
-               written_msg=DecodedMessage, start=Py_ssize_t, out=tuple)
+@cython.locals(entry=_Readers, header=dict, api_key=cython.long, version=cython.long, corr=cython.longlong,
+               written_msg=DecodedMessage, start=Py_ssize_t, out=tuple, size=Py_ssize_t)
 cpdef DecodedMessage decode_request_within(bytes b, bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_request_bytes(bytes b, bint postprocess, object max_elements, bint text=*)
-@cython.locals(entry=_Readers, written_msg=DecodedMessage, start=Py_ssize_t, out=tuple)
+@cython.locals(entry=_Readers, written_msg=DecodedMessage, start=Py_ssize_t, out=tuple, size=Py_ssize_t, header=dict)
 cpdef DecodedMessage decode_response_within(bytes b, object api_key, object api_version, object inner,
                                             bint postprocess, ElementBudget budget, bint text=*)
 cpdef DecodedMessage decode_response_bytes(bytes b, object api_key, object api_version, object inner,

@@ -3,6 +3,9 @@
 Cases (frames built with kafka-python's encoders; records with its DefaultRecordBatchBuilder):
 
 * JoinGroupRequest v7 (two protocols carrying ConsumerProtocolSubscription v1 metadata),
+* JoinGroupRequest v7 as consumers send it (three assignors, each the same ConsumerProtocolSubscription v1: three
+  topics, two owned partitions), and the same with garbage in the metadata (a partition count that cannot be:
+  the decode stops deep in it; it must cost no more than twice the valid one, issue 33),
 * MetadataResponse v12 (3 brokers, 50 topics x 10 partitions),
 * FetchResponse v12 (one partition with 16 KiB of records),
 * ApiVersionsResponse v3 (60 api keys).
@@ -70,6 +73,34 @@ def join_group_request() -> Case:
     return Case("JoinGroupRequest v7", "request", 11, 7, bytes(msg.encode(header=True)), JoinGroupRequest)
 
 
+def _consumer_join_group(metadata: bytes, name: str) -> Case:
+    proto = JoinGroupRequest.JoinGroupRequestProtocol
+    msg = JoinGroupRequest(version=7, group_id="checkout-service", session_timeout_ms=45000,
+                           rebalance_timeout_ms=300000, member_id="consumer-1-6f0c7a7e-2b1d-4d0e-9a57-6c1f3b9d2e11",
+                           group_instance_id=None, protocol_type="consumer",
+                           protocols=[proto(name=n, metadata=metadata)
+                                      for n in ("cooperative-sticky", "range", "roundrobin")])
+    msg.with_header(correlation_id=17, client_id="consumer-checkout-1")
+    return Case(name, "request", 11, 7, bytes(msg.encode(header=True)), JoinGroupRequest)
+
+
+def _consumer_subscription() -> bytes:
+    tp = ConsumerProtocolSubscription.TopicPartition
+    return bytes(ConsumerProtocolSubscription(
+        version=1, topics=["orders", "payments", "refunds"], user_data=b"",
+        owned_partitions=[tp(topic="orders", partitions=[0, 1]), tp(topic="payments", partitions=[0, 1])]).encode())
+
+
+def join_group_consumers() -> Case:
+    return _consumer_join_group(_consumer_subscription(), "JoinGroupRequest v7 (3 assignors)")
+
+
+def join_group_garbage() -> Case:
+    sub = _consumer_subscription()
+    garbage = sub[:-14] + b"\x7f\xff\xff\xff" + sub[-10:]  # four bytes of the owned partitions overwritten
+    return _consumer_join_group(garbage, "JoinGroupRequest v7 (garbage)")
+
+
 def metadata_response() -> Case:
     cls = MetadataResponse
     broker = cls.MetadataResponseBroker
@@ -128,6 +159,8 @@ def api_versions_response() -> Case:
 
 CASES: dict[str, Callable[[], Case]] = {
     "joingroup": join_group_request,
+    "joingroup-consumers": join_group_consumers,
+    "joingroup-garbage": join_group_garbage,
     "metadata": metadata_response,
     "fetch": fetch_response,
     "apiversions": api_versions_response,
@@ -182,7 +215,9 @@ def check(case: Case) -> None:
     if case.api_key == 18:
         assert len(body.api_keys) == len(kp.api_keys) == len(msg.body["ApiKeys"]) == 60
     if case.api_key == 11:
-        assert len(body.protocols) == len(kp.protocols) == len(msg.body["Protocols"]) == 2
+        assert len(body.protocols) == len(kp.protocols) == len(msg.body["Protocols"]) in (2, 3)
+        decoded = msg.body["Protocols"][0]["MetadataDecoded"]["status"]
+        assert (decoded == "ok") is ("garbage" not in case.name), decoded
 
 
 def rates(fns: dict[str, Callable[[], Any]], repeat: int, min_time: float) -> dict[str, float]:
@@ -208,16 +243,20 @@ def table(repeat: int, min_time: float) -> None:
               f"{'ours/kafka-python':>17} {'ours/kio':>9} {'raw/kafka-python':>16} {'raw/kio':>8}")
     print(header)
     print("-" * len(header))
-    for build in CASES.values():
+    ours_rates: dict[str, float] = {}
+    for key, build in CASES.items():
         case = build()
         check(case)
         r = rates({name: make(case) for name, make in decoders.items()}, repeat, min_time)
+        ours_rates[key] = r["ours"]
         kp, ki = r["kafka-python"], r["kio"]
         print(f"{case.name:34} {len(case.frame):>6} {r['ours']:>9,.0f} {r['ours-raw']:>9,.0f} {kp:>14,.0f} "
               f"{ki:>10,.0f} {r['ours'] / kp:>16.2f}x {r['ours'] / ki:>8.2f}x {r['ours-raw'] / kp:>15.2f}x "
               f"{r['ours-raw'] / ki:>7.2f}x")
     print("\nours = decode_request/decode_response defaults; raw = postprocess=False (no embedded-protocol"
           " decoding,\nwhich only JoinGroup uses here). Target: ours >= 3x kafka-python and >= 0.5x kio.")
+    cost = ours_rates["joingroup-consumers"] / ours_rates["joingroup-garbage"]
+    print(f"A JoinGroup whose metadata is garbage costs {cost:.2f}x a valid one (target: <= 2x).")
 
 
 def profile(name: str, seconds: float) -> None:

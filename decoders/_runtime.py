@@ -1,4 +1,4 @@
-"""Small helpers shared by the generated decoders (``decoders/generated``).
+"""Small helpers shared by the generated decoders (``decoders/generated``, and ``decoders/accel`` for what is rare).
 
 The generated code does the per-field work inline; this module holds what is rare (long varints,
 tagged fields, error annotation) or shared (record sets, UUID formatting).
@@ -56,7 +56,8 @@ def too_many(n: int) -> DecodeError:
 
 #: How the reason (and a message's status) starts when the budget is spent: ``limit: array of N elements ...``.
 ELEMENTS_LIMIT = "limit: array of "
-#: What the compiled twins (decoders/accel, generated with this text) raise instead: ``ValueError(OVER_BUDGET)``.
+#: What the compiled JSON writers (decoders/accel, generated with this text) raise at the budget, giving the
+#: message up to the readers: ``ValueError(OVER_BUDGET)``; and ``decoders.api``'s word for a decode stopped there.
 OVER_BUDGET = "over budget"
 
 
@@ -75,16 +76,17 @@ def over_budget_records(cost: int) -> DecodeError:
                        f"exceeds the elements left of this message's budget (--max-elements)")
 
 
-def spent_budget(err: BaseException) -> bool:
-    """Whether ``err`` is a decode stopping at the element budget: the readers' :func:`over_budget` error or
-    the compiled twins' ``ValueError(OVER_BUDGET)``."""
-    if isinstance(err, DecodeError):
-        return err.kind == StatusKind.LIMIT
-    return type(err) is ValueError and err.args == (OVER_BUDGET,)
+def spent_budget(err: DecodeError) -> bool:
+    """Whether ``err`` is a decode stopping at the element budget (:func:`over_budget` and its kin)."""
+    return err.kind == StatusKind.LIMIT
 
 
 def negative(n: int) -> DecodeError:
     return DecodeError(StatusKind.INVALID, f"invalid: negative length {n}")
+
+
+def long_varint(p: int) -> DecodeError:
+    return DecodeError(StatusKind.INVALID, "invalid: unsigned varint longer than 5 bytes", p)
 
 
 def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
@@ -93,7 +95,7 @@ def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
     shift = 7
     while True:
         if shift > 28:
-            raise DecodeError(StatusKind.INVALID, "invalid: unsigned varint longer than 5 bytes", p)
+            raise long_varint(p)
         byte = b[p]
         p += 1
         value |= (byte & 0x7F) << shift
@@ -149,17 +151,22 @@ def tags(b: bytes, p: int, n: int, table: dict[int, tuple[str, Reader]], out: di
     return p
 
 
+def located(exc: BaseException, p: int) -> DecodeError:
+    """``exc``, raised reading at offset ``p``, as a DecodeError (one that has no offset yet gets ``p``)."""
+    if isinstance(exc, DecodeError):
+        if exc.offset is None:
+            exc.offset = p
+        return exc
+    if isinstance(exc, (struct.error, IndexError)):
+        return DecodeError(StatusKind.TRUNCATED, "truncated", p)
+    return DecodeError(StatusKind.INVALID, f"invalid: {type(exc).__name__}: {exc}", p)
+
+
 def annotate(exc: BaseException, lines: dict[int, tuple[str, str | None]], loc: dict[str, Any],
              p: int) -> DecodeError:
-    """Turn ``exc`` into a DecodeError and prepend the field the current frame was decoding."""
-    if isinstance(exc, DecodeError):
-        err = exc
-        if err.offset is None:
-            err.offset = p
-    elif isinstance(exc, (struct.error, IndexError)):
-        err = DecodeError(StatusKind.TRUNCATED, "truncated", p)
-    else:
-        err = DecodeError(StatusKind.INVALID, f"invalid: {type(exc).__name__}: {exc}", p)
+    """Turn ``exc`` into a DecodeError and prepend the field the current frame was decoding (the compiled
+    readers name the same fields: decoders/accel/_where.pyx)."""
+    err = located(exc, p)
     tb = exc.__traceback__
     entry = lines.get(tb.tb_lineno) if tb is not None else None
     if entry is not None:

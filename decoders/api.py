@@ -114,25 +114,33 @@ class _Failure(Exception):
         self.kind, self.status, self.path, self.offset = kind, status, path, offset
 
 
-def _run(reader: rt.Reader, b: bytes, p: int,
-         budget: ElementBudget) -> tuple[dict[str, Any] | None, int, _Failure | None]:
-    try:
-        value, end = reader(b, p, budget)
-    except rt.DecodeError as err:
-        return None, p, _Failure(err.kind, err.describe(), ".".join(err.path) or None, err.offset)
-    except RecursionError:
-        return None, p, _Failure(StatusKind.INVALID, "invalid: nesting too deep", None, p)
-    return value, end, None
+def _failure(err: BaseException, p: int) -> _Failure:
+    """What a reader's DecodeError (or a RecursionError, reading at ``p``) says of where the decode stopped."""
+    if isinstance(err, rt.DecodeError):
+        return _Failure(err.kind, err.describe(), ".".join(err.path) or None, err.offset)
+    return _Failure(StatusKind.INVALID, "invalid: nesting too deep", None, p)
 
 
-def _header_module(name: str) -> ModuleType:
-    return _module(registry.DATA_MODULES[name])
+def _module_readers(name: str) -> ModuleType:
+    """The readers of generated module ``name`` that decode: compiled when built (decoders/accel), else plain."""
+    return accel_module(name) or _module(name)
 
 
-# (header reader, body reader, header version, fast header reader, fast body reader, postprocessor or None,
-# the body's compiled JSON text writer or None): the fast readers are the compiled twins when built (else the
-# same pure readers); they, and the text writer (Produce, Fetch), only serve exact decodes.
-_Readers = tuple[rt.Reader, rt.Reader, int, rt.Reader, rt.Reader, Any, Any]
+class _Readers:
+    """What decodes one api key and version of one kind (request or response): compiled, an extension type
+    (api.pxd) whose fields are read from C. The readers are the compiled ones when built, else the plain ones;
+    both fail alike (a DecodeError naming the field path and offset), so a frame is decoded once."""
+
+    __slots__ = ("body", "header", "header_version", "post", "text")
+
+    def __init__(self, header: rt.Reader, body: rt.Reader, header_version: int, post: Any, text: Any) -> None:
+        self.header = header
+        self.body = body
+        self.header_version = header_version
+        self.post = post  # the postprocessor (decoders.embedded, redaction) of the message, or None
+        self.text = text  # the body's compiled JSON text writer (Produce, Fetch), or None
+
+
 #: By kind, then ``api_key << 16 | version`` (an int key: no tuple per lookup; one per pair, as only versions
 #: 0..0xFFFF are kept); None for an unknown pair.
 _request_readers: dict[int, _Readers | None] = {}
@@ -155,19 +163,14 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
     entry = None
     if header_version is not None:
         header_name = registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
-        header = _module(header_name).VERSIONS[header_version]
-        module = _module(registry.API_MODULES[api_key])
+        header = _module_readers(header_name).VERSIONS[header_version]
+        module = _module_readers(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
-        fast_header_module = accel_module(header_name)
-        fast_header = fast_header_module.VERSIONS[header_version] if fast_header_module is not None else header
-        fast_module = accel_module(registry.API_MODULES[api_key])  # None: an API whose readers are not compiled
-        fast_body = ((fast_module.REQUEST if kind == "request" else fast_module.RESPONSE)[version]
-                     if fast_module is not None else body)
         post = (_POST or _postprocessors()).get((kind, api_key))
         text = None
-        if post is None and fast_module is not None:  # a postprocessor reads the whole body
-            text = getattr(fast_module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
-        entry = (header, body, header_version, fast_header, fast_body, post, text)
+        if post is None:  # a postprocessor reads the whole body; only compiled modules have text writers
+            text = getattr(module, "REQUEST_TEXT" if kind == "request" else "RESPONSE_TEXT", {}).get(version)
+        entry = _Readers(header, body, header_version, post, text)
     table[key] = entry
     return entry
 
@@ -178,23 +181,25 @@ _OVER_BUDGET = rt.OVER_BUDGET
 
 def _exact(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, Any], dict[str, Any]] | str | None:
     """(header, body) when ``b`` decodes exactly with these readers (spending ``budget``), :data:`_OVER_BUDGET`
-    when the decode stopped at the element budget, else None (no error detail)."""
+    when the decode stopped at the element budget, else None (the cheap test behind guessing)."""
     try:
-        header, p = entry[3](b, 0, budget)
-        body, end = entry[4](b, p, budget)
-    except Exception as err:  # noqa: BLE001 - any failure: the slow path decodes again and says why
+        header, p = entry.header(b, 0, budget)
+        body, end = entry.body(b, p, budget)
+    except rt.DecodeError as err:
         return _OVER_BUDGET if rt.spent_budget(err) else None
+    except RecursionError:
+        return None
     return (header, body) if end == len(b) else None
 
 
 def _text(entry: _Readers, b: bytes, budget: ElementBudget) -> tuple[dict[str, Any], tuple[Any, ...]] | None:
     """(header, (text, codes, partial body, topics)) when the compiled JSON writer of ``entry`` writes the whole
-    body of ``b`` (spending ``budget``), else None (the dict path decodes it, and says why where it fails)."""
+    body of ``b`` (spending ``budget``), else None (the readers decode it, and say why where it fails)."""
     try:
-        header, p = entry[3](b, 0, budget)
-    except Exception:  # noqa: BLE001 - the dict path decodes again and says why
+        header, p = entry.header(b, 0, budget)
+    except rt.DecodeError:
         return None
-    written = entry[6](b, p, budget)
+    written = entry.text(b, p, budget)
     return (header, written) if written is not None else None
 
 
@@ -241,70 +246,65 @@ def decode_request_bytes(b: bytes, postprocess: bool, max_elements: int, text: b
 
 def decode_request_within(b: bytes, postprocess: bool, budget: ElementBudget, text: bool = False) -> DecodedMessage:
     """:func:`decode_request_bytes` spending ``budget``, the element budget of the message this one belongs to
-    (an Envelope's inner request spends its Envelope's). Each attempt (the JSON writer, the exact readers, the
-    slow path) starts from what ``budget`` had at the call; what the decode that counts left stays in it."""
-    size = len(b)
-    start = budget.left
-    if size >= 8:
-        # Fast path: a known key and version that decodes exactly.
-        api_key = be16(b, 0)
-        version = be16(b, 2)
-        corr = be32(b, 4)
-        entry = _readers(api_key, version, "request")
-        if entry is not None:
-            if text and entry[6] is not None:
-                written = _text(entry, b, budget)
-                if written is not None:
-                    header, out = written
-                    written_msg = _new_message("request", api_key, version, corr, OK, out[2], size,
-                                               header.get("ClientId"), entry[2], header, None, None, None, (), None)
-                    written_msg.text = out[0]
-                    written_msg.codes = out[1]
-                    written_msg.topics = out[3]
-                    return written_msg
-                budget.left = start
-            decoded = _exact(entry, b, budget)
-            if type(decoded) is tuple:
-                header, body = decoded
-                msg = _new_message("request", api_key, version, corr, OK, body, size, header.get("ClientId"),
-                                   entry[2], header, None, None, None, (), None)
-                if postprocess and entry[5] is not None:
-                    msg = entry[5](msg, None, budget)
-                return msg
-    budget.left = start
-    return _decode_request_slow(b, postprocess, budget)
-
-
-def _decode_request_slow(b: bytes, postprocess: bool, budget: ElementBudget) -> DecodedMessage:
+    (an Envelope's inner request spends its Envelope's). The JSON writer, when it gives up, leaves ``budget`` as
+    it found it; what the decode that counts left stays in it."""
     size = len(b)
     if size < 8:
         return DecodedMessage("request", None, None, None,
                               f"truncated: request header needs 8 bytes, frame has {size}", None, size,
                               status_kind=StatusKind.TRUNCATED)
-    api_key, version, corr = be16(b, 0), be16(b, 2), be32(b, 4)
+    api_key = be16(b, 0)
+    version = be16(b, 2)
+    corr = be32(b, 4)
+    entry = _readers(api_key, version, "request")
+    if entry is None:
+        return _unknown_request(b, api_key, version, corr)
+    if text and entry.text is not None:
+        start = budget.left
+        written = _text(entry, b, budget)
+        if written is not None:
+            header, out = written
+            written_msg = _new_message("request", api_key, version, corr, OK, out[2], size, header.get("ClientId"),
+                                       entry.header_version, header, None, None, None, (), None)
+            written_msg.text = out[0]
+            written_msg.codes = out[1]
+            written_msg.topics = out[3]
+            return written_msg
+        budget.left = start
+    try:
+        header, p = entry.header(b, 0, budget)
+    except (rt.DecodeError, RecursionError) as err:
+        fail = _failure(err, 0)
+        return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
+                              header_version=entry.header_version, error_path=fail.path, error_offset=fail.offset,
+                              status_kind=fail.kind)
+    client_id = header.get("ClientId")
+    try:
+        body, end = entry.body(b, p, budget)
+    except (rt.DecodeError, RecursionError) as err:
+        return _finish("request", api_key, version, corr, b, None, p, _failure(err, p), entry.header_version,
+                       header, client_id)
+    if end == size:
+        msg = _new_message("request", api_key, version, corr, OK, body, size, client_id, entry.header_version,
+                           header, None, None, None, (), None)
+    else:
+        msg = _finish("request", api_key, version, corr, b, body, end, None, entry.header_version, header, client_id)
+    if postprocess and entry.post is not None:
+        msg = entry.post(msg, None, budget)
+    return msg
+
+
+def _unknown_request(b: bytes, api_key: int, version: int, corr: int) -> DecodedMessage:
+    """A request of an api key, or a version of it, that no reader knows."""
+    size = len(b)
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("request", api_key, version, corr, f"unknown api key {api_key}", None, size,
                               client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_API)
-    entry = _readers(api_key, version, "request")
-    if entry is None:
-        lo, hi = registry.VERSION_RANGES[api_key]
-        return DecodedMessage("request", api_key, version, corr,
-                              f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
-                              client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_VERSION)
-    header_reader, reader, header_version = entry[:3]
-    header, p, fail = _run(header_reader, b, 0, budget)
-    if fail is not None or header is None:
-        assert fail is not None
-        return DecodedMessage("request", api_key, version, corr, f"header {fail.status}", None, size,
-                              header_version=header_version, error_path=fail.path, error_offset=fail.offset,
-                              status_kind=fail.kind)
-    client_id = header.get("ClientId")
-    body, end, fail = _run(reader, b, p, budget)
-    msg = _finish("request", api_key, version, corr, b, body, end, fail, header_version, header, client_id)
-    if postprocess and body is not None:
-        msg = _postprocess(msg, None, budget)
-    return msg
+    lo, hi = registry.VERSION_RANGES[api_key]
+    return DecodedMessage("request", api_key, version, corr,
+                          f"unknown version {version} of {name} (known {lo}-{hi})", None, size,
+                          client_id=_best_effort_client_id(b), status_kind=StatusKind.UNKNOWN_VERSION)
 
 
 def decode_response(
@@ -338,65 +338,81 @@ def decode_response_within(b: bytes, api_key: int, api_version: int, inner: tupl
     """:func:`decode_response_bytes` spending ``budget``, as :func:`decode_request_within` does."""
     size = len(b)
     start = budget.left
-    if text and size >= 4:
-        entry = _readers(api_key, api_version, "response")
-        if entry is not None and entry[6] is not None:
-            written = _text(entry, b, budget)
-            if written is not None:
-                text_header, out = written
-                written_msg = _new_message("response", api_key, api_version, text_header["CorrelationId"], OK,
-                                           out[2], size, None, entry[2], text_header, None, None, None, (), None)
-                written_msg.text = out[0]
-                written_msg.codes = out[1]
-                written_msg.topics = out[3]
-                return written_msg
-            budget.left = start
-    msg = _response_exact(b, api_key, api_version, budget, None)
-    if msg is not None:
-        if postprocess:
-            entry = _readers(api_key, api_version, "response")
-            handler = entry[5] if entry is not None else None
-            if handler is not None:
-                msg = handler(msg, inner, budget)
-        return msg
-    budget.left = start
     entry = _readers(api_key, api_version, "response")
     if size < 4:
         return DecodedMessage("response", api_key, api_version, None,
                               f"truncated: response header needs 4 bytes, frame has {size}", None, size,
                               status_kind=StatusKind.TRUNCATED)
+    if entry is None:
+        return _unknown_response(b, api_key, api_version)
+    if text and entry.text is not None:
+        written = _text(entry, b, budget)
+        if written is not None:
+            text_header, out = written
+            written_msg = _new_message("response", api_key, api_version, text_header["CorrelationId"], OK,
+                                       out[2], size, None, entry.header_version, text_header, None, None, None,
+                                       (), None)
+            written_msg.text = out[0]
+            written_msg.codes = out[1]
+            written_msg.topics = out[3]
+            return written_msg
+        budget.left = start
+    try:
+        header, p = entry.header(b, 0, budget)
+    except (rt.DecodeError, RecursionError) as err:
+        fail = _failure(err, 0)
+        return DecodedMessage("response", api_key, api_version, be32(b, 0), f"header {fail.status}", None, size,
+                              header_version=entry.header_version, error_path=fail.path, error_offset=fail.offset,
+                              status_kind=fail.kind)
+    corr = header["CorrelationId"]
+    try:
+        body, end = entry.body(b, p, budget)
+    except (rt.DecodeError, RecursionError) as err:
+        msg = _finish("response", api_key, api_version, corr, b, None, p, _failure(err, p), entry.header_version,
+                      header, None)
+    else:
+        if end == size:
+            msg = _new_message("response", api_key, api_version, corr, OK, body, size, None, entry.header_version,
+                               header, None, None, None, (), None)
+        else:
+            msg = _finish("response", api_key, api_version, corr, b, body, end, None, entry.header_version, header,
+                          None)
+    if api_key == 18 and api_version > 0 and not msg.ok:
+        msg = _api_versions_v0(msg, api_version, corr, b, p, budget, start, entry.header_version, header)
+    if postprocess and msg.body is not None and entry.post is not None:
+        msg = entry.post(msg, inner, budget)
+    return msg
+
+
+def _api_versions_v0(msg: DecodedMessage, api_version: int, corr: int, b: bytes, p: int, budget: ElementBudget,
+                     start: int, header_version: int, header: dict[str, Any]) -> DecodedMessage:
+    """An ApiVersions response ``msg`` that did not decode at its request's version, decoded at v0 when it
+    does: a broker that does not support the requested version answers at v0 (the Java client retries the
+    parse at v0 the same way). ``budget`` is given back what the failed decode spent (to ``start``)."""
+    budget.left = start
+    v0 = _module_readers(registry.API_MODULES[18]).RESPONSE[0]
+    try:
+        body0, end0 = v0(b, p, budget)
+    except (rt.DecodeError, RecursionError):
+        return msg
+    if end0 != len(b):
+        return msg
+    return _finish("response", 18, api_version, corr, b, body0, end0, None, header_version, header, None,
+                   body_version=0, notes=(f"body did not parse at v{api_version} ({msg.status}); decoded at v0",))
+
+
+def _unknown_response(b: bytes, api_key: int, api_version: int) -> DecodedMessage:
+    """A response to a request of an api key, or a version of it, that no reader knows."""
+    size = len(b)
     corr = be32(b, 0)
     name = registry.API_NAMES.get(api_key)
     if name is None:
         return DecodedMessage("response", api_key, api_version, corr, f"unknown api key {api_key}", None, size,
                               status_kind=StatusKind.UNKNOWN_API)
-    if entry is None:
-        lo, hi = registry.VERSION_RANGES[api_key]
-        return DecodedMessage("response", api_key, api_version, corr,
-                              f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size,
-                              status_kind=StatusKind.UNKNOWN_VERSION)
-    header_reader, reader, header_version = entry[:3]
-    header, p, fail = _run(header_reader, b, 0, budget)
-    if fail is not None or header is None:
-        assert fail is not None
-        return DecodedMessage("response", api_key, api_version, corr, f"header {fail.status}", None, size,
-                              header_version=header_version, error_path=fail.path, error_offset=fail.offset,
-                              status_kind=fail.kind)
-    module = _module(registry.API_MODULES[api_key])
-    body, end, fail = _run(reader, b, p, budget)
-    msg = _finish("response", api_key, api_version, corr, b, body, end, fail, header_version, header, None)
-    if api_key == 18 and api_version > 0 and not msg.ok:
-        # A broker that does not support the requested ApiVersions version answers at v0 (the
-        # Java client retries the parse at v0 the same way).
-        budget.left = start
-        body0, end0, fail0 = _run(module.RESPONSE[0], b, p, budget)
-        if fail0 is None and end0 == size:
-            msg = _finish("response", api_key, api_version, corr, b, body0, end0, None, header_version,
-                          header, None, body_version=0,
-                          notes=(f"body did not parse at v{api_version} ({msg.status}); decoded at v0",))
-    if postprocess and msg.body is not None:
-        msg = _postprocess(msg, inner, budget)
-    return msg
+    lo, hi = registry.VERSION_RANGES[api_key]
+    return DecodedMessage("response", api_key, api_version, corr,
+                          f"unknown version {api_version} of {name} (known {lo}-{hi})", None, size,
+                          status_kind=StatusKind.UNKNOWN_VERSION)
 
 
 def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, api_version: int,
@@ -404,8 +420,8 @@ def decode_response_exact(frame: bytes | bytearray | memoryview, api_key: int, a
                           over_budget: list[tuple[int, int]] | None = None) -> DecodedMessage | None:
     """The response (not postprocessed) when the frame decodes exactly (header and body, no trailing
     bytes) at this api key and version, else None without the error detail a failed decode builds:
-    decode_response's fast path and the cheap test behind guessing. A decode that stopped at the element
-    budget appends (api_key, api_version) to ``over_budget`` when given."""
+    the cheap test behind guessing. A decode that stopped at the element budget appends (api_key,
+    api_version) to ``over_budget`` when given."""
     return _response_exact(frame if type(frame) is bytes else bytes(frame), api_key, api_version,
                            ElementBudget(max_elements), over_budget)
 
@@ -421,7 +437,7 @@ def _response_exact(b: bytes, api_key: int, api_version: int, budget: ElementBud
     assert entry is not None
     header, body = decoded
     return _new_message("response", api_key, api_version, header["CorrelationId"], OK, body, len(b), None,
-                        entry[2], header, None, None, None, (), None)
+                        entry.header_version, header, None, None, None, (), None)
 
 
 def _finish(

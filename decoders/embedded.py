@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from decoders import _runtime as rt
 from decoders.element_budget import ElementBudget
 from decoders.generated import registry
-from decoders.generated_modules import accel_module, pure_module
+from decoders.generated_modules import reader_module
 
 if TYPE_CHECKING:  # a type only: decoders.api imports this module, never the reverse
     from decoders.api import DecodedMessage
@@ -50,65 +50,52 @@ SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 
-# schema -> (pure readers by version, newest version, fast readers by version: compiled when built)
-_versions_cache: dict[str, tuple[dict[int, rt.Reader], int, dict[int, rt.Reader]]] = {}
+# schema -> (readers by version: compiled when built, newest version)
+_versions_cache: dict[str, tuple[dict[int, rt.Reader], int]] = {}
 
 
-def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, dict[int, rt.Reader]]:
+def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int]:
     entry = _versions_cache.get(schema)
     if entry is None:
-        name = registry.DATA_MODULES[schema]
-        versions: dict[int, rt.Reader] = pure_module(name).VERSIONS
-        fast = accel_module(name)
-        entry = _versions_cache[schema] = (versions, max(versions), fast.VERSIONS if fast is not None else versions)
+        versions: dict[int, rt.Reader] = reader_module(registry.DATA_MODULES[schema]).VERSIONS
+        entry = _versions_cache[schema] = (versions, max(versions))
     return entry
 
 
 def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str, Any]:
     """Decode a version-prefixed (int16) structure such as ConsumerProtocolSubscription, spending ``budget`` (the
-    message's that carries it); one that stops at the budget is counted in ``budget.stops``."""
+    message's that carries it); one that stops at the budget is counted in ``budget.stops``. Decoded once: the
+    reader that fails says where."""
     size = len(raw)
     if size < 2:
         return {"schema": schema, "status": f"truncated: {size} bytes, no version"}
     version = ((raw[0] ^ 0x80) - 0x80) * 256 + raw[1]  # int16, the high byte sign-extended (compiled: C reads)
     entry = _versions_cache.get(schema) or _schema_versions(schema)
     versions = entry[0]
-    fast = entry[2]
-    reader = fast.get(version)
-    if reader is not None:
-        # Fast path: a known version that decodes exactly (the compiled reader, when built).
-        left = budget.left
-        try:
-            value, end = reader(raw, 2, budget)
-        except Exception:  # noqa: BLE001 - decoded again below, which says why
-            end = -1
-        if end == size:
-            result = {"schema": schema, "version": version, "value": value, "status": "ok"}
-            return _versioned_value(schema, result, budget) if schema == _WORKER_STATE else result
-        budget.left = left
     known = entry[1]
-    result = {"schema": schema, "version": version}
-    if version < 0:
-        result["status"] = f"invalid: negative version {version}"
-        return result
-    # Like Kafka's deserializers, a newer version is read with the newest known layout.
-    use = version if version in versions else (known if version > known else None)
-    if use is None:
-        result["status"] = f"unknown version {version} of {schema}"
-        return result
+    result: dict[str, Any] = {"schema": schema, "version": version}
+    reader = versions.get(version)
+    if reader is None:
+        if version < 0:
+            result["status"] = f"invalid: negative version {version}"
+            return result
+        if version < known:
+            result["status"] = f"unknown version {version} of {schema}"
+            return result
+        reader = versions[known]  # like Kafka's deserializers, a newer version is read with the newest layout
     try:
-        value, end = versions[use](raw, 2, budget)
+        value, end = reader(raw, 2, budget)
     except rt.DecodeError as err:
         result["status"] = err.describe()
         if rt.spent_budget(err):
             budget.stops += 1  # noted on the message by its postprocessor (_noted)
         return result
     result["value"] = value
-    if end != len(raw) and version <= known:
-        result["status"] = f"trailing bytes: {len(raw) - end} after the body (offset {end})"
-    else:
-        result["status"] = "ok"
-    return _versioned_value(schema, result, budget)
+    if end != size and version <= known:
+        result["status"] = f"trailing bytes: {size - end} after the body (offset {end})"
+        return _versioned_value(schema, result, budget)
+    result["status"] = "ok"
+    return _versioned_value(schema, result, budget) if schema == _WORKER_STATE else result
 
 
 #: The one embedded schema whose value carries another version-prefixed structure (its Allocation).

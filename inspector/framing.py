@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from contract.limits import DEFAULT_LIMITS
-from inspector.native._frames import whole_frames as _native_whole_frames
+from inspector.native._frames import whole_frames as _whole_frames  # the one loop slicing frames
 
 _LEN = struct.Struct(">i").unpack_from
 #: Buffered segments are joined into one bytes object this many at a time, so an incomplete frame costs
@@ -206,8 +206,7 @@ class Framer:
         """Fast path with nothing buffered: slice complete frames straight out of ``view``."""
         out: list[FramerEvent] = []
         n = len(view)
-        max_frame = self.max_frame
-        pos = _native_whole_frames(view, max_frame, self.offset, ts, _new_frame, out)  # inspector/native/_frames.pyx
+        pos = _whole_frames([view], self.max_frame, self.offset, ts, ts, _new_frame, out)
         if out:
             framed = pos
             self.frames += len(out)
@@ -239,36 +238,19 @@ class Framer:
         self._need = 4
         self._length = -1
 
-    def _take(self, n: int) -> bytes:
-        """Remove and return the first ``n`` buffered bytes (joined once)."""
-        if n == 0:
-            return b""
+    def _drop(self, n: int) -> None:
+        """Remove the first ``n`` buffered bytes (framed)."""
+        self.buffered -= n
+        self.offset += n
         chunks = self._chunks
-        first = chunks[0]
-        if len(first) >= n:
-            out = bytes(first[:n])
-            if len(first) == n:
+        while n:
+            first = chunks[0]
+            if len(first) <= n:
+                n -= len(first)
                 chunks.pop(0)
             else:
                 chunks[0] = first[n:]
-        else:
-            parts = []
-            got = 0
-            while got < n:
-                c = chunks[0]
-                want = n - got
-                if len(c) <= want:
-                    parts.append(c)
-                    got += len(c)
-                    chunks.pop(0)
-                else:
-                    parts.append(c[:want])
-                    chunks[0] = c[want:]
-                    got = n
-            out = b"".join(parts)
-        self.buffered -= n
-        self.offset += n
-        return out
+                n = 0
 
     def _peek_length(self) -> int:
         first = self._chunks[0]
@@ -292,12 +274,12 @@ class Framer:
                 self._length = length
                 self._need = 4 + length
                 continue
-            start = self.offset
-            self._take(4)
-            data = self._take(self._length)
-            out.append(_new_frame(ts, self._first_ts, start, data))
-            self.frames += 1
-            self.bytes_framed += 4 + self._length
+            # A frame is complete in the buffered pieces: the one loop slices it and those after it.
+            before = len(out)
+            framed = _whole_frames(self._chunks, self.max_frame, self.offset, self._first_ts, ts, _new_frame, out)
+            self.frames += len(out) - before
+            self.bytes_framed += framed
+            self._drop(framed)
             self._length = -1
             self._need = 4
             self._first_ts = ts

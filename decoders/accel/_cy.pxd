@@ -1,10 +1,62 @@
 # Inline readers shared by the compiled decoders (decoders/accel/*.pyx, generated).
-# Each reads from ``c`` (the frame's bytes) at ``p`` after the caller checked the bytes are there
-# (``need``); any failure raises and the caller falls back to the pure-Python decoder, which
-# reports the field path and offset.
+# Each reads from ``c`` (the frame's bytes) at ``p`` after the caller checked the bytes are there. The readers
+# check with the ``_at`` helpers, which raise the DecodeError naming the field path and offset
+# (decoders/accel/_where.pyx); the JSON writers with the plain ones (any failure: the readers decode the frame).
 # cython: language_level=3
 
 from libc.string cimport memcpy
+
+from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, fail
+
+
+cdef inline int need_at(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L, Where* up, const char* name,
+                        Py_ssize_t index) except -1:
+    """``k`` bytes at ``p`` are there, else the field is truncated."""
+    if k > L - p:
+        return fail(TRUNCATED, 0, p, L, up, name, index)
+    return 0
+
+
+cdef inline int need_len(Py_ssize_t p, long long n, Py_ssize_t L, Where* up, const char* name,
+                         Py_ssize_t index) except -1:
+    """The ``n`` bytes of a length-prefixed field are there at ``p``, else its length is too long."""
+    if n > L - p:
+        return fail(SHORT, n, p, L, up, name, index)
+    return 0
+
+
+cdef inline Py_ssize_t uvar_at(const unsigned char* c, Py_ssize_t p, Py_ssize_t L, long long* out, Where* up,
+                               const char* name, Py_ssize_t index) except -1:
+    """An unsigned varint of at most 5 bytes, failing where the plain reader fails (past its first byte,
+    a truncation is at the second)."""
+    cdef long long v
+    cdef int shift = 7
+    cdef unsigned char x
+    cdef Py_ssize_t second
+    if p >= L:
+        fail(TRUNCATED, 0, p, L, up, name, index)
+        return -1
+    x = c[p]
+    p += 1
+    if x < 0x80:
+        out[0] = x
+        return p
+    second = p
+    v = x & 0x7F
+    while True:
+        if shift > 28:
+            fail(LONG_VARINT, 0, p, L, up, name, index)
+            return -1
+        if p >= L:
+            fail(TRUNCATED, 0, second, L, up, name, index)
+            return -1
+        x = c[p]
+        p += 1
+        v |= (<long long>(x & 0x7F)) << shift
+        if x < 0x80:
+            out[0] = v
+            return p
+        shift += 7
 
 cdef inline int need(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L) except -1:
     if k > L - p:

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         for folder, pattern in ((GENERATED_DIR, "*.py"), (ACCEL_DIR, "*.pyx"), (CONTRACT_DIR, "apis.py"),
                                 (CONTRACT_DIR, "body_schemas.py"), (NATIVE_DIR, NATIVE_RECORDS)):
             made = {p.name for p in fresh if p.parent.name == folder.name and p.match(pattern)}
-            committed = {p.name for p in folder.glob(pattern)}
+            committed = {p.name for p in folder.glob(pattern) if p.name in made or not p.name.startswith("_")}
             count += len(made)
             stale += sorted(f"{folder.name}/{n}" for n in made ^ committed)
             stale += sorted(f"{folder.name}/{n}" for n in made & committed

@@ -166,7 +166,7 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
 def _write(out_dir: Path, pattern: str, files: dict[str, str]) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob(pattern):
-        if old.name not in files:
+        if old.name not in files and not old.name.startswith("_"):  # hand-written helpers (_where.pyx) stay
             old.unlink()
     written = []
     for name, text in files.items():

@@ -2,10 +2,9 @@
 
 The same model as ``render`` (the pure-Python decoders), compiled: each struct at each version
 becomes a ``cdef`` function reading the frame through a C pointer with typed positions and
-lengths. The compiled decoders are the fast path only: they check every read against the bytes
-present but report nothing about a failure; on any exception ``decoders.api`` decodes the frame
-again with the pure-Python decoders, which name the field path and offset. Both must give the
-same result on every frame they both accept (``tests/decoders/test_accel.py``).
+lengths. They check every read against the bytes present and fail as the plain readers fail: the
+same DecodeError (status, field path, offset; ``render_cy_read``), so a frame is decoded once.
+Both must give the same result, or the same failure, on every frame (``tests/decoders/test_accel.py``).
 
 For the APIs in :data:`TEXT_APIS` each struct at each version also becomes a JSON writer (``_t``
 functions, ``REQUEST_TEXT``/``RESPONSE_TEXT`` entries): the same reads and checks, writing the body's
@@ -32,12 +31,13 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
     """One compiled module: its readers (``render_cy_read``), JSON writers (``render_cy_text``) and its text."""
 
     def render(self, entries: list[str], tail: list[str]) -> str:
-        out = [HEADER.rstrip("\n"), DIRECTIVES, "from decoders.accel._cy cimport *", "",
+        out = [HEADER.rstrip("\n"), DIRECTIVES, "from decoders.accel._cy cimport *",
+               "from decoders.accel._where cimport *", "",
                "from decoders.element_budget cimport ElementBudget", "",
                "from decoders import _runtime as _rt", ""]
         if self.text_functions:
-            out[4] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
-            out[3:3] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
+            out[5] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
+            out[4:4] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
                         "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
                         "from libc.string cimport memcmp",
                         "cdef extern from \"Python.h\":",
@@ -105,8 +105,10 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             ]
         for name, body in self.ordered:
             out.append("")
+            # A reader (_f) is given its caller's field, which a failure names (decoders/accel/_where.pyx).
+            where = ", Where* up" if name.startswith("_f") else ""
             out.append(f"cdef object {name}(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, "
-                       "ElementBudget B):")
+                       f"ElementBudget B{where}):")
             out.append(body)
         for cname in entries:
             self.wrapper(cname)
@@ -115,7 +117,7 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             # An entry point (a message, header or embedded structure), or a tagged field's reader called back
             # by _rt.tags: each spends the budget it is given (the message's).
             out.append(f"def {wname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
-            out.append(f"    v = {cname}(b, b, len(b), &p, B)")
+            out.append(f"    v = {cname}(b, b, len(b), &p, B, NULL)")
             out.append("    return v, p")
         for cname, xname in self.text_entries.items():
             out.append("")

@@ -29,9 +29,14 @@ READ: dict[str, str] = {
 
 @dataclass
 class CFunc:
-    """A ``cdef`` function body under construction: its lines and its typed locals."""
+    """A ``cdef`` function body under construction: its lines and its typed locals; for a reader, the field each
+    line reads (``where``: name and loop variable, as the plain reader's line table names it)."""
 
     lines: list[str] = field(default_factory=list)
+    where: tuple[str, str | None] | None = None  # the field being read: name, loop variable or None
+    inline: tuple[str, str] | None = None  # reading an array element in the loop: the array, its loop variable
+    uses_t: bool = False  # a tag count is read (a C local ``t``)
+    calls: bool = False  # calls another reader (a C local ``w``, the field it is called for)
     counter: int = 0
     longs: list[str] = field(default_factory=list)  # C long long locals
     sizes: list[str] = field(default_factory=list)  # Py_ssize_t locals
@@ -65,12 +70,17 @@ class CyBuilderBase:
 
     def _add(self, fn: CFunc, uses_t: bool, text: bool = False) -> str:
         decls = []
+        uses_t = uses_t or fn.uses_t
         if fn.longs or uses_t:
             decls.append("    cdef long long " + ", ".join(fn.longs + (["t"] if uses_t else [])))
+        if fn.calls:
+            decls.append("    cdef Where w")
         if fn.sizes:
             decls.append("    cdef Py_ssize_t " + ", ".join(fn.sizes))
         objects = fn.objects + ["d"]
         decls.append("    cdef object " + ", ".join(objects))
+        if fn.calls:
+            decls.append("    w.up = up")
         body = "\n".join(decls + fn.lines)
         functions, prefix = (self.text_functions, "_t") if text else (self.functions, "_f")
         name = functions.get(body)
@@ -88,51 +98,56 @@ class CyBuilderBase:
             self.wrappers[cname] = name
         return name
 
-    def _length(self, fn: CFunc, compact: bool, ind: int, int16: bool) -> str:
+    def _length(self, fn: CFunc, compact: bool, ind: int, int16: bool, at: str | None = None) -> str:
+        """Read a length or count into a new C local; ``at``: a reader's field (the ``_at`` helpers' last
+        arguments, a failure says where), else a JSON writer's (a failure raises without detail)."""
         n = fn.var("n")
         if compact:
-            fn.emit(ind, f"p = uvar(c, p, L, &{n})")
+            fn.emit(ind, f"p = uvar_at(c, p, L, &{n}, {at})" if at else f"p = uvar(c, p, L, &{n})")
             fn.emit(ind, f"{n} -= 1")
         elif int16:
-            fn.emit(ind, "need(p, 2, L)")
+            fn.emit(ind, f"need_at(p, 2, L, {at})" if at else "need(p, 2, L)")
             fn.emit(ind, f"{n} = rd16(c, p); p += 2")
         else:
-            fn.emit(ind, "need(p, 4, L)")
+            fn.emit(ind, f"need_at(p, 4, L, {at})" if at else "need(p, 4, L)")
             fn.emit(ind, f"{n} = rd32(c, p); p += 4")
         return n
 
-    def _null_or_negative(self, fn: CFunc, n: str, ind: int, on_null: str) -> None:
+    def _null_or_negative(self, fn: CFunc, n: str, ind: int, on_null: str, at: str | None = None) -> None:
         """The end of a length-prefixed read or write: a length of -1 runs ``on_null``, any other negative
         length is invalid."""
         fn.emit(ind, f"elif {n} == -1:")
         fn.emit(ind + 1, on_null)
         fn.emit(ind, "else:")
-        fn.emit(ind + 1, "raise ValueError('negative length')")
+        fn.emit(ind + 1, f"fail(NEGATIVE, {n}, p, L, {at})" if at else "raise ValueError('negative length')")
 
-    def _struct_call(self, fn: CFunc, f: Field, ind: int, call: str, on_null: str) -> None:
+    def _struct_call(self, fn: CFunc, f: Field, ind: int, call: str, on_null: str, at: str | None = None) -> None:
         """Emit ``call`` (a struct's reader or writer at p); a nullable struct is preceded by its int8 marker,
         and a negative marker runs ``on_null`` instead."""
         if not f.nullable:
             fn.emit(ind, call)
             return
         m = fn.var("m")
-        fn.emit(ind, "need(p, 1, L)")
+        fn.emit(ind, f"need_at(p, 1, L, {at})" if at else "need(p, 1, L)")
         fn.emit(ind, f"{m} = rd8(c, p); p += 1")
         fn.emit(ind, f"if {m} < 0:")
         fn.emit(ind + 1, on_null)
         fn.emit(ind, "else:")
         fn.emit(ind + 1, call)
 
-    def _array_guard(self, fn: CFunc, s: Array, n: str, ind: int) -> None:
+    def _array_guard(self, fn: CFunc, s: Array, n: str, ind: int, at: str | None = None) -> None:
         """An array's ``n`` elements checked against the bytes left (at their smallest size) and spent from
         the element budget, as the pure decoder checks and spends them."""
         min_size = s.min_size
         if min_size:
-            fn.emit(ind, f"if {n} * {min_size} > L - p: raise IndexError('truncated')")
+            fn.emit(ind, f"if {n} * {min_size} > L - p: " + (f"fail(SHORT_COUNT, {n}, p, L, {at})" if at
+                                                             else "raise IndexError('truncated')"))
         else:
-            fn.emit(ind, f"if {n} > {_max_empty()}: raise ValueError('too many elements')")
+            fn.emit(ind, f"if {n} > {_max_empty()}: " + (f"fail(TOO_MANY, {n}, p, L, {at})" if at
+                                                         else "raise ValueError('too many elements')"))
         fn.emit(ind, f"B.left -= {n}")
-        fn.emit(ind, f"if B.left < 0: raise ValueError({rt.OVER_BUDGET!r})")
+        fn.emit(ind, "if B.left < 0: " + (f"fail(OVER_BUDGET, {n}, p, L, {at})" if at
+                                          else f"raise ValueError({rt.OVER_BUDGET!r})"))
 
 
 def _max_empty() -> int:

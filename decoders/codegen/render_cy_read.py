@@ -2,6 +2,12 @@
 
 They read the frame through a C pointer with typed positions and lengths, checking every read against the
 bytes present; the struct readers are the ``REQUEST``/``RESPONSE``/``VERSIONS`` entries of ``render_cy``.
+
+A read that fails raises the DecodeError the plain reader (``render``) raises for the same bytes: the same
+status, field path and offset (decoders/accel/_where.pyx). So each line names the field it reads as the plain
+reader's line table does (``CFunc.where``), array elements without nested structs are read in the loop itself
+as the plain reader reads them (their fields named ``Array[i].Field``), and a reader is given its caller's field
+(``Where* up``, on the C stack).
 """
 
 from __future__ import annotations
@@ -11,6 +17,27 @@ import json
 from decoders.codegen.model import FIXED, Field, Struct
 from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step, steps
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
+
+
+def inlinable(st: Struct | None) -> bool:
+    """Array elements without nested structs (partitions, api key ranges, ...) are read in the loop (the plain
+    reader's rule: its failures name the field alike)."""
+    return st is not None and bool(st.fields) and all(
+        f.kind != "struct" and (f.kind != "array" or (f.element is not None and f.element.kind != "struct"))
+        for f in st.fields)
+
+
+def at(fn: CFunc) -> str:
+    """The last arguments of a check at the current line: the caller's field, this line's field and its index."""
+    where = fn.where
+    if fn.inline is not None:
+        array, index = fn.inline
+        name = f"{array}[{{}}].{where[0]}" if where is not None else f"{array}[{{}}]"
+        return f"up, b'{name}', {index}"
+    if where is None:
+        return "up, NULL, -1"
+    name, var = where
+    return f"up, b'{name}', {var or -1}"
 
 
 class CyReaders(CyBuilderBase):
@@ -25,9 +52,11 @@ class CyReaders(CyBuilderBase):
                 self._fixed_group(fn, list(s.fields), names, 1)
             else:
                 names.append((s.field.name, self._field(fn, s.field, 1)))
+        fn.where = None
         items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
         fn.emit(1, f"d = {{{items}}}")
         if st.flexible:
+            fn.where = ("_tagged", None)
             self._tagged(fn, st, 1, "d")
         fn.emit(1, "pp[0] = p")
         fn.emit(1, "return d")
@@ -49,7 +78,8 @@ class CyReaders(CyBuilderBase):
 
     def _fixed_group(self, fn: CFunc, group: list[Field], names: list[tuple[str, str]], ind: int) -> None:
         size = sum(FIXED[f.type_name][1] for f in group)
-        fn.emit(ind, f"need(p, {size}, L)")
+        fn.where = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
+        fn.emit(ind, f"need_at(p, {size}, L, {at(fn)})")
         off = 0
         for f in group:
             v = fn.var()
@@ -58,38 +88,52 @@ class CyReaders(CyBuilderBase):
             off += FIXED[f.type_name][1]
         fn.emit(ind, f"p += {size}")
 
-    def _field(self, fn: CFunc, f: Field, ind: int) -> str:
+    def _call(self, fn: CFunc, sub: str) -> tuple[str, str]:
+        """A call of the struct reader ``sub`` for the current line's field: the statement giving it that field,
+        and the call."""
+        fn.calls = True
+        name, var = fn.where if fn.where is not None else (None, None)
+        setup = f"w.name = {f'b{name!r}' if name is not None else 'NULL'}; w.index = {var or -1}"
+        return setup, f"{sub}(b, c, L, &p, B, &w)"
+
+    def _field(self, fn: CFunc, f: Field, ind: int, index: str | None = None) -> str:
+        if f.name:
+            fn.where = (f.name, index)
         v = fn.var()
         s = step(f)
         if isinstance(s, Fixed):
             size = FIXED[f.type_name][1]
-            fn.emit(ind, f"need(p, {size}, L)")
+            fn.emit(ind, f"need_at(p, {size}, L, {at(fn)})")
             fn.emit(ind, f"{v} = {READ[f.type_name].format(off=0)}; p += {size}")
             return v
         if isinstance(s, Prefixed):
-            n = self._length(fn, f.compact, ind, int16=s.int16)
+            n = self._length(fn, f.compact, ind, s.int16, at(fn))
             fn.emit(ind, f"if {n} >= 0:")
-            fn.emit(ind + 1, f"need(p, {n}, L)")
+            fn.emit(ind + 1, f"need_len(p, {n}, L, {at(fn)})")
             if f.kind == "string":
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}].decode('utf-8', 'backslashreplace'); p += {n}")
             elif f.kind == "bytes":
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
-            else:
-                fn.emit(ind + 1, f"{v} = _rt.records(b, p, {n}, B); p += {n}")  # spends B: its batches
-            self._null_or_negative(fn, n, ind, f"{v} = None")
+            else:  # spends B: its batches
+                fn.emit(ind + 1, f"{v} = records_at(b, p, {n}, B, {at(fn)}); p += {n}")
+            self._null_or_negative(fn, n, ind, f"{v} = None", at(fn))
             return v
         if isinstance(s, Nested):
             assert f.struct is not None
-            self._struct_call(fn, f, ind, f"{v} = {self.struct_fn(f.struct)}(b, c, L, &p, B)", f"{v} = None")
+            sub = self.struct_fn(f.struct)
+            if f.name:
+                fn.where = (f.name, index)
+            setup, call = self._call(fn, sub)
+            self._struct_call(fn, f, ind, f"{setup}; {v} = {call}", f"{v} = None", at(fn))
             return v
         assert isinstance(s, Array)
-        return self._array(fn, s, v, ind)
+        return self._array(fn, s, v, ind, index)
 
-    def _array(self, fn: CFunc, s: Array, v: str, ind: int) -> str:
+    def _array(self, fn: CFunc, s: Array, v: str, ind: int, index: str | None) -> str:
         f, elem = s.field, s.element
-        n = self._length(fn, f.compact, ind, int16=False)
+        n = self._length(fn, f.compact, ind, False, at(fn))
         fn.emit(ind, f"if {n} >= 0:")
-        self._array_guard(fn, s, n, ind + 1)
+        self._array_guard(fn, s, n, ind + 1, at(fn))
         if elem.kind == "fixed":
             fmt, size = FIXED[elem.type_name]
             if elem.type_name == "uuid":
@@ -97,25 +141,50 @@ class CyReaders(CyBuilderBase):
             else:
                 fn.emit(ind + 1, f"{v} = arr_fixed(c, p, L, {n}, b'{fmt}'); p += {n} * {size}")
         else:
-            sub = ""
-            if elem.kind == "struct":
-                assert elem.struct is not None
-                sub = self.struct_fn(elem.struct)
             i = fn.var("i")
             fn.emit(ind + 1, f"{v} = []")
             fn.emit(ind + 1, f"for {i} in range({n}):")
-            if elem.kind == "struct":
-                fn.emit(ind + 2, f"{v}.append({sub}(b, c, L, &p, B))")
+            fn.where = (f.name, i)
+            if elem.kind == "struct" and inlinable(elem.struct):
+                assert elem.struct is not None
+                self._inline_struct(fn, elem.struct, f.name, i, v, ind + 2)
+            elif elem.kind == "struct":
+                assert elem.struct is not None
+                sub = self.struct_fn(elem.struct)
+                setup, call = self._call(fn, sub)
+                fn.emit(ind + 2, setup)
+                fn.emit(ind + 2, f"{v}.append({call})")
             else:
-                x = self._field(fn, elem, ind + 2)
+                x = self._field(fn, elem, ind + 2, i)
+                fn.where = (f.name, i)
                 fn.emit(ind + 2, f"{v}.append({x})")
-        self._null_or_negative(fn, n, ind, f"{v} = None")
+            fn.where = (f.name, index)
+        self._null_or_negative(fn, n, ind, f"{v} = None", at(fn))
         return v
+
+    def _inline_struct(self, fn: CFunc, st: Struct, array: str, index: str, target: str, ind: int) -> None:
+        """Read an array element in the loop itself; its lines name their field ``Array[i].Field``."""
+        fn.inline = (array, index)
+        names: list[tuple[str, str]] = []
+        for s in steps(st):
+            if isinstance(s, Fixed):
+                self._fixed_group(fn, list(s.fields), names, ind)
+            else:
+                names.append((s.field.name, self._field(fn, s.field, ind)))
+        fn.inline = None
+        fn.where = (array, index)
+        d = fn.var("d")
+        items = ", ".join(f"{json.dumps(n)}: {x}" for n, x in names)
+        fn.emit(ind, f"{d} = {{{items}}}")
+        if st.flexible:
+            self._tagged(fn, st, ind, d)
+        fn.emit(ind, f"{target}.append({d})")
 
     def _tagged(self, fn: CFunc, st: Struct, ind: int, target: str) -> None:
         entries = [f"{t.tag}: ({json.dumps(t.name)}, {self.wrapper(self.value_fn(t))})" for t in st.tagged]
         text = "{" + ", ".join(entries) + "}"
         if text not in self.tables:
             self.tables[text] = f"_T{len(self.tables)}"
-        fn.emit(ind, "p = uvar(c, p, L, &t)")
-        fn.emit(ind, f"if t: p = _rt.tags(b, p, t, {self.tables[text]}, {target}, B)")
+        fn.uses_t = True
+        fn.emit(ind, f"p = uvar_at(c, p, L, &t, {at(fn)})")
+        fn.emit(ind, f"if t: p = tags_at(b, p, t, {self.tables[text]}, {target}, B, {at(fn)})")

@@ -20,4 +20,4 @@ NAME = 'EndTxnMarker'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('CoordinatorEpoch', None)}
-BUILD_HASH = 'c3bcc88aa44e7671'
+BUILD_HASH = 'e656086e2bd78d9c'

@@ -75,11 +75,13 @@ def refs(instance: Any) -> Any:
         msg = api.decode_response_bytes(frame, key, version, None, True, rt.MAX_ELEMENTS, False)
     assert msg.status == api.OK and msg.text is None, msg.status
     found = topic_refs(msg)
-    entry = api._readers(key, version, kind)  # the plain readers (entry[1]) beside the compiled ones (entry[4])
+    entry = api._readers(key, version, kind)  # the plain readers, beside the compiled ones decode_* ran
     assert entry is not None
+    plain = api._module(api.registry.API_MODULES[key])
+    header_name = api.registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
     budget = ElementBudget(rt.MAX_ELEMENTS)
-    header, p = entry[0](frame, 0, budget)
-    body, end = entry[1](frame, p, budget)
+    header, p = api._module(header_name).VERSIONS[entry.header_version](frame, 0, budget)
+    body, end = (plain.REQUEST if kind == "request" else plain.RESPONSE)[version](frame, p, budget)
     assert end == len(frame)
     assert body_refs(kind, key, version, body) == found
     if key in TEXT_APIS:

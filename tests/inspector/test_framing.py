@@ -128,8 +128,9 @@ def test_stream_that_never_frames_is_skipped_in_bounded_memory() -> None:
                                     st.integers(-5, 60), st.binary(max_size=60))), max_size=12),
        st.integers(0, 64))
 def test_whole_frames_are_sliced_as_the_length_prefixes_say(parts: list[bytes], max_frame: int) -> None:
-    """The typed loop (inspector/native/_frames.pyx) against the definition: from the start, while a 4-byte
-    length in 0..max_frame and that many bytes follow, one frame each; the rest is the framer's to report."""
+    """The loop slicing frames (inspector/native/_frames.pyx) against the definition: from the start, while a
+    4-byte length in 0..max_frame and that many bytes follow, one frame each; the rest is the framer's to report.
+    The same from the bytes in one piece and cut into pieces anywhere (what the framer has buffered)."""
     data = b"".join(parts)
     expected, pos = [], 0
     while len(data) - pos >= 4:
@@ -139,8 +140,13 @@ def test_whole_frames_are_sliced_as_the_length_prefixes_say(parts: list[bytes], 
         expected.append((pos, data[pos + 4:pos + 4 + length]))
         pos += 4 + length
     out: list[Frame] = []
-    assert framing._native_whole_frames(memoryview(data), max_frame, 100, 1.5, framing._new_frame, out) == pos
+    assert framing._whole_frames([memoryview(data)], max_frame, 100, 1.5, 1.5, framing._new_frame, out) == pos
     assert [(f.offset - 100, f.data, f.ts, f.first_ts) for f in out] == [(p, d, 1.5, 1.5) for p, d in expected]
+    pieces = [memoryview(part) for part in parts] + [b""]  # as the parts were drawn: cut anywhere, an empty one
+    out = []
+    assert framing._whole_frames(pieces, max_frame, 100, 0.5, 1.5, framing._new_frame, out) == pos
+    assert [(f.offset - 100, f.data, f.ts, f.first_ts) for f in out] == [
+        (p, d, 1.5, 0.5 if i == 0 else 1.5) for i, (p, d) in enumerate(expected)]
     f = Framer(max_frame=max_frame, synced=True)
     events = f.data(1.0, memoryview(data)) + f.finish(2.0)
     assert [(e.offset, e.data) for e in events if isinstance(e, Frame)][:len(expected)] == expected

@@ -105,7 +105,7 @@ def test_every_path_gives_the_same_topics_on_every_capture(monkeypatch: pytest.M
     _forget_readers()
     try:
         entry = api._readers(1, 12, "request")
-        assert entry is not None and entry[4] is entry[1] and entry[6] is None
+        assert entry is not None and entry.body is api._module("api_001_fetch").REQUEST[12] and entry.text is None
         plain = {path.name: _topics(path, False) for path in CAPTURES}
     finally:
         monkeypatch.undo()

@@ -1,11 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Typed twin of the loop of ``inspector.framing.Framer._whole_frames``: slice the complete frames out of
+"""Typed twin of the loop of ``inspector.kafka.framing.Framer._whole_frames``: slice the complete frames out of
 stream bytes that start at a frame boundary.
 
 ``whole_frames(view, max_frame, offset, ts, new_frame, out)`` appends ``new_frame(ts, ts, offset + pos,
 frame bytes)`` for each complete frame (4-byte big-endian length in 0..max_frame, then that many bytes)
 and returns the position where it stopped (the start of an incomplete or implausible frame, or the end);
-the framer decides what follows, as in its pure loop. ``tests/inspector/test_framing.py`` feeds every
+the framer decides what follows, as in its pure loop. ``tests/inspector/kafka/test_framing.py`` feeds every
 framer with and without the twin.
 """
 

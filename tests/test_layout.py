@@ -14,7 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("inspector", "decoders", "pipelines", "contract")
 #: The steps of the data's way, one subpackage each (the import-linter `layers` contract in pyproject.toml orders
-#: them), and the helpers every step shares, the only modules at inspector/'s top level.
+#: them), with native/ (the typed native layer), and the helpers every step shares, the only modules at
+#: inspector/'s top level.
 HOPS = {"capture", "tcp", "tls", "kafka", "rows", "read", "tap", "cli", "native"}
 SHARED = {"__init__.py", "frozen_init.py", "transitions.py"}
 

@@ -117,8 +117,8 @@ ENV PATH=/opt/venv/bin:$PATH \
 # The installed package, not a source tree, from a folder with no sources in it: it runs, and runs compiled.
 WORKDIR /data
 RUN cd / && kafka-inspector --help > /dev/null \
-    && python -c "import inspector.tap, inspector.live_view, pipelines.report" \
-    && python -c "import decoders.api as d, inspector.framing as f, inspector.events as e; \
+    && python -c "import inspector.tap.command, inspector.tap.live_view, pipelines.report" \
+    && python -c "import decoders.api as d, inspector.kafka.framing as f, inspector.rows.event_table as e; \
 assert all(m.__file__.startswith('/opt/venv/') and m.__file__.endswith('.so') for m in (d, f, e)), 'not compiled'; \
 assert d.accelerated(), 'compiled decoders missing'" \
     && ! command -v gcc && ! command -v cc \

@@ -24,9 +24,12 @@ _sources = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sources)
 # Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it types it).
 COMPILED = {
-    "inspector": ("packets", "capture_parser", "capture_file", "stream_events", "stream_state", "reassembly",
-                  "framing", "connection", "pipeline", "topics", "events", "summary", "reader", "tls_records",
-                  "tls_cipher", "tls_events", "tls_session", "tls_stream"),
+    "inspector.capture": ("packets", "parser", "file"),
+    "inspector.tcp": ("stream_events", "stream_state", "reassembly"),
+    "inspector.tls": ("tls_records", "cipher", "tls_events", "session"),
+    "inspector.kafka": ("framing", "connection", "pipeline", "topic_names", "tls_stream"),
+    "inspector.rows": ("event_table", "summary"),
+    "inspector.read": ("reader",),
     "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
                  "record_budget", "checksums", "guess", "embedded", "topics"),
 }
@@ -62,7 +65,8 @@ def extensions() -> list:
 
     recorded = sorted((ROOT / "decoders" / "accel").glob("*.pyx"))
     recorded += [path for folder in NATIVE_DIRS for path in sorted((ROOT / folder).glob("*.pyx"))]
-    recorded += [ROOT / package / f"{name}.py" for package, names in COMPILED.items() for name in names]
+    recorded += [ROOT.joinpath(*package.split("."), f"{name}.py")
+                 for package, names in COMPILED.items() for name in names]
     COMPILED_SOURCES.extend(recorded)
     sources = [str(path.relative_to(ROOT)) for path in recorded]
     # A plain module with a .pxd (its classes declared as extension types there) is compiled with its

@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inspector.capture_file import open_capture  # noqa: E402
-from inspector.packets import Segment, parse_packet, segments  # noqa: E402
-from inspector.reassembly import Reassembler  # noqa: E402
-from inspector.stream_events import StreamData  # noqa: E402
+from inspector.capture.file import open_capture  # noqa: E402
+from inspector.capture.packets import Segment, parse_packet, segments  # noqa: E402
+from inspector.tcp.reassembly import Reassembler  # noqa: E402
+from inspector.tcp.stream_events import StreamData  # noqa: E402
 
 _ETH = bytes.fromhex("001122334455" "66778899aabb" "0800")
 

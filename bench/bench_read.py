@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = [REPO / "bench" / "data" / name for name in ("big-frames.pcap", "big-produce-fetch.pcap", "big-kafkajs.pcap")]
-CLI = [sys.executable, "-m", "inspector.cli"]
+CLI = [sys.executable, "-m", "inspector.cli.main"]
 
 
 _last_cpu = [0.0]
@@ -84,7 +84,8 @@ def _build_note() -> str:
     sys.path.insert(0, str(REPO))
     from decoders import _sources
 
-    folders = ("decoders", "decoders/accel", "decoders/native", "inspector", "inspector/native")
+    folders = ("decoders", "decoders/accel", "decoders/native", "inspector/capture", "inspector/tcp", "inspector/tls",
+               "inspector/kafka", "inspector/rows", "inspector/read", "inspector/native")
     stale = [f"{folder}/{name}" for folder in folders for name in _sources.stale(REPO / folder)]
     return "compiled: " + (f"STALE {', '.join(stale)} (`make setup` rebuilds)" if stale else "all current")
 

@@ -7,7 +7,7 @@ packets (or the sender cannot reach its rate). For each step the table shows the
 capture saw, the kernel drops, and how long after the end of the load the tap had decoded
 everything ("lag": a tap that keeps up has none).
 
-Capture back ends compared, all feeding the same decode path (``inspector.tap_decode.TapDecoder``):
+Capture back ends compared, all feeding the same decode path (``inspector.tap.decode.TapDecoder``):
 
 * ``tcpdump``: ``kafka-inspector tap`` itself (tcpdump writing pcap into a pipe; libpcap's TPACKET_V3
   ring hands packets over block by block, within 1 s);
@@ -175,11 +175,11 @@ def scapy_tap(port: int, out: str) -> dict[str, Any]:
     from scapy.arch.linux import L2ListenSocket
     from scapy.config import conf
 
-    from inspector.capture_parser import RawPacket
-    from inspector.decode_options import read_options
-    from inspector.tap import add_parser
-    from inspector.tap_decode import TapDecoder
-    from inspector.writers import ParquetDatasetWriter
+    from inspector.capture.parser import RawPacket
+    from inspector.read.decode_options import read_options
+    from inspector.rows.writers import ParquetDatasetWriter
+    from inspector.tap.command import add_parser
+    from inspector.tap.decode import TapDecoder
 
     conf.bufsize = 128 << 20
     parser = argparse.ArgumentParser()
@@ -274,8 +274,9 @@ def step_tcpdump(port: int, rate: float, seconds: float, conns: int, work: Path,
     log = work / f"tap-{int(rate)}.log"
     extra = ["--immediate-mode"] if immediate else []
     with log.open("wb") as err:
-        tap = subprocess.Popen([PYTHON, "-m", "inspector.tap", "tap", "-i", "lo", "--port", str(port), "-o", str(out),
-                                *extra], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        tap = subprocess.Popen([PYTHON, "-m", "inspector.tap.command", "tap", "-i", "lo", "--port", str(port),
+                                "-o", str(out), *extra], cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
         _wait_for(log, b"listening on", tap)
         sent = run_sender(port, rate, seconds, conns)
@@ -335,8 +336,8 @@ def step_read(port: int, rate: float, seconds: float, conns: int, work: Path) ->
     # `kafka-inspector read` as cmd_read runs it (quiet), timed inside the child without interpreter start-up
     code = ("import sys, time, json\n"
             "from pathlib import Path\n"
-            "from inspector.reader import ReadOptions, read_captures\n"
-            "from inspector.writers import ParquetDatasetWriter\n"
+            "from inspector.read.reader import ReadOptions, read_captures\n"
+            "from inspector.rows.writers import ParquetDatasetWriter\n"
             "w = ParquetDatasetWriter(Path(sys.argv[2]))\n"
             "t0 = time.perf_counter()\n"
             "s = read_captures([sys.argv[1]], w, ReadOptions(ports=frozenset([int(sys.argv[3])])))\n"

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "inspector.cli"]
+CLI = [sys.executable, "-m", "inspector.cli.main"]
 
 
 def captures() -> list[Path]:

@@ -70,9 +70,9 @@ HOST = "127.0.0.1"
 
 def capture_broker_ports(pcap: Path) -> list[int]:
     """The broker ports of a capture's Kafka connections (from `read`'s rows of its first packets)."""
-    from inspector.capture_file import open_capture
-    from inspector.reader import ReadOptions
-    from inspector.tap_decode import TapDecoder
+    from inspector.capture.file import open_capture
+    from inspector.read.reader import ReadOptions
+    from inspector.tap.decode import TapDecoder
 
     decoder = TapDecoder(ReadOptions(), "bench")
     with open_capture(str(pcap)) as reader:
@@ -155,7 +155,7 @@ def step_replay(pcap: Path, warmup: Path, total: int, ports: list[int], rate: fl
     out, log = work / f"replay-{int(rate)}", work / f"replay-{int(rate)}.log"
     shutil.rmtree(out, ignore_errors=True)
     metrics_port = free_port()
-    cmd = [*_prefix(nice, pin[0] if pin else None), PYTHON, "-m", "inspector.tap", "-i", "lo", "-o", str(out),
+    cmd = [*_prefix(nice, pin[0] if pin else None), PYTHON, "-m", "inspector.tap.command", "-i", "lo", "-o", str(out),
            "--metrics", f"{HOST}:{metrics_port}",
            *(a for p in ports for a in ("--port", str(p))), *(["--quiet"] if quiet else []), *extra]
     step = ReplayStep(rate, load=os.getloadavg()[0])
@@ -248,7 +248,7 @@ def looped_capture(pcap: Path, copies: int, work: Path) -> Path:
 
 
 def _count_packets(pcap: Path) -> int:
-    from inspector.capture_file import open_capture
+    from inspector.capture.file import open_capture
 
     with open_capture(str(pcap)) as reader:
         return sum(1 for _ in reader)

@@ -1,5 +1,5 @@
 """The client inventory (issue 21): what a client is and what its row says, in one place for the terminal command
-(``inspector/client_inventory.py``, pyarrow) and the report (``pipelines/clients.py``, Spark).
+(``inspector/rows/client_inventory.py``, pyarrow) and the report (``pipelines/client_usage.py``, Spark).
 
 Each of them only groups the events into *usage* (per client, broker, direction, API and version: messages,
 first and last time, the software named in ApiVersions v3+, record sets in message format v0/v1) and *errors*

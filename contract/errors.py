@@ -4,7 +4,7 @@ Every exception the project raises on purpose derives from :class:`InspectorErro
 test, an embedding program) can catch the project's own failures in one ``except`` and tell them from a bug.
 Traffic that is bad is never one of them: it becomes an event with a status. What is raised is misuse (a bad
 argument, filter or file, an output that cannot be written) or, inside a module, a signal its own caller turns
-into such a status (``decoders._runtime.DecodeError``, ``inspector.tls_cipher.DecryptError``).
+into such a status (``decoders._runtime.DecodeError``, ``inspector.tls.cipher.DecryptError``).
 
 Each class says which documented exit code it means (:class:`ExitCode`); ``str()`` of an instance is the one
 line a person reads.

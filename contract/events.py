@@ -1,7 +1,7 @@
 """The events contract: one row per Kafka message, its columns defined once, as data.
 
-``kafka-inspector read`` writes these columns (``inspector/events.py`` renders them as an Arrow schema), the
-Spark jobs read them (``pipelines/events.py`` renders them as a Spark schema). A column's type is one of the
+``kafka-inspector read`` writes these columns (``inspector/rows/event_table.py`` renders them as an Arrow schema), the
+Spark jobs read them (``pipelines/events_dataset.py`` renders them as a Spark schema). A column's type is one of the
 logical types below; each consumer maps them to its own type system, so neither writes the list again.
 README.md ("The events contract") explains the columns in more detail.
 """

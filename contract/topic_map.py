@@ -1,5 +1,5 @@
 """The topic map (issue 32): who talks to which topic, in one place for the terminal command (``kafka-inspector
-topics``, ``inspector/topic_traffic.py``, pyarrow) and the report (``pipelines/topic_clients.py``, Spark).
+topics``, ``inspector/rows/topic_traffic.py``, pyarrow) and the report (``pipelines/topic_clients.py``, Spark).
 
 A row is one topic × role × client: a **producer** is counted from its Produce requests; a **consumer** from its
 Fetch requests (ShareFetch for a share group's members) and the responses to them. A client is its address, its
@@ -15,9 +15,10 @@ its header does not say how many); each is null when no record set of the row wa
 (``read --records size`` gives the sizes, not the batches).
 
 **Topics by name.** A message's topics come from its body, each entry's name, else its topic id; an id is named
-as the events' ``topics`` column names it (by what the capture had said by then, ``inspector/topics.py``): the
-column holds the distinct topics of the message in the order its body names them, so the body's distinct
-references, read in that same order (:data:`SOURCES`' ``walk``), pair with the column's entries one to one. When
+as the events' ``topics`` column names it (by what the capture had said by then,
+``inspector/kafka/topic_names.py``): the column holds the distinct topics of the message in the order its body
+names them, so the body's distinct references, read in that same order (:data:`SOURCES`' ``walk``), pair with the
+column's entries one to one. When
 the two do not pair (a body not decoded whole), the references stand as they are.
 
 **Not clients.** Rows unwrapped from an Envelope (forwarded by a broker) and a follower's Fetch requests

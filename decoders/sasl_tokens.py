@@ -6,7 +6,7 @@ follow. (SaslHandshake v1 wraps the same tokens in SaslAuthenticate requests ins
 message of its own named ``SaslToken``: no api key, no correlation id, and a body shaped as SaslAuthenticate's,
 ``AuthBytes`` (a redaction marker: a token may hold a password) and ``AuthBytesDecoded`` (what is safe in it, as
 :mod:`decoders.redaction` reads SaslAuthenticate's). Which frames are tokens is the connection's business
-(``inspector.sasl``); this module decodes one, and tells whether bytes look like one (a capture may start in the
+(``inspector.kafka.sasl``); this module decodes one, and tells whether bytes look like one (a capture may start in the
 middle of the exchange, with no handshake to say so).
 """
 

@@ -1,6 +1,6 @@
-"""The topics a decoded message names, as its spec marks them (``decoders/codegen/topics.py``).
+"""The topics a decoded message names, as its spec marks them (``decoders/codegen/topic_model.py``).
 
-Stateless: which name an id stands for is the inspector's to learn (``inspector/topics.py``). A message's
+Stateless: which name an id stands for is the inspector's to learn (``inspector/kafka/topic_names.py``). A message's
 references come as one list, in the order the message has them: a name (``str``), an id (a 1-tuple of its
 ``Uuid.toString()``) or, in a response struct naming one topic both ways, a pair (a 2-tuple ``(name, id)``,
 either None when absent); empty names and the zero id are none. A message naming nothing gives None, and one

@@ -39,11 +39,11 @@ from decoders import decode_request  # noqa: E402
 from decoders.records import Records, crc32c  # noqa: E402
 from fuzz.hostile_inputs import eth_tcp  # noqa: E402
 from fuzz.targets import MAX_LEN, TLS_PROFILES, encode_envelope, encode_segment  # noqa: E402
-from inspector.capture_file import open_capture  # noqa: E402
-from inspector.framing import Frame, Framer  # noqa: E402
-from inspector.packets import Segment, parse_packet  # noqa: E402
-from inspector.reassembly import Reassembler  # noqa: E402
-from inspector.stream_events import StreamData, StreamGap  # noqa: E402
+from inspector.capture.file import open_capture  # noqa: E402
+from inspector.capture.packets import Segment, parse_packet  # noqa: E402
+from inspector.kafka.framing import Frame, Framer  # noqa: E402
+from inspector.tcp.reassembly import Reassembler  # noqa: E402
+from inspector.tcp.stream_events import StreamData, StreamGap  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "real-captures"
 MAX_SEEDS = 400  # per target and capture

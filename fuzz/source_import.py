@@ -42,7 +42,7 @@ def compiled_modules(setup_py: Path = REPO / "setup.py") -> dict[str, Path]:
             continue
         if any(isinstance(t, ast.Name) and t.id == "COMPILED" for t in targets):
             packages: dict[str, Sequence[str]] = ast.literal_eval(value)
-            return {f"{package}.{name}": REPO / package / f"{name}.py"
+            return {f"{package}.{name}": REPO.joinpath(*package.split("."), f"{name}.py")
                     for package, names in packages.items() for name in names}
     raise LookupError(f"no COMPILED = {{...}} assignment in {setup_py.name}")
 

@@ -77,7 +77,7 @@ def _check_message(msg: Any, size: int) -> None:
 def _json(value: Any) -> None:
     """Bodies must be written the way the event writer writes them (the one body writer), as valid JSON."""
     if value is not None:
-        from inspector.events import body_json
+        from inspector.rows.event_table import body_json
 
         text = body_json(value)
         check(text is not None, "a body is written as JSON text")
@@ -233,7 +233,7 @@ _OP = struct.Struct(">BBHH")  # control, flags, payload length, time step (µs)
 
 
 def parse_segments(data: bytes) -> Iterator[Any]:
-    """Turn a segment script into :class:`~inspector.packets.Segment` objects.
+    """Turn a segment script into :class:`~inspector.capture.packets.Segment` objects.
 
     The script is a sequence of operations; each is ``>BBHH`` (control, TCP flags, payload length,
     time step in µs), then for the sequence-number mode a 4-byte seq or 2-byte delta, then a 4-byte
@@ -244,7 +244,7 @@ def parse_segments(data: bytes) -> Iterator[Any]:
     is the other direction's next expected byte (else 0 unless bit 6), bit 6: absolute ack follows,
     bit 7: truncated by the snap length.
     """
-    from inspector.packets import Segment
+    from inspector.capture.packets import Segment
 
     nxt: dict[tuple[int, int], int] = {}
     isn: dict[tuple[int, int], int] = {}
@@ -301,8 +301,8 @@ def encode_segment(conn: int, direction: int, flags: int, seq: int, ack: int, pa
 
 
 def target_reassembler(data: bytes) -> None:
-    from inspector.reassembly import Reassembler
-    from inspector.stream_events import ConnectionClosed, ConnectionOpened, SegmentTruncated, StreamData, StreamGap
+    from inspector.tcp.reassembly import Reassembler
+    from inspector.tcp.stream_events import ConnectionClosed, ConnectionOpened, SegmentTruncated, StreamData, StreamGap
 
     r = Reassembler(max_buffered_per_direction=REASSEMBLER_MAX_BUFFERED,
                     max_connections=REASSEMBLER_MAX_CONNECTIONS)
@@ -358,10 +358,10 @@ def target_reassembler(data: bytes) -> None:
 
 def target_pipeline(data: bytes) -> None:
     from contract.limits import DecodeLimits
-    from inspector.connection import KafkaMessage, StreamIssue
-    from inspector.events import EventTable, RecordsOptions
-    from inspector.pipeline import Inspector
-    from inspector.summary import Summary
+    from inspector.kafka.connection import KafkaMessage, StreamIssue
+    from inspector.kafka.pipeline import Inspector
+    from inspector.rows.event_table import EventTable, RecordsOptions
+    from inspector.rows.summary import Summary
 
     ports = {BROKER_PORT} if data[:1] and data[0] & 1 else set()
     body = data[1:]
@@ -406,8 +406,8 @@ _CAPTURE_PATH = os.path.join(_CAPTURE_DIR, "input.pcap")
 
 
 def target_capture(data: bytes) -> None:
-    from inspector.capture_file import CaptureError, open_capture
-    from inspector.packets import Segment, Skipped, parse_packet
+    from inspector.capture.file import CaptureError, open_capture
+    from inspector.capture.packets import Segment, Skipped, parse_packet
 
     with open(_CAPTURE_PATH, "wb") as f:
         f.write(data)
@@ -482,9 +482,9 @@ def target_tls(data: bytes) -> None:
     """
     import ssl
 
-    from inspector.tls_events import TlsApplicationData
-    from inspector.tls_keylog import KeyLog
-    from inspector.tls_session import TlsSession
+    from inspector.tls.keylog import KeyLog
+    from inspector.tls.session import TlsSession
+    from inspector.tls.tls_events import TlsApplicationData
     from pcaps.capture_kit.tls_memory import MemoryTls
 
     if len(data) < 2:

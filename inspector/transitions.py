@@ -2,8 +2,8 @@
 and :func:`move`, which applies one and raises :class:`IllegalTransition` on any move the table does not allow.
 
 A state machine of the project is an enum of states, an enum of the events that move it and such a table:
-a connection's mode and its TLS state (:mod:`inspector.connection_state`), the tap's phase
-(:mod:`inspector.tap_controller`). The code decides which event happened; the table says where it leads, so a
+a connection's mode and its TLS state (:mod:`inspector.kafka.connection_state`), the tap's phase
+(:mod:`inspector.tap.controller`). The code decides which event happened; the table says where it leads, so a
 move nobody wrote down is a bug found where it happens, not a state that drifts.
 """
 

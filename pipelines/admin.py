@@ -42,9 +42,9 @@ from contract.kafka import (
     NOT_CONTROLLER,
     ApiKey,
 )
-from pipelines.events import collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.events_dataset import collect_evidence, evidence, exchanges, with_endpoints
 from pipelines.findings import as_findings, error_label, error_list
-from pipelines.kafka import ADMIN_WRITES
+from pipelines.kafka_rules import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
 ADMIN_REQUEST_DDL = body_schemas.ADMIN_WRITE_REQUEST

@@ -1,11 +1,12 @@
 """Decode many capture files in parallel into the events dataset, so a cluster can take over from ``read``.
 
-One Spark task per capture file: the task runs the inspector's own reader (``inspector.reader.iter_capture``
-+ ``inspector.events.EventTable``) and hands Arrow record batches with ``inspector.events.SCHEMA`` to Spark
+One Spark task per capture file: the task runs the inspector's own reader (``inspector.read.reader.iter_capture``
++ ``inspector.rows.event_table.EventTable``) and hands Arrow record batches with
+``inspector.rows.event_table.SCHEMA`` to Spark
 through ``mapInArrow`` (or as rows through ``mapPartitions`` where pandas, which PySpark's
 ``mapInArrow`` needs, is not installed); Spark writes them as ``OUTPUT/events/*.parquet``. The rows are
 those ``kafka-inspector read`` writes: file *i* numbers its connections in block *i* (from
-``i * 2**32 + 1``, ``inspector.conn_ids``), as ``read`` numbers its *i*-th file, which keeps ids unique
+``i * 2**32 + 1``, ``inspector.rows.conn_ids``), as ``read`` numbers its *i*-th file, which keeps ids unique
 without the tasks talking to each other, and ``show FILE --filter conn_id=N`` finds connection N. With
 ``--tls-keylog FILE`` (a path every executor can read, as the captures are) the reader decrypts the TLS
 connections whose secrets it holds, as ``read --tls-keylog`` does.
@@ -27,9 +28,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from contract.limits import DEFAULT_LIMITS, DecodeLimits
-from pipelines.events import EVENTS_SCHEMA
+from pipelines.events_dataset import EVENTS_SCHEMA
 
-#: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1 (``inspector.conn_ids``).
+#: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1 (``inspector.rows.conn_ids``).
 CONN_ID_STRIDE = 2**32
 
 FILES_SCHEMA = StructType([StructField("index", IntegerType(), False), StructField("path", StringType(), False)])
@@ -39,9 +40,9 @@ def decode_files(batches: Iterator[pa.RecordBatch], ports: Sequence[int] = (), k
                  limits: DecodeLimits = DEFAULT_LIMITS) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` function: (index, path) rows in, event record batches out (``keylog``: the TLS key log's
     path)."""
-    from inspector.events import EventTable
-    from inspector.reader import BATCH_ROWS, ReadOptions, iter_capture
-    from inspector.summary import Summary
+    from inspector.read.reader import BATCH_ROWS, ReadOptions, iter_capture
+    from inspector.rows.event_table import EventTable
+    from inspector.rows.summary import Summary
 
     options = ReadOptions(ports=frozenset(ports), limits=limits, tls_keylog=keylog)
     for batch in batches:

@@ -35,7 +35,6 @@ from contract.kafka import (
 )
 from pipelines import (
     admin,
-    clients,
     group_inventory,
     groups,
     heartbeat_coverage,
@@ -45,9 +44,14 @@ from pipelines import (
     lag,
     producers,
     rebalances,
-    versions,
 )
-from pipelines.kafka import ADMIN_WRITES
+from pipelines import (
+    client_usage as clients,
+)
+from pipelines import (
+    version_discipline as versions,
+)
+from pipelines.kafka_rules import ADMIN_WRITES
 
 
 class Inputs:

@@ -19,7 +19,7 @@ from pyspark.sql.types import (
 )
 
 from contract.kafka import ERROR_NAMES
-from pipelines.events import merge_evidence
+from pipelines.events_dataset import merge_evidence
 
 #: One evidence sample: the message that shows the finding, as the events dataset names it (``capture`` the
 #: capture file's name, ``conn_id`` unique within the dataset, ``correlation_id``): ``kafka-inspector show CAPTURE

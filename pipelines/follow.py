@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from pipelines import follow_input, follow_output, follow_state, html, identity, plots, retention
-from pipelines.events import EVENTS_SCHEMA
+from pipelines.events_dataset import EVENTS_SCHEMA
 from pipelines.findings import CASE_TYPE, EPISODE_KEY, EVIDENCE_TYPE, FINDINGS_SCHEMA, combine, episode_id, render
 from pipelines.report_job import (
     _INTERPRETED,

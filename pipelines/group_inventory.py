@@ -59,7 +59,7 @@ from contract.kafka import (
     SYNC_GROUP,
     TXN_OFFSET_COMMIT,
 )
-from pipelines.events import endpoint, evidence, requests
+from pipelines.events_dataset import endpoint, evidence, requests
 from pipelines.findings import EVIDENCE_TYPE, as_findings
 from pipelines.groups import joins
 from pipelines.heartbeat_groups import epoch_given, heartbeats

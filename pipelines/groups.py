@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from contract import body_schemas
 from contract.kafka import DESCRIBE_GROUPS, INCONSISTENT_GROUP_PROTOCOL, JOIN_GROUP, METADATA, SYNC_GROUP
-from pipelines.events import (
+from pipelines.events_dataset import (
     asof,
     collect_evidence,
     evidence,

@@ -15,12 +15,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.events import asof, merge_evidence
+from pipelines.events_dataset import asof, merge_evidence
 from pipelines.findings import as_findings
 from pipelines.groups import partition_counts
 from pipelines.heartbeat_groups import heartbeats, held_assignments
 from pipelines.lag import connection_clusters
-from pipelines.topics import topic_names
+from pipelines.topic_ids import topic_names
 
 #: Seconds without an assignment change (while the group heartbeats) before a KIP-848 group counts as stable.
 STABLE_S = 10

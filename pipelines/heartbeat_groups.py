@@ -36,9 +36,9 @@ from contract.kafka import (
     UNKNOWN_MEMBER_ID,
     UNRELEASED_INSTANCE_ID,
 )
-from pipelines.events import EVIDENCE_LIMIT, collect_evidence, evidence, exchanges, shared, with_endpoints
+from pipelines.events_dataset import EVIDENCE_LIMIT, collect_evidence, evidence, exchanges, shared, with_endpoints
 from pipelines.findings import as_findings, error_label
-from pipelines.topics import topic_names, with_topic_names
+from pipelines.topic_ids import topic_names, with_topic_names
 
 PROTOCOLS = {CONSUMER_GROUP_HEARTBEAT: "consumer", STREAMS_GROUP_HEARTBEAT: "streams", SHARE_GROUP_HEARTBEAT: "share"}
 REQUEST_DDL = body_schemas.GROUP_HEARTBEAT_REQUEST

@@ -15,9 +15,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contract.kafka import API_VERSIONS, UNSUPPORTED_VERSION
-from pipelines.events import collect_evidence, evidence, with_endpoints
+from pipelines.events_dataset import collect_evidence, evidence, with_endpoints
 from pipelines.findings import as_findings, error_label
-from pipelines.kafka import LONG_POLL_APIS, ROUTINE_ERRORS
+from pipelines.kafka_rules import LONG_POLL_APIS, ROUTINE_ERRORS
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 from contract.clients import apis_text, errors_text, readiness, software_text
 from pipelines.escape import escape
 from pipelines.group_inventory_html import groups_table
-from pipelines.kafka import SEVERITIES
+from pipelines.kafka_rules import SEVERITIES
 from pipelines.plots import PlotData
 from pipelines.svg import bar_chart, line_chart
 from pipelines.topic_map_html import topic_map_section
@@ -87,7 +87,7 @@ _NOT_FILES = ("tap:", "<stdin>")
 
 def show_command(sample: Mapping[str, Any], events: str | None = None) -> str:
     """The command that shows an evidence sample's message and its response: ``show CAPTURE`` for a capture file
-    (its connections numbered as the dataset numbers them, ``inspector.conn_ids``), ``show EVENTS`` for what the
+    (its connections numbered as the dataset numbers them, ``inspector.rows.conn_ids``), ``show EVENTS`` for what the
     tap or standard input gave (no file to read again: the events are shown)."""
     capture = str(sample.get("capture") or "")
     picks = f"--filter conn_id={sample['conn_id']} --filter correlation_id={sample['correlation_id']}"

@@ -36,7 +36,7 @@ from contract.kafka import (
     METADATA,
     REBOOTSTRAP_REQUIRED,
 )
-from pipelines.events import (
+from pipelines.events_dataset import (
     asof,
     collect_evidence,
     endpoint,

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from contract import body_schemas
 from contract.kafka import FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, TXN_OFFSET_COMMIT
-from pipelines.events import (
+from pipelines.events_dataset import (
     EXCHANGE_KEY,
     asof,
     collect_evidence,
@@ -46,7 +46,7 @@ from pipelines.events import (
 )
 from pipelines.findings import as_findings
 from pipelines.ownership import OWNER_COLUMNS, with_owners
-from pipelines.topics import topic_names, with_topic_names
+from pipelines.topic_ids import topic_names, with_topic_names
 
 LAG_COLUMNS = ("group_id", "topic", "partition", "ts", "committed_offset", "log_end_offset", "log_end_ts", "lag",
                "source", "client", "broker", "capture", "conn_id", "correlation_id", *OWNER_COLUMNS)

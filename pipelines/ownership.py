@@ -17,10 +17,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.events import asof
+from pipelines.events_dataset import asof
 from pipelines.groups import joins, leader_assignments
 from pipelines.heartbeat_groups import heartbeats, held_assignments
-from pipelines.topics import topic_names, with_topic_names
+from pipelines.topic_ids import topic_names, with_topic_names
 
 #: The owner columns a lag row gets (null where no assignment in the capture covers its moment).
 OWNER_COLUMNS = ("member_id", "member_client", "member_client_id", "member_principal")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.events import with_endpoints
+from pipelines.events_dataset import with_endpoints
 from pipelines.groups import joins
 from pipelines.hotspots import _error_codes
 

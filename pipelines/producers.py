@@ -37,7 +37,7 @@ from contract.kafka import (
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     PRODUCE,
 )
-from pipelines.events import (
+from pipelines.events_dataset import (
     collect_evidence,
     evidence,
     exchanges,

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from contract import body_schemas
 from contract.kafka import LEAVE_GROUP
-from pipelines.events import collect_evidence, evidence, merge_evidence, parse_body, requests, union_sorted
+from pipelines.events_dataset import collect_evidence, evidence, merge_evidence, parse_body, requests, union_sorted
 from pipelines.findings import as_findings
 from pipelines.groups import joins, syncs
 from pipelines.heartbeat_groups import heartbeat_rebalances

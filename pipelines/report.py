@@ -28,7 +28,7 @@ from rich.table import Table
 from contract.text import visible
 from contract.units import parse_duration
 from pipelines import preflight
-from pipelines.kafka import SEVERITIES
+from pipelines.kafka_rules import SEVERITIES
 
 #: --follow's defaults (pipelines/follow.py owns them; repeated here so that --help needs no Spark import)
 TRIGGER_S, SETTLE_S, HORIZON_S = 10.0, 10.0, 600.0

@@ -46,7 +46,6 @@ from contract.kafka import (
 )
 from pipelines import (
     class_archive,
-    clients,
     group_inventory,
     heartbeat_groups,
     html,
@@ -56,10 +55,13 @@ from pipelines import (
     rebalances,
     topic_clients,
 )
+from pipelines import (
+    client_usage as clients,
+)
 from pipelines.detectors import DETECTORS, Detector, Inputs
-from pipelines.events import events_path, load_events, shared_frames
+from pipelines.events_dataset import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
-from pipelines.kafka import ADMIN_WRITES, SEVERITY_RANK
+from pipelines.kafka_rules import ADMIN_WRITES, SEVERITY_RANK
 
 #: Below this much Parquet (about 200,000 events) Spark spends its time compiling, not computing: the report
 #: runs its expressions interpreted (no whole-stage or expression code generation) and, in local mode, the

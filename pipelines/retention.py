@@ -39,7 +39,7 @@ from contract.kafka import (
     TXN_OFFSET_COMMIT,
 )
 from pipelines import heartbeat_groups
-from pipelines.events import EXCHANGE_KEY
+from pipelines.events_dataset import EXCHANGE_KEY
 
 #: Events of the horizon kept at most (the newest).
 MAX_RECENT = 500_000

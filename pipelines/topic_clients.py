@@ -1,8 +1,8 @@
 """The topic map in the report (issue 32): ``topics.parquet``, one row per topic × role × client.
 
 What a row is, which messages count, how a consumer's group is found: ``contract/topic_map.py``, which
-``kafka-inspector topics`` (``inspector/topic_traffic.py``, pyarrow) uses too, so ``topics.parquet`` equals what that
-command prints.
+``kafka-inspector topics`` (``inspector/rows/topic_traffic.py``, pyarrow) uses too, so ``topics.parquet`` equals
+what that command prints.
 
 * :func:`with_traffic` adds a column to the report's slimmed events (``report_job.slim``), made while the bodies
   are there: for each Produce, Fetch and ShareFetch message, the topics it counts for with their record bytes and
@@ -35,8 +35,8 @@ from contract.topic_map import (
     Walk,
     build_topic_map,
 )
-from pipelines.clients import software
-from pipelines.events import endpoint
+from pipelines.client_usage import software
+from pipelines.events_dataset import endpoint
 
 TOPICS_SCHEMA = StructType([
     StructField("topic", StringType()),

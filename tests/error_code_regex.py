@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from inspector.events import nested_codes
+from inspector.rows.event_table import nested_codes
 
 _ERROR_CODE = re.compile(rb'"ErrorCode":(-?\d+)(?![\d.eE])')  # an integer, not a float's digits
 

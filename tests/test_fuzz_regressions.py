@@ -124,7 +124,8 @@ def test_fuzzers_run_the_compiled_modules_from_source() -> None:
 
     assert set(compiled_modules()) - set(source_modules()) == {"decoders.element_budget"}
     modules = source_modules()
-    assert {"decoders.records", "inspector.reassembly", "inspector.pipeline", "inspector.capture_file"} <= set(modules)
+    assert {"decoders.records", "inspector.tcp.reassembly", "inspector.kafka.pipeline",
+            "inspector.capture.file"} <= set(modules)
     assert all(path.is_file() for path in modules.values())
     proc = subprocess.run([sys.executable, "-c", _FROM_SOURCE, str(HOSTILE)], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
@@ -147,7 +148,7 @@ class _At:
 def test_frame_start_prefilter_skips_only_what_the_per_byte_test_rejects(
         parts: list[bytes], noise: bytes, chunk: int) -> None:
     """The scan's regex jump over impossible frame starts finds exactly what a test at every byte finds."""
-    from inspector.framing import Framer, Verdict
+    from inspector.kafka.framing import Framer, Verdict
 
     def plausible(buf: bytes, pos: int) -> int:
         return Verdict.MAYBE if buf[pos + 4:pos + 6] == b"\x00\x12" else Verdict.NO

@@ -4,7 +4,7 @@ Each struct at each version also becomes a ``cdef`` function (``_t``) writing th
 ``_out`` as it reads the frame: the same reads and checks as the readers (``render_cy_read``), no dicts built.
 Its entries (``_x``, the ``REQUEST_TEXT``/``RESPONSE_TEXT`` tables) are held to the decoded dict's text by
 ``tests/decoders/test_text.py``. As they write them, the writers collect the topics the message names (the
-fields ``decoders.codegen.topics`` says name one: ``_tname``, ``_tid``), the references ``decoders/topics.py``
+fields ``decoders.codegen.topic_model`` says name one: ``_tname``, ``_tid``), the references ``decoders/topics.py``
 finds walking the decoded dict (``tests/decoders/test_topics.py``).
 """
 
@@ -17,7 +17,7 @@ from decoders import _runtime as rt
 from decoders.codegen.model import FIXED, Field, Struct, is_flexible, resolve_struct, versions_of
 from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
-from decoders.codegen.topics import ID, NAME, NAMES, PAIR, topic_role, topic_steps
+from decoders.codegen.topic_model import ID, NAME, NAMES, PAIR, topic_role, topic_steps
 
 #: APIs whose compiled decoders also write each body's JSON text straight from the frame (Produce and Fetch:
 #: nearly every frame of a busy cluster), for ``decoders.api``'s ``text`` mode (``read``'s events). The text is

@@ -55,7 +55,7 @@ _ASSIGNMENT = "{status, inferred, value{AssignedPartitions{Topic, Partitions}}}"
 _OFFSETS = "Partitions{PartitionIndex, CommittedOffset, ErrorCode}"
 #: The heartbeats of the groups the coordinator assigns (pipelines.heartbeat_groups.PROTOCOLS), parsed as one.
 _GROUP_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat", "ShareGroupHeartbeat")
-#: The admin writes (pipelines.kafka.ADMIN_WRITES), parsed as one.
+#: The admin writes (pipelines.kafka_rules.ADMIN_WRITES), parsed as one.
 _ADMIN_WRITES = ("CreateTopics", "DeleteTopics", "CreateAcls", "DeleteAcls", "AlterConfigs", "CreatePartitions",
                  "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "IncrementalAlterConfigs",
                  "AlterClientQuotas", "AlterUserScramCredentials")

@@ -1,4 +1,5 @@
-"""Render every message's topic steps (``decoders.codegen.topics``) as data: ``decoders/generated/topic_fields.py``.
+"""Render every message's topic steps (``decoders.codegen.topic_model``) as data:
+``decoders/generated/topic_fields.py``.
 
 Per kind, API key and version (written as spans of consecutive versions with the same steps), a tuple of steps
 ``(key, op, child)`` that ``decoders/topics.py`` walks a decoded body by: ``op`` is one of ``topics``' NAME,
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decoders.codegen import topics as T
+from decoders.codegen import topic_model as T
 from decoders.codegen.model import is_flexible, resolve_struct, versions_of
 from decoders.codegen.shared import HEADER
 
@@ -58,8 +59,8 @@ def render_topic_fields(apis: list[dict[str, Any]]) -> str:
                         kinds[kind].setdefault(doc["apiKey"], {})[version] = tables.spec(steps)
     lines = [
         HEADER.rstrip("\n"),
-        '"""Where each message names topics (decoders/codegen/topics.py): steps ``(key, op, child)`` by kind, API key',
-        'and version, walked by decoders/topics.py."""',
+        '"""Where each message names topics (decoders/codegen/topic_model.py): steps ``(key, op, child)`` by kind,',
+        'API key and version, walked by decoders/topics.py."""',
         "",
         "from typing import Any",
         "",

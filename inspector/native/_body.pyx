@@ -5,12 +5,12 @@
 (the Arrow column's data, with its offsets), so no bytes object is made per message; record sets are
 written by the headers-level writer rendered into ``decoders/native/_records.pyx``, or as the summary dict
 the caller's ``default`` makes of them. While writing it collects the non-zero ``ErrorCode`` values of
-the text. :meth:`BodyColumn.text` gives one body's text alone (``inspector.events.body_json``).
+the text. :meth:`BodyColumn.text` gives one body's text alone (``inspector.rows.event_table.body_json``).
 
 The text: ``dict`` (``str`` keys) as objects, ``list``/``tuple`` as arrays, ``str`` as UTF-8 (``<``, ``>``,
 ``&`` and non-ASCII as they are; a lone surrogate as its ``\\udXXX`` escape), ``int`` in decimal, ``float``
 in its shortest round-trip form (``nan`` and infinities as ``null``), ``bool``/``None``, bytes-likes as
-lowercase hex. ``tests/inspector/test_native_body.py`` holds it equal to orjson's, an independent encoder,
+lowercase hex. ``tests/inspector/rows/test_native_body.py`` holds it equal to orjson's, an independent encoder,
 on every shape both write.
 """
 

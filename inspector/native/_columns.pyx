@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Typed twin of turning event rows into Arrow column buffers (``inspector.events.EventTable.take``).
+"""Typed twin of turning event rows into Arrow column buffers (``inspector.rows.event_table.EventTable.take``).
 
 ``columns(rows, kinds)`` transposes a list of equal-length tuples into one set of Arrow buffers per
 column in one pass, instead of building a Python list per column and converting it value by value.
@@ -10,7 +10,7 @@ column (built elsewhere: None in its place). Each column
 comes back as ``(validity, offsets, data, null_count)`` (validity None without nulls, offsets None
 for fixed-width columns), ready for ``pyarrow.Array.from_buffers``. For anything else (another type,
 an integer out of range, over 2 GiB of text in one column) it returns None and the caller converts
-with ``pyarrow.array``, which decides. ``tests/inspector/test_events.py`` holds both to equal batches.
+with ``pyarrow.array``, which decides. ``tests/inspector/rows/test_events.py`` holds both to equal batches.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

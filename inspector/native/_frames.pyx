@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""The one loop that slices Kafka frames out of stream bytes (``inspector.framing.Framer`` calls it for a
+"""The one loop that slices Kafka frames out of stream bytes (``inspector.kafka.framing.Framer`` calls it for a
 segment that starts at a frame boundary with nothing buffered, and for its buffered pieces once a frame is
 complete in them).
 
@@ -9,7 +9,7 @@ appends ``new_frame(ts, first_ts, offset + pos, frame bytes)`` for each complete
 length in 0..max_frame, then that many bytes; ``first_ts`` is the first frame's, the later ones start at
 ``ts``). Each frame's bytes are copied once, from however many chunks hold them. It returns the position
 where it stopped (the start of an incomplete or implausible frame, or the end); the framer decides what
-follows. ``tests/inspector/test_framing.py`` holds it to the definition, however the bytes are cut.
+follows. ``tests/inspector/kafka/test_framing.py`` holds it to the definition, however the bytes are cut.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer

@@ -2,9 +2,9 @@
 """The classic pcap record loop: slice the records lying whole in one chunk of the file and parse each.
 
 ``RecordLoop.parse_records`` walks the 16-byte record headers (in the file's byte order) and calls
-``parse(frame bytes, linktype, ts, caplen, wirelen)`` — ``inspector.packets.parse_frame``, the one header
+``parse(frame bytes, linktype, ts, caplen, wirelen)`` — ``inspector.capture.packets.parse_frame``, the one header
 parser — on a copy of each record's bytes, appending what it returns. Records that straddle the end of the
-chunk are left to the caller (``inspector.capture_parser``). What is C here is only the slicing: reading the
+chunk are left to the caller (``inspector.capture.parser``). What is C here is only the slicing: reading the
 record headers from the buffer and making each record's bytes without a Python slice.
 """
 

@@ -9,7 +9,7 @@ an EC client certificate; test fixtures, not the secrets of anything real.
 
 Python cannot choose TLS 1.3 cipher suites (no ``set_ciphersuites``): OpenSSL's default order makes
 TLS_AES_256_GCM_SHA384 the one negotiated in process (an ``OPENSSL_CONF`` read at start-up chooses another,
-as ``tests/inspector/test_tls_traffic.py`` does in a child Python).
+as ``tests/inspector/tls/test_tls_traffic.py`` does in a child Python).
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ from decoders._runtime import DecodeError
 from decoders.codegen.model import ModelError
 from decoders.spec.convert import SpecError
 from decoders.status import StatusKind
-from inspector.capture_parser import CaptureError
-from inspector.event_filter import FilterError, compile_filter
-from inspector.output_dir import OutputBusy
-from inspector.tap_tcpdump import TcpdumpError
-from inspector.tls_cipher import DecryptError
-from inspector.tls_handshake import HandshakeError
-from inspector.writers import OutputError
+from inspector.capture.parser import CaptureError
+from inspector.cli.event_filter import FilterError, compile_filter
+from inspector.rows.output_dir import OutputBusy
+from inspector.rows.writers import OutputError
+from inspector.tap.tcpdump import TcpdumpError
+from inspector.tls.cipher import DecryptError
+from inspector.tls.handshake import HandshakeError
 
 
 @pytest.mark.parametrize("cls", [DecodeError, ModelError, SpecError, CaptureError, FilterError, OutputBusy,
@@ -52,7 +52,7 @@ def test_an_output_error_pickles_as_it_was() -> None:
 
 def test_the_cli_turns_an_unanswered_project_error_into_one_line(monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from inspector import cli
+    from inspector.cli import main as cli
 
     def fails(args: object, console: object) -> int:
         raise CaptureError("cap.pcap: not a capture (pcap or pcapng): give a capture file")

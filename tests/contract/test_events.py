@@ -18,8 +18,8 @@ from pyspark.sql.types import (
 )
 
 from contract.events import EVENT_COLUMN_NAMES, EVENT_COLUMNS, TYPES
-from inspector.events import COLUMNS, SCHEMA
-from pipelines.events import EVENTS_SCHEMA
+from inspector.rows.event_table import COLUMNS, SCHEMA
+from pipelines.events_dataset import EVENTS_SCHEMA
 
 #: The contract as the files have always had it (README.md, "The events contract"), written out by hand.
 EXPECTED_ARROW = pa.schema([

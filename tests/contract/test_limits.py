@@ -9,9 +9,9 @@ import pytest
 from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from decoders.element_budget import MAX_ELEMENTS
 from decoders.record_budget import MAX_DECOMPRESSED_DEFAULT, MAX_RECORDS_DEFAULT
-from inspector.cli import build_parser
-from inspector.decode_options import read_options
-from inspector.pipeline import MAX_HELD, Inspector
+from inspector.cli.main import build_parser
+from inspector.kafka.pipeline import MAX_HELD, Inspector
+from inspector.read.decode_options import read_options
 
 
 def test_the_decoders_and_the_inspector_default_to_the_one_value() -> None:

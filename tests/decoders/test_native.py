@@ -140,11 +140,11 @@ def _hot_classes() -> list[tuple[type, Any, tuple[Any, ...]]]:
     """(class, the hot path's constructor of it, every field's value in order)."""
     from decoders import api
     from decoders.api import DecodedMessage
-    from inspector import connection
-    from inspector.connection import Endpoint, KafkaMessage, PendingRequest
-    from inspector.framing import Frame
-    from inspector.packets import Segment
-    from inspector.stream_events import StreamData
+    from inspector.capture.packets import Segment
+    from inspector.kafka import connection
+    from inspector.kafka.connection import Endpoint, KafkaMessage, PendingRequest
+    from inspector.kafka.framing import Frame
+    from inspector.tcp.stream_events import StreamData
 
     e = Endpoint("10.0.0.1", 9092)
     msg = DecodedMessage("request", 0, 9, 7, "ok", {"Acks": 1}, 100)

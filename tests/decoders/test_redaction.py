@@ -34,7 +34,7 @@ from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
 
 from decoders import decode_request, decode_response
 from decoders.redaction import REDACTED_NOTE, sensitive_config
-from inspector.events import body_json
+from inspector.rows.event_table import body_json
 from tests.decoders import vectors_kio as VK
 
 PASSWORD = "hunter2-Sup3r$ecret"

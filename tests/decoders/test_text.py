@@ -30,7 +30,7 @@ from decoders.codegen.render_cy import TEXT_APIS
 from decoders.generated import registry
 from decoders.spec.convert import SCHEMA_DIR
 from decoders.topics import topic_refs
-from inspector.events import PROMOTED_KEYS, body_json
+from inspector.rows.event_table import PROMOTED_KEYS, body_json
 from tests import frames as F
 from tests.decoders import vectors as V
 from tests.decoders import vectors_all as VA

@@ -1,4 +1,4 @@
-"""The topics a message names (decoders/topics.py), found by the one model of topic fields (codegen/topics.py).
+"""The topics a message names (decoders/topics.py), found by the one model of topic fields (codegen/topic_model.py).
 
 Messages are written by an independent encoder (kio) with chosen topic names and ids; each is decoded by every
 path ``read`` may take (the compiled JSON writer of Produce and Fetch, the compiled readers' dict, the plain

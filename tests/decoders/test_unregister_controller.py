@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from contract.apis import API_NAMES, REMOVED_APIS, REMOVED_VERSIONS
 from decoders.api import decode_request, decode_response
 from decoders.generated import registry
-from inspector.cli import EXIT_OK, main
+from inspector.cli.main import EXIT_OK, main
 from tests.frames import frame
 from tests.pcapgen import conversation
 

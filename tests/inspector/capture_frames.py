@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from inspector.capture_file import open_capture
-from inspector.packets import Segment, segments
-from inspector.reader import iter_capture
-from inspector.reassembly import Reassembler
-from inspector.stream_events import Event, StreamData
-from inspector.summary import Summary
+from inspector.capture.file import open_capture
+from inspector.capture.packets import Segment, segments
+from inspector.read.reader import iter_capture
+from inspector.rows.summary import Summary
+from inspector.tcp.reassembly import Reassembler
+from inspector.tcp.stream_events import Event, StreamData
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = sorted((REPO / "pcaps").glob("*.pcap")) + sorted((REPO.parent / "shared" / "real-captures").glob("*.pcap*"))

@@ -10,8 +10,8 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether as _Ether
 from scapy.packet import Raw
 
-from inspector.capture_file import CaptureReader, open_capture
-from inspector.capture_parser import RawPacket
+from inspector.capture.file import CaptureReader, open_capture
+from inspector.capture.parser import RawPacket
 
 
 def Ether() -> _Ether:  # noqa: N802 - reads like the scapy layer it builds

@@ -19,7 +19,7 @@ from scapy.layers.l2 import Ether
 from scapy.utils import PcapWriter
 
 from decoders.records import crc32c
-from inspector.cli import EXIT_OK
+from inspector.cli.main import EXIT_OK
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, kstr, request_header
 
 REPO = Path(__file__).parents[2]
@@ -163,7 +163,7 @@ print(json.dumps([code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 
 
 def run_read(tmp_path: Path, capture: Path, *extra: str) -> Run:
     out = tmp_path / f"out-{capture.stem}-{len(list(tmp_path.glob('out-*')))}"
-    cmd = [sys.executable, "-m", "inspector.cli", "read", str(capture), "--output", str(out), "--quiet", *extra]
+    cmd = [sys.executable, "-m", "inspector.cli.main", "read", str(capture), "--output", str(out), "--quiet", *extra]
     proc = subprocess.run([sys.executable, "-S", "-c", _MEASURE, *cmd], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     code, maxrss_kib, seconds = json.loads(proc.stdout)

@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from inspector.packets import ACK, PSH, SYN, Segment
-from inspector.reassembly import Reassembler
-from inspector.stream_events import ConnectionClosed, ConnectionOpened, Event, StreamData, StreamGap
+from inspector.capture.packets import ACK, PSH, SYN, Segment
+from inspector.tcp.reassembly import Reassembler
+from inspector.tcp.stream_events import ConnectionClosed, ConnectionOpened, Event, StreamData, StreamGap
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL_CAPTURES = Path(__file__).parents[2].parent / "shared" / "real-captures"

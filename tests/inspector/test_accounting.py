@@ -2,7 +2,7 @@
 
 For every Kafka connection and each direction, ``bytes_seen == bytes_decoded + bytes_gap +
 bytes_undecodable + bytes_encrypted + bytes_tls_overhead`` (``connections.parquet``; the last two are TLS's,
-zero here: tests/inspector/test_tls_capture.py checks them on TLS captures); retransmitted duplicates are
+zero here: tests/inspector/tls/test_tls_capture.py checks them on TLS captures); retransmitted duplicates are
 counted apart in ``bytes_retransmitted``. The totals agree with what the TCP reassembler itself counted (highest stream
 offset, gaps, retransmissions) and with ``summary.json`` (per capture and in total).
 """
@@ -20,11 +20,11 @@ from scapy.layers.inet import TCP
 from scapy.packet import Packet
 from scapy.utils import PcapWriter, rdpcap
 
-from inspector.capture_file import open_capture
-from inspector.cli import EXIT_OK, main
-from inspector.packets import Segment, parse_packet
-from inspector.reassembly import Reassembler
-from inspector.stream_events import ConnectionClosed
+from inspector.capture.file import open_capture
+from inspector.capture.packets import Segment, parse_packet
+from inspector.cli.main import EXIT_OK, main
+from inspector.tcp.reassembly import Reassembler
+from inspector.tcp.stream_events import ConnectionClosed
 
 PCAPS = Path(__file__).parents[2] / "pcaps"
 CAPTURES = ["tansu-produce-fetch-compression.pcap", "mock-cluster-3-brokers-multi-client.pcap",

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from scapy.utils import rdpcap
 
-from inspector.cli import EXIT_OK, main
+from inspector.cli.main import EXIT_OK, main
 from tests.inspector.test_accounting import CAPTURES, DIRECTIONS, PARTS, PCAPS, duplicate, lose, reorder, write
 from tests.inspector.test_accounting import reassembler_totals as unlimited_totals
 

@@ -15,7 +15,8 @@ import pytest
 from decoders import _sources
 
 REPO = Path(__file__).resolve().parents[2]
-FOLDERS = ("decoders", "decoders/accel", "decoders/native", "inspector", "inspector/native")
+FOLDERS = ("decoders", "decoders/accel", "decoders/native", "inspector/capture", "inspector/tcp", "inspector/tls",
+           "inspector/kafka", "inspector/rows", "inspector/read", "inspector/native")
 
 
 def _setup_compiled() -> dict[str, tuple[str, ...]]:
@@ -48,9 +49,11 @@ def test_every_compiled_module_is_built_and_imported_as_an_extension() -> None:
 
 def test_imports_go_through_pythons_own_finders() -> None:
     """No import hooks: the standard finders only, the standard loader for an extension, nothing patched."""
-    code = ("import sys, inspect, importlib.machinery as m; import inspector.cli, inspector.events, decoders.api\n"
+    code = ("import sys, inspect, importlib.machinery as m\n"
+            "import inspector.cli.main, inspector.rows.event_table, decoders.api\n"
             "print(sorted({getattr(f, '__name__', type(f).__name__) for f in sys.meta_path}))\n"
-            "print(type(sys.modules['inspector.events'].__loader__).__name__, inspect.getfullargspec.__module__)\n")
+            "print(type(sys.modules['inspector.rows.event_table'].__loader__).__name__,"
+            " inspect.getfullargspec.__module__)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     finders, loader = out.splitlines()
     assert set(eval(finders)) <= {"BuiltinImporter", "FrozenImporter", "PathFinder",  # noqa: S307

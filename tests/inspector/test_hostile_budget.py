@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli import EXIT_OK, main
-from inspector.summary import LIMITS
+from inspector.cli.main import EXIT_OK, main
+from inspector.rows.summary import LIMITS
 from tests.frames import frame, kstr
 from tests.inspector.hostile_captures import check_bounds, record_batch, run_read, uvarint
 from tests.inspector.test_hostile_elements import AFTER, HELLO, conversation_pcap

@@ -30,12 +30,12 @@ import pytest
 
 from contract.limits import DecodeLimits
 from decoders import _runtime
-from inspector.cli import EXIT_OK, EXIT_USAGE, build_parser, main
-from inspector.events import EventTable
-from inspector.reader import ReadOptions, iter_capture
-from inspector.summary import LIMITS, Summary
-from inspector.tap import add_parser
-from inspector.tap import run as run_tap
+from inspector.cli.main import EXIT_OK, EXIT_USAGE, build_parser, main
+from inspector.read.reader import ReadOptions, iter_capture
+from inspector.rows.event_table import EventTable
+from inspector.rows.summary import LIMITS, Summary
+from inspector.tap.command import add_parser
+from inspector.tap.command import run as run_tap
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, kstr, request_header
 from tests.inspector.hostile_captures import check_bounds, produce_v3, record_batch, run_read, uvarint
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.cli import EXIT_OK, main
-from inspector.pipeline import MAX_HELD
+from inspector.cli.main import EXIT_OK, main
+from inspector.kafka.pipeline import MAX_HELD
 from tests.frames import api_versions_request_v0, frame, request_header
 from tests.inspector.hostile_captures import check_bounds, run_read
 

@@ -16,7 +16,7 @@ import pytest
 from scapy.layers.inet import TCP
 from scapy.utils import PcapWriter, rdpcap
 
-from inspector.cli import EXIT_CAPTURE, EXIT_OK, main
+from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, main
 from tests.frames import api_versions_request_v0, frame, request_header
 from tests.inspector.hostile_captures import (
     BROKER,

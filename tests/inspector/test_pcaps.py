@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from inspector.reader import ReadOptions, read_captures
-from inspector.summary import Summary
+from inspector.read.reader import ReadOptions, read_captures
+from inspector.rows.summary import Summary
 from tests.tshark_check import HAVE_TSHARK, cross_check
 
 #: The real brokers' and clients' warts (documented in pcaps/README.md), as (capture regex,

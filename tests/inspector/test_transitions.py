@@ -6,8 +6,8 @@ import pytest
 
 from contract.errors import InspectorError
 from contract.events import EVENT_COLUMNS, Direction
-from inspector.connection_state import MODE_MOVES, TLS_MOVES, Mode, ModeEvent, TlsEvent, TlsState
-from inspector.tap_controller import PHASE_MOVES, PhaseEvent, TapPhase
+from inspector.kafka.connection_state import MODE_MOVES, TLS_MOVES, Mode, ModeEvent, TlsEvent, TlsState
+from inspector.tap.controller import PHASE_MOVES, PhaseEvent, TapPhase
 from inspector.transitions import IllegalTransition, move
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli import EXIT_OK, main
+from inspector.cli.main import EXIT_OK, main
 from tests.tshark_check import HAVE_TSHARK, cross_check
 
 pytestmark = pytest.mark.skipif(not HAVE_TSHARK, reason="tshark is not installed (make system-deps)")

@@ -1,4 +1,4 @@
-"""Captures of Kafka over TLS for the tests of the TLS wiring (inspector/tls_stream.py, the pipeline, the CLI).
+"""Captures of Kafka over TLS for the tests of the TLS wiring (inspector/kafka/tls_stream.py, the pipeline, the CLI).
 
 The TLS bytes are real: OpenSSL's, made in memory by ``pcaps/capture_kit/tls_memory.py`` (its key log written
 as the client's ``keylog_filename``), carrying Kafka frames built by hand (``tests/frames.py``). The same
@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from scapy.utils import wrpcap
 
-from inspector.cli import EXIT_OK, main
+from inspector.cli.main import EXIT_OK, main
 from pcaps.capture_kit.tls_memory import Capture, Pki, contexts, converse
 from tests.frames import (
     api_versions_request_v0,

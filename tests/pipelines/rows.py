@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from contract.apis import API_NAMES
-from pipelines.events import EVENTS_SCHEMA
+from pipelines.events_dataset import EVENTS_SCHEMA
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 CLIENT = "192.0.2.10"

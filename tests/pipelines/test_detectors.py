@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from pipelines import identity
 from pipelines.detectors import DETECTORS, Inputs
-from pipelines.events import EVENTS_SCHEMA
+from pipelines.events_dataset import EVENTS_SCHEMA
 from pipelines.report_job import slim
 
 

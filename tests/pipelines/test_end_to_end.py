@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from inspector.client_inventory import COLUMNS, inventory
-from inspector.parquet_file import read_events
-from inspector.topic_traffic import COLUMNS as TOPIC_COLUMNS
-from inspector.topic_traffic import TopicMap
+from inspector.rows.client_inventory import COLUMNS, inventory
+from inspector.rows.parquet_file import read_events
+from inspector.rows.topic_traffic import COLUMNS as TOPIC_COLUMNS
+from inspector.rows.topic_traffic import TopicMap
 from pipelines import decode_job, report
 from tests.capture_secrets import assert_no_secret, capture_secrets
 from tests.pipelines.rows import canonical
@@ -197,7 +197,7 @@ def test_decode_job_writes_what_read_writes(spark: SparkSession, events_dir: Pat
     read_events = pq.read_table(events_dir / "events")
     assert spark_events.schema.equals(read_events.schema)
     assert n == read_events.num_rows
-    # both number file i's connections in block i (inspector.conn_ids)
+    # both number file i's connections in block i (inspector.rows.conn_ids)
     assert canonical(spark_events.to_pylist()) == canonical(read_events.to_pylist())
     # connections stay distinct: one conn_id per (capture, client endpoint, broker endpoint)
     keys = {(r["capture"], r["client_ip"], r["client_port"], r["broker_ip"], r["broker_port"], r["conn_id"])

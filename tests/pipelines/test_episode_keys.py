@@ -7,7 +7,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines import clients, groups, hotspots, identity, versions
+from pipelines import client_usage as clients
+from pipelines import groups, hotspots, identity
+from pipelines import version_discipline as versions
 from pipelines.findings import episodes
 from tests.pipelines.rows import B1, CLIENT, at, events, exchange
 from tests.pipelines.test_groups import join

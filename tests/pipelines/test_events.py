@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines.events import asof, events_path, exchanges
+from pipelines.events_dataset import asof, events_path, exchanges
 from tests.pipelines.rows import at, events, exchange, row
 
 

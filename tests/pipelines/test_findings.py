@@ -8,7 +8,7 @@ from datetime import timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.events import EVIDENCE_LIMIT
+from pipelines.events_dataset import EVIDENCE_LIMIT
 from pipelines.findings import FINDING_COLUMNS, MAX_CASES, as_findings, combine, episodes, partials, render
 from tests.pipelines.rows import T0
 

@@ -24,7 +24,7 @@ CAPTURE = PCAPS / "tansu-consumer-group-3-members.pcap"
 
 
 def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "inspector.cli.main", *argv], capture_output=True, text=True, cwd=REPO,
                           env=(env or os.environ) | {"PYTHONPATH": str(REPO)}, timeout=120)
 
 
@@ -152,7 +152,7 @@ def test_without_pyspark_the_report_is_one_line(datasets: Path, tmp_path: Path) 
                        "        if name == 'pyspark' or name.startswith('pyspark.'):\n"
                        "            raise ImportError('No module named ' + repr(name))\n"
                        "sys.meta_path.insert(0, _NoPySpark())\n")
-    proc = subprocess.run([sys.executable, "-m", "inspector.cli", "report", str(datasets / "parquet"), "--output",
+    proc = subprocess.run([sys.executable, "-m", "inspector.cli.main", "report", str(datasets / "parquet"), "--output",
                            str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO, timeout=120,
                           env=os.environ | {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"})
     assert (proc.returncode, proc.stdout) == (EXIT_INPUT, "")

@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from pipelines import versions
+from pipelines import version_discipline as versions
 from tests.pipelines.rows import B1, B2, CLIENT, details, events, exchange, expected, project
 
 

@@ -1,0 +1,1 @@
+"""TLS seen on a connection: sniffing, the record layer, handshake, key log, keys, ciphers and a session's events."""

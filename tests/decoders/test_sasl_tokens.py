@@ -49,7 +49,10 @@ def test_the_brokers_empty_answer() -> None:
     assert msg.body == {"AuthBytes": b""} and msg.notes == () and msg.size == 0
 
 
-@pytest.mark.parametrize("kind,token", scram_round())
+SCRAM_ROUND = scram_round()
+
+
+@pytest.mark.parametrize("kind,token", SCRAM_ROUND, ids=[f"{kind}-{i}" for i, (kind, _) in enumerate(SCRAM_ROUND)])
 def test_scram_tokens_are_recognised_by_direction(kind: str, token: bytes) -> None:
     assert looks_like_token(token) == kind
     decoded = decode_token(kind, token).body

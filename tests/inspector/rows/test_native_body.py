@@ -157,7 +157,7 @@ def test_error_codes_as_the_regex_finds_them() -> None:
     ({"s": "\ud800x"}, b'{"s":"\\\\ud800x"}'),  # a lone surrogate: its escape, visible (orjson refuses it)
     (OrderedDict(a=1), b'{"a":1}'), ({"d": OrderedDict(a=1)}, b'{"d":{"a":1}}'),
     ({"m": memoryview(b"abcd")[::2]}, b'{"m":"6163"}'), ({"a": [1, {"b": 2.0}]}, b'{"a":[1,{"b":2.0}]}'),
-], ids=str)
+], ids=lambda v: None if isinstance(v, dict) and "m" in v else str(v))  # no object address in an id
 def test_other_shapes_are_written(body: Any, text: bytes) -> None:
     column = _column()
     column.append({"before": 1}, None)
@@ -166,7 +166,8 @@ def test_other_shapes_are_written(body: Any, text: bytes) -> None:
     json.loads(text)
 
 
-@pytest.mark.parametrize("body", [{1: "non-str key"}, {"o": object()}, {"f": orjson.Fragment(b"1"), "g": 2}], ids=str)
+@pytest.mark.parametrize("body", [{1: "non-str key"}, {"o": object()}, {"f": orjson.Fragment(b"1"), "g": 2}],
+                         ids=["non-str-key", "object", "fragment"])
 def test_what_json_cannot_hold_is_refused_and_nothing_is_left_behind(body: Any) -> None:
     column = _column()
     column.append({"before": 1}, None)

@@ -94,6 +94,12 @@ LOCAL_JAVA_OPTIONS = ("-XX:+UseParallelGC -XX:FreqInlineSize=80 -XX:InlineSmallC
 #: of the JVM's CPU, 117 s with room for all (a static setting: the session's).
 CODEGEN_CACHE_ENTRIES = 4000
 
+#: PySpark's call-site capture: on, each of the report's ~30,000 column and DataFrame calls also asks the JVM for
+#: the active session and a setting, walks the Python stack and sets and clears the call site in the JVM (four
+#: more round trips through py4j). It names the Python line in an analysis error's message; the report's
+#: queries are the project's own, tested, not a user's (docs/performance.md).
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+
 #: ``progress(done, total, name)``: called as each step of the report finishes.
 Progress = Callable[[int, int, str], None]
 
@@ -409,6 +415,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
 
     conf = SparkConf().setAppName(app_name).set("spark.sql.session.timeZone", "UTC").set(
         "spark.ui.showConsoleProgress", "false").set("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
+    conf.set(DATAFRAME_DEBUGGING, "false")
     # a JVM launched here, its lines to the log (one launched before in this process stays PySpark's gateway, its
     # options and log with it)
     fresh = master is not None and log is not None and SparkContext._gateway is None

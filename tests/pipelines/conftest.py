@@ -20,6 +20,8 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
+from pipelines.report_job import DATAFRAME_DEBUGGING  # noqa: E402
+
 PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
 KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
 
@@ -32,6 +34,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
+        .config(DATAFRAME_DEBUGGING, "false")  # as the report's session (report_job.DATAFRAME_DEBUGGING)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")

@@ -38,6 +38,10 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
+        # the tests' inputs are small: run interpreted, as the report does below report_job.SMALL_INPUT_BYTES
+        # (codegen.wholeStage, codegen.factoryMode), with several shuffle partitions (no order taken for granted)
+        .config("spark.sql.codegen.wholeStage", "false")
+        .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

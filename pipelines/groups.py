@@ -26,6 +26,7 @@ from pipelines.events_dataset import (
     collect_evidence,
     evidence,
     exchanges,
+    merge_evidence,
     parse_body,
     responses,
     shared,
@@ -241,12 +242,19 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     bad = bad.join(declared, "group_id", "left").where(
         ~F.coalesce(F.col("d.inferred"), F.lit(False))
         | F.array_contains(F.coalesce(F.col("declared"), F.array().cast("array<string>")), "consumer"))
-    agg = bad.groupBy("group_id", "client", "broker", "what", F.coalesce(F.col("ptype"), F.lit("consumer")).alias(
-        "ptype")).agg(
+    key = ["group_id", "client", "broker", "what", "ptype"]
+    per_status = bad.withColumn("ptype", F.coalesce(F.col("ptype"), F.lit("consumer"))).groupBy(
+        *key, status.alias("status")).agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first(status).alias("status"),
-        F.first("client_id", ignorenulls=True).alias("client_id"),
-        collect_evidence(evidence()).alias("evidence"))
+        F.min("client_id").alias("client_id"), collect_evidence(evidence()).alias("evidence"))
+    # every way the blobs failed, with how many did so (the most frequent first)
+    agg = per_status.groupBy(*key).agg(
+        F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"), F.sum("n").alias("n"),
+        F.min("client_id").alias("client_id"),
+        F.array_join(F.transform(F.array_sort(F.collect_list(F.struct((-F.col("n")).alias("k"), "status"))),
+                                 lambda c: F.concat(c["status"], F.lit(" ("), (-c["k"]).cast("string"), F.lit(")"))),
+                     ", ").alias("status"),
+        merge_evidence(F.col("evidence")).alias("evidence"))
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("what"), F.lit(" blob(s) of group "),
         F.coalesce(F.col("group_id"), F.lit("?")), F.lit(" on the connection "), F.col("client"), F.lit(" -> "),

@@ -204,12 +204,18 @@ def admin_write_unanswered(audit: DataFrame) -> DataFrame:
     bad = audit.where(F.col("outcome").startswith("no response") | F.col("outcome").startswith("response undecodable"))
     agg = bad.groupBy("client", "client_id", "principal", "broker", "api_name").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first("outcome").alias("outcome"), F.array_sort(F.collect_set("targets")).alias("targets"),
+        F.collect_list("outcome").alias("outcomes"), F.array_sort(F.collect_set("targets")).alias("targets"),
         collect_evidence(evidence()).alias("evidence"))
+    # every outcome, with how many requests had it when they differ
+    distinct = F.array_sort(F.array_distinct("outcomes"))
+    outcomes = F.when(F.size(distinct) == 1, F.element_at(distinct, 1)).otherwise(F.array_join(F.transform(
+        distinct, lambda o: F.concat(o, F.lit(" for "), F.size(F.filter("outcomes", lambda x: x == o)).cast(
+            "string"))), ", "))
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) from "), _who(),
-        F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), F.col("outcome"), F.lit("): "),
+        F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), outcomes, F.lit("): "),
         F.array_join(F.slice("targets", 1, 5), "; "),
+        F.when(F.size("targets") > 5, F.lit("; ...")).otherwise(F.lit("")),
         F.lit(". Whether the change was applied is unknown: check the resource on the cluster."),
     )
     return as_findings(agg, "admin_write_unanswered", "warning", detail, subject=_subject())

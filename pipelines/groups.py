@@ -119,13 +119,14 @@ def group_protocol_not_offered(events: DataFrame) -> DataFrame:
                      F.array_join(F.array_sort("offered"), ", ").alias("offer")).agg(
         F.min("ts").alias("ts_first"), F.max("r_ts").alias("ts_last"),
         F.array_sort(F.collect_set("r_generation_id")).alias("generations"),
-        F.first(F.coalesce(F.col("r_member_id"), F.col("member_id")), ignorenulls=True).alias("member"),
+        F.array_sort(F.collect_set(F.coalesce(F.col("r_member_id"), F.col("member_id")))).alias("members"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
         F.lit("The coordinator "), F.col("broker"), F.lit(" selected protocol "), F.col("selected"),
         F.when(F.size("generations") == 1, F.lit(" for generation ")).otherwise(F.lit(" for generations ")),
         F.array_join(F.col("generations"), ", "), F.lit(" of group "),
-        F.col("group_id"), F.lit(", but member "), F.coalesce(F.col("member"), F.lit("?")), F.lit(" ("),
+        F.col("group_id"), F.when(F.size("members") > 1, F.lit(", but members ")).otherwise(F.lit(", but member ")),
+        F.when(F.size("members") > 0, F.array_join("members", ", ")).otherwise(F.lit("?")), F.lit(" ("),
         F.col("client"), F.lit(") offered only ["), F.col("offer"),
         F.lit("]: this member cannot run the group's assignor; the coordinator should have answered "
               "INCONSISTENT_GROUP_PROTOCOL (23)."),

@@ -74,10 +74,12 @@ def test_misrouted_api_versions_apart_by_identity_and_repeats_together(spark: Sp
 def test_group_protocol_not_offered_every_generation_one_finding(spark: SparkSession) -> None:
     df = events(spark, join(0, 1, "m-1", ["range"], selected="roundrobin", gen=4),
                 join(10, 1, "m-1", ["range"], selected="roundrobin", gen=5),
-                join(20, 1, "m-1", ["range"], selected="sticky", gen=6))
+                join(20, 1, "m-1", ["range"], selected="sticky", gen=6),
+                join(30, 1, "m-9", ["range"], selected="roundrobin", gen=7))  # rejoined under another member id
     found = _found(groups.group_protocol_not_offered(df))
     assert set(found) == {"selected roundrobin, offered [range]", "selected sticky, offered [range]"}
-    assert "for generations 4, 5 of group" in found["selected roundrobin, offered [range]"]["detail"]
+    assert "for generations 4, 5, 7 of group orders-app, but members m-1, m-9 (192.0.2.10:41001) offered only " \
+           "[range]" in found["selected roundrobin, offered [range]"]["detail"]
 
 
 def _naive(seconds: float) -> Any:
@@ -128,14 +130,15 @@ def test_controller_direct_access_one_finding_per_controller_reached(spark: Spar
 
 
 def test_endpoint_type_mismatch_one_finding_per_endpoint_type_and_error(spark: SparkSession) -> None:
-    df = events(spark, _describe_cluster(0, 1, 2, 114, corr=1), _describe_cluster(1, 1, 1, 115, corr=2),
-                _describe_cluster(2, 1, 2, 114, corr=3))
+    said = _describe_cluster(2, 1, 2, 114, corr=3)
+    said[1]["body"] = said[1]["body"].replace('"ErrorMessage": null', '"ErrorMessage": "not a controller"')
+    df = events(spark, _describe_cluster(0, 1, 2, 114, corr=1), _describe_cluster(1, 1, 1, 115, corr=2), said)
     found = _found(versions.endpoint_type_mismatch(df))
     assert set(found) == {"controller endpoints: MISMATCHED_ENDPOINT_TYPE (114)",
                           "broker endpoints: UNSUPPORTED_ENDPOINT_TYPE (115)"}
     mismatched = found["controller endpoints: MISMATCHED_ENDPOINT_TYPE (114)"]
     assert (mismatched["ts_first"], mismatched["ts_last"]) == (_naive(0), _naive(2.001))
-    assert "got MISMATCHED_ENDPOINT_TYPE (114) 2 time(s)" in mismatched["detail"]
+    assert "got MISMATCHED_ENDPOINT_TYPE (114) 2 time(s) ('not a controller'):" in mismatched["detail"]
     assert _pairs(mismatched) == [(1, 1), (1, 3)] and mismatched["client"] == f"{CLIENT}:43001"
 
 

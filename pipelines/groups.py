@@ -183,14 +183,14 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
         per_value = d.where(_nonempty(F.col(field))).groupBy("group_id", "generation", F.col(field).alias("value")).agg(
             F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
             F.array_sort(F.collect_set(F.concat(F.col("source"), F.lit(" of "), F.col("client")))).alias("who"),
-            F.first("broker").alias("broker"), collect_evidence(evidence()).alias("evidence"))
+            F.min("broker").alias("broker"), collect_evidence(evidence()).alias("evidence"))
         agg = per_value.groupBy("group_id", "generation").agg(
             F.countDistinct("value").alias("n"), F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"),
             F.array_sort(F.collect_list(F.concat(
                 F.lit("'"), F.col("value"), F.lit("' ("), F.array_join(F.slice("who", 1, 4), "; "),
                 F.when(F.size("who") > 4, F.lit("; ...")).otherwise(F.lit("")), F.lit(")")))).alias("values"),
             F.slice(F.array_sort(F.flatten(F.collect_list("evidence"))), 1, 50).alias("evidence"),
-            F.first("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
+            F.min("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
         ).where(F.col("n") > 1)
         detail = F.concat(
             F.lit("Generation "), F.col("generation").cast("string"), F.lit(" of group "), F.col("group_id"),

@@ -204,12 +204,18 @@ def admin_write_unanswered(audit: DataFrame) -> DataFrame:
     bad = audit.where(F.col("outcome").startswith("no response") | F.col("outcome").startswith("response undecodable"))
     agg = bad.groupBy("client", "client_id", "principal", "broker", "api_name").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first("outcome").alias("outcome"), F.array_sort(F.collect_set("targets")).alias("targets"),
+        F.collect_list("outcome").alias("outcomes"), F.array_sort(F.collect_set("targets")).alias("targets"),
         collect_evidence(evidence()).alias("evidence"))
+    # every outcome, with how many requests had it when they differ
+    distinct = F.array_sort(F.array_distinct("outcomes"))
+    outcomes = F.when(F.size(distinct) == 1, F.element_at(distinct, 1)).otherwise(F.array_join(F.transform(
+        distinct, lambda o: F.concat(o, F.lit(" for "), F.size(F.filter("outcomes", lambda x: x == o)).cast(
+            "string"))), ", "))
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) from "), _who(),
-        F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), F.col("outcome"), F.lit("): "),
+        F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), outcomes, F.lit("): "),
         F.array_join(F.slice("targets", 1, 5), "; "),
+        F.when(F.size("targets") > 5, F.lit("; ...")).otherwise(F.lit("")),
         F.lit(". Whether the change was applied is unknown: check the resource on the cluster."),
     )
     return as_findings(agg, "admin_write_unanswered", "warning", detail, subject=_subject())
@@ -233,7 +239,7 @@ def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
         F.count(F.lit(1)).alias("n"), F.array_sort(F.collect_set("host")).alias("hosts"),
         F.array_sort(F.collect_set(F.coalesce("inner_client_id", F.lit("null")))).alias("client_ids"),
-        F.first("inner_version").alias("inner_version"),
+        F.array_sort(F.collect_set("inner_version")).alias("inner_versions"),
         collect_evidence(evidence()).alias("evidence"))
     why = F.when(F.col("code") == NOT_CONTROLLER, F.lit(
         ": the forwarding broker's idea of the active controller is stale (controller failover); the inner "
@@ -242,7 +248,9 @@ def envelope_forwarding_failed(events: DataFrame) -> DataFrame:
             "the inner request was not applied."))
     detail = F.concat(
         F.lit("Broker "), F.col("client"), F.lit(" forwarded "), F.col("n").cast("string"), F.lit(" "),
-        F.col("inner_api"), F.lit(" v"), F.coalesce(F.col("inner_version").cast("string"), F.lit("?")),
+        F.col("inner_api"), F.lit(" v"),
+        F.when(F.size("inner_versions") > 0, F.array_join(F.transform(
+            "inner_versions", lambda v: v.cast("string")), ", v")).otherwise(F.lit("?")),
         F.lit(" request(s) of principal "), F.col("principal"), F.lit(" (client host "),
         F.array_join("hosts", ", "), F.lit(", client id "), F.array_join("client_ids", ", "),
         F.lit(") in an Envelope to "), F.col("broker"), F.lit(", which answered "), error_label(F.col("code")), why,

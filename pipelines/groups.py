@@ -26,6 +26,7 @@ from pipelines.events_dataset import (
     collect_evidence,
     evidence,
     exchanges,
+    merge_evidence,
     parse_body,
     responses,
     shared,
@@ -118,13 +119,14 @@ def group_protocol_not_offered(events: DataFrame) -> DataFrame:
                      F.array_join(F.array_sort("offered"), ", ").alias("offer")).agg(
         F.min("ts").alias("ts_first"), F.max("r_ts").alias("ts_last"),
         F.array_sort(F.collect_set("r_generation_id")).alias("generations"),
-        F.first(F.coalesce(F.col("r_member_id"), F.col("member_id")), ignorenulls=True).alias("member"),
+        F.array_sort(F.collect_set(F.coalesce(F.col("r_member_id"), F.col("member_id")))).alias("members"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
         F.lit("The coordinator "), F.col("broker"), F.lit(" selected protocol "), F.col("selected"),
         F.when(F.size("generations") == 1, F.lit(" for generation ")).otherwise(F.lit(" for generations ")),
         F.array_join(F.col("generations"), ", "), F.lit(" of group "),
-        F.col("group_id"), F.lit(", but member "), F.coalesce(F.col("member"), F.lit("?")), F.lit(" ("),
+        F.col("group_id"), F.when(F.size("members") > 1, F.lit(", but members ")).otherwise(F.lit(", but member ")),
+        F.when(F.size("members") > 0, F.array_join("members", ", ")).otherwise(F.lit("?")), F.lit(" ("),
         F.col("client"), F.lit(") offered only ["), F.col("offer"),
         F.lit("]: this member cannot run the group's assignor; the coordinator should have answered "
               "INCONSISTENT_GROUP_PROTOCOL (23)."),
@@ -181,14 +183,14 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
         per_value = d.where(_nonempty(F.col(field))).groupBy("group_id", "generation", F.col(field).alias("value")).agg(
             F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
             F.array_sort(F.collect_set(F.concat(F.col("source"), F.lit(" of "), F.col("client")))).alias("who"),
-            F.first("broker").alias("broker"), collect_evidence(evidence()).alias("evidence"))
+            F.min("broker").alias("broker"), collect_evidence(evidence()).alias("evidence"))
         agg = per_value.groupBy("group_id", "generation").agg(
             F.countDistinct("value").alias("n"), F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"),
             F.array_sort(F.collect_list(F.concat(
                 F.lit("'"), F.col("value"), F.lit("' ("), F.array_join(F.slice("who", 1, 4), "; "),
                 F.when(F.size("who") > 4, F.lit("; ...")).otherwise(F.lit("")), F.lit(")")))).alias("values"),
             F.slice(F.array_sort(F.flatten(F.collect_list("evidence"))), 1, 50).alias("evidence"),
-            F.first("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
+            F.min("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
         ).where(F.col("n") > 1)
         detail = F.concat(
             F.lit("Generation "), F.col("generation").cast("string"), F.lit(" of group "), F.col("group_id"),
@@ -241,12 +243,19 @@ def undecodable_group_metadata(events: DataFrame) -> DataFrame:
     bad = bad.join(declared, "group_id", "left").where(
         ~F.coalesce(F.col("d.inferred"), F.lit(False))
         | F.array_contains(F.coalesce(F.col("declared"), F.array().cast("array<string>")), "consumer"))
-    agg = bad.groupBy("group_id", "client", "broker", "what", F.coalesce(F.col("ptype"), F.lit("consumer")).alias(
-        "ptype")).agg(
+    key = ["group_id", "client", "broker", "what", "ptype"]
+    per_status = bad.withColumn("ptype", F.coalesce(F.col("ptype"), F.lit("consumer"))).groupBy(
+        *key, status.alias("status")).agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first(status).alias("status"),
-        F.first("client_id", ignorenulls=True).alias("client_id"),
-        collect_evidence(evidence()).alias("evidence"))
+        F.min("client_id").alias("client_id"), collect_evidence(evidence()).alias("evidence"))
+    # every way the blobs failed, with how many did so (the most frequent first)
+    agg = per_status.groupBy(*key).agg(
+        F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"), F.sum("n").alias("n"),
+        F.min("client_id").alias("client_id"),
+        F.array_join(F.transform(F.array_sort(F.collect_list(F.struct((-F.col("n")).alias("k"), "status"))),
+                                 lambda c: F.concat(c["status"], F.lit(" ("), (-c["k"]).cast("string"), F.lit(")"))),
+                     ", ").alias("status"),
+        merge_evidence(F.col("evidence")).alias("evidence"))
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("what"), F.lit(" blob(s) of group "),
         F.coalesce(F.col("group_id"), F.lit("?")), F.lit(" on the connection "), F.col("client"), F.lit(" -> "),

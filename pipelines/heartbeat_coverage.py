@@ -42,7 +42,7 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
     at_members = quiet.join(held.select("group", "member").distinct(), "group")
     holding = held.where(F.col("end").isNull() | (F.col("end") > F.col("start"))).select(
         "group", "member", F.col("start").alias("ts"),
-        F.struct("end", "items", "capture", "conn_id", "broker", "client", "ev").alias("h"))
+        F.struct("end", "items", "capture", "conn_id", "broker", "ev").alias("h"))
     now = asof(at_members.withColumn("ts", F.col("at")), holding, ["group", "member"], "h", "h",
                fallback_next=False).where(
         F.col("h").isNotNull() & (F.col("h.end").isNull() | (F.col("h.end") > F.col("at")))).select(
@@ -54,25 +54,24 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
     # what its members subscribe to by name (their latest subscription before), in its coordinator's cluster
     subscribed = hb.where(F.col("qb.SubscribedTopicNames").isNotNull()).select(
         "group", "member", "ts", F.col("qb.SubscribedTopicNames").alias("names"))
-    members = now.select("group", "at", "member", "capture", "conn_id", "broker", "client", "ev")
+    members = now.select("group", "at", "member", "capture", "conn_id", "broker", "ev")
     latest = asof(members.withColumn("ts", F.col("at")), subscribed, ["group", "member"], "names", "names",
                   fallback_next=False).where(F.col("names").isNotNull())
     clusters = connection_clusters(events, observations)
     wanted = latest.join(F.broadcast(clusters), ["capture", "conn_id"], "left").select(
-        "group", "at", F.coalesce(F.col("cluster_key"), F.col("capture")).alias("cluster_key"), "broker", "client",
+        "group", "at", F.coalesce(F.col("cluster_key"), F.col("capture")).alias("cluster_key"), "broker",
         "ev", F.explode("names").alias("topic")).join(F.broadcast(names.select("topic").distinct()), "topic")
     per_topic = wanted.groupBy("group", "at", "cluster_key", "topic").agg(
-        F.first("broker").alias("broker"), F.first("client").alias("client"), F.collect_set("ev").alias("evidence"))
+        F.min("broker").alias("broker"), F.collect_set("ev").alias("evidence"))
     counted = asof(per_topic.withColumn("ts", F.col("at")), partition_counts(events), ["cluster_key", "topic"],
                    "partitions", "partitions").where(F.col("partitions").isNotNull())
     expected = counted.select("*", F.explode(F.sequence(F.lit(0), F.col("partitions") - 1)).alias("partition"))
     missing = expected.join(owned, ["group", "at", "topic", "partition"], "left_anti")
     per_gap = missing.groupBy("group", "at", "topic", "partitions").agg(
-        F.array_sort(F.collect_set("partition")).alias("parts"), F.first("broker").alias("broker"),
-        F.first("client").alias("client"), merge_evidence(F.col("evidence")).alias("evidence"))
+        F.array_sort(F.collect_set("partition")).alias("parts"), F.min("broker").alias("broker"),
+        merge_evidence(F.col("evidence")).alias("evidence"))
     agg = per_gap.groupBy(F.col("group").alias("group_id"), "at").agg(
-        F.min("at").alias("ts_first"), F.max("at").alias("ts_last"), F.first("broker").alias("broker"),
-        F.first("client").alias("client"),
+        F.min("at").alias("ts_first"), F.max("at").alias("ts_last"), F.min("broker").alias("broker"),
         F.array_sort(F.collect_list(F.concat(
             F.col("topic"), F.lit(" ["), F.array_join(F.transform("parts", lambda p: p.cast("string")), ","),
             F.lit("] of "), F.col("partitions").cast("string")))).alias("gaps"),
@@ -84,5 +83,6 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame) -> DataFra
         F.lit(" (partition counts from Metadata responses). Nobody consumes them; the coordinator's assignor "
               "(or the target assignment it reconciles towards) leaves them out."),
     )
-    return as_findings(agg, "unassigned_partitions", "warning", detail, group_id="group_id",
+    # the gap is the group's (its coordinator's assignor's), not one member's: no client
+    return as_findings(agg, "unassigned_partitions", "warning", detail, client=None, group_id="group_id",
                        subject=F.concat(F.lit("topics "), F.array_join("topics", ", ")))

@@ -21,7 +21,7 @@ Detectors:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -56,6 +56,9 @@ FIND_COORDINATOR_RESPONSE_DDL = body_schemas.FIND_COORDINATOR_RESPONSE
 HOSTS_SCHEMA = StructType([StructField("name", StringType(), False), StructField("ip", StringType(), False)])
 
 OBSERVATION_COLUMNS = ("ip", "port", "node_id", "cluster_id", "ts", "source", "capture", "conn_id", "correlation_id")
+
+#: The changes of one episode ``endpoint_identity_changed``'s detail names one by one.
+_MAX_CHANGES = 10
 
 _IPV4 = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
 
@@ -270,6 +273,17 @@ def rebootstrap_required(events: DataFrame) -> DataFrame:
     return as_findings(agg, "rebootstrap_required", "warning", detail, subject="api_name")
 
 
+def _change(label: str) -> Callable[[Column], Column]:
+    """One change of an ``endpoint_identity_changed`` episode, as its detail tells it: the old identity's last
+    statement, the new one's first."""
+    def said(c: Column) -> Column:
+        return F.concat(F.lit(f"{label} "), F.col("prev"), F.lit(" (last said by a "), c["prev_source"],
+                        F.lit(" at "), F.date_format(c["prev_ts"], "yyyy-MM-dd HH:mm:ss.SSS"),
+                        F.lit(f"), then {label} "), F.col("value"), F.lit(" (first said by a "), c["source"],
+                        F.lit(" at "), F.date_format(c["ts"], "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(")"))
+    return said
+
+
 def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
     """The same ``ip:port`` advertised under another node id or cluster id than before."""
     parts = []
@@ -284,17 +298,16 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
         changes = o.where(F.col("prev").isNotNull() & (F.col("prev") != F.col("value")))
         agg = changes.groupBy("ip", "port", "prev", "value").agg(
             F.min("prev_ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-            F.min(F.struct("ts", "source")).alias("first_new"),
-            F.max(F.struct("prev_ts", "prev_source")).alias("last_old"),
+            F.array_sort(F.collect_list(F.struct("ts", "source", "prev_ts", "prev_source"))).alias("changes"),
             merge_evidence(F.array("prev_ev", evidence())).alias("evidence"))
+
+        each = F.array_join(F.transform(F.slice("changes", 1, _MAX_CHANGES), _change(label)), "; ")
         detail = F.concat(
-            endpoint("ip", "port"), F.lit(f" changed {label}: it was {label} "), F.col("prev"),
-            F.lit(" (last said by a "), F.col("last_old.prev_source"), F.lit(" at "),
-            F.date_format("last_old.prev_ts", "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(f"), then {label} "), F.col("value"),
-            F.lit(" (first said by a "), F.col("first_new.source"), F.lit(" at "),
-            F.date_format("first_new.ts", "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(")"),
-            F.when(F.col("n") > 1, F.concat(F.lit("; it changed this way "), F.col("n").cast("string"),
-                                           F.lit(" times"))).otherwise(F.lit("")),
+            endpoint("ip", "port"),
+            F.when(F.col("n") == 1, F.concat(F.lit(f" changed {label}: it was "), each)).otherwise(F.concat(
+                F.lit(f" changed {label} from "), F.col("prev"), F.lit(" to "), F.col("value"), F.lit(" "),
+                F.col("n").cast("string"), F.lit(" times: "), each,
+                F.when(F.col("n") > _MAX_CHANGES, F.lit("; ...")).otherwise(F.lit("")))),
             F.lit(". A broker was replaced or restarted under another identity at this address: clients "
                   "holding the old metadata now talk to a different broker (KIP-1242 ApiVersions v5 lets "
                   "brokers refuse them)."),

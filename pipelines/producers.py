@@ -24,6 +24,8 @@ numbers wrap after 2**31 - 1). ``producer_sequence_gap`` findings:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -46,13 +48,15 @@ from pipelines.events_dataset import (
     union_sorted,
     with_endpoints,
 )
-from pipelines.findings import as_findings, error_list
+from pipelines.findings import as_findings, error_label
 
 PRODUCE_REQUEST_DDL = body_schemas.PRODUCE_REQUEST
 ADD_PARTITIONS_REQUEST_DDL = body_schemas.ADD_PARTITIONS_TO_TXN_REQUEST
 TXN_REQUEST_DDL = body_schemas.TXN_REQUEST
 #: Produce from this version on adds a transaction's partitions itself (KIP-890 part 2).
 PRODUCE_ADDS_PARTITIONS = 12
+#: The batches of one episode a ``producer_sequence_gap`` detail tells one by one (the rest are counted).
+MAX_BATCHES_TOLD = 10
 SEQUENCE_ERRORS = (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH)
 _WRAP = 2**31
 
@@ -111,24 +115,34 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
     missing = F.when(F.col("problem") == "gap", (F.col("base") - F.col("expected") + _WRAP) % _WRAP)
     agg = s.groupBy("client", "broker", "client_id", "pid", "topic", "partition", "problem").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.sum(missing).alias("missing"), F.min_by(F.struct("epoch", "prev_epoch", "base", "expected"), "ts")
-        .alias("first"),
+        F.sum(missing).alias("missing"),
+        F.array_sort(F.collect_list(F.struct("ts", "epoch", "prev_epoch", "base", "expected"))).alias("cases"),
         collect_evidence(evidence()).alias("evidence"))
+
+    def each(item: Callable[[Column], Column], sep: str) -> Column:
+        """Every batch of the episode (the first ``MAX_BATCHES_TOLD``), told by ``item``."""
+        return F.concat(F.array_join(F.transform(F.slice("cases", 1, MAX_BATCHES_TOLD), item), sep),
+                        F.when(F.col("n") > MAX_BATCHES_TOLD, F.lit(sep + "...")).otherwise(F.lit("")))
+
+    batches = F.when(F.col("n") == 1, F.lit("a batch")).otherwise(F.concat(F.col("n").cast("string"),
+                                                                           F.lit(" batches")))
     what = (
         F.when(F.col("problem") == "gap", F.concat(
-            F.lit("a batch starting at sequence "), F.col("first.base").cast("string"), F.lit(" where "),
-            F.col("first.expected").cast("string"), F.lit(" was next ("), F.col("missing").cast("string"),
+            batches, F.lit(" starting at sequence "), each(lambda c: F.concat(
+                c["base"].cast("string"), F.lit(" where "), c["expected"].cast("string"), F.lit(" was next")),
+                ", at "), F.lit(" ("), F.col("missing").cast("string"),
             F.lit(" record(s) skipped in all): records were never sent, or the capture missed the requests that "
                   "carried them; the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER (45)")))
         .when(F.col("problem") == "epoch regression", F.concat(
-            F.lit("a batch with producer epoch "), F.col("first.epoch").cast("string"),
-            F.lit(" after epoch "), F.col("first.prev_epoch").cast("string"),
+            batches, F.lit(" with producer epoch "), each(lambda c: F.concat(
+                c["epoch"].cast("string"), F.lit(" after epoch "), c["prev_epoch"].cast("string")), ", epoch "),
             F.lit(" had been used: a fenced (zombie) producer is still writing; the broker answers "
                   "INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED (90)")))
         .when(F.col("problem") == "overlap", F.concat(
-            F.lit("a batch starting at sequence "), F.col("first.base").cast("string"),
-            F.lit(", inside the previous batch (next was "), F.col("first.expected").cast("string"),
-            F.lit("): the producer reordered or rewrote batches")))
+            batches, F.lit(" starting at sequence "), each(lambda c: F.concat(
+                c["base"].cast("string"), F.lit(", inside the previous batch (next was "),
+                c["expected"].cast("string"), F.lit(")")), ", at "),
+            F.lit(": the producer reordered or rewrote batches")))
         .otherwise(F.lit("the same batch sent again (a retry after a lost or failed answer; the broker "
                          "deduplicates it)"))
     )
@@ -136,8 +150,8 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
         F.lit("Producer id "), F.col("pid").cast("string"), F.lit(" ("), F.col("client"), F.lit(", client id "),
         F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") sent "), what, F.lit(" to "), F.col("topic"),
         F.lit("-"), F.col("partition").cast("string"), F.lit(" on "), F.col("broker"),
-        F.when(F.col("n") > 1, F.concat(F.lit(" ("), F.col("n").cast("string"), F.lit(" times)"))).otherwise(
-            F.lit("")), F.lit("."))
+        F.when((F.col("n") > 1) & (F.col("problem") == "resend"), F.concat(
+            F.lit(" ("), F.col("n").cast("string"), F.lit(" times)"))).otherwise(F.lit("")), F.lit("."))
     severity = F.when(F.col("problem") == "resend", F.lit("info")).otherwise(F.lit("error"))
     from_batches = as_findings(agg, "producer_sequence_gap", severity, detail, subject=F.concat(
         F.lit("producer id "), F.col("pid").cast("string"), F.lit(" "), F.col("topic"), F.lit("-"),
@@ -148,12 +162,15 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
                                    F.array(*[F.lit(c).cast("smallint") for c in SEQUENCE_ERRORS])))
     refused = r.where(F.size("codes") > 0).groupBy("client", "broker", "client_id").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
-        F.count(F.lit(1)).alias("n"), union_sorted(F.col("codes")).alias("codes"),
+        F.count(F.lit(1)).alias("n"), F.flatten(F.collect_list("codes")).alias("all_codes"),
         collect_evidence(evidence()).alias("evidence"))
+    # each error with how many of the requests it answered
+    counted = F.array_join(F.transform(F.array_sort(F.array_distinct("all_codes")), lambda c: F.concat(
+        error_label(c), F.lit(" x"), F.size(F.filter("all_codes", lambda x: x == c)).cast("string"))), ", ")
     said = F.concat(
         F.col("broker"), F.lit(" answered "), F.col("n").cast("string"), F.lit(" Produce request(s) of "),
         F.col("client"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") with "),
-        error_list(F.col("codes")),
+        counted,
         F.lit(": the broker saw batches out of sequence, again, or from a fenced epoch. An idempotent producer "
               "resets its sequence (or fails) on these; records may be lost or duplicated downstream."))
     from_brokers = as_findings(refused, "producer_sequence_gap", "error", said, subject=F.concat(

@@ -31,6 +31,8 @@ from pipelines.heartbeat_groups import heartbeat_rebalances
 
 STORM_REBALANCES = 5
 STORM_WINDOW_S = 600
+#: The storms of one group a ``rebalance_storm`` detail tells one by one (the rest are counted).
+MAX_STORMS_TOLD = 10
 REBALANCE_COLUMNS = ("protocol", "group_id", "generation", "start", "end", "duration_ms", "complete", "members",
                      "joined", "left", "reasons", "broker", "evidence")
 
@@ -98,17 +100,36 @@ def rebalance_storm(events: DataFrame) -> DataFrame:
               .withColumn("win_reasons", F.flatten(F.collect_list("reasons").over(w)))
               .withColumn("win_evidence", F.flatten(F.collect_list("evidence").over(w)))
               .where(F.col("recent") >= STORM_REBALANCES))
-    agg = stormy.groupBy("protocol", "group_id").agg(
-        F.min("win_start").alias("ts_first"), F.max("end").alias("ts_last"), F.max("recent").alias("most"),
-        F.min("win_gen").alias("gen_first"), F.max("generation").alias("gen_last"),
+    # one storm: stormy rows whose windows overlap (a row's window reaches back to a stormy row before it)
+    by_start = Window.partitionBy("protocol", "group_id").orderBy(F.unix_micros("start"), "generation")
+    begins = F.coalesce((F.col("win_start") > F.lag("start").over(by_start)).cast("int"), F.lit(1))
+    stormy = stormy.withColumn("storm", F.sum(begins).over(by_start.rowsBetween(Window.unboundedPreceding, 0)))
+    storms = stormy.groupBy("protocol", "group_id", "storm").agg(
+        F.min("win_start").alias("ts_first"), F.max(F.coalesce("end", "start")).alias("ts_last"),
+        F.max("recent").alias("most"), F.min("win_gen").alias("gen_first"), F.max("generation").alias("gen_last"),
         union_sorted(F.col("win_joined")).alias("joined"), union_sorted(F.col("win_reasons")).alias("reasons"),
-        F.first("broker").alias("broker"), merge_evidence(F.col("win_evidence")).alias("evidence"))
+        F.min_by("broker", "start").alias("broker"), merge_evidence(F.col("win_evidence")).alias("evidence"))
+    agg = storms.groupBy("protocol", "group_id").agg(
+        F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"),
+        F.array_sort(F.collect_list(F.struct("ts_first", "most", "gen_first", "gen_last"))).alias("storms"),
+        union_sorted(F.col("joined")).alias("joined"), union_sorted(F.col("reasons")).alias("reasons"),
+        F.min_by("broker", "ts_first").alias("broker"), merge_evidence(F.col("evidence")).alias("evidence"))
+    generations = F.when(F.col("protocol") == "classic", F.lit("generations ")).otherwise(
+        F.concat(F.col("protocol"), F.lit(" group, member epochs ")))
+
+    def told(s: Column) -> Column:
+        """One storm: how many rebalances within the window, which generations."""
+        return F.concat(s["most"].cast("string"), F.lit(f" times within {STORM_WINDOW_S // 60} minutes ("),
+                        generations, s["gen_first"].cast("string"), F.lit(" to "), s["gen_last"].cast("string"))
+
+    each = F.array_join(F.transform(F.slice("storms", 1, MAX_STORMS_TOLD), lambda s: F.concat(
+        told(s), F.lit(", from "), F.date_format(s["ts_first"], "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(")"))), ", ")
     detail = F.concat(
-        F.lit("Group "), F.col("group_id"), F.lit(" rebalanced "), F.col("most").cast("string"),
-        F.lit(f" times within {STORM_WINDOW_S // 60} minutes ("),
-        F.when(F.col("protocol") == "classic", F.lit("generations ")).otherwise(
-            F.concat(F.col("protocol"), F.lit(" group, member epochs "))), F.col("gen_first").cast("string"),
-        F.lit(" to "), F.col("gen_last").cast("string"), F.lit("); members joining: "),
+        F.lit("Group "), F.col("group_id"), F.lit(" rebalanced "),
+        F.when(F.size("storms") == 1, F.concat(told(F.element_at("storms", 1)), F.lit(")"))).otherwise(F.concat(
+            F.lit("in "), F.size("storms").cast("string"), F.lit(" storms: "), each,
+            F.when(F.size("storms") > MAX_STORMS_TOLD, F.lit(", ...")).otherwise(F.lit("")))),
+        F.lit("; members joining: "),
         F.array_join(F.slice("joined", 1, 5), ", "),
         F.when(F.size("joined") > 5, F.lit(", ...")).otherwise(F.lit("")),
         F.when(F.size("reasons") > 0, F.concat(F.lit("; their reasons: "), F.array_join(F.slice("reasons", 1, 5),

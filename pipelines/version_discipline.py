@@ -108,7 +108,7 @@ def endpoint_type_mismatch(events: DataFrame) -> DataFrame:
     dc = dc.withColumn("wanted", _endpoint_type("qb.EndpointType")).withColumn("code", F.col("r_error_code"))
     agg = dc.groupBy("client", "client_id", "broker", "code", "wanted").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first("rb.ErrorMessage", ignorenulls=True).alias("message"),
+        F.array_sort(F.collect_set("rb.ErrorMessage")).alias("messages"),
         collect_evidence(evidence()).alias("evidence"))
     advice = F.when(F.col("code") == MISMATCHED_ENDPOINT_TYPE, F.concat(
         F.lit(": the client asked a "), F.when(F.col("wanted") == "controller", F.lit("broker")).otherwise(
@@ -121,8 +121,8 @@ def endpoint_type_mismatch(events: DataFrame) -> DataFrame:
         F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") to "), F.col("broker"), F.lit(" asked for "),
         F.col("wanted"), F.lit(" endpoints and got "), error_label(F.col("code")), F.lit(" "),
         F.col("n").cast("string"), F.lit(" time(s)"),
-        F.when(F.col("message").isNotNull(), F.concat(F.lit(" ('"), F.col("message"), F.lit("')"))).otherwise(
-            F.lit("")), advice,
+        F.when(F.size("messages") > 0, F.concat(F.lit(" ('"), F.array_join("messages", "', '"), F.lit("')"))
+               ).otherwise(F.lit("")), advice,
     )
     return as_findings(agg, "endpoint_type_mismatch", "warning", detail,
                        subject=F.concat(F.col("wanted"), F.lit(" endpoints: "), error_label(F.col("code"))))

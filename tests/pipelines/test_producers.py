@@ -65,7 +65,7 @@ def test_brokers_sequence_errors(spark: SparkSession) -> None:
     (f,) = found
     assert f["severity"] == "error" and f["evidence"] == ev((1, 1), (1, 2))
     assert "answered 2 Produce request(s)" in f["detail"]
-    assert "OUT_OF_ORDER_SEQUENCE_NUMBER (45), DUPLICATE_SEQUENCE_NUMBER (46)" in f["detail"]
+    assert "OUT_OF_ORDER_SEQUENCE_NUMBER (45) x1, DUPLICATE_SEQUENCE_NUMBER (46) x1" in f["detail"]
 
 
 def _txn(api_key: int, corr: int, pid: int = 7, epoch: int = 0, **body: Any) -> list[dict[str, Any]]:

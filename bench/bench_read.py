@@ -3,8 +3,9 @@
     .venv/bin/python bench/bench_read.py [CAPTURE ...] [--jobs N]
 
 Without arguments it uses the benchmark captures made by ``pcaps/make_captures.py --big 100 --big-profile frames``
-(big-frames.pcap), ``--big 100`` (big-produce-fetch.pcap) and ``--big 120 --big-profile kafkajs --output
-bench/data/big-kafkajs.pcap`` (kafkajs producing 120 MiB with a Metadata round trip before each 4 KiB send) under
+(big-frames.pcap), ``--big 100`` (big-produce-fetch.pcap) and ``--big 130 --big-profile kafkajs --output
+bench/data/big-kafkajs-mixed.pcap`` (kafkajs producing 130 MiB with a Metadata round trip before each 4 KiB send,
+then a consumer group reading it back: ~300 MB) under
 bench/data/ (git-ignored), those that exist.
 Each tool runs in its own process; wall time, frames/s, MB/s and peak RSS are printed. With ``--repeat N``
 (default 3) each tool runs N times, the two tools in turn, and the run with the least CPU time of each is
@@ -29,7 +30,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT = [REPO / "bench" / "data" / name for name in ("big-frames.pcap", "big-produce-fetch.pcap", "big-kafkajs.pcap")]
+DEFAULT = [REPO / "bench" / "data" / name for name in ("big-frames.pcap", "big-produce-fetch.pcap",
+                                                          "big-kafkajs-mixed.pcap")]
 CLI = [sys.executable, "-m", "inspector.cli.main"]
 
 

@@ -20,7 +20,7 @@ Usage::
     .venv/bin/python pcaps/make_captures.py --only tansu-admin-operations
     .venv/bin/python pcaps/make_captures.py --list
     .venv/bin/python pcaps/make_captures.py --big 120          # -> bench/data/big-produce-fetch.pcap
-    .venv/bin/python pcaps/make_captures.py --big 120 --big-profile kafkajs --output bench/data/big-kafkajs.pcap
+    .venv/bin/python pcaps/make_captures.py --big 130 --big-profile kafkajs --output bench/data/big-kafkajs-mixed.pcap
 
 Must run as root (tcpdump on ``lo``).  Every client loop is bounded in count and time, and
 brokers and tcpdump are always stopped (process groups killed) even on error.

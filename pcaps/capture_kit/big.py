@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -144,7 +145,8 @@ def kafkajs_ready() -> Path:
 
 def make_big_kafkajs(size_mb: int, output: Path, max_minutes: float) -> None:
     """Byte-heavy mixed capture: kafkajs producing ``size_mb`` MB to Tansu in 4 KiB sends, with a Metadata round
-    trip before each send (kafkajs's ``metadataMaxAge: 0``), as a Node.js service refreshing metadata often does."""
+    trip before each send (kafkajs's ``metadataMaxAge: 0``), as a Node.js service refreshing metadata often does;
+    then a kafkajs consumer group reading it all back from the beginning."""
     script = kafkajs_ready()
     with recording(output) as bs:
         done = subprocess.run(["node", str(script), bs, "kafkajs-bytes", str(size_mb), "4096", "1"],
@@ -152,3 +154,10 @@ def make_big_kafkajs(size_mb: int, output: Path, max_minutes: float) -> None:
         if done.returncode:
             raise RuntimeError(f"kafkajs producer failed ({done.returncode}): {done.stderr[-2000:]}")
         log(f"big-kafkajs: produced {done.stdout.strip()}")
+        produced = json.loads(done.stdout.strip().splitlines()[-1])
+        read = subprocess.run(["node", str(KAFKAJS / "consume.js"), bs, "kafkajs-bytes", "kafkajs-reader",
+                               str(produced["sends"])], cwd=KAFKAJS, capture_output=True, text=True,
+                              timeout=max_minutes * 60)
+        if read.returncode:
+            raise RuntimeError(f"kafkajs consumer failed ({read.returncode}): {read.stderr[-2000:]}")
+        log(f"big-kafkajs: read back {read.stdout.strip()}")

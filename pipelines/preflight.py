@@ -28,9 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import ExitCode
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 
-EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT = 2, 3, 4
+#: the documented exit codes (their one home: contract.errors.ExitCode)
+EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT = ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 #: The columns that make a Parquet file an events file (every version of ``read`` wrote them).
 IDENTIFYING = ("ts", "conn_id", "direction", "api_key")
 #: Seconds a master's address has to accept a connection (all its addresses together).

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from contract.errors import ExitCode
 from contract.text import visible
 from contract.units import parse_duration
 from pipelines import preflight
@@ -33,10 +34,8 @@ from pipelines.kafka_rules import SEVERITIES
 #: --follow's defaults (pipelines/follow.py owns them; repeated here so that --help needs no Spark import)
 TRIGGER_S, SETTLE_S, HORIZON_S = 10.0, 10.0, 600.0
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_INPUT = 3
-EXIT_OUTPUT = 4
+#: the documented exit codes (their one home: contract.errors.ExitCode)
+EXIT_OK, EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 #: Where Spark's own output goes, in the output directory.
 SPARK_LOG = "spark.log"
 

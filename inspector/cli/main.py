@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from contract.errors import InspectorError
+from contract.errors import ExitCode, InspectorError
 from contract.text import visible
 from inspector.capture.file import CaptureError, input_problem
 from inspector.kafka.connection import Endpoint
@@ -33,7 +33,9 @@ from inspector.rows.summary_output import escape_markup, print_notes
 if TYPE_CHECKING:
     from rich.console import Console
 
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+#: the documented exit codes (their one home: contract.errors.ExitCode), by the names this package uses
+EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = (ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT,
+                                                                   ExitCode.OUTPUT, ExitCode.INTERRUPTED)
 
 
 class _LazyConsole:

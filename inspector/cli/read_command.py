@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from contract.errors import ExitCode
 from inspector.capture.file import CaptureError, open_capture
 from inspector.capture.file import input_problem as capture_input_problem
 from inspector.read.reader import ReadOptions, read_captures, write_connections
@@ -46,7 +47,8 @@ from inspector.rows.writers import EventWriter, JsonLinesWriter, ParquetDatasetW
 if TYPE_CHECKING:
     from rich.console import Console
 
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = 0, 2, 3, 4
+#: the documented exit codes (their one home: contract.errors.ExitCode)
+EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 
 
 class _Refused(Exception):

@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = 0, 2, 3, 4
+from contract.errors import ExitCode
+
+#: the documented exit codes (their one home: contract.errors.ExitCode)
+EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 
 
 # -- events: what happened ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ generations grow as in a long capture. Nothing is committed: the data goes to a 
 
 First the real events themselves (the demo's size), then the million, each as ``kafka-inspector report`` runs
 it: its own Spark session (log to a file), timed from Spark's start to its stop, with where the time went.
-Targets on 2 cores: < 20 s for the small one, < 60 s for the million.
+Targets on 2 cores: < 12 s for the small one, < 45 s for the million.
 """
 
 from __future__ import annotations
@@ -123,13 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         small = workdir / "small"
         (small / "events").mkdir(parents=True, exist_ok=True)
         pq.write_table(base, small / "events" / "part-0.parquet")
-        timed_report(f"{base.num_rows:,} events", small, workdir / "report-small", args.master, 20)
+        timed_report(f"{base.num_rows:,} events", small, workdir / "report-small", args.master, 12)
         t0 = time.perf_counter()
         n = synthesize(base, args.rows, workdir / "synthetic")
         size = sum(f.stat().st_size for f in (workdir / "synthetic" / "events").glob("*.parquet"))
         print(f"{n:,} events from {base.num_rows:,} real ones ({size / 1e6:.0f} MB Parquet) in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
-        timed_report(f"{n:,} events", workdir / "synthetic", workdir / "report", args.master, 60)
+        timed_report(f"{n:,} events", workdir / "synthetic", workdir / "report", args.master, 45)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

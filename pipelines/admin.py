@@ -43,7 +43,7 @@ from contract.kafka import (
     ApiKey,
 )
 from pipelines.events_dataset import collect_evidence, evidence, exchanges, with_endpoints
-from pipelines.findings import as_findings, error_label, error_list
+from pipelines.findings import as_findings, error_label, error_list, listed
 from pipelines.kafka_rules import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
@@ -191,8 +191,7 @@ def admin_write_failed(audit: DataFrame) -> DataFrame:
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) from "), _who(),
         F.lit(" to "), F.col("broker"), F.lit(" failed with "), error_list(F.col("error_codes")), F.lit(": "),
-        F.array_join(F.slice("targets", 1, 5), "; "),
-        F.when(F.size("targets") > 5, F.lit("; ...")).otherwise(F.lit("")),
+        listed("targets", 5, "; "),
         F.when(auth, F.lit(". Someone attempted an admin write they are not authorised for.")).otherwise(
             F.lit(". The change did not (fully) happen.")),
     )
@@ -214,8 +213,7 @@ def admin_write_unanswered(audit: DataFrame) -> DataFrame:
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) from "), _who(),
         F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), outcomes, F.lit("): "),
-        F.array_join(F.slice("targets", 1, 5), "; "),
-        F.when(F.size("targets") > 5, F.lit("; ...")).otherwise(F.lit("")),
+        listed("targets", 5, "; "),
         F.lit(". Whether the change was applied is unknown: check the resource on the cluster."),
     )
     return as_findings(agg, "admin_write_unanswered", "warning", detail, subject=_subject())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -182,6 +182,15 @@ def error_label(code: Column) -> Column:
     names = F.create_map(*[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))])
     return F.concat(F.coalesce(F.try_element_at(names, code.cast("int")), F.lit("error")), F.lit(" ("),
                     code.cast("string"), F.lit(")"))
+
+
+def listed(items: Column | str, most: int, sep: str, each: Callable[[Column], Column] | None = None) -> Column:
+    """How a detail names the members of a list: the first ``most`` of ``items`` (each told by ``each``, else as
+    they are: strings), joined by ``sep``, and ``sep`` + ``...`` after them when there are more."""
+    array = F.col(items) if isinstance(items, str) else items
+    first = F.slice(array, 1, most)
+    return F.concat(F.array_join(first if each is None else F.transform(first, each), sep),
+                    F.when(F.size(array) > most, F.lit(sep + "...")).otherwise(F.lit("")))
 
 
 def error_list(codes: Column) -> Column:

@@ -33,7 +33,7 @@ from pipelines.events_dataset import (
     union_sorted,
     with_endpoints,
 )
-from pipelines.findings import as_findings, error_label
+from pipelines.findings import as_findings, error_label, listed
 from pipelines.identity import identity_observations
 
 JOIN_REQUEST_DDL = body_schemas.JOIN_GROUP_REQUEST
@@ -187,8 +187,7 @@ def group_protocol_mismatch(events: DataFrame) -> DataFrame:
         agg = per_value.groupBy("group_id", "generation").agg(
             F.countDistinct("value").alias("n"), F.min("ts_first").alias("ts_first"), F.max("ts_last").alias("ts_last"),
             F.array_sort(F.collect_list(F.concat(
-                F.lit("'"), F.col("value"), F.lit("' ("), F.array_join(F.slice("who", 1, 4), "; "),
-                F.when(F.size("who") > 4, F.lit("; ...")).otherwise(F.lit("")), F.lit(")")))).alias("values"),
+                F.lit("'"), F.col("value"), F.lit("' ("), listed("who", 4, "; "), F.lit(")")))).alias("values"),
             F.slice(F.array_sort(F.flatten(F.collect_list("evidence"))), 1, 50).alias("evidence"),
             F.min("broker").alias("broker"), F.array_sort(F.collect_list("value")).alias("declared"),
         ).where(F.col("n") > 1)
@@ -309,8 +308,7 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
         F.lit("The leader's SyncGroup ("), F.col("client"), F.lit(") for generation "),
         F.col("generation").cast("string"), F.lit(" of group "), F.col("group_id"), F.lit(" gives "),
         F.col("n").cast("string"), F.lit(" partition(s) to more than one member: "),
-        F.array_join(F.slice("dups", 1, 10), "; "),
-        F.when(F.size("dups") > 10, F.lit("; ...")).otherwise(F.lit("")),
+        listed("dups", 10, "; "),
         F.lit(". Those partitions are consumed twice; the leader's assignor ("),
         F.when(F.col("pname") != "", F.col("pname")).otherwise(F.lit("unknown")),
         F.lit(") is broken or the members' libraries disagree on the assignment format."),

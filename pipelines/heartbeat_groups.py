@@ -37,7 +37,7 @@ from contract.kafka import (
     UNRELEASED_INSTANCE_ID,
 )
 from pipelines.events_dataset import EVIDENCE_LIMIT, collect_evidence, evidence, exchanges, shared, with_endpoints
-from pipelines.findings import as_findings, error_label
+from pipelines.findings import as_findings, error_label, listed
 from pipelines.topic_ids import topic_names, with_topic_names
 
 PROTOCOLS = {CONSUMER_GROUP_HEARTBEAT: "consumer", STREAMS_GROUP_HEARTBEAT: "streams", SHARE_GROUP_HEARTBEAT: "share"}
@@ -159,7 +159,7 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
         F.col("client"), F.lit(") of "), F.col("protocol"), F.lit(" group "), F.col("group_id"), F.lit(", at epoch "),
         F.col("epoch").cast("string"), F.lit(", "), F.size("dups").cast("string"), F.lit(" "), what,
         F.lit(" that another member still held and went on heartbeating with ("), api, F.lit(" responses): "),
-        F.array_join(F.slice("dups", 1, 10), "; "), F.when(F.size("dups") > 10, F.lit("; ...")).otherwise(F.lit("")),
+        listed("dups", 10, "; "),
         F.lit(". The coordinator must revoke a partition from its owner, and wait for the owner to acknowledge, "
               "before it assigns it again (KIP-848): these were consumed twice."),
     )

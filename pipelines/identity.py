@@ -47,7 +47,7 @@ from pipelines.events_dataset import (
     responses,
     with_endpoints,
 )
-from pipelines.findings import as_findings, error_label
+from pipelines.findings import as_findings, error_label, listed
 
 METADATA_RESPONSE_DDL = body_schemas.METADATA_RESPONSE
 DESCRIBE_CLUSTER_RESPONSE_DDL = body_schemas.DESCRIBE_CLUSTER_BROKERS_RESPONSE
@@ -301,13 +301,12 @@ def endpoint_identity_changed(observations: DataFrame) -> DataFrame:
             F.array_sort(F.collect_list(F.struct("ts", "source", "prev_ts", "prev_source"))).alias("changes"),
             merge_evidence(F.array("prev_ev", evidence())).alias("evidence"))
 
-        each = F.array_join(F.transform(F.slice("changes", 1, _MAX_CHANGES), _change(label)), "; ")
+        each = listed("changes", _MAX_CHANGES, "; ", _change(label))
         detail = F.concat(
             endpoint("ip", "port"),
             F.when(F.col("n") == 1, F.concat(F.lit(f" changed {label}: it was "), each)).otherwise(F.concat(
                 F.lit(f" changed {label} from "), F.col("prev"), F.lit(" to "), F.col("value"), F.lit(" "),
-                F.col("n").cast("string"), F.lit(" times: "), each,
-                F.when(F.col("n") > _MAX_CHANGES, F.lit("; ...")).otherwise(F.lit("")))),
+                F.col("n").cast("string"), F.lit(" times: "), each)),
             F.lit(". A broker was replaced or restarted under another identity at this address: clients "
                   "holding the old metadata now talk to a different broker (KIP-1242 ApiVersions v5 lets "
                   "brokers refuse them)."),

@@ -48,7 +48,7 @@ from pipelines.events_dataset import (
     union_sorted,
     with_endpoints,
 )
-from pipelines.findings import as_findings, error_label
+from pipelines.findings import as_findings, error_label, listed
 
 PRODUCE_REQUEST_DDL = body_schemas.PRODUCE_REQUEST
 ADD_PARTITIONS_REQUEST_DDL = body_schemas.ADD_PARTITIONS_TO_TXN_REQUEST
@@ -121,8 +121,7 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
 
     def each(item: Callable[[Column], Column], sep: str) -> Column:
         """Every batch of the episode (the first ``MAX_BATCHES_TOLD``), told by ``item``."""
-        return F.concat(F.array_join(F.transform(F.slice("cases", 1, MAX_BATCHES_TOLD), item), sep),
-                        F.when(F.col("n") > MAX_BATCHES_TOLD, F.lit(sep + "...")).otherwise(F.lit("")))
+        return listed("cases", MAX_BATCHES_TOLD, sep, item)
 
     batches = F.when(F.col("n") == 1, F.lit("a batch")).otherwise(F.concat(F.col("n").cast("string"),
                                                                            F.lit(" batches")))

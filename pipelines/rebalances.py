@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from contract import body_schemas
 from contract.kafka import LEAVE_GROUP
 from pipelines.events_dataset import collect_evidence, evidence, merge_evidence, parse_body, requests, union_sorted
-from pipelines.findings import as_findings
+from pipelines.findings import as_findings, listed
 from pipelines.groups import joins, syncs
 from pipelines.heartbeat_groups import heartbeat_rebalances
 
@@ -122,16 +122,14 @@ def rebalance_storm(events: DataFrame) -> DataFrame:
         return F.concat(s["most"].cast("string"), F.lit(f" times within {STORM_WINDOW_S // 60} minutes ("),
                         generations, s["gen_first"].cast("string"), F.lit(" to "), s["gen_last"].cast("string"))
 
-    each = F.array_join(F.transform(F.slice("storms", 1, MAX_STORMS_TOLD), lambda s: F.concat(
-        told(s), F.lit(", from "), F.date_format(s["ts_first"], "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(")"))), ", ")
+    each = listed("storms", MAX_STORMS_TOLD, ", ", lambda s: F.concat(
+        told(s), F.lit(", from "), F.date_format(s["ts_first"], "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(")")))
     detail = F.concat(
         F.lit("Group "), F.col("group_id"), F.lit(" rebalanced "),
         F.when(F.size("storms") == 1, F.concat(told(F.element_at("storms", 1)), F.lit(")"))).otherwise(F.concat(
-            F.lit("in "), F.size("storms").cast("string"), F.lit(" storms: "), each,
-            F.when(F.size("storms") > MAX_STORMS_TOLD, F.lit(", ...")).otherwise(F.lit("")))),
+            F.lit("in "), F.size("storms").cast("string"), F.lit(" storms: "), each)),
         F.lit("; members joining: "),
-        F.array_join(F.slice("joined", 1, 5), ", "),
-        F.when(F.size("joined") > 5, F.lit(", ...")).otherwise(F.lit("")),
+        listed("joined", 5, ", "),
         F.when(F.size("reasons") > 0, F.concat(F.lit("; their reasons: "), F.array_join(F.slice("reasons", 1, 5),
                                                                                        "; "))).otherwise(F.lit("")),
         F.lit(f". {STORM_REBALANCES} or more rebalances in {STORM_WINDOW_S // 60} minutes is a storm: "),

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from contract.apis import API_NAMES
 from pipelines.events_dataset import EVENTS_SCHEMA
+from pipelines.findings import episodes
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 CLIENT = "192.0.2.10"
@@ -18,6 +19,23 @@ B1, B2, B3 = "198.51.100.1", "198.51.100.2", "198.51.100.3"
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
+
+
+def naive(seconds: float) -> datetime:
+    """``at(seconds)`` as a collected timestamp column holds it (naive, in the session's UTC)."""
+    return at(seconds).replace(tzinfo=None)
+
+
+def by_subject(findings: DataFrame) -> dict[str, dict[str, Any]]:
+    """A detector's findings as episodes (``findings.episodes``), by subject (every episode has one)."""
+    out = {r["subject"]: r.asDict(recursive=True) for r in episodes(findings).collect()}
+    assert all(s is not None for s in out)
+    return out
+
+
+def pairs_of(finding: dict[str, Any]) -> list[tuple[int, int]]:
+    """A finding's evidence as (conn_id, correlation_id) pairs."""
+    return [(e["conn_id"], e["correlation_id"]) for e in finding["evidence"]]
 
 
 def row(**cols: Any) -> dict[str, Any]:
@@ -79,7 +97,8 @@ def frame(spark: SparkSession, rows: list[tuple[Any, ...]], ddl: str) -> DataFra
     return spark.createDataFrame(rows, ddl)
 
 
-__all__ = ["at", "row", "exchange", "events", "ev", "frame", "project", "expected", "canonical", "details"]
+__all__ = ["at", "naive", "by_subject", "pairs_of", "row", "exchange", "events", "ev", "frame", "project", "expected",
+           "canonical", "details"]
 
 FINDING_DDL = (
     "kind string, severity string, client string, broker string, group_id string, "

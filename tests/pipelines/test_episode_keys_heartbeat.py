@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from contract.kafka import (
     CONSUMER_GROUP_HEARTBEAT,
@@ -17,23 +17,11 @@ from contract.kafka import (
     UNKNOWN_MEMBER_ID,
 )
 from pipelines import heartbeat_coverage, heartbeat_groups, identity, lag
-from pipelines.findings import episodes
-from tests.pipelines.rows import at, events, exchange
+from tests.pipelines.rows import by_subject, events, exchange, naive
 from tests.pipelines.test_heartbeat_groups import ORDERS, _hb
 
 AUDIT = "AAAAAAAAAAAAAAAAAAAAAg"  # another topic id
 _corr = iter(range(50_000, 100_000))
-
-
-def _found(df: DataFrame) -> dict[str, dict[str, Any]]:
-    """The episodes by subject."""
-    out = {r["subject"]: r.asDict(recursive=True) for r in episodes(df).collect()}
-    assert all(s is not None for s in out)
-    return out
-
-
-def _naive(seconds: float) -> Any:
-    return at(seconds).replace(tzinfo=None)
 
 
 def test_heartbeat_overlapping_assignment_one_finding_per_member_given(spark: SparkSession) -> None:
@@ -42,10 +30,10 @@ def test_heartbeat_overlapping_assignment_one_finding_per_member_given(spark: Sp
     df = events(spark, _hb(1, "a", 0, 1, parts=[0, 1, 2], port=1), _hb(2, "b", 0, 2, parts=[1], port=2),
                 _hb(3, "c", 0, 3, parts=[2], port=3), _hb(4, "a", 1, port=1),
                 _hb(5, "b", 2, 4, parts=[0, 1], port=2), _hb(6, "a", 1, port=1))
-    found = _found(heartbeat_groups.overlapping_assignment(df))
+    found = by_subject(heartbeat_groups.overlapping_assignment(df))
     assert set(found) == {"consumer group member b", "consumer group member c"}
     b = found["consumer group member b"]
-    assert (b["occurrences"], b["ts_first"], b["ts_last"], b["client"]) == (2, _naive(2.001), _naive(5.001),
+    assert (b["occurrences"], b["ts_first"], b["ts_last"], b["client"]) == (2, naive(2.001), naive(5.001),
                                                                             "192.0.2.10:2")
     assert "at epoch 2, 1 partition(s)" in b["detail"] and "at epoch 4, 2 partition(s)" in b["detail"]
     assert f"{ORDERS}-0 -> a (epoch 1) + b (epoch 4)" in b["detail"]
@@ -56,11 +44,11 @@ def test_heartbeat_overlapping_assignment_one_finding_per_member_given(spark: Sp
 def test_group_member_errors_one_finding_per_member_and_error(spark: SparkSession) -> None:
     df = events(spark, _hb(1, "a", 3, error=FENCED_MEMBER_EPOCH, port=1),
                 _hb(2, "a", 3, error=FENCED_MEMBER_EPOCH, port=1), _hb(3, "a", 0, error=UNKNOWN_MEMBER_ID, port=1))
-    found = _found(heartbeat_groups.group_member_errors(df))
+    found = by_subject(heartbeat_groups.group_member_errors(df))
     assert set(found) == {"consumer group member a: FENCED_MEMBER_EPOCH (110)",
                           "consumer group member a: UNKNOWN_MEMBER_ID (25)"}
     fenced = found["consumer group member a: FENCED_MEMBER_EPOCH (110)"]
-    assert (fenced["occurrences"], fenced["ts_first"], fenced["ts_last"]) == (1, _naive(1.001), _naive(2.001))
+    assert (fenced["occurrences"], fenced["ts_first"], fenced["ts_last"]) == (1, naive(1.001), naive(2.001))
     assert "answered 2 ConsumerGroupHeartbeat request(s) of member a" in fenced["detail"]
     assert len(fenced["evidence"]) == 2
 
@@ -92,10 +80,10 @@ def test_heartbeat_unassigned_partitions_one_finding_per_topics_left_out(spark: 
                 _beat(2, "b", 0, 2, 2, {ORDERS: [1]}, both), *beats,
                 _beat(25, "a", 1, 1, 3, {ORDERS: [0, 2], AUDIT: [0]}),
                 _beat(38, "a", 3, 1, 4, {ORDERS: [0], AUDIT: [0, 1]}))
-    found = _found(heartbeat_coverage.unassigned_partitions(df, identity.identity_observations(df)))
+    found = by_subject(heartbeat_coverage.unassigned_partitions(df, identity.identity_observations(df)))
     assert set(found) == {"topics orders", "topics audit"}
     orders = found["topics orders"]
-    assert (orders["occurrences"], orders["ts_first"], orders["ts_last"]) == (2, _naive(2.001), _naive(38.001))
+    assert (orders["occurrences"], orders["ts_first"], orders["ts_last"]) == (2, naive(2.001), naive(38.001))
     assert orders["client"] is None and "orders [2] of 3" in orders["detail"]
     assert "from 12:00:02.001" in orders["detail"] and "from 12:00:38.001" in orders["detail"]
     assert "audit [1] of 2" in found["topics audit"]["detail"]
@@ -120,11 +108,11 @@ def test_consumer_lag_growing_one_finding_per_topic(spark: SparkSession) -> None
     behind = [g for topic, growth in (("orders", 50), ("audit", 80)) for i in range(10)
               for g in (_fetch(i, topic, 1000 + i * (100 + growth)), _commit(i + 0.5, topic, 900 + i * 100))]
     df = events(spark, *behind)
-    found = _found(lag.consumer_lag_growing(lag.lag_of(df, identity.identity_observations(df))))
+    found = by_subject(lag.consumer_lag_growing(lag.lag_of(df, identity.identity_observations(df))))
     assert set(found) == {"topic orders", "topic audit"}
     orders = found["topic orders"]
     # the commits as accepted (their responses)
-    assert (orders["occurrences"], orders["ts_first"], orders["ts_last"]) == (1, _naive(0.501), _naive(9.501))
+    assert (orders["occurrences"], orders["ts_first"], orders["ts_last"]) == (1, naive(0.501), naive(9.501))
     assert "(10 commits on 1 partition(s)) while its lag grows: 100 records behind early on, 550 at its last commit" \
         in orders["detail"]
     assert len(orders["evidence"]) == 10 and orders["group_id"] == "g"

@@ -70,15 +70,21 @@ SMALL_INPUT_BYTES = 8_000_000
 #: Detectors (and the audit, plots and inventory) run side by side: each is a chain of small Spark jobs whose
 #: planning and scheduling leave the cores idle between tasks.
 CONCURRENT_STEPS = 4
-#: What small inputs set for the run (and put back after): interpreted, and one shuffle partition without
-#: adaptive execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do; docs/performance.md).
+#: What small inputs set for the run (and put back after): interpreted; one shuffle partition without adaptive
+#: execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do); no broadcast joins (the events
+#: are one partition, ``_run``: a sort-merge join of two one-partition sides needs no exchange, a broadcast a job of
+#: its own); no constraint propagation (the optimizer infers each operator's constraints for ``PruneFilters`` on
+#: each of ~400 optimizer runs, 1 s of the demo's 17 s of analyser and optimizer rules, to prune filters our
+#: queries do not have). docs/performance.md.
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-                "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+                "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
+                "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.constraintPropagation.enabled": "false"}
 #: The local driver's JVM options for small inputs: the quick tier, with the code cache of a tiered JVM (the
 #: quick tier alone gets a smaller one, which three dozen steps' method handles filled: "Out of space in
-#: CodeCache for adapters" stopped the SparkContext), and the serial collector (its threads cost half G1's
-#: on the demo's events).
-QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
+#: CodeCache for adapters" stopped the SparkContext), and the throughput collector: its threads cost half G1's
+#: on the demo's events, and its pauses (~120 of them, 2.7 s in all on the demo's events with the serial
+#: collector, every other thread stopped) use both cores (docs/performance.md).
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
 #: A local driver (it is the executor too) on a larger input: a heap for a million cached events and their
 #: shuffles, and the throughput collector (a batch job: G1's concurrent threads are CPU the tasks lack). On a
 #: small input both cost a second or two of start and are not set.
@@ -238,7 +244,9 @@ def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_pat
     started = time.perf_counter()
     call_site(spark, "load")
     events = slim(load_events(spark, input))
-    events = materialise(events) if small else columnar(events)
+    # a small input in one partition: one partition satisfies every distribution a join, an aggregate or a window
+    # asks for, so the steps' queries need no shuffle (209 tasks instead of 433 on the demo's events)
+    events = materialise(events.coalesce(1)) if small else columnar(events)
     try:
         return _report(spark, events, input, output, hosts_path, result, started, progress)
     finally:

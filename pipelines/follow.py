@@ -42,6 +42,7 @@ from pipelines.report_job import (
     call_site,
     detector_pass,
     finding_order,
+    keep_small,
     materialise,
     slim,
 )
@@ -50,7 +51,8 @@ from pipelines.report_job import (
 TRIGGER_S = 10.0
 SETTLE_S = 10.0
 HORIZON_S = 600.0
-#: Below this many events in a pass, Spark runs it interpreted (``report_job.SMALL_INPUT_BYTES``'s reason).
+#: Below this many events in a pass (the new files' and those kept from before), Spark runs it interpreted and in
+#: one partition (``report_job.SMALL_INPUT_BYTES``'s reason, ``report_job.keep_small``).
 SMALL_PASS_EVENTS = SMALL_INPUT_BYTES // 40
 
 #: Occurrences remembered at most (``follow_state``'s ``seen``: those a later pass may compute again).
@@ -191,8 +193,10 @@ class Follower:
         hi = meta.end_us if final else meta.end_us - int(self.s.settle_s * 1_000_000)
         cut = hi - int(self.s.horizon_s * 1_000_000)
         events = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        with _settings(spark, _INTERPRETED if new_count < SMALL_PASS_EVENTS else {}):
-            events = materialise(events)
+        retained = parts[0].count() if prev.meta.has_retained else 0  # Parquet's footers: no scan
+        small = retained + new_count < SMALL_PASS_EVENTS
+        with _settings(spark, _INTERPRETED if small else {}):
+            events = keep_small(events) if small else materialise(events)
             seen = dict(prev.seen)
             occurrences = self._occurrences(events, hi)
             named = self._named(new, occurrences, prev.meta)

@@ -244,9 +244,7 @@ def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_pat
     started = time.perf_counter()
     call_site(spark, "load")
     events = slim(load_events(spark, input))
-    # a small input in one partition: one partition satisfies every distribution a join, an aggregate or a window
-    # asks for, so the steps' queries need no shuffle (209 tasks instead of 433 on the demo's events)
-    events = materialise(events.coalesce(1)) if small else columnar(events)
+    events = keep_small(events) if small else columnar(events)
     try:
         return _report(spark, events, input, output, hosts_path, result, started, progress)
     finally:
@@ -362,6 +360,13 @@ def materialise(df: DataFrame) -> DataFrame:
     queries (a second a query on the demo's events, most of a small report's time). A local checkpoint cuts the
     plan; the data stays with the executors (until the DataFrame is collected: Spark's context cleaner)."""
     return df.localCheckpoint(eager=True)
+
+
+def keep_small(events: DataFrame) -> DataFrame:
+    """A small input's events (run under ``_INTERPRETED``) materialised in one partition: one partition satisfies
+    every distribution a join, an aggregate or a window asks for, so the steps' queries need no shuffle (209 tasks
+    instead of 433 on the demo's events; docs/performance.md)."""
+    return materialise(events.coalesce(1))
 
 
 def columnar(events: DataFrame) -> DataFrame:

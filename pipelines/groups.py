@@ -86,7 +86,7 @@ def inconsistent_group_protocol(events: DataFrame) -> DataFrame:
         "declared", F.coalesce(F.col("ptype"), F.lit("")))
     agg = rejected.groupBy("group_id", "client", "broker", "api_name", "declared", "offer").agg(
         F.min("ts").alias("ts_first"), F.max(F.coalesce("r_ts", "ts")).alias("ts_last"),
-        F.count(F.lit(1)).alias("n"), F.first("client_id", ignorenulls=True).alias("client_id"),
+        F.count(F.lit(1)).alias("n"), F.min("client_id").alias("client_id"),
         union_sorted(F.col("offered")).alias("offered"),
         F.array_sort(F.collect_set("ptype")).alias("ptypes"),
         collect_evidence(evidence()).alias("evidence"),
@@ -294,13 +294,13 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
     """One partition given to two or more members in one generation's assignment."""
     a = leader_assignments(events).where(F.col("partition").isNotNull())
     per_tp = a.groupBy("group_id", "generation", "topic", "partition").agg(
-        F.array_sort(F.collect_set("member")).alias("members"), F.first("ts").alias("ts"),
-        F.first("client").alias("client"), F.first("broker").alias("broker"),
-        F.first(evidence()).alias("ev"), F.first("pname").alias("pname"),
+        F.array_sort(F.collect_set("member")).alias("members"), F.min("ts").alias("ts"),
+        F.min("client").alias("client"), F.min("broker").alias("broker"),
+        F.min(evidence()).alias("ev"), F.min("pname").alias("pname"),
     ).where(F.size("members") > 1)
     agg = per_tp.groupBy("group_id", "generation").agg(
-        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.first("client").alias("client"),
-        F.first("broker").alias("broker"), F.first("pname").alias("pname"), F.count(F.lit(1)).alias("n"),
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.min("client").alias("client"),
+        F.min("broker").alias("broker"), F.min("pname").alias("pname"), F.count(F.lit(1)).alias("n"),
         F.array_sort(F.collect_list(F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string"),
                                              F.lit(" -> "), F.array_join("members", " + ")))).alias("dups"),
         F.array_sort(F.collect_set("ev")).alias("evidence"))
@@ -358,12 +358,12 @@ def unassigned_partitions(events: DataFrame, observations: DataFrame | None = No
         next_gen, ["group_id", "generation", "topic", "partition"], "left_anti")
     missing = missing.where(~F.lower(F.col("pname")).contains("cooperative")).unionByName(coop)
     per_topic = missing.groupBy("group_id", "generation", "topic").agg(
-        F.array_sort(F.collect_set("partition")).alias("parts"), F.first("partitions").alias("of"),
-        F.first("ts").alias("ts"), F.first("client").alias("client"), F.first("broker").alias("broker"),
-        F.first(evidence()).alias("ev"))
+        F.array_sort(F.collect_set("partition")).alias("parts"), F.min("partitions").alias("of"),
+        F.min("ts").alias("ts"), F.min("client").alias("client"), F.min("broker").alias("broker"),
+        F.min(evidence()).alias("ev"))
     agg = per_topic.groupBy("group_id", "generation").agg(
-        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.first("client").alias("client"),
-        F.first("broker").alias("broker"),
+        F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.min("client").alias("client"),
+        F.min("broker").alias("broker"),
         F.array_sort(F.collect_list(F.concat(
             F.col("topic"), F.lit(" ["), F.array_join(F.transform("parts", lambda p: p.cast("string")), ","),
             F.lit("] of "), F.col("of").cast("string")))).alias("gaps"),

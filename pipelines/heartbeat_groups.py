@@ -148,7 +148,9 @@ def overlapping_assignment(events: DataFrame) -> DataFrame:
     agg = pairs.groupBy(F.col("a_protocol").alias("protocol"), F.col("a_group").alias("group_id"),
                         F.col("b_member").alias("member"), F.col("b_epoch").alias("epoch")).agg(
         F.min("b_start").alias("ts_first"), F.max("b_start").alias("ts_last"),
-        F.first("b_client").alias("client"), F.first("b_broker").alias("broker"),
+        # the connection that started the epoch's heartbeats (a member may reconnect within an epoch)
+        F.min_by("b_client", F.struct("b_start", "b_client")).alias("client"),
+        F.min_by("b_broker", F.struct("b_start", "b_broker")).alias("broker"),
         F.array_sort(F.collect_set(line)).alias("dups"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.array("a_ev", "b_ev"))))).alias("evidence"))
     what = F.when(F.col("protocol") == "streams", F.lit("active task(s)")).otherwise(F.lit("partition(s)"))
@@ -174,7 +176,7 @@ def group_member_errors(events: DataFrame) -> DataFrame:
     agg = hb.groupBy("protocol", F.col("group").alias("group_id"), "member", "client", "broker",
                      F.col("r_error_code").alias("code")).agg(
         F.count(F.lit(1)).alias("n"), F.min("r_ts").alias("ts_first"), F.max("r_ts").alias("ts_last"),
-        F.first("client_id", ignorenulls=True).alias("client_id"), F.first("api_name").alias("api"),
+        F.min("client_id").alias("client_id"), F.min("api_name").alias("api"),
         collect_evidence(evidence()).alias("evidence"))
     meaning = F.create_map(*[x for k, v in MEMBER_ERRORS.items() for x in (F.lit(k), F.lit(v))])
     detail = F.concat(

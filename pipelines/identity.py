@@ -262,7 +262,7 @@ def rebootstrap_required(events: DataFrame) -> DataFrame:
                                     & (F.col("error_code") == REBOOTSTRAP_REQUIRED)))
     agg = r.groupBy("client", "broker", "api_name").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"), F.count(F.lit(1)).alias("n"),
-        F.first("client_id", ignorenulls=True).alias("client_id"),
+        F.min("client_id").alias("client_id"),
         collect_evidence(evidence()).alias("evidence"))
     detail = F.concat(
         F.col("broker"), F.lit(" answered "), F.col("n").cast("string"), F.lit(" "), F.col("api_name"),

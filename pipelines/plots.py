@@ -160,7 +160,7 @@ def collect(events: DataFrame) -> PlotData:
     gens = jg.groupBy("group_id", F.col("r_generation_id").alias("gen")).agg(
         F.min(F.unix_micros("r_ts")).alias("t"),
         F.countDistinct(F.coalesce("r_member_id", "member_id")).alias("members"),
-        F.first("r_protocol_name", ignorenulls=True).alias("proto"))
+        F.min("r_protocol_name").alias("proto"))
     top_groups = [r["group_id"] for r in gens.groupBy("group_id").count().orderBy(
         F.col("count").desc(), "group_id").limit(TOP_GROUPS).collect()]
     for r in gens.where(F.col("group_id").isin(top_groups)).orderBy("group_id", "t").collect():

@@ -219,7 +219,7 @@ def transaction_anomaly(events: DataFrame) -> DataFrame:
     s = s.withColumn("txn", F.coalesce(F.sum(ended).over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
     t = s.groupBy("capture", "pid", "epoch", "txn").agg(
         F.min("ts").alias("ts_first"), F.max("ts").alias("ts_last"),
-        F.first("txn_id", ignorenulls=True).alias("txn_id"), F.max_by("client", "ts").alias("client"),
+        F.min("txn_id").alias("txn_id"), F.max_by("client", "ts").alias("client"),
         F.max_by("broker", "ts").alias("broker"), F.max_by("client_id", "ts").alias("client_id"),
         F.max(ended).alias("has_end"), F.max_by("committed", F.col("step") == "end").alias("committed"),
         union_sorted(F.when(F.col("step") == "add", F.col("tps"))).alias("added"),

@@ -8,8 +8,9 @@ A snapshot holds, per capture of ``pcaps/``, ``pcaps/tls/`` (read with ``--tls-k
 ``NAME.keylog``, is beside it) and ``../shared/real-captures/`` (when present), the files of
 ``read --format parquet`` (events Parquet, ``connections.parquet``, ``summary.json``), of ``read --format
 jsonl`` and the text of ``show`` and ``show -v``, plus ``read --records records`` in JSONL (the dict path).
-``compare`` lists every file that differs byte for byte, or is in one snapshot only, and exits 1 if any
-does. A change to the hot path must leave ``compare`` silent (issue 17, item 9).
+``compare`` lists every file that differs byte for byte (a ``summary.json`` but for the time each
+``read`` started, ``CLOCK_KEYS``), or is in one snapshot only, and exits 1 if any does. A change to the hot
+path must leave ``compare`` silent (issue 17, item 9).
 
 A change that adds columns compares with ``--except NAME`` (repeatable): a file that differs is then
 compared without them, Parquet files as tables without those columns, JSON lines and ``summary.json`` as
@@ -99,18 +100,25 @@ def _equal_except(a: Path, b: Path, names: frozenset[str]) -> bool:
     return False
 
 
+#: What two runs over the same captures always differ in: the wall-clock time each ``read`` started
+#: (``summary.json``'s ``runs[].started``). A summary that differs in it alone counts as identical.
+CLOCK_KEYS = frozenset({"started"})
+
+
 def compare(a: Path, b: Path, names: frozenset[str] = frozenset()) -> int:
     left, right = _files(a), _files(b)
     differ = sorted(p for p in left & right if not filecmp.cmp(a / p, b / p, shallow=False))
-    only_new = [p for p in differ if names and _equal_except(a / p, b / p, names)]
-    differ = [p for p in differ if p not in only_new]
+    clock = [p for p in differ if p.name == "summary.json" and _equal_except(a / p, b / p, CLOCK_KEYS)]
+    only_new = [p for p in differ if p not in clock and names and _equal_except(a / p, b / p, names | CLOCK_KEYS)]
+    differ = [p for p in differ if p not in only_new and p not in clock]
     for p in differ:
         print(f"differs: {p}")
     for p in sorted(left ^ right):
         print(f"only in {'first' if p in left else 'second'}: {p}")
     same = len(left & right) - len(differ) - len(only_new)
-    print(f"{same} files identical, {len(only_new)} equal except {', '.join(sorted(names)) or '-'}, "
-          f"{len(differ)} differ, {len(left ^ right)} in one snapshot only")
+    print(f"{same} files identical ({len(clock)} of them summaries but for the time a read started), "
+          f"{len(only_new)} equal except {', '.join(sorted(names)) or '-'}, {len(differ)} differ, "
+          f"{len(left ^ right)} in one snapshot only")
     return 1 if differ or left ^ right else 0
 
 

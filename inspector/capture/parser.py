@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from struct import Struct
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from contract.errors import ExitCode, InspectorError
 from inspector.frozen_init import fast_frozen_init
@@ -101,15 +101,24 @@ _BT_EPB = 0x00000006
 _BT_SHB = 0x0A0D0D0A
 _BOM_LE = b"\x4d\x3c\x2b\x1a"
 _BOM_BE = b"\x1a\x2b\x3c\x4d"
-#: The blocks read, by type: (what the block is called, its length with no data nor options: the 8-byte
-#: header, the fixed fields, the 4-byte trailing length). A block shorter than that is damage: its fixed
-#: fields would be read from the block after it, or from past the data.
-_BLOCKS: dict[int, tuple[str, int]] = {
-    _BT_SHB: ("section header", 28),  # byte-order magic, major, minor, section length (8)
-    _BT_IDB: ("interface description", 20),  # link type, reserved, snap length
-    _BT_EPB: ("enhanced packet", 32),  # interface, timestamp (2 x 4), captured and original length
-    _BT_SPB: ("simple packet", 16),  # original length
-    _BT_OPB: ("packet", 32),  # interface (2), drops (2), timestamp (2 x 4), captured and original length
+class _Block(NamedTuple):
+    """A pcapng block type this reader reads."""
+
+    #: what the block is called (in warnings)
+    name: str
+    #: its length with no data nor options: the 8-byte header, the fixed fields, the 4-byte trailing length. A
+    #: block shorter than that is damage: its fixed fields would be read from the block after it, or from past
+    #: the data.
+    fixed: int
+
+
+#: The blocks read, by type.
+_BLOCKS: dict[int, _Block] = {
+    _BT_SHB: _Block("section header", 28),  # byte-order magic, major, minor, section length (8)
+    _BT_IDB: _Block("interface description", 20),  # link type, reserved, snap length
+    _BT_EPB: _Block("enhanced packet", 32),  # interface, timestamp (2 x 4), captured and original length
+    _BT_SPB: _Block("simple packet", 16),  # original length
+    _BT_OPB: _Block("packet", 32),  # interface (2), drops (2), timestamp (2 x 4), captured and original length
 }
 
 
@@ -134,7 +143,7 @@ def header_problem(head: bytes) -> str | None:
         if bom not in (_BOM_LE, _BOM_BE):
             return f"pcapng section header has a bad byte-order magic 0x{bom.hex()}"
         blen = Struct("<I" if bom == _BOM_LE else ">I").unpack_from(head, 4)[0]
-        if blen < _BLOCKS[_BT_SHB][1] or blen % 4 or blen > _MAX_RECORD:
+        if blen < _BLOCKS[_BT_SHB].fixed or blen % 4 or blen > _MAX_RECORD:
             return f"pcapng section header is damaged (its length is {blen} bytes)"
     else:
         return f"not a pcap or pcapng file ({describe_magic(head)})"
@@ -393,14 +402,14 @@ class CaptureParser:
                                f"{count} packets")
                     return
                 known = blocks.get(btype)
-                if known is not None and blen < known[1]:
+                if known is not None and blen < known.fixed:
                     if btype == _BT_SHB:
                         self._stop(f"pcapng section header at byte {self._base + pos} is {blen} bytes, shorter "
-                                   f"than its {known[1]} fixed bytes: the file is damaged there; stopped after "
+                                   f"than its {known.fixed} fixed bytes: the file is damaged there; stopped after "
                                    f"{count} packets")
                         return
-                    self._skip("short", f"pcapng {known[0]} block at byte {self._base + pos} is {blen} bytes, "
-                                        f"shorter than its {known[1]} fixed bytes")
+                    self._skip("short", f"pcapng {known.name} block at byte {self._base + pos} is {blen} bytes, "
+                                        f"shorter than its {known.fixed} fixed bytes")
                 elif btype == _BT_EPB:
                     iface, ts_hi, ts_lo, caplen, wirelen = epb(buf, pos + 8)
                     if 28 + caplen > blen - 4:

@@ -17,13 +17,15 @@ cdef class _RecordsSummary:
 
 cdef class EventTable:
     cdef public object capture, records, limit_hits
-    cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _last_conn, _extras, _bodies, _append_text
+    cdef public object _default, _rows, _conn_rows, _conns, _conn_index, _extras, _bodies, _append_text
+    cdef public object _last_conn_id, _last_client, _last_broker, _last_principal, _last_mechanism, _last_conn_index
     cdef public list _tls_rows
     cdef public TopicNames topic_names
 
     @cython.locals(msg=DecodedMessage, inner=DecodedMessage)
     cpdef add(self, KafkaMessage event)
     cpdef _conn(self, KafkaMessage ev, principal)
+    cpdef _forget_last_conn(self)
     @cython.locals(encoder=_RecordsSummary, b=dict, promoted=bint)
     cpdef _add(self, KafkaMessage ev, DecodedMessage msg, DecodedMessage envelope, conn)
 

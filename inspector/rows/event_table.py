@@ -273,6 +273,14 @@ class EventTable:
     most rows leave null (group fields, envelope, guesses, notes) only for the rows that have them.
     """
 
+    # the connection of the last row (``_conn``, ``_forget_last_conn``)
+    _last_conn_id: Any
+    _last_client: Any
+    _last_broker: Any
+    _last_principal: Any
+    _last_mechanism: Any
+    _last_conn_index: Any
+
     def __init__(self, capture: str | None = None, records: RecordsOptions = _DEFAULT_OPTIONS,
                  limits: DecodeLimits = DEFAULT_LIMITS) -> None:
         self.capture = capture
@@ -284,7 +292,7 @@ class EventTable:
         self._conns: list[tuple[Any, ...]] = []  # _CONN_COLUMNS values of the connections of this batch
         # (conn_id, id(client), id(broker), principal, mechanism) -> index
         self._conn_index: dict[tuple[Any, ...], int] = {}
-        self._last_conn: tuple[Any, ...] = (-1, None, None, -1, None, None)
+        self._forget_last_conn()
         self._extras: list[tuple[int, tuple[Any, ...]]] = []  # (row number, _EXTRA_COLUMNS values)
         self._tls_rows: list[int] = []  # the rows carried by TLS (a plaintext row costs one test of ev.tls)
         # The body column: bodies go straight into its buffers (the rows hold None).
@@ -316,18 +324,28 @@ class EventTable:
     def _conn(self, ev: KafkaMessage, principal: str | None) -> int:
         """The index of the row's connection columns (its endpoints, principal and SASL mechanism)."""
         conn_id, client, broker, mechanism = ev.conn_id, ev.client, ev.broker, ev.sasl_mechanism
-        last = self._last_conn
-        if (last[0] == conn_id and last[1] is client and last[2] is broker and last[4] is principal
-                and last[5] is mechanism):
-            return last[3]
+        if (self._last_conn_id == conn_id and self._last_client is client and self._last_broker is broker
+                and self._last_principal is principal and self._last_mechanism is mechanism):
+            return self._last_conn_index
         key = (conn_id, id(client), id(broker), principal, mechanism)
         index = self._conn_index.get(key)
         if index is None:
             index = self._conn_index[key] = len(self._conns)
             self._conns.append((self.capture, conn_id, client.ip, client.port, broker.ip, broker.port, principal,
                                 mechanism))
-        self._last_conn = (conn_id, client, broker, index, principal, mechanism)
+        self._last_conn_id, self._last_client, self._last_broker = conn_id, client, broker
+        self._last_principal, self._last_mechanism, self._last_conn_index = principal, mechanism, index
         return index
+
+    def _forget_last_conn(self) -> None:
+        """The connection of the last row, whose columns' index ``_conn`` returns without a look-up while the rows
+        come from it (most rows follow one of the same connection): none yet."""
+        self._last_conn_id = -1
+        self._last_client = None
+        self._last_broker = None
+        self._last_principal = None
+        self._last_mechanism = None
+        self._last_conn_index = -1
 
     def _add(self, ev: KafkaMessage, msg: DecodedMessage, envelope: DecodedMessage | None, conn: int) -> None:
         body = msg.body
@@ -417,7 +435,7 @@ class EventTable:
         self._rows, self._conns, self._conn_rows, self._extras = [], [], [], []
         tls_rows, self._tls_rows = self._tls_rows, []
         self._conn_index = {}
-        self._last_conn = (-1, None, None, -1, None, None)
+        self._forget_last_conn()
         n = len(rows)
         bodies = self._bodies.take()  # buffers, or a list of values
         # The row columns' Arrow buffers in one typed pass (None for values it leaves to pyarrow).

@@ -215,6 +215,13 @@ class Inspector:
             self._release(seg.ts, out)
         return out
 
+    def close_idle(self, ts: float, idle_seconds: float) -> list[ConnectionEvent]:
+        """Close the connections with no packet in the ``idle_seconds`` before ``ts`` (reason ``"idle"``), as
+        ``finish`` closes all: for a capture that never ends (the tap), the connections whose end it did not see."""
+        out = self._dispatch(self.reassembler.close_idle(ts, idle_seconds))
+        self._holders = None  # rebuilt from the connections still open when next needed
+        return out
+
     def finish(self, ts: float) -> list[ConnectionEvent]:
         out = self._dispatch(self.reassembler.flush(ts))
         for conn_id in list(self.conns):

@@ -67,6 +67,19 @@ class MessageTally:
             stats.latencies[j] = newest
 
 
+#: A connection with no packet for this long is closed by the tap (reason "idle", its row written): Kafka's
+#: brokers close a connection idle for ``connections.max.idle.ms`` (10 minutes by default) and the tap sees the
+#: FIN, so one silent for longer ended unseen (its FIN or RST not captured, its host gone). Without this such
+#: connections stayed open for as long as the tap ran: in memory, in ``kafka_inspector_connections_open``.
+IDLE_CLOSE_S = 900.0
+#: How often, in capture time, the tap looks for idle connections (a walk of the open ones).
+IDLE_CHECK_S = 1.0
+#: A hole this long between two packets (an interface outage, or a network gone quiet) starts the idle clock
+#: again: a connection is closed as idle only after IDLE_CLOSE_S of capture time with packets coming, so those
+#: kept across an outage (their bytes meanwhile become gaps) resume as they were.
+QUIET_S = 60.0
+
+
 class TapDecoder:
     """Pcap stream bytes (or packets) in; event rows in :attr:`table`, totals in :attr:`summary`. ``keylog``: the
     TLS secrets, which the caller may go on feeding (the tap's key log grows as clients connect)."""
@@ -84,6 +97,8 @@ class TapDecoder:
         self._closed_bytes = {f"{side}_bytes_{key}": 0 for side in ("client", "broker") for key in BYTE_COUNTS}
         self._closed_rows = 0  # rows of summary.connections in _closed_bytes
         self.stream_ts = 0.0  # capture time of the newest packet
+        self._idle_checked = 0.0  # capture time of the last look for idle connections
+        self._idle_from = 0.0  # capture time since which packets came with no QUIET_S hole
         self.wire_bytes = 0  # the packets' lengths on the wire
         self._parser: CaptureParser | None = None
         self._out: list[KafkaMessage] = []
@@ -125,10 +140,25 @@ class TapDecoder:
         for seg in segments:
             ts = packet_messages(inspector, summary, seg, out, counted)  # as `read` does
             if ts is not None:
+                if ts - self.stream_ts > QUIET_S:
+                    self._idle_from = ts
                 self.stream_ts = ts
             for ev in out:
                 table.add(ev)
             out.clear()
+        if self.stream_ts - self._idle_checked >= IDLE_CHECK_S and self.stream_ts - self._idle_from >= IDLE_CLOSE_S:
+            self.close_idle(self.stream_ts - IDLE_CLOSE_S)
+
+    def close_idle(self, before: float) -> None:
+        """Close the connections with no packet since capture time ``before`` (``IDLE_CLOSE_S`` ago when the
+        packets call it); their last rows go to the table, their end to ``inspector.closed``."""
+        self._idle_checked = self.stream_ts
+        out = self._out
+        count_events(self.summary, self.inspector.close_idle(self.stream_ts, self.stream_ts - before), out,
+                     self.tally.after_message)
+        for ev in out:
+            self.table.add(ev)
+        out.clear()
 
     def take_failures(self) -> dict[tuple[str | None, int | None, StatusKind], int]:
         """The decode failures counted since the last call, by (API name, API key, status kind)."""

@@ -32,13 +32,14 @@ import pytest
 from rich.console import Console
 
 from inspector.capture.file import open_capture
+from inspector.capture.parser import RawPacket
 from inspector.read.decode_options import read_options
 from inspector.read.reader import iter_capture
 from inspector.rows.event_table import SCHEMA, EventTable
 from inspector.rows.summary import Summary
 from inspector.rows.writers import ParquetDatasetWriter
 from inspector.tap.command import add_parser, parse_duration, parse_size, run
-from inspector.tap.decode import TapDecoder
+from inspector.tap.decode import IDLE_CLOSE_S, QUIET_S, TapDecoder
 from inspector.tap.live_view import LiveStats, LiveView, TapCounters
 from inspector.tap.tap_events import EXIT_CAPTURE
 from inspector.tap.tcpdump import CAP_FIX, build_filter
@@ -80,6 +81,37 @@ def test_pcap_stream_fed_in_pieces_decodes_like_read() -> None:
     batch = decoder.take()
     assert batch is not None and batch.to_pylist() == expected
     assert decoder.summary.messages == summary.messages and decoder.summary.packets == summary.packets
+
+
+def test_connections_silent_past_the_idle_limit_are_closed_with_their_rows() -> None:
+    """A connection whose end the tap never sees (its FIN lost, its host gone) is closed once it has been silent
+    for IDLE_CLOSE_S of capture time with packets coming: its row is written (connections.parquet) and it no
+    longer counts as open. One that goes on sending stays open; a hole in the capture (an outage) is not
+    silence."""
+    with open_capture(str(PCAPS / "tansu-consumer-group-3-members.pcap")) as reader:
+        packets = list(reader)
+    decoder = TapDecoder(read_options(_args("-i", "lo", "-o", "out")), "tap:lo")
+    decoder.packets(packets[:len(packets) // 2])  # mid-capture: connections open, requests in flight
+    decoder.drain_closed()  # those that ended in it
+    ended = len(decoder.summary.connections) + decoder.summary.empty_connections
+    kafka_open, _ = decoder.open_connections()
+    assert kafka_open >= 2
+    last = packets[len(packets) // 2 - 1]
+
+    def again(after: float) -> None:  # the last packet's connection again (a retransmission), ``after`` s later
+        decoder.packets([RawPacket(last.ts + after, last.linktype, bytes(last.data), last.caplen, last.wirelen)])
+
+    again(IDLE_CLOSE_S + 1)  # after an outage longer than the idle limit: nothing closed
+    assert decoder.open_connections()[0] == kafka_open and not decoder.inspector.closed
+    step = QUIET_S / 2
+    for k in range(1, int(IDLE_CLOSE_S / step)):  # then packets every 30 s, not quite the limit
+        again(IDLE_CLOSE_S + 1 + k * step)
+    assert decoder.open_connections()[0] == kafka_open and not decoder.inspector.closed
+    again(2 * IDLE_CLOSE_S + 2)  # the others silent for the limit, packets coming
+    assert decoder.open_connections()[0] == 1
+    assert len([c for c in decoder.inspector.closed if c.kafka]) == kafka_open - 1
+    decoder.drain_closed()
+    assert len(decoder.summary.connections) + decoder.summary.empty_connections == ended + kafka_open - 1
 
 
 def test_filter_duration_and_size_options() -> None:

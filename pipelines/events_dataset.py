@@ -28,7 +28,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from contract import body_schemas
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
+from contract.kafka import API_VERSIONS
 
 #: The contract's logical types as Spark types.
 _SPARK_TYPES = {
@@ -156,6 +158,12 @@ def exchanges(events: DataFrame, api_keys: Sequence[int], request_ddl: str | Non
     is not in the capture.
     """
     return _exchanges(events, tuple(api_keys), request_ddl, response_ddl)
+
+
+def api_versions(events: DataFrame) -> DataFrame:
+    """ApiVersions requests with their responses (:func:`exchanges`), the advertised version ranges parsed
+    (``rb``): the one such frame every detector reading ApiVersions uses, so a pass joins them once."""
+    return exchanges(events, [API_VERSIONS], None, body_schemas.API_VERSIONS_RESPONSE)
 
 
 @shared

@@ -29,7 +29,6 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from contract import body_schemas
 from contract.kafka import (
-    API_VERSIONS,
     DESCRIBE_CLUSTER,
     FIND_COORDINATOR,
     INVALID_REQUEST,
@@ -37,11 +36,11 @@ from contract.kafka import (
     REBOOTSTRAP_REQUIRED,
 )
 from pipelines.events_dataset import (
+    api_versions,
     asof,
     collect_evidence,
     endpoint,
     evidence,
-    exchanges,
     merge_evidence,
     parse_body,
     responses,
@@ -179,7 +178,7 @@ def _answer(prefix: str = "r_") -> Column:
 
 
 def _api_versions_identity(events: DataFrame) -> DataFrame:
-    av = with_endpoints(exchanges(events, [API_VERSIONS], None, None)).where(F.col("api_version") >= 5)
+    av = with_endpoints(api_versions(events)).where(F.col("api_version") >= 5)
     return (
         av.withColumn("has_cluster", F.col("cluster_id").isNotNull() & (F.col("cluster_id") != ""))
         .withColumn("has_node", F.col("node_id").isNotNull() & (F.col("node_id") >= 0))

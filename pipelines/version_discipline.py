@@ -21,10 +21,9 @@ from contract.kafka import (
     MISMATCHED_ENDPOINT_TYPE,
     UNSUPPORTED_ENDPOINT_TYPE,
 )
-from pipelines.events_dataset import asof, collect_evidence, evidence, exchanges, with_endpoints
+from pipelines.events_dataset import api_versions, asof, collect_evidence, evidence, exchanges, with_endpoints
 from pipelines.findings import as_findings, client_subject, error_label
 
-API_VERSIONS_RESPONSE_DDL = body_schemas.API_VERSIONS_RESPONSE
 DESCRIBE_CLUSTER_REQUEST_DDL = body_schemas.DESCRIBE_CLUSTER_REQUEST
 DESCRIBE_CLUSTER_RESPONSE_DDL = body_schemas.DESCRIBE_CLUSTER_RESPONSE
 
@@ -32,7 +31,7 @@ DESCRIBE_CLUSTER_RESPONSE_DDL = body_schemas.DESCRIBE_CLUSTER_RESPONSE
 def _advertised(events: DataFrame) -> DataFrame:
     """Successful ApiVersions exchanges: capture, conn_id, broker_ip, broker_port, ts (of the response),
     adv_id (struct naming the exchange), ApiKeys."""
-    av = exchanges(events, [API_VERSIONS], None, API_VERSIONS_RESPONSE_DDL).where(
+    av = api_versions(events).where(
         (F.col("r_error_code") == 0) & (F.col("r_decode_status") == "ok")
         & (F.size(F.coalesce(F.col("rb.ApiKeys"), F.array())) > 0))
     return av.select("capture", "conn_id", "broker_ip", "broker_port", F.col("r_ts").alias("ts"),

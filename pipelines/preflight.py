@@ -32,7 +32,6 @@ from contract.errors import ExitCode
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 
 #: the documented exit codes (their one home: contract.errors.ExitCode)
-EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT = ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 #: The columns that make a Parquet file an events file (every version of ``read`` wrote them).
 IDENTIFYING = ("ts", "conn_id", "direction", "api_key")
 #: Seconds a master's address has to accept a connection (all its addresses together).
@@ -74,10 +73,10 @@ def check(events: str | Sequence[str], output: str, master: str | None, hosts: s
     for path in [] if follow else paths:
         problem = events_problem(path)
         if problem is not None:
-            return Problem(EXIT_INPUT, problem)
+            return Problem(ExitCode.INPUT, problem)
     problem = hosts_problem(hosts) if hosts else None
     if problem is not None:
-        return Problem(EXIT_INPUT, problem)
+        return Problem(ExitCode.INPUT, problem)
     found = master_problem(master) if master else None
     for path in paths:
         found = found or output_problem(output, path, html)
@@ -169,10 +168,10 @@ def master_problem(master: str, timeout: float = CONNECT_TIMEOUT) -> Problem | N
         addresses = [rest.split("/", 1)[0]]
         default_port = 80 if scheme == "http" else 443
     else:
-        return Problem(EXIT_USAGE, f"--master {master}: not a Spark master URL (use {_MASTERS})")
+        return Problem(ExitCode.USAGE, f"--master {master}: not a Spark master URL (use {_MASTERS})")
     parsed = [_host_port(a, default_port) for a in addresses]
     if any(p is None for p in parsed):
-        return Problem(EXIT_USAGE, f"--master {master}: not a Spark master URL (use {_MASTERS})")
+        return Problem(ExitCode.USAGE, f"--master {master}: not a Spark master URL (use {_MASTERS})")
     errors = []
     each = timeout / len(parsed)
     for host, port in (p for p in parsed if p is not None):
@@ -181,8 +180,8 @@ def master_problem(master: str, timeout: float = CONNECT_TIMEOUT) -> Problem | N
                 return None
         except OSError as exc:
             errors.append(f"{_shown(host)}:{port}: {_reason(exc)}")
-    return Problem(EXIT_INPUT, f"--master {master}: the master does not answer ({'; '.join(errors)}): start it, or "
-                               f"give the master's URL as its web page shows it (--master local[*] runs here)")
+    return Problem(ExitCode.INPUT, f"--master {master}: the master does not answer ({'; '.join(errors)}): start it, "
+                                   f"or give the master's URL as its web page shows it (--master local[*] runs here)")
 
 
 def _host_port(address: str, default: int) -> tuple[str, int] | None:
@@ -235,18 +234,18 @@ def output_problem(output: str, events: str, html: str | None = None) -> Problem
         if os.path.isdir(os.path.join(folder, "events")):
             folder = os.path.join(folder, "events")
         if os.path.isdir(folder) and _inside(local, folder):
-            return Problem(EXIT_USAGE, f"--output {output} is inside the events folder {folder}: the findings would be "
-                                       f"read as events; give another folder (for example {folder.rstrip('/')}"
-                                       f"-report)")
+            return Problem(ExitCode.USAGE, f"--output {output} is inside the events folder {folder}: the findings "
+                                           f"would be read as events; give another folder (for example "
+                                           f"{folder.rstrip('/')}-report)")
     if html is not None and os.path.isdir(html):
-        return Problem(EXIT_OUTPUT, f"--html {html} is a directory: give the page's file name "
-                                    f"(for example {os.path.join(html, 'report.html')})")
+        return Problem(ExitCode.OUTPUT, f"--html {html} is a directory: give the page's file name "
+                                        f"(for example {os.path.join(html, 'report.html')})")
     page = os.path.dirname(os.path.abspath(html)) if html is not None else None
     problem = None
     if page is not None and os.path.realpath(page) != os.path.realpath(local):  # checked before OUTPUT is made
         problem = _writable_folder(page, "--html", create=False)
     problem = problem or _writable_folder(local, "--output")
-    return Problem(EXIT_OUTPUT, problem) if problem is not None else None
+    return Problem(ExitCode.OUTPUT, problem) if problem is not None else None
 
 
 def _inside(path: str, folder: str) -> bool:

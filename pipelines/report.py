@@ -35,7 +35,6 @@ from pipelines.kafka_rules import SEVERITIES
 TRIGGER_S, SETTLE_S, HORIZON_S = 10.0, 10.0, 600.0
 
 #: the documented exit codes (their one home: contract.errors.ExitCode)
-EXIT_OK, EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 #: Where Spark's own output goes, in the output directory.
 SPARK_LOG = "spark.log"
 
@@ -154,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         from pyspark.sql import SparkSession
     except ImportError:
         _error("report needs PySpark, which is not installed: pip install 'kafka-inspector[spark]' (or pyspark)")
-        return EXIT_INPUT
+        return ExitCode.INPUT
     if follow:
         return _follow(args, inputs)
 
@@ -176,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
                 where = os.path.join(args.output, SPARK_LOG) if log is not None and "://" not in args.output \
                     else "the terminal above"
                 _error(f"Spark did not start ({_why(exc)}); its log: {where}")
-                return EXIT_INPUT
+                return ExitCode.INPUT
             try:
                 result = report_job.run(spark, inputs if len(inputs) > 1 else inputs[0], args.output, args.hosts,
                                         args.html, progress=progress)
@@ -185,12 +184,12 @@ def run(args: argparse.Namespace) -> int:
                     spark.stop()
     except OSError as exc:
         _error(f"cannot write the report: {exc}")
-        return EXIT_OUTPUT
+        return ExitCode.OUTPUT
     finally:
         if log is not None:
             log.close()
     print_summary(console, result.findings, result, time.monotonic() - started)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_found(console: Console, rows: Sequence[dict[str, Any]]) -> None:
@@ -207,10 +206,10 @@ def _follow(args: argparse.Namespace, inputs: list[str]) -> int:
 
     if "://" in args.output:
         _error("--follow writes OUTPUT on the driver's file system: give a local directory")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if args.trigger <= 0 or args.settle < 0 or args.horizon <= args.settle:
         _error("--trigger must be above 0, --settle not negative, --horizon longer than --settle")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     from pipelines import follow, report_job
 
     console = Console(stderr=False)
@@ -239,10 +238,10 @@ def _follow(args: argparse.Namespace, inputs: list[str]) -> int:
             follower = follow.run(spark, settings, trigger_s=args.trigger, stop=stop)
         except Exception as exc:  # noqa: BLE001  # the stream or its JVM failed: one line, not Spark's traces
             if stop.is_set():  # stopped meanwhile (a service manager signals the JVM too): a clean stop
-                return EXIT_OK
+                return ExitCode.OK
             _error(f"the stream stopped: {_why(exc)}; Spark's log: {os.path.join(args.output, SPARK_LOG)}; the "
                    "findings written so far are complete, and a new run goes on from them")
-            return EXIT_INPUT
+            return ExitCode.INPUT
         finally:
             with contextlib.suppress(Exception):
                 spark.stop()
@@ -254,7 +253,7 @@ def _follow(args: argparse.Namespace, inputs: list[str]) -> int:
     if not quiet:
         console.print(f"stopped after {follower.passes} pass(es); {follower.version.meta.events:,} events read",
                       highlight=False)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 #: the documented exit codes (their one home: contract.errors.ExitCode), by the names this package uses
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT, EXIT_INTERRUPTED = (ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT,
-                                                                   ExitCode.OUTPUT, ExitCode.INTERRUPTED)
 
 
 class _LazyConsole:
@@ -84,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
     the problem, and where the usage is. Exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
 
 class _Version(argparse.Action):
@@ -101,7 +99,7 @@ class _Version(argparse.Action):
         except PackageNotFoundError:  # run from a source tree that was never installed
             text = "(not installed: version unknown)"
         print(f"kafka-inspector {text}")
-        parser.exit(EXIT_OK)
+        parser.exit(ExitCode.OK)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -193,7 +191,7 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
     complete)."""
     options = _read_options(args)
     if _keylog_missing(args):
-        return EXIT_USAGE
+        return ExitCode.USAGE
     from inspector.cli.read_command import run
 
     return run(args, options, console, lambda: _real(console))
@@ -210,16 +208,16 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
         filters = [compile_filter(f) for f in args.filter]
     except FilterError as exc:
         _error(f"{exc}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     options = _read_options(args)
     if _keylog_missing(args):
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if _events_folder(Path(args.capture)):
         return _show_events(args, console, filters)
     problem = input_problem(args.capture)
     if problem is not None:
         _error(problem)
-        return EXIT_CAPTURE
+        return ExitCode.INPUT
     summary = Summary()
     table = EventTable(capture=Path(args.capture).name, records=options.records, limits=options.limits)
     shown = examined = 0
@@ -242,19 +240,19 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
                 break
     except CaptureError as exc:
         _error(f"{exc}")
-        return EXIT_CAPTURE
+        return ExitCode.INPUT
     except BrokenPipeError:
         raise
     except OSError as exc:  # the key log could not be read (the capture's own errors are CaptureError)
         _error(_unreadable(exc, args.capture))
-        return EXIT_CAPTURE
+        return ExitCode.INPUT
     if shown == limit:  # the rest of the capture was not read: its totals and warnings are not known
         console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
                       f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
-        return EXIT_OK
+        return ExitCode.OK
     console.print(f"[dim]{shown:,} of {summary.messages:,} messages shown[/]", highlight=False)
     print_notes(console, summary)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _events_folder(path: Path) -> bool:
@@ -274,7 +272,7 @@ def _show_events(args: argparse.Namespace, console: Console, filters: list[Calla
     problem = events_problem(args.capture)
     if problem is not None:
         _error(problem)
-        return EXIT_CAPTURE
+        return ExitCode.INPUT
     shown = examined = 0
     limit: int | None = args.limit
     try:
@@ -287,12 +285,12 @@ def _show_events(args: argparse.Namespace, console: Console, filters: list[Calla
                     if shown == limit:
                         console.print(f"[dim]{shown:,} shown (stopped at --limit {limit}, after {examined:,} "
                                       f"message{'s' if examined != 1 else ''} read)[/]", highlight=False)
-                        return EXIT_OK
+                        return ExitCode.OK
     except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
         _error(f"{args.capture}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
-        return EXIT_CAPTURE
+        return ExitCode.INPUT
     console.print(f"[dim]{shown:,} of {examined:,} messages shown[/]", highlight=False)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_row(console: Console, row: dict[str, Any], verbose: bool) -> None:
@@ -374,7 +372,7 @@ def cmd_clients(args: argparse.Namespace, console: Console) -> int:
 
     found = Inventory()
     code = _each_batch(args, COLUMNS, found.add)
-    if code == EXIT_OK:
+    if code == ExitCode.OK:
         print_clients(console, [c.row() for c in found.clients()], args.format)
     return code
 
@@ -386,7 +384,7 @@ def cmd_topics(args: argparse.Namespace, console: Console) -> int:
 
     found = TopicMap()
     code = _each_batch(args, COLUMNS, found.add)
-    if code == EXIT_OK:
+    if code == ExitCode.OK:
         print_topic_map(console, [r.row() for r in found.rows()], args.format)
     return code
 
@@ -400,25 +398,25 @@ def _each_batch(args: argparse.Namespace, columns: tuple[str, ...], add: Callabl
 
     options = _read_options(args)
     if _keylog_missing(args):
-        return EXIT_USAGE
+        return ExitCode.USAGE
     for name in args.inputs:
         path = Path(name)
         if path.is_dir():
             problem = events_problem(name)  # the identifying columns: a column added since reads as null
             if problem is not None:
                 _error(problem)
-                return EXIT_CAPTURE
+                return ExitCode.INPUT
             try:
                 for batch in iter_events(path, columns):
                     add(batch)
             except (OSError, ValueError) as exc:  # what the check cannot see (a file damaged after its footer)
                 _error(f"{name}: the events cannot be read ({str(exc).strip().splitlines()[0]})")
-                return EXIT_CAPTURE
+                return ExitCode.INPUT
             continue
         problem = input_problem(name)
         if problem is not None:
             _error(problem)
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
         table = EventTable(capture=path.name, records=options.records, limits=options.limits)
         try:
             for ev in iter_capture(name, Summary(), options, body_text=table.takes_text):
@@ -427,13 +425,13 @@ def _each_batch(args: argparse.Namespace, columns: tuple[str, ...], add: Callabl
                     add(table.take())
         except CaptureError as exc:
             _error(f"{exc}")
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
         except OSError as exc:  # the key log could not be read
             _error(_unreadable(exc, name))
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
         if len(table):
             add(table.take())
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -461,9 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args, console)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
-        return EXIT_OK
+        return ExitCode.OK
     except InspectorError as exc:  # the project's own errors not answered where raised: one line, never a traceback
         _error(str(exc))
         return exc.exit_code

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 #: the documented exit codes (their one home: contract.errors.ExitCode)
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 
 
 class _Refused(Exception):
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
         problem = input_problem(path)
         if problem is not None:
             error_line(problem)
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
     out: Path = args.output
     created = not out.exists()
     try:
@@ -100,10 +99,10 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
         return refused.code
     except OutputBusy as exc:
         error_line(str(exc.strerror))
-        return EXIT_OUTPUT
+        return ExitCode.OUTPUT
     except OSError as exc:
         error_line(f"cannot write to {out}: {describe_os_error(exc)}")
-        return EXIT_OUTPUT
+        return ExitCode.OUTPUT
     finally:
         if created:  # a run that published nothing leaves no folder behind
             with contextlib.suppress(OSError):
@@ -147,11 +146,11 @@ def _run_staged(args: argparse.Namespace, options: ReadOptions, console: Console
             _publish(staging, steps)
     except CaptureError as exc:
         _discard(staging)
-        raise _Refused(EXIT_CAPTURE, f"{exc}; nothing was written, {out} is as it was") from None
+        raise _Refused(ExitCode.INPUT, f"{exc}; nothing was written, {out} is as it was") from None
     except OSError as exc:
         _discard(staging)
-        raise _Refused(EXIT_OUTPUT, f"cannot write to {out}: {describe_os_error(exc)}; nothing was written, "
-                                    f"{out} is as it was") from None
+        raise _Refused(ExitCode.OUTPUT, f"cannot write to {out}: {describe_os_error(exc)}; nothing was written, "
+                                        f"{out} is as it was") from None
     except BaseException:
         _discard(staging)
         raise
@@ -162,7 +161,7 @@ def _run_staged(args: argparse.Namespace, options: ReadOptions, console: Console
         if len(doc["runs"]) > 1:
             line += f"; it holds {doc['messages']:,} events from {len(doc['runs'])} runs"
         console.print(line, soft_wrap=True)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _discard(staging: Staging | None) -> None:
@@ -177,22 +176,22 @@ def _previous(args: argparse.Namespace, existing: Dataset, fmt: Format) -> tuple
     if not existing.files:
         return None, 0
     if not (args.overwrite or args.append):
-        raise _Refused(EXIT_USAGE, f"{out} already holds events ({len(existing.files)} files): use --overwrite to "
-                                   "replace them or --append")
+        raise _Refused(ExitCode.USAGE, f"{out} already holds events ({len(existing.files)} files): use --overwrite to "
+                                       "replace them or --append")
     if args.overwrite:
         return None, 0
     if existing.formats != {fmt}:
         have = " and ".join(sorted(f.value for f in existing.formats))
-        raise _Refused(EXIT_USAGE, f"{out} holds {have} events: --append adds to them in the same format "
-                                   f"(--format {have if len(existing.formats) == 1 else '...'})")
+        raise _Refused(ExitCode.USAGE, f"{out} holds {have} events: --append adds to them in the same format "
+                                       f"(--format {have if len(existing.formats) == 1 else '...'})")
     try:
         previous = existing.summary()
     except (OSError, ValueError) as exc:
-        raise _Refused(EXIT_OUTPUT, f"{out / SUMMARY} cannot be read ({exc}): --overwrite to replace the dataset, "
-                                    "or another --output") from None
+        raise _Refused(ExitCode.OUTPUT, f"{out / SUMMARY} cannot be read ({exc}): --overwrite to replace the dataset, "
+                                        "or another --output") from None
     if previous is None:
-        raise _Refused(EXIT_USAGE, f"{out} holds events but no {SUMMARY} (a run that did not finish): their totals "
-                                   "are unknown; --overwrite to replace them, or another --output")
+        raise _Refused(ExitCode.USAGE, f"{out} holds events but no {SUMMARY} (a run that did not finish): their totals "
+                                       "are unknown; --overwrite to replace them, or another --output")
     return previous, _max_conn_id(existing, previous)
 
 

@@ -103,10 +103,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from contract.errors import ExitCode
 from inspector.read.arg_types import parse_count, parse_duration, parse_size
 from inspector.read.decode_options import add_decode_options
 from inspector.tap.driver import TapDriver, error_line
-from inspector.tap.tap_events import EXIT_USAGE
 
 
 def _metrics_address(text: str) -> tuple[str, int]:
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     """Run ``tap`` with parsed options; ``stop`` (optional) ends it like SIGINT does. Returns the exit code."""
     if args.rotate < 0 or args.rotate_size < 0 or args.duration < 0 or args.count_packets < 0:
         error_line("--rotate, --rotate-size, --duration and --count-packets must not be negative")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return TapDriver(args, stop).run()
 
 

@@ -43,9 +43,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Final
 
+from contract.errors import ExitCode
 from inspector.tap.tap_events import (
-    EXIT_CAPTURE,
-    EXIT_OK,
     Action,
     DataArrived,
     Event,
@@ -197,7 +196,7 @@ class TapState:
     stop_sent: float | None = None
     signals: int = 0
     catch_up_seconds: float | None = None  # stop request -> tcpdump told to stop
-    exit_code: int = EXIT_OK
+    exit_code: int = ExitCode.OK
     error: str | None = None
     output_failed: bool = False
     shown: str = "capturing"  # the view's state line
@@ -258,7 +257,7 @@ class TapController:
         o = s.outage
         if o is not None and cfg.max_outage and o.seconds(now) >= cfg.max_outage and s.stop_requested is None:
             o.ended_by = "max-outage"
-            s.exit_code = EXIT_CAPTURE
+            s.exit_code = ExitCode.INPUT
             s.error = (f"interface {cfg.interface} down for more than {cfg.max_outage:g}s (--max-outage; "
                        f"{o.reason}): stopped, what was captured is saved")
             out += self._stop("max-outage", now)
@@ -343,7 +342,7 @@ class TapController:
             if ev.returncode != 0:
                 how = (f"killed by {ev.signal_name or f'signal {-ev.returncode}'}" if ev.returncode < 0
                        else f"exit {ev.returncode}: {last_error(ev.stderr)}")
-                s.exit_code = EXIT_CAPTURE
+                s.exit_code = ExitCode.INPUT
                 s.error = f"tcpdump stopped unexpectedly ({how}); what it captured is saved"
             return self._finish(now)  # -c N packets captured, or the error above
         out = self._begin_outage(lost, True, ev.open_connections, now)

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from contract.errors import ExitCode
 from inspector.capture.parser import CaptureError
 from inspector.read.decode_options import read_options
 from inspector.read.reader import _fewer_collections
@@ -38,10 +39,6 @@ from inspector.tap.controller import TapConfig, TapController
 from inspector.tap.decode import TapDecoder
 from inspector.tap.live_view import LiveStats, LiveView, TapCounters
 from inspector.tap.tap_events import (
-    EXIT_CAPTURE,
-    EXIT_OK,
-    EXIT_OUTPUT,
-    EXIT_USAGE,
     Action,
     DataArrived,
     Event,
@@ -169,22 +166,22 @@ class TapDriver:
         binary = shutil.which(args.tcpdump)
         if binary is None:
             error_line(TCPDUMP_FIX)
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
         self.binary = binary
         iface = args.interface
         names = available_interfaces()
         if iface != "any" and not iface.isdigit() and names and iface not in names:
             error_line(f"no interface {iface!r}: available: {', '.join(names)}")
-            return EXIT_CAPTURE
+            return ExitCode.INPUT
         try:
             self.out.mkdir(parents=True, exist_ok=True)
             # Rotation is the controller's: the writer rotates when told to.
             self.writer = ParquetDatasetWriter(self.out, rows_per_file=0, on_file=self._file_done)
         except OSError as exc:
             error_line(str(output_error(self.out, exc)))
-            return EXIT_OUTPUT
+            return ExitCode.OUTPUT
         if args.metrics is not None and not self._serve_metrics(*args.metrics):
-            return EXIT_USAGE
+            return ExitCode.USAGE
         previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -245,7 +242,7 @@ class TapDriver:
         finish = self._loop()
         tcpdump = self.tcpdump
         if tcpdump is not None and not tcpdump.accounted:
-            if finish.code != EXIT_OK:
+            if finish.code != ExitCode.OK:
                 tcpdump.kill()
             self._retire(tcpdump)
         if not finish.write_totals:
@@ -253,7 +250,7 @@ class TapDriver:
         try:
             write_totals(self)
         except OSError as exc:  # OutputError from the writer or from _finish: one line saying what is kept
-            return EXIT_OUTPUT, str(output_error(self.out, exc))
+            return ExitCode.OUTPUT, str(output_error(self.out, exc))
         return finish.code, finish.error
 
     def _loop(self) -> Finish:
@@ -272,11 +269,11 @@ class TapDriver:
                     data = os.read(self._fd, READ_CHUNK)
                     events.append(self._decode(data) if data else self._ended())
         except CaptureError as exc:
-            failed = Failed(EXIT_CAPTURE, str(exc))
+            failed = Failed(ExitCode.INPUT, str(exc))
         except OutputError as exc:  # from the writer, which removed the file in progress
-            failed = Failed(EXIT_OUTPUT, str(exc), output=True)
+            failed = Failed(ExitCode.OUTPUT, str(exc), output=True)
         except OSError as exc:
-            failed = Failed(EXIT_OUTPUT, str(output_error(self.out, exc)))
+            failed = Failed(ExitCode.OUTPUT, str(output_error(self.out, exc)))
         finish = self._dispatch(deque([failed]))
         assert finish is not None
         return finish

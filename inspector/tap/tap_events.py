@@ -17,7 +17,6 @@ from typing import Any
 from contract.errors import ExitCode
 
 #: the documented exit codes (their one home: contract.errors.ExitCode)
-EXIT_OK, EXIT_USAGE, EXIT_CAPTURE, EXIT_OUTPUT = ExitCode.OK, ExitCode.USAGE, ExitCode.INPUT, ExitCode.OUTPUT
 
 
 # -- events: what happened ------------------------------------------------------------------------------
@@ -50,7 +49,7 @@ class TcpdumpStarted:
 @dataclass(frozen=True, slots=True)
 class TcpdumpStartFailed:
     message: str  # one line naming the fix
-    exit_code: int = EXIT_CAPTURE
+    exit_code: int = ExitCode.INPUT
     stderr: tuple[str, ...] = ()
     cancelled: bool = False  # a stop request ended the wait
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from contract.errors import InspectorError
-from inspector.tap.tap_events import EXIT_CAPTURE, EXIT_USAGE
+from contract.errors import ExitCode, InspectorError
 
 #: tcpdump gets this long to open the interface.
 START_TIMEOUT = 15.0
@@ -79,7 +78,7 @@ class CaptureStats:
 class TcpdumpError(InspectorError):
     """tcpdump did not start listening: one line naming the fix, and the exit code it means."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_CAPTURE, cancelled: bool = False) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.INPUT, cancelled: bool = False) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.cancelled = cancelled  # a stop request ended the wait
@@ -103,7 +102,7 @@ def explain_tcpdump_failure(lines: list[str], interface: str, bpf: str) -> Tcpdu
     if "not up" in low:
         return TcpdumpError(f"interface {interface!r} is down: bring it up (`ip link set {interface} up`)")
     if "filter" in low and ("syntax" in low or "parse" in low or "illegal" in low or "expression" in low):
-        return TcpdumpError(f"bad capture filter {bpf!r}: {text.removeprefix('tcpdump: ')}", EXIT_USAGE)
+        return TcpdumpError(f"bad capture filter {bpf!r}: {text.removeprefix('tcpdump: ')}", ExitCode.USAGE)
     last = next((line.strip() for line in reversed(lines) if line.strip()), "no message")
     return TcpdumpError(f"tcpdump failed: {last.removeprefix('tcpdump: ')}")
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from contract.apis import API_NAMES, REMOVED_APIS, REMOVED_VERSIONS
+from contract.errors import ExitCode
 from decoders.api import decode_request, decode_response
 from decoders.generated import registry
-from inspector.cli.main import EXIT_OK, main
+from inspector.cli.main import main
 from tests.frames import frame
 from tests.pcapgen import conversation
 
@@ -80,7 +81,7 @@ def test_read_writes_both_as_events(tmp_path: Path) -> None:
     conversation(pcap, [("c", frame(request_v0(7, 3002))), ("b", frame(response_v0(7, 0, None)))],
                  broker=("10.0.0.2", 9093))
     out = tmp_path / "out"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
     rows = pq.read_table(out / "events").to_pylist()
     assert [(r["api_key"], r["api_name"], r["direction"], r["decode_status"], r["error_code"]) for r in rows] == [
         (94, "UnregisterController", "request", "ok", None), (94, "UnregisterController", "response", "ok", 0)]

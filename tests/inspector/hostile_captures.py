@@ -18,8 +18,8 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.utils import PcapWriter
 
+from contract.errors import ExitCode
 from decoders.records import crc32c
-from inspector.cli.main import EXIT_OK
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, kstr, request_header
 
 REPO = Path(__file__).parents[2]
@@ -173,7 +173,7 @@ def run_read(tmp_path: Path, capture: Path, *extra: str) -> Run:
 def check_bounds(case: str, run: Run, reported: str) -> None:
     TABLE.append((case, reported, run.rss_mb, run.seconds))
     print(f"\n{case:44} | {reported:70} | {run.rss_mb:6.0f} MB | {run.seconds:5.2f} s")
-    assert run.code == EXIT_OK, run.stderr
+    assert run.code == ExitCode.OK, run.stderr
     assert "Traceback" not in run.stderr
     assert run.rss_mb < MAX_RSS_MB, f"{case}: peak RSS {run.rss_mb:.0f} MB"
     assert run.seconds < MAX_SECONDS, f"{case}: {run.seconds:.1f} s"

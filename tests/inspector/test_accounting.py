@@ -20,9 +20,10 @@ from scapy.layers.inet import TCP
 from scapy.packet import Packet
 from scapy.utils import PcapWriter, rdpcap
 
+from contract.errors import ExitCode
 from inspector.capture.file import open_capture
 from inspector.capture.packets import Segment, parse_packet
-from inspector.cli.main import EXIT_OK, main
+from inspector.cli.main import main
 from inspector.tcp.reassembly import Reassembler
 from inspector.tcp.stream_events import ConnectionClosed
 
@@ -108,7 +109,7 @@ def reassembler_totals(path: Path) -> dict[str, int]:
 
 def read(tmp_path: Path, pcap: Path) -> tuple[list[dict], dict]:
     out = tmp_path / f"out-{pcap.stem}"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
     rows = pq.read_table(out / "connections.parquet").to_pylist()
     return rows, json.loads((out / "summary.json").read_text())
 

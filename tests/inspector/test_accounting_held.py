@@ -13,14 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 from scapy.utils import rdpcap
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from tests.inspector.test_accounting import CAPTURES, DIRECTIONS, PARTS, PCAPS, duplicate, lose, reorder, write
 from tests.inspector.test_accounting import reassembler_totals as unlimited_totals
 
 
 def read(tmp_path: Path, pcap: Path, *extra: str) -> tuple[list[dict], dict]:
     out = tmp_path / f"out-{pcap.stem}-{len(extra)}"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet", *extra]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet", *extra]) == ExitCode.OK
     return pq.read_table(out / "connections.parquet").to_pylist(), json.loads((out / "summary.json").read_text())
 
 

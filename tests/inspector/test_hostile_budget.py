@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.rows.summary import LIMITS
 from tests.frames import frame, kstr
 from tests.inspector.hostile_captures import check_bounds, record_batch, run_read, uvarint
@@ -67,7 +68,7 @@ def test_max_elements_bounds_tagged_fields(tmp_path: Path) -> None:
     pcap = conversation_pcap(tmp_path / "tags.pcap", [("c", api_versions_tagged(1000, 2)),
                                                       ("c", api_versions_tagged(1001, 3))])
     out = tmp_path / "out"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet", "--max-elements", "1000"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet", "--max-elements", "1000"]) == ExitCode.OK
     rows = {r["correlation_id"]: r["decode_status"] for r in pq.read_table(out / "events").to_pylist()}
     assert rows[2] == "ok" and rows[3].startswith("header limit: 1001 tagged fields exceed"), rows
 

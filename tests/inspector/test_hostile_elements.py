@@ -28,9 +28,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from contract.errors import ExitCode
 from contract.limits import DecodeLimits
 from decoders import _runtime
-from inspector.cli.main import EXIT_OK, EXIT_USAGE, build_parser, main
+from inspector.cli.main import build_parser, main
 from inspector.read.reader import ReadOptions, iter_capture
 from inspector.rows.event_table import EventTable
 from inspector.rows.summary import LIMITS, Summary
@@ -219,7 +220,7 @@ def test_join_group_of_3_5M_protocols_shown(tmp_path: Path, hostile_frame: bytes
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """``show`` says the same, one line."""
     pcap = conversation_pcap(tmp_path / "join.pcap", [*HELLO, ("c", hostile_frame)])
-    assert main(["show", str(pcap), "--filter", "api_name=JoinGroup"]) == EXIT_OK
+    assert main(["show", str(pcap), "--filter", "api_name=JoinGroup"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "(--max-elements)" in " ".join(out.split()) and "1 of 3 messages shown" in out
 
@@ -250,7 +251,7 @@ def test_max_elements_is_configurable(tmp_path: Path, ten_thousand: Path, limit:
     budget of 0: then the ApiVersions responses, with one element each, are over it too)."""
     out = tmp_path / "out"
     extra = ["--max-elements", limit] if limit is not None else []
-    assert main(["read", str(ten_thousand), "--output", str(out), "--quiet", *extra]) == EXIT_OK
+    assert main(["read", str(ten_thousand), "--output", str(out), "--quiet", *extra]) == ExitCode.OK
     status = _join_status(out)
     summary = _summary(out)
     rows = _events(out)
@@ -271,7 +272,7 @@ def test_max_elements_is_configurable(tmp_path: Path, ten_thousand: Path, limit:
 
 def test_limit_is_shown_in_the_closing_table(tmp_path: Path, ten_thousand: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["read", str(ten_thousand), "--output", str(tmp_path / "out"), "--max-elements", "5000"]) == EXIT_OK
+    assert main(["read", str(ten_thousand), "--output", str(tmp_path / "out"), "--max-elements", "5000"]) == ExitCode.OK
     err = " ".join(capsys.readouterr().err.split())
     assert f"limit --max-elements: 1 {' '.join(LIMITS['--max-elements'].split())}" in err
 
@@ -281,7 +282,7 @@ def test_bad_max_elements_is_a_usage_error(tmp_path: Path, ten_thousand: Path,
     for bad in ("-1", "many", "1e6"):
         with pytest.raises(SystemExit) as exc:
             main(["read", str(ten_thousand), "--output", str(tmp_path / "out"), "--max-elements", bad])
-        assert exc.value.code == EXIT_USAGE
+        assert exc.value.code == ExitCode.USAGE
         assert "--max-elements" in capsys.readouterr().err
 
 
@@ -299,7 +300,7 @@ def test_jobs_workers_get_the_limit(tmp_path: Path, ten_thousand: Path) -> None:
     second.write_bytes(ten_thousand.read_bytes())
     out = tmp_path / "out"
     assert main(["read", str(ten_thousand), str(second), "--output", str(out), "--quiet", "--jobs", "2",
-                 "--max-elements", "5000"]) == EXIT_OK
+                 "--max-elements", "5000"]) == ExitCode.OK
     joins = [r for r in _events(out) if r["api_name"] == "JoinGroup" and r["direction"] == "request"]
     assert len(joins) == 2 and all(LIMIT_NEEDLE in r["decode_status"] for r in joins)
     assert _summary(out)["limits"]["--max-elements"]["hits"] == 2
@@ -358,12 +359,12 @@ def test_tap_records_the_limits_read_records(tmp_path: Path) -> None:
         pytest.skip("no lo interface")
     capture = _limits_capture(tmp_path / "limits.pcap")
     read_out, tap_out = tmp_path / "read", tmp_path / "tap"
-    assert main(["read", str(capture), "--output", str(read_out), "--quiet", *LIMIT_OPTIONS]) == EXIT_OK
+    assert main(["read", str(capture), "--output", str(read_out), "--quiet", *LIMIT_OPTIONS]) == ExitCode.OK
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["tap", "-i", "lo", "-o", str(tap_out), "--quiet", "--tcpdump",
                               str(_fake_tcpdump(tmp_path, capture)), *LIMIT_OPTIONS])
-    assert run_tap(args) == EXIT_OK
+    assert run_tap(args) == ExitCode.OK
     read_limits, tap_limits = _summary(read_out)["limits"], _summary(tap_out)["limits"]
     assert tap_limits == read_limits
     assert set(read_limits) == {"--max-elements", "--max-decompressed", "--max-held", "--max-connections"}

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.kafka.pipeline import MAX_HELD
 from tests.frames import api_versions_request_v0, frame, request_header
 from tests.inspector.hostile_captures import check_bounds, run_read
@@ -105,8 +106,10 @@ def test_max_held_is_configurable_and_named(tmp_path: Path) -> None:
     """``--max-held`` sets the limit; summary.json names it; with it raised nothing is released."""
     pcap = huge_frame_flood(tmp_path / "few.pcap.gz", conns=20, body=100 * 1024)
     low, high = tmp_path / "low", tmp_path / "high"
-    assert main(["read", str(pcap), "--output", str(low), "--quiet", "--port", "9092", "--max-held", "1MB"]) == EXIT_OK
-    assert main(["read", str(pcap), "--output", str(high), "--quiet", "--port", "9092", "--max-held", "4MB"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(low), "--quiet", "--port", "9092", "--max-held",
+                 "1MB"]) == ExitCode.OK
+    assert main(["read", str(pcap), "--output", str(high), "--quiet", "--port", "9092", "--max-held",
+                 "4MB"]) == ExitCode.OK
     summary = json.loads((low / "summary.json").read_text())
     # 2,000 KiB would be held, 1 MiB is allowed: 10 of the 20 connections (100 KiB each at most) are released.
     assert summary["limits"]["--max-held"]["hits"] == 10

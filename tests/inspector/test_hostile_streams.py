@@ -16,7 +16,8 @@ import pytest
 from scapy.layers.inet import TCP
 from scapy.utils import PcapWriter, rdpcap
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from tests.frames import api_versions_request_v0, frame, request_header
 from tests.inspector.hostile_captures import (
     BROKER,
@@ -178,7 +179,7 @@ def test_pcapng_with_unknown_blocks_decodes(tmp_path: Path, capsys: pytest.Captu
     path = tmp_path / "unknown-blocks.pcapng"
     path.write_bytes(_pcapng(conversation(HELLO), unknown_blocks=True))
     out = tmp_path / "o"
-    assert main(["read", str(path), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(path), "--output", str(out), "--quiet"]) == ExitCode.OK
     rows = pq.read_table(out / "events").to_pylist()
     assert [(r["api_name"], r["decode_status"]) for r in rows] == [("ApiVersions", "ok")] * 2
     assert json.loads((out / "summary.json").read_text())["warnings"] == []
@@ -198,18 +199,18 @@ def _damaged_files() -> dict[str, tuple[bytes, int, str]]:
     one = conversation(HELLO)[3]
     record = struct.pack("<IIII", 1, 0, len(one), len(one)) + one
     DAMAGED.update({
-        "empty": (b"", EXIT_CAPTURE, "empty file"),
-        "wrong magic": (b"\xde\xad\xbe\xef" + bytes(60), EXIT_CAPTURE, "unknown magic 0xdeadbeef"),
-        "pcapng bad byte order": (ng[:8] + b"\x01\x02\x03\x04" + ng[12:], EXIT_CAPTURE, "byte-order magic"),
-        "pcap header cut": (pcap_header[:10], EXIT_CAPTURE, "header is truncated"),
-        "gzip of garbage": (gzip.compress(b"not a capture at all, sorry"), EXIT_CAPTURE, "not a pcap or pcapng"),
-        "pcapng cut mid-block": (ng[:-7], EXIT_OK, "truncated"),
-        "pcapng block length lies": (ng[:second] + struct.pack("<II", 6, 0x7FFFFFF0) + ng[second + 8:], EXIT_OK,
+        "empty": (b"", ExitCode.INPUT, "empty file"),
+        "wrong magic": (b"\xde\xad\xbe\xef" + bytes(60), ExitCode.INPUT, "unknown magic 0xdeadbeef"),
+        "pcapng bad byte order": (ng[:8] + b"\x01\x02\x03\x04" + ng[12:], ExitCode.INPUT, "byte-order magic"),
+        "pcap header cut": (pcap_header[:10], ExitCode.INPUT, "header is truncated"),
+        "gzip of garbage": (gzip.compress(b"not a capture at all, sorry"), ExitCode.INPUT, "not a pcap or pcapng"),
+        "pcapng cut mid-block": (ng[:-7], ExitCode.OK, "truncated"),
+        "pcapng block length lies": (ng[:second] + struct.pack("<II", 6, 0x7FFFFFF0) + ng[second + 8:], ExitCode.OK,
                                      "damaged"),
         "pcap record length lies": (pcap_header + record + struct.pack("<IIII", 2, 0, 0xFFFFFF00, 60) + bytes(80),
-                                    EXIT_OK, "damaged"),
-        "pcap cut mid-record": (pcap_header + record + record[:-9], EXIT_OK, "truncated"),
-        "gzip cut": (gzip.compress(pcap_header + record * 50)[:-30], EXIT_OK, "compressed data"),
+                                    ExitCode.OK, "damaged"),
+        "pcap cut mid-record": (pcap_header + record + record[:-9], ExitCode.OK, "truncated"),
+        "gzip cut": (gzip.compress(pcap_header + record * 50)[:-30], ExitCode.OK, "compressed data"),
     })
     return DAMAGED
 
@@ -225,7 +226,7 @@ def test_damaged_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], name:
     assert main(argv) == code
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
-    if code != EXIT_OK:
+    if code != ExitCode.OK:
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], captured.err
     elif command == "read":

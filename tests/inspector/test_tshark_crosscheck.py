@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from tests.tshark_check import HAVE_TSHARK, cross_check
 
 pytestmark = pytest.mark.skipif(not HAVE_TSHARK, reason="tshark is not installed (make system-deps)")
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.skipif(not HAVE_TSHARK, reason="tshark is not installed
 
 def _rows(tmp_path: Path, pcap: Path) -> list[dict]:
     out = tmp_path / pcap.stem
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
     return pq.read_table(out / "events").to_pylist()
 
 

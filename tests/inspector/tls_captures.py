@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from scapy.utils import wrpcap
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from pcaps.capture_kit.tls_memory import Capture, Pki, contexts, converse
 from tests.frames import (
     api_versions_request_v0,
@@ -96,7 +97,7 @@ class Read:
 
 def read(tmp_path: Path, pcap: Path, *extra: str, name: str = "out") -> Read:
     out = tmp_path / name
-    assert main(["read", str(pcap), "--output", str(out), "--quiet", "--overwrite", *extra]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet", "--overwrite", *extra]) == ExitCode.OK
     events_dir = out / "events"
     events = pq.read_table(events_dir).to_pylist() if any(events_dir.glob("*.parquet")) else []
     return Read(events, pq.read_table(out / "connections.parquet").to_pylist(),

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from contract.errors import ExitCode
 from pipelines import preflight
-from pipelines.preflight import EXIT_INPUT, EXIT_OUTPUT, EXIT_USAGE, master_problem
+from pipelines.preflight import master_problem
 from tests.conftest import PCAPS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,22 +52,22 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("argv,code,needle", [
-    (["jsonl"], EXIT_INPUT, "holds JSON lines events (events.jsonl), not Parquet"),
-    (["other"], EXIT_INPUT, "x.parquet is not an events file: it has no ts, conn_id, direction, api_key column"),
-    (["mixed"], EXIT_INPUT, "zz-notes.parquet is not a Parquet file"),
-    (["typed"], EXIT_INPUT, "its column ts is string, the events contract's is timestamp[us, UTC]"),
-    (["nope"], EXIT_INPUT, "nope does not exist"),
-    (["parquet", "--master", "bogus://x"], EXIT_USAGE, "--master bogus://x: not a Spark master URL"),
-    (["parquet", "--master", "local[0]"], EXIT_USAGE, "not a Spark master URL"),
-    (["parquet", "--master", "spark://127.0.0.1:1"], EXIT_INPUT,
+    (["jsonl"], ExitCode.INPUT, "holds JSON lines events (events.jsonl), not Parquet"),
+    (["other"], ExitCode.INPUT, "x.parquet is not an events file: it has no ts, conn_id, direction, api_key column"),
+    (["mixed"], ExitCode.INPUT, "zz-notes.parquet is not a Parquet file"),
+    (["typed"], ExitCode.INPUT, "its column ts is string, the events contract's is timestamp[us, UTC]"),
+    (["nope"], ExitCode.INPUT, "nope does not exist"),
+    (["parquet", "--master", "bogus://x"], ExitCode.USAGE, "--master bogus://x: not a Spark master URL"),
+    (["parquet", "--master", "local[0]"], ExitCode.USAGE, "not a Spark master URL"),
+    (["parquet", "--master", "spark://127.0.0.1:1"], ExitCode.INPUT,
      "--master spark://127.0.0.1:1: the master does not answer (127.0.0.1:1: Connection refused)"),
-    (["parquet", "--hosts", "nope"], EXIT_INPUT, "/nope: no such file"),
-    (["parquet", "--hosts", "hosts.bin"], EXIT_INPUT, "is not text (UTF-8)"),
-    (["parquet", "--hosts", "parquet"], EXIT_INPUT, "is a directory"),
-    (["parquet", "--output", "a-file"], EXIT_OUTPUT, "a-file is a file: give a folder"),
-    (["parquet", "--output", "parquet/events/report"], EXIT_USAGE, "is inside the events folder"),
-    (["parquet", "--html", "nope/page.html"], EXIT_OUTPUT, "--html: cannot write to"),
-    (["parquet", "--html", "parquet"], EXIT_OUTPUT, "is a directory: give the page's file name"),
+    (["parquet", "--hosts", "nope"], ExitCode.INPUT, "/nope: no such file"),
+    (["parquet", "--hosts", "hosts.bin"], ExitCode.INPUT, "is not text (UTF-8)"),
+    (["parquet", "--hosts", "parquet"], ExitCode.INPUT, "is a directory"),
+    (["parquet", "--output", "a-file"], ExitCode.OUTPUT, "a-file is a file: give a folder"),
+    (["parquet", "--output", "parquet/events/report"], ExitCode.USAGE, "is inside the events folder"),
+    (["parquet", "--html", "nope/page.html"], ExitCode.OUTPUT, "--html: cannot write to"),
+    (["parquet", "--html", "parquet"], ExitCode.OUTPUT, "is a directory: give the page's file name"),
 ])
 def test_a_report_that_cannot_run_is_one_line_before_spark(datasets: Path, argv: list[str], code: int,
                                                            needle: str) -> None:
@@ -89,7 +90,7 @@ def test_spark_that_does_not_start_is_one_line(datasets: Path, tmp_path: Path) -
     """The safety net behind the checks: a JVM that cannot start (no Java here) is one line naming the log."""
     proc = _cli("report", str(datasets / "parquet"), "--output", str(tmp_path / "r"),
                 env=os.environ | {"JAVA_HOME": str(tmp_path / "no-java")})
-    assert proc.returncode == EXIT_INPUT and proc.stdout == ""
+    assert proc.returncode == ExitCode.INPUT and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("kafka-inspector: error: Spark did not start (")
     assert proc.stderr.endswith(f"its log: {tmp_path / 'r' / 'spark.log'}\n")
 
@@ -113,7 +114,7 @@ def test_a_master_that_does_not_answer_fails_within_the_timeout(full_listener: i
     started = time.monotonic()
     problem = master_problem(f"spark://127.0.0.1:{full_listener}", timeout=1.0)
     assert time.monotonic() - started < 5
-    assert problem is not None and problem.code == EXIT_INPUT
+    assert problem is not None and problem.code == ExitCode.INPUT
     assert f"(127.0.0.1:{full_listener}: no answer (timed out))" in problem.message
 
 
@@ -131,9 +132,9 @@ def test_master_urls() -> None:
         listener.close()
     for bad in ("bogus://x", "local[0]", "local[]", "spark://", "spark://host:99999", "mesos://h:5050", "sc://h"):
         problem = master_problem(bad)
-        assert problem is not None and problem.code == EXIT_USAGE, bad
+        assert problem is not None and problem.code == ExitCode.USAGE, bad
     problem = master_problem("spark://127.0.0.1:1,[::1]:1")
-    assert problem is not None and problem.code == EXIT_INPUT
+    assert problem is not None and problem.code == ExitCode.INPUT
     assert "127.0.0.1:1: Connection refused; [::1]:1: " in problem.message
 
 
@@ -155,6 +156,6 @@ def test_without_pyspark_the_report_is_one_line(datasets: Path, tmp_path: Path) 
     proc = subprocess.run([sys.executable, "-m", "inspector.cli.main", "report", str(datasets / "parquet"), "--output",
                            str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO, timeout=120,
                           env=os.environ | {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"})
-    assert (proc.returncode, proc.stdout) == (EXIT_INPUT, "")
+    assert (proc.returncode, proc.stdout) == (ExitCode.INPUT, "")
     assert proc.stderr == ("kafka-inspector: error: report needs PySpark, which is not installed: "
                            "pip install 'kafka-inspector[spark]' (or pyspark)\n")

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from contract.errors import ExitCode
 from inspector.capture.file import CaptureError, open_capture
 from inspector.capture.parser import CaptureParser, RawPacket
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, main
+from inspector.cli.main import main
 from tests.inspector.capture_writers import ng_block, ng_epb, ng_idb, ng_opb, ng_shb, ng_spb, read_all, tcp_frame
 
 SHB, IDB, OPB, SPB, EPB = 0x0A0D0D0A, 1, 2, 3, 6
@@ -155,13 +156,13 @@ def test_every_block_kind_cut_anywhere_is_never_an_exception() -> None:
 _KAFKA = ng_epb(0, 9, tcp_frame(b"\x00\x00\x00\x0e\x00\x12\x00\x00\x00\x00\x00\x01\x00\x04test"))
 CLI_CASES: dict[str, tuple[bytes, int, str]] = {
     "the 40-byte file": (struct.pack("<II4sHHqI", SHB, 28, b"\x4d\x3c\x2b\x1a", 1, 0, -1, 28)
-                         + bytes.fromhex("060000000c0000000c000000"), EXIT_OK, "shorter than its 32 fixed bytes"),
-    "12-byte simple packet mid-file": (HEAD + short_block(SPB, 12) + _KAFKA, EXIT_OK, "simple packet block"),
-    "short interface block mid-file": (HEAD + short_block(IDB, 16) + _KAFKA, EXIT_OK, "interface description"),
-    "short obsolete packet block": (HEAD + short_block(OPB, 28) + _KAFKA, EXIT_OK, "pcapng packet block"),
-    "trailing length lies": (HEAD + _KAFKA[:-4] + b"\xff\xff\xff\x7f", EXIT_OK, "ends with a length"),
+                         + bytes.fromhex("060000000c0000000c000000"), ExitCode.OK, "shorter than its 32 fixed bytes"),
+    "12-byte simple packet mid-file": (HEAD + short_block(SPB, 12) + _KAFKA, ExitCode.OK, "simple packet block"),
+    "short interface block mid-file": (HEAD + short_block(IDB, 16) + _KAFKA, ExitCode.OK, "interface description"),
+    "short obsolete packet block": (HEAD + short_block(OPB, 28) + _KAFKA, ExitCode.OK, "pcapng packet block"),
+    "trailing length lies": (HEAD + _KAFKA[:-4] + b"\xff\xff\xff\x7f", ExitCode.OK, "ends with a length"),
     "short section header": (struct.pack("<II4sI", SHB, 16, b"\x4d\x3c\x2b\x1a", 16) + ng_idb(1) + _KAFKA,
-                             EXIT_CAPTURE, "section header is damaged"),
+                             ExitCode.INPUT, "section header is damaged"),
 }
 
 
@@ -177,7 +178,7 @@ def test_read_and_show_report_damaged_blocks_in_one_line(tmp_path: Path, capsys:
     assert main(argv) == code
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
-    if code != EXIT_OK:
+    if code != ExitCode.OK:
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], captured.err
     elif command == "read":

@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, EXIT_USAGE, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.rows.event_table import SCHEMA
 from tests.frames import frame, metadata_request_v0, metadata_response_v0
 from tests.pcapgen import conversation
@@ -24,7 +25,7 @@ REQUIRED = [
 
 def _read(tmp_path: Path, *captures: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     out = tmp_path / "out"
-    assert main(["read", *map(str, captures), "--output", str(out), "--quiet", *extra]) == EXIT_OK
+    assert main(["read", *map(str, captures), "--output", str(out), "--quiet", *extra]) == ExitCode.OK
     return pq.read_table(out / "events").to_pylist()
 
 
@@ -74,7 +75,7 @@ def test_gzip_and_jsonl_and_stdin(tmp_path: Path, real_captures: list[Path], mon
     gz = tmp_path / "capture.pcap.gz"
     gz.write_bytes(gzip.compress(src.read_bytes()))
     out = tmp_path / "j"
-    assert main(["read", str(gz), "--output", str(out), "--format", "jsonl", "--quiet"]) == EXIT_OK
+    assert main(["read", str(gz), "--output", str(out), "--format", "jsonl", "--quiet"]) == ExitCode.OK
     lines = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert [x["api_name"] for x in lines] == ["ApiVersions", "ApiVersions"]
     assert lines[0]["body"]["ClientSoftwareName"] == "apache-kafka-java"
@@ -96,7 +97,7 @@ def test_bad_files_give_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFi
     if content is not None:
         path.write_bytes(content)
     code = main(["read", str(path), "--output", str(tmp_path / "o"), "--quiet"])
-    assert code == EXIT_CAPTURE
+    assert code == ExitCode.INPUT
     err = capsys.readouterr()
     text = (err.out + err.err).strip()
     assert needle in text.lower() and "Traceback" not in text
@@ -107,7 +108,7 @@ def test_truncated_file_gives_partial_result_and_warning(tmp_path: Path, real_ca
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(src[: len(src) - 10])
     out = tmp_path / "o"
-    assert main(["read", str(cut), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(cut), "--output", str(out), "--quiet"]) == ExitCode.OK
     summary = json.loads((out / "summary.json").read_text())
     assert summary["warnings"] and "truncated" in summary["warnings"][0].lower()
     rows = pq.read_table(out / "events").to_pylist()
@@ -116,22 +117,22 @@ def test_truncated_file_gives_partial_result_and_warning(tmp_path: Path, real_ca
 
 def test_show_filters_and_verbose(real_captures: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
     src = next(p for p in real_captures if "sync-group" in p.name)
-    assert main(["show", str(src), "--filter", "direction=request", "-v"]) == EXIT_OK
+    assert main(["show", str(src), "--filter", "direction=request", "-v"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "SyncGroup" in out and "AssignedPartitions" in out and "zqy-topic1" in out
     assert "1 of 2 messages shown" in out
-    assert main(["show", str(src), "--filter", "nonsense"]) == EXIT_USAGE
+    assert main(["show", str(src), "--filter", "nonsense"]) == ExitCode.USAGE
 
 
 def test_existing_output_is_not_mixed_in(tmp_path: Path, real_captures: list[Path]) -> None:
     src = str(real_captures[0])
     out = str(tmp_path / "o")
-    assert main(["read", src, "--output", out, "--quiet"]) == EXIT_OK
-    assert main(["read", src, "--output", out, "--quiet"]) == EXIT_USAGE
+    assert main(["read", src, "--output", out, "--quiet"]) == ExitCode.OK
+    assert main(["read", src, "--output", out, "--quiet"]) == ExitCode.USAGE
     first = len(pq.read_table(Path(out) / "events"))
-    assert main(["read", src, "--output", out, "--quiet", "--append"]) == EXIT_OK
+    assert main(["read", src, "--output", out, "--quiet", "--append"]) == ExitCode.OK
     assert len(pq.read_table(Path(out) / "events")) == 2 * first
-    assert main(["read", src, "--output", out, "--quiet", "--overwrite"]) == EXIT_OK
+    assert main(["read", src, "--output", out, "--quiet", "--overwrite"]) == ExitCode.OK
     assert len(pq.read_table(Path(out) / "events")) == first
 
 
@@ -161,8 +162,8 @@ def test_jobs_gives_the_same_rows_as_one_process(tmp_path: Path, real_captures: 
     cols = ["capture", "direction", "api_key", "api_version", "correlation_id", "client_id", "decode_status", "body"]
     one = tmp_path / "one"
     many = tmp_path / "many"
-    assert main(["read", *map(str, real_captures), "--output", str(one), "--quiet"]) == EXIT_OK
-    assert main(["read", *map(str, real_captures), "--output", str(many), "--quiet", "--jobs", "2"]) == EXIT_OK
+    assert main(["read", *map(str, real_captures), "--output", str(one), "--quiet"]) == ExitCode.OK
+    assert main(["read", *map(str, real_captures), "--output", str(many), "--quiet", "--jobs", "2"]) == ExitCode.OK
     a = sorted(tuple(str(r[c]) for c in cols) for r in pq.read_table(one / "events").to_pylist())
     b = sorted(tuple(str(r[c]) for c in cols) for r in pq.read_table(many / "events").to_pylist())
     assert a == b and a
@@ -175,7 +176,7 @@ def test_jobs_gives_the_same_rows_as_one_process(tmp_path: Path, real_captures: 
 def test_non_kafka_tcp_is_counted_not_decoded(tmp_path: Path) -> None:
     http = Path(__file__).parents[1] / "fixtures" / "loopback-http.pcap"
     out = tmp_path / "o"
-    assert main(["read", str(http), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(http), "--output", str(out), "--quiet"]) == ExitCode.OK
     assert pq.read_table(out / "events").num_rows == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["non_kafka_connections"] >= 1 and summary["non_kafka_bytes"] > 0
@@ -195,7 +196,7 @@ def test_show_verbose_prints_undecodable_frames_and_markup_in_client_ids(
         ("c", frame(metadata_request_v0(2, ["[bold red]x[/]"], client_id="[bold red]x"))),
         ("b", frame(metadata_response_v0(2, [(1, "b1", 9092)], ["[bold red]x[/]"]))),
     ])
-    assert main(["show", str(pcap), "-v"]) == EXIT_OK
+    assert main(["show", str(pcap), "-v"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "key 32639" in out
     assert "client=[/]" in out and "client=[bold red]x" in out
@@ -214,7 +215,7 @@ def test_show_prints_control_characters_in_traffic_strings_visibly(
         ("b", frame(metadata_response_v0(1, [(1, "b1", 9092)], [hostile]))),
     ])
     for args in (["show", str(pcap)], ["show", str(pcap), "-v"]):
-        assert main(args) == EXIT_OK
+        assert main(args) == ExitCode.OK
         out = capsys.readouterr().out
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
         assert "client=evil\\x1b[31mred\\x07\\u202e[/]" in out

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.cli.main import EXIT_OK, EXIT_USAGE, build_parser, main
+from contract.errors import ExitCode
+from inspector.cli.main import build_parser, main
 
 REPO = Path(__file__).resolve().parents[3]
 PCAP = str(REPO / "pcaps" / "tansu-consumer-group-3-members.pcap")
@@ -38,7 +39,7 @@ def test_a_bad_argument_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
                                                needle: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
-    assert exc.value.code == EXIT_USAGE
+    assert exc.value.code == ExitCode.USAGE
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1, out.err
     assert needle in out.err and out.err.startswith("kafka-inspector") and "--help" in out.err
@@ -47,7 +48,7 @@ def test_a_bad_argument_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str
 def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
-    assert exc.value.code == EXIT_OK
+    assert exc.value.code == ExitCode.OK
     assert capsys.readouterr().out == f"kafka-inspector {importlib.metadata.version('kafka-inspector')}\n"
     proc = subprocess.run([sys.executable, "-m", "inspector.cli.main", "--version"], capture_output=True, text=True,
                           cwd=REPO, check=True)

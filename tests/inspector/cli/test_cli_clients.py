@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 
 REPO = Path(__file__).resolve().parents[3]
 GROUP = REPO / "pcaps" / "tansu-consumer-group-3-members.pcap"
@@ -33,7 +34,7 @@ def test_off_a_terminal_the_table_keeps_each_row_on_one_line() -> None:
     """Piped, each client is one line holding every cell whole (at 80 columns they were cut a character at a
     time: "aiokaf/ka-mem/ber")."""
     proc = _clients(str(GROUP))
-    assert proc.returncode == EXIT_OK and proc.stderr == ""
+    assert proc.returncode == ExitCode.OK and proc.stderr == ""
     rows = [line for line in proc.stdout.splitlines() if line.startswith("│")]
     assert len(rows) == 3
     for line, client_id in zip(rows, CLIENT_IDS, strict=True):
@@ -50,7 +51,7 @@ def test_a_narrow_terminal_gets_a_block_per_client() -> None:
     if proc.returncode != 0 and "script" in proc.stderr:
         pytest.skip(f"no pseudo-terminal: {proc.stderr.strip()}")
     text = proc.stdout.replace("\r", "")
-    assert proc.returncode == EXIT_OK, text
+    assert proc.returncode == ExitCode.OK, text
     assert "┃" not in text and "│" not in text
     for client_id in CLIENT_IDS:
         assert f"client id: {client_id}\n" in text
@@ -59,7 +60,7 @@ def test_a_narrow_terminal_gets_a_block_per_client() -> None:
 
 def test_tsv_is_a_header_and_a_line_per_client() -> None:
     proc = _clients(str(GROUP), "--format", "tsv", columns=40)
-    assert proc.returncode == EXIT_OK and proc.stderr == ""
+    assert proc.returncode == ExitCode.OK and proc.stderr == ""
     lines = proc.stdout.splitlines()
     assert lines[0].split("\t") == ["client_ip", "client_id", "principal", "software", "seen", "brokers", "apis",
                                     "errors", "kafka_4_0"]
@@ -70,7 +71,7 @@ def test_tsv_is_a_header_and_a_line_per_client() -> None:
 
 def test_json_is_the_rows_report_writes() -> None:
     proc = _clients(str(GROUP), "--format", "json", columns=40)
-    assert proc.returncode == EXIT_OK and proc.stderr == ""
+    assert proc.returncode == ExitCode.OK and proc.stderr == ""
     rows = json.loads(proc.stdout)
     assert [r["client_id"] for r in rows] == CLIENT_IDS
     assert proc.stdout.count("\n") == len(rows) + 2  # "[", a row a line, "]"
@@ -84,7 +85,7 @@ def test_json_is_the_rows_report_writes() -> None:
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("outputs")
-    assert main(["read", str(GROUP), "-o", str(base / "jsonl"), "--format", "jsonl", "--quiet"]) == EXIT_OK
+    assert main(["read", str(GROUP), "-o", str(base / "jsonl"), "--format", "jsonl", "--quiet"]) == ExitCode.OK
     (base / "other").mkdir()
     pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), base / "other" / "x.parquet")
     (base / "captures").mkdir()
@@ -100,7 +101,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 ])
 def test_an_input_that_is_not_events_is_one_line(outputs: Path, capsys: pytest.CaptureFixture[str], name: str,
                                                   needle: str) -> None:
-    assert main(["clients", str(outputs / name)]) == EXIT_CAPTURE
+    assert main(["clients", str(outputs / name)]) == ExitCode.INPUT
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and needle in out.err and "Traceback" not in out.err
 
@@ -108,5 +109,5 @@ def test_an_input_that_is_not_events_is_one_line(outputs: Path, capsys: pytest.C
 def test_a_fifo_capture_is_read(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", f"{sys.executable} -m inspector.cli.main clients --format tsv <(cat {GROUP})"],
                           capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)})
-    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.returncode == ExitCode.OK, proc.stderr
     assert [line.split("\t")[1] for line in proc.stdout.splitlines()[1:]] == CLIENT_IDS

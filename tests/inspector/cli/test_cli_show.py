@@ -17,7 +17,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, EXIT_USAGE, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from tests.frames import frame, metadata_request_v0, metadata_response_v0
 
 REPO = Path(__file__).resolve().parents[3]
@@ -47,10 +48,10 @@ def test_piped_show_is_one_line_per_message() -> None:
 
 def test_limit_says_it_stopped(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _ = _show(capsys, str(GROUP), "--limit", "4")
-    assert code == EXIT_OK and len(lines) == 5
+    assert code == ExitCode.OK and len(lines) == 5
     assert lines[-1] == "4 shown (stopped at --limit 4, after 4 messages read)"
     code, lines, _ = _show(capsys, str(GROUP), "--limit", "2", "--filter", "api_name=JoinGroup")
-    assert code == EXIT_OK and len(lines) == 3 and all("JoinGroup" in line for line in lines[:2])
+    assert code == ExitCode.OK and len(lines) == 3 and all("JoinGroup" in line for line in lines[:2])
     assert lines[-1].startswith("2 shown (stopped at --limit 2, after ") and "of 410" not in lines[-1]
 
 
@@ -58,7 +59,7 @@ def test_limit_says_it_stopped(capsys: pytest.CaptureFixture[str]) -> None:
 def test_limit_must_be_a_positive_number(capsys: pytest.CaptureFixture[str], bad: str) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["show", str(GROUP), "--limit", bad])
-    assert exc.value.code == EXIT_USAGE
+    assert exc.value.code == ExitCode.USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--limit" in err and "Traceback" not in err
 
@@ -68,7 +69,7 @@ def _count(capsys: pytest.CaptureFixture[str], *filters: str) -> int:
     for f in filters:
         argv += ["--filter", f]
     code, lines, err = _show(capsys, *argv)
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     return int(lines[-1].split()[0].replace(",", ""))
 
 
@@ -76,7 +77,7 @@ def _count(capsys: pytest.CaptureFixture[str], *filters: str) -> int:
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """The capture's events as ``read`` writes them: what each filter is counted against."""
     out = tmp_path_factory.mktemp("read") / "out"
-    assert main(["read", str(GROUP), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(GROUP), "--output", str(out), "--quiet"]) == ExitCode.OK
     return pq.read_table(out / "events").to_pylist()
 
 
@@ -118,7 +119,7 @@ def test_filters_take_json_spellings(capsys: pytest.CaptureFixture[str], rows: l
 ])
 def test_a_bad_filter_is_one_line(capsys: pytest.CaptureFixture[str], expr: str, needle: str) -> None:
     code, lines, err = _show(capsys, str(GROUP), "--filter", expr)
-    assert code == EXIT_USAGE and lines == []
+    assert code == ExitCode.USAGE and lines == []
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
 
 
@@ -126,7 +127,7 @@ def test_show_gives_the_tls_hint_read_gives(capsys: pytest.CaptureFixture[str]) 
     """A TLS capture without a key log (and with the wrong one): nothing to show, and the line that says why."""
     for extra in ((), ("--tls-keylog", str(TLS.with_name("tansu-tls12-kafkajs.keylog")))):
         code, lines, _ = _show(capsys, str(TLS), *extra)
-        assert code == EXIT_OK and lines[0] == "0 of 0 messages shown"
+        assert code == ExitCode.OK and lines[0] == "0 of 0 messages shown"
         hint = " ".join(lines[1:])
         assert hint.startswith("TLS: 5 TLS connections not decrypted (7,623 bytes encrypted; no keys ×5)")
         assert "--tls-keylog FILE" in hint
@@ -136,7 +137,7 @@ def test_show_repeats_reads_warnings(tmp_path: Path, capsys: pytest.CaptureFixtu
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(GROUP.read_bytes()[:-10])
     code, lines, _ = _show(capsys, str(cut))
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert lines[-1].startswith("warning: cut.pcap: last record is truncated")
 
 
@@ -159,7 +160,7 @@ def test_ipv6_endpoints_are_bracketed(tmp_path: Path, capsys: pytest.CaptureFixt
     add("b", "PA", frame(metadata_response_v0(1, [(1, "b1", 9092)], ["orders"])))
     wrpcap(str(pcap), packets)
     code, lines, _ = _show(capsys, str(pcap))
-    assert code == EXIT_OK and lines[-1] == "2 of 2 messages shown"
+    assert code == ExitCode.OK and lines[-1] == "2 of 2 messages shown"
     assert " [::1]:37838 → [fd00::2]:9092 Metadata v0 request" in lines[0]
     assert " [::1]:37838 ← [fd00::2]:9092 Metadata v0 response" in lines[1]
 
@@ -179,19 +180,19 @@ def test_a_fifo_is_read_as_a_stream(tmp_path: Path, capsys: pytest.CaptureFixtur
         code, lines, err = _show(capsys, str(fifo), "--filter", "api_name=JoinGroup")
     finally:
         writer.join(30)
-    assert (code, err) == (EXIT_OK, "") and lines[-1] == "16 of 410 messages shown"
+    assert (code, err) == (ExitCode.OK, "") and lines[-1] == "16 of 410 messages shown"
 
 
 def test_a_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, lines, err = _show(capsys, str(tmp_path))
-    assert code == EXIT_CAPTURE and lines == []
+    assert code == ExitCode.INPUT and lines == []
     assert err == f"kafka-inspector: error: {tmp_path} is a directory: name the capture files in it (for example " \
                   f"{tmp_path}/*.pcap)\n"
 
 
 def test_a_key_log_that_is_a_directory_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, lines, err = _show(capsys, str(TLS), "--tls-keylog", str(tmp_path))
-    assert code == EXIT_USAGE and lines == []
+    assert code == ExitCode.USAGE and lines == []
     assert err == f"kafka-inspector: error: --tls-keylog {tmp_path} is a directory: give the key log file " \
                   "(SSLKEYLOGFILE) in it\n"
 

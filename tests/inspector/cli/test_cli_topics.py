@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.rows.parquet_file import read_events
 from inspector.rows.topic_traffic import COLUMNS, TopicMap
 
@@ -29,7 +30,7 @@ def _topics(*argv: str) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "inspector.cli.main", "topics", *argv, "--format", "json"],
                           capture_output=True, text=True, env=env, cwd=REPO)
-    assert proc.returncode == EXIT_OK and proc.stderr == "", proc.stderr
+    assert proc.returncode == ExitCode.OK and proc.stderr == "", proc.stderr
     rows: list[dict[str, Any]] = json.loads(proc.stdout)
     return rows
 
@@ -95,7 +96,7 @@ def test_the_principal_of_a_client_certificate() -> None:
 
 def test_a_capture_and_its_events_give_the_same_map(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert main(["read", str(GROUP), str(MOCK), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(GROUP), str(MOCK), "--output", str(out), "--quiet"]) == ExitCode.OK
     assert _topics(str(out)) == _topics(str(GROUP), str(MOCK))
 
 
@@ -104,7 +105,7 @@ def test_batch_by_batch_is_the_same_as_all_at_once(tmp_path: Path) -> None:
     request in one batch, its response in another; a client's ApiVersions long before its Fetch), it says the
     same."""
     out = tmp_path / "out"
-    assert main(["read", str(MOCK), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(MOCK), "--output", str(out), "--quiet"]) == ExitCode.OK
     table = read_events(out, COLUMNS)
     whole = TopicMap()
     whole.add(table)
@@ -117,6 +118,6 @@ def test_batch_by_batch_is_the_same_as_all_at_once(tmp_path: Path) -> None:
 def test_an_input_that_is_neither_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("not a capture")
-    assert main(["topics", str(bad)]) == EXIT_CAPTURE
+    assert main(["topics", str(bad)]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "notes.txt" in err

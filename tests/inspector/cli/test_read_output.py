@@ -12,7 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_CAPTURE, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.rows.output_dir import Dataset, Format, Staging, apply_steps, locked, recover
 from inspector.rows.summary_output import dataset_dict
 
@@ -60,10 +61,10 @@ def _check_dataset(out: Path) -> tuple[dict, list[dict]]:
 
 def test_jsonl_append_keeps_every_earlier_line(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    assert _read(out, GROUP, MULTI, extra=("--format", "jsonl")) == EXIT_OK
+    assert _read(out, GROUP, MULTI, extra=("--format", "jsonl")) == ExitCode.OK
     before = _jsonl_rows(out)
     first = (out / "events.jsonl").read_bytes()
-    assert _read(out, TXN, extra=("--format", "jsonl", "--append")) == EXIT_OK
+    assert _read(out, TXN, extra=("--format", "jsonl", "--append")) == ExitCode.OK
     assert (out / "events.jsonl").read_bytes() == first  # never rewritten
     summary, rows = _check_dataset(out)
     assert rows[:len(before)] == before and len(rows) > len(before)
@@ -73,10 +74,10 @@ def test_jsonl_append_keeps_every_earlier_line(tmp_path: Path) -> None:
 
 def test_parquet_append_totals_the_whole_dataset(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    assert _read(out, GROUP, MULTI, LAG) == EXIT_OK
+    assert _read(out, GROUP, MULTI, LAG) == ExitCode.OK
     first, first_rows = _check_dataset(out)
     first_connections = pq.read_table(out / "connections.parquet").to_pylist()
-    assert _read(out, TXN, extra=("--append",)) == EXIT_OK
+    assert _read(out, TXN, extra=("--append",)) == ExitCode.OK
     summary, rows = _check_dataset(out)
     connections = pq.read_table(out / "connections.parquet").to_pylist()
     assert connections[:len(first_connections)] == first_connections and len(connections) > len(first_connections)
@@ -99,8 +100,8 @@ def test_parquet_append_totals_the_whole_dataset(tmp_path: Path) -> None:
 
 def test_the_same_capture_appended_twice_keeps_both_with_their_own_ids(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    assert _read(out, TXN) == EXIT_OK
-    assert _read(out, TXN, extra=("--append",)) == EXIT_OK
+    assert _read(out, TXN) == ExitCode.OK
+    assert _read(out, TXN, extra=("--append",)) == ExitCode.OK
     summary, rows = _check_dataset(out)
     half = len(rows) // 2
     assert summary["messages"] == 2 * summary["runs"][0]["messages"]
@@ -112,9 +113,9 @@ def test_the_same_capture_appended_twice_keeps_both_with_their_own_ids(tmp_path:
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
 def test_connection_ids_never_collide_across_workers_and_runs(tmp_path: Path, fmt: str) -> None:
     out = tmp_path / "d"
-    assert _read(out, GROUP, MULTI, extra=("--jobs", "2", "--format", fmt)) == EXIT_OK
-    assert _read(out, LAG, extra=("--append", "--format", fmt)) == EXIT_OK  # serial after --jobs
-    assert _read(out, TXN, GROUP, extra=("--append", "--jobs", "2", "--format", fmt)) == EXIT_OK
+    assert _read(out, GROUP, MULTI, extra=("--jobs", "2", "--format", fmt)) == ExitCode.OK
+    assert _read(out, LAG, extra=("--append", "--format", fmt)) == ExitCode.OK  # serial after --jobs
+    assert _read(out, TXN, GROUP, extra=("--append", "--jobs", "2", "--format", fmt)) == ExitCode.OK
     summary, rows = _check_dataset(out)
     runs_of: dict[int, set[int]] = defaultdict(set)
     for run_no, run in enumerate(summary["runs"]):
@@ -129,12 +130,12 @@ def test_connection_ids_never_collide_across_workers_and_runs(tmp_path: Path, fm
 
 def test_append_refuses_what_it_cannot_add_to(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "d"
-    assert _read(out, TXN) == EXIT_OK
+    assert _read(out, TXN) == ExitCode.OK
     state = _state(out)
-    assert _read(out, TXN, extra=("--append", "--format", "jsonl")) == EXIT_USAGE
+    assert _read(out, TXN, extra=("--append", "--format", "jsonl")) == ExitCode.USAGE
     assert "holds parquet events: --append adds to them in the same format" in capsys.readouterr().err
     (out / "summary.json").unlink()
-    assert _read(out, TXN, extra=("--append",)) == EXIT_USAGE
+    assert _read(out, TXN, extra=("--append",)) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds events but no summary.json" in err
     del state["summary.json"]
@@ -163,16 +164,16 @@ def test_summary_of_an_older_version_is_taken_as_one_run() -> None:
 def test_overwrite_with_a_bad_input_leaves_the_dataset_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                  fmt: str, jobs: str) -> None:
     out = tmp_path / "d"
-    assert _read(out, GROUP, MULTI, extra=("--format", fmt)) == EXIT_OK
+    assert _read(out, GROUP, MULTI, extra=("--format", fmt)) == ExitCode.OK
     state = _state(out)
     (tmp_path / "notes.txt").write_text("not a capture\n" * 40)
     for inputs in ([tmp_path / "typo.pcap"], [TXN, tmp_path / "notes.txt"], [tmp_path / "notes.txt", TXN]):
         capsys.readouterr()
-        assert _read(out, *inputs, extra=("--overwrite", "--format", fmt, "--jobs", jobs)) == EXIT_CAPTURE
+        assert _read(out, *inputs, extra=("--overwrite", "--format", fmt, "--jobs", jobs)) == ExitCode.INPUT
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
         assert _state(out) == state
-    assert _read(out, TXN, extra=("--overwrite", "--format", fmt, "--jobs", jobs)) == EXIT_OK
+    assert _read(out, TXN, extra=("--overwrite", "--format", fmt, "--jobs", jobs)) == ExitCode.OK
     summary, _ = _check_dataset(out)
     assert [run["captures"] for run in summary["runs"]] == [[TXN.name]]
 
@@ -182,18 +183,18 @@ def test_a_bad_input_among_good_ones_writes_nothing(tmp_path: Path) -> None:
     bad.write_text("hello\n")
     for jobs in ("1", "2"):
         out = tmp_path / f"new-{jobs}"
-        assert _read(out, GROUP, bad, extra=("--jobs", jobs)) == EXIT_CAPTURE
+        assert _read(out, GROUP, bad, extra=("--jobs", jobs)) == ExitCode.INPUT
         assert not out.exists()
 
 
 def test_overwrite_swaps_the_new_dataset_in(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    assert _read(out, GROUP, MULTI, LAG, extra=("--jobs", "2")) == EXIT_OK
+    assert _read(out, GROUP, MULTI, LAG, extra=("--jobs", "2")) == ExitCode.OK
     assert len(list((out / "events").iterdir())) == 3
-    assert _read(out, TXN, extra=("--overwrite", "--format", "jsonl")) == EXIT_OK
+    assert _read(out, TXN, extra=("--overwrite", "--format", "jsonl")) == ExitCode.OK
     assert not (out / "events").exists() and (out / "events.jsonl").exists()
     _check_dataset(out)
-    assert _read(out, TXN, extra=("--overwrite",)) == EXIT_OK
+    assert _read(out, TXN, extra=("--overwrite",)) == ExitCode.OK
     assert not list(out.glob("*.jsonl")) and [p.name for p in (out / "events").iterdir()] == ["part-00000.parquet"]
     _check_dataset(out)
 
@@ -202,7 +203,7 @@ def test_another_run_writing_the_folder_is_one_line(tmp_path: Path, capsys: pyte
     out = tmp_path / "d"
     out.mkdir()
     with locked(out):
-        assert _read(out, TXN) == EXIT_OUTPUT
+        assert _read(out, TXN) == ExitCode.OUTPUT
     err = capsys.readouterr().err
     assert err == (f"kafka-inspector: error: {out} is being written by another run of kafka-inspector read: wait for "
                    "it to finish, or choose another --output\n")
@@ -211,7 +212,7 @@ def test_another_run_writing_the_folder_is_one_line(tmp_path: Path, capsys: pyte
 
 def test_a_run_killed_before_its_commit_is_cleaned_up(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    assert _read(out, TXN) == EXIT_OK
+    assert _read(out, TXN) == ExitCode.OK
     state = _state(out)
     left = Staging(out)  # what a killed run leaves: files in progress, no manifest
     (left.path / "events").mkdir()
@@ -225,9 +226,9 @@ def test_a_run_killed_before_its_commit_is_cleaned_up(tmp_path: Path) -> None:
 def test_a_run_killed_while_publishing_is_finished_by_the_next(tmp_path: Path, done: int) -> None:
     """A committed run whose publishing stopped after ``done`` of its steps: the next run carries out the rest."""
     out = tmp_path / "d"
-    assert _read(out, GROUP) == EXIT_OK
+    assert _read(out, GROUP) == ExitCode.OK
     other = tmp_path / "other"
-    assert _read(other, GROUP, TXN, extra=("--jobs", "2")) == EXIT_OK  # what the stopped run would have published
+    assert _read(other, GROUP, TXN, extra=("--jobs", "2")) == ExitCode.OK  # what the stopped run would have published
     staging = Staging(out)
     (staging.path / "events").mkdir()
     for p in sorted((other / "events").iterdir()):
@@ -238,6 +239,6 @@ def test_a_run_killed_while_publishing_is_finished_by_the_next(tmp_path: Path, d
     assert [s[0] for s in steps] == ["out", "mkdir", "in", "in", "keep", "in", "keep", "in"]
     staging.commit(steps)
     apply_steps(out, staging.path, steps[:done])  # then killed
-    assert _read(out, TXN, extra=("--append",)) == EXIT_OK  # the next run finishes publishing, then appends
+    assert _read(out, TXN, extra=("--append",)) == ExitCode.OK  # the next run finishes publishing, then appends
     summary, _ = _check_dataset(out)
     assert [run["captures"] for run in summary["runs"]] == [[GROUP.name, TXN.name], [TXN.name]]

@@ -20,7 +20,8 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 from kio.static.primitive import i64Timedelta
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.kafka.sasl import SaslState
 from tests.decoders import vectors_kio as VK
 from tests.frames import frame, metadata_request_v0, metadata_response_v0
@@ -58,7 +59,7 @@ def read(tmp_path: Path, messages: list[tuple[str, bytes]]) -> tuple[list[dict[s
     pcap = tmp_path / "sasl.pcap"
     conversation(pcap, messages)
     out = tmp_path / "out"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
     events = pq.read_table(out / "events").to_pylist()
     return events, pq.read_table(out / "connections.parquet").to_pylist()
 
@@ -85,7 +86,7 @@ def test_plain_then_every_later_event_names_the_principal(tmp_path: Path) -> Non
 def test_show_names_the_principal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pcap = tmp_path / "show.pcap"
     conversation(pcap, handshake("PLAIN", 1) + authenticate(plain("alice"), b"", 2) + metadata(3))
-    assert main(["show", str(pcap)]) == EXIT_OK
+    assert main(["show", str(pcap)]) == ExitCode.OK
     lines = capsys.readouterr().out.splitlines()
     assert sum("principal=User:alice" in line for line in lines) == 3  # the answer that authenticated, and after
     assert not any(PASSWORD in line for line in lines)

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.tap.decode import TapDecoder
 from tests.capture_secrets import SASL_CAPTURE, assert_no_secret, capture_secrets
 from tests.inspector.tap.test_tap import _args, read_options
@@ -28,8 +29,9 @@ def secrets() -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def read_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sasl")
-    assert main(["read", str(SASL_CAPTURE), "--output", str(out / "parquet"), "--quiet"]) == EXIT_OK
-    assert main(["read", str(SASL_CAPTURE), "--output", str(out / "jsonl"), "--format", "jsonl", "--quiet"]) == EXIT_OK
+    assert main(["read", str(SASL_CAPTURE), "--output", str(out / "parquet"), "--quiet"]) == ExitCode.OK
+    assert main(["read", str(SASL_CAPTURE), "--output", str(out / "jsonl"), "--format", "jsonl",
+                 "--quiet"]) == ExitCode.OK
     return out
 
 
@@ -85,7 +87,7 @@ def test_no_secret_in_read_outputs(read_out: Path, secrets: dict[str, bytes]) ->
 
 def test_no_secret_in_show(secrets: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["show", str(SASL_CAPTURE)], ["show", str(SASL_CAPTURE), "-v"]):
-        assert main(argv) == EXIT_OK
+        assert main(argv) == ExitCode.OK
         out = capsys.readouterr()
         assert "SaslToken" in out.out
         assert_no_secret(out.out + out.err, " ".join(argv[:1] + argv[2:]), secrets)

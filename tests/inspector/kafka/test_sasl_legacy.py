@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest
 from kio.schema.sasl_handshake.v0.response import SaslHandshakeResponse
 
+from contract.errors import ExitCode
 from inspector.kafka.connection import Endpoint, KafkaConnection, KafkaMessage, StreamIssue
 from tests.capture_secrets import assert_no_secret, secret_forms
 from tests.frames import frame
@@ -159,25 +160,25 @@ def read_mid_stream(tmp_path: Path, messages: list[tuple[str, bytes]]) -> tuple[
                                                                              list[dict[str, Any]]]:
     import pyarrow.parquet as pq
 
-    from inspector.cli.main import EXIT_OK, main
+    from inspector.cli.main import main
     from tests.pcapgen import conversation
 
     pcap = tmp_path / "mid.pcap"
     conversation(pcap, messages, handshake=False)
     out = tmp_path / "out"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
     return pq.read_table(out / "events").to_pylist(), pq.read_table(out / "connections.parquet").to_pylist()
 
 
 def test_a_hostile_user_name_in_a_token_prints_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from inspector.cli.main import EXIT_OK, main
+    from inspector.cli.main import main
     from tests.pcapgen import conversation
 
     pcap = tmp_path / "hostile.pcap"
     conversation(pcap, handshake_v0("PLAIN", 1) + [("c", frame(plain("[/]\x1b[31mroot"))), ("b", frame(b""))]
                  + metadata(2))
     for argv in (["show", str(pcap)], ["show", str(pcap), "-v"]):
-        assert main(argv) == EXIT_OK
+        assert main(argv) == ExitCode.OK
         out = capsys.readouterr().out
         assert "\x1b" not in out and "\\x1b[31mroot" in out and "principal=User:[/]" in out
         assert PASSWORD not in out

@@ -9,8 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from contract.errors import ExitCode
 from decoders import api
-from inspector.cli.main import EXIT_OK, main
+from inspector.cli.main import main
 from inspector.kafka.topic_names import MAX_IDS, TopicNames
 from inspector.read.reader import iter_capture
 from inspector.rows.event_table import EventTable
@@ -131,7 +132,7 @@ def test_read_names_ids_and_show_filters_on_topics(tmp_path: Path, capsys: pytes
     if not capture.exists():
         pytest.skip(f"{name} is not in pcaps/")
     out = tmp_path / "out"
-    assert main(["read", str(capture), "--output", str(out), "--quiet"]) == EXIT_OK
+    assert main(["read", str(capture), "--output", str(out), "--quiet"]) == ExitCode.OK
     rows = pq.read_table(out / "events").to_pylist()
     by_id = [r for r in rows if '"TopicId":"' in (r["body"] or "") and f'"{topic}"' not in r["body"]
              and r["api_name"] != "Metadata"]
@@ -140,7 +141,7 @@ def test_read_names_ids_and_show_filters_on_topics(tmp_path: Path, capsys: pytes
     assert {r["api_name"] for r in by_id} >= ({"Fetch"} if "tansu" in name else {"Fetch", "ConsumerGroupHeartbeat"})
     assert all(t is None or "," not in t for t in (r["topics"] for r in rows))  # one topic in these captures
     matching = sum(1 for r in rows if r["topics"] == topic)
-    assert main(["show", str(capture), "--filter", f"topics~^{topic[:3]}"]) == EXIT_OK
+    assert main(["show", str(capture), "--filter", f"topics~^{topic[:3]}"]) == ExitCode.OK
     assert f"{matching:,} of {len(rows):,} messages shown" in capsys.readouterr().out
-    assert main(["show", str(capture), "--filter", "topics~no-such-topic"]) == EXIT_OK
+    assert main(["show", str(capture), "--filter", "topics~no-such-topic"]) == ExitCode.OK
     assert f"0 of {len(rows):,} messages shown" in capsys.readouterr().out

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.read.reader import iter_capture
 from inspector.rows.client_inventory import COLUMNS, Client, inventory
 from inspector.rows.event_table import EventTable
@@ -83,13 +84,13 @@ def test_clients_command_on_a_capture_and_on_its_events(tmp_path: Path, capsys: 
     pcap = tmp_path / "hostile.pcap"
     conversation(pcap, [("c", frame(metadata_request_v0(1, ["orders"], client_id="[/]\x1b[2Jevil"))),
                         ("b", frame(metadata_response_v0(1, [(1, "b1", 9092)], ["orders"])))])
-    assert main(["clients", str(pcap)]) == EXIT_OK
+    assert main(["clients", str(pcap)]) == ExitCode.OK
     from_capture = capsys.readouterr().out
     assert "1 client(s)" in from_capture and "\x1b" not in from_capture and "\\x1b[2Jevil" in from_capture
     assert "Metadata v0 ×1" in from_capture and "software unknown" in from_capture
     out = tmp_path / "out"
-    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == EXIT_OK
-    assert main(["clients", str(out)]) == EXIT_OK
+    assert main(["read", str(pcap), "--output", str(out), "--quiet"]) == ExitCode.OK
+    assert main(["clients", str(out)]) == ExitCode.OK
     assert capsys.readouterr().out == from_capture
 
 
@@ -129,7 +130,7 @@ def test_the_other_captures_clients_are_ready(path: Path) -> None:
 def test_clients_command_says_what_blocks_the_upgrade(capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
-    assert main(["clients", str(PCAPS / OLD_CLIENT)]) == EXIT_OK
+    assert main(["clients", str(PCAPS / OLD_CLIENT)]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "Produce v2 ×1 (needs v3+); MessageSet v0/v1 produced ×1" in out
     assert "CreateTopics v0 ×1 (needs v2+)" in out

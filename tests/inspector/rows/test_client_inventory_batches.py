@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from inspector.cli.main import EXIT_OK, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.read.reader import iter_capture
 from inspector.rows.client_inventory import COLUMNS, Inventory, inventory
 from inspector.rows.event_table import EventTable
@@ -40,16 +41,16 @@ def test_batches_give_the_rows_of_the_whole(size: int) -> None:
 
 def test_clients_of_captures_and_of_their_dataset_print_the_same(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["clients", *map(str, CAPTURES)]) == EXIT_OK
+    assert main(["clients", *map(str, CAPTURES)]) == ExitCode.OK
     from_captures = capsys.readouterr().out
     out = tmp_path / "d"
-    assert main(["read", *map(str, CAPTURES), "-o", str(out), "--quiet", "--jobs", "2"]) == EXIT_OK
-    assert main(["clients", str(out)]) == EXIT_OK
+    assert main(["read", *map(str, CAPTURES), "-o", str(out), "--quiet", "--jobs", "2"]) == ExitCode.OK
+    assert main(["clients", str(out)]) == ExitCode.OK
     assert capsys.readouterr().out == from_captures and "client(s)" in from_captures
     # A dataset written before a column existed (here: principal) is read with that column null.
     old = tmp_path / "old" / "events"
     old.mkdir(parents=True)
     for i, path in enumerate(sorted((out / "events").glob("*.parquet"))):
         pq.write_table(pq.read_table(path).drop_columns(["principal"]), old / f"part-{i:05d}.parquet")
-    assert main(["clients", str(old.parent)]) == EXIT_OK
+    assert main(["clients", str(old.parent)]) == ExitCode.OK
     assert "client(s)" in capsys.readouterr().out

@@ -23,7 +23,8 @@ import pytest
 
 import inspector.cli.main
 import inspector.rows.writers
-from inspector.cli.main import EXIT_OUTPUT, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.read.reader import iter_capture
 from inspector.rows.event_table import EventTable
 from inspector.rows.summary import Summary
@@ -170,7 +171,7 @@ def test_read_onto_a_full_disk(small_fs: Path, capsys: pytest.CaptureFixture[str
     for flag in ("--append", "--overwrite"):
         code = main(["read", str(LARGE), str(SMALL), "-o", str(out), flag, "--quiet", "--jobs", jobs])
         err = capsys.readouterr().err
-        assert code == EXIT_OUTPUT
+        assert code == ExitCode.OUTPUT
         assert err == (f"kafka-inspector: error: cannot write to {out}: No space left on device (ENOSPC); nothing was "
                        f"written, {out} is as it was\n")
         # The dataset is exactly as it was: every file, its summary and connections; nothing is left behind.
@@ -186,7 +187,7 @@ def test_parallel_jsonl_onto_a_full_disk_leaves_no_partial_file(small_fs: Path,
     os.truncate(small_fs / "filler", written - 48 * 1024)  # room for part of a file: the disk fills mid-write
     code = main(["read", str(LARGE), str(SMALL), "-o", str(out), "--format", "jsonl", "--quiet", "--jobs", "2"])
     err = capsys.readouterr().err
-    assert code == EXIT_OUTPUT and err.count("\n") == 1 and "No space left on device (ENOSPC)" in err, err
+    assert code == ExitCode.OUTPUT and err.count("\n") == 1 and "No space left on device (ENOSPC)" in err, err
     assert _leftovers(small_fs) == [] and list(out.iterdir()) == []
 
 
@@ -199,7 +200,7 @@ def test_read_when_the_totals_cannot_be_written(tmp_path: Path, capsys: pytest.C
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(inspector.cli.read_command, "write_connections", full)
-    assert main(["read", str(SMALL), "-o", str(tmp_path / "a"), "--quiet"]) == EXIT_OUTPUT
+    assert main(["read", str(SMALL), "-o", str(tmp_path / "a"), "--quiet"]) == ExitCode.OUTPUT
     assert capsys.readouterr().err == (
         f"kafka-inspector: error: cannot write to {tmp_path / 'a'}: No space left on device (ENOSPC); nothing was "
         f"written, {tmp_path / 'a'} is as it was\n")
@@ -218,7 +219,7 @@ def test_read_when_the_totals_cannot_be_written(tmp_path: Path, capsys: pytest.C
 
     monkeypatch.setattr(os, "replace", no_summary)
     for flag in ("--overwrite", "--append"):
-        assert main(["read", str(LARGE), "-o", str(b), "--quiet", flag]) == EXIT_OUTPUT
+        assert main(["read", str(LARGE), "-o", str(b), "--quiet", flag]) == ExitCode.OUTPUT
         assert "Input/output error (EIO); nothing was written" in capsys.readouterr().err
         assert _state(b) == before
 

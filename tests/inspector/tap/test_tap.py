@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from contract.errors import ExitCode
 from inspector.capture.file import open_capture
 from inspector.capture.parser import RawPacket
 from inspector.read.decode_options import read_options
@@ -41,7 +42,6 @@ from inspector.rows.writers import ParquetDatasetWriter
 from inspector.tap.command import add_parser, parse_duration, parse_size, run
 from inspector.tap.decode import IDLE_CLOSE_S, QUIET_S, TapDecoder
 from inspector.tap.live_view import LiveStats, LiveView, TapCounters
-from inspector.tap.tap_events import EXIT_CAPTURE
 from inspector.tap.tcpdump import CAP_FIX, build_filter
 
 REPO = Path(__file__).resolve().parents[3]
@@ -188,14 +188,14 @@ def test_missing_interface_is_one_line_naming_the_alternatives(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("tcpdump") is None:
         pytest.skip("tcpdump not installed")
-    assert run(_args("-i", "eth9nope", "-o", str(tmp_path / "out"), "--quiet")) == EXIT_CAPTURE
+    assert run(_args("-i", "eth9nope", "-o", str(tmp_path / "out"), "--quiet")) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert err.startswith("kafka-inspector: error: no interface 'eth9nope': available: ") and err.count("\n") == 1
     assert "lo" in err.split("available: ")[1].strip().split(", "), err
 
 
 def test_missing_tcpdump_names_the_package(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(_args("-i", "lo", "-o", str(tmp_path / "out"), "--tcpdump", "/nonexistent/tcpdump")) == EXIT_CAPTURE
+    assert run(_args("-i", "lo", "-o", str(tmp_path / "out"), "--tcpdump", "/nonexistent/tcpdump")) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "apt-get install tcpdump" in err
 
@@ -233,7 +233,7 @@ def test_no_permission_names_the_capability() -> None:
         shutil.rmtree(work, ignore_errors=True)
     if "PermissionError" in proc.stderr or "Permission denied" in proc.stderr and "CAP_NET_RAW" not in proc.stderr:
         pytest.skip(f"the unprivileged user cannot run this interpreter: {proc.stderr[-200:]}")
-    assert (proc.returncode, proc.stderr) == (EXIT_CAPTURE, f"kafka-inspector: error: {CAP_FIX}\n")
+    assert (proc.returncode, proc.stderr) == (ExitCode.INPUT, f"kafka-inspector: error: {CAP_FIX}\n")
 
 
 @pytest.fixture(scope="module")
@@ -452,7 +452,7 @@ def test_tcpdump_dying_is_reported_and_what_was_captured_is_saved(tmp_path: Path
         _wait_text(log, "listening on", tap)
         [tcpdump] = [c for c in _children(tap.pid) if Path(f"/proc/{c}/comm").read_text().strip() == "tcpdump"]
         os.kill(tcpdump, signal.SIGKILL)
-        assert tap.wait(20) == EXIT_CAPTURE
+        assert tap.wait(20) == ExitCode.INPUT
     finally:
         _kill(tap)
     assert "kafka-inspector: error: tcpdump stopped unexpectedly (killed by SIGKILL)" in log.read_text()

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from contract.errors import ExitCode
 from inspector.tap.controller import TapConfig, TapController
 from inspector.tap.tap_events import (
-    EXIT_CAPTURE,
-    EXIT_OK,
-    EXIT_OUTPUT,
-    EXIT_USAGE,
     Action,
     DataArrived,
     Failed,
@@ -58,8 +55,8 @@ def of(actions: list[Action], *kind: type) -> list[Action]:
 def test_first_start_failing_finishes_without_totals() -> None:
     ctl = TapController(TapConfig(interface="eth9"), 0.0)
     assert ctl.handle(Tick(), 0.5) == []  # nothing happens before tcpdump listens
-    actions = ctl.handle(TcpdumpStartFailed("bad capture filter 'tcp and (': syntax error", EXIT_USAGE), 1.0)
-    assert actions == [Finish(EXIT_USAGE, "bad capture filter 'tcp and (': syntax error", write_totals=False)]
+    actions = ctl.handle(TcpdumpStartFailed("bad capture filter 'tcp and (': syntax error", ExitCode.USAGE), 1.0)
+    assert actions == [Finish(ExitCode.USAGE, "bad capture filter 'tcp and (': syntax error", write_totals=False)]
     assert ctl.state.phase == "done" and ctl.handle(Tick(), 2.0) == []
 
 
@@ -127,7 +124,7 @@ def test_stop_catches_up_with_the_ring_then_drains() -> None:
     assert ctl.state.phase == "draining"
     assert round(ctl.state.catch_up_seconds or 0, 6) == 0.3
     assert of(ctl.handle(Tick(), 11.0), StopTcpdump) == []  # told once
-    assert ctl.handle(TcpdumpExited(0, ("6 packets captured",)), 11.2) == [Finish(EXIT_OK, None)]
+    assert ctl.handle(TcpdumpExited(0, ("6 packets captured",)), 11.2) == [Finish(ExitCode.OK, None)]
     assert ctl.stopped_by == "SIGINT"
 
 
@@ -160,13 +157,13 @@ def test_second_signal_kills_tcpdump_and_a_stubborn_one_is_killed_after_the_grac
     ctl = capturing()
     ctl.handle(StopRequested("SIGINT", signal=True), 10.0)
     assert ctl.handle(StopRequested("SIGINT", signal=True), 10.1) == [KillTcpdump()]
-    assert ctl.handle(TcpdumpExited(-9, (), "SIGKILL"), 10.2) == [Finish(EXIT_OK, None)]
+    assert ctl.handle(TcpdumpExited(-9, (), "SIGKILL"), 10.2) == [Finish(ExitCode.OK, None)]
     slow = capturing(immediate_mode=True)
     slow.handle(StopRequested("SIGTERM", signal=True), 10.0)
     assert of(slow.handle(Tick(), 10.5), StopTcpdump) == [StopTcpdump()]
     assert of(slow.handle(Tick(), 20.5), KillTcpdump) == []
     assert of(slow.handle(Tick(), 20.6), KillTcpdump) == [KillTcpdump()]
-    assert slow.handle(TcpdumpExited(-9, (), "SIGKILL"), 20.7) == [Finish(EXIT_OK, None)]
+    assert slow.handle(TcpdumpExited(-9, (), "SIGKILL"), 20.7) == [Finish(ExitCode.OK, None)]
 
 
 def test_duration_and_count_end_the_capture() -> None:
@@ -175,31 +172,31 @@ def test_duration_and_count_end_the_capture() -> None:
     assert of(ctl.handle(Tick(), 5.0), ShowState) == [ShowState("stopping (duration): catching up")]
     counted = capturing(count_packets=12)
     counted.handle(DataArrived(12, 1200, 4), 1.0)
-    assert counted.handle(TcpdumpExited(0, ("12 packets captured",)), 1.1) == [Finish(EXIT_OK, None)]
+    assert counted.handle(TcpdumpExited(0, ("12 packets captured",)), 1.1) == [Finish(ExitCode.OK, None)]
     assert counted.stopped_by == "count" and capturing().stopped_by == "end of stream"
 
 
 def test_tcpdump_dying_is_an_error_but_what_was_captured_is_written() -> None:
     ctl = capturing()
     actions = ctl.handle(TcpdumpExited(-9, ("tcpdump: listening on lo",), "SIGKILL"), 3.0)
-    assert actions == [Finish(EXIT_CAPTURE, "tcpdump stopped unexpectedly (killed by SIGKILL); what it captured "
-                                            "is saved")]
+    assert actions == [Finish(ExitCode.INPUT, "tcpdump stopped unexpectedly (killed by SIGKILL); what it captured "
+                                              "is saved")]
     other = capturing()
     [finish] = other.handle(TcpdumpExited(1, ("tcpdump: listening on lo", "tcpdump: pcap_loop: error",
                                               "0 packets captured")), 3.0)
-    assert finish == Finish(EXIT_CAPTURE, "tcpdump stopped unexpectedly (exit 1: pcap_loop: error); what it "
-                                          "captured is saved")
+    assert finish == Finish(ExitCode.INPUT, "tcpdump stopped unexpectedly (exit 1: pcap_loop: error); what it "
+                                            "captured is saved")
 
 
 def test_failures_of_the_output_write_nothing_more() -> None:
     ctl = capturing()
-    actions = ctl.handle(Failed(EXIT_OUTPUT, "cannot write to out/events: No space left on device (ENOSPC)",
+    actions = ctl.handle(Failed(ExitCode.OUTPUT, "cannot write to out/events: No space left on device (ENOSPC)",
                                 output=True), 2.0)
-    assert actions == [KillTcpdump(), Finish(EXIT_OUTPUT, "cannot write to out/events: No space left on device "
-                                                          "(ENOSPC)", write_totals=False)]
+    assert actions == [KillTcpdump(), Finish(ExitCode.OUTPUT, "cannot write to out/events: No space left on device "
+                                                              "(ENOSPC)", write_totals=False)]
     damaged = capturing()
-    assert damaged.handle(Failed(EXIT_CAPTURE, "tcpdump -i lo: stream damaged"), 2.0)[-1] == Finish(
-        EXIT_CAPTURE, "tcpdump -i lo: stream damaged", write_totals=True)
+    assert damaged.handle(Failed(ExitCode.INPUT, "tcpdump -i lo: stream damaged"), 2.0)[-1] == Finish(
+        ExitCode.INPUT, "tcpdump -i lo: stream damaged", write_totals=True)
 
 
 # -- interface outages ----------------------------------------------------------------------------------
@@ -239,7 +236,7 @@ def test_interface_gone_restarts_tcpdump_with_backoff_from_half_a_second_to_five
         assert of(actions, RequestStats) == []  # no tcpdump to ask
         if of(actions, StartTcpdump):
             starts.append(now)
-            ctl.handle(TcpdumpStartFailed("no interface 'kitap1'", EXIT_CAPTURE, NO_DEVICE), now)
+            ctl.handle(TcpdumpStartFailed("no interface 'kitap1'", ExitCode.INPUT, NO_DEVICE), now)
     gaps = [round(b - a, 2) for a, b in zip([10.0, *starts], starts, strict=False)]
     assert gaps[:6] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0] and set(gaps[4:]) == {5.0}
     assert ctl.state.outage is not None and ctl.state.outage.attempts == len(starts)
@@ -270,10 +267,10 @@ def test_a_restart_failing_for_another_reason_stops_with_its_code() -> None:
     ctl = capturing()
     ctl.handle(TcpdumpExited(0, GONE), 2.0)
     ctl.handle(Tick(), 2.5)
-    actions = ctl.handle(TcpdumpStartFailed("capture needs CAP_NET_RAW", EXIT_CAPTURE,
+    actions = ctl.handle(TcpdumpStartFailed("capture needs CAP_NET_RAW", ExitCode.INPUT,
                                             ("tcpdump: kitap1: You don't have permission",)), 2.6)
-    assert actions == [Finish(EXIT_CAPTURE, "reopening the capture after an interface outage: capture needs "
-                                            "CAP_NET_RAW")]
+    assert actions == [Finish(ExitCode.INPUT, "reopening the capture after an interface outage: capture needs "
+                                              "CAP_NET_RAW")]
     assert ctl.state.outages[0].ended_by == "stopped"
 
 
@@ -281,11 +278,11 @@ def test_max_outage_stops_a_waiting_tap_at_once_with_exit_3() -> None:
     ctl = capturing(max_outage=1.0)
     ctl.handle(TcpdumpExited(0, GONE), 2.0)
     assert of(ctl.handle(Tick(), 2.5), StartTcpdump) == [StartTcpdump()]
-    ctl.handle(TcpdumpStartFailed("no interface", EXIT_CAPTURE, NO_DEVICE), 2.6)
+    ctl.handle(TcpdumpStartFailed("no interface", ExitCode.INPUT, NO_DEVICE), 2.6)
     assert of(ctl.handle(Tick(), 2.99), Finish) == []
     actions = ctl.handle(Tick(), 3.0)
-    assert actions[-1] == Finish(EXIT_CAPTURE, "interface kitap1 down for more than 1s (--max-outage; The "
-                                                "interface disappeared): stopped, what was captured is saved")
+    assert actions[-1] == Finish(ExitCode.INPUT, "interface kitap1 down for more than 1s (--max-outage; The "
+                                                  "interface disappeared): stopped, what was captured is saved")
     assert ctl.stopped_by == "max-outage"
     [outage] = ctl.state.outages
     assert (outage.ended_by, outage.seconds(), outage.tcpdump_exited) == ("max-outage", 1.0, True)
@@ -299,7 +296,7 @@ def test_max_outage_with_tcpdump_still_running_drains_it_first() -> None:
     assert of(ctl.handle(Tick(), 4.1), StopTcpdump) == []  # the ring's block timeout first
     assert of(ctl.handle(Tick(), 4.2), StopTcpdump) == [StopTcpdump()]  # drained as on SIGTERM, not killed
     [finish] = ctl.handle(TcpdumpExited(0, ("tcpdump: listening on kitap1",)), 4.3)
-    assert finish.code == EXIT_CAPTURE and finish.error is not None and "(--max-outage; interface no carrier)" in \
+    assert finish.code == ExitCode.INPUT and finish.error is not None and "(--max-outage; interface no carrier)" in \
         finish.error and finish.write_totals
     assert ctl.state.outages[0].ended_by == "max-outage"
 
@@ -307,7 +304,7 @@ def test_max_outage_with_tcpdump_still_running_drains_it_first() -> None:
 def test_a_signal_stops_a_waiting_tap_at_once() -> None:
     ctl = capturing(max_outage=60.0)
     ctl.handle(TcpdumpExited(0, GONE), 2.0)
-    assert ctl.handle(StopRequested("SIGTERM", signal=True), 3.0) == [Finish(EXIT_OK, None)]
+    assert ctl.handle(StopRequested("SIGTERM", signal=True), 3.0) == [Finish(ExitCode.OK, None)]
     assert ctl.stopped_by == "SIGTERM"
     [outage] = ctl.state.outages
     assert (outage.ended_by, outage.seconds()) == ("stopped", 1.0)
@@ -318,7 +315,7 @@ def test_a_signal_stops_a_waiting_tap_at_once() -> None:
     assert of(restarting.handle(Tick(), 2.5), StartTcpdump)
     assert restarting.handle(StopRequested("SIGINT", signal=True), 2.6) == []
     actions = restarting.handle(TcpdumpStartFailed("stopped while tcpdump was starting", cancelled=True), 2.7)
-    assert actions == [Finish(EXIT_OK, None)] and restarting.stopped_by == "SIGINT"
+    assert actions == [Finish(ExitCode.OK, None)] and restarting.stopped_by == "SIGINT"
 
 
 def test_a_disappearing_interface_seen_down_first_is_one_outage() -> None:

@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from contract.errors import ExitCode
 from inspector.tap.controller import RETRY_FIRST, RETRY_MAX, interface_outage
-from inspector.tap.tap_events import EXIT_CAPTURE
 from inspector.tap.tcpdump import CaptureStats, interface_state
 from tests.frames import frame, metadata_request_v0, metadata_response_v0
 
@@ -343,7 +343,7 @@ def test_max_outage_and_stop_while_waiting(iface: str, tmp_path: Path, case: str
         assert summary["tap"]["stopped_by"] == "SIGTERM" and summary["tap"]["outages"][0]["ended_by"] == "stopped"
         return
     reason = "interface down" if case == "down-max" else "The interface disappeared"
-    assert rc == EXIT_CAPTURE and 1.0 <= took < 8, (took, text)
+    assert rc == ExitCode.INPUT and 1.0 <= took < 8, (took, text)
     errors = [line for line in text.splitlines() if line.startswith("kafka-inspector: error:")]
     assert errors == [f"kafka-inspector: error: interface {iface} down for more than 1s (--max-outage; {reason}): "
                       "stopped, what was captured is saved"], text

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from contract.errors import ExitCode
 from inspector.capture.packets import ACK, FIN, RST, SYN
-from inspector.cli.main import EXIT_OK, main
+from inspector.cli.main import main
 from inspector.tcp.reassembly import Reassembler
 from inspector.tcp.stream_events import (
     IGNORED_AFTER_CLOSE,
@@ -81,8 +82,8 @@ def _twice(path: Path, out: Path, shift: int) -> None:
 def test_a_capture_with_a_copy_of_itself_counts_the_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     twice = tmp_path / "twice.pcap"
     _twice(CAPTURE, twice, TWO_DAYS)
-    assert main(["read", str(CAPTURE), "-o", str(tmp_path / "once"), "--quiet"]) == EXIT_OK
-    assert main(["read", str(twice), "-o", str(tmp_path / "twice"), "--format", "jsonl"]) == EXIT_OK
+    assert main(["read", str(CAPTURE), "-o", str(tmp_path / "once"), "--quiet"]) == ExitCode.OK
+    assert main(["read", str(twice), "-o", str(tmp_path / "twice"), "--format", "jsonl"]) == ExitCode.OK
     printed = capsys.readouterr().err
     once = json.loads((tmp_path / "once" / "summary.json").read_text())
     doubled = json.loads((tmp_path / "twice" / "summary.json").read_text())

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from scapy.utils import rdpcap
 
-from inspector.cli.main import EXIT_OK, EXIT_USAGE, main
+from contract.errors import ExitCode
+from inspector.cli.main import main
 from inspector.kafka.tls_stream import STOPPED_GAP
 from inspector.tls.tls_events import MID_CONNECTION, NO_KEYS
 from pcaps.capture_kit.tls_memory import NOT_AFTER, NOT_BEFORE, SERVER_NAME, Capture, Pki, make_pki
@@ -211,14 +212,15 @@ def test_reordered_and_retransmitted_segments_decrypt_the_same(tls: tuple[str, C
 def test_a_missing_key_log_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pcap = tmp_path / "p.pcap"
     write_capture(pcap, list(kafka_frames())[:2])
-    assert main(["read", str(pcap), "-o", str(tmp_path / "o"), "--tls-keylog", str(tmp_path / "nope")]) == EXIT_USAGE
+    assert main(["read", str(pcap), "-o", str(tmp_path / "o"), "--tls-keylog",
+                 str(tmp_path / "nope")]) == ExitCode.USAGE
     assert "--tls-keylog" in capsys.readouterr().err
-    assert main(["show", str(pcap), "--tls-keylog", str(tmp_path / "nope")]) == EXIT_USAGE
+    assert main(["show", str(pcap), "--tls-keylog", str(tmp_path / "nope")]) == ExitCode.USAGE
 
 
 def test_show_marks_tls_messages(tls: tuple[str, Capture, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     _, _, pcap, keylog = tls
-    assert main(["show", str(pcap), "--tls-keylog", str(keylog), "--filter", "tls=True"]) == EXIT_OK
+    assert main(["show", str(pcap), "--tls-keylog", str(keylog), "--filter", "tls=True"]) == ExitCode.OK
     words = capsys.readouterr().out.split()  # (rich wraps the lines at the terminal's width)
     assert words.count("tls") == words.count("corr=1") + 6 == len(kafka_frames())
 

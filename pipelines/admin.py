@@ -43,7 +43,7 @@ from contract.kafka import (
     ApiKey,
 )
 from pipelines.events_dataset import collect_evidence, evidence, exchanges, with_endpoints
-from pipelines.findings import as_findings, error_label, error_list, listed
+from pipelines.findings import as_findings, error_label, error_list, listed, tallied
 from pipelines.kafka_rules import ADMIN_WRITES
 
 #: Every admin write's request fields the audit reads (one schema: absent fields parse as null).
@@ -207,9 +207,8 @@ def admin_write_unanswered(audit: DataFrame) -> DataFrame:
         collect_evidence(evidence()).alias("evidence"))
     # every outcome, with how many requests had it when they differ
     distinct = F.array_sort(F.array_distinct("outcomes"))
-    outcomes = F.when(F.size(distinct) == 1, F.element_at(distinct, 1)).otherwise(F.array_join(F.transform(
-        distinct, lambda o: F.concat(o, F.lit(" for "), F.size(F.filter("outcomes", lambda x: x == o)).cast(
-            "string"))), ", "))
+    outcomes = F.when(F.size(distinct) == 1, F.element_at(distinct, 1)).otherwise(
+        tallied("outcomes", lambda o, n: F.concat(o, F.lit(" for "), n)))
     detail = F.concat(
         F.col("n").cast("string"), F.lit(" "), F.col("api_name"), F.lit(" request(s) from "), _who(),
         F.lit(" to "), F.col("broker"), F.lit(" got no usable answer ("), outcomes, F.lit("): "),

@@ -193,6 +193,14 @@ def listed(items: Column | str, most: int, sep: str, each: Callable[[Column], Co
                     F.when(F.size(array) > most, F.lit(sep + "...")).otherwise(F.lit("")))
 
 
+def tallied(values: str, told: Callable[[Column, Column], Column], sep: str = ", ") -> Column:
+    """Each distinct member of the array column ``values``, sorted, with how many times the array holds it: told
+    by ``told(member, count as a string)``, joined by ``sep``."""
+    distinct = F.array_sort(F.array_distinct(values))
+    return F.array_join(F.transform(distinct, lambda v: told(v, F.size(F.filter(values, lambda x: x == v)).cast(
+        "string"))), sep)
+
+
 def error_list(codes: Column) -> Column:
     """``NAME (code), NAME (code)`` for an array of error codes."""
     return F.array_join(F.transform(codes, error_label), ", ")

@@ -48,7 +48,7 @@ from pipelines.events_dataset import (
     union_sorted,
     with_endpoints,
 )
-from pipelines.findings import as_findings, error_label, listed
+from pipelines.findings import as_findings, error_label, listed, tallied
 
 PRODUCE_REQUEST_DDL = body_schemas.PRODUCE_REQUEST
 ADD_PARTITIONS_REQUEST_DDL = body_schemas.ADD_PARTITIONS_TO_TXN_REQUEST
@@ -164,8 +164,7 @@ def producer_sequence_gap(events: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("n"), F.flatten(F.collect_list("codes")).alias("all_codes"),
         collect_evidence(evidence()).alias("evidence"))
     # each error with how many of the requests it answered
-    counted = F.array_join(F.transform(F.array_sort(F.array_distinct("all_codes")), lambda c: F.concat(
-        error_label(c), F.lit(" x"), F.size(F.filter("all_codes", lambda x: x == c)).cast("string"))), ", ")
+    counted = tallied("all_codes", lambda c, n: F.concat(error_label(c), F.lit(" x"), n))
     said = F.concat(
         F.col("broker"), F.lit(" answered "), F.col("n").cast("string"), F.lit(" Produce request(s) of "),
         F.col("client"), F.lit(" (client id "), F.coalesce(F.col("client_id"), F.lit("null")), F.lit(") with "),

@@ -193,7 +193,7 @@ class Follower:
         hi = meta.end_us if final else meta.end_us - int(self.s.settle_s * 1_000_000)
         cut = hi - int(self.s.horizon_s * 1_000_000)
         events = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        retained = parts[0].count() if prev.meta.has_retained else 0  # Parquet's footers: no scan
+        retained = parts[0].count() if prev.meta.has_retained else 0  # Parquet's row counts: no column is read
         small = retained + new_count < SMALL_PASS_EVENTS
         with _settings(spark, _INTERPRETED if small else {}):
             events = keep_small(events) if small else materialise(events)

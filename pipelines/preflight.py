@@ -31,7 +31,6 @@ from typing import Any
 from contract.errors import ExitCode
 from contract.events import BOOL, EVENT_COLUMNS, FLOAT64, INT16, INT32, INT64, LIST_INT16, STRING, TIMESTAMP
 
-#: the documented exit codes (their one home: contract.errors.ExitCode)
 #: The columns that make a Parquet file an events file (every version of ``read`` wrote them).
 IDENTIFYING = ("ts", "conn_id", "direction", "api_key")
 #: Seconds a master's address has to accept a connection (all its addresses together).

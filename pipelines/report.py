@@ -34,7 +34,6 @@ from pipelines.kafka_rules import SEVERITIES
 #: --follow's defaults (pipelines/follow.py owns them; repeated here so that --help needs no Spark import)
 TRIGGER_S, SETTLE_S, HORIZON_S = 10.0, 10.0, 600.0
 
-#: the documented exit codes (their one home: contract.errors.ExitCode)
 #: Where Spark's own output goes, in the output directory.
 SPARK_LOG = "spark.log"
 

@@ -71,11 +71,11 @@ SMALL_INPUT_BYTES = 8_000_000
 #: planning and scheduling leave the cores idle between tasks.
 CONCURRENT_STEPS = 4
 #: What small inputs set for the run (and put back after): interpreted; one shuffle partition without adaptive
-#: execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do); no broadcast joins (the events
-#: are one partition, ``_run``: a sort-merge join of two one-partition sides needs no exchange, a broadcast a job of
-#: its own); no constraint propagation (the optimizer infers each operator's constraints for ``PruneFilters`` on
-#: each of ~400 optimizer runs, 1 s of the demo's 17 s of analyser and optimizer rules, to prune filters our
-#: queries do not have). docs/performance.md.
+#: execution (on the demo's events AQE re-planned ~290 stage jobs where 88 jobs do); no broadcast joins (the
+#: events are one partition, ``keep_small``: a sort-merge join of two one-partition sides needs no exchange, a
+#: broadcast a job of its own); no constraint propagation (the optimizer infers each operator's constraints for
+#: ``PruneFilters`` on each of ~400 optimizer runs, 1 s of the demo's 17 s of analyser and optimizer rules, to
+#: prune filters our queries do not have). docs/performance.md.
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
                 "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
                 "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.constraintPropagation.enabled": "false"}

@@ -33,8 +33,6 @@ from inspector.rows.summary_output import escape_markup, print_notes
 if TYPE_CHECKING:
     from rich.console import Console
 
-#: the documented exit codes (their one home: contract.errors.ExitCode), by the names this package uses
-
 
 class _LazyConsole:
     """rich's Console, made (and rich imported, ~30 ms) when something is first printed: ``read --quiet``

@@ -47,8 +47,6 @@ from inspector.rows.writers import EventWriter, JsonLinesWriter, ParquetDatasetW
 if TYPE_CHECKING:
     from rich.console import Console
 
-#: the documented exit codes (their one home: contract.errors.ExitCode)
-
 
 class _Refused(Exception):
     """The run stops before decoding: one line and an exit code."""

@@ -21,7 +21,7 @@ from contract.events import Direction
 from decoders.status import StatusKind
 from inspector.capture.packets import Segment, Skipped, parse_packet
 from inspector.capture.parser import CaptureError, CaptureParser, RawPacket
-from inspector.kafka.connection import KafkaMessage
+from inspector.kafka.connection import ConnectionEvent, KafkaMessage
 from inspector.kafka.connection_state import Mode
 from inspector.kafka.pipeline import Inspector
 from inspector.read.reader import ReadOptions, account_finished, count_events, drain_closed, packet_messages
@@ -147,15 +147,19 @@ class TapDecoder:
                 table.add(ev)
             out.clear()
         if self.stream_ts - self._idle_checked >= IDLE_CHECK_S and self.stream_ts - self._idle_from >= IDLE_CLOSE_S:
-            self.close_idle(self.stream_ts - IDLE_CLOSE_S)
+            self.close_idle()
 
-    def close_idle(self, before: float) -> None:
-        """Close the connections with no packet since capture time ``before`` (``IDLE_CLOSE_S`` ago when the
-        packets call it); their last rows go to the table, their end to ``inspector.closed``."""
+    def close_idle(self, idle_seconds: float = IDLE_CLOSE_S) -> None:
+        """Close the connections with no packet in the last ``idle_seconds`` of capture time: their last rows go to
+        the table, their end to ``inspector.closed``."""
         self._idle_checked = self.stream_ts
+        self._add_rows(self.inspector.close_idle(self.stream_ts, idle_seconds))
+
+    def _add_rows(self, events: list[ConnectionEvent]) -> None:
+        """The inspector's ``events`` (outside the packets' loop) counted in the summary, their messages' rows added
+        to the table."""
         out = self._out
-        count_events(self.summary, self.inspector.close_idle(self.stream_ts, self.stream_ts - before), out,
-                     self.tally.after_message)
+        count_events(self.summary, events, out, self.tally.after_message)
         for ev in out:
             self.table.add(ev)
         out.clear()
@@ -197,11 +201,7 @@ class TapDecoder:
 
     def finish(self, ts: float) -> None:
         """End every open connection at ``ts``: their last rows go to the table, the rest to the summary."""
-        out = self._out
-        count_events(self.summary, self.inspector.finish(ts), out, self.tally.after_message)
-        for ev in out:
-            self.table.add(ev)
-        out.clear()
+        self._add_rows(self.inspector.finish(ts))
         account_finished(self.inspector, self.summary, self.capture_name)  # as `read` does
         for limit, hits in self.table.limit_hits.items():
             self.summary.limit_hit(limit, hits)

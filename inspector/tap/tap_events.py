@@ -16,9 +16,6 @@ from typing import Any
 
 from contract.errors import ExitCode
 
-#: the documented exit codes (their one home: contract.errors.ExitCode)
-
-
 # -- events: what happened ------------------------------------------------------------------------------
 
 

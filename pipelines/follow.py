@@ -193,7 +193,9 @@ class Follower:
         hi = meta.end_us if final else meta.end_us - int(self.s.settle_s * 1_000_000)
         cut = hi - int(self.s.horizon_s * 1_000_000)
         events = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        retained = parts[0].count() if prev.meta.has_retained else 0  # Parquet's row counts: no column is read
+        retained = 0
+        if prev.meta.has_retained:
+            retained = prev.meta.retained_events if prev.meta.retained_events is not None else parts[0].count()
         small = retained + new_count < SMALL_PASS_EVENTS
         with _settings(spark, _INTERPRETED if small else {}):
             events = keep_small(events) if small else materialise(events)
@@ -207,7 +209,10 @@ class Follower:
             rendered = [r.asDict(recursive=True) for r in render(episodes).collect()] if episodes is not None else []
             call_site(spark, "follow: retain")
             retention.retain(events, cut).write.parquet(str(tmp / "retained"))
-            oldest = _us(spark.read.parquet(str(tmp / "retained")).agg(F.min("ts")).first()[0])  # type: ignore[index]
+            kept = spark.read.parquet(str(tmp / "retained")).agg(F.min("ts"), F.count(F.lit(1))).first()
+            assert kept is not None
+            oldest = _us(kept[0])
+        meta.retained_events = int(kept[1])
         meta.has_retained = True
         meta.has_episodes = episodes is not None
         meta.kept_from_us = cut

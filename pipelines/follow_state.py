@@ -46,6 +46,9 @@ class Meta:
     skipped_files: list[str] = field(default_factory=list)
     has_retained: bool = False
     has_episodes: bool = False
+    #: the events kept for the next pass (``retained``), counted as they were written (None: a state written
+    #: before this was kept: the next pass counts them)
+    retained_events: int | None = None
 
 
 @dataclass

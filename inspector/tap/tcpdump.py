@@ -30,6 +30,10 @@ READ_CHUNK = 1 << 20
 _F_SETPIPE_SZ = 1031  # fcntl command (Linux)
 
 CAP_FIX = "capture needs CAP_NET_RAW: run as root or `setcap cap_net_raw,cap_net_admin=eip $(which tcpdump)`"
+#: The tap signals tcpdump (its counters, an orderly stop); tcpdump becomes the user ``tcpdump`` once listening, and
+#: a root without CAP_KILL (a container's ``--cap-drop ALL``) may not signal another user's process.
+KILL_FIX = ("the tap may not signal tcpdump, which runs as the user tcpdump: give the tap CAP_KILL (in a container "
+            "`--cap-add KILL`; Kubernetes: capabilities add KILL)")
 TCPDUMP_FIX = "tcpdump not found: install it (`apt-get install tcpdump`) or name it with --tcpdump PATH"
 
 _STAT_RES = {
@@ -150,6 +154,7 @@ class Tcpdump:
         self.ready = threading.Event()
         self.stop_sent_at: float | None = None
         self.killed = False
+        self.abandoned = False  # let go of: the tap may not signal it (KILL_FIX)
         self.accounted = False  # its counters were added to the tap's totals
         self._stderr_thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -187,6 +192,9 @@ class Tcpdump:
                 if cancelled:
                     raise TcpdumpError("stopped while tcpdump was starting", cancelled=True)
                 raise explain_tcpdump_failure(self.stderr_lines, self.interface, self.bpf)
+        if not self._may_signal():  # it listens as the user tcpdump, and the tap may not signal that user
+            self._abandon()
+            raise TcpdumpError(KILL_FIX)
         return fd
 
     def _read_stderr(self, stream: IO[bytes]) -> None:
@@ -199,10 +207,30 @@ class Tcpdump:
             if "listening on" in line:
                 self.ready.set()
 
+    def _may_signal(self) -> bool:
+        """Whether the tap may signal tcpdump (signal 0: the kernel's permission check, nothing sent)."""
+        assert self.proc is not None
+        try:
+            os.kill(self.proc.pid, 0)
+        except PermissionError:
+            return False
+        except ProcessLookupError:
+            pass  # it ended: the caller sees that
+        return True
+
+    def _abandon(self) -> None:
+        """Let go of a tcpdump the tap may not signal: its pipes closed, it ends at its next packet (EPIPE)."""
+        assert self.proc is not None
+        self.killed = self.abandoned = True
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
     def request_stats(self) -> None:
         """SIGUSR1: tcpdump prints its counters on stderr (read by the stderr thread)."""
         if self.proc is not None and self.proc.poll() is None and self.ready.is_set() and self.stop_sent_at is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.proc.pid, signal.SIGUSR1)
 
     def stop(self) -> None:
@@ -211,14 +239,22 @@ class Tcpdump:
             return
         self.stop_sent_at = time.monotonic()
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.kill(self.proc.pid, signal.SIGINT if self.ready.is_set() else signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                self._abandon()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.killed = True
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                self._abandon()
 
     def wait(self, timeout: float = 5.0) -> int:
         assert self.proc is not None
@@ -226,6 +262,8 @@ class Tcpdump:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
+            if self.abandoned:
+                return -signal.SIGPIPE  # it ends at its next packet, after the tap
             rc = self.proc.wait(timeout)
         if self._stderr_thread is not None:
             self._stderr_thread.join(timeout)

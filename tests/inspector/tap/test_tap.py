@@ -42,7 +42,7 @@ from inspector.rows.writers import ParquetDatasetWriter
 from inspector.tap.command import add_parser, parse_duration, parse_size, run
 from inspector.tap.decode import IDLE_CLOSE_S, QUIET_S, TapDecoder
 from inspector.tap.live_view import LiveStats, LiveView, TapCounters
-from inspector.tap.tcpdump import CAP_FIX, build_filter
+from inspector.tap.tcpdump import CAP_FIX, KILL_FIX, build_filter
 
 REPO = Path(__file__).resolve().parents[3]
 PCAPS = REPO / "pcaps"
@@ -234,6 +234,29 @@ def test_no_permission_names_the_capability() -> None:
     if "PermissionError" in proc.stderr or "Permission denied" in proc.stderr and "CAP_NET_RAW" not in proc.stderr:
         pytest.skip(f"the unprivileged user cannot run this interpreter: {proc.stderr[-200:]}")
     assert (proc.returncode, proc.stderr) == (ExitCode.INPUT, f"kafka-inspector: error: {CAP_FIX}\n")
+
+
+def test_no_kill_capability_is_one_line_naming_it_and_tcpdump_ends_at_its_next_packet(tmp_path: Path) -> None:
+    """Root without CAP_KILL (a container's ``--cap-drop ALL``) may not signal tcpdump once it is the user tcpdump:
+    one line naming the capability (exit 3), and the tcpdump let go of ends at its next packet."""
+    if _can_capture() is not None or shutil.which("setpriv") is None:
+        pytest.skip("needs root, tcpdump and setpriv")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(["setpriv", "--inh-caps=-kill", "--bounding-set=-kill", sys.executable, "-m",
+                           "inspector.tap.command", "-i", "lo", "-o", str(tmp_path / "out"), "--port", str(port),
+                           "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (ExitCode.INPUT, f"kafka-inspector: error: {KILL_FIX}\n")
+    assert not list((tmp_path / "out").rglob("*.parquet"))  # nothing captured, nothing written
+    left = subprocess.run(["pgrep", "-f", f"tcpdump .*port {port}\\)"], capture_output=True, text=True).stdout.split()
+    assert len(left) == 1  # still listening, as the user tcpdump
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", f"tcpdump .*port {port}\\)"], capture_output=True).returncode == 0:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            pass  # a SYN (answered by a reset): its next packet, written to a pipe nobody reads
+        assert time.monotonic() < deadline, "tcpdump did not end at its next packet"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

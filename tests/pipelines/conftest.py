@@ -50,12 +50,19 @@ def spark() -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
-def capture_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The demo's events (one ``read`` of every capture in pcaps/), one part file per capture, oldest first."""
+def demo_read(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output folder of one ``kafka-inspector read`` of every capture in pcaps/ (the demo's events)."""
+    out = tmp_path_factory.mktemp("demo-read") / "all"
+    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, sorted(PCAPS.glob("*.pcap"))), "--output", str(out),
+                    "--quiet"], check=True, timeout=300)
+    return out
+
+
+@pytest.fixture(scope="session")
+def capture_files(demo_read: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The demo's events (``demo_read``), one part file per capture, oldest first."""
     tmp = tmp_path_factory.mktemp("follow-events")
-    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, sorted(PCAPS.glob("*.pcap"))), "--output",
-                    str(tmp / "all"), "--quiet"], check=True, timeout=300)
-    table = pq.read_table(tmp / "all" / "events")
+    table = pq.read_table(demo_read / "events")
     captures = table.column("capture").unique().to_pylist()
     firsts = {c: pc.min(table.filter(pc.equal(table["capture"], c))["ts"]).as_py() for c in captures}
     out = []

@@ -18,7 +18,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
+from pipelines import report_job
 from pipelines.findings import EPISODE_KEY
 from tests.conftest import PCAPS
 from tests.pipelines.rows import canonical
@@ -92,7 +94,8 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path], tmp_path: Path) -> None:
+def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path], demo_read: Path,
+                                                       spark: SparkSession, tmp_path: Path) -> None:
     url, work = master
     captures = [str(p) for p in sorted(PCAPS.glob("*.pcap"))]
     jobs = _jobs_zip(tmp_path / "jobs.zip")
@@ -100,18 +103,18 @@ def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path],
     _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--py-files", str(jobs),
           "--conf", f"spark.pyspark.python={sys.executable}", str(REPO / "pipelines" / "decode_job.py"),
           *captures, "--output", str(tmp_path / "cluster")], tmp_path)
-    _run([str(BIN / "kafka-inspector"), "read", *captures, "--output", str(tmp_path / "local"), "--quiet"], tmp_path)
     cluster = pq.read_table(tmp_path / "cluster" / "events")
-    local = pq.read_table(tmp_path / "local" / "events")
+    local = pq.read_table(demo_read / "events")  # `kafka-inspector read` of the same captures
     assert cluster.num_rows == local.num_rows > 1000
     # conn_id numbering differs (per-file ranges against consecutive); everything else is equal
     assert canonical(cluster.to_pylist(), ("conn_id",)) == canonical(local.to_pylist(), ("conn_id",))
 
-    # the report on the cluster and locally, over the same events
-    for where, spark_master in (("on-cluster", url), ("local", "local[2]")):
-        _run([str(BIN / "kafka-inspector"), "report", str(tmp_path / "cluster"), "--output",
-              str(tmp_path / where), "--master", spark_master], tmp_path)
-    assert len(list(work.glob("app-*"))) == 2  # the worker ran both applications' executors
+    # the report on the cluster (the command), and locally (the tests' local session), over the same events
+    before = set(work.glob("app-*"))
+    _run([str(BIN / "kafka-inspector"), "report", str(tmp_path / "cluster"), "--output", str(tmp_path / "on-cluster"),
+          "--master", url], tmp_path)
+    assert len(set(work.glob("app-*")) - before) == 1  # the worker ran the report's executors
+    report_job.run(spark, str(tmp_path / "cluster"), str(tmp_path / "local"))
     for name in ("findings.parquet", "admin_audit.parquet", "clients.parquet"):
         on_cluster = pq.read_table(tmp_path / "on-cluster" / name).to_pylist()
         here = pq.read_table(tmp_path / "local" / name).to_pylist()

@@ -47,17 +47,11 @@ PROTOCOL_KINDS = {
 }
 
 
-def read_captures(paths: list[Path], out: Path) -> Path:
-    subprocess.run([str(KAFKA_INSPECTOR), "read", *map(str, paths), "--output", str(out), "--quiet"], check=True,
-                   timeout=300)
-    return out
-
-
 @pytest.fixture(scope="module")
-def events_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    captures = sorted(PCAPS.glob("*.pcap"))
-    assert set(SCENARIOS) <= {p.name for p in captures}
-    return read_captures(captures, tmp_path_factory.mktemp("events"))
+def events_dir(demo_read: Path) -> Path:
+    """One ``read`` of every capture in pcaps/ (the session's)."""
+    assert set(SCENARIOS) <= {p.name for p in PCAPS.glob("*.pcap")}
+    return demo_read
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,13 @@ $(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildca
 
 setup: $(BIN)/kafka-inspector $(ACCEL_STAMP)
 
-# tshark (cross-checks), tcpdump (captures, live tap), a JRE (Spark) and chromium (the report page
-# test) come from Debian.
+# tshark (cross-checks), tcpdump (captures, live tap), tcpreplay (the tap's replay tests and bench), a JRE (Spark)
+# and chromium (the report page test) come from Debian.
 system-deps:
 	@missing=""; \
 	command -v tshark >/dev/null || missing="$$missing tshark"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v tcpreplay >/dev/null || missing="$$missing tcpreplay"; \
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \

@@ -32,6 +32,7 @@ import sys
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,49 @@ def kio(case: Case) -> Callable[[], Any]:
     return run
 
 
+#: kio's readers of ConsumerProtocolSubscription by version (a data schema: the version prefix is read apart).
+_KIO_SUBSCRIPTION = {
+    v: entity_reader(import_module(f"kio.schema.consumer_protocol_subscription.v{v}").ConsumerProtocolSubscription)
+    for v in range(4)}
+
+
+def kafka_python_embedded(case: Case) -> Callable[[], Any]:
+    """kafka-python doing what ``read`` does with a JoinGroup: the frame, then each assignor's subscription."""
+    frame, cls, version = case.frame, case.kp_class, case.version
+    sub = ConsumerProtocolSubscription
+
+    def run() -> Any:
+        msg = cls.decode(frame, version=version, header=True)
+        subs = []
+        for proto in msg.protocols:
+            try:
+                subs.append(sub.decode(proto.metadata))
+            except Exception as err:  # garbage: kafka-python raises, ours keeps a status
+                subs.append(err)
+        return msg, subs
+
+    return run
+
+
+def kio_embedded(case: Case) -> Callable[[], Any]:
+    """kio doing what ``read`` does with a JoinGroup: the frame, then each assignor's subscription by its version."""
+    body_run = kio(case)
+    readers = _KIO_SUBSCRIPTION
+
+    def run() -> Any:
+        header, body = body_run()
+        subs = []
+        for proto in body.protocols:
+            raw = proto.metadata
+            try:
+                subs.append(readers[int.from_bytes(raw[:2], "big", signed=True)](raw, 2)[0])
+            except Exception as err:  # garbage: kio raises, ours keeps a status
+                subs.append(err)
+        return header, body, subs
+
+    return run
+
+
 def check(case: Case) -> None:
     """Every decoder must read the whole frame correctly before it is timed."""
     msg = ours(case)()
@@ -218,6 +262,10 @@ def check(case: Case) -> None:
         assert len(body.protocols) == len(kp.protocols) == len(msg.body["Protocols"]) in (2, 3)
         decoded = msg.body["Protocols"][0]["MetadataDecoded"]["status"]
         assert (decoded == "ok") is ("garbage" not in case.name), decoded
+        kio_subs, kp_subs = kio_embedded(case)()[2], kafka_python_embedded(case)()[1]
+        if decoded == "ok":
+            want = [sorted(p["MetadataDecoded"]["value"]["Topics"]) for p in msg.body["Protocols"]]
+            assert [sorted(s.topics) for s in kio_subs] == [sorted(s.topics) for s in kp_subs] == want
 
 
 def rates(fns: dict[str, Callable[[], Any]], repeat: int, min_time: float) -> dict[str, float]:
@@ -239,11 +287,13 @@ def rates(fns: dict[str, Callable[[], Any]], repeat: int, min_time: float) -> di
 
 def table(repeat: int, min_time: float) -> None:
     decoders = {"ours": ours, "ours-raw": ours_raw, "kafka-python": kafka_python, "kio": kio}
+    embedded = {"ours": ours, "kafka-python": kafka_python_embedded, "kio": kio_embedded}
     header = (f"{'case':34} {'bytes':>6} {'ours/s':>9} {'raw/s':>9} {'kafka-python/s':>14} {'kio/s':>10} "
               f"{'ours/kafka-python':>17} {'ours/kio':>9} {'raw/kafka-python':>16} {'raw/kio':>8}")
     print(header)
     print("-" * len(header))
     ours_rates: dict[str, float] = {}
+    same: dict[str, dict[str, float]] = {}
     for key, build in CASES.items():
         case = build()
         check(case)
@@ -253,8 +303,15 @@ def table(repeat: int, min_time: float) -> None:
         print(f"{case.name:34} {len(case.frame):>6} {r['ours']:>9,.0f} {r['ours-raw']:>9,.0f} {kp:>14,.0f} "
               f"{ki:>10,.0f} {r['ours'] / kp:>16.2f}x {r['ours'] / ki:>8.2f}x {r['ours-raw'] / kp:>15.2f}x "
               f"{r['ours-raw'] / ki:>7.2f}x")
+        if case.api_key == 11:
+            same[case.name] = rates({name: make(case) for name, make in embedded.items()}, repeat, min_time)
     print("\nours = decode_request/decode_response defaults; raw = postprocess=False (no embedded-protocol"
           " decoding,\nwhich only JoinGroup uses here). Target: ours >= 3x kafka-python and >= 0.5x kio.")
+    print("\nThe same work: the JoinGroups decoded with each assignor's subscription by all three (kafka-python's"
+          "\nConsumerProtocolSubscription.decode, kio's reader of the subscription's version; garbage raises there):")
+    for name, r in same.items():
+        print(f"  {name:34} ours {r['ours']:>9,.0f}/s  kafka-python {r['kafka-python']:>9,.0f}/s "
+              f"({r['ours'] / r['kafka-python']:.2f}x)  kio {r['kio']:>9,.0f}/s ({r['ours'] / r['kio']:.2f}x)")
     cost = ours_rates["joingroup-consumers"] / ours_rates["joingroup-garbage"]
     print(f"A JoinGroup whose metadata is garbage costs {cost:.2f}x a valid one (target: <= 2x).")
 

@@ -6,7 +6,7 @@ Cases (frames built with kafka-python's encoders; records with its DefaultRecord
 * JoinGroupRequest v7 as consumers send it (three assignors, each the same ConsumerProtocolSubscription v1: three
   topics, two owned partitions), and the same with garbage in the metadata (a partition count that cannot be:
   the decode stops deep in it; it must cost no more than twice the valid one, issue 33),
-* MetadataResponse v12 (3 brokers, 50 topics x 10 partitions),
+* MetadataResponse v12 (3 brokers, 50 topics x 10 partitions, each topic with its topic id),
 * FetchResponse v12 (one partition with 16 KiB of records),
 * ApiVersionsResponse v3 (60 api keys).
 
@@ -30,6 +30,7 @@ import cProfile
 import pstats
 import sys
 import timeit
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -107,7 +108,8 @@ def metadata_response() -> Case:
     broker = cls.MetadataResponseBroker
     topic = cls.MetadataResponseTopic
     part = topic.MetadataResponsePartition
-    topics = [topic(error_code=0, name=f"topic-{t:03d}", topic_id=None, is_internal=False,
+    topics = [topic(error_code=0, name=f"topic-{t:03d}", topic_id=uuid.UUID(int=(0x5F3E << 112) + t * 7919 + 1),
+                    is_internal=False,
                     partitions=[part(error_code=0, partition_index=p, leader_id=p % 3, leader_epoch=5,
                                      replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2], offline_replicas=[])
                                 for p in range(10)],

@@ -88,7 +88,6 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
             return ExitCode.INPUT
     out: Path = args.output
     created = not out.exists()
-    handlers = {signum: signal.getsignal(signum) for signum in _STOP}  # put back as the command returns
     try:
         out.mkdir(parents=True, exist_ok=True)
         with locked(out):
@@ -106,9 +105,6 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
         if created:  # a run that published nothing leaves no folder behind
             with contextlib.suppress(OSError):
                 out.rmdir()
-        for signum, handler in handlers.items():
-            if handler is not None:
-                signal.signal(signum, handler)
 
 
 def _run_locked(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any,
@@ -293,20 +289,19 @@ def _sigterm_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        if signal.getsignal(signal.SIGTERM) is _raise_interrupt:  # not once published (_signals_deferred)
-            signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM held back while the run commits and publishes, and ignored after it until ``run``
-    returns (it puts the handlers back): one that comes meanwhile or later is dropped, the run being complete (an
-    interrupt after publishing said "interrupted", exit 130, of a dataset that had changed)."""
+    """SIGINT and SIGTERM held back while the run commits and publishes; one that came meanwhile is dropped: the
+    run is complete by then."""
     stop = _STOP
     signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     try:
         yield
     finally:
-        for signum in stop:
-            signal.signal(signum, signal.SIG_IGN)  # drops a pending one
+        handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in stop}  # drops a pending one
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)

@@ -242,28 +242,3 @@ def test_a_run_killed_while_publishing_is_finished_by_the_next(tmp_path: Path, d
     assert _read(out, TXN, extra=("--append",)) == ExitCode.OK  # the next run finishes publishing, then appends
     summary, _ = _check_dataset(out)
     assert [run["captures"] for run in summary["runs"]] == [[GROUP.name, TXN.name], [TXN.name]]
-
-
-def test_a_stop_that_comes_once_the_run_has_published_is_ignored(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGINT and SIGTERM arriving after the run published (here, as it prints its summary) change nothing: the run
-    is complete and says so (exit 0, not "interrupted", 130, of a dataset that changed); the command puts the
-    process's handlers back as it returns."""
-    import signal
-
-    from inspector.cli import read_command
-
-    printed = read_command.print_summary
-
-    def stopped_while_printing(*args: object, **kwargs: object) -> None:
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGTERM)
-        printed(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(read_command, "print_summary", stopped_while_printing)
-    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    out = tmp_path / "out"
-    assert main(["read", str(GROUP), "--output", str(out)]) == ExitCode.OK
-    summary, rows = _check_dataset(out)
-    assert summary["messages"] == len(rows) > 0
-    assert {signum: signal.getsignal(signum) for signum in before} == before

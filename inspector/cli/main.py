@@ -192,7 +192,7 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
         return ExitCode.USAGE
     from inspector.cli.read_command import run
 
-    return run(args, options, console, lambda: _real(console))
+    return run(args, options, console, lambda: _real(console), owns_process=args.owns_process)
 
 
 # -- show -------------------------------------------------------------------------------------
@@ -448,10 +448,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, owns_process: bool = False) -> int:
+    """The command's exit code. ``owns_process``: the process ends when this returns (:func:`run`), so a command
+    need not put back what it changed of the process's state (``read``'s signal handlers)."""
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((w for w in words if not w.startswith("-")), None))
     args = parser.parse_args(argv)
+    args.owns_process = owns_process
     console = cast("Console", _LazyConsole(stderr=args.command == "read"))
     try:
         return COMMANDS[args.command](args, console)
@@ -473,7 +476,7 @@ def run() -> None:
     the operating system takes back anyway: ~15 ms of every run. With a thread still running the exit is the
     usual one (which waits for it).
     """
-    code = main()
+    code = main(owns_process=True)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said there
             stream.flush()

@@ -3,10 +3,11 @@ total the run with what DIR held, publish, print.
 
 Nothing under DIR's final names changes until the run is complete (``inspector.rows.output_dir``): a bad input, a full
 disk, SIGINT or SIGTERM leave DIR exactly as it was (exit 3, 4, 130), and so does SIGKILL (its staging folder,
-hidden, is removed by the next run). ``--overwrite`` swaps the new dataset in only then; ``--append`` adds the new
-event files under new names, numbers the new connections after the dataset's highest ``conn_id``, and rewrites
-``connections.parquet`` (every earlier row kept) and ``summary.json`` (the totals of every run, and each run) for
-the whole dataset.
+hidden, is removed by the next run). Exit 130 means DIR is as it was and 0 that the run was published whole,
+wherever the signal lands (``inspector.cli.stop_signals``). ``--overwrite`` swaps the new dataset in only then;
+``--append`` adds the new event files under new names, numbers the new connections after the dataset's highest
+``conn_id``, and rewrites ``connections.parquet`` (every earlier row kept) and ``summary.json`` (the totals of every
+run, and each run) for the whole dataset.
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from contract.errors import ExitCode
 from inspector.capture.file import CaptureError, open_capture
 from inspector.capture.file import input_problem as capture_input_problem
+from inspector.cli.stop_signals import StopSignals
 from inspector.read.reader import ReadOptions, read_captures, write_connections
 from inspector.rows.output_dir import (
     CONNECTIONS,
@@ -78,8 +77,10 @@ def input_problem(path: str) -> str | None:
         return str(exc)
 
 
-def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any) -> int:
-    """``read``'s exit code; ``real_console`` gives rich's Console itself (for the progress bar)."""
+def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any,
+        owns_process: bool = False) -> int:
+    """``read``'s exit code; ``real_console`` gives rich's Console itself (for the progress bar). ``owns_process``:
+    the process ends when this returns (the console script), so the signal handlers are not put back."""
     started = time.perf_counter()
     for path in args.captures:  # every input, before DIR is touched
         problem = input_problem(path)
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
     try:
         out.mkdir(parents=True, exist_ok=True)
         with locked(out):
-            return _run_locked(args, options, console, real_console, started)
+            return _run_locked(args, options, console, real_console, started, owns_process)
     except _Refused as refused:
         error_line(str(refused))
         return refused.code
@@ -108,28 +109,26 @@ def run(args: argparse.Namespace, options: ReadOptions, console: Console, real_c
 
 
 def _run_locked(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any,
-                started: float) -> int:
+                started: float, owns_process: bool) -> int:
     out: Path = args.output
     fmt = Format(args.format)
     for note in recover(out):
         console.print(f"[yellow]note:[/] {escape_markup(note)}", highlight=False)
     existing = Dataset.scan(out)
     previous, max_conn_id = _previous(args, existing, fmt)
-    with _sigterm_interrupts():  # before the staging folder exists: a SIGTERM from here on removes it
+    # before the staging folder exists: a SIGINT or SIGTERM from here on removes it
+    with StopSignals().installed(restore=not owns_process) as stop:
         return _run_staged(args, options, console, real_console, started, out, fmt, existing, previous,
-                           max_conn_id)
+                           max_conn_id, stop)
 
 
 def _run_staged(args: argparse.Namespace, options: ReadOptions, console: Console, real_console: Any,
                 started: float, out: Path, fmt: Format, existing: Dataset, previous: dict[str, Any] | None,
-                max_conn_id: int) -> int:
+                max_conn_id: int, stop: StopSignals) -> int:
     staging: Staging | None = None
     try:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # the folder made and named before an interrupt lands
-        try:
+        with stop.held():  # the folder made and named before an interrupt lands
             staging = Staging(out)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
         summary = _decode(args, options, staging, fmt, max_conn_id, previous is not None, real_console, started)
         steps, names = staging.plan(existing, fmt, replace=args.overwrite)
         run = run_dict(summary, started=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -139,18 +138,19 @@ def _run_staged(args: argparse.Namespace, options: ReadOptions, console: Console
                           previous=out / CONNECTIONS if previous is not None and (out / CONNECTIONS).exists()
                           else None)
         write_synced(staging.path / SUMMARY, (json.dumps(doc, indent=1) + "\n").encode())
-        with _signals_deferred():
+        with stop.publishing():
             staging.commit(steps)
             _publish(staging, steps)
-    except CaptureError as exc:
+    except BaseException as exc:
+        stop.stopping()
         _discard(staging)
-        raise _Refused(ExitCode.INPUT, f"{exc}; nothing was written, {out} is as it was") from None
-    except OSError as exc:
-        _discard(staging)
-        raise _Refused(ExitCode.OUTPUT, f"cannot write to {out}: {describe_os_error(exc)}; nothing was written, "
-                                        f"{out} is as it was") from None
-    except BaseException:
-        _discard(staging)
+        if stop.stopped:  # whatever it became on its way (see inspector.cli.stop_signals), it was the interrupt
+            raise KeyboardInterrupt from None
+        if isinstance(exc, CaptureError):
+            raise _Refused(ExitCode.INPUT, f"{exc}; nothing was written, {out} is as it was") from None
+        if isinstance(exc, OSError):
+            raise _Refused(ExitCode.OUTPUT, f"cannot write to {out}: {describe_os_error(exc)}; nothing was "
+                                            f"written, {out} is as it was") from None
         raise
     if not args.quiet:
         print_summary(console, summary, time.perf_counter() - started)
@@ -272,36 +272,3 @@ def _publish(staging: Staging, steps: list[list[str]]) -> None:
             raise OSError(again.errno, f"{again.strerror}; publishing stopped part way, the next read into "
                                        f"{staging.out} finishes it") from None
         raise
-
-
-#: The signals that stop a run (SIGTERM as SIGINT: ``_sigterm_interrupts``).
-_STOP = {signal.SIGINT, signal.SIGTERM}
-
-
-def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops the run as SIGINT does (staging removed, exit 130)."""
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM held back while the run commits and publishes; one that came meanwhile is dropped: the
-    run is complete by then."""
-    stop = _STOP
-    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
-    try:
-        yield
-    finally:
-        handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in stop}  # drops a pending one
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)

@@ -183,7 +183,8 @@ def test_read_killed_at_random_points_leaves_whole_files_and_true_totals(tmp_pat
                 recover(out)
         after = _final_files(out) if out.exists() else {}
         if after != before:  # published: the whole run, and only now
-            assert code in (0, -signal.SIGKILL), f"{what}: exit {code} but the dataset changed"
+            changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+            assert code in (0, -signal.SIGKILL), f"{what}: exit {code} but the dataset changed: {changed}"
             summary = _check_accounting(out)
             assert summary is not None
             expected = runs_before + 1 if flag == "--append" else 1

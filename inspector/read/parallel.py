@@ -82,12 +82,14 @@ def read_parallel(paths: list[str], staging: Path, fmt: str, options: ReadOption
                 started: BaseProcess = context.Process(
                     target=_worker, name=f"read-{index}", daemon=True,
                     args=(send, parent, index, block + index, path, str(staging), fmt, options))
-                # An interrupt between the fork and the line after it would leave a worker no one kills: held
-                # back until it is listed (the worker inherits the mask, and unblocks once it ignores them).
+                # An interrupt between the fork and the line after it would leave a worker no one kills: listed
+                # before it starts, and the signals held back meanwhile (the worker inherits the mask, and
+                # unblocks once it ignores them). Another thread of this process (pyarrow's) can still take a
+                # signal from the kernel, and Python then runs the handler here: the worker is listed by then.
                 signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
                 try:
-                    started.start()
                     running[receive] = (started, index, path)
+                    started.start()
                 finally:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
                 send.close()
@@ -108,9 +110,10 @@ def read_parallel(paths: list[str], staging: Path, fmt: str, options: ReadOption
                 results[index] = value
     finally:
         for conn, (proc, _, _) in running.items():
-            with contextlib.suppress(OSError):
-                proc.kill()
-            proc.join()
+            if proc.pid is not None:  # None: stopped before it started
+                with contextlib.suppress(OSError):
+                    proc.kill()
+                proc.join()
             conn.close()
     summary = Summary()
     for index in sorted(results):

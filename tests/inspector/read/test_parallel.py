@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from contract.limits import DecodeLimits
 from inspector.read.parallel import read_parallel
@@ -34,3 +37,34 @@ def test_parallel_totals_equal_one_process(tmp_path: Path) -> None:
     assert _totals(many) == _totals(one) and one.limits["--max-pending"] > len(CAPTURES)
     assert many.max_conn_id >> CONN_ID_SHIFT == len(CAPTURES) - 1
     assert one.max_conn_id == many.max_conn_id  # each file in a block of its own either way (inspector.rows.conn_ids)
+
+
+def test_a_stop_as_a_worker_starts_leaves_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt that Python runs right after the fork (another thread of the process took the signal: the
+    parent's mask holds back only its own) finds the worker listed: it is killed and waited for before the interrupt
+    leaves ``read_parallel`` (the staging folder is removed after it, with no worker still writing there). One that
+    comes before the fork stops the run with nothing to kill."""
+    from multiprocessing.context import ForkProcess
+
+    started: list[int] = []
+    real_start = ForkProcess.start
+
+    def start_then_stop(self: ForkProcess) -> None:
+        real_start(self)
+        assert self.pid is not None
+        started.append(self.pid)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ForkProcess, "start", start_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        read_parallel([str(p) for p in CAPTURES], tmp_path, "jsonl", ReadOptions(), jobs=2)
+    assert len(started) == 1
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(started[0], 0)
+
+    def stop_before_the_fork(self: ForkProcess) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ForkProcess, "start", stop_before_the_fork)
+    with pytest.raises(KeyboardInterrupt):
+        read_parallel([str(p) for p in CAPTURES], tmp_path, "jsonl", ReadOptions(), jobs=2)

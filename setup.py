@@ -22,7 +22,8 @@ _spec = importlib.util.spec_from_file_location("_sources", ROOT / "decoders" / "
 assert _spec is not None and _spec.loader is not None
 _sources = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sources)
-# Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it types it).
+# Plain-Python modules compiled by Cython, by package (the .py is their only source; a .pxd beside it, when it has
+# one, types it).
 COMPILED = {
     "inspector.capture": ("packets", "parser", "file"),
     "inspector.tcp": ("stream_events", "stream_state", "reassembly"),
@@ -33,6 +34,10 @@ COMPILED = {
     "decoders": ("api", "_runtime", "element_budget", "records", "record_header", "record_batches", "record_codecs",
                  "record_budget", "checksums", "guess", "embedded", "topics"),
 }
+#: The plain modules whose annotations are C types (Cython's default: ``x: int`` a C-checked int, ``b: bytes`` a
+#: bytes object); the others are compiled with their annotations not taken as C types (their .pxd, when they have
+#: one, says which types matter; an ``int`` annotation would clash with it; those with none are typed nowhere).
+ANNOTATIONS_AS_TYPES = {"decoders/_runtime.py", "decoders/record_header.py"}
 #: The typed native modules (*.pyx): hand-written, but decoders/native/_records.pyx, rendered from its model.
 NATIVE_DIRS = ("decoders/native", "inspector/native")
 #: Every source compiled, for the manifests.
@@ -69,10 +74,7 @@ def extensions() -> list:
                  for package, names in COMPILED.items() for name in names]
     COMPILED_SOURCES.extend(recorded)
     sources = [str(path.relative_to(ROOT)) for path in recorded]
-    # A plain module with a .pxd (its classes declared as extension types there) is compiled with its
-    # annotations not taken as C types (the .pxd says which types matter; an `int` annotation would clash
-    # with them); the others as they are.
-    declared = [path for path in sources if path.endswith(".py") and (ROOT / path).with_suffix(".pxd").exists()]
+    declared = [path for path in sources if path.endswith(".py") and path not in ANNOTATIONS_AS_TYPES]
     options = {"language_level": 3, "quiet": True, "nthreads": os.cpu_count() or 1}
     return (cythonize([path for path in sources if path not in declared], **options)
             + cythonize(declared, compiler_directives={"annotation_typing": False}, **options))

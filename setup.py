@@ -74,10 +74,10 @@ def extensions() -> list:
                  for package, names in COMPILED.items() for name in names]
     COMPILED_SOURCES.extend(recorded)
     sources = [str(path.relative_to(ROOT)) for path in recorded]
-    declared = [path for path in sources if path.endswith(".py") and path not in ANNOTATIONS_AS_TYPES]
+    annotations_not_types = [path for path in sources if path.endswith(".py") and path not in ANNOTATIONS_AS_TYPES]
     options = {"language_level": 3, "quiet": True, "nthreads": os.cpu_count() or 1}
-    return (cythonize([path for path in sources if path not in declared], **options)
-            + cythonize(declared, compiler_directives={"annotation_typing": False}, **options))
+    return (cythonize([path for path in sources if path not in annotations_not_types], **options)
+            + cythonize(annotations_not_types, compiler_directives={"annotation_typing": False}, **options))
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

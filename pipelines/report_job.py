@@ -61,6 +61,7 @@ from pipelines import (
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events_dataset import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
+from pipelines.jvm_names import pin_jvm_names
 from pipelines.kafka_rules import ADMIN_WRITES, SEVERITY_RANK
 
 #: Below this much Parquet (about 200,000 events) Spark spends its time compiling, not computing: the report
@@ -452,30 +453,6 @@ def build_session(master: str | None = None, app_name: str = "kafka-inspector-re
     spark.sparkContext.setLogLevel("ERROR")
     pin_jvm_names(spark)
     return spark
-
-
-#: The JVM classes PySpark names again and again while the report builds its queries (counted on the demo's
-#: events: ~21,000 look-ups, half of them a short name such as ``functions`` or ``PythonUtils`` that the JVM
-#: resolves by trying ``Class.forName`` in every imported package, a scan of every jar for each miss).
-JVM_NAMES = ("org.apache.spark.sql.functions", "org.apache.spark.sql.classic.SparkSession", "functions",
-             "PythonUtils", "org.apache.spark.sql.classic.SparkSession$", "PythonSQLUtils",
-             "org.apache.spark.sql.catalyst.trees.PySparkCurrentOrigin", "org.apache.spark.sql.expressions.Window")
-
-
-def pin_jvm_names(spark: SparkSession) -> None:
-    """Look each of ``JVM_NAMES`` up once and keep it on PySpark's view of the JVM: py4j's view asks the JVM
-    anew for every attribute it does not hold (a round trip, and for a short name a class-path scan), and an
-    attribute set on the view is answered by Python. Not for Spark Connect (no JVM view)."""
-    jvm: Any = getattr(spark.sparkContext, "_jvm", None)
-    if jvm is None:
-        return
-    from py4j.protocol import Py4JError
-
-    for name in JVM_NAMES:
-        try:
-            setattr(jvm, name, getattr(jvm, name))
-        except Py4JError:  # another Spark: it looks the name up itself, as before
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
+from pipelines.jvm_names import pin_jvm_names  # noqa: E402
 from pipelines.report_job import DATAFRAME_DEBUGGING  # noqa: E402
 
 PCAPS = Path(__file__).resolve().parents[2] / "pcaps"
@@ -45,6 +46,7 @@ def spark() -> Iterator[SparkSession]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    pin_jvm_names(session)  # as the report's session (report_job.build_session)
     yield session
     session.stop()
 

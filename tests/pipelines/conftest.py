@@ -77,10 +77,17 @@ def capture_files(demo_read: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="session")
-def batch_findings(spark: SparkSession, capture_files: list[Path], tmp_path_factory: pytest.TempPathFactory
-                   ) -> list[dict[str, Any]]:
+def batch_report(spark: SparkSession, capture_files: list[Path], tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[Path, list[dict[str, Any]]]:
+    """The batch report of the demo's events (``capture_files``): its output folder and its findings."""
     from pipelines import report_job
 
     out = tmp_path_factory.mktemp("batch-report")
     result = report_job.run(spark, str(capture_files[0].parent), str(out))
-    return result.findings
+    return out, result.findings
+
+
+@pytest.fixture(scope="session")
+def batch_findings(batch_report: tuple[Path, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The batch report's findings of the demo's events."""
+    return batch_report[1]

@@ -18,9 +18,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
 
-from pipelines import report_job
 from pipelines.findings import EPISODE_KEY
 from tests.conftest import PCAPS
 from tests.pipelines.rows import canonical
@@ -95,7 +93,8 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path], demo_read: Path,
-                                                       spark: SparkSession, tmp_path: Path) -> None:
+                                                       batch_report: tuple[Path, list[dict[str, Any]]],
+                                                       tmp_path: Path) -> None:
     url, work = master
     captures = [str(p) for p in sorted(PCAPS.glob("*.pcap"))]
     jobs = _jobs_zip(tmp_path / "jobs.zip")
@@ -106,18 +105,17 @@ def test_decode_job_and_report_on_a_standalone_cluster(master: tuple[str, Path],
     cluster = pq.read_table(tmp_path / "cluster" / "events")
     local = pq.read_table(demo_read / "events")  # `kafka-inspector read` of the same captures
     assert cluster.num_rows == local.num_rows > 1000
-    # conn_id numbering differs (per-file ranges against consecutive); everything else is equal
-    assert canonical(cluster.to_pylist(), ("conn_id",)) == canonical(local.to_pylist(), ("conn_id",))
+    assert canonical(cluster.to_pylist()) == canonical(local.to_pylist())  # conn_id included: per-file ranges
 
-    # the report on the cluster (the command), and locally (the tests' local session), over the same events
+    # the report on the cluster (the command), against the batch report of the same events in the tests' local
+    # session (its inputs one file per capture)
     before = set(work.glob("app-*"))
     _run([str(BIN / "kafka-inspector"), "report", str(tmp_path / "cluster"), "--output", str(tmp_path / "on-cluster"),
           "--master", url], tmp_path)
     assert len(set(work.glob("app-*")) - before) == 1  # the worker ran the report's executors
-    report_job.run(spark, str(tmp_path / "cluster"), str(tmp_path / "local"))
     for name in ("findings.parquet", "admin_audit.parquet", "clients.parquet"):
         on_cluster = pq.read_table(tmp_path / "on-cluster" / name).to_pylist()
-        here = pq.read_table(tmp_path / "local" / name).to_pylist()
+        here = pq.read_table(batch_report[0] / name).to_pylist()
         assert on_cluster and canonical(on_cluster) == canonical(here), name
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +73,43 @@ def test_one_batch_finds_what_the_batch_report_finds(spark: SparkSession, captur
     assert sorted(map(_key, parquet)) == sorted(map(_key, _lines(tmp_path)))
 
 
-def test_batches_of_files_find_every_episode_once(spark: SparkSession, capture_files: list[Path],
-                                                  batch_findings: list[dict[str, Any]], tmp_path: Path) -> None:
-    f = _follower(spark, tmp_path)
+@dataclass
+class FourBatches:
+    """The demo's files given a quarter a micro-batch (batches 0-3), then judged as no file comes."""
+
+    out: Path
+    #: after each batch: the events the state says it keeps, and the rows of the file it keeps them in
+    retained: list[tuple[int | None, int]]
+    #: findings.jsonl and the findings/ files after batch 3 (before the idle pass)
+    after_last_batch: bytes
+    written: list[str]
+    #: findings.jsonl's lines after the idle pass
+    lines: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def four_batches(spark: SparkSession, capture_files: list[Path], tmp_path_factory: pytest.TempPathFactory
+                 ) -> FourBatches:
+    out = tmp_path_factory.mktemp("four-batches")
+    f = _follower(spark, out)
     n = len(capture_files)
+    retained = []
     for i in range(4):
         f.batch(_files(spark, capture_files[i * n // 4:(i + 1) * n // 4]), i)
-        # the state counts the events it keeps for the next pass (which judges by that count whether it is small)
-        assert f.version.meta.retained_events == pq.read_table(f.version.retained).num_rows > 0
+        retained.append((f.version.meta.retained_events, pq.read_table(f.version.retained).num_rows))
+    after = (out / "findings.jsonl").read_bytes()
+    written = sorted(p.name for p in (out / "findings").iterdir())
     _settle_now(f)
-    lines = _lines(tmp_path)
-    assert set(_episodes(tmp_path)) == {_key(r) for r in batch_findings}
+    return FourBatches(out, retained, after, written, _lines(out))
+
+
+def test_batches_of_files_find_every_episode_once(four_batches: FourBatches,
+                                                  batch_findings: list[dict[str, Any]]) -> None:
+    # the state counts the events it keeps for the next pass (which judges by that count whether it is small)
+    for counted, kept in four_batches.retained:
+        assert counted == kept > 0
+    lines = four_batches.lines
+    assert {_key(r): r for r in lines}.keys() == {_key(r) for r in batch_findings}
     firsts: set[str] = set()
     last_count: dict[str, int] = {}
     for line in lines:  # written once as new, then only as updates, never counting back
@@ -94,29 +121,26 @@ def test_batches_of_files_find_every_episode_once(spark: SparkSession, capture_f
 
 
 def test_a_batch_run_again_writes_nothing_twice(spark: SparkSession, capture_files: list[Path],
-                                                tmp_path: Path) -> None:
-    half = len(capture_files) // 2
-    first = _follower(spark, tmp_path)
-    first.batch(_files(spark, capture_files[:half]), 0)
-    first.batch(_files(spark, capture_files[half:]), 1)
-    before = (tmp_path / "findings.jsonl").read_bytes()
-    written = sorted(p.name for p in (tmp_path / "findings").iterdir())
+                                                four_batches: FourBatches) -> None:
+    out, before, written = four_batches.out, four_batches.after_last_batch, four_batches.written
+    last = capture_files[3 * len(capture_files) // 4:]
     assert before and written
-    # the process ended after the pass, before Spark recorded the batch: a new run, and Spark gives batch 1 again
-    again = _follower(spark, tmp_path)
-    assert again.version.meta.batch == 1
-    again.batch(_files(spark, capture_files[half:]), 1)
-    assert (tmp_path / "findings.jsonl").read_bytes() == before
-    assert sorted(p.name for p in (tmp_path / "findings").iterdir()) == written
-    # ... and a crash in the middle of batch 1's writing (half a line, no state) is cut back the same way
-    with open(tmp_path / "findings.jsonl", "ab") as partial:
+    # the process ended after the pass, before Spark recorded the batch: a new run, and Spark gives batch 3 again
+    # (what the idle pass after it wrote goes with it)
+    again = _follower(spark, out)
+    assert again.version.meta.batch == 3
+    again.batch(_files(spark, last), 3)
+    assert (out / "findings.jsonl").read_bytes() == before
+    assert sorted(p.name for p in (out / "findings").iterdir()) == written
+    # ... and a crash in the middle of batch 3's writing (half a line, no state) is cut back the same way
+    with open(out / "findings.jsonl", "ab") as partial:
         partial.write(b'{"id": "torn')
-    shutil.rmtree(again.version.path)  # batch 1's state never committed
-    third = _follower(spark, tmp_path)
-    assert third.version.meta.batch == 0
-    third.batch(_files(spark, capture_files[half:]), 1)
-    assert (tmp_path / "findings.jsonl").read_bytes() == before
-    assert len(follow_state.versions(follow_state.state_dir(str(tmp_path)))) <= follow_state.KEEP_VERSIONS
+    shutil.rmtree(again.version.path)  # batch 3's state never committed
+    third = _follower(spark, out)
+    assert third.version.meta.batch == 2
+    third.batch(_files(spark, last), 3)
+    assert (out / "findings.jsonl").read_bytes() == before
+    assert len(follow_state.versions(follow_state.state_dir(str(out)))) <= follow_state.KEEP_VERSIONS
 
 
 def test_files_that_are_not_events_are_said_and_skipped(spark: SparkSession, capture_files: list[Path],

@@ -15,7 +15,7 @@ from pipelines.jvm_names import JVM_NAMES, pin
 
 @pytest.fixture
 def commands(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The py4j commands this thread sends from now on (their first three lines: the command, its subcommand or target, and the name)."""
+    """The py4j commands sent from now on (their first three lines: command, subcommand or target, name)."""
     sent: list[str] = []
     send = clientserver.ClientServerConnection.send_command
 

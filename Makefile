@@ -23,7 +23,10 @@ $(BIN)/kafka-inspector: pyproject.toml setup.py
 # bytecode of the pure modules as pip does for an installed package (an editable install has none,
 # and with PYTHONDONTWRITEBYTECODE set every run would compile the generated decoders (~6 MB) again).
 ACCEL_STAMP := decoders/accel/.built
-$(ACCEL_STAMP): $(BIN)/kafka-inspector $(wildcard decoders/accel/*.pyx) $(wildcard decoders/native/*.pyx inspector/native/*.pyx) $(wildcard decoders/accel/*.pxd) $(wildcard inspector/*.py decoders/*.py) $(wildcard inspector/*.pxd decoders/*.pxd decoders/native/*.pxd)
+# Every source of a compiled module (setup.py's COMPILED, decoders/accel, the native folders) and every .pxd.
+COMPILED_SOURCES := $(wildcard decoders/*.py decoders/*.pxd decoders/accel/*.pyx decoders/accel/*.pxd) \
+  $(wildcard decoders/native/*.pyx decoders/native/*.pxd inspector/*/*.py inspector/*/*.pxd inspector/*/*.pyx)
+$(ACCEL_STAMP): $(BIN)/kafka-inspector $(COMPILED_SOURCES)
 	$(BIN)/python setup.py -q build_ext --inplace
 	$(BIN)/python -m compileall -q inspector decoders pipelines contract >/dev/null
 	touch $@

@@ -41,7 +41,7 @@ SCHEMA = pa.schema([pa.field(c.name, _ARROW_TYPES[c.type], nullable=c.nullable) 
 COLUMNS = tuple(SCHEMA.names)
 
 
-@dataclass(frozen=True)  # compiled, an extension type (events.pxd); from source, a plain frozen dataclass
+@dataclass(frozen=True)  # compiled, an extension type (event_table.pxd); from source, a plain frozen dataclass
 class RecordsOptions:
     """How much of Produce/Fetch record data goes into ``body``."""
 

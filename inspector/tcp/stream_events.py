@@ -75,7 +75,7 @@ CLOSE_PORT_REUSE: Final = "port reuse"  # a new handshake on the same 4-tuple re
 
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, the slots below
 class ConnectionOpened:
     """First packet of a connection. Side 0 is ``a``, side 1 is ``b``.
 
@@ -97,7 +97,7 @@ class ConnectionOpened:
 fast_frozen_init(ConnectionOpened)  # from source (compiled, a no-op)
 
 
-@dataclass  # compiled, an extension type (reassembly.pxd), read-only to Python; from source, the slots below
+@dataclass  # compiled, an extension type (stream_events.pxd), read-only to Python; from source, the slots below
 class StreamData:
     """Contiguous stream bytes ``[offset, offset + len(data))`` of one direction, delivered once.
 
@@ -131,7 +131,7 @@ def _new_stream_data(conn_id: int, side: int, ts: float, offset: int, data: memo
     return s
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, a plain frozen dataclass
 class StreamGap:
     """Stream bytes ``[offset, offset + length)`` of one direction that will never be delivered."""
 
@@ -145,7 +145,7 @@ class StreamGap:
     dst: Endpoint = _NO_ENDPOINT
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, a plain frozen dataclass
 class SegmentTruncated:
     """A segment cut by the capture's snap length: ``captured`` bytes present, ``missing`` cut.
 
@@ -163,7 +163,7 @@ class SegmentTruncated:
     dst: Endpoint = _NO_ENDPOINT
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, the slots below
 class DirectionStats:
     """Counters of one direction (bytes are TCP payload bytes)."""
 
@@ -185,7 +185,7 @@ class DirectionStats:
 fast_frozen_init(DirectionStats)  # from source (compiled, a no-op)
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, the slots below
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, the slots below
 class ConnStats:
     """Counters of one connection; ``sides[0]`` is the direction sent by side 0."""
 
@@ -218,7 +218,7 @@ class ConnStats:
 fast_frozen_init(ConnStats)  # from source (compiled, a no-op)
 
 
-@dataclass(frozen=True)  # compiled, an extension type (reassembly.pxd); from source, a plain frozen dataclass
+@dataclass(frozen=True)  # compiled, an extension type (stream_events.pxd); from source, a plain frozen dataclass
 class ConnectionClosed:
     """The connection ended; ``reason`` is one of the ``CLOSE_*`` values. No event follows for it.
 

@@ -85,3 +85,28 @@ def test_the_manifest_fingerprints_every_source_file(tmp_path: Path) -> None:
     _sources.write_manifests(sources, tmp_path, tmp_path)
     (pkg / "extra.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")  # an extension of no recorded source
     assert _sources.stale(pkg) == ["extra"]
+
+
+def test_make_setup_rebuilds_when_any_compiled_source_changes(tmp_path: Path) -> None:
+    """``make setup`` (the stamp ``decoders/accel/.built``) rebuilds after a change to any file an extension is
+    compiled from (every source and project .pxd the manifests fingerprint): the stale-build test above says
+    "run `make setup`", which must then build. Asked of make with the stamp just written (``-n``: nothing is run;
+    ``-W FILE``: FILE taken as changed; the virtualenv taken as current)."""
+    stamp = tmp_path / "built"
+    stamp.touch()
+
+    def would_build(*changed: str) -> bool:
+        cmd = ["make", "-n", "-C", str(REPO), f"ACCEL_STAMP={stamp}", "-o", ".venv/bin/kafka-inspector",
+               *(f"-W{f}" for f in changed), str(stamp)]
+        return "build_ext" in subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+    assert not would_build()
+    assert not would_build("README.md", "pipelines/report_job.py")  # not compiled
+    sources = [REPO.joinpath(*package.split("."), f"{name}.py") for package, names in _setup_compiled().items()
+               for name in names]
+    for folder in ("decoders/accel", "decoders/native", "inspector/native"):
+        sources += sorted((REPO / folder).glob("*.pyx"))
+    files = sorted({f for path in sources for f in _sources.source_files(path)})
+    assert len(files) > 60
+    missed = [str(f.relative_to(REPO)) for f in files if not would_build(str(f.relative_to(REPO)))]
+    assert not missed, f"a change to these does not rebuild: {missed}"

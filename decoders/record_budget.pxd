@@ -1,1 +1,0 @@
-# No extension types: this file compiles record_budget.py with its annotations not taken as C types, as records.py.

@@ -87,7 +87,8 @@ def test_follow_stop_restart_and_kill(capture_files: list[Path], batch_findings:
     a, b, c = len(parts) // 4, len(parts) // 2, 3 * len(parts) // 4
 
     proc = start([folder], out)  # the folder does not exist yet: the tap has not started
-    time.sleep(3)
+    wait((out / "_checkpoint" / "spark" / "metadata").exists, proc, "the stream started (on no folder)")
+    assert not folder.exists()
     for p in parts[:a]:
         feed(p, folder)
     wait(settled(out, rows(parts[:a])), proc, "first files judged")

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
-from pipelines import follow_input, follow_output, follow_state, html, identity, plots, retention
+from pipelines import follow_input, follow_output, follow_state, html, identity, plots, retention, row_time
 from pipelines.events_dataset import EVENTS_SCHEMA
 from pipelines.findings import CASE_TYPE, EPISODE_KEY, EVIDENCE_TYPE, FINDINGS_SCHEMA, combine, episode_id, render
 from pipelines.report_job import (
@@ -80,12 +80,7 @@ Found = Callable[[Sequence[dict[str, Any]]], None]
 
 
 def _us(ts: datetime | None) -> int | None:
-    if ts is None:
-        return None
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=UTC)
-    return int(ts.timestamp() * 1_000_000) if ts.microsecond == 0 else (
-        int(ts.replace(microsecond=0).timestamp()) * 1_000_000 + ts.microsecond)
+    return None if ts is None else row_time.micros(ts)
 
 
 @dataclass
@@ -326,7 +321,7 @@ def _sample(e: Row) -> tuple[str, int, int]:
 
 
 def _ts(us: int) -> datetime:
-    return datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
+    return row_time.from_micros(us)  # as the rows' own times (compared with them)
 
 
 def _bounded(seen: dict[tuple[str, int], int], oldest: int | None) -> dict[tuple[str, int], int]:

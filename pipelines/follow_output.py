@@ -18,6 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines import row_time
+
 JSONL = "findings.jsonl"
 PARQUET_DIR = "findings"
 
@@ -44,12 +46,17 @@ SCHEMA = pa.schema([
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.isoformat()
+        return row_time.utc_naive(value).isoformat()  # UTC, as findings.parquet's times
     if isinstance(value, list):
         return [_json_value(v) for v in value]
     if isinstance(value, Mapping):
         return {k: _json_value(v) for k, v in value.items()}
     return value
+
+
+def _parquet_value(value: Any) -> Any:
+    """A row's value as pyarrow takes it: a time aware (pyarrow reads a naive one as UTC; PySpark's are local)."""
+    return row_time.utc(value) if isinstance(value, datetime) else value
 
 
 def truncate(output: Path, length: int) -> None:
@@ -97,7 +104,7 @@ def write_parquet(output: Path, name: str, rows: Sequence[Mapping[str, Any]]) ->
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"{name}.parquet"
     tmp = folder / f".{name}.parquet.inprogress"
-    table = pa.Table.from_pylist([{k: row[k] for k in SCHEMA.names} for row in rows], schema=SCHEMA)
+    table = pa.Table.from_pylist([{k: _parquet_value(row[k]) for k in SCHEMA.names} for row in rows], schema=SCHEMA)
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, final)
     return final

@@ -4,9 +4,10 @@ still behind at their latest commit and the member (client id, address, principa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from pipelines import row_time
 from pipelines.escape import escape
 
 MAX_GROUP_ROWS = 1000
@@ -17,8 +18,7 @@ SHOWN_LAGGING = 10
 def _ts(value: Any) -> str:
     if not isinstance(value, datetime):
         return ""
-    v = value if value.tzinfo else value.replace(tzinfo=UTC)
-    return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return row_time.utc(value).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _owner(p: Mapping[str, Any]) -> str:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contract.clients import apis_text, errors_text, readiness, software_text
+from pipelines import row_time
 from pipelines.escape import escape
 from pipelines.group_inventory_html import groups_table
 from pipelines.kafka_rules import SEVERITIES
@@ -70,8 +71,7 @@ def _ts(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        v = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        return row_time.utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     return escape(str(value))
 
 

@@ -290,7 +290,7 @@ class Follower:
                     continue
                 if overlapping:
                     first_us = max(overlapping)
-                    ts_first = max(ts_first, _ts(first_us))
+                    ts_first = max(ts_first, row_time.from_micros(first_us))  # as the row's own times
             before = seen.get((eid, first_us))
             if before is not None and before >= last_us:
                 continue
@@ -318,10 +318,6 @@ class Follower:
 def _sample(e: Row) -> tuple[str, int, int]:
     """An evidence sample as (capture, conn_id, correlation_id)."""
     return (e["capture"], e["conn_id"], e["correlation_id"])
-
-
-def _ts(us: int) -> datetime:
-    return row_time.from_micros(us)  # as the rows' own times (compared with them)
 
 
 def _bounded(seen: dict[tuple[str, int], int], oldest: int | None) -> dict[tuple[str, int], int]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from py4j.java_gateway import JavaClass, JavaMember
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 #: The JVM classes PySpark names again and again while the report builds its queries.
@@ -32,34 +34,21 @@ def pin(jvm: Any) -> None:
     """Keep each of ``JVM_NAMES`` that ``jvm`` (a py4j view of the JVM) knows on it (an attribute set on the view
     is answered by Python), as a class that keeps each method (and inner class) it is asked for once found.
     Static fields are asked for each time (their value may change). Pinning again changes nothing."""
-    from py4j.java_gateway import JavaClass
-    from py4j.protocol import Py4JError
-
     for name in JVM_NAMES:
         try:
             found = getattr(jvm, name)
         except Py4JError:  # another Spark, or a name the view does not import: looked up each time, as before
             continue
         if type(found) is JavaClass:
-            found = _pinned_class()(found._fqn, found._gateway_client)
+            found = PinnedClass(found._fqn, found._gateway_client)
         setattr(jvm, name, found)
 
 
-_PINNED: type | None = None
+class PinnedClass(JavaClass):  # type: ignore[misc]
+    """A py4j ``JavaClass`` that keeps each method (and inner class) it finds."""
 
-
-def _pinned_class() -> type:
-    """``JavaClass`` keeping the members it finds (made on first use: py4j is imported with pyspark's session)."""
-    global _PINNED
-    if _PINNED is None:
-        from py4j.java_gateway import JavaClass, JavaMember
-
-        class PinnedClass(JavaClass):  # type: ignore[misc]
-            def __getattr__(self, name: str) -> Any:
-                found = super().__getattr__(name)
-                if isinstance(found, (JavaMember, JavaClass)):  # a method or an inner class: the same for good
-                    self.__dict__[name] = found
-                return found
-
-        _PINNED = PinnedClass
-    return _PINNED
+    def __getattr__(self, name: str) -> Any:
+        found = super().__getattr__(name)
+        if isinstance(found, (JavaMember, JavaClass)):  # a method or an inner class: the same for good
+            self.__dict__[name] = found
+        return found

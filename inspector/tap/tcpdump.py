@@ -198,6 +198,12 @@ class Tcpdump:
         return fd
 
     def _read_stderr(self, stream: IO[bytes]) -> None:
+        """Keep tcpdump's last lines and counters until its stderr ends: at its exit, or when the tap closes the
+        pipe under this thread (``_abandon``, ``wait``), which ends the read with EBADF or on a closed file."""
+        with contextlib.suppress(OSError, ValueError):
+            self._read_lines(stream)
+
+    def _read_lines(self, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
             with self._lock:

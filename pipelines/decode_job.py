@@ -29,6 +29,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from contract.limits import DEFAULT_LIMITS, DecodeLimits
 from pipelines.events_dataset import EVENTS_SCHEMA
+from pipelines.spark_settings import UTC_MICROS, scoped
 
 #: conn_id ranges per file: file i numbers its connections from i * CONN_ID_STRIDE + 1 (``inspector.rows.conn_ids``).
 CONN_ID_STRIDE = 2**32
@@ -105,11 +106,10 @@ def decode(spark: SparkSession, paths: Sequence[str], ports: Sequence[int] = (),
 def run(spark: SparkSession, input: Sequence[str], output: str, ports: Sequence[int] = (),
         keylog: str | None = None, limits: DecodeLimits = DEFAULT_LIMITS) -> int:
     """Decode the capture files ``input`` into ``OUTPUT/events``; returns the number of events written."""
-    # the contract's ts is timestamp(us, UTC), not Spark's INT96 default
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     events = decode(spark, input, ports, keylog=keylog, limits=limits)
     path = output.rstrip("/") + "/events"
-    events.write.mode("overwrite").parquet(path)
+    with scoped(spark, UTC_MICROS):  # the contract's ts
+        events.write.mode("overwrite").parquet(path)
     return spark.read.parquet(path).count()
 
 

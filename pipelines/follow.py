@@ -38,7 +38,6 @@ from pipelines.findings import CASE_TYPE, EPISODE_KEY, EVIDENCE_TYPE, FINDINGS_S
 from pipelines.report_job import (
     _INTERPRETED,
     SMALL_INPUT_BYTES,
-    _settings,
     call_site,
     detector_pass,
     finding_order,
@@ -46,6 +45,7 @@ from pipelines.report_job import (
     materialise,
     slim,
 )
+from pipelines.spark_settings import scoped
 
 #: Defaults of the command line (README.md, pipelines/README.md).
 TRIGGER_S = 10.0
@@ -192,7 +192,7 @@ class Follower:
         if prev.meta.has_retained:
             retained = prev.meta.retained_events if prev.meta.retained_events is not None else parts[0].count()
         small = retained + new_count < SMALL_PASS_EVENTS
-        with _settings(spark, _INTERPRETED if small else {}):
+        with scoped(spark, _INTERPRETED if small else {}):
             events = keep_small(events) if small else materialise(events)
             seen = dict(prev.seen)
             occurrences = self._occurrences(events, hi)

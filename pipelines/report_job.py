@@ -14,9 +14,8 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -63,6 +62,7 @@ from pipelines.events_dataset import events_path, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, episodes
 from pipelines.jvm_names import pin_jvm_names
 from pipelines.kafka_rules import ADMIN_WRITES, SEVERITY_RANK
+from pipelines.spark_settings import UTC_MICROS, scoped
 
 #: Below this much Parquet (about 200,000 events) Spark spends its time compiling, not computing: the report
 #: runs its expressions interpreted (no whole-stage or expression code generation) and, in local mode, the
@@ -189,21 +189,6 @@ def small_input(path: str | Sequence[str]) -> bool:
     return size is not None and size < SMALL_INPUT_BYTES
 
 
-@contextmanager
-def _settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    saved = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, old in saved.items():
-            if old is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, old)
-
-
 def write_text(spark: SparkSession, path: str, text: str) -> None:
     """A small text file at a local path, or through Hadoop's FileSystem for hdfs://, s3a://, ..."""
     if _is_local(path):
@@ -226,7 +211,7 @@ def run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_path
     if _is_local(output):
         os.makedirs(_local(output), exist_ok=True)
     small = small_input(input)
-    with _settings(spark, _INTERPRETED if small else {}):
+    with scoped(spark, {**UTC_MICROS, **(_INTERPRETED if small else {})}):
         return _run(spark, input, output, hosts_path, html_path, progress, small)
 
 

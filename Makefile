@@ -55,8 +55,12 @@ lint: setup
 check-generated: setup
 	$(BIN)/python -m decoders.codegen --check
 
+# The suite on TEST_WORKERS processes (pytest-xdist), a test file's tests in one of them (its module fixtures made
+# once); each worker has its own Spark session. Two: this project's machine has two cores, and the suite keeps
+# both busy (more workers only share them); each worker also starts a JVM of ~1 GB.
+TEST_WORKERS ?= 2
 test: setup system-deps lint check-generated
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 demo: setup system-deps
 	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT) --overwrite

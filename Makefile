@@ -56,11 +56,12 @@ check-generated: setup
 	$(BIN)/python -m decoders.codegen --check
 
 # The suite on TEST_WORKERS processes (pytest-xdist), a test file's tests in one of them (its module fixtures made
-# once); each worker has its own Spark session. Two: this project's machine has two cores, and the suite keeps
-# both busy (more workers only share them); each worker also starts a JVM of ~1 GB.
+# once), the longest files first (tests/conftest.py, SLOWEST_FIRST); each worker has its own Spark session. Two:
+# this project's machine has two cores, and the suite keeps both busy (more workers only share them); each worker
+# also starts a JVM of ~1 GB.
 TEST_WORKERS ?= 2
 test: setup system-deps lint check-generated
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 demo: setup system-deps
 	$(BIN)/kafka-inspector read pcaps/*.pcap --output $(OUT) --overwrite

@@ -20,7 +20,7 @@ def utc(value: datetime) -> datetime:
 
 def utc_naive(value: datetime) -> datetime:
     """``value`` in UTC, without a zone (how the outputs write a UTC time)."""
-    return value.astimezone(UTC).replace(tzinfo=None)
+    return utc(value).replace(tzinfo=None)
 
 
 def micros(value: datetime) -> int:

@@ -56,8 +56,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = REPO / "tests"
 
     def place(item: pytest.Item) -> int:
-        path = Path(str(item.path))
-        name = path.relative_to(tests).as_posix() if path.is_relative_to(tests) else ""
+        name = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
         return rank.get(name, len(rank))
 
     items.sort(key=place)  # stable: each file's tests, and the other files, keep their order

@@ -109,7 +109,7 @@ def test_batches_of_files_find_every_episode_once(four_batches: FourBatches,
     for counted, kept in four_batches.retained:
         assert counted == kept > 0
     lines = four_batches.lines
-    assert {_key(r): r for r in lines}.keys() == {_key(r) for r in batch_findings}
+    assert {_key(r) for r in lines} == {_key(r) for r in batch_findings}
     firsts: set[str] = set()
     last_count: dict[str, int] = {}
     for line in lines:  # written once as new, then only as updates, never counting back

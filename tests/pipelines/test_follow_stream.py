@@ -26,12 +26,12 @@ KAFKA_INSPECTOR = Path(sys.executable).parent / "kafka-inspector"
 WAIT_S = 300
 
 
-def start(inputs: list[Path], out: Path, *extra: str) -> subprocess.Popen[bytes]:
+def start(inputs: list[Path], out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     log = open(out.parent / f"{out.name}-follow.log", "ab")  # noqa: SIM115
     return subprocess.Popen(
         [str(KAFKA_INSPECTOR), "report", *map(str, inputs), "--output", str(out), "--follow", "--trigger", "1s",
          "--settle", "2s", "--master", "local[2]", *extra],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+        stdout=log, stderr=subprocess.STDOUT, env=env or {**os.environ, "PYSPARK_PYTHON": sys.executable})
 
 
 def feed(part: Path, folder: Path) -> None:
